@@ -1,0 +1,168 @@
+import type { ErrorCode } from '../errors.js';
+import { TetherError } from '../errors.js';
+
+/** Which wire a channel runs over. */
+export type Transport = 'memory' | 'ws' | 'grpc';
+
+/** How a channel ended. `code` is `OK` for an orderly close. */
+export interface CloseInfo {
+  code: ErrorCode | 'OK';
+  reason: string;
+  /** True when the other side (or the network) ended it, false when we called close(). */
+  byPeer: boolean;
+}
+
+/**
+ * The seam between transports and everything above them. A channel is handed out already
+ * open (and, at the gateway, already authenticated). Frames are JSON text.
+ *
+ * - Reading is pull-style: iterate the channel. While nobody pulls, the adapter stops reading
+ *   the socket once its bounded inbound queue is full (backpressure reaches the peer).
+ *   Iteration yields the frames received before the close and then ends.
+ * - `send()` resolves when the frame is handed to the transport (not "delivered"), and
+ *   rejects with a TetherError when the channel is closed or the frame is over the limit.
+ * - `close()` is idempotent; `closed` settles exactly once, whichever side closed first.
+ */
+export interface Channel extends AsyncIterable<string> {
+  readonly transport: Transport;
+  /** Peer address or label, for logs. */
+  readonly remote: string;
+  /** Largest frame, in bytes of UTF-8, that send() accepts and the peer may send us. */
+  readonly maxFrameBytes: number;
+  /** Bytes accepted by send() but not yet written to the network. */
+  readonly bufferedBytes: number;
+  readonly isClosed: boolean;
+  send(frame: string): Promise<void>;
+  close(code?: ErrorCode | 'OK', reason?: string): void;
+  readonly closed: Promise<CloseInfo>;
+  /** Aborted when the channel closes. */
+  readonly signal: AbortSignal;
+}
+
+/** Defaults shared by every adapter; each is overridable per channel. */
+export const CHANNEL_DEFAULTS = {
+  /** 16 MiB: one engine line (the engine's own cap) must fit in one frame with its envelope. */
+  maxFrameBytes: 16 * 1024 * 1024 + 64 * 1024,
+  /** Inbound frames queued before the adapter stops reading the socket. */
+  inboundHighWaterFrames: 256,
+  /** Inbound bytes queued before the adapter stops reading the socket. */
+  inboundHighWaterBytes: 8 * 1024 * 1024,
+} as const;
+
+export interface BaseChannelOptions {
+  maxFrameBytes?: number;
+  inboundHighWaterFrames?: number;
+  inboundHighWaterBytes?: number;
+}
+
+/**
+ * Shared bookkeeping for adapters: the bounded inbound queue, pull iteration, the single
+ * settlement of `closed`. Adapters implement the four abstract hooks and call `push()` for
+ * each received frame and `settle()` when their transport ends.
+ */
+export abstract class BaseChannel implements Channel {
+  abstract readonly transport: Transport;
+  abstract readonly remote: string;
+  abstract readonly bufferedBytes: number;
+  readonly maxFrameBytes: number;
+  readonly closed: Promise<CloseInfo>;
+
+  private readonly abort = new AbortController();
+  private resolveClosed!: (info: CloseInfo) => void;
+  private readonly queue: string[] = [];
+  private queuedBytes = 0;
+  private paused = false;
+  private waiter: (() => void) | undefined;
+  private closeInfo: CloseInfo | undefined;
+  private readonly highFrames: number;
+  private readonly highBytes: number;
+
+  constructor(opts: BaseChannelOptions = {}) {
+    this.maxFrameBytes = opts.maxFrameBytes ?? CHANNEL_DEFAULTS.maxFrameBytes;
+    this.highFrames = opts.inboundHighWaterFrames ?? CHANNEL_DEFAULTS.inboundHighWaterFrames;
+    this.highBytes = opts.inboundHighWaterBytes ?? CHANNEL_DEFAULTS.inboundHighWaterBytes;
+    this.closed = new Promise((resolve) => (this.resolveClosed = resolve));
+  }
+
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+
+  get isClosed(): boolean {
+    return this.closeInfo !== undefined;
+  }
+
+  /** Writes one frame to the transport; called only while open and within the limit. */
+  protected abstract write(frame: string): Promise<void>;
+  /** Ends the transport; called once, by close(). */
+  protected abstract shutdown(code: ErrorCode | 'OK', reason: string): void;
+  /** Stop / restart reading from the transport (backpressure). */
+  protected abstract pauseInput(): void;
+  protected abstract resumeInput(): void;
+
+  send(frame: string): Promise<void> {
+    if (this.closeInfo) {
+      return Promise.reject(new TetherError('FAILED_PRECONDITION', `channel closed: ${this.closeInfo.reason}`));
+    }
+    const size = Buffer.byteLength(frame);
+    if (size > this.maxFrameBytes) {
+      return Promise.reject(
+        new TetherError('RESOURCE_EXHAUSTED', `frame of ${size} bytes exceeds the limit of ${this.maxFrameBytes} bytes`, {
+          size,
+          limit: this.maxFrameBytes,
+        }),
+      );
+    }
+    return this.write(frame);
+  }
+
+  close(code: ErrorCode | 'OK' = 'OK', reason = 'closed'): void {
+    if (this.closeInfo) return;
+    this.settle({ code, reason, byPeer: false });
+    this.shutdown(code, reason);
+  }
+
+  /** Adapters call this for every received frame. */
+  protected push(frame: string): void {
+    if (this.closeInfo) return;
+    this.queue.push(frame);
+    this.queuedBytes += frame.length;
+    if (!this.paused && (this.queue.length >= this.highFrames || this.queuedBytes >= this.highBytes)) {
+      this.paused = true;
+      this.pauseInput();
+    }
+    this.wake();
+  }
+
+  /** Adapters call this when the transport has ended; only the first call counts. */
+  protected settle(info: CloseInfo): void {
+    if (this.closeInfo) return;
+    this.closeInfo = info;
+    this.resolveClosed(info);
+    this.abort.abort(new TetherError(info.code === 'OK' ? 'CANCELLED' : info.code, info.reason));
+    this.wake();
+  }
+
+  private wake(): void {
+    const w = this.waiter;
+    this.waiter = undefined;
+    w?.();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<string> {
+    for (;;) {
+      const frame = this.queue.shift();
+      if (frame !== undefined) {
+        this.queuedBytes -= frame.length;
+        if (this.paused && this.queue.length < this.highFrames / 2 && this.queuedBytes < this.highBytes / 2) {
+          this.paused = false;
+          if (!this.closeInfo) this.resumeInput();
+        }
+        yield frame;
+        continue;
+      }
+      if (this.closeInfo) return;
+      await new Promise<void>((resolve) => (this.waiter = resolve));
+    }
+  }
+}

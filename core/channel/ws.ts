@@ -1,0 +1,101 @@
+import type { WebSocket } from 'ws';
+import { codeFromWsClose, ERROR_TABLE, type ErrorCode } from '../errors.js';
+import { BaseChannel, type BaseChannelOptions, type Transport } from './channel.js';
+
+export interface WsChannelOptions extends BaseChannelOptions {
+  /** Protocol-level ping interval (a backstop under the application heartbeat); 0 disables. */
+  pingIntervalMs?: number;
+  /** Time without a pong after a ping before the socket is declared dead. */
+  pingTimeoutMs?: number;
+  /** How long close() waits for the peer's close frame before destroying the socket. */
+  closeTimeoutMs?: number;
+}
+
+/** WebSocket close codes of RFC 6455 that we map to canonical codes. */
+const RFC_CLOSE: Record<number, ErrorCode | 'OK'> = {
+  1000: 'OK',
+  1001: 'UNAVAILABLE',
+  1006: 'UNAVAILABLE',
+  1008: 'PERMISSION_DENIED',
+  1009: 'RESOURCE_EXHAUSTED',
+  1011: 'INTERNAL',
+  1002: 'INVALID_ARGUMENT',
+  1007: 'INVALID_ARGUMENT',
+};
+
+/** Wraps an open `ws` socket as a Channel. The only place that knows ws's event names. */
+export class WsChannel extends BaseChannel {
+  readonly transport: Transport = 'ws';
+  private pingTimer: NodeJS.Timeout | undefined;
+  private pongDeadline: NodeJS.Timeout | undefined;
+  private readonly closeTimeoutMs: number;
+
+  constructor(private readonly ws: WebSocket, readonly remote: string, opts: WsChannelOptions = {}) {
+    super(opts);
+    this.closeTimeoutMs = opts.closeTimeoutMs ?? 5_000;
+    ws.on('message', (data, isBinary) => {
+      this.push(isBinary ? Buffer.from(data as Buffer).toString('utf8') : data.toString());
+    });
+    ws.on('close', (code, reason) => {
+      this.stopPing();
+      const text = reason.toString() || (code === 1006 ? 'connection lost' : `closed (${code})`);
+      this.settle({ code: codeFromWsClose(code) ?? RFC_CLOSE[code] ?? 'UNAVAILABLE', reason: text, byPeer: true });
+    });
+    ws.on('error', () => {
+      // 'close' always follows 'error' in ws; the reason arrives there.
+    });
+    const interval = opts.pingIntervalMs ?? 0;
+    if (interval > 0) this.startPing(interval, opts.pingTimeoutMs ?? interval);
+  }
+
+  get bufferedBytes(): number {
+    return this.ws.bufferedAmount;
+  }
+
+  protected write(frame: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.ws.send(frame, (err) => (err ? reject(err) : resolve()));
+    });
+  }
+
+  protected shutdown(code: ErrorCode | 'OK', reason: string): void {
+    this.stopPing();
+    const wsCode = code === 'OK' ? 1000 : ERROR_TABLE[code].wsClose;
+    try {
+      // Close reasons are limited to 123 bytes by RFC 6455.
+      this.ws.close(wsCode, Buffer.from(reason).subarray(0, 120).toString());
+    } catch {
+      this.ws.terminate();
+    }
+    setTimeout(() => this.ws.terminate(), this.closeTimeoutMs).unref();
+  }
+
+  protected pauseInput(): void {
+    this.ws.pause();
+  }
+
+  protected resumeInput(): void {
+    this.ws.resume();
+  }
+
+  private startPing(intervalMs: number, timeoutMs: number): void {
+    this.ws.on('pong', () => {
+      clearTimeout(this.pongDeadline);
+      this.pongDeadline = undefined;
+    });
+    this.pingTimer = setInterval(() => {
+      if (this.pongDeadline) return;
+      this.ws.ping();
+      this.pongDeadline = setTimeout(() => {
+        this.ws.terminate();
+        this.settle({ code: 'UNAVAILABLE', reason: `no pong within ${timeoutMs} ms`, byPeer: true });
+      }, timeoutMs);
+    }, intervalMs);
+    this.pingTimer.unref();
+  }
+
+  private stopPing(): void {
+    clearInterval(this.pingTimer);
+    clearTimeout(this.pongDeadline);
+  }
+}

@@ -1,0 +1,54 @@
+import { WebSocket } from 'ws';
+import { WsChannel } from '../channel/ws.js';
+import type { Channel } from '../channel/channel.js';
+import { CHANNEL_DEFAULTS } from '../channel/channel.js';
+import { TetherError } from '../errors.js';
+import type { DialOptions } from './dial.js';
+
+/** Where the gateway accepts WebSocket connections (mirrors gateway/listen-ws.ts). */
+const WS_PATH = '/v1/connect';
+
+/** Opens a WebSocket channel to a ws:// or wss:// gateway URL. */
+export function dialWs(url: URL, opts: DialOptions): Promise<Channel> {
+  const target = new URL(url.toString());
+  if (target.pathname === '/' || target.pathname === '') target.pathname = WS_PATH;
+  const maxFrameBytes = opts.maxFrameBytes ?? CHANNEL_DEFAULTS.maxFrameBytes;
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(target, {
+      maxPayload: maxFrameBytes,
+      perMessageDeflate: false,
+      handshakeTimeout: opts.connectTimeoutMs ?? 20_000,
+      headers: opts.token ? { authorization: `Bearer ${opts.token}` } : {},
+      ca: opts.ca,
+    });
+    const fail = (err: Error) => {
+      ws.removeAllListeners();
+      ws.on('error', () => {});
+      ws.terminate();
+      reject(new TetherError('UNAVAILABLE', `cannot connect to ${url.origin}: ${err.message}`));
+    };
+    ws.once('error', fail);
+    ws.once('unexpected-response', (_req, res) => {
+      const status = res.statusCode ?? 0;
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString().slice(0, 512)));
+      res.on('end', () => {
+        ws.removeAllListeners();
+        ws.on('error', () => {});
+        ws.terminate();
+        const code = status === 401 ? 'UNAUTHENTICATED' : status === 403 ? 'PERMISSION_DENIED' : status === 429 ? 'RESOURCE_EXHAUSTED' : 'UNAVAILABLE';
+        reject(new TetherError(code, `gateway refused the connection (HTTP ${status}): ${body.trim() || res.statusMessage}`));
+      });
+    });
+    ws.once('open', () => {
+      ws.off('error', fail);
+      resolve(
+        new WsChannel(ws, url.host, {
+          maxFrameBytes,
+          pingIntervalMs: opts.pingIntervalMs ?? 15_000,
+          pingTimeoutMs: opts.pingTimeoutMs ?? 10_000,
+        }),
+      );
+    });
+  });
+}

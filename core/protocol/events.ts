@@ -1,0 +1,74 @@
+import { z } from 'zod';
+
+/**
+ * Gateway events delivered in a session's stream beside the engine's frames. In pipe mode
+ * they print as JSON lines with `"type": "tether"`, so scripts can tell them from engine frames.
+ */
+export const SessionState = z.enum(['starting', 'idle', 'running', 'requires_action', 'agent-lost', 'ended']);
+export type SessionState = z.infer<typeof SessionState>;
+
+export const Role = z.enum(['owner', 'controller', 'viewer']);
+export type Role = z.infer<typeof Role>;
+
+export const TetherEvent = z.discriminatedUnion('subtype', [
+  z.object({ type: z.literal('tether'), subtype: z.literal('state'), state: SessionState, at: z.string() }),
+  z.object({
+    type: z.literal('tether'),
+    subtype: z.literal('presence'),
+    action: z.enum(['attached', 'detached', 'role_changed']),
+    principal: z.string(),
+    client_id: z.string(),
+    role: Role,
+    at: z.string(),
+  }),
+  z.object({
+    type: z.literal('tether'),
+    subtype: z.literal('exited'),
+    code: z.number().int().nullable(),
+    signal: z.string().nullable(),
+    stderr_tail: z.string(),
+    reason: z.string().optional(),
+    at: z.string(),
+  }),
+  z.object({
+    type: z.literal('tether'),
+    subtype: z.literal('engine_error'),
+    code: z.string(),
+    message: z.string(),
+    preview: z.string().optional(),
+    at: z.string(),
+  }),
+  z.object({
+    type: z.literal('tether'),
+    subtype: z.literal('gap'),
+    from_seq: z.number().int(),
+    to_seq: z.number().int(),
+    message: z.string(),
+    at: z.string(),
+  }),
+  z.object({
+    type: z.literal('tether'),
+    subtype: z.literal('prompt_decided'),
+    request_id: z.string(),
+    decided_by: z.string(),
+    behavior: z.string(),
+    at: z.string(),
+  }),
+  z.object({
+    type: z.literal('tether'),
+    subtype: z.literal('link'),
+    status: z.enum(['connected', 'down', 'resuming']),
+    message: z.string(),
+    at: z.string(),
+  }),
+]);
+export type TetherEvent = z.infer<typeof TetherEvent>;
+
+/** Distributes Omit over a union, so each event keeps its own fields. */
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+export type TetherEventInput = DistributiveOmit<TetherEvent, 'type' | 'at'>;
+
+/** Builds an event with its `type` and timestamp filled in. */
+export function tetherEvent(e: TetherEventInput): TetherEvent {
+  return { type: 'tether', ...e, at: new Date().toISOString() } as TetherEvent;
+}

@@ -1,0 +1,150 @@
+import { z } from 'zod';
+import { EngineKind, SessionOptions } from './session-options.js';
+import { Role, SessionState, TetherEvent } from './events.js';
+
+/**
+ * Every method of the gateway protocol, defined once. Requests carry an id and get a
+ * response; notifications do not. docs/protocol.md describes each; a test checks that every
+ * method here is documented there.
+ */
+
+const id = z.string().min(1).max(128);
+const seq = z.number().int().nonnegative();
+
+export const PeerRole = z.enum(['agent', 'client']);
+
+export const AgentDescriptor = z.object({
+  name: z.string().min(1).max(128).regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, dot, dash and underscore only'),
+  host: z.string().max(256),
+  engines: z.array(EngineKind).min(1),
+  default_engine: EngineKind,
+  labels: z.record(z.string(), z.string()).default({}),
+  /** Sessions the agent still runs, with the next output seq it will send (for resume). */
+  sessions: z.array(z.object({ session_id: id, next_seq: seq })).default([]),
+});
+export type AgentDescriptor = z.infer<typeof AgentDescriptor>;
+
+export const HelloParams = z.object({
+  protocol_version: z.string().max(32),
+  role: PeerRole,
+  capabilities: z.array(z.string().max(64)).max(64).default([]),
+  agent: AgentDescriptor.optional(),
+  /** Client software name, for presence and logs. */
+  software: z.string().max(128).optional(),
+});
+export const HelloResult = z.object({
+  protocol_version: z.string(),
+  gateway_id: z.string(),
+  capabilities: z.array(z.string()),
+  principal: z.string(),
+});
+
+export const ClientInfo = z.object({
+  client_id: z.string(),
+  principal: z.string(),
+  role: Role,
+  transport: z.string(),
+  since: z.string(),
+});
+
+export const SessionInfo = z.object({
+  id,
+  agent: z.string(),
+  engine: EngineKind,
+  owner: z.string(),
+  state: SessionState,
+  created_at: z.string(),
+  clients: z.array(ClientInfo),
+  pending_prompts: z.number().int(),
+  last_seq: z.number().int(),
+  options: SessionOptions,
+});
+export type SessionInfo = z.infer<typeof SessionInfo>;
+
+export const AgentInfo = z.object({
+  name: z.string(),
+  host: z.string(),
+  engines: z.array(EngineKind),
+  default_engine: EngineKind,
+  labels: z.record(z.string(), z.string()),
+  sessions: z.array(z.string()),
+  connected_at: z.string(),
+  transport: z.string(),
+});
+export type AgentInfo = z.infer<typeof AgentInfo>;
+
+/** What the agent learned about a line it read, so the gateway never re-parses payloads. */
+export const LineMeta = z.object({
+  type: z.string().max(128).optional(),
+  subtype: z.string().max(128).optional(),
+  request_id: z.string().max(256).optional(),
+  /** For `result` frames: the engine's verdict (is_error). */
+  is_error: z.boolean().optional(),
+  /** For `system/session_state_changed`: the new state. */
+  state: z.string().max(64).optional(),
+});
+export type LineMeta = z.infer<typeof LineMeta>;
+
+/** A frame the engine reads: any JSON object (the agent re-checks it before writing). */
+export const EngineInput = z.record(z.string(), z.unknown());
+
+export const Methods = {
+  // --- both roles -------------------------------------------------------------------------
+  hello: { params: HelloParams, result: HelloResult },
+  ping: { params: z.object({}).default({}), result: z.object({}) },
+
+  // --- gateway -> agent -------------------------------------------------------------------
+  'agent.spawn': {
+    params: z.object({ session_id: id, engine: EngineKind.optional(), options: SessionOptions }),
+    result: z.object({ pid: z.number().int(), engine: EngineKind, engine_version: z.string().optional() }),
+  },
+  'agent.stop': {
+    params: z.object({ session_id: id, reason: z.string().max(256).optional() }),
+    result: z.object({}),
+  },
+
+  // --- client -> gateway ------------------------------------------------------------------
+  'agents.list': { params: z.object({}).default({}), result: z.object({ agents: z.array(AgentInfo) }) },
+  'sessions.list': { params: z.object({}).default({}), result: z.object({ sessions: z.array(SessionInfo) }) },
+  'session.create': {
+    params: z.object({ agent: z.string().min(1).max(128), engine: EngineKind.optional(), options: SessionOptions.default({}) }),
+    result: z.object({ session: SessionInfo, role: Role, client_id: z.string() }),
+  },
+  'session.attach': {
+    params: z.object({ session_id: id, from_seq: seq.optional(), read_only: z.boolean().optional() }),
+    result: z.object({ session: SessionInfo, role: Role, client_id: z.string(), next_seq: seq }),
+  },
+  'session.detach': { params: z.object({ session_id: id }), result: z.object({}) },
+  'session.send': {
+    params: z.object({ session_id: id, input_id: id, line: EngineInput }),
+    result: z.object({ status: z.enum(['applied', 'duplicate']) }),
+  },
+  'session.stop': { params: z.object({ session_id: id }), result: z.object({}) },
+} as const;
+
+export const Notifications = {
+  /** agent -> gateway: one engine stdout line, exactly as read, with the agent's seq. */
+  'session.output': z.object({ session_id: id, seq, line: z.string(), meta: LineMeta }),
+  /** agent -> gateway: an event about the engine (exit, diagnostics), in the same seq space. */
+  'session.event': z.object({ session_id: id, seq, event: TetherEvent }),
+  /** gateway -> agent: one input line for the engine, in the gateway's order. */
+  'agent.input': z.object({ session_id: id, seq, line: EngineInput }),
+  /** gateway -> agent: cumulative ack of the agent's output seq. */
+  'session.ack': z.object({ session_id: id, seq }),
+  /** gateway -> client: one frame of a session's stream (engine line or gateway event). */
+  'session.frame': z.object({
+    session_id: id,
+    seq,
+    line: z.string().optional(),
+    event: TetherEvent.optional(),
+    origin: z.enum(['engine', 'gateway']),
+  }),
+  /** gateway -> client: the engine's control_response to this client's own control_request. */
+  'session.reply': z.object({ session_id: id, line: z.string() }),
+} as const;
+
+export type MethodName = keyof typeof Methods;
+export type NotificationName = keyof typeof Notifications;
+export type ParamsOf<M extends MethodName> = z.input<(typeof Methods)[M]['params']>;
+export type ResultOf<M extends MethodName> = z.infer<(typeof Methods)[M]['result']>;
+export type NotificationParams<N extends NotificationName> = z.infer<(typeof Notifications)[N]>;

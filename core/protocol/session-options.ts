@@ -1,0 +1,31 @@
+import { z } from 'zod';
+
+/** Engine kinds an agent can run. */
+export const EngineKind = z.enum(['claude', 'demo']);
+export type EngineKind = z.infer<typeof EngineKind>;
+
+export const PermissionMode = z.enum(['default', 'acceptEdits', 'auto', 'bypassPermissions', 'dontAsk', 'plan', 'manual']);
+
+const toolName = z.string().min(1).max(256);
+
+/**
+ * What a client may ask of a new engine process. Each field maps to one CLI flag; anything
+ * else the drop-in forwards goes through `extra_args`, which the agent checks against its
+ * allow list. Wire names are snake_case like the engine's own.
+ */
+export const SessionOptions = z
+  .object({
+    cwd: z.string().min(1).max(4096).optional(),
+    model: z.string().min(1).max(256).optional(),
+    permission_mode: PermissionMode.optional(),
+    allowed_tools: z.array(toolName).max(256).optional(),
+    disallowed_tools: z.array(toolName).max(256).optional(),
+    resume: z.string().min(1).max(256).optional(),
+    system_prompt: z.string().max(1_000_000).optional(),
+    append_system_prompt: z.string().max(1_000_000).optional(),
+    include_partial_messages: z.boolean().optional(),
+    /** Extra CLI arguments (the drop-in forwards what the SDK passes); the agent allow-lists them. */
+    extra_args: z.array(z.string().max(1_000_000)).max(256).optional(),
+  })
+  .strict();
+export type SessionOptions = z.infer<typeof SessionOptions>;

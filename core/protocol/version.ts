@@ -1,0 +1,16 @@
+import { TetherError } from '../errors.js';
+
+/** Tether's gateway protocol version. Majors must match; minors add optional things only. */
+export const PROTOCOL_VERSION = '1.0';
+
+/** Throws FAILED_PRECONDITION naming both versions when the majors differ. */
+export function assertCompatible(peerVersion: string, ours: string = PROTOCOL_VERSION): void {
+  const major = (v: string) => v.split('.')[0];
+  if (major(peerVersion) !== major(ours)) {
+    throw new TetherError(
+      'FAILED_PRECONDITION',
+      `incompatible protocol version: peer speaks ${peerVersion}, this side speaks ${ours} (major versions must match)`,
+      { peer_version: peerVersion, our_version: ours },
+    );
+  }
+}

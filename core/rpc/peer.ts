@@ -1,0 +1,197 @@
+import type { z } from 'zod';
+import type { Channel, CloseInfo } from '../channel/channel.js';
+import { asTetherError, JSONRPC_PARSE_ERROR, TetherError } from '../errors.js';
+import { silentLogger, type Logger } from '../logging.js';
+import { classify, type RpcId } from '../protocol/jsonrpc.js';
+import {
+  Methods,
+  Notifications,
+  type MethodName,
+  type NotificationName,
+  type NotificationParams,
+  type ParamsOf,
+  type ResultOf,
+} from '../protocol/methods.js';
+
+type Parsed<M extends MethodName> = z.infer<(typeof Methods)[M]['params']>;
+type RequestHandler<M extends MethodName> = (params: Parsed<M>) => ResultOf<M> | Promise<ResultOf<M>>;
+type NotificationHandler<N extends NotificationName> = (params: NotificationParams<N>) => void;
+
+export interface RpcPeerOptions {
+  logger?: Logger;
+  /** Bound on every outgoing request; 0 means none. */
+  requestTimeoutMs?: number;
+}
+
+/** Short, wire-safe description of a schema failure: "path: message; …". */
+export function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 5)
+    .map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`)
+    .join('; ');
+}
+
+/**
+ * JSON-RPC 2.0 over one Channel. Inbound handlers are invoked in arrival order (the
+ * synchronous part of each runs before the next message is looked at); a handler's promise
+ * does not hold up later messages. Unknown notifications are ignored, unknown methods and bad
+ * params get typed errors, and the connection stays usable after any bad message.
+ */
+export class RpcPeer {
+  private nextId = 1;
+  private readonly pending = new Map<RpcId, { resolve: (v: unknown) => void; reject: (e: TetherError) => void; timer?: NodeJS.Timeout }>();
+  private readonly requestHandlers = new Map<string, (params: unknown) => unknown>();
+  private readonly notificationHandlers = new Map<string, (params: unknown) => void>();
+  private readonly log: Logger;
+  private readonly timeoutMs: number;
+
+  constructor(readonly channel: Channel, opts: RpcPeerOptions = {}) {
+    this.log = opts.logger ?? silentLogger;
+    this.timeoutMs = opts.requestTimeoutMs ?? 30_000;
+    void channel.closed.then((info) => this.failPending(info));
+  }
+
+  onRequest<M extends MethodName>(method: M, handler: RequestHandler<M>): this {
+    this.requestHandlers.set(method, handler as (params: unknown) => unknown);
+    return this;
+  }
+
+  onNotification<N extends NotificationName>(name: N, handler: NotificationHandler<N>): this {
+    this.notificationHandlers.set(name, handler as (params: unknown) => void);
+    return this;
+  }
+
+  /** Sends a request and resolves with its validated result. */
+  request<M extends MethodName>(method: M, params: ParamsOf<M>, opts: { timeoutMs?: number } = {}): Promise<ResultOf<M>> {
+    const id = this.nextId++;
+    const timeoutMs = opts.timeoutMs ?? this.timeoutMs;
+    return new Promise<unknown>((resolve, reject) => {
+      const entry: { resolve: (v: unknown) => void; reject: (e: TetherError) => void; timer?: NodeJS.Timeout } = { resolve, reject };
+      if (timeoutMs > 0) {
+        entry.timer = setTimeout(() => {
+          this.pending.delete(id);
+          reject(new TetherError('DEADLINE_EXCEEDED', `${method} got no answer within ${timeoutMs} ms`));
+        }, timeoutMs);
+      }
+      this.pending.set(id, entry);
+      this.channel.send(JSON.stringify({ jsonrpc: '2.0', id, method, params })).catch((err) => {
+        clearTimeout(entry.timer);
+        this.pending.delete(id);
+        reject(asTetherError(err, 'UNAVAILABLE'));
+      });
+    }).then((raw) => {
+      const parsed = Methods[method].result.safeParse(raw);
+      if (!parsed.success) throw new TetherError('INTERNAL', `bad ${method} result: ${describeIssues(parsed.error)}`);
+      return parsed.data as ResultOf<M>;
+    });
+  }
+
+  /** Sends a notification; resolves when handed to the transport. */
+  notify<N extends NotificationName>(name: N, params: NotificationParams<N>): Promise<void> {
+    return this.channel.send(JSON.stringify({ jsonrpc: '2.0', method: name, params }));
+  }
+
+  /** Reads the channel until it closes; resolves with how it closed. */
+  async run(): Promise<CloseInfo> {
+    for await (const frame of this.channel) this.dispatch(frame);
+    return this.channel.closed;
+  }
+
+  private dispatch(frame: string): void {
+    let value: unknown;
+    try {
+      value = JSON.parse(frame);
+    } catch {
+      this.reply(null, { code: JSONRPC_PARSE_ERROR, message: 'parse error: frame is not valid JSON', data: { code: 'INVALID_ARGUMENT' } });
+      return;
+    }
+    const msg = classify(value);
+    if (!msg) {
+      this.reply(null, new TetherError('INVALID_ARGUMENT', 'invalid request: not a JSON-RPC 2.0 message').toJsonRpc());
+      return;
+    }
+    if (msg.kind === 'response') return this.settleResponse(msg.id, msg.result, msg.error);
+    if (msg.kind === 'notification') return this.handleNotification(msg.method, msg.params);
+    this.handleRequest(msg.id, msg.method, msg.params);
+  }
+
+  private handleNotification(method: string, params: unknown): void {
+    const handler = this.notificationHandlers.get(method);
+    const schema = (Notifications as Record<string, z.ZodType>)[method];
+    if (!handler || !schema) {
+      this.log.debug({ method }, 'ignoring unknown notification');
+      return;
+    }
+    const parsed = schema.safeParse(params ?? {});
+    if (!parsed.success) {
+      this.log.warn({ method, issues: describeIssues(parsed.error) }, 'dropping notification with bad params');
+      return;
+    }
+    try {
+      handler(parsed.data);
+    } catch (err) {
+      this.log.error({ method, err: asTetherError(err).message }, 'notification handler failed');
+    }
+  }
+
+  private handleRequest(id: RpcId, method: string, params: unknown): void {
+    const handler = this.requestHandlers.get(method);
+    const spec = (Methods as Record<string, { params: z.ZodType }>)[method];
+    if (!handler || !spec) {
+      this.reply(id, new TetherError('UNIMPLEMENTED', `unknown method: ${method}`).toJsonRpc());
+      return;
+    }
+    const parsed = spec.params.safeParse(params ?? {});
+    if (!parsed.success) {
+      this.reply(id, new TetherError('INVALID_ARGUMENT', `invalid params for ${method}: ${describeIssues(parsed.error)}`).toJsonRpc());
+      return;
+    }
+    let out: unknown;
+    try {
+      out = handler(parsed.data);
+    } catch (err) {
+      this.replyError(id, method, err);
+      return;
+    }
+    Promise.resolve(out).then(
+      (result) => this.send({ jsonrpc: '2.0', id, result: result ?? {} }),
+      (err) => this.replyError(id, method, err),
+    );
+  }
+
+  private replyError(id: RpcId, method: string, err: unknown): void {
+    const e = asTetherError(err);
+    if (e.code === 'INTERNAL') this.log.error({ method, err: e.message }, 'request handler failed');
+    this.reply(id, e.toJsonRpc());
+  }
+
+  private reply(id: RpcId | null, error: { code: number; message: string; data?: unknown }): void {
+    this.send({ jsonrpc: '2.0', id, error });
+  }
+
+  private send(msg: unknown): void {
+    if (this.channel.isClosed) return;
+    this.channel.send(JSON.stringify(msg)).catch((err) => this.log.debug({ err: asTetherError(err).message }, 'send failed'));
+  }
+
+  private settleResponse(id: RpcId | null, result: unknown, error?: { code: number; message: string; data?: unknown }): void {
+    if (id === null) {
+      if (error) this.log.warn({ error: error.message }, 'peer reported an error about an unreadable message');
+      return;
+    }
+    const entry = this.pending.get(id);
+    if (!entry) return;
+    this.pending.delete(id);
+    clearTimeout(entry.timer);
+    if (error) entry.reject(TetherError.fromJsonRpc(error));
+    else entry.resolve(result);
+  }
+
+  private failPending(info: CloseInfo): void {
+    for (const [id, entry] of this.pending) {
+      clearTimeout(entry.timer);
+      entry.reject(new TetherError('UNAVAILABLE', `connection closed before the answer: ${info.reason}`));
+      this.pending.delete(id);
+    }
+  }
+}
