@@ -1,5 +1,6 @@
 import type { Channel } from '../channel/channel.js';
 import { TetherError } from '../errors.js';
+import { dialGrpc } from './dial-grpc.js';
 import { dialWs } from './dial-ws.js';
 
 export interface DialOptions {
@@ -18,6 +19,8 @@ type Dialer = (url: URL, opts: DialOptions) => Promise<Channel>;
 const dialers = new Map<string, Dialer>([
   ['ws:', dialWs],
   ['wss:', dialWs],
+  ['grpc:', dialGrpc],
+  ['grpcs:', dialGrpc],
 ]);
 
 /** Adds a dialer for a URL scheme (e.g. 'grpc:'). */

@@ -1,0 +1,184 @@
+import { statSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { resolve as resolvePath } from 'node:path';
+import { TetherError } from '../core/errors.js';
+import { Link, type LinkStatus } from '../core/link/link.js';
+import type { DialOptions } from '../core/link/dial.js';
+import { silentLogger, type Logger } from '../core/logging.js';
+import type { ParamsOf } from '../core/protocol/methods.js';
+import type { EngineKind, SessionOptions } from '../core/protocol/session-options.js';
+import { PROTOCOL_VERSION } from '../core/protocol/version.js';
+import type { RpcPeer } from '../core/rpc/peer.js';
+import { AGENT_BACKOFF, type BackoffPolicy } from '../core/util/backoff.js';
+import { engineCommandLine, resolveEngines, type EngineChoice, type ResolvedEngines } from './engine-command.js';
+import { EngineProcess } from './engine-process.js';
+import { checkExtraArgs } from './extra-args.js';
+import { SessionRelay, type OutputSink } from './session-relay.js';
+
+export interface AgentOptions {
+  gateway: string;
+  name: string;
+  token?: string;
+  engine?: EngineChoice;
+  engineCommand?: string;
+  /** Working folder for sessions that name none. */
+  cwd?: string;
+  labels?: Record<string, string>;
+  /** Extra environment for engines (e.g. HOME, ANTHROPIC_BASE_URL in tests). */
+  engineEnv?: NodeJS.ProcessEnv;
+  dial?: DialOptions;
+  backoff?: BackoffPolicy;
+  logger?: Logger;
+  /** Engine stop graces (stdin EOF → SIGTERM → SIGKILL). */
+  eofGraceMs?: number;
+  termGraceMs?: number;
+  initializeTimeoutMs?: number;
+  onStatus?: (status: LinkStatus) => void;
+}
+
+/**
+ * The agent on a build machine: dials out to the gateway, registers, spawns one engine per
+ * session on request and relays its lines both ways. Engines outlive a dropped link; their
+ * output waits (bounded) and is re-sent after the reconnect.
+ */
+export class Agent {
+  readonly engines: ResolvedEngines;
+  private readonly relays = new Map<string, SessionRelay>();
+  private readonly link: Link;
+  private readonly log: Logger;
+  private sink: OutputSink | undefined;
+  private stopping = false;
+
+  constructor(private readonly opts: AgentOptions) {
+    this.log = opts.logger ?? silentLogger;
+    this.engines = resolveEngines(opts.engine ?? 'auto', opts.engineCommand);
+    this.link = new Link({
+      url: opts.gateway,
+      dial: { ...opts.dial, token: opts.token },
+      logger: this.log,
+      backoff: opts.backoff ?? AGENT_BACKOFF,
+      hello: () => this.hello(),
+      setup: (peer) => this.setup(peer),
+      onConnected: (peer) => this.connected(peer),
+      onStatus: (s) => {
+        if (s.state !== 'connected') this.setSink(undefined);
+        opts.onStatus?.(s);
+      },
+    });
+  }
+
+  /** Connects; resolves after the first registration, rejects if it cannot happen. */
+  start(): Promise<void> {
+    return this.link.start();
+  }
+
+  get sessionCount(): number {
+    return this.relays.size;
+  }
+
+  private hello(): ParamsOf<'hello'> {
+    return {
+      protocol_version: PROTOCOL_VERSION,
+      role: 'agent',
+      capabilities: ['resume.v1'],
+      agent: {
+        name: this.opts.name,
+        host: hostname(),
+        engines: this.engines.engines,
+        default_engine: this.engines.defaultEngine,
+        labels: this.opts.labels ?? {},
+        sessions: [...this.relays.values()].map((r) => ({ session_id: r.sessionId, next_seq: r.nextOutputSeq })),
+      },
+    };
+  }
+
+  private setup(peer: RpcPeer): void {
+    peer
+      .onRequest('agent.spawn', (p) => this.spawn(p.session_id, p.engine ?? this.engines.defaultEngine, p.options))
+      .onRequest('agent.stop', async (p) => {
+        const relay = this.relays.get(p.session_id);
+        if (!relay) throw new TetherError('NOT_FOUND', `no session ${p.session_id} on this agent`);
+        await relay.engine.stop();
+        return {};
+      })
+      .onNotification('agent.input', (p) => void this.relays.get(p.session_id)?.input(p.seq, p.line))
+      .onNotification('session.ack', (p) => {
+        const relay = this.relays.get(p.session_id);
+        relay?.ack(p.seq);
+        if (relay?.drained && relay.engine.hasExited) this.relays.delete(p.session_id);
+      });
+  }
+
+  private connected(peer: RpcPeer): void {
+    this.setSink({
+      send: (sessionId, item) => {
+        const sent =
+          item.kind === 'line'
+            ? peer.notify('session.output', { session_id: sessionId, seq: item.seq, line: item.line, meta: item.meta })
+            : peer.notify('session.event', { session_id: sessionId, seq: item.seq, event: item.event });
+        sent.catch(() => {}); // held in the relay's outbox; re-sent after the reconnect
+      },
+    });
+  }
+
+  private setSink(sink: OutputSink | undefined): void {
+    this.sink = sink;
+    for (const relay of this.relays.values()) relay.setSink(sink);
+  }
+
+  private async spawn(sessionId: string, kind: EngineKind, options: SessionOptions) {
+    if (this.stopping) throw new TetherError('UNAVAILABLE', 'agent is shutting down');
+    if (this.relays.has(sessionId)) throw new TetherError('ALREADY_EXISTS', `session ${sessionId} already runs here`);
+    if (!this.engines.engines.includes(kind)) throw new TetherError('FAILED_PRECONDITION', `this agent cannot run engine "${kind}"`);
+    const cwd = resolvePath(options.cwd ?? this.opts.cwd ?? process.cwd());
+    if (!isDirectory(cwd)) throw new TetherError('INVALID_ARGUMENT', `working folder ${cwd} does not exist on agent "${this.opts.name}"`);
+    const extra = checkExtraArgs(options.extra_args ?? []);
+    const { command, args } = engineCommandLine(kind, this.engines, options, extra);
+    const log = this.log.child({ sessionId, engine: kind });
+    const engine = EngineProcess.spawn({
+      command,
+      args,
+      cwd,
+      env: { ...process.env, CLAUDE_CODE_SDK_READS_SESSION_STATE: '1', ...this.opts.engineEnv },
+      eofGraceMs: this.opts.eofGraceMs,
+      termGraceMs: this.opts.termGraceMs,
+      logger: log,
+    });
+    const relay = new SessionRelay(sessionId, engine, log);
+    this.relays.set(sessionId, relay);
+    try {
+      const init = await relay.initialize(this.opts.initializeTimeoutMs ?? 60_000);
+      relay.setSink(this.sink);
+      const version = (init.response as { response?: { claude_code_version?: unknown } } | undefined)?.response?.claude_code_version;
+      log.info({ pid: engine.pid, cwd }, 'engine started');
+      return { pid: engine.pid, engine: kind, engine_version: typeof version === 'string' ? version : undefined };
+    } catch (err) {
+      this.relays.delete(sessionId);
+      engine.kill();
+      throw err;
+    }
+  }
+
+  /**
+   * Graceful stop: refuse new sessions, stop every engine (staged), give the gateway up to
+   * `flushMs` to ack what they wrote, then close the link. Idempotent.
+   */
+  async shutdown(flushMs = 10_000): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    await Promise.all([...this.relays.values()].map((r) => r.engine.stop()));
+    const deadline = Date.now() + flushMs;
+    while ([...this.relays.values()].some((r) => !r.drained) && this.link.peer && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await this.link.close();
+  }
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,91 @@
+import { accessSync, constants, existsSync } from 'node:fs';
+import { delimiter, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { TetherError } from '../core/errors.js';
+import type { EngineKind, SessionOptions } from '../core/protocol/session-options.js';
+
+/** The flags every engine gets: stream-json both ways, permission asks over stdio. */
+export const STREAM_JSON_FLAGS = [
+  '-p',
+  '--input-format',
+  'stream-json',
+  '--output-format',
+  'stream-json',
+  '--verbose',
+  '--permission-prompt-tool',
+  'stdio',
+];
+
+export type EngineChoice = EngineKind | 'auto';
+
+export interface ResolvedEngines {
+  /** Engines this agent can run, default first. */
+  engines: EngineKind[];
+  defaultEngine: EngineKind;
+  /** Executable for the real CLI, when available. */
+  claudeCommand?: string;
+  /** Why `auto` chose what it chose, for the start-up banner. */
+  explanation: string;
+}
+
+/** Finds an executable on PATH (or checks an explicit path). */
+export function findExecutable(command: string, pathEnv = process.env.PATH ?? ''): string | undefined {
+  const candidates = command.includes('/') ? [command] : pathEnv.split(delimiter).filter(Boolean).map((d) => join(d, command));
+  for (const c of candidates) {
+    try {
+      accessSync(c, constants.X_OK);
+      return c;
+    } catch {
+      // keep looking
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Decides which engines the agent offers. `auto` takes the real CLI when it is on PATH (or
+ * at --engine-command) and the built-in demo engine otherwise; `claude` insists on the CLI.
+ */
+export function resolveEngines(choice: EngineChoice, engineCommand = process.env.TETHER_ENGINE_COMMAND ?? 'claude'): ResolvedEngines {
+  const claude = findExecutable(engineCommand);
+  if (choice === 'demo') return { engines: ['demo'], defaultEngine: 'demo', explanation: 'demo engine (chosen with --engine demo)' };
+  if (choice === 'claude') {
+    if (!claude) throw new TetherError('FAILED_PRECONDITION', `engine "claude" requested but "${engineCommand}" is not an executable on PATH (set --engine-command or TETHER_ENGINE_COMMAND)`);
+    return { engines: ['claude', 'demo'], defaultEngine: 'claude', claudeCommand: claude, explanation: `claude (${claude})` };
+  }
+  if (claude) return { engines: ['claude', 'demo'], defaultEngine: 'claude', claudeCommand: claude, explanation: `claude (${claude}), found on PATH` };
+  return { engines: ['demo'], defaultEngine: 'demo', explanation: `demo engine ("${engineCommand}" not found on PATH; install Claude Code or pass --engine-command to use the real CLI)` };
+}
+
+/** Path of the compiled demo engine script, next to this module. */
+export function demoEnginePath(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  const js = join(here, 'demo-engine.js');
+  if (existsSync(js)) return js;
+  // Running from source (tests): use the compiled copy in dist/.
+  const dist = join(here, '..', 'dist', 'agent', 'demo-engine.js');
+  if (existsSync(dist)) return dist;
+  throw new TetherError('FAILED_PRECONDITION', 'demo engine not built: run `npm run build`');
+}
+
+/** Flags that map one-to-one from session options. */
+export function optionArgs(o: SessionOptions): string[] {
+  const args: string[] = [];
+  if (o.model) args.push('--model', o.model);
+  if (o.permission_mode) args.push('--permission-mode', o.permission_mode);
+  if (o.allowed_tools?.length) args.push('--allowedTools', o.allowed_tools.join(','));
+  if (o.disallowed_tools?.length) args.push('--disallowedTools', o.disallowed_tools.join(','));
+  if (o.resume) args.push('--resume', o.resume);
+  if (o.system_prompt !== undefined) args.push('--system-prompt', o.system_prompt);
+  if (o.append_system_prompt !== undefined) args.push('--append-system-prompt', o.append_system_prompt);
+  if (o.include_partial_messages) args.push('--include-partial-messages');
+  return args;
+}
+
+/** The command line for one session's engine. */
+export function engineCommandLine(kind: EngineKind, engines: ResolvedEngines, o: SessionOptions, extraArgs: string[] = []): { command: string; args: string[] } {
+  const args = [...STREAM_JSON_FLAGS, ...optionArgs(o), ...extraArgs];
+  if (kind === 'demo') return { command: process.execPath, args: [demoEnginePath(), ...args] };
+  if (!engines.claudeCommand) throw new TetherError('FAILED_PRECONDITION', 'this agent has no claude engine');
+  return { command: engines.claudeCommand, args };
+}

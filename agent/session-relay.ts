@@ -1,0 +1,152 @@
+import { TetherError } from '../core/errors.js';
+import type { Logger } from '../core/logging.js';
+import { tetherEvent, type TetherEvent } from '../core/protocol/events.js';
+import type { LineMeta } from '../core/protocol/methods.js';
+import type { EngineProcess, ExitInfo } from './engine-process.js';
+import { lineMeta } from './line-meta.js';
+
+/** One output item waiting for the gateway's ack. */
+export type Outgoing =
+  | { seq: number; kind: 'line'; line: string; meta: LineMeta }
+  | { seq: number; kind: 'event'; event: TetherEvent };
+
+/** Where a relay sends its output; undefined while the gateway link is down. */
+export interface OutputSink {
+  send(sessionId: string, item: Outgoing): void;
+}
+
+export interface RelayLimits {
+  /** Unacked output held for the gateway before the engine is pushed back (64 MiB). */
+  maxUnackedBytes: number;
+}
+
+export const RELAY_DEFAULTS: RelayLimits = { maxUnackedBytes: 64 * 1024 * 1024 };
+
+/** The request id the agent uses for its own initialize handshake. */
+export const AGENT_INIT_REQUEST_ID = 'tether_agent_init';
+
+/**
+ * Engine ⇄ gateway for one session. Numbers every output item where it is read, holds it
+ * until the gateway acks it, and stops reading the engine when too much is unacked (so the
+ * engine blocks on its pipe instead of anything being dropped). Input is applied at most
+ * once per gateway input seq.
+ */
+export class SessionRelay {
+  private nextSeq = 1;
+  private outbox: Outgoing[] = [];
+  private outboxBytes = 0;
+  private lastInputSeq = 0;
+  private sink: OutputSink | undefined;
+  private resumePump: (() => void) | undefined;
+  private initWaiter: { resolve: (v: Record<string, unknown>) => void; reject: (e: Error) => void } | undefined;
+  readonly done: Promise<ExitInfo>;
+
+  constructor(
+    readonly sessionId: string,
+    readonly engine: EngineProcess,
+    private readonly log: Logger,
+    private readonly limits: RelayLimits = RELAY_DEFAULTS,
+  ) {
+    this.done = this.pump();
+  }
+
+  /** Next seq the gateway should expect (for the hello on reconnect). */
+  get nextOutputSeq(): number {
+    return this.outbox.length ? this.outbox[0].seq : this.nextSeq;
+  }
+
+  /** Attaches (or detaches) the gateway link and re-sends everything not yet acked, in order. */
+  setSink(sink: OutputSink | undefined): void {
+    this.sink = sink;
+    if (sink) for (const item of this.outbox) sink.send(this.sessionId, item);
+  }
+
+  /** The gateway has everything up to `seq`: release it. */
+  ack(seq: number): void {
+    if (seq >= this.nextSeq) {
+      this.log.warn({ seq, next: this.nextSeq }, 'ignoring ack beyond what was sent');
+      return;
+    }
+    while (this.outbox.length && this.outbox[0].seq <= seq) this.outboxBytes -= sizeOf(this.outbox.shift()!);
+    if (this.outboxBytes < this.limits.maxUnackedBytes) {
+      const r = this.resumePump;
+      this.resumePump = undefined;
+      r?.();
+    }
+  }
+
+  /** Whether everything sent was acked (used to finish shutdown). */
+  get drained(): boolean {
+    return this.outbox.length === 0;
+  }
+
+  /**
+   * Sends the agent's own initialize and resolves with the engine's answer (consumed here,
+   * not relayed). Rejects if the engine exits first or takes longer than `timeoutMs`.
+   */
+  initialize(timeoutMs: number): Promise<Record<string, unknown>> {
+    const answered = new Promise<Record<string, unknown>>((resolve, reject) => {
+      this.initWaiter = { resolve, reject };
+      const t = setTimeout(() => reject(new TetherError('DEADLINE_EXCEEDED', `engine did not answer initialize within ${timeoutMs} ms`)), timeoutMs);
+      t.unref();
+      void this.done.then((exit) =>
+        reject(new TetherError('FAILED_PRECONDITION', `engine exited during start-up (code ${exit.code}, signal ${exit.signal}): ${exit.stderrTail.trim().slice(-2000) || 'no stderr'}`)),
+      );
+    });
+    void this.engine
+      .write({ type: 'control_request', request_id: AGENT_INIT_REQUEST_ID, request: { subtype: 'initialize', hooks: null } })
+      .catch((err: Error) => this.initWaiter?.reject(err));
+    return answered.finally(() => (this.initWaiter = undefined));
+  }
+
+  /** Writes one input line unless this gateway seq was already applied. */
+  async input(seq: number, line: Record<string, unknown>): Promise<void> {
+    if (seq <= this.lastInputSeq) return;
+    this.lastInputSeq = seq;
+    try {
+      await this.engine.write(line);
+    } catch (err) {
+      const e = err instanceof TetherError ? err : new TetherError('INTERNAL', String(err));
+      this.log.warn({ sessionId: this.sessionId, err: e.message }, 'input not written to the engine');
+      this.emit({ kind: 'event', event: tetherEvent({ subtype: 'engine_error', code: 'INPUT_NOT_WRITTEN', message: e.message }) });
+    }
+  }
+
+  private emit(item: { kind: 'line'; line: string; meta: LineMeta } | { kind: 'event'; event: TetherEvent }): void {
+    const full = { ...item, seq: this.nextSeq++ } as Outgoing;
+    this.outbox.push(full);
+    this.outboxBytes += sizeOf(full);
+    this.sink?.send(this.sessionId, full);
+  }
+
+  private async pump(): Promise<ExitInfo> {
+    for await (const item of this.engine.lines()) {
+      if (item.kind === 'invalid') {
+        this.emit({ kind: 'event', event: tetherEvent({ subtype: 'engine_error', code: item.code, message: item.message, preview: item.preview }) });
+      } else if (this.initWaiter && isInitAnswer(item.value)) {
+        this.initWaiter.resolve(item.value);
+      } else {
+        this.emit({ kind: 'line', line: item.line, meta: lineMeta(item.value) });
+      }
+      if (this.outboxBytes >= this.limits.maxUnackedBytes) {
+        this.log.warn({ sessionId: this.sessionId, unacked: this.outboxBytes }, 'gateway behind; pausing engine output');
+        await new Promise<void>((resolve) => (this.resumePump = resolve));
+      }
+    }
+    const exit = await this.engine.exited;
+    this.emit({
+      kind: 'event',
+      event: tetherEvent({ subtype: 'exited', code: exit.code, signal: exit.signal, stderr_tail: exit.stderrTail.slice(-8192) }),
+    });
+    return exit;
+  }
+}
+
+function isInitAnswer(v: Record<string, unknown>): boolean {
+  const r = v.response as { request_id?: unknown } | undefined;
+  return v.type === 'control_response' && r?.request_id === AGENT_INIT_REQUEST_ID;
+}
+
+function sizeOf(item: Outgoing): number {
+  return item.kind === 'line' ? item.line.length + 64 : 256;
+}

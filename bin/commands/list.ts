@@ -1,0 +1,79 @@
+import { GatewayClient } from '../../client/gateway-client.js';
+import { pick, required, type Command } from '../args.js';
+
+const connectionOptions = {
+  gateway: { type: 'string' },
+  token: { type: 'string' },
+  json: { type: 'boolean' },
+} as const;
+
+export async function connectFrom(v: Record<string, unknown>, software: string): Promise<GatewayClient> {
+  return GatewayClient.connect({
+    gateway: required(pick(v.gateway, 'TETHER_GATEWAY'), '--gateway (or TETHER_GATEWAY)'),
+    token: pick(v.token, 'TETHER_TOKEN'),
+    software,
+  });
+}
+
+export const agentsCommand: Command = {
+  name: 'agents',
+  summary: 'list the agents connected to a gateway',
+  usage: `Usage: tether agents --gateway URL [--token TOKEN] [--json]
+
+  --gateway URL   gateway URL (env TETHER_GATEWAY)
+  --token TOKEN   client token (env TETHER_TOKEN)
+  --json          print a JSON array
+  -h, --help      show this help`,
+  options: connectionOptions,
+  async run(v) {
+    const client = await connectFrom(v, 'tether-cli');
+    try {
+      const agents = await client.listAgents();
+      if (v.json) process.stdout.write(JSON.stringify(agents) + '\n');
+      else if (!agents.length) process.stdout.write('no agents connected\n');
+      else {
+        process.stdout.write(table(['NAME', 'HOST', 'ENGINES', 'SESSIONS', 'TRANSPORT', 'SINCE'], agents.map((a) => [a.name, a.host, a.engines.join(','), String(a.sessions.length), a.transport, a.connected_at])));
+      }
+      return 0;
+    } finally {
+      await client.close();
+    }
+  },
+};
+
+export const sessionsCommand: Command = {
+  name: 'sessions',
+  summary: 'list the sessions you can see on a gateway',
+  usage: `Usage: tether sessions --gateway URL [--token TOKEN] [--json]
+
+  --gateway URL   gateway URL (env TETHER_GATEWAY)
+  --token TOKEN   client token (env TETHER_TOKEN)
+  --json          print a JSON array (id, agent, owner, state, clients, pending_prompts, ...)
+  -h, --help      show this help`,
+  options: connectionOptions,
+  async run(v) {
+    const client = await connectFrom(v, 'tether-cli');
+    try {
+      const sessions = await client.listSessions();
+      if (v.json) process.stdout.write(JSON.stringify(sessions) + '\n');
+      else if (!sessions.length) process.stdout.write('no sessions\n');
+      else {
+        process.stdout.write(
+          table(
+            ['ID', 'AGENT', 'ENGINE', 'OWNER', 'STATE', 'CLIENTS', 'PENDING'],
+            sessions.map((s) => [s.id, s.agent, s.engine, s.owner, s.state, s.clients.map((c) => `${c.principal}(${c.role})`).join(',') || '-', String(s.pending_prompts)]),
+          ),
+        );
+      }
+      return 0;
+    } finally {
+      await client.close();
+    }
+  },
+};
+
+function table(head: string[], rows: string[][]): string {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd() + '\n';
+  return line(head) + rows.map(line).join('');
+}

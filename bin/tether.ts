@@ -1,0 +1,53 @@
+#!/usr/bin/env node
+import { asTetherError } from '../core/errors.js';
+import { parseCommand, type Command } from './args.js';
+import { agentCommand } from './commands/agent.js';
+import { gatewayCommand } from './commands/gateway.js';
+import { agentsCommand, sessionsCommand } from './commands/list.js';
+import { runCommand } from './commands/run.js';
+import { upCommand } from './commands/up.js';
+
+const commands: Command[] = [upCommand, gatewayCommand, agentCommand, runCommand, agentsCommand, sessionsCommand];
+
+const TOP_HELP = `tether: a remote gateway for coding-agent CLIs (Claude Code first)
+
+Usage: tether <command> [options]
+
+Commands:
+${commands.map((c) => `  ${c.name.padEnd(10)} ${c.summary}`).join('\n')}
+
+Run "tether <command> --help" for a command's options.
+Environment: TETHER_GATEWAY, TETHER_TOKEN, TETHER_AGENT stand in for --gateway, --token, --agent.`;
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(TOP_HELP + '\n');
+    return name ? 0 : 2;
+  }
+  if (name === '--version') {
+    process.stdout.write('tether 0.1.0\n');
+    return 0;
+  }
+  const cmd = commands.find((c) => c.name === name);
+  if (!cmd) {
+    process.stderr.write(`tether: unknown command "${name}"\n\n${TOP_HELP}\n`);
+    return 2;
+  }
+  const { values, positionals, help } = parseCommand(cmd, rest);
+  if (help) {
+    process.stdout.write(cmd.usage + '\n');
+    return 0;
+  }
+  return cmd.run(values, positionals);
+}
+
+main(process.argv.slice(2)).then(
+  // Exit explicitly once stdout is flushed: a command is done when it returns, whatever
+  // idle handles a library left behind.
+  (code) => process.stdout.write('', () => process.exit(code)),
+  (err) => {
+    const e = asTetherError(err);
+    process.stderr.write(`tether: ${e.message}\n`, () => process.exit(e.code === 'INVALID_ARGUMENT' ? 2 : 1));
+  },
+);

@@ -1,0 +1,168 @@
+import { TetherError } from '../core/errors.js';
+import { Link, type LinkStatus } from '../core/link/link.js';
+import type { DialOptions } from '../core/link/dial.js';
+import { silentLogger, type Logger } from '../core/logging.js';
+import type { AgentInfo, NotificationParams, SessionInfo } from '../core/protocol/methods.js';
+import type { EngineKind, SessionOptions } from '../core/protocol/session-options.js';
+import { PROTOCOL_VERSION } from '../core/protocol/version.js';
+import type { RpcPeer } from '../core/rpc/peer.js';
+import { RemoteSession } from './remote-session.js';
+
+export interface ConnectOptions {
+  /** ws://, wss://, grpc:// or grpcs:// URL of the gateway. */
+  gateway: string;
+  token?: string;
+  logger?: Logger;
+  dial?: DialOptions;
+  /** Keep reconnecting after a drop (default true). The first connect fails fast either way. */
+  reconnect?: boolean;
+  /** How long calls wait for a reconnect before failing with UNAVAILABLE (default 30 s). */
+  reconnectWaitMs?: number;
+  software?: string;
+  onStatus?: (status: LinkStatus) => void;
+}
+
+/** Frames for sessions whose create/attach answer has not arrived yet (they come first). */
+const MAX_EARLY_FRAMES = 10_000;
+
+/**
+ * A client of the gateway: list agents and sessions, create or attach to sessions. It
+ * reconnects by itself and re-attaches every open session from its last seq, so iteration
+ * continues with nothing lost or repeated. Silent unless given a logger.
+ */
+export class GatewayClient {
+  private readonly link: Link;
+  private readonly sessions = new Map<string, RemoteSession>();
+  private readonly early = new Map<string, NotificationParams<'session.frame'>[]>();
+  private peerWaiters: ((p: RpcPeer | TetherError) => void)[] = [];
+  private closed = false;
+  private resuming = false;
+  private readonly log: Logger;
+
+  private constructor(private readonly opts: ConnectOptions) {
+    this.log = opts.logger ?? silentLogger;
+    this.link = new Link({
+      url: opts.gateway,
+      dial: { ...opts.dial, token: opts.token },
+      logger: this.log,
+      failFast: true,
+      hello: () => ({ protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: ['resume.v1'], software: opts.software ?? 'tether-client' }),
+      setup: (peer) => this.setup(peer),
+      onConnected: (peer) => this.resume(peer),
+      onStatus: (s) => {
+        if (s.state === 'closed') this.failAll(s.error ?? new TetherError('CANCELLED', 'client closed'));
+        if (s.state === 'down' && opts.reconnect === false) void this.link.close();
+        opts.onStatus?.(s);
+      },
+    });
+  }
+
+  /** Connects and says hello; rejects with a TetherError if the gateway cannot be reached. */
+  static async connect(opts: ConnectOptions): Promise<GatewayClient> {
+    const client = new GatewayClient(opts);
+    await client.link.start();
+    return client;
+  }
+
+  /** The live peer; waits (bounded) for a reconnect when the link is down. */
+  peer(): Promise<RpcPeer> {
+    const p = this.link.peer;
+    if (p && !p.channel.isClosed && !this.resuming) return Promise.resolve(p);
+    if (this.closed) return Promise.reject(new TetherError('CANCELLED', 'client closed'));
+    return new Promise((resolve, reject) => {
+      const t = setTimeout(() => reject(new TetherError('UNAVAILABLE', 'gateway unreachable')), this.opts.reconnectWaitMs ?? 30_000);
+      this.peerWaiters.push((r) => {
+        clearTimeout(t);
+        if (r instanceof TetherError) reject(r);
+        else resolve(r);
+      });
+    });
+  }
+
+  async listAgents(): Promise<AgentInfo[]> {
+    return (await (await this.peer()).request('agents.list', {})).agents;
+  }
+
+  async listSessions(): Promise<SessionInfo[]> {
+    return (await (await this.peer()).request('sessions.list', {})).sessions;
+  }
+
+  /** Starts a session on an agent; this client becomes its owner. */
+  async createSession(args: { agent: string; engine?: EngineKind; options?: SessionOptions }): Promise<RemoteSession> {
+    const peer = await this.peer();
+    const r = await peer.request('session.create', { agent: args.agent, engine: args.engine, options: args.options ?? {} }, { timeoutMs: 90_000 });
+    return this.adopt(new RemoteSession(this, r, false));
+  }
+
+  /** Attaches to a running session; history from `fromSeq` (default: the beginning), then live. */
+  async attach(sessionId: string, opts: { fromSeq?: number; readOnly?: boolean } = {}): Promise<RemoteSession> {
+    const peer = await this.peer();
+    this.early.set(sessionId, []);
+    const r = await peer.request('session.attach', { session_id: sessionId, from_seq: opts.fromSeq, read_only: opts.readOnly });
+    return this.adopt(new RemoteSession(this, r, opts.readOnly ?? false));
+  }
+
+  /** Detaches from a session; it keeps running on the agent. */
+  async detach(session: RemoteSession): Promise<void> {
+    this.sessions.delete(session.id);
+    session.finish('done');
+    const peer = this.link.peer;
+    if (peer) await peer.request('session.detach', { session_id: session.id }).catch(() => {});
+  }
+
+  /** Closes the connection; sessions keep running on their agents. Idempotent. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.link.close();
+    this.failAll(new TetherError('CANCELLED', 'client closed'));
+  }
+
+  private adopt(session: RemoteSession): RemoteSession {
+    this.sessions.set(session.id, session);
+    for (const f of this.early.get(session.id) ?? []) session.onFrame(f);
+    this.early.delete(session.id);
+    return session;
+  }
+
+  private setup(peer: RpcPeer): void {
+    peer.onNotification('session.frame', (f) => {
+      const s = this.sessions.get(f.session_id);
+      if (s) return s.onFrame(f);
+      // Frames of a session being created or attached arrive before its answer.
+      const buf = this.early.get(f.session_id) ?? [];
+      if (buf.length < MAX_EARLY_FRAMES) buf.push(f);
+      this.early.set(f.session_id, buf);
+      if (this.early.size > 64) this.early.delete(this.early.keys().next().value as string);
+    });
+    peer.onNotification('session.reply', (r) => this.sessions.get(r.session_id)?.onReply(r));
+  }
+
+  /** After a reconnect: re-attach every open session from the seq after its last one. */
+  private async resume(peer: RpcPeer): Promise<void> {
+    this.resuming = true;
+    for (const s of this.sessions.values()) {
+      try {
+        const r = await peer.request('session.attach', { session_id: s.id, from_seq: s.lastSeq + 1, read_only: s.readOnly });
+        s.role = r.role;
+        s.clientId = r.client_id;
+      } catch (err) {
+        this.log.warn({ sessionId: s.id, err: String(err) }, 'could not resume session');
+        this.sessions.delete(s.id);
+        s.finish(err instanceof TetherError ? err : new TetherError('UNAVAILABLE', String(err)));
+      }
+    }
+    this.resuming = false;
+    const waiters = this.peerWaiters;
+    this.peerWaiters = [];
+    for (const w of waiters) w(peer);
+  }
+
+  private failAll(err: TetherError): void {
+    this.closed = true;
+    for (const s of this.sessions.values()) s.finish(err);
+    this.sessions.clear();
+    const waiters = this.peerWaiters;
+    this.peerWaiters = [];
+    for (const w of waiters) w(err);
+  }
+}

@@ -1,0 +1,8 @@
+/** The Tether client library: `import { GatewayClient } from 'tether/client'`. */
+export { GatewayClient, type ConnectOptions } from './gateway-client.js';
+export { RemoteSession, type SessionItem } from './remote-session.js';
+export { TetherError, type ErrorCode } from '../core/errors.js';
+export type { AgentInfo, SessionInfo } from '../core/protocol/methods.js';
+export type { SessionOptions, EngineKind } from '../core/protocol/session-options.js';
+export type { TetherEvent, SessionState, Role } from '../core/protocol/events.js';
+export type { LinkStatus } from '../core/link/link.js';

@@ -1,0 +1,199 @@
+import { randomUUID } from 'node:crypto';
+import { asTetherError, TetherError } from '../core/errors.js';
+import type { Role, TetherEvent } from '../core/protocol/events.js';
+import type { NotificationParams, SessionInfo } from '../core/protocol/methods.js';
+import type { RpcPeer } from '../core/rpc/peer.js';
+
+/** One item of a session's stream as the library hands it out. */
+export type SessionItem =
+  | { kind: 'engine'; seq: number; line: string; message: Record<string, unknown>; origin: 'engine' | 'gateway' }
+  | { kind: 'event'; seq: number; event: TetherEvent }
+  | { kind: 'reply'; line: string; message: Record<string, unknown> };
+
+/** Items buffered for a reader that is not keeping up, before the iteration fails. */
+const MAX_BUFFERED_ITEMS = 100_000;
+
+/** What the session needs from the client that owns it. */
+export interface SessionTransport {
+  /** The live peer, waiting for a reconnect if the link is down (bounded). */
+  peer(): Promise<RpcPeer>;
+}
+
+/**
+ * A session this client created or attached to. Iterate it for the engine's frames and
+ * gateway events in seq order (each exactly once, across reconnects); send input with
+ * send()/request(). Input ids are chosen here and retried until acknowledged, so a
+ * reconnect never applies the same input twice.
+ */
+export class RemoteSession implements AsyncIterable<SessionItem> {
+  role: Role;
+  clientId: string;
+  info: SessionInfo;
+  /** Highest seq delivered to this object so far. */
+  lastSeq = 0;
+  private items: SessionItem[] = [];
+  private waiter: (() => void) | undefined;
+  private ended: TetherError | 'done' | undefined;
+  private readonly replies = new Map<string, { resolve: (m: Record<string, unknown>) => void; reject: (e: TetherError) => void }>();
+  private nextRequest = 1;
+
+  constructor(
+    private readonly transport: SessionTransport,
+    attach: { session: SessionInfo; role: Role; client_id: string },
+    readonly readOnly: boolean,
+  ) {
+    this.info = attach.session;
+    this.role = attach.role;
+    this.clientId = attach.client_id;
+  }
+
+  get id(): string {
+    return this.info.id;
+  }
+
+  /** Called by the client for every session.frame of this session. */
+  onFrame(f: NotificationParams<'session.frame'>): void {
+    if (f.seq !== 0) {
+      if (f.seq <= this.lastSeq) return; // replayed after a resume: already delivered
+      this.lastSeq = f.seq;
+    }
+    if (f.event) {
+      if (f.event.subtype === 'state') this.info.state = f.event.state;
+      this.enqueue({ kind: 'event', seq: f.seq, event: f.event });
+      if (f.event.subtype === 'exited') this.finish('done');
+      return;
+    }
+    if (f.line === undefined) return;
+    let message: Record<string, unknown>;
+    try {
+      message = JSON.parse(f.line) as Record<string, unknown>;
+    } catch {
+      return; // the agent only relays JSON objects; anything else is not ours to show
+    }
+    this.enqueue({ kind: 'engine', seq: f.seq, line: f.line, message, origin: f.origin });
+  }
+
+  /** Called by the client for every session.reply of this session. */
+  onReply(r: NotificationParams<'session.reply'>): void {
+    let message: Record<string, unknown>;
+    try {
+      message = JSON.parse(r.line) as Record<string, unknown>;
+    } catch {
+      return;
+    }
+    const id = (message.response as { request_id?: unknown } | undefined)?.request_id;
+    const waiter = typeof id === 'string' ? this.replies.get(id) : undefined;
+    if (waiter) {
+      this.replies.delete(id as string);
+      const response = message.response as { subtype?: string; error?: string };
+      if (response.subtype === 'error') waiter.reject(new TetherError('FAILED_PRECONDITION', `engine refused the request: ${response.error ?? 'error'}`, { reply: message }));
+      else waiter.resolve(message);
+    }
+    this.enqueue({ kind: 'reply', line: r.line, message });
+  }
+
+  /** Ends iteration (session exited, detached, or the client closed). */
+  finish(reason: TetherError | 'done'): void {
+    if (this.ended) return;
+    this.ended = reason;
+    for (const w of this.replies.values()) w.reject(reason === 'done' ? new TetherError('CANCELLED', 'session ended') : reason);
+    this.replies.clear();
+    this.wake();
+  }
+
+  private enqueue(item: SessionItem): void {
+    if (this.ended) return;
+    if (this.items.length >= MAX_BUFFERED_ITEMS) {
+      this.finish(new TetherError('RESOURCE_EXHAUSTED', `reader fell ${MAX_BUFFERED_ITEMS} items behind; reattach with fromSeq ${this.lastSeq - this.items.length + 1}`));
+      return;
+    }
+    this.items.push(item);
+    this.wake();
+  }
+
+  private wake(): void {
+    const w = this.waiter;
+    this.waiter = undefined;
+    w?.();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<SessionItem> {
+    for (;;) {
+      const item = this.items.shift();
+      if (item) {
+        yield item;
+        continue;
+      }
+      if (this.ended) {
+        if (this.ended !== 'done') throw this.ended;
+        return;
+      }
+      await new Promise<void>((resolve) => (this.waiter = resolve));
+    }
+  }
+
+  /**
+   * Sends one engine input line (user message, control_request, control_response). Retried
+   * across reconnects with the same input id until the gateway acknowledges it.
+   */
+  async send(line: Record<string, unknown>, inputId: string = randomUUID()): Promise<'applied' | 'duplicate'> {
+    for (let attempt = 0; ; attempt++) {
+      const peer = await this.transport.peer();
+      try {
+        const r = await peer.request('session.send', { session_id: this.id, input_id: inputId, line });
+        return r.status;
+      } catch (err) {
+        const e = asTetherError(err);
+        if (!e.retryable || attempt >= 20) throw e;
+      }
+    }
+  }
+
+  /** Sends a user prompt. */
+  sendUserMessage(content: string | unknown[], opts: { parentToolUseId?: string | null; uuid?: string } = {}): Promise<'applied' | 'duplicate'> {
+    const line: Record<string, unknown> = {
+      type: 'user',
+      message: { role: 'user', content },
+      parent_tool_use_id: opts.parentToolUseId ?? null,
+      session_id: 'default',
+    };
+    if (opts.uuid) line.uuid = opts.uuid;
+    return this.send(line);
+  }
+
+  /** Sends a control_request and resolves with the engine's control_response to it. */
+  async request(subtype: string, fields: Record<string, unknown> = {}, timeoutMs = 60_000): Promise<Record<string, unknown>> {
+    const requestId = `req_${this.nextRequest++}_${randomUUID().slice(0, 8)}`;
+    const answered = new Promise<Record<string, unknown>>((resolve, reject) => {
+      this.replies.set(requestId, { resolve, reject });
+      const t = setTimeout(() => {
+        this.replies.delete(requestId);
+        reject(new TetherError('DEADLINE_EXCEEDED', `${subtype} got no answer within ${timeoutMs} ms`));
+      }, timeoutMs);
+      t.unref();
+    });
+    await this.send({ type: 'control_request', request_id: requestId, request: { subtype, ...fields } });
+    return answered;
+  }
+
+  interrupt() {
+    return this.request('interrupt');
+  }
+  setModel(model: string | null) {
+    return this.request('set_model', { model });
+  }
+  setPermissionMode(mode: string) {
+    return this.request('set_permission_mode', { mode });
+  }
+
+  /** Answers a permission prompt (can_use_tool) with the engine's own answer shape. */
+  answer(requestId: string, response: { behavior: 'allow'; updatedInput: Record<string, unknown>; updatedPermissions?: unknown[] } | { behavior: 'deny'; message: string; interrupt?: boolean }) {
+    return this.send({ type: 'control_response', response: { subtype: 'success', request_id: requestId, response } });
+  }
+
+  /** Asks the agent to stop the engine (staged: stdin EOF, then signals). */
+  async stop(): Promise<void> {
+    const peer = await this.transport.peer();
+    await peer.request('session.stop', { session_id: this.id });
+  }
+}

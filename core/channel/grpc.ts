@@ -1,0 +1,313 @@
+import type { ChannelOptions, ClientDuplexStream, ServerDuplexStream, StatusObject } from '@grpc/grpc-js';
+import { codeFromGrpc, ERROR_TABLE, TetherError, type ErrorCode } from '../errors.js';
+import { BaseChannel, type BaseChannelOptions, type CloseInfo, type Transport } from './channel.js';
+import type { GatewayFrame } from './proto.js';
+
+/**
+ * Bytes a gRPC message may carry beyond the frame itself. A Frame's protobuf envelope is one
+ * tag byte plus a length varint (at most 5 bytes); the rest is margin, so a peer that sends a
+ * frame slightly over our limit reaches our own check (a clear RESOURCE_EXHAUSTED reason)
+ * instead of grpc-js's generic one.
+ */
+export const GRPC_FRAME_SLACK_BYTES = 1024;
+
+/** Link settings shared by the gRPC listener and dialer; each is overridable there. */
+export const GRPC_DEFAULTS = {
+  /** Ping the peer after this long without activity (threats.md part 3: 15 s). */
+  keepaliveTimeMs: 15_000,
+  /** Declare the connection dead when a ping is not answered within this (10 s). */
+  keepaliveTimeoutMs: 10_000,
+  /** nghttp2 per-connection memory bound, in MiB (grpc-js default: unlimited). */
+  maxSessionMemoryMiB: 64,
+  /**
+   * Shortest ping interval a server tolerates from a client without data. Below our own
+   * keepaliveTimeMs so our clients are never struck (grpc-js ignores it; C-core and other
+   * servers enforce it).
+   */
+  minPingIntervalWithoutDataMs: 5_000,
+  /** How long an orderly close may wait for the stream to finish before it is cut. */
+  closeTimeoutMs: 5_000,
+} as const;
+
+export interface GrpcLinkOptions {
+  maxFrameBytes: number;
+  keepaliveTimeMs?: number;
+  keepaliveTimeoutMs?: number;
+}
+
+/**
+ * The grpc-js options both ends of a link set, so they agree: message limits of
+ * maxFrameBytes + {@link GRPC_FRAME_SLACK_BYTES} in both directions (grpc-js defaults to
+ * 4 MiB receive / unlimited send; our frames may be ~16 MiB), session memory, and keepalive
+ * with pings allowed without calls.
+ */
+export function grpcLinkOptions(opts: GrpcLinkOptions): ChannelOptions {
+  const messageLimit = opts.maxFrameBytes + GRPC_FRAME_SLACK_BYTES;
+  return {
+    'grpc.max_receive_message_length': messageLimit,
+    'grpc.max_send_message_length': messageLimit,
+    'grpc-node.max_session_memory': GRPC_DEFAULTS.maxSessionMemoryMiB,
+    'grpc.keepalive_time_ms': opts.keepaliveTimeMs ?? GRPC_DEFAULTS.keepaliveTimeMs,
+    'grpc.keepalive_timeout_ms': opts.keepaliveTimeoutMs ?? GRPC_DEFAULTS.keepaliveTimeoutMs,
+    'grpc.keepalive_permit_without_calls': 1,
+  };
+}
+
+export interface GrpcChannelOptions extends BaseChannelOptions {
+  /** How long an orderly close waits for the stream to finish before cutting it (default 5 s). */
+  closeTimeoutMs?: number;
+}
+
+type DuplexCall = ServerDuplexStream<GatewayFrame, GatewayFrame> | ClientDuplexStream<GatewayFrame, GatewayFrame>;
+
+interface WriteItem {
+  message: GatewayFrame;
+  bytes: number;
+  resolve: () => void;
+  reject: (err: TetherError) => void;
+}
+
+/** Maps a gRPC status to how a channel ended; size-limit rejections get a clearer reason. */
+export function closeInfoFromStatus(status: Pick<StatusObject, 'code' | 'details'>): CloseInfo {
+  if (status.code === 0) return { code: 'OK', reason: status.details || 'stream ended by the peer', byPeer: true };
+  const code = codeFromGrpc(status.code);
+  const details = status.details || `gRPC status ${status.code}`;
+  const reason = code === 'RESOURCE_EXHAUSTED' && /larger than max/i.test(details) ? `frame over the gRPC message limit (${details})` : details;
+  return { code, reason, byPeer: true };
+}
+
+/**
+ * The shared half of the two gRPC adapters: frames in (`data`, checked against
+ * maxFrameBytes), frames out with backpressure, pause/resume. Frames wait in a local queue
+ * while grpc-js reports a full write buffer (`write()` returned false) and move on at
+ * 'drain'; `bufferedBytes` counts those plus frames handed to grpc-js whose write has not
+ * completed (HTTP/2 flow control holds them while the peer does not read).
+ */
+abstract class GrpcChannelBase extends BaseChannel {
+  readonly transport: Transport = 'grpc';
+  protected readonly closeTimeoutMs: number;
+  private outbox: WriteItem[] = [];
+  private outboxBytes = 0;
+  private readonly inflight = new Set<WriteItem>();
+  private inflightBytes = 0;
+  private awaitingDrain = false;
+  private finishTimer: NodeJS.Timeout | undefined;
+  private finished = false;
+
+  constructor(protected readonly call: DuplexCall, readonly remote: string, opts: GrpcChannelOptions) {
+    super(opts);
+    this.closeTimeoutMs = opts.closeTimeoutMs ?? GRPC_DEFAULTS.closeTimeoutMs;
+    call.on('data', (message: GatewayFrame) => this.receive(message));
+    call.on('drain', () => {
+      this.awaitingDrain = false;
+      this.pump();
+    });
+  }
+
+  get bufferedBytes(): number {
+    return this.outboxBytes + this.inflightBytes;
+  }
+
+  private receive(message: GatewayFrame): void {
+    if (this.isClosed) return;
+    const json = typeof message?.json === 'string' ? message.json : '';
+    const size = Buffer.byteLength(json);
+    if (size > this.maxFrameBytes) {
+      this.close('RESOURCE_EXHAUSTED', `peer sent a frame of ${size} bytes, over the limit of ${this.maxFrameBytes} bytes`);
+      return;
+    }
+    this.push(json);
+  }
+
+  protected write(frame: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const bytes = Buffer.byteLength(frame);
+      this.outbox.push({ message: { json: frame }, bytes, resolve, reject });
+      this.outboxBytes += bytes;
+      this.pump();
+    });
+  }
+
+  /** Hands queued frames to grpc-js until it asks us to wait for 'drain'. */
+  private pump(): void {
+    while (!this.awaitingDrain && !this.isClosed && this.outbox.length) {
+      const item = this.outbox.shift()!;
+      this.outboxBytes -= item.bytes;
+      this.inflight.add(item);
+      this.inflightBytes += item.bytes;
+      const more = this.call.write(item.message, (err?: Error | null) => {
+        if (!this.inflight.delete(item)) return; // already failed by finish()
+        this.inflightBytes -= item.bytes;
+        if (err) item.reject(new TetherError('UNAVAILABLE', `frame not written: ${err.message}`));
+        else item.resolve();
+      });
+      if (!more) this.awaitingDrain = true;
+    }
+  }
+
+  protected pauseInput(): void {
+    this.call.pause();
+  }
+
+  protected resumeInput(): void {
+    this.call.resume();
+  }
+
+  /**
+   * Delivers frames grpc-js has already buffered on the call's readable side (while we were
+   * paused) before the channel settles: `read()` re-emits each as 'data'.
+   */
+  protected drainReadable(): void {
+    while (this.call.readableLength > 0 && this.call.read() !== null) {
+      // each read() emitted 'data', which pushed the frame
+    }
+  }
+
+  /**
+   * Settles once; frames still waiting in our queue were never handed to the transport and
+   * are rejected now. Frames already handed over may still be flushed by an orderly end, so
+   * they are failed only when the call finishes or the close timeout passes.
+   */
+  protected override settle(info: CloseInfo): void {
+    if (this.isClosed) return;
+    super.settle(info);
+    const dropped = this.outbox;
+    this.outbox = [];
+    this.outboxBytes = 0;
+    const err = new TetherError('UNAVAILABLE', `channel closed before the frame was written: ${info.reason}`);
+    for (const item of dropped) item.reject(err);
+    if (!this.finished) {
+      this.finishTimer = setTimeout(() => this.finish('close timeout'), this.closeTimeoutMs);
+      this.finishTimer.unref();
+    }
+  }
+
+  /** The call is over (or given up on): fail writes that will never complete. Runs once. */
+  protected finish(why: string): void {
+    if (this.finished) return;
+    this.finished = true;
+    clearTimeout(this.finishTimer);
+    const err = new TetherError('UNAVAILABLE', `channel closed before the frame was written (${why})`);
+    for (const item of this.inflight) item.reject(err);
+    this.inflight.clear();
+    this.inflightBytes = 0;
+    this.onFinished();
+  }
+
+  /** Side-specific cleanup once the call is over. */
+  protected abstract onFinished(): void;
+
+  /** Drops whatever the peer still sends, so its end of stream (or status) can arrive. */
+  protected discardInput(): void {
+    this.call.resume();
+  }
+}
+
+/**
+ * The gateway side of tether.v1.Gateway/Connect as a Channel; the only place that knows the
+ * server call's events. One instance per call, created by the gRPC listener.
+ *
+ * - close('OK') ends the stream with status OK after frames already handed to grpc-js;
+ *   close(code) ends it with that code's gRPC status and the reason as details.
+ * - The caller half-closing ends the channel with OK (byPeer) once every frame it sent has
+ *   been read; a cancel or lost connection ends it with CANCELLED (byPeer). grpc-js itself
+ *   rejecting an oversized message also surfaces here as CANCELLED (the caller sees
+ *   RESOURCE_EXHAUSTED): grpc-js does not expose that status to the handler.
+ * - grpc-js offers a server handler no way to reset a stream, so a status waits behind
+ *   frames the peer has not read; our own `closed` settles at once regardless.
+ */
+export class GrpcServerChannel extends GrpcChannelBase {
+  private ended = false;
+
+  constructor(private readonly serverCall: ServerDuplexStream<GatewayFrame, GatewayFrame>, opts: GrpcChannelOptions = {}) {
+    super(serverCall, serverCall.getPeer(), opts);
+    serverCall.on('end', () => {
+      this.settle({ code: 'OK', reason: 'peer closed the stream', byPeer: true });
+      this.endCall('OK', 'OK');
+    });
+    serverCall.on('cancelled', () => {
+      this.drainReadable();
+      this.settle({ code: 'CANCELLED', reason: 'stream cancelled by the peer or the connection was lost', byPeer: true });
+      this.finish('cancelled');
+    });
+    serverCall.on('error', (err: { code?: number; details?: string; message?: string }) => {
+      // Our own endCall() emits 'error' to send a status; then we are already settled.
+      const code: ErrorCode = typeof err.code === 'number' && err.code !== 0 ? codeFromGrpc(err.code) : 'INTERNAL';
+      this.settle({ code, reason: err.details ?? err.message ?? 'stream error', byPeer: true });
+    });
+    serverCall.on('finish', () => this.finish('status sent'));
+    serverCall.on('close', () => {
+      this.settle({ code: 'UNAVAILABLE', reason: 'stream closed', byPeer: true });
+      this.finish('stream closed');
+    });
+  }
+
+  protected shutdown(code: ErrorCode | 'OK', reason: string): void {
+    this.discardInput();
+    this.endCall(code, reason);
+  }
+
+  /** Sends the final status once. grpc-js turns an 'error' event into that status. */
+  private endCall(code: ErrorCode | 'OK', reason: string): void {
+    if (this.ended || this.serverCall.cancelled) return;
+    this.ended = true;
+    if (code === 'OK') this.serverCall.end();
+    else this.serverCall.emit('error', { code: ERROR_TABLE[code].grpc, details: reason });
+  }
+
+  protected onFinished(): void {}
+}
+
+export interface GrpcClientChannelOptions extends GrpcChannelOptions {
+  /** Called once when the call is over, e.g. to close the grpc-js client that owns the connection. */
+  onFinished?: () => void;
+}
+
+/**
+ * The dialing side of tether.v1.Gateway/Connect as a Channel; the only place that knows the
+ * client call's events. Created by the gRPC dialer once the gateway accepted the stream.
+ *
+ * - close('OK') half-closes (the gateway answers with status OK); if no status arrives
+ *   within closeTimeoutMs the call is cancelled. close(code) cancels at once (the gateway sees
+ *   CANCELLED: a client cannot send a status).
+ * - The gateway's status ends the channel (byPeer): OK, or its canonical code and details;
+ *   a lost connection arrives as UNAVAILABLE.
+ */
+export class GrpcClientChannel extends GrpcChannelBase {
+  private readonly onDone: (() => void) | undefined;
+
+  constructor(private readonly clientCall: ClientDuplexStream<GatewayFrame, GatewayFrame>, remote: string, opts: GrpcClientChannelOptions = {}) {
+    super(clientCall, remote, opts);
+    this.onDone = opts.onFinished;
+    const onStatus = (status: Pick<StatusObject, 'code' | 'details'>) => {
+      this.drainReadable();
+      this.settle(closeInfoFromStatus(status));
+      this.finish('status received');
+    };
+    // grpc-js emits 'error' (non-OK only) and then 'status' for the same outcome.
+    clientCall.on('error', (err: { code?: number; details?: string; message?: string }) =>
+      onStatus({ code: typeof err.code === 'number' ? err.code : 14, details: err.details ?? err.message ?? '' }),
+    );
+    clientCall.on('status', onStatus);
+    clientCall.on('close', () => {
+      this.settle({ code: 'UNAVAILABLE', reason: 'stream closed', byPeer: true });
+      this.finish('stream closed');
+    });
+  }
+
+  protected shutdown(code: ErrorCode | 'OK'): void {
+    this.discardInput();
+    if (code !== 'OK') {
+      this.clientCall.cancel();
+      return;
+    }
+    // The gateway answers a half-close with status OK; the close timeout cancels otherwise.
+    this.clientCall.end();
+  }
+
+  protected onFinished(): void {
+    // A no-op once a status arrived; cuts the stream when the close timeout gave up on it.
+    this.clientCall.cancel();
+    this.onDone?.();
+  }
+}

@@ -1,0 +1,69 @@
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadSync, type MethodDefinition, type Options, type ServiceDefinition } from '@grpc/proto-loader';
+
+/**
+ * The one set of proto-loader options, shared by the runtime loader and any future type
+ * generation (`proto-loader-gen-types` takes the same flags), so both see the same shapes:
+ * field names as written in the .proto, 64-bit integers and enums as strings, defaults
+ * filled in, oneofs named.
+ */
+export const PROTO_LOADER_OPTIONS = {
+  keepCase: true,
+  longs: String,
+  enums: String,
+  defaults: true,
+  oneofs: true,
+} as const satisfies Options;
+
+/** Path of the gateway proto, relative to the proto root. */
+const GATEWAY_PROTO = 'tether/v1/gateway.proto';
+
+/** One Frame of tether.v1.Gateway/Connect: one JSON-RPC 2.0 message as text. */
+export interface GatewayFrame {
+  json: string;
+}
+
+/** The loaded tether.v1.Gateway service. */
+export interface GatewayService {
+  /** Service definition to hand to grpc's `Server.addService`. */
+  definition: ServiceDefinition;
+  /** The bidirectional Connect method (path, serializers). */
+  connect: MethodDefinition<GatewayFrame, GatewayFrame>;
+}
+
+/**
+ * Finds `<package root>/proto`. This file runs from source (`core/channel/proto.ts` under
+ * vitest) and compiled (`dist/core/channel/proto.js`), at different depths below the package
+ * root, so walk up a bounded number of levels instead of hard-coding one.
+ */
+function findProtoRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 5; i++) {
+    const candidate = join(dir, 'proto');
+    if (existsSync(join(candidate, GATEWAY_PROTO))) return candidate;
+    const parent = dirname(dir);
+    if (parent === dir) break;
+    dir = parent;
+  }
+  throw new Error(`cannot find proto/${GATEWAY_PROTO} above ${fileURLToPath(import.meta.url)}`);
+}
+
+let cached: GatewayService | undefined;
+
+/**
+ * Loads tether.v1.Gateway from `<package root>/proto` on first call (synchronously, with
+ * {@link PROTO_LOADER_OPTIONS}) and returns the same object on every later call. Throws if the
+ * proto file is missing, which is a packaging bug, not a runtime condition.
+ */
+export function loadGatewayService(): GatewayService {
+  if (cached) return cached;
+  const root = findProtoRoot();
+  const pkg = loadSync(GATEWAY_PROTO, { ...PROTO_LOADER_OPTIONS, includeDirs: [root] });
+  const definition = pkg['tether.v1.Gateway'] as ServiceDefinition | undefined;
+  const connect = definition?.['Connect'] as MethodDefinition<GatewayFrame, GatewayFrame> | undefined;
+  if (!definition || !connect) throw new Error(`tether.v1.Gateway/Connect is missing from ${join(root, GATEWAY_PROTO)}`);
+  cached = { definition, connect };
+  return cached;
+}

@@ -1,0 +1,85 @@
+import { Client, credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
+import type { Channel } from '../channel/channel.js';
+import { CHANNEL_DEFAULTS } from '../channel/channel.js';
+import { closeInfoFromStatus, GrpcClientChannel, grpcLinkOptions } from '../channel/grpc.js';
+import { loadGatewayService } from '../channel/proto.js';
+import { TetherError } from '../errors.js';
+import type { DialOptions } from './dial.js';
+
+/** Default time to connect and have the stream accepted (threats.md part 3: 20 s). */
+const CONNECT_TIMEOUT_MS = 20_000;
+
+/**
+ * Opens a gRPC channel (tether.v1.Gateway/Connect) to a grpc:// (plaintext) or grpcs://
+ * (TLS; `opts.ca` is the trusted root, system roots otherwise) gateway URL. Sends
+ * `authorization: Bearer <token>` metadata when `opts.token` is set.
+ *
+ * Resolves once the connection is ready and the gateway accepted the stream (its response
+ * headers arrived), all within `connectTimeoutMs`. Rejects with UNAVAILABLE when it cannot
+ * connect in time, or with the gateway's code (e.g. UNAUTHENTICATED) when it refuses the
+ * stream. Each dial owns its own HTTP/2 connection, closed when the channel's call ends.
+ * Retries are off: they would buffer writes and hide backpressure.
+ */
+export function dialGrpc(url: URL, opts: DialOptions): Promise<Channel> {
+  if (url.protocol !== 'grpc:' && url.protocol !== 'grpcs:') {
+    return Promise.reject(new TetherError('INVALID_ARGUMENT', `not a gRPC URL: ${url.href} (expected grpc:// or grpcs://)`));
+  }
+  const tls = url.protocol === 'grpcs:';
+  const target = `${url.hostname}:${url.port || (tls ? '443' : '80')}`;
+  const where = `${url.protocol}//${target}`;
+  const maxFrameBytes = opts.maxFrameBytes ?? CHANNEL_DEFAULTS.maxFrameBytes;
+  const timeoutMs = opts.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
+  const deadline = Date.now() + timeoutMs;
+  const service = loadGatewayService();
+
+  const client = new Client(target, tls ? credentials.createSsl(opts.ca ?? null) : credentials.createInsecure(), {
+    ...grpcLinkOptions({ maxFrameBytes }),
+    'grpc.enable_retries': 0,
+    // One connection per dial: a lost or closed link never takes another channel with it.
+    'grpc.use_local_subchannel_pool': 1,
+  });
+
+  return new Promise((resolve, reject) => {
+    client.waitForReady(deadline, (err) => {
+      if (err) {
+        client.close();
+        reject(new TetherError('UNAVAILABLE', `cannot connect to ${where} within ${timeoutMs} ms: ${err.message}`));
+        return;
+      }
+      const metadata = new Metadata();
+      if (opts.token) metadata.set('authorization', `Bearer ${opts.token}`);
+      const { connect } = service;
+      const call = client.makeBidiStreamRequest(connect.path, connect.requestSerialize, connect.responseDeserialize, metadata);
+
+      const cleanup = () => {
+        clearTimeout(timer);
+        call.off('metadata', onAccepted);
+        call.off('status', onRefused);
+        call.off('error', onRefused);
+      };
+      const fail = (error: TetherError) => {
+        cleanup();
+        call.on('error', () => {}); // the outcome is reported through reject()
+        call.cancel();
+        client.close();
+        reject(error);
+      };
+      const onAccepted = () => {
+        cleanup();
+        resolve(new GrpcClientChannel(call, url.host, { maxFrameBytes, onFinished: () => client.close() }));
+      };
+      const onRefused = (status: ServiceError | { code: number; details: string }) => {
+        const info = closeInfoFromStatus(status);
+        const code = info.code === 'OK' ? 'UNAVAILABLE' : info.code;
+        fail(new TetherError(code, `gateway at ${where} refused the stream: ${info.reason}`));
+      };
+      const timer = setTimeout(
+        () => fail(new TetherError('UNAVAILABLE', `gateway at ${where} did not accept the stream within ${timeoutMs} ms`)),
+        Math.max(0, deadline - Date.now()),
+      );
+      call.once('metadata', onAccepted);
+      call.once('status', onRefused);
+      call.once('error', onRefused);
+    });
+  });
+}

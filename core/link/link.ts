@@ -1,0 +1,125 @@
+import { asTetherError, TetherError } from '../errors.js';
+import { silentLogger, type Logger } from '../logging.js';
+import type { ParamsOf, ResultOf } from '../protocol/methods.js';
+import { assertCompatible } from '../protocol/version.js';
+import { RpcPeer } from '../rpc/peer.js';
+import { backoffDelay, CLIENT_BACKOFF, type BackoffPolicy } from '../util/backoff.js';
+import { dial, type DialOptions } from './dial.js';
+
+/** The link's state, as a tagged union. */
+export type LinkStatus =
+  | { state: 'connecting'; attempt: number }
+  | { state: 'connected'; peer: RpcPeer; hello: ResultOf<'hello'> }
+  | { state: 'down'; error: TetherError; retryInMs: number }
+  | { state: 'closed'; error?: TetherError };
+
+export interface LinkOptions {
+  url: string;
+  dial?: DialOptions;
+  logger?: Logger;
+  backoff?: BackoffPolicy;
+  /** The hello to send on every (re)connect; called each time so it can carry resume state. */
+  hello: () => ParamsOf<'hello'>;
+  /** Called with each new peer before the hello goes out: register handlers here. */
+  setup?: (peer: RpcPeer) => void;
+  /** Called after each successful hello: resume here. */
+  onConnected?: (peer: RpcPeer, hello: ResultOf<'hello'>) => void | Promise<void>;
+  onStatus?: (status: LinkStatus) => void;
+  /** Give up on the first attempt instead of retrying (for one-shot commands). Default false. */
+  failFast?: boolean;
+  requestTimeoutMs?: number;
+}
+
+/**
+ * One outbound link to the gateway that stays up: dial → hello → run → backoff → again,
+ * until close(). Used by the agent and by clients alike. Errors that retrying cannot fix
+ * (bad token, incompatible version) end the link instead of looping.
+ */
+export class Link {
+  private current: RpcPeer | undefined;
+  private closing = false;
+  private wakeSleep: (() => void) | undefined;
+  private loopDone: Promise<void> | undefined;
+  private readonly log: Logger;
+  private firstResult: { resolve: () => void; reject: (e: TetherError) => void } | undefined;
+
+  constructor(private readonly opts: LinkOptions) {
+    this.log = opts.logger ?? silentLogger;
+  }
+
+  /** The live peer, if connected. */
+  get peer(): RpcPeer | undefined {
+    return this.current;
+  }
+
+  /** Starts the loop; resolves after the first successful hello, rejects if that cannot happen. */
+  start(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.firstResult = { resolve, reject };
+      this.loopDone = this.loop();
+    });
+  }
+
+  /** Stops reconnecting and closes the current connection. Idempotent. */
+  async close(): Promise<void> {
+    this.closing = true;
+    this.wakeSleep?.();
+    this.current?.channel.close('OK', 'client closing');
+    await this.loopDone;
+  }
+
+  private status(s: LinkStatus): void {
+    this.opts.onStatus?.(s);
+  }
+
+  private async loop(): Promise<void> {
+    let attempt = 0;
+    while (!this.closing) {
+      this.status({ state: 'connecting', attempt });
+      let error: TetherError;
+      try {
+        const channel = await dial(this.opts.url, this.opts.dial);
+        const peer = new RpcPeer(channel, { logger: this.log, requestTimeoutMs: this.opts.requestTimeoutMs });
+        this.opts.setup?.(peer);
+        const running = peer.run();
+        const hello = await peer.request('hello', this.opts.hello(), { timeoutMs: 10_000 }).catch((err) => {
+          channel.close('OK', 'hello failed');
+          throw err;
+        });
+        assertCompatible(hello.protocol_version);
+        this.current = peer;
+        attempt = 0;
+        await this.opts.onConnected?.(peer, hello);
+        this.status({ state: 'connected', peer, hello });
+        this.firstResult?.resolve();
+        this.firstResult = undefined;
+        const info = await running;
+        this.current = undefined;
+        if (this.closing) break;
+        error = new TetherError(info.code === 'OK' ? 'UNAVAILABLE' : info.code, `link lost: ${info.reason}`);
+      } catch (err) {
+        error = asTetherError(err, 'UNAVAILABLE');
+      }
+      if (this.closing) break;
+      if (!error.retryable || (this.firstResult && this.opts.failFast)) {
+        this.firstResult?.reject(error);
+        this.firstResult = undefined;
+        this.status({ state: 'closed', error });
+        this.closing = true;
+        return;
+      }
+      const delay = backoffDelay(attempt++, this.opts.backoff ?? CLIENT_BACKOFF);
+      this.log.warn({ err: error.message, retryInMs: delay }, 'gateway link down; retrying');
+      this.status({ state: 'down', error, retryInMs: delay });
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, delay);
+        this.wakeSleep = () => {
+          clearTimeout(t);
+          resolve();
+        };
+      });
+    }
+    this.firstResult?.reject(new TetherError('CANCELLED', 'link closed before it connected'));
+    this.status({ state: 'closed' });
+  }
+}

@@ -1,0 +1,95 @@
+import type { Logger } from '../core/logging.js';
+import type { RpcPeer } from '../core/rpc/peer.js';
+import type { AgentDescriptor, AgentInfo } from '../core/protocol/methods.js';
+import type { EngineKind, SessionOptions } from '../core/protocol/session-options.js';
+import type { EngineHost, Session } from './session.js';
+
+/** Acks are cumulative and batched: after this many frames or this long, whichever first. */
+const ACK_EVERY_FRAMES = 32;
+const ACK_AFTER_MS = 100;
+
+/**
+ * One connected agent as the gateway sees it: the engine host for its sessions. Translates
+ * the agent's notifications into session calls and session calls into agent requests.
+ */
+export class AgentLink implements EngineHost {
+  readonly connectedAt = new Date().toISOString();
+  private readonly unacked = new Map<string, { seq: number; count: number }>();
+  private ackTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly descriptor: AgentDescriptor,
+    readonly peer: RpcPeer,
+    private readonly sessions: Map<string, Session>,
+    private readonly log: Logger,
+  ) {
+    peer.onNotification('session.output', (p) => {
+      const s = this.sessions.get(p.session_id);
+      if (!s || s.agent !== this.name) return;
+      s.onEngineLine(p.seq, p.line, p.meta);
+      this.noteForAck(p.session_id, p.seq);
+    });
+    peer.onNotification('session.event', (p) => {
+      const s = this.sessions.get(p.session_id);
+      if (!s || s.agent !== this.name) return;
+      s.onEngineEvent(p.seq, p.event);
+      this.noteForAck(p.session_id, p.seq);
+    });
+  }
+
+  get name(): string {
+    return this.descriptor.name;
+  }
+
+  info(): AgentInfo {
+    const mine = [...this.sessions.values()].filter((s) => s.agent === this.name && !s.ended).map((s) => s.id);
+    return {
+      name: this.name,
+      host: this.descriptor.host,
+      engines: this.descriptor.engines,
+      default_engine: this.descriptor.default_engine,
+      labels: this.descriptor.labels,
+      sessions: mine,
+      connected_at: this.connectedAt,
+      transport: this.peer.channel.transport,
+    };
+  }
+
+  spawn(sessionId: string, engine: EngineKind, options: SessionOptions) {
+    return this.peer.request('agent.spawn', { session_id: sessionId, engine, options }, { timeoutMs: 60_000 });
+  }
+
+  input(sessionId: string, seq: number, line: Record<string, unknown>): void {
+    this.peer.notify('agent.input', { session_id: sessionId, seq, line }).catch((err) => {
+      this.log.warn({ sessionId, err: String(err) }, 'input not handed to the agent link');
+    });
+  }
+
+  async stop(sessionId: string, reason: string): Promise<void> {
+    await this.peer.request('agent.stop', { session_id: sessionId, reason }, { timeoutMs: 20_000 });
+  }
+
+  private noteForAck(sessionId: string, seq: number): void {
+    const u = this.unacked.get(sessionId) ?? { seq, count: 0 };
+    u.seq = seq;
+    u.count++;
+    this.unacked.set(sessionId, u);
+    if (u.count >= ACK_EVERY_FRAMES) this.flushAcks();
+    else if (!this.ackTimer) this.ackTimer = setTimeout(() => this.flushAcks(), ACK_AFTER_MS);
+  }
+
+  /** Sends every pending cumulative ack now. */
+  flushAcks(): void {
+    clearTimeout(this.ackTimer);
+    this.ackTimer = undefined;
+    for (const [sessionId, u] of this.unacked) {
+      this.peer.notify('session.ack', { session_id: sessionId, seq: u.seq }).catch(() => {});
+    }
+    this.unacked.clear();
+  }
+
+  dispose(): void {
+    clearTimeout(this.ackTimer);
+    this.ackTimer = undefined;
+  }
+}

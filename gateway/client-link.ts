@@ -1,0 +1,94 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { TetherError } from '../core/errors.js';
+import type { Logger } from '../core/logging.js';
+import type { RpcPeer } from '../core/rpc/peer.js';
+import type { Role } from '../core/protocol/events.js';
+import type { Principal } from './principal.js';
+import type { Member } from './session.js';
+import type { SessionDirectory } from './session-directory.js';
+
+/** Per-client send queue cap before it is cut as a slow consumer (threats.md: hard 32 MiB). */
+export const DEFAULT_SLOW_CLIENT_BYTES = 32 * 1024 * 1024;
+
+/**
+ * One connected client: answers its requests against the session directory and receives
+ * session frames as a Member. A client that stops reading is cut once its queue passes the
+ * limit; it may resume from its last seq.
+ */
+export class ClientLink implements Member {
+  readonly clientId = `c-${randomBytes(6).toString('hex')}`;
+  private readonly attached = new Set<string>();
+
+  constructor(
+    readonly peer: RpcPeer,
+    readonly principal_: Principal,
+    private readonly dir: SessionDirectory,
+    private readonly log: Logger,
+    private readonly slowClientBytes = DEFAULT_SLOW_CLIENT_BYTES,
+  ) {
+    this.register();
+    void peer.channel.closed.then(() => {
+      for (const id of this.attached) this.dir.get(id)?.detach(this.clientId);
+      this.attached.clear();
+    });
+  }
+
+  get principal(): string {
+    return this.principal_.sub;
+  }
+
+  get transport(): string {
+    return this.peer.channel.transport;
+  }
+
+  sendFrame(text: string): void {
+    const ch = this.peer.channel;
+    if (ch.isClosed) return;
+    if (ch.bufferedBytes > this.slowClientBytes) {
+      this.log.warn({ client: this.clientId, buffered: ch.bufferedBytes }, 'cutting slow consumer');
+      ch.close('RESOURCE_EXHAUSTED', 'slow consumer: send queue over limit; resume from your last seq');
+      return;
+    }
+    ch.send(text).catch(() => {});
+  }
+
+  sendReply(sessionId: string, line: string): void {
+    this.peer.notify('session.reply', { session_id: sessionId, line }).catch(() => {});
+  }
+
+  private register(): void {
+    const p = this.principal_;
+    this.peer
+      .onRequest('agents.list', () => ({ agents: this.dir.listAgents(p) }))
+      .onRequest('sessions.list', () => ({ sessions: this.dir.listSessions(p) }))
+      .onRequest('session.create', async (params) => {
+        if (!p.canCreate) throw new TetherError('PERMISSION_DENIED', 'this token may not create sessions');
+        const session = await this.dir.create(p, params.agent, params.engine, params.options, randomUUID());
+        session.attach(this, 'owner');
+        this.attached.add(session.id);
+        return { session: session.info(), role: 'owner' as Role, client_id: this.clientId };
+      })
+      .onRequest('session.attach', (params) => {
+        const session = this.dir.visible(p, params.session_id);
+        const role: Role = session.owner === p.sub && !params.read_only ? 'owner' : p.canControl && !params.read_only ? 'controller' : 'viewer';
+        const nextSeq = session.attach(this, role, params.from_seq);
+        this.attached.add(session.id);
+        return { session: session.info(), role, client_id: this.clientId, next_seq: nextSeq };
+      })
+      .onRequest('session.detach', (params) => {
+        this.dir.visible(p, params.session_id).detach(this.clientId);
+        this.attached.delete(params.session_id);
+        return {};
+      })
+      .onRequest('session.send', (params) => {
+        const session = this.dir.visible(p, params.session_id);
+        if (!p.canControl) throw new TetherError('PERMISSION_DENIED', 'this token may not control sessions');
+        return { status: session.input(this.clientId, params.input_id, params.line) };
+      })
+      .onRequest('session.stop', async (params) => {
+        const session = this.dir.visible(p, params.session_id);
+        await session.stop(this.clientId, `stopped by ${p.sub}`);
+        return {};
+      });
+  }
+}

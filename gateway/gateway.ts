@@ -1,0 +1,99 @@
+import { randomBytes } from 'node:crypto';
+import type { Channel } from '../core/channel/channel.js';
+import { TetherError } from '../core/errors.js';
+import { silentLogger, type Logger } from '../core/logging.js';
+import { PROTOCOL_VERSION, assertCompatible } from '../core/protocol/version.js';
+import { RpcPeer } from '../core/rpc/peer.js';
+import type { AgentDescriptor } from '../core/protocol/methods.js';
+import { AgentLink } from './agent-link.js';
+import { ClientLink, DEFAULT_SLOW_CLIENT_BYTES } from './client-link.js';
+import { ANONYMOUS, type Principal } from './principal.js';
+import { REPLAY_DEFAULTS } from './replay-log.js';
+import { SessionDirectory, type DirectoryLimits } from './session-directory.js';
+
+export const GATEWAY_CAPABILITIES = ['sessions.v1', 'replay.v1', 'prompts.v1'];
+
+export interface GatewayLimits extends DirectoryLimits {
+  helloTimeoutMs: number;
+  slowClientBytes: number;
+}
+
+/** Defaults from threats.md part 3, each overridable. */
+export const GATEWAY_DEFAULTS: GatewayLimits = {
+  replay: REPLAY_DEFAULTS,
+  maxPendingPrompts: 32,
+  promptExpiryMs: 10 * 60_000,
+  maxMembers: 32,
+  agentLostTimeoutMs: 10 * 60_000,
+  endedRetentionMs: 10 * 60_000,
+  helloTimeoutMs: 10_000,
+  slowClientBytes: DEFAULT_SLOW_CLIENT_BYTES,
+};
+
+export interface GatewayOptions {
+  logger?: Logger;
+  limits?: Partial<GatewayLimits>;
+}
+
+/**
+ * The routing core: takes open, authenticated channels from any listener and turns each
+ * into an agent link or a client link after its hello. Transport-blind.
+ */
+export class Gateway {
+  readonly id = `gw-${randomBytes(4).toString('hex')}`;
+  readonly directory: SessionDirectory;
+  readonly limits: GatewayLimits;
+  private readonly log: Logger;
+  private readonly channels = new Set<Channel>();
+
+  constructor(opts: GatewayOptions = {}) {
+    this.log = opts.logger ?? silentLogger;
+    this.limits = { ...GATEWAY_DEFAULTS, ...opts.limits };
+    this.directory = new SessionDirectory(this.limits, this.log);
+  }
+
+  /** Hands a connection to the gateway; it owns the channel from now on. */
+  accept(channel: Channel, principal: Principal = ANONYMOUS): void {
+    this.channels.add(channel);
+    const log = this.log.child({ transport: channel.transport, remote: channel.remote, principal: principal.sub });
+    const peer = new RpcPeer(channel, { logger: log });
+    const helloTimer = setTimeout(() => channel.close('DEADLINE_EXCEEDED', `no hello within ${this.limits.helloTimeoutMs} ms`), this.limits.helloTimeoutMs);
+    let greeted = false;
+    peer.onRequest('ping', () => ({}));
+    peer.onRequest('hello', (hello) => {
+      if (greeted) throw new TetherError('FAILED_PRECONDITION', 'hello was already exchanged on this connection');
+      assertCompatible(hello.protocol_version);
+      if (principal.kind !== 'any' && principal.kind !== hello.role) {
+        throw new TetherError('PERMISSION_DENIED', `a ${principal.kind} token cannot connect as ${hello.role === 'agent' ? 'an agent' : 'a client'}`);
+      }
+      if (hello.role === 'agent') this.helloAgent(peer, principal, hello.agent, log);
+      else new ClientLink(peer, principal, this.directory, log, this.limits.slowClientBytes);
+      greeted = true;
+      clearTimeout(helloTimer);
+      log.info({ role: hello.role, agent: hello.agent?.name }, 'peer connected');
+      return { protocol_version: PROTOCOL_VERSION, gateway_id: this.id, capabilities: GATEWAY_CAPABILITIES, principal: principal.sub };
+    });
+    void peer.run().then((info) => {
+      clearTimeout(helloTimer);
+      this.channels.delete(channel);
+      log.info({ code: info.code, reason: info.reason }, 'peer disconnected');
+    });
+  }
+
+  private helloAgent(peer: RpcPeer, principal: Principal, agent: AgentDescriptor | undefined, log: Logger): void {
+    if (!agent) throw new TetherError('INVALID_ARGUMENT', 'an agent hello must describe the agent (params.agent)');
+    if (principal.agentName !== undefined && principal.agentName !== agent.name) {
+      throw new TetherError('PERMISSION_DENIED', `this token may register only as agent "${principal.agentName}", not "${agent.name}"`);
+    }
+    const link = new AgentLink(agent, peer, this.directory.sessions, log.child({ agent: agent.name }));
+    this.directory.agentUp(link);
+    void peer.channel.closed.then(() => this.directory.agentDown(link));
+  }
+
+  /** Closes every connection; sessions end when their agents go. */
+  async close(): Promise<void> {
+    for (const ch of this.channels) ch.close('UNAVAILABLE', 'gateway shutting down');
+    this.directory.dispose();
+    await Promise.all([...this.channels].map((c) => c.closed));
+  }
+}

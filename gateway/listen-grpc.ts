@@ -1,0 +1,136 @@
+import { Metadata, Server, ServerCredentials, type ServerDuplexStream } from '@grpc/grpc-js';
+import type { Channel } from '../core/channel/channel.js';
+import { CHANNEL_DEFAULTS } from '../core/channel/channel.js';
+import { GRPC_DEFAULTS, GrpcServerChannel, grpcLinkOptions } from '../core/channel/grpc.js';
+import { loadGatewayService, type GatewayFrame } from '../core/channel/proto.js';
+import { TetherError } from '../core/errors.js';
+
+export interface GrpcListenerTls {
+  /** PEM certificate chain of the gateway. */
+  cert: Buffer;
+  /** PEM private key of the gateway. */
+  key: Buffer;
+  /** PEM CA bundle; when set, callers must present a client certificate it signed (mTLS). */
+  clientCa?: Buffer;
+}
+
+export interface GrpcListenerOptions {
+  /** Interface to bind, e.g. '127.0.0.1', '0.0.0.0' or '::'. */
+  host: string;
+  /** Port to bind; 0 picks a free one (read it back from the result). */
+  port: number;
+  /** Largest frame in bytes either way (default CHANNEL_DEFAULTS.maxFrameBytes). */
+  maxFrameBytes?: number;
+  /** Keepalive ping interval (default 15 s). */
+  keepaliveTimeMs?: number;
+  /** Keepalive ping answer timeout (default 10 s). */
+  keepaliveTimeoutMs?: number;
+  /** Server TLS; plaintext when absent. */
+  tls?: GrpcListenerTls;
+  /**
+   * Called with every new, open channel and the call's metadata (lower-case keys, first
+   * value of each; `-bin` values base64). The callee owns the channel from then on. Closing
+   * it synchronously (e.g. `close('UNAUTHENTICATED', …)`) refuses the stream before its
+   * response headers, so the caller's dial fails with that code.
+   */
+  onChannel: (channel: Channel, metadata: Record<string, string>) => void;
+}
+
+export interface GrpcListenerCloseOptions {
+  /**
+   * How long open streams get to finish after being closed with UNAVAILABLE ("gateway
+   * listener closing") before every connection is cut (default 5 s). 0 cuts at once, with no
+   * status: peers see the connection drop.
+   */
+  graceMs?: number;
+}
+
+export interface GrpcListener {
+  /** The bound port (the real one when 0 was asked for). */
+  readonly port: number;
+  /**
+   * Stops accepting, closes every channel this listener handed out that is still open, waits
+   * up to graceMs for the streams to finish and then forces the rest. Idempotent: later calls
+   * return the same promise, which resolves once the server is down.
+   */
+  close(opts?: GrpcListenerCloseOptions): Promise<void>;
+}
+
+/** Default grace for close(). */
+const CLOSE_GRACE_MS = 5_000;
+
+function metadataRecord(metadata: Metadata): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(metadata.getMap())) {
+    out[key] = typeof value === 'string' ? value : Buffer.from(value).toString('base64');
+  }
+  return out;
+}
+
+/**
+ * Serves tether.v1.Gateway/Connect and hands out one channel per stream. Message limits,
+ * session memory and keepalive are set explicitly (see grpcLinkOptions) and agree with the
+ * dialer's. Resolves once bound; rejects with UNAVAILABLE if the address cannot be bound.
+ */
+export function startGrpcListener(opts: GrpcListenerOptions): Promise<GrpcListener> {
+  const maxFrameBytes = opts.maxFrameBytes ?? CHANNEL_DEFAULTS.maxFrameBytes;
+  const server = new Server({
+    ...grpcLinkOptions({ maxFrameBytes, keepaliveTimeMs: opts.keepaliveTimeMs, keepaliveTimeoutMs: opts.keepaliveTimeoutMs }),
+    'grpc.http2.min_ping_interval_without_data_ms': GRPC_DEFAULTS.minPingIntervalWithoutDataMs,
+  });
+  const open = new Set<Channel>();
+  const service = loadGatewayService();
+
+  server.addService(service.definition, {
+    Connect: (call: ServerDuplexStream<GatewayFrame, GatewayFrame>) => {
+      const channel = new GrpcServerChannel(call, { maxFrameBytes });
+      open.add(channel);
+      void channel.closed.then(() => open.delete(channel));
+      try {
+        opts.onChannel(channel, metadataRecord(call.metadata));
+      } catch {
+        channel.close('INTERNAL', 'gateway failed to accept the stream');
+      }
+      // Response headers tell the dialer its stream was accepted.
+      if (!channel.isClosed) call.sendMetadata(new Metadata());
+    },
+  });
+
+  const creds = opts.tls
+    ? ServerCredentials.createSsl(opts.tls.clientCa ?? null, [{ cert_chain: opts.tls.cert, private_key: opts.tls.key }], opts.tls.clientCa !== undefined)
+    : ServerCredentials.createInsecure();
+  const host = opts.host.includes(':') && !opts.host.startsWith('[') ? `[${opts.host}]` : opts.host;
+
+  return new Promise((resolve, reject) => {
+    server.bindAsync(`${host}:${opts.port}`, creds, (err, port) => {
+      if (err) {
+        server.forceShutdown();
+        reject(new TetherError('UNAVAILABLE', `cannot bind gRPC listener on ${host}:${opts.port}: ${err.message}`));
+        return;
+      }
+      let closing: Promise<void> | undefined;
+      resolve({
+        port,
+        close({ graceMs = CLOSE_GRACE_MS }: GrpcListenerCloseOptions = {}) {
+          closing ??= new Promise<void>((done) => {
+            if (graceMs <= 0) {
+              server.forceShutdown();
+              done();
+              return;
+            }
+            const timer = setTimeout(() => {
+              server.forceShutdown();
+              done();
+            }, graceMs);
+            server.tryShutdown(() => {
+              clearTimeout(timer);
+              done();
+            });
+            for (const channel of open) channel.close('UNAVAILABLE', 'gateway listener closing');
+          });
+          return closing;
+        },
+      });
+    });
+  });
+}

@@ -1,0 +1,78 @@
+import { TetherError } from '../core/errors.js';
+
+export interface PendingPrompt {
+  requestId: string;
+  subtype: string;
+  raisedAt: number;
+  timer?: NodeJS.Timeout;
+}
+
+/**
+ * Requests the engine made to the host (can_use_tool, hook_callback, elicitation, …) that
+ * are waiting for a client. The first valid answer wins; later ones get a typed "already
+ * decided" error. Bounded: past `maxPending` the caller must deny new prompts itself.
+ */
+export class PromptBook {
+  private readonly pending = new Map<string, PendingPrompt>();
+  /** Recently decided ids (bounded), so a late answer is told "already decided", not "unknown". */
+  private readonly decided = new Map<string, string>();
+
+  constructor(private readonly maxPending = 32, private readonly maxRemembered = 1024) {}
+
+  get size(): number {
+    return this.pending.size;
+  }
+
+  get full(): boolean {
+    return this.pending.size >= this.maxPending;
+  }
+
+  ids(): string[] {
+    return [...this.pending.keys()];
+  }
+
+  has(requestId: string): boolean {
+    return this.pending.has(requestId);
+  }
+
+  raise(prompt: PendingPrompt): void {
+    this.pending.set(prompt.requestId, prompt);
+  }
+
+  /**
+   * Claims the prompt for one answer. Throws FAILED_PRECONDITION when it was already decided
+   * or withdrawn, NOT_FOUND when the id was never raised here.
+   */
+  claim(requestId: string, by: string): PendingPrompt {
+    const p = this.pending.get(requestId);
+    if (!p) {
+      const how = this.decided.get(requestId);
+      if (how) throw new TetherError('FAILED_PRECONDITION', `permission request ${requestId} was already decided (${how})`, { already_decided: true });
+      throw new TetherError('NOT_FOUND', `no pending request ${requestId} in this session`);
+    }
+    this.settle(requestId, `answered by ${by}`);
+    return p;
+  }
+
+  /** Removes a prompt without an answer (engine cancelled it, expiry, engine gone). */
+  withdraw(requestId: string, why: string): PendingPrompt | undefined {
+    const p = this.pending.get(requestId);
+    if (p) this.settle(requestId, why);
+    return p;
+  }
+
+  /** Withdraws every pending prompt; returns them. */
+  clear(why: string): PendingPrompt[] {
+    const all = [...this.pending.values()];
+    for (const p of all) this.settle(p.requestId, why);
+    return all;
+  }
+
+  private settle(requestId: string, how: string): void {
+    const p = this.pending.get(requestId);
+    if (p?.timer) clearTimeout(p.timer);
+    this.pending.delete(requestId);
+    this.decided.set(requestId, how);
+    if (this.decided.size > this.maxRemembered) this.decided.delete(this.decided.keys().next().value as string);
+  }
+}

@@ -1,0 +1,72 @@
+import { TetherError } from '../core/errors.js';
+
+export interface ReplayEntry {
+  seq: number;
+  /** The serialized `session.frame` notification, framed once for every client. */
+  text: string;
+}
+
+export interface ReplayLogLimits {
+  maxFrames: number;
+  maxBytes: number;
+}
+
+/** Defaults from threats.md part 3: 10,000 frames or 8 MiB per session, whichever first. */
+export const REPLAY_DEFAULTS: ReplayLogLimits = { maxFrames: 10_000, maxBytes: 8 * 1024 * 1024 };
+
+/**
+ * A session's bounded history: the newest frames, oldest evicted first. Asking for a
+ * position it no longer holds is a typed gap error, never a silent skip.
+ */
+export class ReplayLog {
+  private entries: ReplayEntry[] = [];
+  private head = 0; // index of the oldest live entry in `entries`
+  private bytes = 0;
+  private last = 0;
+
+  constructor(private readonly limits: ReplayLogLimits = REPLAY_DEFAULTS) {}
+
+  /** Highest seq appended so far (0 before the first). */
+  get lastSeq(): number {
+    return this.last;
+  }
+
+  /** Lowest seq still held, or lastSeq + 1 when empty. */
+  get firstSeq(): number {
+    return this.head < this.entries.length ? this.entries[this.head].seq : this.last + 1;
+  }
+
+  append(entry: ReplayEntry): void {
+    if (entry.seq !== this.last + 1) throw new TetherError('INTERNAL', `replay log expected seq ${this.last + 1}, got ${entry.seq}`);
+    this.entries.push(entry);
+    this.bytes += entry.text.length;
+    this.last = entry.seq;
+    while (this.entries.length - this.head > this.limits.maxFrames || (this.bytes > this.limits.maxBytes && this.entries.length - this.head > 1)) {
+      this.bytes -= this.entries[this.head].text.length;
+      this.head++;
+    }
+    // Compact occasionally so the array does not grow without bound.
+    if (this.head > 1024 && this.head * 2 > this.entries.length) {
+      this.entries = this.entries.slice(this.head);
+      this.head = 0;
+    }
+  }
+
+  /**
+   * Entries with seq >= from, in order. Throws OUT_OF_RANGE-style FAILED_PRECONDITION
+   * (`gap`) when `from` is older than what is held, INVALID_ARGUMENT when it is in the future.
+   */
+  since(from: number): ReplayEntry[] {
+    if (from > this.last + 1) {
+      throw new TetherError('INVALID_ARGUMENT', `resume position ${from} is beyond the last frame (${this.last})`, { last_seq: this.last });
+    }
+    if (from < this.firstSeq) {
+      throw new TetherError('FAILED_PRECONDITION', `frames ${from}..${this.firstSeq - 1} are no longer held (gap)`, {
+        gap: true,
+        from_seq: from,
+        to_seq: this.firstSeq - 1,
+      });
+    }
+    return this.entries.slice(this.head + (from - this.firstSeq));
+  }
+}

@@ -1,0 +1,128 @@
+import { TetherError } from '../core/errors.js';
+import type { Logger } from '../core/logging.js';
+import { tetherEvent } from '../core/protocol/events.js';
+import type { AgentInfo, SessionInfo } from '../core/protocol/methods.js';
+import type { EngineKind, SessionOptions } from '../core/protocol/session-options.js';
+import type { AgentLink } from './agent-link.js';
+import type { Principal } from './principal.js';
+import { Session, type SessionLimits } from './session.js';
+
+export interface DirectoryLimits extends SessionLimits {
+  /** How long a session waits for its lost agent before it is ended. */
+  agentLostTimeoutMs: number;
+  /** How long an ended session stays listed (history readable) before it is dropped. */
+  endedRetentionMs: number;
+}
+
+/**
+ * The gateway's registry of agents and sessions, and the visibility rule: a session that
+ * exists but is not yours answers exactly like one that does not exist.
+ */
+export class SessionDirectory {
+  readonly agents = new Map<string, AgentLink>();
+  readonly sessions = new Map<string, Session>();
+  private readonly lostTimers = new Map<string, NodeJS.Timeout>();
+
+  constructor(private readonly limits: DirectoryLimits, private readonly log: Logger) {}
+
+  listAgents(p: Principal): AgentInfo[] {
+    return [...this.agents.values()].filter((a) => mayUseAgent(p, a.name)).map((a) => a.info());
+  }
+
+  listSessions(p: Principal): SessionInfo[] {
+    return [...this.sessions.values()].filter((s) => this.canSee(p, s)).map((s) => s.info());
+  }
+
+  /** The session if this principal may see it; NOT_FOUND otherwise (no existence oracle). */
+  visible(p: Principal, id: string): Session {
+    const s = this.sessions.get(id);
+    if (!s || !this.canSee(p, s)) throw new TetherError('NOT_FOUND', `no session ${id}`);
+    return s;
+  }
+
+  get(id: string): Session | undefined {
+    return this.sessions.get(id);
+  }
+
+  private canSee(p: Principal, s: Session): boolean {
+    return p.canAdmin || s.owner === p.sub || mayUseAgent(p, s.agent);
+  }
+
+  /** Creates a session on an agent and waits until its engine is up. */
+  async create(p: Principal, agentName: string, engine: EngineKind | undefined, options: SessionOptions, id: string): Promise<Session> {
+    const agent = this.agents.get(agentName);
+    if (!agent || !mayUseAgent(p, agentName)) throw new TetherError('NOT_FOUND', `no agent named "${agentName}" is connected`);
+    const kind = engine ?? agent.descriptor.default_engine;
+    if (!agent.descriptor.engines.includes(kind)) {
+      throw new TetherError('FAILED_PRECONDITION', `agent "${agentName}" cannot run engine "${kind}" (it has: ${agent.descriptor.engines.join(', ')})`);
+    }
+    const session = new Session(id, agentName, kind, p.sub, options, agent, this.limits, this.log.child({ sessionId: id, agent: agentName }));
+    this.sessions.set(id, session);
+    session.onEnded = () => this.scheduleDrop(session);
+    try {
+      await agent.spawn(id, kind, options);
+    } catch (err) {
+      this.sessions.delete(id);
+      session.end();
+      throw err;
+    }
+    session.bindHost(agent);
+    this.log.info({ sessionId: id, agent: agentName, engine: kind, owner: p.sub }, 'session started');
+    return session;
+  }
+
+  /** An agent finished its hello: register it and re-bind the sessions it still runs. */
+  agentUp(link: AgentLink): void {
+    const existing = this.agents.get(link.name);
+    if (existing) {
+      throw new TetherError('ALREADY_EXISTS', `an agent named "${link.name}" is already connected; refusing a second registration`);
+    }
+    this.agents.set(link.name, link);
+    const running = new Set(link.descriptor.sessions.map((s) => s.session_id));
+    for (const s of this.sessions.values()) {
+      if (s.agent !== link.name || s.ended) continue;
+      if (running.has(s.id)) {
+        clearTimeout(this.lostTimers.get(s.id));
+        this.lostTimers.delete(s.id);
+        s.bindHost(link);
+      } else if (s.currentState === 'agent-lost') {
+        this.endSession(s, 'the agent came back without this session');
+      }
+    }
+  }
+
+  /** The agent's link closed: its sessions wait for it, bounded by agentLostTimeoutMs. */
+  agentDown(link: AgentLink): void {
+    if (this.agents.get(link.name) !== link) return;
+    this.agents.delete(link.name);
+    link.dispose();
+    for (const s of this.sessions.values()) {
+      if (s.agent !== link.name || s.ended) continue;
+      s.bindHost(undefined);
+      const t = setTimeout(() => this.endSession(s, `agent did not come back within ${this.limits.agentLostTimeoutMs} ms`), this.limits.agentLostTimeoutMs);
+      t.unref();
+      this.lostTimers.set(s.id, t);
+    }
+  }
+
+  private endSession(s: Session, reason: string): void {
+    this.lostTimers.delete(s.id);
+    if (s.ended) return;
+    s.onEngineEvent(s.nextAgentSeq, tetherEvent({ subtype: 'exited', code: null, signal: null, stderr_tail: '', reason }));
+  }
+
+  /** Ended sessions stay listed for a while, then go. */
+  scheduleDrop(s: Session): void {
+    const t = setTimeout(() => this.sessions.delete(s.id), this.limits.endedRetentionMs);
+    t.unref();
+  }
+
+  dispose(): void {
+    for (const t of this.lostTimers.values()) clearTimeout(t);
+    this.lostTimers.clear();
+  }
+}
+
+function mayUseAgent(p: Principal, agent: string): boolean {
+  return p.agents === undefined || p.agents.includes(agent);
+}

@@ -1,0 +1,367 @@
+import { TetherError } from '../core/errors.js';
+import { tetherEvent, type Role, type SessionState, type TetherEvent } from '../core/protocol/events.js';
+import type { LineMeta, SessionInfo } from '../core/protocol/methods.js';
+import type { EngineKind, SessionOptions } from '../core/protocol/session-options.js';
+import type { Logger } from '../core/logging.js';
+import { PromptBook } from './prompts.js';
+import { ReplayLog, type ReplayLogLimits } from './replay-log.js';
+
+/** One attached client as the session sees it: transport-blind. */
+export interface Member {
+  readonly clientId: string;
+  readonly principal: string;
+  readonly transport: string;
+  /** Queues one serialized session.frame notification for this client. */
+  sendFrame(text: string): void;
+  /** Delivers the engine's answer to this client's own control request. */
+  sendReply(sessionId: string, line: string): void;
+}
+
+/** The engine side of a session as the gateway sees it (the agent link). */
+export interface EngineHost {
+  input(sessionId: string, seq: number, line: Record<string, unknown>): void;
+  stop(sessionId: string, reason: string): Promise<void>;
+}
+
+export interface SessionLimits {
+  replay: ReplayLogLimits;
+  maxPendingPrompts: number;
+  promptExpiryMs: number;
+  maxMembers: number;
+}
+
+interface Attachment {
+  member: Member;
+  role: Role;
+  since: string;
+}
+
+/** Engine control requests a client answers through the prompt book. */
+const DENY_ON_EXPIRY = 'can_use_tool';
+
+/**
+ * One live engine session: its ordered history, who is attached with which role, pending
+ * prompts and the mapping of client request ids. Knows nothing of sockets or processes.
+ */
+export class Session {
+  readonly createdAt = new Date().toISOString();
+  private state: SessionState = 'starting';
+  private readonly log: ReplayLog;
+  private readonly members = new Map<string, Attachment>();
+  private readonly prompts: PromptBook;
+  /** Gateway request id → the client that sent it and its own id. */
+  private readonly controlMap = new Map<string, { clientId: string; origId: unknown }>();
+  private nextControlId = 1;
+  private inputSeq = 0;
+  private lastAgentSeq = 0;
+  private readonly recentInputs = new Map<string, true>();
+  /** Called once when the session ends (the directory schedules its removal). */
+  onEnded: (() => void) | undefined;
+
+  constructor(
+    readonly id: string,
+    readonly agent: string,
+    readonly engine: EngineKind,
+    readonly owner: string,
+    readonly options: SessionOptions,
+    private host: EngineHost | undefined,
+    private readonly limits: SessionLimits,
+    private readonly log_: Logger,
+  ) {
+    this.log = new ReplayLog(limits.replay);
+    this.prompts = new PromptBook(limits.maxPendingPrompts);
+  }
+
+  get currentState(): SessionState {
+    return this.state;
+  }
+
+  get ended(): boolean {
+    return this.state === 'ended';
+  }
+
+  /** The next output seq the gateway expects from the agent (for agent resume). */
+  get nextAgentSeq(): number {
+    return this.lastAgentSeq + 1;
+  }
+
+  info(): SessionInfo {
+    return {
+      id: this.id,
+      agent: this.agent,
+      engine: this.engine,
+      owner: this.owner,
+      state: this.state,
+      created_at: this.createdAt,
+      clients: [...this.members.values()].map((a) => ({
+        client_id: a.member.clientId,
+        principal: a.member.principal,
+        role: a.role,
+        transport: a.member.transport,
+        since: a.since,
+      })),
+      pending_prompts: this.prompts.size,
+      last_seq: this.log.lastSeq,
+      options: this.options,
+    };
+  }
+
+  // ---- engine side ---------------------------------------------------------------------
+
+  /** The agent (re)bound this session; `host` undefined means the agent link is down. */
+  bindHost(host: EngineHost | undefined): void {
+    this.host = host;
+    if (this.ended) return;
+    if (!host) this.setState('agent-lost');
+    else if (this.state === 'agent-lost' || this.state === 'starting') this.setState(this.prompts.size ? 'requires_action' : 'idle');
+  }
+
+  /**
+   * One engine stdout line with the agent's seq. Returns false for a duplicate (already seen
+   * seq, e.g. replayed after a reconnect), true when applied.
+   */
+  onEngineLine(agentSeq: number, line: string, meta: LineMeta): boolean {
+    if (agentSeq <= this.lastAgentSeq) return false;
+    this.lastAgentSeq = agentSeq;
+    if (meta.type === 'control_response' && meta.request_id !== undefined && this.routeReply(meta.request_id, line)) return true;
+    if (meta.type === 'control_request' && meta.request_id) this.raisePrompt(meta.request_id, meta.subtype ?? 'unknown');
+    if (meta.type === 'control_cancel_request' && meta.request_id) this.prompts.withdraw(meta.request_id, 'cancelled by the engine');
+    this.broadcast({ line, origin: 'engine' });
+    this.trackState(meta);
+    return true;
+  }
+
+  /** An agent-side event (exit, diagnostics) in the agent's seq space. */
+  onEngineEvent(agentSeq: number, event: TetherEvent): boolean {
+    if (agentSeq <= this.lastAgentSeq) return false;
+    this.lastAgentSeq = agentSeq;
+    this.broadcast({ event, origin: 'gateway' });
+    if (event.subtype === 'exited') this.end();
+    return true;
+  }
+
+  /** Marks the session ended (engine gone) and withdraws what was pending. */
+  end(): void {
+    if (this.ended) return;
+    for (const p of this.prompts.clear('engine gone')) this.broadcastWithdrawal(p.requestId);
+    this.controlMap.clear();
+    this.setState('ended');
+    this.onEnded?.();
+  }
+
+  private trackState(meta: LineMeta): void {
+    if (meta.type === 'system' && meta.subtype === 'session_state_changed') return; // the engine's own view; ours follows prompts
+    if (this.prompts.size > 0) this.setState('requires_action');
+    else if (meta.type === 'result') this.setState('idle');
+    else if (meta.type === 'system' || meta.type === 'assistant' || meta.type === 'stream_event' || meta.type === 'control_cancel_request')
+      this.setState('running');
+  }
+
+  private setState(state: SessionState): void {
+    if (this.state === state) return;
+    this.state = state;
+    this.broadcast({ event: tetherEvent({ subtype: 'state', state }), origin: 'gateway' });
+  }
+
+  private raisePrompt(requestId: string, subtype: string): void {
+    if (this.prompts.full) {
+      this.log_.warn({ sessionId: this.id, requestId }, 'too many pending prompts; denying');
+      this.answerEngine(requestId, subtype, `Denied by Tether: more than ${this.limits.maxPendingPrompts} requests pending`);
+      return;
+    }
+    const timer = setTimeout(() => this.expire(requestId), this.limits.promptExpiryMs);
+    timer.unref();
+    this.prompts.raise({ requestId, subtype, raisedAt: Date.now(), timer });
+  }
+
+  private expire(requestId: string): void {
+    const p = this.prompts.withdraw(requestId, 'expired');
+    if (!p) return;
+    this.answerEngine(requestId, p.subtype, `Permission request expired after ${Math.round(this.limits.promptExpiryMs / 1000)} s with no answer`);
+    this.broadcastWithdrawal(requestId);
+    this.broadcast({ event: tetherEvent({ subtype: 'prompt_decided', request_id: requestId, decided_by: 'tether:expiry', behavior: 'deny' }), origin: 'gateway' });
+    if (this.prompts.size === 0 && this.state === 'requires_action') this.setState('running');
+  }
+
+  /** Fail-closed answer from the gateway itself: deny for permission prompts, error otherwise. */
+  private answerEngine(requestId: string, subtype: string, message: string): void {
+    const response =
+      subtype === DENY_ON_EXPIRY
+        ? { subtype: 'success', request_id: requestId, response: { behavior: 'deny', message } }
+        : { subtype: 'error', request_id: requestId, error: message };
+    this.toEngine({ type: 'control_response', response });
+  }
+
+  // ---- client side ---------------------------------------------------------------------
+
+  /**
+   * Attaches a member and queues history from `fromSeq` (default: the beginning) followed
+   * by the live stream. A position older than the log holds yields a gap notice first.
+   */
+  attach(member: Member, role: Role, fromSeq?: number): number {
+    if (this.members.size >= this.limits.maxMembers && !this.members.has(member.clientId)) {
+      throw new TetherError('RESOURCE_EXHAUSTED', `session ${this.id} already has ${this.limits.maxMembers} clients attached`);
+    }
+    const from = fromSeq ?? 1;
+    if (from < this.log.firstSeq) {
+      const gap = tetherEvent({
+        subtype: 'gap',
+        from_seq: from,
+        to_seq: this.log.firstSeq - 1,
+        message: `frames ${from}..${this.log.firstSeq - 1} are no longer held; history resumes at ${this.log.firstSeq}`,
+      });
+      member.sendFrame(frameText(this.id, 0, { event: gap, origin: 'gateway' }));
+    }
+    for (const entry of this.log.since(Math.max(from, this.log.firstSeq))) member.sendFrame(entry.text);
+    this.members.set(member.clientId, { member, role, since: new Date().toISOString() });
+    this.broadcast({ event: tetherEvent({ subtype: 'presence', action: 'attached', principal: member.principal, client_id: member.clientId, role }), origin: 'gateway' });
+    return this.log.lastSeq + 1;
+  }
+
+  detach(clientId: string): void {
+    const a = this.members.get(clientId);
+    if (!a) return;
+    this.members.delete(clientId);
+    for (const [gwId, m] of this.controlMap) if (m.clientId === clientId) this.controlMap.delete(gwId);
+    this.broadcast({
+      event: tetherEvent({ subtype: 'presence', action: 'detached', principal: a.member.principal, client_id: clientId, role: a.role }),
+      origin: 'gateway',
+    });
+  }
+
+  roleOf(clientId: string): Role | undefined {
+    return this.members.get(clientId)?.role;
+  }
+
+  /**
+   * Applies one input line from an attached client, at most once per input id. Throws a
+   * typed error (and changes nothing) when the client may not send it or it is malformed.
+   */
+  input(clientId: string, inputId: string, line: Record<string, unknown>): 'applied' | 'duplicate' {
+    const a = this.members.get(clientId);
+    if (!a) throw new TetherError('FAILED_PRECONDITION', `not attached to session ${this.id}`);
+    if (a.role === 'viewer') throw new TetherError('PERMISSION_DENIED', 'viewers cannot send input to the session');
+    const key = `${a.member.principal}\u0000${inputId}`; // survives the client reconnecting with a new client id
+    if (this.recentInputs.has(key)) return 'duplicate';
+    if (this.ended) throw new TetherError('FAILED_PRECONDITION', `session ${this.id} has ended`);
+    if (!this.host) throw new TetherError('UNAVAILABLE', `the agent of session ${this.id} is not connected; retry when it is back`);
+    this.route(a, line);
+    this.recentInputs.set(key, true);
+    if (this.recentInputs.size > 4096) this.recentInputs.delete(this.recentInputs.keys().next().value as string);
+    return 'applied';
+  }
+
+  private route(a: Attachment, line: Record<string, unknown>): void {
+    switch (line.type) {
+      case 'user':
+        checkUserMessage(line);
+        this.toEngine(line);
+        if (this.state === 'idle') this.setState('running');
+        return;
+      case 'control_request':
+        return this.forwardControlRequest(a, line);
+      case 'control_response':
+        return this.answerPrompt(a, line);
+      case 'control_cancel_request':
+        return this.forwardCancel(a, line);
+      case 'keep_alive':
+        return;
+      default:
+        throw new TetherError('INVALID_ARGUMENT', `unsupported input type ${JSON.stringify(line.type)} (expected user, control_request, control_response, control_cancel_request or keep_alive)`);
+    }
+  }
+
+  private forwardControlRequest(a: Attachment, line: Record<string, unknown>): void {
+    const request = line.request;
+    if (typeof request !== 'object' || request === null || typeof (request as { subtype?: unknown }).subtype !== 'string') {
+      throw new TetherError('INVALID_ARGUMENT', 'control_request needs a request object with a string subtype');
+    }
+    const gwId = `tether-${this.nextControlId++}`;
+    this.controlMap.set(gwId, { clientId: a.member.clientId, origId: line.request_id });
+    this.toEngine({ ...line, request_id: gwId });
+  }
+
+  private forwardCancel(a: Attachment, line: Record<string, unknown>): void {
+    for (const [gwId, m] of this.controlMap) {
+      if (m.clientId === a.member.clientId && m.origId === line.request_id) {
+        this.toEngine({ ...line, request_id: gwId });
+        return;
+      }
+    }
+    throw new TetherError('NOT_FOUND', `no control request ${JSON.stringify(line.request_id)} of yours is pending`);
+  }
+
+  private answerPrompt(a: Attachment, line: Record<string, unknown>): void {
+    const response = line.response as { request_id?: unknown; subtype?: unknown } | undefined;
+    if (typeof response !== 'object' || response === null || typeof response.request_id !== 'string') {
+      throw new TetherError('INVALID_ARGUMENT', 'control_response needs response.request_id naming the pending request');
+    }
+    if (response.subtype !== 'success' && response.subtype !== 'error') {
+      throw new TetherError('INVALID_ARGUMENT', 'control_response.response.subtype must be "success" or "error"');
+    }
+    const requestId = response.request_id;
+    this.prompts.claim(requestId, a.member.principal);
+    this.toEngine(line);
+    const behavior = response.subtype === 'error' ? 'error' : String((line.response as { response?: { behavior?: unknown } }).response?.behavior ?? 'answered');
+    this.broadcastWithdrawal(requestId);
+    this.broadcast({ event: tetherEvent({ subtype: 'prompt_decided', request_id: requestId, decided_by: a.member.principal, behavior }), origin: 'gateway' });
+    if (this.prompts.size === 0 && this.state === 'requires_action') this.setState('running');
+  }
+
+  private toEngine(line: Record<string, unknown>): void {
+    if (!this.host) throw new TetherError('UNAVAILABLE', `the agent of session ${this.id} is not connected`);
+    this.host.input(this.id, ++this.inputSeq, line);
+  }
+
+  /** Sends the engine's answer to the one client that asked, with its own request id back. */
+  private routeReply(gwId: string, line: string): boolean {
+    const m = this.controlMap.get(gwId);
+    if (!m) return false;
+    this.controlMap.delete(gwId);
+    const target = this.members.get(m.clientId);
+    if (!target) return true; // asker left; nobody else may see its answer
+    const value = JSON.parse(line) as { response?: Record<string, unknown> };
+    if (value.response) {
+      if (m.origId === undefined) delete value.response.request_id;
+      else value.response.request_id = m.origId;
+    }
+    target.member.sendReply(this.id, JSON.stringify(value));
+    return true;
+  }
+
+  private broadcastWithdrawal(requestId: string): void {
+    this.broadcast({ line: JSON.stringify({ type: 'control_cancel_request', request_id: requestId }), origin: 'gateway' });
+  }
+
+  /** Appends one frame to history and hands the same serialized text to every member. */
+  private broadcast(body: { line?: string; event?: TetherEvent; origin: 'engine' | 'gateway' }): void {
+    const seq = this.log.lastSeq + 1;
+    const text = frameText(this.id, seq, body);
+    this.log.append({ seq, text });
+    for (const a of this.members.values()) a.member.sendFrame(text);
+  }
+
+  /** Stops the engine (owner or controller). */
+  async stop(clientId: string | undefined, reason: string): Promise<void> {
+    if (clientId !== undefined) {
+      const role = this.roleOf(clientId);
+      if (!role) throw new TetherError('FAILED_PRECONDITION', `not attached to session ${this.id}`);
+      if (role === 'viewer') throw new TetherError('PERMISSION_DENIED', 'viewers cannot stop the session');
+    }
+    if (this.ended) return;
+    if (!this.host) throw new TetherError('UNAVAILABLE', `the agent of session ${this.id} is not connected`);
+    await this.host.stop(this.id, reason);
+  }
+}
+
+function frameText(sessionId: string, seq: number, body: { line?: string; event?: TetherEvent; origin: string }): string {
+  return JSON.stringify({ jsonrpc: '2.0', method: 'session.frame', params: { session_id: sessionId, seq, ...body } });
+}
+
+/** The engine starts a turn even for a user frame without content: reject it here. */
+function checkUserMessage(line: Record<string, unknown>): void {
+  const m = line.message as { role?: unknown; content?: unknown } | undefined;
+  if (typeof m !== 'object' || m === null || m.role !== 'user' || !(typeof m.content === 'string' || Array.isArray(m.content))) {
+    throw new TetherError('INVALID_ARGUMENT', 'a user frame needs message: {role: "user", content: string | content blocks}');
+  }
+}

@@ -1,0 +1,52 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startRig, WRITE_FILE, type EngineRig } from './support/engines.js';
+import { readTurn, toolResults } from './support/turns.js';
+
+/**
+ * The walking skeleton's promise: a client drives a turn through gateway and agent, the
+ * engine's permission prompt reaches the client, and the client's answer decides whether
+ * the tool runs on the agent's machine. Once with the real CLI, once with the demo engine.
+ */
+describe.each(['claude', 'demo'] as const)('permission round trip through gateway and agent (%s engine)', (kind) => {
+  let rig: EngineRig | undefined;
+  afterEach(async () => {
+    await rig?.stop();
+    rig = undefined;
+  });
+
+  it('allow: the prompt reaches the client and the tool runs in the agent cwd', async () => {
+    const script = WRITE_FILE[kind];
+    rig = await startRig(kind, script.scenario);
+    const client = await rig.stack.client();
+    const session = await client.createSession({ agent: 'test-agent' });
+    expect(session.role).toBe('owner');
+    await session.sendUserMessage(script.prompt);
+    const turn = await readTurn(session, (p) => ({ behavior: 'allow', updatedInput: p.input }));
+    expect(turn.prompts.map((p) => p.toolName)).toEqual(['Bash']);
+    expect(turn.result.is_error).toBe(false);
+    expect(existsSync(join(rig.cwd, script.file))).toBe(true);
+    expect(readFileSync(join(rig.cwd, script.file), 'utf8').length).toBeGreaterThan(0);
+    expect(toolResults(turn.messages).some((r) => !r.is_error)).toBe(true);
+    if (rig.fake) expect(rig.fake.lastToolResults().at(-1)?.is_error).toBeFalsy();
+  });
+
+  it('deny: the tool does not run and the model sees the denial', async () => {
+    const script = WRITE_FILE[kind];
+    rig = await startRig(kind, script.scenario);
+    const client = await rig.stack.client();
+    const session = await client.createSession({ agent: 'test-agent' });
+    await session.sendUserMessage(script.prompt);
+    const turn = await readTurn(session, () => ({ behavior: 'deny', message: 'Not allowed by the test' }));
+    expect(turn.prompts).toHaveLength(1);
+    expect(existsSync(join(rig.cwd, script.file))).toBe(false);
+    const denied = toolResults(turn.messages).find((r) => r.is_error);
+    expect(denied?.content).toContain('Not allowed by the test');
+    if (rig.fake) {
+      const seen = rig.fake.lastToolResults().at(-1);
+      expect(seen?.is_error).toBe(true);
+      expect(seen?.content).toContain('Not allowed by the test');
+    }
+  });
+});

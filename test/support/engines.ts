@@ -1,0 +1,60 @@
+/**
+ * The two engines end-to-end tests run against: the real Claude Code CLI driven by the
+ * scripted fake Messages API, and the built-in demo engine. Each case states, per engine,
+ * how to make the model ask for Bash to write a file.
+ */
+import { startFakeAnthropic, type FakeAnthropic, type FakeScenario } from './fake-anthropic.js';
+import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './claude-cli.js';
+import { startStack, type Stack, type StackOptions } from './stack.js';
+
+export interface EngineRig {
+  kind: 'claude' | 'demo';
+  stack: Stack;
+  /** The working folder of the agent's sessions. */
+  cwd: string;
+  /** Only for claude: the fake model. */
+  fake?: FakeAnthropic;
+  stop(): Promise<void>;
+}
+
+/** Scripts for the file-writing turn. */
+export const WRITE_FILE: Record<'claude' | 'demo', { prompt: string; file: string; scenario?: FakeScenario }> = {
+  claude: {
+    prompt: 'Create made.txt',
+    file: 'made.txt',
+    scenario: {
+      responses: [
+        { text: 'Let me run it.', tool_use: { id: 'toolu_01', name: 'Bash', input: { command: 'echo hi > made.txt', description: 'write file' } } },
+        { text: 'Done.' },
+      ],
+    },
+  },
+  demo: { prompt: 'create a file', file: 'tether-demo.txt' },
+};
+
+/** Starts gateway + agent for one engine kind, with a fresh cwd (and HOME + fake model for claude). */
+export async function startRig(kind: 'claude' | 'demo', scenario: FakeScenario = { responses: [] }, extra: Partial<StackOptions> = {}): Promise<EngineRig> {
+  const dirs: TempDir[] = [makeTempDir('tether-cwd-')];
+  const cwd = dirs[0].path;
+  let fake: FakeAnthropic | undefined;
+  let stack: Stack;
+  if (kind === 'claude') {
+    fake = await startFakeAnthropic(scenario);
+    const home = makeTempDir('tether-home-');
+    dirs.push(home);
+    stack = await startStack({ engine: 'claude', engineCommand: claudeBinaryPath(), engineEnv: claudeTestEnv({ home: home.path, baseUrl: fake.url }), cwd, ...extra });
+  } else {
+    stack = await startStack({ engine: 'demo', cwd, ...extra });
+  }
+  return {
+    kind,
+    stack,
+    cwd,
+    fake,
+    async stop() {
+      await stack.stop();
+      await fake?.close();
+      for (const d of dirs) d.cleanup();
+    },
+  };
+}

@@ -1,0 +1,169 @@
+#!/usr/bin/env node
+// A stand-in for the Claude Code CLI that misbehaves on purpose (threats.md 2G). Behaviour is
+// chosen with `--mode <name>`; see MODES below. stdout is written with fs.writeSync so the
+// process really blocks when the reader stops reading (fd 1 stays a blocking descriptor because
+// process.stdout is never touched).
+import { spawn } from 'node:child_process';
+import { closeSync, writeSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+
+const argv = process.argv.slice(2);
+const opt = (name, fallback) => {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 && i + 1 < argv.length ? argv[i + 1] : fallback;
+};
+const mode = opt('mode', 'echo');
+
+const out = (data) => writeAll(1, typeof data === 'string' ? Buffer.from(data) : data);
+const err = (data) => writeAll(2, Buffer.from(data));
+const frame = (obj) => out(`${JSON.stringify(obj)}\n`);
+
+function writeAll(fd, buf) {
+  let off = 0;
+  while (off < buf.length) {
+    try {
+      off += writeSync(fd, buf, off, buf.length - off);
+    } catch (e) {
+      if (e.code === 'EAGAIN') continue; // non-blocking pipe: spin until the reader catches up
+      throw e;
+    }
+  }
+}
+
+/** Calls `fn` on stdin EOF (keeps reading and ignoring stdin until then). */
+function onStdinEnd(fn) {
+  process.stdin.on('data', () => {});
+  process.stdin.on('end', fn);
+}
+
+const MODES = {
+  // Echoes every stdin line as {"type":"echo","got":<parsed>}; exits 0 on stdin EOF.
+  echo() {
+    const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
+    rl.on('line', (line) => frame({ type: 'echo', got: JSON.parse(line) }));
+    rl.on('close', () => process.exit(0));
+  },
+
+  // Writes to stderr, then exits 3.
+  crash() {
+    err('fatal: engine exploded on purpose\n');
+    process.exit(3);
+  },
+
+  // Non-JSON, non-object JSON, blank lines, invalid UTF-8, then good frames; exits 0 on EOF.
+  garbage() {
+    out('hello world\n');
+    out('{"unterminated": \n');
+    out('[1,2,3]\n');
+    out('"just a string"\n');
+    out('42\n');
+    out('null\n');
+    out('\n');
+    out('   \r\n');
+    out(Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d, 0x0a])); // {"a":"\xff\xfe"}
+    out(Buffer.from([0xed, 0xa0, 0x80, 0x0a])); // an encoded lone surrogate (invalid UTF-8)
+    out(`\u001b[31mred\u202e${'x'.repeat(500)}\n`); // escapes and a long line: preview must be bounded
+    out('{"type":"crlf","n":1}\r\n');
+    frame({ type: 'after_garbage', text: 'héllo ✓ 😀' });
+    onStdinEnd(() => process.exit(0));
+  },
+
+  // One valid JSON line of --size bytes (default 10 MB), then {"type":"after_huge"}; exits 0 on EOF.
+  'huge-line'() {
+    const size = Number(opt('size', String(10_000_000)));
+    const head = '{"type":"huge","pad":"';
+    const tail = '"}';
+    const pad = Math.max(0, size - head.length - tail.length);
+    out(Buffer.concat([Buffer.from(head), Buffer.alloc(pad, 0x61), Buffer.from(`${tail}\n`)]));
+    frame({ type: 'after_huge' });
+    onStdinEnd(() => process.exit(0));
+  },
+
+  // A line that never ends: 64 KiB of 'x' after '{"type":"endless","pad":"', forever.
+  'endless-line'() {
+    out('{"type":"endless","pad":"');
+    const chunk = Buffer.alloc(64 * 1024, 0x78);
+    for (;;) out(chunk);
+  },
+
+  // Traps SIGTERM (logs and keeps running); ignores stdin EOF.
+  'ignore-sigterm'() {
+    process.on('SIGTERM', () => err('ignoring SIGTERM\n'));
+    process.stdin.on('data', () => {});
+    process.stdin.on('end', () => err('stdin closed, staying alive\n'));
+    setInterval(() => {}, 1000);
+    frame({ type: 'ready' });
+  },
+
+  // Spawns `sleep 300` in its own process group (detached: false), sharing our stdout and
+  // stderr pipes, and reports its pid; exits 0 on stdin EOF, leaving the sleep behind.
+  grandchild() {
+    const child = spawn('sleep', ['300'], { detached: false, stdio: ['ignore', 'inherit', 'inherit'] });
+    child.unref();
+    frame({ type: 'grandchild', pid: child.pid });
+    onStdinEnd(() => process.exit(0));
+  },
+
+  // Writes {"type":"final"} 1 s after stdin EOF, then exits 0.
+  'slow-exit'() {
+    frame({ type: 'ready' });
+    onStdinEnd(() => {
+      setTimeout(() => {
+        frame({ type: 'final' });
+        process.exit(0);
+      }, 1000);
+    });
+  },
+
+  // Writes --size bytes (default 64 MB) of numbered stderr lines between two stdout frames,
+  // then a last stderr marker; exits 0.
+  'stderr-flood'() {
+    const size = Number(opt('size', String(64_000_000)));
+    frame({ type: 'started' });
+    const block = Buffer.from(Array.from({ length: 1000 }, (_, i) => `stderr flood line ${i}\n`).join(''));
+    for (let sent = 0; sent < size; sent += block.length) err(block);
+    frame({ type: 'done' });
+    err('END-OF-STDERR-MARKER\n');
+    process.exit(0);
+  },
+
+  // Writes --size bytes (default 100 MB) of ~1 KiB numbered frames, reporting progress on stderr
+  // every 256 KiB, then {"type":"flood_end"}; exits 0.
+  flood() {
+    const size = Number(opt('size', String(100_000_000)));
+    const pad = 'p'.repeat(1000);
+    let i = 0;
+    let reported = 0;
+    for (let sent = 0; sent < size; i++) {
+      const line = `{"type":"flood","i":${i},"pad":"${pad}"}\n`;
+      out(line);
+      sent += line.length;
+      if (sent - reported >= 256 * 1024) {
+        err(`progress ${sent}\n`); // bytes fully written to stdout so far
+        reported = sent;
+      }
+    }
+    frame({ type: 'flood_end', count: i });
+    process.exit(0);
+  },
+
+  // Closes its stdin right away (so writes to it fail with EPIPE) and stays alive until SIGTERM.
+  'no-stdin'() {
+    closeSync(0);
+    setInterval(() => {}, 1000);
+    frame({ type: 'ready' });
+  },
+
+  // Never reads stdin (so our writes back up); stays alive until SIGTERM.
+  'no-read'() {
+    setInterval(() => {}, 1000);
+    frame({ type: 'ready' });
+  },
+};
+
+const run = MODES[mode];
+if (!run) {
+  err(`unknown mode ${mode}\n`);
+  process.exit(2);
+}
+run();
