@@ -98,7 +98,7 @@ export class Agent {
       .onRequest('agent.stop', async (p) => {
         const relay = this.relays.get(p.session_id);
         if (!relay) throw new TetherError('NOT_FOUND', `no session ${p.session_id} on this agent`);
-        await relay.engine.stop();
+        await relay.engine.stop().catch(() => {}); // an engine that never started is stopped already
         return {};
       })
       .onNotification('agent.input', (p) => void this.relays.get(p.session_id)?.input(p.seq, p.line))
@@ -150,7 +150,6 @@ export class Agent {
       const init = await relay.initialize(this.opts.initializeTimeoutMs ?? 60_000);
       relay.setSink(this.sink);
       const version = (init.response as { response?: { claude_code_version?: unknown } } | undefined)?.response?.claude_code_version;
-      log.info({ pid: engine.pid, cwd }, 'engine started');
       return { pid: engine.pid, engine: kind, engine_version: typeof version === 'string' ? version : undefined };
     } catch (err) {
       this.relays.delete(sessionId);
@@ -166,7 +165,7 @@ export class Agent {
   async shutdown(flushMs = 10_000): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    await Promise.all([...this.relays.values()].map((r) => r.engine.stop()));
+    await Promise.allSettled([...this.relays.values()].map((r) => r.engine.stop()));
     const deadline = Date.now() + flushMs;
     while ([...this.relays.values()].some((r) => !r.drained) && this.link.peer && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 50));

@@ -237,8 +237,9 @@ export class EngineProcess {
    * Writes `JSON.stringify(value) + '\n'` to the engine's stdin. Resolves once the bytes were
    * handed to the OS and, if stdin's buffer was full, after 'drain' (await each write to honour
    * backpressure). Rejects with TetherError INVALID_ARGUMENT if `value` is not a plain object or
-   * cannot be serialised, and FAILED_PRECONDITION if the engine has exited, never started, is
-   * being stopped, or the write failed (e.g. EPIPE because the engine closed stdin).
+   * cannot be serialised, and FAILED_PRECONDITION if the engine has exited, is being stopped, or
+   * the write failed (e.g. EPIPE because the engine closed stdin). On an engine that could not
+   * start it rejects with the start error itself ('cannot start engine "<cmd>": …').
    */
   write(value: Record<string, unknown>): Promise<void> {
     if (!isPlainObject(value)) {
@@ -253,8 +254,15 @@ export class EngineProcess {
     if (typeof text !== 'string' || !text.startsWith('{')) {
       return Promise.reject(new TetherError('INVALID_ARGUMENT', 'engine frame did not serialise to a JSON object'));
     }
+    if (this.startError) return Promise.reject(this.startError);
     const stdin = this.child?.stdin;
-    if (!this.started || this.hasExited || !stdin) {
+    if (!this.started) {
+      // Node reports ENOENT/EACCES on the next tick: fail with that reason once it is known.
+      return this.exited.then(() => {
+        throw new TetherError('FAILED_PRECONDITION', 'engine is not running');
+      });
+    }
+    if (this.hasExited || !stdin) {
       return Promise.reject(new TetherError('FAILED_PRECONDITION', 'engine is not running'));
     }
     if (this.stopPromise || stdin.destroyed || stdin.writableEnded || !stdin.writable) {

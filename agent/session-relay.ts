@@ -133,7 +133,9 @@ export class SessionRelay {
         await new Promise<void>((resolve) => (this.resumePump = resolve));
       }
     }
-    const exit = await this.engine.exited;
+    const exit = await this.engine.exited.catch(
+      (err: Error): ExitInfo => ({ code: null, signal: null, stderrTail: err.message }), // never started
+    );
     this.emit({
       kind: 'event',
       event: tetherEvent({ subtype: 'exited', code: exit.code, signal: exit.signal, stderr_tail: exit.stderrTail.slice(-8192) }),

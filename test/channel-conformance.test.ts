@@ -215,6 +215,28 @@ describe.each(TRANSPORTS)('Channel conformance: %s', (transport) => {
     await expectCode(p.client.send('{}'), 'FAILED_PRECONDITION');
   });
 
+  it('ends with UNAVAILABLE or CANCELLED (never OK) on both sides when the network drops mid-stream; nothing arrives twice', async () => {
+    const p = await open({ viaRelay: true });
+    const up = Array.from({ length: 200 }, (_, i) => notification(i, 'up'));
+    const down = Array.from({ length: 200 }, (_, i) => notification(i, 'down'));
+    const readers = [drain(p.server), drain(p.client)];
+    const sends = [...up.map((f) => p.client.send(f)), ...down.map((f) => p.server.send(f))].map((s) => s.catch(() => {}));
+    await sleep(5);
+    await withTimeout(p.cut(), 5_000, 'cut the network');
+    for (const [side, channel] of [
+      ['server', p.server],
+      ['client', p.client],
+    ] as const) {
+      const info = await closedOf(channel, side);
+      expect(['UNAVAILABLE', 'CANCELLED']).toContain(info.code);
+      expect(info.byPeer).toBe(true);
+    }
+    const [atServer, atClient] = await Promise.all(readers);
+    expect(atServer).toEqual(up.slice(0, atServer!.length));
+    expect(atClient).toEqual(down.slice(0, atClient!.length));
+    await withTimeout(Promise.all(sends), 6_000, 'every send settles after the cut');
+  });
+
   describe.each(['client', 'server'] as const)('slow consumer on the %s side', (slow) => {
     const FRAME = 256 * 1024;
     const COUNT = 128; // 32 MiB: beyond the receiver's queue (8 MiB) plus socket and HTTP/2 buffers
@@ -252,6 +274,7 @@ describe.each(TRANSPORTS)('Channel conformance: %s', (transport) => {
         ),
       );
       await until(() => sender.bufferedBytes > BACKLOG, 10_000, `sender backlog over ${BACKLOG} bytes`);
+      await sleep(50);
       receiver.close();
       expect((await closedOf(sender, 'sender', 3_000)).byPeer).toBe(true);
       const settled = await withTimeout(Promise.all(outcomes), 3_000, 'every pending send settles');

@@ -319,6 +319,19 @@ describe('EngineProcess', () => {
     expect(await waitDead(pid)).toBe(true);
   });
 
+  it('exited still settles when an escaped descendant keeps the pipes open', async () => {
+    const engine = start('grandchild', ['--escape'], { eofGraceMs: 3000, termGraceMs: 400 });
+    const it = engine.lines()[Symbol.asyncIterator]();
+    const { pid } = frame(await next(it)) as { pid: number };
+    strayPids.push(pid);
+    const t0 = performance.now();
+    const info = await within(engine.stop(), 5000, 'stop');
+    expect(info).toMatchObject({ code: 0, signal: null });
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(350); // waited termGraceMs for the pipes
+    expect(await rest(it)).toEqual([]);
+    expect(isAlive(pid)).toBe(true); // out of our group: the agent cannot (and does not) reach it
+  });
+
   it('slow-exit: the line written after stdin EOF is not lost by stop()', async () => {
     const engine = start('slow-exit', [], { eofGraceMs: 3000, termGraceMs: 1000 });
     const it = engine.lines()[Symbol.asyncIterator]();
@@ -442,6 +455,7 @@ describe('EngineProcess', () => {
     });
     engines.push(engine);
     expect(engine.pid).toBe(0);
+    const early = engine.write({ type: 'user' }); // before Node has reported ENOENT
     const err = await within(engine.exited, 5000, 'exited').then(
       () => undefined,
       (e: unknown) => e,
@@ -451,7 +465,8 @@ describe('EngineProcess', () => {
     expect((err as Error).message).toMatch(/^cannot start engine "\/nonexistent\/tether-engine": .*ENOENT/);
     expect(engine.hasExited).toBe(true);
     await expect(engine.stop()).rejects.toBe(err);
-    await expect(engine.write({ type: 'user' })).rejects.toMatchObject({ code: 'FAILED_PRECONDITION' });
+    await expect(early).rejects.toBe(err);
+    await expect(engine.write({ type: 'user' })).rejects.toBe(err);
     expect(await rest(engine.lines()[Symbol.asyncIterator]())).toEqual([]);
     engine.kill(); // no-op, must not signal pid 0
   });

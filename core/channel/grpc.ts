@@ -69,7 +69,7 @@ interface WriteItem {
 
 /** Maps a gRPC status to how a channel ended; size-limit rejections get a clearer reason. */
 export function closeInfoFromStatus(status: Pick<StatusObject, 'code' | 'details'>): CloseInfo {
-  if (status.code === 0) return { code: 'OK', reason: status.details || 'stream ended by the peer', byPeer: true };
+  if (status.code === 0) return { code: 'OK', reason: 'peer closed the stream', byPeer: true };
   const code = codeFromGrpc(status.code);
   const details = status.details || `gRPC status ${status.code}`;
   const reason = code === 'RESOURCE_EXHAUSTED' && /larger than max/i.test(details) ? `frame over the gRPC message limit (${details})` : details;
@@ -210,7 +210,8 @@ abstract class GrpcChannelBase extends BaseChannel {
  * - close('OK') ends the stream with status OK after frames already handed to grpc-js;
  *   close(code) ends it with that code's gRPC status and the reason as details.
  * - The caller half-closing ends the channel with OK (byPeer) once every frame it sent has
- *   been read; a cancel or lost connection ends it with CANCELLED (byPeer). grpc-js itself
+ *   been read, and is answered with status OK; a cancel or lost connection ends it with
+ *   CANCELLED (byPeer) — grpc-js reports both the same way. grpc-js itself
  *   rejecting an oversized message also surfaces here as CANCELLED (the caller sees
  *   RESOURCE_EXHAUSTED): grpc-js does not expose that status to the handler.
  * - grpc-js offers a server handler no way to reset a stream, so a status waits behind
@@ -222,8 +223,14 @@ export class GrpcServerChannel extends GrpcChannelBase {
   constructor(private readonly serverCall: ServerDuplexStream<GatewayFrame, GatewayFrame>, opts: GrpcChannelOptions = {}) {
     super(serverCall, serverCall.getPeer(), opts);
     serverCall.on('end', () => {
-      this.settle({ code: 'OK', reason: 'peer closed the stream', byPeer: true });
-      this.endCall('OK', 'OK');
+      // The caller half-closed (after every frame it sent was read). But Node's http2 also ends
+      // the request stream when the connection drops, with grpc-js's 'cancelled' a few ticks
+      // later: wait one turn of the event loop so a lost link is not mistaken for an orderly close.
+      setImmediate(() => {
+        if (this.serverCall.cancelled) return; // the 'cancelled' handler settled it
+        this.settle({ code: 'OK', reason: 'peer closed the stream', byPeer: true });
+        this.endCall('OK', 'OK');
+      });
     });
     serverCall.on('cancelled', () => {
       this.drainReadable();

@@ -1,5 +1,5 @@
-import type { ErrorCode } from '../errors.js';
-import { BaseChannel, type BaseChannelOptions, type Transport } from './channel.js';
+import { TetherError, type ErrorCode } from '../errors.js';
+import { BaseChannel, type BaseChannelOptions, type CloseInfo, type Transport } from './channel.js';
 
 /**
  * An in-memory channel pair: what one side sends, the other iterates. Used by unit tests and
@@ -17,7 +17,7 @@ export function memoryChannelPair(opts: BaseChannelOptions = {}): [MemoryChannel
 export class MemoryChannel extends BaseChannel {
   readonly transport: Transport = 'memory';
   peer!: MemoryChannel;
-  private outbox: { frame: string; done: () => void }[] = [];
+  private outbox: { frame: string; done: () => void; fail: (err: TetherError) => void }[] = [];
   private outboxBytes = 0;
   private inputPaused = false;
   private flushing = false;
@@ -31,8 +31,8 @@ export class MemoryChannel extends BaseChannel {
   }
 
   protected write(frame: string): Promise<void> {
-    return new Promise((resolve) => {
-      this.outbox.push({ frame, done: resolve });
+    return new Promise((resolve, reject) => {
+      this.outbox.push({ frame, done: resolve, fail: reject });
       this.outboxBytes += frame.length;
       this.scheduleFlush();
     });
@@ -66,10 +66,21 @@ export class MemoryChannel extends BaseChannel {
   }
 
   protected shutdown(code: ErrorCode | 'OK', reason: string): void {
-    // Frames still in our outbox were never handed over: a closed pipe drops them, like a socket.
+    queueMicrotask(() => this.peer.peerClosed(code, reason));
+  }
+
+  /**
+   * Frames still in our outbox were never handed over: a closed pipe drops them, like a socket,
+   * and their send() promises reject instead of hanging. Runs however the channel ended.
+   */
+  protected override settle(info: CloseInfo): void {
+    if (this.isClosed) return;
+    super.settle(info);
+    const dropped = this.outbox;
     this.outbox = [];
     this.outboxBytes = 0;
-    queueMicrotask(() => this.peer.peerClosed(code, reason));
+    const err = new TetherError('UNAVAILABLE', `channel closed before the frame was handed over: ${info.reason}`);
+    for (const item of dropped) item.fail(err);
   }
 
   private peerClosed(code: ErrorCode | 'OK', reason: string): void {

@@ -41,8 +41,14 @@ export class WsChannel extends BaseChannel {
       const text = reason.toString() || (code === 1006 ? 'connection lost' : `closed (${code})`);
       this.settle({ code: codeFromWsClose(code) ?? RFC_CLOSE[code] ?? 'UNAVAILABLE', reason: text, byPeer: true });
     });
-    ws.on('error', () => {
-      // 'close' always follows 'error' in ws; the reason arrives there.
+    ws.on('error', (err: Error & { code?: string }) => {
+      // 'close' always follows 'error' in ws. But when ws refuses an incoming frame (over
+      // maxPayload, invalid UTF-8, bad opcode…) it sends the close frame itself and stops
+      // reading, so 'close' only reports 1006: settle with the real cause here.
+      if (!err.code?.startsWith('WS_ERR_')) return;
+      this.stopPing();
+      const code = err.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' ? 'RESOURCE_EXHAUSTED' : 'INVALID_ARGUMENT';
+      this.settle({ code, reason: err.message, byPeer: false });
     });
     const interval = opts.pingIntervalMs ?? 0;
     if (interval > 0) this.startPing(interval, opts.pingTimeoutMs ?? interval);
@@ -60,6 +66,9 @@ export class WsChannel extends BaseChannel {
 
   protected shutdown(code: ErrorCode | 'OK', reason: string): void {
     this.stopPing();
+    // If the reader had paused us, read on (frames are discarded after close) so the peer's
+    // close reply, queued behind its data, arrives and the handshake ends now, not at terminate.
+    this.ws.resume();
     const wsCode = code === 'OK' ? 1000 : ERROR_TABLE[code].wsClose;
     try {
       // Close reasons are limited to 123 bytes by RFC 6455.

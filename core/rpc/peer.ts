@@ -137,8 +137,12 @@ export class RpcPeer {
   private handleRequest(id: RpcId, method: string, params: unknown): void {
     const handler = this.requestHandlers.get(method);
     const spec = (Methods as Record<string, { params: z.ZodType }>)[method];
-    if (!handler || !spec) {
+    if (!spec) {
       this.reply(id, new TetherError('UNIMPLEMENTED', `unknown method: ${method}`).toJsonRpc());
+      return;
+    }
+    if (!handler) {
+      this.reply(id, new TetherError('FAILED_PRECONDITION', `${method} is not available on this connection (send hello first, with the right role)`).toJsonRpc());
       return;
     }
     const parsed = spec.params.safeParse(params ?? {});

@@ -95,10 +95,12 @@ const MODES = {
     frame({ type: 'ready' });
   },
 
-  // Spawns `sleep 300` in its own process group (detached: false), sharing our stdout and
-  // stderr pipes, and reports its pid; exits 0 on stdin EOF, leaving the sleep behind.
+  // Spawns `sleep 300` in our process group (detached: false), sharing our stdout and stderr
+  // pipes, and reports its pid; exits 0 on stdin EOF, leaving the sleep behind. With `--escape`
+  // the sleep gets its own session (detached: true), out of reach of a group kill.
   grandchild() {
-    const child = spawn('sleep', ['300'], { detached: false, stdio: ['ignore', 'inherit', 'inherit'] });
+    const detached = argv.includes('--escape');
+    const child = spawn('sleep', ['300'], { detached, stdio: ['ignore', 'inherit', 'inherit'] });
     child.unref();
     frame({ type: 'grandchild', pid: child.pid });
     onStdinEnd(() => process.exit(0));

@@ -1,0 +1,95 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The compiled CLI (npm test builds before vitest runs). */
+export const TETHER_BIN = fileURLToPath(new URL('../../dist/bin/tether.js', import.meta.url));
+
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `tether ARGS` to completion (bounded) and returns its output. */
+export function runTether(args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number; input?: string } = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [TETHER_BIN, ...args], { env: { ...process.env, ...opts.env }, cwd: opts.cwd, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const t = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`tether ${args.join(' ')} did not finish within ${opts.timeoutMs ?? 30_000} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+    }, opts.timeoutMs ?? 30_000);
+    child.on('close', (code, signal) => {
+      clearTimeout(t);
+      resolve({ code, signal, stdout, stderr });
+    });
+    child.stdin.end(opts.input ?? '');
+  });
+}
+
+/** A long-running `tether` command (up, gateway, agent) and the lines it printed. */
+export interface Daemon {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  /** Resolves with the first stdout line starting with `prefix` (bounded). */
+  line(prefix: string, timeoutMs?: number): Promise<string>;
+  /** Sends a signal and waits for exit (bounded); SIGKILL after the bound. */
+  stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export function startTether(args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): Daemon {
+  const child = spawn(process.execPath, [TETHER_BIN, ...args], { env: { ...process.env, ...opts.env }, cwd: opts.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    async line(prefix, timeoutMs = 15_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const found = out.split('\n').find((l) => l.startsWith(prefix));
+        if (found) return found;
+        if (child.exitCode !== null) throw new Error(`tether exited (${child.exitCode}) before printing "${prefix}"\nstderr: ${err}`);
+        if (Date.now() > deadline) throw new Error(`no "${prefix}" line within ${timeoutMs} ms\nstdout: ${out}\nstderr: ${err}`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    },
+    async stop(signal = 'SIGTERM', timeoutMs = 15_000) {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      const t = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+      const r = await exited;
+      clearTimeout(t);
+      return r;
+    },
+  };
+}
+
+/** Pids of live processes whose command line contains `needle` and whose cwd is `cwd`. */
+export function processesIn(cwd: string, needle: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmd = readFileSync(join('/proc', entry, 'cmdline'), 'utf8');
+      if (!cmd.includes(needle)) continue;
+      if (readlinkSync(join('/proc', entry, 'cwd')) !== cwd) continue;
+      const stat = readFileSync(join('/proc', entry, 'stat'), 'utf8');
+      if (stat.split(') ')[1]?.startsWith('Z')) continue; // zombie: already dead
+      pids.push(Number(entry));
+    } catch {
+      // the process went away while we looked
+    }
+  }
+  return pids;
+}
