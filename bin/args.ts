@@ -47,3 +47,8 @@ export function required(value: string | undefined, what: string): string {
   if (!value) throw new TetherError('INVALID_ARGUMENT', `missing ${what}`);
   return value;
 }
+
+/** --grpc-port: default 7801, or 0 when --port 0 asked for free ports. */
+export function grpcPortOf(v: Record<string, unknown>): number {
+  return portOf(v['grpc-port'], v.port === '0' ? 0 : 7801, '--grpc-port');
+}

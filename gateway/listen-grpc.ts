@@ -5,6 +5,7 @@ import { GRPC_DEFAULTS, GrpcServerChannel, grpcLinkOptions } from '../core/chann
 import { loadGatewayService, type GatewayFrame } from '../core/channel/proto.js';
 import { TetherError } from '../core/errors.js';
 
+/** Server TLS material for {@link startGrpcListener}. */
 export interface GrpcListenerTls {
   /** PEM certificate chain of the gateway. */
   cert: Buffer;
@@ -14,6 +15,7 @@ export interface GrpcListenerTls {
   clientCa?: Buffer;
 }
 
+/** Options of {@link startGrpcListener}; limits and keepalive default to the shared gRPC defaults. */
 export interface GrpcListenerOptions {
   /** Interface to bind, e.g. '127.0.0.1', '0.0.0.0' or '::'. */
   host: string;
@@ -36,6 +38,7 @@ export interface GrpcListenerOptions {
   onChannel: (channel: Channel, metadata: Record<string, string>) => void;
 }
 
+/** Options of {@link GrpcListener.close}. */
 export interface GrpcListenerCloseOptions {
   /**
    * How long open streams get to finish after being closed with UNAVAILABLE ("gateway
@@ -45,6 +48,7 @@ export interface GrpcListenerCloseOptions {
   graceMs?: number;
 }
 
+/** A bound gRPC listener, as resolved by {@link startGrpcListener}. */
 export interface GrpcListener {
   /** The bound port (the real one when 0 was asked for). */
   readonly port: number;

@@ -4,10 +4,13 @@ import type { Logger } from '../core/logging.js';
 import { silentLogger } from '../core/logging.js';
 import type { Gateway } from './gateway.js';
 import { attachWsListener } from './listen-ws.js';
+import { startGrpcListener, type GrpcListener } from './listen-grpc.js';
 
 export interface GatewayServerOptions {
   host?: string;
   port?: number;
+  /** gRPC port; undefined or null runs no gRPC listener, 0 picks a free port. */
+  grpcPort?: number | null;
   maxFrameBytes?: number;
   pingIntervalMs?: number;
   pingTimeoutMs?: number;
@@ -20,6 +23,10 @@ export interface GatewayServer {
   host: string;
   /** ws://host:port — what agents and clients pass as --gateway. */
   url: string;
+  /** The bound gRPC port, when a gRPC listener runs. */
+  grpcPort?: number;
+  /** grpc://host:port, when a gRPC listener runs. */
+  grpcUrl?: string;
   close(): Promise<void>;
 }
 
@@ -55,14 +62,28 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
   });
   const port = (server.address() as AddressInfo).port;
   log.info({ host, port }, 'gateway listening (WebSocket)');
+  let grpc: GrpcListener | undefined;
+  if (opts.grpcPort !== undefined && opts.grpcPort !== null) {
+    try {
+      grpc = await startGrpcListener({ host, port: opts.grpcPort, maxFrameBytes: opts.maxFrameBytes, onChannel: (channel) => gateway.accept(channel) });
+    } catch (err) {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      throw err;
+    }
+    log.info({ host, port: grpc.port }, 'gateway listening (gRPC)');
+  }
+  const urlHost = host.includes(':') ? `[${host}]` : host;
   let closing: Promise<void> | undefined;
   return {
     port,
     host,
-    url: `ws://${host}:${port}`,
+    url: `ws://${urlHost}:${port}`,
+    grpcPort: grpc?.port,
+    grpcUrl: grpc ? `grpc://${urlHost}:${grpc.port}` : undefined,
     close: () =>
       (closing ??= (async () => {
         await gateway.close();
+        await grpc?.close({ graceMs: 1_000 });
         detachWs();
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeAllConnections();

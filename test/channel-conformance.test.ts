@@ -215,27 +215,37 @@ describe.each(TRANSPORTS)('Channel conformance: %s', (transport) => {
     await expectCode(p.client.send('{}'), 'FAILED_PRECONDITION');
   });
 
-  it('ends with UNAVAILABLE or CANCELLED (never OK) on both sides when the network drops mid-stream; nothing arrives twice', async () => {
-    const p = await open({ viaRelay: true });
-    const up = Array.from({ length: 200 }, (_, i) => notification(i, 'up'));
-    const down = Array.from({ length: 200 }, (_, i) => notification(i, 'down'));
-    const readers = [drain(p.server), drain(p.client)];
-    const sends = [...up.map((f) => p.client.send(f)), ...down.map((f) => p.server.send(f))].map((s) => s.catch(() => {}));
-    await sleep(5);
-    await withTimeout(p.cut(), 5_000, 'cut the network');
-    for (const [side, channel] of [
-      ['server', p.server],
-      ['client', p.client],
-    ] as const) {
-      const info = await closedOf(channel, side);
-      expect(['UNAVAILABLE', 'CANCELLED']).toContain(info.code);
-      expect(info.byPeer).toBe(true);
-    }
-    const [atServer, atClient] = await Promise.all(readers);
-    expect(atServer).toEqual(up.slice(0, atServer!.length));
-    expect(atClient).toEqual(down.slice(0, atClient!.length));
-    await withTimeout(Promise.all(sends), 6_000, 'every send settles after the cut');
-  });
+  it.each(['idle', 'busy'] as const)(
+    'ends with UNAVAILABLE or CANCELLED (never OK) on both sides when the network drops while %s; nothing arrives twice',
+    async (state) => {
+      const p = await open({ viaRelay: true });
+      const count = state === 'idle' ? 3 : 200;
+      const up = Array.from({ length: count }, (_, i) => notification(i, 'up'));
+      const down = Array.from({ length: count }, (_, i) => notification(i, 'down'));
+      const readers = [drain(p.server), drain(p.client)];
+      const sends = Promise.all([...up.map((f) => p.client.send(f)), ...down.map((f) => p.server.send(f))].map((s) => s.catch(() => {})));
+      if (state === 'idle') {
+        await withTimeout(sends, 5_000, 'sends before the cut');
+        await sleep(50);
+      } else {
+        await sleep(5);
+      }
+      await withTimeout(p.cut(), 5_000, 'cut the network');
+      for (const [side, channel] of [
+        ['server', p.server],
+        ['client', p.client],
+      ] as const) {
+        const info = await closedOf(channel, side);
+        expect(['UNAVAILABLE', 'CANCELLED']).toContain(info.code);
+        expect(info.byPeer).toBe(true);
+      }
+      const [atServer, atClient] = await Promise.all(readers);
+      expect(atServer).toEqual(up.slice(0, atServer!.length));
+      expect(atClient).toEqual(down.slice(0, atClient!.length));
+      if (state === 'idle') expect([atServer!.length, atClient!.length]).toEqual([count, count]);
+      await withTimeout(sends, 6_000, 'every send settles after the cut');
+    },
+  );
 
   describe.each(['client', 'server'] as const)('slow consumer on the %s side', (slow) => {
     const FRAME = 256 * 1024;

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startRig, WRITE_FILE, type EngineRig } from './support/engines.js';
+import { TRANSPORT_PAIRS } from './support/stack.js';
 import { readTurn, toolResults } from './support/turns.js';
 
 /**
@@ -9,7 +10,9 @@ import { readTurn, toolResults } from './support/turns.js';
  * engine's permission prompt reaches the client, and the client's answer decides whether
  * the tool runs on the agent's machine. Once with the real CLI, once with the demo engine.
  */
-describe.each(['claude', 'demo'] as const)('permission round trip through gateway and agent (%s engine)', (kind) => {
+const CASES = (['claude', 'demo'] as const).flatMap((engine) => TRANSPORT_PAIRS.map((t) => ({ engine, ...t })));
+
+describe.each(CASES)('permission round trip: $engine engine, client over $client, agent over $agent', ({ engine: kind, client: clientTransport, agent: agentTransport }) => {
   let rig: EngineRig | undefined;
   afterEach(async () => {
     await rig?.stop();
@@ -18,7 +21,7 @@ describe.each(['claude', 'demo'] as const)('permission round trip through gatewa
 
   it('allow: the prompt reaches the client and the tool runs in the agent cwd', async () => {
     const script = WRITE_FILE[kind];
-    rig = await startRig(kind, script.scenario);
+    rig = await startRig(kind, script.scenario, { clientTransport, agentTransport });
     const client = await rig.stack.client();
     const session = await client.createSession({ agent: 'test-agent' });
     expect(session.role).toBe('owner');
@@ -34,7 +37,7 @@ describe.each(['claude', 'demo'] as const)('permission round trip through gatewa
 
   it('deny: the tool does not run and the model sees the denial', async () => {
     const script = WRITE_FILE[kind];
-    rig = await startRig(kind, script.scenario);
+    rig = await startRig(kind, script.scenario, { clientTransport, agentTransport });
     const client = await rig.stack.client();
     const session = await client.createSession({ agent: 'test-agent' });
     await session.sendUserMessage(script.prompt);

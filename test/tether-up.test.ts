@@ -21,11 +21,17 @@ describe('tether up', () => {
     const url = (await up.line('gateway: ')).slice('gateway: '.length);
     expect(url).toMatch(/^ws:\/\/127\.0\.0\.1:\d+$/);
     expect(await up.line('token: ')).toMatch(/^token: /);
+    const grpcUrl = (await up.line('grpc: ')).slice('grpc: '.length);
+    expect(grpcUrl).toMatch(/^grpc:\/\/127\.0\.0\.1:\d+$/);
 
     const hello = await runTether(['run', '--gateway', url, '--agent', 'local', 'hello there']);
     expect(hello.stderr).toBe('');
     expect(hello.code).toBe(0);
     expect(hello.stdout).toContain('You said: hello there');
+
+    const overGrpc = await runTether(['run', '--gateway', grpcUrl, '--agent', 'local', 'hello over grpc']);
+    expect(overGrpc.code).toBe(0);
+    expect(overGrpc.stdout).toContain('You said: hello over grpc');
 
     const write = await runTether(['run', '--gateway', url, '--agent', 'local', '--allow', 'Bash', 'create a file']);
     expect(write.code).toBe(0);

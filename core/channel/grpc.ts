@@ -29,6 +29,7 @@ export const GRPC_DEFAULTS = {
   closeTimeoutMs: 5_000,
 } as const;
 
+/** Inputs of {@link grpcLinkOptions}; unset keepalive values take {@link GRPC_DEFAULTS}. */
 export interface GrpcLinkOptions {
   maxFrameBytes: number;
   keepaliveTimeMs?: number;
@@ -53,6 +54,7 @@ export function grpcLinkOptions(opts: GrpcLinkOptions): ChannelOptions {
   };
 }
 
+/** Options of both gRPC adapters: the BaseChannel limits plus the close timeout. */
 export interface GrpcChannelOptions extends BaseChannelOptions {
   /** How long an orderly close waits for the stream to finish before cutting it (default 5 s). */
   closeTimeoutMs?: number;
@@ -67,7 +69,11 @@ interface WriteItem {
   reject: (err: TetherError) => void;
 }
 
-/** Maps a gRPC status to how a channel ended; size-limit rejections get a clearer reason. */
+/**
+ * Maps a gRPC status received from the peer to how a channel ended (always byPeer): OK, or the
+ * canonical code of the status (unknown numbers → UNAVAILABLE); grpc-js's size-limit
+ * rejections get a clearer reason.
+ */
 export function closeInfoFromStatus(status: Pick<StatusObject, 'code' | 'details'>): CloseInfo {
   if (status.code === 0) return { code: 'OK', reason: 'peer closed the stream', byPeer: true };
   const code = codeFromGrpc(status.code);
@@ -265,6 +271,7 @@ export class GrpcServerChannel extends GrpcChannelBase {
   protected onFinished(): void {}
 }
 
+/** Options of {@link GrpcClientChannel}. */
 export interface GrpcClientChannelOptions extends GrpcChannelOptions {
   /** Called once when the call is over, e.g. to close the grpc-js client that owns the connection. */
   onFinished?: () => void;
@@ -277,8 +284,9 @@ export interface GrpcClientChannelOptions extends GrpcChannelOptions {
  * - close('OK') half-closes (the gateway answers with status OK); if no status arrives
  *   within closeTimeoutMs the call is cancelled. close(code) cancels at once (the gateway sees
  *   CANCELLED: a client cannot send a status).
- * - The gateway's status ends the channel (byPeer): OK, or its canonical code and details;
- *   a lost connection arrives as UNAVAILABLE.
+ * - The gateway's status ends the channel (byPeer): OK, or its canonical code and details.
+ *   A dropped connection arrives as UNAVAILABLE; a gateway cutting it (forceShutdown) as
+ *   CANCELLED. Frames grpc-js had already buffered are still yielded before the end.
  */
 export class GrpcClientChannel extends GrpcChannelBase {
   private readonly onDone: (() => void) | undefined;

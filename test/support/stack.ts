@@ -8,8 +8,22 @@ import { GatewayClient } from '../../client/gateway-client.js';
 import { Gateway, type GatewayLimits } from '../../gateway/gateway.js';
 import { startGatewayServer, type GatewayServer } from '../../gateway/server.js';
 
+export type TransportName = 'ws' | 'grpc';
+
+/** Every pair of client transport × agent transport, for describe.each. */
+export const TRANSPORT_PAIRS: { client: TransportName; agent: TransportName }[] = [
+  { client: 'ws', agent: 'ws' },
+  { client: 'grpc', agent: 'grpc' },
+  { client: 'ws', agent: 'grpc' },
+  { client: 'grpc', agent: 'ws' },
+];
+
 export interface StackOptions {
   engine: 'claude' | 'demo';
+  /** How the agent reaches the gateway (default ws). */
+  agentTransport?: TransportName;
+  /** How clients reach the gateway (default ws). */
+  clientTransport?: TransportName;
   /** Path of the claude executable when engine is claude. */
   engineCommand?: string;
   engineEnv?: NodeJS.ProcessEnv;
@@ -23,7 +37,10 @@ export interface Stack {
   gateway: Gateway;
   server: GatewayServer;
   agent: Agent;
+  /** The URL clients use (per clientTransport). */
   url: string;
+  wsUrl: string;
+  grpcUrl: string;
   /** Opens a client; closed by stop(). */
   client(): Promise<GatewayClient>;
   stop(): Promise<void>;
@@ -31,9 +48,11 @@ export interface Stack {
 
 export async function startStack(opts: StackOptions): Promise<Stack> {
   const gateway = new Gateway({ limits: opts.limits });
-  const server = await startGatewayServer(gateway, { port: 0 });
+  const server = await startGatewayServer(gateway, { port: 0, grpcPort: 0 });
+  const urlFor = (t: TransportName | undefined) => (t === 'grpc' ? server.grpcUrl! : server.url);
+  const url = urlFor(opts.clientTransport);
   const agent = new Agent({
-    gateway: server.url,
+    gateway: urlFor(opts.agentTransport),
     name: opts.agentName ?? 'test-agent',
     engine: opts.engine,
     engineCommand: opts.engineCommand,
@@ -49,9 +68,11 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     gateway,
     server,
     agent,
-    url: server.url,
+    url,
+    wsUrl: server.url,
+    grpcUrl: server.grpcUrl!,
     async client() {
-      const c = await GatewayClient.connect({ gateway: server.url, reconnect: false });
+      const c = await GatewayClient.connect({ gateway: url, reconnect: false });
       clients.push(c);
       return c;
     },
