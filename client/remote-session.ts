@@ -191,6 +191,18 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
     return this.send({ type: 'control_response', response: { subtype: 'success', request_id: requestId, response } });
   }
 
+  /** Owner only: makes another attached client a controller or a viewer. */
+  async setRole(clientId: string, role: 'controller' | 'viewer'): Promise<void> {
+    const peer = await this.transport.peer();
+    await peer.request('session.set_role', { session_id: this.id, client_id: clientId, role });
+  }
+
+  /** The session's audit trail (owner, attached clients and admins). */
+  async audit(limit?: number): Promise<Record<string, unknown>[]> {
+    const peer = await this.transport.peer();
+    return (await peer.request('session.audit', { session_id: this.id, limit })).entries;
+  }
+
   /** Asks the agent to stop the engine (staged: stdin EOF, then signals). */
   async stop(): Promise<void> {
     const peer = await this.transport.peer();

@@ -27,7 +27,9 @@ export class ClientLink implements Member {
     private readonly slowClientBytes = DEFAULT_SLOW_CLIENT_BYTES,
   ) {
     this.register();
+    dir.clients.set(this.clientId, principal_);
     void peer.channel.closed.then(() => {
+      dir.clients.delete(this.clientId);
       for (const id of this.attached) this.dir.get(id)?.detach(this.clientId);
       this.attached.clear();
     });
@@ -84,6 +86,18 @@ export class ClientLink implements Member {
         const session = this.dir.visible(p, params.session_id);
         if (!p.canControl) throw new TetherError('PERMISSION_DENIED', 'this token may not control sessions');
         return { status: session.input(this.clientId, params.input_id, params.line) };
+      })
+      .onRequest('session.set_role', (params) => {
+        const session = this.dir.visible(p, params.session_id);
+        session.setRole(this.clientId, params.client_id, params.role, this.dir.mayControl(params.client_id));
+        return {};
+      })
+      .onRequest('session.audit', (params) => {
+        const session = this.dir.visible(p, params.session_id);
+        if (!p.canAdmin && session.owner !== p.sub && !session.roleOf(this.clientId)) {
+          throw new TetherError('PERMISSION_DENIED', 'only the owner, an attached client or an admin may read the audit trail');
+        }
+        return { entries: this.dir.audit.read(session.id, params.limit ?? 1000) };
       })
       .onRequest('session.stop', async (params) => {
         const session = this.dir.visible(p, params.session_id);

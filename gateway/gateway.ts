@@ -10,6 +10,7 @@ import { ClientLink, DEFAULT_SLOW_CLIENT_BYTES } from './client-link.js';
 import { ANONYMOUS, type Principal } from './principal.js';
 import { REPLAY_DEFAULTS } from './replay-log.js';
 import { SessionDirectory, type DirectoryLimits } from './session-directory.js';
+import { MemoryAuditLog, type AuditLog } from './audit-log.js';
 
 export const GATEWAY_CAPABILITIES = ['sessions.v1', 'replay.v1', 'prompts.v1'];
 
@@ -32,6 +33,8 @@ export const GATEWAY_DEFAULTS: GatewayLimits = {
 
 export interface GatewayOptions {
   logger?: Logger;
+  /** Where audit records go (default: bounded in memory). */
+  audit?: AuditLog;
   limits?: Partial<GatewayLimits>;
 }
 
@@ -49,7 +52,7 @@ export class Gateway {
   constructor(opts: GatewayOptions = {}) {
     this.log = opts.logger ?? silentLogger;
     this.limits = { ...GATEWAY_DEFAULTS, ...opts.limits };
-    this.directory = new SessionDirectory(this.limits, this.log);
+    this.directory = new SessionDirectory(this.limits, this.log, opts.audit ?? new MemoryAuditLog());
   }
 
   /** Hands a connection to the gateway; it owns the channel from now on. */

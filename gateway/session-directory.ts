@@ -6,6 +6,7 @@ import type { EngineKind, SessionOptions } from '../core/protocol/session-option
 import type { AgentLink } from './agent-link.js';
 import type { Principal } from './principal.js';
 import { Session, type SessionLimits } from './session.js';
+import type { AuditLog } from './audit-log.js';
 
 export interface DirectoryLimits extends SessionLimits {
   /** How long a session waits for its lost agent before it is ended. */
@@ -21,9 +22,16 @@ export interface DirectoryLimits extends SessionLimits {
 export class SessionDirectory {
   readonly agents = new Map<string, AgentLink>();
   readonly sessions = new Map<string, Session>();
+  /** Connected clients' principals by client id (for role changes). */
+  readonly clients = new Map<string, Principal>();
   private readonly lostTimers = new Map<string, NodeJS.Timeout>();
 
-  constructor(private readonly limits: DirectoryLimits, private readonly log: Logger) {}
+  constructor(private readonly limits: DirectoryLimits, private readonly log: Logger, readonly audit: AuditLog) {}
+
+  /** Whether the client with this id may take control (its token allows it). */
+  mayControl(clientId: string): boolean {
+    return this.clients.get(clientId)?.canControl ?? false;
+  }
 
   listAgents(p: Principal): AgentInfo[] {
     return [...this.agents.values()].filter((a) => mayUseAgent(p, a.name)).map((a) => a.info());
@@ -56,7 +64,18 @@ export class SessionDirectory {
     if (!agent.descriptor.engines.includes(kind)) {
       throw new TetherError('FAILED_PRECONDITION', `agent "${agentName}" cannot run engine "${kind}" (it has: ${agent.descriptor.engines.join(', ')})`);
     }
-    const session = new Session(id, agentName, kind, p.sub, options, agent, this.limits, this.log.child({ sessionId: id, agent: agentName }));
+    const session = new Session({
+      id,
+      agent: agentName,
+      engine: kind,
+      owner: p.sub,
+      options,
+      host: agent,
+      limits: this.limits,
+      logger: this.log.child({ sessionId: id, agent: agentName }),
+      audit: this.audit,
+    });
+    this.audit.record({ session_id: id, principal: p.sub, action: 'create', agent: agentName, engine: kind, cwd: options.cwd });
     this.sessions.set(id, session);
     session.onEnded = () => this.scheduleDrop(session);
     try {

@@ -5,6 +5,7 @@ import type { EngineKind, SessionOptions } from '../core/protocol/session-option
 import type { Logger } from '../core/logging.js';
 import { PromptBook } from './prompts.js';
 import { ReplayLog, type ReplayLogLimits } from './replay-log.js';
+import type { AuditEntry, AuditLog } from './audit-log.js';
 
 /** One attached client as the session sees it: transport-blind. */
 export interface Member {
@@ -30,11 +31,26 @@ export interface SessionLimits {
   maxMembers: number;
 }
 
+export interface SessionInit {
+  id: string;
+  agent: string;
+  engine: EngineKind;
+  owner: string;
+  options: SessionOptions;
+  host: EngineHost | undefined;
+  limits: SessionLimits;
+  logger: Logger;
+  audit: AuditLog;
+}
+
 interface Attachment {
   member: Member;
   role: Role;
   since: string;
 }
+
+/** Control requests that change how the engine behaves, recorded in the audit trail. */
+const AUDITED_CONTROLS = new Set(['interrupt', 'set_model', 'set_permission_mode', 'initialize', 'rewind_files', 'mcp_set_servers', 'apply_flag_settings', 'update_settings']);
 
 /** Engine control requests a client answers through the prompt book. */
 const DENY_ON_EXPIRY = 'can_use_tool';
@@ -58,18 +74,28 @@ export class Session {
   /** Called once when the session ends (the directory schedules its removal). */
   onEnded: (() => void) | undefined;
 
-  constructor(
-    readonly id: string,
-    readonly agent: string,
-    readonly engine: EngineKind,
-    readonly owner: string,
-    readonly options: SessionOptions,
-    private host: EngineHost | undefined,
-    private readonly limits: SessionLimits,
-    private readonly log_: Logger,
-  ) {
-    this.log = new ReplayLog(limits.replay);
-    this.prompts = new PromptBook(limits.maxPendingPrompts);
+  readonly id: string;
+  readonly agent: string;
+  readonly engine: EngineKind;
+  readonly owner: string;
+  readonly options: SessionOptions;
+  private host: EngineHost | undefined;
+  private readonly limits: SessionLimits;
+  private readonly log_: Logger;
+  private readonly audit: AuditLog;
+
+  constructor(init: SessionInit) {
+    this.id = init.id;
+    this.agent = init.agent;
+    this.engine = init.engine;
+    this.owner = init.owner;
+    this.options = init.options;
+    this.host = init.host;
+    this.limits = init.limits;
+    this.log_ = init.logger;
+    this.audit = init.audit;
+    this.log = new ReplayLog(init.limits.replay);
+    this.prompts = new PromptBook(init.limits.maxPendingPrompts);
   }
 
   get currentState(): SessionState {
@@ -177,6 +203,11 @@ export class Session {
   private expire(requestId: string): void {
     const p = this.prompts.withdraw(requestId, 'expired');
     if (!p) return;
+    try {
+      this.record('tether:expiry', 'permission_decision', { request_id: requestId, behavior: 'deny', reason: 'expired' });
+    } catch (err) {
+      this.log_.error({ sessionId: this.id, err: String(err) }, 'audit write failed; denying anyway');
+    }
     this.answerEngine(requestId, p.subtype, `Permission request expired after ${Math.round(this.limits.promptExpiryMs / 1000)} s with no answer`);
     this.broadcastWithdrawal(requestId);
     this.broadcast({ event: tetherEvent({ subtype: 'prompt_decided', request_id: requestId, decided_by: 'tether:expiry', behavior: 'deny' }), origin: 'gateway' });
@@ -190,6 +221,10 @@ export class Session {
         ? { subtype: 'success', request_id: requestId, response: { behavior: 'deny', message } }
         : { subtype: 'error', request_id: requestId, error: message };
     this.toEngine({ type: 'control_response', response });
+  }
+
+  private record(principal: string, action: AuditEntry['action'], details: Record<string, unknown> = {}): void {
+    this.audit.record({ session_id: this.id, principal, action, ...details });
   }
 
   // ---- client side ---------------------------------------------------------------------
@@ -214,6 +249,7 @@ export class Session {
     }
     for (const entry of this.log.since(Math.max(from, this.log.firstSeq))) member.sendFrame(entry.text);
     this.members.set(member.clientId, { member, role, since: new Date().toISOString() });
+    this.record(member.principal, 'attach', { client_id: member.clientId, role, from_seq: from });
     this.broadcast({ event: tetherEvent({ subtype: 'presence', action: 'attached', principal: member.principal, client_id: member.clientId, role }), origin: 'gateway' });
     return this.log.lastSeq + 1;
   }
@@ -222,9 +258,31 @@ export class Session {
     const a = this.members.get(clientId);
     if (!a) return;
     this.members.delete(clientId);
+    this.record(a.member.principal, 'detach', { client_id: clientId });
     for (const [gwId, m] of this.controlMap) if (m.clientId === clientId) this.controlMap.delete(gwId);
     this.broadcast({
       event: tetherEvent({ subtype: 'presence', action: 'detached', principal: a.member.principal, client_id: clientId, role: a.role }),
+      origin: 'gateway',
+    });
+  }
+
+  /**
+   * The owner hands control to another attached client, or takes it back. Only an owner
+   * may do it; `mayControl` says whether the target's token allows control at all.
+   */
+  setRole(byClientId: string, targetClientId: string, role: 'controller' | 'viewer', mayControl: boolean): void {
+    const by = this.members.get(byClientId);
+    if (!by) throw new TetherError('FAILED_PRECONDITION', `not attached to session ${this.id}`);
+    if (by.role !== 'owner') throw new TetherError('PERMISSION_DENIED', 'only the session owner can change roles');
+    const target = this.members.get(targetClientId);
+    if (!target) throw new TetherError('NOT_FOUND', `no client ${targetClientId} is attached to session ${this.id}`);
+    if (target.role === 'owner') throw new TetherError('FAILED_PRECONDITION', 'an owner attachment keeps its role');
+    if (role === 'controller' && !mayControl) throw new TetherError('PERMISSION_DENIED', `${target.member.principal}'s token does not allow control`);
+    if (target.role === role) return;
+    target.role = role;
+    this.record(by.member.principal, 'role_change', { client_id: targetClientId, principal: target.member.principal, role });
+    this.broadcast({
+      event: tetherEvent({ subtype: 'presence', action: 'role_changed', principal: target.member.principal, client_id: targetClientId, role }),
       origin: 'gateway',
     });
   }
@@ -255,6 +313,11 @@ export class Session {
     switch (line.type) {
       case 'user':
         checkUserMessage(line);
+        this.record(a.member.principal, 'prompt', { client_id: a.member.clientId, uuid: line.uuid, chars: promptChars(line) });
+        this.broadcast({
+          event: tetherEvent({ subtype: 'prompt', principal: a.member.principal, client_id: a.member.clientId, message: line.message }),
+          origin: 'gateway',
+        });
         this.toEngine(line);
         if (this.state === 'idle') this.setState('running');
         return;
@@ -275,6 +338,10 @@ export class Session {
     const request = line.request;
     if (typeof request !== 'object' || request === null || typeof (request as { subtype?: unknown }).subtype !== 'string') {
       throw new TetherError('INVALID_ARGUMENT', 'control_request needs a request object with a string subtype');
+    }
+    const req = request as Record<string, unknown>;
+    if (AUDITED_CONTROLS.has(req.subtype as string)) {
+      this.record(a.member.principal, 'control', { subtype: req.subtype, model: req.model, mode: req.mode });
     }
     const gwId = `tether-${this.nextControlId++}`;
     this.controlMap.set(gwId, { clientId: a.member.clientId, origId: line.request_id });
@@ -300,9 +367,12 @@ export class Session {
       throw new TetherError('INVALID_ARGUMENT', 'control_response.response.subtype must be "success" or "error"');
     }
     const requestId = response.request_id;
+    if (!this.prompts.has(requestId)) this.prompts.claim(requestId, a.member.principal); // throws the precise error
+    const behavior = response.subtype === 'error' ? 'error' : String((line.response as { response?: { behavior?: unknown } }).response?.behavior ?? 'answered');
+    // Recorded before it is forwarded: a decision that cannot be audited is not applied.
+    this.record(a.member.principal, 'permission_decision', { request_id: requestId, behavior, client_id: a.member.clientId });
     this.prompts.claim(requestId, a.member.principal);
     this.toEngine(line);
-    const behavior = response.subtype === 'error' ? 'error' : String((line.response as { response?: { behavior?: unknown } }).response?.behavior ?? 'answered');
     this.broadcastWithdrawal(requestId);
     this.broadcast({ event: tetherEvent({ subtype: 'prompt_decided', request_id: requestId, decided_by: a.member.principal, behavior }), origin: 'gateway' });
     if (this.prompts.size === 0 && this.state === 'requires_action') this.setState('running');
@@ -350,12 +420,18 @@ export class Session {
     }
     if (this.ended) return;
     if (!this.host) throw new TetherError('UNAVAILABLE', `the agent of session ${this.id} is not connected`);
+    this.record(clientId ? (this.members.get(clientId)?.member.principal ?? 'unknown') : 'tether', 'stop', { reason });
     await this.host.stop(this.id, reason);
   }
 }
 
 function frameText(sessionId: string, seq: number, body: { line?: string; event?: TetherEvent; origin: string }): string {
   return JSON.stringify({ jsonrpc: '2.0', method: 'session.frame', params: { session_id: sessionId, seq, ...body } });
+}
+
+function promptChars(line: Record<string, unknown>): number {
+  const content = (line.message as { content?: unknown }).content;
+  return typeof content === 'string' ? content.length : JSON.stringify(content).length;
 }
 
 /** The engine starts a turn even for a user frame without content: reject it here. */

@@ -56,6 +56,24 @@ export const TetherEvent = z.discriminatedUnion('subtype', [
   }),
   z.object({
     type: z.literal('tether'),
+    subtype: z.literal('prompt'),
+    principal: z.string(),
+    client_id: z.string(),
+    /** The user message exactly as sent to the engine (its `message` field). */
+    message: z.unknown(),
+    at: z.string(),
+  }),
+  z.object({
+    type: z.literal('tether'),
+    subtype: z.literal('error'),
+    code: z.string(),
+    message: z.string(),
+    /** The input this error answers, in pipe mode (line number or input id). */
+    input: z.string().optional(),
+    at: z.string(),
+  }),
+  z.object({
+    type: z.literal('tether'),
     subtype: z.literal('link'),
     status: z.enum(['connected', 'down', 'resuming']),
     message: z.string(),

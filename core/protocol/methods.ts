@@ -120,6 +120,14 @@ export const Methods = {
     result: z.object({ status: z.enum(['applied', 'duplicate']) }),
   },
   'session.stop': { params: z.object({ session_id: id }), result: z.object({}) },
+  'session.set_role': {
+    params: z.object({ session_id: id, client_id: z.string().min(1).max(64), role: z.enum(['controller', 'viewer']) }),
+    result: z.object({}),
+  },
+  'session.audit': {
+    params: z.object({ session_id: id, limit: z.number().int().positive().max(100_000).optional() }),
+    result: z.object({ entries: z.array(z.record(z.string(), z.unknown())) }),
+  },
 } as const;
 
 export const Notifications = {

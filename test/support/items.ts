@@ -1,0 +1,39 @@
+import type { SessionItem } from '../../client/remote-session.js';
+import { withTimeout } from './stack.js';
+
+/**
+ * Pulls items from a session iterator into `into` until `done(item)` is true; returns that
+ * item. Bounded by `timeoutMs`.
+ */
+export async function until(
+  it: AsyncIterator<SessionItem>,
+  done: (item: SessionItem) => boolean,
+  into: SessionItem[] = [],
+  timeoutMs = 20_000,
+  what = 'the expected item',
+): Promise<SessionItem> {
+  const run = async () => {
+    for (;;) {
+      const r = await it.next();
+      if (r.done) throw new Error(`stream ended before ${what}; saw ${into.map(describe).join(', ')}`);
+      into.push(r.value);
+      if (done(r.value)) return r.value;
+    }
+  };
+  return withTimeout(run(), timeoutMs, what);
+}
+
+export function describe(i: SessionItem): string {
+  if (i.kind === 'event') return `event:${i.event.subtype}`;
+  const m = i.message;
+  const sub = (m.subtype ?? (m.request as { subtype?: string } | undefined)?.subtype) as string | undefined;
+  return `${i.kind}:${String(m.type)}${sub ? '/' + sub : ''}`;
+}
+
+export const isEngine = (type: string, subtype?: string) => (i: SessionItem) =>
+  i.kind === 'engine' && i.origin === 'engine' && i.message.type === type && (subtype === undefined || (i.message.request as { subtype?: string } | undefined)?.subtype === subtype || i.message.subtype === subtype);
+
+export const isCanUseTool = isEngine('control_request', 'can_use_tool');
+export const isResult = isEngine('result');
+export const isWithdrawal = (requestId: string) => (i: SessionItem) =>
+  i.kind === 'engine' && i.origin === 'gateway' && i.message.type === 'control_cancel_request' && i.message.request_id === requestId;
