@@ -2,12 +2,13 @@
 import { asTetherError } from '../core/errors.js';
 import { parseCommand, type Command } from './args.js';
 import { agentCommand } from './commands/agent.js';
+import { attachCommand, auditCommand, chatCommand } from './commands/chat.js';
 import { gatewayCommand } from './commands/gateway.js';
 import { agentsCommand, sessionsCommand } from './commands/list.js';
 import { runCommand } from './commands/run.js';
 import { upCommand } from './commands/up.js';
 
-const commands: Command[] = [upCommand, gatewayCommand, agentCommand, runCommand, agentsCommand, sessionsCommand];
+const commands: Command[] = [upCommand, gatewayCommand, agentCommand, runCommand, chatCommand, attachCommand, agentsCommand, sessionsCommand, auditCommand];
 
 const TOP_HELP = `tether: a remote gateway for coding-agent CLIs (Claude Code first)
 

@@ -37,6 +37,8 @@ export class GatewayClient {
   private peerWaiters: ((p: RpcPeer | TetherError) => void)[] = [];
   private closed = false;
   private resuming = false;
+  /** Who the gateway says we are (the token's subject), from the last hello. */
+  principal = '';
   private readonly log: Logger;
 
   private constructor(private readonly opts: ConnectOptions) {
@@ -48,7 +50,10 @@ export class GatewayClient {
       failFast: true,
       hello: () => ({ protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: ['resume.v1'], software: opts.software ?? 'tether-client' }),
       setup: (peer) => this.setup(peer),
-      onConnected: (peer) => this.resume(peer),
+      onConnected: (peer, hello) => {
+        this.principal = hello.principal;
+        return this.resume(peer);
+      },
       onStatus: (s) => {
         if (s.state === 'closed') this.failAll(s.error ?? new TetherError('CANCELLED', 'client closed'));
         if (s.state === 'down' && opts.reconnect === false) void this.link.close();

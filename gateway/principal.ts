@@ -1,21 +1,7 @@
-/**
- * Who is on the other end of a connection, as established at the door (listener + auth).
- * Routing decides with this and never with anything the peer claims in a message.
- */
-export interface Principal {
-  /** Subject: a person, service or agent name. Shown in presence and audit. */
-  sub: string;
-  /** Which hello role this principal may take. */
-  kind: 'agent' | 'client' | 'any';
-  /** For agent principals: the one agent name it may register as (undefined: any). */
-  agentName?: string;
-  /** For client principals: what it may do. */
-  canCreate: boolean;
-  canControl: boolean;
-  canAdmin: boolean;
-  /** Agents this client may open or see sessions on; undefined means all. */
-  agents?: string[];
-}
+import type { Principal } from '../core/auth/principal.js';
+
+/** Defined in core/auth (tokens are turned into principals there); re-exported for routing. */
+export type { Principal } from '../core/auth/principal.js';
 
 /** The principal used while authentication is off: trusted local use only. */
 export const ANONYMOUS: Principal = { sub: 'anonymous', kind: 'any', canCreate: true, canControl: true, canAdmin: true };

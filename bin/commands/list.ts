@@ -1,4 +1,4 @@
-import { GatewayClient } from '../../client/gateway-client.js';
+import { GatewayClient, type ConnectOptions } from '../../client/gateway-client.js';
 import { pick, required, type Command } from '../args.js';
 
 const connectionOptions = {
@@ -7,11 +7,12 @@ const connectionOptions = {
   json: { type: 'boolean' },
 } as const;
 
-export async function connectFrom(v: Record<string, unknown>, software: string): Promise<GatewayClient> {
+export async function connectFrom(v: Record<string, unknown>, software: string, onStatus?: ConnectOptions['onStatus']): Promise<GatewayClient> {
   return GatewayClient.connect({
     gateway: required(pick(v.gateway, 'TETHER_GATEWAY'), '--gateway (or TETHER_GATEWAY)'),
     token: pick(v.token, 'TETHER_TOKEN'),
     software,
+    onStatus,
   });
 }
 

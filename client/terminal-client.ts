@@ -1,0 +1,245 @@
+import { createInterface, type Interface } from 'node:readline';
+import type { Readable, Writable } from 'node:stream';
+import { asTetherError } from '../core/errors.js';
+import { answerQuestions, asPermissionRequest, askQuestions, type PermissionRequest } from './permission-policy.js';
+import type { RemoteSession, SessionItem } from './remote-session.js';
+import { describeEvent, oneLine, sanitize, styles } from './terminal-render.js';
+
+export interface TerminalOptions {
+  input: Readable;
+  output: Writable;
+  /** Whether output is a terminal: escape codes and the "> " prompt only then. */
+  tty: boolean;
+  /** Principal of this client, to tell own prompts from others'. */
+  self?: string;
+}
+
+/** How long after a Ctrl-C a second one leaves instead of interrupting again. */
+const DOUBLE_CTRL_C_MS = 2_000;
+
+/**
+ * The interactive terminal client for `tether chat` and `tether attach`: streams assistant
+ * text, shows tool calls compactly, asks permission prompts (y / n / a = always for this
+ * session) and AskUserQuestion (a number or free text). Ctrl-C interrupts the turn; a
+ * second Ctrl-C leaves (the session keeps running on the agent). Resolves with the exit code.
+ */
+export class TerminalClient {
+  private readonly rl: Interface;
+  private readonly s: ReturnType<typeof styles>;
+  private readonly queue: PermissionRequest[] = [];
+  private readonly alwaysAllow = new Set<string>();
+  private answers: Record<string, string> = {};
+  private streamedText = false;
+  private lastCtrlC = 0;
+  /** Prompts this client sent whose turn has not ended yet. */
+  private inFlight = 0;
+  private inputClosed = false;
+  private leaving = false;
+  private leave: ((code: number) => void) | undefined;
+
+  constructor(private readonly session: RemoteSession, private readonly opts: TerminalOptions) {
+    this.s = styles(opts.tty);
+    this.rl = createInterface({ input: opts.input, output: opts.tty ? opts.output : undefined, terminal: opts.tty });
+  }
+
+  private print(text: string): void {
+    this.opts.output.write(text);
+  }
+
+  private line(text: string): void {
+    if (this.streamedText) this.print('\n');
+    this.streamedText = false;
+    this.print(text + '\n');
+  }
+
+  async run(): Promise<number> {
+    const role = this.session.role === 'viewer' ? 'a viewer (read-only)' : `the ${this.session.role}`;
+    this.line(this.s.dim(`* attached to session ${this.session.id} on ${this.session.info.agent} as ${role}; Ctrl-C interrupts, twice leaves`));
+    const done = new Promise<number>((resolve) => {
+      this.leave = (code) => {
+        this.leaving = true;
+        resolve(code);
+      };
+    });
+    this.rl.on('line', (text) => void this.onInput(text));
+    this.rl.on('SIGINT', () => this.ctrlC());
+    this.rl.on('close', () => {
+      // Piped input ended: let the turns it started finish first.
+      this.inputClosed = true;
+      if (this.inFlight === 0) this.leave?.(0);
+    });
+    this.prompt();
+    const reading = this.readStream().then((code) => this.leave?.(code));
+    const code = await done;
+    this.rl.close();
+    void reading;
+    return code;
+  }
+
+  private prompt(): void {
+    if (this.opts.tty) this.rl.prompt(true);
+  }
+
+  private async readStream(): Promise<number> {
+    try {
+      for await (const item of this.session) this.render(item);
+    } catch (err) {
+      if (!this.leaving) this.line(this.s.red(`* stream ended: ${asTetherError(err).message}`));
+      return 1;
+    }
+    return 0;
+  }
+
+  private render(item: SessionItem): void {
+    if (item.kind === 'event') {
+      const text = describeEvent(item.event);
+      if (text) this.line(this.s.dim(sanitize(text)));
+      if (item.event.subtype === 'prompt' && item.event.principal !== this.opts.self) {
+        const content = (item.event.message as { content?: unknown } | undefined)?.content;
+        this.line(this.s.cyan(`${sanitize(item.event.principal)}> `) + oneLine(content, 400));
+      }
+      return;
+    }
+    if (item.kind === 'reply') return;
+    const m = item.message;
+    if (m.type === 'control_cancel_request') return this.withdraw(String(m.request_id));
+    const ask = asPermissionRequest(m);
+    if (ask) return this.enqueue(ask);
+    if (m.type === 'stream_event') {
+      const e = m.event as { type?: string; delta?: { type?: string; text?: string } };
+      if (e.type === 'content_block_delta' && e.delta?.type === 'text_delta' && e.delta.text) {
+        this.print(sanitize(e.delta.text));
+        this.streamedText = true;
+      }
+      return;
+    }
+    if (m.type === 'assistant') {
+      for (const block of ((m.message as { content?: Record<string, unknown>[] })?.content ?? [])) {
+        if (block.type === 'text' && !this.streamedText) this.line(sanitize(String(block.text)));
+        else if (block.type === 'text') this.line('');
+        if (block.type === 'tool_use') this.line(this.s.yellow(`> ${sanitize(String(block.name))}`) + this.s.dim(`(${oneLine(block.input)})`));
+      }
+      return;
+    }
+    if (m.type === 'user') {
+      const content = (m.message as { content?: unknown })?.content;
+      for (const block of Array.isArray(content) ? (content as Record<string, unknown>[]) : []) {
+        if (block.type === 'tool_result') this.line(this.s.dim(`  ${block.is_error ? 'error' : 'result'}: ${oneLine(block.content)}`));
+      }
+      return;
+    }
+    if (m.type === 'result') {
+      if (m.is_error === true) this.line(this.s.red(`* turn failed: ${oneLine(m.result ?? m.subtype)}`));
+      this.inFlight = Math.max(0, this.inFlight - 1);
+      if (this.inputClosed && this.inFlight === 0) this.leave?.(0);
+      this.prompt();
+    }
+  }
+
+  private enqueue(ask: PermissionRequest): void {
+    if (this.session.role === 'viewer') {
+      this.line(this.s.dim(`* waiting for a controller to answer: ${ask.toolName}(${oneLine(ask.input)})`));
+      return;
+    }
+    if (this.alwaysAllow.has(ask.toolName)) {
+      void this.answer(ask, { behavior: 'allow', updatedInput: ask.input });
+      return;
+    }
+    this.queue.push(ask);
+    if (this.queue.length === 1) this.showHead();
+  }
+
+  private showHead(): void {
+    const ask = this.queue[0];
+    if (!ask) return this.prompt();
+    this.answers = {};
+    if (ask.toolName === 'AskUserQuestion') return this.showQuestion();
+    this.line(this.s.bold(`Allow ${sanitize(ask.toolName)}(${oneLine(ask.input)})? [y]es / [n]o / [a]lways for this session`));
+    this.prompt();
+  }
+
+  private showQuestion(): void {
+    const ask = this.queue[0];
+    const q = askQuestions(ask.input)[Object.keys(this.answers).length];
+    if (!q) return;
+    this.line(this.s.bold(`? ${sanitize(q.question)}`));
+    q.options.forEach((o, i) => this.line(`  ${i + 1}. ${sanitize(o.label)}${o.description ? this.s.dim(` - ${sanitize(o.description)}`) : ''}`));
+    this.line(this.s.dim('  (a number, or type your own answer)'));
+    this.prompt();
+  }
+
+  private withdraw(requestId: string): void {
+    const i = this.queue.findIndex((q) => q.requestId === requestId);
+    if (i < 0) return;
+    this.queue.splice(i, 1);
+    this.line(this.s.dim('* that prompt was answered elsewhere or withdrawn'));
+    if (i === 0) this.showHead();
+  }
+
+  private async onInput(raw: string): Promise<void> {
+    const text = raw.trim();
+    const head = this.queue[0];
+    try {
+      if (head && head.toolName === 'AskUserQuestion') return await this.onAnswer(head, text);
+      if (head) return await this.onPermission(head, text.toLowerCase());
+      if (!text) return this.prompt();
+      if (text === '/quit' || text === '/exit') return this.leave?.(0);
+      if (this.session.role === 'viewer') return this.line(this.s.dim('* read-only: viewers cannot send prompts'));
+      if (text.startsWith('/model ')) await this.session.setModel(text.slice(7).trim());
+      else if (text.startsWith('/mode ')) await this.session.setPermissionMode(text.slice(6).trim());
+      else {
+        this.inFlight++;
+        await this.session.sendUserMessage(text).catch((err) => {
+          this.inFlight--;
+          throw err;
+        });
+      }
+    } catch (err) {
+      this.line(this.s.red(`* ${asTetherError(err).message}`));
+      this.prompt();
+    }
+  }
+
+  private async onPermission(ask: PermissionRequest, reply: string): Promise<void> {
+    if (reply === 'y' || reply === 'yes') return this.answer(ask, { behavior: 'allow', updatedInput: ask.input });
+    if (reply === 'a' || reply === 'always') {
+      this.alwaysAllow.add(ask.toolName);
+      return this.answer(ask, { behavior: 'allow', updatedInput: ask.input });
+    }
+    if (reply === 'n' || reply === 'no') return this.answer(ask, { behavior: 'deny', message: 'The user denied this tool call.' });
+    this.line('please answer y, n or a');
+  }
+
+  private async onAnswer(ask: PermissionRequest, text: string): Promise<void> {
+    const questions = askQuestions(ask.input);
+    const q = questions[Object.keys(this.answers).length];
+    const n = Number(text);
+    this.answers[q.question] = Number.isInteger(n) && n >= 1 && n <= q.options.length ? q.options[n - 1].label : text;
+    if (Object.keys(this.answers).length < questions.length) return this.showQuestion();
+    await this.answer(ask, answerQuestions(ask.input, this.answers) as { behavior: 'allow'; updatedInput: Record<string, unknown> });
+  }
+
+  private async answer(ask: PermissionRequest, response: Parameters<RemoteSession['answer']>[1]): Promise<void> {
+    if (this.queue[0] === ask) this.queue.shift();
+    try {
+      await this.session.answer(ask.requestId, response);
+    } catch (err) {
+      this.line(this.s.red(`* ${asTetherError(err).message}`));
+    }
+    this.showHead();
+  }
+
+  /** Ctrl-C: interrupt the running turn; a second one (or one while idle) leaves. */
+  ctrlC(): void {
+    const now = Date.now();
+    const busy = this.session.info.state === 'running' || this.session.info.state === 'requires_action';
+    if (now - this.lastCtrlC < DOUBLE_CTRL_C_MS || !busy || this.session.role === 'viewer') {
+      this.line(this.s.dim('* leaving; the session keeps running on the agent'));
+      this.leave?.(130);
+      return;
+    }
+    this.lastCtrlC = now;
+    this.line(this.s.dim('* interrupting (Ctrl-C again to leave)'));
+    this.session.interrupt().catch((err) => this.line(this.s.red(`* ${asTetherError(err).message}`)));
+  }
+}

@@ -1,0 +1,44 @@
+import type { TetherEvent } from '../core/protocol/events.js';
+
+/** Removes escape sequences and control characters from untrusted text (tool names, output). */
+export function sanitize(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e]/g, '');
+}
+
+/** One line, at most `max` characters, for tool input and output. */
+export function oneLine(value: unknown, max = 160): string {
+  const text = sanitize(typeof value === 'string' ? value : (JSON.stringify(value) ?? ''));
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? flat.slice(0, max - 3) + '...' : flat;
+}
+
+/** ANSI styling that turns itself off when the output is not a terminal. */
+export function styles(enabled: boolean) {
+  const wrap = (open: string) => (s: string) => (enabled ? `\x1b[${open}m${s}\x1b[0m` : s);
+  return { dim: wrap('2'), bold: wrap('1'), yellow: wrap('33'), red: wrap('31'), cyan: wrap('36') };
+}
+
+/** A human line for a gateway event, or undefined for events not worth a line. */
+export function describeEvent(e: TetherEvent): string | undefined {
+  switch (e.subtype) {
+    case 'presence':
+      return e.action === 'role_changed' ? `* ${e.principal} is now ${e.role}` : `* ${e.principal} ${e.action} (${e.role})`;
+    case 'state':
+      return e.state === 'agent-lost' ? '* the agent link is down; the engine keeps running' : e.state === 'ended' ? '* session ended' : undefined;
+    case 'exited':
+      return `* engine exited (code ${e.code}, signal ${e.signal})${e.reason ? `: ${e.reason}` : ''}`;
+    case 'engine_error':
+      return `* engine error ${e.code}: ${e.message}`;
+    case 'gap':
+      return `* ${e.message}`;
+    case 'prompt_decided':
+      return `* ${e.decided_by} answered ${e.behavior}`;
+    case 'link':
+      return `* ${e.message}`;
+    case 'error':
+      return `* error ${e.code}: ${e.message}`;
+    default:
+      return undefined;
+  }
+}
