@@ -18,15 +18,21 @@ export interface PipeOptions {
 export async function runPipe(session: RemoteSession, input: Readable, output: Writable, opts: PipeOptions): Promise<number> {
   const write = (text: string) => output.write(text + '\n');
   const event = (e: TetherEvent) => write(JSON.stringify(e));
+  let ended = false;
   const inputDone = pumpInput(session, input, event).then(async () => {
-    if (opts.stopOnEof) await session.stop().catch((err) => event(errorEvent(err, 'eof')));
+    if (!opts.stopOnEof) return;
+    // The engine may exit (and the client close) before the stop is answered: not an error.
+    await session.stop().catch((err) => ended || event(errorEvent(err, 'eof')));
   });
   let code = 0;
   try {
     for await (const item of session) {
       if (item.kind === 'event') {
         event(item.event);
-        if (item.event.subtype === 'exited') code = item.event.code ?? 1;
+        if (item.event.subtype === 'exited') {
+          code = item.event.code ?? 1;
+          ended = true;
+        }
       } else {
         write(item.line);
       }

@@ -29,6 +29,9 @@ export class TerminalClient {
   private readonly queue: PermissionRequest[] = [];
   private readonly alwaysAllow = new Set<string>();
   private answers: Record<string, string> = {};
+  /** The cursor is mid-line after streamed text. */
+  private midLine = false;
+  /** Text of the current assistant message already arrived as stream deltas. */
   private streamedText = false;
   private lastCtrlC = 0;
   /** Prompts this client sent whose turn has not ended yet. */
@@ -47,8 +50,8 @@ export class TerminalClient {
   }
 
   private line(text: string): void {
-    if (this.streamedText) this.print('\n');
-    this.streamedText = false;
+    if (this.midLine) this.print('\n');
+    this.midLine = false;
     this.print(text + '\n');
   }
 
@@ -110,15 +113,17 @@ export class TerminalClient {
       if (e.type === 'content_block_delta' && e.delta?.type === 'text_delta' && e.delta.text) {
         this.print(sanitize(e.delta.text));
         this.streamedText = true;
+        this.midLine = true;
       }
       return;
     }
     if (m.type === 'assistant') {
       for (const block of ((m.message as { content?: Record<string, unknown>[] })?.content ?? [])) {
         if (block.type === 'text' && !this.streamedText) this.line(sanitize(String(block.text)));
-        else if (block.type === 'text') this.line('');
+        else if (block.type === 'text' && this.midLine) this.line('');
         if (block.type === 'tool_use') this.line(this.s.yellow(`> ${sanitize(String(block.name))}`) + this.s.dim(`(${oneLine(block.input)})`));
       }
+      this.streamedText = false;
       return;
     }
     if (m.type === 'user') {
