@@ -87,7 +87,7 @@ export class Agent {
         engines: this.engines.engines,
         default_engine: this.engines.defaultEngine,
         labels: this.opts.labels ?? {},
-        sessions: [...this.relays.values()].map((r) => ({ session_id: r.sessionId, next_seq: r.nextOutputSeq })),
+        sessions: [...this.relays.values()].map((r) => ({ session_id: r.sessionId, next_seq: r.nextOutputSeq, last_input_seq: r.lastAppliedInputSeq })),
       },
     };
   }
@@ -117,6 +117,9 @@ export class Agent {
             ? peer.notify('session.output', { session_id: sessionId, seq: item.seq, line: item.line, meta: item.meta })
             : peer.notify('session.event', { session_id: sessionId, seq: item.seq, event: item.event });
         sent.catch(() => {}); // held in the relay's outbox; re-sent after the reconnect
+      },
+      ackInput: (sessionId, seq) => {
+        peer.notify('session.input_ack', { session_id: sessionId, seq }).catch(() => {}); // the hello carries it after a reconnect
       },
     });
   }

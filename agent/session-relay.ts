@@ -13,6 +13,8 @@ export type Outgoing =
 /** Where a relay sends its output; undefined while the gateway link is down. */
 export interface OutputSink {
   send(sessionId: string, item: Outgoing): void;
+  /** Every input up to `seq` was written to the engine. */
+  ackInput(sessionId: string, seq: number): void;
 }
 
 export interface RelayLimits {
@@ -53,6 +55,11 @@ export class SessionRelay {
   /** Next seq the gateway should expect (for the hello on reconnect). */
   get nextOutputSeq(): number {
     return this.outbox.length ? this.outbox[0].seq : this.nextSeq;
+  }
+
+  /** Highest gateway input seq written to the engine (for the hello on reconnect). */
+  get lastAppliedInputSeq(): number {
+    return this.lastInputSeq;
   }
 
   /** Attaches (or detaches) the gateway link and re-sends everything not yet acked, in order. */
@@ -105,6 +112,7 @@ export class SessionRelay {
     this.lastInputSeq = seq;
     try {
       await this.engine.write(line);
+      this.sink?.ackInput(this.sessionId, seq);
     } catch (err) {
       const e = err instanceof TetherError ? err : new TetherError('INTERNAL', String(err));
       this.log.warn({ sessionId: this.sessionId, err: e.message }, 'input not written to the engine');

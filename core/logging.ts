@@ -12,11 +12,21 @@ export const REDACT_PATHS = [
   'req.headers.authorization',
   'req.headers.cookie',
   'req.headers["sec-websocket-protocol"]',
+  'headers.cookie',
+  'metadata.authorization',
   'ticket',
   '*.ticket',
   'secret',
   '*.secret',
 ];
+
+/**
+ * A URL or path safe to log: the values of `ticket`, `token` and `access_token` query
+ * parameters are replaced by "[redacted]". Pass every URL through this before logging it.
+ */
+export function scrubUrl(url: string): string {
+  return url.replace(/([?&](?:ticket|token|access_token)=)[^&#]*/gi, '$1[redacted]');
+}
 
 /**
  * The root logger of one program (gateway, agent, CLI). Library code never calls this; it

@@ -29,6 +29,10 @@ export class AgentLink implements EngineHost {
       s.onEngineLine(p.seq, p.line, p.meta);
       this.noteForAck(p.session_id, p.seq);
     });
+    peer.onNotification('session.input_ack', (p) => {
+      const s = this.sessions.get(p.session_id);
+      if (s && s.agent === this.name) s.onInputAck(p.seq);
+    });
     peer.onNotification('session.event', (p) => {
       const s = this.sessions.get(p.session_id);
       if (!s || s.agent !== this.name) return;

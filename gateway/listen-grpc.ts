@@ -3,7 +3,7 @@ import type { Channel } from '../core/channel/channel.js';
 import { CHANNEL_DEFAULTS } from '../core/channel/channel.js';
 import { GRPC_DEFAULTS, GrpcServerChannel, grpcLinkOptions } from '../core/channel/grpc.js';
 import { loadGatewayService, type GatewayFrame } from '../core/channel/proto.js';
-import { TetherError } from '../core/errors.js';
+import { asTetherError, TetherError } from '../core/errors.js';
 
 /** Server TLS material for {@link startGrpcListener}. */
 export interface GrpcListenerTls {
@@ -16,7 +16,7 @@ export interface GrpcListenerTls {
 }
 
 /** Options of {@link startGrpcListener}; limits and keepalive default to the shared gRPC defaults. */
-export interface GrpcListenerOptions {
+export interface GrpcListenerOptions<A = undefined> {
   /** Interface to bind, e.g. '127.0.0.1', '0.0.0.0' or '::'. */
   host: string;
   /** Port to bind; 0 picks a free one (read it back from the result). */
@@ -30,12 +30,20 @@ export interface GrpcListenerOptions {
   /** Server TLS; plaintext when absent. */
   tls?: GrpcListenerTls;
   /**
-   * Called with every new, open channel and the call's metadata (lower-case keys, first
-   * value of each; `-bin` values base64). The callee owns the channel from then on. Closing
-   * it synchronously (e.g. `close('UNAUTHENTICATED', …)`) refuses the stream before its
-   * response headers, so the caller's dial fails with that code.
+   * Decides each stream before it is accepted (authentication at the door), from the call's
+   * metadata (lower-case keys, first value of each; `-bin` values base64) and the peer
+   * address. Resolve with what onChannel should get; reject (a TetherError) to refuse: the
+   * stream ends with that code and message before any response headers, so the caller's
+   * dial fails with it, and onChannel is never called. Absent: every stream is accepted.
    */
-  onChannel: (channel: Channel, metadata: Record<string, string>) => void;
+  admit?: (metadata: Record<string, string>, remote: string) => Promise<A>;
+  /**
+   * Called with every new, open channel, the call's metadata and what admit resolved with.
+   * The callee owns the channel from then on. Closing it synchronously (e.g.
+   * `close('UNAUTHENTICATED', …)`) refuses the stream before its response headers, so the
+   * caller's dial fails with that code.
+   */
+  onChannel: (channel: Channel, metadata: Record<string, string>, admitted: A) => void;
 }
 
 /** Options of {@link GrpcListener.close}. */
@@ -76,7 +84,7 @@ function metadataRecord(metadata: Metadata): Record<string, string> {
  * session memory and keepalive are set explicitly (see grpcLinkOptions) and agree with the
  * dialer's. Resolves once bound; rejects with UNAVAILABLE if the address cannot be bound.
  */
-export function startGrpcListener(opts: GrpcListenerOptions): Promise<GrpcListener> {
+export function startGrpcListener<A = undefined>(opts: GrpcListenerOptions<A>): Promise<GrpcListener> {
   const maxFrameBytes = opts.maxFrameBytes ?? CHANNEL_DEFAULTS.maxFrameBytes;
   const server = new Server({
     ...grpcLinkOptions({ maxFrameBytes, keepaliveTimeMs: opts.keepaliveTimeMs, keepaliveTimeoutMs: opts.keepaliveTimeoutMs }),
@@ -90,13 +98,25 @@ export function startGrpcListener(opts: GrpcListenerOptions): Promise<GrpcListen
       const channel = new GrpcServerChannel(call, { maxFrameBytes });
       open.add(channel);
       void channel.closed.then(() => open.delete(channel));
-      try {
-        opts.onChannel(channel, metadataRecord(call.metadata));
-      } catch {
-        channel.close('INTERNAL', 'gateway failed to accept the stream');
-      }
-      // Response headers tell the dialer its stream was accepted.
-      if (!channel.isClosed) call.sendMetadata(new Metadata());
+      const metadata = metadataRecord(call.metadata);
+      const accept = (admitted: A) => {
+        if (channel.isClosed) return; // cancelled while we decided
+        try {
+          opts.onChannel(channel, metadata, admitted);
+        } catch {
+          channel.close('INTERNAL', 'gateway failed to accept the stream');
+        }
+        // Response headers tell the dialer its stream was accepted.
+        if (!channel.isClosed) call.sendMetadata(new Metadata());
+      };
+      const admit = opts.admit;
+      if (!admit) return accept(undefined as A);
+      Promise.resolve()
+        .then(() => admit(metadata, call.getPeer()))
+        .then(accept, (err) => {
+          const e = asTetherError(err);
+          channel.close(e.code, e.message);
+        });
     },
   });
 

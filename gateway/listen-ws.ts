@@ -1,19 +1,29 @@
-import type { IncomingMessage, Server } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { WsChannel } from '../core/channel/ws.js';
 import type { Channel } from '../core/channel/channel.js';
 import { CHANNEL_DEFAULTS } from '../core/channel/channel.js';
+import { asTetherError } from '../core/errors.js';
+import { httpStatusOf } from './http-status.js';
 
 /** Where agents and clients open their WebSocket. */
 export const WS_PATH = '/v1/connect';
 
-export interface WsListenerOptions {
+export interface WsListenerOptions<A = undefined> {
   maxFrameBytes?: number;
   pingIntervalMs?: number;
   pingTimeoutMs?: number;
-  /** Called with every new, open channel. The callee owns it from then on. */
-  onChannel: (channel: Channel, req: IncomingMessage) => void;
+  /**
+   * Decides each upgrade request before the WebSocket handshake (authentication at the door).
+   * Resolve with what onChannel should get; reject (a TetherError) to refuse: the socket gets
+   * a plain HTTP answer (401 UNAUTHENTICATED, 403 PERMISSION_DENIED, 429, 400, 503 — see
+   * http-status.ts) whose text body is the error message, and no WebSocket exists. Absent:
+   * every upgrade is accepted.
+   */
+  admit?: (req: IncomingMessage) => Promise<A>;
+  /** Called with every new, open channel and what admit resolved with. The callee owns the channel from then on. */
+  onChannel: (channel: Channel, req: IncomingMessage, admitted: A) => void;
 }
 
 /**
@@ -21,15 +31,10 @@ export interface WsListenerOptions {
  * permessage-deflate is off (CPU, and inflation bombs); maxPayload is set explicitly.
  * Returns a function that closes every socket it accepted.
  */
-export function attachWsListener(server: Server, opts: WsListenerOptions): () => void {
+export function attachWsListener<A = undefined>(server: Server, opts: WsListenerOptions<A>): () => void {
   const maxFrameBytes = opts.maxFrameBytes ?? CHANNEL_DEFAULTS.maxFrameBytes;
   const wss = new WebSocketServer({ noServer: true, maxPayload: maxFrameBytes, perMessageDeflate: false, clientTracking: true });
-  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const path = (req.url ?? '/').split('?')[0];
-    if (path !== WS_PATH) {
-      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
-      return;
-    }
+  const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer, admitted: A) => {
     wss.handleUpgrade(req, socket, head, (ws) => {
       const remote = `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`;
       const channel = new WsChannel(ws, remote, {
@@ -37,8 +42,35 @@ export function attachWsListener(server: Server, opts: WsListenerOptions): () =>
         pingIntervalMs: opts.pingIntervalMs ?? 15_000,
         pingTimeoutMs: opts.pingTimeoutMs ?? 10_000,
       });
-      opts.onChannel(channel, req);
+      opts.onChannel(channel, req, admitted);
     });
+  };
+  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path !== WS_PATH) {
+      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
+    const admit = opts.admit;
+    if (!admit) {
+      upgrade(req, socket, head, undefined as A);
+      return;
+    }
+    // The peer may vanish while we decide; its socket errors must not go unhandled meanwhile.
+    const ignore = () => {};
+    socket.on('error', ignore);
+    Promise.resolve()
+      .then(() => admit(req))
+      .then(
+        (admitted) => {
+          socket.off('error', ignore);
+          if (socket.destroyed) return;
+          upgrade(req, socket, head, admitted);
+        },
+        (err) => {
+          if (!socket.destroyed) refuse(socket, err);
+        },
+      );
   };
   server.on('upgrade', onUpgrade);
   return () => {
@@ -46,4 +78,16 @@ export function attachWsListener(server: Server, opts: WsListenerOptions): () =>
     for (const ws of wss.clients) ws.terminate();
     wss.close();
   };
+}
+
+/** Answers a refused upgrade with a plain HTTP response (text body: the error message) and closes. */
+function refuse(socket: Duplex, err: unknown): void {
+  const e = asTetherError(err);
+  const status = httpStatusOf(e.code);
+  const body = e.message.replace(/[\r\n]+/g, ' ').slice(0, 500);
+  const challenge = status === 401 ? 'WWW-Authenticate: Bearer realm="tether"\r\n' : '';
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\n` +
+      `Cache-Control: no-store\r\n${challenge}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
 }

@@ -97,13 +97,13 @@ export class SessionDirectory {
       throw new TetherError('ALREADY_EXISTS', `an agent named "${link.name}" is already connected; refusing a second registration`);
     }
     this.agents.set(link.name, link);
-    const running = new Set(link.descriptor.sessions.map((s) => s.session_id));
+    const running = new Map(link.descriptor.sessions.map((s) => [s.session_id, s.last_input_seq]));
     for (const s of this.sessions.values()) {
       if (s.agent !== link.name || s.ended) continue;
       if (running.has(s.id)) {
         clearTimeout(this.lostTimers.get(s.id));
         this.lostTimers.delete(s.id);
-        s.bindHost(link);
+        s.bindHost(link, running.get(s.id));
       } else if (s.currentState === 'agent-lost') {
         this.endSession(s, 'the agent came back without this session');
       }

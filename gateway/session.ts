@@ -49,6 +49,9 @@ interface Attachment {
   since: string;
 }
 
+/** Inputs waiting for the agent before new ones are refused (backpressure on clients). */
+const MAX_PENDING_INPUTS = 1024;
+
 /** Control requests that change how the engine behaves, recorded in the audit trail. */
 const AUDITED_CONTROLS = new Set(['interrupt', 'set_model', 'set_permission_mode', 'initialize', 'rewind_files', 'mcp_set_servers', 'apply_flag_settings', 'update_settings']);
 
@@ -69,6 +72,8 @@ export class Session {
   private readonly controlMap = new Map<string, { clientId: string; origId: unknown }>();
   private nextControlId = 1;
   private inputSeq = 0;
+  /** Inputs handed to the agent link but not yet confirmed written to the engine. */
+  private pendingInputs: { seq: number; line: Record<string, unknown> }[] = [];
   private lastAgentSeq = 0;
   private readonly recentInputs = new Map<string, true>();
   /** Called once when the session ends (the directory schedules its removal). */
@@ -135,9 +140,14 @@ export class Session {
   // ---- engine side ---------------------------------------------------------------------
 
   /** The agent (re)bound this session; `host` undefined means the agent link is down. */
-  bindHost(host: EngineHost | undefined): void {
+  bindHost(host: EngineHost | undefined, lastInputSeq = 0): void {
     this.host = host;
     if (this.ended) return;
+    if (host) {
+      // Re-send what the agent never confirmed; it applies each input seq at most once.
+      this.onInputAck(lastInputSeq);
+      for (const p of this.pendingInputs) host.input(this.id, p.seq, p.line);
+    }
     if (!host) this.setState('agent-lost');
     else if (this.state === 'agent-lost' || this.state === 'starting') this.setState(this.prompts.size ? 'requires_action' : 'idle');
   }
@@ -302,7 +312,6 @@ export class Session {
     const key = `${a.member.principal}\u0000${inputId}`; // survives the client reconnecting with a new client id
     if (this.recentInputs.has(key)) return 'duplicate';
     if (this.ended) throw new TetherError('FAILED_PRECONDITION', `session ${this.id} has ended`);
-    if (!this.host) throw new TetherError('UNAVAILABLE', `the agent of session ${this.id} is not connected; retry when it is back`);
     this.route(a, line);
     this.recentInputs.set(key, true);
     if (this.recentInputs.size > 4096) this.recentInputs.delete(this.recentInputs.keys().next().value as string);
@@ -378,9 +387,24 @@ export class Session {
     if (this.prompts.size === 0 && this.state === 'requires_action') this.setState('running');
   }
 
+  /**
+   * Queues one line for the engine, in the gateway's order. While the agent is away it waits
+   * (bounded) and goes out when the agent is back; nothing is dropped.
+   */
   private toEngine(line: Record<string, unknown>): void {
-    if (!this.host) throw new TetherError('UNAVAILABLE', `the agent of session ${this.id} is not connected`);
-    this.host.input(this.id, ++this.inputSeq, line);
+    if (this.pendingInputs.length >= MAX_PENDING_INPUTS) {
+      throw new TetherError('RESOURCE_EXHAUSTED', `${MAX_PENDING_INPUTS} inputs are waiting for the agent of session ${this.id}; retry later`);
+    }
+    const seq = ++this.inputSeq;
+    this.pendingInputs.push({ seq, line });
+    this.host?.input(this.id, seq, line);
+  }
+
+  /** The agent wrote every input up to `seq` to the engine. */
+  onInputAck(seq: number): void {
+    let n = 0;
+    while (n < this.pendingInputs.length && this.pendingInputs[n].seq <= seq) n++;
+    if (n) this.pendingInputs = this.pendingInputs.slice(n);
   }
 
   /** Sends the engine's answer to the one client that asked, with its own request id back. */

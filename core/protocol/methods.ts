@@ -20,7 +20,7 @@ export const AgentDescriptor = z.object({
   default_engine: EngineKind,
   labels: z.record(z.string(), z.string()).default({}),
   /** Sessions the agent still runs, with the next output seq it will send (for resume). */
-  sessions: z.array(z.object({ session_id: id, next_seq: seq })).default([]),
+  sessions: z.array(z.object({ session_id: id, next_seq: seq, last_input_seq: seq.default(0) })).default([]),
 });
 export type AgentDescriptor = z.infer<typeof AgentDescriptor>;
 
@@ -137,6 +137,8 @@ export const Notifications = {
   'session.event': z.object({ session_id: id, seq, event: TetherEvent }),
   /** gateway -> agent: one input line for the engine, in the gateway's order. */
   'agent.input': z.object({ session_id: id, seq, line: EngineInput }),
+  /** agent -> gateway: every input up to `seq` was written to the engine (cumulative). */
+  'session.input_ack': z.object({ session_id: id, seq }),
   /** gateway -> agent: cumulative ack of the agent's output seq. */
   'session.ack': z.object({ session_id: id, seq }),
   /** gateway -> client: one frame of a session's stream (engine line or gateway event). */

@@ -1,0 +1,148 @@
+import { authError, authReason } from '../core/auth/auth-error.js';
+import { bearerToken } from '../core/auth/bearer.js';
+import { TicketBook, type TicketOptions } from '../core/auth/tickets.js';
+import type { TokenVerifier } from '../core/auth/verify.js';
+import { asTetherError, TetherError } from '../core/errors.js';
+import { scrubUrl, silentLogger, type Logger } from '../core/logging.js';
+import { ANONYMOUS, type Principal } from './principal.js';
+
+/**
+ * Refused credentials since the process started, by reason (core/auth/auth-error.ts), summed
+ * over every door. A plain counter until metrics land; read it, never reset it in code.
+ */
+export const authFailures: Record<string, number> = {};
+
+/** Options of {@link Door}. */
+export interface DoorOptions {
+  /** Verifies bearer tokens; 'off' lets every connection in as ANONYMOUS (trusted local use only). */
+  verifier: TokenVerifier | 'off';
+  /** Origins browsers may connect from, as scheme://host[:port] (more via allowOrigin()). */
+  allowOrigins?: string[];
+  tickets?: TicketOptions;
+  logger?: Logger;
+}
+
+/** What a listener knows about a connection attempt, transport-blind. */
+export interface DoorRequest {
+  /** 'ws', 'grpc' or 'http' (the ticket endpoint). */
+  transport: string;
+  remote: string;
+  /** The Authorization header or metadata value, as received. */
+  authorization?: string;
+  /** The Origin header (browsers always send one; other clients usually none). */
+  origin?: string;
+  /** A one-time ticket from the WebSocket URL's query. */
+  ticket?: string;
+  /** The request path, for logs (query scrubbed of tickets before it is logged). */
+  path?: string;
+}
+
+/**
+ * Authentication at the door, before any gateway state exists for a connection: checks the
+ * Origin against the allow list (even with authentication off: a page elsewhere must never
+ * drive a local gateway), then a one-time ticket or the bearer token, and resolves with the
+ * principal routing will use. Cookies are never looked at. Every refusal is counted in
+ * {@link authFailures} and logged (warn, `event: "auth.failed"`) with its reason, never with
+ * the token or ticket.
+ */
+export class Door {
+  readonly tickets: TicketBook;
+  private readonly origins = new Set<string>();
+  private readonly log: Logger;
+
+  constructor(private readonly opts: DoorOptions) {
+    this.log = opts.logger ?? silentLogger;
+    this.tickets = new TicketBook(opts.tickets);
+    for (const o of opts.allowOrigins ?? []) this.allowOrigin(o);
+  }
+
+  /** Whether tokens are checked (false: --auth off). */
+  get authEnabled(): boolean {
+    return this.opts.verifier !== 'off';
+  }
+
+  /** Adds an allowed Origin (scheme://host[:port], no path). Throws INVALID_ARGUMENT for anything else. */
+  allowOrigin(origin: string): void {
+    const normal = normalizeOrigin(origin);
+    if (!normal || normal === 'null' || new URL(origin).pathname.replace(/\/$/, '') !== '') {
+      throw new TetherError('INVALID_ARGUMENT', `--allow-origin must be an origin like https://app.example.com[:port] (no path), got "${origin}"`);
+    }
+    this.origins.add(normal);
+  }
+
+  /** The allowed origins, normalised. */
+  get allowedOrigins(): string[] {
+    return [...this.origins];
+  }
+
+  /** Decides one connection: resolves with its principal, or rejects with the refusal (already counted and logged). */
+  async admit(req: DoorRequest): Promise<Principal> {
+    try {
+      this.checkOrigin(req.origin);
+      if (this.opts.verifier === 'off') return ANONYMOUS;
+      if (req.ticket !== undefined) {
+        if (req.authorization !== undefined) throw authError('UNAUTHENTICATED', 'malformed', 'send a token or a ticket, not both');
+        const principal = await this.tickets.redeem(req.ticket, normalizeOrigin(req.origin ?? ''));
+        this.log.debug({ transport: req.transport, remote: req.remote, principal: principal.sub, via: 'ticket' }, 'authenticated');
+        return principal;
+      }
+      const verified = await this.opts.verifier.verify(bearerToken(req.authorization));
+      this.log.debug({ transport: req.transport, remote: req.remote, principal: verified.principal.sub, kind: verified.kind }, 'authenticated');
+      return verified.principal;
+    } catch (err) {
+      throw this.refused(req, err);
+    }
+  }
+
+  /**
+   * POST /v1/ticket: a one-time ticket for the client token in `req.authorization`, bound
+   * to its principal and to `req.origin`. Refusals are counted and logged like admit()'s.
+   */
+  async issueTicket(req: DoorRequest): Promise<{ ticket: string; expires_in: number }> {
+    try {
+      this.checkOrigin(req.origin);
+      if (this.opts.verifier === 'off') throw new TetherError('FAILED_PRECONDITION', 'authentication is off on this gateway: connect without a ticket');
+      const verified = await this.opts.verifier.verify(bearerToken(req.authorization));
+      if (verified.kind !== 'client') throw authError('PERMISSION_DENIED', 'wrong_type', 'tickets are for clients: this is an agent token');
+      const { ticket, expiresIn } = await this.tickets.issue(verified.principal, normalizeOrigin(req.origin ?? ''));
+      return { ticket, expires_in: expiresIn };
+    } catch (err) {
+      throw this.refused(req, err);
+    }
+  }
+
+  /** Whether a request with this Origin header may proceed (no Origin: yes, the token decides). */
+  originAllowed(origin: string | undefined): boolean {
+    if (origin === undefined) return true;
+    const normal = normalizeOrigin(origin);
+    return normal !== undefined && this.origins.has(normal);
+  }
+
+  private checkOrigin(origin: string | undefined): void {
+    if (origin !== undefined && !this.originAllowed(origin)) {
+      throw authError('PERMISSION_DENIED', 'origin', `origin ${JSON.stringify(origin.slice(0, 100))} is not allowed (the gateway's --allow-origin adds one)`);
+    }
+  }
+
+  private refused(req: DoorRequest, err: unknown): TetherError {
+    const e = asTetherError(err, 'UNAUTHENTICATED');
+    const reason = authReason(e);
+    authFailures[reason] = (authFailures[reason] ?? 0) + 1;
+    this.log.warn(
+      { event: 'auth.failed', transport: req.transport, remote: req.remote, path: req.path === undefined ? undefined : scrubUrl(req.path), reason, code: e.code },
+      `refused: ${e.message}`,
+    );
+    return e;
+  }
+}
+
+/** scheme://host[:port] in canonical form (lower case, default port dropped); 'null' stays 'null'; undefined if not an http(s) origin. */
+function normalizeOrigin(origin: string): string | undefined {
+  if (origin === 'null') return 'null';
+  try {
+    const u = new URL(origin);
+    return u.protocol === 'http:' || u.protocol === 'https:' ? u.origin : undefined;
+  } catch {
+    return undefined;
+  }
+}
