@@ -4,11 +4,13 @@ import { parseCommand, type Command } from './args.js';
 import { agentCommand } from './commands/agent.js';
 import { attachCommand, auditCommand, chatCommand } from './commands/chat.js';
 import { gatewayCommand } from './commands/gateway.js';
+import { keygenCommand } from './commands/keygen.js';
 import { agentsCommand, sessionsCommand } from './commands/list.js';
 import { runCommand } from './commands/run.js';
+import { tokenCommand } from './commands/token.js';
 import { upCommand } from './commands/up.js';
 
-const commands: Command[] = [upCommand, gatewayCommand, agentCommand, runCommand, chatCommand, attachCommand, agentsCommand, sessionsCommand, auditCommand];
+const commands: Command[] = [upCommand, gatewayCommand, agentCommand, runCommand, chatCommand, attachCommand, agentsCommand, sessionsCommand, auditCommand, tokenCommand, keygenCommand];
 
 const TOP_HELP = `tether: a remote gateway for coding-agent CLIs (Claude Code first)
 
@@ -18,7 +20,7 @@ Commands:
 ${commands.map((c) => `  ${c.name.padEnd(10)} ${c.summary}`).join('\n')}
 
 Run "tether <command> --help" for a command's options.
-Environment: TETHER_GATEWAY, TETHER_TOKEN, TETHER_AGENT stand in for --gateway, --token, --agent.`;
+Environment: TETHER_GATEWAY, TETHER_TOKEN, TETHER_AGENT, TETHER_STATE_DIR stand in for --gateway, --token, --agent, --state-dir.`;
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;

@@ -6,6 +6,7 @@ import type { AgentInfo, NotificationParams, SessionInfo } from '../core/protoco
 import type { EngineKind, SessionOptions } from '../core/protocol/session-options.js';
 import { PROTOCOL_VERSION } from '../core/protocol/version.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
+import type { BackoffPolicy } from '../core/util/backoff.js';
 import { RemoteSession } from './remote-session.js';
 
 export interface ConnectOptions {
@@ -20,6 +21,8 @@ export interface ConnectOptions {
   reconnectWaitMs?: number;
   software?: string;
   onStatus?: (status: LinkStatus) => void;
+  /** Reconnect backoff (default: start 0.5 s, ×1.6, ±20 %, cap 30 s). */
+  backoff?: BackoffPolicy;
 }
 
 /** Frames for sessions whose create/attach answer has not arrived yet (they come first). */
@@ -48,6 +51,7 @@ export class GatewayClient {
       dial: { ...opts.dial, token: opts.token },
       logger: this.log,
       failFast: true,
+      backoff: opts.backoff,
       hello: () => ({ protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: ['resume.v1'], software: opts.software ?? 'tether-client' }),
       setup: (peer) => this.setup(peer),
       onConnected: (peer, hello) => {

@@ -1,6 +1,7 @@
 /** The Tether client library: `import { GatewayClient } from 'tether/client'`. */
 export { GatewayClient, type ConnectOptions } from './gateway-client.js';
 export { RemoteSession, type SessionItem } from './remote-session.js';
+export { remoteSpawn, type RemoteSpawnOptions, type RemoteProcess, type SpawnRequest } from './remote-spawn.js';
 export { TetherError, type ErrorCode } from '../core/errors.js';
 export type { AgentInfo, SessionInfo } from '../core/protocol/methods.js';
 export type { SessionOptions, EngineKind } from '../core/protocol/session-options.js';

@@ -2,6 +2,7 @@ import type { Logger } from '../core/logging.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
 import type { AgentDescriptor, AgentInfo } from '../core/protocol/methods.js';
 import type { EngineKind, SessionOptions } from '../core/protocol/session-options.js';
+import type { Principal } from './principal.js';
 import type { EngineHost, Session } from './session.js';
 
 /** Acks are cumulative and batched: after this many frames or this long, whichever first. */
@@ -16,16 +17,19 @@ export class AgentLink implements EngineHost {
   readonly connectedAt = new Date().toISOString();
   private readonly unacked = new Map<string, { seq: number; count: number }>();
   private ackTimer: NodeJS.Timeout | undefined;
+  private disposed = false;
 
   constructor(
     readonly descriptor: AgentDescriptor,
     readonly peer: RpcPeer,
     private readonly sessions: Map<string, Session>,
     private readonly log: Logger,
+    /** Who authenticated this link; a later link of the same `sub` supersedes it. */
+    readonly principal: Principal,
   ) {
     peer.onNotification('session.output', (p) => {
       const s = this.sessions.get(p.session_id);
-      if (!s || s.agent !== this.name) return;
+      if (this.disposed || !s || s.agent !== this.name) return;
       s.onEngineLine(p.seq, p.line, p.meta);
       this.noteForAck(p.session_id, p.seq);
     });
@@ -35,7 +39,7 @@ export class AgentLink implements EngineHost {
     });
     peer.onNotification('session.event', (p) => {
       const s = this.sessions.get(p.session_id);
-      if (!s || s.agent !== this.name) return;
+      if (this.disposed || !s || s.agent !== this.name) return;
       s.onEngineEvent(p.seq, p.event);
       this.noteForAck(p.session_id, p.seq);
     });
@@ -92,7 +96,9 @@ export class AgentLink implements EngineHost {
     this.unacked.clear();
   }
 
+  /** Stops relaying: output and events arriving after this are dropped. Idempotent. */
   dispose(): void {
+    this.disposed = true;
     clearTimeout(this.ackTimer);
     this.ackTimer = undefined;
   }

@@ -12,6 +12,17 @@ import { ANONYMOUS, type Principal } from './principal.js';
  */
 export const authFailures: Record<string, number> = {};
 
+/**
+ * Counts a refused credential in {@link authFailures} and logs it (warn, `event:
+ * "auth.failed"`, with its reason and code, never the credential). Returns the error, to throw.
+ */
+export function noteAuthFailure(log: Logger, err: TetherError, fields: Record<string, unknown> = {}): TetherError {
+  const reason = authReason(err);
+  authFailures[reason] = (authFailures[reason] ?? 0) + 1;
+  log.warn({ event: 'auth.failed', ...fields, reason, code: err.code }, `refused: ${err.message}`);
+  return err;
+}
+
 /** Options of {@link Door}. */
 export interface DoorOptions {
   /** Verifies bearer tokens; 'off' lets every connection in as ANONYMOUS (trusted local use only). */
@@ -125,14 +136,8 @@ export class Door {
   }
 
   private refused(req: DoorRequest, err: unknown): TetherError {
-    const e = asTetherError(err, 'UNAUTHENTICATED');
-    const reason = authReason(e);
-    authFailures[reason] = (authFailures[reason] ?? 0) + 1;
-    this.log.warn(
-      { event: 'auth.failed', transport: req.transport, remote: req.remote, path: req.path === undefined ? undefined : scrubUrl(req.path), reason, code: e.code },
-      `refused: ${e.message}`,
-    );
-    return e;
+    const path = req.path === undefined ? undefined : scrubUrl(req.path);
+    return noteAuthFailure(this.log, asTetherError(err, 'UNAUTHENTICATED'), { transport: req.transport, remote: req.remote, path });
   }
 }
 

@@ -8,9 +8,12 @@ import type { AgentDescriptor } from '../core/protocol/methods.js';
 import { AgentLink } from './agent-link.js';
 import { ClientLink, DEFAULT_SLOW_CLIENT_BYTES } from './client-link.js';
 import { ANONYMOUS, type Principal } from './principal.js';
+import { noteAuthFailure } from './door.js';
+import { authError } from '../core/auth/auth-error.js';
 import { REPLAY_DEFAULTS } from './replay-log.js';
 import { SessionDirectory, type DirectoryLimits } from './session-directory.js';
 import { MemoryAuditLog, type AuditLog } from './audit-log.js';
+import { MemorySessionStore, type SessionStore } from './session-store.js';
 
 export const GATEWAY_CAPABILITIES = ['sessions.v1', 'replay.v1', 'prompts.v1'];
 
@@ -27,6 +30,7 @@ export const GATEWAY_DEFAULTS: GatewayLimits = {
   maxMembers: 32,
   agentLostTimeoutMs: 10 * 60_000,
   endedRetentionMs: 10 * 60_000,
+  maxSessionsPerPrincipal: 32,
   helloTimeoutMs: 10_000,
   slowClientBytes: DEFAULT_SLOW_CLIENT_BYTES,
 };
@@ -35,6 +39,8 @@ export interface GatewayOptions {
   logger?: Logger;
   /** Where audit records go (default: bounded in memory). */
   audit?: AuditLog;
+  /** Where sessions and history are kept across restarts (default: memory only). */
+  store?: SessionStore;
   limits?: Partial<GatewayLimits>;
 }
 
@@ -46,13 +52,15 @@ export class Gateway {
   readonly id = `gw-${randomBytes(4).toString('hex')}`;
   readonly directory: SessionDirectory;
   readonly limits: GatewayLimits;
+  readonly store: SessionStore;
   private readonly log: Logger;
   private readonly channels = new Set<Channel>();
 
   constructor(opts: GatewayOptions = {}) {
     this.log = opts.logger ?? silentLogger;
     this.limits = { ...GATEWAY_DEFAULTS, ...opts.limits };
-    this.directory = new SessionDirectory(this.limits, this.log, opts.audit ?? new MemoryAuditLog());
+    this.store = opts.store ?? new MemorySessionStore();
+    this.directory = new SessionDirectory(this.limits, this.log, opts.audit ?? new MemoryAuditLog(), this.store);
   }
 
   /** Hands a connection to the gateway; it owns the channel from now on. */
@@ -67,7 +75,9 @@ export class Gateway {
       if (greeted) throw new TetherError('FAILED_PRECONDITION', 'hello was already exchanged on this connection');
       assertCompatible(hello.protocol_version);
       if (principal.kind !== 'any' && principal.kind !== hello.role) {
-        throw new TetherError('PERMISSION_DENIED', `a ${principal.kind} token cannot connect as ${hello.role === 'agent' ? 'an agent' : 'a client'}`);
+        const a = (kind: string) => (kind === 'agent' ? 'an agent' : 'a client');
+        const message = `token is for ${a(principal.kind)}, not ${a(hello.role)} (${a(hello.role)} needs ${a(hello.role)} token)`;
+        throw noteAuthFailure(log, authError('PERMISSION_DENIED', 'wrong_kind', message));
       }
       if (hello.role === 'agent') this.helloAgent(peer, principal, hello.agent, log);
       else new ClientLink(peer, principal, this.directory, log, this.limits.slowClientBytes);
@@ -86,10 +96,16 @@ export class Gateway {
   private helloAgent(peer: RpcPeer, principal: Principal, agent: AgentDescriptor | undefined, log: Logger): void {
     if (!agent) throw new TetherError('INVALID_ARGUMENT', 'an agent hello must describe the agent (params.agent)');
     if (principal.agentName !== undefined && principal.agentName !== agent.name) {
-      throw new TetherError('PERMISSION_DENIED', `this token may register only as agent "${principal.agentName}", not "${agent.name}"`);
+      throw noteAuthFailure(log, authError('PERMISSION_DENIED', 'wrong_agent', `this token may register only as agent "${principal.agentName}", not "${agent.name}"`));
     }
-    const link = new AgentLink(agent, peer, this.directory.sessions, log.child({ agent: agent.name }));
-    this.directory.agentUp(link);
+    const link = new AgentLink(agent, peer, this.directory.sessions, log.child({ agent: agent.name }), principal);
+    try {
+      this.directory.agentUp(link); // refuses another identity's live name; supersedes the same identity's link
+    } catch (err) {
+      link.dispose(); // a refused link must not relay anything its peer sends later
+      if (err instanceof TetherError && err.code === 'ALREADY_EXISTS') noteAuthFailure(log, new TetherError(err.code, err.message, { reason: 'agent_taken' }));
+      throw err;
+    }
     void peer.channel.closed.then(() => this.directory.agentDown(link));
   }
 
@@ -98,5 +114,6 @@ export class Gateway {
     for (const ch of this.channels) ch.close('UNAVAILABLE', 'gateway shutting down');
     this.directory.dispose();
     await Promise.all([...this.channels].map((c) => c.closed));
+    this.store.close();
   }
 }

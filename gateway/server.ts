@@ -2,9 +2,24 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../core/logging.js';
 import { silentLogger } from '../core/logging.js';
+import type { TicketOptions } from '../core/auth/tickets.js';
+import type { TokenVerifier } from '../core/auth/verify.js';
+import { Door } from './door.js';
 import type { Gateway } from './gateway.js';
+import { handleTicketRequest } from './listen-http-ticket.js';
 import { attachWsListener } from './listen-ws.js';
 import { startGrpcListener, type GrpcListener } from './listen-grpc.js';
+import type { Principal } from './principal.js';
+
+/** How the gateway authenticates connections (see gateway/door.ts). */
+export interface GatewayAuthOptions {
+  /** Verifies bearer tokens; 'off' admits everyone as ANONYMOUS (trusted local use only; logged as a warning). */
+  verifier: TokenVerifier | 'off';
+  /** Browser origins allowed besides the gateway's own http://HOST:PORT (always allowed). */
+  allowOrigins?: string[];
+  /** One-time browser tickets (POST /v1/ticket). */
+  tickets?: TicketOptions;
+}
 
 export interface GatewayServerOptions {
   host?: string;
@@ -15,6 +30,11 @@ export interface GatewayServerOptions {
   pingIntervalMs?: number;
   pingTimeoutMs?: number;
   logger?: Logger;
+  /**
+   * Authentication at the door. Omitted: authentication is OFF (everyone is ANONYMOUS) and a
+   * warning is logged; the CLI always passes it (on unless --auth off).
+   */
+  auth?: GatewayAuthOptions;
 }
 
 export interface GatewayServer {
@@ -27,31 +47,48 @@ export interface GatewayServer {
   grpcPort?: number;
   /** grpc://host:port, when a gRPC listener runs. */
   grpcUrl?: string;
+  /** Authentication at the door: allowed origins, tickets. */
+  door: Door;
   close(): Promise<void>;
 }
 
 /**
- * The gateway's HTTP edge: health endpoints and the WebSocket listener, feeding channels to
- * the routing core. Listens on 127.0.0.1:7800 unless told otherwise.
+ * The gateway's HTTP edge: health endpoint, the browser ticket endpoint (POST /v1/ticket),
+ * the WebSocket listener and the gRPC listener, feeding channels to the routing core. Every
+ * connection passes the door (opts.auth) before the core sees it: a refused WebSocket gets
+ * an HTTP 401/403 instead of the upgrade, a refused gRPC stream ends with UNAUTHENTICATED or
+ * PERMISSION_DENIED before its headers. Listens on 127.0.0.1:7800 unless told otherwise.
  */
 export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOptions = {}): Promise<GatewayServer> {
   const log = opts.logger ?? silentLogger;
   const host = opts.host ?? '127.0.0.1';
+  const door = new Door({ ...(opts.auth ?? { verifier: 'off' }), logger: log.child({ component: 'door' }) });
+  if (!door.authEnabled) log.warn('authentication is OFF: anyone who can reach this gateway can run sessions on its agents');
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/healthz') {
       res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
       return;
     }
+    if (handleTicketRequest(door, req, res)) return;
     res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}');
   });
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000;
-  const detachWs = attachWsListener(server, {
+  const detachWs = attachWsListener<Principal>(server, {
     maxFrameBytes: opts.maxFrameBytes,
     pingIntervalMs: opts.pingIntervalMs,
     pingTimeoutMs: opts.pingTimeoutMs,
-    onChannel: (channel) => gateway.accept(channel),
+    admit: (req) =>
+      door.admit({
+        transport: 'ws',
+        remote: `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`,
+        authorization: req.headers.authorization,
+        origin: req.headers.origin,
+        ticket: ticketOf(req.url),
+        path: req.url,
+      }),
+    onChannel: (channel, _req, principal) => gateway.accept(channel, principal),
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -65,7 +102,13 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
   let grpc: GrpcListener | undefined;
   if (opts.grpcPort !== undefined && opts.grpcPort !== null) {
     try {
-      grpc = await startGrpcListener({ host, port: opts.grpcPort, maxFrameBytes: opts.maxFrameBytes, onChannel: (channel) => gateway.accept(channel) });
+      grpc = await startGrpcListener<Principal>({
+        host,
+        port: opts.grpcPort,
+        maxFrameBytes: opts.maxFrameBytes,
+        admit: (metadata, remote) => door.admit({ transport: 'grpc', remote, authorization: metadata.authorization, origin: metadata.origin }),
+        onChannel: (channel, _metadata, principal) => gateway.accept(channel, principal),
+      });
     } catch (err) {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       throw err;
@@ -73,6 +116,7 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
     log.info({ host, port: grpc.port }, 'gateway listening (gRPC)');
   }
   const urlHost = host.includes(':') ? `[${host}]` : host;
+  door.allowOrigin(`http://${urlHost}:${port}`); // same-origin pages of the gateway itself
   let closing: Promise<void> | undefined;
   return {
     port,
@@ -80,6 +124,7 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
     url: `ws://${urlHost}:${port}`,
     grpcPort: grpc?.port,
     grpcUrl: grpc ? `grpc://${urlHost}:${grpc.port}` : undefined,
+    door,
     close: () =>
       (closing ??= (async () => {
         await gateway.close();
@@ -90,4 +135,9 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
         await closed;
       })()),
   };
+}
+
+/** The `ticket` query parameter of a request URL, if any. */
+function ticketOf(url: string | undefined): string | undefined {
+  return new URL(url ?? '/', 'http://gateway').searchParams.get('ticket') ?? undefined;
 }

@@ -7,12 +7,15 @@ import type { AgentLink } from './agent-link.js';
 import type { Principal } from './principal.js';
 import { Session, type SessionLimits } from './session.js';
 import type { AuditLog } from './audit-log.js';
+import type { SessionStore, StoredSession } from './session-store.js';
 
 export interface DirectoryLimits extends SessionLimits {
   /** How long a session waits for its lost agent before it is ended. */
   agentLostTimeoutMs: number;
   /** How long an ended session stays listed (history readable) before it is dropped. */
   endedRetentionMs: number;
+  /** Live sessions one principal may own at once. */
+  maxSessionsPerPrincipal: number;
 }
 
 /**
@@ -26,7 +29,44 @@ export class SessionDirectory {
   readonly clients = new Map<string, Principal>();
   private readonly lostTimers = new Map<string, NodeJS.Timeout>();
 
-  constructor(private readonly limits: DirectoryLimits, private readonly log: Logger, readonly audit: AuditLog) {}
+  constructor(
+    private readonly limits: DirectoryLimits,
+    private readonly log: Logger,
+    readonly audit: AuditLog,
+    private readonly store: SessionStore,
+  ) {
+    for (const stored of store.loadAll()) this.restore(stored);
+  }
+
+  /** A session read back after a restart waits for its agent, bounded like a lost agent. */
+  private restore(stored: StoredSession): void {
+    const r = stored.record;
+    const session = new Session({
+      id: r.id,
+      agent: r.agent,
+      engine: r.engine,
+      owner: r.owner,
+      options: r.options,
+      host: undefined,
+      limits: this.limits,
+      logger: this.log.child({ sessionId: r.id, agent: r.agent }),
+      audit: this.audit,
+      store: this.store,
+      restored: stored,
+    });
+    session.onEnded = () => this.scheduleDrop(session);
+    this.sessions.set(r.id, session);
+    if (session.ended) this.scheduleDrop(session);
+    else this.startLostTimer(session);
+    this.log.info({ sessionId: r.id, agent: r.agent, frames: stored.frames.length }, 'session restored from the store');
+  }
+
+  private startLostTimer(s: Session): void {
+    clearTimeout(this.lostTimers.get(s.id));
+    const t = setTimeout(() => this.endSession(s, `agent did not come back within ${this.limits.agentLostTimeoutMs} ms`), this.limits.agentLostTimeoutMs);
+    t.unref();
+    this.lostTimers.set(s.id, t);
+  }
 
   /** Whether the client with this id may take control (its token allows it). */
   mayControl(clientId: string): boolean {
@@ -34,7 +74,7 @@ export class SessionDirectory {
   }
 
   listAgents(p: Principal): AgentInfo[] {
-    return [...this.agents.values()].filter((a) => mayUseAgent(p, a.name)).map((a) => a.info());
+    return [...this.agents.values()].filter((a) => p.canAdmin || mayUseAgent(p, a.name)).map((a) => a.info());
   }
 
   listSessions(p: Principal): SessionInfo[] {
@@ -60,6 +100,10 @@ export class SessionDirectory {
   async create(p: Principal, agentName: string, engine: EngineKind | undefined, options: SessionOptions, id: string): Promise<Session> {
     const agent = this.agents.get(agentName);
     if (!agent || !mayUseAgent(p, agentName)) throw new TetherError('NOT_FOUND', `no agent named "${agentName}" is connected`);
+    const owned = [...this.sessions.values()].filter((s) => s.owner === p.sub && !s.ended).length;
+    if (owned >= this.limits.maxSessionsPerPrincipal) {
+      throw new TetherError('RESOURCE_EXHAUSTED', `${p.sub} already owns ${owned} live sessions (limit ${this.limits.maxSessionsPerPrincipal}); stop one first`);
+    }
     const kind = engine ?? agent.descriptor.default_engine;
     if (!agent.descriptor.engines.includes(kind)) {
       throw new TetherError('FAILED_PRECONDITION', `agent "${agentName}" cannot run engine "${kind}" (it has: ${agent.descriptor.engines.join(', ')})`);
@@ -74,6 +118,7 @@ export class SessionDirectory {
       limits: this.limits,
       logger: this.log.child({ sessionId: id, agent: agentName }),
       audit: this.audit,
+      store: this.store,
     });
     this.audit.record({ session_id: id, principal: p.sub, action: 'create', agent: agentName, engine: kind, cwd: options.cwd });
     this.sessions.set(id, session);
@@ -90,11 +135,21 @@ export class SessionDirectory {
     return session;
   }
 
-  /** An agent finished its hello: register it and re-bind the sessions it still runs. */
+  /**
+   * An agent finished its hello: register it and re-bind the sessions it still runs. A live
+   * agent of the same name is superseded when the new link is the same identity (same
+   * principal sub: e.g. it reconnected before its old link was found dead), which is closed
+   * with ABORTED; another identity is refused with ALREADY_EXISTS, never a silent takeover.
+   */
   agentUp(link: AgentLink): void {
     const existing = this.agents.get(link.name);
     if (existing) {
-      throw new TetherError('ALREADY_EXISTS', `an agent named "${link.name}" is already connected; refusing a second registration`);
+      if (existing.principal.sub !== link.principal.sub) {
+        throw new TetherError('ALREADY_EXISTS', `an agent named "${link.name}" is already connected with another identity; refusing a second registration`);
+      }
+      this.log.info({ agent: link.name, principal: link.principal.sub }, 'agent superseded by a new connection of the same identity');
+      this.agentDown(existing);
+      existing.peer.channel.close('ABORTED', 'superseded by a new connection');
     }
     this.agents.set(link.name, link);
     const running = new Map(link.descriptor.sessions.map((s) => [s.session_id, s.last_input_seq]));
@@ -118,9 +173,7 @@ export class SessionDirectory {
     for (const s of this.sessions.values()) {
       if (s.agent !== link.name || s.ended) continue;
       s.bindHost(undefined);
-      const t = setTimeout(() => this.endSession(s, `agent did not come back within ${this.limits.agentLostTimeoutMs} ms`), this.limits.agentLostTimeoutMs);
-      t.unref();
-      this.lostTimers.set(s.id, t);
+      this.startLostTimer(s);
     }
   }
 
@@ -132,7 +185,10 @@ export class SessionDirectory {
 
   /** Ended sessions stay listed for a while, then go. */
   scheduleDrop(s: Session): void {
-    const t = setTimeout(() => this.sessions.delete(s.id), this.limits.endedRetentionMs);
+    const t = setTimeout(() => {
+      this.sessions.delete(s.id);
+      this.store.drop(s.id);
+    }, this.limits.endedRetentionMs);
     t.unref();
   }
 

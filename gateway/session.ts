@@ -6,6 +6,7 @@ import type { Logger } from '../core/logging.js';
 import { PromptBook } from './prompts.js';
 import { ReplayLog, type ReplayLogLimits } from './replay-log.js';
 import type { AuditEntry, AuditLog } from './audit-log.js';
+import type { SessionStore, StoredSession } from './session-store.js';
 
 /** One attached client as the session sees it: transport-blind. */
 export interface Member {
@@ -41,6 +42,9 @@ export interface SessionInit {
   limits: SessionLimits;
   logger: Logger;
   audit: AuditLog;
+  store: SessionStore;
+  /** History read back from the store after a restart. */
+  restored?: StoredSession;
 }
 
 interface Attachment {
@@ -88,6 +92,9 @@ export class Session {
   private readonly limits: SessionLimits;
   private readonly log_: Logger;
   private readonly audit: AuditLog;
+  private readonly store: SessionStore;
+  /** Dedupe key of the input being routed, stored with what it sends to the engine. */
+  private routingKey = '';
 
   constructor(init: SessionInit) {
     this.id = init.id;
@@ -99,8 +106,45 @@ export class Session {
     this.limits = init.limits;
     this.log_ = init.logger;
     this.audit = init.audit;
+    this.store = init.store;
     this.log = new ReplayLog(init.limits.replay);
     this.prompts = new PromptBook(init.limits.maxPendingPrompts);
+    if (init.restored) this.restore(init.restored);
+    else this.store.create({ id: this.id, agent: this.agent, engine: this.engine, owner: this.owner, options: this.options, created_at: this.createdAt });
+  }
+
+  /**
+   * Rebuilds history, state, pending prompts and input bookkeeping from the store. The
+   * session then waits for its agent ('agent-lost') unless it had ended.
+   */
+  private restore(stored: StoredSession): void {
+    (this as { createdAt: string }).createdAt = stored.record.created_at;
+    for (const f of stored.frames) {
+      this.log.append({ seq: f.seq, text: f.text });
+      if (f.agentSeq !== undefined && f.agentSeq > this.lastAgentSeq) this.lastAgentSeq = f.agentSeq;
+      this.replayState(f.text);
+    }
+    for (const i of stored.inputs) {
+      this.inputSeq = Math.max(this.inputSeq, i.seq);
+      this.recentInputs.set(i.key, true);
+      this.pendingInputs.push({ seq: i.seq, line: i.line });
+    }
+    if (this.state !== 'ended') this.state = 'agent-lost';
+  }
+
+  private replayState(text: string): void {
+    let params: { line?: string; event?: TetherEvent; origin?: string };
+    try {
+      params = (JSON.parse(text) as { params: typeof params }).params;
+    } catch {
+      return;
+    }
+    if (params.event?.subtype === 'state') this.state = params.event.state;
+    if (params.event?.subtype === 'exited') this.state = 'ended';
+    if (params.line === undefined) return;
+    const v = JSON.parse(params.line) as { type?: string; request_id?: string; request?: { subtype?: string } };
+    if (v.type === 'control_request' && params.origin === 'engine' && typeof v.request_id === 'string') this.raisePrompt(v.request_id, v.request?.subtype ?? 'unknown');
+    if (v.type === 'control_cancel_request' && typeof v.request_id === 'string') this.prompts.withdraw(v.request_id, 'withdrawn');
   }
 
   get currentState(): SessionState {
@@ -171,17 +215,21 @@ export class Session {
   onEngineEvent(agentSeq: number, event: TetherEvent): boolean {
     if (agentSeq <= this.lastAgentSeq) return false;
     this.lastAgentSeq = agentSeq;
-    this.broadcast({ event, origin: 'gateway' });
-    if (event.subtype === 'exited') this.end();
+    if (event.subtype === 'exited') this.end(event);
+    else this.broadcast({ event, origin: 'gateway' });
     return true;
   }
 
-  /** Marks the session ended (engine gone) and withdraws what was pending. */
-  end(): void {
+  /**
+   * Marks the session ended (engine gone): withdraws what was pending, then the state, then
+   * the exit itself last, since readers stop at `exited`.
+   */
+  end(exited?: TetherEvent): void {
     if (this.ended) return;
     for (const p of this.prompts.clear('engine gone')) this.broadcastWithdrawal(p.requestId);
     this.controlMap.clear();
     this.setState('ended');
+    if (exited) this.broadcast({ event: exited, origin: 'gateway' });
     this.onEnded?.();
   }
 
@@ -312,6 +360,7 @@ export class Session {
     const key = `${a.member.principal}\u0000${inputId}`; // survives the client reconnecting with a new client id
     if (this.recentInputs.has(key)) return 'duplicate';
     if (this.ended) throw new TetherError('FAILED_PRECONDITION', `session ${this.id} has ended`);
+    this.routingKey = key;
     this.route(a, line);
     this.recentInputs.set(key, true);
     if (this.recentInputs.size > 4096) this.recentInputs.delete(this.recentInputs.keys().next().value as string);
@@ -396,6 +445,7 @@ export class Session {
       throw new TetherError('RESOURCE_EXHAUSTED', `${MAX_PENDING_INPUTS} inputs are waiting for the agent of session ${this.id}; retry later`);
     }
     const seq = ++this.inputSeq;
+    this.store.appendInput(this.id, { seq, key: this.routingKey, line });
     this.pendingInputs.push({ seq, line });
     this.host?.input(this.id, seq, line);
   }
@@ -414,12 +464,7 @@ export class Session {
     this.controlMap.delete(gwId);
     const target = this.members.get(m.clientId);
     if (!target) return true; // asker left; nobody else may see its answer
-    const value = JSON.parse(line) as { response?: Record<string, unknown> };
-    if (value.response) {
-      if (m.origId === undefined) delete value.response.request_id;
-      else value.response.request_id = m.origId;
-    }
-    target.member.sendReply(this.id, JSON.stringify(value));
+    target.member.sendReply(this.id, restoreRequestId(line, gwId, m.origId));
     return true;
   }
 
@@ -431,6 +476,7 @@ export class Session {
   private broadcast(body: { line?: string; event?: TetherEvent; origin: 'engine' | 'gateway' }): void {
     const seq = this.log.lastSeq + 1;
     const text = frameText(this.id, seq, body);
+    this.store.appendFrame(this.id, { seq, agentSeq: this.lastAgentSeq, text });
     this.log.append({ seq, text });
     for (const a of this.members.values()) a.member.sendFrame(text);
   }
@@ -451,6 +497,23 @@ export class Session {
 
 function frameText(sessionId: string, seq: number, body: { line?: string; event?: TetherEvent; origin: string }): string {
   return JSON.stringify({ jsonrpc: '2.0', method: 'session.frame', params: { session_id: sessionId, seq, ...body } });
+}
+
+/**
+ * Puts the client's own request id back into the engine's answer. Edits the text in place so
+ * the rest of the line stays byte for byte as the engine wrote it; falls back to a re-parse
+ * only when the id must be removed (the client sent none).
+ */
+export function restoreRequestId(line: string, gwId: string, origId: unknown): string {
+  const needle = `"request_id":${JSON.stringify(gwId)}`;
+  const at = line.indexOf(needle);
+  if (origId !== undefined && at >= 0) return line.slice(0, at) + `"request_id":${JSON.stringify(origId)}` + line.slice(at + needle.length);
+  const value = JSON.parse(line) as { response?: Record<string, unknown> };
+  if (value.response) {
+    if (origId === undefined) delete value.response.request_id;
+    else value.response.request_id = origId;
+  }
+  return JSON.stringify(value);
 }
 
 function promptChars(line: Record<string, unknown>): number {

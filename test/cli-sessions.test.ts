@@ -21,7 +21,7 @@ describe('pipe mode', () => {
       '[1,2]',
       JSON.stringify({ type: 'bogus' }),
     ].join('\n');
-    const r = await runTether(['chat', '--agent', 'test-agent', '--json'], { env: { TETHER_GATEWAY: rig.stack.url }, input: input + '\n' });
+    const r = await runTether(['chat', '--agent', 'test-agent', '--json'], { env: { TETHER_GATEWAY: rig.stack.url, TETHER_TOKEN: rig.stack.token }, input: input + '\n' });
     expect(r.code).toBe(0);
     const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, any>);
     const tether = lines.filter((l) => l.type === 'tether');
@@ -47,7 +47,7 @@ describe('pipe mode', () => {
     await s.sendUserMessage('first turn');
     await until(it, isResult);
     const child = spawn(process.execPath, [TETHER_BIN, 'attach', s.id, '--json', '--read-only', '--from-seq', '3'], {
-      env: { ...process.env, TETHER_GATEWAY: rig.stack.url },
+      env: { ...process.env, TETHER_GATEWAY: rig.stack.url, TETHER_TOKEN: rig.stack.token },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let out = '';
@@ -82,12 +82,12 @@ describe('pipe mode', () => {
     const it = s[Symbol.asyncIterator]();
     await s.sendUserMessage('create a file');
     await until(it, isCanUseTool);
-    const r = await runTether(['sessions', '--json'], { env: { TETHER_GATEWAY: rig.stack.url } });
+    const r = await runTether(['sessions', '--json'], { env: { TETHER_GATEWAY: rig.stack.url, TETHER_TOKEN: rig.stack.token } });
     const [row] = JSON.parse(r.stdout) as Record<string, any>[];
     expect(row).toMatchObject({ id: s.id, agent: 'test-agent', state: 'requires_action', pending_prompts: 1 });
     expect(row.owner).toBeTypeOf('string');
     expect(row.clients).toHaveLength(1);
-    const audit = await runTether(['audit', s.id], { env: { TETHER_GATEWAY: rig.stack.url } });
+    const audit = await runTether(['audit', s.id], { env: { TETHER_GATEWAY: rig.stack.url, TETHER_TOKEN: rig.stack.token } });
     expect(audit.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l).action)).toEqual(['create', 'attach', 'prompt']);
   });
 });

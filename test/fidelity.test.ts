@@ -9,7 +9,7 @@ import { AGENT_INIT_REQUEST_ID } from '../agent/session-relay.js';
 import type { GatewayClient } from '../client/gateway-client.js';
 import type { RemoteSession, SessionItem } from '../client/remote-session.js';
 import { asTetherError } from '../core/errors.js';
-import { startStack, withTimeout, type Stack, type TransportName } from './support/stack.js';
+import { startStack, TRANSPORT_PAIRS, withTimeout, type Stack, type TransportName } from './support/stack.js';
 
 /**
  * Engine fidelity (issue 10). Every real CLI transcript in ../shared/fixtures/engine is played
@@ -19,7 +19,8 @@ import { startStack, withTimeout, type Stack, type TransportName } from './suppo
  * transcript and transport pair:
  *  (a) the engine received exactly the transcript's host frames (JSON equal, key order aside),
  *      except the request_id rewrites docs/protocol.md lists: the agent's own initialize
- *      (`tether_agent_init`) and `tether-N` for a client's control_request/cancel;
+ *      (`tether_agent_init`) and `tether-N` for a client's control_request/cancel (added
+ *      when the client sent none, 61, whose answer then comes back without one);
  *  (b) the client received every engine frame byte for byte as the engine wrote it, in order;
  *      control_responses to the client's own requests arrive as `session.reply` with the
  *      client's request_id restored (the line equals the transcript frame);
@@ -78,14 +79,12 @@ const RECORDED_ENGINE = join(HERE, 'support', 'recorded-engine.mjs');
 const PRELUDE = '01_basic_text_turn';
 const AGENT_INIT = { type: 'control_request', request_id: AGENT_INIT_REQUEST_ID, request: { subtype: 'initialize', hooks: null } };
 const EOF_NOTE = 'host closed stdin (EOF)';
-const SIGNAL_NOTES: Record<string, 'SIGTERM' | 'SIGINT'> = { 'host sent SIGTERM': 'SIGTERM', 'host sent SIGINT': 'SIGINT' };
+const SIGTERM_NOTE = 'host sent SIGTERM';
+const SIGINT_NOTE = 'host sent SIGINT';
 const GATEWAY_EVENT_SUBTYPES = new Set(['state', 'presence', 'prompt', 'prompt_decided', 'exited']);
 
-/** Client transport × agent transport: each transport on each leg. */
-const PAIRS: { client: TransportName; agent: TransportName }[] = [
-  { client: 'ws', agent: 'grpc' },
-  { client: 'grpc', agent: 'ws' },
-];
+/** Every client transport × agent transport (a replay costs well under a second). */
+const PAIRS: { client: TransportName; agent: TransportName }[] = TRANSPORT_PAIRS;
 
 // ---- transcripts ---------------------------------------------------------------------------
 
@@ -169,8 +168,8 @@ const SPECIAL: Record<string, Special> = {
   '56_hook_events_settings_command_hook': { why: 'replayed as captured', argvDiffers: '--settings is not on the agent allow list (asserted refused)' },
   '60_invalid_json_is_fatal': {
     why: 'the non-JSON line cannot be sent through the gateway; the engine survives it, so the replay ends there and the engine exits 0 at the stop',
-    refused: { 1: { code: 'INVALID_ARGUMENT', why: 'a non-JSON engine line is refused by session.send params validation' } },
-    until: 1,
+    refused: { 2: { code: 'INVALID_ARGUMENT', why: 'a non-JSON engine line is refused by session.send params validation' } },
+    until: 2,
     exitCode: 0,
   },
   '61_unknown_and_malformed_frames': {
@@ -394,13 +393,15 @@ class Collector {
 
 interface RunResult {
   compared: number;
+  /** Of those: frames the engine received (the rest: what the client received, exits). */
+  engineSide: number;
   differed: number;
   refusals: number;
   gatewayItems: number;
   diffs: string[];
 }
 
-const totals = { runs: 0, transcripts: new Set<string>(), compared: 0, differed: 0, refusals: 0, gatewayItems: 0, startupRefusals: 0 };
+const totals = { runs: 0, transcripts: new Set<string>(), compared: 0, engineSide: 0, differed: 0, refusals: 0, gatewayItems: 0, startupRefusals: 0 };
 const liveStacks = new Set<Stack>();
 
 async function replay(t: Transcript, pair: { client: TransportName; agent: TransportName }, home: string | undefined): Promise<RunResult> {
@@ -421,7 +422,7 @@ async function replay(t: Transcript, pair: { client: TransportName; agent: Trans
     TETHER_RECORDED_PRELUDE: plan.agentInit ? '' : join(FIXTURES, `${PRELUDE}.ndjson`),
     ...t.index.env_added,
   };
-  const result: RunResult = { compared: 0, differed: 0, refusals: 0, gatewayItems: 0, diffs: [] };
+  const result: RunResult = { compared: 0, engineSide: 0, differed: 0, refusals: 0, gatewayItems: 0, diffs: [] };
   const diff = (msg: string) => result.diffs.push(`${t.name} [client ${pair.client}, agent ${pair.agent}]: ${msg}`);
   let stack: Stack | undefined;
   try {
@@ -444,12 +445,13 @@ async function replay(t: Transcript, pair: { client: TransportName; agent: Trans
       // (a) the engine saw only the agent's initialize before it gave up.
       const host = readLines(logPath);
       result.compared++;
+      result.engineSide++;
       if (host.length !== 1 || canon(JSON.parse(host[0])) !== canon(AGENT_INIT)) {
         result.differed++;
         diff(`the engine should have received only the agent's initialize, got ${host.map((l) => short(l, 200)).join(' | ')}`);
       }
     } else {
-      const session = await client.createSession({ agent: 'test-agent', options: { extra_args: plan.extraArgs } });
+      const session = await withTimeout(client.createSession({ agent: 'test-agent', options: { extra_args: plan.extraArgs } }), 10_000, 'session.create');
       const collector = new Collector(session);
       try {
         await drive(plan, client, session, collector, tracePath, diff, result);
@@ -472,7 +474,7 @@ async function replay(t: Transcript, pair: { client: TransportName; agent: Trans
 
 /** 64, 65, 82c, 83: the engine exits before answering initialize. */
 async function startupRefusal(plan: Plan, client: GatewayClient, diff: (m: string) => void, result: RunResult): Promise<void> {
-  const err = await client.createSession({ agent: 'test-agent', options: { extra_args: plan.extraArgs } }).then(
+  const err = await withTimeout(client.createSession({ agent: 'test-agent', options: { extra_args: plan.extraArgs } }), 10_000, 'session.create').then(
     () => undefined,
     (e: unknown) => asTetherError(e),
   );
@@ -532,12 +534,12 @@ async function drive(
       while (plan.entries[i + 1]?.dir === 'note') group.push(plan.entries[++i]);
       await collector.waitVisible(visible);
       const notes = group.map((n) => n.note ?? '');
-      if (notes.includes('host sent SIGINT')) {
+      if (notes.includes(SIGINT_NOTE)) {
         if (!plan.special.sigintFromTest) throw new Error('SIGINT note without sigintFromTest');
         const start = readTrace(tracePath).find((x) => x.ev === 'start');
         process.kill(start!.pid as number, 'SIGINT');
       }
-      if (notes.includes(EOF_NOTE) || notes.includes('host sent SIGTERM')) {
+      if (notes.includes(EOF_NOTE) || notes.includes(SIGTERM_NOTE)) {
         await withTimeout(session.stop(), 15_000, 'session.stop');
       }
       continue;
@@ -627,6 +629,7 @@ function compareRun(plan: Plan, hostLines: string[], trace: Frame[], collector: 
       if (plan.special.refused?.[e.index]) continue;
       if (!e.prelude && !agentsOwn && e.frame?.type === 'user') sentPrompts.push(e.frame.message);
       const actualLine = hostLines[h++];
+      result.engineSide++;
       const where = e.prelude ? 'agent initialize (prelude)' : `host frame, line ${e.index + 1}`;
       if (actualLine === undefined) {
         cmp(false, () => `${where}: the engine never received ${short(JSON.stringify(e.frame ?? e.raw))}`);
@@ -696,6 +699,7 @@ function compareRun(plan: Plan, hostLines: string[], trace: Frame[], collector: 
   }
   if (h < hostLines.length) {
     result.compared++;
+    result.engineSide++;
     result.differed++;
     diff(`the engine received frames the transcript does not have: ${hostLines.slice(h).map((l) => short(l, 200)).join(' | ')}`);
   }
@@ -755,7 +759,7 @@ afterAll(async () => {
   await Promise.allSettled([...liveStacks].map((s) => s.stop()));
   console.log(
     `fidelity: ${totals.transcripts.size} transcripts replayed on ${PAIRS.length} transport pairs (${totals.runs} runs), ` +
-      `${totals.compared} frames compared, ${totals.differed} differed; ${totals.refusals} gateway refusals asserted, ` +
+      `${totals.compared} frames compared (${totals.engineSide} received by the engine, ${totals.compared - totals.engineSide} by the client incl. exits), ${totals.differed} differed; ${totals.refusals} gateway refusals asserted, ` +
       `${totals.startupRefusals} start-up refusals, ${totals.gatewayItems} gateway-origin items checked`,
   );
 });
@@ -778,8 +782,11 @@ describe('engine fixtures', () => {
     for (const p of plans) {
       for (const e of p.t.entries) {
         if (e.dir === 'in' && e.raw !== undefined) expect(p.special.refused?.[e.index], `${p.t.name} line ${e.index + 1}`).toBeDefined();
-        if (e.dir === 'note' && e.note === 'host sent SIGINT') expect(p.special.sigintFromTest, p.t.name).toBe(true);
+        if (e.dir === 'note' && e.note === SIGINT_NOTE) expect(p.special.sigintFromTest, p.t.name).toBe(true);
       }
+      // Flags a client cannot ask for through Tether are named, with the reason.
+      const expressible = JSON.stringify([...STREAM_JSON_FLAGS, ...p.extraArgs]) === JSON.stringify(p.t.index.argv);
+      expect(!!p.special.argvDiffers, `${p.t.name} argv ${JSON.stringify(p.t.index.argv)}`).toBe(!expressible);
     }
   });
 });
@@ -794,6 +801,7 @@ describe.concurrent.each(PAIRS)('fidelity: client over $client, agent over $agen
         totals.runs++;
         totals.transcripts.add(name);
         totals.compared += r.compared;
+        totals.engineSide += r.engineSide;
         totals.differed += r.differed;
         totals.refusals += r.refusals;
         totals.gatewayItems += r.gatewayItems;

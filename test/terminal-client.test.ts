@@ -24,7 +24,7 @@ describe('terminal client under a pty', () => {
   it('streams, asks y/n for Bash, and Ctrl-C interrupts then leaves', async () => {
     rig = await startRig('demo');
     const cmd = `${process.execPath} ${TETHER_BIN} chat --agent test-agent`;
-    term = spawn('script', ['-qfec', cmd, '/dev/null'], { env: { ...process.env, TETHER_GATEWAY: rig.stack.url, TERM: 'xterm' }, stdio: ['pipe', 'pipe', 'pipe'] });
+    term = spawn('script', ['-qfec', cmd, '/dev/null'], { env: { ...process.env, TETHER_GATEWAY: rig.stack.url, TETHER_TOKEN: rig.stack.token, TERM: 'xterm' }, stdio: ['pipe', 'pipe', 'pipe'] });
     let screen = '';
     term.stdout.on('data', (d: Buffer) => (screen += d.toString()));
     const exited = new Promise<number | null>((r) => term!.on('exit', (code) => r(code)));

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { GatewayClient } from '../client/gateway-client.js';
@@ -9,61 +9,81 @@ import { processesIn, runTether, startTether, type Daemon } from './support/cli.
 describe('tether up', () => {
   let up: Daemon | undefined;
   let dir: TempDir | undefined;
+  let state: TempDir | undefined;
   afterEach(async () => {
     await up?.stop('SIGKILL');
     dir?.cleanup();
+    state?.cleanup();
     up = undefined;
   });
 
-  it('serves tether run, and SIGTERM leaves no engine behind', async () => {
+  /** Starts `tether up` with a fresh state folder; resolves with its URLs and client token. */
+  async function startUp(): Promise<{ url: string; grpcUrl: string; env: NodeJS.ProcessEnv }> {
     dir = makeTempDir('tether-up-');
-    up = startTether(['up', '--port', '0', '--engine', 'demo', '--cwd', dir.path]);
+    state = makeTempDir('tether-state-');
+    up = startTether(['up', '--port', '0', '--engine', 'demo', '--cwd', dir.path, '--state-dir', state.path]);
     const url = (await up.line('gateway: ')).slice('gateway: '.length);
-    expect(url).toMatch(/^ws:\/\/127\.0\.0\.1:\d+$/);
-    expect(await up.line('token: ')).toMatch(/^token: /);
     const grpcUrl = (await up.line('grpc: ')).slice('grpc: '.length);
-    expect(grpcUrl).toMatch(/^grpc:\/\/127\.0\.0\.1:\d+$/);
+    const token = (await up.line('token: ')).slice('token: '.length);
+    return { url, grpcUrl, env: { TETHER_TOKEN: token } };
+  }
 
-    const hello = await runTether(['run', '--gateway', url, '--agent', 'local', 'hello there']);
+  it('serves tether run, and SIGTERM leaves no engine behind', async () => {
+    const { url, grpcUrl, env } = await startUp();
+    expect(url).toMatch(/^ws:\/\/127\.0\.0\.1:\d+$/);
+    expect(env.TETHER_TOKEN).toMatch(/^eyJ[\w-]+\.[\w-]+\.[\w-]+$/);
+    expect(grpcUrl).toMatch(/^grpc:\/\/127\.0\.0\.1:\d+$/);
+    expect(statSync(join(state!.path, 'gateway-key.json')).mode & 0o777).toBe(0o600);
+
+    const noToken = await runTether(['run', '--gateway', url, '--agent', 'local', 'hello there'], { env: { TETHER_TOKEN: '' } });
+    expect(noToken.code).toBe(1);
+    expect(noToken.stderr).toContain('no token');
+
+    const hello = await runTether(['run', '--gateway', url, '--agent', 'local', 'hello there'], { env });
     expect(hello.stderr).toBe('');
     expect(hello.code).toBe(0);
     expect(hello.stdout).toContain('You said: hello there');
 
-    const overGrpc = await runTether(['run', '--gateway', grpcUrl, '--agent', 'local', 'hello over grpc']);
+    const overGrpc = await runTether(['run', '--gateway', grpcUrl, '--agent', 'local', 'hello over grpc'], { env });
     expect(overGrpc.code).toBe(0);
     expect(overGrpc.stdout).toContain('You said: hello over grpc');
 
-    const write = await runTether(['run', '--gateway', url, '--agent', 'local', '--allow', 'Bash', 'create a file']);
+    const write = await runTether(['run', '--gateway', url, '--agent', 'local', '--allow', 'Bash', 'create a file'], { env });
     expect(write.code).toBe(0);
-    expect(existsSync(join(dir.path, 'tether-demo.txt'))).toBe(true);
+    expect(existsSync(join(dir!.path, 'tether-demo.txt'))).toBe(true);
+
+    // A token minted by `tether token` with the same state folder works too.
+    const minted = await runTether(['token', '--state-dir', state!.path, '--role', 'client', '--sub', 'ci-bot', '--scope', 'view', '--ttl', '5m']);
+    expect(minted.code).toBe(0);
+    const agents = await runTether(['agents', '--gateway', url, '--json'], { env: { TETHER_TOKEN: minted.stdout.trim() } });
+    expect(JSON.parse(agents.stdout).map((a: { name: string }) => a.name)).toEqual(['local']);
 
     // Leave a session running (its engine is a live process), then stop `up`.
-    const client = await GatewayClient.connect({ gateway: url, reconnect: false });
+    const client = await GatewayClient.connect({ gateway: url, token: env.TETHER_TOKEN, reconnect: false });
     const session = await client.createSession({ agent: 'local' });
     await session.sendUserMessage('a slow long answer please');
-    expect(processesIn(dir.path, 'demo-engine.js').length).toBe(1);
-    const exit = await up.stop('SIGTERM');
+    expect(processesIn(dir!.path, 'demo-engine.js').length).toBe(1);
+    const exit = await up!.stop('SIGTERM');
     await client.close();
     expect(exit.code).toBe(0);
-    expect(processesIn(dir.path, 'demo-engine.js')).toEqual([]);
+    expect(processesIn(dir!.path, 'demo-engine.js')).toEqual([]);
   });
 
   it('a denied tool makes tether run say so, and an unknown agent is a clear error', async () => {
-    dir = makeTempDir('tether-up-');
-    up = startTether(['up', '--port', '0', '--engine', 'demo', '--cwd', dir.path]);
-    const url = (await up.line('gateway: ')).slice('gateway: '.length);
-    const denied = await runTether(['run', '--gateway', url, '--agent', 'local', 'create a file']);
+    const { url, env } = await startUp();
+    const denied = await runTether(['run', '--gateway', url, '--agent', 'local', 'create a file'], { env });
     expect(denied.stderr).toContain('Bash was not allowed');
-    expect(existsSync(join(dir.path, 'tether-demo.txt'))).toBe(false);
+    expect(existsSync(join(dir!.path, 'tether-demo.txt'))).toBe(false);
 
-    const missing = await runTether(['run', '--gateway', url, '--agent', 'nope', 'hi']);
+    const missing = await runTether(['run', '--gateway', url, '--agent', 'nope', 'hi'], { env });
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('no agent named "nope"');
 
-    const json = await runTether(['sessions', '--gateway', url, '--json']);
+    const json = await runTether(['sessions', '--gateway', url, '--json'], { env });
     const sessions = JSON.parse(json.stdout) as { id: string; agent: string; owner: string; state: string; clients: unknown[]; pending_prompts: number }[];
     expect(sessions.length).toBe(1);
-    expect(sessions[0]).toMatchObject({ agent: 'local', owner: 'anonymous', pending_prompts: 0 });
+    expect(sessions[0]).toMatchObject({ agent: 'local', pending_prompts: 0 });
+    expect(sessions[0].owner).not.toBe('anonymous');
   });
 
   it('bad command lines fail with usage errors and --help works everywhere', async () => {
@@ -78,7 +98,7 @@ describe('tether up', () => {
     expect(refused.stderr).toContain('cannot connect to ws://127.0.0.1:1');
     const scheme = await runTether(['agents', '--gateway', 'http://127.0.0.1:1']);
     expect(scheme.stderr).toContain('unsupported gateway URL scheme');
-    for (const cmd of ['up', 'gateway', 'agent', 'run', 'agents', 'sessions']) {
+    for (const cmd of ['up', 'gateway', 'agent', 'run', 'agents', 'sessions', 'token', 'keygen']) {
       const help = await runTether([cmd, '--help']);
       expect(help.code).toBe(0);
       expect(help.stdout).toContain(`Usage: tether ${cmd}`);

@@ -1,18 +1,29 @@
+import { userInfo } from 'node:os';
 import { Agent } from '../../agent/agent.js';
+import { mintToken } from '../../core/auth/mint.js';
 import { createLogger } from '../../core/logging.js';
 import { Gateway } from '../../gateway/gateway.js';
 import { startGatewayServer } from '../../gateway/server.js';
 import { grpcPortOf, portOf, type Command } from '../args.js';
+import { AUTH_FLAGS, AUTH_FLAGS_HELP, AUTH_OFF_WARNING, gatewayAuthFrom } from '../auth-options.js';
 import { onShutdown } from '../shutdown.js';
 import { engineChoice } from './agent.js';
+
+/** Lifetime of the client token `tether up` prints. */
+const UP_CLIENT_TOKEN_TTL_SECONDS = 24 * 3600;
+/** Lifetime of the in-process agent's token (never printed; it only reconnects to this process). */
+const UP_AGENT_TOKEN_TTL_SECONDS = 366 * 86_400;
 
 export const upCommand: Command = {
   name: 'up',
   summary: 'run a gateway and a local agent in one command (what npm start runs)',
   usage: `Usage: tether up [--port 7800] [--grpc-port 7801] [--engine auto|claude|demo] [--cwd DIR] [--state-dir DIR]
+                 [--key FILE] [--jwks-url URL] [--auth on|off] [--allow-origin ORIGIN]...
 
 Starts a gateway on 127.0.0.1 and one local agent named "local" connected to it. Prints
-the gateway URL and a client token. Ctrl-C or SIGTERM stops everything, engines included.
+the gateway URL and a client token (valid 24 h, create + control on every agent; pass it as
+--token or TETHER_TOKEN). The key is created in the state folder on first run; the local
+agent gets its own agent token. Ctrl-C or SIGTERM stops everything, engines included.
 
 Options:
   --port PORT        WebSocket/HTTP port (default 7800; 0 picks a free port)
@@ -20,7 +31,7 @@ Options:
   --engine KIND      auto (default: claude if on PATH, else the built-in demo), claude or demo
   --engine-command PATH  the Claude Code executable (env TETHER_ENGINE_COMMAND)
   --cwd DIR          working folder for the local agent's sessions (default: current folder)
-  --state-dir DIR    folder for keys and session state (default ~/.tether)
+${AUTH_FLAGS_HELP}
   --log-level LEVEL  trace|debug|info|warn|error (default warn)
   -h, --help         show this help`,
   options: {
@@ -29,16 +40,22 @@ Options:
     engine: { type: 'string' },
     'engine-command': { type: 'string' },
     cwd: { type: 'string' },
-    'state-dir': { type: 'string' },
+    ...AUTH_FLAGS,
     'log-level': { type: 'string' },
   },
   async run(v) {
     const logger = createLogger({ name: 'tether', level: (v['log-level'] as string | undefined) ?? process.env.TETHER_LOG_LEVEL ?? 'warn' });
+    const setup = gatewayAuthFrom(v, { needSigningKey: true });
+    if (setup.auth.verifier === 'off') process.stderr.write(AUTH_OFF_WARNING);
     const gateway = new Gateway({ logger: logger.child({ program: 'gateway' }) });
-    const server = await startGatewayServer(gateway, { port: portOf(v.port, 7800), grpcPort: grpcPortOf(v), logger });
+    const server = await startGatewayServer(gateway, { port: portOf(v.port, 7800), grpcPort: grpcPortOf(v), logger, auth: setup.auth });
+    const key = setup.signingKey;
+    const agentToken = key ? await mintToken({ key, kind: 'agent', sub: 'local', agent: 'local', ttlSeconds: UP_AGENT_TOKEN_TTL_SECONDS }) : undefined;
+    const clientToken = key ? await mintToken({ key, kind: 'client', sub: localUser(), ttlSeconds: UP_CLIENT_TOKEN_TTL_SECONDS }) : undefined;
     const agent = new Agent({
       gateway: server.url,
       name: 'local',
+      token: agentToken,
       engine: engineChoice(v.engine),
       engineCommand: v['engine-command'] as string | undefined,
       cwd: v.cwd as string | undefined,
@@ -47,9 +64,10 @@ Options:
     await agent.start();
     process.stdout.write(`gateway: ${server.url}\n`);
     process.stdout.write(`grpc: ${server.grpcUrl}\n`);
-    process.stdout.write(`token: none (authentication is not enabled in this build; --token is accepted and ignored)\n`);
+    process.stdout.write(`token: ${clientToken ?? 'none (authentication is off)'}\n`);
+    if (setup.keyPath) process.stdout.write(`key: ${setup.keyPath}${setup.created ? ' (created now)' : ''}\n`);
     process.stdout.write(`agent: local engine: ${agent.engines.explanation}\n`);
-    process.stdout.write(`try: tether run --gateway ${server.url} --agent local "hello"\n`);
+    process.stdout.write(`try: ${clientToken ? 'TETHER_TOKEN=<the token above> ' : ''}tether run --gateway ${server.url} --agent local "hello"\n`);
     await onShutdown(async () => {
       await agent.shutdown();
       await server.close();
@@ -57,3 +75,12 @@ Options:
     return 0;
   },
 };
+
+/** The subject of the printed client token: the OS user name. */
+function localUser(): string {
+  try {
+    return userInfo().username || 'local-user';
+  } catch {
+    return 'local-user';
+  }
+}

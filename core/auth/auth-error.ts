@@ -24,6 +24,9 @@ export type AuthFailureReason =
   | 'ticket_used'
   | 'ticket_origin'
   | 'keys_unavailable'
+  | 'wrong_kind'
+  | 'wrong_agent'
+  | 'agent_taken'
   | 'internal';
 
 /** A refused credential: a TetherError whose details carry the reason. */

@@ -57,8 +57,8 @@ export function parseKey(text: string, source = 'key'): TokenKey {
 }
 
 function fromJwk(jwk: JsonWebKey): TokenKey {
+  if (Array.isArray((jwk as { keys?: unknown } | null)?.keys)) throw new TetherError('INVALID_ARGUMENT', 'a key set (JWKS) file is not supported here; pass one key, or serve the set and use --jwks-url');
   if (typeof jwk !== 'object' || jwk === null || typeof jwk.kty !== 'string') throw new TetherError('INVALID_ARGUMENT', 'a JWK needs "kty"');
-  if (Array.isArray((jwk as { keys?: unknown }).keys)) throw new TetherError('INVALID_ARGUMENT', 'a key set (JWKS) file is not supported here; pass one key, or serve the set and use --jwks-url');
   if (jwk.kty === 'oct') {
     if (jwk.alg !== undefined && jwk.alg !== 'HS256') throw new TetherError('INVALID_ARGUMENT', `a secret key must be HS256, not ${String(jwk.alg)}`);
     const secret = Buffer.from(String(jwk.k ?? ''), 'base64url');

@@ -41,8 +41,11 @@ export interface Channel extends AsyncIterable<string> {
 
 /** Defaults shared by every adapter; each is overridable per channel. */
 export const CHANNEL_DEFAULTS = {
-  /** 16 MiB: one engine line (the engine's own cap) must fit in one frame with its envelope. */
-  maxFrameBytes: 16 * 1024 * 1024 + 64 * 1024,
+  /**
+   * 33 MiB: one engine line of up to 16 MiB must fit in one frame with its envelope, and
+   * carrying the line as a JSON string can at worst double it (every `\"` becomes `\\\"`).
+   */
+  maxFrameBytes: 33 * 1024 * 1024,
   /** Inbound frames queued before the adapter stops reading the socket. */
   inboundHighWaterFrames: 256,
   /** Inbound bytes queued before the adapter stops reading the socket. */

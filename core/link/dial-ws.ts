@@ -36,7 +36,8 @@ export function dialWs(url: URL, opts: DialOptions): Promise<Channel> {
         ws.removeAllListeners();
         ws.on('error', () => {});
         ws.terminate();
-        const code = status === 401 ? 'UNAUTHENTICATED' : status === 403 ? 'PERMISSION_DENIED' : status === 429 ? 'RESOURCE_EXHAUSTED' : 'UNAVAILABLE';
+        const code =
+          status === 401 ? 'UNAUTHENTICATED' : status === 403 ? 'PERMISSION_DENIED' : status === 429 ? 'RESOURCE_EXHAUSTED' : status === 400 || status === 431 ? 'INVALID_ARGUMENT' : 'UNAVAILABLE';
         reject(new TetherError(code, `gateway refused the connection (HTTP ${status}): ${body.trim() || res.statusMessage}`));
       });
     });

@@ -1,10 +1,17 @@
 /**
  * An in-process Tether stack for end-to-end tests: gateway (HTTP/WebSocket edge + routing
  * core) and an agent that spawns real engine processes, all on 127.0.0.1 port 0. The agent
- * and the clients reach the gateway over the real wire.
+ * and the clients reach the gateway over the real wire. Authentication is on unless
+ * `auth: 'off'`: each stack gets a fresh key, its agent an agent token, and client() a
+ * client token (sub "test-user", no scopes: create + control everywhere).
  */
 import { Agent, type AgentOptions } from '../../agent/agent.js';
 import { GatewayClient } from '../../client/gateway-client.js';
+import { generateTokenKey } from '../../core/auth/keygen.js';
+import type { TokenAlg, TokenKey } from '../../core/auth/keys.js';
+import { mintToken } from '../../core/auth/mint.js';
+import { TokenVerifier } from '../../core/auth/verify.js';
+import type { Logger } from '../../core/logging.js';
 import { Gateway, type GatewayLimits } from '../../gateway/gateway.js';
 import { startGatewayServer, type GatewayServer } from '../../gateway/server.js';
 
@@ -31,6 +38,37 @@ export interface StackOptions {
   agentName?: string;
   limits?: Partial<GatewayLimits>;
   agentOptions?: Partial<AgentOptions>;
+  /** Authentication (default on, HS256, the real clock); 'off' admits everyone as anonymous. */
+  auth?: 'off' | StackAuthOptions;
+  /** Logger of the gateway, agent and clients (default silent). */
+  logger?: Logger;
+}
+
+/** How a stack authenticates. */
+export interface StackAuthOptions {
+  /** Key algorithm (default HS256). */
+  alg?: TokenAlg;
+  /** The gateway's clock for token checks (and the issue time of tokens the stack mints). */
+  now?: () => Date;
+  /** Browser origins allowed besides the gateway's own. */
+  allowOrigins?: string[];
+}
+
+/** What to mint with {@link Stack.mint}. */
+export interface MintRequest {
+  kind: 'agent' | 'client';
+  sub: string;
+  agent?: string;
+  scopes?: string[];
+  ttlSeconds?: number;
+}
+
+/** Options of {@link Stack.client}. */
+export interface ClientOptions {
+  /** Token to present (default: a fresh client token for sub/scopes below). */
+  token?: string;
+  sub?: string;
+  scopes?: string[];
 }
 
 export interface Stack {
@@ -41,19 +79,40 @@ export interface Stack {
   url: string;
   wsUrl: string;
   grpcUrl: string;
+  /** The stack's signing key (undefined with auth off). */
+  key?: TokenKey;
+  /** A client token for sub "test-user" (e.g. TETHER_TOKEN for CLI tests); undefined with auth off. */
+  token?: string;
+  /** Mints a token with the stack's key and clock. Throws with auth off. */
+  mint(req: MintRequest): Promise<string>;
   /** Opens a client; closed by stop(). */
-  client(): Promise<GatewayClient>;
+  client(opts?: ClientOptions): Promise<GatewayClient>;
   stop(): Promise<void>;
 }
 
 export async function startStack(opts: StackOptions): Promise<Stack> {
-  const gateway = new Gateway({ limits: opts.limits });
-  const server = await startGatewayServer(gateway, { port: 0, grpcPort: 0 });
+  const authOpts = opts.auth === 'off' ? undefined : (opts.auth ?? {});
+  const key = authOpts ? generateTokenKey(authOpts.alg ?? 'HS256').key : undefined;
+  const mint = async (req: MintRequest): Promise<string> => {
+    if (!key) throw new Error('this stack runs with auth off: no tokens');
+    return mintToken({ key, kind: req.kind, sub: req.sub, agent: req.agent, scopes: req.scopes, ttlSeconds: req.ttlSeconds ?? 3600, now: authOpts?.now?.() });
+  };
+  const gateway = new Gateway({ limits: opts.limits, logger: opts.logger });
+  const server = await startGatewayServer(gateway, {
+    port: 0,
+    grpcPort: 0,
+    logger: opts.logger,
+    auth: key ? { verifier: new TokenVerifier({ keys: [key], now: authOpts?.now }), allowOrigins: authOpts?.allowOrigins } : { verifier: 'off' },
+  });
   const urlFor = (t: TransportName | undefined) => (t === 'grpc' ? server.grpcUrl! : server.url);
   const url = urlFor(opts.clientTransport);
+  const agentName = opts.agentName ?? 'test-agent';
+  const token = key ? await mint({ kind: 'client', sub: 'test-user' }) : undefined;
   const agent = new Agent({
     gateway: urlFor(opts.agentTransport),
-    name: opts.agentName ?? 'test-agent',
+    name: agentName,
+    token: key ? await mint({ kind: 'agent', sub: agentName }) : undefined,
+    logger: opts.logger,
     engine: opts.engine,
     engineCommand: opts.engineCommand,
     engineEnv: opts.engineEnv,
@@ -71,8 +130,12 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     url,
     wsUrl: server.url,
     grpcUrl: server.grpcUrl!,
-    async client() {
-      const c = await GatewayClient.connect({ gateway: url, reconnect: false });
+    key,
+    token,
+    mint,
+    async client(o: ClientOptions = {}) {
+      const own = o.token ?? (key && (o.sub || o.scopes) ? await mint({ kind: 'client', sub: o.sub ?? 'test-user', scopes: o.scopes }) : token);
+      const c = await GatewayClient.connect({ gateway: url, token: own, reconnect: false, logger: opts.logger });
       clients.push(c);
       return c;
     },

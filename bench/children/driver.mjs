@@ -1,0 +1,406 @@
+/**
+ * The load generator. Every client the benchmark uses lives here, in its own process (so
+ * the runner can pin it with the rest): latency and throughput clients of our stack (the
+ * GatewayClient library, over ws:// or grpc://) and of the raw relays, the direct stdio pipe
+ * to the engine, fan-out viewers, and idle connections. Timing uses process.hrtime, the same
+ * monotonic clock the engine stamps its frames with.
+ */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { WebSocket } from 'ws';
+import { GatewayClient } from '../../dist/client/gateway-client.js';
+import { dialGrpc } from '../../dist/core/link/dial-grpc.js';
+import { RpcPeer } from '../../dist/core/rpc/peer.js';
+import { PROTOCOL_VERSION } from '../../dist/core/protocol/version.js';
+import { nowUs, serve } from '../lib/child.mjs';
+import { openRawGrpc } from '../lib/raw-grpc.mjs';
+import { summarize } from '../lib/stats.mjs';
+import { connectWire } from '../lib/wire.mjs';
+
+const ENGINE = fileURLToPath(new URL('../echo-engine.mjs', import.meta.url));
+const handles = new Map();
+
+const isAssistantBuf = (b) => b[9] === 0x61 && b[10] === 0x73; // {"type":"as…
+const streamLine = (count, bytes, rate) => ({ type: 'control_request', request_id: `bench-${Date.now()}`, request: { subtype: 'bench_stream', count, bytes, ...(rate ? { rate } : {}) } });
+const userLine = (text) => ({ type: 'user', message: { role: 'user', content: text }, parent_tool_use_id: null, session_id: 'default' });
+
+/** Splits a byte stream into lines (Buffers) and calls onLine for each. */
+function lineReader(onLine) {
+  let carry = null;
+  return (chunk) => {
+    const buf = carry ? Buffer.concat([carry, chunk]) : chunk;
+    let start = 0;
+    let nl;
+    while ((nl = buf.indexOf(10, start)) >= 0) {
+      onLine(buf.subarray(start, nl));
+      start = nl + 1;
+    }
+    carry = start < buf.length ? buf.subarray(start) : null;
+  };
+}
+
+/** A process speaking the engine protocol on stdio (the engine itself, or ssh to it). */
+async function openStdio(cmd, args) {
+  const child = spawn(cmd, args, { stdio: ['pipe', 'pipe', 'ignore'] });
+  child.stdin.on('error', () => {});
+  const h = { kind: 'stdio', child, onItem: () => {} };
+  let initDone;
+  const init = new Promise((r) => (initDone = r));
+  child.stdout.on(
+    'data',
+    lineReader((line) => {
+      if (initDone && line.includes('tether_agent_init')) {
+        initDone();
+        initDone = undefined;
+        return;
+      }
+      h.onItem(line);
+    }),
+  );
+  h.send = (obj) => child.stdin.write(JSON.stringify(obj) + '\n');
+  h.isFrame = isAssistantBuf;
+  h.close = () => child.kill('SIGKILL');
+  h.send({ type: 'control_request', request_id: 'tether_agent_init', request: { subtype: 'initialize', hooks: null } });
+  const t = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  await Promise.race([init, new Promise((_, rej) => child.once('exit', () => rej(new Error(`${cmd} exited before initialize`))))]);
+  clearTimeout(t);
+  return h;
+}
+
+async function open({ id, kind, url, agent }) {
+  let h;
+  if (kind === 'ours') {
+    const client = await GatewayClient.connect({ gateway: url, reconnect: false });
+    const session = await client.createSession({ agent });
+    h = { kind, client, session, onItem: () => {} };
+    h.send = (obj) => void session.send(obj).catch(() => {});
+    h.isFrame = (item) => item.kind === 'engine' && item.message.type === 'assistant';
+    h.close = () => client.close();
+    void (async () => {
+      try {
+        for await (const item of session) h.onItem(item);
+      } catch {
+        // closed
+      }
+    })();
+  } else if (kind === 'raw-ws') {
+    const ws = new WebSocket(`${url}/client`, { perMessageDeflate: false, maxPayload: 64 * 1024 * 1024 });
+    await new Promise((resolve, reject) => {
+      ws.once('open', resolve);
+      ws.once('error', reject);
+    });
+    ws.on('error', () => {});
+    h = { kind, ws, onItem: () => {} };
+    ws.on('message', (data) => h.onItem(data));
+    h.send = (obj) => ws.send(JSON.stringify(obj));
+    h.isFrame = isAssistantBuf;
+    h.close = () => ws.terminate();
+  } else if (kind === 'raw-grpc') {
+    const { call, close } = await openRawGrpc(url, 'client');
+    h = { kind, call, onItem: () => {} };
+    call.on('data', (b) => h.onItem(b));
+    h.send = (obj) => call.write(Buffer.from(JSON.stringify(obj)));
+    h.isFrame = isAssistantBuf;
+    h.close = close;
+  } else if (kind === 'stdio') {
+    h = await openStdio(ENGINE, []);
+  } else if (kind === 'ssh') {
+    h = await openStdio('ssh', ['-o', 'BatchMode=yes', '-o', 'ConnectTimeout=3', '127.0.0.1', process.execPath, ENGINE]);
+  } else throw new Error(`unknown kind ${kind}`);
+  handles.set(id, h);
+  return { sessionId: h.session?.id, lastSeq: h.session?.info.last_seq };
+}
+
+function handle(id) {
+  const h = handles.get(id);
+  if (!h) throw new Error(`no handle ${id}`);
+  return h;
+}
+
+/** Sequential round trips of one small user message; µs per round trip. */
+async function latency({ id, iters = 500, warmup = 50, timeoutMs = 60_000 }) {
+  const h = handle(id);
+  const deadline = Date.now() + timeoutMs;
+  const samples = [];
+  for (let i = 0; i < warmup + iters && Date.now() < deadline; i++) {
+    const got = new Promise((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error('no echo within 5 s')), 5_000);
+      h.onItem = (x) => {
+        if (h.isFrame(x)) {
+          clearTimeout(t);
+          resolve();
+        }
+      };
+    });
+    const t0 = nowUs();
+    h.send(userLine(`ping ${i}`));
+    await got;
+    const dt = nowUs() - t0;
+    if (i >= warmup) samples.push(dt);
+  }
+  h.onItem = () => {};
+  return summarize(samples);
+}
+
+/** Engine → this client: `count` frames of `bytes` bytes as fast as they come. */
+async function throughput({ id, count, bytes, timeoutMs = 60_000 }) {
+  const h = handle(id);
+  let n = 0;
+  let t1 = 0;
+  const done = new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`throughput: ${n}/${count} frames within ${timeoutMs} ms`)), timeoutMs);
+    h.onItem = (x) => {
+      if (!h.isFrame(x)) return;
+      if (++n === count) {
+        t1 = nowUs();
+        clearTimeout(t);
+        resolve();
+      }
+    };
+  });
+  const t0 = nowUs();
+  h.send(streamLine(count, bytes));
+  await done;
+  h.onItem = () => {};
+  const seconds = (t1 - t0) / 1e6;
+  return { frames: n, seconds, fps: n / seconds, mbps: (n * bytes) / seconds / 1e6 };
+}
+
+async function close({ id }) {
+  const h = handles.get(id);
+  handles.delete(id);
+  await h?.close();
+  return {};
+}
+
+// ---- fan-out ---------------------------------------------------------------------------
+
+let viewers = [];
+let slowViewer;
+
+/** Parses the number after `mark` in a frame buffer (engine lines, escaped or not). */
+function numAfter(buf, mark, from = 0) {
+  const i = buf.indexOf(mark, from);
+  if (i < 0) return NaN;
+  let j = i + mark.length;
+  let s = '';
+  for (; j < buf.length && j < i + mark.length + 24; j++) {
+    const c = buf[j];
+    if ((c >= 0x30 && c <= 0x39) || c === 0x2e) s += String.fromCharCode(c);
+    else break;
+  }
+  return Number(s);
+}
+
+function makeViewer() {
+  const v = { count: 0, expected: 0, record: false, lat: [], onDone: undefined };
+  v.onFrame = (buf) => {
+    const at = buf.indexOf('~i=');
+    if (at < 0) return; // gateway events (presence, state), replies
+    v.count++;
+    if (v.record) v.lat.push(nowUs() - numAfter(buf, '~t=', at));
+    if (v.count === v.expected) v.onDone?.();
+  };
+  return v;
+}
+
+async function openViewer(kind, url, sessionId, fromSeq) {
+    const v = makeViewer();
+    if (kind === 'ours') {
+      const wire = await connectWire(url, { onFrame: (b) => v.onFrame(b) });
+      await wire.request('session.attach', { session_id: sessionId, read_only: true, from_seq: fromSeq });
+      v.close = () => wire.close();
+      v.ws = wire.ws;
+    } else {
+      const ws = new WebSocket(`${url}/client`, { perMessageDeflate: false, maxPayload: 64 * 1024 * 1024 });
+      await new Promise((resolve, reject) => {
+        ws.once('open', resolve);
+        ws.once('error', reject);
+      });
+      ws.on('error', () => {});
+      ws.on('message', (b) => v.onFrame(b));
+      v.close = () => ws.terminate();
+      v.ws = ws;
+    }
+    return v;
+}
+
+/** Opens n viewers on our gateway (attached read-only from `fromSeq`) or on the raw relay. */
+async function viewersOpen({ kind, url, sessionId, fromSeq, n, concurrency = 50 }) {
+  viewers = [];
+  let started = 0;
+  const worker = async () => {
+    while (started < n) {
+      started++;
+      viewers.push(await openViewer(kind, url, sessionId, fromSeq));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, n) }, worker));
+  return { open: viewers.length };
+}
+
+/** Adds one viewer that never reads its socket: the relay's queue for it grows. Not counted. */
+async function slowAdd({ kind, url, sessionId }) {
+  slowViewer = await openViewer(kind, url, sessionId, undefined);
+  slowViewer.ws.pause();
+  return {};
+}
+
+/**
+ * Starts a stream through the controller handle `ctrl` and waits until every viewer got
+ * every frame (or the timeout). Returns deliveries/s over all viewers and latency
+ * percentiles pooled over every frame of every viewer (when `record`).
+ */
+async function fanout({ ctrl, count, bytes = 200, rate, record = false, timeoutMs = 60_000 }) {
+  const h = handle(ctrl);
+  h.onItem = () => {};
+  let doneViewers = 0;
+  let t1 = 0;
+  for (const v of viewers) {
+    v.count = 0;
+    v.lat = [];
+    v.expected = count;
+    v.record = record;
+  }
+  const all = new Promise((resolve) => {
+    const t = setTimeout(resolve, timeoutMs);
+    for (const v of viewers) {
+      v.onDone = () => {
+        if (++doneViewers === viewers.length) {
+          t1 = nowUs();
+          clearTimeout(t);
+          resolve();
+        }
+      };
+    }
+  });
+  const t0 = nowUs();
+  h.send(streamLine(count, bytes, rate));
+  await all;
+  if (!t1) t1 = nowUs();
+  const delivered = viewers.reduce((a, v) => a + v.count, 0);
+  const complete = viewers.filter((v) => v.count === count).length;
+  const out = {
+    viewers: viewers.length,
+    frames: count,
+    delivered,
+    complete,
+    missing: viewers.length * count - delivered,
+    seconds: (t1 - t0) / 1e6,
+    deliveriesPerSec: delivered / ((t1 - t0) / 1e6),
+    slowViewerGot: slowViewer ? slowViewer.count : undefined,
+  };
+  if (record) {
+    const pooled = [];
+    for (const v of viewers) for (const x of v.lat) pooled.push(x);
+    out.latency = summarize(pooled);
+    const perViewerP99 = viewers.map((v) => summarize(v.lat).p99).sort((a, b) => a - b);
+    out.worstViewerP99 = perViewerP99[perViewerP99.length - 1];
+    for (const v of viewers) v.lat = [];
+  }
+  for (const v of viewers) v.onDone = undefined;
+  return out;
+}
+
+async function viewersClose() {
+  for (const v of viewers) v.close();
+  slowViewer?.close();
+  viewers = [];
+  slowViewer = undefined;
+  return {};
+}
+
+// ---- idle connections ------------------------------------------------------------------
+
+let idle = [];
+
+/** Opens n idle connections; ours attach (read-only) to the given sessions round robin. */
+async function idleOpen({ kind, url, sessionIds = [], n, concurrency = 64 }) {
+  let started = 0;
+  const openOne = async (i) => {
+    if (kind === 'ours-ws') {
+      const wire = await connectWire(url);
+      await wire.request('session.attach', { session_id: sessionIds[i % sessionIds.length], read_only: true });
+      return () => wire.close();
+    }
+    if (kind === 'ours-grpc') {
+      const channel = await dialGrpc(new URL(url), {});
+      const peer = new RpcPeer(channel);
+      void peer.run();
+      await peer.request('hello', { protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: [], software: 'tether-bench' });
+      await peer.request('session.attach', { session_id: sessionIds[i % sessionIds.length], read_only: true });
+      return () => channel.close('OK', 'bench done');
+    }
+    if (kind === 'raw-ws') {
+      const ws = new WebSocket(`${url}/client`, { perMessageDeflate: false });
+      await new Promise((resolve, reject) => {
+        ws.once('open', resolve);
+        ws.once('error', reject);
+      });
+      ws.on('error', () => {});
+      return () => ws.terminate();
+    }
+    if (kind === 'raw-grpc') {
+      const { call, close } = await openRawGrpc(url, 'client');
+      await new Promise((resolve) => call.once('metadata', resolve));
+      return close;
+    }
+    throw new Error(`unknown idle kind ${kind}`);
+  };
+  const worker = async () => {
+    while (started < n) {
+      const i = started++;
+      idle.push(await openOne(i));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, n) }, worker));
+  return { open: idle.length };
+}
+
+async function idleClose() {
+  for (const c of idle) c();
+  idle = [];
+  return {};
+}
+
+/** Creates n sessions on `agent` through one connection, then closes it (sessions stay, idle). */
+async function sessionsCreate({ url, agent, n, concurrency = 32, keepOpen = false }) {
+  const wire = await connectWire(url);
+  const ids = [];
+  let started = 0;
+  const worker = async () => {
+    while (started < n) {
+      started++;
+      const r = await wire.request('session.create', { agent, options: {} }, 120_000);
+      ids.push(r.session.id);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, n) }, worker));
+  if (!keepOpen) wire.close();
+  else idle.push(() => wire.close());
+  return { ids };
+}
+
+const { ready } = serve(
+  {
+    open,
+    latency,
+    throughput,
+    close,
+    viewersOpen,
+    slowAdd,
+    fanout,
+    viewersClose,
+    idleOpen,
+    idleClose,
+    sessionsCreate,
+  },
+  {
+    onExit: async () => {
+      await viewersClose();
+      await idleClose();
+      await Promise.all([...handles.keys()].map((id) => close({ id })));
+    },
+  },
+);
+ready({});

@@ -1,0 +1,91 @@
+/**
+ * The baselines' agent: dials the raw relay (it dials out, like ours, so over ws it masks
+ * what it sends), spawns one engine, does the engine's initialize handshake, then pipes
+ * engine stdout lines to the relay and relay messages (plus a newline) to engine stdin.
+ * Reading the engine pauses while the outgoing buffer is over 8 MiB.
+ *
+ *   --transport ws|grpc --url <relay> [--engine <path>]
+ */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { WebSocket } from 'ws';
+import { argsOf, serve } from '../lib/child.mjs';
+import { openRawGrpc } from '../lib/raw-grpc.mjs';
+
+const a = argsOf();
+const HWM = 8 * 1024 * 1024;
+const enginePath = a.engine ?? fileURLToPath(new URL('../echo-engine.mjs', import.meta.url));
+const engine = spawn(enginePath, [], { stdio: ['pipe', 'pipe', 'inherit'] });
+engine.stdin.on('error', () => {});
+process.on('exit', () => engine.kill('SIGKILL'));
+
+// Link to the relay.
+let send;
+let paused = false;
+const resumeIfLow = (buffered) => {
+  if (paused && buffered < HWM / 2) {
+    paused = false;
+    engine.stdout.resume();
+  }
+};
+if ((a.transport ?? 'ws') === 'ws') {
+  const ws = new WebSocket(`${a.url}/agent`, { perMessageDeflate: false, maxPayload: 64 * 1024 * 1024 });
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve);
+    ws.once('error', reject);
+  });
+  ws.on('error', () => {});
+  ws.on('message', (data) => {
+    engine.stdin.write(data);
+    engine.stdin.write('\n');
+  });
+  send = (line) => {
+    ws.send(line, { binary: false }, () => resumeIfLow(ws.bufferedAmount));
+    if (!paused && ws.bufferedAmount > HWM) {
+      paused = true;
+      engine.stdout.pause();
+    }
+  };
+} else {
+  const { call } = await openRawGrpc(a.url, 'agent');
+  call.on('data', (b) => {
+    engine.stdin.write(b);
+    engine.stdin.write('\n');
+  });
+  call.on('drain', () => {
+    paused = false;
+    engine.stdout.resume();
+  });
+  send = (line) => {
+    if (!call.write(line) && !paused) {
+      paused = true;
+      engine.stdout.pause();
+    }
+  };
+}
+
+// Engine stdout, split into lines.
+let initDone;
+const initialized = new Promise((r) => (initDone = r));
+let carry = null;
+engine.stdout.on('data', (chunk) => {
+  let buf = carry ? Buffer.concat([carry, chunk]) : chunk;
+  let start = 0;
+  let nl;
+  while ((nl = buf.indexOf(10, start)) >= 0) {
+    const line = buf.subarray(start, nl);
+    start = nl + 1;
+    if (initDone && line.includes('tether_agent_init')) {
+      initDone();
+      initDone = undefined;
+      continue;
+    }
+    send(line);
+  }
+  carry = start < buf.length ? buf.subarray(start) : null;
+});
+engine.stdin.write(JSON.stringify({ type: 'control_request', request_id: 'tether_agent_init', request: { subtype: 'initialize', hooks: null } }) + '\n');
+await initialized;
+
+const { ready } = serve({}, { onExit: () => engine.kill('SIGKILL') });
+ready({ enginePid: engine.pid });

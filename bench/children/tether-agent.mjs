@@ -1,0 +1,23 @@
+/**
+ * Our agent as a bench child: dials the gateway (ws:// or grpc://), registers as `--name`
+ * and runs `--engine` (default: bench/echo-engine.mjs) for every session. Engines are its
+ * children and die with it (the agent's exit hook kills their process groups).
+ */
+import { fileURLToPath } from 'node:url';
+import { Agent } from '../../dist/agent/agent.js';
+import { argsOf, serve } from '../lib/child.mjs';
+
+const a = argsOf();
+const engineCommand = a.engine ?? fileURLToPath(new URL('../echo-engine.mjs', import.meta.url));
+const agent = new Agent({
+  gateway: a.gateway,
+  name: a.name ?? 'bench',
+  engine: 'claude',
+  engineCommand,
+  cwd: process.cwd(),
+  eofGraceMs: 500,
+  termGraceMs: 500,
+});
+await agent.start();
+const { ready } = serve({ stats: () => ({ sessions: agent.sessionCount }) }, { onExit: () => agent.shutdown(1_000) });
+ready({ name: a.name ?? 'bench' });

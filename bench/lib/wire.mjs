@@ -1,0 +1,76 @@
+/**
+ * A minimal client of our gateway protocol on a raw `ws` socket (JSON-RPC 2.0 text frames),
+ * for the benchmark's many viewers and idle connections, where a full GatewayClient per
+ * connection would measure the driver rather than the gateway. Frames the gateway pushes
+ * (session.frame notifications) go to `onFrame(buffer)` untouched; only answers to our own
+ * requests are parsed.
+ */
+import { WebSocket } from 'ws';
+import { PROTOCOL_VERSION } from '../../dist/core/protocol/version.js';
+
+export async function connectWire(url, { role = 'client', agent, onFrame, onRequest } = {}) {
+  const ws = new WebSocket(`${url}/v1/connect`, { perMessageDeflate: false, maxPayload: 64 * 1024 * 1024 });
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve);
+    ws.once('error', reject);
+  });
+  ws.on('error', () => {});
+  const pending = new Map();
+  let nextId = 1;
+  const wire = {
+    ws,
+    onFrame,
+    request(method, params, timeoutMs = 60_000) {
+      const id = nextId++;
+      return new Promise((resolve, reject) => {
+        const t = setTimeout(() => {
+          pending.delete(id);
+          reject(new Error(`${method}: no answer within ${timeoutMs} ms`));
+        }, timeoutMs);
+        pending.set(id, { resolve, reject, t, method });
+        ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
+      });
+    },
+    close() {
+      ws.terminate();
+    },
+  };
+  ws.on('close', () => {
+    for (const p of pending.values()) {
+      clearTimeout(p.t);
+      p.reject(new Error(`${p.method}: connection closed`));
+    }
+    pending.clear();
+  });
+  ws.on('message', (data) => {
+    // The gateway serialises notifications as {"jsonrpc":"2.0","method":… and requests and
+    // answers as {"jsonrpc":"2.0","id":…: byte 18 tells them apart without parsing.
+    if (data[18] === 0x6d /* m */) {
+      wire.onFrame?.(data);
+      return;
+    }
+    const msg = JSON.parse(data.toString());
+    if (msg.method && msg.id !== undefined) {
+      // A request from the gateway (agents only).
+      Promise.resolve()
+        .then(() => onRequest?.(msg.method, msg.params))
+        .then(
+          (result) => ws.send(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: result ?? {} })),
+          (err) => ws.send(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32000, message: String(err?.message ?? err), data: { code: 'INTERNAL' } } })),
+        );
+      return;
+    }
+    if (msg.method) {
+      wire.onFrame?.(data);
+      return;
+    }
+    const p = pending.get(msg.id);
+    if (!p) return;
+    pending.delete(msg.id);
+    clearTimeout(p.t);
+    if (msg.error) p.reject(new Error(`${p.method}: ${msg.error.message}`));
+    else p.resolve(msg.result);
+  });
+  await wire.request('hello', { protocol_version: PROTOCOL_VERSION, role, capabilities: [], ...(agent ? { agent } : { software: 'tether-bench' }) });
+  return wire;
+}

@@ -1,0 +1,484 @@
+#!/usr/bin/env node
+/**
+ * Tether benchmarks: every figure next to a baseline measured in the same run.
+ *
+ *   npm run bench                 full run (< 15 min)
+ *   npm run bench -- --quick      smaller counts, fewer rounds (< 2 min)
+ *   options: --only 1,2,3,4 (figures) · --profile (CPU profile of the gateway, see below)
+ *            --out <file.json> (default bench/results/latest.json)
+ *
+ * Everything runs on 127.0.0.1 in child processes this script starts and stops: our gateway
+ * and agent (from dist/, so `npm run build` first), the raw relays and raw agent of the
+ * baselines, the stand-in engine (bench/echo-engine.mjs), and one driver process holding
+ * every client. Figures are repeated in rounds; within a round the baseline and ours run
+ * back to back, in alternating order, so noise on the shared machine hits both alike. The
+ * table shows medians over rounds with [min–max] and the ratio ours / baseline.
+ */
+import { execSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync, existsSync, rmSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { connect } from 'node:net';
+import { BENCH_DIR, hasTaskset, liveCount, startChild, stopAll } from './lib/proc.mjs';
+import { spread } from './lib/stats.mjs';
+import { analyzeProfile } from './lib/profile.mjs';
+
+const argv = process.argv.slice(2);
+const flag = (name) => argv.includes(`--${name}`);
+const opt = (name, dflt) => {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 && argv[i + 1] && !argv[i + 1].startsWith('--') ? argv[i + 1] : dflt;
+};
+const QUICK = flag('quick');
+const ONLY = new Set(opt('only', '1,2,3,4').split(',').map(Number));
+const PROFILE = flag('profile');
+const ROOT = join(BENCH_DIR, '..');
+const OUT = opt('out', join(BENCH_DIR, 'results', 'latest.json'));
+const BUDGET_MS = QUICK ? 115_000 : 14 * 60_000;
+
+if (!existsSync(join(ROOT, 'dist', 'gateway', 'gateway.js'))) {
+  console.error('dist/ is missing: run `npm run build` first');
+  process.exit(2);
+}
+
+const C = QUICK
+  ? {
+      latency: { rounds: 3, iters: 300, warmup: 50 },
+      throughput: { rounds: 2, small: 10_000, large: 300 },
+      fanout: { rounds: 1, ns: [1, 10, 100, 1000], deliveries: 40_000, rate: 20, rateSeconds: 2 },
+      slow: { rounds: 1, n: 100, count: 2_000, rateSeconds: 2 },
+      idle: { clients: [1000], grpcClients: [1000], sessions: [1000], agentSessions: 100, perSession: 100 },
+    }
+  : {
+      latency: { rounds: 7, iters: 1000, warmup: 100 },
+      throughput: { rounds: 5, small: 30_000, large: 1_000 },
+      fanout: { rounds: 3, ns: [1, 10, 100, 1000], deliveries: 150_000, rate: 20, rateSeconds: 10 },
+      slow: { rounds: 3, n: 100, count: 5_000, rateSeconds: 5 },
+      idle: { clients: [1000, 10000], grpcClients: [1000], sessions: [1000, 10000], agentSessions: 500, perSession: 100 },
+    };
+
+const started = Date.now();
+const elapsed = () => ((Date.now() - started) / 1000).toFixed(1);
+const log = (...a) => console.log(`[${elapsed()}s]`, ...a);
+const overBudget = () => Date.now() - started > BUDGET_MS;
+const results = {
+  started: new Date().toISOString(),
+  mode: QUICK ? 'quick' : 'full',
+  machine: machineInfo(),
+  config: C,
+  figures: {},
+  notes: [],
+};
+
+function machineInfo() {
+  const v = (p) => {
+    try {
+      return JSON.parse(readFileSync(join(ROOT, 'node_modules', p, 'package.json'), 'utf8')).version;
+    } catch {
+      return undefined;
+    }
+  };
+  let rev;
+  try {
+    rev = execSync('git rev-parse --short HEAD', { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+  } catch {
+    rev = undefined;
+  }
+  return {
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model,
+    memGiB: +(totalmem() / 2 ** 30).toFixed(1),
+    node: process.version,
+    ws: v('ws'),
+    grpc: v('@grpc/grpc-js'),
+    bufferutil: v('bufferutil') ?? 'absent',
+    taskset: hasTaskset,
+    gitRev: rev,
+  };
+}
+
+async function sshAvailable() {
+  const port22 = await new Promise((resolve) => {
+    const s = connect(22, '127.0.0.1');
+    const t = setTimeout(() => (s.destroy(), resolve(false)), 1_000);
+    s.once('connect', () => (clearTimeout(t), s.destroy(), resolve(true)));
+    s.once('error', () => (clearTimeout(t), resolve(false)));
+  });
+  if (!port22) return { ok: false, why: 'no sshd listening on 127.0.0.1:22' };
+  try {
+    execSync('ssh -o BatchMode=yes -o ConnectTimeout=3 127.0.0.1 true', { stdio: 'ignore', timeout: 8_000 });
+    return { ok: true };
+  } catch {
+    return { ok: false, why: 'sshd present but non-interactive login to 127.0.0.1 failed' };
+  }
+}
+
+// ---- stacks ------------------------------------------------------------------------------
+
+/** Our gateway + one agent per transport (the agent dials over the transport it serves). */
+async function startOurs({ pin = false, transports = ['ws', 'grpc'], engine, prof } = {}) {
+  const execArgv = prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [];
+  const gw = await startChild('tether-gateway.mjs', [], { pin, execArgv, label: 'gateway' });
+  const agents = {};
+  for (const t of transports) {
+    const url = t === 'ws' ? gw.info.url : gw.info.grpcUrl;
+    agents[t] = await startChild('tether-agent.mjs', ['--gateway', url, '--name', `bench-${t}`, ...(engine ? ['--engine', engine] : [])], { pin, label: `agent-${t}` });
+  }
+  return { gw, agents, url: { ws: gw.info.url, grpc: gw.info.grpcUrl }, stop: () => stopAll([...Object.values(agents), gw]) };
+}
+
+/** The raw relay and raw agent of one transport. */
+async function startRaw(transport, { pin = false } = {}) {
+  const relay = await startChild('raw-relay.mjs', ['--transport', transport], { pin, label: `raw-relay-${transport}` });
+  const agent = await startChild('raw-agent.mjs', ['--transport', transport, '--url', relay.info.url], { pin, label: `raw-agent-${transport}` });
+  return { relay, agent, url: relay.info.url, stop: () => stopAll([agent, relay]) };
+}
+
+const cpuOf = async (child) => (await child.call('cpu')).total;
+const memOf = (child) => child.call('mem', {}, 30_000);
+
+// ---- figure 1 + 2: latency and throughput ----------------------------------------------------
+
+async function latencyAndThroughput(pin, withThroughput, ssh) {
+  const tag = pin ? 'pinned' : 'unpinned';
+  log(`figure 1${withThroughput ? ' + 2' : ''}: starting stacks (${tag})`);
+  const ours = await startOurs({ pin });
+  const raw = { ws: await startRaw('ws', { pin }), grpc: await startRaw('grpc', { pin }) };
+  const driver = await startChild('driver.mjs', [], { pin, label: 'driver' });
+  const all = [driver, ours, raw.ws, raw.grpc];
+  try {
+    for (const t of ['ws', 'grpc']) {
+      await driver.call('open', { id: `ours-${t}`, kind: 'ours', url: ours.url[t], agent: `bench-${t}` });
+      await driver.call('open', { id: `raw-${t}`, kind: `raw-${t}`, url: raw[t].url });
+    }
+    await driver.call('open', { id: 'stdio', kind: 'stdio' });
+    if (ssh.ok) await driver.call('open', { id: 'ssh', kind: 'ssh' });
+    const targets = ['ws', 'grpc'].flatMap((t) => [`raw-${t}`, `ours-${t}`]).concat(['stdio'], ssh.ok ? ['ssh'] : []);
+
+    const lat = Object.fromEntries(targets.map((k) => [k, []]));
+    for (let r = 0; r < C.latency.rounds && !overBudget(); r++) {
+      for (const t of ['ws', 'grpc']) {
+        const order = r % 2 ? [`ours-${t}`, `raw-${t}`] : [`raw-${t}`, `ours-${t}`];
+        for (const id of order) lat[id].push(await driver.call('latency', { id, iters: C.latency.iters, warmup: C.latency.warmup }));
+      }
+      for (const id of targets.filter((x) => x === 'stdio' || x === 'ssh')) lat[id].push(await driver.call('latency', { id, iters: C.latency.iters, warmup: C.latency.warmup }));
+    }
+    results.figures[`latency_${tag}`] = lat;
+    log(`figure 1 (${tag}) done`);
+
+    if (withThroughput) {
+      const tp = {};
+      const relayOf = (id) => (id.startsWith('ours') ? ours.gw : id === `raw-ws` ? raw.ws.relay : id === 'raw-grpc' ? raw.grpc.relay : undefined);
+      const agentOf = (id) => (id === 'ours-ws' ? ours.agents.ws : id === 'ours-grpc' ? ours.agents.grpc : id === 'raw-ws' ? raw.ws.agent : id === 'raw-grpc' ? raw.grpc.agent : undefined);
+      for (const [size, count, bytes] of [
+        ['200B', C.throughput.small, 200],
+        ['100KB', C.throughput.large, 100_000],
+      ]) {
+        const runs = Object.fromEntries(targets.map((k) => [k, []]));
+        for (let r = 0; r < C.throughput.rounds && !overBudget(); r++) {
+          for (const t of ['ws', 'grpc']) {
+            const order = r % 2 ? [`ours-${t}`, `raw-${t}`] : [`raw-${t}`, `ours-${t}`];
+            for (const id of order) {
+              const relay = relayOf(id);
+              const agent = agentOf(id);
+              const c0 = await cpuOf(relay);
+              const a0 = await cpuOf(agent);
+              const res = await driver.call('throughput', { id, count, bytes }, 90_000);
+              res.relayCpuUsPerFrame = ((await cpuOf(relay)) - c0) / count;
+              res.agentCpuUsPerFrame = ((await cpuOf(agent)) - a0) / count;
+              runs[id].push(res);
+            }
+          }
+          for (const id of targets.filter((x) => x === 'stdio' || x === 'ssh')) runs[id].push(await driver.call('throughput', { id, count, bytes }, 90_000));
+        }
+        tp[size] = runs;
+        log(`figure 2 (${size}) done`);
+      }
+      results.figures.throughput = tp;
+      results.figures.gatewayMemAfterThroughput = await memOf(ours.gw);
+    }
+  } finally {
+    await stopAll(all);
+  }
+}
+
+// ---- figure 3: fan-out ---------------------------------------------------------------------------
+
+async function fanoutStack(kind) {
+  if (kind === 'ours') {
+    const s = await startOurs({ transports: ['ws'] });
+    return { relay: s.gw, url: s.url.ws, ctrlKind: 'ours', agent: 'bench-ws', stop: s.stop };
+  }
+  const s = await startRaw('ws');
+  return { relay: s.relay, url: s.url, ctrlKind: 'raw-ws', stop: s.stop };
+}
+
+async function fanoutOnce(kind, n, driver, { slowTest = false } = {}) {
+  const stack = await fanoutStack(kind);
+  try {
+    const ctrl = await driver.call('open', { id: `ctrl-${kind}`, kind: stack.ctrlKind, url: stack.url, agent: stack.agent });
+    const t0 = Date.now();
+    await driver.call('viewersOpen', { kind, url: stack.url, sessionId: ctrl.sessionId, fromSeq: (ctrl.lastSeq ?? 0) + 1, n }, 180_000);
+    const attachSeconds = (Date.now() - t0) / 1000;
+    await new Promise((r) => setTimeout(r, 300));
+    const out = { attachSeconds };
+    const count = slowTest ? C.slow.count : Math.max(50, Math.min(20_000, Math.round(C.fanout.deliveries / n)));
+    const rateSeconds = slowTest ? C.slow.rateSeconds : C.fanout.rateSeconds;
+    const measure = async () => {
+      const c0 = await cpuOf(stack.relay);
+      const tp = await driver.call('fanout', { ctrl: `ctrl-${kind}`, count, bytes: 200, timeoutMs: 90_000 }, 120_000);
+      tp.relayCpuUsPerDelivery = ((await cpuOf(stack.relay)) - c0) / Math.max(1, tp.delivered);
+      await new Promise((r) => setTimeout(r, 200));
+      const rate = await driver.call('fanout', { ctrl: `ctrl-${kind}`, count: C.fanout.rate * rateSeconds, bytes: 200, rate: C.fanout.rate, record: true, timeoutMs: rateSeconds * 1000 + 15_000 }, 120_000);
+      return { throughput: tp, rate };
+    };
+    out.normal = await measure();
+    if (slowTest) {
+      await driver.call('slowAdd', { kind, url: stack.url, sessionId: ctrl.sessionId });
+      await new Promise((r) => setTimeout(r, 300));
+      out.withSlow = await measure();
+      out.slowRelayMem = await memOf(stack.relay);
+    }
+    await driver.call('viewersClose');
+    await driver.call('close', { id: `ctrl-${kind}` });
+    return out;
+  } finally {
+    await stack.stop();
+  }
+}
+
+async function figure3() {
+  const driver = await startChild('driver.mjs', [], { label: 'driver' });
+  const fan = {};
+  try {
+    for (const n of C.fanout.ns) {
+      fan[n] = { raw: [], ours: [] };
+      for (let r = 0; r < C.fanout.rounds && !overBudget(); r++) {
+        for (const kind of r % 2 ? ['ours', 'raw'] : ['raw', 'ours']) fan[n][kind].push(await fanoutOnce(kind, n, driver));
+      }
+      log(`figure 3: ${n} viewers done`);
+    }
+    results.figures.fanout = fan;
+    const slow = { raw: [], ours: [] };
+    for (let r = 0; r < C.slow.rounds && !overBudget(); r++) {
+      for (const kind of r % 2 ? ['ours', 'raw'] : ['raw', 'ours']) slow[kind].push(await fanoutOnce(kind, C.slow.n, driver, { slowTest: true }));
+    }
+    results.figures.slowViewer = slow;
+    log('figure 3: slow viewer done');
+  } finally {
+    await driver.stop();
+  }
+}
+
+// ---- figure 4: idle cost ----------------------------------------------------------------------------
+
+const perItem = (m0, m1, n) => ({
+  rssKB: (m1.rss - m0.rss) / n / 1024,
+  heapKB: (m1.heapUsed + m1.external - m0.heapUsed - m0.external) / n / 1024,
+});
+
+async function idleClientsOurs(transport, n, driver) {
+  const gw = await startChild('tether-gateway.mjs', [], { label: 'gateway' });
+  const fake = await startChild('fake-agent.mjs', ['--gateway', gw.info.url, '--name', 'fake'], { label: 'fake-agent' });
+  try {
+    const url = transport === 'ws' ? gw.info.url : gw.info.grpcUrl;
+    const { ids } = await driver.call('sessionsCreate', { url: gw.info.url, agent: 'fake', n: Math.ceil(n / C.idle.perSession) }, 120_000);
+    // Warm-up: a few clients come and go, so code paths are compiled before the baseline.
+    await driver.call('idleOpen', { kind: `ours-${transport}`, url, sessionIds: ids, n: 50 }, 60_000);
+    await driver.call('idleClose');
+    await waitFor(async () => (await gw.call('stats')).clients === 0, 10_000);
+    const m0 = await memOf(gw);
+    const t0 = Date.now();
+    await driver.call('idleOpen', { kind: `ours-${transport}`, url, sessionIds: ids, n }, 300_000);
+    const openSeconds = (Date.now() - t0) / 1000;
+    await new Promise((r) => setTimeout(r, 500));
+    const m1 = await memOf(gw);
+    await driver.call('idleClose');
+    return { n, sessions: ids.length, openSeconds, ...perItem(m0, m1, n), m0, m1 };
+  } finally {
+    await stopAll([fake, gw]);
+  }
+}
+
+async function idleClientsRaw(transport, n, driver) {
+  const relay = await startChild('raw-relay.mjs', ['--transport', transport], { label: `raw-relay-${transport}` });
+  try {
+    await driver.call('idleOpen', { kind: `raw-${transport}`, url: relay.info.url, n: 50 }, 60_000);
+    await driver.call('idleClose');
+    await new Promise((r) => setTimeout(r, 300));
+    const m0 = await memOf(relay);
+    await driver.call('idleOpen', { kind: `raw-${transport}`, url: relay.info.url, n }, 300_000);
+    await new Promise((r) => setTimeout(r, 500));
+    const m1 = await memOf(relay);
+    await driver.call('idleClose');
+    return { n, ...perItem(m0, m1, n), m0, m1 };
+  } finally {
+    await relay.stop();
+  }
+}
+
+async function idleSessionsGateway(n, driver) {
+  const gw = await startChild('tether-gateway.mjs', [], { label: 'gateway' });
+  const fake = await startChild('fake-agent.mjs', ['--gateway', gw.info.url, '--name', 'fake'], { label: 'fake-agent' });
+  try {
+    await driver.call('sessionsCreate', { url: gw.info.url, agent: 'fake', n: 20 });
+    const m0 = await memOf(gw);
+    const t0 = Date.now();
+    await driver.call('sessionsCreate', { url: gw.info.url, agent: 'fake', n }, 600_000);
+    const createSeconds = (Date.now() - t0) / 1000;
+    await new Promise((r) => setTimeout(r, 500));
+    const m1 = await memOf(gw);
+    return { n, createSeconds, ...perItem(m0, m1, n), m0, m1 };
+  } finally {
+    await stopAll([fake, gw]);
+  }
+}
+
+async function idleSessionsAgent(n, driver) {
+  const engine = join(BENCH_DIR, 'idle-engine.sh');
+  const ours = await startOurs({ transports: ['ws'], engine });
+  try {
+    await driver.call('sessionsCreate', { url: ours.url.ws, agent: 'bench-ws', n: 10 });
+    const a0 = await memOf(ours.agents.ws);
+    const g0 = await memOf(ours.gw);
+    const t0 = Date.now();
+    await driver.call('sessionsCreate', { url: ours.url.ws, agent: 'bench-ws', n, concurrency: 8 }, 300_000);
+    const createSeconds = (Date.now() - t0) / 1000;
+    await new Promise((r) => setTimeout(r, 500));
+    const a1 = await memOf(ours.agents.ws);
+    const g1 = await memOf(ours.gw);
+    return { n, createSeconds, agent: perItem(a0, a1, n), gateway: perItem(g0, g1, n), a0, a1 };
+  } finally {
+    await ours.stop();
+  }
+}
+
+async function figure4() {
+  const driver = await startChild('driver.mjs', [], { label: 'driver' });
+  const idle = { clients: { ws: [], grpc: [] }, sessions: [], agent: undefined };
+  try {
+    for (const n of C.idle.clients) {
+      if (overBudget()) break;
+      idle.clients.ws.push({ raw: await idleClientsRaw('ws', n, driver), ours: await idleClientsOurs('ws', n, driver) });
+      log(`figure 4: ${n} idle ws clients done`);
+    }
+    for (const n of C.idle.grpcClients) {
+      if (overBudget()) break;
+      idle.clients.grpc.push({ raw: await idleClientsRaw('grpc', n, driver), ours: await idleClientsOurs('grpc', n, driver) });
+      log(`figure 4: ${n} idle grpc clients done`);
+    }
+    for (const n of C.idle.sessions) {
+      if (overBudget()) break;
+      idle.sessions.push(await idleSessionsGateway(n, driver));
+      log(`figure 4: ${n} idle sessions (gateway) done`);
+    }
+    if (!overBudget()) idle.agent = await idleSessionsAgent(C.idle.agentSessions, driver);
+    log('figure 4: agent per session done');
+  } finally {
+    await driver.stop();
+  }
+  results.figures.idle = idle;
+}
+
+// ---- profile ------------------------------------------------------------------------------------------
+
+async function profile() {
+  const dir = join(BENCH_DIR, 'results', 'prof');
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const driver = await startChild('driver.mjs', [], { label: 'driver' });
+  const out = {};
+  try {
+    for (const [name, run] of [
+      [
+        'single client, 200-byte frames (ws)',
+        async (ours) => {
+          await driver.call('open', { id: 'p', kind: 'ours', url: ours.url.ws, agent: 'bench-ws' });
+          for (let i = 0; i < 3; i++) await driver.call('throughput', { id: 'p', count: 20_000, bytes: 200 }, 90_000);
+          await driver.call('close', { id: 'p' });
+        },
+      ],
+      [
+        'fan-out to 100 viewers, 200-byte frames (ws)',
+        async (ours) => {
+          const ctrl = await driver.call('open', { id: 'p', kind: 'ours', url: ours.url.ws, agent: 'bench-ws' });
+          await driver.call('viewersOpen', { kind: 'ours', url: ours.url.ws, sessionId: ctrl.sessionId, fromSeq: ctrl.lastSeq + 1, n: 100 }, 120_000);
+          for (let i = 0; i < 3; i++) await driver.call('fanout', { ctrl: 'p', count: 1_000, bytes: 200, timeoutMs: 60_000 }, 90_000);
+          await driver.call('viewersClose');
+          await driver.call('close', { id: 'p' });
+        },
+      ],
+    ]) {
+      const sub = join(dir, String(Object.keys(out).length));
+      mkdirSync(sub, { recursive: true });
+      const ours = await startOurs({ transports: ['ws'], prof: sub });
+      try {
+        await run(ours);
+      } finally {
+        await ours.stop();
+      }
+      const file = readdirSync(sub).find((f) => f.endsWith('.cpuprofile'));
+      out[name] = file ? analyzeProfile(join(sub, file), ROOT) : { error: 'no profile written' };
+      log(`profile: ${name} done`);
+    }
+  } finally {
+    await driver.stop();
+  }
+  results.figures.profile = out;
+}
+
+async function waitFor(pred, timeoutMs) {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    if (await pred()) return true;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return false;
+}
+
+// ---- report -------------------------------------------------------------------------------------------
+
+import { report } from './lib/report.mjs';
+
+async function main() {
+  log(`tether bench (${results.mode}); ${results.machine.cpus} CPUs, node ${results.machine.node}, ws ${results.machine.ws}, grpc-js ${results.machine.grpc}, bufferutil ${results.machine.bufferutil}`);
+  const ssh = await sshAvailable();
+  results.ssh = ssh;
+  if (!ssh.ok) log(`ssh baseline: n/a (${ssh.why})`);
+  if (!hasTaskset) results.notes.push('taskset not available: "pinned" runs are not pinned');
+  const steps = [];
+  if (ONLY.has(1)) steps.push(['fig1-pinned', () => latencyAndThroughput(true, false, ssh)]);
+  if (ONLY.has(1) || ONLY.has(2)) steps.push(['fig1-2-unpinned', () => latencyAndThroughput(false, ONLY.has(2), ssh)]);
+  if (ONLY.has(3)) steps.push(['fig3', figure3]);
+  if (ONLY.has(4)) steps.push(['fig4', figure4]);
+  if (PROFILE) steps.push(['profile', profile]);
+  for (const [name, step] of steps) {
+    if (overBudget()) {
+      results.notes.push(`${name} skipped: time budget used up`);
+      log(`${name} skipped: over the time budget`);
+      continue;
+    }
+    try {
+      await step();
+    } catch (err) {
+      results.notes.push(`${name} failed: ${err.message}`);
+      log(`${name} FAILED: ${err.stack ?? err}`);
+    }
+  }
+  results.seconds = (Date.now() - started) / 1000;
+  const { text, markdown, verdicts } = report(results);
+  results.verdicts = verdicts;
+  mkdirSync(join(BENCH_DIR, 'results'), { recursive: true });
+  writeFileSync(OUT, JSON.stringify(results, null, 1));
+  writeFileSync(OUT.replace(/\.json$/, '.md'), markdown);
+  console.log('\n' + text);
+  log(`results: ${OUT} (table also in ${OUT.replace(/\.json$/, '.md')}); children still running: ${liveCount()}`);
+}
+
+const watchdog = setTimeout(() => {
+  console.error(`bench: hard time limit (${(BUDGET_MS * 1.3) / 1000} s) reached; stopping everything`);
+  process.exit(1);
+}, BUDGET_MS * 1.3);
+watchdog.unref();
+await main();
+process.exit(0);

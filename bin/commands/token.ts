@@ -1,0 +1,65 @@
+import { existsSync } from 'node:fs';
+import { parseTtl } from '../../core/auth/duration.js';
+import { loadKeyFile } from '../../core/auth/keys.js';
+import { mintToken } from '../../core/auth/mint.js';
+import { resolveStateDir, stateKeyPath } from '../../core/auth/state-dir.js';
+import { TetherError } from '../../core/errors.js';
+import { required, type Command } from '../args.js';
+
+export const tokenCommand: Command = {
+  name: 'token',
+  summary: 'mint a token for an agent or a client with the gateway key',
+  usage: `Usage: tether token [--state-dir DIR | --key FILE] --role agent|client --sub NAME [--agent NAME]
+                    [--scope SCOPE]... [--ttl 1h]
+
+Signs a token with the gateway's key (the state folder tether gateway --state-dir uses, same
+default ~/.tether; or a key file) and prints only the token.
+
+Options:
+  --state-dir DIR  state folder holding gateway-key.json (default ~/.tether; env TETHER_STATE_DIR)
+  --key FILE       a key file instead (JWK or PEM; must be a private key or secret)
+  --role ROLE      agent (registers as one agent) or client (opens and drives sessions)
+  --sub NAME       who the token is for (a person, service or machine); shown in sessions and audit
+  --agent NAME     agent tokens: the agent name it may register as (default: --sub)
+  --scope SCOPE    client tokens, repeatable; none = create + control on every agent. Scopes:
+                     agent:NAME   only this agent (repeat for more); agent:* = every agent
+                     view         list and attach read-only
+                     create       open sessions
+                     control      send prompts, answer permission prompts, interrupt, stop
+                     admin        see every agent and session
+                   With agent: scopes only, the actions are create + control; with action
+                   scopes, exactly those (view is always included)
+  --ttl TTL        lifetime, with unit s, m, h or d (default 1h; at most 366d). A token is
+                   checked on every connect: unattended agents need one that outlives restarts
+  -h, --help       show this help`,
+  options: {
+    'state-dir': { type: 'string' },
+    key: { type: 'string' },
+    role: { type: 'string' },
+    sub: { type: 'string' },
+    agent: { type: 'string' },
+    scope: { type: 'string', multiple: true },
+    ttl: { type: 'string' },
+  },
+  async run(v) {
+    const role = required(v.role as string | undefined, '--role (agent or client)');
+    if (role !== 'agent' && role !== 'client') throw new TetherError('INVALID_ARGUMENT', `--role must be agent or client, got "${role}"`);
+    const sub = required(v.sub as string | undefined, '--sub NAME');
+    if (v.key && v['state-dir']) throw new TetherError('INVALID_ARGUMENT', 'use --key or --state-dir, not both');
+    let path = v.key as string | undefined;
+    if (!path) {
+      path = stateKeyPath(resolveStateDir(v['state-dir'] as string | undefined));
+      if (!existsSync(path)) throw new TetherError('INVALID_ARGUMENT', `no key at ${path}: start tether gateway or tether up once with this state folder, or run tether keygen`);
+    }
+    const token = await mintToken({
+      key: loadKeyFile(path),
+      kind: role,
+      sub,
+      agent: v.agent as string | undefined,
+      scopes: (v.scope as string[] | undefined) ?? [],
+      ttlSeconds: parseTtl((v.ttl as string | undefined) ?? '1h'),
+    });
+    process.stdout.write(token + '\n');
+    return 0;
+  },
+};

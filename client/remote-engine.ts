@@ -1,0 +1,343 @@
+import { createInterface, type Interface } from 'node:readline';
+import type { Readable, Writable } from 'node:stream';
+import { asTetherError, TetherError } from '../core/errors.js';
+import type { DialOptions } from '../core/link/dial.js';
+import { silentLogger, type Logger } from '../core/logging.js';
+import { SessionOptions, type EngineKind } from '../core/protocol/session-options.js';
+import { GatewayClient } from './gateway-client.js';
+import type { RemoteSession, SessionItem } from './remote-session.js';
+
+/** Where the remote engine runs. */
+export interface RemoteEngineTarget {
+  /** ws://, wss://, grpc:// or grpcs:// URL of the gateway. */
+  gateway: string;
+  token?: string;
+  /** Name of the agent that runs the engine. */
+  agent: string;
+  /** Working folder on the agent's machine (default: the agent's own). */
+  cwd?: string;
+  /** Engine kind (default: the agent's default engine). */
+  engine?: EngineKind;
+  dial?: DialOptions;
+  /** Silent by default. Gateway frames and events that are not relayed are logged at debug. */
+  logger?: Logger;
+  /** Reported to the gateway in hello (default "tether-claude"). */
+  software?: string;
+}
+
+/** The three streams of the process the SDK thinks it started. */
+export interface RemoteEngineIo {
+  /** NDJSON the SDK writes for the engine; read to its end (EOF ends the remote session). */
+  input: Readable;
+  /** Receives each engine stdout line exactly as the engine wrote it, plus `\n`. Not ended here. */
+  output: Writable;
+  /** Human diagnostics, what the CLI would print on stderr (whole lines with `\n`). */
+  diagnostics: (text: string) => void;
+}
+
+/** How the remote engine (or the bridge, when it gave up) ended. */
+export interface RemoteExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** Set when the bridge itself failed (gateway unreachable, refused, link lost for good). */
+  error?: TetherError;
+}
+
+/** A running bridge between one SDK and one remote session. */
+export interface RemoteEngine {
+  /** Settles once the remote engine exited or the bridge gave up; never rejects. */
+  readonly exited: Promise<RemoteExit>;
+  /** Ends the remote session (stdin EOF for the engine, then staged signals). Idempotent. */
+  stop(): void;
+}
+
+/** Bound on waiting for the gateway to confirm a stop before the bridge leaves anyway. */
+const STOP_WAIT_MS = 10_000;
+
+/** Flags the bridge maps onto SessionOptions fields, with their arity. */
+const MAPPED: Record<string, { arity: 0 | 1; apply: (o: SessionOptions, value: string) => boolean }> = {
+  '--model': { arity: 1, apply: (o, v) => set(o, 'model', v) },
+  '--permission-mode': { arity: 1, apply: (o, v) => set(o, 'permission_mode', v) },
+  '--allowedTools': { arity: 1, apply: (o, v) => set(o, 'allowed_tools', [...(o.allowed_tools ?? []), ...toolList(v)]) },
+  '--allowed-tools': { arity: 1, apply: (o, v) => set(o, 'allowed_tools', [...(o.allowed_tools ?? []), ...toolList(v)]) },
+  '--disallowedTools': { arity: 1, apply: (o, v) => set(o, 'disallowed_tools', [...(o.disallowed_tools ?? []), ...toolList(v)]) },
+  '--disallowed-tools': { arity: 1, apply: (o, v) => set(o, 'disallowed_tools', [...(o.disallowed_tools ?? []), ...toolList(v)]) },
+  '--resume': { arity: 1, apply: (o, v) => set(o, 'resume', v) },
+  '--system-prompt': { arity: 1, apply: (o, v) => set(o, 'system_prompt', v) },
+  '--append-system-prompt': { arity: 1, apply: (o, v) => set(o, 'append_system_prompt', v) },
+  '--include-partial-messages': { arity: 0, apply: (o) => set(o, 'include_partial_messages', true) },
+};
+
+/**
+ * Flags dropped here. The stream-json plumbing and the prompt tool the agent always sets
+ * itself. The debug flags only make the CLI write diagnostics into a file or stderr on the
+ * agent's machine: local-only, and a client must not choose file paths there. The value of
+ * `--debug` (a category filter) is optional.
+ */
+const DROPPED: Record<string, 0 | 1 | 'optional'> = {
+  '-p': 0,
+  '--print': 0,
+  '--verbose': 0,
+  '--input-format': 1,
+  '--output-format': 1,
+  '--permission-prompt-tool': 1,
+  '--debug-file': 1,
+  '--debug-to-stderr': 0,
+  '--debug': 'optional',
+  '-d': 'optional',
+};
+
+/** Sets a field when the value passes the field's own schema. */
+function set(o: SessionOptions, key: keyof SessionOptions, value: unknown): boolean {
+  const parsed = SessionOptions.shape[key].safeParse(value);
+  if (!parsed.success) return false;
+  (o as Record<string, unknown>)[key] = parsed.data;
+  return true;
+}
+
+function toolList(value: string): string[] {
+  return value
+    .split(',')
+    .map((t) => t.trim())
+    .filter(Boolean);
+}
+
+const isFlag = (token: string | undefined): boolean => token !== undefined && token.startsWith('-') && token.length > 1;
+
+/**
+ * Turns the argv an SDK passes to `claude` into SessionOptions: the flags with a field of
+ * their own become that field (when the value fits the field; otherwise they stay raw), the
+ * local-only ones are dropped, and everything else goes verbatim into `extra_args`, which
+ * the agent checks against its allow list. Accepts `--flag value` and `--flag=value`; a flag
+ * this function does not know takes the next token as its value when that token is not a flag.
+ */
+export function sessionOptionsFromArgs(args: readonly string[], cwd?: string): SessionOptions {
+  const options: SessionOptions = {};
+  const extra: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const token = args[i];
+    const eq = token.startsWith('--') ? token.indexOf('=') : -1;
+    const flag = eq > 0 ? token.slice(0, eq) : token;
+    const inline = eq > 0 ? token.slice(eq + 1) : undefined;
+    const mapped: (typeof MAPPED)[string] | undefined = MAPPED[flag];
+    const dropped: 0 | 1 | 'optional' | undefined = DROPPED[flag];
+    if (mapped || dropped !== undefined) {
+      const arity = mapped ? mapped.arity : dropped;
+      let value = inline;
+      const raw = [token];
+      if (value === undefined && (arity === 1 || (arity === 'optional' && args[i + 1] !== undefined && !isFlag(args[i + 1])))) {
+        if (i + 1 >= args.length) throw new TetherError('INVALID_ARGUMENT', `engine flag "${flag}" needs a value`);
+        value = args[++i];
+        raw.push(value);
+      }
+      if (mapped && !mapped.apply(options, value ?? '')) extra.push(...raw); // let the agent judge it
+      continue;
+    }
+    extra.push(token);
+    if (inline === undefined && isFlag(token) && args[i + 1] !== undefined && !isFlag(args[i + 1])) extra.push(args[++i]);
+  }
+  if (cwd) options.cwd = cwd;
+  if (extra.length) options.extra_args = extra;
+  return options;
+}
+
+/**
+ * Runs one engine on a remote agent as if it were a local `claude` in stream-json mode:
+ * input lines go to the session in order (each retried across reconnects, applied at most
+ * once), engine frames and the replies to the SDK's own control requests come out exactly
+ * as the engine wrote them; gateway frames and tether events stay out of the stream (debug
+ * log only). A line that is not JSON ends everything with exit code 1, like the CLI. Input
+ * EOF stops the session; the engine finishes its turn and exits, and `exited` settles with
+ * its exit code.
+ */
+export function startRemoteEngine(target: RemoteEngineTarget, args: readonly string[], io: RemoteEngineIo): RemoteEngine {
+  const log = target.logger ?? silentLogger;
+  let session: RemoteSession | undefined;
+  let stopRequested = false;
+  let stopping: Promise<void> | undefined;
+  const requestStop = (): Promise<void> => {
+    stopRequested = true;
+    if (!session) return Promise.resolve();
+    stopping ??= session.stop().catch((err) => log.debug({ err: String(err) }, 'session.stop did not complete'));
+    return stopping;
+  };
+
+  const fail = (err: unknown): RemoteExit => {
+    const error = asTetherError(err, 'UNAVAILABLE');
+    io.diagnostics(`tether-claude: ${error.message}\n`);
+    return { code: 1, signal: null, error };
+  };
+
+  const run = async (): Promise<RemoteExit> => {
+    let client: GatewayClient | undefined;
+    try {
+      const options = sessionOptionsFromArgs(args, target.cwd);
+      client = await GatewayClient.connect({ gateway: target.gateway, token: target.token, dial: target.dial, logger: log, reconnect: true, software: target.software ?? 'tether-claude' });
+      session = await client.createSession({ agent: target.agent, engine: target.engine, options });
+      log.debug({ sessionId: session.id }, 'remote session created');
+    } catch (err) {
+      await client?.close();
+      return fail(err);
+    }
+    if (stopRequested) void requestStop();
+    const relay = new Relay(session, io, log);
+    const reader = createInterface({ input: io.input, crlfDelay: Infinity });
+    const input = pumpInput(session, reader, io, log, relay).then(async (how) => {
+      if (how === 'not-json') relay.silence(); // the CLI writes nothing more after a bad line
+      await withBound(requestStop(), STOP_WAIT_MS);
+      return how;
+    });
+    const output = relay.run();
+    // A bad input line ends the bridge once the stop is confirmed (or took too long), like
+    // the CLI's immediate exit 1; otherwise the engine's own exit ends it.
+    const exit = await Promise.race([output, input.then((how): RemoteExit | Promise<RemoteExit> => (how === 'not-json' ? { code: 1, signal: null } : output))]);
+    reader.close(); // the engine is gone: stop reading what the SDK may still write
+    await client.close();
+    return exit;
+  };
+
+  const exited = run().catch(fail);
+  return {
+    exited,
+    stop: () => void requestStop(),
+  };
+}
+
+/**
+ * Copies the session's engine frames to the output until the engine exits.
+ *
+ * One frame is held back. The agent initializes every engine itself, so the SDK's own
+ * `initialize` is the engine's second, and the CLI (2.1.332) answers a second initialize
+ * with an extra `system/background_tasks_changed` listing no tasks, which a local CLI never
+ * writes. That frame, when it directly follows the reply to the SDK's initialize and lists
+ * no tasks, is dropped, so the app sees what it would see locally.
+ */
+class Relay {
+  private silent = false;
+  /** Request ids of the SDK's own initialize requests still unanswered. */
+  private readonly initializeIds = new Set<unknown>();
+  private justInitialized = false;
+
+  constructor(
+    private readonly session: RemoteSession,
+    private readonly io: RemoteEngineIo,
+    private readonly log: Logger,
+  ) {}
+
+  silence(): void {
+    this.silent = true;
+  }
+
+  /** Called for every line the SDK sends, before it goes to the session. */
+  noteInput(line: Record<string, unknown>): void {
+    if (line.type === 'control_request' && (line.request as { subtype?: unknown } | undefined)?.subtype === 'initialize') this.initializeIds.add(line.request_id);
+  }
+
+  /** False for the re-initialize echo described on the class. */
+  private shouldRelay(item: SessionItem): boolean {
+    if (item.kind === 'reply') {
+      const id = (item.message.response as { request_id?: unknown } | undefined)?.request_id;
+      if (this.initializeIds.delete(id)) this.justInitialized = true;
+      return true;
+    }
+    const echo = this.justInitialized && item.kind === 'engine' && isEmptyTaskList(item.message);
+    this.justInitialized = false;
+    if (echo) this.log.debug({ sessionId: this.session.id }, 'dropped the engine\'s re-initialize background_tasks_changed');
+    return !echo;
+  }
+
+  async run(): Promise<RemoteExit> {
+    let exit: RemoteExit | undefined;
+    try {
+      for await (const item of this.session) {
+        if ((item.kind === 'engine' && item.origin === 'engine') || item.kind === 'reply') {
+          if (this.shouldRelay(item) && !this.silent) await writeLine(this.io.output, item.line);
+        } else if (item.kind === 'event' && item.event.subtype === 'exited') {
+          const e = item.event;
+          if (e.stderr_tail && !this.silent) this.io.diagnostics(e.stderr_tail.endsWith('\n') ? e.stderr_tail : e.stderr_tail + '\n');
+          exit = { code: e.code, signal: (e.signal as NodeJS.Signals | null) ?? null };
+        } else {
+          this.log.debug({ sessionId: this.session.id, item }, 'gateway frame not relayed to the SDK');
+        }
+      }
+    } catch (err) {
+      const error = asTetherError(err, 'UNAVAILABLE');
+      if (!this.silent) this.io.diagnostics(`tether-claude: lost the remote session: ${error.message}\n`);
+      return { code: 1, signal: null, error };
+    }
+    if (exit) return exit;
+    const error = new TetherError('UNAVAILABLE', 'the remote session ended without an exit report');
+    this.io.diagnostics(`tether-claude: ${error.message}\n`);
+    return { code: 1, signal: null, error };
+  }
+}
+
+function isEmptyTaskList(m: Record<string, unknown>): boolean {
+  return m.type === 'system' && m.subtype === 'background_tasks_changed' && Array.isArray(m.tasks) && m.tasks.length === 0;
+}
+
+/**
+ * Sends every input line to the session, in order. Blank lines and JSON values that are not
+ * objects are skipped (the CLI ignores them); a refused line is reported and skipped; a line
+ * that is not JSON stops reading ("not-json"), as it would end the CLI.
+ */
+async function pumpInput(session: RemoteSession, rl: Interface, io: RemoteEngineIo, log: Logger, relay: Relay): Promise<'eof' | 'not-json'> {
+  // An input stream that fails counts as EOF, like a pipe whose writer died.
+  const failed = new Promise<'eof'>((resolve) => io.input.once('error', (err) => {
+    log.warn({ err: String(err) }, 'input stream failed; treating it as EOF');
+    rl.close();
+    resolve('eof');
+  }));
+  const read = readLines(session, rl, io, log, relay).catch((err) => {
+    log.warn({ err: String(err) }, 'reading input failed; treating it as EOF');
+    return 'eof' as const;
+  });
+  return Promise.race([failed, read]);
+}
+
+async function readLines(session: RemoteSession, rl: Interface, io: RemoteEngineIo, log: Logger, relay: Relay): Promise<'eof' | 'not-json'> {
+  for await (const raw of rl) {
+    const text = raw.trim();
+    if (!text) continue;
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (err) {
+      io.diagnostics(`Error parsing streaming input line (${text.length} chars): ${String(err)}\n`);
+      rl.close();
+      return 'not-json';
+    }
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) continue;
+    relay.noteInput(value as Record<string, unknown>);
+    try {
+      await session.send(value as Record<string, unknown>);
+    } catch (err) {
+      const e = asTetherError(err);
+      log.warn({ code: e.code, type: (value as { type?: unknown }).type }, 'input line refused');
+      io.diagnostics(`tether-claude: input line refused (${e.code}): ${e.message}\n`);
+    }
+  }
+  return 'eof';
+}
+
+/** Writes one line, honouring backpressure; resolves early if the output is gone. */
+function writeLine(output: Writable, line: string): Promise<void> {
+  if (output.destroyed || output.writableEnded) return Promise.resolve();
+  if (output.write(line + '\n')) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      output.off('drain', done);
+      output.off('close', done);
+      output.off('error', done);
+      resolve();
+    };
+    output.on('drain', done);
+    output.on('close', done);
+    output.on('error', done);
+  });
+}
+
+function withBound(p: Promise<void>, ms: number): Promise<void> {
+  let t: NodeJS.Timeout | undefined;
+  return Promise.race([p, new Promise<void>((resolve) => (t = setTimeout(resolve, ms)))]).finally(() => clearTimeout(t));
+}

@@ -1,0 +1,150 @@
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import type { SessionOptions, EngineKind } from '../core/protocol/session-options.js';
+
+/** What a session is, apart from its history. */
+export interface SessionRecord {
+  id: string;
+  agent: string;
+  engine: EngineKind;
+  owner: string;
+  options: SessionOptions;
+  created_at: string;
+}
+
+/** One history frame as stored: the gateway seq, the agent seq it came from, the frame text. */
+export interface StoredFrame {
+  seq: number;
+  agentSeq?: number;
+  text: string;
+}
+
+export interface StoredInput {
+  seq: number;
+  key: string;
+  line: Record<string, unknown>;
+}
+
+/** A session as read back after a restart. */
+export interface StoredSession {
+  record: SessionRecord;
+  frames: StoredFrame[];
+  inputs: StoredInput[];
+}
+
+/**
+ * Where sessions and their history live so they survive a gateway restart. Writes are
+ * synchronous: a frame is in the store before it is acknowledged to the agent, so a killed
+ * gateway loses nothing the agent has let go of. Behind this interface so a distributed
+ * backend (NATS JetStream) can replace the embedded one.
+ */
+export interface SessionStore {
+  readonly kind: string;
+  create(record: SessionRecord): void;
+  appendFrame(sessionId: string, frame: StoredFrame): void;
+  appendInput(sessionId: string, input: StoredInput): void;
+  drop(sessionId: string): void;
+  loadAll(): StoredSession[];
+  close(): void;
+}
+
+/** No persistence: sessions live as long as the process. */
+export class MemorySessionStore implements SessionStore {
+  readonly kind = 'memory';
+  create(): void {}
+  appendFrame(): void {}
+  appendInput(): void {}
+  drop(): void {}
+  loadAll(): StoredSession[] {
+    return [];
+  }
+  close(): void {}
+}
+
+/** Inputs kept per session on load (the agent's hello says which were already applied). */
+const INPUTS_KEPT = 1024;
+
+/**
+ * The embedded store: one folder per session under `dir`, with `session.json` and an
+ * append-only `log.ndjson` of frames and inputs. Read back whole on start; the replay log
+ * keeps only its bounded tail in memory.
+ */
+export class FileSessionStore implements SessionStore {
+  readonly kind = 'file';
+  private readonly fds = new Map<string, number>();
+
+  constructor(readonly dir: string) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+  }
+
+  private folder(id: string): string {
+    if (!/^[A-Za-z0-9-]+$/.test(id)) throw new Error(`bad session id for the store: ${id}`);
+    return join(this.dir, id);
+  }
+
+  private fd(id: string): number {
+    let fd = this.fds.get(id);
+    if (fd === undefined) {
+      fd = openSync(join(this.folder(id), 'log.ndjson'), 'a', 0o600);
+      this.fds.set(id, fd);
+    }
+    return fd;
+  }
+
+  create(record: SessionRecord): void {
+    const folder = this.folder(record.id);
+    mkdirSync(folder, { recursive: true, mode: 0o700 });
+    writeFileSync(join(folder, 'session.json'), JSON.stringify(record), { mode: 0o600 });
+  }
+
+  appendFrame(sessionId: string, frame: StoredFrame): void {
+    writeSync(this.fd(sessionId), JSON.stringify({ f: frame.seq, a: frame.agentSeq, t: frame.text }) + '\n');
+  }
+
+  appendInput(sessionId: string, input: StoredInput): void {
+    writeSync(this.fd(sessionId), JSON.stringify({ i: input.seq, k: input.key, l: input.line }) + '\n');
+  }
+
+  drop(sessionId: string): void {
+    const fd = this.fds.get(sessionId);
+    if (fd !== undefined) closeSync(fd);
+    this.fds.delete(sessionId);
+    rmSync(this.folder(sessionId), { recursive: true, force: true });
+  }
+
+  loadAll(): StoredSession[] {
+    const out: StoredSession[] = [];
+    for (const id of readdirSync(this.dir)) {
+      const folder = join(this.dir, id);
+      const meta = join(folder, 'session.json');
+      if (!existsSync(meta)) continue;
+      try {
+        const record = JSON.parse(readFileSync(meta, 'utf8')) as SessionRecord;
+        const frames: StoredFrame[] = [];
+        const inputs: StoredInput[] = [];
+        const log = join(folder, 'log.ndjson');
+        const text = existsSync(log) ? readFileSync(log, 'utf8') : '';
+        for (const line of text.split('\n')) {
+          if (!line) continue;
+          let v: { f?: number; a?: number; t?: string; i?: number; k?: string; l?: Record<string, unknown> };
+          try {
+            v = JSON.parse(line);
+          } catch {
+            continue; // a torn last line from a crash mid-write: the agent still holds that frame
+          }
+          if (v.f !== undefined && v.t !== undefined) frames.push({ seq: v.f, agentSeq: v.a, text: v.t });
+          else if (v.i !== undefined && v.k !== undefined && v.l) inputs.push({ seq: v.i, key: v.k, line: v.l });
+        }
+        out.push({ record, frames, inputs: inputs.slice(-INPUTS_KEPT) });
+      } catch {
+        // unreadable session folder: skip it rather than refuse to start
+      }
+    }
+    return out;
+  }
+
+  close(): void {
+    for (const fd of this.fds.values()) closeSync(fd);
+    this.fds.clear();
+  }
+}

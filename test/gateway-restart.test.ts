@@ -1,0 +1,72 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { Agent } from '../agent/agent.js';
+import { GatewayClient } from '../client/gateway-client.js';
+import type { SessionItem } from '../client/remote-session.js';
+import { Gateway } from '../gateway/gateway.js';
+import { startGatewayServer, type GatewayServer } from '../gateway/server.js';
+import { FileSessionStore } from '../gateway/session-store.js';
+import { makeTempDir, type TempDir } from './support/claude-cli.js';
+import { processesIn } from './support/cli.js';
+import { isResult, until } from './support/items.js';
+
+const FAST_BACKOFF = { initialMs: 100, factor: 1.5, maxMs: 400, jitter: 0.2 };
+
+/** The gateway goes away mid-turn and comes back: sessions, history and clients survive. */
+describe('gateway restart', () => {
+  const cleanups: (() => Promise<void> | void)[] = [];
+  afterEach(async () => {
+    for (const c of cleanups.reverse()) await c();
+    cleanups.length = 0;
+  });
+
+  it('a session, its history and its clients come back; the engine is never restarted', async () => {
+    const state: TempDir = makeTempDir('tether-state-');
+    const cwd: TempDir = makeTempDir('tether-cwd-');
+    cleanups.push(() => state.cleanup(), () => cwd.cleanup());
+    const boot = (port: number) => startGatewayServer(new Gateway({ store: new FileSessionStore(state.path) }), { port });
+    let server: GatewayServer = await boot(0);
+    const port = server.port;
+    cleanups.push(() => server.close());
+    const agent = new Agent({ gateway: server.url, name: 'builder', engine: 'demo', cwd: cwd.path, backoff: FAST_BACKOFF, eofGraceMs: 1_000, termGraceMs: 1_000 });
+    await agent.start();
+    cleanups.push(() => agent.shutdown(1_000));
+    const client = await GatewayClient.connect({ gateway: server.url, backoff: FAST_BACKOFF });
+    cleanups.push(() => client.close());
+
+    const session = await client.createSession({ agent: 'builder', options: { include_partial_messages: true } });
+    const it = session[Symbol.asyncIterator]();
+    const seen: SessionItem[] = [];
+    await session.sendUserMessage('first turn');
+    await until(it, isResult, seen);
+    const [enginePid] = processesIn(cwd.path, 'demo-engine.js');
+    expect(enginePid).toBeGreaterThan(0);
+
+    await session.sendUserMessage('a slow long answer please');
+    await until(it, (i) => i.kind === 'engine' && i.message.type === 'stream_event', seen);
+    await server.close(); // the gateway goes away mid-stream
+    await new Promise((r) => setTimeout(r, 300)); // the engine keeps streaming into the agent's buffer
+    server = await boot(port);
+
+    const result = (await until(it, isResult, seen, 20_000, 'the slow turn to finish after the restart')) as { message: Record<string, unknown> };
+    expect(result.message.is_error).toBe(false);
+    expect(String(result.message.result)).toContain('39.');
+    const seqs = seen.filter((i) => i.kind !== 'reply').map((i) => (i as { seq: number }).seq);
+    seqs.forEach((s, n) => expect(s).toBe(n + 1));
+    const deltas = seen.filter((i) => i.kind === 'engine' && i.message.type === 'stream_event' && (i.message.event as { type?: string }).type === 'content_block_delta');
+    expect(deltas.length).toBe(40 + 5); // 40 slow chunks + the first turn's 5
+    expect(processesIn(cwd.path, 'demo-engine.js')).toEqual([enginePid]);
+
+    // A newcomer gets the whole history, from the store, with the same seqs.
+    const late = await GatewayClient.connect({ gateway: server.url });
+    cleanups.push(() => late.close());
+    const again = await late.attach(session.id);
+    const got: SessionItem[] = [];
+    const li = again[Symbol.asyncIterator]();
+    await until(li, isResult, got);
+    await until(li, isResult, got);
+    expect(got[0]).toMatchObject({ seq: 1 });
+    await session.sendUserMessage('after the restart');
+    const last = (await until(it, isResult, seen)) as { message: Record<string, unknown> };
+    expect(String(last.message.result)).toContain('after the restart');
+  });
+});
