@@ -35,6 +35,15 @@ export const EXTRA_ARG_ALLOW_LIST: Record<string, 0 | 1> = {
   '--include-hook-events': 0,
   '--no-session-persistence': 0,
   '--betas': 1,
+  // Also passed by the TypeScript SDK (thinking, taskBudget, agent, resumeSessionAt,
+  // permissionPrompts options). `--permission-prompts none` only ever denies: the drop-in
+  // uses it when the app has no canUseTool, as a local CLI without a prompt tool would.
+  '--thinking': 1,
+  '--thinking-display': 1,
+  '--task-budget': 1,
+  '--agent': 1,
+  '--resume-session-at': 1,
+  '--permission-prompts': 1,
 };
 
 /** Flags the agent always sets itself; a client passing them again is harmless and dropped. */

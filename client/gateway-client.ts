@@ -155,6 +155,13 @@ export class GatewayClient {
         s.role = r.role;
         s.clientId = r.client_id;
       } catch (err) {
+        if (peer.channel.isClosed) {
+          // The link dropped during the resume: keep every session (and every waiter) for the
+          // next reconnect, which resumes them from the same seqs.
+          this.log.warn({ sessionId: s.id, err: String(err) }, 'link lost while resuming; will resume after the reconnect');
+          this.resuming = false;
+          return;
+        }
         this.log.warn({ sessionId: s.id, err: String(err) }, 'could not resume session');
         this.sessions.delete(s.id);
         s.finish(err instanceof TetherError ? err : new TetherError('UNAVAILABLE', String(err)));

@@ -110,14 +110,18 @@ const isFlag = (token: string | undefined): boolean => token !== undefined && to
  * local-only ones are dropped, and everything else goes verbatim into `extra_args`, which
  * the agent checks against its allow list. Accepts `--flag value` and `--flag=value`; a flag
  * this function does not know takes the next token as its value when that token is not a flag.
+ * Argv without `--permission-prompt-tool` (an app without canUseTool) gets
+ * `--permission-prompts none`, so approvals are denied as a local CLI would deny them.
  */
 export function sessionOptionsFromArgs(args: readonly string[], cwd?: string): SessionOptions {
   const options: SessionOptions = {};
   const extra: string[] = [];
+  let promptRouting = false;
   for (let i = 0; i < args.length; i++) {
     const token = args[i];
     const eq = token.startsWith('--') ? token.indexOf('=') : -1;
     const flag = eq > 0 ? token.slice(0, eq) : token;
+    if (flag === '--permission-prompt-tool' || flag === '--permission-prompts') promptRouting = true;
     const inline = eq > 0 ? token.slice(eq + 1) : undefined;
     const mapped: (typeof MAPPED)[string] | undefined = MAPPED[flag];
     const dropped: 0 | 1 | 'optional' | undefined = DROPPED[flag];
@@ -136,6 +140,10 @@ export function sessionOptionsFromArgs(args: readonly string[], cwd?: string): S
     extra.push(token);
     if (inline === undefined && isFlag(token) && args[i + 1] !== undefined && !isFlag(args[i + 1])) extra.push(args[++i]);
   }
+  // Without a prompt tool the CLI asks nobody: what needs approval is denied (and the tools
+  // that only work with someone to ask are not offered). The agent always routes asks to
+  // the gateway, so an SDK app without canUseTool gets the same through this flag.
+  if (!promptRouting) extra.push('--permission-prompts', 'none');
   if (cwd) options.cwd = cwd;
   if (extra.length) options.extra_args = extra;
   return options;
@@ -182,15 +190,23 @@ export function startRemoteEngine(target: RemoteEngineTarget, args: readonly str
     if (stopRequested) void requestStop();
     const relay = new Relay(session, io, log);
     const reader = createInterface({ input: io.input, crlfDelay: Infinity });
-    const input = pumpInput(session, reader, io, log, relay).then(async (how) => {
-      if (how === 'not-json') relay.silence(); // the CLI writes nothing more after a bad line
-      await withBound(requestStop(), STOP_WAIT_MS);
-      return how;
-    });
     const output = relay.run();
-    // A bad input line ends the bridge once the stop is confirmed (or took too long), like
-    // the CLI's immediate exit 1; otherwise the engine's own exit ends it.
-    const exit = await Promise.race([output, input.then((how): RemoteExit | Promise<RemoteExit> => (how === 'not-json' ? { code: 1, signal: null } : output))]);
+    // Input EOF stops the session and the engine's own exit ends the bridge. A bad input line
+    // ends it with exit 1 once the stop is confirmed (or took too long), like the CLI's
+    // immediate exit; nothing the engine writes after that line reaches the output.
+    let badLine = false;
+    const input = pumpInput(session, reader, io, log, relay).then(async (how): Promise<RemoteExit> => {
+      if (how === 'eof') {
+        void requestStop();
+        return output;
+      }
+      badLine = true;
+      relay.silence();
+      await withBound(requestStop(), STOP_WAIT_MS);
+      return { code: 1, signal: null };
+    });
+    const raced = await Promise.race([output, input]);
+    const exit: RemoteExit = badLine ? { code: 1, signal: null } : raced;
     reader.close(); // the engine is gone: stop reading what the SDK may still write
     await client.close();
     return exit;

@@ -145,6 +145,10 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
       } catch (err) {
         const e = asTetherError(err);
         if (!e.retryable || attempt >= 20) throw e;
+        // A link that is going down can refuse sends before its channel reports closed: wait
+        // for the close (or a short, growing pause) so the retry goes out on the next
+        // connection instead of using up every attempt on the dying one.
+        await Promise.race([peer.channel.closed, new Promise((r) => setTimeout(r, Math.min(1_000, 25 * 2 ** attempt)))]);
       }
     }
   }
@@ -172,7 +176,13 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
       }, timeoutMs);
       t.unref();
     });
-    await this.send({ type: 'control_request', request_id: requestId, request: { subtype, ...fields } });
+    try {
+      await this.send({ type: 'control_request', request_id: requestId, request: { subtype, ...fields } });
+    } catch (err) {
+      this.replies.delete(requestId);
+      answered.catch(() => {}); // never settles now; the send's own error is the answer
+      throw err;
+    }
     return answered;
   }
 

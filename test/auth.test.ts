@@ -255,45 +255,39 @@ describe.each(['ws', 'grpc'] as const)('authentication over %s', (transport) => 
 
   it('refuses an agent token used by a client, and leaves no client behind', async () => {
     const before = state();
+    const counted = authFailures.wrong_kind ?? 0;
     const token = track(await stack.mint({ kind: 'agent', sub: 'test-agent' }));
     const err = await refusal(GatewayClient.connect({ gateway: url, token, reconnect: false, logger }));
     expect(err.code).toBe('PERMISSION_DENIED');
     expect(err.message).toContain('token is for an agent, not a client');
     expect(state()).toEqual(before);
+    expect(authFailures.wrong_kind).toBe(counted + 1);
   });
 
-  it('refuses a client token used by an agent, and registers nothing', async () => {
+  /** Expects an agent with `token` registering as `name` to be refused at hello, leaving the live agent as it was. */
+  async function agentRefused(name: string, token: string | undefined, code: string, message: string): Promise<void> {
     const before = state();
-    const agent = new Agent({ gateway: url, name: 'sneaky', engine: 'demo', token: stack.token, logger });
+    const agent = new Agent({ gateway: url, name, engine: 'demo', token, logger });
     const err = await refusal(agent.start());
     await agent.shutdown(0);
-    expect(err.code).toBe('PERMISSION_DENIED');
-    expect(err.message).toContain('token is for a client, not an agent');
+    expect(err.code).toBe(code);
+    expect(err.message).toContain(message);
     expect(state()).toEqual(before);
+    expect(state().link).toBe(before.link);
+  }
+
+  it('refuses a client token used by an agent, and registers nothing', async () => {
+    await agentRefused('sneaky', stack.token, 'PERMISSION_DENIED', 'token is for a client, not an agent');
   });
 
   it('refuses an agent token for another agent name', async () => {
-    const before = state();
     const token = track(await stack.mint({ kind: 'agent', sub: 'box-2', agent: 'other-agent' }));
-    const agent = new Agent({ gateway: url, name: 'test-agent', engine: 'demo', token, logger });
-    const err = await refusal(agent.start());
-    await agent.shutdown(0);
-    expect(err.code).toBe('PERMISSION_DENIED');
-    expect(err.message).toContain('may register only as agent "other-agent", not "test-agent"');
-    expect(state()).toEqual(before);
-    expect(state().link).toBe(before.link);
+    await agentRefused('test-agent', token, 'PERMISSION_DENIED', 'may register only as agent "other-agent", not "test-agent"');
   });
 
   it('refuses a second agent with the same name and another identity; the live one keeps its registration', async () => {
-    const before = state();
     const token = track(await stack.mint({ kind: 'agent', sub: 'impostor', agent: 'test-agent' }));
-    const agent = new Agent({ gateway: url, name: 'test-agent', engine: 'demo', token, logger });
-    const err = await refusal(agent.start());
-    await agent.shutdown(0);
-    expect(err.code).toBe('ALREADY_EXISTS');
-    expect(err.message).toContain('another identity');
-    expect(state()).toEqual(before);
-    expect(state().link).toBe(before.link);
+    await agentRefused('test-agent', token, 'ALREADY_EXISTS', 'another identity');
     expect(stack.gateway.directory.agents.get('test-agent')!.principal.sub).toBe('test-agent');
   });
 

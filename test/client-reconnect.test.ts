@@ -87,4 +87,22 @@ describe.each(TRANSPORTS)('client reconnect over %s', (transport) => {
     expect(items.filter(isDelta).length).toBeGreaterThanOrEqual(40);
     expect(items.map(label)).toContain('engine:result/success');
   }, 60_000);
+
+  it('input sent as the link drops goes out once the link is back, and only once', async () => {
+    rig = await startRig('demo', undefined, { clientTransport: transport });
+    proxy = await startTcpProxy(rig.stack.url);
+    cutClient = await GatewayClient.connect({ gateway: proxy.url, token: rig.stack.token, reconnect: true });
+    const session = await cutClient.createSession({ agent: 'test-agent' });
+    const it = session[Symbol.asyncIterator]();
+    proxy.cut(700);
+    const sent = session.sendUserMessage('hello'); // retried with the same input id until acknowledged
+    const items: SessionItem[] = [];
+    await until(it, isResult, items, 20_000, 'the result');
+    expect(['applied', 'duplicate']).toContain(await withTimeout(sent, 10_000, 'the send'));
+    await withTimeout(session.stop(), 15_000, 'session.stop');
+    await until(it, isExited, items, 15_000, 'the exit');
+    expect(items.filter((i) => i.kind === 'event' && i.event.subtype === 'prompt')).toHaveLength(1);
+    expect(items.filter(isResult)).toHaveLength(1);
+    expect(proxy.connections).toBeGreaterThanOrEqual(2);
+  }, 60_000);
 });

@@ -1,8 +1,10 @@
 import { query, type Options, type PermissionResult, type SDKMessage, type SDKUserMessage } from '@anthropic-ai/claude-agent-sdk';
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { sessionOptionsFromArgs } from '../client/remote-engine.js';
 import { remoteSpawn } from '../client/remote-spawn.js';
 import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './support/claude-cli.js';
 import { startRig, type EngineRig } from './support/engines.js';
@@ -100,8 +102,13 @@ async function until(cond: () => boolean): Promise<void> {
   while (!cond()) await sleep(25);
 }
 
-/** The app's view of a conversation, as (type, subtype) pairs. */
-const shape = (messages: SDKMessage[]) => messages.map((m) => `${m.type}${'subtype' in m && m.subtype ? '/' + String(m.subtype) : ''}`);
+/** The app's view of a conversation: (type, subtype) pairs, with the content block types of assistant and user messages. */
+const shape = (messages: SDKMessage[]) =>
+  messages.map((m) => {
+    const content = m.type === 'assistant' || m.type === 'user' ? m.message.content : undefined;
+    const blocks = Array.isArray(content) ? `[${content.map((b) => b.type).join(',')}]` : '';
+    return `${m.type}${'subtype' in m && m.subtype ? '/' + String(m.subtype) : ''}${blocks}`;
+  });
 
 const results = (messages: SDKMessage[]) => messages.filter((m): m is Extract<SDKMessage, { type: 'result' }> => m.type === 'result');
 
@@ -119,6 +126,10 @@ function expectConversation(run: Run, cwd: string, fake: FakeAnthropic): void {
   expect(denied?.is_error).toBe(true);
   expect(denied?.content).toContain(DENY_MESSAGE);
   expect(run.interruptAnswered).toBe(true);
+  // The interrupt came mid-stream: the app got the partial text, then the turn ended.
+  const texts = run.messages.flatMap((m) => (m.type === 'assistant' ? m.message.content.flatMap((c) => (c.type === 'text' ? [c.text] : [])) : []));
+  const partial = texts.find((t) => t.startsWith('word1 '));
+  expect(partial && partial.length < LONG_STORY.length && LONG_STORY.startsWith(partial)).toBe(true);
   expect(r[4].result).toBe('Still here.');
 }
 
@@ -147,7 +158,6 @@ describe('Agent SDK query() through the drop-ins', () => {
   });
 
   it('a local CLI (the reference) runs the conversation', () => {
-    if (process.env.SHOW_SHAPE) console.log(JSON.stringify(shape(local!.run.messages)), JSON.stringify(local!.run.messages.filter((m) => m.type === "assistant" || m.type === "user").map((m) => JSON.stringify((m as any).message.content).slice(0, 150))));
     expectConversation(local!.run, local!.dirs[0].path, local!.fake);
   });
 
@@ -166,4 +176,155 @@ describe('Agent SDK query() through the drop-ins', () => {
     expectConversation(run, rig.cwd, rig.fake!);
     expect(shape(run.messages), `stderr: ${stderr.join('')}`).toEqual(shape(local!.run.messages));
   }, 90_000);
+});
+
+describe('an app without canUseTool', () => {
+  let rig: EngineRig | undefined;
+  let fake: FakeAnthropic | undefined;
+  const dirs: TempDir[] = [];
+  afterEach(async () => {
+    await rig?.stop();
+    await fake?.close();
+    for (const d of dirs.splice(0)) d.cleanup();
+    rig = fake = undefined;
+  });
+
+  it('has approvals denied as by a local CLI with no prompt tool (same messages, same tools offered)', async () => {
+    const scenario: FakeScenario = { responses: [SCENARIO.responses[1], SCENARIO.responses[2]] };
+    const collect = async (options: Options) => {
+      const out: SDKMessage[] = [];
+      for await (const m of query({ prompt: 'Create made.txt', options })) out.push(m);
+      return out;
+    };
+    fake = await startFakeAnthropic(scenario);
+    dirs.push(makeTempDir('tether-local-cwd-'), makeTempDir('tether-local-home-'));
+    const localRun = await withTimeout(collect({ pathToClaudeCodeExecutable: claudeBinaryPath(), cwd: dirs[0].path, env: claudeTestEnv({ home: dirs[1].path, baseUrl: fake.url }) }), 30_000, 'the local run');
+    rig = await startRig('claude', scenario);
+    const remoteRun = await withTimeout(collect({ spawnClaudeCodeProcess: remoteSpawn({ gateway: rig.stack.url, token: rig.stack.token, agent: 'test-agent', cwd: rig.cwd }) }), 30_000, 'the remote run');
+    expect(shape(remoteRun)).toEqual(shape(localRun));
+    expect(shape(remoteRun)).toContain('system/permission_denied');
+    const tools = (run: SDKMessage[]) => (run[0] as Extract<SDKMessage, { type: 'system'; subtype: 'init' }>).tools;
+    expect(tools(remoteRun)).toEqual(tools(localRun));
+    expect(existsSync(join(rig.cwd, 'made.txt'))).toBe(false);
+  }, 60_000);
+});
+
+describe('sessionOptionsFromArgs', () => {
+  it('maps the flags with a session option, drops local-only ones and passes the rest', () => {
+    const argv = [
+      '--output-format', 'stream-json', '--verbose', '--input-format', 'stream-json',
+      '--model=claude-x', '--permission-prompt-tool=stdio', '--allowedTools=Read,Bash(git log:*)', '--disallowedTools=Write',
+      '--permission-mode=default', '--include-partial-messages', '--debug-file=/tmp/sdk-debug.log', '--debug',
+      '--setting-sources=', '--mcp-config', '{"mcpServers":{}}', '--max-turns=3', '--system-prompt', '', '--resume', 'abc',
+    ];
+    expect(sessionOptionsFromArgs(argv, '/remote/dir')).toEqual({
+      model: 'claude-x',
+      allowed_tools: ['Read', 'Bash(git log:*)'],
+      disallowed_tools: ['Write'],
+      permission_mode: 'default',
+      include_partial_messages: true,
+      system_prompt: '',
+      resume: 'abc',
+      cwd: '/remote/dir',
+      extra_args: ['--setting-sources=', '--mcp-config', '{"mcpServers":{}}', '--max-turns=3'],
+    });
+  });
+
+  it('keeps a value its option would refuse raw (the agent judges it) and denies approvals without a prompt tool', () => {
+    expect(sessionOptionsFromArgs(['--permission-mode', 'sideways', '--settings={}'])).toEqual({
+      extra_args: ['--permission-mode', 'sideways', '--settings={}', '--permission-prompts', 'none'],
+    });
+  });
+});
+
+interface BinResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs tether-claude with `input` on stdin (kept open when `keepOpen`), bounded. */
+function runBin(args: string[], env: Record<string, string | undefined>, input: string, opts: { keepOpen?: boolean; signalAfter?: (stdout: string) => boolean } = {}): Promise<BinResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [TETHER_CLAUDE, ...args], { env: { PATH: process.env.PATH, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    let signalled = false;
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+      if (!signalled && opts.signalAfter?.(stdout)) {
+        signalled = true;
+        child.kill('SIGTERM');
+      }
+    });
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const t = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`tether-claude did not exit within 20 s\nstdout: ${stdout}\nstderr: ${stderr}`));
+    }, 20_000);
+    child.on('close', (code) => {
+      clearTimeout(t);
+      resolve({ code, stdout, stderr });
+    });
+    child.stdin.on('error', () => {});
+    child.stdin.write(input);
+    if (!opts.keepOpen) child.stdin.end();
+  });
+}
+
+const userLine = (text: string) => JSON.stringify({ type: 'user', message: { role: 'user', content: text }, parent_tool_use_id: null, session_id: '' }) + '\n';
+const STREAM_ARGS = ['--output-format', 'stream-json', '--verbose', '--input-format', 'stream-json'];
+
+describe('tether-claude as a process', () => {
+  let rig: EngineRig | undefined;
+  afterEach(async () => {
+    await rig?.stop();
+    rig = undefined;
+  });
+  const envFor = (r: EngineRig) => ({ TETHER_GATEWAY: r.stack.url, TETHER_AGENT: 'test-agent', TETHER_TOKEN: r.stack.token, TETHER_CWD: r.cwd });
+  const sessionStates = async (r: EngineRig) => (await (await r.stack.client()).listSessions()).map((x) => x.state);
+
+  it('--help alone prints usage; missing env or an unreachable gateway fail clearly with exit 1', async () => {
+    const help = await runBin(['--help'], {}, '');
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('TETHER_GATEWAY');
+    const missing = await runBin(STREAM_ARGS, {}, '');
+    expect(missing).toMatchObject({ code: 1, stdout: '' });
+    expect(missing.stderr).toContain('missing TETHER_GATEWAY and TETHER_AGENT');
+    const unreachable = await runBin(STREAM_ARGS, { TETHER_GATEWAY: 'ws://127.0.0.1:9', TETHER_AGENT: 'x' }, '');
+    expect(unreachable).toMatchObject({ code: 1, stdout: '' });
+    expect(unreachable.stderr).toMatch(/tether-claude: .*127\.0\.0\.1:9/);
+  });
+
+  it('stdout carries only engine frames; stdin EOF ends the session with the engine\'s exit code', async () => {
+    rig = await startRig('demo');
+    const r = await runBin(STREAM_ARGS, envFor(rig), userLine('hello'));
+    expect(r.code, r.stderr).toBe(0);
+    const frames = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string });
+    expect(frames.map((f) => f.type)).toContain('result');
+    expect(frames.some((f) => f.type === 'tether')).toBe(false);
+    expect(await sessionStates(rig)).toEqual(['ended']);
+  });
+
+  it('a line that is not JSON ends it with exit 1 and the CLI\'s message, and stops the session', async () => {
+    rig = await startRig('demo');
+    const r = await runBin(STREAM_ARGS, envFor(rig), 'this is not json\n', { keepOpen: true });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('Error parsing streaming input line');
+    expect(await sessionStates(rig)).toEqual(['ended']);
+  });
+
+  it('an argument the agent refuses fails with exit 1 and names it', async () => {
+    rig = await startRig('demo');
+    const r = await runBin([...STREAM_ARGS, '--settings', '{"hooks":{}}'], envFor(rig), '');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('"--settings" is not allowed');
+  });
+
+  it('SIGTERM stops the remote session and exits with the engine\'s code', async () => {
+    rig = await startRig('demo');
+    const r = await runBin(STREAM_ARGS, envFor(rig), userLine('hello'), { keepOpen: true, signalAfter: (out) => out.includes('"type":"result"') });
+    expect(r.code, r.stderr).toBe(0);
+    expect(await sessionStates(rig)).toEqual(['ended']);
+  });
 });

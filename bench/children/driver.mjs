@@ -177,6 +177,9 @@ async function close({ id }) {
 
 let viewers = [];
 let slowViewer;
+/** Viewers the relay closed on us (e.g. a missed ping), and why the last one was closed. */
+let closedViewers = 0;
+let lastClose = '';
 
 /** Parses the number after `mark` in a frame buffer (engine lines, escaped or not). */
 function numAfter(buf, mark, from = 0) {
@@ -205,24 +208,28 @@ function makeViewer() {
 }
 
 async function openViewer(kind, url, sessionId, fromSeq) {
-    const v = makeViewer();
-    if (kind === 'ours') {
-      const wire = await connectWire(url, { onFrame: (b) => v.onFrame(b) });
-      await wire.request('session.attach', { session_id: sessionId, read_only: true, from_seq: fromSeq });
-      v.close = () => wire.close();
-      v.ws = wire.ws;
-    } else {
-      const ws = new WebSocket(`${url}/client`, { perMessageDeflate: false, maxPayload: 64 * 1024 * 1024 });
-      await new Promise((resolve, reject) => {
-        ws.once('open', resolve);
-        ws.once('error', reject);
-      });
-      ws.on('error', () => {});
-      ws.on('message', (b) => v.onFrame(b));
-      v.close = () => ws.terminate();
-      v.ws = ws;
-    }
-    return v;
+  const v = makeViewer();
+  if (kind === 'ours') {
+    const wire = await connectWire(url, { onFrame: (b) => v.onFrame(b) });
+    await wire.request('session.attach', { session_id: sessionId, read_only: true, from_seq: fromSeq });
+    v.close = () => wire.close();
+    v.ws = wire.ws;
+    wire.ws.on('close', (code, reason) => {
+      closedViewers++;
+      lastClose = `${code} ${reason}`;
+    });
+  } else {
+    const ws = new WebSocket(`${url}/client`, { perMessageDeflate: false, maxPayload: 64 * 1024 * 1024 });
+    await new Promise((resolve, reject) => {
+      ws.once('open', resolve);
+      ws.once('error', reject);
+    });
+    ws.on('error', () => {});
+    ws.on('message', (b) => v.onFrame(b));
+    v.close = () => ws.terminate();
+    v.ws = ws;
+  }
+  return v;
 }
 
 /** Opens n viewers on our gateway (attached read-only from `fromSeq`) or on the raw relay. */
@@ -289,6 +296,8 @@ async function fanout({ ctrl, count, bytes = 200, rate, record = false, timeoutM
     seconds: (t1 - t0) / 1e6,
     deliveriesPerSec: delivered / ((t1 - t0) / 1e6),
     slowViewerGot: slowViewer ? slowViewer.count : undefined,
+    closedViewers,
+    lastClose,
   };
   if (record) {
     const pooled = [];

@@ -49,6 +49,7 @@ Options:
       labels[l.slice(0, i)] = l.slice(i + 1);
     }
     const name = pick(v.name, 'TETHER_AGENT', (await import('node:os')).hostname())!;
+    let started = false;
     const agent = new Agent({
       gateway: required(pick(v.gateway, 'TETHER_GATEWAY'), '--gateway (or TETHER_GATEWAY)'),
       name,
@@ -61,10 +62,16 @@ Options:
       onStatus: (s) => {
         if (s.state === 'connected') process.stderr.write(`agent ${name}: connected to ${s.hello.gateway_id}\n`);
         if (s.state === 'down') process.stderr.write(`agent ${name}: link down (${s.error.message}); retrying in ${s.retryInMs} ms\n`);
+        if (s.state === 'closed' && s.error && started) {
+          // Not retryable (token refused, or another agent took over the name): stop for good.
+          process.stderr.write(`agent ${name}: giving up: ${s.error.message}\n`);
+          void agent.shutdown().then(() => process.exit(1));
+        }
       },
     });
     process.stdout.write(`agent: ${name} engine: ${agent.engines.explanation}\n`);
     await agent.start();
+    started = true;
     await onShutdown(() => agent.shutdown());
     return 0;
   },

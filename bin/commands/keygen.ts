@@ -5,6 +5,7 @@ import { resolveStateDir, stateKeyPath } from '../../core/auth/state-dir.js';
 import { TetherError } from '../../core/errors.js';
 import type { Command } from '../args.js';
 
+/** `tether keygen`: writes a new signing key (JWK, mode 0600) and prints the public JWK of an asymmetric one. */
 export const keygenCommand: Command = {
   name: 'keygen',
   summary: 'write a new key for signing and verifying tokens',

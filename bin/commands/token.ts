@@ -6,6 +6,7 @@ import { resolveStateDir, stateKeyPath } from '../../core/auth/state-dir.js';
 import { TetherError } from '../../core/errors.js';
 import { required, type Command } from '../args.js';
 
+/** `tether token`: mints an agent or client token with the gateway's key and prints only the token. */
 export const tokenCommand: Command = {
   name: 'token',
   summary: 'mint a token for an agent or a client with the gateway key',

@@ -7,6 +7,7 @@ import { startGatewayServer } from '../../gateway/server.js';
 import { grpcPortOf, portOf, type Command } from '../args.js';
 import { AUTH_FLAGS, AUTH_FLAGS_HELP, AUTH_OFF_WARNING, gatewayAuthFrom } from '../auth-options.js';
 import { onShutdown } from '../shutdown.js';
+import { gatewayStorage, STORAGE_FLAGS, STORAGE_FLAGS_HELP } from '../gateway-storage.js';
 import { engineChoice } from './agent.js';
 
 /** Lifetime of the client token `tether up` prints. */
@@ -32,6 +33,7 @@ Options:
   --engine-command PATH  the Claude Code executable (env TETHER_ENGINE_COMMAND)
   --cwd DIR          working folder for the local agent's sessions (default: current folder)
 ${AUTH_FLAGS_HELP}
+${STORAGE_FLAGS_HELP}
   --log-level LEVEL  trace|debug|info|warn|error (default warn)
   -h, --help         show this help`,
   options: {
@@ -41,13 +43,15 @@ ${AUTH_FLAGS_HELP}
     'engine-command': { type: 'string' },
     cwd: { type: 'string' },
     ...AUTH_FLAGS,
+    ...STORAGE_FLAGS,
     'log-level': { type: 'string' },
   },
   async run(v) {
     const logger = createLogger({ name: 'tether', level: (v['log-level'] as string | undefined) ?? process.env.TETHER_LOG_LEVEL ?? 'warn' });
     const setup = gatewayAuthFrom(v, { needSigningKey: true });
     if (setup.auth.verifier === 'off') process.stderr.write(AUTH_OFF_WARNING);
-    const gateway = new Gateway({ logger: logger.child({ program: 'gateway' }) });
+    const storage = gatewayStorage(v);
+    const gateway = new Gateway({ logger: logger.child({ program: 'gateway' }), store: storage.store, audit: storage.audit });
     const server = await startGatewayServer(gateway, { port: portOf(v.port, 7800), grpcPort: grpcPortOf(v), logger, auth: setup.auth });
     const key = setup.signingKey;
     const agentToken = key ? await mintToken({ key, kind: 'agent', sub: 'local', agent: 'local', ttlSeconds: UP_AGENT_TOKEN_TTL_SECONDS }) : undefined;

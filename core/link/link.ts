@@ -96,6 +96,12 @@ export class Link {
         const info = await running;
         this.current = undefined;
         if (this.closing) break;
+        if (info.code === 'ABORTED') {
+          // Superseded: a newer connection took over this identity. Retrying would fight it.
+          this.status({ state: 'closed', error: new TetherError('ABORTED', `link taken over: ${info.reason}`) });
+          this.closing = true;
+          return;
+        }
         error = new TetherError(info.code === 'OK' ? 'UNAVAILABLE' : info.code, `link lost: ${info.reason}`);
       } catch (err) {
         error = asTetherError(err, 'UNAVAILABLE');
