@@ -10,6 +10,7 @@ import type { EngineKind, SessionOptions } from '../core/protocol/session-option
 import { PROTOCOL_VERSION } from '../core/protocol/version.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
 import { AGENT_BACKOFF, type BackoffPolicy } from '../core/util/backoff.js';
+import type { HeartbeatOptions } from '../core/link/heartbeat.js';
 import { engineCommandLine, resolveEngines, type EngineChoice, type ResolvedEngines } from './engine-command.js';
 import { EngineProcess } from './engine-process.js';
 import { checkExtraArgs } from './extra-args.js';
@@ -28,6 +29,8 @@ export interface AgentOptions {
   engineEnv?: NodeJS.ProcessEnv;
   dial?: DialOptions;
   backoff?: BackoffPolicy;
+  /** Liveness pings on the gateway link (default every 15 s, dead after 10 s). */
+  heartbeat?: HeartbeatOptions;
   logger?: Logger;
   /** Engine stop graces (stdin EOF → SIGTERM → SIGKILL). */
   eofGraceMs?: number;
@@ -57,6 +60,7 @@ export class Agent {
       dial: { ...opts.dial, token: opts.token },
       logger: this.log,
       backoff: opts.backoff ?? AGENT_BACKOFF,
+      heartbeat: opts.heartbeat,
       hello: () => this.hello(),
       setup: (peer) => this.setup(peer),
       onConnected: (peer) => this.connected(peer),

@@ -7,6 +7,7 @@ import type { EngineKind, SessionOptions } from '../core/protocol/session-option
 import { PROTOCOL_VERSION } from '../core/protocol/version.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
 import type { BackoffPolicy } from '../core/util/backoff.js';
+import type { HeartbeatOptions } from '../core/link/heartbeat.js';
 import { RemoteSession } from './remote-session.js';
 
 export interface ConnectOptions {
@@ -23,6 +24,8 @@ export interface ConnectOptions {
   onStatus?: (status: LinkStatus) => void;
   /** Reconnect backoff (default: start 0.5 s, ×1.6, ±20 %, cap 30 s). */
   backoff?: BackoffPolicy;
+  /** Liveness pings (default every 15 s, dead after 10 s without an answer). */
+  heartbeat?: HeartbeatOptions;
 }
 
 /** Frames for sessions whose create/attach answer has not arrived yet (they come first). */
@@ -52,6 +55,7 @@ export class GatewayClient {
       logger: this.log,
       failFast: true,
       backoff: opts.backoff,
+      heartbeat: opts.heartbeat,
       hello: () => ({ protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: ['resume.v1'], software: opts.software ?? 'tether-client' }),
       setup: (peer) => this.setup(peer),
       onConnected: (peer, hello) => {
@@ -151,7 +155,7 @@ export class GatewayClient {
     this.resuming = true;
     for (const s of this.sessions.values()) {
       try {
-        const r = await peer.request('session.attach', { session_id: s.id, from_seq: s.lastSeq + 1, read_only: s.readOnly });
+        const r = await peer.request('session.attach', { session_id: s.id, from_seq: s.lastSeq + 1, read_only: s.readOnly, previous_client_id: s.clientId });
         s.role = r.role;
         s.clientId = r.client_id;
       } catch (err) {

@@ -73,7 +73,7 @@ export class ClientLink implements Member {
       .onRequest('session.attach', (params) => {
         const session = this.dir.visible(p, params.session_id);
         const role: Role = session.owner === p.sub && !params.read_only ? 'owner' : p.canControl && !params.read_only ? 'controller' : 'viewer';
-        const nextSeq = session.attach(this, role, params.from_seq);
+        const nextSeq = session.attach(this, role, params.from_seq, params.previous_client_id);
         this.attached.add(session.id);
         return { session: session.info(), role, client_id: this.clientId, next_seq: nextSeq };
       })

@@ -4,6 +4,7 @@ import { TetherError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logging.js';
 import { PROTOCOL_VERSION, assertCompatible } from '../core/protocol/version.js';
 import { RpcPeer } from '../core/rpc/peer.js';
+import { HEARTBEAT_DEFAULTS, startHeartbeat, type HeartbeatOptions } from '../core/link/heartbeat.js';
 import type { AgentDescriptor } from '../core/protocol/methods.js';
 import { AgentLink } from './agent-link.js';
 import { ClientLink, DEFAULT_SLOW_CLIENT_BYTES } from './client-link.js';
@@ -20,6 +21,8 @@ export const GATEWAY_CAPABILITIES = ['sessions.v1', 'replay.v1', 'prompts.v1'];
 export interface GatewayLimits extends DirectoryLimits {
   helloTimeoutMs: number;
   slowClientBytes: number;
+  /** Liveness of every connection after its hello (app-level ping). */
+  heartbeat: HeartbeatOptions;
 }
 
 /** Defaults from threats.md part 3, each overridable. */
@@ -33,6 +36,7 @@ export const GATEWAY_DEFAULTS: GatewayLimits = {
   maxSessionsPerPrincipal: 32,
   helloTimeoutMs: 10_000,
   slowClientBytes: DEFAULT_SLOW_CLIENT_BYTES,
+  heartbeat: HEARTBEAT_DEFAULTS,
 };
 
 export interface GatewayOptions {
@@ -83,6 +87,10 @@ export class Gateway {
       else new ClientLink(peer, principal, this.directory, log, this.limits.slowClientBytes);
       greeted = true;
       clearTimeout(helloTimer);
+      startHeartbeat(peer, this.limits.heartbeat, (reason) => {
+        log.warn({ reason }, 'peer stopped answering; closing its connection');
+        channel.close('UNAVAILABLE', reason);
+      });
       log.info({ role: hello.role, agent: hello.agent?.name }, 'peer connected');
       return { protocol_version: PROTOCOL_VERSION, gateway_id: this.id, capabilities: GATEWAY_CAPABILITIES, principal: principal.sub };
     });

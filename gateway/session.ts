@@ -53,6 +53,9 @@ interface Attachment {
   since: string;
 }
 
+/** Replies held for clients that are reconnecting (per client, and clients per session). */
+const MAX_HELD_REPLIES = 256;
+
 /** Inputs waiting for the agent before new ones are refused (backpressure on clients). */
 const MAX_PENDING_INPUTS = 1024;
 
@@ -73,7 +76,9 @@ export class Session {
   private readonly members = new Map<string, Attachment>();
   private readonly prompts: PromptBook;
   /** Gateway request id → the client that sent it and its own id. */
-  private readonly controlMap = new Map<string, { clientId: string; origId: unknown }>();
+  private readonly controlMap = new Map<string, { clientId: string; principal: string; origId: unknown }>();
+  /** Replies that arrived while their client was away, by its old client id (bounded). */
+  private readonly heldReplies = new Map<string, { principal: string; lines: string[] }>();
   private nextControlId = 1;
   private inputSeq = 0;
   /** Inputs handed to the agent link but not yet confirmed written to the engine. */
@@ -291,7 +296,7 @@ export class Session {
    * Attaches a member and queues history from `fromSeq` (default: the beginning) followed
    * by the live stream. A position older than the log holds yields a gap notice first.
    */
-  attach(member: Member, role: Role, fromSeq?: number): number {
+  attach(member: Member, role: Role, fromSeq?: number, previousClientId?: string): number {
     if (this.members.size >= this.limits.maxMembers && !this.members.has(member.clientId)) {
       throw new TetherError('RESOURCE_EXHAUSTED', `session ${this.id} already has ${this.limits.maxMembers} clients attached`);
     }
@@ -307,9 +312,25 @@ export class Session {
     }
     for (const entry of this.log.since(Math.max(from, this.log.firstSeq))) member.sendFrame(entry.text);
     this.members.set(member.clientId, { member, role, since: new Date().toISOString() });
+    if (previousClientId !== undefined) this.takeOver(previousClientId, member);
     this.record(member.principal, 'attach', { client_id: member.clientId, role, from_seq: from });
     this.broadcast({ event: tetherEvent({ subtype: 'presence', action: 'attached', principal: member.principal, client_id: member.clientId, role }), origin: 'gateway' });
     return this.log.lastSeq + 1;
+  }
+
+  /**
+   * A client came back under a new client id: its requests in flight and the answers held
+   * for it follow it, if it is the same principal.
+   */
+  private takeOver(previousClientId: string, member: Member): void {
+    for (const m of this.controlMap.values()) {
+      if (m.clientId === previousClientId && m.principal === member.principal) m.clientId = member.clientId;
+    }
+    const held = this.heldReplies.get(previousClientId);
+    if (held && held.principal === member.principal) {
+      this.heldReplies.delete(previousClientId);
+      for (const line of held.lines) member.sendReply(this.id, line);
+    }
   }
 
   detach(clientId: string): void {
@@ -317,7 +338,7 @@ export class Session {
     if (!a) return;
     this.members.delete(clientId);
     this.record(a.member.principal, 'detach', { client_id: clientId });
-    for (const [gwId, m] of this.controlMap) if (m.clientId === clientId) this.controlMap.delete(gwId);
+    // Requests in flight stay mapped: a client that re-attaches with previous_client_id gets its answers.
     this.broadcast({
       event: tetherEvent({ subtype: 'presence', action: 'detached', principal: a.member.principal, client_id: clientId, role: a.role }),
       origin: 'gateway',
@@ -402,7 +423,7 @@ export class Session {
       this.record(a.member.principal, 'control', { subtype: req.subtype, model: req.model, mode: req.mode });
     }
     const gwId = `tether-${this.nextControlId++}`;
-    this.controlMap.set(gwId, { clientId: a.member.clientId, origId: line.request_id });
+    this.controlMap.set(gwId, { clientId: a.member.clientId, principal: a.member.principal, origId: line.request_id });
     this.toEngine({ ...line, request_id: gwId });
   }
 
@@ -462,9 +483,17 @@ export class Session {
     const m = this.controlMap.get(gwId);
     if (!m) return false;
     this.controlMap.delete(gwId);
+    const reply = restoreRequestId(line, gwId, m.origId);
     const target = this.members.get(m.clientId);
-    if (!target) return true; // asker left; nobody else may see its answer
-    target.member.sendReply(this.id, restoreRequestId(line, gwId, m.origId));
+    if (target) {
+      target.member.sendReply(this.id, reply);
+      return true;
+    }
+    // The asker is away (reconnecting): hold its answer; nobody else may see it.
+    const held = this.heldReplies.get(m.clientId) ?? { principal: m.principal, lines: [] };
+    if (held.lines.length < MAX_HELD_REPLIES) held.lines.push(reply);
+    this.heldReplies.set(m.clientId, held);
+    if (this.heldReplies.size > MAX_HELD_REPLIES) this.heldReplies.delete(this.heldReplies.keys().next().value as string);
     return true;
   }
 

@@ -105,4 +105,24 @@ describe.each(TRANSPORTS)('client reconnect over %s', (transport) => {
     expect(items.filter(isResult)).toHaveLength(1);
     expect(proxy.connections).toBeGreaterThanOrEqual(2);
   }, 60_000);
+
+  it('a control request in flight when the link drops still gets its answer, and only its asker does', async () => {
+    rig = await startRig('demo', undefined, { clientTransport: transport });
+    proxy = await startTcpProxy(rig.stack.url);
+    cutClient = await GatewayClient.connect({ gateway: proxy.url, token: rig.stack.token, reconnect: true });
+    const session = await cutClient.createSession({ agent: 'test-agent' });
+    const watcher = await (await rig.stack.client()).attach(session.id);
+    const seenByWatcher: SessionItem[] = [];
+    const wi = watcher[Symbol.asyncIterator]();
+    const it = session[Symbol.asyncIterator]();
+    // The request goes out, then the link drops before (or while) the answer comes back.
+    const answered = session.request('get_binary_version');
+    proxy.cut(700);
+    const reply = await withTimeout(answered, 15_000, 'the reply across the reconnect');
+    expect((reply.response as { response?: { version?: string } }).response?.version).toBeTypeOf('string');
+    await session.sendUserMessage('still here');
+    await until(it, isResult, [], 20_000, 'a turn after the reconnect');
+    await until(wi, isResult, seenByWatcher, 20_000, 'the watcher seeing that turn');
+    expect(seenByWatcher.some((i) => i.kind === 'reply' || (i.kind === 'engine' && i.message.type === 'control_response'))).toBe(false);
+  }, 60_000);
 });

@@ -29,7 +29,10 @@ if (transport === 'ws') {
     if (req.url === '/agent') {
       agent = ws;
       ws.on('message', (data, isBinary) => {
+        const t0 = process.hrtime.bigint();
         for (const c of clients) c.send(data, { binary: isBinary });
+        globalThis.loopNs = (globalThis.loopNs ?? []);
+        globalThis.loopNs.push(Number(process.hrtime.bigint() - t0) / 1e6);
       });
       ws.on('close', () => {
         if (agent === ws) agent = undefined;
@@ -81,5 +84,5 @@ if (transport === 'ws') {
   close = () => server.forceShutdown();
 }
 
-const { ready } = serve({}, { onExit: () => close() });
+const { ready } = serve({ loops: () => { const l = globalThis.loopNs ?? []; globalThis.loopNs = []; return l.slice(-40).map((x) => +x.toFixed(2)); } }, { onExit: () => close() });
 ready(info);

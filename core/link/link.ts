@@ -5,6 +5,7 @@ import { assertCompatible } from '../protocol/version.js';
 import { RpcPeer } from '../rpc/peer.js';
 import { backoffDelay, CLIENT_BACKOFF, type BackoffPolicy } from '../util/backoff.js';
 import { dial, type DialOptions } from './dial.js';
+import { HEARTBEAT_DEFAULTS, startHeartbeat, type HeartbeatOptions } from './heartbeat.js';
 
 /** The link's state, as a tagged union. */
 export type LinkStatus =
@@ -28,6 +29,8 @@ export interface LinkOptions {
   /** Give up on the first attempt instead of retrying (for one-shot commands). Default false. */
   failFast?: boolean;
   requestTimeoutMs?: number;
+  /** Application-level liveness (default: ping every 15 s, dead after 10 s without an answer). */
+  heartbeat?: HeartbeatOptions;
 }
 
 /**
@@ -89,6 +92,10 @@ export class Link {
         assertCompatible(hello.protocol_version);
         this.current = peer;
         attempt = 0;
+        startHeartbeat(peer, this.opts.heartbeat ?? HEARTBEAT_DEFAULTS, (reason) => {
+          this.log.warn({ reason }, 'gateway stopped answering; reconnecting');
+          channel.close('UNAVAILABLE', reason);
+        });
         await this.opts.onConnected?.(peer, hello);
         this.status({ state: 'connected', peer, hello });
         this.firstResult?.resolve();

@@ -111,7 +111,13 @@ export const Methods = {
     result: z.object({ session: SessionInfo, role: Role, client_id: z.string() }),
   },
   'session.attach': {
-    params: z.object({ session_id: id, from_seq: seq.optional(), read_only: z.boolean().optional() }),
+    params: z.object({
+      session_id: id,
+      from_seq: seq.optional(),
+      read_only: z.boolean().optional(),
+      /** The client id this client had before a reconnect: its requests in flight follow it. */
+      previous_client_id: z.string().max(64).optional(),
+    }),
     result: z.object({ session: SessionInfo, role: Role, client_id: z.string(), next_seq: seq }),
   },
   'session.detach': { params: z.object({ session_id: id }), result: z.object({}) },

@@ -1,0 +1,45 @@
+import { asTetherError } from '../errors.js';
+import type { RpcPeer } from '../rpc/peer.js';
+
+export interface HeartbeatOptions {
+  /** How often to ping the peer. */
+  intervalMs: number;
+  /** How long a ping may go unanswered before the peer is declared dead. */
+  timeoutMs: number;
+}
+
+/** threats.md part 3: every 15 s, dead after 10 s without an answer (detected within 25 s). */
+export const HEARTBEAT_DEFAULTS: HeartbeatOptions = { intervalMs: 15_000, timeoutMs: 10_000 };
+
+/**
+ * Application-level liveness on one connection: a `ping` request every `intervalMs`; if one
+ * is not answered within `timeoutMs`, `onDead` is called once with a reason and the heartbeat
+ * stops. A half-open link (the peer stopped answering without closing) is thus found within
+ * interval + timeout. Stops by itself when the channel closes; the returned function stops it
+ * earlier. Transport pings (ws ping, gRPC keepalive) stay on as a backstop.
+ */
+export function startHeartbeat(peer: RpcPeer, opts: HeartbeatOptions, onDead: (reason: string) => void): () => void {
+  let inFlight = false;
+  let stopped = false;
+  const stop = () => {
+    stopped = true;
+    clearInterval(timer);
+  };
+  const timer = setInterval(() => {
+    if (inFlight || stopped) return;
+    inFlight = true;
+    peer.request('ping', {}, { timeoutMs: opts.timeoutMs }).then(
+      () => (inFlight = false),
+      (err) => {
+        inFlight = false;
+        if (stopped || peer.channel.isClosed) return;
+        stop();
+        const e = asTetherError(err);
+        onDead(e.code === 'DEADLINE_EXCEEDED' ? `peer did not answer a heartbeat within ${opts.timeoutMs} ms` : `heartbeat failed: ${e.message}`);
+      },
+    );
+  }, opts.intervalMs);
+  timer.unref();
+  void peer.channel.closed.then(stop);
+  return stop;
+}

@@ -1,0 +1,55 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { memoryChannelPair } from '../core/channel/memory.js';
+import { startHeartbeat } from '../core/link/heartbeat.js';
+import { RpcPeer } from '../core/rpc/peer.js';
+
+/** The heartbeat with a fake clock: a silent peer is declared dead within interval + timeout. */
+describe('heartbeat', () => {
+  afterEach(() => vi.useRealTimers());
+
+  function pair(answer: boolean) {
+    const [a, b] = memoryChannelPair();
+    const pinger = new RpcPeer(a);
+    void pinger.run();
+    if (answer) {
+      const responder = new RpcPeer(b).onRequest('ping', () => ({}));
+      void responder.run();
+    } // else: b never reads, like a peer that stopped answering without closing
+    return { pinger, a, b };
+  }
+
+  it('stays quiet while the peer answers', async () => {
+    vi.useFakeTimers();
+    const { pinger, a } = pair(true);
+    const dead = vi.fn();
+    startHeartbeat(pinger, { intervalMs: 1_000, timeoutMs: 500 }, dead);
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(dead).not.toHaveBeenCalled();
+    a.close();
+  });
+
+  it('declares a silent peer dead once, within interval + timeout', async () => {
+    vi.useFakeTimers();
+    const { pinger, a } = pair(false);
+    const dead = vi.fn();
+    startHeartbeat(pinger, { intervalMs: 1_000, timeoutMs: 500 }, dead);
+    await vi.advanceTimersByTimeAsync(1_499);
+    expect(dead).not.toHaveBeenCalled();
+    await vi.advanceTimersByTimeAsync(2);
+    expect(dead).toHaveBeenCalledTimes(1);
+    expect(dead.mock.calls[0][0]).toContain('did not answer a heartbeat within 500 ms');
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(dead).toHaveBeenCalledTimes(1);
+    a.close();
+  });
+
+  it('stops when the channel closes', async () => {
+    vi.useFakeTimers();
+    const { pinger, a } = pair(false);
+    const dead = vi.fn();
+    startHeartbeat(pinger, { intervalMs: 1_000, timeoutMs: 500 }, dead);
+    a.close();
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(dead).not.toHaveBeenCalled();
+  });
+});
