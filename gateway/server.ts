@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../core/logging.js';
 import { silentLogger } from '../core/logging.js';
@@ -27,6 +28,11 @@ export interface GatewayServerOptions {
   /** gRPC port; undefined or null runs no gRPC listener, 0 picks a free port. */
   grpcPort?: number | null;
   maxFrameBytes?: number;
+  /**
+   * TLS on both listeners (wss:// and grpcs://). With `clientCa`, every connection must
+   * present a client certificate signed by it (mutual TLS).
+   */
+  tls?: { cert: Buffer; key: Buffer; clientCa?: Buffer };
   pingIntervalMs?: number;
   pingTimeoutMs?: number;
   logger?: Logger;
@@ -64,7 +70,7 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
   const host = opts.host ?? '127.0.0.1';
   const door = new Door({ ...(opts.auth ?? { verifier: 'off' }), logger: log.child({ component: 'door' }) });
   if (!door.authEnabled) log.warn('authentication is OFF: anyone who can reach this gateway can run sessions on its agents');
-  const server: Server = createServer((req, res) => {
+  const onRequest: Parameters<typeof createServer>[1] = (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/healthz') {
       res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
@@ -72,7 +78,11 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
     }
     if (handleTicketRequest(door, req, res)) return;
     res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}');
-  });
+  };
+  const tls = opts.tls;
+  const server: Server = tls
+    ? createTlsServer({ cert: tls.cert, key: tls.key, ca: tls.clientCa, requestCert: tls.clientCa !== undefined, rejectUnauthorized: tls.clientCa !== undefined }, onRequest)
+    : createServer(onRequest);
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000;
   const detachWs = attachWsListener<Principal>(server, {
@@ -106,6 +116,7 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
         host,
         port: opts.grpcPort,
         maxFrameBytes: opts.maxFrameBytes,
+        tls: opts.tls,
         admit: (metadata, remote) => door.admit({ transport: 'grpc', remote, authorization: metadata.authorization, origin: metadata.origin }),
         onChannel: (channel, _metadata, principal) => gateway.accept(channel, principal),
       });
@@ -116,14 +127,14 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
     log.info({ host, port: grpc.port }, 'gateway listening (gRPC)');
   }
   const urlHost = host.includes(':') ? `[${host}]` : host;
-  door.allowOrigin(`http://${urlHost}:${port}`); // same-origin pages of the gateway itself
+  door.allowOrigin(`${tls ? 'https' : 'http'}://${urlHost}:${port}`); // same-origin pages of the gateway itself
   let closing: Promise<void> | undefined;
   return {
     port,
     host,
-    url: `ws://${urlHost}:${port}`,
+    url: `${tls ? 'wss' : 'ws'}://${urlHost}:${port}`,
     grpcPort: grpc?.port,
-    grpcUrl: grpc ? `grpc://${urlHost}:${grpc.port}` : undefined,
+    grpcUrl: grpc ? `${tls ? 'grpcs' : 'grpc'}://${urlHost}:${grpc.port}` : undefined,
     door,
     close: () =>
       (closing ??= (async () => {

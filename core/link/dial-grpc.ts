@@ -32,7 +32,7 @@ export function dialGrpc(url: URL, opts: DialOptions): Promise<Channel> {
   const deadline = Date.now() + timeoutMs;
   const service = loadGatewayService();
 
-  const client = new Client(target, tls ? credentials.createSsl(opts.ca ?? null) : credentials.createInsecure(), {
+  const client = new Client(target, tls ? credentials.createSsl(opts.ca ?? null, opts.tlsKey ?? null, opts.tlsCert ?? null) : credentials.createInsecure(), {
     ...grpcLinkOptions({ maxFrameBytes }),
     'grpc.enable_retries': 0,
     // One connection per dial: a lost or closed link never takes another channel with it.

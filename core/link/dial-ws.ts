@@ -20,6 +20,8 @@ export function dialWs(url: URL, opts: DialOptions): Promise<Channel> {
       handshakeTimeout: opts.connectTimeoutMs ?? 20_000,
       headers: opts.token ? { authorization: `Bearer ${opts.token}` } : {},
       ca: opts.ca,
+      cert: opts.tlsCert,
+      key: opts.tlsKey,
     });
     const fail = (err: Error) => {
       ws.removeAllListeners();

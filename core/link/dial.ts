@@ -7,6 +7,9 @@ export interface DialOptions {
   token?: string;
   /** PEM of a private CA to trust (wss://, grpcs://). */
   ca?: Buffer;
+  /** PEM client certificate and key, for gateways that require mutual TLS. */
+  tlsCert?: Buffer;
+  tlsKey?: Buffer;
   maxFrameBytes?: number;
   connectTimeoutMs?: number;
   pingIntervalMs?: number;

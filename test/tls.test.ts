@@ -1,0 +1,80 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Agent } from '../agent/agent.js';
+import { GatewayClient } from '../client/gateway-client.js';
+import { TetherError } from '../core/errors.js';
+import { Gateway } from '../gateway/gateway.js';
+import { startGatewayServer, type GatewayServer } from '../gateway/server.js';
+import { makeTempDir, type TempDir } from './support/claude-cli.js';
+import { makeCerts, type TestCerts } from './support/certs.js';
+
+let dir: TempDir;
+let certs: TestCerts;
+beforeAll(() => {
+  dir = makeTempDir('tether-certs-');
+  certs = makeCerts(dir.path);
+});
+afterAll(() => dir.cleanup());
+
+async function failure(p: Promise<unknown>): Promise<TetherError> {
+  try {
+    await p;
+  } catch (err) {
+    return err as TetherError;
+  }
+  throw new Error('expected a failure');
+}
+
+/** TLS on both transports with certificates made in the test (no private keys committed). */
+describe.each(['ws', 'grpc'] as const)('TLS over %s', (transport) => {
+  let server: GatewayServer | undefined;
+  const closers: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    for (const c of closers.splice(0)) await c();
+    await server?.close();
+    server = undefined;
+  });
+
+  const urlOf = (s: GatewayServer) => (transport === 'ws' ? s.url : s.grpcUrl!);
+
+  it('a client trusting the CA connects; one without it fails with a clear error', async () => {
+    server = await startGatewayServer(new Gateway(), { port: 0, grpcPort: 0, tls: { cert: certs.serverCert, key: certs.serverKey } });
+    const url = urlOf(server);
+    expect(url).toMatch(transport === 'ws' ? /^wss:\/\// : /^grpcs:\/\//);
+    const ok = await GatewayClient.connect({ gateway: url, dial: { ca: certs.ca } });
+    closers.push(() => ok.close());
+    expect(await ok.listAgents()).toEqual([]);
+
+    const err = await failure(GatewayClient.connect({ gateway: url, dial: { connectTimeoutMs: 3_000 } }));
+    expect(err.code).toBe('UNAVAILABLE');
+    expect(err.message).toMatch(transport === 'ws' ? /self.signed|unable to verify|certificate/i : /connect|certificate|deadline/i);
+  });
+
+  it('with mutual TLS an agent without a client certificate is refused; with one it registers', async () => {
+    server = await startGatewayServer(new Gateway(), { port: 0, grpcPort: 0, tls: { cert: certs.serverCert, key: certs.serverKey, clientCa: certs.ca } });
+    const url = urlOf(server);
+    // A daemon keeps retrying; what matters is that it is refused, with a reason, every time.
+    const refusedWith = async (dial: Record<string, Buffer | number>, name: string) => {
+      let firstError: TetherError | undefined;
+      const agent = new Agent({ gateway: url, name, engine: 'demo', dial: { ...dial, connectTimeoutMs: 3_000 }, onStatus: (st) => {
+        if (st.state === 'down') firstError ??= st.error;
+      } });
+      void agent.start().catch(() => {});
+      const deadline = Date.now() + 10_000;
+      while (!firstError && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      await agent.shutdown(0);
+      return firstError;
+    };
+    const noCert = await refusedWith({ ca: certs.ca }, 'no-cert');
+    expect(noCert?.code).toBe('UNAVAILABLE');
+    const stranger = await refusedWith({ ca: certs.ca, tlsCert: certs.otherClientCert, tlsKey: certs.otherClientKey }, 'stranger');
+    expect(stranger?.code).toBe('UNAVAILABLE');
+    expect(server.port).toBeGreaterThan(0);
+
+    const good = new Agent({ gateway: url, name: 'with-cert', engine: 'demo', dial: { ca: certs.ca, tlsCert: certs.clientCert, tlsKey: certs.clientKey } });
+    await good.start();
+    closers.push(() => good.shutdown(1_000));
+    const client = await GatewayClient.connect({ gateway: url, dial: { ca: certs.ca, tlsCert: certs.clientCert, tlsKey: certs.clientKey } });
+    closers.push(() => client.close());
+    expect((await client.listAgents()).map((a) => a.name)).toEqual(['with-cert']);
+  });
+});
