@@ -8,7 +8,7 @@ import { PROTOCOL_VERSION } from '../core/protocol/version.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
 import type { BackoffPolicy } from '../core/util/backoff.js';
 import type { HeartbeatOptions } from '../core/link/heartbeat.js';
-import { RemoteSession } from './remote-session.js';
+import { RemoteSession, type CanUseTool } from './remote-session.js';
 
 export interface ConnectOptions {
   /** ws://, wss://, grpc:// or grpcs:// URL of the gateway. */
@@ -101,18 +101,22 @@ export class GatewayClient {
   }
 
   /** Starts a session on an agent; this client becomes its owner. */
-  async createSession(args: { agent: string; engine?: EngineKind; options?: SessionOptions }): Promise<RemoteSession> {
+  async createSession(args: { agent: string; engine?: EngineKind; options?: SessionOptions; canUseTool?: CanUseTool }): Promise<RemoteSession> {
     const peer = await this.peer();
     const r = await peer.request('session.create', { agent: args.agent, engine: args.engine, options: args.options ?? {} }, { timeoutMs: 90_000 });
-    return this.adopt(new RemoteSession(this, r, false));
+    const session = new RemoteSession(this, r, false);
+    session.setPermissionHandler(args.canUseTool);
+    return this.adopt(session);
   }
 
   /** Attaches to a running session; history from `fromSeq` (default: the beginning), then live. */
-  async attach(sessionId: string, opts: { fromSeq?: number; readOnly?: boolean } = {}): Promise<RemoteSession> {
+  async attach(sessionId: string, opts: { fromSeq?: number; readOnly?: boolean; canUseTool?: CanUseTool } = {}): Promise<RemoteSession> {
     const peer = await this.peer();
     this.early.set(sessionId, []);
     const r = await peer.request('session.attach', { session_id: sessionId, from_seq: opts.fromSeq, read_only: opts.readOnly });
-    return this.adopt(new RemoteSession(this, r, opts.readOnly ?? false));
+    const session = new RemoteSession(this, r, opts.readOnly ?? false);
+    session.setPermissionHandler(opts.canUseTool);
+    return this.adopt(session);
   }
 
   /** Detaches from a session; it keeps running on the agent. */

@@ -1,6 +1,7 @@
 /** The Tether client library: `import { GatewayClient } from 'tether/client'`. */
 export { GatewayClient, type ConnectOptions } from './gateway-client.js';
-export { RemoteSession, type SessionItem } from './remote-session.js';
+export { RemoteSession, type SessionItem, type CanUseTool, type PermissionDecision } from './remote-session.js';
+export { asPermissionRequest, askQuestions, answerQuestions, type PermissionRequest, type PermissionAnswer, type AskQuestion } from './permission-policy.js';
 export { remoteSpawn, type RemoteSpawnOptions, type RemoteProcess, type SpawnRequest } from './remote-spawn.js';
 export { TetherError, type ErrorCode } from '../core/errors.js';
 export type { AgentInfo, SessionInfo } from '../core/protocol/methods.js';

@@ -3,6 +3,14 @@ import { asTetherError, TetherError } from '../core/errors.js';
 import type { Role, TetherEvent } from '../core/protocol/events.js';
 import type { NotificationParams, SessionInfo } from '../core/protocol/methods.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
+import { tetherEvent } from '../core/protocol/events.js';
+import { asPermissionRequest, type PermissionAnswer, type PermissionRequest } from './permission-policy.js';
+
+/** A decision for one permission prompt; `rememberForSession` allows the tool from then on. */
+export type PermissionDecision = PermissionAnswer & { rememberForSession?: boolean };
+
+/** The app's permission callback, like the Agent SDK's canUseTool. */
+export type CanUseTool = (request: PermissionRequest) => PermissionDecision | Promise<PermissionDecision>;
 
 /** One item of a session's stream as the library hands it out. */
 export type SessionItem =
@@ -36,12 +44,19 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
   private ended: TetherError | 'done' | undefined;
   private readonly replies = new Map<string, { resolve: (m: Record<string, unknown>) => void; reject: (e: TetherError) => void }>();
   private nextRequest = 1;
+  private permissionHandler: CanUseTool | undefined;
+  private readonly deferred: PermissionRequest[] = [];
+  private readonly withdrawn = new Set<string>();
+  /** Last seq of the history sent on attach (0 for a session this client created). */
+  private readonly historyEnd: number;
+  private readonly rememberedTools = new Set<string>();
 
   constructor(
     private readonly transport: SessionTransport,
-    attach: { session: SessionInfo; role: Role; client_id: string },
+    attach: { session: SessionInfo; role: Role; client_id: string; next_seq?: number },
     readonly readOnly: boolean,
   ) {
+    this.historyEnd = (attach.next_seq ?? 1) - 1;
     this.info = attach.session;
     this.role = attach.role;
     this.clientId = attach.client_id;
@@ -61,6 +76,7 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
       if (f.event.subtype === 'state') this.info.state = f.event.state;
       this.enqueue({ kind: 'event', seq: f.seq, event: f.event });
       if (f.event.subtype === 'exited') this.finish('done');
+      this.flushDeferred();
       return;
     }
     if (f.line === undefined) return;
@@ -71,6 +87,51 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
       return; // the agent only relays JSON objects; anything else is not ours to show
     }
     this.enqueue({ kind: 'engine', seq: f.seq, line: f.line, message, origin: f.origin });
+    if (message.type === 'control_cancel_request' && typeof message.request_id === 'string') this.withdrawn.add(message.request_id);
+    if (f.origin === 'engine' && this.permissionHandler && this.role !== 'viewer') {
+      const ask = asPermissionRequest(message);
+      if (ask) this.deferred.push(ask);
+    }
+    this.flushDeferred();
+  }
+
+  /**
+   * Prompts from history are decided only once the history is through, and only if nobody
+   * decided them meanwhile; live ones at once.
+   */
+  private flushDeferred(): void {
+    if (this.lastSeq < this.historyEnd || !this.deferred.length) return;
+    const handler = this.permissionHandler;
+    for (const ask of this.deferred.splice(0)) if (handler && !this.withdrawn.has(ask.requestId)) void this.decide(ask, handler);
+  }
+
+  /**
+   * Answers every permission prompt (can_use_tool, incl. AskUserQuestion) through `handler`,
+   * like the Agent SDK's canUseTool. A decision with `rememberForSession` allows that tool
+   * for the rest of this session without asking again. Prompts still appear in the
+   * iteration, so a UI can show them; another controller may answer first (then ours is
+   * refused as already decided, which is not an error here).
+   */
+  setPermissionHandler(handler: CanUseTool | undefined): void {
+    this.permissionHandler = handler;
+  }
+
+  private async decide(ask: PermissionRequest, handler: CanUseTool): Promise<void> {
+    let decision: PermissionDecision;
+    if (this.rememberedTools.has(ask.toolName)) decision = { behavior: 'allow', updatedInput: ask.input };
+    else {
+      try {
+        decision = await handler(ask);
+      } catch (err) {
+        decision = { behavior: 'deny', message: `permission handler failed: ${asTetherError(err).message}` };
+      }
+    }
+    if (decision.behavior === 'allow' && decision.rememberForSession) this.rememberedTools.add(ask.toolName);
+    const { rememberForSession: _r, ...answer } = decision;
+    await this.answer(ask.requestId, answer as PermissionAnswer).catch((err) => {
+      const e = asTetherError(err);
+      if (e.code !== 'FAILED_PRECONDITION' && e.code !== 'NOT_FOUND') this.enqueue({ kind: 'event', seq: 0, event: tetherEvent({ subtype: 'error', code: e.code, message: `answer to ${ask.toolName} not delivered: ${e.message}` }) });
+    });
   }
 
   /** Called by the client for every session.reply of this session. */
@@ -194,6 +255,23 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
   }
   setPermissionMode(mode: string) {
     return this.request('set_permission_mode', { mode });
+  }
+
+  /** MCP servers and their status (`mcp_status`). */
+  mcpStatus() {
+    return this.request('mcp_status');
+  }
+  /** Replaces the dynamically added MCP servers (`mcp_set_servers`). */
+  setMcpServers(servers: Record<string, unknown>) {
+    return this.request('mcp_set_servers', { servers });
+  }
+  /** Context window usage (`get_context_usage`). */
+  contextUsage(detail: 'summary' | 'full' = 'summary') {
+    return this.request('get_context_usage', { detail });
+  }
+  /** Rewinds files to before a user message (`rewind_files`; needs file checkpointing). */
+  rewindFiles(userMessageId: string, dryRun = false) {
+    return this.request('rewind_files', { user_message_id: userMessageId, dry_run: dryRun });
   }
 
   /** Answers a permission prompt (can_use_tool) with the engine's own answer shape. */
