@@ -5,10 +5,15 @@ import type { RpcPeer } from '../core/rpc/peer.js';
 import type { Role } from '../core/protocol/events.js';
 import type { Principal } from './principal.js';
 import type { Member } from './session.js';
+import type { GatewayMetrics } from './metrics.js';
 import type { SessionDirectory } from './session-directory.js';
 
 /** Per-client send queue cap before it is cut as a slow consumer (threats.md: hard 32 MiB). */
-export const DEFAULT_SLOW_CLIENT_BYTES = 32 * 1024 * 1024;
+/**
+ * threats.md suggests a hard 32 MiB; one frame may be 33 MiB (a 16 MiB engine line at worst
+ * escaping), so the cut comes at 64 MiB: about two of the largest frames behind.
+ */
+export const DEFAULT_SLOW_CLIENT_BYTES = 64 * 1024 * 1024;
 
 /**
  * One connected client: answers its requests against the session directory and receives
@@ -25,10 +30,13 @@ export class ClientLink implements Member {
     private readonly dir: SessionDirectory,
     private readonly log: Logger,
     private readonly slowClientBytes = DEFAULT_SLOW_CLIENT_BYTES,
+    private readonly metrics?: GatewayMetrics,
   ) {
     this.register();
     dir.clients.set(this.clientId, principal_);
+    metrics?.clientConnected(this.transport);
     void peer.channel.closed.then(() => {
+      metrics?.clientDisconnected(this.transport);
       dir.clients.delete(this.clientId);
       for (const id of this.attached) this.dir.get(id)?.detach(this.clientId);
       this.attached.clear();
@@ -43,15 +51,20 @@ export class ClientLink implements Member {
     return this.peer.channel.transport;
   }
 
-  sendFrame(text: string): void {
+  sendFrame(text: string, readAtMs?: number): void {
     const ch = this.peer.channel;
     if (ch.isClosed) return;
     if (ch.bufferedBytes > this.slowClientBytes) {
       this.log.warn({ client: this.clientId, buffered: ch.bufferedBytes }, 'cutting slow consumer');
       ch.close('RESOURCE_EXHAUSTED', 'slow consumer: send queue over limit; resume from your last seq');
+      this.metrics?.slowClientCut(this.transport);
       return;
     }
     ch.send(text).catch(() => {});
+    if (this.metrics) {
+      this.metrics.relayed('to_client', Buffer.byteLength(text));
+      if (readAtMs !== undefined) this.metrics.relayLatency(readAtMs);
+    }
   }
 
   sendReply(sessionId: string, line: string): void {
@@ -74,6 +87,7 @@ export class ClientLink implements Member {
         const session = this.dir.visible(p, params.session_id);
         const role: Role = session.owner === p.sub && !params.read_only ? 'owner' : p.canControl && !params.read_only ? 'controller' : 'viewer';
         const nextSeq = session.attach(this, role, params.from_seq, params.previous_client_id);
+        if (params.from_seq !== undefined) this.metrics?.resumed('client');
         this.attached.add(session.id);
         return { session: session.info(), role, client_id: this.clientId, next_seq: nextSeq };
       })
@@ -85,7 +99,9 @@ export class ClientLink implements Member {
       .onRequest('session.send', (params) => {
         const session = this.dir.visible(p, params.session_id);
         if (!p.canControl) throw new TetherError('PERMISSION_DENIED', 'this token may not control sessions');
-        return { status: session.input(this.clientId, params.input_id, params.line) };
+        const status = session.input(this.clientId, params.input_id, params.line);
+        if (status === 'applied') this.metrics?.relayed('from_client', Buffer.byteLength(JSON.stringify(params.line)));
+        return { status };
       })
       .onRequest('session.set_role', (params) => {
         const session = this.dir.visible(p, params.session_id);
