@@ -16,6 +16,9 @@ import { EngineProcess } from './engine-process.js';
 import { checkExtraArgs } from './extra-args.js';
 import { SessionRelay, type OutputSink } from './session-relay.js';
 
+/** How long a new engine has to answer the agent's initialize, unless initializeTimeoutMs says otherwise. */
+export const AGENT_INITIALIZE_TIMEOUT_MS = 60_000;
+
 export interface AgentOptions {
   gateway: string;
   name: string;
@@ -118,7 +121,7 @@ export class Agent {
       send: (sessionId, item) => {
         const sent =
           item.kind === 'line'
-            ? peer.notify('session.output', { session_id: sessionId, seq: item.seq, line: item.line, meta: item.meta })
+            ? peer.notify('session.output', { session_id: sessionId, seq: item.seq, line: item.line, meta: item.meta, read_at_ms: item.readAtMs })
             : peer.notify('session.event', { session_id: sessionId, seq: item.seq, event: item.event });
         sent.catch(() => {}); // held in the relay's outbox; re-sent after the reconnect
       },
@@ -154,7 +157,7 @@ export class Agent {
     const relay = new SessionRelay(sessionId, engine, log);
     this.relays.set(sessionId, relay);
     try {
-      const init = await relay.initialize(this.opts.initializeTimeoutMs ?? 60_000);
+      const init = await relay.initialize(this.opts.initializeTimeoutMs ?? AGENT_INITIALIZE_TIMEOUT_MS);
       relay.setSink(this.sink);
       const version = (init.response as { response?: { claude_code_version?: unknown } } | undefined)?.response?.claude_code_version;
       return { pid: engine.pid, engine: kind, engine_version: typeof version === 'string' ? version : undefined };

@@ -43,8 +43,10 @@ export interface EngineProcessOptions {
   logger?: Logger;
 }
 
-const DEFAULT_EOF_GRACE_MS = 5000;
-const DEFAULT_TERM_GRACE_MS = 5000;
+/** stop(): wait after stdin EOF before SIGTERM, unless eofGraceMs says otherwise. */
+export const DEFAULT_EOF_GRACE_MS = 5000;
+/** stop(): wait after SIGTERM before SIGKILL, unless termGraceMs says otherwise. */
+export const DEFAULT_TERM_GRACE_MS = 5000;
 
 /** Engines whose process group may still be alive; killed synchronously on agent exit. */
 const live = new Set<EngineProcess>();

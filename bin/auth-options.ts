@@ -1,21 +1,11 @@
 import { remoteKeySet } from '../core/auth/jwks.js';
 import { loadKeyFile, type TokenKey } from '../core/auth/keys.js';
-import { ensureStateKey, resolveStateDir } from '../core/auth/state-dir.js';
+import { ensureStateKey } from '../core/auth/state-dir.js';
 import { TokenVerifier } from '../core/auth/verify.js';
 import { TetherError } from '../core/errors.js';
 import type { GatewayAuthOptions } from '../gateway/server.js';
-import type { OptionSpec } from './args.js';
 
-/** The flags `tether gateway` and `tether up` share for authentication. */
-export const AUTH_FLAGS = {
-  'state-dir': { type: 'string' },
-  key: { type: 'string' },
-  'jwks-url': { type: 'string' },
-  auth: { type: 'string' },
-  'allow-origin': { type: 'string', multiple: true },
-} as const satisfies OptionSpec;
-
-/** Help lines for {@link AUTH_FLAGS}. */
+/** Help lines for the authentication flags `tether gateway` and `tether up` share. */
 export const AUTH_FLAGS_HELP = `  --state-dir DIR    folder for the gateway key (default ~/.tether; env TETHER_STATE_DIR). On
                      first run an HS256 key is created there (gateway-key.json, mode 0600)
   --key FILE         verify (and, for up, mint) tokens with this key instead: a JWK or PEM file
@@ -26,10 +16,20 @@ export const AUTH_FLAGS_HELP = `  --state-dir DIR    folder for the gateway key 
   --allow-origin O   a browser origin (scheme://host[:port]) allowed to connect, repeatable.
                      Default: only the gateway's own http://HOST:PORT`;
 
-/** What the auth flags resolved to. */
+/** The configuration keys authentication is set up from (gateway/config.ts). */
+export interface AuthConfig {
+  auth: 'on' | 'off';
+  keyFile?: string;
+  jwksUrl?: string;
+  /** Absolute; its key is used (and created on first run) unless keyFile or jwksUrl say otherwise. */
+  stateDir: string;
+  allowOrigins: string[];
+}
+
+/** What the auth keys resolved to. */
 export interface GatewayAuthSetup {
   auth: GatewayAuthOptions;
-  /** A key tokens can be minted with (the state folder's, or --key when it can sign). */
+  /** A key tokens can be minted with (the state folder's, or keyFile when it can sign). */
   signingKey?: TokenKey;
   /** Where that key came from, and whether it was created now. */
   keyPath?: string;
@@ -37,29 +37,24 @@ export interface GatewayAuthSetup {
 }
 
 /**
- * Resolves --auth, --key, --jwks-url, --state-dir and --allow-origin into door options.
- * Without --key and --jwks-url the state folder's key is used, created on first run.
- * `needSigningKey` (tether up) always loads a key that can sign. Throws INVALID_ARGUMENT.
+ * Turns the validated auth keys into door options. Without keyFile and jwksUrl the state
+ * folder's key is used, created on first run (the only file this writes). `needSigningKey`
+ * (tether up) always loads a key that can sign. Throws INVALID_ARGUMENT.
  */
-export function gatewayAuthFrom(v: Record<string, unknown>, opts: { needSigningKey?: boolean } = {}): GatewayAuthSetup {
-  const mode = (v.auth as string | undefined) ?? process.env.TETHER_AUTH ?? 'on';
-  if (mode !== 'on' && mode !== 'off') throw new TetherError('INVALID_ARGUMENT', `--auth must be on or off, got "${mode}"`);
-  const allowOrigins = (v['allow-origin'] as string[] | undefined) ?? [];
-  if (mode === 'off') return { auth: { verifier: 'off', allowOrigins }, created: false };
-  const keyFile = v.key as string | undefined;
-  const jwksUrl = v['jwks-url'] as string | undefined;
-  if (keyFile && v['state-dir']) throw new TetherError('INVALID_ARGUMENT', 'use --key or --state-dir, not both');
+export function gatewayAuthFrom(c: AuthConfig, opts: { needSigningKey?: boolean } = {}): GatewayAuthSetup {
+  const allowOrigins = c.allowOrigins;
+  if (c.auth === 'off') return { auth: { verifier: 'off', allowOrigins }, created: false };
   let key: TokenKey | undefined;
   let keyPath: string | undefined;
   let created = false;
-  if (keyFile) {
-    key = loadKeyFile(keyFile);
-    keyPath = keyFile;
-  } else if (!jwksUrl || opts.needSigningKey) {
-    ({ key, path: keyPath, created } = ensureStateKey(resolveStateDir(v['state-dir'] as string | undefined)));
+  if (c.keyFile) {
+    key = loadKeyFile(c.keyFile);
+    keyPath = c.keyFile;
+  } else if (!c.jwksUrl || opts.needSigningKey) {
+    ({ key, path: keyPath, created } = ensureStateKey(c.stateDir));
   }
   if (opts.needSigningKey && !key?.signKey) throw new TetherError('INVALID_ARGUMENT', `${keyPath} holds a public key: tether up mints tokens and needs the private key or secret`);
-  const verifier = new TokenVerifier({ keys: key ? [key] : [], jwks: jwksUrl ? remoteKeySet(jwksUrl) : undefined });
+  const verifier = new TokenVerifier({ keys: key ? [key] : [], jwks: c.jwksUrl ? remoteKeySet(c.jwksUrl) : undefined });
   return { auth: { verifier, allowOrigins }, signingKey: key?.signKey ? key : undefined, keyPath, created };
 }
 

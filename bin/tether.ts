@@ -3,6 +3,7 @@ import { asTetherError } from '../core/errors.js';
 import { parseCommand, type Command } from './args.js';
 import { agentCommand } from './commands/agent.js';
 import { attachCommand, auditCommand, chatCommand } from './commands/chat.js';
+import { configCommand } from './commands/config.js';
 import { gatewayCommand } from './commands/gateway.js';
 import { keygenCommand } from './commands/keygen.js';
 import { agentsCommand, sessionsCommand } from './commands/list.js';
@@ -10,7 +11,7 @@ import { runCommand } from './commands/run.js';
 import { tokenCommand } from './commands/token.js';
 import { upCommand } from './commands/up.js';
 
-const commands: Command[] = [upCommand, gatewayCommand, agentCommand, runCommand, chatCommand, attachCommand, agentsCommand, sessionsCommand, auditCommand, tokenCommand, keygenCommand];
+const commands: Command[] = [upCommand, gatewayCommand, agentCommand, runCommand, chatCommand, attachCommand, agentsCommand, sessionsCommand, auditCommand, tokenCommand, keygenCommand, configCommand];
 
 const TOP_HELP = `tether: a remote gateway for coding-agent CLIs (Claude Code first)
 
@@ -20,7 +21,8 @@ Commands:
 ${commands.map((c) => `  ${c.name.padEnd(10)} ${c.summary}`).join('\n')}
 
 Run "tether <command> --help" for a command's options.
-Environment: TETHER_GATEWAY, TETHER_TOKEN, TETHER_AGENT, TETHER_STATE_DIR stand in for --gateway, --token, --agent, --state-dir.`;
+Environment: TETHER_GATEWAY, TETHER_TOKEN, TETHER_AGENT, TETHER_STATE_DIR stand in for --gateway, --token, --agent, --state-dir.
+gateway, agent and up also read --config FILE (or TETHER_CONFIG) and TETHER_* variables: see "tether config --keys".`;
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;

@@ -1,4 +1,5 @@
 import { pino, type Logger, type LoggerOptions, type DestinationStream } from 'pino';
+import { prettyDestination } from './log-pretty.js';
 
 export type { Logger } from 'pino';
 
@@ -30,17 +31,22 @@ export function scrubUrl(url: string): string {
 
 /**
  * The root logger of one program (gateway, agent, CLI). Library code never calls this; it
- * takes a logger or stays silent ({@link silentLogger}). JSON to stderr by default, so stdout
- * stays free for what a command prints.
+ * takes a logger or stays silent ({@link silentLogger}). Writes to stderr, so stdout stays
+ * free for what a command prints: JSON lines, or pretty lines for people (`format: 'pretty'`,
+ * or 'auto' — the default — when stderr is a terminal). A `destination` always gets JSON.
+ * Secrets are redacted ({@link REDACT_PATHS}) before either form is written.
  */
-export function createLogger(opts: { level?: string; name?: string; destination?: DestinationStream } = {}): Logger {
+export function createLogger(opts: { level?: string; name?: string; format?: 'auto' | 'json' | 'pretty'; destination?: DestinationStream } = {}): Logger {
   const options: LoggerOptions = {
     name: opts.name,
     level: opts.level ?? process.env.TETHER_LOG_LEVEL ?? 'info',
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
     base: { pid: process.pid },
   };
-  return pino(options, opts.destination ?? pino.destination({ fd: 2, sync: false }));
+  if (opts.destination) return pino(options, opts.destination);
+  const format = opts.format ?? 'auto';
+  const pretty = format === 'pretty' || (format === 'auto' && process.stderr.isTTY === true);
+  return pino(options, pretty ? prettyDestination(process.stderr, process.stderr.isTTY === true) : pino.destination({ fd: 2, sync: false }));
 }
 
 /** A logger that writes nothing: the default for library code. */

@@ -4,6 +4,7 @@ import type { AgentDescriptor, AgentInfo } from '../core/protocol/methods.js';
 import type { EngineKind, SessionOptions } from '../core/protocol/session-options.js';
 import type { Principal } from './principal.js';
 import type { EngineHost, Session } from './session.js';
+import type { GatewayMetrics } from './metrics.js';
 
 /** Acks are cumulative and batched: after this many frames or this long, whichever first. */
 const ACK_EVERY_FRAMES = 32;
@@ -26,11 +27,12 @@ export class AgentLink implements EngineHost {
     private readonly log: Logger,
     /** Who authenticated this link; a later link of the same `sub` supersedes it. */
     readonly principal: Principal,
+    private readonly metrics?: GatewayMetrics,
   ) {
     peer.onNotification('session.output', (p) => {
       const s = this.sessions.get(p.session_id);
       if (this.disposed || !s || s.agent !== this.name) return;
-      s.onEngineLine(p.seq, p.line, p.meta);
+      if (s.onEngineLine(p.seq, p.line, p.meta, p.read_at_ms)) this.metrics?.relayed('from_agent', Buffer.byteLength(p.line));
       this.noteForAck(p.session_id, p.seq);
     });
     peer.onNotification('session.input_ack', (p) => {
@@ -40,7 +42,7 @@ export class AgentLink implements EngineHost {
     peer.onNotification('session.event', (p) => {
       const s = this.sessions.get(p.session_id);
       if (this.disposed || !s || s.agent !== this.name) return;
-      s.onEngineEvent(p.seq, p.event);
+      if (s.onEngineEvent(p.seq, p.event)) this.metrics?.relayed('from_agent', Buffer.byteLength(JSON.stringify(p.event)));
       this.noteForAck(p.session_id, p.seq);
     });
   }
@@ -71,6 +73,7 @@ export class AgentLink implements EngineHost {
     this.peer.notify('agent.input', { session_id: sessionId, seq, line }).catch((err) => {
       this.log.warn({ sessionId, err: String(err) }, 'input not handed to the agent link');
     });
+    this.metrics?.relayed('to_agent', Buffer.byteLength(JSON.stringify(line)));
   }
 
   async stop(sessionId: string, reason: string): Promise<void> {

@@ -8,17 +8,20 @@ import { ANONYMOUS, type Principal } from './principal.js';
 
 /**
  * Refused credentials since the process started, by reason (core/auth/auth-error.ts), summed
- * over every door. A plain counter until metrics land; read it, never reset it in code.
+ * over every door of the process; read it, never reset it in code. Each gateway also counts
+ * its own in `tether_auth_failures_total` (gateway/metrics.ts).
  */
 export const authFailures: Record<string, number> = {};
 
 /**
- * Counts a refused credential in {@link authFailures} and logs it (warn, `event:
- * "auth.failed"`, with its reason and code, never the credential). Returns the error, to throw.
+ * Counts a refused credential in {@link authFailures} (and with `count`, e.g. a gateway's
+ * metrics) and logs it (warn, `event: "auth.failed"`, with its reason and code, never the
+ * credential). Returns the error, to throw.
  */
-export function noteAuthFailure(log: Logger, err: TetherError, fields: Record<string, unknown> = {}): TetherError {
+export function noteAuthFailure(log: Logger, err: TetherError, fields: Record<string, unknown> = {}, count?: (reason: string) => void): TetherError {
   const reason = authReason(err);
   authFailures[reason] = (authFailures[reason] ?? 0) + 1;
+  count?.(reason);
   log.warn({ event: 'auth.failed', ...fields, reason, code: err.code }, `refused: ${err.message}`);
   return err;
 }
@@ -31,6 +34,8 @@ export interface DoorOptions {
   allowOrigins?: string[];
   tickets?: TicketOptions;
   logger?: Logger;
+  /** Called with the reason of every refusal (the gateway's metrics). */
+  onAuthFailure?: (reason: string) => void;
 }
 
 /** What a listener knows about a connection attempt, transport-blind. */
@@ -70,6 +75,11 @@ export class Door {
   /** Whether tokens are checked (false: --auth off). */
   get authEnabled(): boolean {
     return this.opts.verifier !== 'off';
+  }
+
+  /** Whether the authentication policy is in place: a token verifier, or authentication deliberately off (readiness). */
+  get policyLoaded(): boolean {
+    return this.opts.verifier === 'off' || typeof this.opts.verifier?.verify === 'function';
   }
 
   /** Adds an allowed Origin (scheme://host[:port], no path). Throws INVALID_ARGUMENT for anything else. */
@@ -137,7 +147,7 @@ export class Door {
 
   private refused(req: DoorRequest, err: unknown): TetherError {
     const path = req.path === undefined ? undefined : scrubUrl(req.path);
-    return noteAuthFailure(this.log, asTetherError(err, 'UNAUTHENTICATED'), { transport: req.transport, remote: req.remote, path });
+    return noteAuthFailure(this.log, asTetherError(err, 'UNAUTHENTICATED'), { transport: req.transport, remote: req.remote, path }, this.opts.onAuthFailure);
   }
 }
 

@@ -15,6 +15,7 @@ import { REPLAY_DEFAULTS } from './replay-log.js';
 import { SessionDirectory, type DirectoryLimits } from './session-directory.js';
 import { MemoryAuditLog, type AuditLog } from './audit-log.js';
 import { MemorySessionStore, type SessionStore } from './session-store.js';
+import { GatewayMetrics } from './metrics.js';
 
 export const GATEWAY_CAPABILITIES = ['sessions.v1', 'replay.v1', 'prompts.v1'];
 
@@ -46,6 +47,8 @@ export interface GatewayOptions {
   /** Where sessions and history are kept across restarts (default: memory only). */
   store?: SessionStore;
   limits?: Partial<GatewayLimits>;
+  /** Where routing reports what /metrics shows (default: a fresh registry of this gateway's own). */
+  metrics?: GatewayMetrics;
 }
 
 /**
@@ -57,6 +60,7 @@ export class Gateway {
   readonly directory: SessionDirectory;
   readonly limits: GatewayLimits;
   readonly store: SessionStore;
+  readonly metrics: GatewayMetrics;
   private readonly log: Logger;
   private readonly channels = new Set<Channel>();
 
@@ -64,8 +68,17 @@ export class Gateway {
     this.log = opts.logger ?? silentLogger;
     this.limits = { ...GATEWAY_DEFAULTS, ...opts.limits };
     this.store = opts.store ?? new MemorySessionStore();
-    this.directory = new SessionDirectory(this.limits, this.log, opts.audit ?? new MemoryAuditLog(), this.store);
+    this.metrics = opts.metrics ?? new GatewayMetrics();
+    this.directory = new SessionDirectory(this.limits, this.log, opts.audit ?? new MemoryAuditLog(), this.store, this.metrics);
+    const sessions = () => [...this.directory.sessions.values()];
+    this.metrics.bindGauges({
+      agents: () => countBy([...this.directory.agents.values()], (a) => a.peer.channel.transport),
+      sessions: () => countBy(sessions(), (s) => s.currentState),
+      attachments: () => countBy(sessions().flatMap((s) => s.info().clients), (c) => c.transport),
+    });
   }
+
+  private readonly countAuthFailure = (reason: string) => this.metrics.authFailure(reason);
 
   /** Hands a connection to the gateway; it owns the channel from now on. */
   accept(channel: Channel, principal: Principal = ANONYMOUS): void {
@@ -81,10 +94,10 @@ export class Gateway {
       if (principal.kind !== 'any' && principal.kind !== hello.role) {
         const a = (kind: string) => (kind === 'agent' ? 'an agent' : 'a client');
         const message = `token is for ${a(principal.kind)}, not ${a(hello.role)} (${a(hello.role)} needs ${a(hello.role)} token)`;
-        throw noteAuthFailure(log, authError('PERMISSION_DENIED', 'wrong_kind', message));
+        throw noteAuthFailure(log, authError('PERMISSION_DENIED', 'wrong_kind', message), {}, this.countAuthFailure);
       }
       if (hello.role === 'agent') this.helloAgent(peer, principal, hello.agent, log);
-      else new ClientLink(peer, principal, this.directory, log, this.limits.slowClientBytes);
+      else new ClientLink(peer, principal, this.directory, log, this.limits.slowClientBytes, this.metrics);
       greeted = true;
       clearTimeout(helloTimer);
       startHeartbeat(peer, this.limits.heartbeat, (reason) => {
@@ -104,16 +117,17 @@ export class Gateway {
   private helloAgent(peer: RpcPeer, principal: Principal, agent: AgentDescriptor | undefined, log: Logger): void {
     if (!agent) throw new TetherError('INVALID_ARGUMENT', 'an agent hello must describe the agent (params.agent)');
     if (principal.agentName !== undefined && principal.agentName !== agent.name) {
-      throw noteAuthFailure(log, authError('PERMISSION_DENIED', 'wrong_agent', `this token may register only as agent "${principal.agentName}", not "${agent.name}"`));
+      throw noteAuthFailure(log, authError('PERMISSION_DENIED', 'wrong_agent', `this token may register only as agent "${principal.agentName}", not "${agent.name}"`), {}, this.countAuthFailure);
     }
-    const link = new AgentLink(agent, peer, this.directory.sessions, log.child({ agent: agent.name }), principal);
+    const link = new AgentLink(agent, peer, this.directory.sessions, log.child({ agent: agent.name }), principal, this.metrics);
     try {
       this.directory.agentUp(link); // refuses another identity's live name; supersedes the same identity's link
     } catch (err) {
       link.dispose(); // a refused link must not relay anything its peer sends later
-      if (err instanceof TetherError && err.code === 'ALREADY_EXISTS') noteAuthFailure(log, new TetherError(err.code, err.message, { reason: 'agent_taken' }));
+      if (err instanceof TetherError && err.code === 'ALREADY_EXISTS') noteAuthFailure(log, new TetherError(err.code, err.message, { reason: 'agent_taken' }), {}, this.countAuthFailure);
       throw err;
     }
+    this.metrics.agentRegistered(agent.name);
     void peer.channel.closed.then(() => this.directory.agentDown(link));
   }
 
@@ -124,4 +138,11 @@ export class Gateway {
     await Promise.all([...this.channels].map((c) => c.closed));
     this.store.close();
   }
+}
+
+/** How many items fall under each key. */
+function countBy<T>(items: T[], key: (item: T) => string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const item of items) out[key(item)] = (out[key(item)] ?? 0) + 1;
+  return out;
 }

@@ -1,4 +1,4 @@
-import { Metadata, Server, ServerCredentials, type ServerDuplexStream } from '@grpc/grpc-js';
+import { Metadata, Server, ServerCredentials, type ServerDuplexStream, type ServiceDefinition, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { Channel } from '../core/channel/channel.js';
 import { CHANNEL_DEFAULTS } from '../core/channel/channel.js';
 import { GRPC_DEFAULTS, GrpcServerChannel, grpcLinkOptions } from '../core/channel/grpc.js';
@@ -44,6 +44,8 @@ export interface GrpcListenerOptions<A = undefined> {
    * caller's dial fails with that code.
    */
   onChannel: (channel: Channel, metadata: Record<string, string>, admitted: A) => void;
+  /** More services on the same port (the health service), served without the door: they carry no session data. */
+  services?: { definition: ServiceDefinition; implementation: UntypedServiceImplementation }[];
 }
 
 /** Options of {@link GrpcListener.close}. */
@@ -119,6 +121,8 @@ export function startGrpcListener<A = undefined>(opts: GrpcListenerOptions<A>): 
         });
     },
   });
+
+  for (const extra of opts.services ?? []) server.addService(extra.definition, extra.implementation);
 
   const creds = opts.tls
     ? ServerCredentials.createSsl(opts.tls.clientCa ?? null, [{ cert_chain: opts.tls.cert, private_key: opts.tls.key }], opts.tls.clientCa !== undefined)

@@ -1,10 +1,17 @@
 import { TetherError } from '../core/errors.js';
+import type { PromptOutcome } from './metrics.js';
 
 export interface PendingPrompt {
   requestId: string;
   subtype: string;
   raisedAt: number;
   timer?: NodeJS.Timeout;
+}
+
+/** Told about every prompt raised and settled, with how long it waited (the gateway's metrics). */
+export interface PromptObserver {
+  promptRaised(): void;
+  promptSettled(outcome: PromptOutcome, waitedMs: number): void;
 }
 
 /**
@@ -16,6 +23,9 @@ export class PromptBook {
   private readonly pending = new Map<string, PendingPrompt>();
   /** Recently decided ids (bounded), so a late answer is told "already decided", not "unknown". */
   private readonly decided = new Map<string, string>();
+
+  /** Set once the book holds its restored prompts, so only this process's prompts are raised to it. */
+  observer: PromptObserver | undefined;
 
   constructor(private readonly maxPending = 32, private readonly maxRemembered = 1024) {}
 
@@ -37,40 +47,42 @@ export class PromptBook {
 
   raise(prompt: PendingPrompt): void {
     this.pending.set(prompt.requestId, prompt);
+    this.observer?.promptRaised();
   }
 
   /**
    * Claims the prompt for one answer. Throws FAILED_PRECONDITION when it was already decided
    * or withdrawn, NOT_FOUND when the id was never raised here.
    */
-  claim(requestId: string, by: string): PendingPrompt {
+  claim(requestId: string, by: string, outcome: PromptOutcome = 'answered'): PendingPrompt {
     const p = this.pending.get(requestId);
     if (!p) {
       const how = this.decided.get(requestId);
       if (how) throw new TetherError('FAILED_PRECONDITION', `permission request ${requestId} was already decided (${how})`, { already_decided: true });
       throw new TetherError('NOT_FOUND', `no pending request ${requestId} in this session`);
     }
-    this.settle(requestId, `answered by ${by}`);
+    this.settle(requestId, `answered by ${by}`, outcome);
     return p;
   }
 
   /** Removes a prompt without an answer (engine cancelled it, expiry, engine gone). */
-  withdraw(requestId: string, why: string): PendingPrompt | undefined {
+  withdraw(requestId: string, why: string, outcome: PromptOutcome = 'cancelled'): PendingPrompt | undefined {
     const p = this.pending.get(requestId);
-    if (p) this.settle(requestId, why);
+    if (p) this.settle(requestId, why, outcome);
     return p;
   }
 
   /** Withdraws every pending prompt; returns them. */
-  clear(why: string): PendingPrompt[] {
+  clear(why: string, outcome: PromptOutcome = 'engine_gone'): PendingPrompt[] {
     const all = [...this.pending.values()];
-    for (const p of all) this.settle(p.requestId, why);
+    for (const p of all) this.settle(p.requestId, why, outcome);
     return all;
   }
 
-  private settle(requestId: string, how: string): void {
+  private settle(requestId: string, how: string, outcome: PromptOutcome): void {
     const p = this.pending.get(requestId);
     if (p?.timer) clearTimeout(p.timer);
+    if (p) this.observer?.promptSettled(outcome, Date.now() - p.raisedAt);
     this.pending.delete(requestId);
     this.decided.set(requestId, how);
     if (this.decided.size > this.maxRemembered) this.decided.delete(this.decided.keys().next().value as string);

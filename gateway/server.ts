@@ -10,7 +10,10 @@ import type { Gateway } from './gateway.js';
 import { handleTicketRequest } from './listen-http-ticket.js';
 import { attachWsListener } from './listen-ws.js';
 import { startGrpcListener, type GrpcListener } from './listen-grpc.js';
+import { grpcHealthService } from './grpc-health.js';
+import { handleOpsRequest } from './listen-http-ops.js';
 import type { Principal } from './principal.js';
+import { evaluateReadiness, type ReadinessCheck, type ReadinessReport } from './readiness.js';
 
 /** How the gateway authenticates connections (see gateway/door.ts). */
 export interface GatewayAuthOptions {
@@ -41,6 +44,10 @@ export interface GatewayServerOptions {
    * warning is logged; the CLI always passes it (on unless --auth off).
    */
   auth?: GatewayAuthOptions;
+  /** Serve the gateway's Prometheus metrics at GET /metrics (default true). */
+  metrics?: boolean;
+  /** Checks /readyz (and gRPC health) run besides listening, store and policy. */
+  readinessChecks?: ReadinessCheck[];
 }
 
 export interface GatewayServer {
@@ -55,12 +62,17 @@ export interface GatewayServer {
   grpcUrl?: string;
   /** Authentication at the door: allowed origins, tickets. */
   door: Door;
+  /** What /readyz answers now; gRPC health says SERVING exactly when `ready`. */
+  readiness(): ReadinessReport;
   close(): Promise<void>;
 }
 
 /**
- * The gateway's HTTP edge: health endpoint, the browser ticket endpoint (POST /v1/ticket),
- * the WebSocket listener and the gRPC listener, feeding channels to the routing core. Every
+ * The gateway's HTTP edge: /healthz, /readyz and /metrics (listen-http-ops.ts), the browser
+ * ticket endpoint (POST /v1/ticket), the WebSocket listener and the gRPC listener (with the
+ * standard grpc.health.v1.Health service beside tether.v1.Gateway), feeding channels to the
+ * routing core. Ready means: listening (both listeners bound, not closing), store (the
+ * session store is open) and policy (the authentication policy is loaded). Every
  * connection passes the door (opts.auth) before the core sees it: a refused WebSocket gets
  * an HTTP 401/403 instead of the upgrade, a refused gRPC stream ends with UNAUTHENTICATED or
  * PERMISSION_DENIED before its headers. Listens on 127.0.0.1:7800 unless told otherwise.
@@ -68,14 +80,24 @@ export interface GatewayServer {
 export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOptions = {}): Promise<GatewayServer> {
   const log = opts.logger ?? silentLogger;
   const host = opts.host ?? '127.0.0.1';
-  const door = new Door({ ...(opts.auth ?? { verifier: 'off' }), logger: log.child({ component: 'door' }) });
+  const door = new Door({ ...(opts.auth ?? { verifier: 'off' }), logger: log.child({ component: 'door' }), onAuthFailure: (reason) => gateway.metrics.authFailure(reason) });
   if (!door.authEnabled) log.warn('authentication is OFF: anyone who can reach this gateway can run sessions on its agents');
+  const wantGrpc = opts.grpcPort !== undefined && opts.grpcPort !== null;
+  let grpc: GrpcListener | undefined;
+  let closing: Promise<void> | undefined;
+  const checks: ReadinessCheck[] = [
+    {
+      name: 'listening',
+      check: () => (closing ? 'shutting down' : !server.listening ? 'HTTP/WebSocket listener not bound' : wantGrpc && !grpc ? 'gRPC listener not bound' : undefined),
+    },
+    { name: 'store', check: () => (gateway.store.isOpen ? undefined : `session store (${gateway.store.kind}) is not open`) },
+    { name: 'policy', check: () => (door.policyLoaded ? undefined : 'authentication policy not loaded') },
+    ...(opts.readinessChecks ?? []),
+  ];
+  const readiness = () => evaluateReadiness(checks);
+  const ops = { readiness, metrics: opts.metrics === false ? undefined : gateway.metrics };
   const onRequest: Parameters<typeof createServer>[1] = (req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
-    if (path === '/healthz') {
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
-      return;
-    }
+    if (handleOpsRequest(ops, req, res)) return;
     if (handleTicketRequest(door, req, res)) return;
     res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}');
   };
@@ -109,16 +131,17 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
   });
   const port = (server.address() as AddressInfo).port;
   log.info({ host, port }, 'gateway listening (WebSocket)');
-  let grpc: GrpcListener | undefined;
-  if (opts.grpcPort !== undefined && opts.grpcPort !== null) {
+  const health = grpcHealthService(() => readiness().ready);
+  if (wantGrpc) {
     try {
       grpc = await startGrpcListener<Principal>({
         host,
-        port: opts.grpcPort,
+        port: opts.grpcPort!,
         maxFrameBytes: opts.maxFrameBytes,
         tls: opts.tls,
         admit: (metadata, remote) => door.admit({ transport: 'grpc', remote, authorization: metadata.authorization, origin: metadata.origin }),
         onChannel: (channel, _metadata, principal) => gateway.accept(channel, principal),
+        services: [health],
       });
     } catch (err) {
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -128,7 +151,8 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
   }
   const urlHost = host.includes(':') ? `[${host}]` : host;
   door.allowOrigin(`${tls ? 'https' : 'http'}://${urlHost}:${port}`); // same-origin pages of the gateway itself
-  let closing: Promise<void> | undefined;
+  const ready = readiness();
+  log.info({ ready: ready.ready, checks: ready.checks }, ready.ready ? 'gateway ready' : 'gateway listening but not ready');
   return {
     port,
     host,
@@ -136,8 +160,10 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
     grpcPort: grpc?.port,
     grpcUrl: grpc ? `${tls ? 'grpcs' : 'grpc'}://${urlHost}:${grpc.port}` : undefined,
     door,
+    readiness,
     close: () =>
       (closing ??= (async () => {
+        health.shutdown(); // watchers hear NOT_SERVING before the listener goes
         await gateway.close();
         await grpc?.close({ graceMs: 1_000 });
         detachWs();

@@ -8,6 +8,7 @@ import type { Principal } from './principal.js';
 import { Session, type SessionLimits } from './session.js';
 import type { AuditLog } from './audit-log.js';
 import type { SessionStore, StoredSession } from './session-store.js';
+import type { GatewayMetrics } from './metrics.js';
 
 export interface DirectoryLimits extends SessionLimits {
   /** How long a session waits for its lost agent before it is ended. */
@@ -34,6 +35,8 @@ export class SessionDirectory {
     private readonly log: Logger,
     readonly audit: AuditLog,
     private readonly store: SessionStore,
+    /** Where sessions report prompts and gaps, and agent resumes are counted; none by default. */
+    private readonly metrics?: GatewayMetrics,
   ) {
     for (const stored of store.loadAll()) this.restore(stored);
   }
@@ -52,6 +55,7 @@ export class SessionDirectory {
       logger: this.log.child({ sessionId: r.id, agent: r.agent }),
       audit: this.audit,
       store: this.store,
+      metrics: this.metrics,
       restored: stored,
     });
     session.onEnded = () => this.scheduleDrop(session);
@@ -119,6 +123,7 @@ export class SessionDirectory {
       logger: this.log.child({ sessionId: id, agent: agentName }),
       audit: this.audit,
       store: this.store,
+      metrics: this.metrics,
     });
     this.audit.record({ session_id: id, principal: p.sub, action: 'create', agent: agentName, engine: kind, cwd: options.cwd });
     this.sessions.set(id, session);
@@ -159,6 +164,7 @@ export class SessionDirectory {
         clearTimeout(this.lostTimers.get(s.id));
         this.lostTimers.delete(s.id);
         s.bindHost(link, running.get(s.id));
+        this.metrics?.resumed('agent');
       } else if (s.currentState === 'agent-lost') {
         this.endSession(s, 'the agent came back without this session');
       }

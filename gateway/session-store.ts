@@ -40,6 +40,8 @@ export interface StoredSession {
  */
 export interface SessionStore {
   readonly kind: string;
+  /** Whether the store can take writes now (false once closed, or when its storage is gone); /readyz checks it. */
+  readonly isOpen: boolean;
   create(record: SessionRecord): void;
   appendFrame(sessionId: string, frame: StoredFrame): void;
   appendInput(sessionId: string, input: StoredInput): void;
@@ -51,6 +53,10 @@ export interface SessionStore {
 /** No persistence: sessions live as long as the process. */
 export class MemorySessionStore implements SessionStore {
   readonly kind = 'memory';
+  private closed = false;
+  get isOpen(): boolean {
+    return !this.closed;
+  }
   create(): void {}
   appendFrame(): void {}
   appendInput(): void {}
@@ -58,7 +64,9 @@ export class MemorySessionStore implements SessionStore {
   loadAll(): StoredSession[] {
     return [];
   }
-  close(): void {}
+  close(): void {
+    this.closed = true;
+  }
 }
 
 /** Inputs kept per session on load (the agent's hello says which were already applied). */
@@ -72,9 +80,15 @@ const INPUTS_KEPT = 1024;
 export class FileSessionStore implements SessionStore {
   readonly kind = 'file';
   private readonly fds = new Map<string, number>();
+  private closed = false;
 
   constructor(readonly dir: string) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
+  }
+
+  /** Open from construction until close(), while its folder exists. */
+  get isOpen(): boolean {
+    return !this.closed && existsSync(this.dir);
   }
 
   private folder(id: string): string {
@@ -144,6 +158,7 @@ export class FileSessionStore implements SessionStore {
   }
 
   close(): void {
+    this.closed = true;
     for (const fd of this.fds.values()) closeSync(fd);
     this.fds.clear();
   }

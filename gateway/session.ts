@@ -6,6 +6,7 @@ import type { Logger } from '../core/logging.js';
 import { PromptBook } from './prompts.js';
 import { ReplayLog, type ReplayLogLimits } from './replay-log.js';
 import type { AuditEntry, AuditLog } from './audit-log.js';
+import { outcomeOf, type GatewayMetrics } from './metrics.js';
 import type { SessionStore, StoredSession } from './session-store.js';
 
 /** One attached client as the session sees it: transport-blind. */
@@ -13,8 +14,11 @@ export interface Member {
   readonly clientId: string;
   readonly principal: string;
   readonly transport: string;
-  /** Queues one serialized session.frame notification for this client. */
-  sendFrame(text: string): void;
+  /**
+   * Queues one serialized session.frame notification for this client. `readAtMs`: when the
+   * agent read the engine line it carries (live engine frames only, for the relay latency).
+   */
+  sendFrame(text: string, readAtMs?: number): void;
   /** Delivers the engine's answer to this client's own control request. */
   sendReply(sessionId: string, line: string): void;
 }
@@ -45,7 +49,12 @@ export interface SessionInit {
   store: SessionStore;
   /** History read back from the store after a restart. */
   restored?: StoredSession;
+  /** What the session reports to the gateway's metrics (prompts, replay gaps); none by default. */
+  metrics?: SessionMetrics;
 }
+
+/** The part of the gateway's metrics a session reports to. */
+export type SessionMetrics = Pick<GatewayMetrics, 'promptRaised' | 'promptSettled' | 'replayGap'>;
 
 interface Attachment {
   member: Member;
@@ -98,6 +107,7 @@ export class Session {
   private readonly log_: Logger;
   private readonly audit: AuditLog;
   private readonly store: SessionStore;
+  private readonly metrics: SessionMetrics | undefined;
   /** Dedupe key of the input being routed, stored with what it sends to the engine. */
   private routingKey = '';
 
@@ -116,6 +126,8 @@ export class Session {
     this.prompts = new PromptBook(init.limits.maxPendingPrompts);
     if (init.restored) this.restore(init.restored);
     else this.store.create({ id: this.id, agent: this.agent, engine: this.engine, owner: this.owner, options: this.options, created_at: this.createdAt });
+    this.metrics = init.metrics;
+    this.prompts.observer = init.metrics; // after the restore: restored prompts were counted by the process that raised them
   }
 
   /**
@@ -205,13 +217,13 @@ export class Session {
    * One engine stdout line with the agent's seq. Returns false for a duplicate (already seen
    * seq, e.g. replayed after a reconnect), true when applied.
    */
-  onEngineLine(agentSeq: number, line: string, meta: LineMeta): boolean {
+  onEngineLine(agentSeq: number, line: string, meta: LineMeta, readAtMs?: number): boolean {
     if (agentSeq <= this.lastAgentSeq) return false;
     this.lastAgentSeq = agentSeq;
     if (meta.type === 'control_response' && meta.request_id !== undefined && this.routeReply(meta.request_id, line)) return true;
     if (meta.type === 'control_request' && meta.request_id) this.raisePrompt(meta.request_id, meta.subtype ?? 'unknown');
     if (meta.type === 'control_cancel_request' && meta.request_id) this.prompts.withdraw(meta.request_id, 'cancelled by the engine');
-    this.broadcast({ line, origin: 'engine' });
+    this.broadcast({ line, origin: 'engine' }, readAtMs);
     this.trackState(meta);
     return true;
   }
@@ -255,6 +267,8 @@ export class Session {
   private raisePrompt(requestId: string, subtype: string): void {
     if (this.prompts.full) {
       this.log_.warn({ sessionId: this.id, requestId }, 'too many pending prompts; denying');
+      this.metrics?.promptRaised();
+      this.metrics?.promptSettled('overflow', 0);
       this.answerEngine(requestId, subtype, `Denied by Tether: more than ${this.limits.maxPendingPrompts} requests pending`);
       return;
     }
@@ -264,7 +278,7 @@ export class Session {
   }
 
   private expire(requestId: string): void {
-    const p = this.prompts.withdraw(requestId, 'expired');
+    const p = this.prompts.withdraw(requestId, 'expired', 'expired');
     if (!p) return;
     try {
       this.record('tether:expiry', 'permission_decision', { request_id: requestId, behavior: 'deny', reason: 'expired' });
@@ -309,6 +323,7 @@ export class Session {
         message: `frames ${from}..${this.log.firstSeq - 1} are no longer held; history resumes at ${this.log.firstSeq}`,
       });
       member.sendFrame(frameText(this.id, 0, { event: gap, origin: 'gateway' }));
+      this.metrics?.replayGap();
     }
     for (const entry of this.log.since(Math.max(from, this.log.firstSeq))) member.sendFrame(entry.text);
     this.members.set(member.clientId, { member, role, since: new Date().toISOString() });
@@ -450,7 +465,7 @@ export class Session {
     const behavior = response.subtype === 'error' ? 'error' : String((line.response as { response?: { behavior?: unknown } }).response?.behavior ?? 'answered');
     // Recorded before it is forwarded: a decision that cannot be audited is not applied.
     this.record(a.member.principal, 'permission_decision', { request_id: requestId, behavior, client_id: a.member.clientId });
-    this.prompts.claim(requestId, a.member.principal);
+    this.prompts.claim(requestId, a.member.principal, outcomeOf(behavior));
     this.toEngine(line);
     this.broadcastWithdrawal(requestId);
     this.broadcast({ event: tetherEvent({ subtype: 'prompt_decided', request_id: requestId, decided_by: a.member.principal, behavior }), origin: 'gateway' });
@@ -502,12 +517,12 @@ export class Session {
   }
 
   /** Appends one frame to history and hands the same serialized text to every member. */
-  private broadcast(body: { line?: string; event?: TetherEvent; origin: 'engine' | 'gateway' }): void {
+  private broadcast(body: { line?: string; event?: TetherEvent; origin: 'engine' | 'gateway' }, readAtMs?: number): void {
     const seq = this.log.lastSeq + 1;
     const text = frameText(this.id, seq, body);
     this.store.appendFrame(this.id, { seq, agentSeq: this.lastAgentSeq, text });
     this.log.append({ seq, text });
-    for (const a of this.members.values()) a.member.sendFrame(text);
+    for (const a of this.members.values()) a.member.sendFrame(text, readAtMs);
   }
 
   /** Stops the engine (owner or controller). */

@@ -102,8 +102,10 @@ type Cmd =
   | { t: 'deliverUp'; n: number }
   | { t: 'deliverDown'; n: number }
   | { t: 'gatewayAck' }
+  | { t: 'deliverAndAck'; n: number }
   | { t: 'agentCut' }
-  | { t: 'agentReconnect' }
+  | { t: 'agentFlap'; staleHello: boolean }
+  | { t: 'agentReconnect'; staleHello: boolean }
   | { t: 'deliverClient'; c: number; n: number }
   | { t: 'clientCut'; c: number }
   | { t: 'clientResume'; c: number }
@@ -116,14 +118,16 @@ const client = fc.integer({ min: 0, max: CLIENTS - 1 });
 const command: fc.Arbitrary<Cmd> = fc.oneof(
   { arbitrary: fc.record({ t: fc.constant('emit' as const), n: fc.integer({ min: 1, max: 8 }), invalid: fc.boolean() }), weight: 4 },
   { arbitrary: fc.record({ t: fc.constant('deliverUp' as const), n: fc.integer({ min: 1, max: 3 }) }), weight: 4 },
-  { arbitrary: fc.record({ t: fc.constant('deliverDown' as const), n: fc.integer({ min: 1, max: 4 }) }), weight: 5 },
-  { arbitrary: fc.record({ t: fc.constant('gatewayAck' as const) }), weight: 5 },
-  { arbitrary: fc.record({ t: fc.constant('agentCut' as const) }), weight: 2 },
-  { arbitrary: fc.record({ t: fc.constant('agentReconnect' as const) }), weight: 2 },
+  { arbitrary: fc.record({ t: fc.constant('deliverDown' as const), n: fc.integer({ min: 1, max: 4 }) }), weight: 3 },
+  { arbitrary: fc.record({ t: fc.constant('gatewayAck' as const) }), weight: 3 },
+  { arbitrary: fc.record({ t: fc.constant('deliverAndAck' as const), n: fc.integer({ min: 1, max: 3 }) }), weight: 4 },
+  { arbitrary: fc.record({ t: fc.constant('agentCut' as const) }), weight: 1 },
+  { arbitrary: fc.record({ t: fc.constant('agentFlap' as const), staleHello: fc.boolean() }), weight: 3 },
+  { arbitrary: fc.record({ t: fc.constant('agentReconnect' as const), staleHello: fc.boolean() }), weight: 1 },
   { arbitrary: fc.record({ t: fc.constant('deliverClient' as const), c: client, n: fc.integer({ min: 1, max: 10 }) }), weight: 4 },
   { arbitrary: fc.record({ t: fc.constant('clientCut' as const), c: client }), weight: 1 },
   { arbitrary: fc.record({ t: fc.constant('clientResume' as const), c: client }), weight: 1 },
-  { arbitrary: fc.record({ t: fc.constant('send' as const), c: client }), weight: 2 },
+  { arbitrary: fc.record({ t: fc.constant('send' as const), c: client }), weight: 3 },
   { arbitrary: fc.record({ t: fc.constant('retry' as const), c: client }), weight: 1 },
   { arbitrary: fc.record({ t: fc.constant('forgeAck' as const), k: fc.integer({ min: 0, max: 5 }) }), weight: 1 },
   { arbitrary: fc.record({ t: fc.constant('resumeBeyond' as const), c: client, k: fc.integer({ min: 0, max: 3 }) }), weight: 1 },
@@ -246,6 +250,12 @@ class World {
           }
         }
         break;
+      case 'deliverAndAck':
+        // The common case: a few frames arrive, the gateway acks at once and the ack arrives.
+        await this.run({ t: 'deliverUp', n: cmd.n });
+        await this.run({ t: 'gatewayAck' });
+        await this.run({ t: 'deliverDown', n: 64 });
+        break;
       case 'gatewayAck':
         if (this.agentUp && this.lastReceived > 0) this.down.push({ kind: 'ack', seq: this.lastReceived });
         break;
@@ -264,12 +274,19 @@ class World {
         this.relay.setSink(undefined);
         this.session.bindHost(undefined);
         break;
+      case 'agentFlap':
+        // The agent link drops and comes straight back.
+        await this.run({ t: 'agentCut' });
+        await this.run({ t: 'agentReconnect', staleHello: cmd.staleHello });
+        break;
       case 'agentReconnect':
         if (this.agentUp) break;
         this.agentUp = true;
         this.lastReceived = 0;
-        // The gateway re-binds during the agent's hello, then the agent re-sends its outbox.
-        this.session.bindHost(this.host, this.relay.lastAppliedInputSeq);
+        // The gateway re-binds during the agent's hello, then the agent re-sends its outbox. A
+        // hello without last_input_seq (it defaults to 0) makes the gateway re-send every input
+        // it holds: the relay must still write each input seq once (D4).
+        this.session.bindHost(this.host, cmd.staleHello ? 0 : this.relay.lastAppliedInputSeq);
         this.relay.setSink(this.sink());
         break;
       case 'deliverClient': {
@@ -343,7 +360,7 @@ class World {
   async heal(): Promise<void> {
     let engineEnded = false;
     for (let round = 0; round < 10_000; round++) {
-      if (!this.agentUp) await this.run({ t: 'agentReconnect' });
+      if (!this.agentUp) await this.run({ t: 'agentReconnect', staleHello: false });
       for (let c = 0; c < CLIENTS; c++) if (!this.clients[c].member) await this.run({ t: 'clientResume', c });
       const busy = this.up.length || this.down.length || this.clients.some((c) => c.wire.length) || this.engine.unread || !this.relay.drained;
       if (!busy) {

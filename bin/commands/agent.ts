@@ -1,63 +1,52 @@
 import { Agent } from '../../agent/agent.js';
-import type { EngineChoice } from '../../agent/engine-command.js';
-import { TetherError } from '../../core/errors.js';
+import { AGENT_CONFIG } from '../../agent/config.js';
 import { createLogger } from '../../core/logging.js';
-import { pick, required, type Command } from '../args.js';
+import type { Command } from '../args.js';
+import { configOptions, configUsage, loadProgramConfig } from '../program-config.js';
 import { onShutdown } from '../shutdown.js';
-
-export function engineChoice(value: unknown): EngineChoice {
-  const v = (value as string | undefined) ?? process.env.TETHER_ENGINE ?? 'auto';
-  if (v !== 'auto' && v !== 'claude' && v !== 'demo') throw new TetherError('INVALID_ARGUMENT', `--engine must be auto, claude or demo, got "${v}"`);
-  return v;
-}
 
 export const agentCommand: Command = {
   name: 'agent',
   summary: 'run an agent that dials out to a gateway and runs engines',
   usage: `Usage: tether agent --gateway ws://HOST:PORT --name NAME [--token TOKEN] [--engine auto|claude|demo]
-                    [--engine-command PATH] [--cwd DIR] [--label KEY=VALUE]...
+                    [--engine-command PATH] [--cwd DIR] [--label KEY=VALUE]... [--config FILE]
 
 Runs on the build machine. Dials out (no open port needed), registers as NAME and spawns one
 engine per session. Reconnects by itself; engines keep running while the link is down.
 
 Options:
+  --config FILE          configuration file, JSON or YAML (env TETHER_CONFIG); see below
   --gateway URL          gateway URL (env TETHER_GATEWAY)
   --name NAME            agent name (env TETHER_AGENT; default: this host's name)
   --token TOKEN          agent token (env TETHER_TOKEN)
+  --token-file FILE      read the agent token from FILE (env TETHER_TOKEN_FILE)
   --engine KIND          auto (default: claude if on PATH, else demo), claude or demo
   --engine-command PATH  the Claude Code executable (env TETHER_ENGINE_COMMAND; default claude)
   --cwd DIR              working folder for sessions that name none (default: current folder)
   --label KEY=VALUE      label shown in "tether agents" (repeatable)
   --log-level LEVEL      trace|debug|info|warn|error (default info)
-  -h, --help             show this help`,
-  options: {
-    gateway: { type: 'string' },
-    name: { type: 'string' },
-    token: { type: 'string' },
-    engine: { type: 'string' },
-    'engine-command': { type: 'string' },
-    cwd: { type: 'string' },
-    label: { type: 'string', multiple: true },
-    'log-level': { type: 'string' },
-  },
+  --log-format F         auto|json|pretty (default auto: pretty on a terminal)
+  -h, --help             show this help
+
+${configUsage(AGENT_CONFIG)}`,
+  options: configOptions(AGENT_CONFIG),
   async run(v) {
-    const logger = createLogger({ name: 'agent', level: v['log-level'] as string | undefined });
-    const labels: Record<string, string> = {};
-    for (const l of (v.label as string[] | undefined) ?? []) {
-      const i = l.indexOf('=');
-      if (i <= 0) throw new TetherError('INVALID_ARGUMENT', `--label must be KEY=VALUE, got "${l}"`);
-      labels[l.slice(0, i)] = l.slice(i + 1);
-    }
-    const name = pick(v.name, 'TETHER_AGENT', (await import('node:os')).hostname())!;
+    const { config: c } = loadProgramConfig(AGENT_CONFIG, v); // every problem at once, before anything dials
+    const logger = createLogger({ name: 'agent', level: c.logLevel, format: c.logFormat }).child({ agent: c.name });
+    const name = c.name;
     let started = false;
     const agent = new Agent({
-      gateway: required(pick(v.gateway, 'TETHER_GATEWAY'), '--gateway (or TETHER_GATEWAY)'),
+      gateway: c.gateway,
       name,
-      token: pick(v.token, 'TETHER_TOKEN'),
-      engine: engineChoice(v.engine),
-      engineCommand: pick(v['engine-command'], 'TETHER_ENGINE_COMMAND'),
-      cwd: v.cwd as string | undefined,
-      labels,
+      token: c.token,
+      engine: c.engine,
+      engineCommand: c.engineCommand,
+      cwd: c.cwd,
+      labels: c.labels,
+      initializeTimeoutMs: c.initializeTimeoutMs,
+      eofGraceMs: c.engineEofGraceMs,
+      termGraceMs: c.engineTermGraceMs,
+      heartbeat: { intervalMs: c.heartbeatIntervalMs, timeoutMs: c.heartbeatTimeoutMs },
       logger,
       onStatus: (s) => {
         if (s.state === 'connected') process.stderr.write(`agent ${name}: connected to ${s.hello.gateway_id}\n`);

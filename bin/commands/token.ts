@@ -1,4 +1,5 @@
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { parseTtl } from '../../core/auth/duration.js';
 import { loadKeyFile } from '../../core/auth/keys.js';
 import { mintToken } from '../../core/auth/mint.js';
@@ -11,10 +12,10 @@ export const tokenCommand: Command = {
   name: 'token',
   summary: 'mint a token for an agent or a client with the gateway key',
   usage: `Usage: tether token [--state-dir DIR | --key FILE] --role agent|client --sub NAME [--agent NAME]
-                    [--scope SCOPE]... [--ttl 1h]
+                    [--scope SCOPE]... [--ttl 1h] [--out FILE]
 
 Signs a token with the gateway's key (the state folder tether gateway --state-dir uses, same
-default ~/.tether; or a key file) and prints only the token.
+default ~/.tether; or a key file) and prints only the token (or writes it to --out FILE).
 
 Options:
   --state-dir DIR  state folder holding gateway-key.json (default ~/.tether; env TETHER_STATE_DIR)
@@ -32,6 +33,8 @@ Options:
                    scopes, exactly those (view is always included)
   --ttl TTL        lifetime, with unit s, m, h or d (default 1h; at most 366d). A token is
                    checked on every connect: unattended agents need one that outlives restarts
+  --out FILE       write the token to FILE (mode 0600, replaced atomically) instead of stdout,
+                   e.g. for tether agent --token-file FILE
   -h, --help       show this help`,
   options: {
     'state-dir': { type: 'string' },
@@ -41,6 +44,7 @@ Options:
     agent: { type: 'string' },
     scope: { type: 'string', multiple: true },
     ttl: { type: 'string' },
+    out: { type: 'string' },
   },
   async run(v) {
     const role = required(v.role as string | undefined, '--role (agent or client)');
@@ -60,7 +64,15 @@ Options:
       scopes: (v.scope as string[] | undefined) ?? [],
       ttlSeconds: parseTtl((v.ttl as string | undefined) ?? '1h'),
     });
-    process.stdout.write(token + '\n');
+    const out = v.out as string | undefined;
+    if (out) {
+      mkdirSync(dirname(out), { recursive: true, mode: 0o700 });
+      writeFileSync(`${out}.tmp`, token + '\n', { mode: 0o600 });
+      renameSync(`${out}.tmp`, out);
+      process.stderr.write(`token: written to ${out}\n`);
+    } else {
+      process.stdout.write(token + '\n');
+    }
     return 0;
   },
 };

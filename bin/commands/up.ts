@@ -2,13 +2,16 @@ import { userInfo } from 'node:os';
 import { Agent } from '../../agent/agent.js';
 import { mintToken } from '../../core/auth/mint.js';
 import { createLogger } from '../../core/logging.js';
+import { gatewayLimitsOf } from '../../gateway/config.js';
 import { Gateway } from '../../gateway/gateway.js';
+import { GatewayMetrics } from '../../gateway/metrics.js';
 import { startGatewayServer } from '../../gateway/server.js';
-import { grpcPortOf, portOf, type Command } from '../args.js';
-import { AUTH_FLAGS, AUTH_FLAGS_HELP, AUTH_OFF_WARNING, gatewayAuthFrom } from '../auth-options.js';
+import type { Command } from '../args.js';
+import { AUTH_FLAGS_HELP, AUTH_OFF_WARNING, gatewayAuthFrom } from '../auth-options.js';
 import { onShutdown } from '../shutdown.js';
-import { gatewayStorage, STORAGE_FLAGS, STORAGE_FLAGS_HELP } from '../gateway-storage.js';
-import { engineChoice } from './agent.js';
+import { gatewayStorage, STORAGE_FLAGS_HELP } from '../gateway-storage.js';
+import { configOptions, configUsage, loadProgramConfig } from '../program-config.js';
+import { UP_CONFIG } from '../up-config.js';
 
 /** Lifetime of the client token `tether up` prints. */
 const UP_CLIENT_TOKEN_TTL_SECONDS = 24 * 3600;
@@ -19,7 +22,7 @@ export const upCommand: Command = {
   name: 'up',
   summary: 'run a gateway and a local agent in one command (what npm start runs)',
   usage: `Usage: tether up [--port 7800] [--grpc-port 7801] [--engine auto|claude|demo] [--cwd DIR] [--state-dir DIR]
-                 [--key FILE] [--jwks-url URL] [--auth on|off] [--allow-origin ORIGIN]...
+                 [--key FILE] [--jwks-url URL] [--auth on|off] [--allow-origin ORIGIN]... [--config FILE]
 
 Starts a gateway on 127.0.0.1 and one local agent named "local" connected to it. Prints
 the gateway URL and a client token (valid 24 h, create + control on every agent; pass it as
@@ -27,6 +30,7 @@ the gateway URL and a client token (valid 24 h, create + control on every agent;
 agent gets its own agent token. Ctrl-C or SIGTERM stops everything, engines included.
 
 Options:
+  --config FILE      configuration file, JSON or YAML (env TETHER_CONFIG); see below
   --port PORT        WebSocket/HTTP port (default 7800; 0 picks a free port)
   --grpc-port PORT   gRPC port (default 7801; 0 with --port 0 unless given)
   --engine KIND      auto (default: claude if on PATH, else the built-in demo), claude or demo
@@ -35,24 +39,25 @@ Options:
 ${AUTH_FLAGS_HELP}
 ${STORAGE_FLAGS_HELP}
   --log-level LEVEL  trace|debug|info|warn|error (default warn)
-  -h, --help         show this help`,
-  options: {
-    port: { type: 'string' },
-    'grpc-port': { type: 'string' },
-    engine: { type: 'string' },
-    'engine-command': { type: 'string' },
-    cwd: { type: 'string' },
-    ...AUTH_FLAGS,
-    ...STORAGE_FLAGS,
-    'log-level': { type: 'string' },
-  },
+  --log-format F     auto|json|pretty (default auto: pretty on a terminal)
+  -h, --help         show this help
+
+${configUsage(UP_CONFIG)}`,
+  options: configOptions(UP_CONFIG),
   async run(v) {
-    const logger = createLogger({ name: 'tether', level: (v['log-level'] as string | undefined) ?? process.env.TETHER_LOG_LEVEL ?? 'warn' });
-    const setup = gatewayAuthFrom(v, { needSigningKey: true });
+    const { config: c } = loadProgramConfig(UP_CONFIG, v); // every problem at once, before anything opens
+    const logger = createLogger({ name: 'tether', level: c.logLevel, format: c.logFormat });
+    const setup = gatewayAuthFrom(c, { needSigningKey: true });
     if (setup.auth.verifier === 'off') process.stderr.write(AUTH_OFF_WARNING);
-    const storage = gatewayStorage(v);
-    const gateway = new Gateway({ logger: logger.child({ program: 'gateway' }), store: storage.store, audit: storage.audit });
-    const server = await startGatewayServer(gateway, { port: portOf(v.port, 7800), grpcPort: grpcPortOf(v), logger, auth: setup.auth });
+    const storage = gatewayStorage(c);
+    const gateway = new Gateway({
+      logger: logger.child({ program: 'gateway' }),
+      store: storage.store,
+      audit: storage.audit,
+      limits: gatewayLimitsOf(c.limits),
+      metrics: new GatewayMetrics({ processMetrics: true }),
+    });
+    const server = await startGatewayServer(gateway, { port: c.port, grpcPort: c.grpcPort, maxFrameBytes: c.limits.maxFrameBytes, logger, auth: setup.auth, metrics: c.metrics });
     const key = setup.signingKey;
     const agentToken = key ? await mintToken({ key, kind: 'agent', sub: 'local', agent: 'local', ttlSeconds: UP_AGENT_TOKEN_TTL_SECONDS }) : undefined;
     const clientToken = key ? await mintToken({ key, kind: 'client', sub: localUser(), ttlSeconds: UP_CLIENT_TOKEN_TTL_SECONDS }) : undefined;
@@ -60,14 +65,17 @@ ${STORAGE_FLAGS_HELP}
       gateway: server.url,
       name: 'local',
       token: agentToken,
-      engine: engineChoice(v.engine),
-      engineCommand: v['engine-command'] as string | undefined,
-      cwd: v.cwd as string | undefined,
+      engine: c.engine,
+      engineCommand: c.engineCommand,
+      cwd: c.cwd,
+      initializeTimeoutMs: c.initializeTimeoutMs,
+      eofGraceMs: c.engineEofGraceMs,
+      termGraceMs: c.engineTermGraceMs,
       logger: logger.child({ program: 'agent' }),
     });
     await agent.start();
     process.stdout.write(`gateway: ${server.url}\n`);
-    process.stdout.write(`grpc: ${server.grpcUrl}\n`);
+    process.stdout.write(`grpc: ${server.grpcUrl ?? 'off'}\n`);
     process.stdout.write(`token: ${clientToken ?? 'none (authentication is off)'}\n`);
     if (setup.keyPath) process.stdout.write(`key: ${setup.keyPath}${setup.created ? ' (created now)' : ''}\n`);
     process.stdout.write(`agent: local engine: ${agent.engines.explanation}\n`);

@@ -34,11 +34,12 @@ export interface GatewayService {
 }
 
 /**
- * Finds `<package root>/proto`. This file runs from source (`core/channel/proto.ts` under
- * vitest) and compiled (`dist/core/channel/proto.js`), at different depths below the package
- * root, so walk up a bounded number of levels instead of hard-coding one.
+ * Finds `<package root>/proto` (every .proto of the package is under it). This file runs from
+ * source (`core/channel/proto.ts` under vitest) and compiled (`dist/core/channel/proto.js`),
+ * at different depths below the package root, so walk up a bounded number of levels instead
+ * of hard-coding one.
  */
-function findProtoRoot(): string {
+export function findProtoRoot(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (let i = 0; i < 5; i++) {
     const candidate = join(dir, 'proto');

@@ -83,6 +83,8 @@ export class Link {
       try {
         const channel = await dial(this.opts.url, this.opts.dial);
         const peer = new RpcPeer(channel, { logger: this.log, requestTimeoutMs: this.opts.requestTimeoutMs });
+        // The gateway's heartbeat pings us too; without an answer it would cut the link.
+        peer.onRequest('ping', () => ({}));
         this.opts.setup?.(peer);
         const running = peer.run();
         const hello = await peer.request('hello', this.opts.hello(), { timeoutMs: 10_000 }).catch((err) => {

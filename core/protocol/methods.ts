@@ -138,7 +138,14 @@ export const Methods = {
 
 export const Notifications = {
   /** agent -> gateway: one engine stdout line, exactly as read, with the agent's seq. */
-  'session.output': z.object({ session_id: id, seq, line: z.string(), meta: LineMeta }),
+  'session.output': z.object({
+    session_id: id,
+    seq,
+    line: z.string(),
+    meta: LineMeta,
+    /** When the agent read the line from the engine (epoch ms; optional, for the gateway's relay latency). */
+    read_at_ms: z.number().int().nonnegative().optional(),
+  }),
   /** agent -> gateway: an event about the engine (exit, diagnostics), in the same seq space. */
   'session.event': z.object({ session_id: id, seq, event: TetherEvent }),
   /** gateway -> agent: one input line for the engine, in the gateway's order. */

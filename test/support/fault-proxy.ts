@@ -375,11 +375,14 @@ export class FaultProxy {
     return n;
   }
 
-  /** Every open connection stops forwarding in both directions and is never closed by us. */
-  halfOpen(): number {
+  /**
+   * Every open connection (or those `which` picks) stops forwarding in both directions and is
+   * never closed by us. Returns how many.
+   */
+  halfOpen(which: (c: ProxyConnection) => boolean = () => true): number {
     let n = 0;
     for (const l of this.links) {
-      if (l.info.state !== 'open') continue;
+      if (l.info.state !== 'open' || !which(l.info)) continue;
       l.halfOpen();
       n++;
     }

@@ -1,0 +1,75 @@
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { z } from 'zod';
+import { loggingKeys, positiveInt } from '../core/config/common.js';
+import type { ConfigSpec, FinishContext } from '../core/config/load.js';
+import { HEARTBEAT_DEFAULTS } from '../core/link/heartbeat.js';
+import { AgentDescriptor } from '../core/protocol/methods.js';
+import { AGENT_INITIALIZE_TIMEOUT_MS } from './agent.js';
+import { DEFAULT_EOF_GRACE_MS, DEFAULT_TERM_GRACE_MS } from './engine-process.js';
+
+/** Largest token file read (a token is at most 8 KiB). */
+const MAX_TOKEN_FILE_BYTES = 64 * 1024;
+
+/** Which engines the agent runs and how it treats them (also the `tether up` agent's). */
+export const ENGINE_KEYS = {
+  engine: z.enum(['auto', 'claude', 'demo']).default('auto').meta({ help: 'auto (claude if on PATH, else the built-in demo), claude or demo', flag: 'engine' }),
+  engineCommand: z.string().min(1).optional().meta({ help: 'the Claude Code executable (default: claude on PATH)', flag: 'engine-command' }),
+  cwd: z.string().min(1).optional().meta({ help: 'working folder for sessions that name none (default: the current folder)', flag: 'cwd' }),
+  initializeTimeoutMs: positiveInt(AGENT_INITIALIZE_TIMEOUT_MS, "a new engine must answer the agent's initialize within this time"),
+  engineEofGraceMs: positiveInt(DEFAULT_EOF_GRACE_MS, 'stopping an engine: wait this long after closing its stdin, then SIGTERM'),
+  engineTermGraceMs: positiveInt(DEFAULT_TERM_GRACE_MS, 'stopping an engine: wait this long after SIGTERM, then SIGKILL'),
+};
+
+/** The `tether agent` schema. */
+export const agentSchema = z
+  .object({
+    gateway: z
+      .string()
+      .superRefine((url, ctx) => {
+        if (!/^(wss?|grpcs?):\/\/[^/]/.test(url) || !URL.canParse(url)) ctx.addIssue({ code: 'custom', message: `must be a ws://, wss://, grpc:// or grpcs:// URL, got ${JSON.stringify(url)}` });
+      })
+      .meta({ help: 'the gateway to dial: ws://, wss://, grpc:// or grpcs:// HOST:PORT', flag: 'gateway' }),
+    name: AgentDescriptor.shape.name.optional().meta({ help: "agent name clients use (default: this host's name)", flag: 'name', env: 'TETHER_AGENT' }),
+    token: z.string().min(1).optional().meta({ help: 'agent token (tether token --role agent)', flag: 'token', secret: true }),
+    tokenFile: z
+      .string()
+      .min(1)
+      .optional()
+      .meta({ help: 'read the agent token from this file instead (tether token --out writes one)', flag: 'token-file' }),
+    labels: z.record(z.string(), z.string()).default({}).meta({ help: 'labels shown in "tether agents" (flag repeatable KEY=VALUE; variable comma-separated)', flag: 'label' }),
+    ...ENGINE_KEYS,
+    heartbeatIntervalMs: positiveInt(HEARTBEAT_DEFAULTS.intervalMs, 'how often the agent pings the gateway'),
+    heartbeatTimeoutMs: positiveInt(HEARTBEAT_DEFAULTS.timeoutMs, 'a ping unanswered this long drops the link (it reconnects)'),
+    ...loggingKeys('info'),
+  })
+  .strict();
+
+/** The agent's configuration after loading: name and token resolved. */
+export type AgentConfig = Omit<z.infer<typeof agentSchema>, 'name'> & { name: string };
+
+/** `tether agent`: flags, TETHER_* variables and a config file. */
+export const AGENT_CONFIG: ConfigSpec<typeof agentSchema, AgentConfig> = {
+  program: 'agent',
+  schema: agentSchema,
+  finish: (c, ctx) => ({ ...c, name: c.name ?? hostname(), token: tokenOf(c, ctx) }),
+};
+
+/** The token: given directly, or read (trimmed) from tokenFile; never both. */
+function tokenOf(c: { token?: string; tokenFile?: string }, ctx: FinishContext): string | undefined {
+  if (c.tokenFile === undefined) return c.token;
+  if (c.token !== undefined) {
+    ctx.problem('tokenFile', `use a token or a token file, not both (token is set by ${ctx.sourceOf('token')})`);
+    return undefined;
+  }
+  try {
+    const text = readFileSync(c.tokenFile, 'utf8');
+    if (text.length > MAX_TOKEN_FILE_BYTES) throw new Error(`larger than ${MAX_TOKEN_FILE_BYTES} bytes`);
+    const token = text.trim();
+    if (!token) ctx.problem('tokenFile', `${c.tokenFile} is empty`);
+    return token || undefined;
+  } catch (err) {
+    ctx.problem('tokenFile', `cannot read ${c.tokenFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    return undefined;
+  }
+}

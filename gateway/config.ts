@@ -1,0 +1,161 @@
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { z } from 'zod';
+import { loadKeyFile } from '../core/auth/keys.js';
+import { CHANNEL_DEFAULTS } from '../core/channel/channel.js';
+import { loggingKeys, portKey, positiveInt } from '../core/config/common.js';
+import type { ConfigSpec, FinishContext } from '../core/config/load.js';
+import { GATEWAY_DEFAULTS, type GatewayLimits } from './gateway.js';
+
+/** Where the gateway listens unless told otherwise: this machine only. */
+export const DEFAULT_GATEWAY_HOST = '127.0.0.1';
+/** WebSocket/HTTP port (WebSocket at /v1/connect, health, metrics and tickets beside it). */
+export const DEFAULT_GATEWAY_PORT = 7800;
+/** gRPC port (0 instead when the HTTP port is 0: both then pick free ports). */
+export const DEFAULT_GRPC_PORT = 7801;
+/** The state folder when none is configured. */
+export const DEFAULT_STATE_DIR = join(homedir(), '.tether');
+/** The audit trail's file name inside the state folder. */
+export const AUDIT_FILE = 'audit.jsonl';
+
+/** Where the gateway listens. */
+export const LISTEN_KEYS = {
+  port: portKey().default(DEFAULT_GATEWAY_PORT).meta({ help: 'WebSocket/HTTP port (0 picks a free port)', flag: 'port' }),
+  grpcPort: portKey()
+    .nullable()
+    .optional()
+    .meta({ help: `gRPC port (default ${DEFAULT_GRPC_PORT}, or 0 when port is 0); off (null) runs no gRPC listener`, flag: 'grpc-port' }),
+};
+
+/** How connections are authenticated and where the gateway keeps its state. */
+export const AUTH_KEYS = {
+  stateDir: z.string().min(1).optional().meta({ help: 'folder for the gateway key (created on first run), sessions and the audit trail (default ~/.tether)', flag: 'state-dir' }),
+  keyFile: z
+    .string()
+    .min(1)
+    .superRefine((path, ctx) => {
+      try {
+        loadKeyFile(path);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      }
+    })
+    .optional()
+    .meta({ help: 'verify (and, for up, mint) tokens with this key instead of the state folder\'s: a JWK or PEM file', flag: 'key' }),
+  jwksUrl: z
+    .string()
+    .superRefine((url, ctx) => {
+      if (!/^https?:\/\/[^/]/.test(url) || !URL.canParse(url)) ctx.addIssue({ code: 'custom', message: `must be an http(s) URL, got ${JSON.stringify(url)}` });
+    })
+    .optional()
+    .meta({ help: 'also accept tokens signed by keys of this JWKS (fetch timeout 5 s, cached 10 min)', flag: 'jwks-url' }),
+  auth: z.enum(['on', 'off']).default('on').meta({ help: 'off admits everyone without a token: trusted local use only', flag: 'auth' }),
+  allowOrigins: z
+    .array(
+      z.string().superRefine((origin, ctx) => {
+        if (!isOrigin(origin)) ctx.addIssue({ code: 'custom', message: `must be an origin like https://app.example.com[:port] (no path), got ${JSON.stringify(origin)}` });
+      }),
+    )
+    .default([])
+    .meta({ help: "browser origins allowed to connect besides the gateway's own http://HOST:PORT (variable: comma-separated)", flag: 'allow-origin' }),
+  auditLog: z.string().min(1).optional().meta({ help: `audit trail, JSON lines (default STATE_DIR/${AUDIT_FILE})`, flag: 'audit-log' }),
+  metrics: z.boolean().default(true).meta({ help: 'serve Prometheus metrics at GET /metrics on the HTTP port' }),
+};
+
+/** The routing core's limits (threats.md part 3), each with the gateway's default. */
+export const LIMIT_KEYS = {
+  limits: z
+    .object({
+      maxFrameBytes: positiveInt(CHANNEL_DEFAULTS.maxFrameBytes, 'largest frame either way, WebSocket and gRPC'),
+      helloTimeoutMs: positiveInt(GATEWAY_DEFAULTS.helloTimeoutMs, 'a connection must say hello within this time'),
+      heartbeatIntervalMs: positiveInt(GATEWAY_DEFAULTS.heartbeat.intervalMs, 'how often the gateway pings each connection'),
+      heartbeatTimeoutMs: positiveInt(GATEWAY_DEFAULTS.heartbeat.timeoutMs, 'a ping unanswered this long closes the connection'),
+      slowClientBytes: positiveInt(GATEWAY_DEFAULTS.slowClientBytes, 'a client whose send queue passes this is cut (it may resume)'),
+      maxPendingPrompts: positiveInt(GATEWAY_DEFAULTS.maxPendingPrompts, 'pending permission prompts per session before new ones are denied'),
+      promptExpiryMs: positiveInt(GATEWAY_DEFAULTS.promptExpiryMs, 'an unanswered permission prompt is denied after this'),
+      maxClientsPerSession: positiveInt(GATEWAY_DEFAULTS.maxMembers, 'clients attached to one session at once'),
+      maxSessionsPerPrincipal: positiveInt(GATEWAY_DEFAULTS.maxSessionsPerPrincipal, 'live sessions one principal may own'),
+      agentLostTimeoutMs: positiveInt(GATEWAY_DEFAULTS.agentLostTimeoutMs, 'a session waits this long for its lost agent, then ends'),
+      endedRetentionMs: positiveInt(GATEWAY_DEFAULTS.endedRetentionMs, 'an ended session stays listed (history readable) this long'),
+      replayMaxFrames: positiveInt(GATEWAY_DEFAULTS.replay.maxFrames, 'history frames kept per session'),
+      replayMaxBytes: positiveInt(GATEWAY_DEFAULTS.replay.maxBytes, 'history bytes kept per session'),
+    })
+    .strict()
+    .prefault({}),
+};
+
+/** The `tether gateway` schema. */
+export const gatewaySchema = z
+  .object({
+    host: z.string().min(1).default(DEFAULT_GATEWAY_HOST).meta({ help: 'address to listen on (0.0.0.0 or :: for every interface)', flag: 'host' }),
+    ...LISTEN_KEYS,
+    ...AUTH_KEYS,
+    ...loggingKeys('info'),
+    ...LIMIT_KEYS,
+  })
+  .strict();
+
+type ParsedGateway = z.infer<typeof gatewaySchema>;
+
+/** The gateway's configuration after loading: every default resolved. */
+export type GatewayConfig = Omit<ParsedGateway, 'grpcPort' | 'stateDir' | 'auditLog'> & {
+  /** null: no gRPC listener. */
+  grpcPort: number | null;
+  /** Absolute. */
+  stateDir: string;
+  auditLog: string;
+};
+
+/** The part of a configuration {@link resolveGatewayKeys} completes (shared with `tether up`). */
+type GatewayKeysIn = { port: number; grpcPort?: number | null; stateDir?: string; auditLog?: string; keyFile?: string };
+
+/**
+ * Resolves what the gateway keys leave open: the gRPC port (7801, or 0 beside port 0), the
+ * state folder (absolute; default ~/.tether) and the audit file in it. `--key` together with
+ * `--state-dir` on one command line is refused as before (the file or variables may set both:
+ * the key file then signs and the state folder keeps sessions and the audit trail).
+ */
+export function resolveGatewayKeys<C extends GatewayKeysIn>(c: C, ctx: FinishContext): Omit<C, 'grpcPort' | 'stateDir' | 'auditLog'> & { grpcPort: number | null; stateDir: string; auditLog: string } {
+  if (ctx.sourceOf('keyFile') === '--key' && ctx.sourceOf('stateDir') === '--state-dir') ctx.problem('keyFile', 'use --key or --state-dir, not both');
+  const stateDir = resolve(c.stateDir ?? DEFAULT_STATE_DIR);
+  return {
+    ...c,
+    grpcPort: c.grpcPort !== undefined ? c.grpcPort : c.port === 0 ? 0 : DEFAULT_GRPC_PORT,
+    stateDir,
+    auditLog: resolve(c.auditLog ?? join(stateDir, AUDIT_FILE)),
+  };
+}
+
+/** `tether gateway`: flags, TETHER_* variables and a config file. */
+export const GATEWAY_CONFIG: ConfigSpec<typeof gatewaySchema, GatewayConfig> = {
+  program: 'gateway',
+  schema: gatewaySchema,
+  finish: (c, ctx) => resolveGatewayKeys(c, ctx),
+};
+
+/** The routing core's limits from the `limits` keys. */
+export function gatewayLimitsOf(l: ParsedGateway['limits']): GatewayLimits {
+  return {
+    ...GATEWAY_DEFAULTS,
+    helloTimeoutMs: l.helloTimeoutMs,
+    heartbeat: { intervalMs: l.heartbeatIntervalMs, timeoutMs: l.heartbeatTimeoutMs },
+    slowClientBytes: l.slowClientBytes,
+    maxPendingPrompts: l.maxPendingPrompts,
+    promptExpiryMs: l.promptExpiryMs,
+    maxMembers: l.maxClientsPerSession,
+    maxSessionsPerPrincipal: l.maxSessionsPerPrincipal,
+    agentLostTimeoutMs: l.agentLostTimeoutMs,
+    endedRetentionMs: l.endedRetentionMs,
+    replay: { maxFrames: l.replayMaxFrames, maxBytes: l.replayMaxBytes },
+  };
+}
+
+/** scheme://host[:port] of http(s), nothing after it. */
+function isOrigin(origin: string): boolean {
+  try {
+    const u = new URL(origin);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.pathname.replace(/\/$/, '') === '' && !u.search && !u.hash && !u.username;
+  } catch {
+    return false;
+  }
+}

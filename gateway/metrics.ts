@@ -1,0 +1,224 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { SessionState } from '../core/protocol/events.js';
+
+/** Which way a relayed frame went, seen from the gateway. */
+export const RELAY_DIRECTIONS = ['from_agent', 'to_client', 'from_client', 'to_agent'] as const;
+export type RelayDirection = (typeof RELAY_DIRECTIONS)[number];
+
+/** How a permission prompt (any engine request waiting for a client) was settled. */
+export const PROMPT_OUTCOMES = ['allow', 'deny', 'error', 'answered', 'expired', 'cancelled', 'engine_gone', 'overflow'] as const;
+export type PromptOutcome = (typeof PROMPT_OUTCOMES)[number];
+
+/** Transports whose series exist from the start (at 0), so rate() and dashboards work before the first event. */
+const KNOWN_TRANSPORTS = ['ws', 'grpc'];
+
+/** Live counts read at scrape time, so gauges never drift from the routing state. */
+export interface GatewayGaugeSources {
+  /** Registered agents by transport. */
+  agents(): Record<string, number>;
+  /** Sessions the gateway holds, by state. */
+  sessions(): Partial<Record<SessionState, number>>;
+  /** Client attachments to sessions, by transport. */
+  attachments(): Record<string, number>;
+}
+
+/** Relay latency buckets: 0.5 ms to 5 s. */
+export const RELAY_LATENCY_BUCKETS_SECONDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+/** Time-to-decision buckets for permission prompts: 0.5 s to the 10-minute expiry. */
+export const PROMPT_DECISION_BUCKETS_SECONDS = [0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
+/** Agent names remembered to tell a reconnect from a first registration. */
+const MAX_REMEMBERED_AGENTS = 10_000;
+
+/** Options of {@link GatewayMetrics}. */
+export interface GatewayMetricsOptions {
+  /** Also export the process's CPU, memory, event-loop and GC metrics (the CLI turns this on). */
+  processMetrics?: boolean;
+}
+
+/**
+ * The gateway's Prometheus metrics, in a Registry of its own (never prom-client's global
+ * one, so any number of gateways can live in one process). Routing code calls the named
+ * methods below at the points they describe; each is cheap and synchronous and never throws.
+ * Label values come from small fixed sets (directions, outcomes, transports, reasons), never
+ * from user input. Scrape with {@link render}.
+ */
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  private sources: GatewayGaugeSources | undefined;
+  private readonly seenAgents = new Set<string>();
+  private readonly frames: Counter<'direction'>;
+  private readonly bytes: Counter<'direction'>;
+  private readonly latency: Histogram;
+  private readonly clients: Gauge<'transport'>;
+  private readonly promptsRaised: Counter;
+  private readonly promptsSettled: Counter<'outcome'>;
+  private readonly promptWait: Histogram<'outcome'>;
+  private readonly reconnects: Counter;
+  private readonly resumes: Counter<'role'>;
+  private readonly gaps: Counter;
+  private readonly slowCuts: Counter<'transport'>;
+  private readonly authFailures: Counter<'reason'>;
+
+  constructor(opts: GatewayMetricsOptions = {}) {
+    const registers = [this.registry];
+    const self = this;
+    new Gauge({
+      name: 'tether_agents_connected',
+      help: 'Agents registered with the gateway now, by transport.',
+      labelNames: ['transport'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [transport, n] of Object.entries(self.sources?.agents() ?? {})) this.set({ transport }, n);
+      },
+    });
+    new Gauge({
+      name: 'tether_sessions',
+      help: 'Sessions the gateway holds now, by state (ended ones stay listed for a while).',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const counts = self.sources?.sessions() ?? {};
+        for (const state of SessionState.options) this.set({ state }, counts[state] ?? 0);
+      },
+    });
+    this.clients = new Gauge({ name: 'tether_clients_connected', help: 'Client connections past their hello, by transport.', labelNames: ['transport'], registers });
+    new Gauge({
+      name: 'tether_session_attachments',
+      help: 'Clients attached to sessions now (one client may attach to several), by transport.',
+      labelNames: ['transport'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [transport, n] of Object.entries(self.sources?.attachments() ?? {})) this.set({ transport }, n);
+      },
+    });
+    this.frames = new Counter({
+      name: 'tether_relay_frames_total',
+      help: 'Frames relayed: from_agent (engine lines and events), to_client (session frames, one per client), from_client (input lines), to_agent (input lines, re-sends included).',
+      labelNames: ['direction'],
+      registers,
+    });
+    this.bytes = new Counter({ name: 'tether_relay_bytes_total', help: 'Bytes of the frames in tether_relay_frames_total (UTF-8), by direction.', labelNames: ['direction'], registers });
+    this.latency = new Histogram({
+      name: 'tether_relay_latency_seconds',
+      help: 'Engine line read by the agent until the gateway hands it to a client connection (live frames, each client).',
+      buckets: RELAY_LATENCY_BUCKETS_SECONDS,
+      registers,
+    });
+    this.promptsRaised = new Counter({ name: 'tether_prompts_raised_total', help: 'Engine requests (permission prompts, hook callbacks, ...) that waited for a client.', registers });
+    this.promptsSettled = new Counter({
+      name: 'tether_prompts_settled_total',
+      help: 'Prompts settled, by outcome: allow, deny, error, answered (other answers), expired, cancelled (by the engine), engine_gone, overflow (denied: too many pending).',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.promptWait = new Histogram({
+      name: 'tether_prompt_decision_seconds',
+      help: 'Time from a prompt being raised to its settlement, by outcome.',
+      labelNames: ['outcome'],
+      buckets: PROMPT_DECISION_BUCKETS_SECONDS,
+      registers,
+    });
+    this.reconnects = new Counter({ name: 'tether_agent_reconnects_total', help: 'Agent registrations under a name this gateway has seen before.', registers });
+    this.resumes = new Counter({
+      name: 'tether_resumes_total',
+      help: 'Resumes: role=agent, a session re-bound to its reconnected agent; role=client, an attach from a given seq.',
+      labelNames: ['role'],
+      registers,
+    });
+    this.gaps = new Counter({ name: 'tether_replay_gaps_total', help: 'Attaches that asked for history no longer held (a gap notice was sent).', registers });
+    this.slowCuts = new Counter({ name: 'tether_slow_client_disconnects_total', help: 'Clients cut because their send queue passed the limit, by transport.', labelNames: ['transport'], registers });
+    this.authFailures = new Counter({ name: 'tether_auth_failures_total', help: 'Refused credentials, by reason (core/auth/auth-error.ts).', labelNames: ['reason'], registers });
+    for (const direction of RELAY_DIRECTIONS) {
+      this.frames.inc({ direction }, 0);
+      this.bytes.inc({ direction }, 0);
+    }
+    for (const outcome of PROMPT_OUTCOMES) {
+      this.promptsSettled.inc({ outcome }, 0);
+      this.promptWait.zero({ outcome });
+    }
+    for (const role of ['agent', 'client']) this.resumes.inc({ role }, 0);
+    for (const transport of KNOWN_TRANSPORTS) {
+      this.clients.set({ transport }, 0);
+      this.slowCuts.inc({ transport }, 0);
+    }
+    if (opts.processMetrics) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Where the gauges read live counts from (the Gateway binds its directory once). */
+  bindGauges(sources: GatewayGaugeSources): void {
+    this.sources = sources;
+  }
+
+  /** A frame of `bytes` bytes was relayed in `direction`. */
+  relayed(direction: RelayDirection, bytes: number): void {
+    this.frames.inc({ direction });
+    this.bytes.inc({ direction }, bytes);
+  }
+
+  /** A live engine line read by the agent at `readAtMs` (epoch ms) was just handed to a client connection. */
+  relayLatency(readAtMs: number): void {
+    this.latency.observe(Math.max(0, Date.now() - readAtMs) / 1000);
+  }
+
+  /** A client finished its hello. */
+  clientConnected(transport: string): void {
+    this.clients.inc({ transport });
+  }
+
+  /** A client's connection closed. */
+  clientDisconnected(transport: string): void {
+    this.clients.dec({ transport });
+  }
+
+  /** The engine asked something a client must answer. */
+  promptRaised(): void {
+    this.promptsRaised.inc();
+  }
+
+  /** A prompt raised `waitedMs` ago was settled. */
+  promptSettled(outcome: PromptOutcome, waitedMs: number): void {
+    this.promptsSettled.inc({ outcome });
+    this.promptWait.observe({ outcome }, Math.max(0, waitedMs) / 1000);
+  }
+
+  /** An agent registered; counts a reconnect when this gateway saw the name before. */
+  agentRegistered(name: string): void {
+    if (this.seenAgents.has(name)) this.reconnects.inc();
+    else {
+      if (this.seenAgents.size >= MAX_REMEMBERED_AGENTS) this.seenAgents.delete(this.seenAgents.values().next().value as string);
+      this.seenAgents.add(name);
+    }
+  }
+
+  /** A session was resumed by its agent or by a client. */
+  resumed(role: 'agent' | 'client'): void {
+    this.resumes.inc({ role });
+  }
+
+  /** An attach asked for history that is no longer held. */
+  replayGap(): void {
+    this.gaps.inc();
+  }
+
+  /** A client was cut as a slow consumer. */
+  slowClientCut(transport: string): void {
+    this.slowCuts.inc({ transport });
+  }
+
+  /** A credential was refused at the door or at hello. */
+  authFailure(reason: string): void {
+    this.authFailures.inc({ reason });
+  }
+
+  /** The Prometheus text exposition of every metric, and its content type. */
+  async render(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}
+
+/** Normalises a client's decision on a prompt to an outcome label (client text never becomes a label). */
+export function outcomeOf(behavior: string): PromptOutcome {
+  return behavior === 'allow' || behavior === 'deny' || behavior === 'error' ? behavior : 'answered';
+}

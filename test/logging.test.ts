@@ -1,0 +1,53 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { prettyLine } from '../core/log-pretty.js';
+import { createLogger } from '../core/logging.js';
+import { startRig, type EngineRig } from './support/engines.js';
+import { readTurn } from './support/turns.js';
+
+/** A logger writing JSON lines into memory. */
+function memoryLogger(level = 'info') {
+  const lines: string[] = [];
+  const logger = createLogger({ name: 'test', level, destination: { write: (s: string) => void lines.push(s) } });
+  return { logger, records: () => lines.map((l) => JSON.parse(l) as Record<string, unknown>), text: () => lines.join('') };
+}
+
+describe('logs', () => {
+  let rig: EngineRig | undefined;
+  afterEach(async () => {
+    await rig?.stop();
+    rig = undefined;
+  });
+
+  it('carry lifecycle at info with sessionId, agent, principal and transport, and never payloads or tokens', async () => {
+    const mem = memoryLogger('info');
+    rig = await startRig('demo', undefined, { logger: mem.logger });
+    const client = await rig.stack.client();
+    const session = await client.createSession({ agent: 'test-agent' });
+    const prompt = 'a very private prompt 7f3a';
+    await session.sendUserMessage(prompt);
+    await readTurn(session, () => undefined);
+
+    const records = mem.records();
+    const agentUp = records.find((r) => r.msg === 'peer connected' && r.role === 'agent');
+    expect(agentUp).toMatchObject({ level: 30, agent: 'test-agent', principal: 'test-agent', transport: 'ws' });
+    expect(records.find((r) => r.msg === 'peer connected' && r.role === 'client')).toMatchObject({ principal: 'test-user', transport: 'ws' });
+    expect(records.find((r) => r.msg === 'session started')).toMatchObject({ level: 30, sessionId: session.id, agent: 'test-agent', owner: 'test-user' });
+    expect(records.find((r) => r.msg === 'gateway ready')).toMatchObject({ ready: true });
+    expect(mem.text()).not.toContain('7f3a');
+    expect(mem.text()).not.toContain(rig.stack.token!);
+  });
+
+  it('redact secrets that reach a log call', () => {
+    const mem = memoryLogger();
+    mem.logger.info({ token: 'eyJ.secret', headers: { authorization: 'Bearer eyJ.secret' } }, 'oops');
+    expect(mem.text()).not.toContain('eyJ.secret');
+    expect(mem.records()[0]).toMatchObject({ token: '[redacted]', headers: { authorization: '[redacted]' } });
+  });
+
+  it('print pretty lines for people', () => {
+    const line = JSON.stringify({ level: 40, time: Date.UTC(2026, 0, 2, 3, 4, 5, 6), pid: 1, name: 'gateway', msg: 'peer stopped answering', agent: 'build-1', reason: 'no pong in time', n: 3 });
+    expect(prettyLine(line, false)).toBe('03:04:05.006 WARN  gateway: peer stopped answering agent=build-1 reason="no pong in time" n=3\n');
+    expect(prettyLine(line, true)).toContain('\x1b[33mWARN \x1b[0m');
+    expect(prettyLine('not json', false)).toBe('not json\n');
+  });
+});

@@ -1,0 +1,96 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { GatewayClient } from '../client/gateway-client.js';
+import { Gateway } from '../gateway/gateway.js';
+import { startRig, WRITE_FILE, type EngineRig } from './support/engines.js';
+import { eventually, scrape } from './support/metrics.js';
+import { readTurn } from './support/turns.js';
+
+/**
+ * /metrics after a scripted session with the demo engine: a plain turn, a permission prompt
+ * allowed, one denied; then a late viewer resuming from seq 1 past the bounded history, a
+ * refused token, and the agent's link cut and re-established.
+ */
+describe('gateway metrics', () => {
+  let rig: EngineRig | undefined;
+  afterEach(async () => {
+    await rig?.stop();
+    rig = undefined;
+  });
+
+  it('count what a scripted session did', async () => {
+    rig = await startRig('demo', undefined, { limits: { replay: { maxFrames: 8, maxBytes: 8 * 1024 * 1024 } } });
+    const { stack } = rig;
+    const port = stack.server.port;
+    const client = await stack.client();
+    const session = await client.createSession({ agent: 'test-agent' });
+    const items = session[Symbol.asyncIterator]();
+
+    await session.sendUserMessage('hello metrics');
+    expect((await readTurn(session, () => undefined, items)).prompts).toEqual([]);
+    await session.sendUserMessage(WRITE_FILE.demo.prompt);
+    expect((await readTurn(session, (p) => ({ behavior: 'allow', updatedInput: p.input }), items)).prompts).toHaveLength(1);
+    await session.sendUserMessage(WRITE_FILE.demo.prompt);
+    expect((await readTurn(session, () => ({ behavior: 'deny', message: 'no' }), items)).prompts).toHaveLength(1);
+
+    // Settled: every frame the gateway broadcast went to the one client attached since seq 1.
+    const lastSeq = async () => (await client.listSessions())[0].last_seq;
+    const m = await eventually(
+      async () => ({ before: await scrape(port), seq: await lastSeq(), after: await scrape(port) }),
+      (r) => r.before.get('tether_relay_frames_total{direction="to_client"}') === r.after.get('tether_relay_frames_total{direction="to_client"}') && r.after.get('tether_relay_frames_total{direction="to_client"}') === r.seq,
+      'the session to settle',
+    ).then((r) => r.after);
+
+    expect(m.get('tether_agents_connected{transport="ws"}')).toBe(1);
+    expect(m.get('tether_sessions{state="idle"}')).toBe(1);
+    expect(m.get('tether_sessions{state="running"}')).toBe(0);
+    expect(m.get('tether_clients_connected{transport="ws"}')).toBe(1);
+    expect(m.get('tether_session_attachments{transport="ws"}')).toBe(1);
+    // Inputs: three prompts and two answers, each handed to the agent once.
+    expect(m.get('tether_relay_frames_total{direction="from_client"}')).toBe(5);
+    expect(m.get('tether_relay_frames_total{direction="to_agent"}')).toBe(5);
+    expect(m.get('tether_relay_bytes_total{direction="from_client"}')).toBe(m.get('tether_relay_bytes_total{direction="to_agent"}'));
+    const fromAgent = m.get('tether_relay_frames_total{direction="from_agent"}')!;
+    expect(fromAgent).toBeGreaterThan(10);
+    expect(m.get('tether_relay_bytes_total{direction="from_agent"}')).toBeGreaterThan(fromAgent);
+    // Every engine line carried read_at_ms and reached the one client live.
+    expect(m.get('tether_relay_latency_seconds_count')).toBe(fromAgent);
+    expect(m.get('tether_relay_latency_seconds_bucket{le="+Inf"}')).toBe(fromAgent);
+    expect(m.get('tether_prompts_raised_total')).toBe(2);
+    expect(m.get('tether_prompts_settled_total{outcome="allow"}')).toBe(1);
+    expect(m.get('tether_prompts_settled_total{outcome="deny"}')).toBe(1);
+    expect(m.get('tether_prompts_settled_total{outcome="expired"}')).toBe(0);
+    expect(m.get('tether_prompt_decision_seconds_count{outcome="allow"}')).toBe(1);
+    expect(m.get('tether_prompt_decision_seconds_count{outcome="deny"}')).toBe(1);
+    expect(m.get('tether_resumes_total{role="client"}')).toBe(0);
+    expect(m.get('tether_replay_gaps_total')).toBe(0);
+    expect(m.get('tether_agent_reconnects_total')).toBe(0);
+    expect(m.get('tether_slow_client_disconnects_total{transport="ws"}')).toBe(0);
+
+    // A viewer asks for history from seq 1: more than the 8 frames held, so a gap first.
+    const viewer = await stack.client({ sub: 'viewer', scopes: ['view'] });
+    await viewer.attach(session.id, { fromSeq: 1, readOnly: true });
+    // A refused token.
+    await expect(GatewayClient.connect({ gateway: stack.url, token: 'not-a-token', reconnect: false })).rejects.toThrow();
+    // The agent's link is cut; it reconnects and resumes its session.
+    stack.gateway.directory.agents.get('test-agent')!.peer.channel.close('UNAVAILABLE', 'test: cut the agent link');
+    const after = await eventually(() => scrape(port), (v) => v.get('tether_agent_reconnects_total') === 1 && v.get('tether_agents_connected{transport="ws"}') === 1, 'the agent to come back');
+
+    expect(after.get('tether_resumes_total{role="client"}')).toBe(1);
+    expect(after.get('tether_replay_gaps_total')).toBe(1);
+    expect(after.get('tether_clients_connected{transport="ws"}')).toBe(2);
+    expect(after.get('tether_session_attachments{transport="ws"}')).toBe(2);
+    expect(after.get('tether_auth_failures_total{reason="malformed"}')).toBe(1);
+    expect(after.get('tether_resumes_total{role="agent"}')).toBe(1);
+  });
+
+  it('keeps each gateway in a registry of its own', async () => {
+    const a = new Gateway();
+    const b = new Gateway();
+    a.metrics.authFailure('expired');
+    const text = async (g: Gateway) => (await g.metrics.render()).body;
+    expect(await text(a)).toContain('tether_auth_failures_total{reason="expired"} 1');
+    expect(await text(b)).not.toContain('reason="expired"');
+    expect((await a.metrics.render()).contentType).toMatch(/^text\/plain/);
+    await Promise.all([a.close(), b.close()]);
+  });
+});
