@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { loggingKeys, positiveInt } from '../core/config/common.js';
 import type { ConfigSpec, FinishContext } from '../core/config/load.js';
 import { HEARTBEAT_DEFAULTS } from '../core/link/heartbeat.js';
+import { DIAL_TLS_KEYS } from '../core/config/tls-keys.js';
 import { AgentDescriptor } from '../core/protocol/methods.js';
 import { AGENT_INITIALIZE_TIMEOUT_MS } from './agent.js';
 import { DEFAULT_EOF_GRACE_MS, DEFAULT_TERM_GRACE_MS } from './engine-process.js';
@@ -39,6 +40,7 @@ export const agentSchema = z
       .meta({ help: 'read the agent token from this file instead (tether token --out writes one)', flag: 'token-file' }),
     labels: z.record(z.string(), z.string()).default({}).meta({ help: 'labels shown in "tether agents" (flag repeatable KEY=VALUE; variable comma-separated)', flag: 'label' }),
     ...ENGINE_KEYS,
+    ...DIAL_TLS_KEYS,
     heartbeatIntervalMs: positiveInt(HEARTBEAT_DEFAULTS.intervalMs, 'how often the agent pings the gateway'),
     heartbeatTimeoutMs: positiveInt(HEARTBEAT_DEFAULTS.timeoutMs, 'a ping unanswered this long drops the link (it reconnects)'),
     ...loggingKeys('info'),

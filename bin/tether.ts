@@ -24,6 +24,18 @@ Run "tether <command> --help" for a command's options.
 Environment: TETHER_GATEWAY, TETHER_TOKEN, TETHER_AGENT, TETHER_STATE_DIR stand in for --gateway, --token, --agent, --state-dir.
 gateway, agent and up also read --config FILE (or TETHER_CONFIG) and TETHER_* variables: see "tether config --keys".`;
 
+/**
+ * grpc-js passes an IP address as the TLS server name for grpcs://127.0.0.1, which Node
+ * flags once per process (DEP0123). Certificate checks are unaffected; keep the CLI's
+ * stderr for things a user must read.
+ */
+const emitWarning = process.emitWarning.bind(process);
+process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
+  const code = typeof rest[0] === 'object' && rest[0] !== null ? (rest[0] as { code?: string }).code : rest[1];
+  if (code === 'DEP0123') return;
+  (emitWarning as (...a: unknown[]) => void)(warning, ...rest);
+}) as typeof process.emitWarning;
+
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (!name || name === '--help' || name === '-h' || name === 'help') {

@@ -1,9 +1,11 @@
+import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { loadKeyFile } from '../core/auth/keys.js';
 import { CHANNEL_DEFAULTS } from '../core/channel/channel.js';
 import { loggingKeys, portKey, positiveInt } from '../core/config/common.js';
+import { pemFile } from '../core/config/tls-keys.js';
 import type { ConfigSpec, FinishContext } from '../core/config/load.js';
 import { GATEWAY_DEFAULTS, type GatewayLimits } from './gateway.js';
 
@@ -62,6 +64,25 @@ export const AUTH_KEYS = {
   metrics: z.boolean().default(true).meta({ help: 'serve Prometheus metrics at GET /metrics on the HTTP port' }),
 };
 
+/** TLS on both listeners (wss:// and grpcs://), and mutual TLS when a client CA is given. */
+export const TLS_KEYS = {
+  tlsCert: pemFile('serve TLS on both ports with this certificate chain (PEM): wss:// and grpcs://', 'tls-cert'),
+  tlsKey: pemFile('private key (PEM) of --tls-cert', 'tls-key'),
+  tlsClientCa: pemFile('mutual TLS: every connection must present a client certificate signed by this CA (PEM)', 'tls-client-ca'),
+};
+
+/** Checks the TLS keys go together. */
+export function checkTls(c: { tlsCert?: string; tlsKey?: string; tlsClientCa?: string }, ctx: FinishContext): void {
+  if ((c.tlsCert === undefined) !== (c.tlsKey === undefined)) ctx.problem(c.tlsCert ? 'tlsKey' : 'tlsCert', 'TLS needs both a certificate and its key');
+  if (c.tlsClientCa !== undefined && c.tlsCert === undefined) ctx.problem('tlsClientCa', 'mutual TLS needs TLS on (a certificate and key)');
+}
+
+/** The server TLS options of a configuration, read from its files. */
+export function serverTlsOf(c: { tlsCert?: string; tlsKey?: string; tlsClientCa?: string }): { cert: Buffer; key: Buffer; clientCa?: Buffer } | undefined {
+  if (!c.tlsCert || !c.tlsKey) return undefined;
+  return { cert: readFileSync(c.tlsCert), key: readFileSync(c.tlsKey), clientCa: c.tlsClientCa ? readFileSync(c.tlsClientCa) : undefined };
+}
+
 /** The routing core's limits (threats.md part 3), each with the gateway's default. */
 export const LIMIT_KEYS = {
   limits: z
@@ -90,6 +111,7 @@ export const gatewaySchema = z
     host: z.string().min(1).default(DEFAULT_GATEWAY_HOST).meta({ help: 'address to listen on (0.0.0.0 or :: for every interface)', flag: 'host' }),
     ...LISTEN_KEYS,
     ...AUTH_KEYS,
+    ...TLS_KEYS,
     ...loggingKeys('info'),
     ...LIMIT_KEYS,
   })
@@ -130,7 +152,10 @@ export function resolveGatewayKeys<C extends GatewayKeysIn>(c: C, ctx: FinishCon
 export const GATEWAY_CONFIG: ConfigSpec<typeof gatewaySchema, GatewayConfig> = {
   program: 'gateway',
   schema: gatewaySchema,
-  finish: (c, ctx) => resolveGatewayKeys(c, ctx),
+  finish: (c, ctx) => {
+    checkTls(c, ctx);
+    return resolveGatewayKeys(c, ctx);
+  },
 };
 
 /** The routing core's limits from the `limits` keys. */

@@ -6,6 +6,9 @@ import { Gateway } from '../gateway/gateway.js';
 import { startGatewayServer, type GatewayServer } from '../gateway/server.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { makeCerts, type TestCerts } from './support/certs.js';
+import { runTether, startTether } from './support/cli.js';
+import { join } from 'node:path';
+import { writeFileSync } from 'node:fs';
 
 let dir: TempDir;
 let certs: TestCerts;
@@ -76,5 +79,42 @@ describe.each(['ws', 'grpc'] as const)('TLS over %s', (transport) => {
     const client = await GatewayClient.connect({ gateway: url, dial: { ca: certs.ca, tlsCert: certs.clientCert, tlsKey: certs.clientKey } });
     closers.push(() => client.close());
     expect((await client.listAgents()).map((a) => a.name)).toEqual(['with-cert']);
+  });
+});
+
+describe('TLS from the command line', () => {
+  it('tether gateway --tls-cert/--tls-key serves wss:// and grpcs://; clients pass --ca', async () => {
+    const files = { cert: join(dir.path, 'server.crt'), key: join(dir.path, 'server.key'), ca: join(dir.path, 'test-ca.crt') };
+    const state = join(dir.path, 'state');
+    const gw = startTether(['gateway', '--port', '0', '--state-dir', state, '--tls-cert', files.cert, '--tls-key', files.key]);
+    try {
+      const wss = (await gw.line('gateway: ')).slice('gateway: '.length);
+      const grpcs = (await gw.line('grpc: ')).slice('grpc: '.length);
+      expect(wss).toMatch(/^wss:\/\//);
+      expect(grpcs).toMatch(/^grpcs:\/\//);
+      const token = (await runTether(['token', '--state-dir', state, '--role', 'client', '--sub', 'cli-user'])).stdout.trim();
+      for (const url of [wss, grpcs]) {
+        const ok = await runTether(['agents', '--gateway', url, '--token', token, '--ca', files.ca, '--json']);
+        expect(ok.stderr).toBe('');
+        expect(JSON.parse(ok.stdout)).toEqual([]);
+      }
+      const untrusted = await runTether(['agents', '--gateway', wss, '--token', token]);
+      expect(untrusted.code).toBe(1);
+      expect(untrusted.stderr).toMatch(/certificate/i);
+      const badCa = await runTether(['agents', '--gateway', wss, '--token', token, '--ca', join(dir.path, 'nope.pem')]);
+      expect(badCa.code).toBe(2);
+      expect(badCa.stderr).toContain('cannot read --ca');
+    } finally {
+      await gw.stop();
+    }
+  });
+
+  it('refuses a certificate without its key before opening a port', async () => {
+    const r = await runTether(['gateway', '--port', '0', '--state-dir', join(dir.path, 'state2'), '--tls-cert', join(dir.path, 'server.crt')]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('TLS needs both a certificate and its key');
+    writeFileSync(join(dir.path, 'not-pem.txt'), 'hello');
+    const r2 = await runTether(['gateway', '--port', '0', '--state-dir', join(dir.path, 'state2'), '--tls-cert', join(dir.path, 'not-pem.txt'), '--tls-key', join(dir.path, 'server.key')]);
+    expect(r2.stderr).toContain('is not a PEM file');
   });
 });

@@ -2,6 +2,7 @@ import { Agent } from '../../agent/agent.js';
 import { AGENT_CONFIG } from '../../agent/config.js';
 import { createLogger } from '../../core/logging.js';
 import type { Command } from '../args.js';
+import { dialTlsOf } from '../../core/config/tls-keys.js';
 import { configOptions, configUsage, loadProgramConfig } from '../program-config.js';
 import { onShutdown } from '../shutdown.js';
 
@@ -47,6 +48,7 @@ ${configUsage(AGENT_CONFIG)}`,
       eofGraceMs: c.engineEofGraceMs,
       termGraceMs: c.engineTermGraceMs,
       heartbeat: { intervalMs: c.heartbeatIntervalMs, timeoutMs: c.heartbeatTimeoutMs },
+      dial: dialTlsOf(c),
       logger,
       onStatus: (s) => {
         if (s.state === 'connected') process.stderr.write(`agent ${name}: connected to ${s.hello.gateway_id}\n`);

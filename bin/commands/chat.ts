@@ -5,12 +5,13 @@ import type { GatewayClient } from '../../client/gateway-client.js';
 import { TetherError } from '../../core/errors.js';
 import { tetherEvent } from '../../core/protocol/events.js';
 import { pick, required, type Command } from '../args.js';
-import { connectFrom } from './list.js';
+import { connectFrom, TLS_CLIENT_HELP, TLS_CLIENT_OPTIONS } from './list.js';
 
 const common = {
   gateway: { type: 'string' },
   token: { type: 'string' },
   json: { type: 'boolean' },
+  ...TLS_CLIENT_OPTIONS,
 } as const;
 
 /** Drives a session in pipe mode (--json) or with the interactive terminal client. */
@@ -65,6 +66,7 @@ Options:
   --model M                model for the engine
   --permission-mode MODE   initial permission mode
   --json                   pipe mode
+${TLS_CLIENT_HELP}
   -h, --help               show this help`,
   options: { ...common, agent: { type: 'string' }, cwd: { type: 'string' }, model: { type: 'string' }, 'permission-mode': { type: 'string' } },
   async run(v) {
@@ -105,6 +107,7 @@ Options:
   --read-only     attach as a viewer
   --from-seq N    start the history at sequence number N
   --json          pipe mode
+${TLS_CLIENT_HELP}
   -h, --help      show this help`,
   options: { ...common, 'read-only': { type: 'boolean' }, 'from-seq': { type: 'string' } },
   allowPositionals: true,
@@ -135,8 +138,9 @@ Options:
   --gateway URL   gateway URL (env TETHER_GATEWAY)
   --token TOKEN   client token (env TETHER_TOKEN)
   --limit N       at most N records (default 1000)
+${TLS_CLIENT_HELP}
   -h, --help      show this help`,
-  options: { gateway: { type: 'string' }, token: { type: 'string' }, limit: { type: 'string' } },
+  options: { gateway: { type: 'string' }, token: { type: 'string' }, limit: { type: 'string' }, ...TLS_CLIENT_OPTIONS },
   allowPositionals: true,
   async run(v, positionals) {
     const id = positionals[0];

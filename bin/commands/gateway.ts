@@ -1,5 +1,5 @@
 import { createLogger } from '../../core/logging.js';
-import { GATEWAY_CONFIG, gatewayLimitsOf } from '../../gateway/config.js';
+import { GATEWAY_CONFIG, gatewayLimitsOf, serverTlsOf } from '../../gateway/config.js';
 import { Gateway } from '../../gateway/gateway.js';
 import { GatewayMetrics } from '../../gateway/metrics.js';
 import { startGatewayServer } from '../../gateway/server.js';
@@ -49,6 +49,7 @@ ${configUsage(GATEWAY_CONFIG)}`,
       logger,
       auth: setup.auth,
       metrics: c.metrics,
+      tls: serverTlsOf(c),
     });
     process.stdout.write(`gateway: ${server.url}\n`);
     process.stdout.write(`grpc: ${server.grpcUrl ?? 'off'}\n`);

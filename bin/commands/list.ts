@@ -1,16 +1,44 @@
+import { readFileSync } from 'node:fs';
 import { GatewayClient, type ConnectOptions } from '../../client/gateway-client.js';
+import { TetherError } from '../../core/errors.js';
 import { pick, required, type Command } from '../args.js';
+
+/** TLS options every client command takes (wss:// and grpcs:// with a private CA, mutual TLS). */
+export const TLS_CLIENT_OPTIONS = {
+  ca: { type: 'string' },
+  'tls-cert': { type: 'string' },
+  'tls-key': { type: 'string' },
+} as const;
+
+export const TLS_CLIENT_HELP = `  --ca FILE         trust this CA (PEM) for wss:// and grpcs:// (env TETHER_CA)
+  --tls-cert FILE   client certificate (PEM) for mutual TLS (env TETHER_TLS_CERT)
+  --tls-key FILE    its private key (PEM) (env TETHER_TLS_KEY)`;
 
 const connectionOptions = {
   gateway: { type: 'string' },
   token: { type: 'string' },
   json: { type: 'boolean' },
+  ...TLS_CLIENT_OPTIONS,
 } as const;
+
+function pem(path: string | undefined, what: string): Buffer | undefined {
+  if (!path) return undefined;
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    throw new TetherError('INVALID_ARGUMENT', `cannot read ${what} ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+}
 
 export async function connectFrom(v: Record<string, unknown>, software: string, onStatus?: ConnectOptions['onStatus']): Promise<GatewayClient> {
   return GatewayClient.connect({
     gateway: required(pick(v.gateway, 'TETHER_GATEWAY'), '--gateway (or TETHER_GATEWAY)'),
     token: pick(v.token, 'TETHER_TOKEN'),
+    dial: {
+      ca: pem(pick(v.ca, 'TETHER_CA'), '--ca'),
+      tlsCert: pem(pick(v['tls-cert'], 'TETHER_TLS_CERT'), '--tls-cert'),
+      tlsKey: pem(pick(v['tls-key'], 'TETHER_TLS_KEY'), '--tls-key'),
+    },
     software,
     onStatus,
   });
@@ -24,6 +52,7 @@ export const agentsCommand: Command = {
   --gateway URL   gateway URL (env TETHER_GATEWAY)
   --token TOKEN   client token (env TETHER_TOKEN)
   --json          print a JSON array
+${TLS_CLIENT_HELP}
   -h, --help      show this help`,
   options: connectionOptions,
   async run(v) {
@@ -50,6 +79,7 @@ export const sessionsCommand: Command = {
   --gateway URL   gateway URL (env TETHER_GATEWAY)
   --token TOKEN   client token (env TETHER_TOKEN)
   --json          print a JSON array (id, agent, owner, state, clients, pending_prompts, ...)
+${TLS_CLIENT_HELP}
   -h, --help      show this help`,
   options: connectionOptions,
   async run(v) {

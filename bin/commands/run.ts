@@ -4,7 +4,7 @@ import type { RemoteSession } from '../../client/remote-session.js';
 import { TetherError } from '../../core/errors.js';
 import { PermissionMode } from '../../core/protocol/session-options.js';
 import { pick, required, type Command } from '../args.js';
-import { connectFrom } from './list.js';
+import { connectFrom, TLS_CLIENT_HELP, TLS_CLIENT_OPTIONS } from './list.js';
 
 export const runCommand: Command = {
   name: 'run',
@@ -25,6 +25,7 @@ Options:
   --allow TOOL             approve permission prompts for TOOL (repeatable). Other prompts:
                            asked y/n on a terminal, denied otherwise
   --json                   print the engine's messages as NDJSON instead of text
+${TLS_CLIENT_HELP}
   -h, --help               show this help`,
   options: {
     gateway: { type: 'string' },
@@ -35,6 +36,7 @@ Options:
     'permission-mode': { type: 'string' },
     allow: { type: 'string', multiple: true },
     json: { type: 'boolean' },
+    ...TLS_CLIENT_OPTIONS,
   },
   allowPositionals: true,
   async run(v, positionals) {
