@@ -82,9 +82,19 @@ export function optionArgs(o: SessionOptions): string[] {
   return args;
 }
 
+/**
+ * `--permission-mode default` unless the session chose a mode: some CLI releases
+ * (2.1.285–2.1.301) start in `auto` and would run tools without ever asking, so no prompt
+ * would reach a Tether client (docs/compatibility.md).
+ */
+export function defaultModeArgs(o: SessionOptions, extraArgs: string[]): string[] {
+  const chosen = o.permission_mode !== undefined || extraArgs.some((a) => a === '--permission-mode' || a.startsWith('--permission-mode='));
+  return chosen ? [] : ['--permission-mode', 'default'];
+}
+
 /** The command line for one session's engine. */
 export function engineCommandLine(kind: EngineKind, engines: ResolvedEngines, o: SessionOptions, extraArgs: string[] = []): { command: string; args: string[] } {
-  const args = [...STREAM_JSON_FLAGS, ...optionArgs(o), ...extraArgs];
+  const args = [...STREAM_JSON_FLAGS, ...defaultModeArgs(o, extraArgs), ...optionArgs(o), ...extraArgs];
   if (kind === 'demo') return { command: process.execPath, args: [demoEnginePath(), ...args] };
   if (!engines.claudeCommand) throw new TetherError('FAILED_PRECONDITION', 'this agent has no claude engine');
   return { command: engines.claudeCommand, args };

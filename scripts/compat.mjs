@@ -16,7 +16,7 @@
  * network, no binary for this platform).
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -106,9 +106,10 @@ function defaultCacheRoot() {
  * Runs a command to completion, bounded by `timeoutMs` (SIGTERM to its process group, then
  * SIGKILL). Output is collected; `echo` also copies it to this process's stdout/stderr.
  */
-function run(command, args, { cwd = ROOT, env = process.env, timeoutMs, echo = false, log } = {}) {
+function run(command, args, { cwd = ROOT, env = process.env, timeoutMs, echo = false, log, onSpawn } = {}) {
   return new Promise((resolvePromise) => {
     const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    onSpawn?.(child);
     let stdout = '';
     let stderr = '';
     let timedOut = false;
@@ -247,9 +248,15 @@ async function runTests(binary, files, timeoutMin, logPath) {
   const args = [join(ROOT, 'node_modules', 'vitest', 'vitest.mjs'), 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${jsonPath}`, ...files];
   console.log(`compat: vitest run ${files.join(' ')}  (TETHER_TEST_CLAUDE=${binary}, limit ${timeoutMin} min, log ${logPath})`);
   const started = Date.now();
-  const r = await run(process.execPath, args, { env: { ...process.env, TETHER_TEST_CLAUDE: binary, NO_COLOR: '1', FORCE_COLOR: undefined }, timeoutMs: timeoutMin * 60_000, echo: true, log });
+  let sinceTicks;
+  const r = await run(process.execPath, args, {
+    env: { ...process.env, TETHER_TEST_CLAUDE: binary, NO_COLOR: '1', FORCE_COLOR: undefined },
+    timeoutMs: timeoutMin * 60_000, echo: true, log,
+    onSpawn: (child) => { sinceTicks = processStartTicks(child.pid); },
+  });
   const wallMs = Date.now() - started;
   log.end();
+  if (sinceTicks !== undefined) await reapStrays(binary, sinceTicks);
   let report;
   try {
     report = JSON.parse(readFileSync(jsonPath, 'utf8'));
@@ -259,6 +266,46 @@ async function runTests(binary, files, timeoutMin, logPath) {
     rmSync(work, { recursive: true, force: true });
   }
   return summarize(report, { ...r, wallMs });
+}
+
+/** Start time of a process in clock ticks since boot (/proc/PID/stat field 22), or undefined off Linux. */
+function processStartTicks(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Stops CLI processes of `binary` that this run started and left behind. The agent starts each
+ * engine in its own process group, so killing vitest's group (after a timeout) can orphan them;
+ * they are recognised by their executable and by starting after vitest did.
+ */
+async function reapStrays(binary, sinceTicks) {
+  const target = realpathSync(binary);
+  const find = () => readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number).filter((pid) => {
+    try {
+      return readlinkSync(`/proc/${pid}/exe`) === target && (processStartTicks(pid) ?? -1) >= sinceTicks;
+    } catch {
+      return false; // gone, or not ours to read
+    }
+  });
+  let strays;
+  try {
+    strays = find();
+  } catch {
+    return; // no /proc
+  }
+  if (strays.length === 0) return;
+  console.log(`compat: stopping ${strays.length} CLI process(es) this run left behind: ${strays.join(' ')}`);
+  const signal = (sig) => strays.forEach((pid) => { try { process.kill(pid, sig); } catch { /* already gone */ } });
+  signal('SIGTERM');
+  const deadline = Date.now() + KILL_GRACE_MS;
+  while (Date.now() < deadline && find().length > 0) await new Promise((r) => setTimeout(r, 200));
+  strays = find();
+  signal('SIGKILL');
 }
 
 function createLog(path) {
@@ -291,6 +338,17 @@ function summarize(report, r) {
   }
   if (r.timedOut) out.failures.push({ name: 'the run hit the overall time limit', message: '' });
   return out;
+}
+
+/** The failing tests for the doc's table cell, counted per file (names are in the summary and the log). */
+function docFailures(failures) {
+  if (failures.length === 0) return '—';
+  const perFile = new Map();
+  for (const f of failures) {
+    const file = f.name.split(' > ')[0].replace(/^test\//, '').replace(/\.test\.ts( \(file\))?$/, '');
+    perFile.set(file, (perFile.get(file) ?? 0) + 1);
+  }
+  return [...perFile].map(([file, n]) => `${file} ×${n}`).join(', ');
 }
 
 /** Inserts or replaces the row for `version` between the result markers of the doc. */
@@ -374,7 +432,7 @@ async function main() {
   console.log(`log:        ${join(dir, 'last-run.log')}`);
 
   if (o.doc) {
-    const failing = res.failures.length ? res.failures.map((f) => f.name).join('; ') : '—';
+    const failing = docFailures(res.failures);
     const counts = `${res.passed} / ${res.failed} / ${res.skipped}${res.timedOut ? ' (timed out)' : ''}`;
     const partial = o.files === REAL_CLI_TESTS ? '' : ` (only ${o.files.join(', ')})`;
     updateDoc([version, cell(cli.replace(/\s*\(Claude Code\)\s*$/, '')), counts + partial, formatMs(res.wallMs), new Date().toISOString().slice(0, 10), cell(failing), '']);

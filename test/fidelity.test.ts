@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { STREAM_JSON_FLAGS } from '../agent/engine-command.js';
+import { defaultModeArgs, STREAM_JSON_FLAGS } from '../agent/engine-command.js';
 import { AGENT_INIT_REQUEST_ID } from '../agent/session-relay.js';
 import type { GatewayClient } from '../client/gateway-client.js';
 import type { RemoteSession, SessionItem } from '../client/remote-session.js';
@@ -587,7 +587,7 @@ function readTrace(path: string): Frame[] {
 function checkArgv(plan: Plan, trace: Frame[], diff: (m: string) => void): void {
   const start = trace.find((x) => x.ev === 'start');
   if (!start) return diff('the recorded engine never started');
-  const want = [...STREAM_JSON_FLAGS, ...plan.extraArgs];
+  const want = [...STREAM_JSON_FLAGS, ...defaultModeArgs({}, plan.extraArgs), ...plan.extraArgs];
   if (JSON.stringify(start.argv) !== JSON.stringify(want)) diff(`engine argv ${JSON.stringify(start.argv)}, expected ${JSON.stringify(want)}`);
 }
 

@@ -252,7 +252,8 @@ function probeRecord(method: string, path: string, answeredWith = 'probe'): Reco
 
 function messagesRecord(method: string, path: string, body: MessagesBody, answeredWith: string): RecordedRequest {
   const messages = body.messages ?? [];
-  const last = messages.at(-1);
+  // Some CLI releases append a system message after the tool results: look past it.
+  const last = [...messages].reverse().find((m) => m.role !== 'system') ?? messages.at(-1);
   return {
     method, path, answeredWith,
     model: body.model,
