@@ -1,4 +1,4 @@
-import { TetherError } from '../core/errors.js';
+import { asTetherError, TetherError } from '../core/errors.js';
 import { Link, type LinkStatus } from '../core/link/link.js';
 import type { DialOptions } from '../core/link/dial.js';
 import { silentLogger, type Logger } from '../core/logging.js';
@@ -163,10 +163,13 @@ export class GatewayClient {
         s.role = r.role;
         s.clientId = r.client_id;
       } catch (err) {
-        if (peer.channel.isClosed) {
-          // The link dropped during the resume: keep every session (and every waiter) for the
-          // next reconnect, which resumes them from the same seqs.
-          this.log.warn({ sessionId: s.id, err: String(err) }, 'link lost while resuming; will resume after the reconnect');
+        const e = asTetherError(err, 'UNAVAILABLE');
+        if (peer.channel.isClosed || e.retryable) {
+          // The link dropped (or is dropping: a closing socket refuses sends before the channel
+          // reports closed) during the resume, or the gateway said retry: keep every session
+          // (and every waiter) and resume them from the same seqs on a new connection.
+          this.log.warn({ sessionId: s.id, err: e.message }, 'resume failed; will resume after a reconnect');
+          peer.channel.close('UNAVAILABLE', `resume failed: ${e.message}`);
           this.resuming = false;
           return;
         }

@@ -31,8 +31,9 @@ export class AgentLink implements EngineHost {
   ) {
     peer.onNotification('session.output', (p) => {
       const s = this.sessions.get(p.session_id);
-      if (this.disposed || !s || s.agent !== this.name) return;
-      if (s.onEngineLine(p.seq, p.line, p.meta, p.read_at_ms)) this.metrics?.relayed('from_agent', Buffer.byteLength(p.line));
+      if (this.disposed) return;
+      // Output of a session nobody here knows is acked anyway, so the agent can let it go.
+      if (s && s.agent === this.name && s.onEngineLine(p.seq, p.line, p.meta, p.read_at_ms)) this.metrics?.relayed('from_agent', Buffer.byteLength(p.line));
       this.noteForAck(p.session_id, p.seq);
     });
     peer.onNotification('session.input_ack', (p) => {
@@ -41,8 +42,8 @@ export class AgentLink implements EngineHost {
     });
     peer.onNotification('session.event', (p) => {
       const s = this.sessions.get(p.session_id);
-      if (this.disposed || !s || s.agent !== this.name) return;
-      if (s.onEngineEvent(p.seq, p.event)) this.metrics?.relayed('from_agent', Buffer.byteLength(JSON.stringify(p.event)));
+      if (this.disposed) return;
+      if (s && s.agent === this.name && s.onEngineEvent(p.seq, p.event)) this.metrics?.relayed('from_agent', Buffer.byteLength(JSON.stringify(p.event)));
       this.noteForAck(p.session_id, p.seq);
     });
   }

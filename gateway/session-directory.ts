@@ -169,6 +169,14 @@ export class SessionDirectory {
         this.endSession(s, 'the agent came back without this session');
       }
     }
+    // Engines this gateway knows nothing of (its memory was lost, or the session ended and was
+    // dropped): nobody can reach them, so they are stopped rather than left running.
+    for (const id of running.keys()) {
+      const s = this.sessions.get(id);
+      if (s && s.agent === link.name && !s.ended) continue;
+      this.log.warn({ sessionId: id, agent: link.name }, 'stopping an engine no session here knows');
+      link.stop(id, 'unknown to the gateway').catch(() => {});
+    }
   }
 
   /** The agent's link closed: its sessions wait for it, bounded by agentLostTimeoutMs. */

@@ -10,6 +10,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { Agent } from '../agent/agent.js';
 import { GatewayClient } from '../client/gateway-client.js';
 import type { RemoteSession } from '../client/remote-session.js';
+import type { GatewayLimits } from '../gateway/gateway.js';
 import { FaultProxy, type Direction } from './support/fault-proxy.js';
 import { makeTempDir } from './support/claude-cli.js';
 import { compareViews, engineOutput, record, teeEngine, type Recording, type Seen } from './support/recorder.js';
@@ -25,7 +26,6 @@ const AGENT = 'fault-agent';
 
 const totals = { runs: 0, cuts: 0, framesChecked: 0, lost: 0, duplicated: 0, changed: 0, promptsTwice: 0, promptsLost: 0, promptsAcrossCuts: 0, wireReplays: 0, agentReplays: 0 };
 
-const DBGLOG: string[] = [];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const rand = (lo: number, hi: number) => lo + Math.floor(Math.random() * (hi - lo + 1));
 
@@ -39,6 +39,13 @@ interface Run {
   proxied: { client: GatewayClient; session: RemoteSession; rec: Recording }[];
   /** Connections that must be open through the proxy when the links are up. */
   expectOpen: number;
+  /** Link status changes of the proxied peers (bounded), printed when a run fails. */
+  events: string[];
+}
+
+function note(events: string[], what: string): void {
+  events.push(`${new Date().toISOString().slice(17, 23)} ${what}`);
+  if (events.length > 300) events.shift();
 }
 
 describe('fault injection: cuts on the client and agent links', () => {
@@ -84,15 +91,24 @@ describe('fault injection: cuts on the client and agent links', () => {
     expect(Buffer.concat(received).length).toBe(150);
     expect(conn).toMatchObject({ state: 'closed', closedBy: 'cut', bytes: { up: 150 } });
 
+    // A cut that falls exactly on the end of a chunk fires too.
+    const s1 = connect(proxy.port, '127.0.0.1');
+    s1.on('error', () => {});
+    await new Promise((r) => s1.on('connect', r));
+    const exact = proxy.cutAfter('up', 64);
+    s1.write(Buffer.alloc(64, 3));
+    expect(await withTimeout(exact, 2_000, 'a cut on a chunk boundary')).toMatchObject({ closedBy: 'cut', bytes: { up: 64 } });
+    await withTimeout(new Promise((r) => (s1.destroyed ? r(undefined) : s1.on('close', r))), 2_000, 'the boundary cut to close the socket');
+
     const s2 = connect(proxy.port, '127.0.0.1');
     s2.on('error', () => {});
     await proxy.waitFor(() => proxy.open.length === 1, 2_000, 'second connection');
     expect(proxy.halfOpen()).toBe(1);
     s2.write('lost in the blackhole');
     await sleep(50);
-    expect(Buffer.concat(received).length).toBe(150);
+    expect(Buffer.concat(received).length).toBe(150 + 64);
     expect(s2.destroyed).toBe(false);
-    expect(proxy.connections.map((c) => c.state)).toEqual(['closed', 'half-open']);
+    expect(proxy.connections.map((c) => c.state)).toEqual(['closed', 'closed', 'half-open']);
     s2.destroy();
 
     proxy.refuse(true);
@@ -128,11 +144,38 @@ describe('fault injection: cuts on the client and agent links', () => {
     expect(compareViews(run.reference.rec.items, rec.items)).toMatchObject({ lost: 0, duplicated: 0, changed: 0, gaps: 0 });
   }, 30_000);
 
+  it('a resume refused with a retryable error (the session is full) is retried after a reconnect, not dropped', async () => {
+    const run = await startRun('ws', 'client', cleanups, 0, { maxMembers: 2 }); // the reference and one more
+    const statuses: string[] = [];
+    const client = await GatewayClient.connect({ gateway: run.proxy.url('ws'), token: run.stack.token, backoff: FAST_BACKOFF, reconnectWaitMs: 10_000, onStatus: (st) => statuses.push(st.state === 'down' ? `down: ${st.error.message}` : st.state) });
+    cleanups.push(() => client.close());
+    const rec = record(await client.attach(run.reference.session.id));
+    // The link drops; while the proxy keeps it down, someone else takes the free slot.
+    run.proxy.refuse(true);
+    run.proxy.cutAll();
+    const other = await run.stack.client();
+    const taken = await other.attach(run.reference.session.id, { readOnly: true });
+    run.proxy.refuse(false);
+    await waitUntil(() => statuses.some((st) => st.includes('resume failed')), 5_000, 'the resume to be refused');
+    expect(rec.items.length).toBeGreaterThan(0);
+    // The slot frees up: the client resumes by itself and misses nothing.
+    await other.detach(taken);
+    await run.reference.session.sendUserMessage('after the refused resume');
+    await waitUntil(() => rec.items.some((i) => i.body.startsWith('{"type":"result"')), 10_000, 'the client to resume and see the result');
+    await run.reference.session.stop();
+    expect(await withTimeout(rec.done, 10_000, 'the end of the stream')).toBeUndefined();
+    await withTimeout(run.reference.rec.done, 10_000, 'the reference to end');
+    expect(compareViews(run.reference.rec.items, rec.items)).toMatchObject({ lost: 0, duplicated: 0, changed: 0, gaps: 0 });
+  }, 30_000);
+
   for (const transport of ['ws', 'grpc'] as const satisfies readonly TransportName[]) {
     for (const leg of ['client', 'agent'] as const) {
       it(`${leg} link over ${transport}: ${CUTS_PER_RUN}+ cuts mid-stream, every client sees the engine's output exactly once`, async () => {
         const run = await startRun(transport, leg, cleanups);
-        const stats = await exercise(run, transport, leg);
+        const stats = await exercise(run, transport, leg).catch((err: Error) => {
+          console.log(`${leg} leg over ${transport} failed; link events:\n${run.events.join('\n')}\nproxy connections: ${JSON.stringify(run.proxy.connections.slice(-10))}`);
+          throw err;
+        });
         totals.runs++;
         totals.cuts += stats.cuts;
         totals.promptsAcrossCuts += stats.acrossCuts;
@@ -142,11 +185,18 @@ describe('fault injection: cuts on the client and agent links', () => {
   }
 });
 
-async function startRun(transport: TransportName, leg: 'client' | 'agent', cleanups: (() => Promise<unknown> | unknown)[], proxiedClients = 2): Promise<Run> {
+async function startRun(
+  transport: TransportName,
+  leg: 'client' | 'agent',
+  cleanups: (() => Promise<unknown> | unknown)[],
+  proxiedClients = 2,
+  limits: Partial<GatewayLimits> = {},
+): Promise<Run> {
+  const events: string[] = [];
   const teeDir = makeTempDir('tether-tee-');
   const cwd = makeTempDir('tether-cwd-');
   cleanups.push(() => teeDir.cleanup(), () => cwd.cleanup());
-  const stack = await startStack({ engine: 'demo', agentTransport: transport, clientTransport: transport, agentOptions: { backoff: FAST_BACKOFF }, limits: { heartbeat: { intervalMs: 500, timeoutMs: 1_000 } } });
+  const stack = await startStack({ engine: 'demo', agentTransport: transport, clientTransport: transport, agentOptions: { backoff: FAST_BACKOFF }, limits: { heartbeat: { intervalMs: 500, timeoutMs: 1_000 }, ...limits } });
   cleanups.push(() => stack.stop());
   const tokens = { client: stack.token, agent: stack.key ? await stack.mint({ kind: 'agent', sub: AGENT }) : undefined };
   const direct = transport === 'ws' ? stack.wsUrl : stack.grpcUrl;
@@ -167,6 +217,7 @@ async function startRun(transport: TransportName, leg: 'client' | 'agent', clean
     heartbeat: HEARTBEAT,
     eofGraceMs: 1_000,
     termGraceMs: 1_000,
+    onStatus: (st) => note(events, `agent ${st.state}${st.state === 'down' ? `: ${st.error.code} ${st.error.message}` : ''}`),
   });
   await agent.start();
   cleanups.push(() => agent.shutdown(1_000));
@@ -177,8 +228,8 @@ async function startRun(transport: TransportName, leg: 'client' | 'agent', clean
   // Count agent output the gateway receives again after a reconnect (and drops as already seen).
   const gw = stack.gateway.directory.get(refSession.id)!;
   const onEngineLine = gw.onEngineLine.bind(gw);
-  gw.onEngineLine = (seq, line, meta) => {
-    const applied = onEngineLine(seq, line, meta);
+  gw.onEngineLine = (...args: Parameters<typeof onEngineLine>) => {
+    const applied = onEngineLine(...args);
     if (!applied) totals.agentReplays++;
     return applied;
   };
@@ -186,13 +237,13 @@ async function startRun(transport: TransportName, leg: 'client' | 'agent', clean
   const proxied: Run['proxied'] = [];
   if (leg === 'client') {
     for (let n = 0; n < proxiedClients; n++) {
-      const client = await GatewayClient.connect({ gateway: proxy.url(transport), token: tokens.client, backoff: FAST_BACKOFF, reconnectWaitMs: 15_000, dial: FAST_PING, heartbeat: HEARTBEAT, onStatus: (st) => DBGLOG.push(`${Date.now() % 100000} c${n} ${st.state} ${st.state === 'down' ? st.error.message : st.state === 'connected' ? st.hello.gateway_id : ''}`) });
+      const client = await GatewayClient.connect({ gateway: proxy.url(transport), token: tokens.client, backoff: FAST_BACKOFF, reconnectWaitMs: 15_000, dial: FAST_PING, heartbeat: HEARTBEAT, onStatus: (st) => note(events, `client ${n} ${st.state}${st.state === 'down' ? `: ${st.error.code} ${st.error.message}` : ''}`) });
       cleanups.push(() => client.close());
       const session = await client.attach(refSession.id);
       proxied.push({ client, session, rec: record(session) });
     }
   }
-  return { stack, proxy, agent, teeDir: teeDir.path, reference, proxied, expectOpen: leg === 'client' ? proxiedClients : 1 };
+  return { stack, proxy, agent, teeDir: teeDir.path, reference, proxied, expectOpen: leg === 'client' ? proxiedClients : 1, events };
 }
 
 /** The direction that carries the session's stream on this leg, and the one that carries requests/acks. */
@@ -274,7 +325,7 @@ async function exercise(run: Run, transport: TransportName, leg: 'client' | 'age
     const text = `a slow turn ${turn} on the ${leg} leg`;
     prompts.push(text);
     const want = resultsSeen() + 1;
-    await withTimeout(sender(turn).sendUserMessage(text), 15_000, `prompt ${turn} to be accepted`).catch((e) => { DBGLOG.push(`${Date.now() % 100000} SEND FAILED from c${turn % 2}: ${e.message}`); console.log('DBG\n' + DBGLOG.join('\n') + '\n' + JSON.stringify(proxy.connections)); throw e; });
+    await withTimeout(sender(turn).sendUserMessage(text), 15_000, `prompt ${turn} to be accepted`);
     await waitUntil(() => resultsSeen() >= want, 15_000, `the result of slow turn ${turn}`);
   }
   stopCutting = true;

@@ -69,4 +69,29 @@ describe('gateway restart', () => {
     const last = (await until(it, isResult, seen)) as { message: Record<string, unknown> };
     expect(String(last.message.result)).toContain('after the restart');
   });
+
+  it('without a store, a restarted gateway stops the engines it no longer knows', async () => {
+    const cwd: TempDir = makeTempDir('tether-cwd-');
+    cleanups.push(() => cwd.cleanup());
+    let server: GatewayServer = await startGatewayServer(new Gateway(), { port: 0 });
+    const port = server.port;
+    cleanups.push(() => server.close());
+    const agent = new Agent({ gateway: server.url, name: 'builder', engine: 'demo', cwd: cwd.path, backoff: FAST_BACKOFF, eofGraceMs: 500, termGraceMs: 500 });
+    await agent.start();
+    cleanups.push(() => agent.shutdown(1_000));
+    const client = await GatewayClient.connect({ gateway: server.url, reconnect: false });
+    cleanups.push(() => client.close());
+    const session = await client.createSession({ agent: 'builder' });
+    expect(processesIn(cwd.path, 'demo-engine.js')).toHaveLength(1);
+    await server.close();
+    server = await startGatewayServer(new Gateway(), { port });
+    const deadline = Date.now() + 15_000;
+    while (processesIn(cwd.path, 'demo-engine.js').length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(processesIn(cwd.path, 'demo-engine.js')).toEqual([]);
+    const again = await GatewayClient.connect({ gateway: server.url });
+    cleanups.push(() => again.close());
+    await expect(again.attach(session.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    while (agent.sessionCount > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(agent.sessionCount).toBe(0);
+  });
 });

@@ -492,4 +492,43 @@ describe('threats 2H: resource exhaustion', () => {
     const again = await alice.createSession({ agent: 'test-agent' });
     expect(again.role).toBe('owner');
   });
+
+  it('H2: a session past its participant quota refuses one more attach with RESOURCE_EXHAUSTED; a member leaving frees the slot', async () => {
+    stack = await startStack({ engine: 'demo', limits: { maxMembers: 2 } });
+    const owner = await stack.client();
+    const session = await owner.createSession({ agent: 'test-agent' });
+    const second = await stack.client();
+    const s2 = await second.attach(session.id, { readOnly: true });
+    const third = await stack.client();
+    expect(await codeOf(third.attach(session.id, { readOnly: true }))).toBe('RESOURCE_EXHAUSTED');
+    await second.detach(s2);
+    expect((await third.attach(session.id, { readOnly: true })).role).toBe('viewer');
+  });
+
+  it('H3: runtime and dependency floors hold (Node ≥ 20.20.0, grpc-js ≥ 1.14, ws ≥ 8.23, jose ≥ 6.2), gRPC session memory is bounded, and a burst of opened-and-cancelled gRPC streams leaves the gateway serving', async () => {
+    const atLeast = (v: string, floor: number[]) => {
+      const parts = v.replace(/^v/, '').split('.').map(Number);
+      for (let i = 0; i < floor.length; i++) if (parts[i] !== floor[i]) return parts[i] > floor[i];
+      return true;
+    };
+    const { createRequire } = await import('node:module');
+    const req = createRequire(import.meta.url);
+    const versionOf = (pkg: string) => (req(`${pkg}/package.json`) as { version: string }).version;
+    expect(atLeast(process.version, [20, 20, 0])).toBe(true);
+    expect(atLeast(versionOf('@grpc/grpc-js'), [1, 14])).toBe(true);
+    expect(atLeast(versionOf('ws'), [8, 23, 0])).toBe(true);
+    expect(atLeast(versionOf('jose'), [6, 2])).toBe(true);
+    const { grpcLinkOptions } = await import('../core/channel/grpc.js');
+    expect(grpcLinkOptions({ maxFrameBytes: 1024 })['grpc-node.max_session_memory']).toBeGreaterThan(0);
+
+    stack = await startStack({ engine: 'demo', auth: 'off' });
+    const opened = await Promise.all(Array.from({ length: 40 }, () => dial(stack!.grpcUrl, { connectTimeoutMs: 5_000 })));
+    for (const ch of opened) ch.close('CANCELLED', 'rapid reset');
+    const c = await GatewayClient.connect({ gateway: stack.grpcUrl });
+    try {
+      expect((await c.listAgents()).map((a) => a.name)).toEqual(['test-agent']);
+    } finally {
+      await c.close();
+    }
+  });
 });

@@ -112,17 +112,24 @@ class Pipe {
       this.queue.shift();
       this.queued -= head.chunk.length;
       const allowed = this.proxy.takeBudget(this.direction, head.chunk.length);
-      if (allowed < head.chunk.length) {
-        // An armed cut fires inside this chunk: forward exactly up to it, then cut.
+      const cut = this.proxy.firedCut;
+      if (cut) {
+        // An armed cut fires inside (or at the end of) this chunk: forward exactly up to it, then cut.
+        this.proxy.firedCut = undefined;
         const part = head.chunk.subarray(0, allowed);
         this.link.info.bytes[this.direction] += part.length;
         this.link.dying = true;
-        const cut = this.proxy.firedCut!;
-        this.proxy.firedCut = undefined;
+        let done = false;
         const finish = () => {
+          if (done) return;
+          done = true;
+          clearTimeout(fallback);
           this.link.cut(cut.mode);
           cut.resolve(this.link.info);
         };
+        // Cut once the last bytes are handed to the kernel, or after a bound if the receiver
+        // is not reading (then fewer bytes may arrive; the cut still happens).
+        const fallback = setTimeout(finish, 200);
         if (part.length) this.dst.write(part, finish);
         else finish();
         return;
@@ -347,7 +354,10 @@ export class FaultProxy {
     }
   }
 
-  /** Called by a pipe before forwarding `n` bytes: how many may go before an armed cut fires. */
+  /**
+   * Called by a pipe before forwarding `n` bytes: how many may go. When an armed cut fires within
+   * them (its last byte included), it is handed over in `firedCut` for the pipe to carry out.
+   */
   takeBudget(d: Direction, n: number): number {
     const cut = this.cuts.find((c) => c.direction === d);
     if (!cut) return n;
