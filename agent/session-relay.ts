@@ -74,7 +74,10 @@ export class SessionRelay {
       this.log.warn({ seq, next: this.nextSeq }, 'ignoring ack beyond what was sent');
       return;
     }
-    while (this.outbox.length && this.outbox[0].seq <= seq) this.outboxBytes -= sizeOf(this.outbox.shift()!);
+    // Find the cut first and splice once: shift() per item is quadratic on a long outbox.
+    let n = 0;
+    while (n < this.outbox.length && this.outbox[n].seq <= seq) this.outboxBytes -= sizeOf(this.outbox[n++]);
+    if (n) this.outbox.splice(0, n);
     if (this.outboxBytes < this.limits.maxUnackedBytes) {
       const r = this.resumePump;
       this.resumePump = undefined;

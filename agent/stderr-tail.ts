@@ -13,7 +13,8 @@ export const DEFAULT_STDERR_TAIL_BYTES = 64 * 1024;
  * pushing any amount costs at most one copy of `capacity` bytes.
  */
 export class StderrTail {
-  private readonly ring: Buffer;
+  /** Allocated on the first byte: most engines never write stderr (64 KiB per idle session otherwise). */
+  private ringBuf: Buffer | undefined;
   private pos = 0;
   private total = 0;
 
@@ -21,7 +22,10 @@ export class StderrTail {
     if (!Number.isSafeInteger(capacity) || capacity < 1) {
       throw new RangeError(`stderr tail capacity must be a positive integer, got ${capacity}`);
     }
-    this.ring = Buffer.alloc(capacity);
+  }
+
+  private get ring(): Buffer {
+    return (this.ringBuf ??= Buffer.alloc(this.capacity));
   }
 
   /** Bytes ever pushed (not only those kept). */
@@ -46,6 +50,7 @@ export class StderrTail {
 
   /** The kept bytes in order. */
   bytes(): Buffer {
+    if (this.total === 0) return Buffer.alloc(0);
     if (this.total < this.capacity) return Buffer.from(this.ring.subarray(0, this.total));
     return Buffer.concat([this.ring.subarray(this.pos), this.ring.subarray(0, this.pos)], this.capacity);
   }

@@ -4,8 +4,10 @@
  *
  *   npm run bench                 full run (< 15 min)
  *   npm run bench -- --quick      smaller counts, fewer rounds (< 2 min)
- *   options: --only 1,2,3,4 (figures) · --profile (CPU profile of the gateway, see below)
- *            --out <file.json> (default bench/results/latest.json)
+ *   options: --only 1,2,3,4 (figures; 1 and 2 share their processes)
+ *            --profile (CPU profiles of the gateway and the agent under load, top functions)
+ *            --out <file.json> (default bench/results/latest.json; the table goes next to it as .md)
+ *            --report <file.json> (re-render the tables of an earlier run, nothing is measured)
  *
  * Everything runs on 127.0.0.1 in child processes this script starts and stops: our gateway
  * and agent (from dist/, so `npm run build` first), the raw relays and raw agent of the
@@ -19,9 +21,10 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync, existsSync, rmSync
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { connect } from 'node:net';
-import { BENCH_DIR, hasTaskset, liveCount, startChild, stopAll } from './lib/proc.mjs';
+import { ALL_CPUS, BENCH_DIR, hasTaskset, liveCount, setAffinity, startChild, stopAll } from './lib/proc.mjs';
 import { spread } from './lib/stats.mjs';
 import { analyzeProfile } from './lib/profile.mjs';
+import { report } from './lib/report.mjs';
 
 const argv = process.argv.slice(2);
 const flag = (name) => argv.includes(`--${name}`);
@@ -34,7 +37,7 @@ const ONLY = new Set(opt('only', '1,2,3,4').split(',').map(Number));
 const PROFILE = flag('profile');
 const ROOT = join(BENCH_DIR, '..');
 const OUT = opt('out', join(BENCH_DIR, 'results', 'latest.json'));
-const BUDGET_MS = QUICK ? 115_000 : 14 * 60_000;
+const BUDGET_MS = QUICK ? 105_000 : 14 * 60_000; // quick: + ~10 s of `npm run build` stays under 2 min
 
 if (!existsSync(join(ROOT, 'dist', 'gateway', 'gateway.js'))) {
   console.error('dist/ is missing: run `npm run build` first');
@@ -43,17 +46,17 @@ if (!existsSync(join(ROOT, 'dist', 'gateway', 'gateway.js'))) {
 
 const C = QUICK
   ? {
-      latency: { rounds: 3, iters: 300, warmup: 50 },
-      throughput: { rounds: 2, small: 10_000, large: 300 },
-      fanout: { rounds: 1, ns: [1, 10, 100, 1000], deliveries: 40_000, rate: 20, rateSeconds: 2 },
-      slow: { rounds: 1, n: 100, count: 2_000, rateSeconds: 2 },
-      idle: { clients: [1000], grpcClients: [1000], sessions: [1000], agentSessions: 100, perSession: 100 },
+      latency: { rounds: 2, iters: 300, warmup: 50 },
+      throughput: { rounds: 2, small: 8_000, large: 250 },
+      fanout: { rounds: 1, ns: [1, 10, 100, 1000], deliveries: 30_000, rate: 20, rateSeconds: 1.5 },
+      slow: { rounds: 1, n: 20, count: 1_000, rateSeconds: 1.5 },
+      idle: { clients: [1000], grpcClients: [500], sessions: [1000], agentSessions: 100, perSession: 100 },
     }
   : {
       latency: { rounds: 7, iters: 1000, warmup: 100 },
       throughput: { rounds: 5, small: 30_000, large: 1_000 },
-      fanout: { rounds: 3, ns: [1, 10, 100, 1000], deliveries: 150_000, rate: 20, rateSeconds: 10 },
-      slow: { rounds: 3, n: 100, count: 5_000, rateSeconds: 5 },
+      fanout: { rounds: 3, roundsAt1000: 2, ns: [1, 10, 100, 1000], deliveries: 150_000, rate: 20, rateSeconds: 5 },
+      slow: { rounds: 3, n: 100, count: 2_000, rateSeconds: 3 },
       idle: { clients: [1000, 10000], grpcClients: [1000], sessions: [1000, 10000], agentSessions: 500, perSession: 100 },
     };
 
@@ -117,12 +120,16 @@ async function sshAvailable() {
 
 /** Our gateway + one agent per transport (the agent dials over the transport it serves). */
 async function startOurs({ pin = false, transports = ['ws', 'grpc'], engine, prof } = {}) {
-  const execArgv = prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [];
-  const gw = await startChild('tether-gateway.mjs', [], { pin, execArgv, label: 'gateway' });
+  const profArgs = (sub) => (prof ? ['--cpu-prof', `--cpu-prof-dir=${join(prof, sub)}`] : []);
+  const gw = await startChild('tether-gateway.mjs', [], { pin, execArgv: profArgs('gateway'), label: 'gateway' });
   const agents = {};
   for (const t of transports) {
     const url = t === 'ws' ? gw.info.url : gw.info.grpcUrl;
-    agents[t] = await startChild('tether-agent.mjs', ['--gateway', url, '--name', `bench-${t}`, ...(engine ? ['--engine', engine] : [])], { pin, label: `agent-${t}` });
+    agents[t] = await startChild('tether-agent.mjs', ['--gateway', url, '--name', `bench-${t}`, ...(engine ? ['--engine', engine] : [])], {
+      pin,
+      execArgv: profArgs(`agent-${t}`),
+      label: `agent-${t}`,
+    });
   }
   return { gw, agents, url: { ws: gw.info.url, grpc: gw.info.grpcUrl }, stop: () => stopAll([...Object.values(agents), gw]) };
 }
@@ -139,37 +146,72 @@ const memOf = (child) => child.call('mem', {}, 30_000);
 
 // ---- figure 1 + 2: latency and throughput ----------------------------------------------------
 
-async function latencyAndThroughput(pin, withThroughput, ssh) {
-  const tag = pin ? 'pinned' : 'unpinned';
-  log(`figure 1${withThroughput ? ' + 2' : ''}: starting stacks (${tag})`);
-  const ours = await startOurs({ pin });
-  const raw = { ws: await startRaw('ws', { pin }), grpc: await startRaw('grpc', { pin }) };
-  const driver = await startChild('driver.mjs', [], { pin, label: 'driver' });
+async function latencyAndThroughput(withLatency, withThroughput, ssh) {
+  log(`figures ${[withLatency && 1, withThroughput && 2].filter(Boolean).join(' and ')}: starting stacks`);
+  const ours = await startOurs();
+  const raw = { ws: await startRaw('ws'), grpc: await startRaw('grpc') };
+  const driver = await startChild('driver.mjs', [], { label: 'driver' });
   const all = [driver, ours, raw.ws, raw.grpc];
+  const procs = [driver, ours.gw, ...Object.values(ours.agents), raw.ws.relay, raw.ws.agent, raw.grpc.relay, raw.grpc.agent];
+  let tag = 'unpinned';
   try {
     for (const t of ['ws', 'grpc']) {
       await driver.call('open', { id: `ours-${t}`, kind: 'ours', url: ours.url[t], agent: `bench-${t}` });
+      await driver.call('open', { id: `wire-${t}`, kind: 'wire', url: ours.url[t], agent: `bench-${t}` });
       await driver.call('open', { id: `raw-${t}`, kind: `raw-${t}`, url: raw[t].url });
     }
     await driver.call('open', { id: 'stdio', kind: 'stdio' });
     if (ssh.ok) await driver.call('open', { id: 'ssh', kind: 'ssh' });
-    const targets = ['ws', 'grpc'].flatMap((t) => [`raw-${t}`, `ours-${t}`]).concat(['stdio'], ssh.ok ? ['ssh'] : []);
-
-    const lat = Object.fromEntries(targets.map((k) => [k, []]));
-    for (let r = 0; r < C.latency.rounds && !overBudget(); r++) {
-      for (const t of ['ws', 'grpc']) {
-        const order = r % 2 ? [`ours-${t}`, `raw-${t}`] : [`raw-${t}`, `ours-${t}`];
-        for (const id of order) lat[id].push(await driver.call('latency', { id, iters: C.latency.iters, warmup: C.latency.warmup }));
+    const targets = ['ws', 'grpc'].flatMap((t) => [`raw-${t}`, `ours-${t}`, `wire-${t}`]).concat(['stdio'], ssh.ok ? ['ssh'] : []);
+    /** Baseline and ours back to back, the order rotating from round to round. */
+    const orderOf = (t, r) => {
+      const ids = [`raw-${t}`, `ours-${t}`, `wire-${t}`];
+      return ids.map((_, i) => ids[(i + r) % ids.length]);
+    };
+    const relayOf = (id) => (id.startsWith('ours') || id.startsWith('wire') ? ours.gw : id === `raw-ws` ? raw.ws.relay : id === 'raw-grpc' ? raw.grpc.relay : undefined);
+    const agentOf = (id) => (id.endsWith('-ws') && !id.startsWith('raw') ? ours.agents.ws : id.endsWith('-grpc') && !id.startsWith('raw') ? ours.agents.grpc : id === 'raw-ws' ? raw.ws.agent : id === 'raw-grpc' ? raw.grpc.agent : undefined);
+    /** Runs one measurement and adds the CPU each process spent on it, per unit of work. */
+    const withCpu = async (id, per, run) => {
+      const who = { relay: relayOf(id), agent: agentOf(id), client: driver };
+      const before = {};
+      for (const [k, c] of Object.entries(who)) if (c) before[k] = await cpuOf(c);
+      let res;
+      try {
+        res = await run();
+      } catch (err) {
+        // One failed run is reported (notes, JSON) and left out of the medians; the rest goes on.
+        results.notes.push(`${tag} ${id}: ${err.message}`);
+        log(`${id} failed: ${err.message}`);
+        return { error: err.message };
       }
-      for (const id of targets.filter((x) => x === 'stdio' || x === 'ssh')) lat[id].push(await driver.call('latency', { id, iters: C.latency.iters, warmup: C.latency.warmup }));
+      for (const [k, c] of Object.entries(who)) if (c) res[`${k}CpuUs${per.name}`] = ((await cpuOf(c)) - before[k]) / per.count(res);
+      return res;
+    };
+    const latRun = (id) =>
+      withCpu(id, { name: 'PerRtt', count: () => C.latency.iters + C.latency.warmup }, () => driver.call('latency', { id, iters: C.latency.iters, warmup: C.latency.warmup }));
+    if (withLatency) {
+      // Each round: every process (threads and engines included) pinned to CPU 0, then unpinned.
+      const lat = { pinned: Object.fromEntries(targets.map((k) => [k, []])), unpinned: Object.fromEntries(targets.map((k) => [k, []])) };
+      for (let r = 0; r < C.latency.rounds && !overBudget(); r++) {
+        for (const pin of [true, false]) {
+          tag = pin ? 'pinned' : 'unpinned';
+          setAffinity(procs, pin ? '0' : ALL_CPUS);
+          for (const t of ['ws', 'grpc']) {
+            for (const id of orderOf(t, r)) lat[tag][id].push(await latRun(id));
+          }
+          for (const id of targets.filter((x) => x === 'stdio' || x === 'ssh')) lat[tag][id].push(await latRun(id));
+        }
+      }
+      setAffinity(procs, ALL_CPUS);
+      tag = 'unpinned';
+      if (!hasTaskset) results.notes.push('taskset not available: the "pinned" latency runs were not pinned');
+      results.figures.latency_pinned = lat.pinned;
+      results.figures.latency_unpinned = lat.unpinned;
+      log('figure 1 done');
     }
-    results.figures[`latency_${tag}`] = lat;
-    log(`figure 1 (${tag}) done`);
 
     if (withThroughput) {
       const tp = {};
-      const relayOf = (id) => (id.startsWith('ours') ? ours.gw : id === `raw-ws` ? raw.ws.relay : id === 'raw-grpc' ? raw.grpc.relay : undefined);
-      const agentOf = (id) => (id === 'ours-ws' ? ours.agents.ws : id === 'ours-grpc' ? ours.agents.grpc : id === 'raw-ws' ? raw.ws.agent : id === 'raw-grpc' ? raw.grpc.agent : undefined);
       for (const [size, count, bytes] of [
         ['200B', C.throughput.small, 200],
         ['100KB', C.throughput.large, 100_000],
@@ -177,19 +219,13 @@ async function latencyAndThroughput(pin, withThroughput, ssh) {
         const runs = Object.fromEntries(targets.map((k) => [k, []]));
         for (let r = 0; r < C.throughput.rounds && !overBudget(); r++) {
           for (const t of ['ws', 'grpc']) {
-            const order = r % 2 ? [`ours-${t}`, `raw-${t}`] : [`raw-${t}`, `ours-${t}`];
-            for (const id of order) {
-              const relay = relayOf(id);
-              const agent = agentOf(id);
-              const c0 = await cpuOf(relay);
-              const a0 = await cpuOf(agent);
-              const res = await driver.call('throughput', { id, count, bytes }, 90_000);
-              res.relayCpuUsPerFrame = ((await cpuOf(relay)) - c0) / count;
-              res.agentCpuUsPerFrame = ((await cpuOf(agent)) - a0) / count;
-              runs[id].push(res);
+            for (const id of orderOf(t, r)) {
+              runs[id].push(await withCpu(id, { name: 'PerFrame', count: () => count }, () => driver.call('throughput', { id, count, bytes }, 90_000)));
             }
           }
-          for (const id of targets.filter((x) => x === 'stdio' || x === 'ssh')) runs[id].push(await driver.call('throughput', { id, count, bytes }, 90_000));
+          for (const id of targets.filter((x) => x === 'stdio' || x === 'ssh')) {
+            runs[id].push(await withCpu(id, { name: 'PerFrame', count: () => count }, () => driver.call('throughput', { id, count, bytes }, 90_000)));
+          }
         }
         tp[size] = runs;
         log(`figure 2 (${size}) done`);
@@ -207,7 +243,9 @@ async function latencyAndThroughput(pin, withThroughput, ssh) {
 async function fanoutStack(kind) {
   if (kind === 'ours') {
     const s = await startOurs({ transports: ['ws'] });
-    return { relay: s.gw, url: s.url.ws, ctrlKind: 'ours', agent: 'bench-ws', stop: s.stop };
+    // The controller that starts the stream is the minimal client (cheap in the driver); the
+    // viewers are minimal clients too: the figure is about the gateway.
+    return { relay: s.gw, url: s.url.ws, ctrlKind: 'wire', agent: 'bench-ws', stop: s.stop };
   }
   const s = await startRaw('ws');
   return { relay: s.relay, url: s.url, ctrlKind: 'raw-ws', stop: s.stop };
@@ -219,23 +257,24 @@ async function fanoutOnce(kind, n, driver, { slowTest = false } = {}) {
     const ctrl = await driver.call('open', { id: `ctrl-${kind}`, kind: stack.ctrlKind, url: stack.url, agent: stack.agent });
     const t0 = Date.now();
     await driver.call('viewersOpen', { kind, url: stack.url, sessionId: ctrl.sessionId, fromSeq: (ctrl.lastSeq ?? 0) + 1, n }, 180_000);
+    // Until every viewer has had all its presence frames (N²/2 of them for ours).
+    const settled = await driver.call('settle', { quietMs: 500, maxMs: 120_000 }, 130_000);
     const attachSeconds = (Date.now() - t0) / 1000;
-    await new Promise((r) => setTimeout(r, 300));
-    const out = { attachSeconds };
-    const count = slowTest ? C.slow.count : Math.max(50, Math.min(20_000, Math.round(C.fanout.deliveries / n)));
+    const out = { attachSeconds, settled };
+    const count = slowTest ? C.slow.count : Math.max(200, Math.min(20_000, Math.round(C.fanout.deliveries / n)));
     const rateSeconds = slowTest ? C.slow.rateSeconds : C.fanout.rateSeconds;
     const measure = async () => {
       const c0 = await cpuOf(stack.relay);
       const tp = await driver.call('fanout', { ctrl: `ctrl-${kind}`, count, bytes: 200, timeoutMs: 90_000 }, 120_000);
       tp.relayCpuUsPerDelivery = ((await cpuOf(stack.relay)) - c0) / Math.max(1, tp.delivered);
-      await new Promise((r) => setTimeout(r, 200));
+      await driver.call('settle', { quietMs: 250, maxMs: 30_000 }, 40_000);
       const rate = await driver.call('fanout', { ctrl: `ctrl-${kind}`, count: C.fanout.rate * rateSeconds, bytes: 200, rate: C.fanout.rate, record: true, timeoutMs: rateSeconds * 1000 + 15_000 }, 120_000);
       return { throughput: tp, rate };
     };
     out.normal = await measure();
     if (slowTest) {
       await driver.call('slowAdd', { kind, url: stack.url, sessionId: ctrl.sessionId });
-      await new Promise((r) => setTimeout(r, 300));
+      await driver.call('settle', { quietMs: 300, maxMs: 30_000 }, 40_000);
       out.withSlow = await measure();
       out.slowRelayMem = await memOf(stack.relay);
     }
@@ -253,15 +292,30 @@ async function figure3() {
   try {
     for (const n of C.fanout.ns) {
       fan[n] = { raw: [], ours: [] };
-      for (let r = 0; r < C.fanout.rounds && !overBudget(); r++) {
-        for (const kind of r % 2 ? ['ours', 'raw'] : ['raw', 'ours']) fan[n][kind].push(await fanoutOnce(kind, n, driver));
+      const rounds = n >= 1000 ? (C.fanout.roundsAt1000 ?? C.fanout.rounds) : C.fanout.rounds;
+      for (let r = 0; r < rounds && !overBudget(); r++) {
+        for (const kind of r % 2 ? ['ours', 'raw'] : ['raw', 'ours']) {
+          try {
+            fan[n][kind].push(await fanoutOnce(kind, n, driver));
+          } catch (err) {
+            results.notes.push(`fan-out ${kind} ${n}: ${err.message}`);
+            log(`fan-out ${kind} ${n} failed: ${err.message}`);
+          }
+        }
       }
       log(`figure 3: ${n} viewers done`);
     }
     results.figures.fanout = fan;
     const slow = { raw: [], ours: [] };
     for (let r = 0; r < C.slow.rounds && !overBudget(); r++) {
-      for (const kind of r % 2 ? ['ours', 'raw'] : ['raw', 'ours']) slow[kind].push(await fanoutOnce(kind, C.slow.n, driver, { slowTest: true }));
+      for (const kind of r % 2 ? ['ours', 'raw'] : ['raw', 'ours']) {
+        try {
+          slow[kind].push(await fanoutOnce(kind, C.slow.n, driver, { slowTest: true }));
+        } catch (err) {
+          results.notes.push(`slow viewer ${kind}: ${err.message}`);
+          log(`slow viewer ${kind} failed: ${err.message}`);
+        }
+      }
     }
     results.figures.slowViewer = slow;
     log('figure 3: slow viewer done');
@@ -380,6 +434,42 @@ async function figure4() {
   results.figures.idle = idle;
 }
 
+// ---- levers --------------------------------------------------------------------------------------------
+
+/**
+ * The raw broadcast relay (100 viewers) three ways, to price what our send path does per
+ * frame and client: the received Buffer (baseline), a string, a string with a callback and a
+ * promise per send (core/channel/ws.ts write()). Relay CPU µs per delivery, interleaved.
+ */
+async function levers() {
+  const driver = await startChild('driver.mjs', [], { label: 'driver' });
+  const out = { buffer: [], string: [], promise: [] };
+  try {
+    for (let r = 0; r < (QUICK ? 1 : 3) && !overBudget(); r++) {
+      for (const mode of Object.keys(out)) {
+        const relay = await startChild('raw-relay.mjs', ['--transport', 'ws', '--send', mode], { label: `raw-relay-${mode}` });
+        const agent = await startChild('raw-agent.mjs', ['--transport', 'ws', '--url', relay.info.url], { label: 'raw-agent' });
+        try {
+          await driver.call('open', { id: 'lever', kind: 'raw-ws', url: relay.info.url });
+          await driver.call('viewersOpen', { kind: 'raw', url: relay.info.url, n: 100 });
+          await driver.call('fanout', { ctrl: 'lever', count: 300, bytes: 330 });
+          const c0 = await cpuOf(relay);
+          const res = await driver.call('fanout', { ctrl: 'lever', count: 3000, bytes: 330 }, 120_000);
+          out[mode].push(((await cpuOf(relay)) - c0) / res.delivered);
+          await driver.call('viewersClose');
+          await driver.call('close', { id: 'lever' });
+        } finally {
+          await stopAll([agent, relay]);
+        }
+      }
+    }
+  } finally {
+    await driver.stop();
+  }
+  results.figures.levers = out;
+  log('levers done');
+}
+
 // ---- profile ------------------------------------------------------------------------------------------
 
 async function profile() {
@@ -399,10 +489,19 @@ async function profile() {
         },
       ],
       [
+        'single client, 100 KB frames (ws)',
+        async (ours) => {
+          await driver.call('open', { id: 'p', kind: 'wire', url: ours.url.ws, agent: 'bench-ws' });
+          for (let i = 0; i < 3; i++) await driver.call('throughput', { id: 'p', count: 300, bytes: 100_000 }, 90_000);
+          await driver.call('close', { id: 'p' });
+        },
+      ],
+      [
         'fan-out to 100 viewers, 200-byte frames (ws)',
         async (ours) => {
-          const ctrl = await driver.call('open', { id: 'p', kind: 'ours', url: ours.url.ws, agent: 'bench-ws' });
+          const ctrl = await driver.call('open', { id: 'p', kind: 'wire', url: ours.url.ws, agent: 'bench-ws' });
           await driver.call('viewersOpen', { kind: 'ours', url: ours.url.ws, sessionId: ctrl.sessionId, fromSeq: ctrl.lastSeq + 1, n: 100 }, 120_000);
+          await driver.call('settle', { quietMs: 500 }, 130_000);
           for (let i = 0; i < 3; i++) await driver.call('fanout', { ctrl: 'p', count: 1_000, bytes: 200, timeoutMs: 60_000 }, 90_000);
           await driver.call('viewersClose');
           await driver.call('close', { id: 'p' });
@@ -417,8 +516,11 @@ async function profile() {
       } finally {
         await ours.stop();
       }
-      const file = readdirSync(sub).find((f) => f.endsWith('.cpuprofile'));
-      out[name] = file ? analyzeProfile(join(sub, file), ROOT) : { error: 'no profile written' };
+      for (const proc of ['gateway', 'agent-ws']) {
+        const d = join(sub, proc);
+        const file = existsSync(d) ? readdirSync(d).find((f) => f.endsWith('.cpuprofile')) : undefined;
+        out[`${proc}: ${name}`] = file ? analyzeProfile(join(d, file), ROOT) : { error: 'no profile written' };
+      }
       log(`profile: ${name} done`);
     }
   } finally {
@@ -436,22 +538,16 @@ async function waitFor(pred, timeoutMs) {
   return false;
 }
 
-// ---- report -------------------------------------------------------------------------------------------
-
-import { report } from './lib/report.mjs';
-
 async function main() {
   log(`tether bench (${results.mode}); ${results.machine.cpus} CPUs, node ${results.machine.node}, ws ${results.machine.ws}, grpc-js ${results.machine.grpc}, bufferutil ${results.machine.bufferutil}`);
   const ssh = await sshAvailable();
   results.ssh = ssh;
   if (!ssh.ok) log(`ssh baseline: n/a (${ssh.why})`);
-  if (!hasTaskset) results.notes.push('taskset not available: "pinned" runs are not pinned');
   const steps = [];
-  if (ONLY.has(1)) steps.push(['fig1-pinned', () => latencyAndThroughput(true, false, ssh)]);
-  if (ONLY.has(1) || ONLY.has(2)) steps.push(['fig1-2-unpinned', () => latencyAndThroughput(false, ONLY.has(2), ssh)]);
+  if (ONLY.has(1) || ONLY.has(2)) steps.push(['fig1-2', () => latencyAndThroughput(ONLY.has(1), ONLY.has(2), ssh)]);
   if (ONLY.has(3)) steps.push(['fig3', figure3]);
   if (ONLY.has(4)) steps.push(['fig4', figure4]);
-  if (PROFILE) steps.push(['profile', profile]);
+  if (PROFILE) steps.push(['levers', levers], ['profile', profile]);
   for (const [name, step] of steps) {
     if (overBudget()) {
       results.notes.push(`${name} skipped: time budget used up`);
@@ -473,6 +569,17 @@ async function main() {
   writeFileSync(OUT.replace(/\.json$/, '.md'), markdown);
   console.log('\n' + text);
   log(`results: ${OUT} (table also in ${OUT.replace(/\.json$/, '.md')}); children still running: ${liveCount()}`);
+}
+
+// `--report <results.json>`: only re-render the tables of an earlier run.
+const again = opt('report');
+if (again) {
+  const old = JSON.parse(readFileSync(again, 'utf8'));
+  const { markdown, verdicts } = report(old);
+  old.verdicts = verdicts;
+  writeFileSync(again.replace(/\.json$/, '.md'), markdown);
+  console.log(markdown);
+  process.exit(0);
 }
 
 const watchdog = setTimeout(() => {

@@ -53,3 +53,25 @@ describe('heartbeat', () => {
     expect(dead).not.toHaveBeenCalled();
   });
 });
+
+describe('heartbeat behind a backlog', () => {
+  it('forgives an unanswered ping while the send queue drains, and not when it stalls', async () => {
+    vi.useFakeTimers();
+    const [a] = memoryChannelPair();
+    let buffered = 1_000_000;
+    Object.defineProperty(a, 'bufferedBytes', { get: () => buffered });
+    const pinger = new RpcPeer(a);
+    void pinger.run();
+    const dead = vi.fn();
+    startHeartbeat(pinger, { intervalMs: 1_000, timeoutMs: 500 }, dead);
+    for (let i = 0; i < 5; i++) {
+      buffered -= 100_000; // the peer reads: our queue shrinks
+      await vi.advanceTimersByTimeAsync(1_000);
+    }
+    expect(dead).not.toHaveBeenCalled();
+    await vi.advanceTimersByTimeAsync(3_000); // stalled: no progress any more
+    expect(dead).toHaveBeenCalledTimes(1);
+    a.close();
+    vi.useRealTimers();
+  });
+});

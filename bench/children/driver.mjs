@@ -6,6 +6,7 @@
  * monotonic clock the engine stamps its frames with.
  */
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
 import { GatewayClient } from '../../dist/client/gateway-client.js';
@@ -15,11 +16,13 @@ import { PROTOCOL_VERSION } from '../../dist/core/protocol/version.js';
 import { nowUs, serve } from '../lib/child.mjs';
 import { openRawGrpc } from '../lib/raw-grpc.mjs';
 import { summarize } from '../lib/stats.mjs';
-import { connectWire } from '../lib/wire.mjs';
+import { connectChannelWire, connectWire } from '../lib/wire.mjs';
 
 const ENGINE = fileURLToPath(new URL('../echo-engine.mjs', import.meta.url));
 const handles = new Map();
 
+/** An engine assistant line as it appears escaped inside a session.frame envelope. */
+const ASSISTANT_IN_ENVELOPE = '"line":"{\\"type\\":\\"assistant\\"';
 const isAssistantBuf = (b) => b[9] === 0x61 && b[10] === 0x73; // {"type":"as…
 const streamLine = (count, bytes, rate) => ({ type: 'control_request', request_id: `bench-${Date.now()}`, request: { subtype: 'bench_stream', count, bytes, ...(rate ? { rate } : {}) } });
 const userLine = (text) => ({ type: 'user', message: { role: 'user', content: text }, parent_tool_use_id: null, session_id: 'default' });
@@ -70,21 +73,45 @@ async function openStdio(cmd, args) {
 async function open({ id, kind, url, agent }) {
   let h;
   if (kind === 'ours') {
-    const client = await GatewayClient.connect({ gateway: url, reconnect: false });
+    // Reconnects (and re-attaches) like any client would; every drop is counted and reported.
+    const link = { drops: 0, last: '' };
+    const client = await GatewayClient.connect({
+      gateway: url,
+      onStatus: (st) => {
+        if (st.state === 'down') {
+          link.drops++;
+          link.last = st.error.message;
+        }
+      },
+    });
     const session = await client.createSession({ agent });
-    h = { kind, client, session, onItem: () => {} };
+    h = { kind, client, session, link, onItem: () => {} };
     h.send = (obj) => void session.send(obj).catch(() => {});
     h.isFrame = (item) => item.kind === 'engine' && item.message.type === 'assistant';
     h.close = () => client.close();
+    h.gaps = 0;
     void (async () => {
       try {
-        for await (const item of session) h.onItem(item);
+        for await (const item of session) {
+          if (item.kind === 'event' && item.event.subtype === 'gap') h.gaps++;
+          h.onItem(item);
+        }
       } catch {
         // closed
       }
     })();
+  } else if (kind === 'wire') {
+    // Our protocol by hand over our transport layer: what the gateway + agent cost without the
+    // client library (no RpcPeer, no schema checks, frames not parsed).
+    const w = await connectChannelWire(url);
+    const r = await w.request('session.create', { agent, options: {} }, 90_000);
+    h = { kind, w, sessionId: r.session.id, lastSeq: r.session.last_seq, onItem: () => {} };
+    w.onFrame = (f) => h.onItem(f);
+    h.send = (obj) => void w.request('session.send', { session_id: h.sessionId, input_id: randomUUID(), line: obj }).catch(() => {});
+    h.isFrame = (f) => f.includes(ASSISTANT_IN_ENVELOPE);
+    h.close = () => w.close();
   } else if (kind === 'raw-ws') {
-    const ws = new WebSocket(`${url}/client`, { perMessageDeflate: false, maxPayload: 64 * 1024 * 1024 });
+    const ws = new WebSocket(`${url}/client`, { perMessageDeflate: false, maxPayload: 64 * 1024 * 1024, handshakeTimeout: 10_000 });
     await new Promise((resolve, reject) => {
       ws.once('open', resolve);
       ws.once('error', reject);
@@ -108,7 +135,7 @@ async function open({ id, kind, url, agent }) {
     h = await openStdio('ssh', ['-o', 'BatchMode=yes', '-o', 'ConnectTimeout=3', '127.0.0.1', process.execPath, ENGINE]);
   } else throw new Error(`unknown kind ${kind}`);
   handles.set(id, h);
-  return { sessionId: h.session?.id, lastSeq: h.session?.info.last_seq };
+  return { sessionId: h.sessionId ?? h.session?.id, lastSeq: h.lastSeq ?? h.session?.info.last_seq };
 }
 
 function handle(id) {
@@ -148,7 +175,10 @@ async function throughput({ id, count, bytes, timeoutMs = 60_000 }) {
   let n = 0;
   let t1 = 0;
   const done = new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`throughput: ${n}/${count} frames within ${timeoutMs} ms`)), timeoutMs);
+    const t = setTimeout(
+      () => reject(new Error(`throughput (${id}): ${n}/${count} frames within ${timeoutMs} ms${h.link ? `; link drops ${h.link.drops} (${h.link.last}), gaps ${h.gaps}` : ''}`)),
+      timeoutMs,
+    );
     h.onItem = (x) => {
       if (!h.isFrame(x)) return;
       if (++n === count) {
@@ -163,7 +193,7 @@ async function throughput({ id, count, bytes, timeoutMs = 60_000 }) {
   await done;
   h.onItem = () => {};
   const seconds = (t1 - t0) / 1e6;
-  return { frames: n, seconds, fps: n / seconds, mbps: (n * bytes) / seconds / 1e6 };
+  return { frames: n, seconds, fps: n / seconds, mbps: (n * bytes) / seconds / 1e6, linkDrops: h.link?.drops, gaps: h.gaps };
 }
 
 async function close({ id }) {
@@ -195,9 +225,13 @@ function numAfter(buf, mark, from = 0) {
   return Number(s);
 }
 
+/** Every message any viewer received (frames, presence events…), to see when traffic settles. */
+let viewerRx = 0;
+
 function makeViewer() {
   const v = { count: 0, expected: 0, record: false, lat: [], onDone: undefined };
   v.onFrame = (buf) => {
+    viewerRx++;
     const at = buf.indexOf('~i=');
     if (at < 0) return; // gateway events (presence, state), replies
     v.count++;
@@ -214,12 +248,8 @@ async function openViewer(kind, url, sessionId, fromSeq) {
     await wire.request('session.attach', { session_id: sessionId, read_only: true, from_seq: fromSeq });
     v.close = () => wire.close();
     v.ws = wire.ws;
-    wire.ws.on('close', (code, reason) => {
-      closedViewers++;
-      lastClose = `${code} ${reason}`;
-    });
   } else {
-    const ws = new WebSocket(`${url}/client`, { perMessageDeflate: false, maxPayload: 64 * 1024 * 1024 });
+    const ws = new WebSocket(`${url}/client`, { perMessageDeflate: false, maxPayload: 64 * 1024 * 1024, handshakeTimeout: 10_000 });
     await new Promise((resolve, reject) => {
       ws.once('open', resolve);
       ws.once('error', reject);
@@ -229,12 +259,24 @@ async function openViewer(kind, url, sessionId, fromSeq) {
     v.close = () => ws.terminate();
     v.ws = ws;
   }
+  const close = v.close;
+  v.close = () => {
+    v.closing = true;
+    close();
+  };
+  v.ws.on('close', (code, reason) => {
+    if (v.closing) return;
+    closedViewers++;
+    lastClose = `${code} ${reason}`;
+  });
   return v;
 }
 
 /** Opens n viewers on our gateway (attached read-only from `fromSeq`) or on the raw relay. */
 async function viewersOpen({ kind, url, sessionId, fromSeq, n, concurrency = 50 }) {
   viewers = [];
+  closedViewers = 0;
+  lastClose = '';
   let started = 0;
   const worker = async () => {
     while (started < n) {
@@ -244,6 +286,22 @@ async function viewersOpen({ kind, url, sessionId, fromSeq, n, concurrency = 50 
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, n) }, worker));
   return { open: viewers.length };
+}
+
+/**
+ * Waits until no viewer has received anything for `quietMs` (bounded by `maxMs`): attaching
+ * N viewers to one of our sessions sends N²/2 presence frames, which must drain before a
+ * measurement starts.
+ */
+async function settle({ quietMs = 500, maxMs = 120_000 }) {
+  const t0 = Date.now();
+  let last = -1;
+  while (Date.now() - t0 < maxMs) {
+    if (viewerRx === last) break;
+    last = viewerRx;
+    await new Promise((r) => setTimeout(r, quietMs));
+  }
+  return { seconds: (Date.now() - t0) / 1000, settled: viewerRx === last, closedViewers };
 }
 
 /** Adds one viewer that never reads its socket: the relay's queue for it grows. Not counted. */
@@ -298,6 +356,8 @@ async function fanout({ ctrl, count, bytes = 200, rate, record = false, timeoutM
     slowViewerGot: slowViewer ? slowViewer.count : undefined,
     closedViewers,
     lastClose,
+    controllerDrops: h.link?.drops ?? 0,
+    controllerLastDrop: h.link?.last,
   };
   if (record) {
     const pooled = [];
@@ -341,7 +401,7 @@ async function idleOpen({ kind, url, sessionIds = [], n, concurrency = 64 }) {
       return () => channel.close('OK', 'bench done');
     }
     if (kind === 'raw-ws') {
-      const ws = new WebSocket(`${url}/client`, { perMessageDeflate: false });
+      const ws = new WebSocket(`${url}/client`, { perMessageDeflate: false, handshakeTimeout: 10_000 });
       await new Promise((resolve, reject) => {
         ws.once('open', resolve);
         ws.once('error', reject);
@@ -398,6 +458,7 @@ const { ready } = serve(
     close,
     viewersOpen,
     slowAdd,
+    settle,
     fanout,
     viewersClose,
     idleOpen,

@@ -29,7 +29,7 @@ const resumeIfLow = (buffered) => {
   }
 };
 if ((a.transport ?? 'ws') === 'ws') {
-  const ws = new WebSocket(`${a.url}/agent`, { perMessageDeflate: false, maxPayload: 64 * 1024 * 1024 });
+  const ws = new WebSocket(`${a.url}/agent`, { perMessageDeflate: false, maxPayload: 64 * 1024 * 1024, handshakeTimeout: 10_000 });
   await new Promise((resolve, reject) => {
     ws.once('open', resolve);
     ws.once('error', reject);

@@ -6,7 +6,7 @@
  * broadcast relay of the fan-out figure: the naive loop of `send` per client, as in the ws
  * README). permessage-deflate off, like the gateway.
  *
- *   --transport ws|grpc
+ *   --transport ws|grpc [--send buffer|string|promise]
  */
 import { createServer } from 'node:http';
 import grpc from '@grpc/grpc-js';
@@ -16,6 +16,13 @@ import { RELAY_SERVICE } from '../lib/raw-grpc.mjs';
 
 const a = argsOf();
 const transport = a.transport ?? 'ws';
+/**
+ * How the ws relay sends to its clients: `buffer` (the baseline: the received bytes as they
+ * are), or, to measure levers of our own code path with everything else equal, `string`
+ * (a string per frame, encoded per client) and `promise` (a string plus a callback and a
+ * promise per client, like core/channel/ws.ts write()).
+ */
+const send = a.send ?? 'buffer';
 let close;
 let info;
 
@@ -29,10 +36,16 @@ if (transport === 'ws') {
     if (req.url === '/agent') {
       agent = ws;
       ws.on('message', (data, isBinary) => {
-        const t0 = process.hrtime.bigint();
-        for (const c of clients) c.send(data, { binary: isBinary });
-        globalThis.loopNs = (globalThis.loopNs ?? []);
-        globalThis.loopNs.push(Number(process.hrtime.bigint() - t0) / 1e6);
+        if (send === 'buffer') {
+          for (const c of clients) c.send(data, { binary: isBinary });
+        } else if (send === 'string') {
+          const text = data.toString();
+          for (const c of clients) c.send(text);
+        } else {
+          // What our channel does per frame and client: a promise around a send with a callback.
+          const text = data.toString();
+          for (const c of clients) new Promise((resolve, reject) => c.send(text, (err) => (err ? reject(err) : resolve()))).catch(() => {});
+        }
       });
       ws.on('close', () => {
         if (agent === ws) agent = undefined;
@@ -84,5 +97,5 @@ if (transport === 'ws') {
   close = () => server.forceShutdown();
 }
 
-const { ready } = serve({ loops: () => { const l = globalThis.loopNs ?? []; globalThis.loopNs = []; return l.slice(-40).map((x) => +x.toFixed(2)); } }, { onExit: () => close() });
+const { ready } = serve({}, { onExit: () => close() });
 ready(info);

@@ -3,6 +3,8 @@
  * talks to them over IPC, and stops every one of them (also on SIGINT/SIGTERM and at exit).
  */
 import { spawn, spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 
@@ -113,3 +115,42 @@ export async function stopAll(children) {
 export function liveCount() {
   return live.size;
 }
+
+/** The pid and every descendant of it (from /proc/<pid>/task/<tid>/children). */
+export function processTree(pid) {
+  const out = [pid];
+  for (let i = 0; i < out.length; i++) {
+    let tasks = [];
+    try {
+      tasks = readdirSync(`/proc/${out[i]}/task`);
+    } catch {
+      continue;
+    }
+    for (const t of tasks) {
+      try {
+        for (const c of readFileSync(`/proc/${out[i]}/task/${t}/children`, 'utf8').split(/\s+/).filter(Boolean)) out.push(Number(c));
+      } catch {
+        // gone
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * Pins running children, their threads and their descendants (engines) to `cpus`
+ * ('0' pins to CPU 0; '0-1' or the full list unpins). Returns how many processes it set.
+ */
+export function setAffinity(children, cpus) {
+  if (!hasTaskset) return 0;
+  let n = 0;
+  for (const c of children) {
+    for (const pid of processTree(c.pid)) {
+      if (spawnSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' }).status === 0) n++;
+    }
+  }
+  return n;
+}
+
+/** Every CPU of the machine, as taskset writes it. */
+export const ALL_CPUS = `0-${cpus().length - 1}`;

@@ -56,14 +56,24 @@ export function report(results) {
       const r50 = ratio(o50.median, b50.median);
       const r99 = ratio(o99.median, b99.median);
       const ok = verdict(`1 latency ${tag} ${t}`, 'p50 ≤ 1.3×, p99 ≤ 1.5× raw relay', `p50 ${rfmt(r50)}, p99 ${rfmt(r99)}`, r50 <= 1.3 && r99 <= 1.5);
+      const w50 = s(`wire-${t}`, 'p50');
+      const w99 = s(`wire-${t}`, 'p99');
       rows.push([`${name}: raw two-hop relay`, cell(b50), cell(b99), 'baseline', '', '']);
-      rows.push([`${name}: Tether (GatewayClient → gateway → agent)`, cell(o50), cell(o99), rfmt(r50), rfmt(r99), yes(ok)]);
+      rows.push([`${name}: Tether, GatewayClient library`, cell(o50), cell(o99), rfmt(r50), rfmt(r99), yes(ok)]);
+      rows.push([`${name}: Tether, minimal protocol client`, cell(w50), cell(w99), rfmt(ratio(w50.median, b50.median)), rfmt(ratio(w99.median, b99.median)), '(diagnostic)']);
     }
     rows.push(['stdio pipe to the engine (floor)', cell(s('stdio', 'p50')), cell(s('stdio', 'p99')), '', '', '']);
     rows.push(['ssh 127.0.0.1 (what users do today)', lat.ssh ? cell(s('ssh', 'p50')) : 'n/a', lat.ssh ? cell(s('ssh', 'p99')) : 'n/a', results.ssh?.ok ? '' : `n/a: ${results.ssh?.why ?? ''}`, '', '']);
+    const cpuRows = [];
+    for (const id of ['raw-ws', 'ours-ws', 'wire-ws', 'raw-grpc', 'ours-grpc', 'wire-grpc', 'stdio']) {
+      if (!lat[id]) continue;
+      cpuRows.push([id, cell(s(id, 'relayCpuUsPerRtt')), cell(s(id, 'agentCpuUsPerRtt')), cell(s(id, 'clientCpuUsPerRtt'))]);
+    }
     parts.push(
       `### Figure 1: round-trip latency, one small frame client → engine → client, µs (${tag === 'pinned' ? 'every process pinned to CPU 0 with taskset -c 0' : 'unpinned, 2 CPUs'})\n\n` +
-        table(['path', 'p50 µs', 'p99 µs', 'p50 ratio', 'p99 ratio', 'target p50 ≤ 1.3×, p99 ≤ 1.5×'], rows),
+        table(['path', 'p50 µs', 'p99 µs', 'p50 ratio', 'p99 ratio', 'target p50 ≤ 1.3×, p99 ≤ 1.5×'], rows) +
+        `\n\nCPU µs per round trip (${tag}): raw-* = raw relay / raw agent, ours-* = GatewayClient, wire-* = minimal client; client = the driver process\n\n` +
+        table(['path', 'gateway / relay', 'agent', 'client'], cpuRows),
     );
   }
 
@@ -84,27 +94,42 @@ export function report(results) {
         const ok = verdict(`2 throughput ${size} ${t}`, '≥ 70 % of raw relay', rfmt(r), r >= 0.7);
         let cpuOk;
         if (size === '200B') cpuOk = verdict(`2 gateway CPU per 200 B frame ${t}`, '≤ 6 µs', `${fmt(oc.median)} µs (raw relay ${fmt(bc.median)} µs)`, oc.median <= 6);
-        rows.push([size, `${name}: raw relay`, cell(bf), cell(s(`raw-${t}`, 'mbps')), cell(bc), cell(s(`raw-${t}`, 'agentCpuUsPerFrame')), 'baseline', '']);
+        rows.push([size, `${name}: raw relay`, cell(bf), cell(s(`raw-${t}`, 'mbps')), cell(bc), cell(s(`raw-${t}`, 'agentCpuUsPerFrame')), cell(s(`raw-${t}`, 'clientCpuUsPerFrame')), 'baseline', '']);
+        const wf = s(`wire-${t}`, 'fps');
         rows.push([
           size,
-          `${name}: Tether`,
+          `${name}: Tether, GatewayClient library`,
           cell(of),
           cell(s(`ours-${t}`, 'mbps')),
           cell(oc),
           cell(s(`ours-${t}`, 'agentCpuUsPerFrame')),
+          cell(s(`ours-${t}`, 'clientCpuUsPerFrame')),
           rfmt(r),
           `${yes(ok)}${cpuOk === undefined ? '' : ` · CPU ${yes(cpuOk)}`}`,
         ]);
+        rows.push([
+          size,
+          `${name}: Tether, minimal protocol client`,
+          cell(wf),
+          cell(s(`wire-${t}`, 'mbps')),
+          cell(s(`wire-${t}`, 'relayCpuUsPerFrame')),
+          cell(s(`wire-${t}`, 'agentCpuUsPerFrame')),
+          cell(s(`wire-${t}`, 'clientCpuUsPerFrame')),
+          rfmt(ratio(wf.median, bf.median)),
+          '(diagnostic)',
+        ]);
       }
-      rows.push([size, 'stdio pipe (floor)', cell(s('stdio', 'fps')), cell(s('stdio', 'mbps')), '', '', '', '']);
+      rows.push([size, 'stdio pipe (floor)', cell(s('stdio', 'fps')), cell(s('stdio', 'mbps')), '', '', cell(s('stdio', 'clientCpuUsPerFrame')), '', '']);
     }
     parts.push(
       `### Figure 2: streaming throughput engine → one client\n\n` +
-        table(['frame', 'path', 'frames/s', 'MB/s', 'relay CPU µs/frame', 'agent CPU µs/frame', 'ratio', 'target ≥ 0.70×; gateway ≤ 6 µs/frame'], rows),
+        table(['frame', 'path', 'frames/s', 'MB/s', 'gateway / relay CPU µs/frame', 'agent CPU µs/frame', 'client CPU µs/frame', 'ratio', 'target ≥ 0.70×; gateway ≤ 6 µs/frame'], rows),
     );
   }
 
   // Figure 3
+  /** Viewers the relay closed during a run (keepalive missed, cut as slow…): max over its runs. */
+  const cutOf = (x) => Math.max(x.normal.throughput.closedViewers ?? 0, x.normal.rate.closedViewers ?? 0);
   if (F.fanout) {
     const rows = [];
     for (const [n, byKind] of Object.entries(F.fanout)) {
@@ -130,13 +155,14 @@ export function report(results) {
         `${fmt(s('raw', (x) => x.normal.rate.missing).max)} / ${fmt(missing)}`,
         `${cell(s('raw', (x) => x.normal.throughput.relayCpuUsPerDelivery))} / ${cell(s('ours', (x) => x.normal.throughput.relayCpuUsPerDelivery))}`,
         `${cell(s('raw', (x) => x.attachSeconds))} / ${cell(s('ours', (x) => x.attachSeconds))}`,
+        `${fmt(s('raw', cutOf).max)} / ${fmt(s('ours', cutOf).max)}`,
         `${yes(okD)}${okL === undefined ? '' : ` · latency ${yes(okL)}`}`,
       ]);
     }
     parts.push(
       `### Figure 3: fan-out, one session streaming 200-byte frames to N viewers (WebSocket); baseline: raw ws broadcast relay\n\n` +
         table(
-          ['viewers', 'raw deliveries/s', 'Tether deliveries/s', 'ratio', 'raw p50 / p99 ms @20 fps', 'Tether p50 / p99 ms @20 fps', 'p99 ratio', 'frames missed raw / Tether', 'CPU µs/delivery raw / Tether', 'connect+attach s raw / Tether', 'target ≥ 0.70×; at 1000: all frames, p99 ≤ 1.5×'],
+          ['viewers', 'raw deliveries/s', 'Tether deliveries/s', 'ratio', 'raw p50 / p99 ms @20 fps', 'Tether p50 / p99 ms @20 fps', 'p99 ratio', 'frames missed raw / Tether', 'relay CPU µs/delivery raw / Tether', 'attach until quiet, s raw / Tether', 'viewers cut raw / Tether', 'target ≥ 0.70×; at 1000: all frames, p99 ≤ 1.5×'],
           rows,
         ),
     );
@@ -163,6 +189,7 @@ export function report(results) {
       }
       const missed = s((x) => x.withSlow.rate.missing).max;
       rows.push([kind === 'ours' ? 'Tether' : 'raw broadcast', 'frames missed by the others', fmt(s((x) => x.normal.rate.missing).max), fmt(missed), '', '']);
+      rows.push([kind === 'ours' ? 'Tether' : 'raw broadcast', 'relay RSS MB at the end (slow viewer still attached)', '', cell(s((x) => (x.slowRelayMem?.rss ?? NaN) / 1e6)), '', '']);
     }
     parts.push(
       `### Figure 3b: one viewer that stops reading, among ${results.config.slow.n} (its frames queue at the relay)\n\n` +
@@ -193,13 +220,23 @@ export function report(results) {
     );
   }
 
+  if (F.levers) {
+    const b = spread(F.levers.buffer);
+    const rows = [
+      ['received Buffer, as is (the raw relay)', cell(b), 'baseline'],
+      ['a string per frame (encoded per client)', cell(spread(F.levers.string)), rfmt(ratio(spread(F.levers.string).median, b.median))],
+      ['a string + callback + promise per client (like core/channel/ws.ts write())', cell(spread(F.levers.promise)), rfmt(ratio(spread(F.levers.promise).median, b.median))],
+    ];
+    parts.push(`### Levers: the raw ws broadcast relay, 100 viewers, 330-byte frames, sending…\n\n` + table(['each frame to each viewer as', 'relay CPU µs/delivery', 'ratio'], rows));
+  }
+
   if (F.profile) {
     for (const [name, p] of Object.entries(F.profile)) {
       if (!p.topSelf) continue;
       const rows = p.topSelf.slice(0, 15).map((e) => [e.name, `${e.pct} %`]);
       const ours = p.oursInclusive.slice(0, 15).map((e) => [e.name, `${e.pct} %`]);
       parts.push(
-        `### Gateway CPU profile: ${name} (busy ${p.busyMs} ms)\n\n` +
+        `### CPU profile, ${name} (busy ${p.busyMs} ms)\n\n` +
           table(['top self time', 'share of busy'], rows) +
           '\n\n' +
           table(['our functions, inclusive', 'share of busy'], ours) +

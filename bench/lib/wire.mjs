@@ -9,7 +9,7 @@ import { WebSocket } from 'ws';
 import { PROTOCOL_VERSION } from '../../dist/core/protocol/version.js';
 
 export async function connectWire(url, { role = 'client', agent, onFrame, onRequest } = {}) {
-  const ws = new WebSocket(`${url}/v1/connect`, { perMessageDeflate: false, maxPayload: 64 * 1024 * 1024 });
+  const ws = new WebSocket(`${url}/v1/connect`, { perMessageDeflate: false, maxPayload: 64 * 1024 * 1024, handshakeTimeout: 10_000 });
   await new Promise((resolve, reject) => {
     ws.once('open', resolve);
     ws.once('error', reject);
@@ -73,4 +73,65 @@ export async function connectWire(url, { role = 'client', agent, onFrame, onRequ
   });
   await wire.request('hello', { protocol_version: PROTOCOL_VERSION, role, capabilities: [], ...(agent ? { agent } : { software: 'tether-bench' }) });
   return wire;
+}
+
+/**
+ * The same minimal client over our own transport layer (dist/core/link/dial: WsChannel or
+ * GrpcClientChannel), for ws:// and grpc:// alike: hand-written JSON-RPC, no RpcPeer, no
+ * schema validation, no GatewayClient. Pushed frames go to `onFrame(text)` unparsed;
+ * requests from the gateway (heartbeat pings) are answered with `{}`.
+ */
+export async function connectChannelWire(url) {
+  const { dial } = await import('../../dist/core/link/dial.js');
+  const channel = await dial(url, {});
+  const pending = new Map();
+  let nextId = 1;
+  const w = {
+    channel,
+    onFrame: undefined,
+    request(method, params, timeoutMs = 60_000) {
+      const id = nextId++;
+      return new Promise((resolve, reject) => {
+        const t = setTimeout(() => {
+          pending.delete(id);
+          reject(new Error(`${method}: no answer within ${timeoutMs} ms`));
+        }, timeoutMs);
+        pending.set(id, { resolve, reject, t, method });
+        channel.send(JSON.stringify({ jsonrpc: '2.0', id, method, params })).catch((err) => {
+          clearTimeout(t);
+          pending.delete(id);
+          reject(err);
+        });
+      });
+    },
+    close() {
+      channel.close('OK', 'bench done');
+    },
+  };
+  void (async () => {
+    for await (const frame of channel) {
+      if (frame.charCodeAt(18) === 0x6d /* {"jsonrpc":"2.0","method" */) {
+        w.onFrame?.(frame);
+        continue;
+      }
+      const msg = JSON.parse(frame);
+      if (msg.method && msg.id !== undefined) {
+        channel.send(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: {} })).catch(() => {});
+        continue;
+      }
+      const p = pending.get(msg.id);
+      if (!p) continue;
+      pending.delete(msg.id);
+      clearTimeout(p.t);
+      if (msg.error) p.reject(new Error(`${p.method}: ${msg.error.message}`));
+      else p.resolve(msg.result);
+    }
+    for (const p of pending.values()) {
+      clearTimeout(p.t);
+      p.reject(new Error(`${p.method}: connection closed`));
+    }
+    pending.clear();
+  })();
+  await w.request('hello', { protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: [], software: 'tether-bench' });
+  return w;
 }

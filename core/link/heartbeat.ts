@@ -15,7 +15,8 @@ export const HEARTBEAT_DEFAULTS: HeartbeatOptions = { intervalMs: 15_000, timeou
  * Application-level liveness on one connection: a `ping` request every `intervalMs`; if one
  * is not answered within `timeoutMs`, `onDead` is called once with a reason and the heartbeat
  * stops. A half-open link (the peer stopped answering without closing) is thus found within
- * interval + timeout. Stops by itself when the channel closes; the returned function stops it
+ * interval + timeout. An unanswered ping is forgiven while our send queue to the peer keeps
+ * draining: the ping was stuck behind data, and the peer is reading. Stops by itself when the channel closes; the returned function stops it
  * earlier. Transport pings (ws ping, gRPC keepalive) stay on as a backstop.
  */
 export function startHeartbeat(peer: RpcPeer, opts: HeartbeatOptions, onDead: (reason: string) => void): () => void {
@@ -28,11 +29,15 @@ export function startHeartbeat(peer: RpcPeer, opts: HeartbeatOptions, onDead: (r
   const timer = setInterval(() => {
     if (inFlight || stopped) return;
     inFlight = true;
+    const backlog = peer.channel.bufferedBytes;
     peer.request('ping', {}, { timeoutMs: opts.timeoutMs }).then(
       () => (inFlight = false),
       (err) => {
         inFlight = false;
         if (stopped || peer.channel.isClosed) return;
+        // The ping waits behind our own unsent data: a peer that keeps draining it is slow,
+        // not dead (the slow-consumer limit deals with slow). Ping again next interval.
+        if (backlog > 0 && peer.channel.bufferedBytes < backlog) return;
         stop();
         const e = asTetherError(err);
         onDead(e.code === 'DEADLINE_EXCEEDED' ? `peer did not answer a heartbeat within ${opts.timeoutMs} ms` : `heartbeat failed: ${e.message}`);
