@@ -6,7 +6,7 @@ import { Gateway } from '../gateway/gateway.js';
 import { startGatewayServer, type GatewayServer } from '../gateway/server.js';
 import { FileSessionStore } from '../gateway/session-store.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
-import { processesIn } from './support/cli.js';
+import { processesIn, startTether } from './support/cli.js';
 import { isResult, until } from './support/items.js';
 
 const FAST_BACKOFF = { initialMs: 100, factor: 1.5, maxMs: 400, jitter: 0.2 };
@@ -93,5 +93,37 @@ describe('gateway restart', () => {
     await expect(again.attach(session.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
     while (agent.sessionCount > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     expect(agent.sessionCount).toBe(0);
+  });
+
+  it('the gateway process is SIGKILLed mid-turn and started again: nothing lost, nothing doubled, engine untouched', async () => {
+    const state: TempDir = makeTempDir('tether-state-');
+    const cwd: TempDir = makeTempDir('tether-cwd-');
+    cleanups.push(() => state.cleanup(), () => cwd.cleanup());
+    const args = (port: string) => ['gateway', '--port', port, '--grpc-port', '0', '--state-dir', state.path, '--auth', 'off'];
+    let gw = startTether(args('0'));
+    cleanups.push(async () => void (await gw.stop('SIGKILL')));
+    const url = (await gw.line('gateway: ')).slice('gateway: '.length);
+    const port = new URL(url).port;
+    const agent = new Agent({ gateway: url, name: 'builder', engine: 'demo', cwd: cwd.path, backoff: FAST_BACKOFF, eofGraceMs: 1_000, termGraceMs: 1_000 });
+    await agent.start();
+    cleanups.push(() => agent.shutdown(1_000));
+    const client = await GatewayClient.connect({ gateway: url, backoff: FAST_BACKOFF });
+    cleanups.push(() => client.close());
+    const session = await client.createSession({ agent: 'builder', options: { include_partial_messages: true } });
+    const it = session[Symbol.asyncIterator]();
+    const seen: SessionItem[] = [];
+    await session.sendUserMessage('a slow long answer please');
+    for (let n = 0; n < 3; n++) await until(it, (i) => i.kind === 'engine' && i.message.type === 'stream_event' && (i.message.event as { type?: string }).type === 'content_block_delta', seen);
+    const [enginePid] = processesIn(cwd.path, 'demo-engine.js');
+    expect((await gw.stop('SIGKILL')).signal).toBe('SIGKILL');
+    gw = startTether(args(port));
+    await gw.line('gateway: ');
+    const result = (await until(it, isResult, seen, 30_000, 'the turn to finish after the kill')) as { message: Record<string, unknown> };
+    expect(String(result.message.result)).toContain('39.');
+    const seqs = seen.filter((i) => i.kind !== 'reply').map((i) => (i as { seq: number }).seq);
+    seqs.forEach((s, n) => expect(s).toBe(n + 1));
+    const deltas = seen.filter((i) => i.kind === 'engine' && i.message.type === 'stream_event' && (i.message.event as { type?: string }).type === 'content_block_delta');
+    expect(deltas).toHaveLength(40);
+    expect(processesIn(cwd.path, 'demo-engine.js')).toEqual([enginePid]);
   });
 });
