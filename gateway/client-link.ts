@@ -60,7 +60,7 @@ export class ClientLink implements Member {
       this.metrics?.slowClientCut(this.transport);
       return;
     }
-    ch.send(text).catch(() => {});
+    ch.post(text);
     if (this.metrics) {
       this.metrics.relayed('to_client', Buffer.byteLength(text));
       if (readAtMs !== undefined) this.metrics.relayLatency(readAtMs);

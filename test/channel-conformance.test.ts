@@ -103,6 +103,17 @@ describe.each(TRANSPORTS)('Channel conformance: %s', (transport) => {
     await withTimeout(sends, 5_000, 'all sends resolve');
   });
 
+  it('post() delivers in order with send(), refuses a frame over the limit and anything after close', async () => {
+    const { server, client } = await open({ maxFrameBytes: SMALL_LIMIT });
+    const frames = Array.from({ length: 200 }, (_, i) => notification(i, 'post'));
+    const received = take(client, frames.length);
+    frames.forEach((f, i) => (i % 2 ? expect(server.post(f)).toBe(true) : void server.send(f)));
+    expect(await received).toEqual(frames);
+    expect(server.post(frameOfBytes(SMALL_LIMIT + 1))).toBe(false);
+    server.close();
+    expect(server.post('{}')).toBe(false);
+  });
+
   it('carries a frame of exactly maxFrameBytes intact; send() refuses one byte more and the channel stays usable', async () => {
     const { server, client } = await open({ maxFrameBytes: SMALL_LIMIT });
     expect(client.maxFrameBytes).toBe(SMALL_LIMIT);

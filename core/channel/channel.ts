@@ -33,6 +33,12 @@ export interface Channel extends AsyncIterable<string> {
   readonly bufferedBytes: number;
   readonly isClosed: boolean;
   send(frame: string): Promise<void>;
+  /**
+   * Fire-and-forget send for hot paths (broadcast to many clients): no promise per frame.
+   * Returns false, having sent nothing, when the channel is closed or the frame is over the
+   * limit. A transport error later closes the channel as usual.
+   */
+  post(frame: string): boolean;
   close(code?: ErrorCode | 'OK', reason?: string): void;
   readonly closed: Promise<CloseInfo>;
   /** Aborted when the channel closes. */
@@ -103,12 +109,28 @@ export abstract class BaseChannel implements Channel {
   protected abstract pauseInput(): void;
   protected abstract resumeInput(): void;
 
+  post(frame: string): boolean {
+    if (this.closeInfo || !this.fits(frame)) return false;
+    this.writeNoWait(frame);
+    return true;
+  }
+
+  /** Writes without waiting; adapters override when they can skip the per-frame callback. */
+  protected writeNoWait(frame: string): void {
+    this.write(frame).catch(() => {});
+  }
+
+  /** UTF-8 is at most 3 bytes per UTF-16 unit: only long frames need counting. */
+  private fits(frame: string): boolean {
+    return frame.length * 3 <= this.maxFrameBytes || Buffer.byteLength(frame) <= this.maxFrameBytes;
+  }
+
   send(frame: string): Promise<void> {
     if (this.closeInfo) {
       return Promise.reject(new TetherError('FAILED_PRECONDITION', `channel closed: ${this.closeInfo.reason}`));
     }
-    const size = Buffer.byteLength(frame);
-    if (size > this.maxFrameBytes) {
+    if (!this.fits(frame)) {
+      const size = Buffer.byteLength(frame);
       return Promise.reject(
         new TetherError('RESOURCE_EXHAUSTED', `frame of ${size} bytes exceeds the limit of ${this.maxFrameBytes} bytes`, {
           size,

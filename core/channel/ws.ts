@@ -58,6 +58,11 @@ export class WsChannel extends BaseChannel {
     return this.ws.bufferedAmount;
   }
 
+  /** No callback: ws reports a failed write by closing the socket, which settles `closed`. */
+  protected override writeNoWait(frame: string): void {
+    this.ws.send(frame);
+  }
+
   protected write(frame: string): Promise<void> {
     return new Promise((resolve, reject) => {
       this.ws.send(frame, (err) => (err ? reject(err) : resolve()));
