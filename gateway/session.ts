@@ -8,6 +8,8 @@ import { ReplayLog, type ReplayLogLimits } from './replay-log.js';
 import type { AuditEntry, AuditLog } from './audit-log.js';
 import { outcomeOf, type GatewayMetrics } from './metrics.js';
 import type { SessionStore, StoredSession } from './session-store.js';
+import { ControlRouting } from './control-routing.js';
+import { AUDITED_CONTROLS, checkUserMessage, frameText, promptChars } from './session-lines.js';
 
 /** One attached client as the session sees it: transport-blind. */
 export interface Member {
@@ -62,14 +64,9 @@ interface Attachment {
   since: string;
 }
 
-/** Replies held for clients that are reconnecting (per client, and clients per session). */
-const MAX_HELD_REPLIES = 256;
-
 /** Inputs waiting for the agent before new ones are refused (backpressure on clients). */
 const MAX_PENDING_INPUTS = 1024;
 
-/** Control requests that change how the engine behaves, recorded in the audit trail. */
-const AUDITED_CONTROLS = new Set(['interrupt', 'set_model', 'set_permission_mode', 'initialize', 'rewind_files', 'mcp_set_servers', 'apply_flag_settings', 'update_settings']);
 
 /** Engine control requests a client answers through the prompt book. */
 const DENY_ON_EXPIRY = 'can_use_tool';
@@ -85,10 +82,8 @@ export class Session {
   private readonly members = new Map<string, Attachment>();
   private readonly prompts: PromptBook;
   /** Gateway request id → the client that sent it and its own id. */
-  private readonly controlMap = new Map<string, { clientId: string; principal: string; origId: unknown }>();
-  /** Replies that arrived while their client was away, by its old client id (bounded). */
-  private readonly heldReplies = new Map<string, { principal: string; lines: string[] }>();
-  private nextControlId = 1;
+  /** Clients' control requests in flight to the engine, kept apart per client. */
+  private readonly controls = new ControlRouting();
   private inputSeq = 0;
   /** Inputs handed to the agent link but not yet confirmed written to the engine. */
   private pendingInputs: { seq: number; line: Record<string, unknown> }[] = [];
@@ -244,7 +239,7 @@ export class Session {
   end(exited?: TetherEvent): void {
     if (this.ended) return;
     for (const p of this.prompts.clear('engine gone')) this.broadcastWithdrawal(p.requestId);
-    this.controlMap.clear();
+    this.controls.clear();
     this.setState('ended');
     if (exited) this.broadcast({ event: exited, origin: 'gateway' });
     this.onEnded?.();
@@ -327,25 +322,10 @@ export class Session {
     }
     for (const entry of this.log.since(Math.max(from, this.log.firstSeq))) member.sendFrame(entry.text);
     this.members.set(member.clientId, { member, role, since: new Date().toISOString() });
-    if (previousClientId !== undefined) this.takeOver(previousClientId, member);
+    if (previousClientId !== undefined) for (const line of this.controls.takeOver(previousClientId, member.clientId, member.principal)) member.sendReply(this.id, line);
     this.record(member.principal, 'attach', { client_id: member.clientId, role, from_seq: from });
     this.broadcast({ event: tetherEvent({ subtype: 'presence', action: 'attached', principal: member.principal, client_id: member.clientId, role }), origin: 'gateway' });
     return this.log.lastSeq + 1;
-  }
-
-  /**
-   * A client came back under a new client id: its requests in flight and the answers held
-   * for it follow it, if it is the same principal.
-   */
-  private takeOver(previousClientId: string, member: Member): void {
-    for (const m of this.controlMap.values()) {
-      if (m.clientId === previousClientId && m.principal === member.principal) m.clientId = member.clientId;
-    }
-    const held = this.heldReplies.get(previousClientId);
-    if (held && held.principal === member.principal) {
-      this.heldReplies.delete(previousClientId);
-      for (const line of held.lines) member.sendReply(this.id, line);
-    }
   }
 
   detach(clientId: string): void {
@@ -437,19 +417,12 @@ export class Session {
     if (AUDITED_CONTROLS.has(req.subtype as string)) {
       this.record(a.member.principal, 'control', { subtype: req.subtype, model: req.model, mode: req.mode });
     }
-    const gwId = `tether-${this.nextControlId++}`;
-    this.controlMap.set(gwId, { clientId: a.member.clientId, principal: a.member.principal, origId: line.request_id });
+    const gwId = this.controls.open(a.member.clientId, a.member.principal, line.request_id);
     this.toEngine({ ...line, request_id: gwId });
   }
 
   private forwardCancel(a: Attachment, line: Record<string, unknown>): void {
-    for (const [gwId, m] of this.controlMap) {
-      if (m.clientId === a.member.clientId && m.origId === line.request_id) {
-        this.toEngine({ ...line, request_id: gwId });
-        return;
-      }
-    }
-    throw new TetherError('NOT_FOUND', `no control request ${JSON.stringify(line.request_id)} of yours is pending`);
+    this.toEngine({ ...line, request_id: this.controls.idOf(a.member.clientId, line.request_id) });
   }
 
   private answerPrompt(a: Attachment, line: Record<string, unknown>): void {
@@ -495,21 +468,9 @@ export class Session {
 
   /** Sends the engine's answer to the one client that asked, with its own request id back. */
   private routeReply(gwId: string, line: string): boolean {
-    const m = this.controlMap.get(gwId);
-    if (!m) return false;
-    this.controlMap.delete(gwId);
-    const reply = restoreRequestId(line, gwId, m.origId);
-    const target = this.members.get(m.clientId);
-    if (target) {
-      target.member.sendReply(this.id, reply);
-      return true;
-    }
-    // The asker is away (reconnecting): hold its answer; nobody else may see it.
-    const held = this.heldReplies.get(m.clientId) ?? { principal: m.principal, lines: [] };
-    if (held.lines.length < MAX_HELD_REPLIES) held.lines.push(reply);
-    this.heldReplies.set(m.clientId, held);
-    if (this.heldReplies.size > MAX_HELD_REPLIES) this.heldReplies.delete(this.heldReplies.keys().next().value as string);
-    return true;
+    const route = this.controls.answer(gwId, line, (clientId) => this.members.has(clientId));
+    if (route.kind === 'deliver') this.members.get(route.clientId)!.member.sendReply(this.id, route.line);
+    return route.kind !== 'not-ours';
   }
 
   private broadcastWithdrawal(requestId: string): void {
@@ -536,39 +497,5 @@ export class Session {
     if (!this.host) throw new TetherError('UNAVAILABLE', `the agent of session ${this.id} is not connected`);
     this.record(clientId ? (this.members.get(clientId)?.member.principal ?? 'unknown') : 'tether', 'stop', { reason });
     await this.host.stop(this.id, reason);
-  }
-}
-
-function frameText(sessionId: string, seq: number, body: { line?: string; event?: TetherEvent; origin: string }): string {
-  return JSON.stringify({ jsonrpc: '2.0', method: 'session.frame', params: { session_id: sessionId, seq, ...body } });
-}
-
-/**
- * Puts the client's own request id back into the engine's answer. Edits the text in place so
- * the rest of the line stays byte for byte as the engine wrote it; falls back to a re-parse
- * only when the id must be removed (the client sent none).
- */
-export function restoreRequestId(line: string, gwId: string, origId: unknown): string {
-  const needle = `"request_id":${JSON.stringify(gwId)}`;
-  const at = line.indexOf(needle);
-  if (origId !== undefined && at >= 0) return line.slice(0, at) + `"request_id":${JSON.stringify(origId)}` + line.slice(at + needle.length);
-  const value = JSON.parse(line) as { response?: Record<string, unknown> };
-  if (value.response) {
-    if (origId === undefined) delete value.response.request_id;
-    else value.response.request_id = origId;
-  }
-  return JSON.stringify(value);
-}
-
-function promptChars(line: Record<string, unknown>): number {
-  const content = (line.message as { content?: unknown }).content;
-  return typeof content === 'string' ? content.length : JSON.stringify(content).length;
-}
-
-/** The engine starts a turn even for a user frame without content: reject it here. */
-function checkUserMessage(line: Record<string, unknown>): void {
-  const m = line.message as { role?: unknown; content?: unknown } | undefined;
-  if (typeof m !== 'object' || m === null || m.role !== 'user' || !(typeof m.content === 'string' || Array.isArray(m.content))) {
-    throw new TetherError('INVALID_ARGUMENT', 'a user frame needs message: {role: "user", content: string | content blocks}');
   }
 }
