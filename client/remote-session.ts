@@ -18,6 +18,32 @@ export type SessionItem =
   | { kind: 'event'; seq: number; event: TetherEvent }
   | { kind: 'reply'; line: string; message: Record<string, unknown> };
 
+/**
+ * An engine item whose `message` is parsed on first access: pipe mode and the SDK drop-in
+ * only forward `line`, and a 100 KB line parsed for nobody is the library's largest cost.
+ * The agent relays JSON objects only; a line that does not parse reads as `{}`.
+ */
+function engineItem(seq: number, line: string, origin: 'engine' | 'gateway'): Extract<SessionItem, { kind: 'engine' }> {
+  let parsed: Record<string, unknown> | undefined;
+  return {
+    kind: 'engine',
+    seq,
+    line,
+    origin,
+    get message(): Record<string, unknown> {
+      if (parsed === undefined) {
+        try {
+          const v: unknown = JSON.parse(line);
+          parsed = typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+        } catch {
+          parsed = {};
+        }
+      }
+      return parsed;
+    },
+  };
+}
+
 /** Items buffered for a reader that is not keeping up, before the iteration fails. */
 const MAX_BUFFERED_ITEMS = 100_000;
 
@@ -80,17 +106,16 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
       return;
     }
     if (f.line === undefined) return;
-    let message: Record<string, unknown>;
-    try {
-      message = JSON.parse(f.line) as Record<string, unknown>;
-    } catch {
-      return; // the agent only relays JSON objects; anything else is not ours to show
-    }
-    this.enqueue({ kind: 'engine', seq: f.seq, line: f.line, message, origin: f.origin });
-    if (message.type === 'control_cancel_request' && typeof message.request_id === 'string') this.withdrawn.add(message.request_id);
-    if (f.origin === 'engine' && this.permissionHandler && this.role !== 'viewer') {
-      const ask = asPermissionRequest(message);
-      if (ask) this.deferred.push(ask);
+    const item = engineItem(f.seq, f.line, f.origin);
+    this.enqueue(item);
+    // Only control frames matter here; everything else is parsed when (if) a reader looks.
+    if (f.line.includes('"control_')) {
+      const message = item.message;
+      if (message.type === 'control_cancel_request' && typeof message.request_id === 'string') this.withdrawn.add(message.request_id);
+      if (f.origin === 'engine' && this.permissionHandler && this.role !== 'viewer') {
+        const ask = asPermissionRequest(message);
+        if (ask) this.deferred.push(ask);
+      }
     }
     this.flushDeferred();
   }
