@@ -55,20 +55,15 @@ export const agentsCommand: Command = {
 ${TLS_CLIENT_HELP}
   -h, --help      show this help`,
   options: connectionOptions,
-  async run(v) {
-    const client = await connectFrom(v, 'tether-cli');
-    try {
-      const agents = await client.listAgents();
-      if (v.json) process.stdout.write(JSON.stringify(agents) + '\n');
-      else if (!agents.length) process.stdout.write('no agents connected\n');
-      else {
-        process.stdout.write(table(['NAME', 'HOST', 'ENGINES', 'SESSIONS', 'TRANSPORT', 'SINCE'], agents.map((a) => [a.name, a.host, a.engines.join(','), String(a.sessions.length), a.transport, a.connected_at])));
-      }
-      return 0;
-    } finally {
-      await client.close();
-    }
-  },
+  run: (v) =>
+    printList(v, (c) => c.listAgents(), 'no agents connected', ['NAME', 'HOST', 'ENGINES', 'SESSIONS', 'TRANSPORT', 'SINCE'], (a) => [
+      a.name,
+      a.host,
+      a.engines.join(','),
+      String(a.sessions.length),
+      a.transport,
+      a.connected_at,
+    ]),
 };
 
 export const sessionsCommand: Command = {
@@ -82,26 +77,30 @@ export const sessionsCommand: Command = {
 ${TLS_CLIENT_HELP}
   -h, --help      show this help`,
   options: connectionOptions,
-  async run(v) {
-    const client = await connectFrom(v, 'tether-cli');
-    try {
-      const sessions = await client.listSessions();
-      if (v.json) process.stdout.write(JSON.stringify(sessions) + '\n');
-      else if (!sessions.length) process.stdout.write('no sessions\n');
-      else {
-        process.stdout.write(
-          table(
-            ['ID', 'AGENT', 'ENGINE', 'OWNER', 'STATE', 'CLIENTS', 'PENDING'],
-            sessions.map((s) => [s.id, s.agent, s.engine, s.owner, s.state, s.clients.map((c) => `${c.principal}(${c.role})`).join(',') || '-', String(s.pending_prompts)]),
-          ),
-        );
-      }
-      return 0;
-    } finally {
-      await client.close();
-    }
-  },
+  run: (v) =>
+    printList(v, (c) => c.listSessions(), 'no sessions', ['ID', 'AGENT', 'ENGINE', 'OWNER', 'STATE', 'CLIENTS', 'PENDING'], (s) => [
+      s.id,
+      s.agent,
+      s.engine,
+      s.owner,
+      s.state,
+      s.clients.map((c) => `${c.principal}(${c.role})`).join(',') || '-',
+      String(s.pending_prompts),
+    ]),
 };
+
+/** Connects, fetches a list, prints it as JSON (--json) or a table, and closes. */
+async function printList<T>(v: Record<string, unknown>, fetch: (c: GatewayClient) => Promise<T[]>, empty: string, head: string[], row: (item: T) => string[]): Promise<number> {
+  const client = await connectFrom(v, 'tether-cli');
+  try {
+    const items = await fetch(client);
+    if (v.json) process.stdout.write(JSON.stringify(items) + '\n');
+    else process.stdout.write(items.length ? table(head, items.map(row)) : empty + '\n');
+    return 0;
+  } finally {
+    await client.close();
+  }
+}
 
 function table(head: string[], rows: string[][]): string {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
