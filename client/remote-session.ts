@@ -71,8 +71,8 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
   private readonly replies = new Map<string, { resolve: (m: Record<string, unknown>) => void; reject: (e: TetherError) => void }>();
   private nextRequest = 1;
   private permissionHandler: CanUseTool | undefined;
-  private readonly deferred: PermissionRequest[] = [];
-  private readonly withdrawn = new Set<string>();
+  /** Prompts waiting for the history to be through (bounded by what the history holds). */
+  private deferred: PermissionRequest[] = [];
   /** Last seq of the history sent on attach (0 for a session this client created). */
   private readonly historyEnd: number;
   private readonly rememberedTools = new Set<string>();
@@ -111,7 +111,8 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
     // Only control frames matter here; everything else is parsed when (if) a reader looks.
     if (f.line.includes('"control_')) {
       const message = item.message;
-      if (message.type === 'control_cancel_request' && typeof message.request_id === 'string') this.withdrawn.add(message.request_id);
+      // A prompt from history that someone decided meanwhile is no longer ours to decide.
+      if (message.type === 'control_cancel_request') this.deferred = this.deferred.filter((a) => a.requestId !== message.request_id);
       if (f.origin === 'engine' && this.permissionHandler && this.role !== 'viewer') {
         const ask = asPermissionRequest(message);
         if (ask) this.deferred.push(ask);
@@ -127,7 +128,7 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
   private flushDeferred(): void {
     if (this.lastSeq < this.historyEnd || !this.deferred.length) return;
     const handler = this.permissionHandler;
-    for (const ask of this.deferred.splice(0)) if (handler && !this.withdrawn.has(ask.requestId)) void this.decide(ask, handler);
+    for (const ask of this.deferred.splice(0)) if (handler) void this.decide(ask, handler);
   }
 
   /**

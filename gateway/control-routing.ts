@@ -2,6 +2,8 @@ import { TetherError } from '../core/errors.js';
 
 /** Replies held for clients that are reconnecting (per client, and clients per session). */
 const MAX_HELD_REPLIES = 256;
+/** Client control requests in flight to one engine; more are refused until some are answered. */
+export const MAX_IN_FLIGHT = 256;
 
 interface InFlight {
   clientId: string;
@@ -25,9 +27,17 @@ export class ControlRouting {
 
   /** The gateway id to send in place of the client's `request_id`. */
   open(clientId: string, principal: string, origId: unknown): string {
+    if (this.inFlight.size >= MAX_IN_FLIGHT) {
+      throw new TetherError('RESOURCE_EXHAUSTED', `${MAX_IN_FLIGHT} control requests are already waiting for the engine; retry when some are answered`);
+    }
     const gwId = `tether-${this.next++}`;
     this.inFlight.set(gwId, { clientId, principal, origId });
     return gwId;
+  }
+
+  /** Drops a request that never reached the engine. */
+  forget(gwId: string): void {
+    this.inFlight.delete(gwId);
   }
 
   /** The gateway id of this client's own request `origId`; NOT_FOUND when it has none pending. */

@@ -36,6 +36,12 @@ export class ReplayLog {
     return this.head < this.entries.length ? this.entries[this.head].seq : this.last + 1;
   }
 
+  /** For a log restored without its oldest frames: the first entry will carry `seq`. */
+  resumeAt(seq: number): void {
+    if (this.entries.length - this.head > 0 || this.last !== 0) throw new TetherError('INTERNAL', 'resumeAt on a log that already holds frames');
+    this.last = seq - 1;
+  }
+
   append(entry: ReplayEntry): void {
     if (entry.seq !== this.last + 1) throw new TetherError('INTERNAL', `replay log expected seq ${this.last + 1}, got ${entry.seq}`);
     this.entries.push(entry);

@@ -1,4 +1,4 @@
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SessionOptions, EngineKind } from '../core/protocol/session-options.js';
 
@@ -80,10 +80,21 @@ const INPUTS_KEPT = 1024;
 export class FileSessionStore implements SessionStore {
   readonly kind = 'file';
   private readonly fds = new Map<string, number>();
+  /** Bytes in each open session log, to know when to compact it. */
+  private readonly bytes = new Map<string, number>();
   private closed = false;
+  private readonly maxLogBytes: number;
+  private readonly keepFrames: number;
 
-  constructor(readonly dir: string) {
+  /**
+   * `maxLogBytes` (default 64 MiB) bounds each session's log on disk: past it the log is
+   * compacted to its newest `keepFrames` frames (default 10,000, the replay history's own
+   * bound) and inputs.
+   */
+  constructor(readonly dir: string, opts: { maxLogBytes?: number; keepFrames?: number } = {}) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
+    this.maxLogBytes = opts.maxLogBytes ?? 64 * 1024 * 1024;
+    this.keepFrames = opts.keepFrames ?? 10_000;
   }
 
   /** Open from construction until close(), while its folder exists. */
@@ -99,10 +110,20 @@ export class FileSessionStore implements SessionStore {
   private fd(id: string): number {
     let fd = this.fds.get(id);
     if (fd === undefined) {
-      fd = openSync(join(this.folder(id), 'log.ndjson'), 'a', 0o600);
+      const log = join(this.folder(id), 'log.ndjson');
+      fd = openSync(log, 'a', 0o600);
       this.fds.set(id, fd);
+      if (!this.bytes.has(id)) this.bytes.set(id, statSync(log).size);
     }
     return fd;
+  }
+
+  /** Appends one record; compacts the log first when it has grown past its bound. */
+  private append(id: string, record: string): void {
+    const size = (this.bytes.get(id) ?? 0) + Buffer.byteLength(record);
+    if (size > this.maxLogBytes && this.fds.has(id)) this.compact(id);
+    writeSync(this.fd(id), record);
+    this.bytes.set(id, (this.bytes.get(id) ?? 0) + Buffer.byteLength(record));
   }
 
   create(record: SessionRecord): void {
@@ -112,49 +133,75 @@ export class FileSessionStore implements SessionStore {
   }
 
   appendFrame(sessionId: string, frame: StoredFrame): void {
-    writeSync(this.fd(sessionId), JSON.stringify({ f: frame.seq, a: frame.agentSeq, t: frame.text }) + '\n');
+    this.append(sessionId, JSON.stringify({ f: frame.seq, a: frame.agentSeq, t: frame.text }) + '\n');
   }
 
   appendInput(sessionId: string, input: StoredInput): void {
-    writeSync(this.fd(sessionId), JSON.stringify({ i: input.seq, k: input.key, l: input.line }) + '\n');
+    this.append(sessionId, JSON.stringify({ i: input.seq, k: input.key, l: input.line }) + '\n');
   }
 
   drop(sessionId: string): void {
     const fd = this.fds.get(sessionId);
     if (fd !== undefined) closeSync(fd);
     this.fds.delete(sessionId);
+    this.bytes.delete(sessionId);
     rmSync(this.folder(sessionId), { recursive: true, force: true });
   }
 
   loadAll(): StoredSession[] {
     const out: StoredSession[] = [];
     for (const id of readdirSync(this.dir)) {
-      const folder = join(this.dir, id);
-      const meta = join(folder, 'session.json');
-      if (!existsSync(meta)) continue;
+      if (!existsSync(join(this.dir, id, 'session.json'))) continue;
       try {
-        const record = JSON.parse(readFileSync(meta, 'utf8')) as SessionRecord;
-        const frames: StoredFrame[] = [];
-        const inputs: StoredInput[] = [];
-        const log = join(folder, 'log.ndjson');
-        const text = existsSync(log) ? readFileSync(log, 'utf8') : '';
-        for (const line of text.split('\n')) {
-          if (!line) continue;
-          let v: { f?: number; a?: number; t?: string; i?: number; k?: string; l?: Record<string, unknown> };
-          try {
-            v = JSON.parse(line);
-          } catch {
-            continue; // a torn last line from a crash mid-write: the agent still holds that frame
-          }
-          if (v.f !== undefined && v.t !== undefined) frames.push({ seq: v.f, agentSeq: v.a, text: v.t });
-          else if (v.i !== undefined && v.k !== undefined && v.l) inputs.push({ seq: v.i, key: v.k, line: v.l });
-        }
-        out.push({ record, frames, inputs: inputs.slice(-INPUTS_KEPT) });
+        out.push(this.read(id));
       } catch {
         // unreadable session folder: skip it rather than refuse to start
       }
     }
     return out;
+  }
+
+  /** One session folder read back: its record, frames, and its newest inputs. */
+  private read(id: string): StoredSession {
+    const folder = this.folder(id);
+    const record = JSON.parse(readFileSync(join(folder, 'session.json'), 'utf8')) as SessionRecord;
+    const frames: StoredFrame[] = [];
+    const inputs: StoredInput[] = [];
+    const log = join(folder, 'log.ndjson');
+    const text = existsSync(log) ? readFileSync(log, 'utf8') : '';
+    for (const line of text.split('\n')) {
+      if (!line) continue;
+      let v: { f?: number; a?: number; t?: string; i?: number; k?: string; l?: Record<string, unknown> };
+      try {
+        v = JSON.parse(line);
+      } catch {
+        continue; // a torn last line from a crash mid-write: the agent still holds that frame
+      }
+      if (v.f !== undefined && v.t !== undefined) frames.push({ seq: v.f, agentSeq: v.a, text: v.t });
+      else if (v.i !== undefined && v.k !== undefined && v.l) inputs.push({ seq: v.i, key: v.k, line: v.l });
+    }
+    return { record, frames, inputs: inputs.slice(-INPUTS_KEPT) };
+  }
+
+  /**
+   * Rewrites a session's log with only its newest `keepFrames` frames and inputs, so the file
+   * stays bounded like the in-memory history (older frames are gone for resumes anyway: a
+   * client asking for them gets a gap). Written to a new file, then renamed over the old one.
+   */
+  private compact(id: string): void {
+    const { frames, inputs } = this.read(id);
+    const log = join(this.folder(id), 'log.ndjson');
+    const lines = [
+      ...frames.slice(-this.keepFrames).map((f) => JSON.stringify({ f: f.seq, a: f.agentSeq, t: f.text })),
+      ...inputs.map((n) => JSON.stringify({ i: n.seq, k: n.key, l: n.line })),
+    ];
+    const body = lines.length ? lines.join('\n') + '\n' : '';
+    writeFileSync(log + '.tmp', body, { mode: 0o600 });
+    const fd = this.fds.get(id);
+    if (fd !== undefined) closeSync(fd);
+    this.fds.delete(id);
+    renameSync(log + '.tmp', log);
+    this.bytes.set(id, Buffer.byteLength(body));
   }
 
   close(): void {

@@ -131,6 +131,7 @@ export class Session {
    */
   private restore(stored: StoredSession): void {
     (this as { createdAt: string }).createdAt = stored.record.created_at;
+    if (stored.frames.length && stored.frames[0].seq > 1) this.log.resumeAt(stored.frames[0].seq); // the store was compacted
     for (const f of stored.frames) {
       this.log.append({ seq: f.seq, text: f.text });
       if (f.agentSeq !== undefined && f.agentSeq > this.lastAgentSeq) this.lastAgentSeq = f.agentSeq;
@@ -414,11 +415,16 @@ export class Session {
       throw new TetherError('INVALID_ARGUMENT', 'control_request needs a request object with a string subtype');
     }
     const req = request as Record<string, unknown>;
+    const gwId = this.controls.open(a.member.clientId, a.member.principal, line.request_id);
+    try {
+      this.toEngine({ ...line, request_id: gwId });
+    } catch (err) {
+      this.controls.forget(gwId); // refused before it reached the engine: no answer will come
+      throw err;
+    }
     if (AUDITED_CONTROLS.has(req.subtype as string)) {
       this.record(a.member.principal, 'control', { subtype: req.subtype, model: req.model, mode: req.mode });
     }
-    const gwId = this.controls.open(a.member.clientId, a.member.principal, line.request_id);
-    this.toEngine({ ...line, request_id: gwId });
   }
 
   private forwardCancel(a: Attachment, line: Record<string, unknown>): void {
