@@ -4,8 +4,8 @@
  * close, abrupt loss, pending sends at close, and a slow consumer. Every wait is bounded.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Channel, CloseInfo, Transport } from '../core/channel/channel.js';
-import { CHANNEL_DEFAULTS } from '../core/channel/channel.js';
+import type { BinaryFrame, Channel, CloseInfo, Transport, WireFrame } from '../core/channel/channel.js';
+import { BINARY_FRAME_OVERHEAD_BYTES, CHANNEL_DEFAULTS, frameBytes } from '../core/channel/channel.js';
 import { TetherError } from '../core/errors.js';
 import { inboundQueuedBytes, PAIR_FACTORIES, type ChannelPair, type PairOptions } from './support/channel-pairs.js';
 
@@ -22,8 +22,8 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
 }
 
 /** Pulls up to `n` frames (fewer if iteration ends), within `ms`. */
-function take(channel: Channel, n: number, ms = 5_000): Promise<string[]> {
-  const out: string[] = [];
+function take(channel: Channel, n: number, ms = 5_000): Promise<WireFrame[]> {
+  const out: WireFrame[] = [];
   const it = channel[Symbol.asyncIterator]();
   const run = async () => {
     while (out.length < n) {
@@ -37,7 +37,7 @@ function take(channel: Channel, n: number, ms = 5_000): Promise<string[]> {
 }
 
 /** Pulls until iteration ends, within `ms`. */
-function drain(channel: Channel, ms = 5_000): Promise<string[]> {
+function drain(channel: Channel, ms = 5_000): Promise<WireFrame[]> {
   return take(channel, Number.POSITIVE_INFINITY, ms);
 }
 
@@ -66,6 +66,20 @@ function frameOfBytes(bytes: number, tag = 'f'): string {
   expect(Buffer.byteLength(frame)).toBe(bytes);
   return frame;
 }
+
+/**
+ * A binary frame of exactly `bytes` bytes (header + body) whose body holds every byte value,
+ * invalid UTF-8 and NUL included: a channel must hand the body over untouched.
+ */
+function binaryOfBytes(bytes: number, i = 0): BinaryFrame {
+  const header = JSON.stringify({ s: 'sess', q: i });
+  const body = Buffer.alloc(bytes - BINARY_FRAME_OVERHEAD_BYTES - Buffer.byteLength(header));
+  for (let k = 0; k < body.length; k++) body[k] = (k * 7 + i) & 0xff;
+  return { header, body };
+}
+
+/** Binary frames compared by value (a received body is a Buffer view, a sent one may not be). */
+const plain = (frames: WireFrame[]) => frames.map((f) => (typeof f === 'string' ? f : { header: f.header, body: Buffer.from(f.body).toString('hex') }));
 
 const notification = (i: number, tag = 'n') => JSON.stringify({ jsonrpc: '2.0', method: tag, params: { i } });
 
@@ -147,6 +161,45 @@ describe.each(TRANSPORTS)('Channel conformance: %s', (transport) => {
     expect((await closedOf(client, 'receiver')).code).toBe('RESOURCE_EXHAUSTED');
     // The sender learns the link is gone (over gRPC a client can only cancel: CANCELLED).
     expect((await closedOf(server, 'sender')).byPeer).toBe(true);
+  });
+
+  it('carries binary frames (header + opaque bytes) in order with text frames, each way, bytes untouched', async () => {
+    const { server, client } = await open();
+    const mixed = (tag: string) => Array.from({ length: 400 }, (_, i): WireFrame => (i % 3 ? binaryOfBytes(64 + (i % 50) * 37, i) : notification(i, tag)));
+    const up = mixed('up');
+    const down = mixed('down');
+    const receivedUp = take(server, up.length);
+    const receivedDown = take(client, down.length);
+    const sends = Promise.all([...up.map((f) => client.send(f)), ...down.map((f, i) => (i % 2 ? Promise.resolve(void server.post(f)) : server.send(f)))]);
+    expect(plain(await receivedUp)).toEqual(plain(up));
+    expect(plain(await receivedDown)).toEqual(plain(down));
+    await withTimeout(sends, 5_000, 'all sends resolve');
+  });
+
+  it('carries a binary frame of exactly maxFrameBytes intact; send() refuses one byte more and the channel stays usable', async () => {
+    const { server, client } = await open({ maxFrameBytes: SMALL_LIMIT });
+    const atLimit = binaryOfBytes(SMALL_LIMIT);
+    const over = binaryOfBytes(SMALL_LIMIT + 1);
+    expect(frameBytes(atLimit)).toBe(SMALL_LIMIT);
+    for (const [from, to] of [
+      [client, server],
+      [server, client],
+    ] as const) {
+      const received = take(to, 2);
+      await withTimeout(from.send(atLimit), 5_000, 'send at the limit');
+      await expectCode(from.send(over), 'RESOURCE_EXHAUSTED');
+      expect(from.post(over)).toBe(false);
+      await withTimeout(from.send(notification(1)), 5_000, 'send after a refused frame');
+      expect(plain(await received)).toEqual(plain([atLimit, notification(1)]));
+    }
+    expect(client.isClosed || server.isClosed).toBe(false);
+  });
+
+  it('closes with RESOURCE_EXHAUSTED when the peer sends a binary frame over our limit', async () => {
+    const { server, client } = await open({ serverMaxFrameBytes: SMALL_LIMIT / 4, clientMaxFrameBytes: SMALL_LIMIT });
+    void client.send(binaryOfBytes(SMALL_LIMIT / 4 + 1)).catch(() => {});
+    expect((await closedOf(server, 'receiver')).code).toBe('RESOURCE_EXHAUSTED');
+    expect((await closedOf(client, 'sender')).byPeer).toBe(true);
   });
 
   it('rejects send() after close with FAILED_PRECONDITION, on both sides', async () => {

@@ -1,6 +1,37 @@
 import type { ErrorCode } from '../errors.js';
 import { TetherError } from '../errors.js';
 
+/**
+ * A frame that carries bytes beside a small JSON header: an engine line travels this way,
+ * never escaped into JSON text. The header is ours (who, which seq, what kind); the body is
+ * opaque to every channel. On WebSocket it is one binary message, on gRPC a `bytes` field
+ * beside the header (see {@link ./binary-frame.ts} and proto/tether/v1/gateway.proto).
+ */
+export interface BinaryFrame {
+  readonly header: string;
+  readonly body: Uint8Array;
+}
+
+/** What a channel carries: JSON text, or a header with bytes. */
+export type WireFrame = string | BinaryFrame;
+
+/**
+ * What a binary frame costs beyond its header and body, on every transport alike: the length
+ * prefix of the WebSocket layout. Counting it everywhere lets WebSocket's own `maxPayload`
+ * enforce the one limit for text and binary frames.
+ */
+export const BINARY_FRAME_OVERHEAD_BYTES = 4;
+
+/** Size of a frame against `maxFrameBytes`: UTF-8 bytes for text; header + body + overhead for binary. */
+export function frameBytes(frame: WireFrame): number {
+  return typeof frame === 'string' ? Buffer.byteLength(frame) : BINARY_FRAME_OVERHEAD_BYTES + Buffer.byteLength(frame.header) + frame.body.byteLength;
+}
+
+/** Cheap size used for queue accounting: UTF-16 units for text, bytes for binary. */
+function queuedSize(frame: WireFrame): number {
+  return typeof frame === 'string' ? frame.length : BINARY_FRAME_OVERHEAD_BYTES + frame.header.length + frame.body.byteLength;
+}
+
 /** Which wire a channel runs over. */
 export type Transport = 'memory' | 'ws' | 'grpc';
 
@@ -14,7 +45,8 @@ export interface CloseInfo {
 
 /**
  * The seam between transports and everything above them. A channel is handed out already
- * open (and, at the gateway, already authenticated). Frames are JSON text.
+ * open (and, at the gateway, already authenticated). Frames are JSON text or
+ * {@link BinaryFrame}s (a header with bytes); each arrives as the kind it was sent.
  *
  * - Reading is pull-style: iterate the channel. While nobody pulls, the adapter stops reading
  *   the socket once its bounded inbound queue is full (backpressure reaches the peer).
@@ -23,22 +55,22 @@ export interface CloseInfo {
  *   rejects with a TetherError when the channel is closed or the frame is over the limit.
  * - `close()` is idempotent; `closed` settles exactly once, whichever side closed first.
  */
-export interface Channel extends AsyncIterable<string> {
+export interface Channel extends AsyncIterable<WireFrame> {
   readonly transport: Transport;
   /** Peer address or label, for logs. */
   readonly remote: string;
-  /** Largest frame, in bytes of UTF-8, that send() accepts and the peer may send us. */
+  /** Largest frame, in bytes ({@link frameBytes}), that send() accepts and the peer may send us. */
   readonly maxFrameBytes: number;
   /** Bytes accepted by send() but not yet written to the network. */
   readonly bufferedBytes: number;
   readonly isClosed: boolean;
-  send(frame: string): Promise<void>;
+  send(frame: WireFrame): Promise<void>;
   /**
    * Fire-and-forget send for hot paths (broadcast to many clients): no promise per frame.
    * Returns false, having sent nothing, when the channel is closed or the frame is over the
    * limit. A transport error later closes the channel as usual.
    */
-  post(frame: string): boolean;
+  post(frame: WireFrame): boolean;
   close(code?: ErrorCode | 'OK', reason?: string): void;
   readonly closed: Promise<CloseInfo>;
   /** Aborted when the channel closes. */
@@ -78,7 +110,7 @@ export abstract class BaseChannel implements Channel {
 
   private readonly abort = new AbortController();
   private resolveClosed!: (info: CloseInfo) => void;
-  private readonly queue: string[] = [];
+  private readonly queue: WireFrame[] = [];
   private queuedBytes = 0;
   private paused = false;
   private waiter: (() => void) | undefined;
@@ -102,35 +134,36 @@ export abstract class BaseChannel implements Channel {
   }
 
   /** Writes one frame to the transport; called only while open and within the limit. */
-  protected abstract write(frame: string): Promise<void>;
+  protected abstract write(frame: WireFrame): Promise<void>;
   /** Ends the transport; called once, by close(). */
   protected abstract shutdown(code: ErrorCode | 'OK', reason: string): void;
   /** Stop / restart reading from the transport (backpressure). */
   protected abstract pauseInput(): void;
   protected abstract resumeInput(): void;
 
-  post(frame: string): boolean {
+  post(frame: WireFrame): boolean {
     if (this.closeInfo || !this.fits(frame)) return false;
     this.writeNoWait(frame);
     return true;
   }
 
   /** Writes without waiting; adapters override when they can skip the per-frame callback. */
-  protected writeNoWait(frame: string): void {
+  protected writeNoWait(frame: WireFrame): void {
     this.write(frame).catch(() => {});
   }
 
-  /** UTF-8 is at most 3 bytes per UTF-16 unit: only long frames need counting. */
-  private fits(frame: string): boolean {
-    return frame.length * 3 <= this.maxFrameBytes || Buffer.byteLength(frame) <= this.maxFrameBytes;
+  /** UTF-8 is at most 3 bytes per UTF-16 unit: only long text frames need counting. */
+  private fits(frame: WireFrame): boolean {
+    if (typeof frame === 'string') return frame.length * 3 <= this.maxFrameBytes || Buffer.byteLength(frame) <= this.maxFrameBytes;
+    return frameBytes(frame) <= this.maxFrameBytes;
   }
 
-  send(frame: string): Promise<void> {
+  send(frame: WireFrame): Promise<void> {
     if (this.closeInfo) {
       return Promise.reject(new TetherError('FAILED_PRECONDITION', `channel closed: ${this.closeInfo.reason}`));
     }
     if (!this.fits(frame)) {
-      const size = Buffer.byteLength(frame);
+      const size = frameBytes(frame);
       return Promise.reject(
         new TetherError('RESOURCE_EXHAUSTED', `frame of ${size} bytes exceeds the limit of ${this.maxFrameBytes} bytes`, {
           size,
@@ -148,10 +181,10 @@ export abstract class BaseChannel implements Channel {
   }
 
   /** Adapters call this for every received frame. */
-  protected push(frame: string): void {
+  protected push(frame: WireFrame): void {
     if (this.closeInfo) return;
     this.queue.push(frame);
-    this.queuedBytes += frame.length;
+    this.queuedBytes += queuedSize(frame);
     if (!this.paused && (this.queue.length >= this.highFrames || this.queuedBytes >= this.highBytes)) {
       this.paused = true;
       this.pauseInput();
@@ -174,11 +207,11 @@ export abstract class BaseChannel implements Channel {
     w?.();
   }
 
-  async *[Symbol.asyncIterator](): AsyncIterator<string> {
+  async *[Symbol.asyncIterator](): AsyncIterator<WireFrame> {
     for (;;) {
       const frame = this.queue.shift();
       if (frame !== undefined) {
-        this.queuedBytes -= frame.length;
+        this.queuedBytes -= queuedSize(frame);
         if (this.paused && this.queue.length < this.highFrames / 2 && this.queuedBytes < this.highBytes / 2) {
           this.paused = false;
           if (!this.closeInfo) this.resumeInput();

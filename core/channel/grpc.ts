@@ -1,6 +1,6 @@
 import type { ChannelOptions, ClientDuplexStream, ServerDuplexStream, StatusObject } from '@grpc/grpc-js';
 import { codeFromGrpc, ERROR_TABLE, TetherError, type ErrorCode } from '../errors.js';
-import { BaseChannel, type BaseChannelOptions, type CloseInfo, type Transport } from './channel.js';
+import { BaseChannel, frameBytes, type BaseChannelOptions, type CloseInfo, type Transport, type WireFrame } from './channel.js';
 import type { GatewayFrame } from './proto.js';
 
 /**
@@ -117,18 +117,20 @@ abstract class GrpcChannelBase extends BaseChannel {
   private receive(message: GatewayFrame): void {
     if (this.isClosed) return;
     const json = typeof message?.json === 'string' ? message.json : '';
-    const size = Buffer.byteLength(json);
+    const frame: WireFrame = message?._data === 'data' && message.data ? { header: json, body: message.data } : json;
+    const size = frameBytes(frame);
     if (size > this.maxFrameBytes) {
       this.close('RESOURCE_EXHAUSTED', `peer sent a frame of ${size} bytes, over the limit of ${this.maxFrameBytes} bytes`);
       return;
     }
-    this.push(json);
+    this.push(frame);
   }
 
-  protected write(frame: string): Promise<void> {
+  protected write(frame: WireFrame): Promise<void> {
     return new Promise((resolve, reject) => {
-      const bytes = Buffer.byteLength(frame);
-      this.outbox.push({ message: { json: frame }, bytes, resolve, reject });
+      const bytes = frameBytes(frame);
+      const message: GatewayFrame = typeof frame === 'string' ? { json: frame } : { json: frame.header, data: frame.body };
+      this.outbox.push({ message, bytes, resolve, reject });
       this.outboxBytes += bytes;
       this.pump();
     });

@@ -1,5 +1,5 @@
 import { TetherError, type ErrorCode } from '../errors.js';
-import { BaseChannel, type BaseChannelOptions, type CloseInfo, type Transport } from './channel.js';
+import { BaseChannel, frameBytes, type BaseChannelOptions, type CloseInfo, type Transport, type WireFrame } from './channel.js';
 
 /**
  * An in-memory channel pair: what one side sends, the other iterates. Used by unit tests and
@@ -17,7 +17,7 @@ export function memoryChannelPair(opts: BaseChannelOptions = {}): [MemoryChannel
 export class MemoryChannel extends BaseChannel {
   readonly transport: Transport = 'memory';
   peer!: MemoryChannel;
-  private outbox: { frame: string; done: () => void; fail: (err: TetherError) => void }[] = [];
+  private outbox: { frame: WireFrame; bytes: number; done: () => void; fail: (err: TetherError) => void }[] = [];
   private outboxBytes = 0;
   private inputPaused = false;
   private flushing = false;
@@ -30,10 +30,11 @@ export class MemoryChannel extends BaseChannel {
     return this.outboxBytes;
   }
 
-  protected write(frame: string): Promise<void> {
+  protected write(frame: WireFrame): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.outbox.push({ frame, done: resolve, fail: reject });
-      this.outboxBytes += frame.length;
+      const bytes = frameBytes(frame);
+      this.outbox.push({ frame, bytes, done: resolve, fail: reject });
+      this.outboxBytes += bytes;
       this.scheduleFlush();
     });
   }
@@ -51,14 +52,14 @@ export class MemoryChannel extends BaseChannel {
   flush(): void {
     while (this.outbox.length && !this.peer.inputPaused && !this.isClosed) {
       const item = this.outbox.shift()!;
-      this.outboxBytes -= item.frame.length;
+      this.outboxBytes -= item.bytes;
       this.peer.receive(item.frame);
       item.done();
     }
   }
 
-  private receive(frame: string): void {
-    if (Buffer.byteLength(frame) > this.maxFrameBytes) {
+  private receive(frame: WireFrame): void {
+    if (frameBytes(frame) > this.maxFrameBytes) {
       this.close('RESOURCE_EXHAUSTED', 'frame exceeds the limit');
       return;
     }

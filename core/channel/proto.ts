@@ -20,9 +20,14 @@ export const PROTO_LOADER_OPTIONS = {
 /** Path of the gateway proto, relative to the proto root. */
 const GATEWAY_PROTO = 'tether/v1/gateway.proto';
 
-/** One Frame of tether.v1.Gateway/Connect: one JSON-RPC 2.0 message as text. */
+/**
+ * One Frame of tether.v1.Gateway/Connect: a JSON-RPC 2.0 message as text, or (with `data`) a
+ * binary frame's header and its bytes. `_data` is proto3's presence marker for `data`.
+ */
 export interface GatewayFrame {
   json: string;
+  data?: Uint8Array;
+  _data?: 'data';
 }
 
 /** The loaded tether.v1.Gateway service. */

@@ -1,6 +1,7 @@
 import type { WebSocket } from 'ws';
 import { codeFromWsClose, ERROR_TABLE, type ErrorCode } from '../errors.js';
-import { BaseChannel, type BaseChannelOptions, type Transport } from './channel.js';
+import { decodeBinaryFrame, encodeBinaryFrame } from './binary-frame.js';
+import { BaseChannel, type BaseChannelOptions, type Transport, type WireFrame } from './channel.js';
 
 export interface WsChannelOptions extends BaseChannelOptions {
   /** Protocol-level ping interval (a backstop under the application heartbeat); 0 disables. */
@@ -34,7 +35,15 @@ export class WsChannel extends BaseChannel {
     super(opts);
     this.closeTimeoutMs = opts.closeTimeoutMs ?? 5_000;
     ws.on('message', (data, isBinary) => {
-      this.push(isBinary ? Buffer.from(data as Buffer).toString('utf8') : data.toString());
+      if (!isBinary) {
+        this.push(data.toString());
+        return;
+      }
+      try {
+        this.push(decodeBinaryFrame(data as Buffer));
+      } catch (err) {
+        this.close('INVALID_ARGUMENT', (err as Error).message);
+      }
     });
     ws.on('close', (code, reason) => {
       this.stopPing();
@@ -59,13 +68,13 @@ export class WsChannel extends BaseChannel {
   }
 
   /** No callback: ws reports a failed write by closing the socket, which settles `closed`. */
-  protected override writeNoWait(frame: string): void {
-    this.ws.send(frame);
+  protected override writeNoWait(frame: WireFrame): void {
+    this.ws.send(typeof frame === 'string' ? frame : encodeBinaryFrame(frame));
   }
 
-  protected write(frame: string): Promise<void> {
+  protected write(frame: WireFrame): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.ws.send(frame, (err) => (err ? reject(err) : resolve()));
+      this.ws.send(typeof frame === 'string' ? frame : encodeBinaryFrame(frame), (err) => (err ? reject(err) : resolve()));
     });
   }
 

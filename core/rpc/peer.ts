@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { Channel, CloseInfo } from '../channel/channel.js';
+import type { BinaryFrame, Channel, CloseInfo, WireFrame } from '../channel/channel.js';
 import { asTetherError, JSONRPC_PARSE_ERROR, TetherError } from '../errors.js';
 import { silentLogger, type Logger } from '../logging.js';
 import { classify, type RpcId } from '../protocol/jsonrpc.js';
@@ -42,6 +42,7 @@ export class RpcPeer {
   private readonly pending = new Map<RpcId, { resolve: (v: unknown) => void; reject: (e: TetherError) => void; timer?: NodeJS.Timeout }>();
   private readonly requestHandlers = new Map<string, (params: unknown) => unknown>();
   private readonly notificationHandlers = new Map<string, (params: unknown) => void>();
+  private binaryHandler: ((frame: BinaryFrame) => void) | undefined;
   private readonly log: Logger;
   private readonly timeoutMs: number;
 
@@ -58,6 +59,16 @@ export class RpcPeer {
 
   onNotification<N extends NotificationName>(name: N, handler: NotificationHandler<N>): this {
     this.notificationHandlers.set(name, handler as (params: unknown) => void);
+    return this;
+  }
+
+  /**
+   * Takes the binary frames of this connection (engine lines beside a header), in arrival order
+   * with the JSON-RPC messages. Without a handler a binary frame closes the connection with
+   * INVALID_ARGUMENT: nothing was negotiated that would send one.
+   */
+  onBinary(handler: (frame: BinaryFrame) => void): this {
+    this.binaryHandler = handler;
     return this;
   }
 
@@ -97,7 +108,8 @@ export class RpcPeer {
     return this.channel.closed;
   }
 
-  private dispatch(frame: string): void {
+  private dispatch(frame: WireFrame): void {
+    if (typeof frame !== 'string') return this.handleBinary(frame);
     let value: unknown;
     try {
       value = JSON.parse(frame);
@@ -113,6 +125,18 @@ export class RpcPeer {
     if (msg.kind === 'response') return this.settleResponse(msg.id, msg.result, msg.error);
     if (msg.kind === 'notification') return this.handleNotification(msg.method, msg.params);
     this.handleRequest(msg.id, msg.method, msg.params);
+  }
+
+  private handleBinary(frame: BinaryFrame): void {
+    if (!this.binaryHandler) {
+      this.channel.close('INVALID_ARGUMENT', 'binary frames are not accepted on this connection');
+      return;
+    }
+    try {
+      this.binaryHandler(frame);
+    } catch (err) {
+      this.log.error({ err: asTetherError(err).message }, 'binary frame handler failed');
+    }
   }
 
   private handleNotification(method: string, params: unknown): void {

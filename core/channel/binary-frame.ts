@@ -1,0 +1,38 @@
+import { TetherError } from '../errors.js';
+import { BINARY_FRAME_OVERHEAD_BYTES, type BinaryFrame } from './channel.js';
+
+/**
+ * The WebSocket layout of a {@link BinaryFrame}: one binary message holding a 4-byte
+ * big-endian header length, the header's UTF-8 and then the body's bytes, untouched.
+ * (gRPC needs no layout: the header and body are two fields of one Frame.)
+ */
+const LENGTH_BYTES = BINARY_FRAME_OVERHEAD_BYTES;
+
+/** Largest header a peer may send; ours are a few hundred bytes. */
+export const MAX_BINARY_HEADER_BYTES = 64 * 1024;
+
+/** Builds the one Buffer a WebSocket binary message carries (copies the body once). */
+export function encodeBinaryFrame(frame: BinaryFrame): Buffer {
+  const headerBytes = Buffer.byteLength(frame.header);
+  const out = Buffer.allocUnsafe(LENGTH_BYTES + headerBytes + frame.body.byteLength);
+  out.writeUInt32BE(headerBytes, 0);
+  out.write(frame.header, LENGTH_BYTES, 'utf8');
+  out.set(frame.body, LENGTH_BYTES + headerBytes);
+  return out;
+}
+
+/**
+ * Reads a binary message back into header and body; the body is a view of `data`, not a
+ * copy. Throws INVALID_ARGUMENT for a message too short for its own header length.
+ */
+export function decodeBinaryFrame(data: Buffer): BinaryFrame {
+  if (data.length < LENGTH_BYTES) throw new TetherError('INVALID_ARGUMENT', `binary frame of ${data.length} bytes has no header length`);
+  const headerBytes = data.readUInt32BE(0);
+  if (headerBytes > MAX_BINARY_HEADER_BYTES || LENGTH_BYTES + headerBytes > data.length) {
+    throw new TetherError('INVALID_ARGUMENT', `binary frame header of ${headerBytes} bytes does not fit the ${data.length}-byte message`);
+  }
+  return {
+    header: data.toString('utf8', LENGTH_BYTES, LENGTH_BYTES + headerBytes),
+    body: data.subarray(LENGTH_BYTES + headerBytes),
+  };
+}

@@ -1,0 +1,96 @@
+/**
+ * Binary frames below and above the channel: the WebSocket layout (length-prefixed header,
+ * opaque body), a malformed binary message from a raw peer, and how an RpcPeer hands binary
+ * frames to its handler in order with JSON-RPC messages (or refuses them when none is set).
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
+import { decodeBinaryFrame, encodeBinaryFrame, MAX_BINARY_HEADER_BYTES } from '../core/channel/binary-frame.js';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { BinaryFrame, Channel } from '../core/channel/channel.js';
+import { memoryChannelPair } from '../core/channel/memory.js';
+import { TetherError } from '../core/errors.js';
+import { RpcPeer } from '../core/rpc/peer.js';
+import { attachWsListener, WS_PATH } from '../gateway/listen-ws.js';
+
+const bounded = <T>(p: Promise<T>, what: string, ms = 5_000): Promise<T> =>
+  Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`timed out: ${what}`)), ms).unref())]);
+
+describe('the WebSocket layout of a binary frame', () => {
+  it('round-trips any header and body; the decoded body is a view, not a copy', () => {
+    const body = Buffer.from([0, 0xff, 0xc3, 0x28, 10, 13, 0x22, 0x5c]); // NUL, invalid UTF-8, newline, quote, backslash
+    const frame: BinaryFrame = { header: '{"s":"é","q":1}', body };
+    const wire = encodeBinaryFrame(frame);
+    const back = decodeBinaryFrame(wire);
+    expect(back.header).toBe(frame.header);
+    expect(Buffer.from(back.body).equals(body)).toBe(true);
+    expect(back.body.buffer).toBe(wire.buffer);
+    expect(decodeBinaryFrame(encodeBinaryFrame({ header: '', body: Buffer.alloc(0) }))).toEqual({ header: '', body: Buffer.alloc(0) });
+  });
+
+  it('refuses a message shorter than its length prefix, or a header longer than the message or the cap', () => {
+    const code = (f: () => unknown) => {
+      try {
+        f();
+      } catch (err) {
+        return (err as TetherError).code;
+      }
+      return 'no error';
+    };
+    expect(code(() => decodeBinaryFrame(Buffer.from([0, 0])))).toBe('INVALID_ARGUMENT');
+    const lying = Buffer.alloc(10);
+    lying.writeUInt32BE(7, 0);
+    expect(code(() => decodeBinaryFrame(lying))).toBe('INVALID_ARGUMENT');
+    const huge = Buffer.alloc(MAX_BINARY_HEADER_BYTES + 10);
+    huge.writeUInt32BE(MAX_BINARY_HEADER_BYTES + 1, 0);
+    expect(code(() => decodeBinaryFrame(huge))).toBe('INVALID_ARGUMENT');
+  });
+});
+
+describe('a malformed binary message from a raw WebSocket peer', () => {
+  let http: Server | undefined;
+  afterEach(async () => {
+    http?.closeAllConnections();
+    await new Promise((r) => http?.close(r) ?? r(undefined));
+    http = undefined;
+  });
+
+  it('closes that channel with INVALID_ARGUMENT', async () => {
+    http = createServer();
+    await new Promise<void>((resolve) => http!.listen(0, '127.0.0.1', resolve));
+    let accepted!: (channel: Channel) => void;
+    const channel = new Promise<Channel>((resolve) => (accepted = resolve));
+    attachWsListener(http, { maxFrameBytes: 1024, onChannel: (c) => accepted(c) });
+    const raw = new WebSocket(`ws://127.0.0.1:${(http.address() as AddressInfo).port}${WS_PATH}`);
+    await bounded(new Promise((resolve, reject) => raw.once('open', resolve).once('error', reject)), 'raw socket open');
+    raw.send(Buffer.from([0, 0, 0]), { binary: true });
+    const info = await bounded((await bounded(channel, 'accepted')).closed, 'server closed');
+    expect(info.code).toBe('INVALID_ARGUMENT');
+    raw.terminate();
+  });
+});
+
+describe('RpcPeer and binary frames', () => {
+  it('hands binary frames to onBinary in arrival order with JSON-RPC notifications', async () => {
+    const [a, b] = memoryChannelPair();
+    const seen: string[] = [];
+    const peer = new RpcPeer(b).onBinary((f) => seen.push(`bin:${f.header}:${Buffer.from(f.body).toString()}`));
+    peer.onNotification('session.frame', (p) => seen.push(`json:${p.seq}`));
+    const run = peer.run();
+    await a.send({ header: 'h1', body: Buffer.from('x') });
+    await a.send(JSON.stringify({ jsonrpc: '2.0', method: 'session.frame', params: { session_id: 's', seq: 2, line: '{}', origin: 'engine' } }));
+    await a.send({ header: 'h3', body: Buffer.from('z') });
+    a.close();
+    await bounded(run, 'peer ends');
+    expect(seen).toEqual(['bin:h1:x', 'json:2', 'bin:h3:z']);
+  });
+
+  it('without a handler, a binary frame closes the connection with INVALID_ARGUMENT', async () => {
+    const [a, b] = memoryChannelPair();
+    const peer = new RpcPeer(b);
+    void peer.run();
+    await a.send({ header: 'h', body: Buffer.from('x') });
+    expect(await bounded(a.closed, 'closed')).toMatchObject({ code: 'INVALID_ARGUMENT', byPeer: true });
+  });
+});
