@@ -1,61 +1,79 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
-import { describe, expect, it } from 'vitest';
+/**
+ * The layering rules of .dependency-cruiser.cjs hold for the house, and they catch every
+ * import form (a scratch tree that breaks each rule once must be reported rule by rule).
+ */
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
 
 const ROOT = new URL('..', import.meta.url).pathname;
+const CONFIG = join(ROOT, '.dependency-cruiser.cjs');
+const DEPCRUISE = join(ROOT, 'node_modules', 'dependency-cruiser', 'bin', 'dependency-cruise.mjs');
 
-function sources(dir: string): string[] {
-  const out: string[] = [];
-  for (const entry of readdirSync(join(ROOT, dir))) {
-    const path = join(dir, entry);
-    if (statSync(join(ROOT, path)).isDirectory()) out.push(...sources(path));
-    else if (path.endsWith('.ts')) out.push(path);
-  }
-  return out;
+interface Violation {
+  from: string;
+  to: string;
+  rule: { name: string };
 }
 
-function imports(file: string): string[] {
-  const text = readFileSync(join(ROOT, file), 'utf8');
-  return [...text.matchAll(/(?:^|\n)\s*(?:import|export)[^'"]*?from\s+['"]([^'"]+)['"]/g), ...text.matchAll(/import\(\s*['"]([^'"]+)['"]\s*\)/g)].map((m) => m[1]);
+/** Runs dependency-cruiser in `cwd` over the five top folders and returns its violations. */
+async function violations(cwd: string): Promise<Violation[]> {
+  const folders = ['core', 'gateway', 'agent', 'client', 'bin'];
+  // depcruise exits non-zero when it finds violations; the JSON is on stdout either way.
+  const run = await promisify(execFile)(process.execPath, [DEPCRUISE, '--config', CONFIG, '--output-type', 'json', ...folders], {
+    cwd,
+    maxBuffer: 64 * 1024 * 1024,
+    timeout: 60_000,
+  }).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '' }));
+  const out = JSON.parse(run.stdout) as { summary: { violations: Violation[]; totalCruised: number } };
+  expect(out.summary.totalCruised).toBeGreaterThan(0);
+  return out.summary.violations;
 }
 
-/** Which files may import what (style.md: transports and processes live at the edges). */
-const RULES: { module: RegExp; allowed: RegExp }[] = [
-  { module: /^(ws|node:http|node:https)$/, allowed: /^(core\/channel\/ws\.ts|core\/link\/dial-ws\.ts|gateway\/listen-ws\.ts|gateway\/server\.ts|gateway\/listen-http.*\.ts)$/ },
-  { module: /^@grpc\//, allowed: /^(core\/channel\/(grpc|proto)\.ts|core\/link\/dial-grpc\.ts|gateway\/listen-grpc\.ts|gateway\/grpc-.*\.ts)$/ },
-  { module: /^(node:)?child_process$/, allowed: /^agent\/(engine-process|demo-engine.*)\.ts$/ },
-  { module: /^jose$/, allowed: /^core\/auth\// },
-];
+describe('module layering (dependency-cruiser)', () => {
+  const scratch = mkdtempSync(join(tmpdir(), 'tether-layering-'));
+  afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
-describe('module layering', () => {
-  const files = ['core', 'gateway', 'agent', 'client', 'bin'].flatMap(sources);
+  it('the house has no violation', async () => {
+    expect((await violations(ROOT)).map((v) => `${v.rule.name}: ${v.from} -> ${v.to}`)).toEqual([]);
+  }, 60_000);
 
-  it('keeps ws, grpc-js, child_process and jose at the edges', () => {
-    const violations: string[] = [];
-    for (const file of files) {
-      for (const spec of imports(file)) {
-        for (const rule of RULES) if (rule.module.test(spec) && !rule.allowed.test(file)) violations.push(`${file} imports ${spec}`);
-      }
+  it('catches every import form: static, side-effect, re-export, dynamic import and require', async () => {
+    const files: Record<string, string> = {
+      'tsconfig.json': JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', allowJs: true } }),
+      'core/ok.ts': 'export const ok = 1;\n',
+      'core/up.ts': "import { g } from '../gateway/static.js';\nexport const up = g;\n",
+      'gateway/static.ts': "import { WebSocket } from 'ws';\nexport const g = WebSocket;\n",
+      'gateway/side-effect.ts': "import 'ws';\n",
+      'gateway/re-export.ts': "export * from '@grpc/grpc-js';\n",
+      'gateway/dynamic.ts': "export const j = () => import('jose');\n",
+      'gateway/cross.ts': "import { a } from '../agent/required.js';\nexport const c = a;\n",
+      'agent/required.ts': "// eslint-disable-next-line\nconst cp = require('child_process');\nexport const a = cp;\n",
+      'client/http.ts': "import { request } from 'node:http';\nexport const r = request;\n",
+      'core/broken.ts': "import './missing.js';\n",
+      'bin/ok.ts': "import { g } from '../gateway/static.js';\nimport { a } from '../agent/required.js';\nexport const both = [g, a];\n",
+    };
+    for (const [path, text] of Object.entries(files)) {
+      mkdirSync(join(scratch, dirname(path)), { recursive: true });
+      writeFileSync(join(scratch, path), text);
     }
-    expect(violations).toEqual([]);
-  });
-
-  it('lets the three programs meet only through core (and bin, which starts them)', () => {
-    const violations: string[] = [];
-    for (const file of files) {
-      const top = file.split('/')[0];
-      if (top === 'bin') continue;
-      for (const spec of imports(file)) {
-        if (!spec.startsWith('.')) continue;
-        const target = relative(ROOT, join(ROOT, file, '..', spec)).split('/')[0];
-        if (target !== top && target !== 'core') violations.push(`${file} imports ${spec}`);
-      }
-    }
-    expect(violations).toEqual([]);
-  });
-
-  it('core imports nothing from the programs', () => {
-    const bad = sources('core').filter((f) => imports(f).some((s) => /\.\.\/(\.\.\/)?(gateway|agent|client|bin)\//.test(s)));
-    expect(bad).toEqual([]);
-  });
+    symlinkSync(join(ROOT, 'node_modules'), join(scratch, 'node_modules')); // so ws, jose… resolve as in the house
+    const found = (await violations(scratch)).map((v) => `${v.rule.name}: ${v.from}`).sort();
+    expect(found).toEqual(
+      [
+        'core-imports-no-program: core/up.ts',
+        'not-to-unresolvable: core/broken.ts',
+        'ws-and-http-at-the-edges: gateway/static.ts',
+        'ws-and-http-at-the-edges: gateway/side-effect.ts',
+        'grpc-at-the-edges: gateway/re-export.ts',
+        'jose-in-core-auth: gateway/dynamic.ts',
+        'gateway-meets-others-only-through-core: gateway/cross.ts',
+        'processes-at-the-edges: agent/required.ts',
+        'ws-and-http-at-the-edges: client/http.ts',
+      ].sort(),
+    );
+  }, 60_000);
 });

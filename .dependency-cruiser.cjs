@@ -1,0 +1,70 @@
+/**
+ * The house's layering rules (docs/architecture.md), checked by dependency-cruiser on every
+ * import form (static, side-effect, re-export, dynamic import, require). `npm test` runs them
+ * through test/layering.test.ts; `npx depcruise core gateway agent client bin` shows them too.
+ */
+const PROGRAMS = ['gateway', 'agent', 'client', 'bin'];
+
+/** A package's resolved path (node_modules/NAME/…) or its bare name when unresolved. */
+const pkg = (name) => `(^|node_modules/)${name}(/|$)`;
+
+/** Each I/O library and the only files that may import it (style.md: I/O lives at the edges). */
+const EDGES = [
+  {
+    name: 'ws-and-http-at-the-edges',
+    module: `${pkg('ws')}|^(node:)?https?$`,
+    allowed: '^(core/channel/ws\\.ts|core/link/dial-ws\\.ts|gateway/listen-ws\\.ts|gateway/server\\.ts|gateway/listen-http[^/]*\\.ts)$',
+  },
+  {
+    name: 'grpc-at-the-edges',
+    module: pkg('@grpc/[^/]+'),
+    allowed: '^(core/channel/(grpc|proto)\\.ts|core/link/dial-grpc\\.ts|gateway/listen-grpc\\.ts|gateway/grpc-[^/]*\\.ts)$',
+  },
+  {
+    name: 'processes-at-the-edges',
+    module: '^(node:)?child_process$',
+    allowed: '^agent/(engine-process|demo-engine[^/]*)\\.ts$',
+  },
+  { name: 'jose-in-core-auth', module: pkg('jose'), allowed: '^core/auth/' },
+];
+
+module.exports = {
+  forbidden: [
+    ...EDGES.map((e) => ({
+      name: e.name,
+      severity: 'error',
+      comment: `${e.module} may be imported only by ${e.allowed}`,
+      from: { pathNot: e.allowed },
+      to: { path: e.module },
+    })),
+    {
+      name: 'core-imports-no-program',
+      severity: 'error',
+      comment: 'core/ is what the three programs share; it imports none of them',
+      from: { path: '^core/' },
+      to: { path: `^(${PROGRAMS.join('|')})/` },
+    },
+    ...['gateway', 'agent', 'client'].map((program) => ({
+      name: `${program}-meets-others-only-through-core`,
+      severity: 'error',
+      comment: 'the programs meet only on the wire; only bin/ (the composition root) imports several',
+      from: { path: `^${program}/` },
+      to: { path: `^(${PROGRAMS.filter((p) => p !== program).join('|')})/` },
+    })),
+    {
+      name: 'not-to-unresolvable',
+      severity: 'error',
+      comment: 'an import that resolves to nothing is a broken build waiting to happen',
+      from: {},
+      to: { couldNotResolve: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^(dist|node_modules|test)/' },
+    tsConfig: { fileName: 'tsconfig.json' },
+    tsPreCompilationDeps: true,
+    enhancedResolveOptions: { extensions: ['.ts', '.js', '.mjs', '.cjs', '.json'] },
+    moduleSystems: ['es6', 'cjs'],
+  },
+};
