@@ -119,11 +119,9 @@ export class Agent {
   private connected(peer: RpcPeer): void {
     this.setSink({
       send: (sessionId, item) => {
-        const sent =
-          item.kind === 'line'
-            ? peer.notify('session.output', { session_id: sessionId, seq: item.seq, line: item.line, meta: item.meta, read_at_ms: item.readAtMs })
-            : peer.notify('session.event', { session_id: sessionId, seq: item.seq, event: item.event });
-        sent.catch(() => {}); // held in the relay's outbox; re-sent after the reconnect
+        // Either way the item stays in the relay's outbox until acked, and is re-sent after a reconnect.
+        if (item.kind === 'line') peer.postBinary('session.output', { session_id: sessionId, seq: item.seq, meta: item.meta, read_at_ms: item.readAtMs }, item.bytes);
+        else peer.notify('session.event', { session_id: sessionId, seq: item.seq, event: item.event }).catch(() => {});
       },
       ackInput: (sessionId, seq) => {
         peer.notify('session.input_ack', { session_id: sessionId, seq }).catch(() => {}); // the hello carries it after a reconnect

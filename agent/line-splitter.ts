@@ -10,7 +10,8 @@ export type InvalidLineCode = 'NOT_JSON' | 'NOT_OBJECT' | 'LINE_TOO_LONG' | 'INV
  * One item read from the engine's stdout.
  *
  * - `frame`: a line that decoded as UTF-8 and parsed as a JSON object. `line` is the exact text
- *   the engine wrote, without the trailing `\n` (a trailing `\r` is stripped too); forward it
+ *   the engine wrote, without the trailing `\n` (a trailing `\r` is stripped too), and `bytes`
+ *   the same line as the engine's bytes (a view of what was read, not a copy); forward those
  *   unchanged rather than re-serialising `value`.
  * - `invalid`: a line that is not a frame. `preview` is at most 200 characters, with control,
  *   bidi and other invisible characters escaped (safe to log or to put in a frame); for
@@ -19,7 +20,7 @@ export type InvalidLineCode = 'NOT_JSON' | 'NOT_OBJECT' | 'LINE_TOO_LONG' | 'INV
  *   was crossed (a lower bound: the rest of the line is discarded unseen).
  */
 export type EngineLine =
-  | { kind: 'frame'; line: string; value: Record<string, unknown> }
+  | { kind: 'frame'; line: string; bytes: Buffer; value: Record<string, unknown> }
   | { kind: 'invalid'; code: InvalidLineCode; message: string; preview: string; bytes: number };
 
 /** Default cap on one stdout line: 16 MiB (threats.md part 3). */
@@ -132,7 +133,7 @@ export function decodeLine(raw: Uint8Array): EngineLine | null {
     const what = value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`;
     return invalid('NOT_OBJECT', `engine wrote JSON that is not an object (${what})`, safePreview(text), bytes);
   }
-  return { kind: 'frame', line: text, value: value as Record<string, unknown> };
+  return { kind: 'frame', line: text, bytes: Buffer.from(body.buffer, body.byteOffset, body.byteLength), value: value as Record<string, unknown> };
 }
 
 function isBlank(buf: Uint8Array, len: number): boolean {

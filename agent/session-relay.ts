@@ -7,7 +7,15 @@ import { lineMeta } from './line-meta.js';
 
 /** One output item waiting for the gateway's ack. */
 export type Outgoing =
-  | { seq: number; kind: 'line'; line: string; meta: LineMeta; /** When the line was read from the engine (epoch ms). */ readAtMs: number }
+  | {
+      seq: number;
+      kind: 'line';
+      /** The line exactly as the engine wrote it, without its newline. */
+      bytes: Buffer;
+      meta: LineMeta;
+      /** When the line was read from the engine (epoch ms). */
+      readAtMs: number;
+    }
   | { seq: number; kind: 'event'; event: TetherEvent };
 
 /** Where a relay sends its output; undefined while the gateway link is down. */
@@ -123,7 +131,7 @@ export class SessionRelay {
     }
   }
 
-  private emit(item: { kind: 'line'; line: string; meta: LineMeta; readAtMs: number } | { kind: 'event'; event: TetherEvent }): void {
+  private emit(item: { kind: 'line'; bytes: Buffer; meta: LineMeta; readAtMs: number } | { kind: 'event'; event: TetherEvent }): void {
     const full = { ...item, seq: this.nextSeq++ } as Outgoing;
     this.outbox.push(full);
     this.outboxBytes += sizeOf(full);
@@ -137,7 +145,7 @@ export class SessionRelay {
       } else if (this.initWaiter && isInitAnswer(item.value)) {
         this.initWaiter.resolve(item.value);
       } else {
-        this.emit({ kind: 'line', line: item.line, meta: lineMeta(item.value), readAtMs: Date.now() });
+        this.emit({ kind: 'line', bytes: item.bytes, meta: lineMeta(item.value), readAtMs: Date.now() });
       }
       if (this.outboxBytes >= this.limits.maxUnackedBytes) {
         this.log.warn({ sessionId: this.sessionId, unacked: this.outboxBytes }, 'gateway behind; pausing engine output');
@@ -161,5 +169,5 @@ function isInitAnswer(v: Record<string, unknown>): boolean {
 }
 
 function sizeOf(item: Outgoing): number {
-  return item.kind === 'line' ? item.line.length + 64 : 256;
+  return item.kind === 'line' ? item.bytes.length + 64 : 256;
 }

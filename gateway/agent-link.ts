@@ -29,11 +29,13 @@ export class AgentLink implements EngineHost {
     readonly principal: Principal,
     private readonly metrics?: GatewayMetrics,
   ) {
-    peer.onNotification('session.output', (p) => {
+    peer.onBinaryNotification('session.output', (p, body) => {
       const s = this.sessions.get(p.session_id);
       if (this.disposed) return;
       // Output of a session nobody here knows is acked anyway, so the agent can let it go.
-      if (s && s.agent === this.name && s.onEngineLine(p.seq, p.line, p.meta, p.read_at_ms)) this.metrics?.relayed('from_agent', Buffer.byteLength(p.line));
+      if (s && s.agent === this.name && s.onEngineLine(p.seq, Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'), p.meta, p.read_at_ms)) {
+        this.metrics?.relayed('from_agent', body.byteLength);
+      }
       this.noteForAck(p.session_id, p.seq);
     });
     peer.onNotification('session.input_ack', (p) => {

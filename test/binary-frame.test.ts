@@ -71,26 +71,37 @@ describe('a malformed binary message from a raw WebSocket peer', () => {
   });
 });
 
-describe('RpcPeer and binary frames', () => {
-  it('hands binary frames to onBinary in arrival order with JSON-RPC notifications', async () => {
+describe('RpcPeer and binary notifications', () => {
+  const output = (seq: number) => ({ session_id: 's1', seq, meta: { type: 'assistant' } });
+
+  it('hands each to its handler with the body untouched, in arrival order with JSON-RPC notifications', async () => {
     const [a, b] = memoryChannelPair();
+    const sender = new RpcPeer(a);
     const seen: string[] = [];
-    const peer = new RpcPeer(b).onBinary((f) => seen.push(`bin:${f.header}:${Buffer.from(f.body).toString()}`));
-    peer.onNotification('session.frame', (p) => seen.push(`json:${p.seq}`));
+    const peer = new RpcPeer(b).onBinaryNotification('session.output', (p, body) => seen.push(`bin:${p.seq}:${Buffer.from(body).toString('hex')}`));
+    peer.onNotification('session.ack', (p) => seen.push(`json:${p.seq}`));
     const run = peer.run();
-    await a.send({ header: 'h1', body: Buffer.from('x') });
-    await a.send(JSON.stringify({ jsonrpc: '2.0', method: 'session.frame', params: { session_id: 's', seq: 2, line: '{}', origin: 'engine' } }));
-    await a.send({ header: 'h3', body: Buffer.from('z') });
+    expect(sender.postBinary('session.output', output(1), Buffer.from([0x7b, 0x7d]))).toBe(true);
+    await sender.notify('session.ack', { session_id: 's1', seq: 2 });
+    expect(sender.postBinary('session.output', output(3), Buffer.from([0, 0xff]))).toBe(true);
+    await a.send('{}'); // resolves once everything before it was handed over
     a.close();
     await bounded(run, 'peer ends');
-    expect(seen).toEqual(['bin:h1:x', 'json:2', 'bin:h3:z']);
+    expect(seen).toEqual(['bin:1:7b7d', 'json:2', 'bin:3:00ff']);
   });
 
-  it('without a handler, a binary frame closes the connection with INVALID_ARGUMENT', async () => {
+  it('drops binary frames with an unreadable header, unknown method or bad params and stays usable', async () => {
     const [a, b] = memoryChannelPair();
-    const peer = new RpcPeer(b);
-    void peer.run();
-    await a.send({ header: 'h', body: Buffer.from('x') });
-    expect(await bounded(a.closed, 'closed')).toMatchObject({ code: 'INVALID_ARGUMENT', byPeer: true });
+    const seen: number[] = [];
+    const peer = new RpcPeer(b).onBinaryNotification('session.output', (p) => seen.push(p.seq));
+    const run = peer.run();
+    await a.send({ header: 'not json', body: Buffer.from('x') });
+    await a.send({ header: JSON.stringify({ method: 'from.the.future', params: {} }), body: Buffer.from('x') });
+    await a.send({ header: JSON.stringify({ method: 'session.output', params: { session_id: 's1', seq: -1, meta: {} } }), body: Buffer.from('x') });
+    await a.send({ header: JSON.stringify({ method: 'session.output', params: output(7) }), body: Buffer.from('x') });
+    a.close();
+    await bounded(run, 'peer ends');
+    expect(seen).toEqual([7]);
+    await expect(b.closed).resolves.toMatchObject({ code: 'OK' });
   });
 });

@@ -190,11 +190,8 @@ describe('EngineProcess', () => {
     const it = engine.lines()[Symbol.asyncIterator]();
     await within(engine.write({ type: 'user', text: 'hi ✓', n: 1 }), 5000, 'write');
     const item = await next(it);
-    expect(item).toEqual({
-      kind: 'frame',
-      line: '{"type":"echo","got":{"type":"user","text":"hi ✓","n":1}}',
-      value: { type: 'echo', got: { type: 'user', text: 'hi ✓', n: 1 } },
-    });
+    const echoed = '{"type":"echo","got":{"type":"user","text":"hi ✓","n":1}}';
+    expect(item).toEqual({ kind: 'frame', line: echoed, bytes: Buffer.from(echoed), value: { type: 'echo', got: { type: 'user', text: 'hi ✓', n: 1 } } });
     const p1 = engine.stop();
     const p2 = engine.stop();
     expect(p2).toBe(p1);
@@ -248,7 +245,7 @@ describe('EngineProcess', () => {
     expect(long.preview.startsWith('\\u001b[31mred\\u202exxx')).toBe(true);
     expect(long.preview).not.toMatch(/[\u0000-\u001f\u202e]/);
     for (const i of items) if (i.kind === 'invalid') expect(i.preview.length).toBeLessThanOrEqual(PREVIEW_MAX_CHARS);
-    expect(items[9]).toEqual({ kind: 'frame', line: '{"type":"crlf","n":1}', value: { type: 'crlf', n: 1 } });
+    expect(items[9]).toEqual({ kind: 'frame', line: '{"type":"crlf","n":1}', bytes: Buffer.from('{"type":"crlf","n":1}'), value: { type: 'crlf', n: 1 } });
     expect(frame(items[10]!)).toEqual({ type: 'after_garbage', text: 'héllo ✓ 😀' });
     const info = await within(engine.stop(), 8000, 'stop');
     expect(info.code).toBe(0);

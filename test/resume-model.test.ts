@@ -235,7 +235,7 @@ class World {
           if (cmd.invalid && i === 0) this.engine.push({ kind: 'invalid', code: 'NOT_JSON', message: 'not json', preview: `garbage ${n}`, bytes: 9 });
           else {
             const line = JSON.stringify({ type: 'assistant', n, pad: 'x'.repeat(n % 7 * 40) });
-            this.engine.push({ kind: 'frame', line, value: JSON.parse(line) as Record<string, unknown> });
+            this.engine.push({ kind: 'frame', line, bytes: Buffer.from(line), value: JSON.parse(line) as Record<string, unknown> });
           }
         }
         break;
@@ -244,7 +244,7 @@ class World {
           const m = this.up.shift()!;
           if (m.kind === 'input_ack') this.session.onInputAck(m.seq);
           else {
-            if (m.item.kind === 'line') this.session.onEngineLine(m.item.seq, m.item.line, m.item.meta);
+            if (m.item.kind === 'line') this.session.onEngineLine(m.item.seq, m.item.bytes.toString('utf8'), m.item.meta);
             else this.session.onEngineEvent(m.item.seq, m.item.event);
             this.lastReceived = m.item.seq; // AgentLink acks the seq of what it last received
           }

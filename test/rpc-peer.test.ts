@@ -42,19 +42,20 @@ describe('JSON-RPC peer and the gateway door, against bad input', () => {
     expect((await next(it)).error.data.code).toBe('INVALID_ARGUMENT');
     // An unknown notification is ignored: the next request is still answered.
     await send({ jsonrpc: '2.0', method: 'from.the.future', params: { x: 1 } });
-    await send({ jsonrpc: '2.0', id: 3, method: 'hello', params: { protocol_version: '1.4', role: 'client' } });
+    await send({ jsonrpc: '2.0', id: 3, method: 'hello', params: { protocol_version: '2.4', role: 'client' } });
     const ok = await next(it);
     expect(ok.id).toBe(3);
-    expect(ok.result.protocol_version).toBe('1.0');
+    expect(ok.result.protocol_version).toBe('2.0');
   });
 
   it('refuses an incompatible major version with a message naming both versions', async () => {
     const { send, it } = connect();
-    await send({ jsonrpc: '2.0', id: 1, method: 'hello', params: { protocol_version: '2.0', role: 'client' } });
+    // 1.0 is the old form, whose agents sent engine lines escaped into JSON text.
+    await send({ jsonrpc: '2.0', id: 1, method: 'hello', params: { protocol_version: '1.0', role: 'agent' } });
     const r = await next(it);
     expect(r.error.data.code).toBe('FAILED_PRECONDITION');
-    expect(r.error.message).toContain('2.0');
-    expect(r.error.message).toContain('1.0');
+    expect(r.error.message).toContain('peer speaks 1.0');
+    expect(r.error.message).toContain('this side speaks 2.0');
   });
 
   it('requires hello first, and closes a connection that never says it', async () => {
@@ -70,7 +71,7 @@ describe('JSON-RPC peer and the gateway door, against bad input', () => {
 
   it('an agent hello without a descriptor is refused and registers nothing', async () => {
     const { send, it } = connect();
-    await send({ jsonrpc: '2.0', id: 1, method: 'hello', params: { protocol_version: '1.0', role: 'agent' } });
+    await send({ jsonrpc: '2.0', id: 1, method: 'hello', params: { protocol_version: '2.0', role: 'agent' } });
     expect((await next(it)).error.data.code).toBe('INVALID_ARGUMENT');
     expect(gateway!.directory.agents.size).toBe(0);
   });

@@ -149,7 +149,7 @@ class FakeEngine {
   push(n: number): void {
     for (let i = 0; i < n; i++) {
       const line = JSON.stringify({ type: 'assistant', i, pad: 'x'.repeat(200) });
-      this.queue.push({ kind: 'frame', line, value: JSON.parse(line) as Record<string, unknown> });
+      this.queue.push({ kind: 'frame', line, bytes: Buffer.from(line), value: JSON.parse(line) as Record<string, unknown> });
     }
     const w = this.waiter;
     this.waiter = undefined;

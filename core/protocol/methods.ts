@@ -136,16 +136,25 @@ export const Methods = {
   },
 } as const;
 
-export const Notifications = {
-  /** agent -> gateway: one engine stdout line, exactly as read, with the agent's seq. */
+/**
+ * Notifications that travel as binary frames: the header is `{"method", "params"}` JSON with
+ * these params, the body is bytes carried untouched (never escaped into JSON text).
+ */
+export const BinaryNotifications = {
+  /**
+   * agent -> gateway: one engine stdout line; the body is the line exactly as the engine wrote
+   * it (without its newline), numbered where it is read.
+   */
   'session.output': z.object({
     session_id: id,
     seq,
-    line: z.string(),
     meta: LineMeta,
     /** When the agent read the line from the engine (epoch ms; optional, for the gateway's relay latency). */
     read_at_ms: z.number().int().nonnegative().optional(),
   }),
+} as const;
+
+export const Notifications = {
   /** agent -> gateway: an event about the engine (exit, diagnostics), in the same seq space. */
   'session.event': z.object({ session_id: id, seq, event: TetherEvent }),
   /** gateway -> agent: one input line for the engine, in the gateway's order. */
@@ -171,3 +180,5 @@ export type NotificationName = keyof typeof Notifications;
 export type ParamsOf<M extends MethodName> = z.input<(typeof Methods)[M]['params']>;
 export type ResultOf<M extends MethodName> = z.infer<(typeof Methods)[M]['result']>;
 export type NotificationParams<N extends NotificationName> = z.infer<(typeof Notifications)[N]>;
+export type BinaryNotificationName = keyof typeof BinaryNotifications;
+export type BinaryNotificationParams<N extends BinaryNotificationName> = z.infer<(typeof BinaryNotifications)[N]>;

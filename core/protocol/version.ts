@@ -1,7 +1,10 @@
 import { TetherError } from '../errors.js';
 
-/** Tether's gateway protocol version. Majors must match; minors add optional things only. */
-export const PROTOCOL_VERSION = '1.0';
+/**
+ * Tether's gateway protocol version. Majors must match; minors add optional things only.
+ * 2.0: engine lines travel from the agent as binary frames (`session.output`), never as JSON text.
+ */
+export const PROTOCOL_VERSION = '2.0';
 
 /** Throws FAILED_PRECONDITION naming both versions when the majors differ. */
 export function assertCompatible(peerVersion: string, ours: string = PROTOCOL_VERSION): void {

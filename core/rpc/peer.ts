@@ -4,8 +4,11 @@ import { asTetherError, JSONRPC_PARSE_ERROR, TetherError } from '../errors.js';
 import { silentLogger, type Logger } from '../logging.js';
 import { classify, type RpcId } from '../protocol/jsonrpc.js';
 import {
+  BinaryNotifications,
   Methods,
   Notifications,
+  type BinaryNotificationName,
+  type BinaryNotificationParams,
   type MethodName,
   type NotificationName,
   type NotificationParams,
@@ -16,6 +19,7 @@ import {
 type Parsed<M extends MethodName> = z.infer<(typeof Methods)[M]['params']>;
 type RequestHandler<M extends MethodName> = (params: Parsed<M>) => ResultOf<M> | Promise<ResultOf<M>>;
 type NotificationHandler<N extends NotificationName> = (params: NotificationParams<N>) => void;
+type BinaryNotificationHandler<N extends BinaryNotificationName> = (params: BinaryNotificationParams<N>, body: Uint8Array) => void;
 
 export interface RpcPeerOptions {
   logger?: Logger;
@@ -42,7 +46,7 @@ export class RpcPeer {
   private readonly pending = new Map<RpcId, { resolve: (v: unknown) => void; reject: (e: TetherError) => void; timer?: NodeJS.Timeout }>();
   private readonly requestHandlers = new Map<string, (params: unknown) => unknown>();
   private readonly notificationHandlers = new Map<string, (params: unknown) => void>();
-  private binaryHandler: ((frame: BinaryFrame) => void) | undefined;
+  private readonly binaryHandlers = new Map<string, (params: unknown, body: Uint8Array) => void>();
   private readonly log: Logger;
   private readonly timeoutMs: number;
 
@@ -63,13 +67,22 @@ export class RpcPeer {
   }
 
   /**
-   * Takes the binary frames of this connection (engine lines beside a header), in arrival order
-   * with the JSON-RPC messages. Without a handler a binary frame closes the connection with
-   * INVALID_ARGUMENT: nothing was negotiated that would send one.
+   * Handles one kind of binary notification (a header naming it, bytes beside), in arrival
+   * order with the JSON-RPC messages. Like JSON notifications, unknown or malformed ones are
+   * dropped (and logged); the connection stays usable.
    */
-  onBinary(handler: (frame: BinaryFrame) => void): this {
-    this.binaryHandler = handler;
+  onBinaryNotification<N extends BinaryNotificationName>(name: N, handler: BinaryNotificationHandler<N>): this {
+    this.binaryHandlers.set(name, handler as (params: unknown, body: Uint8Array) => void);
     return this;
+  }
+
+  /**
+   * Sends a binary notification: `params` in the header, `body` as bytes, untouched. Returns
+   * false (sending nothing) when the channel is closed or the frame is over the limit; a
+   * transport error later closes the channel as usual (fire-and-forget, for the hot path).
+   */
+  postBinary<N extends BinaryNotificationName>(name: N, params: BinaryNotificationParams<N>, body: Uint8Array): boolean {
+    return this.channel.post({ header: JSON.stringify({ method: name, params }), body });
   }
 
   /** Sends a request and resolves with its validated result. */
@@ -128,14 +141,29 @@ export class RpcPeer {
   }
 
   private handleBinary(frame: BinaryFrame): void {
-    if (!this.binaryHandler) {
-      this.channel.close('INVALID_ARGUMENT', 'binary frames are not accepted on this connection');
+    let header: { method?: unknown; params?: unknown };
+    try {
+      header = JSON.parse(frame.header) as typeof header;
+    } catch {
+      this.log.warn({ bytes: frame.header.length }, 'dropping binary frame whose header is not JSON');
+      return;
+    }
+    const method = typeof header?.method === 'string' ? header.method : '';
+    const handler = this.binaryHandlers.get(method);
+    const schema = (BinaryNotifications as Record<string, z.ZodType>)[method];
+    if (!handler || !schema) {
+      this.log.debug({ method }, 'ignoring unknown binary notification');
+      return;
+    }
+    const parsed = schema.safeParse(header.params ?? {});
+    if (!parsed.success) {
+      this.log.warn({ method, issues: describeIssues(parsed.error) }, 'dropping binary notification with bad params');
       return;
     }
     try {
-      this.binaryHandler(frame);
+      handler(parsed.data, frame.body);
     } catch (err) {
-      this.log.error({ err: asTetherError(err).message }, 'binary frame handler failed');
+      this.log.error({ method, err: asTetherError(err).message }, 'binary notification handler failed');
     }
   }
 
