@@ -2,13 +2,14 @@ import { asTetherError, TetherError } from '../core/errors.js';
 import { Link, type LinkStatus } from '../core/link/link.js';
 import type { DialOptions } from '../core/link/dial.js';
 import { silentLogger, type Logger } from '../core/logging.js';
-import type { AgentInfo, NotificationParams, SessionInfo } from '../core/protocol/methods.js';
+import type { AgentInfo, SessionInfo } from '../core/protocol/methods.js';
+import { readEngineFrame } from '../core/protocol/session-frame.js';
 import type { EngineKind, SessionOptions } from '../core/protocol/session-options.js';
 import { PROTOCOL_VERSION } from '../core/protocol/version.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
 import type { BackoffPolicy } from '../core/util/backoff.js';
 import type { HeartbeatOptions } from '../core/link/heartbeat.js';
-import { RemoteSession, type CanUseTool } from './remote-session.js';
+import { RemoteSession, type CanUseTool, type IncomingFrame } from './remote-session.js';
 
 export interface ConnectOptions {
   /** ws://, wss://, grpc:// or grpcs:// URL of the gateway. */
@@ -39,7 +40,7 @@ const MAX_EARLY_FRAMES = 10_000;
 export class GatewayClient {
   private readonly link: Link;
   private readonly sessions = new Map<string, RemoteSession>();
-  private readonly early = new Map<string, NotificationParams<'session.frame'>[]>();
+  private readonly early = new Map<string, IncomingFrame[]>();
   private peerWaiters: ((p: RpcPeer | TetherError) => void)[] = [];
   private closed = false;
   private resuming = false;
@@ -142,16 +143,27 @@ export class GatewayClient {
   }
 
   private setup(peer: RpcPeer): void {
-    peer.onNotification('session.frame', (f) => {
-      const s = this.sessions.get(f.session_id);
-      if (s) return s.onFrame(f);
-      // Frames of a session being created or attached arrive before its answer.
-      const buf = this.early.get(f.session_id) ?? [];
-      if (buf.length < MAX_EARLY_FRAMES) buf.push(f);
-      this.early.set(f.session_id, buf);
-      if (this.early.size > 64) this.early.delete(this.early.keys().next().value as string);
+    // Engine-line frames: the line is sliced out as the engine wrote it, never parsed here.
+    peer.onRawText((text) => {
+      const f = readEngineFrame(text);
+      if (f) this.routeFrame(f);
+      return f !== undefined;
     });
+    // Event frames, and line frames in another layout (a line re-serialized: not byte-exact).
+    peer.onNotification('session.frame', (f) =>
+      this.routeFrame({ session_id: f.session_id, seq: f.seq, origin: f.origin, event: f.event, line: f.message && JSON.stringify(f.message) }),
+    );
     peer.onNotification('session.reply', (r) => this.sessions.get(r.session_id)?.onReply(r));
+  }
+
+  private routeFrame(f: IncomingFrame): void {
+    const s = this.sessions.get(f.session_id);
+    if (s) return s.onFrame(f);
+    // Frames of a session being created or attached arrive before its answer.
+    const buf = this.early.get(f.session_id) ?? [];
+    if (buf.length < MAX_EARLY_FRAMES) buf.push(f);
+    this.early.set(f.session_id, buf);
+    if (this.early.size > 64) this.early.delete(this.early.keys().next().value as string);
   }
 
   /** After a reconnect: re-attach every open session from the seq after its last one. */

@@ -44,6 +44,18 @@ function engineItem(seq: number, line: string, origin: 'engine' | 'gateway'): Ex
   };
 }
 
+/**
+ * A session.frame as the library routes it: an engine line kept as the text the engine wrote
+ * (sliced from the frame unparsed), or a gateway event.
+ */
+export interface IncomingFrame {
+  session_id: string;
+  seq: number;
+  origin: 'engine' | 'gateway';
+  line?: string;
+  event?: TetherEvent;
+}
+
 /** Items buffered for a reader that is not keeping up, before the iteration fails. */
 const MAX_BUFFERED_ITEMS = 100_000;
 
@@ -93,7 +105,7 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
   }
 
   /** Called by the client for every session.frame of this session. */
-  onFrame(f: NotificationParams<'session.frame'>): void {
+  onFrame(f: IncomingFrame): void {
     if (f.seq !== 0) {
       if (f.seq <= this.lastSeq) return; // replayed after a resume: already delivered
       this.lastSeq = f.seq;

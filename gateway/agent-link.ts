@@ -33,7 +33,7 @@ export class AgentLink implements EngineHost {
       const s = this.sessions.get(p.session_id);
       if (this.disposed) return;
       // Output of a session nobody here knows is acked anyway, so the agent can let it go.
-      if (s && s.agent === this.name && s.onEngineLine(p.seq, Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'), p.meta, p.read_at_ms)) {
+      if (s && s.agent === this.name && s.onEngineLine(p.seq, body, p.meta, p.read_at_ms)) {
         this.metrics?.relayed('from_agent', body.byteLength);
       }
       this.noteForAck(p.session_id, p.seq);

@@ -51,7 +51,7 @@ export class ClientLink implements Member {
     return this.peer.channel.transport;
   }
 
-  sendFrame(text: string, readAtMs?: number): void {
+  sendFrame(frame: Buffer, readAtMs?: number): void {
     const ch = this.peer.channel;
     if (ch.isClosed) return;
     if (ch.bufferedBytes > this.slowClientBytes) {
@@ -60,9 +60,9 @@ export class ClientLink implements Member {
       this.metrics?.slowClientCut(this.transport);
       return;
     }
-    ch.post(text);
+    ch.post(frame);
     if (this.metrics) {
-      this.metrics.relayed('to_client', Buffer.byteLength(text));
+      this.metrics.relayed('to_client', frame.length);
       if (readAtMs !== undefined) this.metrics.relayLatency(readAtMs);
     }
   }

@@ -2,8 +2,8 @@ import { TetherError } from '../core/errors.js';
 
 export interface ReplayEntry {
   seq: number;
-  /** The serialized `session.frame` notification, framed once for every client. */
-  text: string;
+  /** The `session.frame` notification as UTF-8 JSON, encoded once for every client. */
+  bytes: Buffer;
 }
 
 export interface ReplayLogLimits {
@@ -45,10 +45,10 @@ export class ReplayLog {
   append(entry: ReplayEntry): void {
     if (entry.seq !== this.last + 1) throw new TetherError('INTERNAL', `replay log expected seq ${this.last + 1}, got ${entry.seq}`);
     this.entries.push(entry);
-    this.bytes += entry.text.length;
+    this.bytes += entry.bytes.length;
     this.last = entry.seq;
     while (this.entries.length - this.head > this.limits.maxFrames || (this.bytes > this.limits.maxBytes && this.entries.length - this.head > 1)) {
-      this.bytes -= this.entries[this.head].text.length;
+      this.bytes -= this.entries[this.head].bytes.length;
       this.head++;
     }
     // Compact occasionally so the array does not grow without bound.

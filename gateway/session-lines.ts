@@ -1,15 +1,9 @@
 import { TetherError } from '../core/errors.js';
-import type { TetherEvent } from '../core/protocol/events.js';
 
 /** Small pure helpers for the lines a session sends and checks. */
 
 /** Control requests that change how the engine behaves, recorded in the audit trail. */
 export const AUDITED_CONTROLS = new Set(['interrupt', 'set_model', 'set_permission_mode', 'initialize', 'rewind_files', 'mcp_set_servers', 'apply_flag_settings', 'update_settings']);
-
-/** One `session.frame` notification, serialized once for every member. */
-export function frameText(sessionId: string, seq: number, body: { line?: string; event?: TetherEvent; origin: string }): string {
-  return JSON.stringify({ jsonrpc: '2.0', method: 'session.frame', params: { session_id: sessionId, seq, ...body } });
-}
 
 /** Size of a prompt for the audit trail (never its text). */
 export function promptChars(line: Record<string, unknown>): number {

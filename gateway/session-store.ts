@@ -12,11 +12,12 @@ export interface SessionRecord {
   created_at: string;
 }
 
-/** One history frame as stored: the gateway seq, the agent seq it came from, the frame text. */
+/** One history frame as stored: the gateway seq, the agent seq it came from, the frame's bytes. */
 export interface StoredFrame {
   seq: number;
   agentSeq?: number;
-  text: string;
+  /** The `session.frame` notification exactly as clients receive it (UTF-8 JSON). */
+  bytes: Buffer;
 }
 
 export interface StoredInput {
@@ -69,6 +70,23 @@ export class MemorySessionStore implements SessionStore {
   }
 }
 
+/**
+ * A frame's log record: `{"f":SEQ,"a":AGENT_SEQ,"m":FRAME}` and a newline, the frame's bytes
+ * embedded as they are (they are JSON), so storing a frame never escapes it.
+ */
+function frameRecord(frame: StoredFrame): Buffer {
+  const head = Buffer.from(`{"f":${frame.seq},"a":${frame.agentSeq ?? 0},"m":`);
+  return Buffer.concat([head, frame.bytes, RECORD_END], head.length + frame.bytes.length + RECORD_END.length);
+}
+const RECORD_END = Buffer.from('}\n');
+const RECORD_HEAD = /^\{"f":\d+,"a":\d+,"m":/;
+
+/** The frame's bytes sliced back out of a record that parsed as JSON; undefined for another layout. */
+function frameOfRecord(line: string): Buffer | undefined {
+  const head = RECORD_HEAD.exec(line);
+  return head ? Buffer.from(line.slice(head[0].length, -1)) : undefined;
+}
+
 /** Inputs kept per session on load (the agent's hello says which were already applied). */
 const INPUTS_KEPT = 1024;
 
@@ -119,11 +137,13 @@ export class FileSessionStore implements SessionStore {
   }
 
   /** Appends one record; compacts the log first when it has grown past its bound. */
-  private append(id: string, record: string): void {
-    const size = (this.bytes.get(id) ?? 0) + Buffer.byteLength(record);
+  private append(id: string, record: string | Buffer): void {
+    const length = typeof record === 'string' ? Buffer.byteLength(record) : record.length;
+    const size = (this.bytes.get(id) ?? 0) + length;
     if (size > this.maxLogBytes && this.fds.has(id)) this.compact(id);
-    writeSync(this.fd(id), record);
-    this.bytes.set(id, (this.bytes.get(id) ?? 0) + Buffer.byteLength(record));
+    if (typeof record === 'string') writeSync(this.fd(id), record);
+    else writeSync(this.fd(id), record);
+    this.bytes.set(id, (this.bytes.get(id) ?? 0) + length);
   }
 
   create(record: SessionRecord): void {
@@ -133,7 +153,7 @@ export class FileSessionStore implements SessionStore {
   }
 
   appendFrame(sessionId: string, frame: StoredFrame): void {
-    this.append(sessionId, JSON.stringify({ f: frame.seq, a: frame.agentSeq, t: frame.text }) + '\n');
+    this.append(sessionId, frameRecord(frame));
   }
 
   appendInput(sessionId: string, input: StoredInput): void {
@@ -171,13 +191,14 @@ export class FileSessionStore implements SessionStore {
     const text = existsSync(log) ? readFileSync(log, 'utf8') : '';
     for (const line of text.split('\n')) {
       if (!line) continue;
-      let v: { f?: number; a?: number; t?: string; i?: number; k?: string; l?: Record<string, unknown> };
+      let v: { f?: number; a?: number; m?: unknown; i?: number; k?: string; l?: Record<string, unknown> };
       try {
         v = JSON.parse(line);
       } catch {
         continue; // a torn last line from a crash mid-write: the agent still holds that frame
       }
-      if (v.f !== undefined && v.t !== undefined) frames.push({ seq: v.f, agentSeq: v.a, text: v.t });
+      const frame = v.f !== undefined && v.m !== undefined ? frameOfRecord(line) : undefined;
+      if (frame) frames.push({ seq: v.f!, agentSeq: v.a, bytes: frame });
       else if (v.i !== undefined && v.k !== undefined && v.l) inputs.push({ seq: v.i, key: v.k, line: v.l });
     }
     return { record, frames, inputs: inputs.slice(-INPUTS_KEPT) };
@@ -192,16 +213,16 @@ export class FileSessionStore implements SessionStore {
     const { frames, inputs } = this.read(id);
     const log = join(this.folder(id), 'log.ndjson');
     const lines = [
-      ...frames.slice(-this.keepFrames).map((f) => JSON.stringify({ f: f.seq, a: f.agentSeq, t: f.text })),
-      ...inputs.map((n) => JSON.stringify({ i: n.seq, k: n.key, l: n.line })),
+      ...frames.slice(-this.keepFrames).map(frameRecord),
+      ...inputs.map((n) => JSON.stringify({ i: n.seq, k: n.key, l: n.line }) + '\n'),
     ];
-    const body = lines.length ? lines.join('\n') + '\n' : '';
+    const body = Buffer.concat(lines.map((l) => (typeof l === 'string' ? Buffer.from(l) : l)));
     writeFileSync(log + '.tmp', body, { mode: 0o600 });
     const fd = this.fds.get(id);
     if (fd !== undefined) closeSync(fd);
     this.fds.delete(id);
     renameSync(log + '.tmp', log);
-    this.bytes.set(id, Buffer.byteLength(body));
+    this.bytes.set(id, body.length);
   }
 
   close(): void {

@@ -9,7 +9,8 @@ import type { AuditEntry, AuditLog } from './audit-log.js';
 import { outcomeOf, type GatewayMetrics } from './metrics.js';
 import type { SessionStore, StoredSession } from './session-store.js';
 import { ControlRouting } from './control-routing.js';
-import { AUDITED_CONTROLS, checkUserMessage, frameText, promptChars } from './session-lines.js';
+import { AUDITED_CONTROLS, checkUserMessage, promptChars } from './session-lines.js';
+import { encodeEventFrame, encodeLineFrame } from '../core/protocol/session-frame.js';
 
 /** One attached client as the session sees it: transport-blind. */
 export interface Member {
@@ -17,10 +18,11 @@ export interface Member {
   readonly principal: string;
   readonly transport: string;
   /**
-   * Queues one serialized session.frame notification for this client. `readAtMs`: when the
-   * agent read the engine line it carries (live engine frames only, for the relay latency).
+   * Queues one session.frame notification for this client: the same bytes (UTF-8 JSON) go to
+   * every member, so the client edge must not modify them. `readAtMs`: when the agent read the
+   * engine line it carries (live engine frames only, for the relay latency).
    */
-  sendFrame(text: string, readAtMs?: number): void;
+  sendFrame(frame: Buffer, readAtMs?: number): void;
   /** Delivers the engine's answer to this client's own control request. */
   sendReply(sessionId: string, line: string): void;
 }
@@ -133,9 +135,9 @@ export class Session {
     (this as { createdAt: string }).createdAt = stored.record.created_at;
     if (stored.frames.length && stored.frames[0].seq > 1) this.log.resumeAt(stored.frames[0].seq); // the store was compacted
     for (const f of stored.frames) {
-      this.log.append({ seq: f.seq, text: f.text });
+      this.log.append({ seq: f.seq, bytes: f.bytes });
       if (f.agentSeq !== undefined && f.agentSeq > this.lastAgentSeq) this.lastAgentSeq = f.agentSeq;
-      this.replayState(f.text);
+      this.replayState(f.bytes);
     }
     for (const i of stored.inputs) {
       this.inputSeq = Math.max(this.inputSeq, i.seq);
@@ -145,17 +147,17 @@ export class Session {
     if (this.state !== 'ended') this.state = 'agent-lost';
   }
 
-  private replayState(text: string): void {
-    let params: { line?: string; event?: TetherEvent; origin?: string };
+  private replayState(frame: Buffer): void {
+    let params: { message?: { type?: string; request_id?: string; request?: { subtype?: string } }; event?: TetherEvent; origin?: string };
     try {
-      params = (JSON.parse(text) as { params: typeof params }).params;
+      params = (JSON.parse(frame.toString('utf8')) as { params: typeof params }).params;
     } catch {
       return;
     }
     if (params.event?.subtype === 'state') this.state = params.event.state;
     if (params.event?.subtype === 'exited') this.state = 'ended';
-    if (params.line === undefined) return;
-    const v = JSON.parse(params.line) as { type?: string; request_id?: string; request?: { subtype?: string } };
+    const v = params.message;
+    if (typeof v !== 'object' || v === null) return;
     if (v.type === 'control_request' && params.origin === 'engine' && typeof v.request_id === 'string') this.raisePrompt(v.request_id, v.request?.subtype ?? 'unknown');
     if (v.type === 'control_cancel_request' && typeof v.request_id === 'string') this.prompts.withdraw(v.request_id, 'withdrawn');
   }
@@ -213,7 +215,7 @@ export class Session {
    * One engine stdout line with the agent's seq. Returns false for a duplicate (already seen
    * seq, e.g. replayed after a reconnect), true when applied.
    */
-  onEngineLine(agentSeq: number, line: string, meta: LineMeta, readAtMs?: number): boolean {
+  onEngineLine(agentSeq: number, line: Uint8Array, meta: LineMeta, readAtMs?: number): boolean {
     if (agentSeq <= this.lastAgentSeq) return false;
     this.lastAgentSeq = agentSeq;
     if (meta.type === 'control_response' && meta.request_id !== undefined && this.routeReply(meta.request_id, line)) return true;
@@ -318,10 +320,10 @@ export class Session {
         to_seq: this.log.firstSeq - 1,
         message: `frames ${from}..${this.log.firstSeq - 1} are no longer held; history resumes at ${this.log.firstSeq}`,
       });
-      member.sendFrame(frameText(this.id, 0, { event: gap, origin: 'gateway' }));
+      member.sendFrame(encodeEventFrame(this.id, 0, gap));
       this.metrics?.replayGap();
     }
-    for (const entry of this.log.since(Math.max(from, this.log.firstSeq))) member.sendFrame(entry.text);
+    for (const entry of this.log.since(Math.max(from, this.log.firstSeq))) member.sendFrame(entry.bytes);
     this.members.set(member.clientId, { member, role, since: new Date().toISOString() });
     if (previousClientId !== undefined) for (const line of this.controls.takeOver(previousClientId, member.clientId, member.principal)) member.sendReply(this.id, line);
     this.record(member.principal, 'attach', { client_id: member.clientId, role, from_seq: from });
@@ -473,23 +475,24 @@ export class Session {
   }
 
   /** Sends the engine's answer to the one client that asked, with its own request id back. */
-  private routeReply(gwId: string, line: string): boolean {
-    const route = this.controls.answer(gwId, line, (clientId) => this.members.has(clientId));
+  private routeReply(gwId: string, line: Uint8Array): boolean {
+    const text = Buffer.from(line.buffer, line.byteOffset, line.byteLength).toString('utf8'); // rare: answers to clients' own requests
+    const route = this.controls.answer(gwId, text, (clientId) => this.members.has(clientId));
     if (route.kind === 'deliver') this.members.get(route.clientId)!.member.sendReply(this.id, route.line);
     return route.kind !== 'not-ours';
   }
 
   private broadcastWithdrawal(requestId: string): void {
-    this.broadcast({ line: JSON.stringify({ type: 'control_cancel_request', request_id: requestId }), origin: 'gateway' });
+    this.broadcast({ line: Buffer.from(JSON.stringify({ type: 'control_cancel_request', request_id: requestId })), origin: 'gateway' });
   }
 
-  /** Appends one frame to history and hands the same serialized text to every member. */
-  private broadcast(body: { line?: string; event?: TetherEvent; origin: 'engine' | 'gateway' }, readAtMs?: number): void {
+  /** Appends one frame to history and hands the same bytes to every member. */
+  private broadcast(body: { line: Uint8Array; origin: 'engine' | 'gateway' } | { event: TetherEvent; origin: 'gateway' }, readAtMs?: number): void {
     const seq = this.log.lastSeq + 1;
-    const text = frameText(this.id, seq, body);
-    this.store.appendFrame(this.id, { seq, agentSeq: this.lastAgentSeq, text });
-    this.log.append({ seq, text });
-    for (const a of this.members.values()) a.member.sendFrame(text, readAtMs);
+    const bytes = 'line' in body ? encodeLineFrame(this.id, seq, body.origin, body.line) : encodeEventFrame(this.id, seq, body.event);
+    this.store.appendFrame(this.id, { seq, agentSeq: this.lastAgentSeq, bytes });
+    this.log.append({ seq, bytes });
+    for (const a of this.members.values()) a.member.sendFrame(bytes, readAtMs);
   }
 
   /** Stops the engine (owner or controller). */

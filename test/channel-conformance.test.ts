@@ -128,12 +128,14 @@ describe.each(TRANSPORTS)('Channel conformance: %s', (transport) => {
     expect(server.post('{}')).toBe(false);
   });
 
-  it('carries a frame of exactly maxFrameBytes intact; send() refuses one byte more and the channel stays usable', async () => {
+  it.each(['text', 'binary'] as const)('carries a %s frame of exactly maxFrameBytes intact; send() and post() refuse one byte more and the channel stays usable', async (kind) => {
     const { server, client } = await open({ maxFrameBytes: SMALL_LIMIT });
     expect(client.maxFrameBytes).toBe(SMALL_LIMIT);
     expect(server.maxFrameBytes).toBe(SMALL_LIMIT);
-    const atLimit = frameOfBytes(SMALL_LIMIT);
-    const over = frameOfBytes(SMALL_LIMIT + 1);
+    const make = (bytes: number): WireFrame => (kind === 'text' ? frameOfBytes(bytes) : binaryOfBytes(bytes));
+    const atLimit = make(SMALL_LIMIT);
+    const over = make(SMALL_LIMIT + 1);
+    expect(frameBytes(atLimit)).toBe(SMALL_LIMIT);
     for (const [from, to] of [
       [client, server],
       [server, client],
@@ -141,8 +143,9 @@ describe.each(TRANSPORTS)('Channel conformance: %s', (transport) => {
       const received = take(to, 2);
       await withTimeout(from.send(atLimit), 5_000, 'send at the limit');
       await expectCode(from.send(over), 'RESOURCE_EXHAUSTED');
+      expect(from.post(over)).toBe(false);
       await withTimeout(from.send(notification(1)), 5_000, 'send after a refused frame');
-      expect(await received).toEqual([atLimit, notification(1)]);
+      expect(plain(await received)).toEqual(plain([atLimit, notification(1)]));
     }
     expect(client.isClosed || server.isClosed).toBe(false);
   });
@@ -176,23 +179,17 @@ describe.each(TRANSPORTS)('Channel conformance: %s', (transport) => {
     await withTimeout(sends, 5_000, 'all sends resolve');
   });
 
-  it('carries a binary frame of exactly maxFrameBytes intact; send() refuses one byte more and the channel stays usable', async () => {
+  it('sends JSON text given as UTF-8 bytes as a text frame: it arrives as the same string, and the same bytes can go out again', async () => {
     const { server, client } = await open({ maxFrameBytes: SMALL_LIMIT });
-    const atLimit = binaryOfBytes(SMALL_LIMIT);
-    const over = binaryOfBytes(SMALL_LIMIT + 1);
-    expect(frameBytes(atLimit)).toBe(SMALL_LIMIT);
-    for (const [from, to] of [
-      [client, server],
-      [server, client],
-    ] as const) {
-      const received = take(to, 2);
-      await withTimeout(from.send(atLimit), 5_000, 'send at the limit');
-      await expectCode(from.send(over), 'RESOURCE_EXHAUSTED');
-      expect(from.post(over)).toBe(false);
-      await withTimeout(from.send(notification(1)), 5_000, 'send after a refused frame');
-      expect(plain(await received)).toEqual(plain([atLimit, notification(1)]));
-    }
-    expect(client.isClosed || server.isClosed).toBe(false);
+    const texts = [notification(1, 'bytes'), frameOfBytes(SMALL_LIMIT, 'bytes-at-limit'), notification(2, 'é✓😀')];
+    const received = take(client, texts.length + 2);
+    for (const t of texts) await withTimeout(server.send(Buffer.from(t)), 5_000, 'send bytes');
+    expect(server.post(Buffer.from(frameOfBytes(SMALL_LIMIT + 1)))).toBe(false);
+    await expectCode(server.send(Buffer.from(frameOfBytes(SMALL_LIMIT + 1))), 'RESOURCE_EXHAUSTED');
+    const shared = Buffer.from(notification(3, 'shared'));
+    expect(server.post(shared)).toBe(true);
+    expect(server.post(shared)).toBe(true);
+    expect(await received).toEqual([...texts, notification(3, 'shared'), notification(3, 'shared')]);
   });
 
   it('closes with RESOURCE_EXHAUSTED when the peer sends a binary frame over our limit', async () => {

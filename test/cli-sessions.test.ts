@@ -32,11 +32,8 @@ describe('pipe mode', () => {
     const result = lines.find((l) => l.type === 'result');
     expect(result).toMatchObject({ is_error: false });
     expect(String(result!.result)).toContain('You said: hello pipe');
-    // Engine lines are printed byte for byte: every non-tether line re-serializes to itself.
-    for (const raw of r.stdout.trim().split('\n')) {
-      const v = JSON.parse(raw);
-      if (v.type !== 'tether') expect(JSON.stringify(v)).toBe(raw);
-    }
+    // That engine lines are printed byte for byte is test/byte-fidelity.test.ts's job: the demo
+    // engine writes canonical JSON, so re-serializing could not be seen here.
   });
 
   it('attach --json --read-only --from-seq: history from that seq, then live; input refused for a viewer', async () => {

@@ -20,6 +20,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { EngineProcess, ExitInfo } from '../agent/engine-process.js';
 import type { EngineLine } from '../agent/line-splitter.js';
+import { readEngineFrame } from '../core/protocol/session-frame.js';
 import { SessionRelay, type Outgoing } from '../agent/session-relay.js';
 import { RemoteSession } from '../client/remote-session.js';
 import { TetherError } from '../core/errors.js';
@@ -142,7 +143,7 @@ class World {
   readonly session: Session;
   readonly clients: Client[] = [];
   /** Every frame the session broadcast, by seq (a member that never leaves). */
-  readonly history: { seq: number; text: string; params: NotificationParams<'session.frame'> }[] = [];
+  readonly history: { seq: number; text: string; params: NotificationParams<'session.frame'>; line?: string }[] = [];
   up: Up[] = [];
   down: Down[] = [];
   agentUp = true;
@@ -183,9 +184,10 @@ class World {
         clientId: 'historian',
         principal: 'alice',
         transport: 'memory',
-        sendFrame: (text) => {
+        sendFrame: (bytes) => {
+          const text = bytes.toString('utf8');
           const params = (JSON.parse(text) as { params: NotificationParams<'session.frame'> }).params;
-          this.history.push({ seq: params.seq, text, params });
+          this.history.push({ seq: params.seq, text, params, line: readEngineFrame(text)?.line });
         },
         sendReply: () => {},
       },
@@ -218,8 +220,8 @@ class World {
       clientId: `client-${++this.memberNo}`,
       principal: 'alice',
       transport: 'memory',
-      sendFrame: (text) => {
-        if (cl.generation === generation && cl.member === member) cl.wire.push(text);
+      sendFrame: (bytes) => {
+        if (cl.generation === generation && cl.member === member) cl.wire.push(bytes.toString('utf8'));
       },
       sendReply: () => {},
     };
@@ -244,7 +246,7 @@ class World {
           const m = this.up.shift()!;
           if (m.kind === 'input_ack') this.session.onInputAck(m.seq);
           else {
-            if (m.item.kind === 'line') this.session.onEngineLine(m.item.seq, m.item.bytes.toString('utf8'), m.item.meta);
+            if (m.item.kind === 'line') this.session.onEngineLine(m.item.seq, m.item.bytes, m.item.meta);
             else this.session.onEngineEvent(m.item.seq, m.item.event);
             this.lastReceived = m.item.seq; // AgentLink acks the seq of what it last received
           }
@@ -292,7 +294,8 @@ class World {
       case 'deliverClient': {
         const cl = this.clients[cmd.c];
         for (let i = 0; i < cmd.n && cl.wire.length; i++) {
-          cl.remote.onFrame((JSON.parse(cl.wire.shift()!) as { params: NotificationParams<'session.frame'> }).params);
+          const text = cl.wire.shift()!;
+          cl.remote.onFrame(readEngineFrame(text) ?? (JSON.parse(text) as { params: NotificationParams<'session.frame'> }).params);
         }
         break;
       }
@@ -338,7 +341,7 @@ class World {
         // D2: a resume position beyond the last frame is a typed error, and attaches nothing.
         const pos = this.session.info().last_seq + 2 + cmd.k;
         const frames: string[] = [];
-        const probe: Member = { clientId: 'probe', principal: 'alice', transport: 'memory', sendFrame: (t) => frames.push(t), sendReply: () => {} };
+        const probe: Member = { clientId: 'probe', principal: 'alice', transport: 'memory', sendFrame: (b) => frames.push(b.toString('utf8')), sendReply: () => {} };
         expect(() => this.session.attach(probe, 'viewer', pos)).toThrow(TetherError);
         try {
           this.session.attach(probe, 'viewer', pos);
@@ -408,9 +411,8 @@ function checkWorld(w: World, items: Awaited<ReturnType<typeof itemsOf>>[]): { g
   expect(hist.map((h) => h.seq)).toEqual(hist.map((_, n) => n + 1));
   // The engine's output, exactly once and in order: lines as written, invalid lines as engine_error events.
   const fromEngine = hist
-    .map((h) => h.params)
-    .filter((p) => p.origin === 'engine' || p.event?.subtype === 'engine_error')
-    .map((p) => (p.origin === 'engine' ? p.line! : `invalid:${(p.event as { preview?: string }).preview}`));
+    .filter((h) => h.params.origin === 'engine' || h.params.event?.subtype === 'engine_error')
+    .map((h) => (h.params.origin === 'engine' ? h.line! : `invalid:${(h.params.event as { preview?: string }).preview}`));
   const wrote = w.engine.output.map((o) => (o.kind === 'frame' ? o.line : `invalid:${o.preview}`));
   expect(fromEngine).toEqual(wrote);
   const exited = hist.filter((h) => h.params.event?.subtype === 'exited');
@@ -445,7 +447,7 @@ function checkWorld(w: World, items: Awaited<ReturnType<typeof itemsOf>>[]): { g
         expect(item.seq).toBe(expectNext);
       }
       const h = hist[item.seq - 1];
-      if (item.line !== undefined) expect(item.line).toBe(h.params.line);
+      if (item.line !== undefined) expect(item.line).toBe(h.line);
       else expect(item.event).toEqual(h.params.event);
       expectNext = item.seq + 1;
     }

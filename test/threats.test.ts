@@ -384,7 +384,7 @@ describe('threats 2D: sequence, ack, resume', () => {
 
   it('D6: a full replay log evicts the oldest (a later resume gets a gap), while the agent never evicts: it stops reading the engine', async () => {
     const log = new ReplayLog({ maxFrames: 10_000, maxBytes: 64 * 1024 });
-    for (let seq = 1; seq <= 200; seq++) log.append({ seq, text: 'x'.repeat(1024) });
+    for (let seq = 1; seq <= 200; seq++) log.append({ seq, bytes: Buffer.alloc(1024, 'x') });
     expect(log.firstSeq).toBeGreaterThan(1);
     let err: TetherError | undefined;
     try {

@@ -12,8 +12,14 @@ export interface BinaryFrame {
   readonly body: Uint8Array;
 }
 
-/** What a channel carries: JSON text, or a header with bytes. */
+/** What a channel carries, and what iterating it yields: JSON text, or a header with bytes. */
 export type WireFrame = string | BinaryFrame;
+
+/**
+ * What send() and post() take: a WireFrame, or JSON text already encoded as UTF-8 bytes (sent
+ * as a text frame and received as a string), so one encoding can serve every client.
+ */
+export type OutgoingFrame = WireFrame | Uint8Array;
 
 /**
  * What a binary frame costs beyond its header and body, on every transport alike: the length
@@ -23,8 +29,10 @@ export type WireFrame = string | BinaryFrame;
 export const BINARY_FRAME_OVERHEAD_BYTES = 4;
 
 /** Size of a frame against `maxFrameBytes`: UTF-8 bytes for text; header + body + overhead for binary. */
-export function frameBytes(frame: WireFrame): number {
-  return typeof frame === 'string' ? Buffer.byteLength(frame) : BINARY_FRAME_OVERHEAD_BYTES + Buffer.byteLength(frame.header) + frame.body.byteLength;
+export function frameBytes(frame: OutgoingFrame): number {
+  if (typeof frame === 'string') return Buffer.byteLength(frame);
+  if (frame instanceof Uint8Array) return frame.byteLength;
+  return BINARY_FRAME_OVERHEAD_BYTES + Buffer.byteLength(frame.header) + frame.body.byteLength;
 }
 
 /** Cheap size used for queue accounting: UTF-16 units for text, bytes for binary. */
@@ -64,13 +72,13 @@ export interface Channel extends AsyncIterable<WireFrame> {
   /** Bytes accepted by send() but not yet written to the network. */
   readonly bufferedBytes: number;
   readonly isClosed: boolean;
-  send(frame: WireFrame): Promise<void>;
+  send(frame: OutgoingFrame): Promise<void>;
   /**
    * Fire-and-forget send for hot paths (broadcast to many clients): no promise per frame.
    * Returns false, having sent nothing, when the channel is closed or the frame is over the
    * limit. A transport error later closes the channel as usual.
    */
-  post(frame: WireFrame): boolean;
+  post(frame: OutgoingFrame): boolean;
   close(code?: ErrorCode | 'OK', reason?: string): void;
   readonly closed: Promise<CloseInfo>;
   /** Aborted when the channel closes. */
@@ -134,31 +142,31 @@ export abstract class BaseChannel implements Channel {
   }
 
   /** Writes one frame to the transport; called only while open and within the limit. */
-  protected abstract write(frame: WireFrame): Promise<void>;
+  protected abstract write(frame: OutgoingFrame): Promise<void>;
   /** Ends the transport; called once, by close(). */
   protected abstract shutdown(code: ErrorCode | 'OK', reason: string): void;
   /** Stop / restart reading from the transport (backpressure). */
   protected abstract pauseInput(): void;
   protected abstract resumeInput(): void;
 
-  post(frame: WireFrame): boolean {
+  post(frame: OutgoingFrame): boolean {
     if (this.closeInfo || !this.fits(frame)) return false;
     this.writeNoWait(frame);
     return true;
   }
 
   /** Writes without waiting; adapters override when they can skip the per-frame callback. */
-  protected writeNoWait(frame: WireFrame): void {
+  protected writeNoWait(frame: OutgoingFrame): void {
     this.write(frame).catch(() => {});
   }
 
   /** UTF-8 is at most 3 bytes per UTF-16 unit: only long text frames need counting. */
-  private fits(frame: WireFrame): boolean {
+  private fits(frame: OutgoingFrame): boolean {
     if (typeof frame === 'string') return frame.length * 3 <= this.maxFrameBytes || Buffer.byteLength(frame) <= this.maxFrameBytes;
     return frameBytes(frame) <= this.maxFrameBytes;
   }
 
-  send(frame: WireFrame): Promise<void> {
+  send(frame: OutgoingFrame): Promise<void> {
     if (this.closeInfo) {
       return Promise.reject(new TetherError('FAILED_PRECONDITION', `channel closed: ${this.closeInfo.reason}`));
     }

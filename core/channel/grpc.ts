@@ -1,6 +1,6 @@
 import type { ChannelOptions, ClientDuplexStream, ServerDuplexStream, StatusObject } from '@grpc/grpc-js';
 import { codeFromGrpc, ERROR_TABLE, TetherError, type ErrorCode } from '../errors.js';
-import { BaseChannel, frameBytes, type BaseChannelOptions, type CloseInfo, type Transport, type WireFrame } from './channel.js';
+import { BaseChannel, frameBytes, type BaseChannelOptions, type CloseInfo, type OutgoingFrame, type Transport, type WireFrame } from './channel.js';
 import type { GatewayFrame } from './proto.js';
 
 /**
@@ -126,10 +126,11 @@ abstract class GrpcChannelBase extends BaseChannel {
     this.push(frame);
   }
 
-  protected write(frame: WireFrame): Promise<void> {
+  protected write(frame: OutgoingFrame): Promise<void> {
     return new Promise((resolve, reject) => {
       const bytes = frameBytes(frame);
-      const message: GatewayFrame = typeof frame === 'string' ? { json: frame } : { json: frame.header, data: frame.body };
+      const message: GatewayFrame =
+        typeof frame === 'string' ? { json: frame } : frame instanceof Uint8Array ? { json: '', jsonBytes: frame } : { json: frame.header, data: frame.body };
       this.outbox.push({ message, bytes, resolve, reject });
       this.outboxBytes += bytes;
       this.pump();

@@ -1,5 +1,5 @@
 import { TetherError, type ErrorCode } from '../errors.js';
-import { BaseChannel, frameBytes, type BaseChannelOptions, type CloseInfo, type Transport, type WireFrame } from './channel.js';
+import { BaseChannel, frameBytes, type BaseChannelOptions, type CloseInfo, type OutgoingFrame, type Transport, type WireFrame } from './channel.js';
 
 /**
  * An in-memory channel pair: what one side sends, the other iterates. Used by unit tests and
@@ -30,10 +30,12 @@ export class MemoryChannel extends BaseChannel {
     return this.outboxBytes;
   }
 
-  protected write(frame: WireFrame): Promise<void> {
+  protected write(frame: OutgoingFrame): Promise<void> {
     return new Promise((resolve, reject) => {
       const bytes = frameBytes(frame);
-      this.outbox.push({ frame, bytes, done: resolve, fail: reject });
+      // Text sent as bytes arrives as text, as it would over a socket.
+      const delivered = frame instanceof Uint8Array ? Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength).toString('utf8') : frame;
+      this.outbox.push({ frame: delivered, bytes, done: resolve, fail: reject });
       this.outboxBytes += bytes;
       this.scheduleFlush();
     });

@@ -1,7 +1,7 @@
 import type { WebSocket } from 'ws';
 import { codeFromWsClose, ERROR_TABLE, type ErrorCode } from '../errors.js';
 import { decodeBinaryFrame, encodeBinaryFrame } from './binary-frame.js';
-import { BaseChannel, type BaseChannelOptions, type Transport, type WireFrame } from './channel.js';
+import { BaseChannel, type BaseChannelOptions, type OutgoingFrame, type Transport } from './channel.js';
 
 export interface WsChannelOptions extends BaseChannelOptions {
   /** Protocol-level ping interval (a backstop under the application heartbeat); 0 disables. */
@@ -23,6 +23,9 @@ const RFC_CLOSE: Record<number, ErrorCode | 'OK'> = {
   1002: 'INVALID_ARGUMENT',
   1007: 'INVALID_ARGUMENT',
 };
+
+/** Send options for JSON text already encoded as UTF-8: a text message, bytes as they are. */
+const TEXT = { binary: false } as const;
 
 /** Wraps an open `ws` socket as a Channel. The only place that knows ws's event names. */
 export class WsChannel extends BaseChannel {
@@ -68,13 +71,18 @@ export class WsChannel extends BaseChannel {
   }
 
   /** No callback: ws reports a failed write by closing the socket, which settles `closed`. */
-  protected override writeNoWait(frame: WireFrame): void {
-    this.ws.send(typeof frame === 'string' ? frame : encodeBinaryFrame(frame));
+  protected override writeNoWait(frame: OutgoingFrame): void {
+    if (typeof frame === 'string') this.ws.send(frame);
+    else if (frame instanceof Uint8Array) this.ws.send(frame, TEXT);
+    else this.ws.send(encodeBinaryFrame(frame));
   }
 
-  protected write(frame: WireFrame): Promise<void> {
+  protected write(frame: OutgoingFrame): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.ws.send(typeof frame === 'string' ? frame : encodeBinaryFrame(frame), (err) => (err ? reject(err) : resolve()));
+      const done = (err?: Error) => (err ? reject(err) : resolve());
+      if (typeof frame === 'string') this.ws.send(frame, done);
+      else if (frame instanceof Uint8Array) this.ws.send(frame, TEXT, done);
+      else this.ws.send(encodeBinaryFrame(frame), done);
     });
   }
 

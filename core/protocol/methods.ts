@@ -163,13 +163,17 @@ export const Notifications = {
   'session.input_ack': z.object({ session_id: id, seq }),
   /** gateway -> agent: cumulative ack of the agent's output seq. */
   'session.ack': z.object({ session_id: id, seq }),
-  /** gateway -> client: one frame of a session's stream (engine line or gateway event). */
+  /**
+   * gateway -> client: one frame of a session's stream: an engine line as the raw JSON value
+   * `message` (always the last member, exactly as the engine wrote it), or a gateway event.
+   * The gateway writes it in one layout, core/protocol/session-frame.ts.
+   */
   'session.frame': z.object({
     session_id: id,
     seq,
-    line: z.string().optional(),
-    event: TetherEvent.optional(),
     origin: z.enum(['engine', 'gateway']),
+    event: TetherEvent.optional(),
+    message: z.record(z.string(), z.unknown()).optional(),
   }),
   /** gateway -> client: the engine's control_response to this client's own control_request. */
   'session.reply': z.object({ session_id: id, line: z.string() }),

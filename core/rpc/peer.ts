@@ -47,6 +47,7 @@ export class RpcPeer {
   private readonly requestHandlers = new Map<string, (params: unknown) => unknown>();
   private readonly notificationHandlers = new Map<string, (params: unknown) => void>();
   private readonly binaryHandlers = new Map<string, (params: unknown, body: Uint8Array) => void>();
+  private rawTextHandler: ((text: string) => boolean) | undefined;
   private readonly log: Logger;
   private readonly timeoutMs: number;
 
@@ -83,6 +84,16 @@ export class RpcPeer {
    */
   postBinary<N extends BinaryNotificationName>(name: N, params: BinaryNotificationParams<N>, body: Uint8Array): boolean {
     return this.channel.post({ header: JSON.stringify({ method: name, params }), body });
+  }
+
+  /**
+   * Sees each text frame before it is parsed; returning true consumes it (the library reads
+   * engine-line frames without parsing their line this way). Frames it declines are handled
+   * as ordinary JSON-RPC.
+   */
+  onRawText(handler: (text: string) => boolean): this {
+    this.rawTextHandler = handler;
+    return this;
   }
 
   /** Sends a request and resolves with its validated result. */
@@ -123,6 +134,7 @@ export class RpcPeer {
 
   private dispatch(frame: WireFrame): void {
     if (typeof frame !== 'string') return this.handleBinary(frame);
+    if (this.rawTextHandler?.(frame)) return;
     let value: unknown;
     try {
       value = JSON.parse(frame);

@@ -1,0 +1,71 @@
+import type { TetherEvent } from './events.js';
+
+/**
+ * The one layout of a `session.frame` notification, as the gateway writes it for every client.
+ * An engine line is embedded as the raw JSON value of `message`, the last member of `params`,
+ * exactly as the engine wrote it: the gateway builds the frame by concatenation (never parsing
+ * or escaping the line), a browser reads it with one `JSON.parse`, and our library slices the
+ * line back out byte for byte without parsing it (see {@link readEngineFrame}).
+ *
+ * ```
+ * {"jsonrpc":"2.0","method":"session.frame","params":{"session_id":"S","seq":7,"origin":"engine","message":<line>}}
+ * ```
+ */
+const PREFIX = '{"jsonrpc":"2.0","method":"session.frame","params":{';
+const MESSAGE_KEY = ',"message":';
+const SUFFIX = '}}';
+const SUFFIX_BYTES = Buffer.from(SUFFIX);
+
+export type FrameOrigin = 'engine' | 'gateway';
+
+/** The header fields every frame starts with, in this order. */
+function header(sessionId: string, seq: number, origin: FrameOrigin): string {
+  return `${PREFIX}"session_id":${JSON.stringify(sessionId)},"seq":${seq},"origin":"${origin}"`;
+}
+
+/**
+ * A frame carrying one engine line (or a line the gateway wrote in the engine's format, such
+ * as a withdrawal): one Buffer, the line copied once. `line` must be one JSON value (the agent
+ * only relays lines that parsed as JSON objects).
+ */
+export function encodeLineFrame(sessionId: string, seq: number, origin: FrameOrigin, line: Uint8Array): Buffer {
+  const head = Buffer.from(header(sessionId, seq, origin) + MESSAGE_KEY);
+  return Buffer.concat([head, line, SUFFIX_BYTES], head.length + line.byteLength + SUFFIX_BYTES.length);
+}
+
+/** A frame carrying a gateway event (our own small object, serialized here). */
+export function encodeEventFrame(sessionId: string, seq: number, event: TetherEvent): Buffer {
+  return Buffer.from(`${header(sessionId, seq, 'gateway')},"event":${JSON.stringify(event)}${SUFFIX}`);
+}
+
+/** An engine-line frame read without parsing its line. */
+export interface RawLineFrame {
+  session_id: string;
+  seq: number;
+  origin: FrameOrigin;
+  /** The line exactly as the engine wrote it. */
+  line: string;
+}
+
+/**
+ * Reads a `session.frame` text in the gateway's layout carrying a line, slicing the line out
+ * unparsed; `undefined` for any other text (event frames, other messages, another layout),
+ * which the caller parses as ordinary JSON-RPC. Only the short header is parsed. The search
+ * for `,"message":` cannot stop inside the header's strings: in JSON text a quote inside a
+ * string is always escaped, so a comma followed by a bare quote only occurs between members.
+ */
+export function readEngineFrame(text: string): RawLineFrame | undefined {
+  if (!text.startsWith(PREFIX) || !text.endsWith(SUFFIX)) return undefined;
+  const at = text.indexOf(MESSAGE_KEY, PREFIX.length);
+  if (at < 0 || at > PREFIX.length + 512) return undefined; // headers are short; a match further on is inside an event
+  let head: { session_id?: unknown; seq?: unknown; origin?: unknown };
+  try {
+    head = JSON.parse(`${text.slice(PREFIX.length - 1, at)}}`) as typeof head;
+  } catch {
+    return undefined;
+  }
+  const { session_id, seq, origin } = head;
+  if (Object.keys(head).length !== 3) return undefined; // `,"message":` of something nested, not the line
+  if (typeof session_id !== 'string' || typeof seq !== 'number' || (origin !== 'engine' && origin !== 'gateway')) return undefined;
+  return { session_id, seq, origin, line: text.slice(at + MESSAGE_KEY.length, text.length - SUFFIX.length) };
+}
