@@ -21,8 +21,8 @@ import { connectChannelWire, connectWire } from '../lib/wire.mjs';
 const ENGINE = fileURLToPath(new URL('../echo-engine.mjs', import.meta.url));
 const handles = new Map();
 
-/** An engine assistant line as it appears escaped inside a session.frame envelope. */
-const ASSISTANT_IN_ENVELOPE = '"line":"{\\"type\\":\\"assistant\\"';
+/** An engine assistant line as it appears inside a session.frame envelope (embedded as it is). */
+const ASSISTANT_IN_ENVELOPE = '"message":{"type":"assistant"';
 const isAssistantBuf = (b) => b[9] === 0x61 && b[10] === 0x73; // {"type":"as…
 const streamLine = (count, bytes, rate) => ({ type: 'control_request', request_id: `bench-${Date.now()}`, request: { subtype: 'bench_stream', count, bytes, ...(rate ? { rate } : {}) } });
 const userLine = (text) => ({ type: 'user', message: { role: 'user', content: text }, parent_tool_use_id: null, session_id: 'default' });
