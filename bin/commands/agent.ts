@@ -1,5 +1,5 @@
 import { Agent } from '../../agent/agent.js';
-import { AGENT_CONFIG } from '../../agent/config.js';
+import { AGENT_CONFIG, enginePoliciesOf } from '../../agent/config.js';
 import { createLogger } from '../../core/logging.js';
 import type { Command } from '../args.js';
 import { dialTlsOf } from '../../core/config/tls-keys.js';
@@ -11,6 +11,7 @@ export const agentCommand: Command = {
   summary: 'run an agent that dials out to a gateway and runs engines',
   usage: `Usage: tether agent --gateway ws://HOST:PORT --name NAME [--token TOKEN] [--engine auto|claude|demo]
                     [--engine-command PATH] [--cwd DIR] [--label KEY=VALUE]... [--config FILE]
+                    [--allow-engine-flag FLAG]... [--engine-env KEY=VALUE]... [--engine-user NAME]
 
 Runs on the build machine. Dials out (no open port needed), registers as NAME and spawns one
 engine per session. Reconnects by itself; engines keep running while the link is down.
@@ -25,6 +26,14 @@ Options:
   --engine-command PATH  the Claude Code executable (env TETHER_ENGINE_COMMAND; default claude)
   --cwd DIR              working folder for sessions that name none (default: current folder)
   --label KEY=VALUE      label shown in "tether agents" (repeatable)
+  --allow-engine-flag FLAG  let sessions use an engine flag that runs programs, loads code or
+                         settings, or reaches files beyond the session folder (repeatable,
+                         e.g. mcp-config; default: none of them)
+  --allow-bypass-permissions  let sessions run tools without asking (bypassPermissions)
+  --engine-env KEY=VALUE add a variable to every engine's environment (repeatable)
+  --engine-env-deny GLOB withhold matching variables from engines (repeatable; TETHER_* and
+                         the agent token are always withheld)
+  --engine-user NAME     run engines as this OS user (the agent must be root or hold CAP_SETUID)
   --log-level LEVEL      trace|debug|info|warn|error (default info)
   --log-format F         auto|json|pretty (default auto: pretty on a terminal)
   -h, --help             show this help
@@ -47,6 +56,7 @@ ${configUsage(AGENT_CONFIG)}`,
       initializeTimeoutMs: c.initializeTimeoutMs,
       eofGraceMs: c.engineEofGraceMs,
       termGraceMs: c.engineTermGraceMs,
+      ...enginePoliciesOf(c),
       heartbeat: { intervalMs: c.heartbeatIntervalMs, timeoutMs: c.heartbeatTimeoutMs },
       dial: dialTlsOf(c),
       logger,

@@ -1,5 +1,6 @@
 import { userInfo } from 'node:os';
 import { Agent } from '../../agent/agent.js';
+import { enginePoliciesOf } from '../../agent/config.js';
 import { mintToken } from '../../core/auth/mint.js';
 import { createLogger } from '../../core/logging.js';
 import { gatewayLimitsOf } from '../../gateway/config.js';
@@ -71,6 +72,7 @@ ${configUsage(UP_CONFIG)}`,
       initializeTimeoutMs: c.initializeTimeoutMs,
       eofGraceMs: c.engineEofGraceMs,
       termGraceMs: c.engineTermGraceMs,
+      ...enginePoliciesOf(c),
       logger: logger.child({ program: 'agent' }),
     });
     await agent.start();
