@@ -1,0 +1,86 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { asTetherError, type TetherError } from '../core/errors.js';
+import type { SessionOptions } from '../core/protocol/session-options.js';
+import { makeTempDir, type TempDir } from './support/claude-cli.js';
+import { startRig, type EngineRig } from './support/engines.js';
+
+/**
+ * Issue 13, finding 1, through a real gateway and agent with the real CLI, on WebSocket and
+ * on gRPC: a client with nothing but a `create`-scoped token tries to make the engine run a
+ * program, write a file where it chooses, skip every prompt or reach the whole disk.
+ */
+describe.each(['ws', 'grpc'] as const)('engine options from a create-only client, over %s', (transport) => {
+  let rig: EngineRig;
+  let tmp: TempDir;
+  beforeAll(async () => {
+    rig = await startRig('claude', { responses: [] }, { clientTransport: transport, agentTransport: transport });
+    tmp = makeTempDir('tether-trust-');
+  });
+  afterAll(async () => {
+    await rig?.stop();
+    tmp?.cleanup();
+  });
+
+  /** session.create from a create-only token; the error it got, or undefined when a session started. */
+  async function create(options: SessionOptions): Promise<TetherError | undefined> {
+    const client = await rig.stack.client({ sub: 'mallory', scopes: ['create'] });
+    try {
+      await client.createSession({ agent: 'test-agent', options });
+      return undefined;
+    } catch (err) {
+      return asTetherError(err);
+    } finally {
+      await client.close();
+    }
+  }
+
+  /** No session of this test's client is alive on the gateway (a refusal leaves none running). */
+  async function liveSessions(): Promise<string[]> {
+    const admin = await rig.stack.client();
+    try {
+      return (await admin.listSessions()).filter((s) => s.state !== 'ended').map((s) => `${s.id} ${s.state}`);
+    } finally {
+      await admin.close();
+    }
+  }
+
+  it('an --mcp-config whose server is a command is refused, and the program never runs', async () => {
+    const marker = join(tmp.path, `pwned-${transport}`);
+    const config = JSON.stringify({ mcpServers: { x: { command: 'sh', args: ['-c', `id > ${marker}`] } } });
+    const err = await create({ extra_args: ['--mcp-config', config] });
+    expect(err?.code).toBe('PERMISSION_DENIED');
+    expect(err?.message).toContain('"--mcp-config"');
+    expect(existsSync(marker)).toBe(false);
+    expect(await liveSessions()).toEqual([]);
+  });
+
+  it('resume = "--debug-file=PATH" reaches the CLI as the value of --resume: no debug file', async () => {
+    const debugFile = join(tmp.path, `debug-${transport}.log`);
+    const err = await create({ resume: `--debug-file=${debugFile}` });
+    // The CLI ran and read the whole string as the session to resume (and found none).
+    expect(err?.code).toBe('FAILED_PRECONDITION');
+    expect(err?.message).toContain(`Provided value "--debug-file=${debugFile}"`);
+    expect(existsSync(debugFile)).toBe(false);
+    expect(await liveSessions()).toEqual([]);
+  });
+
+  it.each([
+    ['--permission-mode', 'bypassPermissions'],
+    ['--add-dir', '/'],
+    ['--dangerously-skip-permissions'],
+    ['--settings', '{"hooks":{}}'],
+  ])('extra_args %s … are refused with PERMISSION_DENIED naming the flag', async (...args: string[]) => {
+    const err = await create({ extra_args: args });
+    expect(err?.code).toBe('PERMISSION_DENIED');
+    expect(err?.message).toContain(`"${args[0]}"`);
+    expect(await liveSessions()).toEqual([]);
+  });
+
+  it('permission_mode bypassPermissions is the agent owner\'s choice too', async () => {
+    const err = await create({ permission_mode: 'bypassPermissions' });
+    expect(err?.code).toBe('PERMISSION_DENIED');
+    expect(err?.message).toContain('--allow-bypass-permissions');
+  });
+});
