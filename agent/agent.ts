@@ -1,6 +1,8 @@
+import type { KeyObject } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { resolve as resolvePath } from 'node:path';
+import { hostKeyProof } from '../core/auth/host-key.js';
 import { TetherError } from '../core/errors.js';
 import { Link, type LinkStatus } from '../core/link/link.js';
 import type { DialOptions } from '../core/link/dial.js';
@@ -35,6 +37,8 @@ export interface AgentOptions {
   engineEnvPolicy?: EngineEnvPolicy;
   /** Flags beyond the safe ones sessions may ask for (agent/extra-args.ts). */
   engineFlags?: EngineFlagPolicy;
+  /** The agent's host key: each hello proves it holds it (core/auth/host-key.ts). */
+  hostKey?: KeyObject;
   dial?: DialOptions;
   backoff?: BackoffPolicy;
   /** Liveness pings on the gateway link (default every 15 s, dead after 10 s). */
@@ -103,6 +107,7 @@ export class Agent {
         default_engine: this.engines.defaultEngine,
         labels: this.opts.labels ?? {},
         sessions: [...this.relays.values()].map((r) => ({ session_id: r.sessionId, next_seq: r.nextOutputSeq, last_input_seq: r.lastAppliedInputSeq })),
+        host_key: this.opts.hostKey && hostKeyProof(this.opts.hostKey, this.opts.name),
       },
     };
   }

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { hostname } from 'node:os';
+import { homedir, hostname } from 'node:os';
+import { join } from 'node:path';
 import { z } from 'zod';
 import { loggingKeys, positiveInt } from '../core/config/common.js';
 import type { ConfigSpec, FinishContext } from '../core/config/load.js';
@@ -10,6 +11,9 @@ import { AGENT_INITIALIZE_TIMEOUT_MS } from './agent.js';
 import { DEFAULT_EOF_GRACE_MS, DEFAULT_TERM_GRACE_MS } from './engine-process.js';
 import { resolveEngineUser, type EngineEnvPolicy } from './engine-env.js';
 import { allowFlagProblem, type EngineFlagPolicy } from './extra-args.js';
+
+/** Where the agent keeps its host key unless hostKeyFile says otherwise. */
+export const DEFAULT_HOST_KEY_FILE = join(homedir(), '.tether', 'agent-host-key.pem');
 
 /** Largest token file read (a token is at most 8 KiB). */
 const MAX_TOKEN_FILE_BYTES = 64 * 1024;
@@ -83,6 +87,12 @@ export const agentSchema = z
       .min(1)
       .optional()
       .meta({ help: 'read the agent token from this file instead (tether token --out writes one)', flag: 'token-file' }),
+    hostKeyFile: z
+      .string()
+      .min(1)
+      .nullable()
+      .default(DEFAULT_HOST_KEY_FILE)
+      .meta({ help: "the agent's host key (Ed25519, created 0600 on first run); the gateway pins it, so the token alone cannot register as this agent; off: none", flag: 'host-key-file' }),
     labels: z.record(z.string(), z.string()).default({}).meta({ help: 'labels shown in "tether agents" (flag repeatable KEY=VALUE; variable comma-separated)', flag: 'label' }),
     ...ENGINE_KEYS,
     ...DIAL_TLS_KEYS,

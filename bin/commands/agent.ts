@@ -1,5 +1,6 @@
 import { Agent } from '../../agent/agent.js';
 import { AGENT_CONFIG, enginePoliciesOf } from '../../agent/config.js';
+import { hostKeyFingerprint, hostKeyProof, loadOrCreateHostKey } from '../../core/auth/host-key.js';
 import { createLogger } from '../../core/logging.js';
 import type { Command } from '../args.js';
 import { dialTlsOf } from '../../core/config/tls-keys.js';
@@ -34,6 +35,8 @@ Options:
   --engine-env-deny GLOB withhold matching variables from engines (repeatable; TETHER_* and
                          the agent token are always withheld)
   --engine-user NAME     run engines as this OS user (the agent must be root or hold CAP_SETUID)
+  --host-key-file FILE   the agent's host key, made on first run (default ~/.tether/agent-host-key.pem;
+                         off: none); the gateway pins it at the first hello
   --log-level LEVEL      trace|debug|info|warn|error (default info)
   --log-format F         auto|json|pretty (default auto: pretty on a terminal)
   -h, --help             show this help
@@ -45,6 +48,7 @@ ${configUsage(AGENT_CONFIG)}`,
     const logger = createLogger({ name: 'agent', level: c.logLevel, format: c.logFormat }).child({ agent: c.name });
     const name = c.name;
     let started = false;
+    const hostKey = c.hostKeyFile === null ? undefined : loadOrCreateHostKey(c.hostKeyFile);
     const agent = new Agent({
       gateway: c.gateway,
       name,
@@ -57,6 +61,7 @@ ${configUsage(AGENT_CONFIG)}`,
       eofGraceMs: c.engineEofGraceMs,
       termGraceMs: c.engineTermGraceMs,
       ...enginePoliciesOf(c),
+      hostKey: hostKey?.key,
       heartbeat: { intervalMs: c.heartbeatIntervalMs, timeoutMs: c.heartbeatTimeoutMs },
       dial: dialTlsOf(c),
       logger,
@@ -71,6 +76,7 @@ ${configUsage(AGENT_CONFIG)}`,
       },
     });
     process.stdout.write(`agent: ${name} engine: ${agent.engines.explanation}\n`);
+    if (hostKey && c.hostKeyFile) process.stdout.write(`host key: ${hostKeyFingerprint(hostKeyProof(hostKey.key, name).public_key)} (${c.hostKeyFile}${hostKey.created ? ', created now' : ''})\n`);
     await agent.start();
     started = true;
     await onShutdown(() => agent.shutdown());

@@ -55,6 +55,7 @@ ${configUsage(UP_CONFIG)}`,
       logger: logger.child({ program: 'gateway' }),
       store: storage.store,
       audit: storage.audit,
+      hostKeys: storage.hostKeys,
       limits: gatewayLimitsOf(c.limits),
       metrics: new GatewayMetrics({ processMetrics: true }),
     });
