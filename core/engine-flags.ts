@@ -58,7 +58,7 @@ const TABLE: Record<FlagClass, Partial<Record<FlagArity, string>>> = {
     value:
       '--model --fallback-model --permission-mode --permission-prompts --max-turns --max-budget-usd --max-thinking-tokens ' +
       '--task-budget --effort --thinking --thinking-display --system-prompt --append-system-prompt --json-schema --agent ' +
-      '--name --setting-sources --session-id --resume-session-at',
+      '--name --setting-sources --session-id --resume-session-at --resume-drops-turn',
     optional: '--resume',
     variadic: '--allowedTools --disallowedTools --tools --betas',
   },

@@ -5,6 +5,7 @@ import { asTetherError, type TetherError } from '../core/errors.js';
 import type { SessionOptions } from '../core/protocol/session-options.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { startRig, type EngineRig } from './support/engines.js';
+import { readTurn } from './support/turns.js';
 
 /**
  * Issue 13, finding 1, through a real gateway and agent with the real CLI, on WebSocket and
@@ -36,11 +37,11 @@ describe.each(['ws', 'grpc'] as const)('engine options from a create-only client
     }
   }
 
-  /** No session of this test's client is alive on the gateway (a refusal leaves none running). */
+  /** Every session the gateway lists (a refused create must leave none, not even an ended one). */
   async function liveSessions(): Promise<string[]> {
     const admin = await rig.stack.client();
     try {
-      return (await admin.listSessions()).filter((s) => s.state !== 'ended').map((s) => `${s.id} ${s.state}`);
+      return (await admin.listSessions()).map((s) => `${s.id} ${s.state}`);
     } finally {
       await admin.close();
     }
@@ -76,6 +77,23 @@ describe.each(['ws', 'grpc'] as const)('engine options from a create-only client
     expect(err?.code).toBe('PERMISSION_DENIED');
     expect(err?.message).toContain(`"${args[0]}"`);
     expect(await liveSessions()).toEqual([]);
+  });
+
+  it('every option still reaches the real CLI as the value of its own flag (--flag=value)', async () => {
+    const client = await rig.stack.client();
+    const session = await client.createSession({
+      agent: 'test-agent',
+      options: { model: 'claude-tether-test', permission_mode: 'acceptEdits', disallowed_tools: ['WebFetch'], system_prompt: '-a prompt that starts with a dash', include_partial_messages: true },
+    });
+    await session.sendUserMessage('hello');
+    const turn = await readTurn(session, () => undefined);
+    const init = turn.messages.find((m) => m.type === 'system' && m.subtype === 'init') as { model?: string; permissionMode?: string; tools?: string[] };
+    expect(init).toMatchObject({ model: 'claude-tether-test', permissionMode: 'acceptEdits' });
+    expect(init.tools).not.toContain('WebFetch');
+    expect(init.tools).toContain('Bash');
+    expect(turn.messages.some((m) => m.type === 'stream_event')).toBe(true);
+    expect(rig.fake!.modelRequests().at(-1)?.model).toBe('claude-tether-test');
+    await session.stop();
   });
 
   it('permission_mode bypassPermissions is the agent owner\'s choice too', async () => {

@@ -37,6 +37,10 @@ Options:
   --engine KIND      auto (default: claude if on PATH, else the built-in demo), claude or demo
   --engine-command PATH  the Claude Code executable (env TETHER_ENGINE_COMMAND)
   --cwd DIR          working folder for the local agent's sessions (default: current folder)
+  --allow-engine-flag FLAG  an engine flag sessions may use although it runs programs, loads
+                     code or settings, or reaches files beyond the session folder (repeatable)
+  --allow-bypass-permissions  sessions may run tools without asking (bypassPermissions)
+  --engine-env KEY=VALUE, --engine-env-deny GLOB, --engine-user NAME: as for tether agent
 ${AUTH_FLAGS_HELP}
 ${STORAGE_FLAGS_HELP}
   --log-level LEVEL  trace|debug|info|warn|error (default warn)
