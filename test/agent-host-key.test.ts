@@ -6,6 +6,7 @@ import { Agent } from '../agent/agent.js';
 import { hostKeyProof, loadOrCreateHostKey, verifyHostKeyProof } from '../core/auth/host-key.js';
 import { asTetherError } from '../core/errors.js';
 import { HostKeyPins } from '../gateway/host-key-pins.js';
+import { thrownBy } from './support/thrown.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { startStack, withTimeout, type Stack } from './support/stack.js';
 import { readTurn } from './support/turns.js';
@@ -25,7 +26,7 @@ describe('host key pins', () => {
     expect(fp).toMatch(/^SHA256:/);
     expect(pins.check('buildbox', 'buildbox', hostKeyProof(real, 'buildbox'))).toBe(fp);
     for (const proof of [undefined, hostKeyProof(other, 'buildbox')]) {
-      const err = asTetherError(catching(() => pins.check('buildbox', 'buildbox', proof)));
+      const err = thrownBy(() => pins.check('buildbox', 'buildbox', proof))!;
       expect(err.code).toBe('PERMISSION_DENIED');
       expect(err.message).toContain(fp);
     }
@@ -53,19 +54,11 @@ describe('host key pins', () => {
     new HostKeyPins(path).check('box', 'box', hostKeyProof(first.key, 'box'));
     expect(statSync(path).mode & 0o777).toBe(0o600);
     const restarted = new HostKeyPins(path);
-    expect(asTetherError(catching(() => restarted.check('box', 'box', hostKeyProof(newKey(), 'box')))).code).toBe('PERMISSION_DENIED');
+    expect(thrownBy(() => restarted.check('box', 'box', hostKeyProof(newKey(), 'box')))!.code).toBe('PERMISSION_DENIED');
     expect(restarted.check('box', 'box', hostKeyProof(loadOrCreateHostKey(keyPath).key, 'box'))).toMatch(/^SHA256:/);
   });
 });
 
-function catching(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a throw');
-}
 
 describe.each(['ws', 'grpc'] as const)('an impostor with the agent\'s own token, over %s', (transport) => {
   let stack: Stack | undefined;

@@ -1,8 +1,8 @@
 import { chmodSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { engineEnvironment, resolveEngineUser } from '../agent/engine-env.js';
-import { asTetherError } from '../core/errors.js';
 import { GatewayClient } from '../client/gateway-client.js';
+import { thrownBy } from './support/thrown.js';
 import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './support/claude-cli.js';
 import { startTether, type Daemon } from './support/cli.js';
 import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic.js';
@@ -27,23 +27,15 @@ describe('engineEnvironment', () => {
 
   it('--engine-user: a clear FAILED_PRECONDITION when the agent may not switch users or the user is unknown', () => {
     const passwd = [{ name: 'nobody', uid: 65534, gid: 65534, home: '/nonexistent' }];
-    const notRoot = asTetherError(catching(() => resolveEngineUser('nobody', passwd, 1000)));
+    const notRoot = thrownBy(() => resolveEngineUser('nobody', passwd, 1000))!;
     expect(notRoot.code).toBe('FAILED_PRECONDITION');
     expect(notRoot.message).toContain('the agent runs as uid 1000 and may not switch users');
-    expect(asTetherError(catching(() => resolveEngineUser('ghost', passwd, 0))).message).toContain('"ghost" is not in /etc/passwd');
+    expect(thrownBy(() => resolveEngineUser('ghost', passwd, 0))!.message).toContain('"ghost" is not in /etc/passwd');
     expect(resolveEngineUser('nobody', passwd, 0)).toEqual(passwd[0]);
     expect(resolveEngineUser('4242:17', passwd, 0)).toMatchObject({ uid: 4242, gid: 17 });
   });
 });
 
-function catching(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a throw');
-}
 
 /**
  * `tether agent` as its own process, with its token in TETHER_TOKEN (as the README tells

@@ -4,9 +4,10 @@ import { describe, expect, it } from 'vitest';
 import { defaultModeArgs, engineCommandLine, STREAM_JSON_FLAGS, type ResolvedEngines } from '../agent/engine-command.js';
 import { checkExtraArgs, type EngineFlagPolicy } from '../agent/extra-args.js';
 import { ENGINE_FLAGS, engineFlag, isUnknownToken, readEngineArgv, type ParsedFlag } from '../core/engine-flags.js';
-import { asTetherError, TetherError } from '../core/errors.js';
+import { asTetherError } from '../core/errors.js';
 import { SessionOptions } from '../core/protocol/session-options.js';
 import { claudeBinaryPath, makeTempDir } from './support/claude-cli.js';
+import { thrownBy } from './support/thrown.js';
 
 /**
  * core/engine-flags.ts against the real CLI's arity, and the agent's argv builder: every
@@ -18,15 +19,6 @@ const ENGINES: ResolvedEngines = { engines: ['claude'], defaultEngine: 'claude',
 function argvFor(o: SessionOptions, policy: EngineFlagPolicy = {}): string[] {
   const extra = checkExtraArgs(o.extra_args ?? [], policy, 'test-agent');
   return engineCommandLine('claude', ENGINES, o, extra, policy, 'test-agent').args;
-}
-
-function refusal(fn: () => unknown): TetherError | undefined {
-  try {
-    fn();
-    return undefined;
-  } catch (err) {
-    return asTetherError(err);
-  }
 }
 
 describe('the flag table is the CLI\'s own', () => {
@@ -80,7 +72,7 @@ describe('extra_args: the owner decides, the client asks', () => {
     ['--agents', ['--agents', '{}']],
   ];
   it.each(denied)('refuses %s by default with PERMISSION_DENIED naming the flag', (_what, args) => {
-    const err = refusal(() => checkExtraArgs(args, {}, 'buildbox'));
+    const err = thrownBy(() => checkExtraArgs(args, {}, 'buildbox'));
     expect(err?.code).toBe('PERMISSION_DENIED');
     expect(err?.message).toContain(`"${args[0].split('=')[0]}"`);
     expect(err?.message).toContain('buildbox');
@@ -106,13 +98,13 @@ describe('extra_args: the owner decides, the client asks', () => {
       '--permission-mode=bypassPermissions',
       '--mcp-config=/etc/mcp.json',
     ]);
-    expect(refusal(() => argvFor({ permission_mode: 'bypassPermissions' }))?.code).toBe('PERMISSION_DENIED');
+    expect(thrownBy(() => argvFor({ permission_mode: 'bypassPermissions' }))?.code).toBe('PERMISSION_DENIED');
     expect(argvFor({ permission_mode: 'bypassPermissions' }, policy)).toContain('--permission-mode=bypassPermissions');
   });
 
   it('refuses unknown flags, stray values and misused flags with INVALID_ARGUMENT', () => {
     for (const args of [['--nope'], ['stray'], ['--'], ['--continue=yes'], ['--model'], ['-pr']]) {
-      expect(refusal(() => checkExtraArgs(args))?.code, JSON.stringify(args)).toBe('INVALID_ARGUMENT');
+      expect(thrownBy(() => checkExtraArgs(args))?.code, JSON.stringify(args)).toBe('INVALID_ARGUMENT');
     }
   });
 
@@ -129,8 +121,8 @@ describe('session options are data, never flags', () => {
   });
 
   it('refuses a value that cannot be one argv string', () => {
-    expect(refusal(() => argvFor({ model: 'a\0b' }))?.code).toBe('INVALID_ARGUMENT');
-    expect(refusal(() => argvFor({ system_prompt: 'x'.repeat(200_000) }))?.code).toBe('INVALID_ARGUMENT');
+    expect(thrownBy(() => argvFor({ model: 'a\0b' }))?.code).toBe('INVALID_ARGUMENT');
+    expect(thrownBy(() => argvFor({ system_prompt: 'x'.repeat(200_000) }))?.code).toBe('INVALID_ARGUMENT');
   });
 
   // Strings a hostile client would try: flag-looking, =, blanks, newlines, NUL, 100 KB.
