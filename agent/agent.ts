@@ -18,6 +18,7 @@ import { EngineProcess } from './engine-process.js';
 import { engineEnvironment, type EngineEnvPolicy } from './engine-env.js';
 import { checkExtraArgs, type EngineFlagPolicy } from './extra-args.js';
 import { SessionRelay, type OutputSink } from './session-relay.js';
+import { checkSessionFolder } from './session-roots.js';
 
 /** How long a new engine has to answer the agent's initialize, unless initializeTimeoutMs says otherwise. */
 export const AGENT_INITIALIZE_TIMEOUT_MS = 60_000;
@@ -37,6 +38,8 @@ export interface AgentOptions {
   engineEnvPolicy?: EngineEnvPolicy;
   /** Flags beyond the safe ones sessions may ask for (agent/extra-args.ts). */
   engineFlags?: EngineFlagPolicy;
+  /** Folders sessions may work in (and below); empty or absent: anywhere. */
+  sessionRoots?: readonly string[];
   /** The agent's host key: each hello proves it holds it (core/auth/host-key.ts). */
   hostKey?: KeyObject;
   dial?: DialOptions;
@@ -153,6 +156,7 @@ export class Agent {
     if (!this.engines.engines.includes(kind)) throw new TetherError('FAILED_PRECONDITION', `this agent cannot run engine "${kind}"`);
     const cwd = resolvePath(options.cwd ?? this.opts.cwd ?? process.cwd());
     if (!isDirectory(cwd)) throw new TetherError('INVALID_ARGUMENT', `working folder ${cwd} does not exist on agent "${this.opts.name}"`);
+    checkSessionFolder(cwd, this.opts.sessionRoots ?? [], this.opts.name);
     const flags = this.opts.engineFlags ?? {};
     const extra = checkExtraArgs(options.extra_args ?? [], flags, this.opts.name);
     const { command, args } = engineCommandLine(kind, this.engines, options, extra, flags, this.opts.name);

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { homedir, hostname } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { loggingKeys, positiveInt } from '../core/config/common.js';
 import type { ConfigSpec, FinishContext } from '../core/config/load.js';
@@ -23,6 +23,10 @@ export const ENGINE_KEYS = {
   engine: z.enum(['auto', 'claude', 'demo']).default('auto').meta({ help: 'auto (claude if on PATH, else the built-in demo), claude or demo', flag: 'engine' }),
   engineCommand: z.string().min(1).optional().meta({ help: 'the Claude Code executable (default: claude on PATH)', flag: 'engine-command' }),
   cwd: z.string().min(1).optional().meta({ help: 'working folder for sessions that name none (default: the current folder)', flag: 'cwd' }),
+  sessionRoots: z
+    .array(z.string().min(1))
+    .default([])
+    .meta({ help: 'sessions may work only in these folders and below (repeatable; default: anywhere). The folder decides which project settings and hooks the engine loads', flag: 'session-root' }),
   initializeTimeoutMs: positiveInt(AGENT_INITIALIZE_TIMEOUT_MS, "a new engine must answer the agent's initialize within this time"),
   engineEofGraceMs: positiveInt(DEFAULT_EOF_GRACE_MS, 'stopping an engine: wait this long after closing its stdin, then SIGTERM'),
   engineTermGraceMs: positiveInt(DEFAULT_TERM_GRACE_MS, 'stopping an engine: wait this long after SIGTERM, then SIGKILL'),
@@ -63,9 +67,14 @@ export const ENGINE_KEYS = {
 /** The engine keys as loaded. */
 type EngineKeys = z.infer<z.ZodObject<typeof ENGINE_KEYS>>;
 
-/** The agent options that follow from the engine keys: flag policy and environment policy. */
-export function enginePoliciesOf(c: Pick<EngineKeys, 'allowEngineFlags' | 'allowBypassPermissions' | 'engineEnv' | 'engineEnvDeny' | 'engineUser'>): { engineFlags: EngineFlagPolicy; engineEnvPolicy: EngineEnvPolicy } {
+/** The agent options that follow from the engine keys: flag policy, environment policy and session folders. */
+export function enginePoliciesOf(c: Pick<EngineKeys, 'allowEngineFlags' | 'allowBypassPermissions' | 'engineEnv' | 'engineEnvDeny' | 'engineUser' | 'sessionRoots'>): {
+  engineFlags: EngineFlagPolicy;
+  engineEnvPolicy: EngineEnvPolicy;
+  sessionRoots: string[];
+} {
   return {
+    sessionRoots: c.sessionRoots.map((r) => resolve(r)),
     engineFlags: { allowFlags: c.allowEngineFlags, allowBypassPermissions: c.allowBypassPermissions },
     engineEnvPolicy: { set: c.engineEnv, deny: c.engineEnvDeny, user: c.engineUser === undefined ? undefined : resolveEngineUser(c.engineUser) },
   };

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { asTetherError, type TetherError } from '../core/errors.js';
@@ -100,5 +100,36 @@ describe.each(['ws', 'grpc'] as const)('engine options from a create-only client
     const err = await create({ permission_mode: 'bypassPermissions' });
     expect(err?.code).toBe('PERMISSION_DENIED');
     expect(err?.message).toContain('--allow-bypass-permissions');
+  });
+});
+
+describe('--session-root: where sessions may work is the owner\'s choice', () => {
+  let rig: EngineRig;
+  let outside: TempDir;
+  beforeAll(async () => {
+    outside = makeTempDir('tether-outside-');
+  });
+  afterAll(async () => {
+    await rig?.stop();
+    outside?.cleanup();
+  });
+
+  it('refuses a folder outside the roots, also through a symlink, and allows the roots and below', async () => {
+    const roots = makeTempDir('tether-roots-');
+    try {
+      mkdirSync(join(roots.path, 'repo'));
+      symlinkSync(outside.path, join(roots.path, 'escape'));
+      rig = await startRig('demo', undefined, { agentOptions: { sessionRoots: [roots.path] } });
+      const client = await rig.stack.client();
+      for (const cwd of [outside.path, '/', join(roots.path, 'escape')]) {
+        const err = await client.createSession({ agent: 'test-agent', options: { cwd } }).then(() => undefined, (e: unknown) => asTetherError(e));
+        expect(err?.code, cwd).toBe('PERMISSION_DENIED');
+        expect(err?.message).toContain('--session-root');
+      }
+      const ok = await client.createSession({ agent: 'test-agent', options: { cwd: join(roots.path, 'repo') } });
+      await ok.stop();
+    } finally {
+      roots.cleanup();
+    }
   });
 });
