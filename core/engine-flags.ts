@@ -122,7 +122,8 @@ export function flagToken(flag: EngineFlag, value?: string): string {
 /**
  * What one use of a flag allows, given its value: `--permission-mode bypassPermissions`
  * bypasses permissions; an `--mcp-config` whose servers are all in-process SDK servers (what
- * the Agent SDK passes for `createSdkMcpServer`) starts nothing and is safe.
+ * older Agent SDKs passed for `createSdkMcpServer`; 0.3.332 declares them in its initialize
+ * request instead) starts nothing and is safe.
  */
 export function flagClassOf(flag: EngineFlag, value: string | undefined): FlagClass {
   if (flag.name === '--permission-mode' && value === 'bypassPermissions') return 'bypasses-permissions';
