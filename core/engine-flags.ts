@@ -121,9 +121,10 @@ export function flagToken(flag: EngineFlag, value?: string): string {
 
 /**
  * What one use of a flag allows, given its value: `--permission-mode bypassPermissions`
- * bypasses permissions; an `--mcp-config` whose servers are all in-process SDK servers (what
- * older Agent SDKs passed for `createSdkMcpServer`; 0.3.332 declares them in its initialize
- * request instead) starts nothing and is safe.
+ * bypasses permissions; an `--mcp-config` whose servers are all in-process SDK servers
+ * (`{"type":"sdk"}`, served by the app over the session's own messages; an SDK may declare
+ * them this way, while the TypeScript SDK 0.3.332 sends them in its initialize request)
+ * starts nothing and is safe.
  */
 export function flagClassOf(flag: EngineFlag, value: string | undefined): FlagClass {
   if (flag.name === '--permission-mode' && value === 'bypassPermissions') return 'bypasses-permissions';
