@@ -14,6 +14,8 @@
  *    anywhere, or `--debug-file` followed by a token, turns the debug log on), so a value
  *    passed as a token of its own can be read as a flag even when commander would not.
  * Hence {@link flagToken}: every value the agent passes is glued to its flag with `=`.
+ * test/engine-flags.test.ts checks every arity here against `claude --help` and against the
+ * tables of the CLI's own argv scanner in the installed binary.
  */
 
 /** How many values a flag takes. */

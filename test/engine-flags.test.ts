@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { defaultModeArgs, engineCommandLine, STREAM_JSON_FLAGS, type ResolvedEngines } from '../agent/engine-command.js';
@@ -45,6 +46,23 @@ describe('the flag table is the CLI\'s own', () => {
     }
   }, 40_000);
 
+  it('every flag, hidden ones included, has the arity of the CLI\'s own argv scanner', () => {
+    const sets = cliScannerSets(claudeBinaryPath());
+    // The scanner's tables, found by what they hold: flags with a value (variadic ones too),
+    // variadic flags, flags with an optional value, flags without a value.
+    const value = sets.find((s) => s.includes('--debug-file') && s.includes('--model'));
+    const variadic = sets.find((s) => s.includes('--add-dir') && s.includes('--mcp-config') && !s.includes('--model'));
+    const optional = sets.find((s) => s.includes('-r') && s.includes('--resume'));
+    const none = sets.find((s) => s.includes('--verbose') && s.includes('--continue'));
+    expect([value, variadic, optional, none].every(Boolean), 'the CLI\'s argv scanner tables were not found: check this CLI release by hand').toBe(true);
+    for (const flag of ENGINE_FLAGS) {
+      for (const spelling of [flag.name, ...(flag.aliases ?? [])]) {
+        const cli = variadic!.includes(spelling) ? 'variadic' : optional!.includes(spelling) ? 'optional' : value!.includes(spelling) ? 'value' : none!.includes(spelling) ? 'none' : 'unknown to the CLI';
+        expect(cli, spelling).toBe(flag.arity);
+      }
+    }
+  });
+
   it('reads an optional value only when the next token does not look like a flag', () => {
     const items = [...readEngineArgv(['--resume', '--debug-file=/tmp/x', '-r', 'abc', '--add-dir', '/a', '/b', '--model', '--x'])];
     const flags = items.map((i) => (isUnknownToken(i) ? `?${i.token}` : `${i.flag.name}=${i.value ?? ''}`));
@@ -56,6 +74,29 @@ describe('the flag table is the CLI\'s own', () => {
     expect(new Set(names).size).toBe(new Set(ENGINE_FLAGS.map((f) => f.name)).size + ENGINE_FLAGS.flatMap((f) => f.aliases ?? []).length);
   });
 });
+
+/**
+ * The string sets next to the CLI's eager argv scanner (the code that reads flags before
+ * commander runs), from the binary itself: found by a flag only they name, read in chunks.
+ */
+function cliScannerSets(binary: string): string[][] {
+  const marker = Buffer.from('"--prefill","--prefill-b64"');
+  const fd = openSync(binary, 'r');
+  try {
+    const size = fstatSync(fd).size;
+    const chunk = Buffer.alloc(16 << 20);
+    for (let pos = 0; pos < size; pos += chunk.length - marker.length) {
+      const i = chunk.subarray(0, readSync(fd, chunk, 0, chunk.length, pos)).indexOf(marker);
+      if (i < 0) continue;
+      const window = Buffer.alloc(16_000);
+      const text = window.subarray(0, readSync(fd, window, 0, window.length, Math.max(0, pos + i - 100))).toString('latin1');
+      return [...text.matchAll(/new Set\(\[([^\]]*)\]/g)].map((m) => [...m[1].matchAll(/"([^"]+)"/g)].map((x) => x[1]));
+    }
+    return [];
+  } finally {
+    closeSync(fd);
+  }
+}
 
 describe('extra_args: the owner decides, the client asks', () => {
   const denied: [string, string[]][] = [
