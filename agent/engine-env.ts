@@ -64,7 +64,7 @@ export interface EngineUser {
  * switch to it: only root (or the user itself) can. FAILED_PRECONDITION with a clear reason
  * otherwise, so the agent refuses to start rather than failing every session.
  */
-export function resolveEngineUser(spec: string, passwd = readPasswd(), ownUid = process.getuid?.()): EngineUser {
+export function resolveEngineUser(spec: string, passwd = readPasswd(), ownUid = process.getuid?.(), canSwitch = hasSetIdCapabilities()): EngineUser {
   const numeric = /^(\d+)(?::(\d+))?$/.exec(spec);
   const entry = passwd.find((u) => (numeric ? u.uid === Number(numeric[1]) : u.name === spec));
   let user: EngineUser;
@@ -72,8 +72,8 @@ export function resolveEngineUser(spec: string, passwd = readPasswd(), ownUid = 
   else if (entry) user = entry;
   else throw new TetherError('FAILED_PRECONDITION', `engine user "${spec}" is not in /etc/passwd (give UID[:GID] for a user only your directory service knows)`);
   if (ownUid === undefined) throw new TetherError('FAILED_PRECONDITION', '--engine-user needs a POSIX system');
-  if (ownUid !== 0 && ownUid !== user.uid) {
-    throw new TetherError('FAILED_PRECONDITION', `cannot run engines as "${user.name}" (uid ${user.uid}): the agent runs as uid ${ownUid} and may not switch users; run the agent as root (or with CAP_SETUID and CAP_SETGID), or drop --engine-user`);
+  if (ownUid !== 0 && ownUid !== user.uid && !canSwitch) {
+    throw new TetherError('FAILED_PRECONDITION', `cannot run engines as "${user.name}" (uid ${user.uid}): the agent runs as uid ${ownUid} without CAP_SETUID and CAP_SETGID and may not switch users; run the agent as root (or grant it those capabilities), or drop --engine-user`);
   }
   return user;
 }
@@ -81,6 +81,16 @@ export function resolveEngineUser(spec: string, passwd = readPasswd(), ownUid = 
 /** The variables that name the engine's user: HOME, USER, LOGNAME of the user it runs as. */
 export function userEnv(user: EngineUser): Record<string, string> {
   return { HOME: user.home, USER: user.name, LOGNAME: user.name };
+}
+
+/** Whether this process holds CAP_SETUID and CAP_SETGID (Linux: bits 7 and 6 of CapEff). */
+function hasSetIdCapabilities(): boolean {
+  try {
+    const eff = /^CapEff:\s*([0-9a-f]+)$/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1];
+    return eff !== undefined && (BigInt(`0x${eff}`) & 0xc0n) === 0xc0n;
+  } catch {
+    return false;
+  }
 }
 
 function readPasswd(): EngineUser[] {

@@ -27,11 +27,12 @@ describe('engineEnvironment', () => {
 
   it('--engine-user: a clear FAILED_PRECONDITION when the agent may not switch users or the user is unknown', () => {
     const passwd = [{ name: 'nobody', uid: 65534, gid: 65534, home: '/nonexistent' }];
-    const notRoot = thrownBy(() => resolveEngineUser('nobody', passwd, 1000))!;
+    const notRoot = thrownBy(() => resolveEngineUser('nobody', passwd, 1000, false))!;
     expect(notRoot.code).toBe('FAILED_PRECONDITION');
-    expect(notRoot.message).toContain('the agent runs as uid 1000 and may not switch users');
+    expect(notRoot.message).toContain('the agent runs as uid 1000 without CAP_SETUID and CAP_SETGID and may not switch users');
     expect(thrownBy(() => resolveEngineUser('ghost', passwd, 0))!.message).toContain('"ghost" is not in /etc/passwd');
     expect(resolveEngineUser('nobody', passwd, 0)).toEqual(passwd[0]);
+    expect(resolveEngineUser('nobody', passwd, 1000, true)).toEqual(passwd[0]); // CAP_SETUID and CAP_SETGID
     expect(resolveEngineUser('4242:17', passwd, 0)).toMatchObject({ uid: 4242, gid: 17 });
   });
 });
