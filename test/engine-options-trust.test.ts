@@ -83,10 +83,22 @@ describe.each(['ws', 'grpc'] as const)('engine options from a create-only client
     const client = await rig.stack.client();
     const session = await client.createSession({
       agent: 'test-agent',
-      options: { model: 'claude-tether-test', permission_mode: 'acceptEdits', disallowed_tools: ['WebFetch'], system_prompt: '-a prompt that starts with a dash', include_partial_messages: true },
+      options: {
+        model: 'claude-tether-test',
+        permission_mode: 'acceptEdits',
+        allowed_tools: ['Bash(echo *)'],
+        disallowed_tools: ['WebFetch'],
+        system_prompt: '-a prompt that starts with a dash',
+        append_system_prompt: '--debug-file=/tmp/not-a-flag',
+        include_partial_messages: true,
+      },
     });
+    rig.fake!.setScenario({ responses: [{ text: 'Running.', tool_use: { id: `toolu_echo_${transport}`, name: 'Bash', input: { command: 'echo allowed-by-rule', description: 'echo' } } }, { text: 'Done.' }] });
     await session.sendUserMessage('hello');
-    const turn = await readTurn(session, () => undefined);
+    const turn = await readTurn(session, () => ({ behavior: 'deny', message: 'the allow rule should have answered' }));
+    expect(turn.prompts).toEqual([]); // --allowedTools=Bash(echo *) approved it
+    expect(rig.fake!.lastToolResults().find((r) => r.tool_use_id === `toolu_echo_${transport}`)?.content).toContain('allowed-by-rule');
+    expect(existsSync('/tmp/not-a-flag')).toBe(false);
     const init = turn.messages.find((m) => m.type === 'system' && m.subtype === 'init') as { model?: string; permissionMode?: string; tools?: string[] };
     expect(init).toMatchObject({ model: 'claude-tether-test', permissionMode: 'acceptEdits' });
     expect(init.tools).not.toContain('WebFetch');
