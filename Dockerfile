@@ -31,9 +31,9 @@ COPY proto ./proto
 # volume starts with that owner (the gateway's state; the agent's token; the agent's work).
 RUN groupadd --system --gid 10001 tether \
  && useradd --system --uid 10001 --gid tether --home-dir /home/tether --create-home --shell /usr/sbin/nologin tether \
- && mkdir -p /var/lib/tether /var/lib/tether-agent /workspace \
- && chown tether:tether /var/lib/tether /var/lib/tether-agent /workspace \
- && chmod 0700 /var/lib/tether /var/lib/tether-agent \
+ && mkdir -p /var/lib/tether /var/lib/tether-agent /var/lib/tether-agent-key /workspace \
+ && chown tether:tether /var/lib/tether /var/lib/tether-agent /var/lib/tether-agent-key /workspace \
+ && chmod 0700 /var/lib/tether /var/lib/tether-agent /var/lib/tether-agent-key \
  && chmod 0755 dist/bin/tether.js \
  && ln -s /opt/tether/dist/bin/tether.js /usr/local/bin/tether
 USER tether

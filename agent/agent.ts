@@ -1,6 +1,8 @@
+import type { KeyObject } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { resolve as resolvePath } from 'node:path';
+import { hostKeyProof } from '../core/auth/host-key.js';
 import { TetherError } from '../core/errors.js';
 import { Link, type LinkStatus } from '../core/link/link.js';
 import type { DialOptions } from '../core/link/dial.js';
@@ -13,8 +15,10 @@ import { AGENT_BACKOFF, type BackoffPolicy } from '../core/util/backoff.js';
 import type { HeartbeatOptions } from '../core/link/heartbeat.js';
 import { engineCommandLine, resolveEngines, type EngineChoice, type ResolvedEngines } from './engine-command.js';
 import { EngineProcess } from './engine-process.js';
-import { checkExtraArgs } from './extra-args.js';
+import { engineEnvironment, type EngineEnvPolicy } from './engine-env.js';
+import { checkExtraArgs, type EngineFlagPolicy } from './extra-args.js';
 import { SessionRelay, type OutputSink } from './session-relay.js';
+import { checkSessionFolder } from './session-roots.js';
 
 /** How long a new engine has to answer the agent's initialize, unless initializeTimeoutMs says otherwise. */
 export const AGENT_INITIALIZE_TIMEOUT_MS = 60_000;
@@ -30,6 +34,14 @@ export interface AgentOptions {
   labels?: Record<string, string>;
   /** Extra environment for engines (e.g. HOME, ANTHROPIC_BASE_URL in tests). */
   engineEnv?: NodeJS.ProcessEnv;
+  /** What engines inherit beyond that (agent/engine-env.ts); the agent's token is always withheld. */
+  engineEnvPolicy?: EngineEnvPolicy;
+  /** Flags beyond the safe ones sessions may ask for (agent/extra-args.ts). */
+  engineFlags?: EngineFlagPolicy;
+  /** Folders sessions may work in (and below); empty or absent: anywhere. */
+  sessionRoots?: readonly string[];
+  /** The agent's host key: each hello proves it holds it (core/auth/host-key.ts). */
+  hostKey?: KeyObject;
   dial?: DialOptions;
   backoff?: BackoffPolicy;
   /** Liveness pings on the gateway link (default every 15 s, dead after 10 s). */
@@ -54,10 +66,13 @@ export class Agent {
   private readonly log: Logger;
   private sink: OutputSink | undefined;
   private stopping = false;
+  /** The owner's engine environment policy, with the agent's token always among the secrets. */
+  private readonly envPolicy: EngineEnvPolicy;
 
   constructor(private readonly opts: AgentOptions) {
     this.log = opts.logger ?? silentLogger;
     this.engines = resolveEngines(opts.engine ?? 'auto', opts.engineCommand);
+    this.envPolicy = { ...opts.engineEnvPolicy, secrets: [...(opts.engineEnvPolicy?.secrets ?? []), opts.token] };
     this.link = new Link({
       url: opts.gateway,
       dial: { ...opts.dial, token: opts.token },
@@ -95,6 +110,7 @@ export class Agent {
         default_engine: this.engines.defaultEngine,
         labels: this.opts.labels ?? {},
         sessions: [...this.relays.values()].map((r) => ({ session_id: r.sessionId, next_seq: r.nextOutputSeq, last_input_seq: r.lastAppliedInputSeq })),
+        host_key: this.opts.hostKey && hostKeyProof(this.opts.hostKey, this.opts.name),
       },
     };
   }
@@ -140,14 +156,18 @@ export class Agent {
     if (!this.engines.engines.includes(kind)) throw new TetherError('FAILED_PRECONDITION', `this agent cannot run engine "${kind}"`);
     const cwd = resolvePath(options.cwd ?? this.opts.cwd ?? process.cwd());
     if (!isDirectory(cwd)) throw new TetherError('INVALID_ARGUMENT', `working folder ${cwd} does not exist on agent "${this.opts.name}"`);
-    const extra = checkExtraArgs(options.extra_args ?? []);
-    const { command, args } = engineCommandLine(kind, this.engines, options, extra);
+    checkSessionFolder(cwd, this.opts.sessionRoots ?? [], this.opts.name);
+    const flags = this.opts.engineFlags ?? {};
+    const extra = checkExtraArgs(options.extra_args ?? [], flags, this.opts.name);
+    const { command, args } = engineCommandLine(kind, this.engines, options, extra, flags, this.opts.name);
     const log = this.log.child({ sessionId, engine: kind });
     const engine = EngineProcess.spawn({
       command,
       args,
       cwd,
-      env: { ...process.env, CLAUDE_CODE_SDK_READS_SESSION_STATE: '1', ...this.opts.engineEnv },
+      env: engineEnvironment({ CLAUDE_CODE_SDK_READS_SESSION_STATE: '1', ...this.opts.engineEnv }, this.envPolicy),
+      uid: this.opts.engineEnvPolicy?.user?.uid,
+      gid: this.opts.engineEnvPolicy?.user?.gid,
       eofGraceMs: this.opts.eofGraceMs,
       termGraceMs: this.opts.termGraceMs,
       logger: log,

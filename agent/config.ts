@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { hostname } from 'node:os';
+import { homedir, hostname } from 'node:os';
+import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { loggingKeys, positiveInt } from '../core/config/common.js';
 import type { ConfigSpec, FinishContext } from '../core/config/load.js';
@@ -8,6 +9,11 @@ import { DIAL_TLS_KEYS } from '../core/config/tls-keys.js';
 import { AgentDescriptor } from '../core/protocol/methods.js';
 import { AGENT_INITIALIZE_TIMEOUT_MS } from './agent.js';
 import { DEFAULT_EOF_GRACE_MS, DEFAULT_TERM_GRACE_MS } from './engine-process.js';
+import { resolveEngineUser, type EngineEnvPolicy } from './engine-env.js';
+import { allowFlagProblem, type EngineFlagPolicy } from './extra-args.js';
+
+/** Where the agent keeps its host key unless hostKeyFile says otherwise. */
+export const DEFAULT_HOST_KEY_FILE = join(homedir(), '.tether', 'agent-host-key.pem');
 
 /** Largest token file read (a token is at most 8 KiB). */
 const MAX_TOKEN_FILE_BYTES = 64 * 1024;
@@ -17,10 +23,62 @@ export const ENGINE_KEYS = {
   engine: z.enum(['auto', 'claude', 'demo']).default('auto').meta({ help: 'auto (claude if on PATH, else the built-in demo), claude or demo', flag: 'engine' }),
   engineCommand: z.string().min(1).optional().meta({ help: 'the Claude Code executable (default: claude on PATH)', flag: 'engine-command' }),
   cwd: z.string().min(1).optional().meta({ help: 'working folder for sessions that name none (default: the current folder)', flag: 'cwd' }),
+  sessionRoots: z
+    .array(z.string().min(1))
+    .default([])
+    .meta({ help: 'sessions may work only in these folders and below (repeatable; default: anywhere). The folder decides which project settings and hooks the engine loads', flag: 'session-root' }),
   initializeTimeoutMs: positiveInt(AGENT_INITIALIZE_TIMEOUT_MS, "a new engine must answer the agent's initialize within this time"),
   engineEofGraceMs: positiveInt(DEFAULT_EOF_GRACE_MS, 'stopping an engine: wait this long after closing its stdin, then SIGTERM'),
   engineTermGraceMs: positiveInt(DEFAULT_TERM_GRACE_MS, 'stopping an engine: wait this long after SIGTERM, then SIGKILL'),
+  allowEngineFlags: z
+    .array(z.string().transform((name) => (name.startsWith('-') ? name : `--${name}`)).superRefine((name, ctx) => {
+      const problem = allowFlagProblem(name);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    }))
+    .default([])
+    .meta({ help: 'an engine flag sessions may use although it runs programs, loads code or settings, or reaches files beyond the session folder, named with or without its dashes, e.g. mcp-config (repeatable)', flag: 'allow-engine-flag' }),
+  allowBypassPermissions: z
+    .boolean()
+    .default(false)
+    .meta({ help: 'sessions may run tools without asking anyone (permission mode bypassPermissions, --dangerously-skip-permissions)', flag: 'allow-bypass-permissions' }),
+  engineEnv: z
+    .record(z.string().regex(/^[^=\0]+$/, 'a variable name'), z.string())
+    .default({})
+    .meta({ help: 'a variable every engine gets, over the inherited ones (flag repeatable KEY=VALUE)', flag: 'engine-env' }),
+  engineEnvDeny: z
+    .array(z.string().min(1))
+    .default([])
+    .meta({ help: 'withhold variables whose name matches GLOB (* and ?) from every engine (repeatable); TETHER_* and the token are always withheld', flag: 'engine-env-deny' }),
+  engineUser: z
+    .string()
+    .min(1)
+    .optional()
+    .superRefine((spec, ctx) => {
+      if (spec === undefined) return;
+      try {
+        resolveEngineUser(spec);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      }
+    })
+    .meta({ help: 'run engines as this OS user (NAME or UID[:GID]); the agent must run as root or hold CAP_SETUID/CAP_SETGID', flag: 'engine-user' }),
 };
+
+/** The engine keys as loaded. */
+type EngineKeys = z.infer<z.ZodObject<typeof ENGINE_KEYS>>;
+
+/** The agent options that follow from the engine keys: flag policy, environment policy and session folders. */
+export function enginePoliciesOf(c: Pick<EngineKeys, 'allowEngineFlags' | 'allowBypassPermissions' | 'engineEnv' | 'engineEnvDeny' | 'engineUser' | 'sessionRoots'>): {
+  engineFlags: EngineFlagPolicy;
+  engineEnvPolicy: EngineEnvPolicy;
+  sessionRoots: string[];
+} {
+  return {
+    sessionRoots: c.sessionRoots.map((r) => resolve(r)),
+    engineFlags: { allowFlags: c.allowEngineFlags, allowBypassPermissions: c.allowBypassPermissions },
+    engineEnvPolicy: { set: c.engineEnv, deny: c.engineEnvDeny, user: c.engineUser === undefined ? undefined : resolveEngineUser(c.engineUser) },
+  };
+}
 
 /** The `tether agent` schema. */
 export const agentSchema = z
@@ -38,6 +96,12 @@ export const agentSchema = z
       .min(1)
       .optional()
       .meta({ help: 'read the agent token from this file instead (tether token --out writes one)', flag: 'token-file' }),
+    hostKeyFile: z
+      .string()
+      .min(1)
+      .nullable()
+      .default(DEFAULT_HOST_KEY_FILE)
+      .meta({ help: "the agent's host key (Ed25519, created 0600 on first run); the gateway pins it, so the token alone cannot register as this agent; off: none", flag: 'host-key-file' }),
     labels: z.record(z.string(), z.string()).default({}).meta({ help: 'labels shown in "tether agents" (flag repeatable KEY=VALUE; variable comma-separated)', flag: 'label' }),
     ...ENGINE_KEYS,
     ...DIAL_TLS_KEYS,

@@ -15,34 +15,21 @@ import {
   system, systemInit, user, type EngineState, type Frame, type PermissionAnswer,
 } from './demo-engine-frames.js';
 import { killTools, runTurn, type TurnOutcome } from './demo-engine-turns.js';
+import { isUnknownToken, readEngineArgv } from '../core/engine-flags.js';
 
-const VALUE_FLAGS = new Set([
-  '--model', '--permission-mode', '--allowedTools', '--allowed-tools', '--disallowedTools', '--disallowed-tools',
-  '--resume', '-r', '--session-id', '--permission-prompt-tool', '--input-format', '--output-format',
-  '--append-system-prompt', '--system-prompt', '--mcp-config', '--settings', '--setting-sources', '--add-dir',
-  '--max-turns', '--fallback-model', '--max-budget-usd', '--effort', '--agent', '--agents', '--plugin-dir',
-  '--json-schema', '--debug-file', '--tools', '--max-thinking-tokens', '--resume-session-at',
-]);
 const PERMISSION_MODES = ['acceptEdits', 'auto', 'bypassPermissions', 'default', 'dontAsk', 'plan'];
 const STREAM_CLOSED = 'Tool permission request failed: AbortError: Tool permission stream closed before response received';
 
 // ---- command line ----------------------------------------------------------------------
 
+// Read with the CLI's own arity (core/engine-flags.ts), keyed by each flag's canonical name.
 const values = new Map<string, string[]>();
 const switches = new Set<string>();
-{
-  const argv = process.argv.slice(2);
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    const eq = arg.startsWith('--') ? arg.indexOf('=') : -1;
-    const name = eq > 0 ? arg.slice(0, eq) : arg;
-    if (VALUE_FLAGS.has(name)) {
-      const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
-      if (value !== undefined) values.set(name, [...(values.get(name) ?? []), value]);
-    } else if (arg.startsWith('-')) {
-      switches.add(name);
-    }
-  }
+for (const item of readEngineArgv(process.argv.slice(2))) {
+  if (isUnknownToken(item)) {
+    if (item.token.startsWith('-')) switches.add(item.token.split('=')[0]!); // unknown flags are ignored
+  } else if (item.value !== undefined) values.set(item.flag.name, [...(values.get(item.flag.name) ?? []), item.value]);
+  else switches.add(item.flag.name);
 }
 const flag = (...names: string[]): string | undefined =>
   names.map((n) => values.get(n)?.at(-1)).find((v) => v !== undefined);
@@ -66,14 +53,14 @@ function rules(...names: string[]): string[] {
   return out;
 }
 
-if ((switches.has('-p') || switches.has('--print')) && flag('--output-format') === 'stream-json' && !switches.has('--verbose')) {
+if (switches.has('--print') && flag('--output-format') === 'stream-json' && !switches.has('--verbose')) {
   process.stderr.write('Error: When using --print, --output-format=stream-json requires --verbose\n');
   process.exit(1);
 }
 
 const launchMode = switches.has('--dangerously-skip-permissions') ? 'bypassPermissions' : flag('--permission-mode');
 const state: EngineState = {
-  sessionId: flag('--resume', '-r', '--session-id') ?? randomUUID(),
+  sessionId: flag('--resume', '--session-id') ?? randomUUID(),
   model: flag('--model') && flag('--model') !== 'default' ? flag('--model')! : DEMO_MODEL,
   permissionMode: launchMode && PERMISSION_MODES.includes(launchMode) ? launchMode : 'default',
   cwd: process.cwd(),
@@ -81,8 +68,8 @@ const state: EngineState = {
   sessionStateFrames: ['1', 'true'].includes(process.env.CLAUDE_CODE_SDK_READS_SESSION_STATE ?? ''),
   promptTool: flag('--permission-prompt-tool') === 'stdio',
   bypassLaunched: launchMode === 'bypassPermissions' || switches.has('--allow-dangerously-skip-permissions'),
-  allowedTools: rules('--allowedTools', '--allowed-tools'),
-  disallowedTools: rules('--disallowedTools', '--disallowed-tools'),
+  allowedTools: rules('--allowedTools'),
+  disallowedTools: rules('--disallowedTools'),
 };
 
 // ---- output and engine state -----------------------------------------------------------

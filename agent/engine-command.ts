@@ -3,6 +3,8 @@ import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TetherError } from '../core/errors.js';
 import type { EngineKind, SessionOptions } from '../core/protocol/session-options.js';
+import { engineFlag, flagToken } from '../core/engine-flags.js';
+import { checkArgValue, checkFlagUse, type EngineFlagPolicy } from './extra-args.js';
 
 /** The flags every engine gets: stream-json both ways, permission asks over stdio. */
 export const STREAM_JSON_FLAGS = [
@@ -68,17 +70,28 @@ export function demoEnginePath(): string {
   throw new TetherError('FAILED_PRECONDITION', 'demo engine not built: run `npm run build`');
 }
 
-/** Flags that map one-to-one from session options. */
-export function optionArgs(o: SessionOptions): string[] {
+/**
+ * The flags that map one-to-one from session options, each value glued to its flag
+ * (`--flag=value`: never a token of its own, so never read as another flag, not even by the
+ * CLI's raw argv scans; see core/engine-flags.ts). Values checked as argv strings; a
+ * bypassPermissions mode only when the policy allows it.
+ */
+export function optionArgs(o: SessionOptions, policy: EngineFlagPolicy = {}, agent?: string): string[] {
   const args: string[] = [];
-  if (o.model) args.push('--model', o.model);
-  if (o.permission_mode) args.push('--permission-mode', o.permission_mode);
-  if (o.allowed_tools?.length) args.push('--allowedTools', o.allowed_tools.join(','));
-  if (o.disallowed_tools?.length) args.push('--disallowedTools', o.disallowed_tools.join(','));
-  if (o.resume) args.push('--resume', o.resume);
-  if (o.system_prompt !== undefined) args.push('--system-prompt', o.system_prompt);
-  if (o.append_system_prompt !== undefined) args.push('--append-system-prompt', o.append_system_prompt);
-  if (o.include_partial_messages) args.push('--include-partial-messages');
+  const put = (name: string, value?: string) => {
+    const flag = engineFlag(name)!;
+    checkFlagUse(flag, value, policy, agent ?? 'this agent');
+    if (value !== undefined) checkArgValue(name, value);
+    args.push(flagToken(flag, value));
+  };
+  if (o.model) put('--model', o.model);
+  if (o.permission_mode) put('--permission-mode', o.permission_mode);
+  if (o.allowed_tools?.length) put('--allowedTools', o.allowed_tools.join(','));
+  if (o.disallowed_tools?.length) put('--disallowedTools', o.disallowed_tools.join(','));
+  if (o.resume) put('--resume', o.resume);
+  if (o.system_prompt !== undefined) put('--system-prompt', o.system_prompt);
+  if (o.append_system_prompt !== undefined) put('--append-system-prompt', o.append_system_prompt);
+  if (o.include_partial_messages) put('--include-partial-messages');
   return args;
 }
 
@@ -92,9 +105,12 @@ export function defaultModeArgs(o: SessionOptions, extraArgs: string[]): string[
   return chosen ? [] : ['--permission-mode', 'default'];
 }
 
-/** The command line for one session's engine. */
-export function engineCommandLine(kind: EngineKind, engines: ResolvedEngines, o: SessionOptions, extraArgs: string[] = []): { command: string; args: string[] } {
-  const args = [...STREAM_JSON_FLAGS, ...defaultModeArgs(o, extraArgs), ...optionArgs(o), ...extraArgs];
+/**
+ * The command line for one session's engine: the agent's plumbing, the session options and
+ * the extra arguments already checked by {@link checkExtraArgs} (with the same policy).
+ */
+export function engineCommandLine(kind: EngineKind, engines: ResolvedEngines, o: SessionOptions, extraArgs: string[] = [], policy: EngineFlagPolicy = {}, agent?: string): { command: string; args: string[] } {
+  const args = [...STREAM_JSON_FLAGS, ...defaultModeArgs(o, extraArgs), ...optionArgs(o, policy, agent), ...extraArgs];
   if (kind === 'demo') return { command: process.execPath, args: [demoEnginePath(), ...args] };
   if (!engines.claudeCommand) throw new TetherError('FAILED_PRECONDITION', 'this agent has no claude engine');
   return { command: engines.claudeCommand, args };

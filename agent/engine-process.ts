@@ -28,6 +28,9 @@ export interface EngineProcessOptions {
   cwd: string;
   /** The complete environment of the engine (not merged with the agent's). */
   env: NodeJS.ProcessEnv;
+  /** Run as this OS user and group (the agent must be allowed to switch: agent/engine-env.ts). */
+  uid?: number;
+  gid?: number;
   /** Cap on one stdout line; default 16 MiB. A longer line yields one LINE_TOO_LONG item. */
   maxLineBytes?: number;
   /** Size of the stderr ring; default 64 KiB. */
@@ -147,6 +150,8 @@ export class EngineProcess {
       child = spawnChild(opts.command, opts.args, {
         cwd: opts.cwd,
         env: opts.env,
+        uid: opts.uid,
+        gid: opts.gid,
         detached: true,
         stdio: ['pipe', 'pipe', 'pipe'],
       });

@@ -1,83 +1,86 @@
 import { TetherError } from '../core/errors.js';
+import { engineFlag, flagClassOf, flagToken, isUnknownToken, readEngineArgv, type EngineFlag, type FlagClass } from '../core/engine-flags.js';
 
 /**
- * CLI flags a client may pass through `extra_args` (the drop-in forwards what the SDK
- * passes), with how many values each takes. Anything else is refused by the agent: flags
- * that would change where the engine's I/O goes, or skip permission prompts, never pass.
+ * What a session may ask of its engine beyond the safe flags: the agent owner's choice
+ * (`tether agent --allow-engine-flag FLAG --allow-bypass-permissions`), never the client's.
  */
-export const EXTRA_ARG_ALLOW_LIST: Record<string, 0 | 1> = {
-  '--model': 1,
-  '--fallback-model': 1,
-  '--permission-mode': 1,
-  '--allowedTools': 1,
-  '--allowed-tools': 1,
-  '--disallowedTools': 1,
-  '--disallowed-tools': 1,
-  '--tools': 1,
-  '--max-turns': 1,
-  '--max-budget-usd': 1,
-  '--max-thinking-tokens': 1,
-  '--effort': 1,
-  '--system-prompt': 1,
-  '--append-system-prompt': 1,
-  '--json-schema': 1,
-  '--agents': 1,
-  '--mcp-config': 1,
-  '--strict-mcp-config': 0,
-  '--setting-sources': 1,
-  '--add-dir': 1,
-  '--resume': 1,
-  '--session-id': 1,
-  '--fork-session': 0,
-  '--continue': 0,
-  '--include-partial-messages': 0,
-  '--replay-user-messages': 0,
-  '--include-hook-events': 0,
-  '--no-session-persistence': 0,
-  '--betas': 1,
-  // Also passed by the TypeScript SDK (thinking, taskBudget, agent, resumeSessionAt,
-  // permissionPrompts options). `--permission-prompts none` only ever denies: the drop-in
-  // uses it when the app has no canUseTool, as a local CLI without a prompt tool would.
-  '--thinking': 1,
-  '--thinking-display': 1,
-  '--task-budget': 1,
-  '--agent': 1,
-  '--resume-session-at': 1,
-  '--permission-prompts': 1,
+export interface EngineFlagPolicy {
+  /** Canonical names of flags sessions may use although they run programs, load code or widen file access. */
+  allowFlags?: readonly string[];
+  /** Sessions may run tools without asking (`bypassPermissions`, `--dangerously-skip-permissions`). */
+  allowBypassPermissions?: boolean;
+}
+
+/** Linux's cap on one argv string (MAX_ARG_STRLEN, 32 pages, counting the NUL): longer fails exec. */
+export const MAX_ENGINE_ARG_BYTES = 128 * 1024 - 1;
+
+const WHAT: Record<Exclude<FlagClass, 'safe' | 'plumbing'>, string> = {
+  'runs-programs': 'it makes the engine start a program',
+  'loads-code': 'it loads code or settings',
+  'widens-files': "it reaches files beyond the session's folder",
+  'bypasses-permissions': 'it runs tools without asking anyone',
 };
 
-/** Flags the agent always sets itself; a client passing them again is harmless and dropped. */
-const OWN_FLAGS = new Set(['-p', '--print', '--verbose', '--input-format', '--output-format', '--permission-prompt-tool']);
-const OWN_WITH_VALUE = new Set(['--input-format', '--output-format', '--permission-prompt-tool']);
+/**
+ * Throws PERMISSION_DENIED, naming the flag, when the policy does not let a session use this
+ * flag with this value. Returns false for the agent's own plumbing (dropped), true otherwise.
+ */
+export function checkFlagUse(flag: EngineFlag, value: string | undefined, policy: EngineFlagPolicy, agent: string): boolean {
+  const cls = flagClassOf(flag, value);
+  if (cls === 'plumbing') return false;
+  if (cls === 'safe') return true;
+  if (cls === 'bypasses-permissions') {
+    if (policy.allowBypassPermissions) return true;
+    const what = flag.name === '--permission-mode' ? `engine flag "${flag.name}" with "bypassPermissions"` : `engine flag "${flag.name}"`;
+    throw new TetherError('PERMISSION_DENIED', `${what} is not allowed by agent "${agent}" (${WHAT[cls]}); its owner can allow it with --allow-bypass-permissions`);
+  }
+  if (policy.allowFlags?.includes(flag.name)) return true;
+  throw new TetherError('PERMISSION_DENIED', `engine flag "${flag.name}" is not allowed by agent "${agent}" (${WHAT[cls]}); its owner can allow it with --allow-engine-flag ${flag.name}`);
+}
+
+/** Throws INVALID_ARGUMENT when a value cannot be one argv string (NUL, or past the kernel's cap). */
+export function checkArgValue(flag: string, value: string): void {
+  if (value.includes('\0')) throw new TetherError('INVALID_ARGUMENT', `the value of engine flag "${flag}" contains a NUL character`);
+  if (Buffer.byteLength(value) + flag.length + 1 > MAX_ENGINE_ARG_BYTES) {
+    throw new TetherError('INVALID_ARGUMENT', `the value of engine flag "${flag}" is longer than one command-line argument may be (${MAX_ENGINE_ARG_BYTES} bytes)`);
+  }
+}
 
 /**
- * Checks client-supplied engine arguments against the allow list and returns the ones to
- * append. Accepts `--flag value` and `--flag=value`. Throws INVALID_ARGUMENT naming the
- * first refused argument.
+ * Reads client-supplied engine arguments with the CLI's own arity and returns them as argv
+ * tokens in which no value can be read as a flag (`--flag=value`, canonical names); the
+ * agent's own plumbing flags are dropped. Unknown flags, stray values and misused flags are
+ * INVALID_ARGUMENT; flags the policy does not allow are PERMISSION_DENIED. Both name the flag.
  */
-export function checkExtraArgs(args: readonly string[]): string[] {
+export function checkExtraArgs(args: readonly string[], policy: EngineFlagPolicy = {}, agent = 'this agent'): string[] {
   const out: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const raw = args[i];
-    const eq = raw.startsWith('--') ? raw.indexOf('=') : -1;
-    const flag = eq > 0 ? raw.slice(0, eq) : raw;
-    if (OWN_FLAGS.has(flag)) {
-      if (eq < 0 && OWN_WITH_VALUE.has(flag)) i++;
-      continue;
+  for (const item of readEngineArgv(args)) {
+    if (isUnknownToken(item)) {
+      const name = item.flag?.name ?? (item.token.startsWith('--') ? item.token.split('=')[0] : item.token.slice(0, 64));
+      const why =
+        item.problem === 'unknown' ? 'is not a flag this agent knows'
+        : item.problem === 'positional' ? 'is not a flag (values go with their flag)'
+        : item.problem === 'needs-value' ? 'needs a value'
+        : 'takes no value';
+      throw new TetherError('INVALID_ARGUMENT', `engine argument "${name}" ${why}`);
     }
-    const arity = EXTRA_ARG_ALLOW_LIST[flag];
-    if (arity === undefined) throw new TetherError('INVALID_ARGUMENT', `engine argument "${flag}" is not allowed by this agent`);
-    if (arity === 0) {
-      if (eq > 0) throw new TetherError('INVALID_ARGUMENT', `engine flag "${flag}" takes no value`);
-      out.push(flag);
-      continue;
-    }
-    if (eq > 0) {
-      out.push(flag, raw.slice(eq + 1));
-      continue;
-    }
-    if (i + 1 >= args.length) throw new TetherError('INVALID_ARGUMENT', `engine flag "${flag}" needs a value`);
-    out.push(flag, args[++i]);
+    if (!checkFlagUse(item.flag, item.value, policy, agent)) continue;
+    if (item.value !== undefined) checkArgValue(item.flag.name, item.value);
+    out.push(flagToken(item.flag, item.value));
   }
   return out;
+}
+
+/**
+ * Checks an owner's `--allow-engine-flag` entry: a known flag whose use needs allowing.
+ * Returns a problem to report, or undefined when the entry is fine.
+ */
+export function allowFlagProblem(name: string): string | undefined {
+  const flag = engineFlag(name);
+  if (!flag) return `"${name}" is not a flag of the engine's command line (core/engine-flags.ts lists them)`;
+  if (flag.name !== name) return `use the flag's canonical name ${flag.name}`;
+  if (flag.class === 'bypasses-permissions') return `"${name}" skips permission prompts: use allowBypassPermissions (--allow-bypass-permissions) instead`;
+  if (flag.class === 'safe' || flag.class === 'plumbing') return `"${name}" is always allowed (or set by the agent itself); nothing to allow`;
+  return undefined;
 }

@@ -3,6 +3,7 @@ import type { Readable, Writable } from 'node:stream';
 import { asTetherError, TetherError } from '../core/errors.js';
 import type { DialOptions } from '../core/link/dial.js';
 import { silentLogger, type Logger } from '../core/logging.js';
+import { isUnknownToken, readEngineArgv } from '../core/engine-flags.js';
 import { SessionOptions, type EngineKind } from '../core/protocol/session-options.js';
 import { GatewayClient } from './gateway-client.js';
 import type { RemoteSession, SessionItem } from './remote-session.js';
@@ -54,38 +55,24 @@ export interface RemoteEngine {
 /** Bound on waiting for the gateway to confirm a stop before the bridge leaves anyway. */
 const STOP_WAIT_MS = 10_000;
 
-/** Flags the bridge maps onto SessionOptions fields, with their arity. */
-const MAPPED: Record<string, { arity: 0 | 1; apply: (o: SessionOptions, value: string) => boolean }> = {
-  '--model': { arity: 1, apply: (o, v) => set(o, 'model', v) },
-  '--permission-mode': { arity: 1, apply: (o, v) => set(o, 'permission_mode', v) },
-  '--allowedTools': { arity: 1, apply: (o, v) => set(o, 'allowed_tools', [...(o.allowed_tools ?? []), ...toolList(v)]) },
-  '--allowed-tools': { arity: 1, apply: (o, v) => set(o, 'allowed_tools', [...(o.allowed_tools ?? []), ...toolList(v)]) },
-  '--disallowedTools': { arity: 1, apply: (o, v) => set(o, 'disallowed_tools', [...(o.disallowed_tools ?? []), ...toolList(v)]) },
-  '--disallowed-tools': { arity: 1, apply: (o, v) => set(o, 'disallowed_tools', [...(o.disallowed_tools ?? []), ...toolList(v)]) },
-  '--resume': { arity: 1, apply: (o, v) => set(o, 'resume', v) },
-  '--system-prompt': { arity: 1, apply: (o, v) => set(o, 'system_prompt', v) },
-  '--append-system-prompt': { arity: 1, apply: (o, v) => set(o, 'append_system_prompt', v) },
-  '--include-partial-messages': { arity: 0, apply: (o) => set(o, 'include_partial_messages', true) },
+/** Flags the bridge maps onto SessionOptions fields (arity: core/engine-flags.ts). */
+const MAPPED: Record<string, (o: SessionOptions, value: string) => boolean> = {
+  '--model': (o, v) => set(o, 'model', v),
+  '--permission-mode': (o, v) => set(o, 'permission_mode', v),
+  '--allowedTools': (o, v) => set(o, 'allowed_tools', [...(o.allowed_tools ?? []), ...toolList(v)]),
+  '--disallowedTools': (o, v) => set(o, 'disallowed_tools', [...(o.disallowed_tools ?? []), ...toolList(v)]),
+  '--resume': (o, v) => set(o, 'resume', v),
+  '--system-prompt': (o, v) => set(o, 'system_prompt', v),
+  '--append-system-prompt': (o, v) => set(o, 'append_system_prompt', v),
+  '--include-partial-messages': (o) => set(o, 'include_partial_messages', true),
 };
 
 /**
- * Flags dropped here. The stream-json plumbing and the prompt tool the agent always sets
- * itself. The debug flags only make the CLI write diagnostics into a file or stderr on the
- * agent's machine: local-only, and a client must not choose file paths there. The value of
- * `--debug` (a category filter) is optional.
+ * Flags dropped here besides the agent's own plumbing: the debug flags only make the CLI
+ * write diagnostics into a file or stderr on the agent's machine, where a client must not
+ * choose file paths.
  */
-const DROPPED: Record<string, 0 | 1 | 'optional'> = {
-  '-p': 0,
-  '--print': 0,
-  '--verbose': 0,
-  '--input-format': 1,
-  '--output-format': 1,
-  '--permission-prompt-tool': 1,
-  '--debug-file': 1,
-  '--debug-to-stderr': 0,
-  '--debug': 'optional',
-  '-d': 'optional',
-};
+const DROPPED = new Set(['--debug', '--debug-file', '--debug-to-stderr']);
 
 /** Sets a field when the value passes the field's own schema. */
 function set(o: SessionOptions, key: keyof SessionOptions, value: unknown): boolean {
@@ -102,14 +89,12 @@ function toolList(value: string): string[] {
     .filter(Boolean);
 }
 
-const isFlag = (token: string | undefined): boolean => token !== undefined && token.startsWith('-') && token.length > 1;
-
 /**
  * Turns the argv an SDK passes to `claude` into SessionOptions: the flags with a field of
  * their own become that field (when the value fits the field; otherwise they stay raw), the
  * local-only ones are dropped, and everything else goes verbatim into `extra_args`, which
- * the agent checks against its allow list. Accepts `--flag value` and `--flag=value`; a flag
- * this function does not know takes the next token as its value when that token is not a flag.
+ * the agent checks against its allow list. Reads argv with the CLI's own arity
+ * (core/engine-flags.ts); tokens it does not know pass through verbatim for the agent to judge.
  * Argv without `--permission-prompt-tool` (an app without canUseTool) gets
  * `--permission-prompts none`, so approvals are denied as a local CLI would deny them.
  */
@@ -117,28 +102,20 @@ export function sessionOptionsFromArgs(args: readonly string[], cwd?: string): S
   const options: SessionOptions = {};
   const extra: string[] = [];
   let promptRouting = false;
-  for (let i = 0; i < args.length; i++) {
-    const token = args[i];
-    const eq = token.startsWith('--') ? token.indexOf('=') : -1;
-    const flag = eq > 0 ? token.slice(0, eq) : token;
-    if (flag === '--permission-prompt-tool' || flag === '--permission-prompts') promptRouting = true;
-    const inline = eq > 0 ? token.slice(eq + 1) : undefined;
-    const mapped: (typeof MAPPED)[string] | undefined = MAPPED[flag];
-    const dropped: 0 | 1 | 'optional' | undefined = DROPPED[flag];
-    if (mapped || dropped !== undefined) {
-      const arity = mapped ? mapped.arity : dropped;
-      let value = inline;
-      const raw = [token];
-      if (value === undefined && (arity === 1 || (arity === 'optional' && args[i + 1] !== undefined && !isFlag(args[i + 1])))) {
-        if (i + 1 >= args.length) throw new TetherError('INVALID_ARGUMENT', `engine flag "${flag}" needs a value`);
-        value = args[++i];
-        raw.push(value);
-      }
-      if (mapped && !mapped.apply(options, value ?? '')) extra.push(...raw); // let the agent judge it
+  let lastRaw: string[] | undefined; // a variadic flag's values share one raw group
+  for (const item of readEngineArgv(args)) {
+    if (isUnknownToken(item)) {
+      if (item.problem === 'needs-value') throw new TetherError('INVALID_ARGUMENT', `engine flag "${item.flag!.name}" needs a value`);
+      extra.push(item.token);
       continue;
     }
-    extra.push(token);
-    if (inline === undefined && isFlag(token) && args[i + 1] !== undefined && !isFlag(args[i + 1])) extra.push(args[++i]);
+    const { flag, value, raw } = item;
+    if (flag.name === '--permission-prompt-tool' || flag.name === '--permission-prompts') promptRouting = true;
+    if (flag.class === 'plumbing' || DROPPED.has(flag.name)) continue;
+    const apply = MAPPED[flag.name];
+    if (apply && (flag.arity === 'none' || value !== undefined) && apply(options, value ?? '')) continue;
+    if (raw !== lastRaw) extra.push(...raw); // let the agent judge it
+    lastRaw = raw;
   }
   // Without a prompt tool the CLI asks nobody: what needs approval is denied (and the tools
   // that only work with someone to ask are not offered). The agent always routes asks to

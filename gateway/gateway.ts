@@ -16,6 +16,7 @@ import { SessionDirectory, type DirectoryLimits } from './session-directory.js';
 import { MemoryAuditLog, type AuditLog } from './audit-log.js';
 import { MemorySessionStore, type SessionStore } from './session-store.js';
 import { GatewayMetrics } from './metrics.js';
+import { HostKeyPins } from './host-key-pins.js';
 
 export const GATEWAY_CAPABILITIES = ['sessions.v1', 'replay.v1', 'prompts.v1'];
 
@@ -49,6 +50,8 @@ export interface GatewayOptions {
   limits?: Partial<GatewayLimits>;
   /** Where routing reports what /metrics shows (default: a fresh registry of this gateway's own). */
   metrics?: GatewayMetrics;
+  /** Agents' pinned host keys (default: in memory, pinned afresh after a restart). */
+  hostKeys?: HostKeyPins;
 }
 
 /**
@@ -63,12 +66,14 @@ export class Gateway {
   readonly metrics: GatewayMetrics;
   private readonly log: Logger;
   private readonly channels = new Set<Channel>();
+  private readonly hostKeys: HostKeyPins;
 
   constructor(opts: GatewayOptions = {}) {
     this.log = opts.logger ?? silentLogger;
     this.limits = { ...GATEWAY_DEFAULTS, ...opts.limits };
     this.store = opts.store ?? new MemorySessionStore();
     this.metrics = opts.metrics ?? new GatewayMetrics();
+    this.hostKeys = opts.hostKeys ?? new HostKeyPins();
     this.directory = new SessionDirectory(this.limits, this.log, opts.audit ?? new MemoryAuditLog(), this.store, this.metrics);
     const sessions = () => [...this.directory.sessions.values()];
     this.metrics.bindGauges({
@@ -119,6 +124,13 @@ export class Gateway {
     if (principal.agentName !== undefined && principal.agentName !== agent.name) {
       throw noteAuthFailure(log, authError('PERMISSION_DENIED', 'wrong_agent', `this token may register only as agent "${principal.agentName}", not "${agent.name}"`), {}, this.countAuthFailure);
     }
+    let fingerprint: string | undefined;
+    try {
+      fingerprint = this.hostKeys.check(principal.sub, agent.name, agent.host_key);
+    } catch (err) {
+      throw noteAuthFailure(log, authError('PERMISSION_DENIED', 'host_key', (err as Error).message), {}, this.countAuthFailure);
+    }
+    if (fingerprint) log.info({ agent: agent.name, hostKey: fingerprint }, 'agent proved its host key');
     const link = new AgentLink(agent, peer, this.directory.sessions, log.child({ agent: agent.name }), principal, this.metrics);
     try {
       this.directory.agentUp(link); // refuses another identity's live name; supersedes the same identity's link

@@ -75,7 +75,7 @@ describe('docker-compose.yml uses only what the CLI has', () => {
     expect(g.ports).toEqual(expect.arrayContaining([expect.stringMatching(/:7800$/), expect.stringMatching(/:7801$/)]));
     expect(compose.services['agent-token'].depends_on).toEqual({ gateway: { condition: 'service_healthy' } });
     expect(compose.services.agent.depends_on).toEqual({ 'agent-token': { condition: 'service_completed_successfully' } });
-    expect(Object.keys(compose.volumes).sort()).toEqual(['agent-secrets', 'gateway-state', 'workspace']);
+    expect(Object.keys(compose.volumes).sort()).toEqual(['agent-key', 'agent-secrets', 'gateway-state', 'workspace']);
   });
 
   it.skipIf(!hasDockerCompose())('passes docker-compose config (skipped only where docker-compose is not installed; .ci/run installs it)', () => {

@@ -5,6 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultModeArgs, STREAM_JSON_FLAGS } from '../agent/engine-command.js';
+import { checkExtraArgs, type EngineFlagPolicy } from '../agent/extra-args.js';
 import { AGENT_INIT_REQUEST_ID } from '../agent/session-relay.js';
 import type { GatewayClient } from '../client/gateway-client.js';
 import type { RemoteSession, SessionItem } from '../client/remote-session.js';
@@ -67,7 +68,7 @@ import { startStack, TRANSPORT_PAIRS, withTimeout, type Stack, type TransportNam
  *    recorded engine keeps no state, so 82b/82c replay their own runs).
  *  - Flags: the client asks for each transcript's extra flags through session options
  *    (`extra_args`), and the recorded engine's argv must be the agent's canonical flags plus
- *    those. Exceptions: 18 (captured without --permission-prompt-tool, which Tether always
+ *    those, each value glued to its flag (`--flag=value`). Exceptions: 18 (captured without --permission-prompt-tool, which Tether always
  *    passes), 64 (without --verbose, idem) and 56 (`--settings` is not on the agent's allow
  *    list: asserted refused, then left out).
  */
@@ -75,6 +76,13 @@ import { startStack, TRANSPORT_PAIRS, withTimeout, type Stack, type TransportNam
 const HERE = dirname(fileURLToPath(import.meta.url));
 const FIXTURES = resolve(process.env.TETHER_ENGINE_FIXTURES ?? join(HERE, '..', '..', 'shared', 'fixtures', 'engine'));
 const RECORDED_ENGINE = join(HERE, 'support', 'recorded-engine.mjs');
+/**
+ * What the replay's agent owner allows beyond the safe flags: 41 starts an MCP server
+ * command and 65 asks for bypassPermissions (both refused by a default agent, as
+ * test/engine-flags.test.ts checks). Values reach the engine as `--flag=value`.
+ */
+const REPLAY_FLAG_POLICY: EngineFlagPolicy = { allowFlags: ['--mcp-config'], allowBypassPermissions: true };
+
 /** The transcript whose initialize exchange stands for the agent's own handshake. */
 const PRELUDE = '01_basic_text_turn';
 const AGENT_INIT = { type: 'control_request', request_id: AGENT_INIT_REQUEST_ID, request: { subtype: 'initialize', hooks: null } };
@@ -426,7 +434,7 @@ async function replay(t: Transcript, pair: { client: TransportName; agent: Trans
   const diff = (msg: string) => result.diffs.push(`${t.name} [client ${pair.client}, agent ${pair.agent}]: ${msg}`);
   let stack: Stack | undefined;
   try {
-    stack = await startStack({ engine: 'claude', engineCommand: RECORDED_ENGINE, engineEnv, cwd, clientTransport: pair.client, agentTransport: pair.agent });
+    stack = await startStack({ engine: 'claude', engineCommand: RECORDED_ENGINE, engineEnv, cwd, clientTransport: pair.client, agentTransport: pair.agent, agentOptions: { engineFlags: REPLAY_FLAG_POLICY } });
     liveStacks.add(stack);
     const client = await stack.client();
 
@@ -436,7 +444,7 @@ async function replay(t: Transcript, pair: { client: TransportName; agent: Trans
         () => undefined,
         (e: unknown) => asTetherError(e),
       );
-      if (err?.code !== 'INVALID_ARGUMENT') diff(`--settings through extra_args: expected INVALID_ARGUMENT, got ${err ? err.code : 'a session'}`);
+      if (err?.code !== 'PERMISSION_DENIED') diff(`--settings through extra_args: expected PERMISSION_DENIED, got ${err ? err.code : 'a session'}`);
       else result.refusals++;
     }
 
@@ -587,7 +595,8 @@ function readTrace(path: string): Frame[] {
 function checkArgv(plan: Plan, trace: Frame[], diff: (m: string) => void): void {
   const start = trace.find((x) => x.ev === 'start');
   if (!start) return diff('the recorded engine never started');
-  const want = [...STREAM_JSON_FLAGS, ...defaultModeArgs({}, plan.extraArgs), ...plan.extraArgs];
+  const extra = checkExtraArgs(plan.extraArgs, REPLAY_FLAG_POLICY);
+  const want = [...STREAM_JSON_FLAGS, ...defaultModeArgs({}, extra), ...extra];
   if (JSON.stringify(start.argv) !== JSON.stringify(want)) diff(`engine argv ${JSON.stringify(start.argv)}, expected ${JSON.stringify(want)}`);
 }
 

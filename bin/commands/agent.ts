@@ -1,5 +1,6 @@
 import { Agent } from '../../agent/agent.js';
-import { AGENT_CONFIG } from '../../agent/config.js';
+import { AGENT_CONFIG, enginePoliciesOf } from '../../agent/config.js';
+import { hostKeyFingerprint, hostKeyProof, loadOrCreateHostKey } from '../../core/auth/host-key.js';
 import { createLogger } from '../../core/logging.js';
 import type { Command } from '../args.js';
 import { dialTlsOf } from '../../core/config/tls-keys.js';
@@ -11,6 +12,7 @@ export const agentCommand: Command = {
   summary: 'run an agent that dials out to a gateway and runs engines',
   usage: `Usage: tether agent --gateway ws://HOST:PORT --name NAME [--token TOKEN] [--engine auto|claude|demo]
                     [--engine-command PATH] [--cwd DIR] [--label KEY=VALUE]... [--config FILE]
+                    [--allow-engine-flag FLAG]... [--engine-env KEY=VALUE]... [--engine-user NAME]
 
 Runs on the build machine. Dials out (no open port needed), registers as NAME and spawns one
 engine per session. Reconnects by itself; engines keep running while the link is down.
@@ -24,7 +26,18 @@ Options:
   --engine KIND          auto (default: claude if on PATH, else demo), claude or demo
   --engine-command PATH  the Claude Code executable (env TETHER_ENGINE_COMMAND; default claude)
   --cwd DIR              working folder for sessions that name none (default: current folder)
+  --session-root DIR     sessions may work only in DIR and below (repeatable; default: anywhere)
   --label KEY=VALUE      label shown in "tether agents" (repeatable)
+  --allow-engine-flag FLAG  let sessions use an engine flag that runs programs, loads code or
+                         settings, or reaches files beyond the session folder (repeatable,
+                         e.g. mcp-config; default: none of them)
+  --allow-bypass-permissions  let sessions run tools without asking (bypassPermissions)
+  --engine-env KEY=VALUE add a variable to every engine's environment (repeatable)
+  --engine-env-deny GLOB withhold matching variables from engines (repeatable; TETHER_* and
+                         the agent token are always withheld)
+  --engine-user NAME     run engines as this OS user (the agent must be root or hold CAP_SETUID)
+  --host-key-file FILE   the agent's host key, made on first run (default ~/.tether/agent-host-key.pem;
+                         off: none); the gateway pins it at the first hello
   --log-level LEVEL      trace|debug|info|warn|error (default info)
   --log-format F         auto|json|pretty (default auto: pretty on a terminal)
   -h, --help             show this help
@@ -36,6 +49,7 @@ ${configUsage(AGENT_CONFIG)}`,
     const logger = createLogger({ name: 'agent', level: c.logLevel, format: c.logFormat }).child({ agent: c.name });
     const name = c.name;
     let started = false;
+    const hostKey = c.hostKeyFile === null ? undefined : loadOrCreateHostKey(c.hostKeyFile);
     const agent = new Agent({
       gateway: c.gateway,
       name,
@@ -47,6 +61,8 @@ ${configUsage(AGENT_CONFIG)}`,
       initializeTimeoutMs: c.initializeTimeoutMs,
       eofGraceMs: c.engineEofGraceMs,
       termGraceMs: c.engineTermGraceMs,
+      ...enginePoliciesOf(c),
+      hostKey: hostKey?.key,
       heartbeat: { intervalMs: c.heartbeatIntervalMs, timeoutMs: c.heartbeatTimeoutMs },
       dial: dialTlsOf(c),
       logger,
@@ -61,6 +77,7 @@ ${configUsage(AGENT_CONFIG)}`,
       },
     });
     process.stdout.write(`agent: ${name} engine: ${agent.engines.explanation}\n`);
+    if (hostKey && c.hostKeyFile) process.stdout.write(`host key: ${hostKeyFingerprint(hostKeyProof(hostKey.key, name).public_key)} (${c.hostKeyFile}${hostKey.created ? ', created now' : ''})\n`);
     await agent.start();
     started = true;
     await onShutdown(() => agent.shutdown());

@@ -40,7 +40,7 @@ ${configUsage(GATEWAY_CONFIG)}`,
     const setup = gatewayAuthFrom(c);
     if (setup.auth.verifier === 'off') process.stderr.write(AUTH_OFF_WARNING);
     const storage = gatewayStorage(c);
-    const gateway = new Gateway({ logger, store: storage.store, audit: storage.audit, limits: gatewayLimitsOf(c.limits), metrics: new GatewayMetrics({ processMetrics: true }) });
+    const gateway = new Gateway({ logger, store: storage.store, audit: storage.audit, hostKeys: storage.hostKeys, limits: gatewayLimitsOf(c.limits), metrics: new GatewayMetrics({ processMetrics: true }) });
     const server = await startGatewayServer(gateway, {
       host: c.host,
       port: c.port,

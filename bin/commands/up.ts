@@ -1,5 +1,6 @@
 import { userInfo } from 'node:os';
 import { Agent } from '../../agent/agent.js';
+import { enginePoliciesOf } from '../../agent/config.js';
 import { mintToken } from '../../core/auth/mint.js';
 import { createLogger } from '../../core/logging.js';
 import { gatewayLimitsOf } from '../../gateway/config.js';
@@ -36,6 +37,10 @@ Options:
   --engine KIND      auto (default: claude if on PATH, else the built-in demo), claude or demo
   --engine-command PATH  the Claude Code executable (env TETHER_ENGINE_COMMAND)
   --cwd DIR          working folder for the local agent's sessions (default: current folder)
+  --allow-engine-flag FLAG  an engine flag sessions may use although it runs programs, loads
+                     code or settings, or reaches files beyond the session folder (repeatable)
+  --allow-bypass-permissions  sessions may run tools without asking (bypassPermissions)
+  --engine-env KEY=VALUE, --engine-env-deny GLOB, --engine-user NAME: as for tether agent
 ${AUTH_FLAGS_HELP}
 ${STORAGE_FLAGS_HELP}
   --log-level LEVEL  trace|debug|info|warn|error (default warn)
@@ -54,6 +59,7 @@ ${configUsage(UP_CONFIG)}`,
       logger: logger.child({ program: 'gateway' }),
       store: storage.store,
       audit: storage.audit,
+      hostKeys: storage.hostKeys,
       limits: gatewayLimitsOf(c.limits),
       metrics: new GatewayMetrics({ processMetrics: true }),
     });
@@ -71,6 +77,7 @@ ${configUsage(UP_CONFIG)}`,
       initializeTimeoutMs: c.initializeTimeoutMs,
       eofGraceMs: c.engineEofGraceMs,
       termGraceMs: c.engineTermGraceMs,
+      ...enginePoliciesOf(c),
       logger: logger.child({ program: 'agent' }),
     });
     await agent.start();

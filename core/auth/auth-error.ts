@@ -27,6 +27,7 @@ export type AuthFailureReason =
   | 'wrong_kind'
   | 'wrong_agent'
   | 'agent_taken'
+  | 'host_key'
   | 'internal';
 
 /** A refused credential: a TetherError whose details carry the reason. */

@@ -13,6 +13,16 @@ const seq = z.number().int().nonnegative();
 
 export const PeerRole = z.enum(['agent', 'client']);
 
+/** An agent's proof that it holds its host key (core/auth/host-key.ts). */
+export const HostKeyProof = z.object({
+  /** Ed25519 public key, SPKI DER, base64. */
+  public_key: z.string().max(128),
+  signed_at_ms: z.number().int(),
+  /** Ed25519 signature of "tether-agent-hello\n<name>\n<signed_at_ms>", base64. */
+  signature: z.string().max(128),
+});
+export type HostKeyProof = z.infer<typeof HostKeyProof>;
+
 export const AgentDescriptor = z.object({
   name: z.string().min(1).max(128).regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, dot, dash and underscore only'),
   host: z.string().max(256),
@@ -21,6 +31,8 @@ export const AgentDescriptor = z.object({
   labels: z.record(z.string(), z.string()).default({}),
   /** Sessions the agent still runs, with the next output seq it will send (for resume). */
   sessions: z.array(z.object({ session_id: id, next_seq: seq, last_input_seq: seq.default(0) })).default([]),
+  /** Present when the agent holds a host key; the gateway pins its first key per agent identity. */
+  host_key: HostKeyProof.optional(),
 });
 export type AgentDescriptor = z.infer<typeof AgentDescriptor>;
 
