@@ -1,13 +1,21 @@
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import type { Logger } from '../core/logging.js';
+import { ensurePrivateDir } from '../core/util/private-files.js';
 import { FileAuditLog, type AuditLog } from '../gateway/audit-log.js';
 import { FileSessionStore, type SessionStore } from '../gateway/session-store.js';
 
-export const STORAGE_FLAGS_HELP = `  --audit-log FILE   audit trail, JSON lines (default STATE_DIR/audit.jsonl)`;
+export const STORAGE_FLAGS_HELP = `  --audit-log FILE   audit trail, JSON lines, mode 0600 in a 0700 folder (default STATE_DIR/audit.jsonl)`;
 
 /**
  * The gateway's durable state under the state folder: sessions and their history
- * (STATE_DIR/sessions, so they survive a restart) and the audit trail (auditLog).
+ * (STATE_DIR/sessions, so they survive a restart) and the audit trail (auditLog). The state
+ * folder and the audit file's folder are made private (0700) first: created so, tightened
+ * when looser (logged at warn), refused (FAILED_PRECONDITION) when another user owns them.
  */
-export function gatewayStorage(c: { stateDir: string; auditLog: string }): { store: SessionStore; audit: AuditLog } {
+export function gatewayStorage(c: { stateDir: string; auditLog: string }, log?: Logger): { store: SessionStore; audit: AuditLog } {
+  for (const dir of new Set([c.stateDir, dirname(c.auditLog)])) {
+    const r = ensurePrivateDir(dir);
+    if (r.tightenedFrom !== undefined) log?.warn({ dir, was: '0' + r.tightenedFrom.toString(8) }, 'state folder was readable by others; tightened to 0700');
+  }
   return { store: new FileSessionStore(join(c.stateDir, 'sessions')), audit: new FileAuditLog(c.auditLog) };
 }

@@ -1,0 +1,21 @@
+import { TetherError } from '../core/errors.js';
+import type { AuditQuery, AuditResult } from '../core/protocol/audit.js';
+import type { Principal } from './principal.js';
+import type { SessionDirectory } from './session-directory.js';
+
+/**
+ * Answers `session.audit`. An admin reads the whole trail, with any filters. Anyone else must
+ * name one session they own: a live session whose owner they are, or a gone one whose `create`
+ * record names them (the trail outlives the session). A session the caller can see but does
+ * not own is PERMISSION_DENIED; one it cannot see is NOT_FOUND, like one that never existed.
+ */
+export function readAudit(dir: SessionDirectory, p: Principal, query: AuditQuery): AuditResult {
+  if (p.canAdmin) return dir.audit.read(query);
+  const id = query.session_id;
+  if (id === undefined) throw new TetherError('PERMISSION_DENIED', 'reading the whole audit trail needs the admin scope; name one of your sessions (session_id)');
+  const live = dir.get(id);
+  const owner = live ? live.owner : dir.audit.read({ session_id: id, action: 'create', limit: 1 }).entries[0]?.principal;
+  if (owner === p.sub) return dir.audit.read(query);
+  dir.visible(p, id); // NOT_FOUND when the caller cannot see it
+  throw new TetherError('PERMISSION_DENIED', `only the owner of session ${id} or an admin may read its audit trail`);
+}
