@@ -17,8 +17,9 @@ export interface AuditEntry {
 
 /**
  * Where the gateway records each decision and action on a session, before it takes effect.
- * `record` returns once the record is durable and throws a TetherError (UNAVAILABLE) when it
- * is not: the caller then does not apply the action (fail closed).
+ * `record` returns once the record is durable and throws when it is not (FAILED_PRECONDITION:
+ * the gateway is not fit to act until its trail is writable again; retrying at once will not
+ * help): the caller then does not apply the action (fail closed).
  */
 export interface AuditLog {
   record(entry: AuditEntry): void;
@@ -87,14 +88,14 @@ export class FileAuditLog implements AuditLog {
   }
 
   private write(text: string): void {
-    if (this.fd === undefined) throw new TetherError('UNAVAILABLE', `the audit trail ${this.path} is closed; the action was not applied`);
+    if (this.fd === undefined) throw new TetherError('FAILED_PRECONDITION', `the audit trail ${this.path} is closed; the action was not applied`);
     try {
       const bytes = Buffer.from(text);
       let done = 0;
       while (done < bytes.length) done += writeSync(this.fd, bytes, done);
       fdatasyncSync(this.fd);
     } catch (err) {
-      throw new TetherError('UNAVAILABLE', `cannot write the audit trail ${this.path} (${(err as Error).message}); the action was not applied`);
+      throw new TetherError('FAILED_PRECONDITION', `cannot write the audit trail ${this.path} (${(err as Error).message}); the action was not applied`);
     }
   }
 
@@ -103,7 +104,7 @@ export class FileAuditLog implements AuditLog {
     return { entries, corrupt_lines, truncated };
   }
 
-  /** Closes the file; later records fail (UNAVAILABLE). Idempotent. */
+  /** Closes the file; later records fail (FAILED_PRECONDITION). Idempotent. */
   close(): void {
     if (this.fd === undefined) return;
     closeSync(this.fd);
@@ -132,6 +133,19 @@ export function recordQuietly(audit: AuditLog, entry: AuditEntry, log: Logger): 
     audit.record(entry);
   } catch (err) {
     log.error({ sessionId: entry.session_id, action: entry.action, err: String(err) }, 'audit write failed');
+  }
+}
+
+/**
+ * Records before an action, for callers that must not apply it otherwise: any failure of the
+ * sink (whatever it threw) becomes FAILED_PRECONDITION naming the action that was not applied.
+ */
+export function recordOrRefuse(audit: AuditLog, entry: AuditEntry): void {
+  try {
+    audit.record(entry);
+  } catch (err) {
+    if (err instanceof TetherError && err.code === 'FAILED_PRECONDITION') throw err;
+    throw new TetherError('FAILED_PRECONDITION', `the audit trail cannot be written (${(err as Error).message}); ${entry.action} was not applied`);
   }
 }
 

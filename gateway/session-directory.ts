@@ -6,7 +6,7 @@ import type { EngineKind, SessionOptions } from '../core/protocol/session-option
 import type { AgentLink } from './agent-link.js';
 import type { Principal } from './principal.js';
 import { Session, type SessionLimits } from './session.js';
-import { failureCode, recordQuietly, type AuditLog } from './audit-log.js';
+import { failureCode, recordOrRefuse, recordQuietly, type AuditLog } from './audit-log.js';
 import type { SessionStore, StoredSession } from './session-store.js';
 import type { GatewayMetrics } from './metrics.js';
 
@@ -114,7 +114,7 @@ export class SessionDirectory {
     }
     // Recorded before anything exists: a session whose creation cannot be audited is not made.
     const created = { session_id: id, principal: p.sub, action: 'create' as const, agent: agentName, engine: kind, options };
-    this.audit.record(created);
+    recordOrRefuse(this.audit, created);
     const session = new Session({
       id,
       agent: agentName,

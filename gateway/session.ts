@@ -5,7 +5,7 @@ import type { EngineKind, SessionOptions } from '../core/protocol/session-option
 import type { Logger } from '../core/logging.js';
 import { PromptBook } from './prompts.js';
 import { ReplayLog, type ReplayLogLimits } from './replay-log.js';
-import { failureCode, recordQuietly, type AuditEntry, type AuditLog } from './audit-log.js';
+import { failureCode, recordOrRefuse, recordQuietly, type AuditEntry, type AuditLog } from './audit-log.js';
 import { outcomeOf, type GatewayMetrics } from './metrics.js';
 import type { SessionStore, StoredSession } from './session-store.js';
 import { ControlRouting } from './control-routing.js';
@@ -298,7 +298,7 @@ export class Session {
 
   /** Writes the record before the action; throws (and the caller applies nothing) when it cannot. */
   private record(principal: string, action: AuditEntry['action'], details: Record<string, unknown> = {}): void {
-    this.audit.record({ session_id: this.id, principal, action, ...details });
+    recordOrRefuse(this.audit, { session_id: this.id, principal, action, ...details });
   }
 
   private recordQuietly(principal: string, action: AuditEntry['action'], details: Record<string, unknown> = {}): void {
