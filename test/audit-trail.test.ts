@@ -159,6 +159,21 @@ describe('audit trail', () => {
     expect(await owner.listSessions()).toHaveLength(1);
   });
 
+  it("records the gateway's own denial when too many prompts are pending", async () => {
+    const state = tempDir('tether-audit-');
+    const file = new FileAuditLog(join(state.path, 'audit.jsonl'));
+    cleanups.push(() => file.close());
+    const r = await startRig('demo', undefined, { audit: file, limits: { maxPendingPrompts: 0 } });
+    cleanups.push(() => r.stop());
+    const s = await (await r.stack.client()).createSession({ agent: 'test-agent', options: { cwd: r.cwd } });
+    await s.sendUserMessage(WRITE_FILE.demo.prompt);
+    await until(s[Symbol.asyncIterator](), isResult);
+    expect((await s.audit()).filter((e) => e.action === 'permission_decision')).toEqual([
+      expect.objectContaining({ principal: 'tether:overflow', behavior: 'deny', request_id: expect.any(String) }),
+    ]);
+    expect(existsSync(join(r.cwd, WRITE_FILE.demo.file))).toBe(false);
+  });
+
   it('session.audit: the owner reads its session, others are refused, an admin reads and filters the whole trail', async () => {
     const state = tempDir('tether-audit-');
     const file = new FileAuditLog(join(state.path, 'audit.jsonl'));
@@ -173,12 +188,14 @@ describe('audit trail', () => {
     const stranger = await r.stack.client({ sub: 'carol', scopes: ['agent:elsewhere'] });
     expect(await errorCode((await stranger.peer()).request('session.audit', { session_id: s.id }))).toBe('NOT_FOUND');
     expect(await errorCode((await alice.peer()).request('session.audit', {}))).toBe('PERMISSION_DENIED');
-    expect((await s.audit()).map((e) => `${e.principal}:${e.action}`)).toEqual(['alice:create', 'alice:attach', 'bob:attach']);
+    await s.setRole(bobIn.clientId, 'viewer');
+    expect((await s.audit()).map((e) => `${e.principal}:${e.action}`)).toEqual(['alice:create', 'alice:attach', 'bob:attach', 'alice:role_change']);
+    expect((await s.audit()).at(-1)).toMatchObject({ principal: 'alice', target_principal: 'bob', client_id: bobIn.clientId, role: 'viewer' });
 
     const admin = await (await r.stack.client({ sub: 'root', scopes: ['admin'] })).peer();
     expect((await admin.request('session.audit', { principal: 'bob' })).entries.map((e) => e.action)).toEqual(['attach']);
     expect((await admin.request('session.audit', { action: 'create' })).entries.map((e) => e.principal)).toEqual(['alice']);
-    expect((await admin.request('session.audit', { limit: 1 })).entries.map((e) => e.principal)).toEqual(['bob']);
+    expect((await admin.request('session.audit', { limit: 1 })).entries.map((e) => e.action)).toEqual(['role_change']);
   });
 
   it('a torn last line is ended before the next record; corrupt lines are counted, never skipped silently', () => {
