@@ -9,12 +9,12 @@ import type { SessionDirectory } from './session-directory.js';
  * record names them (the trail outlives the session). A session the caller can see but does
  * not own is PERMISSION_DENIED; one it cannot see is NOT_FOUND, like one that never existed.
  */
-export function readAudit(dir: SessionDirectory, p: Principal, query: AuditQuery): AuditResult {
+export async function readAudit(dir: SessionDirectory, p: Principal, query: AuditQuery): Promise<AuditResult> {
   if (p.canAdmin) return dir.audit.read(query);
   const id = query.session_id;
   if (id === undefined) throw new TetherError('PERMISSION_DENIED', 'reading the whole audit trail needs the admin scope; name one of your sessions (session_id)');
   const live = dir.get(id);
-  const owner = live ? live.owner : dir.audit.read({ session_id: id, action: 'create', limit: 1 }).entries[0]?.principal;
+  const owner = live ? live.owner : (await dir.audit.read({ session_id: id, action: 'create', limit: 1 })).entries[0]?.principal;
   if (owner === p.sub) return dir.audit.read(query);
   dir.visible(p, id); // NOT_FOUND when the caller cannot see it
   throw new TetherError('PERMISSION_DENIED', `only the owner of session ${id} or an admin may read its audit trail`);

@@ -5,7 +5,7 @@ import type { Logger } from '../core/logging.js';
 import { AUDIT_DEFAULT_LIMIT, auditMatches, type AuditAction, type AuditQuery, type AuditRecord, type AuditResult } from '../core/protocol/audit.js';
 import { ensurePrivateDir, openPrivateAppend } from '../core/util/private-files.js';
 import { capStrings } from './audit-cap.js';
-import { scanAuditFile } from './audit-reader.js';
+import { scanAuditFileAsync } from './audit-reader.js';
 
 /** One audit record as a caller hands it in: who did what to which session, plus details. */
 export interface AuditEntry {
@@ -24,7 +24,7 @@ export interface AuditEntry {
 export interface AuditLog {
   record(entry: AuditEntry): void;
   /** The newest records matching the query, oldest first, with what could not be read. */
-  read(query: AuditQuery): AuditResult;
+  read(query: AuditQuery): Promise<AuditResult>;
 }
 
 /**
@@ -45,7 +45,7 @@ export class MemoryAuditLog implements AuditLog {
     this.entries.push(auditRecordOf(entry));
     if (this.entries.length > this.maxEntries) this.entries.shift();
   }
-  read(query: AuditQuery): AuditResult {
+  async read(query: AuditQuery): Promise<AuditResult> {
     const entries = this.entries.filter((e) => auditMatches(e, query)).slice(-(query.limit ?? AUDIT_DEFAULT_LIMIT));
     return { entries, corrupt_lines: 0, truncated: false };
   }
@@ -61,6 +61,8 @@ export const AUDIT_READ_TAIL_BYTES = 32 * 1024 * 1024;
  */
 export class FileAuditLog implements AuditLog {
   private fd: number | undefined;
+  /** The scan in progress: scans run one at a time, so readers cannot pile up CPU work. */
+  private scanning: Promise<unknown> = Promise.resolve();
 
   constructor(readonly path: string) {
     const dir = ensurePrivateDir(dirname(path));
@@ -99,9 +101,11 @@ export class FileAuditLog implements AuditLog {
     }
   }
 
-  read(query: AuditQuery): AuditResult {
-    const { entries, corrupt_lines, truncated } = scanAuditFile(this.path, query, AUDIT_READ_TAIL_BYTES);
-    return { entries, corrupt_lines, truncated };
+  /** Scans the newest AUDIT_READ_TAIL_BYTES, yielding to the event loop as it goes. */
+  read(query: AuditQuery): Promise<AuditResult> {
+    const scan = this.scanning.then(() => scanAuditFileAsync(this.path, query, AUDIT_READ_TAIL_BYTES));
+    this.scanning = scan.catch(() => {});
+    return scan.then(({ entries, corrupt_lines, truncated }) => ({ entries, corrupt_lines, truncated }));
   }
 
   /** Closes the file; later records fail (FAILED_PRECONDITION). Idempotent. */

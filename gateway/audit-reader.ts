@@ -20,49 +20,104 @@ export interface AuditScan extends AuditResult {
   corrupt: CorruptLine[];
 }
 
+/** Lines handled between two yields to the event loop in {@link scanAuditFileAsync}. */
+const LINES_PER_YIELD = 500;
+
 /**
  * Reads the audit file and returns the newest `limit` records matching `query`, oldest first.
  * Only the last `maxBytes` of the file are scanned (`truncated` then says older lines were not
  * looked at); a line that is not a complete audit record is counted in `corrupt_lines`, never
  * dropped silently. A missing file is an empty trail; an unreadable one is UNAVAILABLE.
+ * Synchronous: for the offline reader, which has nothing else to do meanwhile.
  */
 export function scanAuditFile(path: string, query: AuditQuery, maxBytes = Number.POSITIVE_INFINITY): AuditScan {
-  const limit = query.limit ?? AUDIT_DEFAULT_LIMIT;
-  const scan: AuditScan = { entries: [], corrupt_lines: 0, truncated: false, corrupt: [] };
+  return withAuditFile(path, query, maxBytes, (lines, scanner) => {
+    for (const [offset, bytes] of lines) scanner.line(offset, bytes);
+  }) as AuditScan;
+}
+
+/** {@link scanAuditFile} for a server: yields to the event loop every few thousand lines. */
+export async function scanAuditFileAsync(path: string, query: AuditQuery, maxBytes = Number.POSITIVE_INFINITY): Promise<AuditScan> {
+  return withAuditFile(path, query, maxBytes, async (lines, scanner) => {
+    let n = 0;
+    for (const [offset, bytes] of lines) {
+      scanner.line(offset, bytes);
+      if (++n % LINES_PER_YIELD === 0) await new Promise((r) => setImmediate(r));
+    }
+  });
+}
+
+type LineSource = Generator<[number, Buffer | undefined]>;
+
+/** Opens the file, hands its lines (from the tail when it is over `maxBytes`) to `run`, closes it. */
+function withAuditFile(path: string, query: AuditQuery, maxBytes: number, run: (lines: LineSource, scanner: Scanner) => void | Promise<void>): AuditScan | Promise<AuditScan> {
   let fd: number;
   try {
     fd = openSync(path, 'r');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return scan;
-    throw new TetherError('UNAVAILABLE', `cannot read the audit trail ${path}: ${(err as Error).message}`);
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return new Scanner(query, true).result(false);
+    throw unreadable(path, err);
   }
+  let size: number;
   try {
-    const size = fstatSync(fd).size;
-    const start = size > maxBytes ? size - maxBytes : 0;
-    scan.truncated = start > 0;
-    let lineNo = start === 0 ? 0 : undefined;
-    const onLine = (offset: number, bytes: Buffer | undefined) => {
-      if (lineNo !== undefined) lineNo++;
-      const record = bytes && parseRecord(bytes);
-      if (record === 'blank') return;
-      if (!record) {
-        scan.corrupt_lines++;
-        if (scan.corrupt.length < MAX_CORRUPT_NAMED) scan.corrupt.push({ offset, line: lineNo });
-        return;
-      }
-      if (!auditMatches(record, query)) return;
-      scan.entries.push(record);
-      if (scan.entries.length >= 2 * limit) scan.entries = scan.entries.slice(-limit);
-    };
-    // From a tail, begin one byte early and drop the first (partial) line.
-    forEachLine(fd, start === 0 ? 0 : start - 1, size, start > 0, onLine);
+    size = fstatSync(fd).size;
   } catch (err) {
-    throw err instanceof TetherError ? err : new TetherError('UNAVAILABLE', `cannot read the audit trail ${path}: ${(err as Error).message}`);
-  } finally {
     closeSync(fd);
+    throw unreadable(path, err);
   }
-  scan.entries = scan.entries.slice(-limit);
-  return scan;
+  const start = size > maxBytes ? size - maxBytes : 0;
+  const scanner = new Scanner(query, start === 0);
+  // From a tail, begin one byte early and drop the first (partial) line.
+  const lines = fileLines(fd, start === 0 ? 0 : start - 1, size, start > 0);
+  const done = () => scanner.result(start > 0);
+  let ran: void | Promise<void>;
+  try {
+    ran = run(lines, scanner);
+  } catch (err) {
+    closeSync(fd);
+    throw unreadable(path, err);
+  }
+  if (!(ran instanceof Promise)) {
+    closeSync(fd);
+    return done();
+  }
+  return ran.then(done, (err: unknown) => Promise.reject(unreadable(path, err))).finally(() => closeSync(fd));
+}
+
+function unreadable(path: string, err: unknown): TetherError {
+  return err instanceof TetherError ? err : new TetherError('UNAVAILABLE', `cannot read the audit trail ${path}: ${(err as Error).message}`);
+}
+
+/** Keeps the newest `limit` matching records and counts what is not a record. */
+class Scanner {
+  private entries: AuditRecord[] = [];
+  private readonly corrupt: CorruptLine[] = [];
+  private corruptLines = 0;
+  private lineNo: number | undefined;
+  private readonly limit: number;
+
+  constructor(private readonly query: AuditQuery, fromTop: boolean) {
+    this.limit = query.limit ?? AUDIT_DEFAULT_LIMIT;
+    this.lineNo = fromTop ? 0 : undefined;
+  }
+
+  line(offset: number, bytes: Buffer | undefined): void {
+    if (this.lineNo !== undefined) this.lineNo++;
+    const record = bytes && parseRecord(bytes);
+    if (record === 'blank') return;
+    if (!record) {
+      this.corruptLines++;
+      if (this.corrupt.length < MAX_CORRUPT_NAMED) this.corrupt.push({ offset, line: this.lineNo });
+      return;
+    }
+    if (!auditMatches(record, this.query)) return;
+    this.entries.push(record);
+    if (this.entries.length >= 2 * this.limit) this.entries = this.entries.slice(-this.limit);
+  }
+
+  result(truncated: boolean): AuditScan {
+    return { entries: this.entries.slice(-this.limit), corrupt_lines: this.corruptLines, truncated, corrupt: this.corrupt };
+  }
 }
 
 /** One line as a record; 'blank' for an empty line; undefined when it is not a record. */
@@ -77,26 +132,21 @@ function parseRecord(bytes: Buffer): AuditRecord | 'blank' | undefined {
 }
 
 /**
- * Calls `onLine` for each newline-separated line from `from` to `to` (the last one even
- * without its newline). Lines over MAX_LINE_BYTES are passed as undefined, never held whole.
+ * Yields `[offset, bytes]` for each newline-separated line from `from` to `to` (the last one
+ * even without its newline), skipping the first when `skipFirst`. A line over MAX_LINE_BYTES
+ * is yielded as undefined, never held whole.
  */
-function forEachLine(fd: number, from: number, to: number, skipFirst: boolean, onLine: (offset: number, bytes: Buffer | undefined) => void): void {
+function* fileLines(fd: number, from: number, to: number, skipFirst: boolean): LineSource {
   const chunk = Buffer.allocUnsafe(READ_CHUNK_BYTES);
   let parts: Buffer[] = [];
   let held = 0;
   let tooLong = false;
   let lineStart = from;
   let skipping = skipFirst;
-  const finish = () => {
-    if (!skipping) onLine(lineStart, tooLong ? undefined : Buffer.concat(parts));
-    skipping = false;
-    parts = [];
-    held = 0;
-    tooLong = false;
-  };
   for (let pos = from; pos < to; ) {
     const n = readSync(fd, chunk, 0, Math.min(READ_CHUNK_BYTES, to - pos), pos);
     if (n === 0) break;
+    const lines: [number, Buffer | undefined][] = []; // completed in this chunk: yielded after it is consumed
     let i = 0;
     while (i < n) {
       const nl = chunk.indexOf(0x0a, i);
@@ -107,11 +157,16 @@ function forEachLine(fd: number, from: number, to: number, skipFirst: boolean, o
         else parts.push(Buffer.from(chunk.subarray(i, end)));
       }
       if (end === n) break;
-      finish();
+      if (!skipping) lines.push([lineStart, tooLong ? undefined : Buffer.concat(parts)]);
+      skipping = false;
+      parts = [];
+      held = 0;
+      tooLong = false;
       i = end + 1;
       lineStart = pos + i;
     }
     pos += n;
+    yield* lines;
   }
-  if (held > 0 || tooLong) finish();
+  if (!skipping && (held > 0 || tooLong)) yield [lineStart, tooLong ? undefined : Buffer.concat(parts)];
 }
