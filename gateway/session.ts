@@ -518,7 +518,11 @@ export class Session {
     }
     if (this.ended) return;
     if (!this.host) throw new TetherError('UNAVAILABLE', `the agent of session ${this.id} is not connected`);
-    this.record(clientId ? (this.members.get(clientId)?.member.principal ?? 'unknown') : 'tether', 'stop', { reason });
-    await this.host.stop(this.id, reason);
+    const by = clientId ? (this.members.get(clientId)?.member.principal ?? 'unknown') : 'tether';
+    this.record(by, 'stop', { reason });
+    await this.host.stop(this.id, reason).catch((err: unknown) => {
+      this.recordQuietly(by, 'stop', { reason, result: 'failed', code: failureCode(err) });
+      throw err;
+    });
   }
 }

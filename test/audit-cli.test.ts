@@ -1,10 +1,11 @@
-import { appendFileSync, chmodSync, readFileSync, statSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { appendFileSync, chmodSync, existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { GatewayClient } from '../client/gateway-client.js';
 import { asPermissionRequest } from '../client/permission-policy.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
-import { runTether, startTether, type Daemon } from './support/cli.js';
+import { runTether, startTether, TETHER_BIN, type Daemon } from './support/cli.js';
 import { isCanUseTool, isResult, until } from './support/items.js';
 
 /** JSON lines printed by `tether audit --json`, each parsed (a non-JSON line fails the test). */
@@ -59,6 +60,13 @@ describe('tether audit', () => {
     const all = lines(offline.stdout);
     const owner = all[0].principal as string;
     expect(all.filter((e) => e.session_id === s.id).map((e) => e.action)).toEqual(['create', 'attach', 'prompt', 'permission_decision', 'prompt', 'permission_decision', 'stop', 'ended', 'detach']);
+
+    // On a terminal the default is a table (script(1) gives the command a pseudo-terminal).
+    if (existsSync('/usr/bin/script')) {
+      const tty = execFileSync('/usr/bin/script', ['-qc', `${process.execPath} ${TETHER_BIN} audit --state-dir ${state.path} --action create`, '/dev/null'], { timeout: 15_000 }).toString();
+      expect(tty.split(/\r?\n/)[0]).toMatch(/^TIME\s+SESSION\s+PRINCIPAL\s+ACTION\s+DETAILS$/);
+      expect(tty).toMatch(new RegExp(`${s.id}\\s+${owner}\\s+create\\s+agent=local engine=demo options=`));
+    }
 
     const second = await up(state.path, cwd.path);
     const env = { TETHER_GATEWAY: second.url, TETHER_TOKEN: second.token };

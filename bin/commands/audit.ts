@@ -30,7 +30,8 @@ Options:
   SESSION, --session ID  only this session's records
   --principal NAME    only records made by NAME (a token's sub; the gateway's own decisions
                       are tether, tether:expiry, tether:overflow)
-  --action NAME       only ${AuditAction.options.join(', ')}
+  --action NAME       only create, attach, detach, prompt, permission_decision, control,
+                      role_change, stop or ended
   --decision D        only permission decisions that were allow, or deny
   --limit N           the newest N matching records (default ${AUDIT_DEFAULT_LIMIT}, at most ${AUDIT_MAX_LIMIT})
   --table             print a table
