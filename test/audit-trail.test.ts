@@ -198,6 +198,23 @@ describe('audit trail', () => {
     expect((await admin.request('session.audit', { limit: 1 })).entries.map((e) => e.action)).toEqual(['role_change']);
   });
 
+  it('session.audit keeps its reply under 8 MiB (the newest records) and says older ones were left out', async () => {
+    const state = tempDir('tether-audit-');
+    const path = join(state.path, 'audit.jsonl');
+    const old = (n: number) => JSON.stringify({ time: new Date(n).toISOString(), session_id: 'old', principal: 'alice', action: 'prompt', note: 'x'.repeat(1000), n }) + '\n';
+    writeFileSync(path, Array.from({ length: 12_000 }, (_, n) => old(n)).join(''), { mode: 0o600 }); // ~12.5 MB of records
+    const file = new FileAuditLog(path);
+    cleanups.push(() => file.close());
+    const r = await rig('demo', file);
+    const admin = await (await r.stack.client({ sub: 'root', scopes: ['admin'] })).peer();
+    const got = await admin.request('session.audit', { session_id: 'old', limit: 100_000 });
+    expect(got.truncated).toBe(true);
+    expect(got.entries.length).toBeGreaterThan(7_000);
+    expect(got.entries.length).toBeLessThan(12_000);
+    expect(got.entries.at(-1)).toMatchObject({ n: 11_999 });
+    expect(Buffer.byteLength(got.entries.map((e) => JSON.stringify(e) + '\n').join(''))).toBeLessThanOrEqual(8 * 1024 * 1024);
+  });
+
   it('a torn last line is ended before the next record; corrupt lines are counted, never skipped silently', () => {
     const state = tempDir('tether-audit-');
     const path = join(state.path, 'audit.jsonl');

@@ -112,7 +112,7 @@ async function readOnline(v: Record<string, unknown>, query: AuditQuery): Promis
 
 /** Reports corrupt lines and a cut-off scan on stderr; the exit code (1 when lines were corrupt). */
 function reportDamage(found: AuditScan, file: string | undefined): number {
-  if (found.truncated) process.stderr.write('tether audit: the trail is larger than the gateway scans per request; older records were not searched (read it offline with --state-dir or --file)\n');
+  if (found.truncated) process.stderr.write('tether audit: older records may be missing: the trail is larger than the gateway scans or sends per request (narrow the query, or read it offline with --state-dir or --file)\n');
   if (found.corrupt_lines === 0) return 0;
   const where = found.corrupt.map((c) => (c.line !== undefined ? `line ${c.line}` : `byte ${c.offset}`)).join(', ');
   process.stderr.write(`tether audit: ${found.corrupt_lines} line(s) of the audit trail are not audit records${file && where ? ` (${file}: ${where}${found.corrupt_lines > found.corrupt.length ? ', …' : ''})` : ''}\n`);

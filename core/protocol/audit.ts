@@ -44,8 +44,9 @@ export type AuditQuery = z.infer<typeof AuditQuery>;
 
 /**
  * What a query found. `corrupt_lines`: lines of the scanned file that are not audit records
- * (damage or tampering; never silently dropped). `truncated`: the file is larger than the
- * gateway scans per query, so older records were not looked at (read the file offline).
+ * (damage or tampering; never silently dropped). `truncated`: older matching records may have
+ * been left out, because the file is larger than the gateway scans per query or the reply
+ * would be too large (read the file offline, or narrow the query).
  */
 export const AuditResult = z.object({
   entries: z.array(AuditRecord),
