@@ -90,14 +90,15 @@ export class FileAuditLog implements AuditLog {
   }
 
   private write(text: string): void {
-    if (this.fd === undefined) throw new TetherError('FAILED_PRECONDITION', `the audit trail ${this.path} is closed; the action was not applied`);
+    // Messages name the errno, not the path: they reach clients.
+    if (this.fd === undefined) throw new TetherError('FAILED_PRECONDITION', 'the audit trail is closed; the action was not applied');
     try {
       const bytes = Buffer.from(text);
       let done = 0;
       while (done < bytes.length) done += writeSync(this.fd, bytes, done);
       fdatasyncSync(this.fd);
     } catch (err) {
-      throw new TetherError('FAILED_PRECONDITION', `cannot write the audit trail ${this.path} (${(err as Error).message}); the action was not applied`);
+      throw new TetherError('FAILED_PRECONDITION', `the audit trail cannot be written (${(err as NodeJS.ErrnoException).code ?? 'write failed'}); the action was not applied`);
     }
   }
 
@@ -142,14 +143,16 @@ export function recordQuietly(audit: AuditLog, entry: AuditEntry, log: Logger): 
 
 /**
  * Records before an action, for callers that must not apply it otherwise: any failure of the
- * sink (whatever it threw) becomes FAILED_PRECONDITION naming the action that was not applied.
+ * sink (whatever it threw) is logged at error and becomes FAILED_PRECONDITION naming the
+ * action that was not applied.
  */
-export function recordOrRefuse(audit: AuditLog, entry: AuditEntry): void {
+export function recordOrRefuse(audit: AuditLog, entry: AuditEntry, log: Logger): void {
   try {
     audit.record(entry);
   } catch (err) {
+    log.error({ sessionId: entry.session_id, action: entry.action, err: String(err) }, 'audit write failed; the action is refused');
     if (err instanceof TetherError && err.code === 'FAILED_PRECONDITION') throw err;
-    throw new TetherError('FAILED_PRECONDITION', `the audit trail cannot be written (${(err as Error).message}); ${entry.action} was not applied`);
+    throw new TetherError('FAILED_PRECONDITION', `the audit trail cannot be written (${(err as NodeJS.ErrnoException).code ?? 'sink failed'}); ${entry.action} was not applied`);
   }
 }
 

@@ -114,7 +114,7 @@ export class SessionDirectory {
     }
     // Recorded before anything exists: a session whose creation cannot be audited is not made.
     const created = { session_id: id, principal: p.sub, action: 'create' as const, agent: agentName, engine: kind, options };
-    recordOrRefuse(this.audit, created);
+    recordOrRefuse(this.audit, created, this.log);
     const session = new Session({
       id,
       agent: agentName,

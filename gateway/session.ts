@@ -298,7 +298,7 @@ export class Session {
 
   /** Writes the record before the action; throws (and the caller applies nothing) when it cannot. */
   private record(principal: string, action: AuditEntry['action'], details: Record<string, unknown> = {}): void {
-    recordOrRefuse(this.audit, { session_id: this.id, principal, action, ...details });
+    recordOrRefuse(this.audit, { session_id: this.id, principal, action, ...details }, this.log_);
   }
 
   private recordQuietly(principal: string, action: AuditEntry['action'], details: Record<string, unknown> = {}): void {

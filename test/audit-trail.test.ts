@@ -140,7 +140,8 @@ describe('audit trail', () => {
     const ask = asPermissionRequest((await until(it_, isCanUseTool) as { message: Record<string, unknown> }).message)!;
 
     audit.failing = () => true;
-    expect(await errorCode(s.answer(ask.requestId, { behavior: 'allow', updatedInput: ask.input }))).toBe('FAILED_PRECONDITION');
+    const refused = await s.answer(ask.requestId, { behavior: 'allow', updatedInput: ask.input }).catch((e: TetherError) => e);
+    expect(refused).toMatchObject({ code: 'FAILED_PRECONDITION', message: 'the audit trail cannot be written (ENOSPC); permission_decision was not applied' });
     expect(await errorCode(s.sendUserMessage('another'))).toBe('FAILED_PRECONDITION');
     const guest = await r.stack.client();
     expect(await errorCode(guest.attach(s.id))).toBe('FAILED_PRECONDITION');
@@ -233,6 +234,10 @@ describe('audit trail', () => {
     const lastLineBytes = readFileSync(path, 'utf8').trimEnd().split('\n').at(-1)!.length + 1;
     const tail = scanAuditFile(path, {}, lastLineBytes + 5);
     expect(tail).toMatchObject({ truncated: true, corrupt_lines: 0, entries: [expect.objectContaining({ action: 'detach' })] });
+    // A closed (or failing) file refuses the record with a typed error naming no path.
+    expect(() => second.record({ session_id: 's1', principal: 'p', action: 'stop' })).toThrow(
+      expect.objectContaining({ code: 'FAILED_PRECONDITION', message: 'the audit trail is closed; the action was not applied' }),
+    );
   });
 
   it('records a real Claude Code permission decision before the tool runs (real CLI)', async () => {
