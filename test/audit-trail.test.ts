@@ -11,6 +11,7 @@ import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { startRig, WRITE_FILE, type EngineRig } from './support/engines.js';
 import { isCanUseTool, isResult, until } from './support/items.js';
 import { asPermissionRequest } from '../client/permission-policy.js';
+import type { SessionItem } from '../client/remote-session.js';
 
 async function errorCode(p: Promise<unknown>): Promise<string> {
   try {
@@ -100,6 +101,51 @@ describe('audit trail', () => {
     expect((await s.audit()).map((e) => e.action)).toEqual(records.map((e) => e.action));
   });
 
+  it('each record is on disk before its action takes effect: the state seen at the moment of writing is the state before', async () => {
+    const state = tempDir('tether-audit-');
+    const file = new FileAuditLog(join(state.path, 'audit.jsonl'));
+    cleanups.push(() => file.close());
+    const audit = new BreakableAudit(file);
+    const r = await rig('demo', audit);
+    const seen: string[] = [];
+    audit.failing = (e) => {
+      const s = r.stack.gateway.directory.get(e.session_id);
+      const info = s?.info();
+      const what = {
+        create: () => `exists=${s !== undefined}`,
+        attach: () => `clients=${info!.clients.length}`,
+        role_change: () => `role=${info!.clients.find((c) => c.client_id === e.client_id)!.role}`,
+        control: () => `subtype=${String(e.subtype)}`,
+        prompt: () => `state=${info!.state}`,
+        permission_decision: () => `pending=${info!.pending_prompts} file=${existsSync(join(r.cwd, WRITE_FILE.demo.file))}`,
+        stop: () => `state=${info!.state}`,
+      }[e.action as string];
+      if (what) seen.push(`${e.action} ${what()}`);
+      return false;
+    };
+    const owner = await r.stack.client({ sub: 'alice' });
+    const s = await owner.createSession({ agent: 'test-agent', options: { cwd: r.cwd } });
+    const it_ = s[Symbol.asyncIterator]();
+    const guest = await (await r.stack.client({ sub: 'bob' })).attach(s.id);
+    await s.setRole(guest.clientId, 'viewer');
+    await s.sendUserMessage(WRITE_FILE.demo.prompt);
+    const ask = asPermissionRequest(((await until(it_, isCanUseTool)) as { message: Record<string, unknown> }).message)!;
+    await s.answer(ask.requestId, { behavior: 'allow', updatedInput: ask.input });
+    await until(it_, isResult);
+    await s.setModel('demo-other');
+    await s.stop();
+    expect(seen).toEqual([
+      'create exists=false',
+      'attach clients=0',
+      'attach clients=1',
+      'role_change role=controller',
+      'prompt state=idle',
+      'permission_decision pending=1 file=false',
+      'control subtype=set_model',
+      'stop state=idle',
+    ]);
+  });
+
   it('is created 0600 in a 0700 folder; an existing 0755 folder and 0644 file are tightened; a folder owned by someone else is refused', () => {
     const root = tempDir('tether-modes-');
     const fresh = join(root.path, 'new', 'state');
@@ -139,10 +185,12 @@ describe('audit trail', () => {
     await s.sendUserMessage(WRITE_FILE.demo.prompt);
     const ask = asPermissionRequest((await until(it_, isCanUseTool) as { message: Record<string, unknown> }).message)!;
 
+    const afterFailure: SessionItem[] = []; // everything the session streams from here on
     audit.failing = () => true;
     const refused = await s.answer(ask.requestId, { behavior: 'allow', updatedInput: ask.input }).catch((e: TetherError) => e);
     expect(refused).toMatchObject({ code: 'FAILED_PRECONDITION', message: 'the audit trail cannot be written (ENOSPC); permission_decision was not applied' });
     expect(await errorCode(s.sendUserMessage('another'))).toBe('FAILED_PRECONDITION');
+    expect(await errorCode(s.setModel('refused-model'))).toBe('FAILED_PRECONDITION');
     const guest = await r.stack.client();
     expect(await errorCode(guest.attach(s.id))).toBe('FAILED_PRECONDITION');
     expect(await errorCode(owner.createSession({ agent: 'test-agent' }))).toBe('FAILED_PRECONDITION');
@@ -153,10 +201,14 @@ describe('audit trail', () => {
 
     audit.failing = undefined; // the disk is back: the same answer now goes through
     await s.answer(ask.requestId, { behavior: 'allow', updatedInput: ask.input });
-    await until(it_, isResult);
+    await until(it_, isResult, afterFailure);
     expect(existsSync(join(r.cwd, WRITE_FILE.demo.file))).toBe(true);
     const decisions = (await s.audit()).filter((e) => e.action === 'permission_decision');
     expect(decisions).toEqual([expect.objectContaining({ request_id: ask.requestId, behavior: 'allow' })]);
+    // The refused set_model never reached the engine: the next one is the first it reports.
+    await s.setModel('accepted-model');
+    await until(it_, (i) => i.kind === 'engine' && JSON.stringify(i.message).includes('accepted-model'), afterFailure);
+    expect(afterFailure.some((i) => i.kind === 'engine' && JSON.stringify(i.message).includes('refused-model'))).toBe(false);
     expect(await owner.listSessions()).toHaveLength(1);
   });
 
