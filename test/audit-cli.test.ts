@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { appendFileSync, chmodSync, existsSync, readFileSync, statSync } from 'node:fs';
+import { appendFileSync, chmodSync, chownSync, existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { GatewayClient } from '../client/gateway-client.js';
@@ -115,5 +115,17 @@ describe('tether audit', () => {
     expect(lines(file.stdout).map((e) => e.session_id)).toEqual([s.id]);
     const lineNo = readFileSync(join(state.path, 'audit.jsonl'), 'utf8').trimEnd().split('\n').length;
     expect(file.stderr).toContain(`(${join(state.path, 'audit.jsonl')}: line ${lineNo})`);
+  });
+
+  // Only root can hand a folder to another user here.
+  it.skipIf(process.getuid?.() !== 0)('a gateway refuses to start on a state folder another user owns, saying so, before any port opens', async () => {
+    const state = temp('tether-state-');
+    chmodSync(state.path, 0o755);
+    chownSync(state.path, 65534, 65534);
+    const r = await runTether(['gateway', '--port', '0', '--state-dir', state.path]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).not.toContain('gateway: ');
+    expect(r.stderr).toContain(`${state.path} is owned by uid 65534, not by this user (uid 0)`);
+    expect(statSync(state.path).mode & 0o777).toBe(0o755);
   });
 });
