@@ -93,14 +93,20 @@ describe('tether audit', () => {
     expect(denied.stderr).toContain('needs the admin scope');
 
     const q = async (...args: string[]) => lines((await runTether(['audit', '--json', ...args], { env: adminEnv })).stdout);
-    const byOwner = await q('--principal', owner);
+    const [byOwner, byNobody, decisions, denials, newest, bad] = await Promise.all([
+      q('--principal', owner),
+      q('--principal', 'nobody'),
+      q('--action', 'permission_decision'),
+      q('--decision', 'deny'),
+      q('--session', s.id, '--limit', '2'),
+      runTether(['audit', '--action', 'launch'], { env: adminEnv }),
+    ]);
     expect(byOwner.map((e) => e.action)).toEqual(['create', 'attach', 'prompt', 'permission_decision', 'prompt', 'permission_decision', 'stop', 'detach']);
     expect(byOwner.every((e) => e.principal === owner)).toBe(true);
-    expect((await q('--principal', 'nobody'))).toEqual([]);
-    expect((await q('--action', 'permission_decision')).map((e) => e.behavior)).toEqual(['allow', 'deny']);
-    expect((await q('--decision', 'deny')).map((e) => [e.action, e.behavior])).toEqual([['permission_decision', 'deny']]);
-    expect((await q('--session', s.id, '--limit', '2')).map((e) => e.action)).toEqual(['ended', 'detach']);
-    const bad = await runTether(['audit', '--action', 'launch'], { env: adminEnv });
+    expect(byNobody).toEqual([]);
+    expect(decisions.map((e) => e.behavior)).toEqual(['allow', 'deny']);
+    expect(denials.map((e) => [e.action, e.behavior])).toEqual([['permission_decision', 'deny']]);
+    expect(newest.map((e) => e.action)).toEqual(['ended', 'detach']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--action must be one of create, attach');
 
@@ -115,7 +121,7 @@ describe('tether audit', () => {
     expect(lines(file.stdout).map((e) => e.session_id)).toEqual([s.id]);
     const lineNo = readFileSync(join(state.path, 'audit.jsonl'), 'utf8').trimEnd().split('\n').length;
     expect(file.stderr).toContain(`(${join(state.path, 'audit.jsonl')}: line ${lineNo})`);
-  });
+  }, 120_000); // about 20 tether processes, two gateways
 
   // Only root can hand a folder to another user here.
   it.skipIf(process.getuid?.() !== 0)('a gateway refuses to start on a state folder another user owns, saying so, before any port opens', async () => {
