@@ -2,7 +2,8 @@
 import { asTetherError } from '../core/errors.js';
 import { parseCommand, type Command } from './args.js';
 import { agentCommand } from './commands/agent.js';
-import { attachCommand, auditCommand, chatCommand } from './commands/chat.js';
+import { auditCommand } from './commands/audit.js';
+import { attachCommand, chatCommand } from './commands/chat.js';
 import { configCommand } from './commands/config.js';
 import { gatewayCommand } from './commands/gateway.js';
 import { keygenCommand } from './commands/keygen.js';

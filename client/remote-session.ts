@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { asTetherError, TetherError } from '../core/errors.js';
 import type { Role, TetherEvent } from '../core/protocol/events.js';
+import type { AuditRecord } from '../core/protocol/audit.js';
 import type { NotificationParams, SessionInfo } from '../core/protocol/methods.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
 import { tetherEvent } from '../core/protocol/events.js';
@@ -323,8 +324,8 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
     await peer.request('session.set_role', { session_id: this.id, client_id: clientId, role });
   }
 
-  /** The session's audit trail (owner, attached clients and admins). */
-  async audit(limit?: number): Promise<Record<string, unknown>[]> {
+  /** The session's audit records, oldest first (its owner or an admin only). */
+  async audit(limit?: number): Promise<AuditRecord[]> {
     const peer = await this.transport.peer();
     return (await peer.request('session.audit', { session_id: this.id, limit })).entries;
   }

@@ -1,82 +1,162 @@
-import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, fdatasyncSync, fstatSync, fsyncSync, openSync, readSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { pino, type Logger } from 'pino';
+import { TetherError } from '../core/errors.js';
+import type { Logger } from '../core/logging.js';
+import { AUDIT_DEFAULT_LIMIT, auditMatches, type AuditAction, type AuditQuery, type AuditRecord, type AuditResult } from '../core/protocol/audit.js';
+import { ensurePrivateDir, openPrivateAppend } from '../core/util/private-files.js';
+import { capStrings } from './audit-cap.js';
+import { scanAuditFileAsync } from './audit-reader.js';
 
-/** One audit record: who did what to which session. Wire-safe (no tokens, no payload dumps). */
+/** One audit record as a caller hands it in: who did what to which session, plus details. */
 export interface AuditEntry {
   session_id: string;
   principal: string;
-  action:
-    | 'create'
-    | 'attach'
-    | 'detach'
-    | 'prompt'
-    | 'permission_decision'
-    | 'control'
-    | 'role_change'
-    | 'stop'
-    | 'ended';
+  action: AuditAction;
   [key: string]: unknown;
 }
 
 /**
- * Where the gateway records who attached, who sent which prompt, who answered which
- * permission prompt with what decision, and mode/model changes. `record` throws when the
- * record could not be written; callers deciding on a permission prompt then fail closed.
+ * Where the gateway records each decision and action on a session, before it takes effect.
+ * `record` returns once the record is durable and throws when it is not (FAILED_PRECONDITION:
+ * the gateway is not fit to act until its trail is writable again; retrying at once will not
+ * help): the caller then does not apply the action (fail closed).
  */
 export interface AuditLog {
   record(entry: AuditEntry): void;
-  /** The newest `limit` entries of one session, oldest first. */
-  read(sessionId: string, limit: number): Record<string, unknown>[];
+  /** The newest records matching the query, oldest first, with what could not be read. */
+  read(query: AuditQuery): Promise<AuditResult>;
 }
 
-/** Bounded in-memory audit (no file configured); keeps the newest entries. */
+/**
+ * The record as written: the time first, then the entry with long strings cut; `cut` (when
+ * anything was) names each cut string's path, full length and SHA-256.
+ */
+export function auditRecordOf(entry: AuditEntry, now = new Date()): AuditRecord {
+  const { value, cut } = capStrings(entry);
+  const record = { time: now.toISOString(), ...(value as AuditEntry) };
+  return Object.keys(cut).length ? { ...record, cut } : record;
+}
+
+/** Bounded in-memory audit (no file configured: tests, `--audit-log` unset in a library). */
 export class MemoryAuditLog implements AuditLog {
-  private readonly entries: Record<string, unknown>[] = [];
+  private readonly entries: AuditRecord[] = [];
   constructor(private readonly maxEntries = 10_000) {}
   record(entry: AuditEntry): void {
-    this.entries.push({ time: new Date().toISOString(), ...entry });
+    this.entries.push(auditRecordOf(entry));
     if (this.entries.length > this.maxEntries) this.entries.shift();
   }
-  read(sessionId: string, limit: number): Record<string, unknown>[] {
-    return this.entries.filter((e) => e.session_id === sessionId).slice(-limit);
+  async read(query: AuditQuery): Promise<AuditResult> {
+    const entries = this.entries.filter((e) => auditMatches(e, query)).slice(-(query.limit ?? AUDIT_DEFAULT_LIMIT));
+    return { entries, corrupt_lines: 0, truncated: false };
   }
 }
 
-/** Largest tail of the audit file read back for `tether audit` (older lines are not scanned). */
-const READ_TAIL_BYTES = 32 * 1024 * 1024;
+/** Largest tail of the audit file one `session.audit` scans (offline reads have no bound). */
+export const AUDIT_READ_TAIL_BYTES = 32 * 1024 * 1024;
 
-/** JSON lines through pino to a file, written synchronously so a decision is on disk first. */
+/**
+ * The audit trail as a file of JSON lines, one record each: mode 0600 in a 0700 folder
+ * (created, or an existing looser folder tightened; refused when not ours). Every record is
+ * written and flushed to disk (fdatasync) before `record` returns.
+ */
 export class FileAuditLog implements AuditLog {
-  private readonly logger: Logger;
+  private fd: number | undefined;
+  /** The scan in progress: scans run one at a time, so readers cannot pile up CPU work. */
+  private scanning: Promise<unknown> = Promise.resolve();
 
   constructor(readonly path: string) {
-    if (!existsSync(dirname(path))) mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-    this.logger = pino(
-      { base: null, timestamp: pino.stdTimeFunctions.isoTime, messageKey: 'event', formatters: { level: () => ({}) } },
-      pino.destination({ dest: path, sync: true, mkdir: true }),
-    );
+    const dir = ensurePrivateDir(dirname(path));
+    this.fd = openPrivateAppend(path);
+    this.endTornLine();
+    if (dir.created || fstatSync(this.fd).size === 0) syncFolder(dir.path); // the new file's name is durable too
+  }
+
+  /** A line left unfinished by a crash is ended, so the next record starts on its own line. */
+  private endTornLine(): void {
+    const size = fstatSync(this.fd!).size;
+    if (size === 0) return;
+    const last = Buffer.alloc(1);
+    const readFd = openSync(this.path, 'r');
+    try {
+      readSync(readFd, last, 0, 1, size - 1);
+    } finally {
+      closeSync(readFd);
+    }
+    if (last[0] !== 0x0a) this.write('\n');
   }
 
   record(entry: AuditEntry): void {
-    this.logger.info(entry);
+    this.write(JSON.stringify(auditRecordOf(entry)) + '\n');
   }
 
-  read(sessionId: string, limit: number): Record<string, unknown>[] {
-    if (!existsSync(this.path)) return [];
-    const size = statSync(this.path).size;
-    let text = readFileSync(this.path, 'utf8');
-    if (size > READ_TAIL_BYTES) text = text.slice(text.length - READ_TAIL_BYTES);
-    const out: Record<string, unknown>[] = [];
-    for (const line of text.split('\n')) {
-      if (!line.includes(sessionId)) continue;
-      try {
-        const v = JSON.parse(line) as Record<string, unknown>;
-        if (v.session_id === sessionId) out.push(v);
-      } catch {
-        // a torn last line while another write is in flight
-      }
+  private write(text: string): void {
+    // Messages name the errno, not the path: they reach clients.
+    if (this.fd === undefined) throw new TetherError('FAILED_PRECONDITION', 'the audit trail is closed; the action was not applied');
+    try {
+      const bytes = Buffer.from(text);
+      let done = 0;
+      while (done < bytes.length) done += writeSync(this.fd, bytes, done);
+      fdatasyncSync(this.fd);
+    } catch (err) {
+      throw new TetherError('FAILED_PRECONDITION', `the audit trail cannot be written (${(err as NodeJS.ErrnoException).code ?? 'write failed'}); the action was not applied`);
     }
-    return out.slice(-limit);
   }
+
+  /** Scans the newest AUDIT_READ_TAIL_BYTES, yielding to the event loop as it goes. */
+  read(query: AuditQuery): Promise<AuditResult> {
+    const scan = this.scanning.then(() => scanAuditFileAsync(this.path, query, AUDIT_READ_TAIL_BYTES));
+    this.scanning = scan.catch(() => {});
+    return scan.then(({ entries, corrupt_lines, truncated }) => ({ entries, corrupt_lines, truncated }));
+  }
+
+  /** Closes the file; later records fail (FAILED_PRECONDITION). Idempotent. */
+  close(): void {
+    if (this.fd === undefined) return;
+    closeSync(this.fd);
+    this.fd = undefined;
+  }
+}
+
+function syncFolder(dir: string): void {
+  let fd: number | undefined;
+  try {
+    fd = openSync(dir, 'r');
+    fsyncSync(fd);
+  } catch {
+    // Some file systems cannot fsync a folder; the records themselves are still flushed.
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/**
+ * Records where the action goes ahead whatever happens (an expiry's deny, a departure, an
+ * engine's exit, a failure note): a failed write is logged at error and swallowed.
+ */
+export function recordQuietly(audit: AuditLog, entry: AuditEntry, log: Logger): void {
+  try {
+    audit.record(entry);
+  } catch (err) {
+    log.error({ sessionId: entry.session_id, action: entry.action, err: String(err) }, 'audit write failed');
+  }
+}
+
+/**
+ * Records before an action, for callers that must not apply it otherwise: any failure of the
+ * sink (whatever it threw) is logged at error and becomes FAILED_PRECONDITION naming the
+ * action that was not applied.
+ */
+export function recordOrRefuse(audit: AuditLog, entry: AuditEntry, log: Logger): void {
+  try {
+    audit.record(entry);
+  } catch (err) {
+    log.error({ sessionId: entry.session_id, action: entry.action, err: String(err) }, 'audit write failed; the action is refused');
+    if (err instanceof TetherError && err.code === 'FAILED_PRECONDITION') throw err;
+    throw new TetherError('FAILED_PRECONDITION', `the audit trail cannot be written (${(err as NodeJS.ErrnoException).code ?? 'sink failed'}); ${entry.action} was not applied`);
+  }
+}
+
+/** The code of an error that stopped an action after its record, for the failure note. */
+export function failureCode(err: unknown): string {
+  return err instanceof TetherError ? err.code : 'INTERNAL';
 }

@@ -7,6 +7,7 @@ import type { Principal } from './principal.js';
 import type { Member } from './session.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { SessionDirectory } from './session-directory.js';
+import { readAudit } from './audit-access.js';
 
 /** Per-client send queue cap before it is cut as a slow consumer (threats.md: hard 32 MiB). */
 /**
@@ -108,13 +109,7 @@ export class ClientLink implements Member {
         session.setRole(this.clientId, params.client_id, params.role, this.dir.mayControl(params.client_id));
         return {};
       })
-      .onRequest('session.audit', (params) => {
-        const session = this.dir.visible(p, params.session_id);
-        if (!p.canAdmin && session.owner !== p.sub && !session.roleOf(this.clientId)) {
-          throw new TetherError('PERMISSION_DENIED', 'only the owner, an attached client or an admin may read the audit trail');
-        }
-        return { entries: this.dir.audit.read(session.id, params.limit ?? 1000) };
-      })
+      .onRequest('session.audit', (params) => readAudit(this.dir, p, params))
       .onRequest('session.stop', async (params) => {
         const session = this.dir.visible(p, params.session_id);
         await session.stop(this.clientId, `stopped by ${p.sub}`);

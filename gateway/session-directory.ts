@@ -6,7 +6,7 @@ import type { EngineKind, SessionOptions } from '../core/protocol/session-option
 import type { AgentLink } from './agent-link.js';
 import type { Principal } from './principal.js';
 import { Session, type SessionLimits } from './session.js';
-import type { AuditLog } from './audit-log.js';
+import { failureCode, recordOrRefuse, recordQuietly, type AuditLog } from './audit-log.js';
 import type { SessionStore, StoredSession } from './session-store.js';
 import type { GatewayMetrics } from './metrics.js';
 
@@ -112,6 +112,9 @@ export class SessionDirectory {
     if (!agent.descriptor.engines.includes(kind)) {
       throw new TetherError('FAILED_PRECONDITION', `agent "${agentName}" cannot run engine "${kind}" (it has: ${agent.descriptor.engines.join(', ')})`);
     }
+    // Recorded before anything exists: a session whose creation cannot be audited is not made.
+    const created = { session_id: id, principal: p.sub, action: 'create' as const, agent: agentName, engine: kind, options };
+    recordOrRefuse(this.audit, created, this.log);
     const session = new Session({
       id,
       agent: agentName,
@@ -125,12 +128,12 @@ export class SessionDirectory {
       store: this.store,
       metrics: this.metrics,
     });
-    this.audit.record({ session_id: id, principal: p.sub, action: 'create', agent: agentName, engine: kind, cwd: options.cwd });
     this.sessions.set(id, session);
     session.onEnded = () => this.scheduleDrop(session);
     try {
       await agent.spawn(id, kind, options);
     } catch (err) {
+      recordQuietly(this.audit, { ...created, result: 'failed', code: failureCode(err) }, this.log);
       this.sessions.delete(id);
       session.end();
       throw err;

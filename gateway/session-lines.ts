@@ -2,9 +2,6 @@ import { TetherError } from '../core/errors.js';
 
 /** Small pure helpers for the lines a session sends and checks. */
 
-/** Control requests that change how the engine behaves, recorded in the audit trail. */
-export const AUDITED_CONTROLS = new Set(['interrupt', 'set_model', 'set_permission_mode', 'initialize', 'rewind_files', 'mcp_set_servers', 'apply_flag_settings', 'update_settings']);
-
 /** Size of a prompt for the audit trail (never its text). */
 export function promptChars(line: Record<string, unknown>): number {
   const content = (line.message as { content?: unknown }).content;

@@ -5,11 +5,11 @@ import type { EngineKind, SessionOptions } from '../core/protocol/session-option
 import type { Logger } from '../core/logging.js';
 import { PromptBook } from './prompts.js';
 import { ReplayLog, type ReplayLogLimits } from './replay-log.js';
-import type { AuditEntry, AuditLog } from './audit-log.js';
+import { failureCode, recordOrRefuse, recordQuietly, type AuditEntry, type AuditLog } from './audit-log.js';
 import { outcomeOf, type GatewayMetrics } from './metrics.js';
 import type { SessionStore, StoredSession } from './session-store.js';
 import { ControlRouting } from './control-routing.js';
-import { AUDITED_CONTROLS, checkUserMessage, promptChars } from './session-lines.js';
+import { checkUserMessage, promptChars } from './session-lines.js';
 import { encodeEventFrame, encodeLineFrame } from '../core/protocol/session-frame.js';
 
 /** One attached client as the session sees it: transport-blind. */
@@ -241,6 +241,7 @@ export class Session {
    */
   end(exited?: TetherEvent): void {
     if (this.ended) return;
+    this.recordQuietly('tether', 'ended', exited?.subtype === 'exited' ? { code: exited.code, signal: exited.signal, reason: exited.reason } : {});
     for (const p of this.prompts.clear('engine gone')) this.broadcastWithdrawal(p.requestId);
     this.controls.clear();
     this.setState('ended');
@@ -267,6 +268,7 @@ export class Session {
       this.log_.warn({ sessionId: this.id, requestId }, 'too many pending prompts; denying');
       this.metrics?.promptRaised();
       this.metrics?.promptSettled('overflow', 0);
+      this.recordQuietly('tether:overflow', 'permission_decision', { request_id: requestId, behavior: 'deny', reason: 'too many pending prompts' });
       this.answerEngine(requestId, subtype, `Denied by Tether: more than ${this.limits.maxPendingPrompts} requests pending`);
       return;
     }
@@ -278,11 +280,7 @@ export class Session {
   private expire(requestId: string): void {
     const p = this.prompts.withdraw(requestId, 'expired', 'expired');
     if (!p) return;
-    try {
-      this.record('tether:expiry', 'permission_decision', { request_id: requestId, behavior: 'deny', reason: 'expired' });
-    } catch (err) {
-      this.log_.error({ sessionId: this.id, err: String(err) }, 'audit write failed; denying anyway');
-    }
+    this.recordQuietly('tether:expiry', 'permission_decision', { request_id: requestId, behavior: 'deny', reason: 'expired' }); // denying goes ahead anyway
     this.answerEngine(requestId, p.subtype, `Permission request expired after ${Math.round(this.limits.promptExpiryMs / 1000)} s with no answer`);
     this.broadcastWithdrawal(requestId);
     this.broadcast({ event: tetherEvent({ subtype: 'prompt_decided', request_id: requestId, decided_by: 'tether:expiry', behavior: 'deny' }), origin: 'gateway' });
@@ -298,8 +296,24 @@ export class Session {
     this.toEngine({ type: 'control_response', response });
   }
 
+  /** Writes the record before the action; throws (and the caller applies nothing) when it cannot. */
   private record(principal: string, action: AuditEntry['action'], details: Record<string, unknown> = {}): void {
-    this.audit.record({ session_id: this.id, principal, action, ...details });
+    recordOrRefuse(this.audit, { session_id: this.id, principal, action, ...details }, this.log_);
+  }
+
+  private recordQuietly(principal: string, action: AuditEntry['action'], details: Record<string, unknown> = {}): void {
+    recordQuietly(this.audit, { session_id: this.id, principal, action, ...details }, this.log_);
+  }
+
+  /** Records, then applies; when applying then fails, a second record says so and the error goes on. */
+  private audited(principal: string, action: AuditEntry['action'], details: Record<string, unknown>, apply: () => void): void {
+    this.record(principal, action, details);
+    try {
+      apply();
+    } catch (err) {
+      this.recordQuietly(principal, action, { ...details, result: 'failed', code: failureCode(err) });
+      throw err;
+    }
   }
 
   // ---- client side ---------------------------------------------------------------------
@@ -313,6 +327,7 @@ export class Session {
       throw new TetherError('RESOURCE_EXHAUSTED', `session ${this.id} already has ${this.limits.maxMembers} clients attached`);
     }
     const from = fromSeq ?? 1;
+    this.record(member.principal, 'attach', { client_id: member.clientId, role, from_seq: from });
     if (from < this.log.firstSeq) {
       const gap = tetherEvent({
         subtype: 'gap',
@@ -326,7 +341,6 @@ export class Session {
     for (const entry of this.log.since(Math.max(from, this.log.firstSeq))) member.sendFrame(entry.bytes);
     this.members.set(member.clientId, { member, role, since: new Date().toISOString() });
     if (previousClientId !== undefined) for (const line of this.controls.takeOver(previousClientId, member.clientId, member.principal)) member.sendReply(this.id, line);
-    this.record(member.principal, 'attach', { client_id: member.clientId, role, from_seq: from });
     this.broadcast({ event: tetherEvent({ subtype: 'presence', action: 'attached', principal: member.principal, client_id: member.clientId, role }), origin: 'gateway' });
     return this.log.lastSeq + 1;
   }
@@ -334,8 +348,8 @@ export class Session {
   detach(clientId: string): void {
     const a = this.members.get(clientId);
     if (!a) return;
+    this.recordQuietly(a.member.principal, 'detach', { client_id: clientId }); // leaving never waits on the audit
     this.members.delete(clientId);
-    this.record(a.member.principal, 'detach', { client_id: clientId });
     // Requests in flight stay mapped: a client that re-attaches with previous_client_id gets its answers.
     this.broadcast({
       event: tetherEvent({ subtype: 'presence', action: 'detached', principal: a.member.principal, client_id: clientId, role: a.role }),
@@ -356,8 +370,8 @@ export class Session {
     if (target.role === 'owner') throw new TetherError('FAILED_PRECONDITION', 'an owner attachment keeps its role');
     if (role === 'controller' && !mayControl) throw new TetherError('PERMISSION_DENIED', `${target.member.principal}'s token does not allow control`);
     if (target.role === role) return;
+    this.record(by.member.principal, 'role_change', { client_id: targetClientId, target_principal: target.member.principal, role });
     target.role = role;
-    this.record(by.member.principal, 'role_change', { client_id: targetClientId, principal: target.member.principal, role });
     this.broadcast({
       event: tetherEvent({ subtype: 'presence', action: 'role_changed', principal: target.member.principal, client_id: targetClientId, role }),
       origin: 'gateway',
@@ -390,14 +404,14 @@ export class Session {
     switch (line.type) {
       case 'user':
         checkUserMessage(line);
-        this.record(a.member.principal, 'prompt', { client_id: a.member.clientId, uuid: line.uuid, chars: promptChars(line) });
-        this.broadcast({
-          event: tetherEvent({ subtype: 'prompt', principal: a.member.principal, client_id: a.member.clientId, message: line.message }),
-          origin: 'gateway',
+        return this.audited(a.member.principal, 'prompt', { client_id: a.member.clientId, uuid: line.uuid, chars: promptChars(line) }, () => {
+          this.broadcast({
+            event: tetherEvent({ subtype: 'prompt', principal: a.member.principal, client_id: a.member.clientId, message: line.message }),
+            origin: 'gateway',
+          });
+          this.toEngine(line);
+          if (this.state === 'idle') this.setState('running');
         });
-        this.toEngine(line);
-        if (this.state === 'idle') this.setState('running');
-        return;
       case 'control_request':
         return this.forwardControlRequest(a, line);
       case 'control_response':
@@ -417,16 +431,15 @@ export class Session {
       throw new TetherError('INVALID_ARGUMENT', 'control_request needs a request object with a string subtype');
     }
     const req = request as Record<string, unknown>;
-    const gwId = this.controls.open(a.member.clientId, a.member.principal, line.request_id);
-    try {
-      this.toEngine({ ...line, request_id: gwId });
-    } catch (err) {
-      this.controls.forget(gwId); // refused before it reached the engine: no answer will come
-      throw err;
-    }
-    if (AUDITED_CONTROLS.has(req.subtype as string)) {
-      this.record(a.member.principal, 'control', { subtype: req.subtype, model: req.model, mode: req.mode });
-    }
+    this.audited(a.member.principal, 'control', { client_id: a.member.clientId, subtype: req.subtype, model: req.model, mode: req.mode }, () => {
+      const gwId = this.controls.open(a.member.clientId, a.member.principal, line.request_id);
+      try {
+        this.toEngine({ ...line, request_id: gwId });
+      } catch (err) {
+        this.controls.forget(gwId); // refused before it reached the engine: no answer will come
+        throw err;
+      }
+    });
   }
 
   private forwardCancel(a: Attachment, line: Record<string, unknown>): void {
@@ -445,9 +458,10 @@ export class Session {
     if (!this.prompts.has(requestId)) this.prompts.claim(requestId, a.member.principal); // throws the precise error
     const behavior = response.subtype === 'error' ? 'error' : String((line.response as { response?: { behavior?: unknown } }).response?.behavior ?? 'answered');
     // Recorded before it is forwarded: a decision that cannot be audited is not applied.
-    this.record(a.member.principal, 'permission_decision', { request_id: requestId, behavior, client_id: a.member.clientId });
-    this.prompts.claim(requestId, a.member.principal, outcomeOf(behavior));
-    this.toEngine(line);
+    this.audited(a.member.principal, 'permission_decision', { request_id: requestId, behavior, client_id: a.member.clientId }, () => {
+      this.prompts.claim(requestId, a.member.principal, outcomeOf(behavior));
+      this.toEngine(line);
+    });
     this.broadcastWithdrawal(requestId);
     this.broadcast({ event: tetherEvent({ subtype: 'prompt_decided', request_id: requestId, decided_by: a.member.principal, behavior }), origin: 'gateway' });
     if (this.prompts.size === 0 && this.state === 'requires_action') this.setState('running');
@@ -504,7 +518,11 @@ export class Session {
     }
     if (this.ended) return;
     if (!this.host) throw new TetherError('UNAVAILABLE', `the agent of session ${this.id} is not connected`);
-    this.record(clientId ? (this.members.get(clientId)?.member.principal ?? 'unknown') : 'tether', 'stop', { reason });
-    await this.host.stop(this.id, reason);
+    const by = clientId ? (this.members.get(clientId)?.member.principal ?? 'unknown') : 'tether';
+    this.record(by, 'stop', { reason });
+    await this.host.stop(this.id, reason).catch((err: unknown) => {
+      this.recordQuietly(by, 'stop', { reason, result: 'failed', code: failureCode(err) });
+      throw err;
+    });
   }
 }

@@ -126,34 +126,3 @@ ${TLS_CLIENT_HELP}
     }
   },
 };
-
-export const auditCommand: Command = {
-  name: 'audit',
-  summary: "print a session's audit trail (who attached, prompted, approved what)",
-  usage: `Usage: tether audit SESSION [--limit N] [--gateway URL] [--token TOKEN]
-
-Prints the session's audit records as JSON lines, oldest first.
-
-Options:
-  --gateway URL   gateway URL (env TETHER_GATEWAY)
-  --token TOKEN   client token (env TETHER_TOKEN)
-  --limit N       at most N records (default 1000)
-${TLS_CLIENT_HELP}
-  -h, --help      show this help`,
-  options: { gateway: { type: 'string' }, token: { type: 'string' }, limit: { type: 'string' }, ...TLS_CLIENT_OPTIONS },
-  allowPositionals: true,
-  async run(v, positionals) {
-    const id = positionals[0];
-    if (!id) throw new TetherError('INVALID_ARGUMENT', 'missing SESSION\nRun "tether audit --help" for usage.');
-    const client = await connectFrom(v, 'tether-audit');
-    try {
-      const peer = await client.peer();
-      const limit = v.limit === undefined ? undefined : Number(v.limit);
-      const { entries } = await peer.request('session.audit', { session_id: id, limit });
-      for (const e of entries) process.stdout.write(JSON.stringify(e) + '\n');
-      return 0;
-    } finally {
-      await client.close();
-    }
-  },
-};

@@ -37,9 +37,9 @@ ${configUsage(GATEWAY_CONFIG)}`,
   async run(v) {
     const { config: c } = loadProgramConfig(GATEWAY_CONFIG, v); // every problem at once, before anything opens
     const logger = createLogger({ name: 'gateway', level: c.logLevel, format: c.logFormat });
+    const storage = gatewayStorage(c, logger); // the state folder is made private before the key is read
     const setup = gatewayAuthFrom(c);
     if (setup.auth.verifier === 'off') process.stderr.write(AUTH_OFF_WARNING);
-    const storage = gatewayStorage(c);
     const gateway = new Gateway({ logger, store: storage.store, audit: storage.audit, hostKeys: storage.hostKeys, limits: gatewayLimitsOf(c.limits), metrics: new GatewayMetrics({ processMetrics: true }) });
     const server = await startGatewayServer(gateway, {
       host: c.host,

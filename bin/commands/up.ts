@@ -52,9 +52,9 @@ ${configUsage(UP_CONFIG)}`,
   async run(v) {
     const { config: c } = loadProgramConfig(UP_CONFIG, v); // every problem at once, before anything opens
     const logger = createLogger({ name: 'tether', level: c.logLevel, format: c.logFormat });
+    const storage = gatewayStorage(c, logger); // the state folder is made private before the key is read
     const setup = gatewayAuthFrom(c, { needSigningKey: true });
     if (setup.auth.verifier === 'off') process.stderr.write(AUTH_OFF_WARNING);
-    const storage = gatewayStorage(c);
     const gateway = new Gateway({
       logger: logger.child({ program: 'gateway' }),
       store: storage.store,

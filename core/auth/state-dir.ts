@@ -3,6 +3,7 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { generateTokenKey, writeKeyFile } from './keygen.js';
 import { loadKeyFile, type TokenKey } from './keys.js';
+import { ensurePrivateDir } from '../util/private-files.js';
 
 /** The gateway's key inside its state folder. */
 export const STATE_KEY_FILE = 'gateway-key.json';
@@ -20,9 +21,12 @@ export function stateKeyPath(stateDir: string): string {
 
 /**
  * Loads the state folder's key, generating an HS256 key (file mode 0600, folder 0700) the
- * first time. `created` tells whether it was made now.
+ * first time. `created` tells whether it was made now. The folder is made private first: an
+ * existing one readable by others is tightened to 0700; one owned by another user, or that
+ * cannot be tightened, is refused (FAILED_PRECONDITION).
  */
 export function ensureStateKey(stateDir: string): { key: TokenKey; path: string; created: boolean } {
+  ensurePrivateDir(stateDir);
   const path = stateKeyPath(stateDir);
   if (existsSync(path)) return { key: loadKeyFile(path), path, created: false };
   const generated = generateTokenKey('HS256');

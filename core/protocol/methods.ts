@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { EngineKind, SessionOptions } from './session-options.js';
 import { Role, SessionState, TetherEvent } from './events.js';
+import { AuditQuery, AuditResult } from './audit.js';
 
 /**
  * Every method of the gateway protocol, defined once. Requests carry an id and get a
@@ -142,10 +143,8 @@ export const Methods = {
     params: z.object({ session_id: id, client_id: z.string().min(1).max(64), role: z.enum(['controller', 'viewer']) }),
     result: z.object({}),
   },
-  'session.audit': {
-    params: z.object({ session_id: id, limit: z.number().int().positive().max(100_000).optional() }),
-    result: z.object({ entries: z.array(z.record(z.string(), z.unknown())) }),
-  },
+  /** The audit trail, filtered; without session_id (the whole trail) admins only. */
+  'session.audit': { params: AuditQuery, result: AuditResult },
 } as const;
 
 /**

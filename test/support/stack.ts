@@ -12,6 +12,7 @@ import type { TokenAlg, TokenKey } from '../../core/auth/keys.js';
 import { mintToken } from '../../core/auth/mint.js';
 import { TokenVerifier } from '../../core/auth/verify.js';
 import type { Logger } from '../../core/logging.js';
+import type { AuditLog } from '../../gateway/audit-log.js';
 import { Gateway, type GatewayLimits } from '../../gateway/gateway.js';
 import { startGatewayServer, type GatewayServer } from '../../gateway/server.js';
 
@@ -42,6 +43,8 @@ export interface StackOptions {
   auth?: 'off' | StackAuthOptions;
   /** Logger of the gateway, agent and clients (default silent). */
   logger?: Logger;
+  /** Where the gateway writes its audit trail (default: in memory). */
+  audit?: AuditLog;
 }
 
 /** How a stack authenticates. */
@@ -97,7 +100,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     if (!key) throw new Error('this stack runs with auth off: no tokens');
     return mintToken({ key, kind: req.kind, sub: req.sub, agent: req.agent, scopes: req.scopes, ttlSeconds: req.ttlSeconds ?? 3600, now: authOpts?.now?.() });
   };
-  const gateway = new Gateway({ limits: opts.limits, logger: opts.logger });
+  const gateway = new Gateway({ limits: opts.limits, logger: opts.logger, audit: opts.audit });
   const server = await startGatewayServer(gateway, {
     port: 0,
     grpcPort: 0,
