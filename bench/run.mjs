@@ -497,6 +497,14 @@ async function profile() {
         },
       ],
       [
+        'single client, 100 KB frames (grpc)',
+        async (ours) => {
+          await driver.call('open', { id: 'p', kind: 'wire', url: ours.url.grpc, agent: 'bench-grpc' });
+          for (let i = 0; i < 3; i++) await driver.call('throughput', { id: 'p', count: 300, bytes: 100_000 }, 90_000);
+          await driver.call('close', { id: 'p' });
+        },
+      ],
+      [
         'fan-out to 100 viewers, 200-byte frames (ws)',
         async (ours) => {
           const ctrl = await driver.call('open', { id: 'p', kind: 'wire', url: ours.url.ws, agent: 'bench-ws' });
@@ -510,13 +518,14 @@ async function profile() {
     ]) {
       const sub = join(dir, String(Object.keys(out).length));
       mkdirSync(sub, { recursive: true });
-      const ours = await startOurs({ transports: ['ws'], prof: sub });
+      const transport = name.includes('(grpc)') ? 'grpc' : 'ws';
+      const ours = await startOurs({ transports: [transport], prof: sub });
       try {
         await run(ours);
       } finally {
         await ours.stop();
       }
-      for (const proc of ['gateway', 'agent-ws']) {
+      for (const proc of ['gateway', `agent-${transport}`]) {
         const d = join(sub, proc);
         const file = existsSync(d) ? readdirSync(d).find((f) => f.endsWith('.cpuprofile')) : undefined;
         out[`${proc}: ${name}`] = file ? analyzeProfile(join(d, file), ROOT) : { error: 'no profile written' };

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { decodeFrame, encodeFrame } from './frame-codec.js';
 import { loadSync, type MethodDefinition, type Options, type ServiceDefinition } from '@grpc/proto-loader';
 
 /**
@@ -28,44 +29,8 @@ export interface GatewayFrame {
   json: string;
   data?: Uint8Array;
   _data?: 'data';
-  /** Sending only: `json` already encoded as UTF-8 (see {@link serializeFrame}). */
+  /** Sending only: `json` already encoded as UTF-8 (see core/channel/frame-codec.ts). */
   jsonBytes?: Uint8Array;
-}
-
-/**
- * Frame encodings, one per distinct `jsonBytes` Buffer: a frame the gateway writes to many gRPC
- * clients is protobuf-encoded once. Weak, so an encoding lives as long as its frame.
- */
-const encoded = new WeakMap<Uint8Array, Buffer>();
-
-/**
- * Wraps proto-loader's serializer: a frame given as `jsonBytes` is encoded by hand (field 1,
- * length-delimited: tag 0x0a, varint length, the bytes) and cached, instead of being decoded to
- * a string and re-encoded per client.
- */
-function serializeFrame(base: (frame: GatewayFrame) => Buffer): (frame: GatewayFrame) => Buffer {
-  return (frame) => {
-    const bytes = frame.jsonBytes;
-    if (!bytes) return base(frame);
-    let out = encoded.get(bytes);
-    if (!out) {
-      const len = bytes.byteLength;
-      const varint: number[] = [];
-      for (let n = len; ; n = Math.floor(n / 128)) {
-        if (n < 128) {
-          varint.push(n);
-          break;
-        }
-        varint.push((n % 128) | 128);
-      }
-      out = Buffer.allocUnsafe(1 + varint.length + len);
-      out[0] = 0x0a;
-      out.set(varint, 1);
-      out.set(bytes, 1 + varint.length);
-      encoded.set(bytes, out);
-    }
-    return out;
-  };
 }
 
 /** The loaded tether.v1.Gateway service. */
@@ -108,9 +73,9 @@ export function loadGatewayService(): GatewayService {
   const definition = pkg['tether.v1.Gateway'] as ServiceDefinition | undefined;
   const connect = definition?.['Connect'] as MethodDefinition<GatewayFrame, GatewayFrame> | undefined;
   if (!definition || !connect) throw new Error(`tether.v1.Gateway/Connect is missing from ${join(root, GATEWAY_PROTO)}`);
-  // The same method object serves the server (responses) and clients (requests).
-  (connect as { requestSerialize: (f: GatewayFrame) => Buffer }).requestSerialize = serializeFrame(connect.requestSerialize);
-  (connect as { responseSerialize: (f: GatewayFrame) => Buffer }).responseSerialize = serializeFrame(connect.responseSerialize);
+  // Our own codec of Frame on both ends (frame-codec.ts); the same method object serves the
+  // server and its clients. proto-loader's stays available to the codec's test.
+  Object.assign(connect, { requestSerialize: encodeFrame, responseSerialize: encodeFrame, requestDeserialize: decodeFrame, responseDeserialize: decodeFrame });
   cached = { definition, connect };
   return cached;
 }

@@ -1,0 +1,99 @@
+import { TetherError } from '../errors.js';
+import type { GatewayFrame } from './proto.js';
+
+/**
+ * The protobuf wire form of tether.v1.Frame (`string json = 1; optional bytes data = 2;`),
+ * written by hand because it is two fields and sits on the hot path: encoding writes each
+ * frame with one allocation (proto-loader's encoder copies `data` into a growing buffer and
+ * cannot take `json` as bytes), decoding hands `data` out as a view of the received message,
+ * not a copy. A test checks both against proto-loader's own codec for the same .proto.
+ */
+
+const JSON_TAG = 0x0a; // field 1, length-delimited
+const DATA_TAG = 0x12; // field 2, length-delimited
+
+/** Frame encodings by `jsonBytes`: a frame the gateway sends to many clients is encoded once. */
+const encodedText = new WeakMap<Uint8Array, Buffer>();
+
+function varintLength(n: number): number {
+  let len = 1;
+  while (n >= 128) {
+    n = Math.floor(n / 128);
+    len++;
+  }
+  return len;
+}
+
+function writeVarint(out: Buffer, at: number, n: number): number {
+  while (n >= 128) {
+    out[at++] = (n % 128) | 128;
+    n = Math.floor(n / 128);
+  }
+  out[at++] = n;
+  return at;
+}
+
+function writeField(out: Buffer, at: number, tag: number, bytes: Uint8Array): number {
+  out[at++] = tag;
+  at = writeVarint(out, at, bytes.byteLength);
+  out.set(bytes, at);
+  return at + bytes.byteLength;
+}
+
+/** Encodes one Frame: `json` (or `jsonBytes`, its UTF-8 already made) and `data` when present. */
+export function encodeFrame(frame: GatewayFrame): Buffer {
+  const textBytes = frame.jsonBytes;
+  if (textBytes && !frame.data) {
+    const cached = encodedText.get(textBytes);
+    if (cached) return cached;
+  }
+  const json = textBytes ?? Buffer.from(frame.json ?? '', 'utf8');
+  const data = frame.data;
+  const size = (json.byteLength ? 1 + varintLength(json.byteLength) + json.byteLength : 0) + (data ? 1 + varintLength(data.byteLength) + data.byteLength : 0);
+  const out = Buffer.allocUnsafe(size);
+  let at = 0;
+  if (json.byteLength) at = writeField(out, at, JSON_TAG, json); // proto3: an empty string is not written
+  if (data) writeField(out, at, DATA_TAG, data); // optional: present even when empty
+  if (textBytes && !data) encodedText.set(textBytes, out);
+  return out;
+}
+
+function readVarint(buf: Buffer, at: number): [value: number, next: number] {
+  let value = 0;
+  let scale = 1;
+  for (let i = 0; i < 8; i++) {
+    if (at >= buf.length) break;
+    const b = buf[at++];
+    value += (b & 0x7f) * scale;
+    if (b < 128) return [value, at];
+    scale *= 128;
+  }
+  throw new TetherError('INVALID_ARGUMENT', 'malformed Frame: bad varint');
+}
+
+/**
+ * Decodes one Frame. `data` (when present) is a view of `buf`. Unknown fields are skipped, as
+ * protobuf requires; a truncated or malformed message throws INVALID_ARGUMENT.
+ */
+export function decodeFrame(buf: Buffer): GatewayFrame {
+  const frame: GatewayFrame = { json: '' };
+  let at = 0;
+  while (at < buf.length) {
+    let tag: number;
+    [tag, at] = readVarint(buf, at);
+    const wire = tag & 7;
+    let len = 0;
+    if (wire === 2) [len, at] = readVarint(buf, at);
+    else if (wire === 0) [, at] = readVarint(buf, at);
+    else if (wire === 1 || wire === 5) len = wire === 1 ? 8 : 4;
+    else throw new TetherError('INVALID_ARGUMENT', `malformed Frame: wire type ${wire}`);
+    if (at + len > buf.length) throw new TetherError('INVALID_ARGUMENT', 'malformed Frame: field runs past the message');
+    if (tag === JSON_TAG) frame.json = buf.toString('utf8', at, at + len);
+    else if (tag === DATA_TAG) {
+      frame.data = buf.subarray(at, at + len);
+      frame._data = 'data';
+    }
+    at += len;
+  }
+  return frame;
+}
