@@ -38,6 +38,8 @@ export class Connection {
   private stopped = false;
   private attempt = 0;
   private readonly notified = new Set<(method: string, params: any) => void>();
+  /** Ends the current reconnect pause early (the browser came back online). */
+  private wake: (() => void) | undefined;
   private readonly reconnected = new Set<(request: RpcSocket['request']) => Promise<void>>();
 
   /** Signs in with a code from a sign-in link; resolves once the token is kept. */
@@ -85,6 +87,20 @@ export class Connection {
   onReconnect(fn: (request: RpcSocket['request']) => Promise<void>): () => void {
     this.reconnected.add(fn);
     return () => this.reconnected.delete(fn);
+  }
+
+  constructor() {
+    // A phone that loses its network often keeps a dead socket open for a long time: when the
+    // browser says it is offline, drop the link at once; when it is back, retry at once.
+    window.addEventListener('offline', () => {
+      const sock = this.sock;
+      if (sock) this.lost(sock, 'the browser is offline');
+      sock?.close();
+    });
+    window.addEventListener('online', () => {
+      this.attempt = 0;
+      this.wake?.();
+    });
   }
 
   /** Connects (and keeps reconnecting until signOut). Resolves after the first hello. */
@@ -176,7 +192,11 @@ export class Connection {
   private async retry(): Promise<void> {
     while (!this.stopped) {
       const pause = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** this.attempt++) * (0.5 + Math.random() / 2);
-      await new Promise((r) => setTimeout(r, pause));
+      await new Promise<void>((r) => {
+        this.wake = r;
+        setTimeout(r, navigator.onLine ? pause : BACKOFF_MAX_MS);
+      });
+      this.wake = undefined;
       if (this.stopped) return;
       try {
         this.state.update({ status: 'resuming', message: 'Reconnecting and resuming…' });
