@@ -27,7 +27,8 @@ export function launchChromium(): Promise<Browser> {
 
 /** A person at a browser: a fresh context and one page. */
 export async function person(browser: Browser, opts: { width?: number; dark?: boolean } = {}): Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
-  const context = await browser.newContext({ viewport: { width: opts.width ?? 1280, height: 900 }, colorScheme: opts.dark ? 'dark' : 'light', acceptDownloads: true });
+  const width = opts.width ?? 1280;
+  const context = await browser.newContext({ viewport: { width, height: width < 600 ? 844 : 900 }, colorScheme: opts.dark ? 'dark' : 'light', acceptDownloads: true });
   context.setDefaultTimeout(PAGE_TIMEOUT_MS);
   const page = await context.newPage();
   const errors: string[] = [];
@@ -95,7 +96,7 @@ export async function screenshots(browser: Browser, name: string, signInLink: ()
       await signIn(p.page, await signInLink());
       await prepare(p.page);
       const file = join(SCREENSHOT_DIR, `${name}-${width}-${dark ? 'dark' : 'light'}.png`);
-      await p.page.screenshot({ path: file, fullPage: true });
+      await p.page.screenshot({ path: file }); // the viewport, as a person sees it (sticky header and composer in place)
       written.push(file);
       await p.context.close();
     }

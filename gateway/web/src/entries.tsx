@@ -17,12 +17,12 @@ export function Diff({ lines }: { lines: DiffLine[] }) {
   );
 }
 
-export function ToolSummary({ name, input }: { name: string; input: Record<string, unknown> }) {
+export function ToolSummary({ name, input, diff = true }: { name: string; input: Record<string, unknown>; diff?: boolean }) {
   const v = viewTool(name, input);
   return (
     <>
       <div class="tool-head"><span class="tool-name">{v.name}</span> <code class="tool-summary">{v.summary}</code></div>
-      {v.diff && v.diff.length > 0 && <Diff lines={v.diff} />}
+      {diff && v.diff && v.diff.length > 0 && <Diff lines={v.diff} />}
     </>
   );
 }
@@ -61,8 +61,8 @@ export function EntryView({ e }: { e: Entry }) {
     case 'tool':
       return (
         <div class="tool card" data-testid="tool-card" data-tool={e.name}>
-          <ToolSummary name={e.name} input={e.input} />
-          {e.result ? <ToolResult content={e.result.content} isError={e.result.isError} /> : <div class="muted small">running…</div>}
+          <ToolSummary name={e.name} input={e.input} diff={!e.awaitingPermission} />
+          {e.result ? <ToolResult content={e.result.content} isError={e.result.isError} /> : <div class="muted small">{e.awaitingPermission ? 'waiting for permission (below)' : 'running…'}</div>}
         </div>
       );
     case 'note':

@@ -20,7 +20,7 @@ export type Entry =
   | { id: number; kind: 'prompt'; principal: string; text: string; images: number }
   | { id: number; kind: 'text'; text: string; streaming: boolean }
   | { id: number; kind: 'thinking'; text: string; streaming: boolean }
-  | { id: number; kind: 'tool'; toolUseId: string; name: string; input: Record<string, unknown>; result?: { content: unknown; isError: boolean } }
+  | { id: number; kind: 'tool'; toolUseId: string; name: string; input: Record<string, unknown>; result?: { content: unknown; isError: boolean }; awaitingPermission?: boolean }
   | { id: number; kind: 'permission'; prompt: PermissionPrompt }
   | { id: number; kind: 'note'; text: string; tone: 'info' | 'error' };
 
@@ -101,7 +101,7 @@ export class Transcript {
           p.status = 'decided';
           p.decidedBy = String(e.decided_by);
           p.behavior = String(e.behavior);
-          this.pending.delete(p.requestId);
+          this.settle(p);
         }
         return;
       }
@@ -168,7 +168,7 @@ export class Transcript {
     for (const b of Array.isArray(content) ? (content as Record<string, unknown>[]) : []) {
       if (b.type !== 'tool_result') continue;
       const tool = this.tools.get(String(b.tool_use_id));
-      if (tool) tool.result = { content: b.content, isError: b.is_error === true };
+      if (tool) Object.assign(tool, { result: { content: b.content, isError: b.is_error === true }, awaitingPermission: false });
     }
   }
 
@@ -178,6 +178,8 @@ export class Transcript {
     const prompt: PermissionPrompt = { requestId: m.request_id, toolName: String(req.tool_name ?? ''), input: obj(req.input), request: req, status: 'pending' };
     this.prompts.set(prompt.requestId, prompt);
     this.pending.set(prompt.requestId, prompt);
+    const tool = this.tools.get(String(req.tool_use_id));
+    if (tool) tool.awaitingPermission = true;
     this.add({ kind: 'permission', prompt });
   }
 
@@ -185,6 +187,13 @@ export class Transcript {
     const p = this.prompts.get(requestId);
     if (!p || p.status !== 'pending') return;
     p.status = 'withdrawn';
-    this.pending.delete(requestId);
+    this.settle(p);
+  }
+
+  /** A prompt is no longer pending: its tool card shows its diff again (and runs, or not). */
+  private settle(p: PermissionPrompt): void {
+    this.pending.delete(p.requestId);
+    const tool = this.tools.get(String(p.request.tool_use_id));
+    if (tool) tool.awaitingPermission = false;
   }
 }
