@@ -3,8 +3,13 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** Where `npm run build` puts the web page (dist/web, beside this module's dist/gateway). */
-export const DEFAULT_WEB_ROOT = fileURLToPath(new URL('../web/', import.meta.url));
+/**
+ * Where `npm run build` puts the web page: dist/web, beside this module's dist/gateway (or,
+ * when this module runs from its source, as in tests, dist/web of the repository).
+ */
+export const DEFAULT_WEB_ROOT = [new URL('../web/', import.meta.url), new URL('../dist/web/', import.meta.url)]
+  .map((u) => fileURLToPath(u))
+  .find((dir) => existsSync(join(dir, 'index.html'))) ?? fileURLToPath(new URL('../web/', import.meta.url));
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
