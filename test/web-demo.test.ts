@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadKeyFile } from '../core/auth/keys.js';
 import { mintLoginCode } from '../core/auth/login-codes.js';
 import { signInUrl } from '../bin/sign-in-link.js';
-import { exportedSeqs, launchChromium, openFromDashboard, pasteImage, person, screenshots, sendPrompt, signIn, startSession, TINY_PNG } from './support/browser.js';
+import { exportedItems, exportedSeqs, launchChromium, openFromDashboard, pasteImage, person, screenshots, sendPrompt, signIn, startSession, TINY_PNG } from './support/browser.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { runTether, startTether, type Daemon } from './support/cli.js';
 
@@ -158,6 +158,53 @@ describe('web client (demo engine, tether up)', () => {
     expect(await alice.page.getByTestId('prompt').count()).toBe(1);
     const seqs = await exportedSeqs(alice.page);
     expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1)); // every frame, once, in order
+    expect(alice.errors).toEqual([]);
+    await alice.context.close();
+  });
+
+  it('controls: attention in a background tab, allow for this session, interrupt, mode picker, Markdown export', async () => {
+    const alice = await person(browser);
+    await alice.context.grantPermissions(['notifications'], { origin: pageUrl });
+    // Record the notifications the page raises (the real ones, through a recording proxy).
+    await alice.context.addInitScript(() => {
+      const w = window as unknown as { shown: string[]; Notification: typeof Notification };
+      w.shown = [];
+      w.Notification = new Proxy(Notification, { construct: (target, args: [string, NotificationOptions]) => (w.shown.push(`${args[0]}: ${args[1]?.body}`), Reflect.construct(target, args)) });
+    });
+    await signIn(alice.page, await linkFor('alice'));
+    await startSession(alice.page);
+    const setHidden = (hidden: boolean) =>
+      alice.page.evaluate((h) => {
+        Object.defineProperty(document, 'hidden', { configurable: true, get: () => h });
+        document.dispatchEvent(new Event('visibilitychange'));
+      }, hidden);
+    await setHidden(true);
+    await sendPrompt(alice.page, 'create a file');
+    await alice.page.getByTestId('permission-card').waitFor();
+    await expect.poll(() => alice.page.title()).toBe('(1) waiting for you · Tether');
+    expect(await alice.page.evaluate(() => (window as unknown as { shown: string[] }).shown)).toEqual(['Tether: permission needed: Bash is waiting for an answer']);
+    await setHidden(false);
+    await expect.poll(() => alice.page.title()).toBe('Tether');
+
+    await alice.page.getByTestId('permission-card').getByRole('button', { name: 'Allow for this session' }).click();
+    await alice.page.getByText('Done: the command ran.').waitFor();
+    await sendPrompt(alice.page, 'create a file again');
+    await expect.poll(() => alice.page.getByText('Done: the command ran.').count()).toBe(2); // no second click needed
+    expect(await alice.page.getByTestId('permission-card').count()).toBe(0);
+
+    await sendPrompt(alice.page, 'a slow long answer please');
+    await alice.page.locator('.md.streaming').waitFor();
+    await alice.page.getByRole('button', { name: 'Interrupt' }).click();
+    await alice.page.getByTestId('note').filter({ hasText: 'Turn ended' }).waitFor();
+
+    await alice.page.getByLabel('Permission mode').selectOption('acceptEdits');
+    // The engine confirms the new mode in a status frame; the picker shows it.
+    await expect.poll(async () => (await exportedItems(alice.page)).some((i) => i.message?.subtype === 'status' && i.message.permissionMode === 'acceptEdits')).toBe(true);
+    expect(await alice.page.getByLabel('Permission mode').inputValue()).toBe('acceptEdits');
+    const [md] = await Promise.all([alice.page.waitForEvent('download'), alice.page.getByRole('button', { name: 'Export Markdown' }).click()]);
+    const text = readFileSync((await md.path())!, 'utf8');
+    expect(text).toContain('**alice:** create a file');
+    expect(text).toContain("- **Bash:** `echo 'hello from tether' > tether-demo.txt`");
     expect(alice.errors).toEqual([]);
     await alice.context.close();
   });

@@ -78,12 +78,16 @@ export async function openFromDashboard(page: Page, sessionId: string, how: 'Ope
   await page.locator('[data-testid=transcript]').waitFor();
 }
 
-/** The seqs of the session frames the page holds, from its JSON export (a real download). */
-export async function exportedSeqs(page: Page): Promise<number[]> {
+/** The stream items the page holds, from its JSON export (a real download). */
+export async function exportedItems(page: Page): Promise<{ seq: number; message?: Record<string, unknown> }[]> {
   const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export JSON' }).click()]);
   const { readFile } = await import('node:fs/promises');
-  const body = JSON.parse(await readFile((await download.path())!, 'utf8')) as { items: { seq: number }[] };
-  return body.items.map((i) => i.seq).filter((s) => s !== 0);
+  return (JSON.parse(await readFile((await download.path())!, 'utf8')) as { items: { seq: number }[] }).items;
+}
+
+/** The seqs of the session frames the page holds (unsequenced notices left out). */
+export async function exportedSeqs(page: Page): Promise<number[]> {
+  return (await exportedItems(page)).map((i) => i.seq).filter((s) => s !== 0);
 }
 
 /** Screenshots one view at 1280 and 390 px, light and dark: `NAME-1280-light.png` and so on. */

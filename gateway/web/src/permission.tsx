@@ -25,9 +25,13 @@ export function PermissionCard({ prompt: p, session, canAnswer }: { prompt: Perm
   const [denying, setDenying] = useState(false);
   const [message, setMessage] = useState('');
   const [error, setError] = useState<string>();
-  const first = useRef<HTMLButtonElement>(null);
+  const card = useRef<HTMLDivElement>(null);
   useEffect(() => {
-    if (p.status === 'pending' && canAnswer) first.current?.focus();
+    // Focus moves to a new prompt (announced; Tab reaches Allow), but never out of a field
+    // someone is typing in, and never onto a button a stray Enter would press.
+    const a = document.activeElement;
+    const typing = (a instanceof HTMLTextAreaElement || a instanceof HTMLInputElement) && a.value !== '';
+    if (p.status === 'pending' && canAnswer && !typing) card.current?.focus();
   }, []);
 
   if (p.status !== 'pending') {
@@ -44,14 +48,14 @@ export function PermissionCard({ prompt: p, session, canAnswer }: { prompt: Perm
 
   if (p.toolName === 'AskUserQuestion') return <QuestionCard prompt={p} canAnswer={canAnswer} onAnswer={(answers) => send({ behavior: 'allow', updatedInput: { ...p.input, answers } })} onDismiss={() => deny('The user dismissed the question.')} />;
   return (
-    <div class="permission card" role="group" aria-label={`Permission for ${p.toolName}`} data-testid="permission-card">
+    <div ref={card} tabIndex={-1} class="permission card" role="group" aria-label={`Permission for ${p.toolName}`} data-testid="permission-card">
       <div class="perm-title">Permission needed</div>
       <ToolSummary name={p.toolName} input={p.input} />
       {typeof p.request.description === 'string' && <div class="muted small">{p.request.description}</div>}
       {canAnswer ? (
         <>
           <div class="actions">
-            <button ref={first} class="primary" onClick={allow}>Allow</button>
+            <button class="primary" onClick={allow}>Allow</button>
             <button onClick={allowSession}>Allow for this session</button>
             <button class="danger" onClick={() => deny()}>Deny</button>
             <button onClick={() => setDenying(!denying)} aria-expanded={denying}>Deny with message…</button>

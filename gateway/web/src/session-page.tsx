@@ -51,7 +51,7 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
                 <button type="submit">Set model</button>
               </form>
               <label class="inline">Mode{' '}
-                <select value={t.permissionMode ?? session.info.options.permission_mode ?? 'default'} onChange={(e) => act(session.control('set_permission_mode', { mode: (e.target as HTMLSelectElement).value }))}>
+                <select aria-label="Permission mode" value={t.permissionMode ?? session.info.options.permission_mode ?? 'default'} onChange={(e) => act(session.control('set_permission_mode', { mode: (e.target as HTMLSelectElement).value }))}>
                   {PERMISSION_MODES.map((m) => <option key={m} value={m}>{m}</option>)}
                 </select>
               </label>
