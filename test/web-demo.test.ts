@@ -219,12 +219,22 @@ describe('web client (demo engine, tether up)', () => {
     await viewer.page.getByTestId('read-only').waitFor();
     await sendPrompt(alice.page, 'create a file');
     await viewer.page.getByTestId('permission-card').getByText('Waiting for a controller to answer.').waitFor();
+    await expect(viewer.page.getByTestId('answerers').textContent()).resolves.toBe('Who may answer: alice (the first answer counts)');
     for (const name of ['Allow', 'Deny', 'Interrupt', 'Send', 'Set model']) expect(await viewer.page.getByRole('button', { name, exact: true }).count()).toBe(0);
     expect(await viewer.page.locator('#prompt').count()).toBe(0);
     expect(await viewer.page.locator('select').count()).toBe(0);
     await expect(viewer.page.getByTestId('role').textContent()).resolves.toBe('viewer');
     await alice.page.getByTestId('permission-card').getByRole('button', { name: 'Deny', exact: true }).click();
     await viewer.page.getByTestId('prompt-decided').filter({ hasText: 'denied by alice' }).waitFor();
+
+    // The owner hands control to the viewer, whose page then offers it; then stops the session.
+    await alice.page.getByRole('button', { name: 'Let victor control' }).click();
+    await viewer.page.locator('#prompt').waitFor();
+    await expect(viewer.page.getByTestId('role').textContent()).resolves.toBe('controller');
+    expect(await viewer.page.getByTestId('read-only').count()).toBe(0);
+    alice.page.once('dialog', (d) => void d.accept());
+    await alice.page.getByRole('button', { name: 'Stop session' }).click();
+    await viewer.page.getByTestId('session-state').filter({ hasText: 'ended' }).waitFor();
 
     // Screenshots of the dashboard at both widths, light and dark.
     const files = await screenshots(browser, 'dashboard', () => linkFor('alice'), async (page) => {

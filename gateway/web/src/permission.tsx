@@ -21,7 +21,7 @@ function sessionRules(p: PermissionPrompt): unknown[] {
   return [{ type: 'addRules', rules: [{ toolName: p.toolName }], behavior: 'allow', destination: 'session' }];
 }
 
-export function PermissionCard({ prompt: p, session, canAnswer }: { prompt: PermissionPrompt; session: OpenSession; canAnswer: boolean }) {
+export function PermissionCard({ prompt: p, session, canAnswer, answerers }: { prompt: PermissionPrompt; session: OpenSession; canAnswer: boolean; answerers: string[] }) {
   const [denying, setDenying] = useState(false);
   const [message, setMessage] = useState('');
   const [error, setError] = useState<string>();
@@ -52,6 +52,7 @@ export function PermissionCard({ prompt: p, session, canAnswer }: { prompt: Perm
       <div class="perm-title">Permission needed</div>
       <ToolSummary name={p.toolName} input={p.input} />
       {typeof p.request.description === 'string' && <div class="muted small">{p.request.description}</div>}
+      <div class="muted small" data-testid="answerers">{answerers.length ? `Who may answer: ${answerers.join(', ')} (the first answer counts)` : 'Waiting for a controller to attach.'}</div>
       {canAnswer ? (
         <>
           <div class="actions">

@@ -29,7 +29,8 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
   }, [session]);
 
   const act = (p: Promise<unknown>) => p.catch((err: Error) => setError(err.message));
-  const present = [...view.present.values()];
+  const present = [...view.present.entries()].map(([clientId, p]) => ({ clientId, ...p }));
+  const answerers = [...new Set(present.filter((p) => p.role !== 'viewer').map((p) => p.principal))];
   return (
     <main class="session" data-role={view.role}>
       <section class="session-head" aria-label="Session">
@@ -40,6 +41,16 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
           <span class="role" data-testid="role">{view.role}</span>
         </div>
         <div class="muted small" data-testid="presence">Here: {present.length ? present.map((p) => `${p.principal} (${p.role})`).join(', ') : 'just you'}</div>
+        {view.role === 'owner' && present.some((p) => p.clientId !== session.ownClientId && p.role !== 'owner') && (
+          <ul class="handover" aria-label="Hand control">
+            {present.filter((p) => p.clientId !== session.ownClientId && p.role !== 'owner').map((p) => (
+              <li key={p.clientId}>
+                {p.principal} ({p.role}){' '}
+                <button onClick={() => act(session.setRole(p.clientId, p.role === 'viewer' ? 'controller' : 'viewer'))}>{p.role === 'viewer' ? `Let ${p.principal} control` : `Make ${p.principal} a viewer`}</button>
+              </li>
+            ))}
+          </ul>
+        )}
         {!canControl && <div class="readonly" role="note" data-testid="read-only">You are watching read-only: you see everything and can change nothing.</div>}
         <div class="controls">
           {canControl && (
@@ -57,6 +68,9 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
               </label>
             </>
           )}
+          {view.role === 'owner' && view.state !== 'ended' && (
+            <button class="danger" onClick={() => confirm('Stop this session? The engine ends for everyone.') && act(session.stop())}>Stop session</button>
+          )}
           <button onClick={() => download(`tether-${session.id}.md`, transcriptMarkdown(session), 'text/markdown')}>Export Markdown</button>
           <button onClick={() => download(`tether-${session.id}.json`, transcriptJson(session), 'application/json')}>Export JSON</button>
           {typeof Notification !== 'undefined' && Notification.permission === 'default' && <button onClick={() => void askNotifications()}>Notify me</button>}
@@ -65,7 +79,7 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
       </section>
       <section class="transcript" aria-label="Transcript" aria-live="polite" data-testid="transcript">
         {t.entries.map((e) =>
-          e.kind === 'permission' ? <PermissionCard key={e.id} prompt={e.prompt} session={session} canAnswer={canControl} /> : <EntryView key={e.id} e={e} />,
+          e.kind === 'permission' ? <PermissionCard key={e.id} prompt={e.prompt} session={session} canAnswer={canControl} answerers={answerers} /> : <EntryView key={e.id} e={e} />,
         )}
         <div ref={bottom} />
       </section>

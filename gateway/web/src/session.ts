@@ -84,6 +84,8 @@ export class OpenSession {
       const { r } = await call(early);
       session = new OpenSession(conn, r.session, r.role);
       session.clientId = r.client_id;
+      // Who is here now; the history's presence events then keep it current.
+      session.view.update({ present: new Map(r.session.clients.map((c: SessionInfo['clients'][number]) => [c.client_id, { principal: c.principal, role: c.role }])) });
       session.offs.push(off, conn.onReconnect((request) => session!.reattach(request)));
       for (const f of early) if (f.session_id === session.id) session.onFrame(f);
       session.changed();
@@ -168,6 +170,21 @@ export class OpenSession {
   /** Sends a control request (interrupt, set_model, set_permission_mode); the answer comes as session.reply. */
   control(subtype: string, fields: Record<string, unknown> = {}): Promise<void> {
     return this.conn.send(this.id, { type: 'control_request', request_id: `web_${this.nextRequest++}_${crypto.randomUUID().slice(0, 8)}`, request: { subtype, ...fields } });
+  }
+
+  /** Owner only: makes another attached client a controller or a viewer. */
+  setRole(clientId: string, role: 'controller' | 'viewer'): Promise<void> {
+    return this.conn.request('session.set_role', { session_id: this.id, client_id: clientId, role });
+  }
+
+  /** Stops the engine (the session ends for everyone). */
+  stop(): Promise<void> {
+    return this.conn.request('session.stop', { session_id: this.id });
+  }
+
+  /** This page's own client id (presence lists it like anyone else's). */
+  get ownClientId(): string {
+    return this.clientId;
   }
 
   /** Leaves the session (it keeps running). */
