@@ -1,10 +1,10 @@
 /** The page: sign-in, then the dashboard or one session, with the link banner above. */
 import { useEffect, useState } from 'preact/hooks';
-import { Connection } from './connection.js';
-import { Dashboard } from './dashboard.js';
-import { SessionPage } from './session-page.js';
-import { OpenSession } from './session.js';
-import { useStore } from './store.js';
+import { Connection } from './connection';
+import { Dashboard } from './dashboard';
+import { SessionPage } from './session-page';
+import { OpenSession } from './session';
+import { useStore } from './store';
 
 const conn = new Connection();
 

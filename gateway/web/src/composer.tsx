@@ -4,7 +4,7 @@
  * queues the message).
  */
 import { useState } from 'preact/hooks';
-import type { ImageAttachment, OpenSession } from './session.js';
+import type { ImageAttachment, OpenSession } from './session';
 
 /** Largest image accepted (the Messages API's own limit is 5 MB per image). */
 const MAX_IMAGE_BYTES = 5 * 1024 * 1024;

@@ -4,13 +4,13 @@
  * and reconnection with backoff. Sessions re-attach themselves from their last seq when
  * `onReconnect` fires.
  */
-import { RpcError, RpcSocket } from './rpc.js';
-import { Store } from './store.js';
+import { PROTOCOL_VERSION } from '../../../core/protocol/version.js';
+import { RpcError, RpcSocket } from './rpc';
+import { Store } from './store';
 
 /** Where the tab keeps its client token (gone when the tab closes). */
 const TOKEN_KEY = 'tether.token';
 const PRINCIPAL_KEY = 'tether.principal';
-const PROTOCOL_VERSION = '1.0';
 /** Reconnect pauses: 250 ms doubling to 5 s, with jitter. */
 const BACKOFF_MIN_MS = 250;
 const BACKOFF_MAX_MS = 5_000;

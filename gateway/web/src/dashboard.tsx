@@ -1,7 +1,7 @@
 /** Agents and sessions, refreshed every few seconds; start a session, open or watch one. */
 import { useEffect, useState } from 'preact/hooks';
-import type { Connection } from './connection.js';
-import type { SessionInfo } from './session.js';
+import type { Connection } from './connection';
+import type { SessionInfo } from './session';
 
 /** How often the lists refresh while the dashboard shows. */
 const REFRESH_MS = 2_000;

@@ -1,7 +1,7 @@
 /** How each transcript entry looks. Tool calls read through client/tool-view.ts, like the terminal's. */
 import { toolResultText, viewTool, type DiffLine } from '../../../client/tool-view.js';
-import { renderMarkdown } from './markdown.js';
-import type { Entry } from './transcript.js';
+import { renderMarkdown } from './markdown';
+import type { Entry } from './transcript';
 
 /** Tool results longer than this many characters (or lines) start folded. */
 const FOLD_CHARS = 600;

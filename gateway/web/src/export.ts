@@ -1,6 +1,6 @@
 /** The transcript as a file: Markdown for people, JSON (every stream item) for programs. */
 import { toolResultText, viewTool } from '../../../client/tool-view.js';
-import type { OpenSession } from './session.js';
+import type { OpenSession } from './session';
 
 export function transcriptMarkdown(s: OpenSession): string {
   const out: string[] = [`# Session ${s.id} on ${s.info.agent}`, ''];

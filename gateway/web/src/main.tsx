@@ -1,4 +1,4 @@
 import { render } from 'preact';
-import { App } from './app.js';
+import { App } from './app';
 
 render(<App />, document.getElementById('app')!);

@@ -5,9 +5,9 @@
  * saying who did, for everyone.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { ToolSummary } from './entries.js';
-import type { OpenSession } from './session.js';
-import type { PermissionPrompt } from './transcript.js';
+import { ToolSummary } from './entries';
+import type { OpenSession } from './session';
+import type { PermissionPrompt } from './transcript';
 
 interface Question {
   question: string;

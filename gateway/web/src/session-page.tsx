@@ -1,13 +1,13 @@
 /** One session: who is here, the controls, the transcript with its prompts, the composer. */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { askNotifications, attention } from './attention.js';
-import { Composer } from './composer.js';
-import { PERMISSION_MODES } from './dashboard.js';
-import { EntryView } from './entries.js';
-import { download, transcriptJson, transcriptMarkdown } from './export.js';
-import { PermissionCard } from './permission.js';
-import type { OpenSession } from './session.js';
-import { useStore } from './store.js';
+import { askNotifications, attention } from './attention';
+import { Composer } from './composer';
+import { PERMISSION_MODES } from './dashboard';
+import { EntryView } from './entries';
+import { download, transcriptJson, transcriptMarkdown } from './export';
+import { PermissionCard } from './permission';
+import type { OpenSession } from './session';
+import { useStore } from './store';
 
 export function SessionPage({ session, onLeave }: { session: OpenSession; onLeave: () => void }) {
   const view = useStore(session.view);

@@ -3,11 +3,11 @@
  * reconnects: after a reconnect it re-attaches from the seq after its last one, as the
  * library does in client/gateway-client.ts), its transcript, and what a controller can do.
  */
-import type { Connection } from './connection.js';
-import { readFrame, readReply, type FrameParams, type StreamItem } from './frames.js';
-import { RpcError } from './rpc.js';
-import { Store } from './store.js';
-import { Transcript } from './transcript.js';
+import type { Connection } from './connection';
+import { readFrame, readReply, type FrameParams, type StreamItem } from './frames';
+import { RpcError } from './rpc';
+import { Store } from './store';
+import { Transcript } from './transcript';
 
 /** Frames kept for a session whose create/attach answer has not arrived yet (they come first). */
 const MAX_EARLY_FRAMES = 20_000;
