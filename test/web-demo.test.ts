@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadKeyFile } from '../core/auth/keys.js';
 import { mintLoginCode } from '../core/auth/login-codes.js';
 import { signInUrl } from '../bin/sign-in-link.js';
-import { exportedItems, exportedSeqs, launchChromium, openFromDashboard, pasteImage, person, screenshots, sendPrompt, signIn, startSession, TINY_PNG } from './support/browser.js';
+import { dropImage, exportedItems, exportedSeqs, launchChromium, openFromDashboard, pasteImage, person, screenshots, sendPrompt, signIn, startSession, TINY_PNG } from './support/browser.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { runTether, startTether, type Daemon } from './support/cli.js';
 
@@ -132,10 +132,16 @@ describe('web client (demo engine, tether up)', () => {
     await option.click();
     await q.getByRole('button', { name: 'Answer' }).click();
     await alice.page.getByText(`You chose: ${label}.`).waitFor();
+    // The question also takes an answer of one's own.
+    await sendPrompt(alice.page, 'ask me again');
+    await alice.page.getByTestId('question-card').getByLabel('Or your own answer').fill('MariaDB');
+    await alice.page.getByTestId('question-card').getByRole('button', { name: 'Answer' }).click();
+    await alice.page.getByText('You chose: MariaDB.').waitFor();
 
     await pasteImage(alice.page, TINY_PNG);
+    await dropImage(alice.page, TINY_PNG);
     await sendPrompt(alice.page, 'what is in this picture');
-    await alice.page.getByTestId('prompt').filter({ hasText: '[1 image]' }).waitFor();
+    await alice.page.getByTestId('prompt').filter({ hasText: '[2 images]' }).waitFor();
     await alice.page.getByText('You said: what is in this picture').waitFor();
     expect(alice.errors).toEqual([]);
     await alice.context.close();
@@ -186,8 +192,13 @@ describe('web client (demo engine, tether up)', () => {
     await setHidden(false);
     await expect.poll(() => alice.page.title()).toBe('Tether');
 
+    // The composer stays usable while the prompt waits: the message queues behind the turn.
+    await sendPrompt(alice.page, 'hello while you wait');
+    await expect.poll(() => alice.page.locator('#prompt').inputValue()).toBe('');
+    await alice.page.getByTestId('prompt').filter({ hasText: 'hello while you wait' }).waitFor();
     await alice.page.getByTestId('permission-card').getByRole('button', { name: 'Allow for this session' }).click();
     await alice.page.getByText('Done: the command ran.').waitFor();
+    await alice.page.getByText('You said: hello while you wait').waitFor();
     await sendPrompt(alice.page, 'create a file again');
     await expect.poll(() => alice.page.getByText('Done: the command ran.').count()).toBe(2); // no second click needed
     expect(await alice.page.getByTestId('permission-card').count()).toBe(0);

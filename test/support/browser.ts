@@ -69,6 +69,18 @@ export async function pasteImage(page: Page, pngBase64: string): Promise<void> {
   await page.locator('.attachments img').waitFor();
 }
 
+/** Drops a PNG onto the composer, as a drag and drop of a file. */
+export async function dropImage(page: Page, pngBase64: string): Promise<void> {
+  const before = await page.locator('.attachments img').count();
+  await page.evaluate((b64) => {
+    const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+    const dt = new DataTransfer();
+    dt.items.add(new File([bytes], 'dropped.png', { type: 'image/png' }));
+    document.querySelector('form.composer')!.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, pngBase64);
+  await expect.poll(() => page.locator('.attachments img').count()).toBe(before + 1);
+}
+
 /** A 1×1 red PNG. */
 export const TINY_PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
 

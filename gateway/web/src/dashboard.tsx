@@ -102,10 +102,10 @@ export function Dashboard(props: { conn: Connection; onStart: (agent: string, op
             {sessions.map((s) => (
               <li key={s.id} class="card session-row" data-session={s.id}>
                 <div>
-                  <strong>{s.agent}</strong> <span class="mono small">{s.options.cwd ?? ''}</span>
+                  <strong>{s.agent}</strong> <span class="mono small" title={s.id}>{s.id.slice(0, 8)}</span> <span class="mono small">{s.options.cwd ?? ''}</span>
                   {s.pending_prompts > 0 && <span class="badge" title="prompts waiting for an answer">{s.pending_prompts} waiting</span>}
                   <div class="muted small">
-                    {s.state} · owner {s.owner} · {s.clients.length ? `here: ${s.clients.map((c) => `${c.principal} (${c.role})`).join(', ')}` : 'nobody attached'}
+                    {s.state} · owner {s.owner} · started {since(s.created_at)} · {s.clients.length ? `here: ${s.clients.map((c) => `${c.principal} (${c.role})`).join(', ')}` : 'nobody attached'}
                   </div>
                 </div>
                 <div class="row-actions">

@@ -14,6 +14,7 @@ const MAX_EARLY_FRAMES = 20_000;
 
 export interface SessionInfo {
   id: string;
+  created_at: string;
   agent: string;
   owner: string;
   state: string;
