@@ -166,7 +166,13 @@ export class Connection {
     const sock = await RpcSocket.open(await this.wsUrl(), (m, p) => {
       for (const fn of this.notified) fn(m, p);
     });
-    const hello = await sock.request<{ principal: string }>('hello', { protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: ['resume.v1'], software: 'tether-web' });
+    let hello: { principal: string };
+    try {
+      hello = await sock.request<{ principal: string }>('hello', { protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: ['resume.v1'], software: 'tether-web' });
+    } catch (err) {
+      sock.close(); // a refused hello leaves no socket behind
+      throw err;
+    }
     if (this.stopped) {
       sock.close();
       return;
