@@ -45,7 +45,7 @@ describe('web client (real Claude Code CLI, scripted model)', () => {
     writeFileSync(notes, 'title = demo\ncolour = red\nsize = 3\n');
     fake = await startFakeAnthropic({
       responses: [
-        { text: 'Hello **there**, from the scripted model.', chunk_delay_ms: 150 },
+        { thinking: 'The user wants a greeting.', text: 'Hello **there**, from the scripted model.', chunk_delay_ms: 150 },
         { text: 'Reading it first.', tool_use: { id: 'toolu_read', name: 'Read', input: { file_path: notes } } },
         { text: 'Now the edit.', tool_use: { id: 'toolu_edit', name: 'Edit', input: { file_path: notes, old_string: 'colour = red', new_string: 'colour = blue' } } },
         { text: 'Edited.' },
@@ -82,6 +82,10 @@ describe('web client (real Claude Code CLI, scripted model)', () => {
     await sendPrompt(alice.page, 'Say hello');
     await alice.page.locator('.md.streaming').waitFor();
     await alice.page.locator('[data-testid=assistant-text] strong').filter({ hasText: 'there' }).waitFor(); // markdown, rendered
+    const thinking = alice.page.locator('details.thinking');
+    await thinking.waitFor();
+    expect(await thinking.getAttribute('open')).toBeNull(); // folded until opened
+    expect(await thinking.locator('p').textContent()).toBe('The user wants a greeting.');
 
     // Two controllers; an Edit asks permission and shows as a diff; bob allows, alice's card goes.
     const bob = await person(browser);
