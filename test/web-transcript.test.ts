@@ -43,4 +43,15 @@ describe('web page: frames and transcript', () => {
       expect(t.entries).toMatchObject([{ kind: 'permission', prompt: { status: 'decided', decidedBy: 'bob', behavior: 'allow' } }]);
     }
   });
+
+  it('reads one person coming and going in a row as one line', () => {
+    const t = new Transcript();
+    const presence = (principal: string, action: 'attached' | 'detached') =>
+      t.apply({ kind: 'event', seq: 1, event: { type: 'tether', subtype: 'presence', action, principal, client_id: 'c', role: 'viewer', at: 'now' } });
+    presence('alice', 'attached');
+    presence('alice', 'detached');
+    presence('alice', 'attached');
+    presence('bob', 'attached');
+    expect(t.entries.map((e) => (e.kind === 'note' ? e.text : e.kind))).toEqual(['alice attached (viewer)', 'bob attached (viewer)']);
+  });
 });

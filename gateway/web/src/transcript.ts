@@ -38,6 +38,8 @@ export class Transcript {
   private liveThinking: Extract<Entry, { kind: 'thinking' }> | undefined;
   private readonly tools = new Map<string, Extract<Entry, { kind: 'tool' }>>();
   private readonly prompts = new Map<string, PermissionPrompt>();
+  private lastPresenceId = 0;
+  private lastPresenceOf = '';
 
   private add<K extends Entry['kind']>(e: Omit<Extract<Entry, { kind: K }>, 'id'> & { kind: K }): Extract<Entry, { kind: K }> {
     const entry = { ...e, id: this.nextId++ } as Extract<Entry, { kind: K }>;
@@ -92,9 +94,16 @@ export class Transcript {
         this.add({ kind: 'prompt', principal: String(e.principal), text, images: blocks.filter((b) => b.type === 'image').length });
         return;
       }
-      case 'presence':
-        this.note(e.action === 'role_changed' ? `${e.principal} is now ${e.role}` : `${e.principal} ${e.action} (${e.role})`);
+      case 'presence': {
+        const text = e.action === 'role_changed' ? `${e.principal} is now ${e.role}` : `${e.principal} ${e.action} (${e.role})`;
+        // Comings and goings of one person in a row read as one line: the latest.
+        const last = this.entries[this.entries.length - 1];
+        if (last?.kind === 'note' && last.id === this.lastPresenceId && this.lastPresenceOf === e.principal) last.text = text;
+        else this.note(text);
+        this.lastPresenceId = this.entries[this.entries.length - 1].id;
+        this.lastPresenceOf = String(e.principal);
         return;
+      }
       case 'prompt_decided': {
         const p = this.prompts.get(String(e.request_id));
         if (p) {
