@@ -48,9 +48,17 @@ module.exports = {
       name: `${program}-meets-others-only-through-core`,
       severity: 'error',
       comment: 'the programs meet only on the wire; only bin/ (the composition root) imports several',
-      from: { path: `^${program}/` },
+      from: { path: `^${program}/`, pathNot: '^gateway/web/' },
       to: { path: `^(${PROGRAMS.filter((p) => p !== program).join('|')})/` },
     })),
+    {
+      name: 'web-page-is-a-browser-program',
+      severity: 'error',
+      comment:
+        'gateway/web is the page the gateway serves, a client running in a browser: it may use the wire types of core/protocol, the tool view it shares with the terminal client, and its UI libraries, nothing of Node',
+      from: { path: '^gateway/web/' },
+      to: { pathNot: `^(gateway/web/|core/protocol/|core/errors\\.ts$|client/tool-view\\.ts$)|${pkg('(preact|marked|dompurify)')}` },
+    },
     {
       name: 'not-to-unresolvable',
       severity: 'error',
@@ -64,7 +72,7 @@ module.exports = {
     exclude: { path: '^(dist|node_modules|test)/' },
     tsConfig: { fileName: 'tsconfig.json' },
     tsPreCompilationDeps: true,
-    enhancedResolveOptions: { extensions: ['.ts', '.js', '.mjs', '.cjs', '.json'] },
+    enhancedResolveOptions: { extensions: ['.ts', '.tsx', '.js', '.mjs', '.cjs', '.json'] },
     moduleSystems: ['es6', 'cjs'],
   },
 };

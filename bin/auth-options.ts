@@ -1,5 +1,6 @@
 import { remoteKeySet } from '../core/auth/jwks.js';
 import { loadKeyFile, type TokenKey } from '../core/auth/keys.js';
+import { LoginDesk } from '../core/auth/login-codes.js';
 import { ensureStateKey } from '../core/auth/state-dir.js';
 import { TokenVerifier } from '../core/auth/verify.js';
 import { TetherError } from '../core/errors.js';
@@ -55,7 +56,9 @@ export function gatewayAuthFrom(c: AuthConfig, opts: { needSigningKey?: boolean 
   }
   if (opts.needSigningKey && !key?.signKey) throw new TetherError('INVALID_ARGUMENT', `${keyPath} holds a public key: tether up mints tokens and needs the private key or secret`);
   const verifier = new TokenVerifier({ keys: key ? [key] : [], jwks: c.jwksUrl ? remoteKeySet(c.jwksUrl) : undefined });
-  return { auth: { verifier, allowOrigins }, signingKey: key?.signKey ? key : undefined, keyPath, created };
+  // A key that can sign also trades web sign-in codes for client tokens (POST /v1/login).
+  const login = key?.signKey ? new LoginDesk(key) : undefined;
+  return { auth: { verifier, allowOrigins, login }, signingKey: key?.signKey ? key : undefined, keyPath, created };
 }
 
 /** The warning printed when a gateway runs with --auth off. */

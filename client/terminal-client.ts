@@ -1,9 +1,9 @@
 import { createInterface, type Interface } from 'node:readline';
-import type { Readable, Writable } from 'node:stream';
+import { Writable, type Readable } from 'node:stream';
 import { asTetherError } from '../core/errors.js';
 import { answerQuestions, asPermissionRequest, askQuestions, type PermissionRequest } from './permission-policy.js';
 import type { RemoteSession, SessionItem } from './remote-session.js';
-import { describeEvent, oneLine, sanitize, styles } from './terminal-render.js';
+import { describeEvent, diffLines, oneLine, sanitize, styles, toolLine } from './terminal-render.js';
 
 export interface TerminalOptions {
   input: Readable;
@@ -16,6 +16,26 @@ export interface TerminalOptions {
 
 /** How long after a Ctrl-C a second one leaves instead of interrupting again. */
 const DOUBLE_CTRL_C_MS = 2_000;
+
+/**
+ * What readline draws on (its prompt and the echo of what is typed), passed through to the
+ * terminal while `open`, swallowed while not: while output streams mid-line, typing must not
+ * land inside it. Readline keeps what was typed; the client redraws it below the output.
+ */
+class GatedOutput extends Writable {
+  open = true;
+  readonly isTTY = true;
+  constructor(private readonly terminal: Writable) {
+    super();
+  }
+  get columns(): number {
+    return (this.terminal as { columns?: number }).columns ?? 80;
+  }
+  override _write(chunk: Buffer, _enc: BufferEncoding, done: (err?: Error | null) => void): void {
+    if (this.open) this.terminal.write(chunk, done);
+    else done();
+  }
+}
 
 /**
  * The interactive terminal client for `tether chat` and `tether attach`: streams assistant
@@ -34,6 +54,9 @@ export class TerminalClient {
   /** Text of the current assistant message already arrived as stream deltas. */
   private streamedText = false;
   private lastCtrlC = 0;
+  /** tty only: readline's view of the terminal, and whether its prompt line is on screen now. */
+  private readonly gate: GatedOutput | undefined;
+  private promptShown = false;
   /** Prompts this client sent whose turn has not ended yet. */
   private inFlight = 0;
   private inputClosed = false;
@@ -42,11 +65,33 @@ export class TerminalClient {
 
   constructor(private readonly session: RemoteSession, private readonly opts: TerminalOptions) {
     this.s = styles(opts.tty);
-    this.rl = createInterface({ input: opts.input, output: opts.tty ? opts.output : undefined, terminal: opts.tty });
+    this.gate = opts.tty ? new GatedOutput(opts.output) : undefined;
+    this.rl = createInterface({ input: opts.input, output: this.gate, terminal: opts.tty });
   }
 
+  /**
+   * Writes output. On a terminal the prompt line (with whatever is being typed) is erased
+   * first and drawn again below once the output ends a line, so output that arrives while
+   * someone types never mixes with their input.
+   */
   private print(text: string): void {
-    this.opts.output.write(text);
+    const out = this.opts.output;
+    if (!this.gate) {
+      out.write(text);
+      return;
+    }
+    if (this.promptShown) out.write('\r\x1b[2K');
+    this.promptShown = false;
+    this.gate.open = false;
+    out.write(text);
+    if (text.endsWith('\n') && !this.leaving) this.drawPrompt();
+  }
+
+  private drawPrompt(): void {
+    if (!this.gate) return;
+    this.gate.open = true;
+    this.rl.prompt(true);
+    this.promptShown = true;
   }
 
   private line(text: string): void {
@@ -80,7 +125,7 @@ export class TerminalClient {
   }
 
   private prompt(): void {
-    if (this.opts.tty) this.rl.prompt(true);
+    if (this.opts.tty && !this.midLine) this.drawPrompt();
   }
 
   private async readStream(): Promise<number> {
@@ -121,7 +166,7 @@ export class TerminalClient {
       for (const block of ((m.message as { content?: Record<string, unknown>[] })?.content ?? [])) {
         if (block.type === 'text' && !this.streamedText) this.line(sanitize(String(block.text)));
         else if (block.type === 'text' && this.midLine) this.line('');
-        if (block.type === 'tool_use') this.line(this.s.yellow(`> ${sanitize(String(block.name))}`) + this.s.dim(`(${oneLine(block.input)})`));
+        if (block.type === 'tool_use') this.toolCall(String(block.name), block.input as Record<string, unknown>);
       }
       this.streamedText = false;
       return;
@@ -141,9 +186,15 @@ export class TerminalClient {
     }
   }
 
+  /** A tool call as people read it (client/tool-view.ts): `Bash: ls -la`, an edit's diff below. */
+  private toolCall(name: string, input: Record<string, unknown> | undefined): void {
+    this.line(toolLine(name, input, this.s));
+    for (const l of diffLines(name, input, this.s)) this.line(l);
+  }
+
   private enqueue(ask: PermissionRequest): void {
     if (this.session.role === 'viewer') {
-      this.line(this.s.dim(`* waiting for a controller to answer: ${ask.toolName}(${oneLine(ask.input)})`));
+      this.line(this.s.dim(`* waiting for a controller to answer: ${toolLine(ask.toolName, ask.input, styles(false))}`));
       return;
     }
     if (this.alwaysAllow.has(ask.toolName)) {
@@ -159,7 +210,7 @@ export class TerminalClient {
     if (!ask) return this.prompt();
     this.answers = {};
     if (ask.toolName === 'AskUserQuestion') return this.showQuestion();
-    this.line(this.s.bold(`Allow ${sanitize(ask.toolName)}(${oneLine(ask.input)})? [y]es / [n]o / [a]lways for this session`));
+    this.line(this.s.bold(`Allow ${toolLine(ask.toolName, ask.input, styles(false))}? [y]es / [n]o / [a]lways for this session`));
     this.prompt();
   }
 

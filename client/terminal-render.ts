@@ -1,4 +1,8 @@
 import type { TetherEvent } from '../core/protocol/events.js';
+import { viewTool } from './tool-view.js';
+
+/** Diff lines a tool call shows at most in the terminal; the rest is counted. */
+const MAX_TERMINAL_DIFF_LINES = 20;
 
 /** Removes escape sequences and control characters from untrusted text (tool names, output). */
 export function sanitize(text: string): string {
@@ -16,7 +20,24 @@ export function oneLine(value: unknown, max = 160): string {
 /** ANSI styling that turns itself off when the output is not a terminal. */
 export function styles(enabled: boolean) {
   const wrap = (open: string) => (s: string) => (enabled ? `\x1b[${open}m${s}\x1b[0m` : s);
-  return { dim: wrap('2'), bold: wrap('1'), yellow: wrap('33'), red: wrap('31'), cyan: wrap('36') };
+  return { dim: wrap('2'), bold: wrap('1'), yellow: wrap('33'), red: wrap('31'), green: wrap('32'), cyan: wrap('36') };
+}
+
+/** A tool call on one line, as the web page reads it too: `Bash: ls -la`, `Read: src/app.ts`. */
+export function toolLine(name: string, input: Record<string, unknown> | undefined, s: ReturnType<typeof styles>): string {
+  const v = viewTool(name, input);
+  return `${s.yellow(`${sanitize(v.name)}:`)} ${oneLine(v.summary, 200)}`;
+}
+
+/** The diff of a file edit (Edit, MultiEdit, Write), at most 20 lines, indented; none for other tools. */
+export function diffLines(name: string, input: Record<string, unknown> | undefined, s: ReturnType<typeof styles>): string[] {
+  const diff = viewTool(name, input).diff ?? [];
+  const shown = diff.slice(0, MAX_TERMINAL_DIFF_LINES).map((l) => {
+    const text = `  ${l.op} ${sanitize(l.text)}`;
+    return l.op === '+' ? s.green(text) : l.op === '-' ? s.red(text) : s.dim(text);
+  });
+  if (diff.length > MAX_TERMINAL_DIFF_LINES) shown.push(s.dim(`  … ${diff.length - MAX_TERMINAL_DIFF_LINES} more lines`));
+  return shown;
 }
 
 /** A human line for a gateway event, or undefined for events not worth a line. */

@@ -1,5 +1,6 @@
 import { authError, authReason } from '../core/auth/auth-error.js';
 import { bearerToken } from '../core/auth/bearer.js';
+import type { LoginDesk } from '../core/auth/login-codes.js';
 import { TicketBook, type TicketOptions } from '../core/auth/tickets.js';
 import type { TokenVerifier } from '../core/auth/verify.js';
 import { asTetherError, TetherError } from '../core/errors.js';
@@ -33,6 +34,8 @@ export interface DoorOptions {
   /** Origins browsers may connect from, as scheme://host[:port] (more via allowOrigin()). */
   allowOrigins?: string[];
   tickets?: TicketOptions;
+  /** Trades web sign-in codes for client tokens (POST /v1/login); absent: web sign-in is off. */
+  login?: LoginDesk;
   logger?: Logger;
   /** Called with the reason of every refusal (the gateway's metrics). */
   onAuthFailure?: (reason: string) => void;
@@ -127,6 +130,24 @@ export class Door {
       if (verified.kind !== 'client') throw authError('PERMISSION_DENIED', 'wrong_type', 'tickets are for clients: this is an agent token');
       const { ticket, expiresIn } = await this.tickets.issue(verified.principal, normalizeOrigin(req.origin ?? ''));
       return { ticket, expires_in: expiresIn };
+    } catch (err) {
+      throw this.refused(req, err);
+    }
+  }
+
+  /**
+   * POST /v1/login: trades a single-use sign-in code for a client token (the web page keeps
+   * it for the tab). Refusals are counted and logged like admit()'s; FAILED_PRECONDITION when
+   * this gateway has no sign-in desk (authentication off, or no key that can sign).
+   */
+  async signIn(req: DoorRequest, code: string): Promise<{ token: string; expires_in: number; principal: string }> {
+    try {
+      this.checkOrigin(req.origin);
+      if (this.opts.verifier === 'off') throw new TetherError('FAILED_PRECONDITION', 'authentication is off on this gateway: the page needs no sign-in');
+      if (!this.opts.login) throw new TetherError('FAILED_PRECONDITION', 'web sign-in is off on this gateway (it has no key that can sign tokens)');
+      const r = await this.opts.login.redeem(code);
+      this.log.info({ transport: req.transport, remote: req.remote, principal: r.sub, event: 'auth.sign_in' }, 'signed in with a sign-in link');
+      return { token: r.token, expires_in: r.expiresIn, principal: r.sub };
     } catch (err) {
       throw this.refused(req, err);
     }

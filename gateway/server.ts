@@ -7,7 +7,10 @@ import type { TicketOptions } from '../core/auth/tickets.js';
 import type { TokenVerifier } from '../core/auth/verify.js';
 import { Door } from './door.js';
 import type { Gateway } from './gateway.js';
+import type { LoginDesk } from '../core/auth/login-codes.js';
+import { handleLoginRequest } from './listen-http-login.js';
 import { handleTicketRequest } from './listen-http-ticket.js';
+import { handleWebRequest, loadWebAssets } from './listen-http-web.js';
 import { attachWsListener } from './listen-ws.js';
 import { startGrpcListener, type GrpcListener } from './listen-grpc.js';
 import { grpcHealthService } from './grpc-health.js';
@@ -23,6 +26,8 @@ export interface GatewayAuthOptions {
   allowOrigins?: string[];
   /** One-time browser tickets (POST /v1/ticket). */
   tickets?: TicketOptions;
+  /** Web sign-in codes traded for client tokens (POST /v1/login); absent: the page cannot sign in by link. */
+  login?: LoginDesk;
 }
 
 export interface GatewayServerOptions {
@@ -48,6 +53,8 @@ export interface GatewayServerOptions {
   metrics?: boolean;
   /** Checks /readyz (and gRPC health) run besides listening, store and policy. */
   readinessChecks?: ReadinessCheck[];
+  /** Folder of the built web page served at `/` (default dist/web); false serves no page. */
+  webRoot?: string | false;
 }
 
 export interface GatewayServer {
@@ -56,6 +63,8 @@ export interface GatewayServer {
   host: string;
   /** ws://host:port — what agents and clients pass as --gateway. */
   url: string;
+  /** http://host:port/ — the web page (https with TLS). */
+  pageUrl: string;
   /** The bound gRPC port, when a gRPC listener runs. */
   grpcPort?: number;
   /** grpc://host:port, when a gRPC listener runs. */
@@ -69,7 +78,8 @@ export interface GatewayServer {
 
 /**
  * The gateway's HTTP edge: /healthz, /readyz and /metrics (listen-http-ops.ts), the browser
- * ticket endpoint (POST /v1/ticket), the WebSocket listener and the gRPC listener (with the
+ * ticket endpoint (POST /v1/ticket), web sign-in (POST /v1/login), the web page at `/`
+ * (listen-http-web.ts), the WebSocket listener and the gRPC listener (with the
  * standard grpc.health.v1.Health service beside tether.v1.Gateway), feeding channels to the
  * routing core. Ready means: listening (both listeners bound, not closing), store (the
  * session store is open) and policy (the authentication policy is loaded). Every
@@ -96,9 +106,12 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
   ];
   const readiness = () => evaluateReadiness(checks);
   const ops = { readiness, metrics: opts.metrics === false ? undefined : gateway.metrics };
+  const web = opts.webRoot === false ? undefined : loadWebAssets(opts.webRoot);
   const onRequest: Parameters<typeof createServer>[1] = (req, res) => {
     if (handleOpsRequest(ops, req, res)) return;
     if (handleTicketRequest(door, req, res)) return;
+    if (handleLoginRequest(door, req, res)) return;
+    if (opts.webRoot !== false && handleWebRequest(web, req, res)) return;
     res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}');
   };
   const tls = opts.tls;
@@ -157,6 +170,7 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
     port,
     host,
     url: `${tls ? 'wss' : 'ws'}://${urlHost}:${port}`,
+    pageUrl: `${tls ? 'https' : 'http'}://${urlHost}:${port}/`,
     grpcPort: grpc?.port,
     grpcUrl: grpc ? `${tls ? 'grpcs' : 'grpc'}://${urlHost}:${grpc.port}` : undefined,
     door,

@@ -54,6 +54,9 @@ describe('module layering (dependency-cruiser)', () => {
       'agent/required.ts': "// eslint-disable-next-line\nconst cp = require('child_process');\nexport const a = cp;\n",
       'client/http.ts': "import { request } from 'node:http';\nexport const r = request;\n",
       'core/broken.ts': "import './missing.js';\n",
+      'gateway/web/src/page-ok.ts': "import { h } from 'preact';\nimport { v } from '../../../client/tool-view.js';\nexport const p = [h, v];\n",
+      'client/tool-view.ts': 'export const v = 1;\n',
+      'gateway/web/src/page-node.ts': "import { readFileSync } from 'node:fs';\nexport const f = readFileSync;\n",
       'bin/ok.ts': "import { g } from '../gateway/static.js';\nimport { a } from '../agent/required.js';\nexport const both = [g, a];\n",
     };
     for (const [path, text] of Object.entries(files)) {
@@ -73,6 +76,7 @@ describe('module layering (dependency-cruiser)', () => {
         'gateway-meets-others-only-through-core: gateway/cross.ts',
         'processes-at-the-edges: agent/required.ts',
         'ws-and-http-at-the-edges: client/http.ts',
+        'web-page-is-a-browser-program: gateway/web/src/page-node.ts',
       ].sort(),
     );
   }, 60_000);

@@ -21,33 +21,41 @@ describe('terminal client under a pty', () => {
     rig = undefined;
   });
 
-  it('streams, asks y/n for Bash, and Ctrl-C interrupts then leaves', async () => {
+  /** `tether chat` under a pty against a demo-engine rig: what it printed, and typing into it. */
+  async function chat() {
     rig = await startRig('demo');
     const cmd = `${process.execPath} ${TETHER_BIN} chat --agent test-agent`;
-    term = spawn('script', ['-qfec', cmd, '/dev/null'], { env: { ...process.env, TETHER_GATEWAY: rig.stack.url, TETHER_TOKEN: rig.stack.token, TERM: 'xterm' }, stdio: ['pipe', 'pipe', 'pipe'] });
-    let screen = '';
-    term.stdout.on('data', (d: Buffer) => (screen += d.toString()));
-    const exited = new Promise<number | null>((r) => term!.on('exit', (code) => r(code)));
+    const t = spawn('script', ['-qfec', cmd, '/dev/null'], { env: { ...process.env, TETHER_GATEWAY: rig.stack.url, TETHER_TOKEN: rig.stack.token, TERM: 'xterm' }, stdio: ['pipe', 'pipe', 'pipe'] });
+    term = t;
+    let raw = '';
+    t.stdout.on('data', (d: Buffer) => (raw += d.toString()));
+    const exited = new Promise<number | null>((r) => t.on('exit', (code) => r(code)));
     const see = async (text: string, from = 0, timeoutMs = 10_000) => {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        const at = plain(screen).indexOf(text, from);
+        const at = plain(raw).indexOf(text, from);
         if (at >= 0) return at + text.length;
-        if (Date.now() > deadline) throw new Error(`did not see "${text}" on the terminal:\n${plain(screen).slice(-2000)}`);
+        if (Date.now() > deadline) throw new Error(`did not see "${text}" on the terminal:\n${plain(raw).slice(-2000)}`);
         await new Promise((r) => setTimeout(r, 25));
       }
     };
-    const type = (s: string) => term!.stdin.write(s);
+    return { rig, exited, see, type: (s: string) => t.stdin.write(s), screen: () => raw };
+  }
+
+  it('streams, asks y/n for Bash, and Ctrl-C interrupts then leaves', async () => {
+    const { see, type, exited, screen, rig: r } = await chat();
 
     let mark = await see('attached to session');
     type('hello terminal\r');
     mark = await see('You said: hello terminal', mark);
 
     type('create a file\r');
-    mark = await see('Allow Bash(', mark);
+    mark = await see("Bash: echo 'hello from tether' > tether-demo.txt", mark); // the command, not JSON
+    mark = await see("Allow Bash: echo 'hello from tether' > tether-demo.txt?", mark);
+    expect(plain(screen())).not.toContain('{"command"');
     type('y\r');
     mark = await see('Done: the command ran.', mark);
-    expect(existsSync(join(rig.cwd, 'tether-demo.txt'))).toBe(true);
+    expect(existsSync(join(r.cwd, 'tether-demo.txt'))).toBe(true);
 
     type('a slow long answer please\r');
     mark = await see('Counting slowly: 1, 2', mark);
@@ -57,7 +65,22 @@ describe('terminal client under a pty', () => {
     type('\x03');
     await see('leaving; the session keeps running', mark);
     expect(await exited).toBe(130);
-    const sessions = await (await rig.stack.client()).listSessions();
+    const sessions = await (await r.stack.client()).listSessions();
     expect(sessions[0].state).not.toBe('ended');
+  });
+
+  it('keeps what you type out of output that arrives meanwhile, and redraws the prompt below it', async () => {
+    const { see, type, screen } = await chat();
+    let mark = await see('attached to session');
+    type('a slow long answer please\r');
+    mark = await see('Counting slowly: 1, 2', mark);
+    type('xyz'); // typed while the answer streams, not sent yet
+    mark = await see('38, 39.', mark);
+    const lines = plain(screen()).split('\n');
+    const answer = lines.find((l) => l.includes('Counting slowly'))!;
+    expect(answer).not.toContain('xyz'); // the typing did not land inside the streamed line
+    await see('> xyz', mark); // the prompt, with what was typed, is drawn again below the output
+    type('\r');
+    await see('You said: xyz', mark);
   });
 });

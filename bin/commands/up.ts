@@ -1,6 +1,7 @@
 import { userInfo } from 'node:os';
 import { Agent } from '../../agent/agent.js';
 import { enginePoliciesOf } from '../../agent/config.js';
+import { LOGIN_CODE_TTL_SECONDS, mintLoginCode } from '../../core/auth/login-codes.js';
 import { mintToken } from '../../core/auth/mint.js';
 import { createLogger } from '../../core/logging.js';
 import { gatewayLimitsOf } from '../../gateway/config.js';
@@ -10,6 +11,7 @@ import { startGatewayServer } from '../../gateway/server.js';
 import type { Command } from '../args.js';
 import { AUTH_FLAGS_HELP, AUTH_OFF_WARNING, gatewayAuthFrom } from '../auth-options.js';
 import { onShutdown } from '../shutdown.js';
+import { printSignIn, signInUrl } from '../sign-in-link.js';
 import { gatewayStorage, STORAGE_FLAGS_HELP } from '../gateway-storage.js';
 import { configOptions, configUsage, loadProgramConfig } from '../program-config.js';
 import { UP_CONFIG } from '../up-config.js';
@@ -26,8 +28,9 @@ export const upCommand: Command = {
                  [--key FILE] [--jwks-url URL] [--auth on|off] [--allow-origin ORIGIN]... [--config FILE]
 
 Starts a gateway on 127.0.0.1 and one local agent named "local" connected to it. Prints
-the gateway URL and a client token (valid 24 h, create + control on every agent; pass it as
---token or TETHER_TOKEN). The key is created in the state folder on first run; the local
+the gateway URL, a client token (valid 24 h, create + control on every agent; pass it as
+--token or TETHER_TOKEN) and a sign-in link for the web page at http://127.0.0.1:PORT/
+(single use, valid 5 min; tether login-link mints more). The key is created in the state folder on first run; the local
 agent gets its own agent token. Ctrl-C or SIGTERM stops everything, engines included.
 
 Options:
@@ -84,6 +87,8 @@ ${configUsage(UP_CONFIG)}`,
     process.stdout.write(`gateway: ${server.url}\n`);
     process.stdout.write(`grpc: ${server.grpcUrl ?? 'off'}\n`);
     process.stdout.write(`token: ${clientToken ?? 'none (authentication is off)'}\n`);
+    if (key) printSignIn((t) => process.stdout.write(t), signInUrl(server.pageUrl, await mintLoginCode(key, { sub: localUser() })), LOGIN_CODE_TTL_SECONDS);
+    else process.stdout.write(`web: ${server.pageUrl}\n`);
     if (setup.keyPath) process.stdout.write(`key: ${setup.keyPath}${setup.created ? ' (created now)' : ''}\n`);
     process.stdout.write(`agent: local engine: ${agent.engines.explanation}\n`);
     process.stdout.write(`try: ${clientToken ? 'TETHER_TOKEN=<the token above> ' : ''}tether run --gateway ${server.url} --agent local "hello"\n`);

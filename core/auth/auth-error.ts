@@ -22,6 +22,7 @@ export type AuthFailureReason =
   | 'bad_scope'
   | 'origin'
   | 'ticket_used'
+  | 'login_used'
   | 'ticket_origin'
   | 'keys_unavailable'
   | 'wrong_kind'

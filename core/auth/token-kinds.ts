@@ -10,14 +10,18 @@ export const TOKEN_ISSUER = 'tether';
 /** `aud` of every token Tether mints (and the default one it accepts). */
 export const TOKEN_AUDIENCE = 'tether-gateway';
 
-/** A token kind: an agent registering, a client connecting, or a one-time browser ticket. */
-export type TokenKind = 'agent' | 'client' | 'ticket';
+/**
+ * A token kind: an agent registering, a client connecting, a one-time browser ticket, or a
+ * single-use sign-in code for the web page (login-codes.ts), traded once for a client token.
+ */
+export type TokenKind = 'agent' | 'client' | 'ticket' | 'login';
 
 /** `typ` header per kind. */
 export const TOKEN_TYP: Record<TokenKind, string> = {
   agent: 'tether-agent+jwt',
   client: 'tether-client+jwt',
   ticket: 'tether-ticket+jwt',
+  login: 'tether-login+jwt',
 };
 
 /** The kind a `typ` header names (case-insensitive, `application/` prefix allowed), if any. */

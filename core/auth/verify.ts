@@ -123,6 +123,7 @@ export class TokenVerifier {
   private grant(header: JWSHeaderParameters, payload: JWTPayload, now: Date): VerifiedToken {
     const kind = kindOfTyp(header.typ);
     if (kind === 'ticket') throw authError('UNAUTHENTICATED', 'wrong_type', 'this is a browser ticket, not a bearer token: use it once as ?ticket= on the WebSocket URL');
+    if (kind === 'login') throw authError('UNAUTHENTICATED', 'wrong_type', 'this is a sign-in code, not a bearer token: open the sign-in link in a browser');
     if (!kind) throw authError('UNAUTHENTICATED', 'wrong_type', 'wrong token type (typ must be tether-agent+jwt or tether-client+jwt)');
     const { sub, jti, iat, exp } = payload;
     if (typeof sub !== 'string' || sub.length === 0 || sub.length > 256) throw authError('UNAUTHENTICATED', 'bad_claim', 'token "sub" claim must be a string of 1-256 characters');

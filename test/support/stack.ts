@@ -8,6 +8,7 @@
 import { Agent, type AgentOptions } from '../../agent/agent.js';
 import { GatewayClient } from '../../client/gateway-client.js';
 import { generateTokenKey } from '../../core/auth/keygen.js';
+import { LoginDesk } from '../../core/auth/login-codes.js';
 import type { TokenAlg, TokenKey } from '../../core/auth/keys.js';
 import { mintToken } from '../../core/auth/mint.js';
 import { TokenVerifier } from '../../core/auth/verify.js';
@@ -105,7 +106,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     port: 0,
     grpcPort: 0,
     logger: opts.logger,
-    auth: key ? { verifier: new TokenVerifier({ keys: [key], now: authOpts?.now }), allowOrigins: authOpts?.allowOrigins } : { verifier: 'off' },
+    auth: key ? { verifier: new TokenVerifier({ keys: [key], now: authOpts?.now }), allowOrigins: authOpts?.allowOrigins, login: new LoginDesk(key, { now: authOpts?.now }) } : { verifier: 'off' },
   });
   const urlFor = (t: TransportName | undefined) => (t === 'grpc' ? server.grpcUrl! : server.url);
   const url = urlFor(opts.clientTransport);

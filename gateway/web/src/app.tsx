@@ -1,0 +1,98 @@
+/** The page: sign-in, then the dashboard or one session, with the link banner above. */
+import { useEffect, useState } from 'preact/hooks';
+import { Connection } from './connection';
+import { Dashboard } from './dashboard';
+import { SessionPage } from './session-page';
+import { OpenSession } from './session';
+import { useStore } from './store';
+
+const conn = new Connection();
+
+/** The sign-in code of a sign-in link (`#login=…`), removed from the address bar at once. */
+function takeLoginCode(): string | undefined {
+  const m = /^#login=([\w.-]+)$/.exec(location.hash);
+  if (!m) return undefined;
+  history.replaceState(null, '', location.pathname);
+  return m[1];
+}
+
+/** The session named in the address (`#session=ID`), e.g. from a notification. */
+function sessionInHash(): string | undefined {
+  return /^#session=([\w.-]+)$/.exec(location.hash)?.[1];
+}
+
+export function App() {
+  const link = useStore(conn.state);
+  const [booting, setBooting] = useState(true);
+  const [error, setError] = useState<string>();
+  const [session, setSession] = useState<OpenSession>();
+
+  useEffect(() => {
+    void (async () => {
+      try {
+        await conn.probe();
+        const code = takeLoginCode();
+        if (code) await conn.signIn(code);
+        if (conn.hasCredential) await conn.start();
+        const id = sessionInHash();
+        if (id && conn.state.get().status === 'connected') setSession(await OpenSession.attach(conn, id, false));
+      } catch (err) {
+        conn.signOut('');
+        setError((err as Error).message);
+      } finally {
+        setBooting(false);
+      }
+    })();
+  }, []);
+
+  const open = async (make: () => Promise<OpenSession>) => {
+    setError(undefined);
+    try {
+      const s = await make();
+      history.replaceState(null, '', `#session=${s.id}`);
+      setSession(s);
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+  const leave = () => {
+    void session?.close();
+    history.replaceState(null, '', location.pathname);
+    setSession(undefined);
+  };
+
+  if (booting) return <main class="center"><p>Connecting…</p></main>;
+  if (link.status === 'signed-out') {
+    return (
+      <main class="center signin">
+        <h1>Tether</h1>
+        {error ? <p class="error" role="alert">Sign-in failed: {error}</p> : link.message ? <p>{link.message}</p> : null}
+        <p>Open the sign-in link that <code>tether up</code> printed, or ask for one on the gateway's server:</p>
+        <pre>tether login-link --sub YOUR-NAME --url {location.origin}</pre>
+        <p class="muted">A link works once and for a few minutes; this tab keeps its sign-in until it closes.</p>
+      </main>
+    );
+  }
+  return (
+    <>
+      <header class="top">
+        <button class="brand" onClick={leave} aria-label="Back to the dashboard">Tether</button>
+        <span class="who" data-testid="principal">{link.principal}</span>
+        {link.auth && <button onClick={() => { void session?.close(); setSession(undefined); conn.signOut(); }}>Sign out</button>}
+      </header>
+      {link.status !== 'connected' && (
+        <div class="banner" role="status" data-testid="link-banner">{link.message ?? 'Connecting…'}</div>
+      )}
+      {error && <div class="banner error" role="alert">{error}</div>}
+      {session ? (
+        <SessionPage session={session} onLeave={leave} />
+      ) : (
+        <Dashboard
+          conn={conn}
+          onStart={(agent, options) => open(() => OpenSession.create(conn, agent, options))}
+          onAttach={(id, readOnly) => open(() => OpenSession.attach(conn, id, readOnly))}
+        />
+      )}
+    </>
+  );
+}

@@ -1,0 +1,97 @@
+/**
+ * The prompt box: Enter sends, Shift+Enter breaks the line; images pasted or dropped become
+ * image content blocks. It stays usable while a permission prompt is pending (the engine
+ * queues the message).
+ */
+import { useState } from 'preact/hooks';
+import type { ImageAttachment, OpenSession } from './session';
+
+/** Largest image accepted (the Messages API's own limit is 5 MB per image). */
+const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
+const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'];
+
+function readImage(file: File): Promise<ImageAttachment> {
+  return new Promise((resolve, reject) => {
+    if (!IMAGE_TYPES.includes(file.type)) return reject(new Error(`${file.type || 'this file'} is not an image the model reads (PNG, JPEG, GIF, WebP)`));
+    if (file.size > MAX_IMAGE_BYTES) return reject(new Error('image over 5 MB'));
+    const r = new FileReader();
+    r.onload = () => resolve({ mediaType: file.type, data: String(r.result).replace(/^data:[^,]*,/, ''), name: file.name || 'pasted image' });
+    r.onerror = () => reject(new Error('could not read the image'));
+    r.readAsDataURL(file);
+  });
+}
+
+export function Composer({ session }: { session: OpenSession }) {
+  const [text, setText] = useState('');
+  const [images, setImages] = useState<ImageAttachment[]>([]);
+  const [error, setError] = useState<string>();
+  const [sending, setSending] = useState(false);
+
+  const addFiles = async (files: File[]) => {
+    try {
+      const read = await Promise.all(files.filter((f) => f.type.startsWith('image/')).map(readImage));
+      setImages((cur) => [...cur, ...read]);
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+  const send = async () => {
+    if (!text.trim() && !images.length) return;
+    setSending(true);
+    setError(undefined);
+    try {
+      await session.sendPrompt(text.trim(), images);
+      setText('');
+      setImages([]);
+    } catch (err) {
+      setError((err as Error).message);
+    } finally {
+      setSending(false);
+    }
+  };
+  return (
+    <form
+      class="composer"
+      onSubmit={(e) => { e.preventDefault(); void send(); }}
+      onDragOver={(e) => e.preventDefault()}
+      onDrop={(e) => { e.preventDefault(); void addFiles([...(e.dataTransfer?.files ?? [])]); }}
+    >
+      {images.length > 0 && (
+        <ul class="attachments" aria-label="images to send">
+          {images.map((im, i) => (
+            <li key={i}>
+              <img src={`data:${im.mediaType};base64,${im.data}`} alt={im.name} />
+              <button type="button" aria-label={`Remove ${im.name}`} onClick={() => setImages(images.filter((_, j) => j !== i))}>×</button>
+            </li>
+          ))}
+        </ul>
+      )}
+      <div class="composer-row">
+        <label class="sr-only" for="prompt">Message</label>
+        <textarea
+          id="prompt"
+          name="prompt"
+          rows={2}
+          value={text}
+          placeholder="Message the agent (Enter sends, Shift+Enter for a new line; paste or drop images)"
+          onInput={(e) => setText((e.target as HTMLTextAreaElement).value)}
+          onKeyDown={(e) => {
+            if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+              e.preventDefault();
+              void send();
+            }
+          }}
+          onPaste={(e) => {
+            const files = [...(e.clipboardData?.files ?? [])];
+            if (files.length) {
+              e.preventDefault();
+              void addFiles(files);
+            }
+          }}
+        />
+        <button type="submit" class="primary" disabled={sending}>Send</button>
+      </div>
+      {error && <div class="error" role="alert">{error}</div>}
+    </form>
+  );
+}

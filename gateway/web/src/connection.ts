@@ -1,0 +1,217 @@
+/**
+ * The page's link to the gateway: the client credential kept for this tab (sessionStorage),
+ * a fresh single-use ticket for every WebSocket (POST /v1/ticket, docs/protocol.md), hello,
+ * and reconnection with backoff. Sessions re-attach themselves from their last seq when
+ * `onReconnect` fires.
+ */
+import { PROTOCOL_VERSION } from '../../../core/protocol/version.js';
+import { RpcError, RpcSocket } from './rpc';
+import { Store } from './store';
+
+/** Where the tab keeps its client token (gone when the tab closes). */
+const TOKEN_KEY = 'tether.token';
+const PRINCIPAL_KEY = 'tether.principal';
+/** Reconnect pauses: 250 ms doubling to 5 s, with jitter. */
+const BACKOFF_MIN_MS = 250;
+const BACKOFF_MAX_MS = 5_000;
+
+export type LinkStatus = 'signed-out' | 'connecting' | 'connected' | 'down' | 'resuming';
+
+export interface LinkState {
+  status: LinkStatus;
+  principal?: string;
+  /** Why the page is signed out or the link is down, for the person. */
+  message?: string;
+  /** Whether the gateway checks tokens at all (false: --auth off). */
+  auth: boolean;
+}
+
+/** The error body the gateway's HTTP endpoints answer with. */
+async function httpError(res: Response): Promise<RpcError> {
+  const body = await res.json().catch(() => undefined);
+  return new RpcError(String(body?.error?.code ?? (res.status === 401 ? 'UNAUTHENTICATED' : 'UNAVAILABLE')), String(body?.error?.message ?? `HTTP ${res.status}`));
+}
+
+export class Connection {
+  readonly state = new Store<LinkState>({ status: 'signed-out', auth: true });
+  private sock: RpcSocket | undefined;
+  private stopped = false;
+  private attempt = 0;
+  private readonly notified = new Set<(method: string, params: any) => void>();
+  /** Ends the current reconnect pause early (the browser came back online). */
+  private wake: (() => void) | undefined;
+  private readonly reconnected = new Set<(request: RpcSocket['request']) => Promise<void>>();
+
+  /** Signs in with a code from a sign-in link; resolves once the token is kept. */
+  async signIn(code: string): Promise<void> {
+    const res = await fetch('/v1/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code }) });
+    if (!res.ok) throw await httpError(res);
+    const body = (await res.json()) as { token: string; principal: string };
+    sessionStorage.setItem(TOKEN_KEY, body.token);
+    sessionStorage.setItem(PRINCIPAL_KEY, body.principal);
+  }
+
+  /** Whether the tab holds a credential (or the gateway needs none). */
+  get hasCredential(): boolean {
+    return !this.state.get().auth || sessionStorage.getItem(TOKEN_KEY) !== null;
+  }
+
+  /** Asks the gateway whether it checks tokens at all. */
+  async probe(): Promise<void> {
+    const res = await fetch('/v1/login').catch(() => undefined);
+    const body = res?.ok ? await res.json() : undefined;
+    this.state.update({ auth: body?.auth !== 'off' });
+  }
+
+  /** Forgets the credential and closes the link. */
+  signOut(message = 'Signed out.'): void {
+    sessionStorage.removeItem(TOKEN_KEY);
+    sessionStorage.removeItem(PRINCIPAL_KEY);
+    this.stopped = true;
+    this.sock?.close();
+    this.sock = undefined;
+    this.state.update({ status: 'signed-out', principal: undefined, message });
+  }
+
+  /** Called with every notification of the gateway. */
+  onNotification(fn: (method: string, params: any) => void): () => void {
+    this.notified.add(fn);
+    return () => this.notified.delete(fn);
+  }
+
+  /**
+   * Called after every reconnect (not the first connect), with the new socket's request
+   * function; the link reports `connected` once every callback settled (sessions re-attach
+   * here, so the banner stays up until the history is back).
+   */
+  onReconnect(fn: (request: RpcSocket['request']) => Promise<void>): () => void {
+    this.reconnected.add(fn);
+    return () => this.reconnected.delete(fn);
+  }
+
+  constructor() {
+    // A phone that loses its network often keeps a dead socket open for a long time: when the
+    // browser says it is offline, drop the link at once; when it is back, retry at once.
+    window.addEventListener('offline', () => {
+      const sock = this.sock;
+      if (sock) this.lost(sock, 'the browser is offline');
+      sock?.close();
+    });
+    window.addEventListener('online', () => {
+      this.attempt = 0;
+      this.wake?.();
+    });
+  }
+
+  /** Connects (and keeps reconnecting until signOut). Resolves after the first hello. */
+  async start(): Promise<void> {
+    this.stopped = false;
+    this.state.update({ status: 'connecting', message: undefined });
+    await this.connectOnce(false);
+  }
+
+  /** One request on the live link; waits for a reconnect when the link is down (bounded). */
+  async request<T = any>(method: string, params: unknown = {}): Promise<T> {
+    const sock = await this.live();
+    return sock.request<T>(method, params);
+  }
+
+  /**
+   * Sends one engine input with a fixed input id, again after a reconnect when the link
+   * failed under it: the gateway applies each input id once, so nothing runs twice.
+   */
+  async send(sessionId: string, line: Record<string, unknown>, inputId: string = crypto.randomUUID()): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.request('session.send', { session_id: sessionId, input_id: inputId, line });
+        return;
+      } catch (err) {
+        if (!(err instanceof RpcError) || !err.retryable || attempt >= 10) throw err;
+        await new Promise((r) => setTimeout(r, Math.min(2_000, 100 * 2 ** attempt)));
+      }
+    }
+  }
+
+  private async live(): Promise<RpcSocket> {
+    const deadline = Date.now() + 30_000;
+    while (!this.sock || this.state.get().status !== 'connected') {
+      if (this.stopped) throw new RpcError('UNAUTHENTICATED', 'signed out');
+      if (Date.now() > deadline) throw new RpcError('UNAVAILABLE', 'the gateway is not reachable');
+      await new Promise<void>((resolve) => {
+        const off = this.state.subscribe(() => {
+          off();
+          resolve();
+        });
+        setTimeout(() => {
+          off();
+          resolve();
+        }, 1_000);
+      });
+    }
+    return this.sock;
+  }
+
+  private async wsUrl(): Promise<string> {
+    const base = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/v1/connect`;
+    if (!this.state.get().auth) return base;
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    if (!token) throw new RpcError('UNAUTHENTICATED', 'not signed in');
+    const res = await fetch('/v1/ticket', { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+    if (!res.ok) throw await httpError(res);
+    const { ticket } = (await res.json()) as { ticket: string };
+    return `${base}?ticket=${encodeURIComponent(ticket)}`;
+  }
+
+  private async connectOnce(isReconnect: boolean): Promise<void> {
+    const sock = await RpcSocket.open(await this.wsUrl(), (m, p) => {
+      for (const fn of this.notified) fn(m, p);
+    });
+    let hello: { principal: string };
+    try {
+      hello = await sock.request<{ principal: string }>('hello', { protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: ['resume.v1'], software: 'tether-web' });
+    } catch (err) {
+      sock.close(); // a refused hello leaves no socket behind
+      throw err;
+    }
+    if (this.stopped) {
+      sock.close();
+      return;
+    }
+    this.sock = sock;
+    this.attempt = 0;
+    this.state.update({ status: isReconnect ? 'resuming' : 'connected', principal: hello.principal, message: undefined });
+    void sock.closed.then((reason) => this.lost(sock, reason));
+    if (isReconnect) {
+      const request: RpcSocket['request'] = (m, p) => sock.request(m, p);
+      await Promise.allSettled([...this.reconnected].map((fn) => fn(request)));
+      if (this.sock === sock) this.state.update({ status: 'connected' });
+    }
+  }
+
+  private lost(sock: RpcSocket, reason: string): void {
+    if (this.sock !== sock || this.stopped) return;
+    this.sock = undefined;
+    this.state.update({ status: 'down', message: `Link to the gateway lost (${reason}); reconnecting…` });
+    void this.retry();
+  }
+
+  private async retry(): Promise<void> {
+    while (!this.stopped) {
+      const pause = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** this.attempt++) * (0.5 + Math.random() / 2);
+      await new Promise<void>((r) => {
+        this.wake = r;
+        setTimeout(r, navigator.onLine ? pause : BACKOFF_MAX_MS);
+      });
+      this.wake = undefined;
+      if (this.stopped) return;
+      try {
+        this.state.update({ status: 'resuming', message: 'Reconnecting and resuming…' });
+        await this.connectOnce(true);
+        return;
+      } catch (err) {
+        if (err instanceof RpcError && err.code === 'UNAUTHENTICATED') return this.signOut(`Signed out: ${err.message}`);
+        this.state.update({ status: 'down', message: `Link to the gateway is down (${(err as Error).message}); retrying…` });
+      }
+    }
+  }
+}

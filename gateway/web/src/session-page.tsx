@@ -1,0 +1,89 @@
+/** One session: who is here, the controls, the transcript with its prompts, the composer. */
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { askNotifications, attention } from './attention';
+import { Composer } from './composer';
+import { PERMISSION_MODES } from './dashboard';
+import { EntryView } from './entries';
+import { download, transcriptJson, transcriptMarkdown } from './export';
+import { PermissionCard } from './permission';
+import type { OpenSession } from './session';
+import { useStore } from './store';
+
+export function SessionPage({ session, onLeave }: { session: OpenSession; onLeave: () => void }) {
+  const view = useStore(session.view);
+  const t = session.transcript;
+  const canControl = view.role !== 'viewer';
+  const [model, setModel] = useState('');
+  const [error, setError] = useState<string>();
+  const bottom = useRef<HTMLDivElement>(null);
+  const pending = [...t.pending.values()];
+
+  useEffect(() => {
+    bottom.current?.scrollIntoView({ block: 'end' });
+    attention(session.id, pending);
+  }, [view.version]);
+  useEffect(() => {
+    const onVisible = () => attention(session.id, [...t.pending.values()]);
+    document.addEventListener('visibilitychange', onVisible);
+    return () => document.removeEventListener('visibilitychange', onVisible);
+  }, [session]);
+
+  const act = (p: Promise<unknown>) => p.catch((err: Error) => setError(err.message));
+  const present = [...view.present.entries()].map(([clientId, p]) => ({ clientId, ...p }));
+  const answerers = [...new Set(present.filter((p) => p.role !== 'viewer').map((p) => p.principal))];
+  return (
+    <main class="session" data-role={view.role}>
+      <section class="session-head" aria-label="Session">
+        <div>
+          <button onClick={onLeave} aria-label="Back to the dashboard">← Sessions</button>{' '}
+          <strong>{session.info.agent}</strong> <span class="mono small">{session.info.options.cwd ?? ''}</span>{' '}
+          <span class={`state state-${view.state}`} data-testid="session-state">{view.state}</span>{' '}
+          <span class="role" data-testid="role">{view.role}</span>
+        </div>
+        <div class="muted small" data-testid="presence">Here: {present.length ? present.map((p) => `${p.principal} (${p.role})`).join(', ') : 'just you'}</div>
+        {view.role === 'owner' && present.some((p) => p.clientId !== session.ownClientId && p.role !== 'owner') && (
+          <ul class="handover" aria-label="Hand control">
+            {present.filter((p) => p.clientId !== session.ownClientId && p.role !== 'owner').map((p) => (
+              <li key={p.clientId}>
+                {p.principal} ({p.role}){' '}
+                <button onClick={() => act(session.setRole(p.clientId, p.role === 'viewer' ? 'controller' : 'viewer'))}>{p.role === 'viewer' ? `Let ${p.principal} control` : `Make ${p.principal} a viewer`}</button>
+              </li>
+            ))}
+          </ul>
+        )}
+        {!canControl && <div class="readonly" role="note" data-testid="read-only">You are watching read-only: you see everything and can change nothing.</div>}
+        <div class="controls">
+          {canControl && (
+            <>
+              <button class="danger" onClick={() => act(session.control('interrupt'))}>Interrupt</button>
+              <form class="inline" onSubmit={(e) => { e.preventDefault(); if (model.trim()) void act(session.control('set_model', { model: model.trim() })); }}>
+                <label class="sr-only" for="model">Model</label>
+                <input id="model" value={model} placeholder={t.model ?? session.info.options.model ?? 'model'} onInput={(e) => setModel((e.target as HTMLInputElement).value)} />
+                <button type="submit">Set model</button>
+              </form>
+              <label class="inline">Mode{' '}
+                <select aria-label="Permission mode" value={t.permissionMode ?? session.info.options.permission_mode ?? 'default'} onChange={(e) => act(session.control('set_permission_mode', { mode: (e.target as HTMLSelectElement).value }))}>
+                  {PERMISSION_MODES.map((m) => <option key={m} value={m}>{m}</option>)}
+                </select>
+              </label>
+            </>
+          )}
+          {view.role === 'owner' && view.state !== 'ended' && (
+            <button class="danger" onClick={() => confirm('Stop this session? The engine ends for everyone.') && act(session.stop())}>Stop session</button>
+          )}
+          <button onClick={() => download(`tether-${session.id}.md`, transcriptMarkdown(session), 'text/markdown')}>Export Markdown</button>
+          <button onClick={() => download(`tether-${session.id}.json`, transcriptJson(session), 'application/json')}>Export JSON</button>
+          {typeof Notification !== 'undefined' && Notification.permission === 'default' && <button onClick={() => void askNotifications()}>Notify me</button>}
+        </div>
+        {error && <div class="error" role="alert">{error}</div>}
+      </section>
+      <section class="transcript" aria-label="Transcript" aria-live="polite" data-testid="transcript">
+        {t.entries.map((e) =>
+          e.kind === 'permission' ? <PermissionCard key={e.id} prompt={e.prompt} session={session} canAnswer={canControl} answerers={answerers} /> : <EntryView key={e.id} e={e} />,
+        )}
+        <div ref={bottom} />
+      </section>
+      {canControl && <Composer session={session} />}
+    </main>
+  );
+}

@@ -1,0 +1,196 @@
+/**
+ * One session the page is attached to: its frames in seq order (each once, across
+ * reconnects: after a reconnect it re-attaches from the seq after its last one, as the
+ * library does in client/gateway-client.ts), its transcript, and what a controller can do.
+ */
+import type { Connection } from './connection';
+import { readFrame, readReply, type FrameParams, type StreamItem } from './frames';
+import { RpcError } from './rpc';
+import { Store } from './store';
+import { Transcript } from './transcript';
+
+/** Frames kept for a session whose create/attach answer has not arrived yet (they come first). */
+const MAX_EARLY_FRAMES = 20_000;
+
+export interface SessionInfo {
+  id: string;
+  created_at: string;
+  agent: string;
+  owner: string;
+  state: string;
+  clients: { client_id: string; principal: string; role: string }[];
+  pending_prompts: number;
+  options: { cwd?: string; model?: string; permission_mode?: string };
+}
+
+/** An image for a prompt, as the engine's content block wants it. */
+export interface ImageAttachment {
+  mediaType: string;
+  /** Base64, no data: prefix. */
+  data: string;
+  name: string;
+}
+
+export interface SessionView {
+  role: 'owner' | 'controller' | 'viewer';
+  state: string;
+  /** Bumped on every change of the transcript. */
+  version: number;
+  /** Who is attached now (from presence events). */
+  present: Map<string, { principal: string; role: string }>;
+}
+
+export class OpenSession {
+  readonly transcript = new Transcript();
+  /** Every stream item, in order (export as JSON). */
+  readonly items: StreamItem[] = [];
+  readonly view: Store<SessionView>;
+  lastSeq = 0;
+  private clientId = '';
+  private nextRequest = 1;
+  private readonly offs: (() => void)[] = [];
+  /** Tools a controller allowed "for this session": later prompts for them are allowed at once. */
+  readonly alwaysAllow = new Set<string>();
+
+  private constructor(private readonly conn: Connection, public info: SessionInfo, role: SessionView['role']) {
+    this.view = new Store<SessionView>({ role, state: info.state, version: 0, present: new Map() });
+  }
+
+  get id(): string {
+    return this.info.id;
+  }
+
+  get canControl(): boolean {
+    return this.view.get().role !== 'viewer';
+  }
+
+  /** Starts a session on an agent and opens it as its owner. */
+  static async create(conn: Connection, agent: string, options: Record<string, unknown>): Promise<OpenSession> {
+    return OpenSession.open(conn, (early) => conn.request('session.create', { agent, options }).then((r) => ({ r, early })));
+  }
+
+  /** Attaches to a session (history first, then live), as a controller or read-only. */
+  static async attach(conn: Connection, sessionId: string, readOnly: boolean): Promise<OpenSession> {
+    return OpenSession.open(conn, (early) => conn.request('session.attach', { session_id: sessionId, read_only: readOnly }).then((r) => ({ r, early })));
+  }
+
+  private static async open(conn: Connection, call: (early: FrameParams[]) => Promise<{ r: any; early: FrameParams[] }>): Promise<OpenSession> {
+    const early: FrameParams[] = [];
+    let session: OpenSession | undefined;
+    const off = conn.onNotification((method, params) => {
+      if (session) return session.onNotification(method, params);
+      if (method === 'session.frame' && early.length < MAX_EARLY_FRAMES) early.push(params);
+    });
+    try {
+      const { r } = await call(early);
+      session = new OpenSession(conn, r.session, r.role);
+      session.clientId = r.client_id;
+      // Who is here now; the history's presence events then keep it current.
+      session.view.update({ present: new Map(r.session.clients.map((c: SessionInfo['clients'][number]) => [c.client_id, { principal: c.principal, role: c.role }])) });
+      session.offs.push(off, conn.onReconnect((request) => session!.reattach(request)));
+      for (const f of early) if (f.session_id === session.id) session.onFrame(f);
+      session.changed();
+      return session;
+    } catch (err) {
+      off();
+      throw err;
+    }
+  }
+
+  private onNotification(method: string, params: any): void {
+    if (params?.session_id !== this.id) return;
+    if (method === 'session.frame') {
+      this.onFrame(params);
+      this.changed();
+    } else if (method === 'session.reply') {
+      const reply = readReply(params);
+      const r = reply?.response as { subtype?: string; error?: string } | undefined;
+      if (r?.subtype === 'error') {
+        this.transcript.entries.push({ id: -Date.now(), kind: 'note', text: `The engine refused: ${r.error ?? 'error'}`, tone: 'error' });
+        this.changed();
+      }
+    }
+  }
+
+  private onFrame(f: FrameParams): void {
+    if (f.seq !== 0) {
+      if (f.seq <= this.lastSeq) return; // history replayed after a resume: already shown
+      this.lastSeq = f.seq;
+    }
+    const item = readFrame(f);
+    if (!item) return;
+    this.items.push(item);
+    this.transcript.apply(item);
+    if (item.kind === 'event') {
+      const e = item.event;
+      if (e.subtype === 'state') this.view.update({ state: e.state });
+      if (e.subtype === 'presence') {
+        const present = new Map(this.view.get().present);
+        if (e.action === 'detached') present.delete(e.client_id);
+        else present.set(e.client_id, { principal: e.principal, role: e.role });
+        if (e.client_id === this.clientId && e.action === 'role_changed') this.view.update({ role: e.role });
+        this.view.update({ present });
+      }
+    }
+    if (item.kind === 'engine' && this.canControl) {
+      const p = this.transcript.pending.get(String(item.message.request_id));
+      if (p && this.alwaysAllow.has(p.toolName)) void this.answer(p.requestId, { behavior: 'allow', updatedInput: p.input }).catch(() => {});
+    }
+  }
+
+  private changed(): void {
+    this.view.update({ version: this.view.get().version + 1 });
+  }
+
+  /** After a reconnect: attach again from the seq after the last one shown. */
+  private async reattach(request: (m: string, p: unknown) => Promise<any>): Promise<void> {
+    const r = await request('session.attach', { session_id: this.id, from_seq: this.lastSeq + 1, read_only: this.view.get().role === 'viewer', previous_client_id: this.clientId });
+    this.clientId = r.client_id;
+    this.info = r.session;
+    this.view.update({ role: r.role, state: r.session.state });
+  }
+
+  /** Sends a prompt: text, and images as image content blocks. */
+  sendPrompt(text: string, images: ImageAttachment[] = []): Promise<void> {
+    const content: unknown = images.length
+      ? [...(text ? [{ type: 'text', text }] : []), ...images.map((i) => ({ type: 'image', source: { type: 'base64', media_type: i.mediaType, data: i.data } }))]
+      : text;
+    return this.conn.send(this.id, { type: 'user', message: { role: 'user', content }, parent_tool_use_id: null, session_id: 'default' });
+  }
+
+  /** Answers a permission prompt (first answer wins; a late one is "already decided"). */
+  async answer(requestId: string, response: Record<string, unknown>): Promise<void> {
+    try {
+      await this.conn.send(this.id, { type: 'control_response', response: { subtype: 'success', request_id: requestId, response } });
+    } catch (err) {
+      if (err instanceof RpcError && (err.code === 'FAILED_PRECONDITION' || err.code === 'NOT_FOUND')) return; // someone else answered first
+      throw err;
+    }
+  }
+
+  /** Sends a control request (interrupt, set_model, set_permission_mode); the answer comes as session.reply. */
+  control(subtype: string, fields: Record<string, unknown> = {}): Promise<void> {
+    return this.conn.send(this.id, { type: 'control_request', request_id: `web_${this.nextRequest++}_${crypto.randomUUID().slice(0, 8)}`, request: { subtype, ...fields } });
+  }
+
+  /** Owner only: makes another attached client a controller or a viewer. */
+  setRole(clientId: string, role: 'controller' | 'viewer'): Promise<void> {
+    return this.conn.request('session.set_role', { session_id: this.id, client_id: clientId, role });
+  }
+
+  /** Stops the engine (the session ends for everyone). */
+  stop(): Promise<void> {
+    return this.conn.request('session.stop', { session_id: this.id });
+  }
+
+  /** This page's own client id (presence lists it like anyone else's). */
+  get ownClientId(): string {
+    return this.clientId;
+  }
+
+  /** Leaves the session (it keeps running). */
+  async close(): Promise<void> {
+    for (const off of this.offs.splice(0)) off();
+    await this.conn.request('session.detach', { session_id: this.id }).catch(() => {});
+  }
+}

@@ -1,0 +1,121 @@
+/**
+ * Headless Chromium for the web client's tests: Debian's /usr/bin/chromium driven by
+ * playwright-core (never a downloaded browser), talking to 127.0.0.1 only. One browser per
+ * test file; each person in a test gets a context (its own sessionStorage).
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { expect } from 'vitest';
+
+/** Where the tests write their screenshots (git-ignored). */
+export const SCREENSHOT_DIR = fileURLToPath(new URL('../../test-output/screenshots/', import.meta.url));
+
+export const CHROMIUM = process.env.TETHER_TEST_CHROMIUM ?? '/usr/bin/chromium';
+
+/** Bound on every wait for the page. */
+export const PAGE_TIMEOUT_MS = 20_000;
+
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'],
+    timeout: PAGE_TIMEOUT_MS,
+  });
+}
+
+/** A person at a browser: a fresh context and one page. */
+export async function person(browser: Browser, opts: { width?: number; dark?: boolean } = {}): Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
+  const width = opts.width ?? 1280;
+  const context = await browser.newContext({ viewport: { width, height: width < 600 ? 844 : 900 }, colorScheme: opts.dark ? 'dark' : 'light', acceptDownloads: true });
+  context.setDefaultTimeout(PAGE_TIMEOUT_MS);
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  return { context, page, errors };
+}
+
+/** Opens a sign-in link and waits for the dashboard. */
+export async function signIn(page: Page, link: string): Promise<void> {
+  await page.goto(link);
+  await page.getByRole('button', { name: 'Start session' }).waitFor();
+  expect(page.url()).not.toContain('login='); // the code leaves the address bar at once
+}
+
+/** Starts a session from the dashboard form and waits for its composer. */
+export async function startSession(page: Page, opts: { cwd?: string; mode?: string } = {}): Promise<string> {
+  if (opts.cwd) await page.fill('input[name=cwd]', opts.cwd);
+  if (opts.mode) await page.selectOption('select[name=permission_mode]', opts.mode);
+  await page.getByRole('button', { name: 'Start session' }).click();
+  await page.locator('#prompt').waitFor();
+  return /#session=(.+)$/.exec(page.url())![1];
+}
+
+/** Types a prompt and sends it with Enter. */
+export async function sendPrompt(page: Page, text: string): Promise<void> {
+  await page.fill('#prompt', text);
+  await page.locator('#prompt').press('Enter');
+}
+
+/** Pastes a PNG into the composer, as a clipboard paste event carrying a file. */
+export async function pasteImage(page: Page, pngBase64: string): Promise<void> {
+  await page.evaluate((b64) => {
+    const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+    const dt = new DataTransfer();
+    dt.items.add(new File([bytes], 'dot.png', { type: 'image/png' }));
+    document.querySelector('#prompt')!.dispatchEvent(new ClipboardEvent('paste', { clipboardData: dt, bubbles: true, cancelable: true }));
+  }, pngBase64);
+  await page.locator('.attachments img').waitFor();
+}
+
+/** Drops a PNG onto the composer, as a drag and drop of a file. */
+export async function dropImage(page: Page, pngBase64: string): Promise<void> {
+  const before = await page.locator('.attachments img').count();
+  await page.evaluate((b64) => {
+    const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+    const dt = new DataTransfer();
+    dt.items.add(new File([bytes], 'dropped.png', { type: 'image/png' }));
+    document.querySelector('form.composer')!.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, pngBase64);
+  await expect.poll(() => page.locator('.attachments img').count()).toBe(before + 1);
+}
+
+/** A 1×1 red PNG. */
+export const TINY_PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
+
+/** Opens a session from the dashboard list as a controller ("Open") or read-only ("Watch"). */
+export async function openFromDashboard(page: Page, sessionId: string, how: 'Open' | 'Watch'): Promise<void> {
+  await page.locator(`[data-session="${sessionId}"]`).getByRole('button', { name: how === 'Open' ? /as a controller/ : /read-only/ }).click();
+  await page.locator('[data-testid=transcript]').waitFor();
+}
+
+/** The stream items the page holds, from its JSON export (a real download). */
+export async function exportedItems(page: Page): Promise<{ seq: number; message?: Record<string, unknown> }[]> {
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export JSON' }).click()]);
+  const { readFile } = await import('node:fs/promises');
+  return (JSON.parse(await readFile((await download.path())!, 'utf8')) as { items: { seq: number }[] }).items;
+}
+
+/** The seqs of the session frames the page holds (unsequenced notices left out). */
+export async function exportedSeqs(page: Page): Promise<number[]> {
+  return (await exportedItems(page)).map((i) => i.seq).filter((s) => s !== 0);
+}
+
+/** Screenshots one view at 1280 and 390 px, light and dark: `NAME-1280-light.png` and so on. */
+export async function screenshots(browser: Browser, name: string, signInLink: () => Promise<string>, prepare: (page: Page) => Promise<void>): Promise<string[]> {
+  mkdirSync(SCREENSHOT_DIR, { recursive: true });
+  const written: string[] = [];
+  for (const width of [1280, 390]) {
+    for (const dark of [false, true]) {
+      const p = await person(browser, { width, dark });
+      await signIn(p.page, await signInLink());
+      await prepare(p.page);
+      const file = join(SCREENSHOT_DIR, `${name}-${width}-${dark ? 'dark' : 'light'}.png`);
+      await p.page.screenshot({ path: file }); // the viewport, as a person sees it (sticky header and composer in place)
+      written.push(file);
+      await p.context.close();
+    }
+  }
+  return written;
+}
