@@ -28,6 +28,8 @@ export class AgentLink implements EngineHost {
     /** Who authenticated this link; a later link of the same `sub` supersedes it. */
     readonly principal: Principal,
     private readonly metrics?: GatewayMetrics,
+    /** Makes what the agent sent durable; runs before every ack, so an ack never outruns the store. */
+    private readonly beforeAck: () => void = () => {},
   ) {
     peer.onBinaryNotification('session.output', (p, body) => {
       const s = this.sessions.get(p.session_id);
@@ -96,6 +98,7 @@ export class AgentLink implements EngineHost {
   flushAcks(): void {
     clearTimeout(this.ackTimer);
     this.ackTimer = undefined;
+    if (this.unacked.size) this.beforeAck();
     for (const [sessionId, u] of this.unacked) {
       this.peer.notify('session.ack', { session_id: sessionId, seq: u.seq }).catch(() => {});
     }

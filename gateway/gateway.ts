@@ -131,7 +131,7 @@ export class Gateway {
       throw noteAuthFailure(log, authError('PERMISSION_DENIED', 'host_key', (err as Error).message), {}, this.countAuthFailure);
     }
     if (fingerprint) log.info({ agent: agent.name, hostKey: fingerprint }, 'agent proved its host key');
-    const link = new AgentLink(agent, peer, this.directory.sessions, log.child({ agent: agent.name }), principal, this.metrics);
+    const link = new AgentLink(agent, peer, this.directory.sessions, log.child({ agent: agent.name }), principal, this.metrics, () => this.store.flush());
     try {
       this.directory.agentUp(link); // refuses another identity's live name; supersedes the same identity's link
     } catch (err) {

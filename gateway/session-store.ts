@@ -1,4 +1,4 @@
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync, writevSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SessionOptions, EngineKind } from '../core/protocol/session-options.js';
 
@@ -34,10 +34,11 @@ export interface StoredSession {
 }
 
 /**
- * Where sessions and their history live so they survive a gateway restart. Writes are
- * synchronous: a frame is in the store before it is acknowledged to the agent, so a killed
- * gateway loses nothing the agent has let go of. Behind this interface so a distributed
- * backend (NATS JetStream) can replace the embedded one.
+ * Where sessions and their history live so they survive a gateway restart. Frames may be
+ * held briefly and written in a burst (group commit), but `flush()` writes everything held,
+ * and the gateway flushes before it acknowledges output to the agent: a killed gateway loses
+ * nothing the agent has let go of. Inputs are written at once. Behind this interface so a
+ * distributed backend (NATS JetStream) can replace the embedded one.
  */
 export interface SessionStore {
   readonly kind: string;
@@ -46,6 +47,8 @@ export interface SessionStore {
   create(record: SessionRecord): void;
   appendFrame(sessionId: string, frame: StoredFrame): void;
   appendInput(sessionId: string, input: StoredInput): void;
+  /** Writes every frame held for a group commit; returns when they are written. */
+  flush(): void;
   drop(sessionId: string): void;
   loadAll(): StoredSession[];
   close(): void;
@@ -61,6 +64,7 @@ export class MemorySessionStore implements SessionStore {
   create(): void {}
   appendFrame(): void {}
   appendInput(): void {}
+  flush(): void {}
   drop(): void {}
   loadAll(): StoredSession[] {
     return [];
@@ -79,6 +83,9 @@ function frameRecord(frame: StoredFrame): Buffer {
   return Buffer.concat([head, frame.bytes, RECORD_END], head.length + frame.bytes.length + RECORD_END.length);
 }
 const RECORD_END = Buffer.from('}\n');
+
+/** Frame bytes held for one group commit before it is written regardless. */
+const GROUP_COMMIT_MAX_BYTES = 1024 * 1024;
 const RECORD_HEAD = /^\{"f":\d+,"a":\d+,"m":/;
 
 /** The frame's bytes sliced back out of a record that parsed as JSON; undefined for another layout. */
@@ -103,6 +110,10 @@ export class FileSessionStore implements SessionStore {
   private closed = false;
   private readonly maxLogBytes: number;
   private readonly keepFrames: number;
+  /** Frame records held for the next group commit, per session, in order. */
+  private held = new Map<string, Buffer[]>();
+  private heldBytes = 0;
+  private flushScheduled = false;
 
   /**
    * `maxLogBytes` (default 64 MiB) bounds each session's log on disk: past it the log is
@@ -152,15 +163,50 @@ export class FileSessionStore implements SessionStore {
     writeFileSync(join(folder, 'session.json'), JSON.stringify(record), { mode: 0o600 });
   }
 
+  /**
+   * Holds the frame's record for a group commit: written with the others of its burst at the
+   * next flush(), which runs before any ack to the agent, at the end of this turn of the
+   * event loop, or once 1 MiB is held, whichever comes first.
+   */
   appendFrame(sessionId: string, frame: StoredFrame): void {
-    this.append(sessionId, frameRecord(frame));
+    if (this.closed) return;
+    const record = frameRecord(frame);
+    const list = this.held.get(sessionId);
+    if (list) list.push(record);
+    else this.held.set(sessionId, [record]);
+    this.heldBytes += record.length;
+    if (this.heldBytes >= GROUP_COMMIT_MAX_BYTES) this.flush();
+    else if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(() => this.flush());
+    }
   }
 
   appendInput(sessionId: string, input: StoredInput): void {
+    this.flush(); // the log keeps the gateway's order
     this.append(sessionId, JSON.stringify({ i: input.seq, k: input.key, l: input.line }) + '\n');
   }
 
+  /** One write per session of everything held (writev: no copy into one buffer). */
+  flush(): void {
+    this.flushScheduled = false;
+    if (!this.heldBytes) return;
+    const held = this.held;
+    this.held = new Map();
+    this.heldBytes = 0;
+    for (const [id, records] of held) {
+      if (!this.fds.has(id) && !existsSync(join(this.dir, id))) continue; // dropped meanwhile
+      const bytes = records.reduce((n, r) => n + r.length, 0);
+      if ((this.bytes.get(id) ?? 0) + bytes > this.maxLogBytes && this.fds.has(id)) this.compact(id);
+      const fd = this.fd(id);
+      let written = 0;
+      while (written < bytes) written += writevSync(fd, written ? [Buffer.concat(records).subarray(written)] : records);
+      this.bytes.set(id, (this.bytes.get(id) ?? 0) + bytes);
+    }
+  }
+
   drop(sessionId: string): void {
+    this.held.delete(sessionId);
     const fd = this.fds.get(sessionId);
     if (fd !== undefined) closeSync(fd);
     this.fds.delete(sessionId);
@@ -210,7 +256,7 @@ export class FileSessionStore implements SessionStore {
    * client asking for them gets a gap). Written to a new file, then renamed over the old one.
    */
   private compact(id: string): void {
-    const { frames, inputs } = this.read(id);
+    const { frames, inputs } = this.read(id); // frames held for a commit are not in it yet: they are appended after
     const log = join(this.folder(id), 'log.ndjson');
     const lines = [
       ...frames.slice(-this.keepFrames).map(frameRecord),
@@ -226,6 +272,7 @@ export class FileSessionStore implements SessionStore {
   }
 
   close(): void {
+    this.flush();
     this.closed = true;
     for (const fd of this.fds.values()) closeSync(fd);
     this.fds.clear();
