@@ -75,6 +75,11 @@ export class AgentWaits {
     });
   }
 
+  /** How many waits for this agent are pending (creates and stops that wait for it). */
+  waiting(name: string): number {
+    return [...this.waiters].filter((w) => w.name === name).length;
+  }
+
   /** Rejects every wait (gateway shutting down). */
   dispose(): void {
     for (const w of [...this.waiters]) w.fail(new TetherError('UNAVAILABLE', 'gateway shutting down'));
