@@ -11,7 +11,7 @@ import { demoEnginePath } from '../agent/engine-command.js';
 import type { CreateProgress } from '../core/protocol/methods.js';
 import type { RemoteSession, SessionItem } from '../client/remote-session.js';
 import { TetherError } from '../core/errors.js';
-import { runTether } from './support/cli.js';
+import { runTether, TETHER_CLAUDE_BIN } from './support/cli.js';
 import { isResult, until } from './support/items.js';
 import { withTimeout } from './support/stack.js';
 import { startRig, waitUntil, type StartRig, type StartRigOptions } from './support/start-rig.js';
@@ -144,22 +144,28 @@ describe('session start, stop and attach across link loss', () => {
     expect(fresh()!.info().clients.map((c) => c.role)).toEqual(['owner']); // the cut-off attempt left no attachment behind
   }, 30_000);
 
-  it('tether run and tether chat --json print that they wait for the agent, then run once it is back', async () => {
+  it('tether run, tether chat --json and the SDK drop-in (tether-claude) say they wait for the agent, then run once it is back', async () => {
     const r = await open();
-    const env = { TETHER_GATEWAY: r.stack.wsUrl, TETHER_TOKEN: r.stack.token };
-    for (const args of [['run', '--agent', r.agentName, 'hello'], ['chat', '--agent', r.agentName, '--json']]) {
+    const env = { TETHER_GATEWAY: r.stack.wsUrl, TETHER_TOKEN: r.stack.token, TETHER_AGENT: r.agentName, TETHER_CWD: r.cwd };
+    const prompt = JSON.stringify({ type: 'user', message: { role: 'user', content: 'hello' }, parent_tool_use_id: null, session_id: '' }) + '\n';
+    const cases = [
+      { args: ['run', '--json', 'hello'], waiting: `* waiting for agent "${r.agentName}" to come back` },
+      { args: ['chat', '--json'], input: prompt, waiting: `* waiting for agent "${r.agentName}" to come back` },
+      { args: ['--output-format', 'stream-json', '--verbose', '--input-format', 'stream-json'], input: prompt, bin: TETHER_CLAUDE_BIN, waiting: `tether-claude: waiting for agent "${r.agentName}" to come back` },
+    ];
+    for (const c of cases) {
       const away = await agentAway(r);
       const before = r.stack.gateway.directory.sessions.size;
-      const input = args[0] === 'chat' ? JSON.stringify({ type: 'user', message: { role: 'user', content: 'hello' } }) + '\n' : undefined;
-      const running = runTether(args, { env, input, timeoutMs: 20_000 });
-      await waitUntil(() => r.stack.gateway.directory.sessions.size > before, 10_000, `tether ${args[0]}'s create to reach the gateway`);
+      const running = runTether(c.args, { env, input: c.input, bin: c.bin, timeoutMs: 20_000 });
+      await waitUntil(() => r.stack.gateway.directory.sessions.size > before, 10_000, `${c.args[0]}'s create to reach the gateway`);
       away.back();
       const out = await running;
-      expect(out.stderr).toContain(`* waiting for agent "${r.agentName}" to come back`);
-      expect(out.code).toBe(0);
+      expect(out.stderr).toContain(c.waiting);
+      expect(out.code, out.stderr).toBe(0);
+      expect(out.stdout).toContain('"type":"result"');
     }
     await waitUntil(() => r.engine.alive().length === 0, 10_000, 'every engine stopped');
-    expect(r.engine.pids()).toHaveLength(2);
+    expect(r.engine.pids()).toHaveLength(cases.length);
   }, 60_000);
 
   it('a stop in flight when the agent link drops completes once the agent is back; one sent as the client link drops completes after its reconnect', async () => {
