@@ -89,7 +89,12 @@ export class ClientLink implements Member {
           createId: params.create_id,
           onProgress: (progress) => void this.peer.notify('session.create_progress', { ...progress, create_id: params.create_id }).catch(() => {}),
         });
-        this.assertOpen(); // gone meanwhile: it retries under the same create_id on its next connection
+        if (this.peer.channel.isClosed) {
+          // Gone before the answer: with a create_id it asks again on its next connection; without
+          // one nobody can ever learn of this session, so its engine is not left running.
+          if (params.create_id === undefined) void session.stop(undefined, 'its creator left before the answer').catch(() => {});
+          throw new TetherError('UNAVAILABLE', 'connection closed');
+        }
         session.attach(this, 'owner');
         this.attached.add(session.id);
         return { session: session.info(), role: 'owner' as Role, client_id: this.clientId };

@@ -2,6 +2,11 @@ import { asTetherError } from '../core/errors.js';
 import type { AgentWaits } from './agent-waits.js';
 import type { Session } from './session.js';
 
+/** Stop attempts across link drops before the error is returned. */
+const MAX_STOP_ATTEMPTS = 20;
+/** Pause before asking again when the agent was there at once. */
+const PAUSE_MS = 250;
+
 /**
  * A session.stop that survives the agent's link dropping: when the stop cannot reach the agent
  * (its link is down, or dropped before the answer), it waits for the agent to come back
@@ -12,15 +17,18 @@ import type { Session } from './session.js';
  */
 export async function stopAcrossCuts(session: Session, waits: AgentWaits, clientId: string, reason: string, waitMs: number): Promise<void> {
   let by: string | undefined = clientId;
-  for (;;) {
+  for (let attempt = 1; ; attempt++) {
     try {
       await session.stop(by, reason);
       return;
     } catch (err) {
       if (session.ended) return;
-      if (asTetherError(err).code !== 'UNAVAILABLE') throw err;
+      if (asTetherError(err).code !== 'UNAVAILABLE' || attempt >= MAX_STOP_ATTEMPTS) throw err;
     }
     by = undefined;
-    await waits.linkOf(session.agent, Date.now() + waitMs);
+    const waitedFrom = Date.now();
+    await waits.linkOf(session.agent, waitedFrom + waitMs);
+    // The agent is there but the session is not bound to it yet (its create is binding it): pause.
+    if (Date.now() - waitedFrom < PAUSE_MS) await new Promise((r) => setTimeout(r, PAUSE_MS));
   }
 }

@@ -144,6 +144,18 @@ describe('session start, stop and attach across link loss', () => {
     expect(fresh()!.info().clients.map((c) => c.role)).toEqual(['owner']); // the cut-off attempt left no attachment behind
   }, 30_000);
 
+  it('a create without create_id whose client left before the answer does not leave its engine running', async () => {
+    const r = await open({ delayS: 0.8 });
+    const peer = await (await r.proxiedClient()).peer();
+    // The raw request without create_id (what an older client sends): nobody can ask for it again.
+    const creating = peer.request('session.create', { agent: r.agentName, options: {} }).catch((err: Error) => err);
+    await waitUntil(() => r.engine.pids().length === 1, 5_000, 'the engine to be starting');
+    r.clientProxy.cutAll();
+    expect(await creating).toBeInstanceOf(Error);
+    await waitUntil(() => r.engine.alive().length === 0, 10_000, 'the engine nobody can reach to be stopped');
+    await waitUntil(() => [...r.stack.gateway.directory.sessions.values()].every((x) => x.ended), 5_000, 'its session to end');
+  }, 20_000);
+
   it('tether run, tether chat --json and the SDK drop-in (tether-claude) say they wait for the agent, then run once it is back', async () => {
     const r = await open();
     const env = { TETHER_GATEWAY: r.stack.wsUrl, TETHER_TOKEN: r.stack.token, TETHER_AGENT: r.agentName, TETHER_CWD: r.cwd };
