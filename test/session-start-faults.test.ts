@@ -180,6 +180,26 @@ describe('session start, stop and attach across link loss', () => {
     expect(r.engine.pids()).toHaveLength(cases.length);
   }, 60_000);
 
+  it('a first connection lost before its hello is tried again: tether chat on a flaky link still starts', async () => {
+    const r = await open();
+    const gw = r.stack.gateway;
+    const accept = gw.accept.bind(gw);
+    let dropped = 0;
+    gw.accept = (channel, principal) => {
+      if (dropped < 2) {
+        dropped++;
+        channel.close('UNAVAILABLE', 'a flaky link drops it');
+        return;
+      }
+      accept(channel, principal);
+    };
+    const prompt = JSON.stringify({ type: 'user', message: { role: 'user', content: 'hello' } }) + '\n';
+    const out = await runTether(['chat', '--agent', r.agentName, '--json'], { env: { TETHER_GATEWAY: r.stack.wsUrl, TETHER_TOKEN: r.stack.token }, input: prompt, timeoutMs: 20_000 });
+    expect(out.code, out.stderr).toBe(0);
+    expect(dropped).toBe(2);
+    expect(out.stdout).toContain('"type":"result"');
+  }, 30_000);
+
   it('a stop in flight when the agent link drops completes once the agent is back; one sent as the client link drops completes after its reconnect', async () => {
     const r = await open();
     const client = await r.client();
