@@ -69,6 +69,7 @@ describe('flaky network: links cut at random from the first second, real CLI', (
       // cuts: the agent comes back a moment after the create landed, and its link is cut again
       // while the engine spawns.
       const cuts = { agent: 0, client: 0, beforeBound: 0 };
+      let atBound = { agent: 0, client: 0 };
       let bound = false;
       let stop = false;
       const count = (n: number) => {
@@ -102,6 +103,7 @@ describe('flaky network: links cut at random from the first second, real CLI', (
       };
       await waitUntil(() => [...dir.sessions.values()].some((s) => s.currentState !== 'starting'), 30_000, 'the session to start').catch(fail('start'));
       bound = true;
+      atBound = { agent: rig.agentProxy.cutsDone, client: rig.clientProxy.cutsDone };
       const boundAfterMs = Date.now() - started;
       for (let i = 1; i <= PROMPTS; i++) {
         chat.stdin.write(JSON.stringify({ type: 'user', message: { role: 'user', content: `prompt number ${i}` } }) + '\n');
@@ -125,7 +127,7 @@ describe('flaky network: links cut at random from the first second, real CLI', (
       await waitUntil(() => rig.engine.alive().length === 0, 10_000, 'no engine left');
       const total = cuts.agent + cuts.client;
       figures.push(
-        `${transport}: cuts=${total} (agent link ${cuts.agent}, client link ${cuts.client}; ${cuts.beforeBound} before the session was bound at ${boundAfterMs} ms), ` +
+        `${transport}: cuts=${total} (agent link ${cuts.agent}, client link ${cuts.client}; before the session was bound at ${boundAfterMs} ms: agent ${atBound.agent}, client ${atBound.client}), ` +
           `prompts=${PROMPTS}, model requests=${asked.length}, results=${results.length}, engines started=${rig.engine.pids().length}, engines left=${rig.engine.alive().length}, ` +
           `waited-for-agent notices=${(stderr.match(/waiting for agent/g) ?? []).length}, run ${Date.now() - started} ms`,
       );
