@@ -42,6 +42,8 @@ describe('flaky network: links cut at random from the first second, real CLI', (
       cleanups.push(() => fake.close());
       const rig: StartRig = await startRig({ transport, engineArgv: [claudeBinaryPath()], engineEnv: claudeTestEnv({ home: home.path, baseUrl: fake.url }) });
       cleanups.push(() => rig.stop());
+      // A little latency with jitter on every chunk (threats B11), on top of the cuts.
+      for (const proxy of [rig.agentProxy, rig.clientProxy]) proxy.setLatency(1, 4);
       const started = Date.now();
       const dir = rig.stack.gateway.directory;
       // The agent's link is down as the command starts: its create lands while the agent reconnects.
