@@ -200,54 +200,56 @@ describe('session start, stop and attach across link loss', () => {
     expect(out.stdout).toContain('"type":"result"');
   }, 30_000);
 
-  it('a stop in flight when the agent link drops completes once the agent is back; one sent as the client link drops completes after its reconnect', async () => {
-    const r = await open();
-    const client = await r.client();
-    const s = await client.createSession({ agent: r.agentName });
-    await turn(s, 'hello');
-    const away = await agentAway(r);
-    const stopping = s.stop();
-    await waitUntil(() => r.stack.gateway.directory.waits.waiting(r.agentName) === 1, 5_000, 'the stop to wait for the agent at the gateway');
-    expect(r.engine.alive()).toHaveLength(1);
-    away.back();
-    await withTimeout(stopping, 10_000, 'the stop to complete after the agent came back');
-    expect(r.engine.alive()).toEqual([]);
-    expect(r.stack.gateway.directory.get(s.id)?.ended).toBe(true);
+  for (const transport of ['ws', 'grpc'] as const) {
+    it(`${transport}: a stop in flight when the agent link drops completes once the agent is back; one sent as the client link drops completes after its reconnect`, async () => {
+      const r = await open({ transport });
+      const client = await r.client();
+      const s = await client.createSession({ agent: r.agentName });
+      await turn(s, 'hello');
+      const away = await agentAway(r);
+      const stopping = s.stop();
+      await waitUntil(() => r.stack.gateway.directory.waits.waiting(r.agentName) === 1, 5_000, 'the stop to wait for the agent at the gateway');
+      expect(r.engine.alive()).toHaveLength(1);
+      away.back();
+      await withTimeout(stopping, 10_000, 'the stop to complete after the agent came back');
+      expect(r.engine.alive()).toEqual([]);
+      expect(r.stack.gateway.directory.get(s.id)?.ended).toBe(true);
 
-    const proxied = await r.proxiedClient();
-    const s2 = await proxied.createSession({ agent: r.agentName });
-    r.clientProxy.stall('down');
-    const stopping2 = s2.stop();
-    await waitUntil(() => r.stack.gateway.directory.get(s2.id)?.ended === true, 10_000, 'the engine to be stopped');
-    r.clientProxy.cutAll();
-    r.clientProxy.resume('down');
-    await withTimeout(stopping2, 10_000, 'the stop to be answered after the reconnect');
-    expect(r.engine.pids()).toHaveLength(2);
-    expect(r.engine.alive()).toEqual([]);
-  }, 40_000);
+      const proxied = await r.proxiedClient();
+      const s2 = await proxied.createSession({ agent: r.agentName });
+      r.clientProxy.stall('down');
+      const stopping2 = s2.stop();
+      await waitUntil(() => r.stack.gateway.directory.get(s2.id)?.ended === true, 10_000, 'the engine to be stopped');
+      r.clientProxy.cutAll();
+      r.clientProxy.resume('down');
+      await withTimeout(stopping2, 10_000, 'the stop to be answered after the reconnect');
+      expect(r.engine.pids()).toHaveLength(2);
+      expect(r.engine.alive()).toEqual([]);
+    }, 40_000);
 
-  it('an attach in flight when the client link drops completes once after the reconnect: one attachment, history once', async () => {
-    const r = await open();
-    const owner = await r.client();
-    const s = await owner.createSession({ agent: r.agentName });
-    await turn(s, 'first');
-    const proxied = await r.proxiedClient();
-    r.clientProxy.stall('down');
-    const session = () => r.stack.gateway.directory.get(s.id)!;
-    const attaching = proxied.attach(s.id);
-    await waitUntil(() => session().info().clients.length === 2, 5_000, 'the attach to reach the gateway');
-    r.clientProxy.cutAll();
-    r.clientProxy.resume('down');
-    const joined = await withTimeout(attaching, 10_000, 'the attach to complete after the reconnect');
-    await waitUntil(() => session().info().clients.length === 2, 5_000, 'the cut attachment to be gone');
-    expect(session().info().clients.map((c) => c.client_id)).toContain(joined.clientId);
-    const seen: SessionItem[] = [];
-    await s.sendUserMessage('second');
-    const it2 = joined[Symbol.asyncIterator]();
-    await until(it2, isResult, seen, 15_000, 'the first result (history)');
-    await until(it2, isResult, seen, 15_000, 'the second result (live)');
-    const seqs = seen.filter((i) => i.kind !== 'reply' && (i as { seq: number }).seq > 0).map((i) => (i as { seq: number }).seq);
-    expect(seqs[0]).toBe(1);
-    seqs.forEach((q, n) => expect(q).toBe(n + 1)); // whole history, nothing twice, nothing missing
-  }, 30_000);
+    it(`${transport}: an attach in flight when the client link drops completes once after the reconnect: one attachment, history once`, async () => {
+      const r = await open({ transport });
+      const owner = await r.client();
+      const s = await owner.createSession({ agent: r.agentName });
+      await turn(s, 'first');
+      const proxied = await r.proxiedClient();
+      r.clientProxy.stall('down');
+      const session = () => r.stack.gateway.directory.get(s.id)!;
+      const attaching = proxied.attach(s.id);
+      await waitUntil(() => session().info().clients.length === 2, 5_000, 'the attach to reach the gateway');
+      r.clientProxy.cutAll();
+      r.clientProxy.resume('down');
+      const joined = await withTimeout(attaching, 10_000, 'the attach to complete after the reconnect');
+      await waitUntil(() => session().info().clients.length === 2, 5_000, 'the cut attachment to be gone');
+      expect(session().info().clients.map((c) => c.client_id)).toContain(joined.clientId);
+      const seen: SessionItem[] = [];
+      await s.sendUserMessage('second');
+      const it2 = joined[Symbol.asyncIterator]();
+      await until(it2, isResult, seen, 15_000, 'the first result (history)');
+      await until(it2, isResult, seen, 15_000, 'the second result (live)');
+      const seqs = seen.filter((i) => i.kind !== 'reply' && (i as { seq: number }).seq > 0).map((i) => (i as { seq: number }).seq);
+      expect(seqs[0]).toBe(1);
+      seqs.forEach((q, n) => expect(q).toBe(n + 1)); // whole history, nothing twice, nothing missing
+    }, 30_000);
+  }
 });
