@@ -25,13 +25,16 @@ export interface AcrossReconnectsOptions {
 export async function acrossReconnects<T>(peer: () => Promise<RpcPeer>, call: (p: RpcPeer) => Promise<T>, opts: AcrossReconnectsOptions = {}): Promise<T> {
   const until = Date.now() + (opts.withinMs ?? Infinity);
   const retry = opts.retry ?? isLinkLoss;
+  let last: TetherError | undefined;
   for (let attempt = 0; ; attempt++) {
-    const p = await peer();
+    // No next connection (the client closed, or gave up reconnecting): the cut is the answer.
+    const p = last ? await peer().catch(() => Promise.reject(last)) : await peer();
     try {
       return await call(p);
     } catch (err) {
       const e = asTetherError(err);
       if (!retry(e) || attempt >= (opts.attempts ?? 20) || Date.now() >= until) throw e;
+      last = e;
       await Promise.race([p.channel.closed, new Promise((r) => setTimeout(r, Math.min(1_000, 25 * 2 ** attempt)))]);
     }
   }

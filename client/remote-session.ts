@@ -327,6 +327,6 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
    * exited. A stop cut off by a reconnect is asked again (the engine stops once).
    */
   async stop(): Promise<void> {
-    await acrossReconnects(() => this.transport.peer(), (peer) => peer.request('session.stop', { session_id: this.id }, { timeoutMs: STOP_TIMEOUT_MS }));
+    await acrossReconnects(() => this.transport.peer(), (peer) => peer.request('session.stop', { session_id: this.id }, { timeoutMs: STOP_TIMEOUT_MS }), { withinMs: STOP_TIMEOUT_MS });
   }
 }
