@@ -117,7 +117,7 @@ export class Agent {
 
   private setup(peer: RpcPeer): void {
     peer
-      .onRequest('agent.spawn', (p) => this.spawn(p.session_id, p.engine ?? this.engines.defaultEngine, p.options))
+      .onRequest('agent.spawn', (p) => this.spawn(p.session_id, p.engine ?? this.engines.defaultEngine, p.options, peer))
       .onRequest('agent.stop', async (p) => {
         const relay = this.relays.get(p.session_id);
         if (!relay) throw new TetherError('NOT_FOUND', `no session ${p.session_id} on this agent`);
@@ -150,7 +150,11 @@ export class Agent {
     for (const relay of this.relays.values()) relay.setSink(sink);
   }
 
-  private async spawn(sessionId: string, kind: EngineKind, options: SessionOptions) {
+  /**
+   * Starts one engine for `peer`'s request. The relay is registered at once, so a hello sent
+   * while the engine starts (the link dropped meanwhile) lists it and the gateway can bind it.
+   */
+  private async spawn(sessionId: string, kind: EngineKind, options: SessionOptions, peer: RpcPeer) {
     if (this.stopping) throw new TetherError('UNAVAILABLE', 'agent is shutting down');
     if (this.relays.has(sessionId)) throw new TetherError('ALREADY_EXISTS', `session ${sessionId} already runs here`);
     if (!this.engines.engines.includes(kind)) throw new TetherError('FAILED_PRECONDITION', `this agent cannot run engine "${kind}"`);
@@ -180,8 +184,10 @@ export class Agent {
       const version = (init.response as { response?: { claude_code_version?: unknown } } | undefined)?.response?.claude_code_version;
       return { pid: engine.pid, engine: kind, engine_version: typeof version === 'string' ? version : undefined };
     } catch (err) {
-      this.relays.delete(sessionId);
       engine.kill();
+      // Asked on a link that is gone: a later hello may have listed this engine, so the relay
+      // stays until its exit event is acked, and the gateway learns how it ended.
+      if (this.link.peer === peer && !peer.channel.isClosed) this.relays.delete(sessionId);
       throw err;
     }
   }

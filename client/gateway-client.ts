@@ -1,8 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import { asTetherError, TetherError } from '../core/errors.js';
 import { Link, type LinkStatus } from '../core/link/link.js';
 import type { DialOptions } from '../core/link/dial.js';
 import { silentLogger, type Logger } from '../core/logging.js';
-import type { AgentInfo, SessionInfo } from '../core/protocol/methods.js';
+import type { AgentInfo, CreateProgress, SessionInfo } from '../core/protocol/methods.js';
 import { readEngineFrame } from '../core/protocol/session-frame.js';
 import type { EngineKind, SessionOptions } from '../core/protocol/session-options.js';
 import { PROTOCOL_VERSION } from '../core/protocol/version.js';
@@ -10,6 +11,7 @@ import type { RpcPeer } from '../core/rpc/peer.js';
 import type { BackoffPolicy } from '../core/util/backoff.js';
 import type { HeartbeatOptions } from '../core/link/heartbeat.js';
 import { RemoteSession, type CanUseTool, type IncomingFrame } from './remote-session.js';
+import { acrossReconnects } from './across-reconnects.js';
 
 export interface ConnectOptions {
   /** ws://, wss://, grpc:// or grpcs:// URL of the gateway. */
@@ -29,6 +31,9 @@ export interface ConnectOptions {
   heartbeat?: HeartbeatOptions;
 }
 
+/** A create may wait for its agent to come back and for the engine to start, across reconnects. */
+const CREATE_TIMEOUT_MS = 90_000;
+
 /** Frames for sessions whose create/attach answer has not arrived yet (they come first). */
 const MAX_EARLY_FRAMES = 10_000;
 
@@ -41,6 +46,8 @@ export class GatewayClient {
   private readonly link: Link;
   private readonly sessions = new Map<string, RemoteSession>();
   private readonly early = new Map<string, IncomingFrame[]>();
+  /** Progress listeners of creates in flight, by create id. */
+  private readonly progress = new Map<string, (p: CreateProgress) => void>();
   private peerWaiters: ((p: RpcPeer | TetherError) => void)[] = [];
   private closed = false;
   private resuming = false;
@@ -101,20 +108,46 @@ export class GatewayClient {
     return (await (await this.peer()).request('sessions.list', {})).sessions;
   }
 
-  /** Starts a session on an agent; this client becomes its owner. */
-  async createSession(args: { agent: string; engine?: EngineKind; options?: SessionOptions; canUseTool?: CanUseTool }): Promise<RemoteSession> {
-    const peer = await this.peer();
-    const r = await peer.request('session.create', { agent: args.agent, engine: args.engine, options: args.options ?? {} }, { timeoutMs: 90_000 });
-    const session = new RemoteSession(this, r, false);
-    session.setPermissionHandler(args.canUseTool);
-    return this.adopt(session);
+  /**
+   * Starts a session on an agent; this client becomes its owner. Idempotent under `createId`
+   * (default: a fresh one per call): a create cut off by a reconnect is sent again with the
+   * same id and gets the same session, never a second engine. `onProgress` hears when the
+   * gateway waits (e.g. for the agent's link to come back).
+   */
+  async createSession(args: {
+    agent: string;
+    engine?: EngineKind;
+    options?: SessionOptions;
+    canUseTool?: CanUseTool;
+    createId?: string;
+    onProgress?: (progress: CreateProgress) => void;
+  }): Promise<RemoteSession> {
+    const createId = args.createId ?? randomUUID();
+    const params = { agent: args.agent, engine: args.engine, options: args.options ?? {}, create_id: createId };
+    if (args.onProgress) this.progress.set(createId, args.onProgress);
+    try {
+      const r = await acrossReconnects(() => this.peer(), (peer) => peer.request('session.create', params, { timeoutMs: CREATE_TIMEOUT_MS }), { withinMs: CREATE_TIMEOUT_MS, attempts: 100 });
+      const session = new RemoteSession(this, r, false);
+      session.setPermissionHandler(args.canUseTool);
+      return this.adopt(session);
+    } finally {
+      this.progress.delete(createId);
+    }
   }
 
-  /** Attaches to a running session; history from `fromSeq` (default: the beginning), then live. */
+  /**
+   * Attaches to a running session; history from `fromSeq` (default: the beginning), then live.
+   * An attach cut off by a reconnect is sent again on the next connection.
+   */
   async attach(sessionId: string, opts: { fromSeq?: number; readOnly?: boolean; canUseTool?: CanUseTool } = {}): Promise<RemoteSession> {
-    const peer = await this.peer();
-    this.early.set(sessionId, []);
-    const r = await peer.request('session.attach', { session_id: sessionId, from_seq: opts.fromSeq, read_only: opts.readOnly });
+    const params = { session_id: sessionId, from_seq: opts.fromSeq, read_only: opts.readOnly };
+    const r = await acrossReconnects(
+      () => this.peer(),
+      (peer) => {
+        this.early.set(sessionId, []); // frames of an attempt cut off are sent again with the next one
+        return peer.request('session.attach', params);
+      },
+    );
     const session = new RemoteSession(this, r, opts.readOnly ?? false);
     session.setPermissionHandler(opts.canUseTool);
     return this.adopt(session);
@@ -154,6 +187,9 @@ export class GatewayClient {
       this.routeFrame({ session_id: f.session_id, seq: f.seq, origin: f.origin, event: f.event, line: f.message && JSON.stringify(f.message) }),
     );
     peer.onNotification('session.reply', (r) => this.sessions.get(r.session_id)?.onReply(r));
+    peer.onNotification('session.create_progress', (p) => {
+      if (p.create_id !== undefined) this.progress.get(p.create_id)?.({ session_id: p.session_id, agent: p.agent, status: p.status, message: p.message });
+    });
   }
 
   private routeFrame(f: IncomingFrame): void {

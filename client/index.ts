@@ -4,7 +4,7 @@ export { RemoteSession, type SessionItem, type CanUseTool, type PermissionDecisi
 export { asPermissionRequest, askQuestions, answerQuestions, type PermissionRequest, type PermissionAnswer, type AskQuestion } from './permission-policy.js';
 export { remoteSpawn, type RemoteSpawnOptions, type RemoteProcess, type SpawnRequest } from './remote-spawn.js';
 export { TetherError, type ErrorCode } from '../core/errors.js';
-export type { AgentInfo, SessionInfo } from '../core/protocol/methods.js';
+export type { AgentInfo, SessionInfo, CreateProgress } from '../core/protocol/methods.js';
 export type { SessionOptions, EngineKind } from '../core/protocol/session-options.js';
 export type { TetherEvent, SessionState, Role } from '../core/protocol/events.js';
 export type { LinkStatus } from '../core/link/link.js';

@@ -158,7 +158,7 @@ export function startRemoteEngine(target: RemoteEngineTarget, args: readonly str
     try {
       const options = sessionOptionsFromArgs(args, target.cwd);
       client = await GatewayClient.connect({ gateway: target.gateway, token: target.token, dial: target.dial, logger: log, reconnect: true, software: target.software ?? 'tether-claude' });
-      session = await client.createSession({ agent: target.agent, engine: target.engine, options });
+      session = await client.createSession({ agent: target.agent, engine: target.engine, options, onProgress: (p) => io.diagnostics(`tether-claude: ${p.message}\n`) });
       log.debug({ sessionId: session.id }, 'remote session created');
     } catch (err) {
       await client?.close();

@@ -5,6 +5,7 @@ import type { AuditRecord } from '../core/protocol/audit.js';
 import type { NotificationParams, SessionInfo } from '../core/protocol/methods.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
 import { tetherEvent } from '../core/protocol/events.js';
+import { acrossReconnects } from './across-reconnects.js';
 import { asPermissionRequest, type PermissionAnswer, type PermissionRequest } from './permission-policy.js';
 
 /** A decision for one permission prompt; `rememberForSession` allows the tool from then on. */
@@ -56,6 +57,9 @@ export interface IncomingFrame {
   line?: string;
   event?: TetherEvent;
 }
+
+/** A stop waits for the engine's staged exit and, across a cut, for its agent to come back. */
+const STOP_TIMEOUT_MS = 90_000;
 
 /** Items buffered for a reader that is not keeping up, before the iteration fails. */
 const MAX_BUFFERED_ITEMS = 100_000;
@@ -237,20 +241,8 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
    * across reconnects with the same input id until the gateway acknowledges it.
    */
   async send(line: Record<string, unknown>, inputId: string = randomUUID()): Promise<'applied' | 'duplicate'> {
-    for (let attempt = 0; ; attempt++) {
-      const peer = await this.transport.peer();
-      try {
-        const r = await peer.request('session.send', { session_id: this.id, input_id: inputId, line });
-        return r.status;
-      } catch (err) {
-        const e = asTetherError(err);
-        if (!e.retryable || attempt >= 20) throw e;
-        // A link that is going down can refuse sends before its channel reports closed: wait
-        // for the close (or a short, growing pause) so the retry goes out on the next
-        // connection instead of using up every attempt on the dying one.
-        await Promise.race([peer.channel.closed, new Promise((r) => setTimeout(r, Math.min(1_000, 25 * 2 ** attempt)))]);
-      }
-    }
+    const r = await acrossReconnects(() => this.transport.peer(), (peer) => peer.request('session.send', { session_id: this.id, input_id: inputId, line }), { retry: (e) => e.retryable });
+    return r.status;
   }
 
   /** Sends a user prompt. */
@@ -330,9 +322,11 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
     return (await peer.request('session.audit', { session_id: this.id, limit })).entries;
   }
 
-  /** Asks the agent to stop the engine (staged: stdin EOF, then signals). */
+  /**
+   * Asks the agent to stop the engine (staged: stdin EOF, then signals); resolves once it has
+   * exited. A stop cut off by a reconnect is asked again (the engine stops once).
+   */
   async stop(): Promise<void> {
-    const peer = await this.transport.peer();
-    await peer.request('session.stop', { session_id: this.id });
+    await acrossReconnects(() => this.transport.peer(), (peer) => peer.request('session.stop', { session_id: this.id }, { timeoutMs: STOP_TIMEOUT_MS }), { withinMs: STOP_TIMEOUT_MS });
   }
 }

@@ -8,6 +8,7 @@ import type { Member } from './session.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { SessionDirectory } from './session-directory.js';
 import { readAudit } from './audit-access.js';
+import { stopAcrossCuts } from './session-stop.js';
 
 /** Per-client send queue cap before it is cut as a slow consumer (threats.md: hard 32 MiB). */
 /**
@@ -72,6 +73,11 @@ export class ClientLink implements Member {
     this.peer.notify('session.reply', { session_id: sessionId, line }).catch(() => {});
   }
 
+  /** A connection that closed must not be attached to anything: it would never be detached. */
+  private assertOpen(): void {
+    if (this.peer.channel.isClosed) throw new TetherError('UNAVAILABLE', 'connection closed');
+  }
+
   private register(): void {
     const p = this.principal_;
     this.peer
@@ -79,12 +85,22 @@ export class ClientLink implements Member {
       .onRequest('sessions.list', () => ({ sessions: this.dir.listSessions(p) }))
       .onRequest('session.create', async (params) => {
         if (!p.canCreate) throw new TetherError('PERMISSION_DENIED', 'this token may not create sessions');
-        const session = await this.dir.create(p, params.agent, params.engine, params.options, randomUUID());
+        const session = await this.dir.create(p, params.agent, params.engine, params.options, randomUUID(), {
+          createId: params.create_id,
+          onProgress: (progress) => void this.peer.notify('session.create_progress', { ...progress, create_id: params.create_id }).catch(() => {}),
+        });
+        if (this.peer.channel.isClosed) {
+          // Gone before the answer: with a create_id it asks again on its next connection; without
+          // one nobody can ever learn of this session, so its engine is not left running.
+          if (params.create_id === undefined) void session.stop(undefined, 'its creator left before the answer').catch(() => {});
+          throw new TetherError('UNAVAILABLE', 'connection closed');
+        }
         session.attach(this, 'owner');
         this.attached.add(session.id);
         return { session: session.info(), role: 'owner' as Role, client_id: this.clientId };
       })
       .onRequest('session.attach', (params) => {
+        this.assertOpen();
         const session = this.dir.visible(p, params.session_id);
         const role: Role = session.owner === p.sub && !params.read_only ? 'owner' : p.canControl && !params.read_only ? 'controller' : 'viewer';
         const nextSeq = session.attach(this, role, params.from_seq, params.previous_client_id);
@@ -112,7 +128,7 @@ export class ClientLink implements Member {
       .onRequest('session.audit', (params) => readAudit(this.dir, p, params))
       .onRequest('session.stop', async (params) => {
         const session = this.dir.visible(p, params.session_id);
-        await session.stop(this.clientId, `stopped by ${p.sub}`);
+        await stopAcrossCuts(session, this.dir.waits, this.clientId, `stopped by ${p.sub}`, this.dir.agentWaitMs);
         return {};
       });
   }

@@ -5,10 +5,30 @@ const MAX_HELD_REPLIES = 256;
 /** Client control requests in flight to one engine; more are refused until some are answered. */
 export const MAX_IN_FLIGHT = 256;
 
+/** How long the engine may take to answer a client's control request, unless controlAnswerMs says otherwise. */
+export const DEFAULT_CONTROL_ANSWER_MS = 30_000;
+
+/** Watches that the engine answers control requests in time. */
+export interface ControlWatch {
+  /** How long the engine may take to answer one control request. */
+  answerWithinMs: number;
+  /**
+   * A request went unanswered past the bound. Returns false when it should not count now
+   * (e.g. the agent is away, so the engine cannot answer): the request is watched again.
+   */
+  onOverdue(subtype: string, waitedMs: number): boolean;
+  /** Every overdue request was answered (or dropped): the engine answers again. */
+  onCaughtUp(): void;
+}
+
 interface InFlight {
   clientId: string;
   principal: string;
   origId: unknown;
+  subtype: string;
+  sentAt: number;
+  timer?: NodeJS.Timeout;
+  overdue?: boolean;
 }
 
 /** Where an engine answer goes: to a client now, or held for one that is reconnecting. */
@@ -24,20 +44,50 @@ export class ControlRouting {
   private readonly inFlight = new Map<string, InFlight>();
   private readonly held = new Map<string, { principal: string; lines: string[] }>();
   private next = 1;
+  private overdueCount = 0;
+
+  /** With `watch`, every request is timed until the engine answers it. */
+  constructor(private readonly watch?: ControlWatch) {}
+
+  /** Requests the engine left unanswered past the bound, still unanswered. */
+  get overdue(): number {
+    return this.overdueCount;
+  }
 
   /** The gateway id to send in place of the client's `request_id`. */
-  open(clientId: string, principal: string, origId: unknown): string {
+  open(clientId: string, principal: string, origId: unknown, subtype = 'unknown'): string {
     if (this.inFlight.size >= MAX_IN_FLIGHT) {
       throw new TetherError('RESOURCE_EXHAUSTED', `${MAX_IN_FLIGHT} control requests are already waiting for the engine; retry when some are answered`);
     }
     const gwId = `tether-${this.next++}`;
-    this.inFlight.set(gwId, { clientId, principal, origId });
+    const m: InFlight = { clientId, principal, origId, subtype, sentAt: Date.now() };
+    this.inFlight.set(gwId, m);
+    this.arm(m);
     return gwId;
+  }
+
+  private arm(m: InFlight): void {
+    const watch = this.watch;
+    if (!watch || !(watch.answerWithinMs > 0)) return;
+    m.timer = setTimeout(() => {
+      if (!watch.onOverdue(m.subtype, Date.now() - m.sentAt)) return this.arm(m);
+      m.overdue = true;
+      this.overdueCount++;
+    }, watch.answerWithinMs);
+    m.timer.unref();
+  }
+
+  /** Stops timing a request that was answered or dropped. */
+  private settle(gwId: string, m: InFlight): void {
+    this.inFlight.delete(gwId);
+    clearTimeout(m.timer);
+    if (m.overdue && --this.overdueCount === 0) this.watch?.onCaughtUp();
   }
 
   /** Drops a request that never reached the engine. */
   forget(gwId: string): void {
-    this.inFlight.delete(gwId);
+    const m = this.inFlight.get(gwId);
+    if (m) this.settle(gwId, m);
   }
 
   /** The gateway id of this client's own request `origId`; NOT_FOUND when it has none pending. */
@@ -50,7 +100,7 @@ export class ControlRouting {
   answer(gwId: string, line: string, isAttached: (clientId: string) => boolean): ReplyRoute {
     const m = this.inFlight.get(gwId);
     if (!m) return { kind: 'not-ours' };
-    this.inFlight.delete(gwId);
+    this.settle(gwId, m);
     const reply = restoreRequestId(line, gwId, m.origId);
     if (isAttached(m.clientId)) return { kind: 'deliver', clientId: m.clientId, line: reply };
     const held = this.held.get(m.clientId) ?? { principal: m.principal, lines: [] };
@@ -73,6 +123,8 @@ export class ControlRouting {
   }
 
   clear(): void {
+    for (const m of this.inFlight.values()) clearTimeout(m.timer);
+    this.overdueCount = 0;
     this.inFlight.clear();
     this.held.clear();
   }

@@ -12,6 +12,8 @@ import { ANONYMOUS, type Principal } from './principal.js';
 import { noteAuthFailure } from './door.js';
 import { authError } from '../core/auth/auth-error.js';
 import { REPLAY_DEFAULTS } from './replay-log.js';
+import { DEFAULT_AGENT_WAIT_MS } from './agent-waits.js';
+import { DEFAULT_CONTROL_ANSWER_MS } from './control-routing.js';
 import { SessionDirectory, type DirectoryLimits } from './session-directory.js';
 import { MemoryAuditLog, type AuditLog } from './audit-log.js';
 import { MemorySessionStore, type SessionStore } from './session-store.js';
@@ -32,8 +34,10 @@ export const GATEWAY_DEFAULTS: GatewayLimits = {
   replay: REPLAY_DEFAULTS,
   maxPendingPrompts: 32,
   promptExpiryMs: 10 * 60_000,
+  controlAnswerMs: DEFAULT_CONTROL_ANSWER_MS,
   maxMembers: 32,
   agentLostTimeoutMs: 10 * 60_000,
+  agentWaitMs: DEFAULT_AGENT_WAIT_MS,
   endedRetentionMs: 10 * 60_000,
   maxSessionsPerPrincipal: 32,
   helloTimeoutMs: 10_000,

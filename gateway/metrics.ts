@@ -58,6 +58,7 @@ export class GatewayMetrics {
   private readonly gaps: Counter;
   private readonly slowCuts: Counter<'transport'>;
   private readonly authFailures: Counter<'reason'>;
+  private readonly unresponsive: Counter;
 
   constructor(opts: GatewayMetricsOptions = {}) {
     const registers = [this.registry];
@@ -130,6 +131,11 @@ export class GatewayMetrics {
     this.gaps = new Counter({ name: 'tether_replay_gaps_total', help: 'Attaches that asked for history no longer held (a gap notice was sent).', registers });
     this.slowCuts = new Counter({ name: 'tether_slow_client_disconnects_total', help: 'Clients cut because their send queue passed the limit, by transport.', labelNames: ['transport'], registers });
     this.authFailures = new Counter({ name: 'tether_auth_failures_total', help: 'Refused credentials, by reason (core/auth/auth-error.ts).', labelNames: ['reason'], registers });
+    this.unresponsive = new Counter({
+      name: 'tether_engine_unresponsive_total',
+      help: 'Sessions marked unresponsive: their engine left a control request (e.g. interrupt) unanswered past the bound.',
+      registers,
+    });
     for (const direction of RELAY_DIRECTIONS) {
       this.frames.inc({ direction }, 0);
       this.bytes.inc({ direction }, 0);
@@ -210,6 +216,11 @@ export class GatewayMetrics {
   /** A credential was refused at the door or at hello. */
   authFailure(reason: string): void {
     this.authFailures.inc({ reason });
+  }
+
+  /** A session's engine left a control request unanswered past the bound. */
+  engineUnresponsive(): void {
+    this.unresponsive.inc();
   }
 
   /** The Prometheus text exposition of every metric, and its content type. */

@@ -9,6 +9,8 @@ import { Session, type SessionLimits } from './session.js';
 import { failureCode, recordOrRefuse, recordQuietly, type AuditLog } from './audit-log.js';
 import type { SessionStore, StoredSession } from './session-store.js';
 import type { GatewayMetrics } from './metrics.js';
+import { AgentWaits } from './agent-waits.js';
+import { PendingCreates, type CreateRequest } from './pending-creates.js';
 
 export interface DirectoryLimits extends SessionLimits {
   /** How long a session waits for its lost agent before it is ended. */
@@ -17,6 +19,8 @@ export interface DirectoryLimits extends SessionLimits {
   endedRetentionMs: number;
   /** Live sessions one principal may own at once. */
   maxSessionsPerPrincipal: number;
+  /** How long a create or stop waits for an agent whose link dropped (each time it drops). */
+  agentWaitMs: number;
 }
 
 /**
@@ -29,6 +33,9 @@ export class SessionDirectory {
   /** Connected clients' principals by client id (for role changes). */
   readonly clients = new Map<string, Principal>();
   private readonly lostTimers = new Map<string, NodeJS.Timeout>();
+  /** Agents whose link dropped, and waits for them to come back. */
+  readonly waits: AgentWaits;
+  private readonly creates: PendingCreates;
 
   constructor(
     private readonly limits: DirectoryLimits,
@@ -38,6 +45,8 @@ export class SessionDirectory {
     /** Where sessions report prompts and gaps, and agent resumes are counted; none by default. */
     private readonly metrics?: GatewayMetrics,
   ) {
+    this.waits = new AgentWaits(this.agents, limits.agentLostTimeoutMs);
+    this.creates = new PendingCreates(this, limits.agentWaitMs, log);
     for (const stored of store.loadAll()) this.restore(stored);
   }
 
@@ -72,6 +81,11 @@ export class SessionDirectory {
     this.lostTimers.set(s.id, t);
   }
 
+  /** How long a create or stop waits for an agent whose link dropped. */
+  get agentWaitMs(): number {
+    return this.limits.agentWaitMs;
+  }
+
   /** Whether the client with this id may take control (its token allows it). */
   mayControl(clientId: string): boolean {
     return this.clients.get(clientId)?.canControl ?? false;
@@ -100,28 +114,34 @@ export class SessionDirectory {
     return p.canAdmin || s.owner === p.sub || mayUseAgent(p, s.agent);
   }
 
-  /** Creates a session on an agent and waits until its engine is up. */
-  async create(p: Principal, agentName: string, engine: EngineKind | undefined, options: SessionOptions, id: string): Promise<Session> {
-    const agent = this.agents.get(agentName);
-    if (!agent || !mayUseAgent(p, agentName)) throw new TetherError('NOT_FOUND', `no agent named "${agentName}" is connected`);
+  /**
+   * Creates a session on an agent and waits until its engine is up: across the agent's link
+   * dropping (bounded), and joining an earlier create under the same `createId`.
+   */
+  create(p: Principal, agentName: string, engine: EngineKind | undefined, options: SessionOptions, id: string, extra: Pick<CreateRequest, 'createId' | 'onProgress'> = {}): Promise<Session> {
+    return this.creates.create(p, { agent: agentName, engine, options, ...extra }, id);
+  }
+
+  /** For PendingCreates: refuses an agent this principal may not use, and sessions over its quota. */
+  checkMayCreate(p: Principal, agentName: string): void {
+    if (!mayUseAgent(p, agentName)) throw new TetherError('NOT_FOUND', `no agent named "${agentName}" is connected`);
     const owned = [...this.sessions.values()].filter((s) => s.owner === p.sub && !s.ended).length;
     if (owned >= this.limits.maxSessionsPerPrincipal) {
       throw new TetherError('RESOURCE_EXHAUSTED', `${p.sub} already owns ${owned} live sessions (limit ${this.limits.maxSessionsPerPrincipal}); stop one first`);
     }
-    const kind = engine ?? agent.descriptor.default_engine;
-    if (!agent.descriptor.engines.includes(kind)) {
-      throw new TetherError('FAILED_PRECONDITION', `agent "${agentName}" cannot run engine "${kind}" (it has: ${agent.descriptor.engines.join(', ')})`);
-    }
+  }
+
+  /** For PendingCreates: a new session in state `starting`, registered and audited. */
+  open(p: Principal, agentName: string, kind: EngineKind, options: SessionOptions, id: string): Session {
     // Recorded before anything exists: a session whose creation cannot be audited is not made.
-    const created = { session_id: id, principal: p.sub, action: 'create' as const, agent: agentName, engine: kind, options };
-    recordOrRefuse(this.audit, created, this.log);
+    recordOrRefuse(this.audit, createdEntry(p.sub, agentName, kind, options, id), this.log);
     const session = new Session({
       id,
       agent: agentName,
       engine: kind,
       owner: p.sub,
       options,
-      host: agent,
+      host: undefined,
       limits: this.limits,
       logger: this.log.child({ sessionId: id, agent: agentName }),
       audit: this.audit,
@@ -130,17 +150,18 @@ export class SessionDirectory {
     });
     this.sessions.set(id, session);
     session.onEnded = () => this.scheduleDrop(session);
-    try {
-      await agent.spawn(id, kind, options);
-    } catch (err) {
-      recordQuietly(this.audit, { ...created, result: 'failed', code: failureCode(err) }, this.log);
-      this.sessions.delete(id);
-      session.end();
-      throw err;
-    }
-    session.bindHost(agent);
-    this.log.info({ sessionId: id, agent: agentName, engine: kind, owner: p.sub }, 'session started');
     return session;
+  }
+
+  /** For PendingCreates: forgets a session whose engine was not bound (audited as failed), and stops that engine if it runs. */
+  abandon(s: Session, reason: string, err: unknown): void {
+    recordQuietly(this.audit, { ...createdEntry(s.owner, s.agent, s.engine, s.options, s.id), result: 'failed', code: failureCode(err) }, this.log);
+    this.sessions.delete(s.id);
+    s.end();
+    const link = this.agents.get(s.agent);
+    // An engine that started after all (e.g. the spawn timed out here) is stopped; an agent away
+    // now is told when it comes back (its hello lists an engine no session here knows).
+    link?.stop(s.id, reason).catch(() => {});
   }
 
   /**
@@ -162,7 +183,7 @@ export class SessionDirectory {
     this.agents.set(link.name, link);
     const running = new Map(link.descriptor.sessions.map((s) => [s.session_id, s.last_input_seq]));
     for (const s of this.sessions.values()) {
-      if (s.agent !== link.name || s.ended) continue;
+      if (s.agent !== link.name || s.ended || this.creates.isStarting(s.id)) continue; // a create in flight binds its own
       if (running.has(s.id)) {
         clearTimeout(this.lostTimers.get(s.id));
         this.lostTimers.delete(s.id);
@@ -180,6 +201,7 @@ export class SessionDirectory {
       this.log.warn({ sessionId: id, agent: link.name }, 'stopping an engine no session here knows');
       link.stop(id, 'unknown to the gateway').catch(() => {});
     }
+    this.waits.up(link);
   }
 
   /** The agent's link closed: its sessions wait for it, bounded by agentLostTimeoutMs. */
@@ -187,8 +209,9 @@ export class SessionDirectory {
     if (this.agents.get(link.name) !== link) return;
     this.agents.delete(link.name);
     link.dispose();
+    this.waits.down(link);
     for (const s of this.sessions.values()) {
-      if (s.agent !== link.name || s.ended) continue;
+      if (s.agent !== link.name || s.ended || this.creates.isStarting(s.id)) continue; // a create in flight waits by itself
       s.bindHost(undefined);
       this.startLostTimer(s);
     }
@@ -210,9 +233,15 @@ export class SessionDirectory {
   }
 
   dispose(): void {
+    this.waits.dispose();
     for (const t of this.lostTimers.values()) clearTimeout(t);
     this.lostTimers.clear();
   }
+}
+
+/** The audit entry of a create (its failure adds `result` and `code`). */
+function createdEntry(owner: string, agent: string, engine: EngineKind, options: SessionOptions, id: string) {
+  return { session_id: id, principal: owner, action: 'create' as const, agent, engine, options };
 }
 
 function mayUseAgent(p: Principal, agent: string): boolean {

@@ -35,6 +35,8 @@ export interface EngineHost {
 
 export interface SessionLimits {
   replay: ReplayLogLimits;
+  /** A control request the engine leaves unanswered this long marks the session unresponsive. */
+  controlAnswerMs: number;
   maxPendingPrompts: number;
   promptExpiryMs: number;
   maxMembers: number;
@@ -58,7 +60,7 @@ export interface SessionInit {
 }
 
 /** The part of the gateway's metrics a session reports to. */
-export type SessionMetrics = Pick<GatewayMetrics, 'promptRaised' | 'promptSettled' | 'replayGap'>;
+export type SessionMetrics = Pick<GatewayMetrics, 'promptRaised' | 'promptSettled' | 'replayGap' | 'engineUnresponsive'>;
 
 interface Attachment {
   member: Member;
@@ -84,8 +86,10 @@ export class Session {
   private readonly members = new Map<string, Attachment>();
   private readonly prompts: PromptBook;
   /** Gateway request id → the client that sent it and its own id. */
-  /** Clients' control requests in flight to the engine, kept apart per client. */
-  private readonly controls = new ControlRouting();
+  /** Clients' control requests in flight to the engine, kept apart per client, each timed. */
+  private readonly controls: ControlRouting;
+  /** The state to go back to once an unresponsive engine answers again. */
+  private answeringState: SessionState = 'idle';
   private inputSeq = 0;
   /** Inputs handed to the agent link but not yet confirmed written to the engine. */
   private pendingInputs: { seq: number; line: Record<string, unknown> }[] = [];
@@ -120,6 +124,11 @@ export class Session {
     this.audit = init.audit;
     this.store = init.store;
     this.log = new ReplayLog(init.limits.replay);
+    this.controls = new ControlRouting({
+      answerWithinMs: init.limits.controlAnswerMs,
+      onOverdue: (subtype, waitedMs) => this.onControlOverdue(subtype, waitedMs),
+      onCaughtUp: () => this.state === 'unresponsive' && this.setState(this.answeringState, true),
+    });
     this.prompts = new PromptBook(init.limits.maxPendingPrompts);
     if (init.restored) this.restore(init.restored);
     else this.store.create({ id: this.id, agent: this.agent, engine: this.engine, owner: this.owner, options: this.options, created_at: this.createdAt });
@@ -257,8 +266,13 @@ export class Session {
       this.setState('running');
   }
 
-  private setState(state: SessionState): void {
+  private setState(state: SessionState, answering = false): void {
     if (this.state === state) return;
+    // Unresponsive sticks until the engine answers what it owes; the state it would be in is kept for then.
+    if (this.state === 'unresponsive' && !answering && state !== 'agent-lost' && state !== 'ended') {
+      this.answeringState = state;
+      return;
+    }
     this.state = state;
     this.broadcast({ event: tetherEvent({ subtype: 'state', state }), origin: 'gateway' });
   }
@@ -432,7 +446,7 @@ export class Session {
     }
     const req = request as Record<string, unknown>;
     this.audited(a.member.principal, 'control', { client_id: a.member.clientId, subtype: req.subtype, model: req.model, mode: req.mode }, () => {
-      const gwId = this.controls.open(a.member.clientId, a.member.principal, line.request_id);
+      const gwId = this.controls.open(a.member.clientId, a.member.principal, line.request_id, req.subtype as string);
       try {
         this.toEngine({ ...line, request_id: gwId });
       } catch (err) {
@@ -440,6 +454,23 @@ export class Session {
         throw err;
       }
     });
+  }
+
+  /**
+   * The engine left a control request unanswered past the bound: the session is marked
+   * unresponsive (every client gets the state and an engine_error saying why) until it answers.
+   * Not while the agent is away: then the engine cannot answer, and the request is timed again.
+   */
+  private onControlOverdue(subtype: string, waitedMs: number): boolean {
+    if (!this.host || this.ended) return false;
+    if (this.state === 'unresponsive') return true;
+    const message = `the engine did not answer ${subtype} within ${Math.round(waitedMs / 1000)} s; the owner can stop the session`;
+    this.log_.warn({ sessionId: this.id, subtype, waitedMs }, 'engine unresponsive');
+    this.metrics?.engineUnresponsive();
+    this.answeringState = this.state;
+    this.broadcast({ event: tetherEvent({ subtype: 'engine_error', code: 'UNRESPONSIVE', message }), origin: 'gateway' });
+    this.setState('unresponsive', true);
+    return true;
   }
 
   private forwardCancel(a: Attachment, line: Record<string, unknown>): void {

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ControlRouting, MAX_IN_FLIGHT, restoreRequestId } from '../gateway/control-routing.js';
 
 describe('control routing', () => {
@@ -36,6 +36,60 @@ describe('control routing', () => {
     expect(JSON.parse(restoreRequestId('{"type":"control_response","response":{"request_id":"tether-1","subtype":"success"}}', 'tether-1', undefined))).toEqual({
       type: 'control_response',
       response: { subtype: 'success' },
+    });
+  });
+
+  describe('watching that the engine answers (fake clock)', () => {
+    afterEach(() => vi.useRealTimers());
+    const watched = (counts = true) => {
+      const events: string[] = [];
+      const r = new ControlRouting({
+        answerWithinMs: 1_000,
+        onOverdue: (subtype, waitedMs) => {
+          events.push(`overdue ${subtype} ${waitedMs}`);
+          return counts;
+        },
+        onCaughtUp: () => events.push('caught up'),
+      });
+      return { r, events };
+    };
+    const reply = (id: string) => `{"response":{"request_id":"${id}"}}`;
+
+    it('reports a request unanswered past the bound once, and the engine catching up once every overdue one is answered', () => {
+      vi.useFakeTimers();
+      const { r, events } = watched();
+      const a = r.open('c', 'p', 'a', 'interrupt');
+      const b = r.open('c', 'p', 'b', 'set_model');
+      vi.advanceTimersByTime(999);
+      expect(events).toEqual([]);
+      vi.advanceTimersByTime(1);
+      expect(events).toEqual(['overdue interrupt 1000', 'overdue set_model 1000']);
+      expect(r.overdue).toBe(2);
+      vi.advanceTimersByTime(10_000);
+      expect(events).toHaveLength(2); // once per request
+      r.answer(a, reply(a), () => true);
+      expect(events).toHaveLength(2);
+      r.forget(b);
+      expect(events.at(-1)).toBe('caught up');
+      expect(r.overdue).toBe(0);
+    });
+
+    it('an answer in time reports nothing; a request that may not count yet is watched again; clear() stops every timer', () => {
+      vi.useFakeTimers();
+      const { r, events } = watched();
+      const a = r.open('c', 'p', 'a', 'interrupt');
+      vi.advanceTimersByTime(500);
+      r.answer(a, reply(a), () => true);
+      vi.advanceTimersByTime(5_000);
+      expect(events).toEqual([]);
+      const later = watched(false);
+      later.r.open('c', 'p', 'x', 'interrupt');
+      vi.advanceTimersByTime(2_500);
+      expect(later.events).toEqual(['overdue interrupt 1000', 'overdue interrupt 2000']);
+      expect(later.r.overdue).toBe(0);
+      later.r.clear();
+      vi.advanceTimersByTime(5_000);
+      expect(later.events).toHaveLength(2);
     });
   });
 });

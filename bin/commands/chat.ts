@@ -5,7 +5,7 @@ import type { GatewayClient } from '../../client/gateway-client.js';
 import { TetherError } from '../../core/errors.js';
 import { tetherEvent } from '../../core/protocol/events.js';
 import { pick, required, type Command } from '../args.js';
-import { connectFrom, TLS_CLIENT_HELP, TLS_CLIENT_OPTIONS } from './list.js';
+import { connectFrom, printCreateProgress, TLS_CLIENT_HELP, TLS_CLIENT_OPTIONS } from './list.js';
 
 const common = {
   gateway: { type: 'string' },
@@ -76,6 +76,7 @@ ${TLS_CLIENT_HELP}
     try {
       const session = await client.createSession({
         agent,
+        onProgress: printCreateProgress,
         options: {
           cwd: v.cwd as string | undefined,
           model: v.model as string | undefined,

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { GatewayClient, type ConnectOptions } from '../../client/gateway-client.js';
 import { TetherError } from '../../core/errors.js';
+import type { CreateProgress } from '../../core/protocol/methods.js';
 import { pick, required, type Command } from '../args.js';
 
 /** TLS options every client command takes (wss:// and grpcs:// with a private CA, mutual TLS). */
@@ -28,6 +29,11 @@ function pem(path: string | undefined, what: string): Buffer | undefined {
   } catch (err) {
     throw new TetherError('INVALID_ARGUMENT', `cannot read ${what} ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
+}
+
+/** Tells the person at the terminal (stderr) that a create waits, e.g. for its agent to come back. */
+export function printCreateProgress(p: CreateProgress): void {
+  process.stderr.write(`* ${p.message}\n`);
 }
 
 export async function connectFrom(v: Record<string, unknown>, software: string, onStatus?: ConnectOptions['onStatus']): Promise<GatewayClient> {

@@ -4,7 +4,7 @@ import type { RemoteSession } from '../../client/remote-session.js';
 import { TetherError } from '../../core/errors.js';
 import { PermissionMode } from '../../core/protocol/session-options.js';
 import { pick, required, type Command } from '../args.js';
-import { connectFrom, TLS_CLIENT_HELP, TLS_CLIENT_OPTIONS } from './list.js';
+import { connectFrom, printCreateProgress, TLS_CLIENT_HELP, TLS_CLIENT_OPTIONS } from './list.js';
 
 export const runCommand: Command = {
   name: 'run',
@@ -51,6 +51,7 @@ ${TLS_CLIENT_HELP}
     try {
       session = await client.createSession({
         agent,
+        onProgress: printCreateProgress,
         options: { cwd: v.cwd as string | undefined, model: v.model as string | undefined, permission_mode: mode?.data, include_partial_messages: !json },
       });
       const s = session;

@@ -7,6 +7,9 @@ import { backoffDelay, CLIENT_BACKOFF, type BackoffPolicy } from '../util/backof
 import { dial, type DialOptions } from './dial.js';
 import { HEARTBEAT_DEFAULTS, startHeartbeat, type HeartbeatOptions } from './heartbeat.js';
 
+/** With failFast: first connections made and then lost before their hello, tried again. */
+export const FLAKY_FIRST_CONNECT_RETRIES = 3;
+
 /** The link's state, as a tagged union. */
 export type LinkStatus =
   | { state: 'connecting'; attempt: number }
@@ -26,7 +29,11 @@ export interface LinkOptions {
   /** Called after each successful hello: resume here. */
   onConnected?: (peer: RpcPeer, hello: ResultOf<'hello'>) => void | Promise<void>;
   onStatus?: (status: LinkStatus) => void;
-  /** Give up on the first attempt instead of retrying (for one-shot commands). Default false. */
+  /**
+   * Give up on the first attempt instead of retrying (for one-shot commands). Default false.
+   * A first connection that was made and then lost before its hello finished is still tried
+   * again, up to FLAKY_FIRST_CONNECT_RETRIES times: that is a flaky link, not an absent gateway.
+   */
   failFast?: boolean;
   requestTimeoutMs?: number;
   /** Application-level liveness (default: ping every 15 s, dead after 10 s without an answer). */
@@ -77,11 +84,14 @@ export class Link {
 
   private async loop(): Promise<void> {
     let attempt = 0;
+    let flakyRetries = 0;
     while (!this.closing) {
       this.status({ state: 'connecting', attempt });
       let error: TetherError;
+      let dialed = false;
       try {
         const channel = await dial(this.opts.url, this.opts.dial);
+        dialed = true;
         const peer = new RpcPeer(channel, { logger: this.log, requestTimeoutMs: this.opts.requestTimeoutMs });
         // The gateway's heartbeat pings us too; without an answer it would cut the link.
         peer.onRequest('ping', () => ({}));
@@ -116,7 +126,8 @@ export class Link {
         error = asTetherError(err, 'UNAVAILABLE');
       }
       if (this.closing) break;
-      if (!error.retryable || (this.firstResult && this.opts.failFast)) {
+      const giveUpNow = this.firstResult && this.opts.failFast && !(dialed && flakyRetries++ < FLAKY_FIRST_CONNECT_RETRIES);
+      if (!error.retryable || giveUpNow) {
         this.firstResult?.reject(error);
         this.firstResult = undefined;
         this.status({ state: 'closed', error });

@@ -4,7 +4,8 @@ import { z } from 'zod';
  * Gateway events delivered in a session's stream beside the engine's frames. In pipe mode
  * they print as JSON lines with `"type": "tether"`, so scripts can tell them from engine frames.
  */
-export const SessionState = z.enum(['starting', 'idle', 'running', 'requires_action', 'agent-lost', 'ended']);
+/** `unresponsive`: a control request (e.g. interrupt) went unanswered past the gateway's bound. */
+export const SessionState = z.enum(['starting', 'idle', 'running', 'requires_action', 'agent-lost', 'unresponsive', 'ended']);
 export type SessionState = z.infer<typeof SessionState>;
 
 export const Role = z.enum(['owner', 'controller', 'viewer']);

@@ -120,7 +120,16 @@ export const Methods = {
   'agents.list': { params: z.object({}).default({}), result: z.object({ agents: z.array(AgentInfo) }) },
   'sessions.list': { params: z.object({}).default({}), result: z.object({ sessions: z.array(SessionInfo) }) },
   'session.create': {
-    params: z.object({ agent: z.string().min(1).max(128), engine: EngineKind.optional(), options: SessionOptions.default({}) }),
+    params: z.object({
+      agent: z.string().min(1).max(128),
+      engine: EngineKind.optional(),
+      options: SessionOptions.default({}),
+      /**
+       * Chosen by the client: a create retried with the same id (by the same principal) gets
+       * the same session, and never a second engine.
+       */
+      create_id: id.optional(),
+    }),
     result: z.object({ session: SessionInfo, role: Role, client_id: z.string() }),
   },
   'session.attach': {
@@ -188,6 +197,14 @@ export const Notifications = {
   }),
   /** gateway -> client: the engine's control_response to this client's own control_request. */
   'session.reply': z.object({ session_id: id, line: z.string() }),
+  /** gateway -> client: a session.create of this client is waiting (e.g. for its agent to come back). */
+  'session.create_progress': z.object({
+    create_id: id.optional(),
+    session_id: id,
+    agent: z.string(),
+    status: z.enum(['waiting_for_agent', 'spawning']),
+    message: z.string(),
+  }),
 } as const;
 
 export type MethodName = keyof typeof Methods;
@@ -197,3 +214,6 @@ export type ResultOf<M extends MethodName> = z.infer<(typeof Methods)[M]['result
 export type NotificationParams<N extends NotificationName> = z.infer<(typeof Notifications)[N]>;
 export type BinaryNotificationName = keyof typeof BinaryNotifications;
 export type BinaryNotificationParams<N extends BinaryNotificationName> = z.infer<(typeof BinaryNotifications)[N]>;
+
+/** What a create that waits is told: session.create_progress without the create id. */
+export type CreateProgress = Omit<NotificationParams<'session.create_progress'>, 'create_id'>;

@@ -13,10 +13,13 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `tether ARGS` to completion (bounded) and returns its output. */
-export function runTether(args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number; input?: string } = {}): Promise<CliResult> {
+/** The compiled SDK drop-in. */
+export const TETHER_CLAUDE_BIN = fileURLToPath(new URL('../../dist/bin/tether-claude.js', import.meta.url));
+
+/** Runs `tether ARGS` (or another of our programs, `bin`) to completion (bounded) and returns its output. */
+export function runTether(args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number; input?: string; bin?: string } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [TETHER_BIN, ...args], { env: { ...process.env, ...opts.env }, cwd: opts.cwd, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [opts.bin ?? TETHER_BIN, ...args], { env: { ...process.env, ...opts.env }, cwd: opts.cwd, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

@@ -95,6 +95,26 @@ const MODES = {
     frame({ type: 'ready' });
   },
 
+  // Speaks just enough stream-json to start a session (answers initialize, and each user
+  // message with a one-line assistant turn and a result) but never answers any other
+  // control_request (interrupt, set_model, ...); ignores stdin EOF and SIGTERM, so only
+  // SIGKILL ends it.
+  'deaf-to-control'() {
+    process.on('SIGTERM', () => err('ignoring SIGTERM\n'));
+    const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
+    rl.on('line', (line) => {
+      const m = JSON.parse(line);
+      if (m.type === 'control_request' && m.request?.subtype === 'initialize') {
+        frame({ type: 'control_response', response: { subtype: 'success', request_id: m.request_id, response: {} } });
+      } else if (m.type === 'user') {
+        frame({ type: 'assistant', message: { role: 'assistant', content: [{ type: 'text', text: 'ok' }] } });
+        frame({ type: 'result', subtype: 'success', is_error: false, result: 'ok' });
+      }
+    });
+    rl.on('close', () => err('stdin closed, staying alive\n'));
+    setInterval(() => {}, 1000);
+  },
+
   // Spawns `sleep 300` in our process group (detached: false), sharing our stdout and stderr
   // pipes, and reports its pid; exits 0 on stdin EOF, leaving the sleep behind. With `--escape`
   // the sleep gets its own session (detached: true), out of reach of a group kill.
