@@ -49,6 +49,8 @@ export interface SessionStore {
   appendInput(sessionId: string, input: StoredInput): void;
   /** Writes every frame held for a group commit; returns when they are written. */
   flush(): void;
+  /** Runs `done` once every frame appended so far is written: at once when none is held. */
+  whenFlushed(done: () => void): void;
   drop(sessionId: string): void;
   loadAll(): StoredSession[];
   close(): void;
@@ -65,6 +67,9 @@ export class MemorySessionStore implements SessionStore {
   appendFrame(): void {}
   appendInput(): void {}
   flush(): void {}
+  whenFlushed(done: () => void): void {
+    done();
+  }
   drop(): void {}
   loadAll(): StoredSession[] {
     return [];
@@ -114,6 +119,8 @@ export class FileSessionStore implements SessionStore {
   private held = new Map<string, Buffer[]>();
   private heldBytes = 0;
   private flushScheduled = false;
+  /** Callbacks waiting for the frames held now to be written. */
+  private waiters: (() => void)[] = [];
 
   /**
    * `maxLogBytes` (default 64 MiB) bounds each session's log on disk: past it the log is
@@ -187,10 +194,21 @@ export class FileSessionStore implements SessionStore {
     this.append(sessionId, JSON.stringify({ i: input.seq, k: input.key, l: input.line }) + '\n');
   }
 
-  /** One write per session of everything held (writev: no copy into one buffer). */
+  whenFlushed(done: () => void): void {
+    if (this.heldBytes) this.waiters.push(done);
+    else done();
+  }
+
+  /** One write per session of everything held (writev: no copy into one buffer), then the waiters. */
   flush(): void {
     this.flushScheduled = false;
-    if (!this.heldBytes) return;
+    if (this.heldBytes) this.writeHeld();
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const done of waiters) done();
+  }
+
+  private writeHeld(): void {
     const held = this.held;
     this.held = new Map();
     this.heldBytes = 0;

@@ -5,6 +5,7 @@ import type { EngineKind, SessionOptions } from '../core/protocol/session-option
 import type { Logger } from '../core/logging.js';
 import { PromptBook } from './prompts.js';
 import { ReplayLog, type ReplayLogLimits } from './replay-log.js';
+import { DurableOutbox } from './durable-outbox.js';
 import { failureCode, recordOrRefuse, recordQuietly, type AuditEntry, type AuditLog } from './audit-log.js';
 import { outcomeOf, type GatewayMetrics } from './metrics.js';
 import type { SessionStore, StoredSession } from './session-store.js';
@@ -83,6 +84,8 @@ export class Session {
   readonly createdAt = new Date().toISOString();
   private state: SessionState = 'starting';
   private readonly log: ReplayLog;
+  /** Frames on their way to members, released once the store holds them. */
+  private readonly outbox: DurableOutbox;
   private readonly members = new Map<string, Attachment>();
   private readonly prompts: PromptBook;
   /** Gateway request id → the client that sent it and its own id. */
@@ -132,6 +135,10 @@ export class Session {
     this.prompts = new PromptBook(init.limits.maxPendingPrompts);
     if (init.restored) this.restore(init.restored);
     else this.store.create({ id: this.id, agent: this.agent, engine: this.engine, owner: this.owner, options: this.options, created_at: this.createdAt });
+    // Restored history is durable already; everything after goes out once the store holds it.
+    this.outbox = new DurableOutbox(this.store, (bytes, readAtMs) => {
+      for (const a of this.members.values()) a.member.sendFrame(bytes, readAtMs);
+    }, this.log.lastSeq);
     this.metrics = init.metrics;
     this.prompts.observer = init.metrics; // after the restore: restored prompts were counted by the process that raised them
   }
@@ -352,7 +359,8 @@ export class Session {
       member.sendFrame(encodeEventFrame(this.id, 0, gap));
       this.metrics?.replayGap();
     }
-    for (const entry of this.log.since(Math.max(from, this.log.firstSeq))) member.sendFrame(entry.bytes);
+    // History that is durable now; frames still on their way reach this member with everyone's.
+    for (const entry of this.log.since(Math.max(from, this.log.firstSeq))) if (entry.seq <= this.outbox.releasedSeq) member.sendFrame(entry.bytes);
     this.members.set(member.clientId, { member, role, since: new Date().toISOString() });
     if (previousClientId !== undefined) for (const line of this.controls.takeOver(previousClientId, member.clientId, member.principal)) member.sendReply(this.id, line);
     this.broadcast({ event: tetherEvent({ subtype: 'presence', action: 'attached', principal: member.principal, client_id: member.clientId, role }), origin: 'gateway' });
@@ -537,7 +545,7 @@ export class Session {
     const bytes = 'line' in body ? encodeLineFrame(this.id, seq, body.origin, body.line) : encodeEventFrame(this.id, seq, body.event);
     this.store.appendFrame(this.id, { seq, agentSeq: this.lastAgentSeq, bytes });
     this.log.append({ seq, bytes });
-    for (const a of this.members.values()) a.member.sendFrame(bytes, readAtMs);
+    this.outbox.push(seq, bytes, readAtMs);
   }
 
   /** Stops the engine (owner or controller). */
