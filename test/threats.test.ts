@@ -1,5 +1,5 @@
 /**
- * Rows of ../shared/docs/threats.md parts 2B, 2D, 2G and 2H that no other suite covers, each
+ * Rows of the threat model (threats.md, kept beside the project) parts 2B, 2D, 2G and 2H that no other suite covers, each
  * named by its row id. (Which rows are covered where is listed in the issue 6 closing note.)
  */
 import { connect, type Socket } from 'node:net';

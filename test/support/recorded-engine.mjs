@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // A recorded engine: stands in for the Claude Code CLI by playing back one real transcript
-// from ../shared/fixtures/engine (format: that folder's README). It accepts and ignores the
+// from test/fixtures/engine (format: that folder's README). It accepts and ignores the
 // CLI flags. For every `in` entry it waits for the next host line on stdin and checks that it
 // matches (type, subtype and content equal, key order aside; ids and timestamps free, with
 // the host's request ids kept consistent); then it writes the `out` entries that followed, in
