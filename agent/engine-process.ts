@@ -6,6 +6,7 @@
  */
 import { spawn as spawnChild, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { TetherError } from '../core/errors.js';
+import type { StopSignal } from '../core/protocol/methods.js';
 import { silentLogger, type Logger } from '../core/logging.js';
 import { DEFAULT_MAX_LINE_BYTES, LineSplitter, type EngineLine } from './line-splitter.js';
 import { DEFAULT_STDERR_TAIL_BYTES, StderrLogSampler, StderrTail } from './stderr-tail.js';
@@ -315,11 +316,22 @@ export class EngineProcess {
    * group → wait termGraceMs → SIGKILL to the group. When the engine exits at any stage, the
    * group is SIGKILLed so no descendant survives. Idempotent: every call returns the same
    * promise, which is `exited` (the last lines are never lost). Rejects only if the engine never
-   * started.
+   * started. `from` SIGTERM or SIGKILL starts (or escalates a stop in progress) with that signal.
    */
-  stop(): Promise<ExitInfo> {
+  stop(from: StopSignal = 'eof'): Promise<ExitInfo> {
     if (!this.stopPromise) this.stopPromise = this.runStop();
+    if (from !== 'eof') this.escalate(from);
     return this.stopPromise;
+  }
+
+  /**
+   * A harder stop than the staged one (a client's SIGTERM or SIGKILL): signals the group now;
+   * after SIGTERM, SIGKILL follows when the engine is still there after termGraceMs.
+   */
+  private escalate(signal: 'SIGTERM' | 'SIGKILL'): void {
+    this.log.info({ signal }, 'stopping engine with a signal at once');
+    this.signalGroup(signal);
+    if (signal === 'SIGTERM') void this.waitLeaderExit(this.termGraceMs).then((exited) => exited || this.signalGroup('SIGKILL'));
   }
 
   /** SIGKILL to the whole process group now; no-op once the engine has exited. Never throws. */

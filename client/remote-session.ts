@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { asTetherError, TetherError } from '../core/errors.js';
 import type { Role, TetherEvent } from '../core/protocol/events.js';
 import type { AuditRecord } from '../core/protocol/audit.js';
-import type { NotificationParams, SessionInfo } from '../core/protocol/methods.js';
+import type { NotificationParams, SessionInfo, StopSignal } from '../core/protocol/methods.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
 import { tetherEvent } from '../core/protocol/events.js';
 import { asPermissionRequest, type PermissionAnswer, type PermissionRequest } from './permission-policy.js';
@@ -330,9 +330,12 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
     return (await peer.request('session.audit', { session_id: this.id, limit })).entries;
   }
 
-  /** Asks the agent to stop the engine (staged: stdin EOF, then signals). */
-  async stop(): Promise<void> {
+  /**
+   * Asks the agent to stop the engine: staged (stdin EOF, then signals) by default; `SIGTERM`
+   * or `SIGKILL` signal at once, and escalate a stop already in progress.
+   */
+  async stop(signal?: StopSignal): Promise<void> {
     const peer = await this.transport.peer();
-    await peer.request('session.stop', { session_id: this.id });
+    await peer.request('session.stop', { session_id: this.id, ...(signal && signal !== 'eof' ? { signal } : {}) });
   }
 }

@@ -112,7 +112,7 @@ export class ClientLink implements Member {
       .onRequest('session.audit', (params) => readAudit(this.dir, p, params))
       .onRequest('session.stop', async (params) => {
         const session = this.dir.visible(p, params.session_id);
-        await session.stop(this.clientId, `stopped by ${p.sub}`);
+        await session.stop(this.clientId, `stopped by ${p.sub}`, params.signal);
         return {};
       });
   }
