@@ -8,6 +8,8 @@
 // `note` entries are host actions it waits for (stdin EOF, SIGTERM, SIGINT); `exit` ends the
 // process the recorded way, after writing the recorded stderr tail (NAME.meta.json).
 //
+// `--version` prints the recorded CLI's version line and exits, as the CLI does.
+//
 // Environment:
 //   TETHER_RECORDED_TRANSCRIPT  absolute path of the .ndjson transcript (required)
 //   TETHER_RECORDED_LOG         file that gets every host line received, verbatim, one per line
@@ -40,6 +42,14 @@ const NO_ID = '\u0000no request_id';
 
 const env = process.env;
 const transcriptPath = env.TETHER_RECORDED_TRANSCRIPT;
+
+// `--version` alone: answer as the CLI that recorded the transcript would (its version is in
+// the transcript's initialize answer), touching neither the log nor the trace.
+if (process.argv.length === 3 && (process.argv[2] === '--version' || process.argv[2] === '-v')) {
+  const recorded = transcriptPath && existsSync(transcriptPath) ? /"claude_code_version":"([^"]+)"/.exec(readFileSync(transcriptPath, 'utf8'))?.[1] : undefined;
+  writeSync(1, `${recorded ?? '2.1.332'} (Claude Code)\n`);
+  process.exit(0);
+}
 const logPath = env.TETHER_RECORDED_LOG;
 const tracePath = env.TETHER_RECORDED_TRACE;
 
