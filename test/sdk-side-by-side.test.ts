@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { diffObservations, REMOTE_ROUTES, startBench, type Bench, type Observation, type Route, type RunOutcome, type SdkProgram } from './support/side-by-side.js';
+import { diffObservations, dropKeys, REMOTE_ROUTES, startBench, type Bench, type Observation, type Route, type RunOutcome, type SdkProgram } from './support/side-by-side.js';
 
 /**
  * One Agent SDK program per option, run locally and through both drop-in routes at once
@@ -33,10 +33,13 @@ function noting(notes: Record<string, unknown>): HookCallback {
   };
 }
 
-/** Partial story text depends on timing: masked. */
+/**
+ * How much of the story streamed before the interrupt or abort depends on timing: its text,
+ * and the output tokens and cost counted from it, are masked.
+ */
 function maskStory(o: Observation): Observation {
   const text = JSON.stringify(o).replace(/word1 [^"]*/g, '<partial story>');
-  return JSON.parse(text) as Observation;
+  return dropKeys(JSON.parse(text) as Observation, /^(total_cost_usd|costUSD|outputTokens|output_tokens)$/);
 }
 
 const PROGRAMS: SdkProgram[] = [
@@ -104,7 +107,7 @@ const PROGRAMS: SdkProgram[] = [
     scenario: () => ({ responses: [{ text: LONG_STORY, chunk_delay_ms: 40 }, { text: 'Still here.' }] }),
     turns: ['Tell a long story', 'Still there?'],
     during: async (q, ctx) => {
-      await until(() => ctx.fake.modelRequests().length >= 1, 15_000, 'the story to start');
+      await until(() => ctx.modelCalls() >= 1, 15_000, 'the story to start');
       await sleep(300);
       await q.interrupt();
       ctx.notes.interruptAnswered = true;
@@ -116,7 +119,7 @@ const PROGRAMS: SdkProgram[] = [
     scenario: () => ({ responses: [{ text: LONG_STORY, chunk_delay_ms: 100 }] }),
     turns: ['Tell a long story'],
     during: async (_q, ctx) => {
-      await until(() => ctx.fake.modelRequests().length >= 1, 15_000, 'the story to start');
+      await until(() => ctx.modelCalls() >= 1, 15_000, 'the story to start');
       await sleep(300);
       ctx.abort.abort();
     },
@@ -137,6 +140,18 @@ const PROGRAMS: SdkProgram[] = [
       if (i !== 0) return;
       await q.setPermissionMode('acceptEdits');
       ctx.notes.modeSet = 'acceptEdits';
+    },
+  },
+  {
+    name: 'model, supported models and MCP status',
+    scenario: () => ({ responses: [{ text: 'One.' }, { text: 'Two.' }] }),
+    options: () => ({ model: 'claude-side-by-side-1' }),
+    turns: ['First', 'Second'],
+    afterResult: async (i, q, ctx) => {
+      if (i !== 0) return;
+      await q.setModel('claude-side-by-side-2');
+      ctx.notes.models = (await q.supportedModels()).map((m) => m.value);
+      ctx.notes.mcp = await q.mcpServerStatus();
     },
   },
 ];
@@ -204,6 +219,10 @@ function checkLocal(name: string, run: RunOutcome): void {
       break;
     case 'abort':
       expect(o.error ?? '').toMatch(/abort/i);
+      break;
+    case 'model, supported models and MCP status':
+      expect(o.api.map((c) => c.model)).toEqual(['claude-side-by-side-1', 'claude-side-by-side-2']);
+      expect((notes.models as string[]).length).toBeGreaterThan(0);
       break;
     case 'permission modes':
       expect(init.permissionMode).toBe('plan');

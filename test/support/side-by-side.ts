@@ -36,6 +36,8 @@ export interface RunContext {
   abort: AbortController;
   /** The uuid each user turn was sent with (for rewindFiles). */
   userUuids: string[];
+  /** Streaming model calls of this run so far (the lane's fake serves every program). */
+  modelCalls(): number;
 }
 
 /** One SDK program, run the same way on every route. */
@@ -155,9 +157,13 @@ function routeOptions(lane: Lane, cwd: string, stderr: (t: string) => void): Opt
 
 async function runOne(lane: Lane, program: SdkProgram): Promise<RunOutcome> {
   const dir = makeTempDir('tether-sbs-cwd-'); // same length on every route: the CLI derives folder names from it
-  const ctx: RunContext = { route: lane.route, cwd: dir.path, fake: lane.fake, notes: {}, abort: new AbortController(), userUuids: [] };
   lane.fake.setScenario(program.scenario(dir.path));
   const firstCall = lane.fake.requests.length;
+  const callsBefore = lane.fake.modelRequests().length;
+  const ctx: RunContext = {
+    route: lane.route, cwd: dir.path, fake: lane.fake, notes: {}, abort: new AbortController(), userUuids: [],
+    modelCalls: () => lane.fake.modelRequests().length - callsBefore,
+  };
   let stderr = '';
   const messages: SDKMessage[] = [];
   let error: string | undefined;
@@ -250,6 +256,15 @@ export function normalize(value: unknown, paths: [string, string][]): unknown {
       out[normalize(k, paths) as string] = normalize(v, paths);
     }
     return out;
+  }
+  return value;
+}
+
+/** `value` without the keys `re` matches, at any depth (for what varies with timing). */
+export function dropKeys<T>(value: T, re: RegExp): T {
+  if (Array.isArray(value)) return value.map((v) => dropKeys(v, re)) as T;
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).filter(([k]) => !re.test(k)).map(([k, v]) => [k, dropKeys(v, re)])) as T;
   }
   return value;
 }
