@@ -19,6 +19,8 @@ export interface FakeResponse {
   chunk_delay_ms?: number;
   /** Answer with this HTTP error status instead of a stream. */
   error_status?: number;
+  /** The error body's message (default "scripted error"). */
+  error_message?: string;
 }
 
 export interface FakeScenario {
@@ -136,7 +138,7 @@ export async function startFakeAnthropic(scenario: FakeScenario): Promise<FakeAn
     const { reply, label } = takeScripted();
     requests.push(messagesRecord(method, path, body, label));
     await sleep(reply.delay_ms ?? 0, stopping.signal);
-    if (reply.error_status !== undefined) return sendError(res, reply.error_status, 'scripted error');
+    if (reply.error_status !== undefined) return sendError(res, reply.error_status, reply.error_message ?? 'scripted error');
     await streamReply(res, reply, { model, messageId: nextId('msg'), requestId: nextId('req'),
       toolUseId: reply.tool_use?.id ?? nextId('toolu'), signal: stopping.signal });
   };

@@ -15,6 +15,7 @@ import { query, type Options, type PermissionResult, type Query, type SDKMessage
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { DEFAULT_EOF_GRACE_MS, DEFAULT_TERM_GRACE_MS } from '../../agent/engine-process.js';
 import { remoteSpawn } from '../../client/remote-spawn.js';
 import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './claude-cli.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeScenario } from './fake-anthropic.js';
@@ -120,6 +121,9 @@ export async function startBench(): Promise<Bench> {
           engineCommand: claudeBinaryPath(),
           engineEnv: claudeTestEnv({ home: home.path, baseUrl: fake.url }),
           clientTransport: route === 'remoteSpawn' ? 'grpc' : 'ws',
+          // The agent's production stop graces (test stacks shorten them), so a stop that
+          // waits on them shows as it would in a deployment.
+          agentOptions: { eofGraceMs: DEFAULT_EOF_GRACE_MS, termGraceMs: DEFAULT_TERM_GRACE_MS },
         });
       }
     }
