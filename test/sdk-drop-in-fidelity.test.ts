@@ -10,6 +10,7 @@ import { SDK_ENV_SWITCHES } from '../core/protocol/sdk-env.js';
 import { claudeBinaryPath, claudeTestEnv, makeTempDir, spawnClaude, type ClaudeProcess, type Frame, type TempDir } from './support/claude-cli.js';
 import { startRig, type EngineRig } from './support/engines.js';
 import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic.js';
+import { runTether } from './support/cli.js';
 import { until } from './support/items.js';
 import { diffObservations, normalize, TETHER_CLAUDE, type Observation } from './support/side-by-side.js';
 import { startStack, withTimeout, type Stack } from './support/stack.js';
@@ -77,6 +78,18 @@ describe('one initialize per engine, the client\'s own (seen by an engine that e
     expect(seen[1].got).toMatchObject({ type: 'user' });
     expect(seen[0].env).toEqual({}); // no switch asked for, none set (the agent's own CLAUDE_CODE_SDK_READS_SESSION_STATE is stripped)
     await session.stop();
+  });
+
+  it('tether chat --json --client-initialize: the first line is the engine\'s first initialize; without --json it is refused', async () => {
+    const init = { type: 'control_request', request_id: 'pipe_init', request: { subtype: 'initialize', hooks: null, appendSystemPrompt: 'pipe' } };
+    const env = { TETHER_GATEWAY: stack!.url, TETHER_TOKEN: stack!.token };
+    const r = await runTether(['chat', '--agent', 'test-agent', '--json', '--client-initialize'], { env, input: JSON.stringify(init) + '\n', timeoutMs: 20_000 });
+    const echoes = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Frame).filter((f) => f.type === 'echo');
+    expect(echoes.map((f) => f.got.request?.subtype), r.stderr).toEqual(['initialize']);
+    expect(echoes[0].got.request).toEqual(init.request);
+    const refused = await runTether(['chat', '--agent', 'test-agent', '--client-initialize'], { env, input: '', timeoutMs: 20_000 });
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('--client-initialize needs --json');
   });
 
   it('an env key off the allow list, or a value with a line break, is refused at create', async () => {
