@@ -316,11 +316,12 @@ export class EngineProcess {
    * group → wait termGraceMs → SIGKILL to the group. When the engine exits at any stage, the
    * group is SIGKILLed so no descendant survives. Idempotent: every call returns the same
    * promise, which is `exited` (the last lines are never lost). Rejects only if the engine never
-   * started. `from` SIGTERM or SIGKILL starts (or escalates a stop in progress) with that signal.
+   * started. `from` SIGTERM or SIGKILL starts with that signal instead (stdin is not closed
+   * first, as with a local kill), or escalates a stop in progress.
    */
   stop(from: StopSignal = 'eof'): Promise<ExitInfo> {
-    if (!this.stopPromise) this.stopPromise = this.runStop();
-    if (from !== 'eof') this.escalate(from);
+    if (!this.stopPromise) this.stopPromise = this.runStop(from);
+    else if (from !== 'eof') this.escalate(from);
     return this.stopPromise;
   }
 
@@ -339,8 +340,10 @@ export class EngineProcess {
     this.signalGroup('SIGKILL');
   }
 
-  private async runStop(): Promise<ExitInfo> {
-    if (this.started && !this.leaderExited) {
+  private async runStop(from: StopSignal): Promise<ExitInfo> {
+    if (this.started && !this.leaderExited && from !== 'eof') {
+      this.escalate(from); // like a local kill: the signal only, stdin stays open until the exit
+    } else if (this.started && !this.leaderExited) {
       this.log.debug('stopping engine: closing stdin');
       try {
         this.child!.stdin.end();
