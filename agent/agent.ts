@@ -180,7 +180,7 @@ export class Agent {
       termGraceMs: this.opts.termGraceMs,
       logger: log,
     });
-    const relay = new SessionRelay(sessionId, engine, log, undefined, { contribution: NO_CONTRIBUTION });
+    const relay = new SessionRelay(sessionId, engine, log, undefined, { contribution: NO_CONTRIBUTION, clientInitializes: options.client_initialize === true });
     this.relays.set(sessionId, relay);
     try {
       if (options.client_initialize) {

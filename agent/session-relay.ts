@@ -37,6 +37,11 @@ export const RELAY_DEFAULTS: RelayLimits = { maxUnackedBytes: 64 * 1024 * 1024 }
 export interface RelayInit {
   /** What the agent merges into every initialize the engine sees. */
   contribution: InitializeContribution;
+  /**
+   * The client promised its own initialize (session option `client_initialize`): should its
+   * first line be something else, the agent's default goes just before it.
+   */
+  clientInitializes: boolean;
 }
 
 /** The request id the agent uses for its own initialize handshake. */
@@ -65,7 +70,7 @@ export class SessionRelay {
     readonly engine: EngineProcess,
     private readonly log: Logger,
     private readonly limits: RelayLimits = RELAY_DEFAULTS,
-    private readonly init: RelayInit = { contribution: NO_CONTRIBUTION },
+    private readonly init: RelayInit = { contribution: NO_CONTRIBUTION, clientInitializes: false },
   ) {
     this.done = this.pump();
   }
@@ -143,7 +148,7 @@ export class SessionRelay {
       return { ...line, request: mergeInitialize(line.request as Record<string, unknown>, this.init.contribution, first) };
     }
     // Written synchronously before the line (stdin writes keep call order); a failure shows on the line's own write.
-    if (!this.engineInitialized) this.writeAgentInitialize().catch(() => {});
+    if (this.init.clientInitializes && !this.engineInitialized) this.writeAgentInitialize().catch(() => {});
     return line;
   }
 
