@@ -14,9 +14,12 @@ import type { RpcPeer } from '../core/rpc/peer.js';
 import { AGENT_BACKOFF, type BackoffPolicy } from '../core/util/backoff.js';
 import type { HeartbeatOptions } from '../core/link/heartbeat.js';
 import { engineCommandLine, resolveEngines, type EngineChoice, type ResolvedEngines } from './engine-command.js';
+import { withSdkEnv } from '../core/protocol/sdk-env.js';
 import { EngineProcess } from './engine-process.js';
 import { engineEnvironment, type EngineEnvPolicy } from './engine-env.js';
 import { checkExtraArgs, type EngineFlagPolicy } from './extra-args.js';
+import { probeEngineVersions } from './engine-version.js';
+import { NO_CONTRIBUTION } from './initialize-merge.js';
 import { SessionRelay, type OutputSink } from './session-relay.js';
 import { checkSessionFolder } from './session-roots.js';
 
@@ -68,6 +71,8 @@ export class Agent {
   private stopping = false;
   /** The owner's engine environment policy, with the agent's token always among the secrets. */
   private readonly envPolicy: EngineEnvPolicy;
+  /** Each engine's `--version` line, learned once at start and reported in the hello. */
+  private engineVersions: Partial<Record<EngineKind, string>> = {};
 
   constructor(private readonly opts: AgentOptions) {
     this.log = opts.logger ?? silentLogger;
@@ -89,8 +94,9 @@ export class Agent {
     });
   }
 
-  /** Connects; resolves after the first registration, rejects if it cannot happen. */
-  start(): Promise<void> {
+  /** Learns the engines' versions, connects; resolves after the first registration, rejects if it cannot happen. */
+  async start(): Promise<void> {
+    this.engineVersions = await probeEngineVersions(this.engines, engineEnvironment({ ...this.opts.engineEnv }, this.envPolicy));
     return this.link.start();
   }
 
@@ -109,6 +115,7 @@ export class Agent {
         engines: this.engines.engines,
         default_engine: this.engines.defaultEngine,
         labels: this.opts.labels ?? {},
+        engine_versions: this.engineVersions,
         sessions: [...this.relays.values()].map((r) => ({ session_id: r.sessionId, next_seq: r.nextOutputSeq, last_input_seq: r.lastAppliedInputSeq })),
         host_key: this.opts.hostKey && hostKeyProof(this.opts.hostKey, this.opts.name),
       },
@@ -121,7 +128,7 @@ export class Agent {
       .onRequest('agent.stop', async (p) => {
         const relay = this.relays.get(p.session_id);
         if (!relay) throw new TetherError('NOT_FOUND', `no session ${p.session_id} on this agent`);
-        await relay.engine.stop().catch(() => {}); // an engine that never started is stopped already
+        await relay.engine.stop(p.signal).catch(() => {}); // an engine that never started is stopped already
         return {};
       })
       .onNotification('agent.input', (p) => void this.relays.get(p.session_id)?.input(p.seq, p.line))
@@ -169,16 +176,23 @@ export class Agent {
       command,
       args,
       cwd,
-      env: engineEnvironment({ CLAUDE_CODE_SDK_READS_SESSION_STATE: '1', ...this.opts.engineEnv }, this.envPolicy),
+      // The SDK's switches only when the client asked (core/protocol/sdk-env.ts), none inherited.
+      env: engineEnvironment(withSdkEnv({ ...this.opts.engineEnv }, options.env), this.envPolicy, withSdkEnv(process.env, undefined)),
       uid: this.opts.engineEnvPolicy?.user?.uid,
       gid: this.opts.engineEnvPolicy?.user?.gid,
       eofGraceMs: this.opts.eofGraceMs,
       termGraceMs: this.opts.termGraceMs,
       logger: log,
     });
-    const relay = new SessionRelay(sessionId, engine, log);
+    const relay = new SessionRelay(sessionId, engine, log, undefined, { contribution: NO_CONTRIBUTION, clientInitializes: options.client_initialize === true });
     this.relays.set(sessionId, relay);
     try {
+      if (options.client_initialize) {
+        // The client's own initialize is the engine's one (agent/initialize-merge.ts); a CLI
+        // that refuses to start reports through the `exited` event, as a local one would.
+        relay.setSink(this.sink);
+        return { pid: engine.pid, engine: kind, engine_version: this.engineVersions[kind] };
+      }
       const init = await relay.initialize(this.opts.initializeTimeoutMs ?? AGENT_INITIALIZE_TIMEOUT_MS);
       relay.setSink(this.sink);
       const version = (init.response as { response?: { claude_code_version?: unknown } } | undefined)?.response?.claude_code_version;

@@ -6,6 +6,7 @@
  */
 import { spawn as spawnChild, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { TetherError } from '../core/errors.js';
+import type { StopSignal } from '../core/protocol/methods.js';
 import { silentLogger, type Logger } from '../core/logging.js';
 import { DEFAULT_MAX_LINE_BYTES, LineSplitter, type EngineLine } from './line-splitter.js';
 import { DEFAULT_STDERR_TAIL_BYTES, StderrLogSampler, StderrTail } from './stderr-tail.js';
@@ -315,11 +316,23 @@ export class EngineProcess {
    * group → wait termGraceMs → SIGKILL to the group. When the engine exits at any stage, the
    * group is SIGKILLed so no descendant survives. Idempotent: every call returns the same
    * promise, which is `exited` (the last lines are never lost). Rejects only if the engine never
-   * started.
+   * started. `from` SIGTERM or SIGKILL starts with that signal instead (stdin is not closed
+   * first, as with a local kill), or escalates a stop in progress.
    */
-  stop(): Promise<ExitInfo> {
-    if (!this.stopPromise) this.stopPromise = this.runStop();
+  stop(from: StopSignal = 'eof'): Promise<ExitInfo> {
+    if (!this.stopPromise) this.stopPromise = this.runStop(from);
+    else if (from !== 'eof') this.escalate(from);
     return this.stopPromise;
+  }
+
+  /**
+   * A harder stop than the staged one (a client's SIGTERM or SIGKILL): signals the group now;
+   * after SIGTERM, SIGKILL follows when the engine is still there after termGraceMs.
+   */
+  private escalate(signal: 'SIGTERM' | 'SIGKILL'): void {
+    this.log.info({ signal }, 'stopping engine with a signal at once');
+    this.signalGroup(signal);
+    if (signal === 'SIGTERM') void this.waitLeaderExit(this.termGraceMs).then((exited) => exited || this.signalGroup('SIGKILL'));
   }
 
   /** SIGKILL to the whole process group now; no-op once the engine has exited. Never throws. */
@@ -327,8 +340,10 @@ export class EngineProcess {
     this.signalGroup('SIGKILL');
   }
 
-  private async runStop(): Promise<ExitInfo> {
-    if (this.started && !this.leaderExited) {
+  private async runStop(from: StopSignal): Promise<ExitInfo> {
+    if (this.started && !this.leaderExited && from !== 'eof') {
+      this.escalate(from); // like a local kill: the signal only, stdin stays open until the exit
+    } else if (this.started && !this.leaderExited) {
       this.log.debug('stopping engine: closing stdin');
       try {
         this.child!.stdin.end();

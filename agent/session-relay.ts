@@ -3,6 +3,7 @@ import type { Logger } from '../core/logging.js';
 import { tetherEvent, type TetherEvent } from '../core/protocol/events.js';
 import type { LineMeta } from '../core/protocol/methods.js';
 import type { EngineProcess, ExitInfo } from './engine-process.js';
+import { defaultInitialize, isInitializeRequest, mergeInitialize, NO_CONTRIBUTION, type InitializeContribution } from './initialize-merge.js';
 import { lineMeta } from './line-meta.js';
 
 /** One output item waiting for the gateway's ack. */
@@ -32,6 +33,17 @@ export interface RelayLimits {
 
 export const RELAY_DEFAULTS: RelayLimits = { maxUnackedBytes: 64 * 1024 * 1024 };
 
+/** How a relay initializes its engine (agent/initialize-merge.ts). */
+export interface RelayInit {
+  /** What the agent merges into every initialize the engine sees. */
+  contribution: InitializeContribution;
+  /**
+   * The client promised its own initialize (session option `client_initialize`): should its
+   * first line be something else, the agent's default goes just before it.
+   */
+  clientInitializes: boolean;
+}
+
 /** The request id the agent uses for its own initialize handshake. */
 export const AGENT_INIT_REQUEST_ID = 'tether_agent_init';
 
@@ -49,6 +61,8 @@ export class SessionRelay {
   private sink: OutputSink | undefined;
   private resumePump: (() => void) | undefined;
   private initWaiter: { resolve: (v: Record<string, unknown>) => void; reject: (e: Error) => void } | undefined;
+  /** Whether an initialize (the agent's or the client's) was written to the engine. */
+  private engineInitialized = false;
   readonly done: Promise<ExitInfo>;
 
   constructor(
@@ -56,6 +70,7 @@ export class SessionRelay {
     readonly engine: EngineProcess,
     private readonly log: Logger,
     private readonly limits: RelayLimits = RELAY_DEFAULTS,
+    private readonly init: RelayInit = { contribution: NO_CONTRIBUTION, clientInitializes: false },
   ) {
     this.done = this.pump();
   }
@@ -111,10 +126,30 @@ export class SessionRelay {
         reject(new TetherError('FAILED_PRECONDITION', `engine exited during start-up (code ${exit.code}, signal ${exit.signal}): ${exit.stderrTail.trim().slice(-2000) || 'no stderr'}`)),
       );
     });
-    void this.engine
-      .write({ type: 'control_request', request_id: AGENT_INIT_REQUEST_ID, request: { subtype: 'initialize', hooks: null } })
-      .catch((err: Error) => this.initWaiter?.reject(err));
+    this.writeAgentInitialize().catch((err: Error) => this.initWaiter?.reject(err));
     return answered.finally(() => (this.initWaiter = undefined));
+  }
+
+  /** The agent's own initialize; its answer is consumed by the pump, never relayed. */
+  private writeAgentInitialize(): Promise<void> {
+    this.engineInitialized = true;
+    return this.engine.write({ type: 'control_request', request_id: AGENT_INIT_REQUEST_ID, request: defaultInitialize(this.init.contribution) });
+  }
+
+  /**
+   * The line as the engine must see it: a client's initialize gets the agent's contribution
+   * merged in. A session whose client promised its own initialize but sent something else
+   * first gets the agent's default before that line, so no engine runs without it.
+   */
+  private prepare(line: Record<string, unknown>): Record<string, unknown> {
+    if (isInitializeRequest(line)) {
+      const first = !this.engineInitialized;
+      this.engineInitialized = true;
+      return { ...line, request: mergeInitialize(line.request as Record<string, unknown>, this.init.contribution, first) };
+    }
+    // Written synchronously before the line (stdin writes keep call order); a failure shows on the line's own write.
+    if (this.init.clientInitializes && !this.engineInitialized) this.writeAgentInitialize().catch(() => {});
+    return line;
   }
 
   /** Writes one input line unless this gateway seq was already applied. */
@@ -122,7 +157,7 @@ export class SessionRelay {
     if (seq <= this.lastInputSeq) return;
     this.lastInputSeq = seq;
     try {
-      await this.engine.write(line);
+      await this.engine.write(this.prepare(line));
       this.sink?.ackInput(this.sessionId, seq);
     } catch (err) {
       const e = err instanceof TetherError ? err : new TetherError('INTERNAL', String(err));
@@ -142,8 +177,8 @@ export class SessionRelay {
     for await (const item of this.engine.lines()) {
       if (item.kind === 'invalid') {
         this.emit({ kind: 'event', event: tetherEvent({ subtype: 'engine_error', code: item.code, message: item.message, preview: item.preview }) });
-      } else if (this.initWaiter && isInitAnswer(item.value)) {
-        this.initWaiter.resolve(item.value);
+      } else if (isInitAnswer(item.value)) {
+        this.initWaiter?.resolve(item.value); // the agent's own handshake: never relayed
       } else {
         this.emit({ kind: 'line', bytes: item.bytes, meta: lineMeta(item.value), readAtMs: Date.now() });
       }

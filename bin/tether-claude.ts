@@ -6,6 +6,7 @@
  */
 import { constants } from 'node:os';
 import { startRemoteEngine, type RemoteExit } from '../client/remote-engine.js';
+import { remoteEngineVersion } from '../client/remote-version.js';
 import { createLogger } from '../core/logging.js';
 
 const USAGE = `tether-claude: the Claude Code CLI's stdin/stdout (stream-json), with the engine on a remote agent
@@ -18,8 +19,12 @@ Every argument is the SDK's: the ones with a session option of their own (--mode
 --permission-mode, --allowedTools, --disallowedTools, --resume, --system-prompt,
 --append-system-prompt, --include-partial-messages) become that option, local-only ones
 (--debug-file, --debug, --debug-to-stderr) are dropped, the rest are passed to the engine
-if the agent's allow list accepts them. stdin EOF ends the remote session; the exit code is
-the remote engine's. SIGTERM or SIGINT stop the session.
+if the agent's allow list accepts them. The SDK's own initialize is the engine's one. stdin
+EOF ends the remote session; the exit code is the remote engine's. SIGTERM sends SIGTERM to
+the remote engine at once (as to a local CLI); SIGINT stops the session the staged way.
+
+  tether-claude -v | --version   the remote engine's version, as \`claude -v\` prints it
+                                 (asks the gateway; needs TETHER_GATEWAY and TETHER_AGENT)
 
 Environment:
   TETHER_GATEWAY    gateway URL (ws://, wss://, grpc://, grpcs://)        required
@@ -28,8 +33,9 @@ Environment:
   TETHER_CWD        working folder on the agent's machine (default: the agent's)
   TETHER_LOG_LEVEL  log level on stderr (default warn; debug shows the gateway's own frames)
 
-The engine's environment (HOME, API keys, ANTHROPIC_BASE_URL, ...) is the agent's: env the
-SDK passes to this process does not reach it.`;
+The engine's environment (HOME, API keys, ANTHROPIC_BASE_URL, ...) is the agent's. Of the
+env the SDK passes to this process only its switches reach the engine
+(CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING and the others docs/compatibility.md lists).`;
 
 function env(name: string): string | undefined {
   const v = process.env[name];
@@ -48,10 +54,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE + '\n');
     return 0;
   }
-  if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
-    process.stdout.write('0.1.0 (tether-claude; the engine version is the remote agent\'s)\n');
-    return 0;
-  }
+  const version = argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v');
   const gateway = env('TETHER_GATEWAY');
   const agent = env('TETHER_AGENT');
   const missing = [gateway ? undefined : 'TETHER_GATEWAY', agent ? undefined : 'TETHER_AGENT'].filter(Boolean);
@@ -60,18 +63,23 @@ async function main(argv: string[]): Promise<number> {
     return 1;
   }
   const logger = createLogger({ name: 'tether-claude', level: env('TETHER_LOG_LEVEL') ?? 'warn' });
+  if (version) {
+    process.stdout.write(`${await remoteEngineVersion({ gateway, agent, token: env('TETHER_TOKEN'), logger })}\n`);
+    return 0;
+  }
   // The SDK may close its end of our stdout first; that is not a crash.
   process.stdout.on('error', (err) => logger.debug({ err: String(err) }, 'stdout closed'));
   const engine = startRemoteEngine(
     { gateway, agent, token: env('TETHER_TOKEN'), cwd: env('TETHER_CWD'), logger },
     argv,
-    { input: process.stdin, output: process.stdout, diagnostics: (text) => void process.stderr.write(text) },
+    { input: process.stdin, output: process.stdout, diagnostics: (text) => void process.stderr.write(text), env: process.env },
   );
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {
-    // First signal: stop the remote session and exit with the engine's code. Second: leave now.
+    // First signal: stop the remote session (SIGTERM reaches the engine at once, as it would a
+    // local CLI) and exit with the engine's code. Second: leave now.
     if (signals++ > 0) process.exit(128 + (constants.signals[signal] ?? 0));
-    engine.stop();
+    engine.stop(signal === 'SIGTERM' ? 'SIGTERM' : 'eof');
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);

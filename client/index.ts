@@ -2,7 +2,7 @@
 export { GatewayClient, type ConnectOptions } from './gateway-client.js';
 export { RemoteSession, type SessionItem, type CanUseTool, type PermissionDecision } from './remote-session.js';
 export { asPermissionRequest, askQuestions, answerQuestions, type PermissionRequest, type PermissionAnswer, type AskQuestion } from './permission-policy.js';
-export { remoteSpawn, type RemoteSpawnOptions, type RemoteProcess, type SpawnRequest } from './remote-spawn.js';
+export { remoteSpawn, withRemoteEngine, type RemoteSpawnOptions, type RemoteProcess, type SpawnRequest } from './remote-spawn.js';
 export { TetherError, type ErrorCode } from '../core/errors.js';
 export type { AgentInfo, SessionInfo, CreateProgress } from '../core/protocol/methods.js';
 export type { SessionOptions, EngineKind } from '../core/protocol/session-options.js';

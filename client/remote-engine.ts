@@ -4,9 +4,11 @@ import { asTetherError, TetherError } from '../core/errors.js';
 import type { DialOptions } from '../core/link/dial.js';
 import { silentLogger, type Logger } from '../core/logging.js';
 import { isUnknownToken, readEngineArgv } from '../core/engine-flags.js';
+import type { StopSignal } from '../core/protocol/methods.js';
+import { pickSdkEnv } from '../core/protocol/sdk-env.js';
 import { SessionOptions, type EngineKind } from '../core/protocol/session-options.js';
 import { GatewayClient } from './gateway-client.js';
-import type { RemoteSession, SessionItem } from './remote-session.js';
+import type { RemoteSession } from './remote-session.js';
 
 /** Where the remote engine runs. */
 export interface RemoteEngineTarget {
@@ -34,6 +36,8 @@ export interface RemoteEngineIo {
   output: Writable;
   /** Human diagnostics, what the CLI would print on stderr (whole lines with `\n`). */
   diagnostics: (text: string) => void;
+  /** The environment the SDK gave the process: its SDK switches (core/protocol/sdk-env.ts) go to the engine. */
+  env?: Record<string, string | undefined>;
 }
 
 /** How the remote engine (or the bridge, when it gave up) ended. */
@@ -48,9 +52,15 @@ export interface RemoteExit {
 export interface RemoteEngine {
   /** Settles once the remote engine exited or the bridge gave up; never rejects. */
   readonly exited: Promise<RemoteExit>;
-  /** Ends the remote session (stdin EOF for the engine, then staged signals). Idempotent. */
-  stop(): void;
+  /**
+   * Ends the remote session: staged by default (stdin EOF for the engine, then signals);
+   * `SIGTERM`/`SIGKILL` signal the engine at once, as a local kill would. A harder call
+   * escalates an earlier one; the same or a softer one is a no-op.
+   */
+  stop(signal?: StopSignal): void;
 }
+
+const STOP_RANK: Record<StopSignal, number> = { eof: 1, SIGTERM: 2, SIGKILL: 3 };
 
 /** Bound on waiting for the gateway to confirm a stop before the bridge leaves anyway. */
 const STOP_WAIT_MS = 10_000;
@@ -138,12 +148,14 @@ export function sessionOptionsFromArgs(args: readonly string[], cwd?: string): S
 export function startRemoteEngine(target: RemoteEngineTarget, args: readonly string[], io: RemoteEngineIo): RemoteEngine {
   const log = target.logger ?? silentLogger;
   let session: RemoteSession | undefined;
-  let stopRequested = false;
-  let stopping: Promise<void> | undefined;
-  const requestStop = (): Promise<void> => {
-    stopRequested = true;
-    if (!session) return Promise.resolve();
-    stopping ??= session.stop().catch((err) => log.debug({ err: String(err) }, 'session.stop did not complete'));
+  let stopRequested: StopSignal | undefined;
+  let sentRank = 0;
+  let stopping: Promise<void> = Promise.resolve();
+  const requestStop = (signal: StopSignal = 'eof'): Promise<void> => {
+    if (!stopRequested || STOP_RANK[signal] > STOP_RANK[stopRequested]) stopRequested = signal;
+    if (!session || STOP_RANK[stopRequested] <= sentRank) return stopping;
+    sentRank = STOP_RANK[stopRequested];
+    stopping = session.stop(stopRequested).catch((err) => log.debug({ err: String(err) }, 'session.stop did not complete'));
     return stopping;
   };
 
@@ -156,7 +168,10 @@ export function startRemoteEngine(target: RemoteEngineTarget, args: readonly str
   const run = async (): Promise<RemoteExit> => {
     let client: GatewayClient | undefined;
     try {
-      const options = sessionOptionsFromArgs(args, target.cwd);
+      // The SDK sends its own initialize (prompt fields, agents, hooks): it is the engine's one.
+      const options: SessionOptions = { ...sessionOptionsFromArgs(args, target.cwd), client_initialize: true };
+      const env = pickSdkEnv(io.env ?? {});
+      if (Object.keys(env).length) options.env = env;
       client = await GatewayClient.connect({ gateway: target.gateway, token: target.token, dial: target.dial, logger: log, reconnect: true, software: target.software ?? 'tether-claude' });
       session = await client.createSession({ agent: target.agent, engine: target.engine, options, onProgress: (p) => io.diagnostics(`tether-claude: ${p.message}\n`) });
       log.debug({ sessionId: session.id }, 'remote session created');
@@ -164,7 +179,7 @@ export function startRemoteEngine(target: RemoteEngineTarget, args: readonly str
       await client?.close();
       return fail(err);
     }
-    if (stopRequested) void requestStop();
+    if (stopRequested) void requestStop(stopRequested);
     const relay = new Relay(session, io, log);
     const reader = createInterface({ input: io.input, crlfDelay: Infinity });
     const output = relay.run();
@@ -172,7 +187,7 @@ export function startRemoteEngine(target: RemoteEngineTarget, args: readonly str
     // ends it with exit 1 once the stop is confirmed (or took too long), like the CLI's
     // immediate exit; nothing the engine writes after that line reaches the output.
     let badLine = false;
-    const input = pumpInput(session, reader, io, log, relay).then(async (how): Promise<RemoteExit> => {
+    const input = pumpInput(session, reader, io, log).then(async (how): Promise<RemoteExit> => {
       if (how === 'eof') {
         void requestStop();
         return output;
@@ -192,24 +207,13 @@ export function startRemoteEngine(target: RemoteEngineTarget, args: readonly str
   const exited = run().catch(fail);
   return {
     exited,
-    stop: () => void requestStop(),
+    stop: (signal) => void requestStop(signal),
   };
 }
 
-/**
- * Copies the session's engine frames to the output until the engine exits.
- *
- * One frame is held back. The agent initializes every engine itself, so the SDK's own
- * `initialize` is the engine's second, and the CLI (2.1.332) answers a second initialize
- * with an extra `system/background_tasks_changed` listing no tasks, which a local CLI never
- * writes. That frame, when it directly follows the reply to the SDK's initialize and lists
- * no tasks, is dropped, so the app sees what it would see locally.
- */
+/** Copies the session's engine frames to the output until the engine exits. */
 class Relay {
   private silent = false;
-  /** Request ids of the SDK's own initialize requests still unanswered. */
-  private readonly initializeIds = new Set<unknown>();
-  private justInitialized = false;
 
   constructor(
     private readonly session: RemoteSession,
@@ -221,30 +225,12 @@ class Relay {
     this.silent = true;
   }
 
-  /** Called for every line the SDK sends, before it goes to the session. */
-  noteInput(line: Record<string, unknown>): void {
-    if (line.type === 'control_request' && (line.request as { subtype?: unknown } | undefined)?.subtype === 'initialize') this.initializeIds.add(line.request_id);
-  }
-
-  /** False for the re-initialize echo described on the class. */
-  private shouldRelay(item: SessionItem): boolean {
-    if (item.kind === 'reply') {
-      const id = (item.message.response as { request_id?: unknown } | undefined)?.request_id;
-      if (this.initializeIds.delete(id)) this.justInitialized = true;
-      return true;
-    }
-    const echo = this.justInitialized && item.kind === 'engine' && isEmptyTaskList(item.message);
-    this.justInitialized = false;
-    if (echo) this.log.debug({ sessionId: this.session.id }, 'dropped the engine\'s re-initialize background_tasks_changed');
-    return !echo;
-  }
-
   async run(): Promise<RemoteExit> {
     let exit: RemoteExit | undefined;
     try {
       for await (const item of this.session) {
         if ((item.kind === 'engine' && item.origin === 'engine') || item.kind === 'reply') {
-          if (this.shouldRelay(item) && !this.silent) await writeLine(this.io.output, item.line);
+          if (!this.silent) await writeLine(this.io.output, item.line);
         } else if (item.kind === 'event' && item.event.subtype === 'exited') {
           const e = item.event;
           if (e.stderr_tail && !this.silent) this.io.diagnostics(e.stderr_tail.endsWith('\n') ? e.stderr_tail : e.stderr_tail + '\n');
@@ -265,30 +251,26 @@ class Relay {
   }
 }
 
-function isEmptyTaskList(m: Record<string, unknown>): boolean {
-  return m.type === 'system' && m.subtype === 'background_tasks_changed' && Array.isArray(m.tasks) && m.tasks.length === 0;
-}
-
 /**
  * Sends every input line to the session, in order. Blank lines and JSON values that are not
  * objects are skipped (the CLI ignores them); a refused line is reported and skipped; a line
  * that is not JSON stops reading ("not-json"), as it would end the CLI.
  */
-async function pumpInput(session: RemoteSession, rl: Interface, io: RemoteEngineIo, log: Logger, relay: Relay): Promise<'eof' | 'not-json'> {
+async function pumpInput(session: RemoteSession, rl: Interface, io: RemoteEngineIo, log: Logger): Promise<'eof' | 'not-json'> {
   // An input stream that fails counts as EOF, like a pipe whose writer died.
   const failed = new Promise<'eof'>((resolve) => io.input.once('error', (err) => {
     log.warn({ err: String(err) }, 'input stream failed; treating it as EOF');
     rl.close();
     resolve('eof');
   }));
-  const read = readLines(session, rl, io, log, relay).catch((err) => {
+  const read = readLines(session, rl, io, log).catch((err) => {
     log.warn({ err: String(err) }, 'reading input failed; treating it as EOF');
     return 'eof' as const;
   });
   return Promise.race([failed, read]);
 }
 
-async function readLines(session: RemoteSession, rl: Interface, io: RemoteEngineIo, log: Logger, relay: Relay): Promise<'eof' | 'not-json'> {
+async function readLines(session: RemoteSession, rl: Interface, io: RemoteEngineIo, log: Logger): Promise<'eof' | 'not-json'> {
   for await (const raw of rl) {
     const text = raw.trim();
     if (!text) continue;
@@ -301,7 +283,6 @@ async function readLines(session: RemoteSession, rl: Interface, io: RemoteEngine
       return 'not-json';
     }
     if (typeof value !== 'object' || value === null || Array.isArray(value)) continue;
-    relay.noteInput(value as Record<string, unknown>);
     try {
       await session.send(value as Record<string, unknown>);
     } catch (err) {

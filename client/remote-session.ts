@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { asTetherError, TetherError } from '../core/errors.js';
 import type { Role, TetherEvent } from '../core/protocol/events.js';
 import type { AuditRecord } from '../core/protocol/audit.js';
-import type { NotificationParams, SessionInfo } from '../core/protocol/methods.js';
+import type { NotificationParams, SessionInfo, StopSignal } from '../core/protocol/methods.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
 import { tetherEvent } from '../core/protocol/events.js';
 import { acrossReconnects } from './across-reconnects.js';
@@ -323,10 +323,12 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
   }
 
   /**
-   * Asks the agent to stop the engine (staged: stdin EOF, then signals); resolves once it has
-   * exited. A stop cut off by a reconnect is asked again (the engine stops once).
+   * Asks the agent to stop the engine: staged (stdin EOF, then signals) by default; `SIGTERM`
+   * or `SIGKILL` signal at once, and escalate a stop already in progress. Resolves once it
+   * has exited. A stop cut off by a reconnect is asked again (the engine stops once).
    */
-  async stop(): Promise<void> {
-    await acrossReconnects(() => this.transport.peer(), (peer) => peer.request('session.stop', { session_id: this.id }, { timeoutMs: STOP_TIMEOUT_MS }), { withinMs: STOP_TIMEOUT_MS });
+  async stop(signal?: StopSignal): Promise<void> {
+    const params = { session_id: this.id, ...(signal && signal !== 'eof' ? { signal } : {}) };
+    await acrossReconnects(() => this.transport.peer(), (peer) => peer.request('session.stop', params, { timeoutMs: STOP_TIMEOUT_MS }), { withinMs: STOP_TIMEOUT_MS });
   }
 }

@@ -10,18 +10,26 @@ export interface SpawnRequest {
   args: string[];
   /** A local folder; unused (the remote folder is `cwd` of {@link remoteSpawn}). */
   cwd?: string;
-  /** The local environment; unused (the engine runs with the agent's environment). */
+  /**
+   * The environment the SDK computed for the CLI. Only its SDK switches reach the engine
+   * (core/protocol/sdk-env.ts); everything else stays local (the engine runs with the agent's).
+   */
   env: Record<string, string | undefined>;
-  /** Aborted by the SDK after its graceful-close window: stops the remote session. */
+  /**
+   * Aborted by the SDK after its graceful-close window. Handled as Node's `spawn({ signal })`
+   * handles it: the engine gets SIGTERM at once and 'error' fires with an AbortError (which
+   * ends the SDK's reading), then 'exit' once the engine is gone.
+   */
   signal?: AbortSignal;
 }
 
 /**
  * A process-like handle on a remote engine, shaped like the SDK's `SpawnedProcess` (and
  * like a ChildProcess as far as that goes): write NDJSON to `stdin`, read the engine's
- * frames from `stdout`. `kill()` with any signal stops the remote session (stdin EOF for
- * the engine, then staged signals on the agent); SIGKILL additionally reports the exit at
- * once instead of waiting for the agent. 'exit' fires once with the engine's exit code and
+ * frames from `stdout`. `kill('SIGTERM')` (the default) and `kill('SIGKILL')` send that signal
+ * to the remote engine at once, like a local kill; SIGKILL additionally reports the exit at
+ * once instead of waiting for the agent; any other signal stops the session the staged way
+ * (stdin EOF, then signals after the agent's graces). 'exit' fires once with the engine's exit code and
  * signal, after `stdout` has ended. When the bridge fails (gateway unreachable, session
  * refused, link lost for good), 'error' fires instead, like a process that failed to spawn,
  * and `exitCode` becomes 1.
@@ -59,8 +67,13 @@ class RemoteEngineProcess extends EventEmitter implements RemoteProcess {
     super();
     const log = target.logger;
     const diagnostics = target.stderr ?? ((text: string) => log?.warn({ stderr: text.trimEnd() }, 'remote engine stderr'));
-    this.engine = startRemoteEngine({ ...target, software: 'tether-remote-spawn' }, request.args, { input: this.stdin, output: this.stdout, diagnostics });
-    const onAbort = () => this.kill('SIGTERM');
+    this.engine = startRemoteEngine({ ...target, software: 'tether-remote-spawn' }, request.args, { input: this.stdin, output: this.stdout, diagnostics, env: request.env });
+    const onAbort = () => {
+      if (!this.kill('SIGTERM')) return;
+      const reason: unknown = request.signal?.reason;
+      const err = Object.assign(new Error('The operation was aborted', { cause: reason }), { name: 'AbortError', code: 'ABORT_ERR' });
+      if (this.listenerCount('error') > 0) this.emit('error', err);
+    };
     if (request.signal?.aborted) queueMicrotask(onAbort);
     else request.signal?.addEventListener('abort', onAbort, { once: true });
     void this.engine.exited.then((exit) => {
@@ -72,7 +85,7 @@ class RemoteEngineProcess extends EventEmitter implements RemoteProcess {
   kill(signal: NodeJS.Signals = 'SIGTERM'): boolean {
     if (this.done) return false;
     this.killed = true;
-    this.engine.stop();
+    this.engine.stop(signal === 'SIGTERM' || signal === 'SIGKILL' ? signal : 'eof');
     if (signal === 'SIGKILL') this.finish({ code: null, signal: 'SIGKILL' }); // the stop goes on at the agent
     return true;
   }
@@ -102,4 +115,15 @@ class RemoteEngineProcess extends EventEmitter implements RemoteProcess {
  */
 export function remoteSpawn(options: RemoteSpawnOptions): (request: SpawnRequest) => RemoteProcess {
   return (request) => new RemoteEngineProcess(options, request);
+}
+
+/**
+ * The SDK's `options` with the engine on a remote agent: `query({ prompt, options:
+ * withRemoteEngine({ ...yourOptions }, { gateway, token, agent, cwd }) })`. Unlike a bare
+ * `remoteSpawn`, the SDK's own `stderr` option then receives what a local CLI would write on
+ * stderr (the engine's stderr tail at exit) and the bridge's diagnostics: the SDK hands
+ * `stderr` only to processes it spawns itself. `target.stderr`, when given, wins.
+ */
+export function withRemoteEngine<O extends { stderr?: (data: string) => void }>(options: O, target: RemoteSpawnOptions): O & { spawnClaudeCodeProcess: (request: SpawnRequest) => RemoteProcess } {
+  return { ...options, spawnClaudeCodeProcess: remoteSpawn({ ...target, stderr: target.stderr ?? options.stderr }) };
 }

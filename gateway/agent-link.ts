@@ -1,6 +1,6 @@
 import type { Logger } from '../core/logging.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
-import type { AgentDescriptor, AgentInfo } from '../core/protocol/methods.js';
+import type { AgentDescriptor, AgentInfo, StopSignal } from '../core/protocol/methods.js';
 import type { EngineKind, SessionOptions } from '../core/protocol/session-options.js';
 import type { Principal } from './principal.js';
 import type { EngineHost, Session } from './session.js';
@@ -64,6 +64,7 @@ export class AgentLink implements EngineHost {
       engines: this.descriptor.engines,
       default_engine: this.descriptor.default_engine,
       labels: this.descriptor.labels,
+      engine_versions: this.descriptor.engine_versions,
       sessions: mine,
       connected_at: this.connectedAt,
       transport: this.peer.channel.transport,
@@ -81,8 +82,8 @@ export class AgentLink implements EngineHost {
     this.metrics?.relayed('to_agent', Buffer.byteLength(JSON.stringify(line)));
   }
 
-  async stop(sessionId: string, reason: string): Promise<void> {
-    await this.peer.request('agent.stop', { session_id: sessionId, reason }, { timeoutMs: 20_000 });
+  async stop(sessionId: string, reason: string, signal?: StopSignal): Promise<void> {
+    await this.peer.request('agent.stop', { session_id: sessionId, reason, signal }, { timeoutMs: 20_000 });
   }
 
   private noteForAck(sessionId: string, seq: number): void {

@@ -128,7 +128,7 @@ export class ClientLink implements Member {
       .onRequest('session.audit', (params) => readAudit(this.dir, p, params))
       .onRequest('session.stop', async (params) => {
         const session = this.dir.visible(p, params.session_id);
-        await stopAcrossCuts(session, this.dir.waits, this.clientId, `stopped by ${p.sub}`, this.dir.agentWaitMs);
+        await stopAcrossCuts(session, this.dir.waits, this.clientId, `stopped by ${p.sub}`, this.dir.agentWaitMs, params.signal);
         return {};
       });
   }

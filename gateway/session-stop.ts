@@ -1,5 +1,6 @@
 import { asTetherError } from '../core/errors.js';
 import type { AgentWaits } from './agent-waits.js';
+import type { StopSignal } from '../core/protocol/methods.js';
 import type { Session } from './session.js';
 
 /** Stop attempts across link drops before the error is returned. */
@@ -15,11 +16,11 @@ const PAUSE_MS = 250;
  * resolves once it has exited or the session has ended. Only the first attempt checks the
  * caller's role (it may have reconnected meanwhile under a new client id).
  */
-export async function stopAcrossCuts(session: Session, waits: AgentWaits, clientId: string, reason: string, waitMs: number): Promise<void> {
+export async function stopAcrossCuts(session: Session, waits: AgentWaits, clientId: string, reason: string, waitMs: number, signal?: StopSignal): Promise<void> {
   let by: string | undefined = clientId;
   for (let attempt = 1; ; attempt++) {
     try {
-      await session.stop(by, reason);
+      await session.stop(by, reason, signal);
       return;
     } catch (err) {
       if (session.ended) return;

@@ -1,6 +1,6 @@
 import { TetherError } from '../core/errors.js';
 import { tetherEvent, type Role, type SessionState, type TetherEvent } from '../core/protocol/events.js';
-import type { LineMeta, SessionInfo } from '../core/protocol/methods.js';
+import type { LineMeta, SessionInfo, StopSignal } from '../core/protocol/methods.js';
 import type { EngineKind, SessionOptions } from '../core/protocol/session-options.js';
 import type { Logger } from '../core/logging.js';
 import { PromptBook } from './prompts.js';
@@ -31,7 +31,7 @@ export interface Member {
 /** The engine side of a session as the gateway sees it (the agent link). */
 export interface EngineHost {
   input(sessionId: string, seq: number, line: Record<string, unknown>): void;
-  stop(sessionId: string, reason: string): Promise<void>;
+  stop(sessionId: string, reason: string, signal?: StopSignal): Promise<void>;
 }
 
 export interface SessionLimits {
@@ -548,8 +548,8 @@ export class Session {
     this.outbox.push(seq, bytes, readAtMs);
   }
 
-  /** Stops the engine (owner or controller). */
-  async stop(clientId: string | undefined, reason: string): Promise<void> {
+  /** Stops the engine (owner or controller); `signal` says how hard (core/protocol/methods.ts StopSignal). */
+  async stop(clientId: string | undefined, reason: string, signal?: StopSignal): Promise<void> {
     if (clientId !== undefined) {
       const role = this.roleOf(clientId);
       if (!role) throw new TetherError('FAILED_PRECONDITION', `not attached to session ${this.id}`);
@@ -559,7 +559,7 @@ export class Session {
     if (!this.host) throw new TetherError('UNAVAILABLE', `the agent of session ${this.id} is not connected`);
     const by = clientId ? (this.members.get(clientId)?.member.principal ?? 'unknown') : 'tether';
     this.record(by, 'stop', { reason });
-    await this.host.stop(this.id, reason).catch((err: unknown) => {
+    await this.host.stop(this.id, reason, signal).catch((err: unknown) => {
       this.recordQuietly(by, 'stop', { reason, result: 'failed', code: failureCode(err) });
       throw err;
     });

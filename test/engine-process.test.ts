@@ -303,6 +303,27 @@ describe('EngineProcess', () => {
     expect(elapsed).toBeLessThan(3000);
   });
 
+  it('stop(\'SIGTERM\') signals at once, skipping the EOF grace; SIGKILL follows after termGraceMs if ignored', async () => {
+    const slow = start('ignore-sigterm', [], { eofGraceMs: 10_000, termGraceMs: 300 });
+    expect(frame(await next(slow.lines()[Symbol.asyncIterator]()))).toEqual({ type: 'ready' });
+    const t0 = performance.now();
+    const info = await within(slow.stop('SIGTERM'), 5000, 'stop SIGTERM');
+    expect(info.signal).toBe('SIGKILL');
+    expect(info.stderrTail).toContain('ignoring SIGTERM');
+    expect(performance.now() - t0).toBeLessThan(3000); // not the 10 s EOF grace
+  });
+
+  it('a harder stop escalates one in progress: stop() then stop(\'SIGKILL\') kills at once', async () => {
+    const engine = start('ignore-sigterm', [], { eofGraceMs: 10_000, termGraceMs: 10_000 });
+    expect(frame(await next(engine.lines()[Symbol.asyncIterator]()))).toEqual({ type: 'ready' });
+    const staged = engine.stop();
+    const t0 = performance.now();
+    const info = await within(engine.stop('SIGKILL'), 5000, 'stop SIGKILL');
+    expect(await staged).toBe(info);
+    expect(info.signal).toBe('SIGKILL');
+    expect(performance.now() - t0).toBeLessThan(3000);
+  });
+
   it('grandchild: a descendant in the group dies when the engine exits', async () => {
     const engine = start('grandchild', [], { eofGraceMs: 3000, termGraceMs: 1000 });
     const it = engine.lines()[Symbol.asyncIterator]();

@@ -13,7 +13,7 @@ import { asTetherError } from '../core/errors.js';
 import { startStack, TRANSPORT_PAIRS, withTimeout, type Stack, type TransportName } from './support/stack.js';
 
 /**
- * Engine fidelity (issue 10). Every real CLI transcript in ../shared/fixtures/engine is played
+ * Engine fidelity (issue 10). Every real CLI transcript in test/fixtures/engine is played
  * by the recorded engine (test/support/recorded-engine.mjs) behind a real gateway + agent; a
  * client sends the transcript's host frames through client → gateway → agent, each at the
  * point the transcript shows (after the engine frames that preceded it arrived). Checked per
@@ -74,7 +74,7 @@ import { startStack, TRANSPORT_PAIRS, withTimeout, type Stack, type TransportNam
  */
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-const FIXTURES = resolve(process.env.TETHER_ENGINE_FIXTURES ?? join(HERE, '..', '..', 'shared', 'fixtures', 'engine'));
+const FIXTURES = resolve(process.env.TETHER_ENGINE_FIXTURES ?? join(HERE, 'fixtures', 'engine'));
 const RECORDED_ENGINE = join(HERE, 'support', 'recorded-engine.mjs');
 /**
  * What the replay's agent owner allows beyond the safe flags: 41 starts an MCP server

@@ -326,10 +326,10 @@ describe('tether-claude as a process', () => {
     expect(r.stderr).toContain('"--settings" is not allowed');
   });
 
-  it('SIGTERM stops the remote session and exits with the engine\'s code', async () => {
+  it('SIGTERM reaches the remote engine at once, and tether-claude exits with its code (143, as a local CLI does)', async () => {
     rig = await startRig('demo');
     const r = await runBin(STREAM_ARGS, envFor(rig), userLine('hello'), { keepOpen: true, signalAfter: (out) => out.includes('"type":"result"') });
-    expect(r.code, r.stderr).toBe(0);
+    expect(r.code, r.stderr).toBe(143);
     expect(await sessionStates(rig)).toEqual(['ended']);
   });
 });

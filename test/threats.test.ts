@@ -1,5 +1,5 @@
 /**
- * Rows of ../shared/docs/threats.md parts 2B, 2D, 2G and 2H that no other suite covers, each
+ * Rows of the threat model (threats.md, kept beside the project) parts 2B, 2D, 2G and 2H that no other suite covers, each
  * named by its row id. (Which rows are covered where is listed in the issue 6 closing note.)
  */
 import { connect, type Socket } from 'node:net';
@@ -333,7 +333,8 @@ describe('threats 2D: sequence, ack, resume', () => {
   it('D2: resume beyond the last frame is INVALID_ARGUMENT, at the last + 1 is fine, before the buffer is an explicit gap (both edges ±1)', async () => {
     stack = await startStack({ engine: 'demo', limits: { replay: { maxFrames: 8, maxBytes: 8 * 1024 * 1024 } } });
     const owner = await stack.client();
-    const session = await owner.createSession({ agent: 'test-agent' });
+    // State frames (asked for: the agent sets no SDK switch by itself) make the turn longer than the window.
+    const session = await owner.createSession({ agent: 'test-agent', options: { env: { CLAUDE_CODE_SDK_READS_SESSION_STATE: '1' } } });
     const it = session[Symbol.asyncIterator]();
     await session.sendUserMessage('fill the history');
     await until(it, isResult);

@@ -46,7 +46,7 @@ function linkReporter(json: boolean) {
 export const chatCommand: Command = {
   name: 'chat',
   summary: 'start a session on an agent and talk to it (interactive, or --json for scripts)',
-  usage: `Usage: tether chat --agent NAME [--cwd DIR] [--model M] [--permission-mode MODE] [--json]
+  usage: `Usage: tether chat --agent NAME [--cwd DIR] [--model M] [--permission-mode MODE] [--json [--client-initialize]]
 
 Starts a new session on the agent and attaches to it as its owner.
 Interactive: type prompts; permission prompts ask y / n / a (always for this session);
@@ -57,6 +57,9 @@ Ctrl-C leaves (the session keeps running; tether attach brings you back). /model
 control_request, control_response) and writes one JSON line per session frame on stdout:
 engine frames exactly as written, gateway events as {"type":"tether","subtype":...}. When
 stdin ends, the session is stopped after its turn finishes; exit code is the engine's.
+With --client-initialize the first line you send is the engine's initialize control_request
+(system prompt, agents, hooks: the engine takes those from its first initialize only), and
+the agent sends none of its own; its answer comes back to you.
 
 Options:
   --gateway URL            gateway URL (env TETHER_GATEWAY)
@@ -66,11 +69,14 @@ Options:
   --model M                model for the engine
   --permission-mode MODE   initial permission mode
   --json                   pipe mode
+  --client-initialize      pipe mode: your first line is the engine's initialize
 ${TLS_CLIENT_HELP}
   -h, --help               show this help`,
-  options: { ...common, agent: { type: 'string' }, cwd: { type: 'string' }, model: { type: 'string' }, 'permission-mode': { type: 'string' } },
+  options: { ...common, agent: { type: 'string' }, cwd: { type: 'string' }, model: { type: 'string' }, 'permission-mode': { type: 'string' }, 'client-initialize': { type: 'boolean' } },
   async run(v) {
     const json = v.json === true;
+    const clientInitialize = v['client-initialize'] === true;
+    if (clientInitialize && !json) throw new TetherError('INVALID_ARGUMENT', '--client-initialize needs --json (pipe mode)');
     const agent = required(pick(v.agent, 'TETHER_AGENT'), '--agent (or TETHER_AGENT)');
     const client = await connectFrom(v, 'tether-chat', linkReporter(json));
     try {
@@ -82,6 +88,7 @@ ${TLS_CLIENT_HELP}
           model: v.model as string | undefined,
           permission_mode: v['permission-mode'] as never,
           include_partial_messages: !json,
+          ...(clientInitialize ? { client_initialize: true } : {}),
         },
       });
       if (!json) process.stderr.write(`session: ${session.id}\n`);

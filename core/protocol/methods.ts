@@ -24,12 +24,25 @@ export const HostKeyProof = z.object({
 });
 export type HostKeyProof = z.infer<typeof HostKeyProof>;
 
+/** Engine kind → its `--version` line. */
+export const EngineVersions = z.partialRecord(EngineKind, z.string().max(256));
+
+/**
+ * How hard a stop starts: `eof` (default) closes the engine's stdin and escalates after the
+ * agent's graces; `SIGTERM` signals at once (what a local `kill` of the CLI does), SIGKILL
+ * after the term grace; `SIGKILL` kills at once. A harder stop escalates one in progress.
+ */
+export const StopSignal = z.enum(['eof', 'SIGTERM', 'SIGKILL']);
+export type StopSignal = z.infer<typeof StopSignal>;
+
 export const AgentDescriptor = z.object({
   name: z.string().min(1).max(128).regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, dot, dash and underscore only'),
   host: z.string().max(256),
   engines: z.array(EngineKind).min(1),
   default_engine: EngineKind,
   labels: z.record(z.string(), z.string()).default({}),
+  /** What each engine answers to `--version`, in its own format (e.g. `2.1.332 (Claude Code)`). */
+  engine_versions: EngineVersions.optional(),
   /** Sessions the agent still runs, with the next output seq it will send (for resume). */
   sessions: z.array(z.object({ session_id: id, next_seq: seq, last_input_seq: seq.default(0) })).default([]),
   /** Present when the agent holds a host key; the gateway pins its first key per agent identity. */
@@ -80,6 +93,7 @@ export const AgentInfo = z.object({
   engines: z.array(EngineKind),
   default_engine: EngineKind,
   labels: z.record(z.string(), z.string()),
+  engine_versions: EngineVersions.optional(),
   sessions: z.array(z.string()),
   connected_at: z.string(),
   transport: z.string(),
@@ -112,7 +126,7 @@ export const Methods = {
     result: z.object({ pid: z.number().int(), engine: EngineKind, engine_version: z.string().optional() }),
   },
   'agent.stop': {
-    params: z.object({ session_id: id, reason: z.string().max(256).optional() }),
+    params: z.object({ session_id: id, reason: z.string().max(256).optional(), signal: StopSignal.optional() }),
     result: z.object({}),
   },
 
@@ -147,7 +161,7 @@ export const Methods = {
     params: z.object({ session_id: id, input_id: id, line: EngineInput }),
     result: z.object({ status: z.enum(['applied', 'duplicate']) }),
   },
-  'session.stop': { params: z.object({ session_id: id }), result: z.object({}) },
+  'session.stop': { params: z.object({ session_id: id, signal: StopSignal.optional() }), result: z.object({}) },
   'session.set_role': {
     params: z.object({ session_id: id, client_id: z.string().min(1).max(64), role: z.enum(['controller', 'viewer']) }),
     result: z.object({}),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SdkEnv } from './sdk-env.js';
 
 /** Engine kinds an agent can run. */
 export const EngineKind = z.enum(['claude', 'demo']);
@@ -9,7 +10,7 @@ export const PermissionMode = z.enum(['default', 'acceptEdits', 'auto', 'bypassP
 const toolName = z.string().min(1).max(256);
 
 /**
- * What a client may ask of a new engine process. Each field maps to one CLI flag; anything
+ * What a client may ask of a new engine process. Each flag field maps to one CLI flag; anything
  * else the drop-in forwards goes through `extra_args`, which the agent checks against its
  * allow list. Wire names are snake_case like the engine's own.
  */
@@ -26,6 +27,14 @@ export const SessionOptions = z
     include_partial_messages: z.boolean().optional(),
     /** Extra CLI arguments (the drop-in forwards what the SDK passes); the agent allow-lists them. */
     extra_args: z.array(z.string().max(1_000_000)).max(256).optional(),
+    /** SDK environment switches for the engine (core/protocol/sdk-env.ts); the agent sets no others. */
+    env: SdkEnv.optional(),
+    /**
+     * The client will send the engine's `initialize` itself (an SDK drop-in, a library or pipe
+     * client that starts with one): the agent sends none of its own at spawn, and merges what it
+     * must add into the client's (docs/protocol.md, "One initialize per engine").
+     */
+    client_initialize: z.boolean().optional(),
   })
   .strict();
 export type SessionOptions = z.infer<typeof SessionOptions>;

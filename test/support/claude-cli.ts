@@ -100,6 +100,8 @@ export interface SpawnClaudeOptions {
   env: Record<string, string>;
   /** Defaults to STREAM_JSON_ARGS. */
   args?: readonly string[];
+  /** The executable (default: the CLI; e.g. node, with tether-claude's path first in `args`). */
+  command?: string;
 }
 
 /** A running CLI speaking NDJSON on stdio. */
@@ -126,8 +128,8 @@ export interface ClaudeProcess {
 const STDERR_KEEP_CHARS = 8_000;
 
 /** Spawns the CLI and starts reading its stdout as NDJSON (non-JSON lines are ignored). */
-export function spawnClaude({ cwd, env, args = STREAM_JSON_ARGS }: SpawnClaudeOptions): ClaudeProcess {
-  const child = spawn(claudeBinaryPath(), [...args], { cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
+export function spawnClaude({ cwd, env, args = STREAM_JSON_ARGS, command = claudeBinaryPath() }: SpawnClaudeOptions): ClaudeProcess {
+  const child = spawn(command, [...args], { cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
   const frames: Frame[] = [];
   const listeners = new Set<() => void>();
   const notify = (): void => listeners.forEach((l) => l());

@@ -14,6 +14,8 @@ export interface EngineRig {
   cwd: string;
   /** Only for claude: the fake model. */
   fake?: FakeAnthropic;
+  /** Only for claude: the engines' HOME. */
+  home?: string;
   stop(): Promise<void>;
 }
 
@@ -37,10 +39,11 @@ export async function startRig(kind: 'claude' | 'demo', scenario: FakeScenario =
   const dirs: TempDir[] = [makeTempDir('tether-cwd-')];
   const cwd = dirs[0].path;
   let fake: FakeAnthropic | undefined;
+  let home: TempDir | undefined;
   let stack: Stack;
   if (kind === 'claude') {
     fake = await startFakeAnthropic(scenario);
-    const home = makeTempDir('tether-home-');
+    home = makeTempDir('tether-home-');
     dirs.push(home);
     stack = await startStack({ engine: 'claude', engineCommand: claudeBinaryPath(), engineEnv: claudeTestEnv({ home: home.path, baseUrl: fake.url }), cwd, ...extra });
   } else {
@@ -51,6 +54,7 @@ export async function startRig(kind: 'claude' | 'demo', scenario: FakeScenario =
     stack,
     cwd,
     fake,
+    home: home?.path,
     async stop() {
       await stack.stop();
       await fake?.close();

@@ -19,6 +19,8 @@ export interface FakeResponse {
   chunk_delay_ms?: number;
   /** Answer with this HTTP error status instead of a stream. */
   error_status?: number;
+  /** The error body's message (default "scripted error"). */
+  error_message?: string;
 }
 
 export interface FakeScenario {
@@ -37,6 +39,10 @@ export interface RecordedRequest {
   maxTokens?: number;
   messageCount: number;
   toolNames: string[];
+  /** The system prompt's text blocks, joined with a blank line. */
+  system: string;
+  /** Each tool's description (the Agent tool's lists the subagents). */
+  toolDescriptions: Record<string, string>;
   lastMessage?: { role: string; content: unknown };
   /** `script[i]`, `fallback`, `aux` (small non-script answer) or `probe` (HEAD/GET/other). */
   answeredWith: string;
@@ -69,7 +75,8 @@ interface MessagesBody {
   stream?: boolean;
   max_tokens?: number;
   messages?: Array<{ role: string; content: unknown }>;
-  tools?: Array<{ name?: string }>;
+  tools?: Array<{ name?: string; description?: string }>;
+  system?: string | Array<{ type?: string; text?: string }>;
 }
 
 const DEFAULT_REPLY: FakeResponse = { text: 'OK.' };
@@ -131,7 +138,7 @@ export async function startFakeAnthropic(scenario: FakeScenario): Promise<FakeAn
     const { reply, label } = takeScripted();
     requests.push(messagesRecord(method, path, body, label));
     await sleep(reply.delay_ms ?? 0, stopping.signal);
-    if (reply.error_status !== undefined) return sendError(res, reply.error_status, 'scripted error');
+    if (reply.error_status !== undefined) return sendError(res, reply.error_status, reply.error_message ?? 'scripted error');
     await streamReply(res, reply, { model, messageId: nextId('msg'), requestId: nextId('req'),
       toolUseId: reply.tool_use?.id ?? nextId('toolu'), signal: stopping.signal });
   };
@@ -247,7 +254,7 @@ function plainMessage(id: string, model: string): object {
 }
 
 function probeRecord(method: string, path: string, answeredWith = 'probe'): RecordedRequest {
-  return { method, path, stream: false, messageCount: 0, toolNames: [], answeredWith };
+  return { method, path, stream: false, messageCount: 0, toolNames: [], system: '', toolDescriptions: {}, answeredWith };
 }
 
 function messagesRecord(method: string, path: string, body: MessagesBody, answeredWith: string): RecordedRequest {
@@ -261,6 +268,8 @@ function messagesRecord(method: string, path: string, body: MessagesBody, answer
     maxTokens: body.max_tokens,
     messageCount: messages.length,
     toolNames: (body.tools ?? []).map((t) => t.name ?? '?'),
+    system: typeof body.system === 'string' ? body.system : (body.system ?? []).map((b) => b.text ?? '').join('\n\n'),
+    toolDescriptions: Object.fromEntries((body.tools ?? []).map((t) => [t.name ?? '?', t.description ?? ''])),
     lastMessage: last && { role: last.role, content: last.content },
   };
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // A stand-in for the Claude Code CLI that misbehaves on purpose (threats.md 2G). Behaviour is
-// chosen with `--mode <name>`; see MODES below. stdout is written with fs.writeSync so the
+// chosen with `--mode <name>` (or $MISBEHAVE_MODE, for an agent that passes the CLI's flags); see MODES below. stdout is written with fs.writeSync so the
 // process really blocks when the reader stops reading (fd 1 stays a blocking descriptor because
 // process.stdout is never touched).
 import { spawn } from 'node:child_process';
@@ -12,7 +12,7 @@ const opt = (name, fallback) => {
   const i = argv.indexOf(`--${name}`);
   return i >= 0 && i + 1 < argv.length ? argv[i + 1] : fallback;
 };
-const mode = opt('mode', 'echo');
+const mode = opt('mode', process.env.MISBEHAVE_MODE ?? 'echo');
 
 const out = (data) => writeAll(1, typeof data === 'string' ? Buffer.from(data) : data);
 const err = (data) => writeAll(2, Buffer.from(data));
@@ -41,6 +41,14 @@ const MODES = {
   echo() {
     const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
     rl.on('line', (line) => frame({ type: 'echo', got: JSON.parse(line) }));
+    rl.on('close', () => process.exit(0));
+  },
+
+  // Like echo, and each echo also carries the environment's CLAUDE_* and TRACE* variables.
+  'echo-env'() {
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => /^(CLAUDE_|TRACE)/.test(k)));
+    const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
+    rl.on('line', (line) => frame({ type: 'echo', got: JSON.parse(line), env }));
     rl.on('close', () => process.exit(0));
   },
 

@@ -1,12 +1,14 @@
 #!/usr/bin/env node
 // A recorded engine: stands in for the Claude Code CLI by playing back one real transcript
-// from ../shared/fixtures/engine (format: that folder's README). It accepts and ignores the
+// from test/fixtures/engine (format: that folder's README). It accepts and ignores the
 // CLI flags. For every `in` entry it waits for the next host line on stdin and checks that it
 // matches (type, subtype and content equal, key order aside; ids and timestamps free, with
 // the host's request ids kept consistent); then it writes the `out` entries that followed, in
 // order, rewriting the request_id of its control_responses to the id the host actually used.
 // `note` entries are host actions it waits for (stdin EOF, SIGTERM, SIGINT); `exit` ends the
 // process the recorded way, after writing the recorded stderr tail (NAME.meta.json).
+//
+// `--version` prints the recorded CLI's version line and exits, as the CLI does.
 //
 // Environment:
 //   TETHER_RECORDED_TRANSCRIPT  absolute path of the .ndjson transcript (required)
@@ -40,6 +42,14 @@ const NO_ID = '\u0000no request_id';
 
 const env = process.env;
 const transcriptPath = env.TETHER_RECORDED_TRANSCRIPT;
+
+// `--version` alone: answer as the CLI that recorded the transcript would (its version is in
+// the transcript's initialize answer), touching neither the log nor the trace.
+if (process.argv.length === 3 && (process.argv[2] === '--version' || process.argv[2] === '-v')) {
+  const recorded = transcriptPath && existsSync(transcriptPath) ? /"claude_code_version":"([^"]+)"/.exec(readFileSync(transcriptPath, 'utf8'))?.[1] : undefined;
+  writeSync(1, `${recorded ?? '2.1.332'} (Claude Code)\n`);
+  process.exit(0);
+}
 const logPath = env.TETHER_RECORDED_LOG;
 const tracePath = env.TETHER_RECORDED_TRACE;
 
