@@ -1,7 +1,8 @@
 /**
  * Engine launchers that leave a trace: a shell wrapper records each engine's pid in a file
  * (one line per spawn) and then execs the real engine under that same pid, so a test can
- * count how many engines an agent started and check that none is left running.
+ * count how many engines an agent started and check that none is left running. The agent's
+ * `--version` probe passes through uncounted.
  */
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -25,7 +26,9 @@ export function countingEngine(dir: string, argv: string[], opts: { delayS?: num
   const log = join(dir, 'engine-pids');
   const command = join(dir, 'counting-engine.sh');
   const delay = opts.delayS ? `sleep ${opts.delayS}\n` : '';
-  writeFileSync(command, `#!/bin/sh\necho $$ >> ${q(log)}\n${delay}exec ${argv.map(q).join(' ')} "$@"\n`);
+  // The agent's version probe (`--version`, once at start) is not an engine: not counted.
+  const exec = `exec ${argv.map(q).join(' ')} "$@"`;
+  writeFileSync(command, `#!/bin/sh\nif [ "$1" = "--version" ]; then ${exec}; fi\necho $$ >> ${q(log)}\n${delay}${exec}\n`);
   chmodSync(command, 0o755);
   const pids = () => (existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter(Boolean).map(Number) : []);
   return { command, pids, alive: () => pids().filter(isAlive) };
