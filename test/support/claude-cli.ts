@@ -17,17 +17,20 @@ export const STREAM_JSON_ARGS: readonly string[] = [
 ];
 
 const SDK_PACKAGE = '@anthropic-ai/claude-agent-sdk';
-const FALLBACK_BINARY = '/work/main/node_modules/@anthropic-ai/claude-agent-sdk-linux-x64/claude';
+
+/** Why no binary was found: tests that need the real CLI fail with this, not with a guess. */
+const NOT_INSTALLED = `the Claude Code CLI is not installed: run npm ci (the ${SDK_PACKAGE} devDependency ships it for this platform) or set TETHER_TEST_CLAUDE`;
 
 /**
  * Path of the native CLI binary: `$TETHER_TEST_CLAUDE` if set, else the platform package the
- * SDK depends on (resolved from the SDK's own location, glibc before musl), else the known path.
+ * SDK depends on (resolved from the SDK's own location, glibc before musl). Throws when
+ * neither is there.
  */
 export function claudeBinaryPath(): string {
   const override = process.env.TETHER_TEST_CLAUDE;
   if (override) return override;
   const fromSdk = sdkRequire();
-  if (!fromSdk) return FALLBACK_BINARY;
+  if (!fromSdk) throw new Error(NOT_INSTALLED);
   for (const candidate of platformPackages()) {
     try {
       const path = fromSdk.resolve(`${candidate}/claude`);
@@ -36,7 +39,7 @@ export function claudeBinaryPath(): string {
       // Not installed for this platform; try the next candidate.
     }
   }
-  return FALLBACK_BINARY;
+  throw new Error(NOT_INSTALLED);
 }
 
 /** Resolves from the SDK's own folder, since the platform package is the SDK's dependency. */
