@@ -2,10 +2,12 @@ import { authError, authReason } from '../core/auth/auth-error.js';
 import { bearerToken } from '../core/auth/bearer.js';
 import type { LoginDesk } from '../core/auth/login-codes.js';
 import { TicketBook, type TicketOptions } from '../core/auth/tickets.js';
-import type { TokenVerifier } from '../core/auth/verify.js';
+import type { TokenVerifier, VerifiedToken } from '../core/auth/verify.js';
 import { asTetherError, TetherError } from '../core/errors.js';
 import { scrubUrl, silentLogger, type Logger } from '../core/logging.js';
+import { addressOf, type AuthFailureLimiter } from './door-limits.js';
 import { ANONYMOUS, type Principal } from './principal.js';
+import type { RevocationList } from './revocations.js';
 
 /**
  * Refused credentials since the process started, by reason (core/auth/auth-error.ts), summed
@@ -39,6 +41,17 @@ export interface DoorOptions {
   logger?: Logger;
   /** Called with the reason of every refusal (the gateway's metrics). */
   onAuthFailure?: (reason: string) => void;
+  /** Refused credentials per remote address (threat A17); absent: no limit. */
+  failures?: AuthFailureLimiter;
+  /** Revoked tokens (`tether revoke`), refused like bad ones. */
+  revocations?: RevocationList;
+}
+
+/** What the door decided for one connection. */
+export interface Admission {
+  principal: Principal;
+  /** The bearer token that got it in (absent with authentication off or a ticket). */
+  token?: VerifiedToken;
 }
 
 /** What a listener knows about a connection attempt, transport-blind. */
@@ -99,20 +112,38 @@ export class Door {
     return [...this.origins];
   }
 
-  /** Decides one connection: resolves with its principal, or rejects with the refusal (already counted and logged). */
-  async admit(req: DoorRequest): Promise<Principal> {
+  /** The clock tokens are judged by, epoch ms. */
+  nowMs(): number {
+    return this.opts.verifier === 'off' ? Date.now() : this.opts.verifier.nowMs();
+  }
+
+  /** The clock skew allowed past a token's exp (0 with authentication off). */
+  get clockToleranceMs(): number {
+    return this.opts.verifier === 'off' ? 0 : this.opts.verifier.clockToleranceMs;
+  }
+
+  /**
+   * Decides one connection: resolves with its principal (and the token), or rejects with the
+   * refusal (already counted and logged). An address that spent its failures is refused with
+   * RESOURCE_EXHAUSTED before its credential is looked at.
+   */
+  async admit(req: DoorRequest): Promise<Admission> {
     try {
       this.checkOrigin(req.origin);
-      if (this.opts.verifier === 'off') return ANONYMOUS;
+      if (this.opts.verifier === 'off') return { principal: ANONYMOUS };
+      this.opts.failures?.check(addressOf(req.remote));
       if (req.ticket !== undefined) {
         if (req.authorization !== undefined) throw authError('UNAUTHENTICATED', 'malformed', 'send a token or a ticket, not both');
         const principal = await this.tickets.redeem(req.ticket, normalizeOrigin(req.origin ?? ''));
         this.log.debug({ transport: req.transport, remote: req.remote, principal: principal.sub, via: 'ticket' }, 'authenticated');
-        return principal;
+        return { principal };
       }
       const verified = await this.opts.verifier.verify(bearerToken(req.authorization));
+      if (this.opts.revocations?.match({ sub: verified.principal.sub, jti: verified.jti, issuedAt: verified.issuedAt })) {
+        throw authError('PERMISSION_DENIED', 'revoked', 'token revoked (tether revoke)');
+      }
       this.log.debug({ transport: req.transport, remote: req.remote, principal: verified.principal.sub, kind: verified.kind }, 'authenticated');
-      return verified.principal;
+      return { principal: verified.principal, token: verified };
     } catch (err) {
       throw this.refused(req, err);
     }
@@ -126,6 +157,7 @@ export class Door {
     try {
       this.checkOrigin(req.origin);
       if (this.opts.verifier === 'off') throw new TetherError('FAILED_PRECONDITION', 'authentication is off on this gateway: connect without a ticket');
+      this.opts.failures?.check(addressOf(req.remote));
       const verified = await this.opts.verifier.verify(bearerToken(req.authorization));
       if (verified.kind !== 'client') throw authError('PERMISSION_DENIED', 'wrong_type', 'tickets are for clients: this is an agent token');
       const { ticket, expiresIn } = await this.tickets.issue(verified.principal, normalizeOrigin(req.origin ?? ''));
@@ -168,7 +200,19 @@ export class Door {
 
   private refused(req: DoorRequest, err: unknown): TetherError {
     const path = req.path === undefined ? undefined : scrubUrl(req.path);
-    return noteAuthFailure(this.log, asTetherError(err, 'UNAUTHENTICATED'), { transport: req.transport, remote: req.remote, path }, this.opts.onAuthFailure);
+    const e = asTetherError(err, 'UNAUTHENTICATED');
+    const fields = { transport: req.transport, remote: req.remote, path };
+    if (authReason(e) === 'rate_limited') {
+      // Counted, but logged at debug: a flood must not turn into a flood of log lines.
+      this.opts.onAuthFailure?.('rate_limited');
+      authFailures.rate_limited = (authFailures.rate_limited ?? 0) + 1;
+      this.log.debug({ event: 'auth.failed', ...fields, reason: 'rate_limited', code: e.code }, `refused: ${e.message}`);
+      return e;
+    }
+    if (this.opts.failures?.failed(addressOf(req.remote))) {
+      this.log.warn({ event: 'auth.rate_limited', ...fields }, 'too many failed authentications from this address: refusing it for a while');
+    }
+    return noteAuthFailure(this.log, e, fields, this.opts.onAuthFailure);
   }
 }
 
