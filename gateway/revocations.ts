@@ -62,7 +62,9 @@ export function readRevocations(path: string): Revocation[] {
  */
 export function addRevocation(stateDir: string, r: { jti?: string; sub?: string; reason?: string }, now = new Date()): Revocation {
   const path = join(stateDir, REVOCATIONS_FILE);
-  const entry = Revocation.parse({ ...r, at: now.toISOString() });
+  const parsed = Revocation.safeParse({ ...r, at: now.toISOString() });
+  if (!parsed.success) throw new TetherError('INVALID_ARGUMENT', `not a revocation: ${parsed.error.issues[0]?.message}`);
+  const entry = parsed.data;
   const list = readRevocations(path);
   if (entry.jti !== undefined && list.some((e) => e.jti === entry.jti)) return list.find((e) => e.jti === entry.jti)!;
   if (list.length >= MAX_REVOCATIONS) throw new TetherError('RESOURCE_EXHAUSTED', `${path} holds ${MAX_REVOCATIONS} revocations already`);
