@@ -133,7 +133,7 @@ export class AuthFailureLimiter {
     const b = this.buckets.get(address);
     if (!b) return undefined;
     const now = this.now();
-    b.tokens = Math.min(this.limits.authFailureBurst, b.tokens + (now - b.atMs) * this.perMs);
+    b.tokens = Math.min(this.limits.authFailureBurst, b.tokens + ((now - b.atMs) * this.limits.authFailuresPerMinute) / 60_000);
     b.atMs = now;
     if (b.tokens >= this.limits.authFailureBurst) {
       this.buckets.delete(address); // full again: nothing to remember
