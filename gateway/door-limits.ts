@@ -92,41 +92,56 @@ export class ConnectionLimiter {
   }
 }
 
+/** One attempt's reservation (see {@link AuthFailureLimiter.take}). */
+export interface Reservation {
+  /** Gives the failure back: the credential was good. Idempotent. */
+  refund: () => void;
+  /** Whether this attempt took the address's last one (a failure now starts refusals). */
+  exhausted: boolean;
+}
+
 /**
  * Refused credentials per remote address, as a token bucket (threat A17): each refusal takes
  * one token, tokens come back at `authFailuresPerMinute`, at most `authFailureBurst` are held.
  * An address whose bucket is empty is refused at once, before its credential is looked at.
- * Successful authentications cost nothing, so a reconnect storm of valid tokens never trips it.
+ * Each attempt reserves a token up front and a good credential gives it back, so successful
+ * authentications cost nothing (a reconnect storm of valid tokens never trips it) and
+ * concurrent bad ones cannot exceed the burst.
  */
 export class AuthFailureLimiter {
   private readonly buckets = new Map<string, { tokens: number; atMs: number }>();
-  private readonly perMs: number;
 
   constructor(
     private readonly limits: Pick<DoorLimits, 'authFailuresPerMinute' | 'authFailureBurst'>,
     private readonly now: () => number = Date.now,
-  ) {
-    this.perMs = limits.authFailuresPerMinute / 60_000;
-  }
+  ) {}
 
-  /** Throws RESOURCE_EXHAUSTED (reason `rate_limited`) while `address` has no failures left to spend. */
-  check(address: string): void {
-    const b = this.refill(address);
-    if (b && b.tokens < 1) {
-      const waitSec = Math.ceil((1 - b.tokens) / this.perMs / 1000);
+  /**
+   * Reserves one failure of `address` before its credential is checked, so concurrent
+   * attempts cannot overrun the burst. Throws RESOURCE_EXHAUSTED (reason `rate_limited`)
+   * when none is left. Returns the refund to call when the credential turns out good; a
+   * failure just keeps the reservation. `exhausted` says whether this took the last one.
+   */
+  take(address: string): Reservation {
+    const b = this.refill(address) ?? { tokens: this.limits.authFailureBurst, atMs: this.now() };
+    if (b.tokens < 1) {
+      const waitSec = Math.ceil(((1 - b.tokens) * 60) / this.limits.authFailuresPerMinute);
       throw authError('RESOURCE_EXHAUSTED', 'rate_limited', `too many failed authentications from this address; retry in ${waitSec} s`);
     }
-  }
-
-  /** Spends one failure of `address`; true when that spent its last one (it is refused from now on). */
-  failed(address: string): boolean {
-    const b = this.refill(address) ?? { tokens: this.limits.authFailureBurst, atMs: this.now() };
-    const before = b.tokens;
-    b.tokens = Math.max(0, b.tokens - 1);
-    this.buckets.delete(address); // re-inserted last: the map's order is least recently failed first
+    b.tokens -= 1;
+    this.buckets.delete(address); // re-inserted last: the map's order is least recently used first
     this.buckets.set(address, b);
     if (this.buckets.size > MAX_TRACKED_ADDRESSES) this.buckets.delete(this.buckets.keys().next().value as string);
-    return before >= 1 && b.tokens < 1;
+    let refunded = false;
+    return {
+      exhausted: b.tokens < 1,
+      refund: () => {
+        if (refunded) return;
+        refunded = true;
+        const now = this.buckets.get(address);
+        if (now) now.tokens = Math.min(this.limits.authFailureBurst, now.tokens + 1);
+      },
+    };
   }
 
   private refill(address: string): { tokens: number; atMs: number } | undefined {

@@ -5,7 +5,7 @@ import { TicketBook, type TicketOptions } from '../core/auth/tickets.js';
 import type { TokenVerifier, VerifiedToken } from '../core/auth/verify.js';
 import { asTetherError, TetherError } from '../core/errors.js';
 import { scrubUrl, silentLogger, type Logger } from '../core/logging.js';
-import { addressOf, type AuthFailureLimiter } from './door-limits.js';
+import { addressOf, type AuthFailureLimiter, type Reservation } from './door-limits.js';
 import { ANONYMOUS, type Principal } from './principal.js';
 import type { RevocationList } from './revocations.js';
 
@@ -128,13 +128,15 @@ export class Door {
    * RESOURCE_EXHAUSTED before its credential is looked at.
    */
   async admit(req: DoorRequest): Promise<Admission> {
+    let reserved: Reservation | undefined;
     try {
       this.checkOrigin(req.origin);
       if (this.opts.verifier === 'off') return { principal: ANONYMOUS };
-      this.opts.failures?.check(addressOf(req.remote));
+      reserved = this.opts.failures?.take(addressOf(req.remote));
       if (req.ticket !== undefined) {
         if (req.authorization !== undefined) throw authError('UNAUTHENTICATED', 'malformed', 'send a token or a ticket, not both');
         const principal = await this.tickets.redeem(req.ticket, normalizeOrigin(req.origin ?? ''));
+        reserved?.refund();
         this.log.debug({ transport: req.transport, remote: req.remote, principal: principal.sub, via: 'ticket' }, 'authenticated');
         return { principal };
       }
@@ -142,10 +144,11 @@ export class Door {
       if (this.opts.revocations?.match({ sub: verified.principal.sub, jti: verified.jti, issuedAt: verified.issuedAt })) {
         throw authError('PERMISSION_DENIED', 'revoked', 'token revoked (tether revoke)');
       }
+      reserved?.refund();
       this.log.debug({ transport: req.transport, remote: req.remote, principal: verified.principal.sub, kind: verified.kind }, 'authenticated');
       return { principal: verified.principal, token: verified };
     } catch (err) {
-      throw this.refused(req, err);
+      throw this.refused(req, err, reserved);
     }
   }
 
@@ -154,16 +157,18 @@ export class Door {
    * to its principal and to `req.origin`. Refusals are counted and logged like admit()'s.
    */
   async issueTicket(req: DoorRequest): Promise<{ ticket: string; expires_in: number }> {
+    let reserved: Reservation | undefined;
     try {
       this.checkOrigin(req.origin);
       if (this.opts.verifier === 'off') throw new TetherError('FAILED_PRECONDITION', 'authentication is off on this gateway: connect without a ticket');
-      this.opts.failures?.check(addressOf(req.remote));
+      reserved = this.opts.failures?.take(addressOf(req.remote));
       const verified = await this.opts.verifier.verify(bearerToken(req.authorization));
       if (verified.kind !== 'client') throw authError('PERMISSION_DENIED', 'wrong_type', 'tickets are for clients: this is an agent token');
+      reserved?.refund();
       const { ticket, expiresIn } = await this.tickets.issue(verified.principal, normalizeOrigin(req.origin ?? ''));
       return { ticket, expires_in: expiresIn };
     } catch (err) {
-      throw this.refused(req, err);
+      throw this.refused(req, err, reserved);
     }
   }
 
@@ -198,7 +203,7 @@ export class Door {
     }
   }
 
-  private refused(req: DoorRequest, err: unknown): TetherError {
+  private refused(req: DoorRequest, err: unknown, reserved: Reservation | undefined): TetherError {
     const path = req.path === undefined ? undefined : scrubUrl(req.path);
     const e = asTetherError(err, 'UNAUTHENTICATED');
     const fields = { transport: req.transport, remote: req.remote, path };
@@ -209,8 +214,8 @@ export class Door {
       this.log.debug({ event: 'auth.failed', ...fields, reason: 'rate_limited', code: e.code }, `refused: ${e.message}`);
       return e;
     }
-    if (this.opts.failures?.failed(addressOf(req.remote))) {
-      this.log.warn({ event: 'auth.rate_limited', ...fields }, 'too many failed authentications from this address: refusing it for a while');
+    if (reserved?.exhausted) {
+      this.log.warn({ event: 'auth.rate_limited', ...fields }, 'this address spent its failed authentications: it is refused unread until they refill');
     }
     return noteAuthFailure(this.log, e, fields, this.opts.onAuthFailure);
   }

@@ -39,20 +39,17 @@ describe('door limits (unit)', () => {
   it('refuses an address that spent its burst of failures, refills at the rate, and forgets full buckets', () => {
     let now = 0;
     const l = new AuthFailureLimiter({ authFailuresPerMinute: 20, authFailureBurst: 40 }, () => now);
-    for (let i = 0; i < 39; i++) {
-      l.check('1.2.3.4');
-      expect(l.failed('1.2.3.4')).toBe(false);
-    }
-    l.check('1.2.3.4');
-    expect(l.failed('1.2.3.4')).toBe(true); // the 40th: refused from now on
-    expect(() => l.check('1.2.3.4')).toThrow(expect.objectContaining({ code: 'RESOURCE_EXHAUSTED', details: { reason: 'rate_limited' } }));
-    l.check('5.6.7.8'); // other addresses are not affected
+    for (let i = 0; i < 39; i++) expect(l.take('1.2.3.4').exhausted).toBe(false);
+    l.take('5.6.7.8').refund(); // a good credential costs nothing
+    expect(l.take('1.2.3.4').exhausted).toBe(true); // the 40th: refused from now on
+    expect(() => l.take('1.2.3.4')).toThrow(expect.objectContaining({ code: 'RESOURCE_EXHAUSTED', details: { reason: 'rate_limited' } }));
+    for (let i = 0; i < 40; i++) l.take('5.6.7.8').refund(); // other addresses are not affected, good ones never run out
     now += 2_999;
-    expect(() => l.check('1.2.3.4')).toThrow(/retry in 1 s/);
+    expect(() => l.take('1.2.3.4')).toThrow(/retry in 1 s/);
     now += 1; // 20 a minute: one every 3 s
-    l.check('1.2.3.4');
+    expect(l.take('1.2.3.4').exhausted).toBe(true);
     now += 10 * 60_000;
-    l.check('1.2.3.4');
+    expect(l.take('1.2.3.4').exhausted).toBe(false);
   });
 
   it('reads the address out of every remote form the listeners report', () => {
