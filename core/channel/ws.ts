@@ -2,6 +2,7 @@ import type { WebSocket } from 'ws';
 import { codeFromWsClose, ERROR_TABLE, type ErrorCode } from '../errors.js';
 import { decodeBinaryFrame, encodeBinaryFrame } from './binary-frame.js';
 import { BaseChannel, type BaseChannelOptions, type OutgoingFrame, type Transport } from './channel.js';
+import { PeerProgress } from './progress.js';
 
 export interface WsChannelOptions extends BaseChannelOptions {
   /** Protocol-level ping interval (a backstop under the application heartbeat); 0 disables. */
@@ -10,6 +11,8 @@ export interface WsChannelOptions extends BaseChannelOptions {
   pingTimeoutMs?: number;
   /** How long close() waits for the peer's close frame before destroying the socket. */
   closeTimeoutMs?: number;
+  /** The TCP (or TLS) socket under the WebSocket: its bytes read show a frame still arriving. */
+  socket?: { readonly bytesRead: number };
 }
 
 /** WebSocket close codes of RFC 6455 that we map to canonical codes. */
@@ -33,10 +36,12 @@ export class WsChannel extends BaseChannel {
   private pingTimer: NodeJS.Timeout | undefined;
   private pongDeadline: NodeJS.Timeout | undefined;
   private readonly closeTimeoutMs: number;
+  private readonly socket: { readonly bytesRead: number } | undefined;
 
   constructor(private readonly ws: WebSocket, readonly remote: string, opts: WsChannelOptions = {}) {
     super(opts);
     this.closeTimeoutMs = opts.closeTimeoutMs ?? 5_000;
+    this.socket = opts.socket;
     ws.on('message', (data, isBinary) => {
       if (!isBinary) {
         this.push(data.toString());
@@ -68,6 +73,10 @@ export class WsChannel extends BaseChannel {
 
   get bufferedBytes(): number {
     return this.ws.bufferedAmount;
+  }
+
+  override get receivedBytes(): number {
+    return this.socket?.bytesRead ?? super.receivedBytes;
   }
 
   /** No callback: ws reports a failed write by closing the socket, which settles `closed`. */
@@ -114,13 +123,22 @@ export class WsChannel extends BaseChannel {
       clearTimeout(this.pongDeadline);
       this.pongDeadline = undefined;
     });
-    this.pingTimer = setInterval(() => {
-      if (this.pongDeadline) return;
-      this.ws.ping();
+    const progress = new PeerProgress(this);
+    const graceMs = intervalMs + 2 * timeoutMs;
+    const armed = () => {
       this.pongDeadline = setTimeout(() => {
+        // A pong queued behind the peer's data, or our ping behind ours: the peer is slow,
+        // not dead, while its bytes keep arriving or ours keep draining. Wait on.
+        if (progress.within(graceMs)) return armed();
         this.ws.terminate();
         this.settle({ code: 'UNAVAILABLE', reason: `no pong within ${timeoutMs} ms`, byPeer: true });
       }, timeoutMs);
+    };
+    this.pingTimer = setInterval(() => {
+      progress.sample();
+      if (this.pongDeadline) return;
+      this.ws.ping();
+      armed();
     }, intervalMs);
     this.pingTimer.unref();
   }

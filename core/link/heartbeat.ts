@@ -1,4 +1,5 @@
 import { asTetherError } from '../errors.js';
+import { PeerProgress } from '../channel/progress.js';
 import type { RpcPeer } from '../rpc/peer.js';
 
 export interface HeartbeatOptions {
@@ -16,7 +17,10 @@ export const HEARTBEAT_DEFAULTS: HeartbeatOptions = { intervalMs: 15_000, timeou
  * is not answered within `timeoutMs`, `onDead` is called once with a reason and the heartbeat
  * stops. A half-open link (the peer stopped answering without closing) is thus found within
  * interval + timeout. An unanswered ping is forgiven while our send queue to the peer keeps
- * draining: the ping was stuck behind data, and the peer is reading. Stops by itself when the channel closes; the returned function stops it
+ * draining (the ping was stuck behind data, and the peer is reading) or while the peer's
+ * bytes keep arriving (the answer is stuck behind its data: a 1 MiB frame over a 32 KB/s
+ * link takes half a minute): progress within interval + 2 × timeout (core/channel/progress.ts).
+ * Stops by itself when the channel closes; the returned function stops it
  * earlier. Transport pings (ws ping, gRPC keepalive) stay on as a backstop.
  */
 export function startHeartbeat(peer: RpcPeer, opts: HeartbeatOptions, onDead: (reason: string) => void): () => void {
@@ -26,18 +30,23 @@ export function startHeartbeat(peer: RpcPeer, opts: HeartbeatOptions, onDead: (r
     stopped = true;
     clearInterval(timer);
   };
+  // Progress is sampled every tick; a late answer is forgiven if the peer showed progress
+  // within one interval and two timeouts (the peer's own pings, answers and data all count).
+  const progress = new PeerProgress(peer.channel);
+  const graceMs = opts.intervalMs + 2 * opts.timeoutMs;
   const timer = setInterval(() => {
+    progress.sample();
     if (inFlight || stopped) return;
     inFlight = true;
-    const backlog = peer.channel.bufferedBytes;
     peer.request('ping', {}, { timeoutMs: opts.timeoutMs }).then(
       () => (inFlight = false),
       (err) => {
         inFlight = false;
         if (stopped || peer.channel.isClosed) return;
-        // The ping waits behind our own unsent data: a peer that keeps draining it is slow,
-        // not dead (the slow-consumer limit deals with slow). Ping again next interval.
-        if (backlog > 0 && peer.channel.bufferedBytes < backlog) return;
+        // The ping waits behind our own unsent data, or its answer behind the peer's: a peer
+        // that keeps draining ours or sending us bytes is slow, not dead (the slow-consumer
+        // limit deals with slow). Ping again next interval.
+        if (progress.within(graceMs)) return;
         stop();
         const e = asTetherError(err);
         onDead(e.code === 'DEADLINE_EXCEEDED' ? `peer did not answer a heartbeat within ${opts.timeoutMs} ms` : `heartbeat failed: ${e.message}`);
