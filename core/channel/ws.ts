@@ -2,7 +2,6 @@ import type { WebSocket } from 'ws';
 import { codeFromWsClose, ERROR_TABLE, type ErrorCode } from '../errors.js';
 import { decodeBinaryFrame, encodeBinaryFrame } from './binary-frame.js';
 import { BaseChannel, type BaseChannelOptions, type OutgoingFrame, type Transport } from './channel.js';
-import { PeerProgress } from './progress.js';
 
 export interface WsChannelOptions extends BaseChannelOptions {
   /** Protocol-level ping interval (a backstop under the application heartbeat); 0 disables. */
@@ -123,19 +122,18 @@ export class WsChannel extends BaseChannel {
       clearTimeout(this.pongDeadline);
       this.pongDeadline = undefined;
     });
-    const progress = new PeerProgress(this);
-    const graceMs = intervalMs + 2 * timeoutMs;
     const armed = () => {
+      const received = this.receivedBytes;
+      const backlog = this.bufferedBytes;
       this.pongDeadline = setTimeout(() => {
         // A pong queued behind the peer's data, or our ping behind ours: the peer is slow,
-        // not dead, while its bytes keep arriving or ours keep draining. Wait on.
-        if (progress.within(graceMs)) return armed();
+        // not dead, while its bytes kept arriving or ours kept draining. Wait on.
+        if (this.receivedBytes > received || (backlog > 0 && this.bufferedBytes < backlog)) return armed();
         this.ws.terminate();
         this.settle({ code: 'UNAVAILABLE', reason: `no pong within ${timeoutMs} ms`, byPeer: true });
       }, timeoutMs);
     };
     this.pingTimer = setInterval(() => {
-      progress.sample();
       if (this.pongDeadline) return;
       this.ws.ping();
       armed();
