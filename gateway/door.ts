@@ -50,7 +50,7 @@ export interface DoorOptions {
 /** What the door decided for one connection. */
 export interface Admission {
   principal: Principal;
-  /** The bearer token that got it in (absent with authentication off or a ticket). */
+  /** The bearer token that got it in, or that a ticket was issued for (absent with authentication off). */
   token?: VerifiedToken;
 }
 
@@ -135,15 +135,14 @@ export class Door {
       reserved = this.opts.failures?.take(addressOf(req.remote));
       if (req.ticket !== undefined) {
         if (req.authorization !== undefined) throw authError('UNAUTHENTICATED', 'malformed', 'send a token or a ticket, not both');
-        const principal = await this.tickets.redeem(req.ticket, normalizeOrigin(req.origin ?? ''));
+        const { principal, token } = await this.tickets.redeemWithToken(req.ticket, normalizeOrigin(req.origin ?? ''));
+        if (token) this.checkRevoked(token);
         reserved?.refund();
         this.log.debug({ transport: req.transport, remote: req.remote, principal: principal.sub, via: 'ticket' }, 'authenticated');
-        return { principal };
+        return { principal, token };
       }
       const verified = await this.opts.verifier.verify(bearerToken(req.authorization));
-      if (this.opts.revocations?.match({ sub: verified.principal.sub, jti: verified.jti, issuedAt: verified.issuedAt })) {
-        throw authError('PERMISSION_DENIED', 'revoked', 'token revoked (tether revoke)');
-      }
+      this.checkRevoked(verified);
       reserved?.refund();
       this.log.debug({ transport: req.transport, remote: req.remote, principal: verified.principal.sub, kind: verified.kind }, 'authenticated');
       return { principal: verified.principal, token: verified };
@@ -164,8 +163,9 @@ export class Door {
       reserved = this.opts.failures?.take(addressOf(req.remote));
       const verified = await this.opts.verifier.verify(bearerToken(req.authorization));
       if (verified.kind !== 'client') throw authError('PERMISSION_DENIED', 'wrong_type', 'tickets are for clients: this is an agent token');
+      this.checkRevoked(verified);
       reserved?.refund();
-      const { ticket, expiresIn } = await this.tickets.issue(verified.principal, normalizeOrigin(req.origin ?? ''));
+      const { ticket, expiresIn } = await this.tickets.issue(verified.principal, normalizeOrigin(req.origin ?? ''), verified);
       return { ticket, expires_in: expiresIn };
     } catch (err) {
       throw this.refused(req, err, reserved);
@@ -195,6 +195,12 @@ export class Door {
     if (origin === undefined) return true;
     const normal = normalizeOrigin(origin);
     return normal !== undefined && this.origins.has(normal);
+  }
+
+  private checkRevoked(token: VerifiedToken): void {
+    if (this.opts.revocations?.match({ sub: token.principal.sub, jti: token.jti, issuedAt: token.issuedAt })) {
+      throw authError('PERMISSION_DENIED', 'revoked', 'token revoked (tether revoke)');
+    }
   }
 
   private checkOrigin(origin: string | undefined): void {

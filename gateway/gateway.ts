@@ -109,7 +109,7 @@ export class Gateway {
     let greeted = false;
     peer.onRequest('ping', () => ({}));
     peer.onRequest('auth.renew', async ({ token }) => {
-      if (!auth) throw new TetherError('FAILED_PRECONDITION', 'this connection has no token to renew (authentication is off, or it came in with a ticket)');
+      if (!auth) throw new TetherError('FAILED_PRECONDITION', 'this connection has no token to renew (authentication is off)');
       return { expires_at: (await auth.renew(token)).toISOString() };
     });
     peer.onRequest('hello', (hello) => {

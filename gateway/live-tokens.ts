@@ -61,7 +61,7 @@ export class LiveTokens {
    */
   renew(channel: Channel, fresh: VerifiedToken): void {
     const t = this.live.get(channel);
-    if (!t) throw new TetherError('FAILED_PRECONDITION', 'this connection has no token to renew (authentication is off, or it came in with a ticket)');
+    if (!t) throw new TetherError('FAILED_PRECONDITION', 'this connection has no token to renew (authentication is off)');
     if (!samePrincipal(t.token, fresh)) {
       throw new TetherError('PERMISSION_DENIED', 'a renewal token must be for the same principal as the connection (same sub, kind, agent and scopes)', { reason: 'wrong_principal' });
     }

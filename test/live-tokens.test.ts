@@ -166,6 +166,22 @@ describe.each(['ws', 'grpc'] as const)('tokens on live connections over %s', (tr
   });
 });
 
+describe('a browser ticket connection', () => {
+  it('carries the issuing token: revoking that token closes it', async () => {
+    const token = await mint('client', 'browser-user', 3600);
+    const res = await fetch(`http://127.0.0.1:${server.port}/v1/ticket`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+    expect(res.status).toBe(200);
+    const { ticket } = (await res.json()) as { ticket: string };
+    let ended!: (e: TetherError | undefined) => void;
+    const closed = new Promise<TetherError | undefined>((r) => (ended = r));
+    const client = await GatewayClient.connect({ gateway: `${server.url}/v1/connect?ticket=${ticket}`, reconnect: false, onStatus: (s) => s.state === 'closed' && ended(s.error) });
+    open.push({ ended: closed as Promise<TetherError>, downs: 0, alive: async () => true, close: () => client.close() });
+    expect(client.principal).toBe('browser-user');
+    addRevocation(dir, { jti: String(decodeJwt(token).jti) });
+    expect((await withTimeout(closed, 1_000, 'the revocation close'))?.code).toBe('PERMISSION_DENIED');
+  });
+});
+
 describe('tether revoke (CLI)', () => {
   const state = mkdtempSync(join(tmpdir(), 'tether-revoke-cli-'));
   let gw: Daemon | undefined;
