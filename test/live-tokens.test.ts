@@ -4,7 +4,8 @@
  * second and refused after, for agents and clients, over WebSocket and gRPC; the revocation
  * list survives a gateway restart (CLI).
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeJwt } from 'jose';
@@ -23,7 +24,7 @@ import type { TokenSource } from '../core/link/token-renewal.js';
 import { Gateway } from '../gateway/gateway.js';
 import { addRevocation, RevocationList } from '../gateway/revocations.js';
 import { startGatewayServer, type GatewayServer } from '../gateway/server.js';
-import { runTether, startTether, type Daemon } from './support/cli.js';
+import { runTether, startTether, TETHER_BIN, type Daemon } from './support/cli.js';
 import { withTimeout } from './support/stack.js';
 
 type Role = 'agent' | 'client';
@@ -89,6 +90,16 @@ async function gatewayAgents(): Promise<string[]> {
   const c = await GatewayClient.connect({ gateway: server.url, token: await mint('client', 'observer', 60), reconnect: false });
   try {
     return (await c.listAgents()).map((a) => a.name);
+  } finally {
+    await c.close();
+  }
+}
+
+/** How many sessions an agent runs (0 if it is not connected). */
+async function agentSessions(name: string): Promise<number> {
+  const c = await GatewayClient.connect({ gateway: server.url, token: await mint('client', 'observer', 60), reconnect: false });
+  try {
+    return (await c.listAgents()).find((a) => a.name === name)?.sessions.length ?? 0;
   } finally {
     await c.close();
   }
@@ -163,6 +174,59 @@ describe.each(['ws', 'grpc'] as const)('tokens on live connections over %s', (tr
     const r = await peer.request('auth.renew', { token: await mint('client', 'alice', 7200) });
     expect(Date.parse(r.expires_at) - Date.now()).toBeGreaterThan(3600_000);
     expect(await client.listAgents()).toEqual([]);
+  });
+});
+
+describe('--token-file on the command line', () => {
+  it('tether agent and tether chat --json renew from their token files and keep their links past several expiries', { timeout: 60_000 }, async () => {
+    const files = { agent: join(dir, 'agent.token'), client: join(dir, 'client.token') };
+    const put = (path: string, token: string) => {
+      writeFileSync(`${path}.tmp`, token + '\n');
+      renameSync(`${path}.tmp`, path);
+    };
+    const refresh = async () => {
+      put(files.agent, await mint('agent', 'cli-agent', 2));
+      put(files.client, await mint('client', 'cli-user', 2));
+    };
+    await refresh();
+    const refresher = setInterval(() => void refresh(), 300);
+    const agent = startTether(['agent', '--gateway', server.url, '--name', 'cli-agent', '--token-file', files.agent, '--engine', 'demo', '--log-level', 'warn']);
+    const chat = spawn(process.execPath, [TETHER_BIN, 'chat', '--json', '--gateway', server.url, '--token-file', files.client, '--agent', 'cli-agent'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    chat.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    chat.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const exited = new Promise<number | null>((r) => chat.on('exit', (code) => r(code)));
+    try {
+      await withTimeout(
+        (async () => {
+          while (!(await agentSessions('cli-agent'))) await new Promise((r) => setTimeout(r, 100));
+        })(),
+        20_000,
+        `the agent registered and the chat session started (chat stderr: ${err})`,
+      );
+      const until = Date.now() + 5_000; // 2-s tokens: the links live only by renewing
+      while (Date.now() < until) {
+        expect(await gatewayAgents()).toContain('cli-agent');
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      chat.stdin.write(JSON.stringify({ type: 'user', message: { role: 'user', content: 'still there?' } }) + '\n');
+      await withTimeout(
+        (async () => {
+          while (!out.includes('"type":"result"')) await new Promise((r) => setTimeout(r, 50));
+        })(),
+        15_000,
+        `a result after the expiries (chat stderr: ${err})`,
+      );
+      chat.stdin.end();
+      expect(await withTimeout(exited, 15_000, 'chat to exit')).toBe(0);
+      expect(err).not.toMatch(/link down|token expired/);
+      expect(agent.stderr()).not.toMatch(/link down|giving up/);
+    } finally {
+      clearInterval(refresher);
+      chat.kill('SIGKILL');
+      await agent.stop();
+    }
   });
 });
 
