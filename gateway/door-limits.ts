@@ -36,6 +36,14 @@ export const DOOR_DEFAULTS: DoorLimits = {
   requestTimeoutMs: 30_000,
 };
 
+/**
+ * The listen backlog of both ports (Node's default is 511): connections the kernel has
+ * completed but the gateway not yet accepted. A burst past it (a flood, a reconnect storm)
+ * has its handshakes dropped by the kernel, and a client that then sends nothing never
+ * learns. The kernel caps it at net.core.somaxconn (4096 on current Linux).
+ */
+export const LISTEN_BACKLOG = 4096;
+
 /** How often Node checks open HTTP connections against the header and request deadlines. */
 export const DEADLINE_CHECK_INTERVAL_MS = 1_000;
 

@@ -50,6 +50,8 @@ export interface GrpcListenerOptions<A = undefined> {
    * return false having ended the socket to refuse it. Absent: every connection is taken.
    */
   onConnection?: (socket: Socket) => boolean;
+  /** Listen backlog: connections the kernel completes before we accept them (default Node's 511). */
+  backlog?: number;
   /** More services on the same port (the health service), served without the door: they carry no session data. */
   services?: { definition: ServiceDefinition; implementation: UntypedServiceImplementation }[];
 }
@@ -147,7 +149,7 @@ export function startGrpcListener<A = undefined>(opts: GrpcListenerOptions<A>): 
       server.forceShutdown();
       reject(new TetherError('UNAVAILABLE', `cannot bind gRPC listener on ${where}: ${err.message}`));
     });
-    tcp.listen(opts.port, opts.host.replace(/^\[(.*)\]$/, '$1'), () => {
+    tcp.listen(opts.port, opts.host.replace(/^\[(.*)\]$/, '$1'), opts.backlog ?? 511, () => {
       tcp.removeAllListeners('error');
       tcp.on('error', () => {});
       const port = (tcp.address() as { port: number }).port;

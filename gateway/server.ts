@@ -7,7 +7,7 @@ import { silentLogger } from '../core/logging.js';
 import type { TicketOptions } from '../core/auth/tickets.js';
 import type { TokenVerifier } from '../core/auth/verify.js';
 import { Door, type Admission } from './door.js';
-import { AuthFailureLimiter, ConnectionLimiter, DEADLINE_CHECK_INTERVAL_MS, DOOR_DEFAULTS, gateConnection, type DoorLimits } from './door-limits.js';
+import { AuthFailureLimiter, ConnectionLimiter, DEADLINE_CHECK_INTERVAL_MS, DOOR_DEFAULTS, gateConnection, LISTEN_BACKLOG, type DoorLimits } from './door-limits.js';
 import type { Channel } from '../core/channel/channel.js';
 import type { Gateway } from './gateway.js';
 import type { LoginDesk } from '../core/auth/login-codes.js';
@@ -176,7 +176,7 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(opts.port ?? 7800, host, () => {
+    server.listen(opts.port ?? 7800, host, LISTEN_BACKLOG, () => {
       server.off('error', reject);
       resolve();
     });
@@ -194,6 +194,7 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
         admit: (metadata, remote) => door.admit({ transport: 'grpc', remote, authorization: metadata.authorization, origin: metadata.origin }),
         onChannel: (channel, _metadata, admitted) => accept(channel, admitted, 'grpc'),
         onConnection: gate('grpc', false),
+        backlog: LISTEN_BACKLOG,
         services: [health],
       });
     } catch (err) {

@@ -84,6 +84,7 @@ describe('a flood at the door', () => {
       console.log(`[flood] authenticated round trips during (until every flood connection was closed): n=${d.n} p50=${d.p50} ms p99=${d.p99} ms max=${d.max} ms`);
       console.log(`[flood] authenticated round trips in the first 3 s (the connection burst): n=${u.n} p50=${u.p50} ms p99=${u.p99} ms max=${u.max} ms`);
 
+      expect(summary.raw.stillOpen).toEqual({ silent: 0, partial: 0 });
       expect(summary.timedOut).toBeUndefined();
       // Every unauthenticated connection was let in (8 addresses × 250, under the per-address cap)
       // and then closed by the gateway's header deadline (10 s, checked every second).

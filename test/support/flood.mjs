@@ -10,7 +10,8 @@ import { connect } from 'node:net';
 const [port, rawCount, badCount] = process.argv.slice(2).map(Number);
 const BAD = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJtYWxsb3J5In0.Zmxvb2Qtc2lnbmF0dXJlLXRoYXQtZG9lcy1ub3QtbWF0Y2g';
 const t0 = Date.now();
-const summary = { raw: { opened: 0, closedByGateway: 0, answered: {}, lastClosedMs: 0, errors: 0 }, badTokens: { statuses: {}, lastAnsweredMs: 0 } };
+const summary = { raw: { opened: 0, closedByGateway: 0, answered: {}, lastClosedMs: 0, errors: 0, stillOpen: { silent: 0, partial: 0 } }, badTokens: { statuses: {}, lastAnsweredMs: 0 } };
+const open = new Set();
 let pending = 0;
 const done = () => {
   if (--pending > 0) return;
@@ -22,6 +23,8 @@ const statusOf = (text) => (text.match(/^HTTP\/1\.1 (\d{3})/) ?? [, 'none'])[1];
 for (let i = 0; i < rawCount; i++) {
   pending++;
   const s = connect({ port, host: '127.0.0.1', localAddress: `127.0.0.${2 + (i % 8)}` });
+  s.kind = i % 2 ? 'partial' : 'silent';
+  open.add(s);
   let got = '';
   s.on('connect', () => {
     summary.raw.opened++;
@@ -30,6 +33,7 @@ for (let i = 0; i < rawCount; i++) {
   s.on('data', (d) => (got += d.toString()));
   s.on('error', () => summary.raw.errors++);
   s.on('close', () => {
+    open.delete(s);
     summary.raw.closedByGateway++;
     const st = statusOf(got);
     summary.raw.answered[st] = (summary.raw.answered[st] ?? 0) + 1;
@@ -57,6 +61,7 @@ for (let i = 0; i < badCount; i++) {
   });
 }
 setTimeout(() => {
+  for (const s of open) summary.raw.stillOpen[s.kind]++;
   process.stdout.write(JSON.stringify({ ...summary, timedOut: true, pending }) + '\n');
   process.exit(0);
 }, 60_000).unref();
