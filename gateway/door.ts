@@ -178,15 +178,18 @@ export class Door {
    * this gateway has no sign-in desk (authentication off, or no key that can sign).
    */
   async signIn(req: DoorRequest, code: string): Promise<{ token: string; expires_in: number; principal: string }> {
+    let reserved: Reservation | undefined;
     try {
       this.checkOrigin(req.origin);
       if (this.opts.verifier === 'off') throw new TetherError('FAILED_PRECONDITION', 'authentication is off on this gateway: the page needs no sign-in');
       if (!this.opts.login) throw new TetherError('FAILED_PRECONDITION', 'web sign-in is off on this gateway (it has no key that can sign tokens)');
+      reserved = this.opts.failures?.take(addressOf(req.remote)); // sign-in codes are guessable secrets too
       const r = await this.opts.login.redeem(code);
+      reserved?.refund();
       this.log.info({ transport: req.transport, remote: req.remote, principal: r.sub, event: 'auth.sign_in' }, 'signed in with a sign-in link');
       return { token: r.token, expires_in: r.expiresIn, principal: r.sub };
     } catch (err) {
-      throw this.refused(req, err);
+      throw this.refused(req, err, reserved);
     }
   }
 
