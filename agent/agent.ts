@@ -13,6 +13,7 @@ import { PROTOCOL_VERSION } from '../core/protocol/version.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
 import { AGENT_BACKOFF, type BackoffPolicy } from '../core/util/backoff.js';
 import type { HeartbeatOptions } from '../core/link/heartbeat.js';
+import type { TokenSource } from '../core/link/token-renewal.js';
 import { engineCommandLine, resolveEngines, type EngineChoice, type ResolvedEngines } from './engine-command.js';
 import { withSdkEnv } from '../core/protocol/sdk-env.js';
 import { EngineProcess } from './engine-process.js';
@@ -30,6 +31,8 @@ export interface AgentOptions {
   gateway: string;
   name: string;
   token?: string;
+  /** Where a fresh token comes from instead of `token` (e.g. re-reading --token-file): each reconnect, and renewal before expiry. */
+  tokenSource?: TokenSource;
   engine?: EngineChoice;
   engineCommand?: string;
   /** Working folder for sessions that name none. */
@@ -84,6 +87,7 @@ export class Agent {
       logger: this.log,
       backoff: opts.backoff ?? AGENT_BACKOFF,
       heartbeat: opts.heartbeat,
+      tokenSource: opts.tokenSource,
       hello: () => this.hello(),
       setup: (peer) => this.setup(peer),
       onConnected: (peer) => this.connected(peer),

@@ -1,7 +1,7 @@
-import { readFileSync } from 'node:fs';
 import { homedir, hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
+import { readTokenFile } from '../core/auth/token-file.js';
 import { loggingKeys, positiveInt } from '../core/config/common.js';
 import type { ConfigSpec, FinishContext } from '../core/config/load.js';
 import { HEARTBEAT_DEFAULTS } from '../core/link/heartbeat.js';
@@ -14,9 +14,6 @@ import { allowFlagProblem, type EngineFlagPolicy } from './extra-args.js';
 
 /** Where the agent keeps its host key unless hostKeyFile says otherwise. */
 export const DEFAULT_HOST_KEY_FILE = join(homedir(), '.tether', 'agent-host-key.pem');
-
-/** Largest token file read (a token is at most 8 KiB). */
-const MAX_TOKEN_FILE_BYTES = 64 * 1024;
 
 /** Which engines the agent runs and how it treats them (also the `tether up` agent's). */
 export const ENGINE_KEYS = {
@@ -95,7 +92,7 @@ export const agentSchema = z
       .string()
       .min(1)
       .optional()
-      .meta({ help: 'read the agent token from this file instead (tether token --out writes one)', flag: 'token-file' }),
+      .meta({ help: 'read the agent token from this file instead (tether token --out writes one); re-read to renew the token on the live link and at every reconnect', flag: 'token-file' }),
     hostKeyFile: z
       .string()
       .min(1)
@@ -129,13 +126,9 @@ function tokenOf(c: { token?: string; tokenFile?: string }, ctx: FinishContext):
     return undefined;
   }
   try {
-    const text = readFileSync(c.tokenFile, 'utf8');
-    if (text.length > MAX_TOKEN_FILE_BYTES) throw new Error(`larger than ${MAX_TOKEN_FILE_BYTES} bytes`);
-    const token = text.trim();
-    if (!token) ctx.problem('tokenFile', `${c.tokenFile} is empty`);
-    return token || undefined;
+    return readTokenFile(c.tokenFile);
   } catch (err) {
-    ctx.problem('tokenFile', `cannot read ${c.tokenFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    ctx.problem('tokenFile', (err as Error).message);
     return undefined;
   }
 }

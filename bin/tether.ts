@@ -9,11 +9,12 @@ import { gatewayCommand } from './commands/gateway.js';
 import { keygenCommand } from './commands/keygen.js';
 import { loginLinkCommand } from './commands/login-link.js';
 import { agentsCommand, sessionsCommand } from './commands/list.js';
+import { revokeCommand } from './commands/revoke.js';
 import { runCommand } from './commands/run.js';
 import { tokenCommand } from './commands/token.js';
 import { upCommand } from './commands/up.js';
 
-const commands: Command[] = [upCommand, gatewayCommand, agentCommand, runCommand, chatCommand, attachCommand, agentsCommand, sessionsCommand, auditCommand, tokenCommand, loginLinkCommand, keygenCommand, configCommand];
+const commands: Command[] = [upCommand, gatewayCommand, agentCommand, runCommand, chatCommand, attachCommand, agentsCommand, sessionsCommand, auditCommand, tokenCommand, revokeCommand, loginLinkCommand, keygenCommand, configCommand];
 
 const TOP_HELP = `tether: a remote gateway for coding-agent CLIs (Claude Code first)
 

@@ -10,6 +10,7 @@ import { PROTOCOL_VERSION } from '../core/protocol/version.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
 import type { BackoffPolicy } from '../core/util/backoff.js';
 import type { HeartbeatOptions } from '../core/link/heartbeat.js';
+import type { TokenSource } from '../core/link/token-renewal.js';
 import { RemoteSession, type CanUseTool, type IncomingFrame } from './remote-session.js';
 import { acrossReconnects } from './across-reconnects.js';
 
@@ -29,6 +30,12 @@ export interface ConnectOptions {
   backoff?: BackoffPolicy;
   /** Liveness pings (default every 15 s, dead after 10 s without an answer). */
   heartbeat?: HeartbeatOptions;
+  /**
+   * A way to get a fresh token (read a file, mint one) instead of `token`: asked on every
+   * (re)connect and before the token expires, so the connection renews itself (auth.renew)
+   * instead of being closed with UNAUTHENTICATED at its token's expiry.
+   */
+  tokenSource?: TokenSource;
 }
 
 /** A create may wait for its agent to come back and for the engine to start, across reconnects. */
@@ -64,6 +71,7 @@ export class GatewayClient {
       failFast: true,
       backoff: opts.backoff,
       heartbeat: opts.heartbeat,
+      tokenSource: opts.tokenSource,
       hello: () => ({ protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: ['resume.v1'], software: opts.software ?? 'tether-client' }),
       setup: (peer) => this.setup(peer),
       onConnected: (peer, hello) => {

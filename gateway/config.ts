@@ -8,6 +8,7 @@ import { loggingKeys, portKey, positiveInt } from '../core/config/common.js';
 import { pemFile } from '../core/config/tls-keys.js';
 import type { ConfigSpec, FinishContext } from '../core/config/load.js';
 import { GATEWAY_DEFAULTS, type GatewayLimits } from './gateway.js';
+import { DOOR_DEFAULTS, type DoorLimits } from './door-limits.js';
 
 /** Where the gateway listens unless told otherwise: this machine only. */
 export const DEFAULT_GATEWAY_HOST = '127.0.0.1';
@@ -102,6 +103,12 @@ export const LIMIT_KEYS = {
       endedRetentionMs: positiveInt(GATEWAY_DEFAULTS.endedRetentionMs, 'an ended session stays listed (history readable) this long'),
       replayMaxFrames: positiveInt(GATEWAY_DEFAULTS.replay.maxFrames, 'history frames kept per session'),
       replayMaxBytes: positiveInt(GATEWAY_DEFAULTS.replay.maxBytes, 'history bytes kept per session'),
+      maxConnections: positiveInt(DOOR_DEFAULTS.maxConnections, 'open TCP connections on the whole gateway (both ports); more are refused at once (HTTP 503)'),
+      maxConnectionsPerAddress: positiveInt(DOOR_DEFAULTS.maxConnectionsPerAddress, 'open TCP connections from one remote address (raise it behind a proxy or NAT)'),
+      authFailuresPerMinute: positiveInt(DOOR_DEFAULTS.authFailuresPerMinute, 'failed authentications one address may make per minute once its burst is spent (then HTTP 429 / RESOURCE_EXHAUSTED)'),
+      authFailureBurst: positiveInt(DOOR_DEFAULTS.authFailureBurst, 'failed authentications one address may make back to back'),
+      headersTimeoutMs: positiveInt(DOOR_DEFAULTS.headersTimeoutMs, 'an HTTP request or WebSocket upgrade must send its headers within this'),
+      requestTimeoutMs: positiveInt(DOOR_DEFAULTS.requestTimeoutMs, 'an HTTP request must be complete within this'),
     })
     .strict()
     .prefault({}),
@@ -176,6 +183,18 @@ export function gatewayLimitsOf(l: ParsedGateway['limits']): GatewayLimits {
     agentWaitMs: l.agentWaitMs,
     endedRetentionMs: l.endedRetentionMs,
     replay: { maxFrames: l.replayMaxFrames, maxBytes: l.replayMaxBytes },
+  };
+}
+
+/** The door's limits from the `limits` keys. */
+export function doorLimitsOf(l: ParsedGateway['limits']): DoorLimits {
+  return {
+    maxConnections: l.maxConnections,
+    maxConnectionsPerAddress: l.maxConnectionsPerAddress,
+    authFailuresPerMinute: l.authFailuresPerMinute,
+    authFailureBurst: l.authFailureBurst,
+    headersTimeoutMs: l.headersTimeoutMs,
+    requestTimeoutMs: l.requestTimeoutMs,
   };
 }
 

@@ -2,10 +2,12 @@ import { authError, authReason } from '../core/auth/auth-error.js';
 import { bearerToken } from '../core/auth/bearer.js';
 import type { LoginDesk } from '../core/auth/login-codes.js';
 import { TicketBook, type TicketOptions } from '../core/auth/tickets.js';
-import type { TokenVerifier } from '../core/auth/verify.js';
+import type { TokenVerifier, VerifiedToken } from '../core/auth/verify.js';
 import { asTetherError, TetherError } from '../core/errors.js';
 import { scrubUrl, silentLogger, type Logger } from '../core/logging.js';
+import { addressOf, type AuthFailureLimiter, type Reservation } from './door-limits.js';
 import { ANONYMOUS, type Principal } from './principal.js';
+import type { RevocationList } from './revocations.js';
 
 /**
  * Refused credentials since the process started, by reason (core/auth/auth-error.ts), summed
@@ -39,6 +41,17 @@ export interface DoorOptions {
   logger?: Logger;
   /** Called with the reason of every refusal (the gateway's metrics). */
   onAuthFailure?: (reason: string) => void;
+  /** Refused credentials per remote address (threat A17); absent: no limit. */
+  failures?: AuthFailureLimiter;
+  /** Revoked tokens (`tether revoke`), refused like bad ones. */
+  revocations?: RevocationList;
+}
+
+/** What the door decided for one connection. */
+export interface Admission {
+  principal: Principal;
+  /** The bearer token that got it in, or that a ticket was issued for (absent with authentication off). */
+  token?: VerifiedToken;
 }
 
 /** What a listener knows about a connection attempt, transport-blind. */
@@ -99,22 +112,42 @@ export class Door {
     return [...this.origins];
   }
 
-  /** Decides one connection: resolves with its principal, or rejects with the refusal (already counted and logged). */
-  async admit(req: DoorRequest): Promise<Principal> {
+  /** The clock tokens are judged by, epoch ms. */
+  nowMs(): number {
+    return this.opts.verifier === 'off' ? Date.now() : this.opts.verifier.nowMs();
+  }
+
+  /** The clock skew allowed past a token's exp (0 with authentication off). */
+  get clockToleranceMs(): number {
+    return this.opts.verifier === 'off' ? 0 : this.opts.verifier.clockToleranceMs;
+  }
+
+  /**
+   * Decides one connection: resolves with its principal (and the token), or rejects with the
+   * refusal (already counted and logged). An address that spent its failures is refused with
+   * RESOURCE_EXHAUSTED before its credential is looked at.
+   */
+  async admit(req: DoorRequest): Promise<Admission> {
+    let reserved: Reservation | undefined;
     try {
       this.checkOrigin(req.origin);
-      if (this.opts.verifier === 'off') return ANONYMOUS;
+      if (this.opts.verifier === 'off') return { principal: ANONYMOUS };
+      reserved = this.opts.failures?.take(addressOf(req.remote));
       if (req.ticket !== undefined) {
         if (req.authorization !== undefined) throw authError('UNAUTHENTICATED', 'malformed', 'send a token or a ticket, not both');
-        const principal = await this.tickets.redeem(req.ticket, normalizeOrigin(req.origin ?? ''));
+        const { principal, token } = await this.tickets.redeemWithToken(req.ticket, normalizeOrigin(req.origin ?? ''));
+        if (token) this.checkRevoked(token);
+        reserved?.refund();
         this.log.debug({ transport: req.transport, remote: req.remote, principal: principal.sub, via: 'ticket' }, 'authenticated');
-        return principal;
+        return { principal, token };
       }
       const verified = await this.opts.verifier.verify(bearerToken(req.authorization));
+      this.checkRevoked(verified);
+      reserved?.refund();
       this.log.debug({ transport: req.transport, remote: req.remote, principal: verified.principal.sub, kind: verified.kind }, 'authenticated');
-      return verified.principal;
+      return { principal: verified.principal, token: verified };
     } catch (err) {
-      throw this.refused(req, err);
+      throw this.refused(req, err, reserved);
     }
   }
 
@@ -123,15 +156,19 @@ export class Door {
    * to its principal and to `req.origin`. Refusals are counted and logged like admit()'s.
    */
   async issueTicket(req: DoorRequest): Promise<{ ticket: string; expires_in: number }> {
+    let reserved: Reservation | undefined;
     try {
       this.checkOrigin(req.origin);
       if (this.opts.verifier === 'off') throw new TetherError('FAILED_PRECONDITION', 'authentication is off on this gateway: connect without a ticket');
+      reserved = this.opts.failures?.take(addressOf(req.remote));
       const verified = await this.opts.verifier.verify(bearerToken(req.authorization));
       if (verified.kind !== 'client') throw authError('PERMISSION_DENIED', 'wrong_type', 'tickets are for clients: this is an agent token');
-      const { ticket, expiresIn } = await this.tickets.issue(verified.principal, normalizeOrigin(req.origin ?? ''));
+      this.checkRevoked(verified);
+      reserved?.refund();
+      const { ticket, expiresIn } = await this.tickets.issue(verified.principal, normalizeOrigin(req.origin ?? ''), verified);
       return { ticket, expires_in: expiresIn };
     } catch (err) {
-      throw this.refused(req, err);
+      throw this.refused(req, err, reserved);
     }
   }
 
@@ -141,15 +178,18 @@ export class Door {
    * this gateway has no sign-in desk (authentication off, or no key that can sign).
    */
   async signIn(req: DoorRequest, code: string): Promise<{ token: string; expires_in: number; principal: string }> {
+    let reserved: Reservation | undefined;
     try {
       this.checkOrigin(req.origin);
       if (this.opts.verifier === 'off') throw new TetherError('FAILED_PRECONDITION', 'authentication is off on this gateway: the page needs no sign-in');
       if (!this.opts.login) throw new TetherError('FAILED_PRECONDITION', 'web sign-in is off on this gateway (it has no key that can sign tokens)');
+      reserved = this.opts.failures?.take(addressOf(req.remote)); // sign-in codes are guessable secrets too
       const r = await this.opts.login.redeem(code);
+      reserved?.refund();
       this.log.info({ transport: req.transport, remote: req.remote, principal: r.sub, event: 'auth.sign_in' }, 'signed in with a sign-in link');
       return { token: r.token, expires_in: r.expiresIn, principal: r.sub };
     } catch (err) {
-      throw this.refused(req, err);
+      throw this.refused(req, err, reserved);
     }
   }
 
@@ -160,15 +200,33 @@ export class Door {
     return normal !== undefined && this.origins.has(normal);
   }
 
+  private checkRevoked(token: VerifiedToken): void {
+    if (this.opts.revocations?.match({ sub: token.principal.sub, jti: token.jti, issuedAt: token.issuedAt })) {
+      throw authError('PERMISSION_DENIED', 'revoked', 'token revoked (tether revoke)');
+    }
+  }
+
   private checkOrigin(origin: string | undefined): void {
     if (origin !== undefined && !this.originAllowed(origin)) {
       throw authError('PERMISSION_DENIED', 'origin', `origin ${JSON.stringify(origin.slice(0, 100))} is not allowed (the gateway's --allow-origin adds one)`);
     }
   }
 
-  private refused(req: DoorRequest, err: unknown): TetherError {
+  private refused(req: DoorRequest, err: unknown, reserved: Reservation | undefined): TetherError {
     const path = req.path === undefined ? undefined : scrubUrl(req.path);
-    return noteAuthFailure(this.log, asTetherError(err, 'UNAUTHENTICATED'), { transport: req.transport, remote: req.remote, path }, this.opts.onAuthFailure);
+    const e = asTetherError(err, 'UNAUTHENTICATED');
+    const fields = { transport: req.transport, remote: req.remote, path };
+    if (authReason(e) === 'rate_limited') {
+      // Counted, but logged at debug: a flood must not turn into a flood of log lines.
+      this.opts.onAuthFailure?.('rate_limited');
+      authFailures.rate_limited = (authFailures.rate_limited ?? 0) + 1;
+      this.log.debug({ event: 'auth.failed', ...fields, reason: 'rate_limited', code: e.code }, `refused: ${e.message}`);
+      return e;
+    }
+    if (reserved?.exhausted) {
+      this.log.warn({ event: 'auth.rate_limited', ...fields }, 'this address spent its failed authentications: it is refused unread until they refill');
+    }
+    return noteAuthFailure(this.log, e, fields, this.opts.onAuthFailure);
   }
 }
 

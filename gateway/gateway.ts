@@ -45,6 +45,14 @@ export const GATEWAY_DEFAULTS: GatewayLimits = {
   heartbeat: HEARTBEAT_DEFAULTS,
 };
 
+/** What the door hands routing about a connection's token, so it can be renewed in-band. */
+export interface ConnectionAuth {
+  /** When the token expires (told to the peer in its hello answer). */
+  expiresAt: Date;
+  /** Verifies a fresh token of the same principal and swaps it in; resolves with its expiry. */
+  renew(token: string): Promise<Date>;
+}
+
 export interface GatewayOptions {
   logger?: Logger;
   /** Where audit records go (default: bounded in memory). */
@@ -89,14 +97,21 @@ export class Gateway {
 
   private readonly countAuthFailure = (reason: string) => this.metrics.authFailure(reason);
 
-  /** Hands a connection to the gateway; it owns the channel from now on. */
-  accept(channel: Channel, principal: Principal = ANONYMOUS): void {
+  /**
+   * Hands a connection to the gateway; it owns the channel from now on. `auth` (a bearer
+   * token's connection) enables auth.renew; without it, auth.renew answers FAILED_PRECONDITION.
+   */
+  accept(channel: Channel, principal: Principal = ANONYMOUS, auth?: ConnectionAuth): void {
     this.channels.add(channel);
     const log = this.log.child({ transport: channel.transport, remote: channel.remote, principal: principal.sub });
     const peer = new RpcPeer(channel, { logger: log });
     const helloTimer = setTimeout(() => channel.close('DEADLINE_EXCEEDED', `no hello within ${this.limits.helloTimeoutMs} ms`), this.limits.helloTimeoutMs);
     let greeted = false;
     peer.onRequest('ping', () => ({}));
+    peer.onRequest('auth.renew', async ({ token }) => {
+      if (!auth) throw new TetherError('FAILED_PRECONDITION', 'this connection has no token to renew (authentication is off)');
+      return { expires_at: (await auth.renew(token)).toISOString() };
+    });
     peer.onRequest('hello', (hello) => {
       if (greeted) throw new TetherError('FAILED_PRECONDITION', 'hello was already exchanged on this connection');
       assertCompatible(hello.protocol_version);
@@ -114,7 +129,7 @@ export class Gateway {
         channel.close('UNAVAILABLE', reason);
       });
       log.info({ role: hello.role, agent: hello.agent?.name }, 'peer connected');
-      return { protocol_version: PROTOCOL_VERSION, gateway_id: this.id, capabilities: GATEWAY_CAPABILITIES, principal: principal.sub };
+      return { protocol_version: PROTOCOL_VERSION, gateway_id: this.id, capabilities: GATEWAY_CAPABILITIES, principal: principal.sub, token_expires_at: auth?.expiresAt.toISOString() };
     });
     void peer.run().then((info) => {
       clearTimeout(helloTimer);

@@ -4,6 +4,7 @@ import { CHANNEL_DEFAULTS } from '../core/channel/channel.js';
 import { GRPC_DEFAULTS, GrpcServerChannel, grpcLinkOptions } from '../core/channel/grpc.js';
 import { loadGatewayService, type GatewayFrame } from '../core/channel/proto.js';
 import { asTetherError, TetherError } from '../core/errors.js';
+import { createServer as createTcpServer, type Socket } from 'node:net';
 
 /** Server TLS material for {@link startGrpcListener}. */
 export interface GrpcListenerTls {
@@ -44,6 +45,13 @@ export interface GrpcListenerOptions<A = undefined> {
    * caller's dial fails with that code.
    */
   onChannel: (channel: Channel, metadata: Record<string, string>, admitted: A) => void;
+  /**
+   * Decides each TCP connection as it is accepted, before any byte is read (connection caps):
+   * return false having ended the socket to refuse it. Absent: every connection is taken.
+   */
+  onConnection?: (socket: Socket) => boolean;
+  /** Listen backlog: connections the kernel completes before we accept them (default Node's 511). */
+  backlog?: number;
   /** More services on the same port (the health service), served without the door: they carry no session data. */
   services?: { definition: ServiceDefinition; implementation: UntypedServiceImplementation }[];
 }
@@ -127,32 +135,46 @@ export function startGrpcListener<A = undefined>(opts: GrpcListenerOptions<A>): 
   const creds = opts.tls
     ? ServerCredentials.createSsl(opts.tls.clientCa ?? null, [{ cert_chain: opts.tls.cert, private_key: opts.tls.key }], opts.tls.clientCa !== undefined)
     : ServerCredentials.createInsecure();
-  const host = opts.host.includes(':') && !opts.host.startsWith('[') ? `[${opts.host}]` : opts.host;
+  // Our own TCP listener feeds grpc-js through a connection injector: grpc-js has no hook on
+  // accepted connections, and the caps must apply before TLS or HTTP/2 cost anything.
+  const injector = server.createConnectionInjector(creds);
+  const tcp = createTcpServer((socket) => {
+    if (opts.onConnection && !opts.onConnection(socket)) return;
+    injector.injectConnection(socket);
+  });
+  const where = `${opts.host.includes(':') && !opts.host.startsWith('[') ? `[${opts.host}]` : opts.host}:${opts.port}`;
 
   return new Promise((resolve, reject) => {
-    server.bindAsync(`${host}:${opts.port}`, creds, (err, port) => {
-      if (err) {
-        server.forceShutdown();
-        reject(new TetherError('UNAVAILABLE', `cannot bind gRPC listener on ${host}:${opts.port}: ${err.message}`));
-        return;
-      }
+    tcp.once('error', (err) => {
+      server.forceShutdown();
+      reject(new TetherError('UNAVAILABLE', `cannot bind gRPC listener on ${where}: ${err.message}`));
+    });
+    tcp.listen(opts.port, opts.host.replace(/^\[(.*)\]$/, '$1'), opts.backlog ?? 511, () => {
+      tcp.removeAllListeners('error');
+      tcp.on('error', () => {});
+      const port = (tcp.address() as { port: number }).port;
       let closing: Promise<void> | undefined;
       resolve({
         port,
         close({ graceMs = CLOSE_GRACE_MS }: GrpcListenerCloseOptions = {}) {
           closing ??= new Promise<void>((done) => {
+            tcp.close();
+            const finish = () => {
+              injector.destroy();
+              done();
+            };
             if (graceMs <= 0) {
               server.forceShutdown();
-              done();
+              finish();
               return;
             }
             const timer = setTimeout(() => {
               server.forceShutdown();
-              done();
+              finish();
             }, graceMs);
             server.tryShutdown(() => {
               clearTimeout(timer);
-              done();
+              finish();
             });
             for (const channel of open) channel.close('UNAVAILABLE', 'gateway listener closing');
           });

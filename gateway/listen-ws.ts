@@ -38,6 +38,7 @@ export function attachWsListener<A = undefined>(server: Server, opts: WsListener
     wss.handleUpgrade(req, socket, head, (ws) => {
       const remote = `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`;
       const channel = new WsChannel(ws, remote, {
+        socket: socket as Duplex & { bytesRead: number },
         maxFrameBytes,
         pingIntervalMs: opts.pingIntervalMs ?? 15_000,
         pingTimeoutMs: opts.pingTimeoutMs ?? 10_000,

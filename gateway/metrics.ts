@@ -59,6 +59,7 @@ export class GatewayMetrics {
   private readonly slowCuts: Counter<'transport'>;
   private readonly authFailures: Counter<'reason'>;
   private readonly unresponsive: Counter;
+  private readonly connectionsRefused: Counter<'transport'>;
 
   constructor(opts: GatewayMetricsOptions = {}) {
     const registers = [this.registry];
@@ -130,7 +131,18 @@ export class GatewayMetrics {
     });
     this.gaps = new Counter({ name: 'tether_replay_gaps_total', help: 'Attaches that asked for history no longer held (a gap notice was sent).', registers });
     this.slowCuts = new Counter({ name: 'tether_slow_client_disconnects_total', help: 'Clients cut because their send queue passed the limit, by transport.', labelNames: ['transport'], registers });
-    this.authFailures = new Counter({ name: 'tether_auth_failures_total', help: 'Refused credentials, by reason (core/auth/auth-error.ts).', labelNames: ['reason'], registers });
+    this.authFailures = new Counter({
+      name: 'tether_auth_failures_total',
+      help: 'Refused credentials, by reason (core/auth/auth-error.ts); reason="rate_limited": refused unread, the address had spent its failures.',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.connectionsRefused = new Counter({
+      name: 'tether_connections_refused_total',
+      help: 'TCP connections ended at once because a connection cap (whole gateway, or one address) was reached, by listener.',
+      labelNames: ['transport'],
+      registers,
+    });
     this.unresponsive = new Counter({
       name: 'tether_engine_unresponsive_total',
       help: 'Sessions marked unresponsive: their engine left a control request (e.g. interrupt) unanswered past the bound.',
@@ -148,7 +160,9 @@ export class GatewayMetrics {
     for (const transport of KNOWN_TRANSPORTS) {
       this.clients.set({ transport }, 0);
       this.slowCuts.inc({ transport }, 0);
+      this.connectionsRefused.inc({ transport }, 0);
     }
+    this.authFailures.inc({ reason: 'rate_limited' }, 0);
     if (opts.processMetrics) collectDefaultMetrics({ register: this.registry });
   }
 
@@ -221,6 +235,11 @@ export class GatewayMetrics {
   /** A session's engine left a control request unanswered past the bound. */
   engineUnresponsive(): void {
     this.unresponsive.inc();
+  }
+
+  /** A TCP connection was ended at a connection cap. */
+  connectionRefused(transport: string): void {
+    this.connectionsRefused.inc({ transport });
   }
 
   /** The Prometheus text exposition of every metric, and its content type. */

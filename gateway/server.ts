@@ -1,21 +1,25 @@
 import { createServer, type Server } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
+import { TetherError } from '../core/errors.js';
 import type { Logger } from '../core/logging.js';
 import { silentLogger } from '../core/logging.js';
 import type { TicketOptions } from '../core/auth/tickets.js';
 import type { TokenVerifier } from '../core/auth/verify.js';
-import { Door } from './door.js';
+import { Door, type Admission } from './door.js';
+import { AuthFailureLimiter, ConnectionLimiter, DEADLINE_CHECK_INTERVAL_MS, DOOR_DEFAULTS, gateConnection, LISTEN_BACKLOG, type DoorLimits } from './door-limits.js';
+import type { Channel } from '../core/channel/channel.js';
 import type { Gateway } from './gateway.js';
 import type { LoginDesk } from '../core/auth/login-codes.js';
 import { handleLoginRequest } from './listen-http-login.js';
+import { LiveTokens } from './live-tokens.js';
+import type { RevocationList } from './revocations.js';
 import { handleTicketRequest } from './listen-http-ticket.js';
 import { handleWebRequest, loadWebAssets } from './listen-http-web.js';
 import { attachWsListener } from './listen-ws.js';
 import { startGrpcListener, type GrpcListener } from './listen-grpc.js';
 import { grpcHealthService } from './grpc-health.js';
 import { handleOpsRequest } from './listen-http-ops.js';
-import type { Principal } from './principal.js';
 import { evaluateReadiness, type ReadinessCheck, type ReadinessReport } from './readiness.js';
 
 /** How the gateway authenticates connections (see gateway/door.ts). */
@@ -55,6 +59,10 @@ export interface GatewayServerOptions {
   readinessChecks?: ReadinessCheck[];
   /** Folder of the built web page served at `/` (default dist/web); false serves no page. */
   webRoot?: string | false;
+  /** Connection caps, failed-authentication rate and HTTP deadlines (defaults: DOOR_DEFAULTS). */
+  doorLimits?: Partial<DoorLimits>;
+  /** Revoked tokens: refused at the door, and live connections holding one are closed. */
+  revocations?: RevocationList;
 }
 
 export interface GatewayServer {
@@ -90,7 +98,36 @@ export interface GatewayServer {
 export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOptions = {}): Promise<GatewayServer> {
   const log = opts.logger ?? silentLogger;
   const host = opts.host ?? '127.0.0.1';
-  const door = new Door({ ...(opts.auth ?? { verifier: 'off' }), logger: log.child({ component: 'door' }), onAuthFailure: (reason) => gateway.metrics.authFailure(reason) });
+  const limits = { ...DOOR_DEFAULTS, ...opts.doorLimits };
+  const connections = new ConnectionLimiter(limits);
+  const door = new Door({
+    ...(opts.auth ?? { verifier: 'off' }),
+    logger: log.child({ component: 'door' }),
+    onAuthFailure: (reason) => gateway.metrics.authFailure(reason),
+    failures: new AuthFailureLimiter(limits),
+    revocations: opts.revocations,
+  });
+  const liveTokens = new LiveTokens({ skewMs: door.clockToleranceMs, now: () => door.nowMs(), revocations: opts.revocations, logger: log.child({ component: 'tokens' }) });
+  const gate = (transport: string, plaintextHttp: boolean) => (socket: Socket) =>
+    gateConnection(connections, socket, plaintextHttp, (err) => {
+      gateway.metrics.connectionRefused(transport);
+      log.debug({ transport, remote: socket.remoteAddress, err: err.message }, 'connection refused at the cap');
+    });
+  /** Hands an admitted channel to routing, with its token tracked (expiry, revocation, renewal). */
+  const accept = (channel: Channel, admitted: Admission, transport: string) => {
+    const token = admitted.token;
+    if (!token) return gateway.accept(channel, admitted.principal);
+    liveTokens.track(channel, token);
+    gateway.accept(channel, admitted.principal, {
+      expiresAt: token.expiresAt,
+      renew: async (fresh) => {
+        const again = await door.admit({ transport, remote: channel.remote, authorization: `Bearer ${fresh}` });
+        if (!again.token) throw new TetherError('FAILED_PRECONDITION', 'authentication is off on this gateway');
+        liveTokens.renew(channel, again.token);
+        return again.token.expiresAt;
+      },
+    });
+  };
   if (!door.authEnabled) log.warn('authentication is OFF: anyone who can reach this gateway can run sessions on its agents');
   const wantGrpc = opts.grpcPort !== undefined && opts.grpcPort !== null;
   let grpc: GrpcListener | undefined;
@@ -116,11 +153,13 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
   };
   const tls = opts.tls;
   const server: Server = tls
-    ? createTlsServer({ cert: tls.cert, key: tls.key, ca: tls.clientCa, requestCert: tls.clientCa !== undefined, rejectUnauthorized: tls.clientCa !== undefined }, onRequest)
-    : createServer(onRequest);
-  server.headersTimeout = 10_000;
-  server.requestTimeout = 30_000;
-  const detachWs = attachWsListener<Principal>(server, {
+    ? createTlsServer({ connectionsCheckingInterval: DEADLINE_CHECK_INTERVAL_MS, cert: tls.cert, key: tls.key, ca: tls.clientCa, requestCert: tls.clientCa !== undefined, rejectUnauthorized: tls.clientCa !== undefined }, onRequest)
+    : createServer({ connectionsCheckingInterval: DEADLINE_CHECK_INTERVAL_MS }, onRequest);
+  // Slowloris and half-open TCP: headers within headersTimeoutMs, a request within requestTimeoutMs.
+  server.headersTimeout = limits.headersTimeoutMs;
+  server.requestTimeout = limits.requestTimeoutMs;
+  server.on('connection', gate('ws', !tls));
+  const detachWs = attachWsListener<Admission>(server, {
     maxFrameBytes: opts.maxFrameBytes,
     pingIntervalMs: opts.pingIntervalMs,
     pingTimeoutMs: opts.pingTimeoutMs,
@@ -133,11 +172,11 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
         ticket: ticketOf(req.url),
         path: req.url,
       }),
-    onChannel: (channel, _req, principal) => gateway.accept(channel, principal),
+    onChannel: (channel, _req, admitted) => accept(channel, admitted, 'ws'),
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(opts.port ?? 7800, host, () => {
+    server.listen(opts.port ?? 7800, host, LISTEN_BACKLOG, () => {
       server.off('error', reject);
       resolve();
     });
@@ -147,13 +186,15 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
   const health = grpcHealthService(() => readiness().ready);
   if (wantGrpc) {
     try {
-      grpc = await startGrpcListener<Principal>({
+      grpc = await startGrpcListener<Admission>({
         host,
         port: opts.grpcPort!,
         maxFrameBytes: opts.maxFrameBytes,
         tls: opts.tls,
         admit: (metadata, remote) => door.admit({ transport: 'grpc', remote, authorization: metadata.authorization, origin: metadata.origin }),
-        onChannel: (channel, _metadata, principal) => gateway.accept(channel, principal),
+        onChannel: (channel, _metadata, admitted) => accept(channel, admitted, 'grpc'),
+        onConnection: gate('grpc', false),
+        backlog: LISTEN_BACKLOG,
         services: [health],
       });
     } catch (err) {
@@ -178,6 +219,7 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
     close: () =>
       (closing ??= (async () => {
         health.shutdown(); // watchers hear NOT_SERVING before the listener goes
+        liveTokens.dispose();
         await gateway.close();
         await grpc?.close({ graceMs: 1_000 });
         detachWs();

@@ -75,3 +75,26 @@ describe('heartbeat behind a backlog', () => {
     vi.useRealTimers();
   });
 });
+
+describe('heartbeat behind the peer’s backlog', () => {
+  it('forgives a late answer while the peer’s bytes keep arriving, and declares it dead once they stop', async () => {
+    vi.useFakeTimers();
+    const [a] = memoryChannelPair();
+    let received = 0;
+    Object.defineProperty(a, 'receivedBytes', { get: () => received });
+    const pinger = new RpcPeer(a);
+    void pinger.run();
+    const dead = vi.fn();
+    startHeartbeat(pinger, { intervalMs: 1_000, timeoutMs: 500 }, dead);
+    for (let i = 0; i < 8; i++) {
+      received += 32 * 1024; // a big frame trickles in: our answer waits behind it
+      await vi.advanceTimersByTimeAsync(250);
+    }
+    expect(dead).not.toHaveBeenCalled();
+    await vi.advanceTimersByTimeAsync(1_500); // silent now: found within interval + timeout
+    expect(dead).toHaveBeenCalledTimes(1);
+    expect(dead.mock.calls[0][0]).toContain('did not answer a heartbeat within 500 ms');
+    a.close();
+    vi.useRealTimers();
+  });
+});

@@ -1,3 +1,4 @@
+import { readTokenFile } from '../../core/auth/token-file.js';
 import { Agent } from '../../agent/agent.js';
 import { AGENT_CONFIG, enginePoliciesOf } from '../../agent/config.js';
 import { hostKeyFingerprint, hostKeyProof, loadOrCreateHostKey } from '../../core/auth/host-key.js';
@@ -54,6 +55,7 @@ ${configUsage(AGENT_CONFIG)}`,
       gateway: c.gateway,
       name,
       token: c.token,
+      tokenSource: c.tokenFile === undefined ? undefined : () => readTokenFile(c.tokenFile!),
       engine: c.engine,
       engineCommand: c.engineCommand,
       cwd: c.cwd,

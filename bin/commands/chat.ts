@@ -5,12 +5,13 @@ import type { GatewayClient } from '../../client/gateway-client.js';
 import { TetherError } from '../../core/errors.js';
 import { tetherEvent } from '../../core/protocol/events.js';
 import { pick, required, type Command } from '../args.js';
-import { connectFrom, printCreateProgress, TLS_CLIENT_HELP, TLS_CLIENT_OPTIONS } from './list.js';
+import { connectFrom, printCreateProgress, TLS_CLIENT_HELP, TLS_CLIENT_OPTIONS, TOKEN_FILE_HELP, TOKEN_FILE_OPTION } from './list.js';
 
 const common = {
   gateway: { type: 'string' },
   token: { type: 'string' },
   json: { type: 'boolean' },
+  ...TOKEN_FILE_OPTION,
   ...TLS_CLIENT_OPTIONS,
 } as const;
 
@@ -46,7 +47,7 @@ function linkReporter(json: boolean) {
 export const chatCommand: Command = {
   name: 'chat',
   summary: 'start a session on an agent and talk to it (interactive, or --json for scripts)',
-  usage: `Usage: tether chat --agent NAME [--cwd DIR] [--model M] [--permission-mode MODE] [--json [--client-initialize]]
+  usage: `Usage: tether chat --agent NAME [--token-file FILE] [--cwd DIR] [--model M] [--permission-mode MODE] [--json [--client-initialize]]
 
 Starts a new session on the agent and attaches to it as its owner.
 Interactive: type prompts; permission prompts ask y / n / a (always for this session);
@@ -64,6 +65,7 @@ the agent sends none of its own; its answer comes back to you.
 Options:
   --gateway URL            gateway URL (env TETHER_GATEWAY)
   --token TOKEN            client token (env TETHER_TOKEN)
+${TOKEN_FILE_HELP}
   --agent NAME             agent to run on (env TETHER_AGENT)
   --cwd DIR                working folder on the agent
   --model M                model for the engine
@@ -112,6 +114,7 @@ runs until the session ends or you press Ctrl-C.
 Options:
   --gateway URL   gateway URL (env TETHER_GATEWAY)
   --token TOKEN   client token (env TETHER_TOKEN)
+${TOKEN_FILE_HELP}
   --read-only     attach as a viewer
   --from-seq N    start the history at sequence number N
   --json          pipe mode

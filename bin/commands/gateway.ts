@@ -1,5 +1,6 @@
 import { createLogger } from '../../core/logging.js';
-import { GATEWAY_CONFIG, gatewayLimitsOf, serverTlsOf } from '../../gateway/config.js';
+import { doorLimitsOf, GATEWAY_CONFIG, gatewayLimitsOf, serverTlsOf } from '../../gateway/config.js';
+import { RevocationList } from '../../gateway/revocations.js';
 import { Gateway } from '../../gateway/gateway.js';
 import { GatewayMetrics } from '../../gateway/metrics.js';
 import { startGatewayServer } from '../../gateway/server.js';
@@ -50,6 +51,8 @@ ${configUsage(GATEWAY_CONFIG)}`,
       auth: setup.auth,
       metrics: c.metrics,
       tls: serverTlsOf(c),
+      doorLimits: doorLimitsOf(c.limits),
+      revocations: RevocationList.inStateDir(c.stateDir, { logger }),
     });
     process.stdout.write(`gateway: ${server.url}\n`);
     process.stdout.write(`grpc: ${server.grpcUrl ?? 'off'}\n`);

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { GatewayClient, type ConnectOptions } from '../../client/gateway-client.js';
+import { readTokenFile } from '../../core/auth/token-file.js';
 import { TetherError } from '../../core/errors.js';
 import type { CreateProgress } from '../../core/protocol/methods.js';
 import { pick, required, type Command } from '../args.js';
@@ -36,10 +37,19 @@ export function printCreateProgress(p: CreateProgress): void {
   process.stderr.write(`* ${p.message}\n`);
 }
 
+/** `--token-file` (commands that keep a session open): the option and its help line. */
+export const TOKEN_FILE_OPTION = { 'token-file': { type: 'string' } } as const;
+export const TOKEN_FILE_HELP = `  --token-file FILE        read the client token from FILE instead, again at every reconnect
+                           and before it expires (the live connection renews itself: replace
+                           the file with a fresh token, e.g. tether token --out FILE)`;
+
 export async function connectFrom(v: Record<string, unknown>, software: string, onStatus?: ConnectOptions['onStatus']): Promise<GatewayClient> {
+  const tokenFile = v['token-file'] as string | undefined;
+  if (tokenFile !== undefined && v.token !== undefined) throw new TetherError('INVALID_ARGUMENT', 'use --token or --token-file, not both');
   return GatewayClient.connect({
     gateway: required(pick(v.gateway, 'TETHER_GATEWAY'), '--gateway (or TETHER_GATEWAY)'),
-    token: pick(v.token, 'TETHER_TOKEN'),
+    token: tokenFile === undefined ? pick(v.token, 'TETHER_TOKEN') : undefined,
+    tokenSource: tokenFile === undefined ? undefined : () => readTokenFile(tokenFile),
     dial: {
       ca: pem(pick(v.ca, 'TETHER_CA'), '--ca'),
       tlsCert: pem(pick(v['tls-cert'], 'TETHER_TLS_CERT'), '--tls-cert'),

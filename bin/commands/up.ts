@@ -4,7 +4,8 @@ import { enginePoliciesOf } from '../../agent/config.js';
 import { LOGIN_CODE_TTL_SECONDS, mintLoginCode } from '../../core/auth/login-codes.js';
 import { mintToken } from '../../core/auth/mint.js';
 import { createLogger } from '../../core/logging.js';
-import { gatewayLimitsOf } from '../../gateway/config.js';
+import { doorLimitsOf, gatewayLimitsOf } from '../../gateway/config.js';
+import { RevocationList } from '../../gateway/revocations.js';
 import { Gateway } from '../../gateway/gateway.js';
 import { GatewayMetrics } from '../../gateway/metrics.js';
 import { startGatewayServer } from '../../gateway/server.js';
@@ -66,7 +67,16 @@ ${configUsage(UP_CONFIG)}`,
       limits: gatewayLimitsOf(c.limits),
       metrics: new GatewayMetrics({ processMetrics: true }),
     });
-    const server = await startGatewayServer(gateway, { port: c.port, grpcPort: c.grpcPort, maxFrameBytes: c.limits.maxFrameBytes, logger, auth: setup.auth, metrics: c.metrics });
+    const server = await startGatewayServer(gateway, {
+      port: c.port,
+      grpcPort: c.grpcPort,
+      maxFrameBytes: c.limits.maxFrameBytes,
+      logger,
+      auth: setup.auth,
+      metrics: c.metrics,
+      doorLimits: doorLimitsOf(c.limits),
+      revocations: RevocationList.inStateDir(c.stateDir, { logger }),
+    });
     const key = setup.signingKey;
     const agentToken = key ? await mintToken({ key, kind: 'agent', sub: 'local', agent: 'local', ttlSeconds: UP_AGENT_TOKEN_TTL_SECONDS }) : undefined;
     const clientToken = key ? await mintToken({ key, kind: 'client', sub: localUser(), ttlSeconds: UP_CLIENT_TOKEN_TTL_SECONDS }) : undefined;

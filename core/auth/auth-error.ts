@@ -29,6 +29,8 @@ export type AuthFailureReason =
   | 'wrong_agent'
   | 'agent_taken'
   | 'host_key'
+  | 'rate_limited'
+  | 'revoked'
   | 'internal';
 
 /** A refused credential: a TetherError whose details carry the reason. */

@@ -6,6 +6,7 @@ import { explainJoseError } from './jose-errors.js';
 import type { TokenKey } from './keys.js';
 import { mintToken } from './mint.js';
 import type { Principal } from './principal.js';
+import type { VerifiedToken } from './verify.js';
 import { kindOfTyp, TOKEN_AUDIENCE, TOKEN_ISSUER, TOKEN_TYP } from './token-kinds.js';
 
 /** Options of {@link TicketBook}. */
@@ -23,6 +24,8 @@ export const MAX_TICKET_TTL_SECONDS = 60;
 
 interface Outstanding {
   principal: Principal;
+  /** The issuing token (its expiry and revocation follow the ticket's connection). */
+  token?: VerifiedToken;
   origin: string | undefined;
   expiresAtMs: number;
 }
@@ -55,15 +58,18 @@ export class TicketBook {
     return this.outstanding.size;
   }
 
-  /** Issues a ticket for a client principal, bound to `origin` (the request's Origin, if any). */
-  async issue(principal: Principal, origin: string | undefined): Promise<{ ticket: string; expiresIn: number }> {
+  /**
+   * Issues a ticket for a client principal, bound to `origin` (the request's Origin, if any).
+   * `token`, the issuing token, comes back from {@link redeemWithToken}.
+   */
+  async issue(principal: Principal, origin: string | undefined, token?: VerifiedToken): Promise<{ ticket: string; expiresIn: number }> {
     if (principal.kind !== 'client') throw authError('PERMISSION_DENIED', 'wrong_type', 'tickets are for clients: use a client token');
     const now = this.now();
     if (this.outstanding.size >= this.max) this.sweep(now.getTime());
     if (this.outstanding.size >= this.max) throw new TetherError('RESOURCE_EXHAUSTED', 'too many tickets outstanding; try again in a minute');
     const ticket = await mintToken({ key: this.key, kind: 'ticket', sub: principal.sub, ttlSeconds: this.ttl, now, claims: origin ? { origin } : {} });
     const jti = String(decodeJwt(ticket).jti);
-    this.outstanding.set(jti, { principal, origin, expiresAtMs: now.getTime() + this.ttl * 1000 });
+    this.outstanding.set(jti, { principal, token, origin, expiresAtMs: now.getTime() + this.ttl * 1000 });
     return { ticket, expiresIn: this.ttl };
   }
 
@@ -73,6 +79,11 @@ export class TicketBook {
    * PERMISSION_DENIED for the origin); a refused ticket is used up all the same.
    */
   async redeem(ticket: string, origin: string | undefined): Promise<Principal> {
+    return (await this.redeemWithToken(ticket, origin)).principal;
+  }
+
+  /** Like {@link redeem}, also handing back the issuing token given to issue(). */
+  async redeemWithToken(ticket: string, origin: string | undefined): Promise<{ principal: Principal; token?: VerifiedToken }> {
     if (ticket.length > 4096 || !/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(ticket)) throw authError('UNAUTHENTICATED', 'malformed', 'malformed ticket');
     let typ: unknown;
     try {
@@ -101,7 +112,7 @@ export class TicketBook {
       throw authError('UNAUTHENTICATED', 'ticket_used', 'ticket already used or expired (tickets are single-use; get a new one from POST /v1/ticket)');
     }
     if (entry.origin !== origin) throw authError('PERMISSION_DENIED', 'ticket_origin', 'ticket was issued to another origin');
-    return entry.principal;
+    return { principal: entry.principal, token: entry.token };
   }
 
   private sweep(nowMs: number): void {

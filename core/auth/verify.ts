@@ -40,6 +40,8 @@ export interface VerifiedToken {
   kind: 'agent' | 'client';
   principal: Principal;
   jti: string;
+  /** `iat` (revocation by subject refuses tokens issued up to the revocation). */
+  issuedAt: Date;
   expiresAt: Date;
 }
 
@@ -74,6 +76,16 @@ export class TokenVerifier {
     this.audience = opts.audience ?? TOKEN_AUDIENCE;
     this.tolerance = opts.clockToleranceSec ?? DEFAULT_CLOCK_TOLERANCE_SEC;
     this.now = opts.now ?? (() => new Date());
+  }
+
+  /** The clock skew allowed on exp, in ms: a live connection is closed this long after its token's exp. */
+  get clockToleranceMs(): number {
+    return this.tolerance * 1000;
+  }
+
+  /** The verifier's clock, in epoch ms (live connections' expiry is judged by it too). */
+  nowMs(): number {
+    return this.now().getTime();
   }
 
   /** Verifies one token (the part after "Bearer "); resolves with what it grants. */
@@ -131,15 +143,16 @@ export class TokenVerifier {
     // jose checks iat against the clock only with maxTokenAge; a token from the future is refused either way.
     if (typeof iat === 'number' && iat > now.getTime() / 1000 + this.tolerance) throw authError('UNAUTHENTICATED', 'not_yet_valid', 'token issued in the future (check the clocks)');
     const expiresAt = new Date((exp as number) * 1000);
+    const issuedAt = new Date((iat as number) * 1000);
     if (kind === 'agent') {
       const agent = payload.agent;
       if (typeof agent !== 'string' || !/^[A-Za-z0-9._-]{1,128}$/.test(agent)) throw authError('UNAUTHENTICATED', 'bad_claim', 'agent token names no valid agent ("agent" claim)');
-      return { kind, jti, expiresAt, principal: { sub, kind: 'agent', agentName: agent, canCreate: false, canControl: false, canAdmin: false } };
+      return { kind, jti, issuedAt, expiresAt, principal: { sub, kind: 'agent', agentName: agent, canCreate: false, canControl: false, canAdmin: false } };
     }
     const scope = payload.scope;
     if (scope !== undefined && typeof scope !== 'string') throw authError('UNAUTHENTICATED', 'bad_scope', 'token "scope" claim must be a space-separated string');
     try {
-      return { kind, jti, expiresAt, principal: principalFromScopes(sub, scope ? scope.split(' ').filter(Boolean) : []) };
+      return { kind, jti, issuedAt, expiresAt, principal: principalFromScopes(sub, scope ? scope.split(' ').filter(Boolean) : []) };
     } catch (err) {
       throw authError('UNAUTHENTICATED', 'bad_scope', `token has a bad scope: ${(err as Error).message}`);
     }

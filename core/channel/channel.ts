@@ -71,6 +71,12 @@ export interface Channel extends AsyncIterable<WireFrame> {
   readonly maxFrameBytes: number;
   /** Bytes accepted by send() but not yet written to the network. */
   readonly bufferedBytes: number;
+  /**
+   * Bytes received from the peer so far, counting frames still arriving where the transport
+   * can tell (WebSocket: the socket's bytes read), else whole frames only. Liveness checks
+   * use it: a peer whose bytes keep arriving is alive, however slow the link.
+   */
+  readonly receivedBytes: number;
   readonly isClosed: boolean;
   send(frame: OutgoingFrame): Promise<void>;
   /**
@@ -120,6 +126,7 @@ export abstract class BaseChannel implements Channel {
   private resolveClosed!: (info: CloseInfo) => void;
   private readonly queue: WireFrame[] = [];
   private queuedBytes = 0;
+  private framesBytes = 0;
   private paused = false;
   private waiter: (() => void) | undefined;
   private closeInfo: CloseInfo | undefined;
@@ -139,6 +146,11 @@ export abstract class BaseChannel implements Channel {
 
   get isClosed(): boolean {
     return this.closeInfo !== undefined;
+  }
+
+  /** Characters of the frames received so far; adapters that can see partial frames override it. */
+  get receivedBytes(): number {
+    return this.framesBytes;
   }
 
   /** Writes one frame to the transport; called only while open and within the limit. */
@@ -192,7 +204,9 @@ export abstract class BaseChannel implements Channel {
   protected push(frame: WireFrame): void {
     if (this.closeInfo) return;
     this.queue.push(frame);
-    this.queuedBytes += queuedSize(frame);
+    const size = queuedSize(frame);
+    this.queuedBytes += size;
+    this.framesBytes += size;
     if (!this.paused && (this.queue.length >= this.highFrames || this.queuedBytes >= this.highBytes)) {
       this.paused = true;
       this.pauseInput();

@@ -10,6 +10,8 @@ export interface WsChannelOptions extends BaseChannelOptions {
   pingTimeoutMs?: number;
   /** How long close() waits for the peer's close frame before destroying the socket. */
   closeTimeoutMs?: number;
+  /** The TCP (or TLS) socket under the WebSocket: its bytes read show a frame still arriving. */
+  socket?: { readonly bytesRead: number };
 }
 
 /** WebSocket close codes of RFC 6455 that we map to canonical codes. */
@@ -33,10 +35,12 @@ export class WsChannel extends BaseChannel {
   private pingTimer: NodeJS.Timeout | undefined;
   private pongDeadline: NodeJS.Timeout | undefined;
   private readonly closeTimeoutMs: number;
+  private readonly socket: { readonly bytesRead: number } | undefined;
 
   constructor(private readonly ws: WebSocket, readonly remote: string, opts: WsChannelOptions = {}) {
     super(opts);
     this.closeTimeoutMs = opts.closeTimeoutMs ?? 5_000;
+    this.socket = opts.socket;
     ws.on('message', (data, isBinary) => {
       if (!isBinary) {
         this.push(data.toString());
@@ -68,6 +72,10 @@ export class WsChannel extends BaseChannel {
 
   get bufferedBytes(): number {
     return this.ws.bufferedAmount;
+  }
+
+  override get receivedBytes(): number {
+    return this.socket?.bytesRead ?? super.receivedBytes;
   }
 
   /** No callback: ws reports a failed write by closing the socket, which settles `closed`. */
@@ -114,13 +122,21 @@ export class WsChannel extends BaseChannel {
       clearTimeout(this.pongDeadline);
       this.pongDeadline = undefined;
     });
-    this.pingTimer = setInterval(() => {
-      if (this.pongDeadline) return;
-      this.ws.ping();
+    const armed = () => {
+      const received = this.receivedBytes;
+      const backlog = this.bufferedBytes;
       this.pongDeadline = setTimeout(() => {
+        // A pong queued behind the peer's data, or our ping behind ours: the peer is slow,
+        // not dead, while its bytes kept arriving or ours kept draining. Wait on.
+        if (this.receivedBytes > received || (backlog > 0 && this.bufferedBytes < backlog)) return armed();
         this.ws.terminate();
         this.settle({ code: 'UNAVAILABLE', reason: `no pong within ${timeoutMs} ms`, byPeer: true });
       }, timeoutMs);
+    };
+    this.pingTimer = setInterval(() => {
+      if (this.pongDeadline) return;
+      this.ws.ping();
+      armed();
     }, intervalMs);
     this.pingTimer.unref();
   }

@@ -43,10 +43,13 @@ export function dialWs(url: URL, opts: DialOptions): Promise<Channel> {
         reject(new TetherError(code, `gateway refused the connection (HTTP ${status}): ${body.trim() || res.statusMessage}`));
       });
     });
+    let socket: { readonly bytesRead: number } | undefined;
+    ws.once('upgrade', (res) => (socket = res.socket));
     ws.once('open', () => {
       ws.off('error', fail);
       resolve(
         new WsChannel(ws, url.host, {
+          socket,
           maxFrameBytes,
           pingIntervalMs: opts.pingIntervalMs ?? 15_000,
           pingTimeoutMs: opts.pingTimeoutMs ?? 10_000,

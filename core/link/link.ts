@@ -6,6 +6,7 @@ import { RpcPeer } from '../rpc/peer.js';
 import { backoffDelay, CLIENT_BACKOFF, type BackoffPolicy } from '../util/backoff.js';
 import { dial, type DialOptions } from './dial.js';
 import { HEARTBEAT_DEFAULTS, startHeartbeat, type HeartbeatOptions } from './heartbeat.js';
+import { startTokenRenewal, type TokenSource } from './token-renewal.js';
 
 /** With failFast: first connections made and then lost before their hello, tried again. */
 export const FLAKY_FIRST_CONNECT_RETRIES = 3;
@@ -38,6 +39,11 @@ export interface LinkOptions {
   requestTimeoutMs?: number;
   /** Application-level liveness (default: ping every 15 s, dead after 10 s without an answer). */
   heartbeat?: HeartbeatOptions;
+  /**
+   * Where the token comes from, instead of `dial.token`: asked on every dial, and before the
+   * token expires on a live link (auth.renew, see token-renewal.ts).
+   */
+  tokenSource?: TokenSource;
 }
 
 /**
@@ -90,7 +96,8 @@ export class Link {
       let error: TetherError;
       let dialed = false;
       try {
-        const channel = await dial(this.opts.url, this.opts.dial);
+        const token = this.opts.tokenSource ? await this.opts.tokenSource() : this.opts.dial?.token;
+        const channel = await dial(this.opts.url, { ...this.opts.dial, token });
         dialed = true;
         const peer = new RpcPeer(channel, { logger: this.log, requestTimeoutMs: this.opts.requestTimeoutMs });
         // The gateway's heartbeat pings us too; without an answer it would cut the link.
@@ -108,6 +115,9 @@ export class Link {
           this.log.warn({ reason }, 'gateway stopped answering; reconnecting');
           channel.close('UNAVAILABLE', reason);
         });
+        if (this.opts.tokenSource && token && hello.token_expires_at) {
+          startTokenRenewal(peer, this.opts.tokenSource, { token, expiresAt: hello.token_expires_at, logger: this.log });
+        }
         await this.opts.onConnected?.(peer, hello);
         this.status({ state: 'connected', peer, hello });
         this.firstResult?.resolve();

@@ -63,6 +63,8 @@ export const HelloResult = z.object({
   gateway_id: z.string(),
   capabilities: z.array(z.string()),
   principal: z.string(),
+  /** When this connection's token expires (ISO 8601; absent without one): renew before it with auth.renew. */
+  token_expires_at: z.string().optional(),
 });
 
 export const ClientInfo = z.object({
@@ -119,6 +121,11 @@ export const Methods = {
   // --- both roles -------------------------------------------------------------------------
   hello: { params: HelloParams, result: HelloResult },
   ping: { params: z.object({}).default({}), result: z.object({}) },
+  /** agent or client -> gateway: swap this connection's token for a fresh one of the same principal before it expires. */
+  'auth.renew': {
+    params: z.object({ token: z.string().min(1).max(8192) }),
+    result: z.object({ expires_at: z.string() }),
+  },
 
   // --- gateway -> agent -------------------------------------------------------------------
   'agent.spawn': {

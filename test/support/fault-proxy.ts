@@ -4,6 +4,7 @@
  * relays every connection byte for byte to one target port, and on request:
  *
  * - delays every chunk by a latency (plus jitter), keeping order;
+ * - throttles each direction of each connection to a bandwidth (bytes per second);
  * - stalls one or both directions (bytes are held, bounded: the sending socket is paused once
  *   `maxBufferedBytes` wait), and resumes them;
  * - cuts a connection after exactly N more bytes in one direction (RST by default, or FIN), or
@@ -37,6 +38,8 @@ export interface FaultProxyOptions {
   latencyMs?: number;
   /** Extra random delay up to this much per chunk; order is kept (default 0). */
   jitterMs?: number;
+  /** Bandwidth of each direction of each connection, bytes per second (default 0: unlimited). */
+  bytesPerSecond?: number;
   /** Bytes held per direction per connection before the sender is paused (default 1 MiB). */
   maxBufferedBytes?: number;
   /** Open connections at once; more are refused (default 256). */
@@ -54,11 +57,16 @@ interface ArmedCut {
   timer?: NodeJS.Timeout;
 }
 
+/** Throttled links forward in slices of this size. */
+const THROTTLE_SLICE_BYTES = 2048;
+
 /** One direction of one connection: a bounded, ordered queue of delayed chunks. */
 class Pipe {
   private queue: { chunk: Buffer; due: number }[] = [];
   private queued = 0;
   private lastDue = 0;
+  /** When the throttled link is free to carry the next byte. */
+  private wireFreeAt = 0;
   private timer: NodeJS.Timeout | undefined;
   private srcPaused = false;
   private ended = false;
@@ -80,9 +88,18 @@ class Pipe {
   private onData(chunk: Buffer): void {
     if (this.link.dead || this.link.info.state !== 'open') return; // half-open or cut: dropped
     const o = this.proxy.settings;
-    const due = Math.max(this.lastDue, Date.now() + o.latencyMs + (o.jitterMs > 0 ? Math.random() * o.jitterMs : 0));
-    this.lastDue = due;
-    this.queue.push({ chunk, due });
+    // Throttled: the chunk goes in small slices, each due when the wire has carried the last.
+    const step = o.bytesPerSecond > 0 ? THROTTLE_SLICE_BYTES : chunk.length;
+    for (let off = 0; off < chunk.length; off += step) {
+      const slice = chunk.subarray(off, off + step);
+      let due = Math.max(this.lastDue, Date.now() + o.latencyMs + (o.jitterMs > 0 ? Math.random() * o.jitterMs : 0));
+      if (o.bytesPerSecond > 0) {
+        due = Math.max(due, this.wireFreeAt);
+        this.wireFreeAt = due + (slice.length * 1000) / o.bytesPerSecond;
+      }
+      this.lastDue = due;
+      this.queue.push({ chunk: slice, due });
+    }
     this.queued += chunk.length;
     if (this.queued >= o.maxBufferedBytes && !this.srcPaused) {
       this.srcPaused = true;
@@ -256,6 +273,7 @@ export class FaultProxy {
     this.settings = {
       latencyMs: opts.latencyMs ?? 0,
       jitterMs: opts.jitterMs ?? 0,
+      bytesPerSecond: opts.bytesPerSecond ?? 0,
       maxBufferedBytes: opts.maxBufferedBytes ?? 1024 * 1024,
       maxConnections: opts.maxConnections ?? 256,
       maxHistory: opts.maxHistory ?? 1000,

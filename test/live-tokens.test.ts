@@ -1,0 +1,301 @@
+/**
+ * Tokens on live connections (threats A8, A9): a connection is closed when its token expires
+ * unless it renewed it (auth.renew), and a revoked token's connections are closed within a
+ * second and refused after, for agents and clients, over WebSocket and gRPC; the revocation
+ * list survives a gateway restart (CLI).
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { decodeJwt } from 'jose';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Agent } from '../agent/agent.js';
+import { GatewayClient } from '../client/gateway-client.js';
+import { generateTokenKey } from '../core/auth/keygen.js';
+import { loadKeyFile } from '../core/auth/keys.js';
+import { readTokenFile } from '../core/auth/token-file.js';
+import { mintToken } from '../core/auth/mint.js';
+import { stateKeyPath } from '../core/auth/state-dir.js';
+import { TokenVerifier } from '../core/auth/verify.js';
+import { TetherError } from '../core/errors.js';
+import type { LinkStatus } from '../core/link/link.js';
+import type { TokenSource } from '../core/link/token-renewal.js';
+import { Gateway } from '../gateway/gateway.js';
+import { addRevocation, RevocationList } from '../gateway/revocations.js';
+import { startGatewayServer, type GatewayServer } from '../gateway/server.js';
+import { runTether, startTether, TETHER_BIN, type Daemon } from './support/cli.js';
+import { withTimeout } from './support/stack.js';
+
+type Role = 'agent' | 'client';
+
+/** One live connection of either role, seen through its link status. */
+interface Conn {
+  /** Resolves with the error that ended the link for good. */
+  ended: Promise<TetherError>;
+  /** Whether the link went down (and back) at any point. */
+  downs: number;
+  /** A round trip through the gateway that proves this connection is the live one. */
+  alive(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+const key = generateTokenKey('HS256').key;
+const mint = (kind: Role, sub: string, ttlSeconds: number) => mintToken({ key, kind, sub, ttlSeconds });
+
+let dir: string;
+let server: GatewayServer;
+let revocations: RevocationList;
+const open: Conn[] = [];
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'tether-tokens-'));
+  revocations = RevocationList.inStateDir(dir);
+  // No clock skew: a token is closed right at its exp, so the tests stay short.
+  server = await startGatewayServer(new Gateway(), { port: 0, grpcPort: 0, auth: { verifier: new TokenVerifier({ keys: [key], clockToleranceSec: 0 }) }, revocations });
+});
+
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((c) => c.close()));
+  await server.close();
+  revocations.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function connect(role: Role, transport: 'ws' | 'grpc', auth: { token: string } | { tokenSource: TokenSource }): Promise<Conn> {
+  const url = transport === 'grpc' ? server.grpcUrl! : server.url;
+  let resolveEnded!: (e: TetherError) => void;
+  const ended = new Promise<TetherError>((r) => (resolveEnded = r));
+  const conn = { ended, downs: 0 } as Conn;
+  const onStatus = (s: LinkStatus) => {
+    if (s.state === 'down') conn.downs++;
+    if (s.state === 'closed') resolveEnded(s.error ?? new TetherError('CANCELLED', 'closed'));
+  };
+  if (role === 'client') {
+    const client = await GatewayClient.connect({ gateway: url, ...auth, reconnect: false, onStatus });
+    conn.alive = async () => (await client.listAgents().then(() => true, () => false));
+    conn.close = () => client.close();
+  } else {
+    const agent = new Agent({ gateway: url, name: 'a1', engine: 'demo', ...auth, onStatus });
+    await agent.start();
+    conn.alive = async () => (await gatewayAgents()).includes('a1');
+    conn.close = () => agent.shutdown(1_000);
+  }
+  open.push(conn);
+  return conn;
+}
+
+/** Agent names the gateway lists now, via a short-lived client. */
+async function gatewayAgents(): Promise<string[]> {
+  const c = await GatewayClient.connect({ gateway: server.url, token: await mint('client', 'observer', 60), reconnect: false });
+  try {
+    return (await c.listAgents()).map((a) => a.name);
+  } finally {
+    await c.close();
+  }
+}
+
+/** How many sessions an agent runs (0 if it is not connected). */
+async function agentSessions(name: string): Promise<number> {
+  const c = await GatewayClient.connect({ gateway: server.url, token: await mint('client', 'observer', 60), reconnect: false });
+  try {
+    return (await c.listAgents()).find((a) => a.name === name)?.sessions.length ?? 0;
+  } finally {
+    await c.close();
+  }
+}
+
+const subOf = (role: Role) => (role === 'agent' ? 'a1' : 'alice');
+
+describe.each(['ws', 'grpc'] as const)('tokens on live connections over %s', (transport) => {
+  describe.each(['client', 'agent'] as const)('%s', (role) => {
+    it('is closed with UNAUTHENTICATED when its token expires', async () => {
+      const conn = await connect(role, transport, { token: await mint(role, subOf(role), 2) });
+      expect(await conn.alive()).toBe(true);
+      const err = await withTimeout(conn.ended, 5_000, 'the expiry close');
+      expect(err.code).toBe('UNAUTHENTICATED');
+      expect(err.message).toContain('token expired');
+    });
+
+    it('stays open past several expiries when it renews (auth.renew) from a token source', async () => {
+      let minted = 0;
+      const conn = await connect(role, transport, {
+        tokenSource: () => {
+          minted++;
+          return mint(role, subOf(role), 2);
+        },
+      });
+      const deadline = Date.now() + 5_000; // 2-s tokens: at least two renewals needed
+      while (Date.now() < deadline) {
+        expect(await conn.alive()).toBe(true);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      expect(await conn.alive()).toBe(true);
+      expect(conn.downs).toBe(0); // renewed in place, never reconnected
+      expect(minted).toBeGreaterThanOrEqual(3); // the dial, then renewals
+    });
+
+    it('is closed within a second of tether revoke --jti, and refused after', async () => {
+      const token = await mint(role, subOf(role), 3600);
+      const conn = await connect(role, transport, { token });
+      const t0 = Date.now();
+      addRevocation(dir, { jti: String(decodeJwt(token).jti) });
+      const err = await withTimeout(conn.ended, 1_000, 'the revocation close (within a second)');
+      console.log(`[live-tokens] ${transport} ${role}: revoked by jti, closed after ${Date.now() - t0} ms`);
+      expect(err.code).toBe('PERMISSION_DENIED');
+      expect(err.message).toContain('token revoked');
+      await expect(connect(role, transport, { token })).rejects.toMatchObject({ code: 'PERMISSION_DENIED' });
+      // Other tokens of the same subject are untouched.
+      const other = await connect(role, transport, { token: await mint(role, subOf(role), 3600) });
+      expect(await other.alive()).toBe(true);
+    });
+
+    it('is closed within a second of tether revoke --sub, and every older token of that subject is refused', async () => {
+      const token = await mint(role, subOf(role), 3600);
+      const conn = await connect(role, transport, { token });
+      const bystander = await connect('client', transport, { token: await mint('client', 'bob', 3600) });
+      const t0 = Date.now();
+      addRevocation(dir, { sub: subOf(role) });
+      const err = await withTimeout(conn.ended, 1_000, 'the revocation close (within a second)');
+      console.log(`[live-tokens] ${transport} ${role}: revoked by sub, closed after ${Date.now() - t0} ms`);
+      expect(err.code).toBe('PERMISSION_DENIED');
+      await expect(connect(role, transport, { token })).rejects.toMatchObject({ code: 'PERMISSION_DENIED' });
+      expect(await bystander.alive()).toBe(true);
+    });
+  });
+
+  it('refuses a renewal for another principal and keeps the old token', async () => {
+    const client = await GatewayClient.connect({ gateway: transport === 'grpc' ? server.grpcUrl! : server.url, token: await mint('client', 'alice', 3600), reconnect: false });
+    open.push({ ended: new Promise(() => {}), downs: 0, alive: async () => true, close: () => client.close() });
+    const peer = await client.peer();
+    await expect(peer.request('auth.renew', { token: await mint('client', 'mallory', 3600) })).rejects.toMatchObject({ code: 'PERMISSION_DENIED' });
+    await expect(peer.request('auth.renew', { token: await mint('agent', 'alice', 3600) })).rejects.toMatchObject({ code: 'PERMISSION_DENIED' });
+    await expect(peer.request('auth.renew', { token: 'not-a-token' })).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+    const r = await peer.request('auth.renew', { token: await mint('client', 'alice', 7200) });
+    expect(Date.parse(r.expires_at) - Date.now()).toBeGreaterThan(3600_000);
+    expect(await client.listAgents()).toEqual([]);
+  });
+});
+
+describe('--token-file on the command line', () => {
+  it('tether agent and tether chat --json renew from their token files and keep their links past several expiries', { timeout: 60_000 }, async () => {
+    const files = { agent: join(dir, 'agent.token'), client: join(dir, 'client.token') };
+    const put = (path: string, token: string) => {
+      writeFileSync(`${path}.tmp`, token + '\n');
+      renameSync(`${path}.tmp`, path);
+    };
+    const refresh = async () => {
+      put(files.agent, await mint('agent', 'cli-agent', 2));
+      put(files.client, await mint('client', 'cli-user', 2));
+    };
+    await refresh();
+    const refresher = setInterval(() => void refresh(), 300);
+    const agent = startTether(['agent', '--gateway', server.url, '--name', 'cli-agent', '--token-file', files.agent, '--engine', 'demo', '--log-level', 'warn']);
+    const chat = spawn(process.execPath, [TETHER_BIN, 'chat', '--json', '--gateway', server.url, '--token-file', files.client, '--agent', 'cli-agent'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    chat.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    chat.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const exited = new Promise<number | null>((r) => chat.on('exit', (code) => r(code)));
+    try {
+      await withTimeout(
+        (async () => {
+          while (!(await agentSessions('cli-agent'))) await new Promise((r) => setTimeout(r, 100));
+        })(),
+        20_000,
+        `the agent registered and the chat session started (chat stderr: ${err})`,
+      );
+      const until = Date.now() + 5_000; // 2-s tokens: the links live only by renewing
+      while (Date.now() < until) {
+        expect(await gatewayAgents()).toContain('cli-agent');
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      chat.stdin.write(JSON.stringify({ type: 'user', message: { role: 'user', content: 'still there?' } }) + '\n');
+      await withTimeout(
+        (async () => {
+          while (!out.includes('"type":"result"')) await new Promise((r) => setTimeout(r, 50));
+        })(),
+        15_000,
+        `a result after the expiries (chat stderr: ${err})`,
+      );
+      chat.stdin.end();
+      expect(await withTimeout(exited, 15_000, 'chat to exit')).toBe(0);
+      expect(err).not.toMatch(/link down|token expired/);
+      expect(agent.stderr()).not.toMatch(/link down|giving up/);
+    } finally {
+      clearInterval(refresher);
+      chat.kill('SIGKILL');
+      await agent.stop();
+    }
+  });
+});
+
+describe('a browser ticket connection', () => {
+  it('carries the issuing token: revoking that token closes it', async () => {
+    const token = await mint('client', 'browser-user', 3600);
+    const res = await fetch(`http://127.0.0.1:${server.port}/v1/ticket`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+    expect(res.status).toBe(200);
+    const { ticket } = (await res.json()) as { ticket: string };
+    let ended!: (e: TetherError | undefined) => void;
+    const closed = new Promise<TetherError | undefined>((r) => (ended = r));
+    const client = await GatewayClient.connect({ gateway: `${server.url}/v1/connect?ticket=${ticket}`, reconnect: false, onStatus: (s) => s.state === 'closed' && ended(s.error) });
+    open.push({ ended: closed as Promise<TetherError>, downs: 0, alive: async () => true, close: () => client.close() });
+    expect(client.principal).toBe('browser-user');
+    addRevocation(dir, { jti: String(decodeJwt(token).jti) });
+    expect((await withTimeout(closed, 1_000, 'the revocation close'))?.code).toBe('PERMISSION_DENIED');
+  });
+});
+
+describe('tether revoke (CLI)', () => {
+  const state = mkdtempSync(join(tmpdir(), 'tether-revoke-cli-'));
+  let gw: Daemon | undefined;
+  afterAll(async () => {
+    await gw?.stop();
+    rmSync(state, { recursive: true, force: true });
+  });
+
+  const startGateway = async () => {
+    gw = startTether(['gateway', '--port', '0', '--grpc-port', 'off', '--state-dir', state, '--log-level', 'warn']);
+    return (await gw.line('gateway: ')).slice('gateway: '.length);
+  };
+
+  it('closes the live connection, refuses the token after, and keeps refusing it across a gateway restart', async () => {
+    let url = await startGateway();
+    const tokenFile = join(state, 'client.token');
+    const minted = await runTether(['token', '--state-dir', state, '--role', 'client', '--sub', 'carol', '--out', tokenFile]);
+    expect(minted.code).toBe(0);
+    const token = readTokenFile(tokenFile);
+    let ended!: (e: TetherError | undefined) => void;
+    const closed = new Promise<TetherError | undefined>((r) => (ended = r));
+    const client = await GatewayClient.connect({ gateway: url, token, reconnect: false, onStatus: (s) => s.state === 'closed' && ended(s.error) });
+    const t0 = Date.now();
+    const r = await runTether(['revoke', '--state-dir', state, '--jti', String(decodeJwt(token).jti), '--reason', 'laptop lost']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('revoked: jti ');
+    expect((await withTimeout(closed, 1_000, 'the close after tether revoke'))?.code).toBe('PERMISSION_DENIED');
+    console.log(`[live-tokens] CLI: tether revoke returned; connection closed ${Date.now() - t0} ms after the command started`);
+    await client.close();
+    await expect(GatewayClient.connect({ gateway: url, token, reconnect: false })).rejects.toMatchObject({ code: 'PERMISSION_DENIED' });
+
+    await gw!.stop();
+    url = await startGateway();
+    await expect(GatewayClient.connect({ gateway: url, token, reconnect: false })).rejects.toMatchObject({ code: 'PERMISSION_DENIED' });
+    // A token minted for the same key and subject is still good: only that jti was revoked.
+    const fresh = await mintToken({ key: loadKeyFile(stateKeyPath(state)), kind: 'client', sub: 'carol', ttlSeconds: 60 });
+    const ok = await GatewayClient.connect({ gateway: url, token: fresh, reconnect: false });
+    await ok.close();
+  });
+
+  it('needs exactly one of --jti and --sub', async () => {
+    const none = await runTether(['revoke', '--state-dir', state]);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain('exactly one of --jti ID and --sub NAME');
+    const corrupt = mkdtempSync(join(tmpdir(), 'tether-revoke-bad-'));
+    writeFileSync(join(corrupt, 'revoked.json'), '{"revoked": 3}');
+    const bad = await runTether(['revoke', '--state-dir', corrupt, '--sub', 'x']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('is not a revocation list');
+    rmSync(corrupt, { recursive: true, force: true });
+  });
+});
+
