@@ -9,6 +9,7 @@ import type { GatewayMetrics } from './metrics.js';
 import type { SessionDirectory } from './session-directory.js';
 import { readAudit } from './audit-access.js';
 import { stopAcrossCuts } from './session-stop.js';
+import { requireControlScope } from './session-roles.js';
 
 /** Per-client send queue cap before it is cut as a slow consumer (threats.md: hard 32 MiB). */
 /**
@@ -95,14 +96,15 @@ export class ClientLink implements Member {
           if (params.create_id === undefined) void session.stop(undefined, 'its creator left before the answer').catch(() => {});
           throw new TetherError('UNAVAILABLE', 'connection closed');
         }
-        session.attach(this, 'owner');
+        const role = session.roles.roleFor(p);
+        session.attach(this, role);
         this.attached.add(session.id);
-        return { session: session.info(), role: 'owner' as Role, client_id: this.clientId };
+        return { session: session.info(), role, client_id: this.clientId };
       })
       .onRequest('session.attach', (params) => {
         this.assertOpen();
         const session = this.dir.visible(p, params.session_id);
-        const role: Role = session.owner === p.sub && !params.read_only ? 'owner' : p.canControl && !params.read_only ? 'controller' : 'viewer';
+        const role: Role = session.roles.roleFor(p, params.read_only);
         const nextSeq = session.attach(this, role, params.from_seq, params.previous_client_id);
         if (params.from_seq !== undefined) this.metrics?.resumed('client');
         this.attached.add(session.id);
@@ -115,19 +117,21 @@ export class ClientLink implements Member {
       })
       .onRequest('session.send', (params) => {
         const session = this.dir.visible(p, params.session_id);
-        if (!p.canControl) throw new TetherError('PERMISSION_DENIED', 'this token may not control sessions');
+        requireControlScope(p, 'send to sessions');
         const status = session.input(this.clientId, params.input_id, params.line);
         if (status === 'applied') this.metrics?.relayed('from_client', Buffer.byteLength(JSON.stringify(params.line)));
         return { status };
       })
       .onRequest('session.set_role', (params) => {
         const session = this.dir.visible(p, params.session_id);
-        session.setRole(this.clientId, params.client_id, params.role, this.dir.mayControl(params.client_id));
+        requireControlScope(p, 'change roles');
+        session.setRole(this.clientId, params.client_id, params.role, (id) => this.dir.mayControl(id));
         return {};
       })
       .onRequest('session.audit', (params) => readAudit(this.dir, p, params))
       .onRequest('session.stop', async (params) => {
         const session = this.dir.visible(p, params.session_id);
+        requireControlScope(p, 'stop sessions');
         await stopAcrossCuts(session, this.dir.waits, this.clientId, `stopped by ${p.sub}`, this.dir.agentWaitMs, params.signal);
         return {};
       });

@@ -12,6 +12,7 @@ import type { SessionStore, StoredSession } from './session-store.js';
 import { ControlRouting } from './control-routing.js';
 import { checkUserMessage, promptChars } from './session-lines.js';
 import { encodeEventFrame, encodeLineFrame } from '../core/protocol/session-frame.js';
+import { SessionRoles, type RoleDecision } from './session-roles.js';
 
 /** One attached client as the session sees it: transport-blind. */
 export interface Member {
@@ -114,6 +115,8 @@ export class Session {
   private readonly metrics: SessionMetrics | undefined;
   /** Dedupe key of the input being routed, stored with what it sends to the engine. */
   private routingKey = '';
+  /** Who gets which role: token scope, owner and the owner's decisions (kept in the store). */
+  readonly roles: SessionRoles;
 
   constructor(init: SessionInit) {
     this.id = init.id;
@@ -133,6 +136,7 @@ export class Session {
       onCaughtUp: () => this.state === 'unresponsive' && this.setState(this.answeringState, true),
     });
     this.prompts = new PromptBook(init.limits.maxPendingPrompts);
+    this.roles = new SessionRoles(init.owner, init.restored?.roles, (decisions) => this.store.saveRoles(this.id, decisions));
     if (init.restored) this.restore(init.restored);
     else this.store.create({ id: this.id, agent: this.agent, engine: this.engine, owner: this.owner, options: this.options, created_at: this.createdAt });
     // Restored history is durable already; everything after goes out once the store holds it.
@@ -381,23 +385,35 @@ export class Session {
 
   /**
    * The owner hands control to another attached client, or takes it back. Only an owner
-   * may do it; `mayControl` says whether the target's token allows control at all.
+   * may do it; `mayControl` says whether a client's token allows control at all. The
+   * decision is about the target's principal: kept (and stored) so that principal's later
+   * attachments get it too, and applied now to each of its attachments. A client of the
+   * owner's own principal (attached read-only) changes alone, with no decision kept.
    */
-  setRole(byClientId: string, targetClientId: string, role: 'controller' | 'viewer', mayControl: boolean): void {
+  setRole(byClientId: string, targetClientId: string, role: RoleDecision, mayControl: (clientId: string) => boolean): void {
     const by = this.members.get(byClientId);
     if (!by) throw new TetherError('FAILED_PRECONDITION', `not attached to session ${this.id}`);
     if (by.role !== 'owner') throw new TetherError('PERMISSION_DENIED', 'only the session owner can change roles');
     const target = this.members.get(targetClientId);
     if (!target) throw new TetherError('NOT_FOUND', `no client ${targetClientId} is attached to session ${this.id}`);
     if (target.role === 'owner') throw new TetherError('FAILED_PRECONDITION', 'an owner attachment keeps its role');
-    if (role === 'controller' && !mayControl) throw new TetherError('PERMISSION_DENIED', `${target.member.principal}'s token does not allow control`);
-    if (target.role === role) return;
-    this.record(by.member.principal, 'role_change', { client_id: targetClientId, target_principal: target.member.principal, role });
-    target.role = role;
-    this.broadcast({
-      event: tetherEvent({ subtype: 'presence', action: 'role_changed', principal: target.member.principal, client_id: targetClientId, role }),
-      origin: 'gateway',
-    });
+    if (role === 'controller' && !mayControl(targetClientId)) throw new TetherError('PERMISSION_DENIED', `${target.member.principal}'s token does not allow control`);
+    const principal = target.member.principal;
+    const own = principal === this.owner;
+    const changed = [...this.members.values()].filter(
+      (a) => (own ? a === target : a.member.principal === principal) && a.role !== 'owner' && a.role !== role && (role === 'viewer' || mayControl(a.member.clientId)),
+    );
+    const recorded = changed.length ? changed : !own && this.roles.decided(principal) !== role ? [target] : [];
+    // Recorded before it takes effect: a change that cannot be audited is not made.
+    for (const a of recorded) this.record(by.member.principal, 'role_change', { client_id: a.member.clientId, target_principal: principal, role });
+    if (!own) this.roles.decide(principal, role);
+    for (const a of changed) {
+      a.role = role;
+      this.broadcast({
+        event: tetherEvent({ subtype: 'presence', action: 'role_changed', principal, client_id: a.member.clientId, role }),
+        origin: 'gateway',
+      });
+    }
   }
 
   roleOf(clientId: string): Role | undefined {

@@ -1,0 +1,94 @@
+/**
+ * A gateway with a file store and authentication on, that a test can restart on the same
+ * ports (its sessions, history and role decisions read back from the store), with one
+ * demo-engine agent that reconnects by itself. Clients are minted per principal and scope.
+ */
+import { Agent, type AgentOptions } from '../../agent/agent.js';
+import { GatewayClient } from '../../client/gateway-client.js';
+import { generateTokenKey } from '../../core/auth/keygen.js';
+import { mintToken } from '../../core/auth/mint.js';
+import { TokenVerifier } from '../../core/auth/verify.js';
+import { Gateway, type GatewayLimits } from '../../gateway/gateway.js';
+import { startGatewayServer, type GatewayServer } from '../../gateway/server.js';
+import { FileSessionStore } from '../../gateway/session-store.js';
+import { makeTempDir } from './claude-cli.js';
+import type { TransportName } from './stack.js';
+
+export const FAST_BACKOFF = { initialMs: 100, factor: 1.5, maxMs: 400, jitter: 0.2 };
+
+export interface RestartableStack {
+  /** The gateway running now (a new object after each restart). */
+  gateway: Gateway;
+  agent: Agent;
+  /** The agents' working folder and the gateway's state folder. */
+  cwd: string;
+  state: string;
+  url(t: TransportName): string;
+  /** A client of principal `sub` with these scopes (none: create + control); closed by stop(). */
+  client(t: TransportName, sub: string, scopes?: string[]): Promise<GatewayClient>;
+  /** Closes the gateway and starts a new one on the same ports and store; waits for the agent. */
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startRestartable(opts: { agentOptions?: Partial<AgentOptions>; limits?: Partial<GatewayLimits> } = {}): Promise<RestartableStack> {
+  const cwd = makeTempDir('tether-cwd-');
+  const state = makeTempDir('tether-state-');
+  const key = generateTokenKey('HS256').key;
+  const mint = (kind: 'agent' | 'client', sub: string, scopes?: string[]) => mintToken({ key, kind, sub, scopes, agent: kind === 'agent' ? sub : undefined, ttlSeconds: 3600 });
+  let gateway!: Gateway;
+  const boot = async (port = 0, grpcPort = 0): Promise<GatewayServer> => {
+    gateway = new Gateway({ store: new FileSessionStore(state.path), limits: opts.limits });
+    return startGatewayServer(gateway, { port, grpcPort, auth: { verifier: new TokenVerifier({ keys: [key] }) } });
+  };
+  let server = await boot();
+  const agent = new Agent({
+    gateway: server.url,
+    name: 'builder',
+    token: await mint('agent', 'builder'),
+    engine: 'demo',
+    cwd: cwd.path,
+    backoff: FAST_BACKOFF,
+    eofGraceMs: 1_000,
+    termGraceMs: 1_000,
+    ...opts.agentOptions,
+  });
+  await agent.start();
+  const clients: GatewayClient[] = [];
+  const waitForAgent = async () => {
+    const deadline = Date.now() + 15_000;
+    while (!gateway.directory.agents.has('builder')) {
+      if (Date.now() > deadline) throw new Error('the agent did not come back within 15 s');
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  };
+  const stack: RestartableStack = {
+    get gateway() {
+      return gateway;
+    },
+    agent,
+    cwd: cwd.path,
+    state: state.path,
+    url: (t) => (t === 'grpc' ? server.grpcUrl! : server.url),
+    async client(t, sub, scopes) {
+      const c = await GatewayClient.connect({ gateway: stack.url(t), token: await mint('client', sub, scopes), reconnect: false });
+      clients.push(c);
+      return c;
+    },
+    async restart() {
+      await Promise.all(clients.splice(0).map((c) => c.close()));
+      const [port, grpcPort] = [server.port, server.grpcPort];
+      await server.close();
+      server = await boot(port, grpcPort);
+      await waitForAgent();
+    },
+    async stop() {
+      await Promise.all(clients.splice(0).map((c) => c.close()));
+      await agent.shutdown(1_000);
+      await server.close();
+      cwd.cleanup();
+      state.cleanup();
+    },
+  };
+  return stack;
+}
