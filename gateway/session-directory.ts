@@ -156,8 +156,11 @@ export class SessionDirectory {
   /** For PendingCreates: forgets a session whose engine was not bound (audited as failed), and stops that engine if it runs. */
   abandon(s: Session, reason: string, err: unknown): void {
     recordQuietly(this.audit, { ...createdEntry(s.owner, s.agent, s.engine, s.options, s.id), result: 'failed', code: failureCode(err) }, this.log);
+    // Never started: nothing of it is kept, so it cannot come back after a restart.
     this.sessions.delete(s.id);
+    s.onEnded = undefined;
     s.end();
+    this.store.drop(s.id);
     const link = this.agents.get(s.agent);
     // An engine that started after all (e.g. the spawn timed out here) is stopped; an agent away
     // now is told when it comes back (its hello lists an engine no session here knows).
@@ -171,6 +174,17 @@ export class SessionDirectory {
    * with ABORTED; another identity is refused with ALREADY_EXISTS, never a silent takeover.
    */
   agentUp(link: AgentLink): void {
+    this.admitAgent(link);
+    try {
+      this.bindAgentSessions(link);
+    } catch (err) {
+      this.agentDown(link); // all or nothing: a hello that fails leaves no agent listed
+      throw err;
+    }
+  }
+
+  /** Checks the name is free for this identity (superseding its own older link) and lists the agent. */
+  private admitAgent(link: AgentLink): void {
     const existing = this.agents.get(link.name);
     if (existing) {
       if (existing.principal.sub !== link.principal.sub) {
@@ -181,13 +195,27 @@ export class SessionDirectory {
       existing.peer.channel.close('ABORTED', 'superseded by a new connection');
     }
     this.agents.set(link.name, link);
+  }
+
+  /**
+   * Re-binds the sessions the agent still runs, ends those it came back without, and stops
+   * engines nobody here knows. Each session is handled on its own: one that fails is ended
+   * (logged) and the others, and the agent, carry on.
+   */
+  private bindAgentSessions(link: AgentLink): void {
     const running = new Map(link.descriptor.sessions.map((s) => [s.session_id, s.last_input_seq]));
     for (const s of this.sessions.values()) {
       if (s.agent !== link.name || s.ended || this.creates.isStarting(s.id)) continue; // a create in flight binds its own
       if (running.has(s.id)) {
         clearTimeout(this.lostTimers.get(s.id));
         this.lostTimers.delete(s.id);
-        s.bindHost(link, running.get(s.id));
+        try {
+          s.bindHost(link, running.get(s.id));
+        } catch (err) {
+          this.log.error({ sessionId: s.id, agent: link.name, err: (err as Error).message }, 'session could not be re-bound; ending it');
+          this.endSession(s, `could not be re-bound to its agent: ${(err as Error).message}`);
+          continue;
+        }
         this.metrics?.resumed('agent');
       } else if (s.currentState === 'agent-lost') {
         this.endSession(s, 'the agent came back without this session');

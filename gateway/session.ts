@@ -13,6 +13,7 @@ import { ControlRouting } from './control-routing.js';
 import { checkUserMessage, promptChars } from './session-lines.js';
 import { encodeEventFrame, encodeLineFrame } from '../core/protocol/session-frame.js';
 import { SessionRoles, type RoleDecision } from './session-roles.js';
+import { checkEngineInput } from '../core/protocol/engine-input.js';
 
 /** One attached client as the session sees it: transport-blind. */
 export interface Member {
@@ -72,6 +73,8 @@ interface Attachment {
 
 /** Inputs waiting for the agent before new ones are refused (backpressure on clients). */
 const MAX_PENDING_INPUTS = 1024;
+/** Bytes of inputs waiting for the agent before new ones are refused. */
+const MAX_PENDING_INPUT_BYTES = 64 * 1024 * 1024;
 
 
 /** Engine control requests a client answers through the prompt book. */
@@ -96,7 +99,8 @@ export class Session {
   private answeringState: SessionState = 'idle';
   private inputSeq = 0;
   /** Inputs handed to the agent link but not yet confirmed written to the engine. */
-  private pendingInputs: { seq: number; line: Record<string, unknown> }[] = [];
+  private pendingInputs: { seq: number; line: Record<string, unknown>; bytes: number }[] = [];
+  private pendingInputBytes = 0;
   private lastAgentSeq = 0;
   private readonly recentInputs = new Map<string, true>();
   /** Called once when the session ends (the directory schedules its removal). */
@@ -162,7 +166,15 @@ export class Session {
     for (const i of stored.inputs) {
       this.inputSeq = Math.max(this.inputSeq, i.seq);
       this.recentInputs.set(i.key, true);
-      this.pendingInputs.push({ seq: i.seq, line: i.line });
+      let bytes: number;
+      try {
+        bytes = checkEngineInput(i.line).length; // a store written by an older gateway may hold what we now refuse
+      } catch (err) {
+        this.log_.warn({ sessionId: this.id, seq: i.seq, err: (err as Error).message }, 'dropping a stored input the engine cannot take');
+        continue;
+      }
+      this.pendingInputs.push({ seq: i.seq, line: i.line, bytes });
+      this.pendingInputBytes += bytes;
     }
     if (this.state !== 'ended') this.state = 'agent-lost';
   }
@@ -225,7 +237,15 @@ export class Session {
     if (host) {
       // Re-send what the agent never confirmed; it applies each input seq at most once.
       this.onInputAck(lastInputSeq);
-      for (const p of this.pendingInputs) host.input(this.id, p.seq, p.line);
+      for (const p of [...this.pendingInputs]) {
+        try {
+          host.input(this.id, p.seq, p.line);
+        } catch (err) {
+          // One bad input must not stop the others, this session or the agent's hello.
+          this.log_.warn({ sessionId: this.id, seq: p.seq, err: (err as Error).message }, 'dropping an input the agent link cannot take');
+          this.dropPendingInput(p.seq);
+        }
+      }
     }
     if (!host) this.setState('agent-lost');
     else if (this.state === 'agent-lost' || this.state === 'starting') this.setState(this.prompts.size ? 'requires_action' : 'idle');
@@ -428,9 +448,12 @@ export class Session {
     const a = this.members.get(clientId);
     if (!a) throw new TetherError('FAILED_PRECONDITION', `not attached to session ${this.id}`);
     if (a.role === 'viewer') throw new TetherError('PERMISSION_DENIED', 'viewers cannot send input to the session');
+    // Size, depth and shape first: nothing of a line the engine cannot take is kept or broadcast.
+    const bytes = checkEngineInput(line).length;
     const key = `${a.member.principal}\u0000${inputId}`; // survives the client reconnecting with a new client id
     if (this.recentInputs.has(key)) return 'duplicate';
     if (this.ended) throw new TetherError('FAILED_PRECONDITION', `session ${this.id} has ended`);
+    if (line.type !== 'keep_alive') this.assertRoomForInput(bytes);
     this.routingKey = key;
     this.route(a, line);
     this.recentInputs.set(key, true);
@@ -527,20 +550,34 @@ export class Session {
    * (bounded) and goes out when the agent is back; nothing is dropped.
    */
   private toEngine(line: Record<string, unknown>): void {
-    if (this.pendingInputs.length >= MAX_PENDING_INPUTS) {
-      throw new TetherError('RESOURCE_EXHAUSTED', `${MAX_PENDING_INPUTS} inputs are waiting for the agent of session ${this.id}; retry later`);
-    }
+    const bytes = JSON.stringify(line).length;
+    this.assertRoomForInput(bytes);
     const seq = ++this.inputSeq;
     this.store.appendInput(this.id, { seq, key: this.routingKey, line });
-    this.pendingInputs.push({ seq, line });
+    this.pendingInputs.push({ seq, line, bytes });
+    this.pendingInputBytes += bytes;
     this.host?.input(this.id, seq, line);
+  }
+
+  /** Refuses (RESOURCE_EXHAUSTED) an input that would pass the bound of inputs waiting for the agent. */
+  private assertRoomForInput(bytes: number): void {
+    if (this.pendingInputs.length >= MAX_PENDING_INPUTS || this.pendingInputBytes + bytes > MAX_PENDING_INPUT_BYTES) {
+      throw new TetherError('RESOURCE_EXHAUSTED', `${this.pendingInputs.length} inputs (${this.pendingInputBytes} bytes) are waiting for the agent of session ${this.id}; retry later`);
+    }
   }
 
   /** The agent wrote every input up to `seq` to the engine. */
   onInputAck(seq: number): void {
     let n = 0;
-    while (n < this.pendingInputs.length && this.pendingInputs[n].seq <= seq) n++;
+    while (n < this.pendingInputs.length && this.pendingInputs[n].seq <= seq) this.pendingInputBytes -= this.pendingInputs[n++].bytes;
     if (n) this.pendingInputs = this.pendingInputs.slice(n);
+  }
+
+  private dropPendingInput(seq: number): void {
+    const i = this.pendingInputs.findIndex((p) => p.seq === seq);
+    if (i < 0) return;
+    this.pendingInputBytes -= this.pendingInputs[i].bytes;
+    this.pendingInputs.splice(i, 1);
   }
 
   /** Sends the engine's answer to the one client that asked, with its own request id back. */

@@ -24,10 +24,15 @@ export interface RestartableStack {
   cwd: string;
   state: string;
   url(t: TransportName): string;
+  /** A client token of principal `sub` with these scopes (none: create + control). */
+  token(sub: string, scopes?: string[]): Promise<string>;
   /** A client of principal `sub` with these scopes (none: create + control); closed by stop(). */
   client(t: TransportName, sub: string, scopes?: string[]): Promise<GatewayClient>;
-  /** Closes the gateway and starts a new one on the same ports and store; waits for the agent. */
-  restart(): Promise<void>;
+  /**
+   * Closes the gateway and starts a new one on the same ports and store (`whileDown` runs in
+   * between, e.g. to edit the store); waits for the agent to register again.
+   */
+  restart(whileDown?: () => void): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -70,15 +75,17 @@ export async function startRestartable(opts: { agentOptions?: Partial<AgentOptio
     cwd: cwd.path,
     state: state.path,
     url: (t) => (t === 'grpc' ? server.grpcUrl! : server.url),
+    token: (sub, scopes) => mint('client', sub, scopes),
     async client(t, sub, scopes) {
       const c = await GatewayClient.connect({ gateway: stack.url(t), token: await mint('client', sub, scopes), reconnect: false });
       clients.push(c);
       return c;
     },
-    async restart() {
+    async restart(whileDown) {
       await Promise.all(clients.splice(0).map((c) => c.close()));
       const [port, grpcPort] = [server.port, server.grpcPort];
       await server.close();
+      whileDown?.();
       server = await boot(port, grpcPort);
       await waitForAgent();
     },
