@@ -11,17 +11,18 @@ import { readAudit } from './audit-access.js';
 import { stopAcrossCuts } from './session-stop.js';
 import { requireControlScope } from './session-roles.js';
 
-/** Per-client send queue cap before it is cut as a slow consumer (threats.md: hard 32 MiB). */
 /**
- * threats.md suggests a hard 32 MiB; one frame may be 33 MiB (a 16 MiB engine line at worst
- * escaping), so the cut comes at 64 MiB: about two of the largest frames behind.
+ * Per-connection outbound budget before the peer is cut as a slow consumer. threats.md
+ * suggests a hard 32 MiB; one frame may be 33 MiB (a 16 MiB engine line at worst escaping),
+ * so the cut comes at 64 MiB: about two of the largest frames behind. The gateway gives it to
+ * every connection's RpcPeer, so frames, replies and events all count toward it.
  */
 export const DEFAULT_SLOW_CLIENT_BYTES = 64 * 1024 * 1024;
 
 /**
  * One connected client: answers its requests against the session directory and receives
- * session frames as a Member. A client that stops reading is cut once its queue passes the
- * limit; it may resume from its last seq.
+ * session frames as a Member. A client that stops reading is cut by its peer's outbound
+ * budget (frames, replies and events alike); it may resume from its last seq.
  */
 export class ClientLink implements Member {
   readonly clientId = `c-${randomBytes(6).toString('hex')}`;
@@ -32,7 +33,6 @@ export class ClientLink implements Member {
     readonly principal_: Principal,
     private readonly dir: SessionDirectory,
     private readonly log: Logger,
-    private readonly slowClientBytes = DEFAULT_SLOW_CLIENT_BYTES,
     private readonly metrics?: GatewayMetrics,
   ) {
     this.register();
@@ -55,15 +55,7 @@ export class ClientLink implements Member {
   }
 
   sendFrame(frame: Buffer, readAtMs?: number): void {
-    const ch = this.peer.channel;
-    if (ch.isClosed) return;
-    if (ch.bufferedBytes > this.slowClientBytes) {
-      this.log.warn({ client: this.clientId, buffered: ch.bufferedBytes }, 'cutting slow consumer');
-      ch.close('RESOURCE_EXHAUSTED', 'slow consumer: send queue over limit; resume from your last seq');
-      this.metrics?.slowClientCut(this.transport);
-      return;
-    }
-    ch.post(frame);
+    if (!this.peer.post(frame)) return;
     if (this.metrics) {
       this.metrics.relayed('to_client', frame.length);
       if (readAtMs !== undefined) this.metrics.relayLatency(readAtMs);
