@@ -172,6 +172,8 @@ export class SessionDirectory {
    * agent of the same name is superseded when the new link is the same identity (same
    * principal sub: e.g. it reconnected before its old link was found dead), which is closed
    * with ABORTED; another identity is refused with ALREADY_EXISTS, never a silent takeover.
+   * All or nothing: if anything after the listing fails, the agent is unlisted again and the
+   * hello fails with UNAVAILABLE (retryable).
    */
   agentUp(link: AgentLink): void {
     this.admitAgent(link);
@@ -179,7 +181,8 @@ export class SessionDirectory {
       this.bindAgentSessions(link);
     } catch (err) {
       this.agentDown(link); // all or nothing: a hello that fails leaves no agent listed
-      throw err;
+      // Our failure, not the agent's: UNAVAILABLE, so it retries instead of giving up (and exiting).
+      throw err instanceof TetherError ? err : new TetherError('UNAVAILABLE', `the gateway could not register agent "${link.name}": ${(err as Error).message}`);
     }
   }
 

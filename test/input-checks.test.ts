@@ -5,7 +5,7 @@
  */
 import { appendFileSync, existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { LinkStatus } from '../core/link/link.js';
 import type { RemoteSession, SessionItem } from '../client/remote-session.js';
 import type { SessionRelay } from '../agent/session-relay.js';
@@ -30,6 +30,14 @@ function deepUserText(depth: number): string {
 function storedInputs(state: string, sessionId: string): string[] {
   const log = join(state, sessionId, 'log.ndjson');
   return existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter((l) => l.startsWith('{"i":')) : [];
+}
+
+async function waitUntil(pred: () => boolean, what: string, ms = 15_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!pred()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
 }
 
 async function turnWorks(session: RemoteSession, text: string): Promise<void> {
@@ -107,6 +115,41 @@ describe('a bad item in one session never takes down the agent', () => {
     expect(relay.lastAppliedInputSeq).toBe(1_000);
     await turnWorks(other, 'the neighbour works');
     expect(stack.agent.sessionCount).toBe(2);
+  }, 60_000);
+});
+
+describe('agent registration is all or nothing', () => {
+  it('a session that cannot be re-bound at the hello is ended alone; a hello that fails leaves no agent listed', async () => {
+    stack = await startRestartable();
+    const alice = await stack.client('ws', 'alice');
+    const [broken, other] = [await alice.createSession({ agent: 'builder' }), await alice.createSession({ agent: 'builder' })];
+    // Re-binding the first session throws (whatever the cause) when the agent next says hello.
+    const brokenSession = stack.gateway.directory.get(broken.id)!;
+    const original = brokenSession.bindHost.bind(brokenSession);
+    const bind = vi.spyOn(brokenSession, 'bindHost').mockImplementation((host, seq) => {
+      if (host) throw new Error('cannot re-bind');
+      original(host, seq);
+    });
+    const link = stack.gateway.directory.agents.get('builder')!;
+    link.peer.channel.close('UNAVAILABLE', 'test: drop the agent link'); // the agent reconnects by itself
+    await waitUntil(() => stack!.gateway.directory.agents.get('builder') !== undefined && stack!.gateway.directory.agents.get('builder') !== link, 'the agent to come back');
+    expect(bind).toHaveBeenCalled();
+    bind.mockRestore();
+    expect(brokenSession.ended).toBe(true);
+    const again = await stack.client('ws', 'alice');
+    await turnWorks(await again.attach(other.id), 'the other session works');
+
+    // A hello whose session binding fails outright is refused, and nothing of it stays listed.
+    const dir = stack.gateway.directory as unknown as { bindAgentSessions: () => void };
+    const fail = vi.spyOn(dir, 'bindAgentSessions').mockImplementation(() => {
+      throw new Error('binding failed');
+    });
+    const current = stack.gateway.directory.agents.get('builder')!;
+    current.peer.channel.close('UNAVAILABLE', 'test: drop the agent link again');
+    await waitUntil(() => fail.mock.calls.length > 0, 'the agent to try its hello');
+    expect(stack.gateway.directory.agents.has('builder')).toBe(false);
+    fail.mockRestore();
+    await waitUntil(() => stack!.gateway.directory.agents.has('builder'), 'the agent to register once the gateway can take it');
   }, 60_000);
 });
 
