@@ -95,11 +95,13 @@ export class RpcPeer {
 
   /**
    * Sends a binary notification: `params` in the header, `body` as bytes, untouched. Returns
-   * false (sending nothing) when the channel is closed or the frame is over the limit; a
-   * transport error later closes the channel as usual (fire-and-forget, for the hot path).
+   * false (sending nothing) when the channel is closed, over the outbound budget (then cut)
+   * or the frame is over the limit; a transport error later closes the channel as usual
+   * (fire-and-forget, for the hot path).
    */
   postBinary<N extends BinaryNotificationName>(name: N, params: BinaryNotificationParams<N>, body: Uint8Array): boolean {
-    return this.channel.post({ header: JSON.stringify({ method: name, params }), body });
+    const frame = { header: JSON.stringify({ method: name, params }), body };
+    return this.admit() && this.channel.post(frame);
   }
 
   /**
