@@ -14,6 +14,7 @@ import { checkUserMessage, promptChars } from './session-lines.js';
 import { encodeEventFrame, encodeLineFrame } from '../core/protocol/session-frame.js';
 import { SessionRoles, type RoleDecision } from './session-roles.js';
 import { checkEngineInput } from '../core/protocol/engine-input.js';
+import { PendingInputs } from './pending-inputs.js';
 
 /** One attached client as the session sees it: transport-blind. */
 export interface Member {
@@ -71,10 +72,6 @@ interface Attachment {
   since: string;
 }
 
-/** Inputs waiting for the agent before new ones are refused (backpressure on clients). */
-const MAX_PENDING_INPUTS = 1024;
-/** Bytes of inputs waiting for the agent before new ones are refused. */
-const MAX_PENDING_INPUT_BYTES = 64 * 1024 * 1024;
 
 
 /** Engine control requests a client answers through the prompt book. */
@@ -99,8 +96,7 @@ export class Session {
   private answeringState: SessionState = 'idle';
   private inputSeq = 0;
   /** Inputs handed to the agent link but not yet confirmed written to the engine. */
-  private pendingInputs: { seq: number; line: Record<string, unknown>; bytes: number }[] = [];
-  private pendingInputBytes = 0;
+  private readonly pendingInputs = new PendingInputs();
   private lastAgentSeq = 0;
   private readonly recentInputs = new Map<string, true>();
   /** Called once when the session ends (the directory schedules its removal). */
@@ -174,7 +170,6 @@ export class Session {
         continue;
       }
       this.pendingInputs.push({ seq: i.seq, line: i.line, bytes });
-      this.pendingInputBytes += bytes;
     }
     if (this.state !== 'ended') this.state = 'agent-lost';
   }
@@ -237,13 +232,13 @@ export class Session {
     if (host) {
       // Re-send what the agent never confirmed; it applies each input seq at most once.
       this.onInputAck(lastInputSeq);
-      for (const p of [...this.pendingInputs]) {
+      for (const p of this.pendingInputs.list()) {
         try {
           host.input(this.id, p.seq, p.line);
         } catch (err) {
           // One bad input must not stop the others, this session or the agent's hello.
           this.log_.warn({ sessionId: this.id, seq: p.seq, err: (err as Error).message }, 'dropping an input the agent link cannot take');
-          this.dropPendingInput(p.seq);
+          this.pendingInputs.drop(p.seq);
         }
       }
     }
@@ -453,7 +448,7 @@ export class Session {
     const key = `${a.member.principal}\u0000${inputId}`; // survives the client reconnecting with a new client id
     if (this.recentInputs.has(key)) return 'duplicate';
     if (this.ended) throw new TetherError('FAILED_PRECONDITION', `session ${this.id} has ended`);
-    if (line.type !== 'keep_alive') this.assertRoomForInput(bytes);
+    if (line.type !== 'keep_alive') this.pendingInputs.assertRoom(bytes, this.id);
     this.routingKey = key;
     this.route(a, line);
     this.recentInputs.set(key, true);
@@ -551,33 +546,16 @@ export class Session {
    */
   private toEngine(line: Record<string, unknown>): void {
     const bytes = JSON.stringify(line).length;
-    this.assertRoomForInput(bytes);
+    this.pendingInputs.assertRoom(bytes, this.id);
     const seq = ++this.inputSeq;
     this.store.appendInput(this.id, { seq, key: this.routingKey, line });
     this.pendingInputs.push({ seq, line, bytes });
-    this.pendingInputBytes += bytes;
     this.host?.input(this.id, seq, line);
-  }
-
-  /** Refuses (RESOURCE_EXHAUSTED) an input that would pass the bound of inputs waiting for the agent. */
-  private assertRoomForInput(bytes: number): void {
-    if (this.pendingInputs.length >= MAX_PENDING_INPUTS || this.pendingInputBytes + bytes > MAX_PENDING_INPUT_BYTES) {
-      throw new TetherError('RESOURCE_EXHAUSTED', `${this.pendingInputs.length} inputs (${this.pendingInputBytes} bytes) are waiting for the agent of session ${this.id}; retry later`);
-    }
   }
 
   /** The agent wrote every input up to `seq` to the engine. */
   onInputAck(seq: number): void {
-    let n = 0;
-    while (n < this.pendingInputs.length && this.pendingInputs[n].seq <= seq) this.pendingInputBytes -= this.pendingInputs[n++].bytes;
-    if (n) this.pendingInputs = this.pendingInputs.slice(n);
-  }
-
-  private dropPendingInput(seq: number): void {
-    const i = this.pendingInputs.findIndex((p) => p.seq === seq);
-    if (i < 0) return;
-    this.pendingInputBytes -= this.pendingInputs[i].bytes;
-    this.pendingInputs.splice(i, 1);
+    this.pendingInputs.ack(seq);
   }
 
   /** Sends the engine's answer to the one client that asked, with its own request id back. */
