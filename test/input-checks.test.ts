@@ -54,10 +54,14 @@ afterEach(async () => {
   stack = undefined;
 });
 
-describe.each(['ws', 'grpc'] as const)('inputs over %s', (t) => {
+describe.each([
+  ['ws', 'demo'],
+  ['grpc', 'demo'],
+  ['ws', 'claude'],
+] as const)('inputs over %s (%s engine)', (t, engine) => {
   it('a line nested 4,106 arrays deep is refused with INVALID_ARGUMENT and leaves nothing behind; after a restart the agent is up and both sessions work', async () => {
     const statuses: LinkStatus['state'][] = [];
-    stack = await startRestartable({ agentOptions: { onStatus: (s) => statuses.push(s.state) } });
+    stack = await startRestartable({ engine, agentOptions: { onStatus: (s) => statuses.push(s.state) } });
     const alice = await stack.client(t, 'alice');
     const [poisoned, other] = [await alice.createSession({ agent: 'builder' }), await alice.createSession({ agent: 'builder' })];
 

@@ -1,7 +1,8 @@
 /**
  * A gateway with a file store and authentication on, that a test can restart on the same
- * ports (its sessions, history and role decisions read back from the store), with one
- * demo-engine agent that reconnects by itself. Clients are minted per principal and scope.
+ * ports (its sessions, history and role decisions read back from the store), with one agent
+ * that reconnects by itself: the demo engine, or the real Claude Code CLI against the scripted
+ * fake Messages API. Clients are minted per principal and scope.
  */
 import { Agent, type AgentOptions } from '../../agent/agent.js';
 import { GatewayClient } from '../../client/gateway-client.js';
@@ -11,7 +12,8 @@ import { TokenVerifier } from '../../core/auth/verify.js';
 import { Gateway, type GatewayLimits } from '../../gateway/gateway.js';
 import { startGatewayServer, type GatewayServer } from '../../gateway/server.js';
 import { FileSessionStore } from '../../gateway/session-store.js';
-import { makeTempDir } from './claude-cli.js';
+import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './claude-cli.js';
+import { startFakeAnthropic, type FakeAnthropic } from './fake-anthropic.js';
 import type { TransportName } from './stack.js';
 
 export const FAST_BACKOFF = { initialMs: 100, factor: 1.5, maxMs: 400, jitter: 0.2 };
@@ -36,9 +38,17 @@ export interface RestartableStack {
   stop(): Promise<void>;
 }
 
-export async function startRestartable(opts: { agentOptions?: Partial<AgentOptions>; limits?: Partial<GatewayLimits> } = {}): Promise<RestartableStack> {
+export async function startRestartable(opts: { engine?: 'demo' | 'claude'; agentOptions?: Partial<AgentOptions>; limits?: Partial<GatewayLimits> } = {}): Promise<RestartableStack> {
   const cwd = makeTempDir('tether-cwd-');
   const state = makeTempDir('tether-state-');
+  let home: TempDir | undefined;
+  let fake: FakeAnthropic | undefined;
+  let engine: Partial<AgentOptions> = { engine: 'demo' };
+  if (opts.engine === 'claude') {
+    home = makeTempDir('tether-home-');
+    fake = await startFakeAnthropic({ responses: [], fallback: { text: 'ok' } });
+    engine = { engine: 'claude', engineCommand: claudeBinaryPath(), engineEnv: claudeTestEnv({ home: home.path, baseUrl: fake.url }) };
+  }
   const key = generateTokenKey('HS256').key;
   const mint = (kind: 'agent' | 'client', sub: string, scopes?: string[]) => mintToken({ key, kind, sub, scopes, agent: kind === 'agent' ? sub : undefined, ttlSeconds: 3600 });
   let gateway!: Gateway;
@@ -51,7 +61,7 @@ export async function startRestartable(opts: { agentOptions?: Partial<AgentOptio
     gateway: server.url,
     name: 'builder',
     token: await mint('agent', 'builder'),
-    engine: 'demo',
+    ...engine,
     cwd: cwd.path,
     backoff: FAST_BACKOFF,
     eofGraceMs: 1_000,
@@ -93,8 +103,8 @@ export async function startRestartable(opts: { agentOptions?: Partial<AgentOptio
       await Promise.all(clients.splice(0).map((c) => c.close()));
       await agent.shutdown(1_000);
       await server.close();
-      cwd.cleanup();
-      state.cleanup();
+      await fake?.close();
+      for (const d of [cwd, state, home]) d?.cleanup();
     },
   };
   return stack;
