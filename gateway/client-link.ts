@@ -1,6 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { TetherError } from '../core/errors.js';
-import type { Logger } from '../core/logging.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
 import type { Role } from '../core/protocol/events.js';
 import type { Principal } from './principal.js';
@@ -32,7 +31,6 @@ export class ClientLink implements Member {
     readonly peer: RpcPeer,
     readonly principal_: Principal,
     private readonly dir: SessionDirectory,
-    private readonly log: Logger,
     private readonly metrics?: GatewayMetrics,
   ) {
     this.register();

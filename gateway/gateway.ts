@@ -129,7 +129,7 @@ export class Gateway {
         throw noteAuthFailure(log, authError('PERMISSION_DENIED', 'wrong_kind', message), {}, this.countAuthFailure);
       }
       if (hello.role === 'agent') this.helloAgent(peer, principal, hello.agent, log);
-      else new ClientLink(peer, principal, this.directory, log, this.metrics);
+      else new ClientLink(peer, principal, this.directory, this.metrics);
       role = hello.role;
       greeted = true;
       clearTimeout(helloTimer);

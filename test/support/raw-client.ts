@@ -36,6 +36,7 @@ export async function rawClient(url: string, token: string | undefined, opts: { 
   const send = (id: number, method: string, paramsJson: string) => channel.send(`{"jsonrpc":"2.0","id":${id},"method":${JSON.stringify(method)},"params":${paramsJson}}`);
   const reader = async (stopAfterHello: boolean) => {
     for await (const frame of channel) {
+      if (typeof frame !== 'string') continue; // binary frames carry engine lines, never answers
       const msg = JSON.parse(frame) as RawAnswer & { method?: string };
       if (msg.method === 'ping' && msg.id !== undefined) void channel.send(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: {} })).catch(() => {});
       else if (msg.method === undefined) waiting.get(msg.id)?.(msg);
