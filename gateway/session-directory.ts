@@ -110,8 +110,9 @@ export class SessionDirectory {
     return this.sessions.get(id);
   }
 
+  /** By the token's scopes only: the owner's `sub` with a token scoped to other agents does not see it. */
   private canSee(p: Principal, s: Session): boolean {
-    return p.canAdmin || s.owner === p.sub || mayUseAgent(p, s.agent);
+    return p.canAdmin || mayUseAgent(p, s.agent);
   }
 
   /**

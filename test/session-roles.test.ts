@@ -69,6 +69,11 @@ describe.each(['ws', 'grpc'] as const)('roles over %s', (t) => {
     expect(await codeOf(lookalike.sendUserMessage('let me in'))).toBe('PERMISSION_DENIED');
     expect(await codeOf(lookalike.send({ type: 'control_request', request_id: 'i', request: { subtype: 'interrupt' } }))).toBe('PERMISSION_DENIED');
 
+    // The owner's sub with a token scoped to other agents does not even see the session.
+    const elsewhere = await stack.client(t, 'alice', ['control', 'agent:elsewhere']);
+    expect(await codeOf(elsewhere.attach(owned.id))).toBe('NOT_FOUND');
+    expect(await elsewhere.listSessions()).toEqual([]);
+
     // A create-only token of the owner is not an owner either.
     const creator = await (await stack.client(t, 'alice', ['create'])).attach(owned.id);
     expect(creator.role).toBe('viewer');
