@@ -99,6 +99,8 @@ export class Session {
   private readonly pendingInputs = new PendingInputs();
   private lastAgentSeq = 0;
   private readonly recentInputs = new Map<string, true>();
+  /** The stop in flight toward the agent, shared by everyone who asks meanwhile. */
+  private stopping: Promise<void> | undefined;
   /** Called once when the session ends (the directory schedules its removal). */
   onEnded: (() => void) | undefined;
 
@@ -587,12 +589,16 @@ export class Session {
       if (role === 'viewer') throw new TetherError('PERMISSION_DENIED', 'viewers cannot stop the session');
     }
     if (this.ended) return;
+    if (this.stopping && signal === undefined) return this.stopping; // one graceful stop toward the agent, however many ask at once
     if (!this.host) throw new TetherError('UNAVAILABLE', `the agent of session ${this.id} is not connected`);
     const by = clientId ? (this.members.get(clientId)?.member.principal ?? 'unknown') : 'tether';
     this.record(by, 'stop', { reason });
-    await this.host.stop(this.id, reason, signal).catch((err: unknown) => {
+    const stopped = this.host.stop(this.id, reason, signal).catch((err: unknown) => {
       this.recordQuietly(by, 'stop', { reason, result: 'failed', code: failureCode(err) });
       throw err;
     });
+    if (signal !== undefined) return stopped; // a signal always goes through (it may escalate a graceful stop)
+    this.stopping = stopped.finally(() => (this.stopping = undefined));
+    return this.stopping;
   }
 }
