@@ -50,8 +50,11 @@ describe.each(['ws', 'grpc'] as const)('roles over %s', (t) => {
     const promoted = await (await stack.client(t, 'bob')).attach(owned.id);
     expect(promoted.role).toBe('controller');
     expect(await promoted.sendUserMessage('promoted')).toBe('applied');
-    const audit = await ownerAgain.audit(); // this stack's audit trail is in memory: since the restart
-    expect(audit.filter((e) => e.action === 'role_change').map((e) => [e.principal, e.role])).toEqual([['bob', 'controller']]);
+    const audit = await ownerAgain.audit(); // a file: the whole trail, across the restart
+    expect(audit.filter((e) => e.action === 'role_change').map((e) => [e.principal, e.target_principal, e.role])).toEqual([
+      ['alice', 'bob', 'viewer'],
+      ['alice', 'bob', 'controller'],
+    ]);
   }, 60_000);
 
   it("a view-scoped token with the owner's sub attaches as a viewer and can neither stop, set roles nor send; the engine keeps running", async () => {

@@ -1,9 +1,11 @@
 /**
  * A gateway with a file store and authentication on, that a test can restart on the same
- * ports (its sessions, history and role decisions read back from the store), with one agent
+ * ports (its sessions, history and role decisions read back from the store; the audit trail
+ * in a file of its own), with one agent
  * that reconnects by itself: the demo engine, or the real Claude Code CLI against the scripted
  * fake Messages API. Clients are minted per principal and scope.
  */
+import { join } from 'node:path';
 import { Agent, type AgentOptions } from '../../agent/agent.js';
 import { GatewayClient } from '../../client/gateway-client.js';
 import { generateTokenKey } from '../../core/auth/keygen.js';
@@ -12,6 +14,7 @@ import { TokenVerifier } from '../../core/auth/verify.js';
 import { Gateway, type GatewayLimits } from '../../gateway/gateway.js';
 import { startGatewayServer, type GatewayServer } from '../../gateway/server.js';
 import { FileSessionStore } from '../../gateway/session-store.js';
+import { FileAuditLog } from '../../gateway/audit-log.js';
 import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './claude-cli.js';
 import { startFakeAnthropic, type FakeAnthropic } from './fake-anthropic.js';
 import type { TransportName } from './stack.js';
@@ -41,6 +44,7 @@ export interface RestartableStack {
 export async function startRestartable(opts: { engine?: 'demo' | 'claude'; agentOptions?: Partial<AgentOptions>; limits?: Partial<GatewayLimits> } = {}): Promise<RestartableStack> {
   const cwd = makeTempDir('tether-cwd-');
   const state = makeTempDir('tether-state-');
+  const auditDir = makeTempDir('tether-audit-'); // beside the store, so the store folder holds only sessions
   let home: TempDir | undefined;
   let fake: FakeAnthropic | undefined;
   let engine: Partial<AgentOptions> = { engine: 'demo' };
@@ -53,7 +57,7 @@ export async function startRestartable(opts: { engine?: 'demo' | 'claude'; agent
   const mint = (kind: 'agent' | 'client', sub: string, scopes?: string[]) => mintToken({ key, kind, sub, scopes, agent: kind === 'agent' ? sub : undefined, ttlSeconds: 3600 });
   let gateway!: Gateway;
   const boot = async (port = 0, grpcPort = 0): Promise<GatewayServer> => {
-    gateway = new Gateway({ store: new FileSessionStore(state.path), limits: opts.limits });
+    gateway = new Gateway({ store: new FileSessionStore(state.path), audit: new FileAuditLog(join(auditDir.path, 'audit.jsonl')), limits: opts.limits });
     return startGatewayServer(gateway, { port, grpcPort, auth: { verifier: new TokenVerifier({ keys: [key] }) } });
   };
   let server = await boot();
@@ -104,7 +108,7 @@ export async function startRestartable(opts: { engine?: 'demo' | 'claude'; agent
       await agent.shutdown(1_000);
       await server.close();
       await fake?.close();
-      for (const d of [cwd, state, home]) d?.cleanup();
+      for (const d of [cwd, state, auditDir, home]) d?.cleanup();
     },
   };
   return stack;
