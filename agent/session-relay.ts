@@ -2,6 +2,7 @@ import { TetherError } from '../core/errors.js';
 import type { Logger } from '../core/logging.js';
 import { tetherEvent, type TetherEvent } from '../core/protocol/events.js';
 import type { LineMeta } from '../core/protocol/methods.js';
+import { checkEngineInput } from '../core/protocol/engine-input.js';
 import type { EngineProcess, ExitInfo } from './engine-process.js';
 import { defaultInitialize, isInitializeRequest, mergeInitialize, NO_CONTRIBUTION, type InitializeContribution } from './initialize-merge.js';
 import { lineMeta } from './line-meta.js';
@@ -152,18 +153,24 @@ export class SessionRelay {
     return line;
   }
 
-  /** Writes one input line unless this gateway seq was already applied. */
+  /**
+   * Writes one input line unless this gateway seq was already applied. A line the engine
+   * cannot take (see checkEngineInput) or that cannot be written is reported as an
+   * `engine_error` event and acknowledged all the same, so the gateway lets it go; it never
+   * throws, so one bad input touches neither the agent nor its other sessions.
+   */
   async input(seq: number, line: Record<string, unknown>): Promise<void> {
     if (seq <= this.lastInputSeq) return;
     this.lastInputSeq = seq;
     try {
+      checkEngineInput(line);
       await this.engine.write(this.prepare(line));
-      this.sink?.ackInput(this.sessionId, seq);
     } catch (err) {
       const e = err instanceof TetherError ? err : new TetherError('INTERNAL', String(err));
-      this.log.warn({ sessionId: this.sessionId, err: e.message }, 'input not written to the engine');
+      this.log.warn({ sessionId: this.sessionId, seq, err: e.message }, 'input not written to the engine');
       this.emit({ kind: 'event', event: tetherEvent({ subtype: 'engine_error', code: 'INPUT_NOT_WRITTEN', message: e.message }) });
     }
+    this.sink?.ackInput(this.sessionId, seq);
   }
 
   private emit(item: { kind: 'line'; bytes: Buffer; meta: LineMeta; readAtMs: number } | { kind: 'event'; event: TetherEvent }): void {

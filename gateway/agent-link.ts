@@ -1,3 +1,4 @@
+import { TetherError } from '../core/errors.js';
 import type { Logger } from '../core/logging.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
 import type { AgentDescriptor, AgentInfo, StopSignal } from '../core/protocol/methods.js';
@@ -75,8 +76,15 @@ export class AgentLink implements EngineHost {
     return this.peer.request('agent.spawn', { session_id: sessionId, engine, options }, { timeoutMs: 60_000 });
   }
 
+  /** Throws INVALID_ARGUMENT, having sent nothing, when the line cannot be serialized. */
   input(sessionId: string, seq: number, line: Record<string, unknown>): void {
-    this.peer.notify('agent.input', { session_id: sessionId, seq, line }).catch((err) => {
+    let sent: Promise<void>;
+    try {
+      sent = this.peer.notify('agent.input', { session_id: sessionId, seq, line });
+    } catch (err) {
+      throw new TetherError('INVALID_ARGUMENT', `input ${seq} cannot be sent to the agent: ${(err as Error).message}`);
+    }
+    sent.catch((err) => {
       this.log.warn({ sessionId, err: String(err) }, 'input not handed to the agent link');
     });
     this.metrics?.relayed('to_agent', Buffer.byteLength(JSON.stringify(line)));

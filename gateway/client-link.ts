@@ -1,6 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { TetherError } from '../core/errors.js';
-import type { Logger } from '../core/logging.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
 import type { Role } from '../core/protocol/events.js';
 import type { Principal } from './principal.js';
@@ -9,18 +8,20 @@ import type { GatewayMetrics } from './metrics.js';
 import type { SessionDirectory } from './session-directory.js';
 import { readAudit } from './audit-access.js';
 import { stopAcrossCuts } from './session-stop.js';
+import { requireControlScope } from './session-roles.js';
 
-/** Per-client send queue cap before it is cut as a slow consumer (threats.md: hard 32 MiB). */
 /**
- * threats.md suggests a hard 32 MiB; one frame may be 33 MiB (a 16 MiB engine line at worst
- * escaping), so the cut comes at 64 MiB: about two of the largest frames behind.
+ * Per-connection outbound budget before the peer is cut as a slow consumer. threats.md
+ * suggests a hard 32 MiB; one frame may be 33 MiB (a 16 MiB engine line at worst escaping),
+ * so the cut comes at 64 MiB: about two of the largest frames behind. The gateway gives it to
+ * every connection's RpcPeer, so frames, replies and events all count toward it.
  */
 export const DEFAULT_SLOW_CLIENT_BYTES = 64 * 1024 * 1024;
 
 /**
  * One connected client: answers its requests against the session directory and receives
- * session frames as a Member. A client that stops reading is cut once its queue passes the
- * limit; it may resume from its last seq.
+ * session frames as a Member. A client that stops reading is cut by its peer's outbound
+ * budget (frames, replies and events alike); it may resume from its last seq.
  */
 export class ClientLink implements Member {
   readonly clientId = `c-${randomBytes(6).toString('hex')}`;
@@ -30,8 +31,6 @@ export class ClientLink implements Member {
     readonly peer: RpcPeer,
     readonly principal_: Principal,
     private readonly dir: SessionDirectory,
-    private readonly log: Logger,
-    private readonly slowClientBytes = DEFAULT_SLOW_CLIENT_BYTES,
     private readonly metrics?: GatewayMetrics,
   ) {
     this.register();
@@ -54,15 +53,7 @@ export class ClientLink implements Member {
   }
 
   sendFrame(frame: Buffer, readAtMs?: number): void {
-    const ch = this.peer.channel;
-    if (ch.isClosed) return;
-    if (ch.bufferedBytes > this.slowClientBytes) {
-      this.log.warn({ client: this.clientId, buffered: ch.bufferedBytes }, 'cutting slow consumer');
-      ch.close('RESOURCE_EXHAUSTED', 'slow consumer: send queue over limit; resume from your last seq');
-      this.metrics?.slowClientCut(this.transport);
-      return;
-    }
-    ch.post(frame);
+    if (!this.peer.post(frame)) return;
     if (this.metrics) {
       this.metrics.relayed('to_client', frame.length);
       if (readAtMs !== undefined) this.metrics.relayLatency(readAtMs);
@@ -95,14 +86,15 @@ export class ClientLink implements Member {
           if (params.create_id === undefined) void session.stop(undefined, 'its creator left before the answer').catch(() => {});
           throw new TetherError('UNAVAILABLE', 'connection closed');
         }
-        session.attach(this, 'owner');
+        const role = session.roles.roleFor(p);
+        session.attach(this, role);
         this.attached.add(session.id);
-        return { session: session.info(), role: 'owner' as Role, client_id: this.clientId };
+        return { session: session.info(), role, client_id: this.clientId };
       })
       .onRequest('session.attach', (params) => {
         this.assertOpen();
         const session = this.dir.visible(p, params.session_id);
-        const role: Role = session.owner === p.sub && !params.read_only ? 'owner' : p.canControl && !params.read_only ? 'controller' : 'viewer';
+        const role: Role = session.roles.roleFor(p, params.read_only);
         const nextSeq = session.attach(this, role, params.from_seq, params.previous_client_id);
         if (params.from_seq !== undefined) this.metrics?.resumed('client');
         this.attached.add(session.id);
@@ -115,19 +107,21 @@ export class ClientLink implements Member {
       })
       .onRequest('session.send', (params) => {
         const session = this.dir.visible(p, params.session_id);
-        if (!p.canControl) throw new TetherError('PERMISSION_DENIED', 'this token may not control sessions');
+        requireControlScope(p, 'send to sessions');
         const status = session.input(this.clientId, params.input_id, params.line);
         if (status === 'applied') this.metrics?.relayed('from_client', Buffer.byteLength(JSON.stringify(params.line)));
         return { status };
       })
       .onRequest('session.set_role', (params) => {
         const session = this.dir.visible(p, params.session_id);
-        session.setRole(this.clientId, params.client_id, params.role, this.dir.mayControl(params.client_id));
+        requireControlScope(p, 'change roles');
+        session.setRole(this.clientId, params.client_id, params.role, (id) => this.dir.mayControl(id));
         return {};
       })
       .onRequest('session.audit', (params) => readAudit(this.dir, p, params))
       .onRequest('session.stop', async (params) => {
         const session = this.dir.visible(p, params.session_id);
+        requireControlScope(p, 'stop sessions');
         await stopAcrossCuts(session, this.dir.waits, this.clientId, `stopped by ${p.sub}`, this.dir.agentWaitMs, params.signal);
         return {};
       });

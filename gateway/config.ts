@@ -92,7 +92,7 @@ export const LIMIT_KEYS = {
       helloTimeoutMs: positiveInt(GATEWAY_DEFAULTS.helloTimeoutMs, 'a connection must say hello within this time'),
       heartbeatIntervalMs: positiveInt(GATEWAY_DEFAULTS.heartbeat.intervalMs, 'how often the gateway pings each connection'),
       heartbeatTimeoutMs: positiveInt(GATEWAY_DEFAULTS.heartbeat.timeoutMs, 'a ping unanswered this long closes the connection'),
-      slowClientBytes: positiveInt(GATEWAY_DEFAULTS.slowClientBytes, 'a client whose send queue passes this is cut (it may resume)'),
+      slowClientBytes: positiveInt(GATEWAY_DEFAULTS.slowClientBytes, 'a connection whose send queue (frames, replies and events alike) passes this is cut as a slow consumer (it may resume)'),
       maxPendingPrompts: positiveInt(GATEWAY_DEFAULTS.maxPendingPrompts, 'pending permission prompts per session before new ones are denied'),
       promptExpiryMs: positiveInt(GATEWAY_DEFAULTS.promptExpiryMs, 'an unanswered permission prompt is denied after this'),
       controlAnswerMs: positiveInt(GATEWAY_DEFAULTS.controlAnswerMs, 'a control request (e.g. interrupt) the engine leaves unanswered this long marks the session unresponsive'),

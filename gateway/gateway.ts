@@ -104,7 +104,15 @@ export class Gateway {
   accept(channel: Channel, principal: Principal = ANONYMOUS, auth?: ConnectionAuth): void {
     this.channels.add(channel);
     const log = this.log.child({ transport: channel.transport, remote: channel.remote, principal: principal.sub });
-    const peer = new RpcPeer(channel, { logger: log });
+    // Every message toward this peer (frames, replies, events, requests) counts toward one budget.
+    let role: 'agent' | 'client' | undefined;
+    const peer = new RpcPeer(channel, {
+      logger: log,
+      maxBufferedBytes: this.limits.slowClientBytes,
+      onSlowConsumer: () => {
+        if (role !== 'agent') this.metrics.slowClientCut(channel.transport);
+      },
+    });
     const helloTimer = setTimeout(() => channel.close('DEADLINE_EXCEEDED', `no hello within ${this.limits.helloTimeoutMs} ms`), this.limits.helloTimeoutMs);
     let greeted = false;
     peer.onRequest('ping', () => ({}));
@@ -121,7 +129,8 @@ export class Gateway {
         throw noteAuthFailure(log, authError('PERMISSION_DENIED', 'wrong_kind', message), {}, this.countAuthFailure);
       }
       if (hello.role === 'agent') this.helloAgent(peer, principal, hello.agent, log);
-      else new ClientLink(peer, principal, this.directory, log, this.limits.slowClientBytes, this.metrics);
+      else new ClientLink(peer, principal, this.directory, this.metrics);
+      role = hello.role;
       greeted = true;
       clearTimeout(helloTimer);
       startHeartbeat(peer, this.limits.heartbeat, (reason) => {

@@ -110,8 +110,9 @@ export class SessionDirectory {
     return this.sessions.get(id);
   }
 
+  /** By the token's scopes only: the owner's `sub` with a token scoped to other agents does not see it. */
   private canSee(p: Principal, s: Session): boolean {
-    return p.canAdmin || s.owner === p.sub || mayUseAgent(p, s.agent);
+    return p.canAdmin || mayUseAgent(p, s.agent);
   }
 
   /**
@@ -156,8 +157,11 @@ export class SessionDirectory {
   /** For PendingCreates: forgets a session whose engine was not bound (audited as failed), and stops that engine if it runs. */
   abandon(s: Session, reason: string, err: unknown): void {
     recordQuietly(this.audit, { ...createdEntry(s.owner, s.agent, s.engine, s.options, s.id), result: 'failed', code: failureCode(err) }, this.log);
+    // Never started: nothing of it is kept, so it cannot come back after a restart.
     this.sessions.delete(s.id);
+    s.onEnded = undefined;
     s.end();
+    this.store.drop(s.id);
     const link = this.agents.get(s.agent);
     // An engine that started after all (e.g. the spawn timed out here) is stopped; an agent away
     // now is told when it comes back (its hello lists an engine no session here knows).
@@ -169,8 +173,22 @@ export class SessionDirectory {
    * agent of the same name is superseded when the new link is the same identity (same
    * principal sub: e.g. it reconnected before its old link was found dead), which is closed
    * with ABORTED; another identity is refused with ALREADY_EXISTS, never a silent takeover.
+   * All or nothing: if anything after the listing fails, the agent is unlisted again and the
+   * hello fails with UNAVAILABLE (retryable).
    */
   agentUp(link: AgentLink): void {
+    this.admitAgent(link);
+    try {
+      this.bindAgentSessions(link);
+    } catch (err) {
+      this.agentDown(link); // all or nothing: a hello that fails leaves no agent listed
+      // Our failure, not the agent's: UNAVAILABLE, so it retries instead of giving up (and exiting).
+      throw err instanceof TetherError ? err : new TetherError('UNAVAILABLE', `the gateway could not register agent "${link.name}": ${(err as Error).message}`);
+    }
+  }
+
+  /** Checks the name is free for this identity (superseding its own older link) and lists the agent. */
+  private admitAgent(link: AgentLink): void {
     const existing = this.agents.get(link.name);
     if (existing) {
       if (existing.principal.sub !== link.principal.sub) {
@@ -181,13 +199,27 @@ export class SessionDirectory {
       existing.peer.channel.close('ABORTED', 'superseded by a new connection');
     }
     this.agents.set(link.name, link);
+  }
+
+  /**
+   * Re-binds the sessions the agent still runs, ends those it came back without, and stops
+   * engines nobody here knows. Each session is handled on its own: one that fails is ended
+   * (logged) and the others, and the agent, carry on.
+   */
+  private bindAgentSessions(link: AgentLink): void {
     const running = new Map(link.descriptor.sessions.map((s) => [s.session_id, s.last_input_seq]));
     for (const s of this.sessions.values()) {
       if (s.agent !== link.name || s.ended || this.creates.isStarting(s.id)) continue; // a create in flight binds its own
       if (running.has(s.id)) {
         clearTimeout(this.lostTimers.get(s.id));
         this.lostTimers.delete(s.id);
-        s.bindHost(link, running.get(s.id));
+        try {
+          s.bindHost(link, running.get(s.id));
+        } catch (err) {
+          this.log.error({ sessionId: s.id, agent: link.name, err: (err as Error).message }, 'session could not be re-bound; ending it');
+          this.endSession(s, `could not be re-bound to its agent: ${(err as Error).message}`);
+          continue;
+        }
         this.metrics?.resumed('agent');
       } else if (s.currentState === 'agent-lost') {
         this.endSession(s, 'the agent came back without this session');

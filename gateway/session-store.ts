@@ -1,6 +1,7 @@
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync, writevSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SessionOptions, EngineKind } from '../core/protocol/session-options.js';
+import type { RoleDecisions } from './session-roles.js';
 
 /** What a session is, apart from its history. */
 export interface SessionRecord {
@@ -31,6 +32,8 @@ export interface StoredSession {
   record: SessionRecord;
   frames: StoredFrame[];
   inputs: StoredInput[];
+  /** The owner's role decisions by principal (see SessionRoles). */
+  roles: RoleDecisions;
 }
 
 /**
@@ -51,6 +54,8 @@ export interface SessionStore {
   flush(): void;
   /** Runs `done` once every frame appended so far is written: at once when none is held. */
   whenFlushed(done: () => void): void;
+  /** Replaces the session's role decisions (the whole set, written before it returns). */
+  saveRoles(sessionId: string, roles: RoleDecisions): void;
   drop(sessionId: string): void;
   loadAll(): StoredSession[];
   close(): void;
@@ -70,6 +75,7 @@ export class MemorySessionStore implements SessionStore {
   whenFlushed(done: () => void): void {
     done();
   }
+  saveRoles(): void {}
   drop(): void {}
   loadAll(): StoredSession[] {
     return [];
@@ -223,6 +229,13 @@ export class FileSessionStore implements SessionStore {
     }
   }
 
+  /** Written to a new file, then renamed over `roles.json`: a crash leaves the old set or the new one. */
+  saveRoles(sessionId: string, roles: RoleDecisions): void {
+    const file = join(this.folder(sessionId), 'roles.json');
+    writeFileSync(file + '.tmp', JSON.stringify(roles), { mode: 0o600 });
+    renameSync(file + '.tmp', file);
+  }
+
   drop(sessionId: string): void {
     this.held.delete(sessionId);
     const fd = this.fds.get(sessionId);
@@ -265,7 +278,9 @@ export class FileSessionStore implements SessionStore {
       if (frame) frames.push({ seq: v.f!, agentSeq: v.a, bytes: frame });
       else if (v.i !== undefined && v.k !== undefined && v.l) inputs.push({ seq: v.i, key: v.k, line: v.l });
     }
-    return { record, frames, inputs: inputs.slice(-INPUTS_KEPT) };
+    const rolesFile = join(folder, 'roles.json');
+    const roles = existsSync(rolesFile) ? (JSON.parse(readFileSync(rolesFile, 'utf8')) as RoleDecisions) : {};
+    return { record, frames, inputs: inputs.slice(-INPUTS_KEPT), roles };
   }
 
   /**

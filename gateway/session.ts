@@ -12,6 +12,9 @@ import type { SessionStore, StoredSession } from './session-store.js';
 import { ControlRouting } from './control-routing.js';
 import { checkUserMessage, promptChars } from './session-lines.js';
 import { encodeEventFrame, encodeLineFrame } from '../core/protocol/session-frame.js';
+import { SessionRoles, type RoleDecision } from './session-roles.js';
+import { checkEngineInput } from '../core/protocol/engine-input.js';
+import { PendingInputs } from './pending-inputs.js';
 
 /** One attached client as the session sees it: transport-blind. */
 export interface Member {
@@ -69,8 +72,6 @@ interface Attachment {
   since: string;
 }
 
-/** Inputs waiting for the agent before new ones are refused (backpressure on clients). */
-const MAX_PENDING_INPUTS = 1024;
 
 
 /** Engine control requests a client answers through the prompt book. */
@@ -95,9 +96,11 @@ export class Session {
   private answeringState: SessionState = 'idle';
   private inputSeq = 0;
   /** Inputs handed to the agent link but not yet confirmed written to the engine. */
-  private pendingInputs: { seq: number; line: Record<string, unknown> }[] = [];
+  private readonly pendingInputs = new PendingInputs();
   private lastAgentSeq = 0;
   private readonly recentInputs = new Map<string, true>();
+  /** The stop in flight toward the agent, shared by everyone who asks meanwhile. */
+  private stopping: Promise<void> | undefined;
   /** Called once when the session ends (the directory schedules its removal). */
   onEnded: (() => void) | undefined;
 
@@ -114,6 +117,8 @@ export class Session {
   private readonly metrics: SessionMetrics | undefined;
   /** Dedupe key of the input being routed, stored with what it sends to the engine. */
   private routingKey = '';
+  /** Who gets which role: token scope, owner and the owner's decisions (kept in the store). */
+  readonly roles: SessionRoles;
 
   constructor(init: SessionInit) {
     this.id = init.id;
@@ -133,6 +138,7 @@ export class Session {
       onCaughtUp: () => this.state === 'unresponsive' && this.setState(this.answeringState, true),
     });
     this.prompts = new PromptBook(init.limits.maxPendingPrompts);
+    this.roles = new SessionRoles(init.owner, init.restored?.roles, (decisions) => this.store.saveRoles(this.id, decisions));
     if (init.restored) this.restore(init.restored);
     else this.store.create({ id: this.id, agent: this.agent, engine: this.engine, owner: this.owner, options: this.options, created_at: this.createdAt });
     // Restored history is durable already; everything after goes out once the store holds it.
@@ -158,7 +164,14 @@ export class Session {
     for (const i of stored.inputs) {
       this.inputSeq = Math.max(this.inputSeq, i.seq);
       this.recentInputs.set(i.key, true);
-      this.pendingInputs.push({ seq: i.seq, line: i.line });
+      let bytes: number;
+      try {
+        bytes = checkEngineInput(i.line).length; // a store written by an older gateway may hold what we now refuse
+      } catch (err) {
+        this.log_.warn({ sessionId: this.id, seq: i.seq, err: (err as Error).message }, 'dropping a stored input the engine cannot take');
+        continue;
+      }
+      this.pendingInputs.push({ seq: i.seq, line: i.line, bytes });
     }
     if (this.state !== 'ended') this.state = 'agent-lost';
   }
@@ -221,7 +234,15 @@ export class Session {
     if (host) {
       // Re-send what the agent never confirmed; it applies each input seq at most once.
       this.onInputAck(lastInputSeq);
-      for (const p of this.pendingInputs) host.input(this.id, p.seq, p.line);
+      for (const p of this.pendingInputs.list()) {
+        try {
+          host.input(this.id, p.seq, p.line);
+        } catch (err) {
+          // One bad input must not stop the others, this session or the agent's hello.
+          this.log_.warn({ sessionId: this.id, seq: p.seq, err: (err as Error).message }, 'dropping an input the agent link cannot take');
+          this.pendingInputs.drop(p.seq);
+        }
+      }
     }
     if (!host) this.setState('agent-lost');
     else if (this.state === 'agent-lost' || this.state === 'starting') this.setState(this.prompts.size ? 'requires_action' : 'idle');
@@ -381,23 +402,35 @@ export class Session {
 
   /**
    * The owner hands control to another attached client, or takes it back. Only an owner
-   * may do it; `mayControl` says whether the target's token allows control at all.
+   * may do it; `mayControl` says whether a client's token allows control at all. The
+   * decision is about the target's principal: kept (and stored) so that principal's later
+   * attachments get it too, and applied now to each of its attachments. A client of the
+   * owner's own principal (attached read-only) changes alone, with no decision kept.
    */
-  setRole(byClientId: string, targetClientId: string, role: 'controller' | 'viewer', mayControl: boolean): void {
+  setRole(byClientId: string, targetClientId: string, role: RoleDecision, mayControl: (clientId: string) => boolean): void {
     const by = this.members.get(byClientId);
     if (!by) throw new TetherError('FAILED_PRECONDITION', `not attached to session ${this.id}`);
     if (by.role !== 'owner') throw new TetherError('PERMISSION_DENIED', 'only the session owner can change roles');
     const target = this.members.get(targetClientId);
     if (!target) throw new TetherError('NOT_FOUND', `no client ${targetClientId} is attached to session ${this.id}`);
     if (target.role === 'owner') throw new TetherError('FAILED_PRECONDITION', 'an owner attachment keeps its role');
-    if (role === 'controller' && !mayControl) throw new TetherError('PERMISSION_DENIED', `${target.member.principal}'s token does not allow control`);
-    if (target.role === role) return;
-    this.record(by.member.principal, 'role_change', { client_id: targetClientId, target_principal: target.member.principal, role });
-    target.role = role;
-    this.broadcast({
-      event: tetherEvent({ subtype: 'presence', action: 'role_changed', principal: target.member.principal, client_id: targetClientId, role }),
-      origin: 'gateway',
-    });
+    if (role === 'controller' && !mayControl(targetClientId)) throw new TetherError('PERMISSION_DENIED', `${target.member.principal}'s token does not allow control`);
+    const principal = target.member.principal;
+    const own = principal === this.owner;
+    const changed = [...this.members.values()].filter(
+      (a) => (own ? a === target : a.member.principal === principal) && a.role !== 'owner' && a.role !== role && (role === 'viewer' || mayControl(a.member.clientId)),
+    );
+    const recorded = changed.length ? changed : !own && this.roles.decided(principal) !== role ? [target] : [];
+    // Recorded before it takes effect: a change that cannot be audited is not made.
+    for (const a of recorded) this.record(by.member.principal, 'role_change', { client_id: a.member.clientId, target_principal: principal, role });
+    if (!own) this.roles.decide(principal, role);
+    for (const a of changed) {
+      a.role = role;
+      this.broadcast({
+        event: tetherEvent({ subtype: 'presence', action: 'role_changed', principal, client_id: a.member.clientId, role }),
+        origin: 'gateway',
+      });
+    }
   }
 
   roleOf(clientId: string): Role | undefined {
@@ -412,9 +445,12 @@ export class Session {
     const a = this.members.get(clientId);
     if (!a) throw new TetherError('FAILED_PRECONDITION', `not attached to session ${this.id}`);
     if (a.role === 'viewer') throw new TetherError('PERMISSION_DENIED', 'viewers cannot send input to the session');
+    // Size, depth and shape first: nothing of a line the engine cannot take is kept or broadcast.
+    const bytes = checkEngineInput(line).length;
     const key = `${a.member.principal}\u0000${inputId}`; // survives the client reconnecting with a new client id
     if (this.recentInputs.has(key)) return 'duplicate';
     if (this.ended) throw new TetherError('FAILED_PRECONDITION', `session ${this.id} has ended`);
+    if (line.type !== 'keep_alive') this.pendingInputs.assertRoom(bytes, this.id);
     this.routingKey = key;
     this.route(a, line);
     this.recentInputs.set(key, true);
@@ -511,20 +547,17 @@ export class Session {
    * (bounded) and goes out when the agent is back; nothing is dropped.
    */
   private toEngine(line: Record<string, unknown>): void {
-    if (this.pendingInputs.length >= MAX_PENDING_INPUTS) {
-      throw new TetherError('RESOURCE_EXHAUSTED', `${MAX_PENDING_INPUTS} inputs are waiting for the agent of session ${this.id}; retry later`);
-    }
+    const bytes = JSON.stringify(line).length;
+    this.pendingInputs.assertRoom(bytes, this.id);
     const seq = ++this.inputSeq;
     this.store.appendInput(this.id, { seq, key: this.routingKey, line });
-    this.pendingInputs.push({ seq, line });
+    this.pendingInputs.push({ seq, line, bytes });
     this.host?.input(this.id, seq, line);
   }
 
   /** The agent wrote every input up to `seq` to the engine. */
   onInputAck(seq: number): void {
-    let n = 0;
-    while (n < this.pendingInputs.length && this.pendingInputs[n].seq <= seq) n++;
-    if (n) this.pendingInputs = this.pendingInputs.slice(n);
+    this.pendingInputs.ack(seq);
   }
 
   /** Sends the engine's answer to the one client that asked, with its own request id back. */
@@ -556,12 +589,16 @@ export class Session {
       if (role === 'viewer') throw new TetherError('PERMISSION_DENIED', 'viewers cannot stop the session');
     }
     if (this.ended) return;
+    if (this.stopping && signal === undefined) return this.stopping; // one graceful stop toward the agent, however many ask at once
     if (!this.host) throw new TetherError('UNAVAILABLE', `the agent of session ${this.id} is not connected`);
     const by = clientId ? (this.members.get(clientId)?.member.principal ?? 'unknown') : 'tether';
     this.record(by, 'stop', { reason });
-    await this.host.stop(this.id, reason, signal).catch((err: unknown) => {
+    const stopped = this.host.stop(this.id, reason, signal).catch((err: unknown) => {
       this.recordQuietly(by, 'stop', { reason, result: 'failed', code: failureCode(err) });
       throw err;
     });
+    if (signal !== undefined) return stopped; // a signal always goes through (it may escalate a graceful stop)
+    this.stopping = stopped.finally(() => (this.stopping = undefined));
+    return this.stopping;
   }
 }

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { BinaryFrame, Channel, CloseInfo, WireFrame } from '../channel/channel.js';
+import type { BinaryFrame, Channel, CloseInfo, OutgoingFrame, WireFrame } from '../channel/channel.js';
 import { asTetherError, JSONRPC_PARSE_ERROR, TetherError } from '../errors.js';
 import { silentLogger, type Logger } from '../logging.js';
 import { classify, type RpcId } from '../protocol/jsonrpc.js';
@@ -25,7 +25,19 @@ export interface RpcPeerOptions {
   logger?: Logger;
   /** Bound on every outgoing request; 0 means none. */
   requestTimeoutMs?: number;
+  /**
+   * Outbound budget, in bytes the channel holds but has not yet written (requests, replies,
+   * notifications and posted frames alike). Once the channel holds more than this, the next
+   * send closes it with RESOURCE_EXHAUSTED ("slow consumer") instead of queueing more: a peer
+   * that stops reading cannot grow our memory past the budget plus one message. Default: none.
+   */
+  maxBufferedBytes?: number;
+  /** Called once, with the bytes held, when the budget cuts the channel. */
+  onSlowConsumer?: (bufferedBytes: number) => void;
 }
+
+/** The reason a peer over its outbound budget is cut with (RESOURCE_EXHAUSTED, WebSocket close 4008). */
+export const SLOW_CONSUMER_REASON = 'slow consumer: send queue over limit; resume from your last seq';
 
 /** Short, wire-safe description of a schema failure: "path: message; …". */
 export function describeIssues(error: z.ZodError): string {
@@ -50,10 +62,14 @@ export class RpcPeer {
   private rawTextHandler: ((text: string) => boolean) | undefined;
   private readonly log: Logger;
   private readonly timeoutMs: number;
+  private readonly maxBufferedBytes: number;
+  private readonly onSlowConsumer: ((bufferedBytes: number) => void) | undefined;
 
   constructor(readonly channel: Channel, opts: RpcPeerOptions = {}) {
     this.log = opts.logger ?? silentLogger;
     this.timeoutMs = opts.requestTimeoutMs ?? 30_000;
+    this.maxBufferedBytes = opts.maxBufferedBytes ?? Infinity;
+    this.onSlowConsumer = opts.onSlowConsumer;
     void channel.closed.then((info) => this.failPending(info));
   }
 
@@ -79,11 +95,13 @@ export class RpcPeer {
 
   /**
    * Sends a binary notification: `params` in the header, `body` as bytes, untouched. Returns
-   * false (sending nothing) when the channel is closed or the frame is over the limit; a
-   * transport error later closes the channel as usual (fire-and-forget, for the hot path).
+   * false (sending nothing) when the channel is closed, over the outbound budget (then cut)
+   * or the frame is over the limit; a transport error later closes the channel as usual
+   * (fire-and-forget, for the hot path).
    */
   postBinary<N extends BinaryNotificationName>(name: N, params: BinaryNotificationParams<N>, body: Uint8Array): boolean {
-    return this.channel.post({ header: JSON.stringify({ method: name, params }), body });
+    const frame = { header: JSON.stringify({ method: name, params }), body };
+    return this.admit() && this.channel.post(frame);
   }
 
   /**
@@ -109,6 +127,7 @@ export class RpcPeer {
         }, timeoutMs);
       }
       this.pending.set(id, entry);
+      this.admit();
       this.channel.send(JSON.stringify({ jsonrpc: '2.0', id, method, params })).catch((err) => {
         clearTimeout(entry.timer);
         this.pending.delete(id);
@@ -123,7 +142,33 @@ export class RpcPeer {
 
   /** Sends a notification; resolves when handed to the transport. */
   notify<N extends NotificationName>(name: N, params: NotificationParams<N>): Promise<void> {
-    return this.channel.send(JSON.stringify({ jsonrpc: '2.0', method: name, params }));
+    const text = JSON.stringify({ jsonrpc: '2.0', method: name, params });
+    this.admit();
+    return this.channel.send(text);
+  }
+
+  /**
+   * Posts one notification already serialized, as text or UTF-8 bytes (hot paths: the same
+   * frame to many peers), within the outbound budget. Returns false, having sent nothing,
+   * when the channel is closed (or was just cut for being over budget) or the frame is over
+   * its limit.
+   */
+  post(frame: OutgoingFrame): boolean {
+    return this.admit() && this.channel.post(frame);
+  }
+
+  /**
+   * Whether the channel may take another message: false once closed, and closes it (slow
+   * consumer) when it holds more than the outbound budget.
+   */
+  private admit(): boolean {
+    if (this.channel.isClosed) return false;
+    const held = this.channel.bufferedBytes;
+    if (held <= this.maxBufferedBytes) return true;
+    this.log.warn({ buffered: held, limit: this.maxBufferedBytes }, 'cutting slow consumer');
+    this.channel.close('RESOURCE_EXHAUSTED', SLOW_CONSUMER_REASON);
+    this.onSlowConsumer?.(held);
+    return false;
   }
 
   /** Reads the channel until it closes; resolves with how it closed. */
@@ -238,7 +283,7 @@ export class RpcPeer {
   }
 
   private send(msg: unknown): void {
-    if (this.channel.isClosed) return;
+    if (!this.admit()) return;
     this.channel.send(JSON.stringify(msg)).catch((err) => this.log.debug({ err: asTetherError(err).message }, 'send failed'));
   }
 

@@ -37,3 +37,13 @@ export const isCanUseTool = isEngine('control_request', 'can_use_tool');
 export const isResult = isEngine('result');
 export const isWithdrawal = (requestId: string) => (i: SessionItem) =>
   i.kind === 'engine' && i.origin === 'gateway' && i.message.type === 'control_cancel_request' && i.message.request_id === requestId;
+
+/** The typed error code a promise rejects with, or 'none' when it resolves. */
+export async function codeOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+    return 'none';
+  } catch (err) {
+    return (err as { code?: string }).code ?? String(err);
+  }
+}
