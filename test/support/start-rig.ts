@@ -64,7 +64,9 @@ export async function startRig(o: StartRigOptions): Promise<StartRig> {
     backoff: FAST_BACKOFF,
     dial: FAST_PING,
     heartbeat: HEARTBEAT,
-    eofGraceMs: 500,
+    // Long enough for a turn to finish after stdin EOF on a busy machine (the drop-in's EOF
+    // ends its session this way and expects the engine's own exit code, 0).
+    eofGraceMs: 3_000,
     termGraceMs: 500,
   });
   await agent.start();
