@@ -1,0 +1,262 @@
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { credentials, loadPackageDefinition, Metadata, type ClientDuplexStream } from '@grpc/grpc-js';
+import { loadSync } from '@grpc/proto-loader';
+import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { startRig, type EngineRig } from './support/engines.js';
+import { readTurn } from './support/turns.js';
+
+/**
+ * The JSON-RPC dialect driven by a thin client written here with nothing but `ws` (or
+ * @grpc/grpc-js and the .proto) and JSON.parse: no code of ours is imported by the client.
+ * Engine: the real Claude Code CLI against the scripted model. Support code only starts the
+ * stack and reads the native client's view of the same session.
+ */
+
+type Msg = Record<string, any>;
+
+/** A JSON-RPC 2.0 peer over any text pipe: requests, notifications, and answers to the gateway's requests. */
+class ThinClient {
+  readonly received: Msg[] = [];
+  private nextId = 1;
+  private readonly waiters: { test: (m: Msg) => boolean; resolve: (m: Msg) => void }[] = [];
+  answer: (method: string, params: Msg) => unknown = () => ({});
+
+  constructor(private readonly write: (text: string) => void) {}
+
+  receive(text: string): void {
+    const m = JSON.parse(text) as Msg;
+    this.received.push(m);
+    if (typeof m.method === 'string' && m.id !== undefined) this.write(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: this.answer(m.method, m.params) }));
+    for (const w of [...this.waiters]) if (w.test(m)) w.resolve(m);
+  }
+
+  sendRaw(text: string): void {
+    this.write(text);
+  }
+
+  /** Sends a request; resolves with the whole response message (result or error). */
+  request(method: string, params: unknown, timeoutMs = 60_000): Promise<Msg> {
+    const id = this.nextId++;
+    this.write(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
+    return this.waitFor((m) => m.id === id && m.method === undefined, timeoutMs, `the answer to ${method}`);
+  }
+
+  waitFor(test: (m: Msg) => boolean, timeoutMs = 30_000, what = 'a message'): Promise<Msg> {
+    const seen = this.received.find(test);
+    if (seen) return Promise.resolve(seen);
+    return new Promise((resolve, reject) => {
+      const w = {
+        test,
+        resolve: (m: Msg) => {
+          clearTimeout(t);
+          this.waiters.splice(this.waiters.indexOf(w), 1);
+          resolve(m);
+        },
+      };
+      const t = setTimeout(() => {
+        this.waiters.splice(this.waiters.indexOf(w), 1);
+        reject(new Error(`timed out waiting for ${what}`));
+      }, timeoutMs);
+      this.waiters.push(w);
+    });
+  }
+
+  notifications(method: string): Msg[] {
+    return this.received.filter((m) => m.method === method && m.id === undefined);
+  }
+}
+
+interface Pipe {
+  client: ThinClient;
+  /** The WebSocket subprotocol the gateway answered (ws only). */
+  protocol?: string;
+  close(): void;
+}
+
+async function dialWs(url: string, token: string | undefined): Promise<Pipe> {
+  const ws = new WebSocket(url, 'tether-jsonrpc.v1', { headers: token ? { authorization: `Bearer ${token}` } : {} });
+  const client = new ThinClient((text) => ws.send(text));
+  ws.on('message', (data) => client.receive(data.toString()));
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', resolve);
+    ws.once('error', reject);
+  });
+  return { client, protocol: ws.protocol, close: () => ws.terminate() };
+}
+
+const PROTO = join(__dirname, '..', 'proto', 'tether', 'v1', 'gateway.proto');
+
+async function dialGrpc(url: string, token: string | undefined): Promise<Pipe> {
+  const pkg = loadPackageDefinition(loadSync(PROTO)) as any;
+  const stub = new pkg.tether.v1.Gateway(url.replace(/^grpc:\/\//, ''), credentials.createInsecure());
+  const md = new Metadata();
+  md.set('tether-dialect', 'jsonrpc');
+  if (token) md.set('authorization', `Bearer ${token}`);
+  const call = stub.Connect(md) as ClientDuplexStream<{ json: string }, { json: string }>;
+  const client = new ThinClient((text) => call.write({ json: text }));
+  call.on('data', (f: { json: string }) => client.receive(f.json));
+  call.on('error', () => {});
+  return {
+    client,
+    close: () => {
+      call.cancel();
+      stub.close();
+    },
+  };
+}
+
+const ALL = ['streaming', 'tools', 'permissions', 'questions', 'progress', 'presence', 'session_state'];
+const README = 'Tether test README: the answer is 42.';
+
+const scenario = (cwd: string) => ({
+  responses: [
+    { text: 'Let me read it.', tool_use: { id: 'toolu_read', name: 'Read', input: { file_path: join(cwd, 'README.md') } } },
+    { text: 'It says the answer is 42.' },
+    { tool_use: { id: 'toolu_b1', name: 'Bash', input: { command: 'echo one > one.txt', description: 'first file' } } },
+    { tool_use: { id: 'toolu_b2', name: 'Bash', input: { command: 'echo two > two.txt', description: 'second file' } } },
+    { text: 'Both written.' },
+  ],
+});
+
+describe.each(['ws', 'grpc'] as const)('JSON-RPC dialect over %s, real CLI', (transport) => {
+  let rig: EngineRig | undefined;
+  const pipes: Pipe[] = [];
+  afterEach(async () => {
+    for (const p of pipes.splice(0)) p.close();
+    await rig?.stop();
+    rig = undefined;
+  });
+
+  it('round trip, session-scoped allow, a native client on the same session, progress only when negotiated', async () => {
+    rig = await startRig('claude', { responses: [] });
+    rig.fake!.setScenario(scenario(rig.cwd));
+    writeFileSync(join(rig.cwd, 'README.md'), README);
+    const dial = (t: typeof transport) => (t === 'ws' ? dialWs(rig!.stack.wsUrl, rig!.stack.token) : dialGrpc(rig!.stack.grpcUrl, rig!.stack.token));
+    const pipe = await dial(transport);
+    pipes.push(pipe);
+    if (transport === 'ws') expect(pipe.protocol).toBe('tether-jsonrpc.v1');
+    const c = pipe.client;
+
+    const init = await c.request('initialize', { protocol_version: '1.0', capabilities: [...ALL, 'future-thing'] });
+    expect(init.result.protocol_version).toBe('1.0');
+    expect(init.result.capabilities.sort()).toEqual([...ALL].sort());
+    const created = await c.request('session_create', { agent: 'test-agent' });
+    const sessionId: string = created.result.session_id;
+    expect(sessionId).toMatch(/^[0-9a-f-]{36}$/);
+
+    // An old client: negotiated streaming only (no progress, no tools).
+    const old = await dial('ws');
+    pipes.push(old);
+    expect((await old.client.request('initialize', { protocol_version: '1.0', capabilities: ['streaming'] })).result.capabilities).toEqual(['streaming']);
+    expect((await old.client.request('session_attach', { session_id: sessionId })).result.role).toBe('owner');
+
+    // A native client on the same session, through our library.
+    const native = await rig.stack.client();
+    const nativeSession = await native.attach(sessionId);
+    const nativeTurn = readTurn(nativeSession, () => undefined, undefined, 60_000);
+
+    const reply = await c.request('user_message', { session_id: sessionId, content: "What's in README.md?" });
+    expect(reply.result).toMatchObject({ status: 'completed' });
+    expect(reply.result.usage.input_tokens).toBeGreaterThan(0);
+    expect(reply.result.usage.output_tokens).toBeGreaterThan(0);
+
+    // Order: tokens → tool_use_start Read → tool_result → tokens → turn_complete → response.
+    const seq = c.received;
+    const at = (test: (m: Msg) => boolean, from = 0) => seq.findIndex((m, i) => i >= from && test(m));
+    const firstToken = at((m) => m.method === 'assistant_token');
+    const toolStart = at((m) => m.method === 'tool_use_start' && m.params.name === 'Read');
+    const toolResult = at((m) => m.method === 'tool_result' && m.params.tool_use_id === 'toolu_read');
+    const laterToken = at((m) => m.method === 'assistant_token', toolResult);
+    const complete = at((m) => m.method === 'turn_complete');
+    const response = seq.indexOf(reply);
+    expect(firstToken).toBeGreaterThanOrEqual(0);
+    expect([firstToken, toolStart, toolResult, laterToken, complete, response]).toEqual([firstToken, toolStart, toolResult, laterToken, complete, response].sort((a, b) => a - b));
+    expect(toolStart).toBeGreaterThan(firstToken);
+    expect(seq[toolStart].params.input.file_path).toBe(join(rig.cwd, 'README.md'));
+    expect(seq[toolResult].params.content).toContain('the answer is 42');
+    expect(seq[toolResult].params.is_error).toBe(false);
+    const text = (cl: ThinClient) => cl.notifications('assistant_token').map((m) => m.params.token).join('');
+    expect(text(c)).toBe('Let me read it.It says the answer is 42.');
+    expect(seq[complete].params).toMatchObject({ session_id: sessionId, stop_reason: 'end_turn' });
+    expect(new Set(c.notifications('assistant_token').map((m) => m.params.message_id)).size).toBe(2);
+
+    // The native client saw the same turn.
+    const turn = await nativeTurn;
+    expect(turn.result.is_error).toBe(false);
+    const nativeTools = turn.messages.flatMap((m: any) => (m.type === 'assistant' ? m.message.content : [])).filter((b: any) => b.type === 'tool_use');
+    expect(nativeTools.map((b: any) => b.id)).toEqual(['toolu_read']);
+
+    // Progress reached the client that asked for it, never the old one; nor did tool events.
+    expect(c.notifications('progress').length).toBeGreaterThan(0);
+    expect(c.notifications('session_state').length).toBeGreaterThan(0);
+    const oldMethods = new Set(old.client.received.map((m) => m.method).filter(Boolean));
+    expect([...oldMethods].sort()).toEqual(['assistant_token', 'turn_complete']);
+    expect(text(old.client)).toBe(text(c));
+
+    // Bash twice: one permission_request, answered for the session; the second call is not asked.
+    c.answer = (method, params) => {
+      expect(method).toBe('permission_request');
+      expect(params).toMatchObject({ session_id: sessionId, tool: 'Bash', risk_level: 'high', input: { command: 'echo one > one.txt' } });
+      return { decision: 'allow', scope: 'session' };
+    };
+    const second = await c.request('user_message', { session_id: sessionId, content: 'Write two files' });
+    expect(second.result.status).toBe('completed');
+    const asked = c.received.filter((m) => m.method === 'permission_request');
+    expect(asked).toHaveLength(1);
+    expect(existsSync(join(rig.cwd, 'one.txt'))).toBe(true);
+    expect(existsSync(join(rig.cwd, 'two.txt'))).toBe(true);
+    const results = c.notifications('tool_result').filter((m) => m.params.tool_use_id.startsWith('toolu_b'));
+    expect(results.map((m) => [m.params.tool_use_id, m.params.is_error])).toEqual([
+      ['toolu_b1', false],
+      ['toolu_b2', false],
+    ]);
+    expect(old.client.received.some((m) => m.method === 'permission_request' || m.method === 'progress')).toBe(false);
+  }, 120_000);
+});
+
+describe('JSON-RPC dialect: malformed input and the printed URL', () => {
+  let rig: EngineRig | undefined;
+  const pipes: Pipe[] = [];
+  afterEach(async () => {
+    for (const p of pipes.splice(0)) p.close();
+    await rig?.stop();
+    rig = undefined;
+  });
+
+  it('answers malformed requests with the standard JSON-RPC error codes and stays usable', async () => {
+    rig = await startRig('demo');
+    const pipe = await dialWs(rig.stack.wsUrl, rig.stack.token);
+    pipes.push(pipe);
+    const c = pipe.client;
+    const errorAfter = async (raw: string) => {
+      const n = c.received.length;
+      c.sendRaw(raw);
+      return c.waitFor((m) => c.received.indexOf(m) >= n && m.error !== undefined, 5_000, `an error for ${raw}`);
+    };
+    expect((await errorAfter('{not json')).error.code).toBe(-32700);
+    expect((await errorAfter('{not json')).id).toBeNull();
+    expect((await errorAfter('[1,2]')).error.code).toBe(-32600);
+    expect((await errorAfter('{"jsonrpc":"1.0","id":"raw-3","method":"initialize"}'))).toMatchObject({ id: "raw-3", error: { code: -32600 } });
+    expect((await errorAfter('{"jsonrpc":"2.0","id":"raw-4","method":42}'))).toMatchObject({ id: "raw-4", error: { code: -32600 } });
+    expect((await c.request('no_such_method', {})).error.code).toBe(-32601);
+    expect((await c.request('initialize', { capabilities: 'all' })).error.code).toBe(-32602);
+    expect((await c.request('initialize', { protocol_version: '9.0' })).error.code).toBe(-32602);
+    // Before initialize nothing else is served.
+    expect((await c.request('session_list', {})).error.message).toMatch(/initialize first/);
+    expect((await c.request('initialize', { protocol_version: '1.0', capabilities: [] })).result.protocol_version).toBe('1.0');
+    expect((await c.request('user_message', { session_id: 'x' })).error.code).toBe(-32602);
+    expect((await c.request('user_message', { session_id: 'nope', content: 'hi' })).error.message).toMatch(/no session nope/);
+    expect((await c.request('session_list', {})).result).toEqual({ sessions: [] });
+  });
+
+  it('the bare ws://HOST:PORT that tether up prints takes the upgrade; without the token it is refused', async () => {
+    rig = await startRig('demo');
+    expect(new URL(rig.stack.wsUrl).pathname).toBe('/');
+    const pipe = await dialWs(rig.stack.wsUrl, rig.stack.token);
+    pipes.push(pipe);
+    expect((await pipe.client.request('initialize', { protocol_version: '1.0' })).result.principal).toBe('test-user');
+    await expect(dialWs(rig.stack.wsUrl, undefined)).rejects.toThrow(/401/);
+  });
+});
