@@ -191,6 +191,7 @@ describe.each(['ws', 'grpc'] as const)('JSON-RPC dialect over %s, real CLI', (tr
     // Progress reached the client that asked for it, never the old one; nor did tool events.
     expect(c.notifications('progress').length).toBeGreaterThan(0);
     expect(c.notifications('session_state').length).toBeGreaterThan(0);
+    await old.client.waitFor((m) => m.method === 'turn_complete', 10_000, "the old client's turn_complete");
     const oldMethods = new Set(old.client.received.map((m) => m.method).filter(Boolean));
     expect([...oldMethods].sort()).toEqual(['assistant_token', 'turn_complete']);
     expect(text(old.client)).toBe(text(c));
@@ -212,6 +213,7 @@ describe.each(['ws', 'grpc'] as const)('JSON-RPC dialect over %s, real CLI', (tr
       ['toolu_b1', false],
       ['toolu_b2', false],
     ]);
+    await old.client.waitFor((m) => m.method === 'turn_complete' && old.client.notifications('turn_complete').length === 2, 10_000, 'the second turn_complete');
     expect(old.client.received.some((m) => m.method === 'permission_request' || m.method === 'progress')).toBe(false);
   }, 120_000);
 });

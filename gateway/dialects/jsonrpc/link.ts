@@ -31,8 +31,6 @@ type RpcError = { code: number; message: string; data?: unknown };
 
 /** What dialect clients learned of each session's engine (system/init), for `initialize` and `session_attach`. */
 const engines = new WeakMap<Session, EngineInfo>();
-/** Tools allowed with `scope: "session"`, per session: later calls are approved without asking. */
-const allowedForSession = new WeakMap<Session, Set<string>>();
 
 const NO_ENGINE: EngineInfo = { model: null, tools: [], mcp_servers: [] };
 /** A handler's result that is sent later (user_message answers when its turn ends). */
@@ -47,10 +45,8 @@ interface SessionView {
   messageId: string;
   /** Messages whose text came as tokens: their completed text blocks are not sent again. */
   streamed: Set<string>;
-  /** Who sent each prompt not yet answered by a result, in the engine's order (client ids). */
-  turnQueue: string[];
-  /** This client's user_message requests waiting for their turn to end, in order. */
-  turns: RpcId[];
+  /** This client's user_message requests waiting for their turn to end, by the uuid stamped on the prompt. */
+  turns: Map<string, RpcId>;
   /** Engine permission request id → the id of our request to the client. */
   prompts: Map<string, string>;
   /** True while history is replayed on attach: prompts are held until we know they are still open. */
@@ -158,13 +154,14 @@ export class JsonRpcDialectLink implements Member {
         return this.notify('tools', 'tool_result', { session_id: sid, tool_use_id: e.tool_use_id, content: e.content, is_error: e.is_error });
       case 'turn_complete': {
         this.notify(undefined, 'turn_complete', { session_id: sid, stop_reason: e.stop_reason });
-        const mine = view.turnQueue.shift() === this.clientId ? view.turns.shift() : undefined;
-        if (mine !== undefined) this.respond(mine, { status: e.status, usage: e.usage });
+        for (const uuid of e.user_message_uuids) {
+          const mine = view.turns.get(uuid);
+          if (mine === undefined) continue;
+          view.turns.delete(uuid);
+          this.respond(mine, { status: e.status, usage: e.usage });
+        }
         return;
       }
-      case 'prompt':
-        view.turnQueue.push(e.client_id);
-        return;
       case 'permission':
         if (view.replaying) view.held.set(e.request_id, e);
         else this.raise(view, e);
@@ -183,12 +180,13 @@ export class JsonRpcDialectLink implements Member {
         return this.notify('presence', 'presence', { session_id: sid, action: e.action, principal: e.principal, client_id: e.client_id, role: e.role });
       case 'state':
         this.notify('session_state', 'session_state', { session_id: sid, state: e.state, ...(e.reason ? { reason: e.reason } : {}) });
-        if (e.state === 'ended') for (const id of view.turns.splice(0)) this.respond(id, { status: 'error', usage: { input_tokens: 0, output_tokens: 0 } });
+        if (e.state === 'ended') for (const id of view.turns.values()) this.respond(id, { status: 'error', usage: { input_tokens: 0, output_tokens: 0 } });
+        if (e.state === 'ended') view.turns.clear();
         return;
     }
   }
 
-  /** Asks this client about an engine permission request (or answers it from a session-scoped allow). */
+  /** Asks this client about an engine permission request (a `scope: "session"` allow becomes the engine's own session rule). */
   private raise(view: SessionView, e: PermissionEvent): void {
     const role = view.session.roleOf(this.clientId);
     if (role === undefined || role === 'viewer') return;
@@ -201,16 +199,11 @@ export class JsonRpcDialectLink implements Member {
       });
       return;
     }
-    if (allowedForSession.get(view.session)?.has(e.tool)) {
-      this.answer(view, e.request_id, permissionAnswer(e.tool, e.input, { decision: 'allow', scope: 'once' }));
-      return;
-    }
     if (!this.caps.has('permissions')) return;
     const params = { session_id: sid, tool: e.tool, input: e.input, risk_level: riskLevel(e.tool), tool_use_id: e.tool_use_id, description: e.description };
     this.ask(view, e, 'permission_request', params, (reply) => {
       const d = PermissionDecision.safeParse(reply.result);
       if (!d.success) return { behavior: 'deny', message: reply.error ? `The client could not answer: ${reply.error.message}` : 'The client sent no valid decision.' };
-      if (d.data.decision === 'allow' && d.data.scope === 'session') sessionAllows(view.session).add(e.tool);
       return permissionAnswer(e.tool, e.input, d.data);
     });
   }
@@ -353,7 +346,7 @@ export class JsonRpcDialectLink implements Member {
 
   /** Attaches with a fresh view; prompts replayed from history are raised only if still open afterwards. */
   private attach(session: Session, role: Role, fromSeq?: number): number {
-    const view: SessionView = { session, messageId: '', streamed: new Set(), turnQueue: [], turns: [], prompts: new Map(), replaying: true, held: new Map() };
+    const view: SessionView = { session, messageId: '', streamed: new Set(), turns: new Map(), prompts: new Map(), replaying: true, held: new Map() };
     const before = this.views.get(session.id);
     this.views.set(session.id, view);
     let next: number;
@@ -372,9 +365,11 @@ export class JsonRpcDialectLink implements Member {
 
   private userMessage(params: Params<'user_message'>, id: RpcId): typeof LATER {
     const view = this.viewOf(params.session_id);
-    const line = { type: 'user', message: { role: 'user', content: params.content }, parent_tool_use_id: null, session_id: 'default' };
-    view.session.input(this.clientId, randomUUID(), line);
-    view.turns.push(id);
+    // The uuid comes back in the result's user_message_uuids: that result ends this request's turn.
+    const uuid = randomUUID();
+    const line = { type: 'user', message: { role: 'user', content: params.content }, parent_tool_use_id: null, session_id: 'default', uuid };
+    view.session.input(this.clientId, uuid, line);
+    view.turns.set(uuid, id);
     return LATER;
   }
 
@@ -436,12 +431,6 @@ export class JsonRpcDialectLink implements Member {
     ch.post(text);
     this.opts.metrics?.relayed('to_client', text.length);
   }
-}
-
-function sessionAllows(session: Session): Set<string> {
-  let set = allowedForSession.get(session);
-  if (!set) allowedForSession.set(session, (set = new Set()));
-  return set;
 }
 
 function remember(ids: Set<string>, id: string): void {

@@ -27,13 +27,12 @@ export type DialectEvent =
   | { kind: 'assistant_text'; message_id: string; text: string }
   | { kind: 'tool_use_start'; name: string; input: unknown; tool_use_id: string }
   | { kind: 'tool_result'; tool_use_id: string; content: string; is_error: boolean }
-  | { kind: 'turn_complete'; stop_reason: string | null; status: TurnStatus; usage: { input_tokens: number; output_tokens: number } }
+  | { kind: 'turn_complete'; stop_reason: string | null; status: TurnStatus; usage: { input_tokens: number; output_tokens: number }; user_message_uuids: string[] }
   | { kind: 'permission'; request_id: string; tool: string; input: Record<string, unknown>; tool_use_id?: string; description?: string }
   | { kind: 'withdrawn'; request_id: string }
   | { kind: 'progress'; progress: Record<string, unknown> }
   | { kind: 'state'; state: string; reason?: string }
-  | { kind: 'presence'; action: string; principal: string; client_id: string; role: string }
-  | { kind: 'prompt'; client_id: string };
+  | { kind: 'presence'; action: string; principal: string; client_id: string; role: string };
 
 export interface TranslatedFrame {
   session_id: string;
@@ -78,8 +77,6 @@ function fromGatewayEvent(e: Obj): DialectEvent[] {
       return [{ kind: 'state', state: 'ended', reason: typeof e.reason === 'string' ? e.reason : undefined }];
     case 'presence':
       return [{ kind: 'presence', action: String(e.action), principal: String(e.principal), client_id: String(e.client_id), role: String(e.role) }];
-    case 'prompt':
-      return [{ kind: 'prompt', client_id: String(e.client_id) }];
     default:
       return [];
   }
@@ -160,13 +157,17 @@ function fromUser(line: Obj): DialectEvent[] {
   return out;
 }
 
-/** Failure is judged on is_error (engine-protocol.md 4.1); an aborted turn is an interrupt. */
+/**
+ * Failure is judged on is_error (engine-protocol.md 4.1); an aborted turn is an interrupt.
+ * `user_message_uuids` names every prompt the turn answered (two when one was folded in).
+ */
 function fromResult(line: Obj): DialectEvent {
   const usage = isObj(line.usage) ? line.usage : {};
   const aborted = typeof line.terminal_reason === 'string' && line.terminal_reason.startsWith('aborted');
   const status: TurnStatus = line.is_error !== true ? 'completed' : aborted ? 'interrupted' : 'error';
   const stop = typeof line.stop_reason === 'string' ? line.stop_reason : typeof line.terminal_reason === 'string' ? line.terminal_reason : null;
-  return { kind: 'turn_complete', stop_reason: stop, status, usage: { input_tokens: num(usage.input_tokens), output_tokens: num(usage.output_tokens) } };
+  const uuids = Array.isArray(line.user_message_uuids) ? line.user_message_uuids.filter((u): u is string => typeof u === 'string') : [];
+  return { kind: 'turn_complete', stop_reason: stop, status, usage: { input_tokens: num(usage.input_tokens), output_tokens: num(usage.output_tokens) }, user_message_uuids: uuids };
 }
 
 function fromSystem(line: Obj): DialectEvent[] {
