@@ -1,4 +1,4 @@
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { credentials, loadPackageDefinition, Metadata, type ClientDuplexStream } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
@@ -21,6 +21,7 @@ class ThinClient {
   readonly received: Msg[] = [];
   private nextId = 1;
   private readonly waiters: { test: (m: Msg) => boolean; resolve: (m: Msg) => void }[] = [];
+  /** Answers the gateway's requests; `undefined` holds the request unanswered (see reply()). */
   answer: (method: string, params: Msg) => unknown = () => ({});
 
   constructor(private readonly write: (text: string) => void) {}
@@ -28,8 +29,15 @@ class ThinClient {
   receive(text: string): void {
     const m = JSON.parse(text) as Msg;
     this.received.push(m);
-    if (typeof m.method === 'string' && m.id !== undefined) this.write(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: this.answer(m.method, m.params) }));
+    if (typeof m.method === 'string' && m.id !== undefined) {
+      const result = this.answer(m.method, m.params);
+      if (result !== undefined) this.reply(m.id, result);
+    }
     for (const w of [...this.waiters]) if (w.test(m)) w.resolve(m);
+  }
+
+  reply(id: unknown, result: unknown): void {
+    this.write(JSON.stringify({ jsonrpc: '2.0', id, result }));
   }
 
   sendRaw(text: string): void {
@@ -215,6 +223,87 @@ describe.each(['ws', 'grpc'] as const)('JSON-RPC dialect over %s, real CLI', (tr
     ]);
     await old.client.waitFor((m) => m.method === 'turn_complete' && old.client.notifications('turn_complete').length === 2, 10_000, 'the second turn_complete');
     expect(old.client.received.some((m) => m.method === 'permission_request' || m.method === 'progress')).toBe(false);
+  }, 120_000);
+});
+
+describe('JSON-RPC dialect with the real CLI: questions, shared prompts, viewers, interrupt, model and mode', () => {
+  let rig: EngineRig | undefined;
+  const pipes: Pipe[] = [];
+  afterEach(async () => {
+    for (const p of pipes.splice(0)) p.close();
+    await rig?.stop();
+    rig = undefined;
+  });
+
+  it('AskUserQuestion is a request answered with answers; a prompt answered natively is withdrawn from the dialect client; a viewer is never asked', async () => {
+    const question = { question: 'Which database should we use?', header: 'Database', options: [{ label: 'Postgres', description: 'Relational' }, { label: 'SQLite', description: 'Embedded' }], multiSelect: false };
+    rig = await startRig('claude', {
+      responses: [
+        { tool_use: { id: 'toolu_ask', name: 'AskUserQuestion', input: { questions: [question] } } },
+        { text: 'SQLite it is.' },
+        { tool_use: { id: 'toolu_x', name: 'Bash', input: { command: 'echo x >> x.txt', description: 'append' } } },
+        { text: 'Appended.' },
+        { text: 'one two three four five six seven eight nine ten eleven twelve', chunk_delay_ms: 150 },
+      ],
+    });
+    const pipe = await dialWs(rig.stack.wsUrl, rig.stack.token);
+    pipes.push(pipe);
+    const c = pipe.client;
+    await c.request('initialize', { protocol_version: '1.0', capabilities: ALL });
+    const sessionId: string = (await c.request('session_create', { agent: 'test-agent', cwd: rig.cwd })).result.session_id;
+
+    // A viewer (token: view only) with every capability is attached too.
+    const viewerPipe = await dialWs(rig.stack.wsUrl, await rig.stack.mint({ kind: 'client', sub: 'viewer-vic', scopes: ['view'] }));
+    pipes.push(viewerPipe);
+    await viewerPipe.client.request('initialize', { protocol_version: '1.0', capabilities: ALL });
+    expect((await viewerPipe.client.request('session_attach', { session_id: sessionId })).result.role).toBe('viewer');
+    expect((await viewerPipe.client.request('user_message', { session_id: sessionId, content: 'hi' })).error.message).toMatch(/may not control/);
+
+    c.answer = (method, params) => {
+      expect(method).toBe('user_question');
+      expect(params.questions).toEqual([question]);
+      return { answers: { [question.question]: 'SQLite' } };
+    };
+    expect((await c.request('user_message', { session_id: sessionId, content: 'Pick a database' })).result.status).toBe('completed');
+    expect(rig.fake!.lastToolResults().find((r) => r.tool_use_id === 'toolu_ask')?.content).toContain('SQLite');
+
+    // The owner's native client answers first; the dialect client's request is withdrawn and its late answer changes nothing.
+    let held: Msg | undefined;
+    c.answer = (method, params) => {
+      held = { method, params };
+      return undefined;
+    };
+    const native = await rig.stack.client();
+    const lastSeq = (await native.listSessions()).find((x) => x.id === sessionId)!.last_seq;
+    const nativeSession = await native.attach(sessionId, { fromSeq: lastSeq + 1 });
+    const nativeTurn = readTurn(nativeSession, (p) => (p.toolName === 'Bash' ? { behavior: 'allow', updatedInput: p.input } : undefined), undefined, 60_000);
+    const turn = c.request('user_message', { session_id: sessionId, content: 'Append x' });
+    const withdrawn = await c.waitFor((m) => m.method === 'permission_withdrawn', 30_000, 'permission_withdrawn');
+    const asked = c.received.find((m) => m.method === 'permission_request')!;
+    expect(held?.method).toBe('permission_request');
+    expect(withdrawn.params).toEqual({ session_id: sessionId, id: asked.id });
+    c.reply(asked.id, { decision: 'deny', scope: 'once', message: 'too late' });
+    expect((await turn).result.status).toBe('completed');
+    expect((await nativeTurn).result.is_error).toBe(false);
+    expect(readFileSync(join(rig.cwd, 'x.txt'), 'utf8')).toBe('x\n'); // ran once, allowed
+    expect(viewerPipe.client.received.some((m) => m.method === 'permission_request' || m.method === 'user_question')).toBe(false);
+
+    // The engine as system/init reported it.
+    const info = await viewerPipe.client.request('initialize', { protocol_version: '1.0', capabilities: [], session_id: sessionId });
+    expect(info.result.tools).toEqual(expect.arrayContaining(['Bash', 'Read', 'AskUserQuestion']));
+    expect(typeof info.result.model).toBe('string');
+    expect(Array.isArray(info.result.mcp_servers)).toBe(true);
+
+    // Interrupt while tokens stream: the turn ends "interrupted".
+    const slow = c.request('user_message', { session_id: sessionId, content: 'Count slowly' });
+    await c.waitFor((m) => m.method === 'assistant_token' && m.params.token.includes('one'), 30_000, 'the first slow token');
+    expect((await c.request('interrupt', { session_id: sessionId })).result).toEqual({});
+    expect((await slow).result.status).toBe('interrupted');
+
+    expect((await c.request('set_permission_mode', { session_id: sessionId, mode: 'acceptEdits' })).result).toEqual({ mode: 'acceptEdits' });
+    expect((await c.request('set_model', { session_id: sessionId, model: 'claude-sonnet-4-5' })).result.model).toBe('claude-sonnet-4-5');
+    const listed = (await c.request('session_list', {})).result.sessions;
+    expect(listed).toEqual([expect.objectContaining({ session_id: sessionId, agent: 'test-agent', owner: 'test-user' })]);
   }, 120_000);
 });
 
