@@ -281,7 +281,7 @@ describe('JSON-RPC dialect with the real CLI: questions, shared prompts, viewers
     const withdrawn = await c.waitFor((m) => m.method === 'permission_withdrawn', 30_000, 'permission_withdrawn');
     const asked = c.received.find((m) => m.method === 'permission_request')!;
     expect(held?.method).toBe('permission_request');
-    expect(withdrawn.params).toEqual({ session_id: sessionId, id: asked.id });
+    expect(withdrawn.params).toMatchObject({ session_id: sessionId, id: asked.id });
     c.reply(asked.id, { decision: 'deny', scope: 'once', message: 'too late' });
     expect((await turn).result.status).toBe('completed');
     expect((await nativeTurn).result.is_error).toBe(false);
@@ -294,11 +294,25 @@ describe('JSON-RPC dialect with the real CLI: questions, shared prompts, viewers
     expect(typeof info.result.model).toBe('string');
     expect(Array.isArray(info.result.mcp_servers)).toBe(true);
 
+    // The viewer drops off; it will resume from the last seq it saw.
+    const lastSeen = Math.max(...viewerPipe.client.received.map((m) => m.params?.seq ?? 0));
+    viewerPipe.close();
+
     // Interrupt while tokens stream: the turn ends "interrupted".
     const slow = c.request('user_message', { session_id: sessionId, content: 'Count slowly' });
     await c.waitFor((m) => m.method === 'assistant_token' && m.params.token.includes('one'), 30_000, 'the first slow token');
     expect((await c.request('interrupt', { session_id: sessionId })).result).toEqual({});
     expect((await slow).result.status).toBe('interrupted');
+
+    const back = await dialWs(rig.stack.wsUrl, await rig.stack.mint({ kind: 'client', sub: 'viewer-vic', scopes: ['view'] }));
+    pipes.push(back);
+    await back.client.request('initialize', { protocol_version: '1.0', capabilities: ['streaming'] });
+    await back.client.request('session_attach', { session_id: sessionId, from_seq: lastSeen + 1 });
+    await back.client.waitFor((m) => m.method === 'turn_complete', 10_000, 'the missed turn_complete');
+    const missed = (cl: ThinClient) => cl.notifications('assistant_token').filter((m) => m.params.seq > lastSeen).map((m) => m.params.token).join('');
+    expect(back.client.notifications('assistant_token').every((m) => m.params.seq > lastSeen)).toBe(true);
+    expect(missed(back.client)).toBe(missed(c));
+    expect(missed(c)).toMatch(/^one/);
 
     expect((await c.request('set_permission_mode', { session_id: sessionId, mode: 'acceptEdits' })).result).toEqual({ mode: 'acceptEdits' });
     expect((await c.request('set_model', { session_id: sessionId, model: 'claude-sonnet-4-5' })).result.model).toBe('claude-sonnet-4-5');

@@ -75,6 +75,8 @@ export class JsonRpcDialectLink implements Member {
   private readonly outgoing = new Map<string, (reply: { result?: unknown; error?: RpcError }) => void>();
   private readonly controls = new Map<string, PendingControl>();
   private nextId = 1;
+  /** Seq of the session frame being translated: every notification from it carries it (for from_seq). */
+  private frameSeq: number | undefined;
 
   constructor(
     private readonly channel: Channel,
@@ -115,7 +117,12 @@ export class JsonRpcDialectLink implements Member {
     const t = translateFrame(frame);
     const view = this.views.get(t.session_id);
     if (!view) return;
-    for (const e of t.events) this.apply(view, e);
+    this.frameSeq = t.seq;
+    try {
+      for (const e of t.events) this.apply(view, e);
+    } finally {
+      this.frameSeq = undefined;
+    }
   }
 
   sendReply(_sessionId: string, line: string): void {
@@ -401,7 +408,7 @@ export class JsonRpcDialectLink implements Member {
   /** Sends a notification of a feature only when the client negotiated it (`undefined`: always). */
   private notify(feature: DialectCapability | undefined, method: string, params: Obj): void {
     if (feature !== undefined && !this.caps.has(feature)) return;
-    this.send({ jsonrpc: '2.0', method, params });
+    this.send({ jsonrpc: '2.0', method, params: this.frameSeq ? { ...params, seq: this.frameSeq } : params });
   }
 
   private respond(id: RpcId, result: unknown): void {
