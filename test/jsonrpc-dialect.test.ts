@@ -356,6 +356,15 @@ describe('JSON-RPC dialect: malformed input and the printed URL', () => {
     expect((await c.request('session_list', {})).result).toEqual({ sessions: [] });
   });
 
+  it('an agent token is refused; a client that never initializes is closed', async () => {
+    rig = await startRig('demo', undefined, { limits: { helloTimeoutMs: 300 } });
+    const closeCode = (ws: WebSocket) => new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+    const agentWs = new WebSocket(rig.stack.wsUrl, 'tether-jsonrpc.v1', { headers: { authorization: `Bearer ${await rig.stack.mint({ kind: 'agent', sub: 'other-agent' })}` } });
+    expect(await closeCode(agentWs)).toBe(4403);
+    const silent = new WebSocket(rig.stack.wsUrl, 'tether-jsonrpc.v1', { headers: { authorization: `Bearer ${rig.stack.token}` } });
+    expect(await closeCode(silent)).toBe(4004);
+  });
+
   it('the bare ws://HOST:PORT that tether up prints takes the upgrade; without the token it is refused', async () => {
     rig = await startRig('demo');
     expect(new URL(rig.stack.wsUrl).pathname).toBe('/');

@@ -436,7 +436,7 @@ export class JsonRpcDialectLink implements Member {
     }
     const text = JSON.stringify(msg);
     ch.post(text);
-    this.opts.metrics?.relayed('to_client', text.length);
+    this.opts.metrics?.relayed('to_client', Buffer.byteLength(text));
   }
 }
 
