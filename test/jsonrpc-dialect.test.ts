@@ -4,6 +4,8 @@ import { credentials, loadPackageDefinition, Metadata, type ClientDuplexStream }
 import { loadSync } from '@grpc/proto-loader';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { makeTempDir } from './support/claude-cli.js';
+import { startTether } from './support/cli.js';
 import { startRig, type EngineRig } from './support/engines.js';
 import { readTurn } from './support/turns.js';
 
@@ -373,4 +375,29 @@ describe('JSON-RPC dialect: malformed input and the printed URL', () => {
     expect((await pipe.client.request('initialize', { protocol_version: '1.0' })).result.principal).toBe('test-user');
     await expect(dialWs(rig.stack.wsUrl, undefined)).rejects.toThrow(/401/);
   });
+
+  it('a thin client dials the URL `tether up` prints, as printed, and runs a turn; GET / is still the web page', async () => {
+    const dir = makeTempDir('tether-up-');
+    const state = makeTempDir('tether-state-');
+    const up = startTether(['up', '--port', '0', '--engine', 'demo', '--cwd', dir.path, '--state-dir', state.path]);
+    try {
+      const url = (await up.line('gateway: ')).slice('gateway: '.length);
+      const token = (await up.line('token: ')).slice('token: '.length);
+      expect(url).toMatch(/^ws:\/\/127\.0\.0\.1:\d+$/);
+      const page = await fetch(url.replace(/^ws/, 'http'));
+      expect(page.headers.get('content-type')).toContain('text/html');
+      const pipe = await dialWs(url, token);
+      pipes.push(pipe);
+      expect(pipe.protocol).toBe('tether-jsonrpc.v1');
+      await pipe.client.request('initialize', { protocol_version: '1.0', capabilities: ['streaming'] });
+      const sessionId = (await pipe.client.request('session_create', { agent: 'local' })).result.session_id;
+      expect((await pipe.client.request('user_message', { session_id: sessionId, content: 'hello there' })).result.status).toBe('completed');
+      expect(pipe.client.notifications('assistant_token').map((m) => m.params.token).join('')).toContain('You said: hello there');
+    } finally {
+      for (const p of pipes.splice(0)) p.close();
+      await up.stop('SIGTERM');
+      dir.cleanup();
+      state.cleanup();
+    }
+  }, 60_000);
 });
