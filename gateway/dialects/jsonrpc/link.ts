@@ -239,8 +239,13 @@ export class JsonRpcDialectLink implements Member {
 
   private async read(): Promise<void> {
     for await (const frame of this.channel) {
-      if (typeof frame === 'string') this.onText(frame);
-      else this.error(null, JSONRPC_CODES.invalidRequest, 'invalid request: this dialect is JSON text, one message per frame');
+      try {
+        if (typeof frame === 'string') this.onText(frame);
+        else this.error(null, JSONRPC_CODES.invalidRequest, 'invalid request: this dialect is JSON text, one message per frame');
+      } catch (err) {
+        // One bad message never ends the connection; the next one is read as usual.
+        this.log.error({ err: asTetherError(err).message }, 'dialect message handling failed');
+      }
     }
   }
 
