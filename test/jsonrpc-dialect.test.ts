@@ -358,6 +358,17 @@ describe('JSON-RPC dialect: malformed input and the printed URL', () => {
     expect((await c.request('session_list', {})).result).toEqual({ sessions: [] });
   });
 
+  it('a client gone before its session_create is answered leaves no engine running', async () => {
+    rig = await startRig('demo');
+    const pipe = await dialWs(rig.stack.wsUrl, rig.stack.token);
+    await pipe.client.request('initialize', { protocol_version: '1.0' });
+    pipe.client.sendRaw(JSON.stringify({ jsonrpc: '2.0', id: 'c', method: 'session_create', params: { agent: 'test-agent' } }));
+    pipe.close();
+    const sessions = rig.stack.gateway.directory.sessions;
+    for (let i = 0; i < 200 && ![...sessions.values()].some((x) => x.ended); i++) await new Promise((r) => setTimeout(r, 25));
+    expect([...sessions.values()].map((x) => x.currentState)).toEqual(['ended']);
+  });
+
   it('an agent token is refused; a client that never initializes is closed', async () => {
     rig = await startRig('demo', undefined, { limits: { helloTimeoutMs: 300 } });
     const closeCode = (ws: WebSocket) => new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));

@@ -345,6 +345,11 @@ export class JsonRpcDialectLink implements Member {
     const { agent, cwd, model, permission_mode } = params;
     // Partial messages on: tokens stream as the model writes them.
     const session = await this.dir.create(this.p, agent, undefined, { cwd, model, permission_mode, include_partial_messages: true }, randomUUID());
+    if (this.channel.isClosed) {
+      // Gone before the answer: nobody can ever learn of this session, so its engine is not left running.
+      void session.stop(undefined, 'its creator left before the answer').catch(() => {});
+      throw new TetherError('UNAVAILABLE', 'connection closed');
+    }
     this.attach(session, 'owner');
     return { session_id: session.id };
   }
@@ -358,6 +363,7 @@ export class JsonRpcDialectLink implements Member {
 
   /** Attaches with a fresh view; prompts replayed from history are raised only if still open afterwards. */
   private attach(session: Session, role: Role, fromSeq?: number): number {
+    if (this.channel.isClosed) throw new TetherError('UNAVAILABLE', 'connection closed'); // its cleanup has run: never attach it
     const view: SessionView = { session, messageId: '', streamed: new Set(), turns: new Map(), prompts: new Map(), replaying: true, held: new Map() };
     const before = this.views.get(session.id);
     this.views.set(session.id, view);
