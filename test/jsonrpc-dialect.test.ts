@@ -369,6 +369,25 @@ describe('JSON-RPC dialect: malformed input and the printed URL', () => {
     expect([...sessions.values()].map((x) => x.currentState)).toEqual(['ended']);
   });
 
+  it('session_attach from a position the gateway no longer holds says so (gap) and replays the rest', async () => {
+    rig = await startRig('demo', undefined, { limits: { replay: { maxFrames: 4, maxBytes: 1024 * 1024 } } });
+    const a = await dialWs(rig.stack.wsUrl, rig.stack.token);
+    pipes.push(a);
+    await a.client.request('initialize', { protocol_version: '1.0', capabilities: ['streaming'] });
+    const sessionId = (await a.client.request('session_create', { agent: 'test-agent' })).result.session_id;
+    expect((await a.client.request('user_message', { session_id: sessionId, content: 'hello' })).result.status).toBe('completed');
+    const b = await dialWs(rig.stack.wsUrl, rig.stack.token);
+    pipes.push(b);
+    await b.client.request('initialize', { protocol_version: '1.0', capabilities: ['session_state', 'presence', 'streaming'] });
+    const attached = (await b.client.request('session_attach', { session_id: sessionId, from_seq: 1 })).result;
+    expect(attached.gap.from_seq).toBe(1);
+    expect(attached.gap.to_seq).toBeGreaterThan(1);
+    expect(attached.gap.to_seq).toBeLessThan(attached.next_seq - 1);
+    const replayed = b.client.received.filter((m) => m.params?.seq !== undefined).map((m) => m.params.seq);
+    expect(replayed.length).toBeGreaterThan(0);
+    expect(Math.min(...replayed)).toBeGreaterThan(attached.gap.to_seq);
+  });
+
   it('an agent token is refused; a client that never initializes is closed', async () => {
     rig = await startRig('demo', undefined, { limits: { helloTimeoutMs: 300 } });
     const closeCode = (ws: WebSocket) => new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));

@@ -30,6 +30,25 @@ export function offersJsonRpcDialect(header: string | undefined): boolean {
 export const DIALECT_CAPABILITIES = ['streaming', 'tools', 'permissions', 'questions', 'progress', 'presence', 'session_state'] as const;
 export type DialectCapability = (typeof DIALECT_CAPABILITIES)[number];
 
+/**
+ * Notifications the gateway sends, each with the capability that turns it on (`null`: always
+ * sent; `permission_withdrawn` only ever concerns a request the client was sent).
+ */
+export const DIALECT_NOTIFICATIONS = {
+  assistant_token: 'streaming',
+  tool_use_start: 'tools',
+  tool_result: 'tools',
+  turn_complete: null,
+  session_state: 'session_state',
+  presence: 'presence',
+  progress: 'progress',
+  permission_withdrawn: null,
+} as const satisfies Record<string, DialectCapability | null>;
+export type DialectNotification = keyof typeof DIALECT_NOTIFICATIONS;
+
+/** Requests the gateway sends the client, with the capability that turns each on. */
+export const DIALECT_CLIENT_REQUESTS = { permission_request: 'permissions', user_question: 'questions' } as const satisfies Record<string, DialectCapability>;
+
 const sessionId = z.string().min(1).max(128);
 
 /** Params of each request a client may send, defined once; unknown members are ignored. */

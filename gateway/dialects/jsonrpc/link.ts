@@ -6,6 +6,8 @@ import type { Logger } from '../../../core/logging.js';
 import { RpcId } from '../../../core/protocol/jsonrpc.js';
 import {
   DIALECT_CAPABILITIES,
+  DIALECT_CLIENT_REQUESTS,
+  DIALECT_NOTIFICATIONS,
   DialectRequests,
   JSONRPC_CODES,
   JSONRPC_DIALECT_VERSION,
@@ -13,6 +15,7 @@ import {
   QuestionAnswer,
   type DialectCapability,
   type DialectMethod,
+  type DialectNotification,
 } from '../../../core/protocol/jsonrpc-dialect.js';
 import { PROTOCOL_VERSION } from '../../../core/protocol/version.js';
 import type { Role } from '../../../core/protocol/events.js';
@@ -52,6 +55,8 @@ interface SessionView {
   /** True while history is replayed on attach: prompts are held until we know they are still open. */
   replaying: boolean;
   held: Map<string, PermissionEvent>;
+  /** History the attach asked for that the gateway no longer holds. */
+  gap?: { from_seq: number; to_seq: number };
 }
 
 /** One of the client's requests waiting for the engine's control_response. */
@@ -151,16 +156,16 @@ export class JsonRpcDialectLink implements Member {
         return;
       case 'token':
         remember(view.streamed, view.messageId);
-        return this.notify('streaming', 'assistant_token', { session_id: sid, token: e.token, message_id: view.messageId });
+        return this.notify('assistant_token', { session_id: sid, token: e.token, message_id: view.messageId });
       case 'assistant_text':
         if (view.streamed.has(e.message_id)) return; // already sent as tokens
-        return this.notify('streaming', 'assistant_token', { session_id: sid, token: e.text, message_id: e.message_id });
+        return this.notify('assistant_token', { session_id: sid, token: e.text, message_id: e.message_id });
       case 'tool_use_start':
-        return this.notify('tools', 'tool_use_start', { session_id: sid, name: e.name, input: e.input, tool_use_id: e.tool_use_id });
+        return this.notify('tool_use_start', { session_id: sid, name: e.name, input: e.input, tool_use_id: e.tool_use_id });
       case 'tool_result':
-        return this.notify('tools', 'tool_result', { session_id: sid, tool_use_id: e.tool_use_id, content: e.content, is_error: e.is_error });
+        return this.notify('tool_result', { session_id: sid, tool_use_id: e.tool_use_id, content: e.content, is_error: e.is_error });
       case 'turn_complete': {
-        this.notify(undefined, 'turn_complete', { session_id: sid, stop_reason: e.stop_reason });
+        this.notify('turn_complete', { session_id: sid, stop_reason: e.stop_reason });
         for (const uuid of e.user_message_uuids) {
           const mine = view.turns.get(uuid);
           if (mine === undefined) continue;
@@ -179,14 +184,17 @@ export class JsonRpcDialectLink implements Member {
         if (ours === undefined) return;
         view.prompts.delete(e.request_id);
         this.outgoing.delete(ours);
-        return this.notify(undefined, 'permission_withdrawn', { session_id: sid, id: ours });
+        return this.notify('permission_withdrawn', { session_id: sid, id: ours });
       }
       case 'progress':
-        return this.notify('progress', 'progress', { session_id: sid, ...e.progress });
+        return this.notify('progress', { session_id: sid, ...e.progress });
       case 'presence':
-        return this.notify('presence', 'presence', { session_id: sid, action: e.action, principal: e.principal, client_id: e.client_id, role: e.role });
+        return this.notify('presence', { session_id: sid, action: e.action, principal: e.principal, client_id: e.client_id, role: e.role });
+      case 'gap':
+        view.gap = { from_seq: e.from_seq, to_seq: e.to_seq };
+        return;
       case 'state':
-        this.notify('session_state', 'session_state', { session_id: sid, state: e.state, ...(e.reason ? { reason: e.reason } : {}) });
+        this.notify('session_state', { session_id: sid, state: e.state, ...(e.reason ? { reason: e.reason } : {}) });
         if (e.state === 'ended') for (const id of view.turns.values()) this.respond(id, { status: 'error', usage: { input_tokens: 0, output_tokens: 0 } });
         if (e.state === 'ended') view.turns.clear();
         return;
@@ -199,14 +207,12 @@ export class JsonRpcDialectLink implements Member {
     if (role === undefined || role === 'viewer') return;
     const sid = view.session.id;
     if (e.tool === 'AskUserQuestion') {
-      if (!this.caps.has('questions')) return;
       this.ask(view, e, 'user_question', { session_id: sid, tool_use_id: e.tool_use_id, questions: e.input.questions ?? [] }, (reply) => {
         const a = reply.result !== undefined ? QuestionAnswer.safeParse(reply.result) : undefined;
         return questionAnswer(e.input, a?.success ? a.data : undefined);
       });
       return;
     }
-    if (!this.caps.has('permissions')) return;
     const params = { session_id: sid, tool: e.tool, input: e.input, risk_level: riskLevel(e.tool), tool_use_id: e.tool_use_id, description: e.description };
     this.ask(view, e, 'permission_request', params, (reply) => {
       const d = PermissionDecision.safeParse(reply.result);
@@ -216,7 +222,8 @@ export class JsonRpcDialectLink implements Member {
   }
 
   /** Sends the client a request for one engine prompt; its reply is turned into the engine's answer. */
-  private ask(view: SessionView, e: PermissionEvent, method: string, params: Obj, toAnswer: (reply: { result?: unknown; error?: RpcError }) => Obj): void {
+  private ask(view: SessionView, e: PermissionEvent, method: keyof typeof DIALECT_CLIENT_REQUESTS, params: Obj, toAnswer: (reply: { result?: unknown; error?: RpcError }) => Obj): void {
+    if (!this.caps.has(DIALECT_CLIENT_REQUESTS[method])) return; // left to clients that asked for it
     const id = `g-${this.nextId++}`;
     view.prompts.set(e.request_id, id);
     this.outgoing.set(id, (reply) => {
@@ -357,12 +364,12 @@ export class JsonRpcDialectLink implements Member {
   private attachTo(params: Params<'session_attach'>): Obj {
     const session = this.dir.visible(this.p, params.session_id);
     const role: Role = session.owner === this.p.sub ? 'owner' : this.p.canControl ? 'controller' : 'viewer';
-    const next_seq = this.attach(session, role, params.from_seq);
-    return { session_id: session.id, role, next_seq, ...(engines.get(session) ?? NO_ENGINE) };
+    const { view, nextSeq } = this.attach(session, role, params.from_seq);
+    return { session_id: session.id, role, next_seq: nextSeq, ...(view.gap ? { gap: view.gap } : {}), ...(engines.get(session) ?? NO_ENGINE) };
   }
 
   /** Attaches with a fresh view; prompts replayed from history are raised only if still open afterwards. */
-  private attach(session: Session, role: Role, fromSeq?: number): number {
+  private attach(session: Session, role: Role, fromSeq?: number): { view: SessionView; nextSeq: number } {
     if (this.channel.isClosed) throw new TetherError('UNAVAILABLE', 'connection closed'); // its cleanup has run: never attach it
     const view: SessionView = { session, messageId: '', streamed: new Set(), turns: new Map(), prompts: new Map(), replaying: true, held: new Map() };
     const before = this.views.get(session.id);
@@ -378,7 +385,7 @@ export class JsonRpcDialectLink implements Member {
     view.replaying = false;
     for (const e of view.held.values()) this.raise(view, e);
     view.held.clear();
-    return next;
+    return { view, nextSeq: next };
   }
 
   private userMessage(params: Params<'user_message'>, id: RpcId): typeof LATER {
@@ -416,9 +423,10 @@ export class JsonRpcDialectLink implements Member {
 
   // ---- to the client ------------------------------------------------------------------
 
-  /** Sends a notification of a feature only when the client negotiated it (`undefined`: always). */
-  private notify(feature: DialectCapability | undefined, method: string, params: Obj): void {
-    if (feature !== undefined && !this.caps.has(feature)) return;
+  /** Sends a notification only when the client negotiated its capability (DIALECT_NOTIFICATIONS). */
+  private notify(method: DialectNotification, params: Obj): void {
+    const feature = DIALECT_NOTIFICATIONS[method];
+    if (feature !== null && !this.caps.has(feature)) return;
     this.send({ jsonrpc: '2.0', method, params: this.frameSeq ? { ...params, seq: this.frameSeq } : params });
   }
 

@@ -32,7 +32,8 @@ export type DialectEvent =
   | { kind: 'withdrawn'; request_id: string }
   | { kind: 'progress'; progress: Record<string, unknown> }
   | { kind: 'state'; state: string; reason?: string }
-  | { kind: 'presence'; action: string; principal: string; client_id: string; role: string };
+  | { kind: 'presence'; action: string; principal: string; client_id: string; role: string }
+  | { kind: 'gap'; from_seq: number; to_seq: number };
 
 export interface TranslatedFrame {
   session_id: string;
@@ -75,6 +76,8 @@ function fromGatewayEvent(e: Obj): DialectEvent[] {
       return [{ kind: 'state', state: String(e.state) }];
     case 'exited':
       return [{ kind: 'state', state: 'ended', reason: typeof e.reason === 'string' ? e.reason : undefined }];
+    case 'gap':
+      return [{ kind: 'gap', from_seq: Number(e.from_seq), to_seq: Number(e.to_seq) }];
     case 'presence':
       return [{ kind: 'presence', action: String(e.action), principal: String(e.principal), client_id: String(e.client_id), role: String(e.role) }];
     default:
