@@ -52,6 +52,7 @@ describe('JSON-RPC dialect translator over the real CLI transcripts', () => {
     expect(of(evs, 'token').length).toBeGreaterThan(1);
     const ids = new Set(lines.filter((l) => l.type === 'assistant').map((l) => l.message.id));
     for (const s of of(evs, 'message_start')) expect(ids.has(s.message_id)).toBe(true);
+    for (const t of of(evs, 'token')) expect(ids.has(t.message_id!)).toBe(true); // each delta names its message
     const [tool] = of(evs, 'tool_use_start');
     expect(tool).toMatchObject({ name: 'Bash', tool_use_id: 'toolu_p1', input: { command: 'ls -la > listing.txt' } });
     expect(evs.findIndex((e) => e.kind === 'tool_use_start')).toBeGreaterThan(evs.findIndex((e) => e.kind === 'token'));

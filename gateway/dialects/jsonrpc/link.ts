@@ -25,7 +25,7 @@ import type { Principal } from '../../principal.js';
 import type { SessionDirectory } from '../../session-directory.js';
 import type { Member, Session } from '../../session.js';
 import { controlResponse, permissionAnswer, questionAnswer, riskLevel } from './answers.js';
-import { translateFrame, type DialectEvent, type EngineInfo } from './translate.js';
+import { translateFrame, type DialectEvent, type EngineInfo, type TranslatedFrame } from './translate.js';
 
 type Obj = Record<string, unknown>;
 type Params<M extends DialectMethod> = z.infer<(typeof DialectRequests)[M]>;
@@ -80,8 +80,8 @@ export class JsonRpcDialectLink implements Member {
   private readonly outgoing = new Map<string, (reply: { result?: unknown; error?: RpcError }) => void>();
   private readonly controls = new Map<string, PendingControl>();
   private nextId = 1;
-  /** Seq of the session frame being translated: every notification from it carries it (for from_seq). */
-  private frameSeq: number | undefined;
+  /** The session frame and event being applied: notifications carry its seq, and share its wire text. */
+  private current: { frame: TranslatedFrame; index: number } | undefined;
 
   constructor(
     private readonly channel: Channel,
@@ -122,11 +122,13 @@ export class JsonRpcDialectLink implements Member {
     const t = translateFrame(frame);
     const view = this.views.get(t.session_id);
     if (!view) return;
-    this.frameSeq = t.seq;
     try {
-      for (const e of t.events) this.apply(view, e);
+      t.events.forEach((e, index) => {
+        this.current = { frame: t, index };
+        this.apply(view, e);
+      });
     } finally {
-      this.frameSeq = undefined;
+      this.current = undefined;
     }
   }
 
@@ -154,18 +156,20 @@ export class JsonRpcDialectLink implements Member {
       case 'message_start':
         view.messageId = e.message_id;
         return;
-      case 'token':
-        remember(view.streamed, view.messageId);
-        return this.notify('assistant_token', { session_id: sid, token: e.token, message_id: view.messageId });
+      case 'token': {
+        const id = e.message_id ?? view.messageId; // the engine names the message on each delta; older ones only at its start
+        remember(view.streamed, id);
+        return this.notify('assistant_token', { session_id: sid, token: e.token, message_id: id }, e.message_id !== undefined);
+      }
       case 'assistant_text':
         if (view.streamed.has(e.message_id)) return; // already sent as tokens
-        return this.notify('assistant_token', { session_id: sid, token: e.text, message_id: e.message_id });
+        return this.notify('assistant_token', { session_id: sid, token: e.text, message_id: e.message_id }, true);
       case 'tool_use_start':
-        return this.notify('tool_use_start', { session_id: sid, name: e.name, input: e.input, tool_use_id: e.tool_use_id });
+        return this.notify('tool_use_start', { session_id: sid, name: e.name, input: e.input, tool_use_id: e.tool_use_id }, true);
       case 'tool_result':
-        return this.notify('tool_result', { session_id: sid, tool_use_id: e.tool_use_id, content: e.content, is_error: e.is_error });
+        return this.notify('tool_result', { session_id: sid, tool_use_id: e.tool_use_id, content: e.content, is_error: e.is_error }, true);
       case 'turn_complete': {
-        this.notify('turn_complete', { session_id: sid, stop_reason: e.stop_reason });
+        this.notify('turn_complete', { session_id: sid, stop_reason: e.stop_reason }, true);
         for (const uuid of e.user_message_uuids) {
           const mine = view.turns.get(uuid);
           if (mine === undefined) continue;
@@ -187,14 +191,14 @@ export class JsonRpcDialectLink implements Member {
         return this.notify('permission_withdrawn', { session_id: sid, id: ours });
       }
       case 'progress':
-        return this.notify('progress', { session_id: sid, ...e.progress });
+        return this.notify('progress', { session_id: sid, ...e.progress }, true);
       case 'presence':
-        return this.notify('presence', { session_id: sid, action: e.action, principal: e.principal, client_id: e.client_id, role: e.role });
+        return this.notify('presence', { session_id: sid, action: e.action, principal: e.principal, client_id: e.client_id, role: e.role }, true);
       case 'gap':
         view.gap = { from_seq: e.from_seq, to_seq: e.to_seq };
         return;
       case 'state':
-        this.notify('session_state', { session_id: sid, state: e.state, ...(e.reason ? { reason: e.reason } : {}) });
+        this.notify('session_state', { session_id: sid, state: e.state, ...(e.reason ? { reason: e.reason } : {}) }, true);
         if (e.state === 'ended') for (const id of view.turns.values()) this.respond(id, { status: 'error', usage: { input_tokens: 0, output_tokens: 0 } });
         if (e.state === 'ended') view.turns.clear();
         return;
@@ -423,11 +427,17 @@ export class JsonRpcDialectLink implements Member {
 
   // ---- to the client ------------------------------------------------------------------
 
-  /** Sends a notification only when the client negotiated its capability (DIALECT_NOTIFICATIONS). */
-  private notify(method: DialectNotification, params: Obj): void {
+  /**
+   * Sends a notification only when the client negotiated its capability (DIALECT_NOTIFICATIONS).
+   * `shared`: its params depend only on the frame's event, so every dialect client sends the same
+   * text, built once per frame.
+   */
+  private notify(method: DialectNotification, params: Obj, shared = false): void {
     const feature = DIALECT_NOTIFICATIONS[method];
     if (feature !== null && !this.caps.has(feature)) return;
-    this.send({ jsonrpc: '2.0', method, params: this.frameSeq ? { ...params, seq: this.frameSeq } : params });
+    const at = this.current;
+    const build = () => JSON.stringify({ jsonrpc: '2.0', method, params: at?.frame.seq ? { ...params, seq: at.frame.seq } : params });
+    this.post(shared && at ? (at.frame.wire[at.index] ??= build()) : build());
   }
 
   private respond(id: RpcId, result: unknown): void {
@@ -445,6 +455,11 @@ export class JsonRpcDialectLink implements Member {
   }
 
   private send(msg: Obj): void {
+    this.post(JSON.stringify(msg));
+  }
+
+  /** Queues one message's text, cutting a client that stopped reading. */
+  private post(text: string): void {
     const ch = this.channel;
     if (ch.isClosed) return;
     if (ch.bufferedBytes > this.opts.slowClientBytes) {
@@ -453,7 +468,6 @@ export class JsonRpcDialectLink implements Member {
       this.opts.metrics?.slowClientCut(this.transport);
       return;
     }
-    const text = JSON.stringify(msg);
     ch.post(text);
     this.opts.metrics?.relayed('to_client', Buffer.byteLength(text));
   }

@@ -23,7 +23,7 @@ export type TurnStatus = 'completed' | 'interrupted' | 'error';
 export type DialectEvent =
   | ({ kind: 'engine' } & EngineInfo)
   | { kind: 'message_start'; message_id: string }
-  | { kind: 'token'; token: string }
+  | { kind: 'token'; token: string; message_id?: string }
   | { kind: 'assistant_text'; message_id: string; text: string }
   | { kind: 'tool_use_start'; name: string; input: unknown; tool_use_id: string }
   | { kind: 'tool_result'; tool_use_id: string; content: string; is_error: boolean }
@@ -39,6 +39,11 @@ export interface TranslatedFrame {
   session_id: string;
   seq: number;
   events: DialectEvent[];
+  /**
+   * The wire text of the notification made from `events[i]`, once the first client built it,
+   * for every other client that gets the same one (filled by the client edge).
+   */
+  wire: string[];
 }
 
 type Obj = Record<string, unknown>;
@@ -60,13 +65,12 @@ function parseFrame(frame: Buffer): TranslatedFrame {
   try {
     params = (JSON.parse(frame.toString('utf8')) as { params: typeof params }).params ?? {};
   } catch {
-    return { session_id: '', seq: 0, events: [] };
+    return { session_id: '', seq: 0, events: [], wire: [] };
   }
   const session_id = typeof params.session_id === 'string' ? params.session_id : '';
   const seq = typeof params.seq === 'number' ? params.seq : 0;
-  if (isObj(params.event)) return { session_id, seq, events: fromGatewayEvent(params.event) };
-  if (isObj(params.message)) return { session_id, seq, events: translateLine(params.message, params.origin === 'engine') };
-  return { session_id, seq, events: [] };
+  const events = isObj(params.event) ? fromGatewayEvent(params.event) : isObj(params.message) ? translateLine(params.message, params.origin === 'engine') : [];
+  return { session_id, seq, events, wire: [] };
 }
 
 /** Gateway events (docs/protocol.md) the dialect shows. */
@@ -130,7 +134,7 @@ function fromStreamEvent(line: Obj): DialectEvent[] {
   if (!isObj(e)) return [];
   if (e.type === 'message_start' && isObj(e.message) && typeof e.message.id === 'string') return [{ kind: 'message_start', message_id: e.message.id }];
   if (e.type === 'content_block_delta' && isObj(e.delta) && e.delta.type === 'text_delta' && typeof e.delta.text === 'string' && e.delta.text !== '') {
-    return [{ kind: 'token', token: e.delta.text }];
+    return [{ kind: 'token', token: e.delta.text, message_id: typeof line.api_message_id === 'string' ? line.api_message_id : undefined }];
   }
   return [];
 }
