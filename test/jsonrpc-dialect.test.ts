@@ -223,6 +223,11 @@ describe.each(['ws', 'grpc'] as const)('JSON-RPC dialect over %s, real CLI', (tr
       ['toolu_b1', false],
       ['toolu_b2', false],
     ]);
+    // The session's audit trail holds the dialect client's prompts and its decision.
+    const audit = (await nativeSession.audit()) as Msg[];
+    const mine = audit.filter((r) => r.client_id === init.result.client_id);
+    expect(mine.filter((r) => r.action === 'prompt')).toHaveLength(2);
+    expect(mine.filter((r) => r.action === 'permission_decision').map((r) => r.behavior)).toEqual(['allow']);
     await old.client.waitFor((m) => m.method === 'turn_complete' && old.client.notifications('turn_complete').length === 2, 10_000, 'the second turn_complete');
     expect(old.client.received.some((m) => m.method === 'permission_request' || m.method === 'progress')).toBe(false);
   }, 120_000);
