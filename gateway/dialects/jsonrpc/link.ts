@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import type { Channel } from '../../../core/channel/channel.js';
 import { asTetherError, TetherError } from '../../../core/errors.js';
 import type { Logger } from '../../../core/logging.js';
-import { RpcId } from '../../../core/protocol/jsonrpc.js';
+import type { RpcId } from '../../../core/protocol/jsonrpc.js';
 import {
   DIALECT_CAPABILITIES,
   DIALECT_CLIENT_REQUESTS,
@@ -25,6 +25,7 @@ import type { Principal } from '../../principal.js';
 import type { SessionDirectory } from '../../session-directory.js';
 import type { Member, Session } from '../../session.js';
 import { controlResponse, permissionAnswer, questionAnswer, riskLevel } from './answers.js';
+import { readMessage } from './envelope.js';
 import { translateFrame, type DialectEvent, type EngineInfo, type TranslatedFrame } from './translate.js';
 
 type Obj = Record<string, unknown>;
@@ -261,28 +262,20 @@ export class JsonRpcDialectLink implements Member {
   }
 
   private onText(text: string): void {
-    let msg: unknown;
-    try {
-      msg = JSON.parse(text);
-    } catch {
-      return this.error(null, JSONRPC_CODES.parseError, 'parse error: the frame is not valid JSON');
+    const msg = readMessage(text);
+    switch (msg.kind) {
+      case 'request':
+        return this.onRequest(msg.id, msg.method, msg.params);
+      case 'response': {
+        const settle = this.outgoing.get(String(msg.id));
+        this.outgoing.delete(String(msg.id));
+        return settle?.({ result: msg.result, error: msg.error });
+      }
+      case 'invalid':
+        return this.error(msg.id, msg.code, msg.message);
+      case 'notification':
+        return;
     }
-    if (Array.isArray(msg)) return this.error(null, JSONRPC_CODES.invalidRequest, 'invalid request: batches are not supported (one message per frame)');
-    if (!isObj(msg) || msg.jsonrpc !== '2.0') return this.error(idOf(msg), JSONRPC_CODES.invalidRequest, 'invalid request: not a JSON-RPC 2.0 object ("jsonrpc": "2.0")');
-    const id = RpcId.safeParse(msg.id);
-    if ('method' in msg) {
-      if (typeof msg.method !== 'string') return this.error(idOf(msg), JSONRPC_CODES.invalidRequest, 'invalid request: "method" must be a string');
-      if (!('id' in msg)) return; // notifications from clients: none are defined, so all are ignorable
-      if (!id.success) return this.error(null, JSONRPC_CODES.invalidRequest, 'invalid request: "id" must be a string or an integer');
-      return this.onRequest(id.data, msg.method, msg.params);
-    }
-    if (id.success && ('result' in msg || 'error' in msg)) {
-      const settle = this.outgoing.get(String(id.data));
-      this.outgoing.delete(String(id.data));
-      settle?.({ result: msg.result, error: isObj(msg.error) ? { code: Number(msg.error.code), message: String(msg.error.message) } : undefined });
-      return;
-    }
-    this.error(idOf(msg), JSONRPC_CODES.invalidRequest, 'invalid request: neither a request nor a response');
   }
 
   private onRequest(id: RpcId, method: string, params: unknown): void {
@@ -477,13 +470,6 @@ function remember(ids: Set<string>, id: string): void {
   if (ids.has(id)) return;
   ids.add(id);
   if (ids.size > MAX_STREAMED_IDS) ids.delete(ids.values().next().value as string);
-}
-
-/** The id of a malformed message when it has a usable one (so the error can name it), else null. */
-function idOf(msg: unknown): RpcId | null {
-  if (!isObj(msg)) return null;
-  const id = RpcId.safeParse(msg.id);
-  return id.success ? id.data : null;
 }
 
 function isObj(v: unknown): v is Obj {
