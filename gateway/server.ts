@@ -19,7 +19,7 @@ import { handleWebRequest, loadWebAssets } from './listen-http-web.js';
 import { attachWsListener } from './listen-ws.js';
 import { startGrpcListener, type GrpcListener } from './listen-grpc.js';
 import { grpcHealthService } from './grpc-health.js';
-import { DIALECT_METADATA_KEY, JSONRPC_DIALECT, offersJsonRpcDialect, type Dialect } from '../core/protocol/jsonrpc-dialect.js';
+import { DIALECT_METADATA_KEY, grpcDialect, JSONRPC_DIALECT, offersJsonRpcDialect, type Dialect } from '../core/protocol/jsonrpc-dialect.js';
 import { handleOpsRequest } from './listen-http-ops.js';
 import { evaluateReadiness, type ReadinessCheck, type ReadinessReport } from './readiness.js';
 
@@ -193,7 +193,11 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
         maxFrameBytes: opts.maxFrameBytes,
         tls: opts.tls,
         admit: (metadata, remote) => door.admit({ transport: 'grpc', remote, authorization: metadata.authorization, origin: metadata.origin }),
-        onChannel: (channel, metadata, admitted) => accept(channel, admitted, 'grpc', metadata[DIALECT_METADATA_KEY] === JSONRPC_DIALECT ? 'jsonrpc' : 'native'),
+        onChannel: (channel, metadata, admitted) => {
+          const dialect = grpcDialect(metadata[DIALECT_METADATA_KEY]);
+          if (!dialect) return channel.close('INVALID_ARGUMENT', `unknown ${DIALECT_METADATA_KEY} ${JSON.stringify(metadata[DIALECT_METADATA_KEY].slice(0, 64))} (this gateway speaks ${JSONRPC_DIALECT})`);
+          accept(channel, admitted, 'grpc', dialect);
+        },
         onConnection: gate('grpc', false),
         backlog: LISTEN_BACKLOG,
         services: [health],

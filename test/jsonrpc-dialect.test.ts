@@ -98,18 +98,20 @@ async function dialWs(url: string, token: string | undefined): Promise<Pipe> {
 
 const PROTO = join(__dirname, '..', 'proto', 'tether', 'v1', 'gateway.proto');
 
-async function dialGrpc(url: string, token: string | undefined): Promise<Pipe> {
+async function dialGrpc(url: string, token: string | undefined, dialect = 'jsonrpc'): Promise<Pipe & { status: Promise<{ code: number; details: string }> }> {
   const pkg = loadPackageDefinition(loadSync(PROTO)) as any;
   const stub = new pkg.tether.v1.Gateway(url.replace(/^grpc:\/\//, ''), credentials.createInsecure());
   const md = new Metadata();
-  md.set('tether-dialect', 'jsonrpc');
+  md.set('tether-dialect', dialect);
   if (token) md.set('authorization', `Bearer ${token}`);
   const call = stub.Connect(md) as ClientDuplexStream<{ json: string }, { json: string }>;
   const client = new ThinClient((text) => call.write({ json: text }));
   call.on('data', (f: { json: string }) => client.receive(f.json));
   call.on('error', () => {});
+  const status = new Promise<{ code: number; details: string }>((resolve) => call.on('status', resolve));
   return {
     client,
+    status,
     close: () => {
       call.cancel();
       stub.close();
@@ -391,6 +393,15 @@ describe('JSON-RPC dialect: malformed input and the printed URL', () => {
     const replayed = b.client.received.filter((m) => m.params?.seq !== undefined).map((m) => m.params.seq);
     expect(replayed.length).toBeGreaterThan(0);
     expect(Math.min(...replayed)).toBeGreaterThan(attached.gap.to_seq);
+  });
+
+  it('gRPC: an unknown tether-dialect is refused with INVALID_ARGUMENT', async () => {
+    rig = await startRig('demo');
+    const pipe = await dialGrpc(rig.stack.grpcUrl, rig.stack.token, 'xml-rpc');
+    pipes.push(pipe);
+    const status = await pipe.status;
+    expect(status.code).toBe(3);
+    expect(status.details).toContain('unknown tether-dialect "xml-rpc"');
   });
 
   it('an agent token is refused; a client that never initializes is closed', async () => {

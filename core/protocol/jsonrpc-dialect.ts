@@ -18,6 +18,15 @@ export const JSONRPC_DIALECT_VERSION = '1.0';
 /** Which dialect a connection speaks: the native protocol (docs/protocol.md) or this one. */
 export type Dialect = 'native' | 'jsonrpc';
 
+/**
+ * The dialect a gRPC call's `tether-dialect` metadata names: absent is native, `jsonrpc` the
+ * dialect; anything else is undefined (the gateway refuses the call rather than guess).
+ */
+export function grpcDialect(value: string | undefined): Dialect | undefined {
+  if (value === undefined) return 'native';
+  return value === JSONRPC_DIALECT ? 'jsonrpc' : undefined;
+}
+
 /** Whether a Sec-WebSocket-Protocol header offers the dialect. */
 export function offersJsonRpcDialect(header: string | undefined): boolean {
   return (header ?? '').split(',').some((p) => p.trim() === JSONRPC_SUBPROTOCOL);
