@@ -85,7 +85,7 @@ interface Pipe {
   close(): void;
 }
 
-async function dialWs(url: string, token: string | undefined): Promise<Pipe> {
+async function dialWs(url: string, token: string | undefined): Promise<Pipe & { ws: WebSocket }> {
   const ws = new WebSocket(url, 'tether-jsonrpc.v1', { headers: token ? { authorization: `Bearer ${token}` } : {} });
   const client = new ThinClient((text) => ws.send(text));
   ws.on('message', (data) => client.receive(data.toString()));
@@ -93,7 +93,7 @@ async function dialWs(url: string, token: string | undefined): Promise<Pipe> {
     ws.once('open', resolve);
     ws.once('error', reject);
   });
-  return { client, protocol: ws.protocol, close: () => ws.terminate() };
+  return { client, ws, protocol: ws.protocol, close: () => ws.terminate() };
 }
 
 const PROTO = join(__dirname, '..', 'proto', 'tether', 'v1', 'gateway.proto');
@@ -394,6 +394,29 @@ describe('JSON-RPC dialect: malformed input and the printed URL', () => {
     expect(replayed.length).toBeGreaterThan(0);
     expect(Math.min(...replayed)).toBeGreaterThan(attached.gap.to_seq);
   });
+
+  it('a dialect client that stops reading is cut at its limit (4008); the session and a reading client go on', async () => {
+    // Answers of 2 MiB each: the stuck client's queue passes 256 KiB once the loopback buffers are full.
+    rig = await startRig('claude', { responses: [], fallback: { text: 'y'.repeat(2 * 1024 * 1024) } }, { limits: { slowClientBytes: 256 * 1024 } });
+    const reader = await dialWs(rig.stack.wsUrl, rig.stack.token);
+    const slow = await dialWs(rig.stack.wsUrl, rig.stack.token);
+    pipes.push(reader, slow);
+    await reader.client.request('initialize', { protocol_version: '1.0', capabilities: ['streaming'] });
+    const sessionId = (await reader.client.request('session_create', { agent: 'test-agent' })).result.session_id;
+    const { client_id } = (await slow.client.request('initialize', { protocol_version: '1.0', capabilities: ['streaming'] })).result;
+    await slow.client.request('session_attach', { session_id: sessionId });
+    const closed = new Promise<number>((resolve) => slow.ws.once('close', (code) => resolve(code)));
+    const socket = (slow.ws as unknown as { _socket: { pause(): void; resume(): void } })._socket;
+    socket.pause();
+    const gw = rig.stack.gateway.directory.get(sessionId)!;
+    for (let n = 0; n < 12 && gw.roleOf(client_id) !== undefined; n++) {
+      expect((await reader.client.request('user_message', { session_id: sessionId, content: `answer ${n}` })).result.status).toBe('completed');
+    }
+    expect(gw.roleOf(client_id)).toBeUndefined();
+    socket.resume();
+    expect(await closed).toBe(4008);
+    expect((await reader.client.request('user_message', { session_id: sessionId, content: 'still there?' })).result.status).toBe('completed');
+  }, 90_000);
 
   it('gRPC: an unknown tether-dialect is refused with INVALID_ARGUMENT', async () => {
     rig = await startRig('demo');
