@@ -443,6 +443,17 @@ describe('JSON-RPC dialect: malformed input and the printed URL', () => {
     pipes.push(pipe);
     expect((await pipe.client.request('initialize', { protocol_version: '1.0' })).result.principal).toBe('test-user');
     await expect(dialWs(rig.stack.wsUrl, undefined)).rejects.toThrow(/401/);
+
+    // A browser: a single-use ticket from the same origin, then the bare URL with ?ticket=.
+    const origin = rig.stack.wsUrl.replace(/^ws/, 'http');
+    const res = await fetch(`${origin}/v1/ticket`, { method: 'POST', headers: { authorization: `Bearer ${rig.stack.token}`, origin } });
+    const { ticket } = (await res.json()) as { ticket: string };
+    const ws = new WebSocket(`${rig.stack.wsUrl}/?ticket=${encodeURIComponent(ticket)}`, 'tether-jsonrpc.v1', { headers: { origin } });
+    const browser = new ThinClient((text) => ws.send(text));
+    ws.on('message', (data) => browser.receive(data.toString()));
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    pipes.push({ client: browser, close: () => ws.terminate() });
+    expect((await browser.request('initialize', { protocol_version: '1.0' })).result.principal).toBe('test-user');
   });
 
   it('a thin client dials the URL `tether up` prints, as printed, and runs a turn; GET / is still the web page', async () => {
