@@ -23,6 +23,7 @@ import { describeIssues } from '../../../core/rpc/peer.js';
 import type { GatewayMetrics } from '../../metrics.js';
 import type { Principal } from '../../principal.js';
 import type { SessionDirectory } from '../../session-directory.js';
+import { requireControlScope } from '../../session-roles.js';
 import type { Member, Session } from '../../session.js';
 import { controlResponse, permissionAnswer, questionAnswer, riskLevel } from './answers.js';
 import { readMessage } from './envelope.js';
@@ -354,13 +355,13 @@ export class JsonRpcDialectLink implements Member {
       void session.stop(undefined, 'its creator left before the answer').catch(() => {});
       throw new TetherError('UNAVAILABLE', 'connection closed');
     }
-    this.attach(session, 'owner');
+    this.attach(session, session.roles.roleFor(this.p));
     return { session_id: session.id };
   }
 
   private attachTo(params: Params<'session_attach'>): Obj {
     const session = this.dir.visible(this.p, params.session_id);
-    const role: Role = session.owner === this.p.sub ? 'owner' : this.p.canControl ? 'controller' : 'viewer';
+    const role = session.roles.roleFor(this.p); // the gateway's decision: scope, owner, the owner's decisions
     const { view, nextSeq } = this.attach(session, role, params.from_seq);
     return { session_id: session.id, role, next_seq: nextSeq, ...(view.gap ? { gap: view.gap } : {}), ...(engines.get(session) ?? NO_ENGINE) };
   }
@@ -412,7 +413,7 @@ export class JsonRpcDialectLink implements Member {
   /** The view of an attached session this client may drive. */
   private viewOf(sessionId: string): SessionView {
     this.dir.visible(this.p, sessionId); // NOT_FOUND for sessions this principal may not see
-    if (!this.p.canControl) throw new TetherError('PERMISSION_DENIED', 'this token may not control sessions');
+    requireControlScope(this.p, 'control sessions');
     const view = this.views.get(sessionId);
     if (!view) throw new TetherError('FAILED_PRECONDITION', `not attached to session ${sessionId}: session_attach first`);
     return view;
