@@ -19,6 +19,8 @@ import { MemoryAuditLog, type AuditLog } from './audit-log.js';
 import { MemorySessionStore, type SessionStore } from './session-store.js';
 import { GatewayMetrics } from './metrics.js';
 import { HostKeyPins } from './host-key-pins.js';
+import { JsonRpcDialectLink } from './dialects/jsonrpc/link.js';
+import type { Dialect } from '../core/protocol/jsonrpc-dialect.js';
 
 export const GATEWAY_CAPABILITIES = ['sessions.v1', 'replay.v1', 'prompts.v1'];
 
@@ -100,10 +102,12 @@ export class Gateway {
   /**
    * Hands a connection to the gateway; it owns the channel from now on. `auth` (a bearer
    * token's connection) enables auth.renew; without it, auth.renew answers FAILED_PRECONDITION.
+   * `dialect` is what the client chose at connect time (docs/jsonrpc-dialect.md); native by default.
    */
-  accept(channel: Channel, principal: Principal = ANONYMOUS, auth?: ConnectionAuth): void {
+  accept(channel: Channel, principal: Principal = ANONYMOUS, auth?: ConnectionAuth, dialect: Dialect = 'native'): void {
     this.channels.add(channel);
     const log = this.log.child({ transport: channel.transport, remote: channel.remote, principal: principal.sub });
+    if (dialect === 'jsonrpc') return this.acceptDialect(channel, principal, log);
     // Every message toward this peer (frames, replies, events, requests) counts toward one budget.
     let role: 'agent' | 'client' | undefined;
     const peer = new RpcPeer(channel, {
@@ -145,6 +149,22 @@ export class Gateway {
       this.channels.delete(channel);
       log.info({ code: info.code, reason: info.reason }, 'peer disconnected');
     });
+  }
+
+  /** A JSON-RPC dialect client: no hello (its `initialize` is answered by the link); agents cannot use it. */
+  private acceptDialect(channel: Channel, principal: Principal, log: Logger): void {
+    void channel.closed.then(() => this.channels.delete(channel));
+    if (principal.kind === 'agent') {
+      noteAuthFailure(log, authError('PERMISSION_DENIED', 'wrong_kind', 'token is for an agent, not a client (the JSON-RPC dialect is for clients)'), {}, this.countAuthFailure);
+      channel.close('PERMISSION_DENIED', 'token is for an agent, not a client');
+      return;
+    }
+    new JsonRpcDialectLink(channel, principal, this.directory, log.child({ dialect: 'jsonrpc' }), {
+      slowClientBytes: this.limits.slowClientBytes,
+      initTimeoutMs: this.limits.helloTimeoutMs,
+      metrics: this.metrics,
+    });
+    log.info({ dialect: 'jsonrpc' }, 'peer connected');
   }
 
   private helloAgent(peer: RpcPeer, principal: Principal, agent: AgentDescriptor | undefined, log: Logger): void {

@@ -6,9 +6,12 @@ import type { Channel } from '../core/channel/channel.js';
 import { CHANNEL_DEFAULTS } from '../core/channel/channel.js';
 import { asTetherError } from '../core/errors.js';
 import { httpStatusOf } from './http-status.js';
+import { JSONRPC_SUBPROTOCOL } from '../core/protocol/jsonrpc-dialect.js';
 
 /** Where agents and clients open their WebSocket. */
 export const WS_PATH = '/v1/connect';
+/** Upgrades are also served at the bare URL `tether up` prints (`ws://HOST:PORT`, path `/`). */
+const WS_PATHS = new Set([WS_PATH, '/']);
 
 export interface WsListenerOptions<A = undefined> {
   maxFrameBytes?: number;
@@ -27,13 +30,20 @@ export interface WsListenerOptions<A = undefined> {
 }
 
 /**
- * Accepts WebSocket upgrades on WS_PATH of an existing HTTP server and hands out channels.
+ * Accepts WebSocket upgrades on WS_PATH (and `/`) of an existing HTTP server and hands out channels.
  * permessage-deflate is off (CPU, and inflation bombs); maxPayload is set explicitly.
  * Returns a function that closes every socket it accepted.
  */
 export function attachWsListener<A = undefined>(server: Server, opts: WsListenerOptions<A>): () => void {
   const maxFrameBytes = opts.maxFrameBytes ?? CHANNEL_DEFAULTS.maxFrameBytes;
-  const wss = new WebSocketServer({ noServer: true, maxPayload: maxFrameBytes, perMessageDeflate: false, clientTracking: true });
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: maxFrameBytes,
+    perMessageDeflate: false,
+    clientTracking: true,
+    // The JSON-RPC dialect is chosen by subprotocol; it is answered so the client knows it was understood.
+    handleProtocols: (offered) => (offered.has(JSONRPC_SUBPROTOCOL) ? JSONRPC_SUBPROTOCOL : false),
+  });
   const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer, admitted: A) => {
     wss.handleUpgrade(req, socket, head, (ws) => {
       const remote = `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`;
@@ -48,7 +58,7 @@ export function attachWsListener<A = undefined>(server: Server, opts: WsListener
   };
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const path = (req.url ?? '/').split('?')[0];
-    if (path !== WS_PATH) {
+    if (!WS_PATHS.has(path)) {
       socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;
     }

@@ -19,6 +19,7 @@ import { handleWebRequest, loadWebAssets } from './listen-http-web.js';
 import { attachWsListener } from './listen-ws.js';
 import { startGrpcListener, type GrpcListener } from './listen-grpc.js';
 import { grpcHealthService } from './grpc-health.js';
+import { DIALECT_METADATA_KEY, grpcDialect, JSONRPC_DIALECT, offersJsonRpcDialect, type Dialect } from '../core/protocol/jsonrpc-dialect.js';
 import { handleOpsRequest } from './listen-http-ops.js';
 import { evaluateReadiness, type ReadinessCheck, type ReadinessReport } from './readiness.js';
 
@@ -114,9 +115,9 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
       log.debug({ transport, remote: socket.remoteAddress, err: err.message }, 'connection refused at the cap');
     });
   /** Hands an admitted channel to routing, with its token tracked (expiry, revocation, renewal). */
-  const accept = (channel: Channel, admitted: Admission, transport: string) => {
+  const accept = (channel: Channel, admitted: Admission, transport: string, dialect: Dialect = 'native') => {
     const token = admitted.token;
-    if (!token) return gateway.accept(channel, admitted.principal);
+    if (!token) return gateway.accept(channel, admitted.principal, undefined, dialect);
     liveTokens.track(channel, token);
     gateway.accept(channel, admitted.principal, {
       expiresAt: token.expiresAt,
@@ -126,7 +127,7 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
         liveTokens.renew(channel, again.token);
         return again.token.expiresAt;
       },
-    });
+    }, dialect);
   };
   if (!door.authEnabled) log.warn('authentication is OFF: anyone who can reach this gateway can run sessions on its agents');
   const wantGrpc = opts.grpcPort !== undefined && opts.grpcPort !== null;
@@ -172,7 +173,7 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
         ticket: ticketOf(req.url),
         path: req.url,
       }),
-    onChannel: (channel, _req, admitted) => accept(channel, admitted, 'ws'),
+    onChannel: (channel, req, admitted) => accept(channel, admitted, 'ws', offersJsonRpcDialect(req.headers['sec-websocket-protocol']) ? 'jsonrpc' : 'native'),
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -192,7 +193,11 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
         maxFrameBytes: opts.maxFrameBytes,
         tls: opts.tls,
         admit: (metadata, remote) => door.admit({ transport: 'grpc', remote, authorization: metadata.authorization, origin: metadata.origin }),
-        onChannel: (channel, _metadata, admitted) => accept(channel, admitted, 'grpc'),
+        onChannel: (channel, metadata, admitted) => {
+          const dialect = grpcDialect(metadata[DIALECT_METADATA_KEY]);
+          if (!dialect) return channel.close('INVALID_ARGUMENT', `unknown ${DIALECT_METADATA_KEY} ${JSON.stringify(metadata[DIALECT_METADATA_KEY].slice(0, 64))} (this gateway speaks ${JSONRPC_DIALECT})`);
+          accept(channel, admitted, 'grpc', dialect);
+        },
         onConnection: gate('grpc', false),
         backlog: LISTEN_BACKLOG,
         services: [health],

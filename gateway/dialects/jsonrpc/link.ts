@@ -1,0 +1,478 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { z } from 'zod';
+import type { Channel } from '../../../core/channel/channel.js';
+import { asTetherError, TetherError } from '../../../core/errors.js';
+import type { Logger } from '../../../core/logging.js';
+import type { RpcId } from '../../../core/protocol/jsonrpc.js';
+import {
+  DIALECT_CAPABILITIES,
+  DIALECT_CLIENT_REQUESTS,
+  DIALECT_NOTIFICATIONS,
+  DialectRequests,
+  JSONRPC_CODES,
+  JSONRPC_DIALECT_VERSION,
+  PermissionDecision,
+  QuestionAnswer,
+  type DialectCapability,
+  type DialectMethod,
+  type DialectNotification,
+} from '../../../core/protocol/jsonrpc-dialect.js';
+import { PROTOCOL_VERSION } from '../../../core/protocol/version.js';
+import type { Role } from '../../../core/protocol/events.js';
+import { describeIssues } from '../../../core/rpc/peer.js';
+import type { GatewayMetrics } from '../../metrics.js';
+import type { Principal } from '../../principal.js';
+import type { SessionDirectory } from '../../session-directory.js';
+import { requireControlScope } from '../../session-roles.js';
+import type { Member, Session } from '../../session.js';
+import { controlResponse, permissionAnswer, questionAnswer, riskLevel } from './answers.js';
+import { readMessage } from './envelope.js';
+import { translateFrame, type DialectEvent, type EngineInfo, type TranslatedFrame } from './translate.js';
+
+type Obj = Record<string, unknown>;
+type Params<M extends DialectMethod> = z.infer<(typeof DialectRequests)[M]>;
+type PermissionEvent = Extract<DialectEvent, { kind: 'permission' }>;
+type RpcError = { code: number; message: string; data?: unknown };
+
+/** What dialect clients learned of each session's engine (system/init), for `initialize` and `session_attach`. */
+const engines = new WeakMap<Session, EngineInfo>();
+
+const NO_ENGINE: EngineInfo = { model: null, tools: [], mcp_servers: [] };
+/** A handler's result that is sent later (user_message answers when its turn ends). */
+const LATER = Symbol('later');
+/** Message ids remembered as streamed, per session, before the oldest is forgotten. */
+const MAX_STREAMED_IDS = 64;
+
+/** One session as this client sees it. */
+interface SessionView {
+  session: Session;
+  /** The message whose tokens are streaming (message_start's id). */
+  messageId: string;
+  /** Messages whose text came as tokens: their completed text blocks are not sent again. */
+  streamed: Set<string>;
+  /** This client's user_message requests waiting for their turn to end, by the uuid stamped on the prompt. */
+  turns: Map<string, RpcId>;
+  /** Engine permission request id → the id of our request to the client. */
+  prompts: Map<string, string>;
+  /** True while history is replayed on attach: prompts are held until we know they are still open. */
+  replaying: boolean;
+  held: Map<string, PermissionEvent>;
+  /** History the attach asked for that the gateway no longer holds. */
+  gap?: { from_seq: number; to_seq: number };
+}
+
+/** One of the client's requests waiting for the engine's control_response. */
+interface PendingControl {
+  id: RpcId;
+  result: (response: Obj) => unknown;
+}
+
+/**
+ * A client edge for the JSON-RPC dialect (docs/jsonrpc-dialect.md): a session Member that
+ * turns session frames into the dialect's notifications and permission requests, and the
+ * dialect's requests into the same Session calls the native client link makes (roles,
+ * first-answer-wins, audit and withdrawal all stay the session's). Speaks raw JSON-RPC 2.0
+ * over its channel: one message per text frame.
+ */
+export class JsonRpcDialectLink implements Member {
+  readonly clientId = `c-${randomBytes(6).toString('hex')}`;
+  private caps = new Set<DialectCapability>();
+  private initialized = false;
+  private readonly views = new Map<string, SessionView>();
+  private readonly outgoing = new Map<string, (reply: { result?: unknown; error?: RpcError }) => void>();
+  private readonly controls = new Map<string, PendingControl>();
+  private nextId = 1;
+  /** The session frame and event being applied: notifications carry its seq, and share its wire text. */
+  private current: { frame: TranslatedFrame; index: number } | undefined;
+
+  constructor(
+    private readonly channel: Channel,
+    private readonly p: Principal,
+    private readonly dir: SessionDirectory,
+    private readonly log: Logger,
+    private readonly opts: { slowClientBytes: number; initTimeoutMs: number; metrics?: GatewayMetrics },
+  ) {
+    dir.clients.set(this.clientId, p);
+    opts.metrics?.clientConnected(this.transport);
+    const timer = setTimeout(() => {
+      if (!this.initialized) channel.close('DEADLINE_EXCEEDED', `no initialize within ${opts.initTimeoutMs} ms`);
+    }, opts.initTimeoutMs);
+    void channel.closed.then(() => {
+      clearTimeout(timer);
+      opts.metrics?.clientDisconnected(this.transport);
+      dir.clients.delete(this.clientId);
+      for (const v of this.views.values()) v.session.detach(this.clientId);
+      this.views.clear();
+      this.outgoing.clear();
+      this.controls.clear();
+    });
+    void this.read();
+  }
+
+  get principal(): string {
+    return this.p.sub;
+  }
+
+  get transport(): string {
+    return this.channel.transport;
+  }
+
+  // ---- from the session ---------------------------------------------------------------
+
+  sendFrame(frame: Buffer): void {
+    if (this.channel.isClosed) return;
+    const t = translateFrame(frame);
+    const view = this.views.get(t.session_id);
+    if (!view) return;
+    try {
+      t.events.forEach((e, index) => {
+        this.current = { frame: t, index };
+        this.apply(view, e);
+      });
+    } finally {
+      this.current = undefined;
+    }
+  }
+
+  sendReply(_sessionId: string, line: string): void {
+    let reply: { response?: { request_id?: unknown; subtype?: unknown; response?: unknown; error?: unknown } };
+    try {
+      reply = JSON.parse(line) as typeof reply;
+    } catch {
+      return;
+    }
+    const r = reply.response;
+    const pending = typeof r?.request_id === 'string' ? this.controls.get(r.request_id) : undefined;
+    if (!r || !pending) return;
+    this.controls.delete(r.request_id as string);
+    if (r.subtype === 'success') this.respond(pending.id, pending.result(isObj(r.response) ? r.response : {}));
+    else this.fail(pending.id, new TetherError('FAILED_PRECONDITION', `the engine refused: ${String(r.error ?? 'unknown error')}`));
+  }
+
+  private apply(view: SessionView, e: DialectEvent): void {
+    const sid = view.session.id;
+    switch (e.kind) {
+      case 'engine':
+        engines.set(view.session, { model: e.model, tools: e.tools, mcp_servers: e.mcp_servers });
+        return;
+      case 'message_start':
+        view.messageId = e.message_id;
+        return;
+      case 'token': {
+        const id = e.message_id ?? view.messageId; // the engine names the message on each delta; older ones only at its start
+        remember(view.streamed, id);
+        return this.notify('assistant_token', { session_id: sid, token: e.token, message_id: id }, e.message_id !== undefined);
+      }
+      case 'assistant_text':
+        if (view.streamed.has(e.message_id)) return; // already sent as tokens
+        return this.notify('assistant_token', { session_id: sid, token: e.text, message_id: e.message_id }, true);
+      case 'tool_use_start':
+        return this.notify('tool_use_start', { session_id: sid, name: e.name, input: e.input, tool_use_id: e.tool_use_id }, true);
+      case 'tool_result':
+        return this.notify('tool_result', { session_id: sid, tool_use_id: e.tool_use_id, content: e.content, is_error: e.is_error }, true);
+      case 'turn_complete': {
+        this.notify('turn_complete', { session_id: sid, stop_reason: e.stop_reason }, true);
+        for (const uuid of e.user_message_uuids) {
+          const mine = view.turns.get(uuid);
+          if (mine === undefined) continue;
+          view.turns.delete(uuid);
+          this.respond(mine, { status: e.status, usage: e.usage });
+        }
+        return;
+      }
+      case 'permission':
+        if (view.replaying) view.held.set(e.request_id, e);
+        else this.raise(view, e);
+        return;
+      case 'withdrawn': {
+        view.held.delete(e.request_id);
+        const ours = view.prompts.get(e.request_id);
+        if (ours === undefined) return;
+        view.prompts.delete(e.request_id);
+        this.outgoing.delete(ours);
+        return this.notify('permission_withdrawn', { session_id: sid, id: ours });
+      }
+      case 'progress':
+        return this.notify('progress', { session_id: sid, ...e.progress }, true);
+      case 'presence':
+        return this.notify('presence', { session_id: sid, action: e.action, principal: e.principal, client_id: e.client_id, role: e.role }, true);
+      case 'gap':
+        view.gap = { from_seq: e.from_seq, to_seq: e.to_seq };
+        return;
+      case 'state':
+        this.notify('session_state', { session_id: sid, state: e.state, ...(e.reason ? { reason: e.reason } : {}) }, true);
+        if (e.state === 'ended') for (const id of view.turns.values()) this.respond(id, { status: 'error', usage: { input_tokens: 0, output_tokens: 0 } });
+        if (e.state === 'ended') view.turns.clear();
+        return;
+    }
+  }
+
+  /** Asks this client about an engine permission request (a `scope: "session"` allow becomes the engine's own session rule). */
+  private raise(view: SessionView, e: PermissionEvent): void {
+    const role = view.session.roleOf(this.clientId);
+    if (role === undefined || role === 'viewer') return;
+    const sid = view.session.id;
+    if (e.tool === 'AskUserQuestion') {
+      this.ask(view, e, 'user_question', { session_id: sid, tool_use_id: e.tool_use_id, questions: e.input.questions ?? [] }, (reply) => {
+        const a = reply.result !== undefined ? QuestionAnswer.safeParse(reply.result) : undefined;
+        return questionAnswer(e.input, a?.success ? a.data : undefined);
+      });
+      return;
+    }
+    const params = { session_id: sid, tool: e.tool, input: e.input, risk_level: riskLevel(e.tool), tool_use_id: e.tool_use_id, description: e.description };
+    this.ask(view, e, 'permission_request', params, (reply) => {
+      const d = PermissionDecision.safeParse(reply.result);
+      if (!d.success) return { behavior: 'deny', message: reply.error ? `The client could not answer: ${reply.error.message}` : 'The client sent no valid decision.' };
+      return permissionAnswer(e.tool, e.input, d.data);
+    });
+  }
+
+  /** Sends the client a request for one engine prompt; its reply is turned into the engine's answer. */
+  private ask(view: SessionView, e: PermissionEvent, method: keyof typeof DIALECT_CLIENT_REQUESTS, params: Obj, toAnswer: (reply: { result?: unknown; error?: RpcError }) => Obj): void {
+    if (!this.caps.has(DIALECT_CLIENT_REQUESTS[method])) return; // left to clients that asked for it
+    const id = `g-${this.nextId++}`;
+    view.prompts.set(e.request_id, id);
+    this.outgoing.set(id, (reply) => {
+      view.prompts.delete(e.request_id);
+      this.answer(view, e.request_id, toAnswer(reply));
+    });
+    this.send({ jsonrpc: '2.0', id, method, params });
+  }
+
+  /** Answers an engine prompt through the session: audited, first answer wins, a late one is dropped. */
+  private answer(view: SessionView, requestId: string, response: Obj): void {
+    try {
+      view.session.input(this.clientId, `answer-${requestId}`, controlResponse(requestId, response));
+    } catch (err) {
+      this.log.debug({ requestId, err: asTetherError(err).message }, 'permission answer not applied');
+    }
+  }
+
+  // ---- from the client ----------------------------------------------------------------
+
+  private async read(): Promise<void> {
+    for await (const frame of this.channel) {
+      try {
+        if (typeof frame === 'string') this.onText(frame);
+        else this.error(null, JSONRPC_CODES.invalidRequest, 'invalid request: this dialect is JSON text, one message per frame');
+      } catch (err) {
+        // One bad message never ends the connection; the next one is read as usual.
+        this.log.error({ err: asTetherError(err).message }, 'dialect message handling failed');
+      }
+    }
+  }
+
+  private onText(text: string): void {
+    const msg = readMessage(text);
+    switch (msg.kind) {
+      case 'request':
+        return this.onRequest(msg.id, msg.method, msg.params);
+      case 'response': {
+        const settle = this.outgoing.get(String(msg.id));
+        this.outgoing.delete(String(msg.id));
+        return settle?.({ result: msg.result, error: msg.error });
+      }
+      case 'invalid':
+        return this.error(msg.id, msg.code, msg.message);
+      case 'notification':
+        return;
+    }
+  }
+
+  private onRequest(id: RpcId, method: string, params: unknown): void {
+    if (!Object.hasOwn(DialectRequests, method)) return this.error(id, JSONRPC_CODES.methodNotFound, `method not found: ${method}`);
+    const m = method as DialectMethod;
+    if (!this.initialized && m !== 'initialize') return this.fail(id, new TetherError('FAILED_PRECONDITION', 'send initialize first'));
+    const parsed = DialectRequests[m].safeParse(params ?? {});
+    if (!parsed.success) return this.error(id, JSONRPC_CODES.invalidParams, `invalid params for ${method}: ${describeIssues(parsed.error)}`);
+    Promise.resolve()
+      .then(() => this.handle(m, parsed.data, id))
+      .then(
+        (result) => {
+          if (result !== LATER) this.respond(id, result);
+        },
+        (err) => this.fail(id, err),
+      );
+  }
+
+  private handle(method: DialectMethod, params: unknown, id: RpcId): unknown {
+    switch (method) {
+      case 'initialize':
+        return this.initialize(params as Params<'initialize'>);
+      case 'session_create':
+        return this.create(params as Params<'session_create'>);
+      case 'session_attach':
+        return this.attachTo(params as Params<'session_attach'>);
+      case 'session_list':
+        return { sessions: this.dir.listSessions(this.p).map((s) => ({ session_id: s.id, agent: s.agent, owner: s.owner, state: s.state, created_at: s.created_at, clients: s.clients.length, pending_prompts: s.pending_prompts })) };
+      case 'user_message':
+        return this.userMessage(params as Params<'user_message'>, id);
+      case 'interrupt':
+        return this.control((params as Params<'interrupt'>).session_id, id, { subtype: 'interrupt' }, () => ({}));
+      case 'set_model': {
+        const { session_id, model } = params as Params<'set_model'>;
+        return this.control(session_id, id, { subtype: 'set_model', model }, (r) => ({ model: typeof r.model === 'string' ? r.model : model }));
+      }
+      case 'set_permission_mode': {
+        const { session_id, mode } = params as Params<'set_permission_mode'>;
+        return this.control(session_id, id, { subtype: 'set_permission_mode', mode }, (r) => ({ mode: typeof r.mode === 'string' ? r.mode : mode }));
+      }
+    }
+  }
+
+  private initialize(params: Params<'initialize'>): Obj {
+    const major = params.protocol_version.split('.')[0];
+    if (major !== JSONRPC_DIALECT_VERSION.split('.')[0]) {
+      throw new TetherError('INVALID_ARGUMENT', `protocol_version ${params.protocol_version} is not supported: this gateway speaks ${JSONRPC_DIALECT_VERSION}`);
+    }
+    this.caps = new Set(params.capabilities.filter((c): c is DialectCapability => (DIALECT_CAPABILITIES as readonly string[]).includes(c)));
+    this.initialized = true;
+    const session = params.session_id === undefined ? undefined : this.dir.visible(this.p, params.session_id);
+    return {
+      protocol_version: JSONRPC_DIALECT_VERSION,
+      gateway_protocol_version: PROTOCOL_VERSION,
+      capabilities: [...this.caps],
+      principal: this.p.sub,
+      client_id: this.clientId,
+      ...(session ? engines.get(session) : this.latestEngine()) ?? NO_ENGINE,
+    };
+  }
+
+  /** The engine of the newest session this client may see that reported one. */
+  private latestEngine(): EngineInfo | undefined {
+    let found: EngineInfo | undefined;
+    for (const s of this.dir.listSessions(this.p)) found = engines.get(this.dir.visible(this.p, s.id)) ?? found;
+    return found;
+  }
+
+  private async create(params: Params<'session_create'>): Promise<Obj> {
+    if (!this.p.canCreate) throw new TetherError('PERMISSION_DENIED', 'this token may not create sessions');
+    const { agent, cwd, model, permission_mode } = params;
+    // Partial messages on: tokens stream as the model writes them.
+    const session = await this.dir.create(this.p, agent, undefined, { cwd, model, permission_mode, include_partial_messages: true }, randomUUID());
+    if (this.channel.isClosed) {
+      // Gone before the answer: nobody can ever learn of this session, so its engine is not left running.
+      void session.stop(undefined, 'its creator left before the answer').catch(() => {});
+      throw new TetherError('UNAVAILABLE', 'connection closed');
+    }
+    this.attach(session, session.roles.roleFor(this.p));
+    return { session_id: session.id };
+  }
+
+  private attachTo(params: Params<'session_attach'>): Obj {
+    const session = this.dir.visible(this.p, params.session_id);
+    const role = session.roles.roleFor(this.p); // the gateway's decision: scope, owner, the owner's decisions
+    const { view, nextSeq } = this.attach(session, role, params.from_seq);
+    return { session_id: session.id, role, next_seq: nextSeq, ...(view.gap ? { gap: view.gap } : {}), ...(engines.get(session) ?? NO_ENGINE) };
+  }
+
+  /** Attaches with a fresh view; prompts replayed from history are raised only if still open afterwards. */
+  private attach(session: Session, role: Role, fromSeq?: number): { view: SessionView; nextSeq: number } {
+    if (this.channel.isClosed) throw new TetherError('UNAVAILABLE', 'connection closed'); // its cleanup has run: never attach it
+    const view: SessionView = { session, messageId: '', streamed: new Set(), turns: new Map(), prompts: new Map(), replaying: true, held: new Map() };
+    const before = this.views.get(session.id);
+    this.views.set(session.id, view);
+    let next: number;
+    try {
+      next = session.attach(this, role, fromSeq);
+    } catch (err) {
+      if (before) this.views.set(session.id, before);
+      else this.views.delete(session.id);
+      throw err;
+    }
+    view.replaying = false;
+    for (const e of view.held.values()) this.raise(view, e);
+    view.held.clear();
+    return { view, nextSeq: next };
+  }
+
+  private userMessage(params: Params<'user_message'>, id: RpcId): typeof LATER {
+    const view = this.viewOf(params.session_id);
+    // The uuid comes back in the result's user_message_uuids: that result ends this request's turn.
+    const uuid = randomUUID();
+    const line = { type: 'user', message: { role: 'user', content: params.content }, parent_tool_use_id: null, session_id: 'default', uuid };
+    view.session.input(this.clientId, uuid, line);
+    view.turns.set(uuid, id);
+    return LATER;
+  }
+
+  /** Sends a control request to the engine; the client's request is answered with the engine's reply. */
+  private control(sessionId: string, id: RpcId, request: Obj, result: PendingControl['result']): typeof LATER {
+    const view = this.viewOf(sessionId);
+    const requestId = `dialect-${this.nextId++}`;
+    this.controls.set(requestId, { id, result });
+    try {
+      view.session.input(this.clientId, randomUUID(), { type: 'control_request', request_id: requestId, request });
+    } catch (err) {
+      this.controls.delete(requestId);
+      throw err;
+    }
+    return LATER;
+  }
+
+  /** The view of an attached session this client may drive. */
+  private viewOf(sessionId: string): SessionView {
+    this.dir.visible(this.p, sessionId); // NOT_FOUND for sessions this principal may not see
+    requireControlScope(this.p, 'control sessions');
+    const view = this.views.get(sessionId);
+    if (!view) throw new TetherError('FAILED_PRECONDITION', `not attached to session ${sessionId}: session_attach first`);
+    return view;
+  }
+
+  // ---- to the client ------------------------------------------------------------------
+
+  /**
+   * Sends a notification only when the client negotiated its capability (DIALECT_NOTIFICATIONS).
+   * `shared`: its params depend only on the frame's event, so every dialect client sends the same
+   * text, built once per frame.
+   */
+  private notify(method: DialectNotification, params: Obj, shared = false): void {
+    const feature = DIALECT_NOTIFICATIONS[method];
+    if (feature !== null && !this.caps.has(feature)) return;
+    const at = this.current;
+    const build = () => JSON.stringify({ jsonrpc: '2.0', method, params: at?.frame.seq ? { ...params, seq: at.frame.seq } : params });
+    this.post(shared && at ? (at.frame.wire[at.index] ??= build()) : build());
+  }
+
+  private respond(id: RpcId, result: unknown): void {
+    this.send({ jsonrpc: '2.0', id, result: result ?? {} });
+  }
+
+  private fail(id: RpcId, err: unknown): void {
+    const e = asTetherError(err);
+    if (e.code === 'INTERNAL') this.log.error({ err: e.message }, 'dialect request failed');
+    this.send({ jsonrpc: '2.0', id, error: e.toJsonRpc() });
+  }
+
+  private error(id: RpcId | null, code: number, message: string): void {
+    this.send({ jsonrpc: '2.0', id, error: { code, message } });
+  }
+
+  private send(msg: Obj): void {
+    this.post(JSON.stringify(msg));
+  }
+
+  /** Queues one message's text, cutting a client that stopped reading. */
+  private post(text: string): void {
+    const ch = this.channel;
+    if (ch.isClosed) return;
+    if (ch.bufferedBytes > this.opts.slowClientBytes) {
+      this.log.warn({ client: this.clientId, buffered: ch.bufferedBytes }, 'cutting slow consumer');
+      ch.close('RESOURCE_EXHAUSTED', 'slow consumer: send queue over limit; attach again with from_seq');
+      this.opts.metrics?.slowClientCut(this.transport);
+      return;
+    }
+    ch.post(text);
+    this.opts.metrics?.relayed('to_client', Buffer.byteLength(text));
+  }
+}
+
+function remember(ids: Set<string>, id: string): void {
+  if (ids.has(id)) return;
+  ids.add(id);
+  if (ids.size > MAX_STREAMED_IDS) ids.delete(ids.values().next().value as string);
+}
+
+function isObj(v: unknown): v is Obj {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
