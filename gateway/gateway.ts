@@ -19,6 +19,7 @@ import { MemoryAuditLog, type AuditLog } from './audit-log.js';
 import { MemorySessionStore, type SessionStore } from './session-store.js';
 import { GatewayMetrics } from './metrics.js';
 import { HostKeyPins } from './host-key-pins.js';
+import type { PolicyProvider } from './policy-source.js';
 
 export const GATEWAY_CAPABILITIES = ['sessions.v1', 'replay.v1', 'prompts.v1'];
 
@@ -64,6 +65,8 @@ export interface GatewayOptions {
   metrics?: GatewayMetrics;
   /** Agents' pinned host keys (default: in memory, pinned afresh after a restart). */
   hostKeys?: HostKeyPins;
+  /** The central policy (`--policy FILE`, reloaded on change); default: no rules. */
+  policy?: PolicyProvider;
 }
 
 /**
@@ -86,7 +89,7 @@ export class Gateway {
     this.store = opts.store ?? new MemorySessionStore();
     this.metrics = opts.metrics ?? new GatewayMetrics();
     this.hostKeys = opts.hostKeys ?? new HostKeyPins();
-    this.directory = new SessionDirectory(this.limits, this.log, opts.audit ?? new MemoryAuditLog(), this.store, this.metrics);
+    this.directory = new SessionDirectory(this.limits, this.log, opts.audit ?? new MemoryAuditLog(), this.store, this.metrics, opts.policy);
     const sessions = () => [...this.directory.sessions.values()];
     this.metrics.bindGauges({
       agents: () => countBy([...this.directory.agents.values()], (a) => a.peer.channel.transport),
