@@ -21,6 +21,8 @@ import { engineEnvironment, type EngineEnvPolicy } from './engine-env.js';
 import { checkExtraArgs, type EngineFlagPolicy } from './extra-args.js';
 import { probeEngineVersions } from './engine-version.js';
 import { NO_CONTRIBUTION } from './initialize-merge.js';
+import { POLICY_CONTRIBUTION } from './policy-hook.js';
+import type { SpawnPolicy } from '../core/policy/hook.js';
 import { SessionRelay, type OutputSink } from './session-relay.js';
 import { checkSessionFolder } from './session-roots.js';
 
@@ -128,7 +130,7 @@ export class Agent {
 
   private setup(peer: RpcPeer): void {
     peer
-      .onRequest('agent.spawn', (p) => this.spawn(p.session_id, p.engine ?? this.engines.defaultEngine, p.options, peer))
+      .onRequest('agent.spawn', (p) => this.spawn(p.session_id, p.engine ?? this.engines.defaultEngine, p.options, peer, { hook: p.policy_hook === true, roots: p.policy_roots }))
       .onRequest('agent.stop', async (p) => {
         const relay = this.relays.get(p.session_id);
         if (!relay) throw new TetherError('NOT_FOUND', `no session ${p.session_id} on this agent`);
@@ -165,13 +167,14 @@ export class Agent {
    * Starts one engine for `peer`'s request. The relay is registered at once, so a hello sent
    * while the engine starts (the link dropped meanwhile) lists it and the gateway can bind it.
    */
-  private async spawn(sessionId: string, kind: EngineKind, options: SessionOptions, peer: RpcPeer) {
+  private async spawn(sessionId: string, kind: EngineKind, options: SessionOptions, peer: RpcPeer, policy: SpawnPolicy) {
     if (this.stopping) throw new TetherError('UNAVAILABLE', 'agent is shutting down');
     if (this.relays.has(sessionId)) throw new TetherError('ALREADY_EXISTS', `session ${sessionId} already runs here`);
     if (!this.engines.engines.includes(kind)) throw new TetherError('FAILED_PRECONDITION', `this agent cannot run engine "${kind}"`);
     const cwd = resolvePath(options.cwd ?? this.opts.cwd ?? process.cwd());
     if (!isDirectory(cwd)) throw new TetherError('INVALID_ARGUMENT', `working folder ${cwd} does not exist on agent "${this.opts.name}"`);
     checkSessionFolder(cwd, this.opts.sessionRoots ?? [], this.opts.name);
+    if (policy.roots) checkSessionFolder(cwd, policy.roots.folders, this.opts.name, `policy rule: ${policy.roots.rule}`); // the gateway checked the path as written; this follows symlinks
     const flags = this.opts.engineFlags ?? {};
     const extra = checkExtraArgs(options.extra_args ?? [], flags, this.opts.name);
     const { command, args } = engineCommandLine(kind, this.engines, options, extra, flags, this.opts.name);
@@ -188,7 +191,7 @@ export class Agent {
       termGraceMs: this.opts.termGraceMs,
       logger: log,
     });
-    const relay = new SessionRelay(sessionId, engine, log, undefined, { contribution: NO_CONTRIBUTION, clientInitializes: options.client_initialize === true });
+    const relay = new SessionRelay(sessionId, engine, log, undefined, { contribution: policy.hook ? POLICY_CONTRIBUTION : NO_CONTRIBUTION, clientInitializes: options.client_initialize === true });
     this.relays.set(sessionId, relay);
     try {
       if (options.client_initialize) {

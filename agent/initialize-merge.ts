@@ -7,8 +7,9 @@
  * again, so a client can never remove it (a re-initialize's `hooks` map replaces the whole
  * set: docs/engine-protocol.md section 8).
  *
- * Today the contribution is empty. The central-policy issue adds a PreToolUse hook here
- * (matcher omitted, `onFailure: "block"`, callback ids the agent answers itself).
+ * The contribution is empty unless the gateway enforces a central policy: then it is the
+ * policy's PreToolUse hook (agent/policy-hook.ts: matcher omitted, `onFailure: "block"`,
+ * answered by the gateway).
  */
 
 /** One hook matcher as the CLI reads it in `initialize.hooks[event]`. */

@@ -4,8 +4,12 @@ import { ensurePrivateDir } from '../core/util/private-files.js';
 import { FileAuditLog, type AuditLog } from '../gateway/audit-log.js';
 import { FileSessionStore, type SessionStore } from '../gateway/session-store.js';
 import { HostKeyPins } from '../gateway/host-key-pins.js';
+import { FilePolicy } from '../gateway/policy-source.js';
 
-export const STORAGE_FLAGS_HELP = `  --audit-log FILE   audit trail, JSON lines, mode 0600 in a 0700 folder (default STATE_DIR/audit.jsonl)`;
+export const STORAGE_FLAGS_HELP = `  --audit-log FILE   audit trail, JSON lines, mode 0600 in a 0700 folder (default STATE_DIR/audit.jsonl)
+  --policy FILE      central policy, JSON or YAML: permission rules (deny/ask/allow in Claude
+                     Code's syntax), maxPermissionMode, models, workingFolders; reloaded when
+                     the file changes and on SIGHUP (a bad file is refused, the old policy stays)`;
 
 /** Agents' pinned host keys, under the state folder. */
 export const AGENT_HOST_KEYS_FILE = 'agent-host-keys.json';
@@ -13,11 +17,11 @@ export const AGENT_HOST_KEYS_FILE = 'agent-host-keys.json';
 /**
  * The gateway's durable state under the state folder: sessions and their history
  * (STATE_DIR/sessions, so they survive a restart), the audit trail (auditLog) and the
- * agents' pinned host keys (STATE_DIR/agent-host-keys.json). The state folder and the audit
+ * agents' pinned host keys (STATE_DIR/agent-host-keys.json), and the policy file when one is given. The state folder and the audit
  * file's folder are made private (0700) first: created so, tightened when looser (logged at
  * warn), refused (FAILED_PRECONDITION) when another user owns them.
  */
-export function gatewayStorage(c: { stateDir: string; auditLog: string }, log?: Logger): { store: SessionStore; audit: AuditLog; hostKeys: HostKeyPins } {
+export function gatewayStorage(c: { stateDir: string; auditLog: string; policy?: string }, log?: Logger): { store: SessionStore; audit: AuditLog; hostKeys: HostKeyPins; policy?: FilePolicy } {
   for (const dir of new Set([c.stateDir, dirname(c.auditLog)])) {
     const r = ensurePrivateDir(dir);
     if (r.tightenedFrom !== undefined) log?.warn({ dir, was: '0' + r.tightenedFrom.toString(8) }, 'state folder was readable by others; tightened to 0700');
@@ -26,5 +30,6 @@ export function gatewayStorage(c: { stateDir: string; auditLog: string }, log?: 
     store: new FileSessionStore(join(c.stateDir, 'sessions')),
     audit: new FileAuditLog(c.auditLog),
     hostKeys: new HostKeyPins(join(c.stateDir, AGENT_HOST_KEYS_FILE)),
+    policy: c.policy ? new FilePolicy(c.policy, log).watch() : undefined,
   };
 }

@@ -1,5 +1,5 @@
 import type { TetherEvent } from '../core/protocol/events.js';
-import { viewTool } from './tool-view.js';
+import { policyLine, viewTool } from './tool-view.js';
 
 /** Diff lines a tool call shows at most in the terminal; the rest is counted. */
 const MAX_TERMINAL_DIFF_LINES = 20;
@@ -55,6 +55,8 @@ export function describeEvent(e: TetherEvent): string | undefined {
       return `* ${e.message}`;
     case 'prompt_decided':
       return `* ${e.decided_by} answered ${e.behavior}`;
+    case 'policy_decision':
+      return `* ${policyLine(e.decision, sanitize(e.tool))} (rule ${sanitize(e.rule)})`;
     case 'link':
       return `* ${e.message}`;
     case 'error':

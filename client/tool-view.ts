@@ -114,3 +114,8 @@ export function toolResultText(content: unknown): string {
     .map((b) => (b.type === 'text' && typeof b.text === 'string' ? b.text : b.type === 'image' ? '[image]' : compact(b)))
     .join('\n');
 }
+
+/** What the central policy did with a tool call, in words (terminal and web). */
+export function policyLine(decision: 'deny' | 'ask' | 'allow', tool: string): string {
+  return decision === 'deny' ? `policy denied ${tool}` : decision === 'ask' ? `policy asks people before ${tool}` : `policy allowed ${tool}`;
+}

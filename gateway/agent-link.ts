@@ -3,6 +3,7 @@ import type { Logger } from '../core/logging.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
 import type { AgentDescriptor, AgentInfo, StopSignal } from '../core/protocol/methods.js';
 import type { EngineKind, SessionOptions } from '../core/protocol/session-options.js';
+import type { SpawnPolicy } from '../core/policy/hook.js';
 import type { Principal } from './principal.js';
 import type { EngineHost, Session } from './session.js';
 import type { GatewayMetrics } from './metrics.js';
@@ -72,8 +73,9 @@ export class AgentLink implements EngineHost {
     };
   }
 
-  spawn(sessionId: string, engine: EngineKind, options: SessionOptions) {
-    return this.peer.request('agent.spawn', { session_id: sessionId, engine, options }, { timeoutMs: 60_000 });
+  spawn(sessionId: string, engine: EngineKind, options: SessionOptions, policy: SpawnPolicy = {}) {
+    const params = { session_id: sessionId, engine, options, ...(policy.hook ? { policy_hook: true } : {}), ...(policy.roots ? { policy_roots: policy.roots } : {}) };
+    return this.peer.request('agent.spawn', params, { timeoutMs: 60_000 });
   }
 
   /** Throws INVALID_ARGUMENT, having sent nothing, when the line cannot be serialized. */

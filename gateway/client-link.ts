@@ -9,6 +9,7 @@ import type { SessionDirectory } from './session-directory.js';
 import { readAudit } from './audit-access.js';
 import { stopAcrossCuts } from './session-stop.js';
 import { requireControlScope } from './session-roles.js';
+import { checkControlAudited } from './policy-gate.js';
 
 /**
  * Per-connection outbound budget before the peer is cut as a slow consumer. threats.md
@@ -108,6 +109,7 @@ export class ClientLink implements Member {
       .onRequest('session.send', (params) => {
         const session = this.dir.visible(p, params.session_id);
         requireControlScope(p, 'send to sessions');
+        if (params.line.type === 'control_request') checkControlAudited(this.dir, session.id, p, this.clientId, params.line, session.roleOf(this.clientId), session.options.cwd);
         const status = session.input(this.clientId, params.input_id, params.line);
         if (status === 'applied') this.metrics?.relayed('from_client', Buffer.byteLength(JSON.stringify(params.line)));
         return { status };

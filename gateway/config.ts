@@ -9,6 +9,7 @@ import { pemFile } from '../core/config/tls-keys.js';
 import type { ConfigSpec, FinishContext } from '../core/config/load.js';
 import { GATEWAY_DEFAULTS, type GatewayLimits } from './gateway.js';
 import { DOOR_DEFAULTS, type DoorLimits } from './door-limits.js';
+import { readPolicyFile } from './policy-source.js';
 
 /** Where the gateway listens unless told otherwise: this machine only. */
 export const DEFAULT_GATEWAY_HOST = '127.0.0.1';
@@ -61,6 +62,18 @@ export const AUTH_KEYS = {
     )
     .default([])
     .meta({ help: "browser origins allowed to connect besides the gateway's own http://HOST:PORT (variable: comma-separated)", flag: 'allow-origin' }),
+  policy: z
+    .string()
+    .min(1)
+    .superRefine((path, ctx) => {
+      try {
+        readPolicyFile(path);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      }
+    })
+    .optional()
+    .meta({ help: 'central policy file, JSON or YAML (permissions deny/ask/allow, maxPermissionMode, models, workingFolders); reloaded on change and on SIGHUP', flag: 'policy' }),
   auditLog: z.string().min(1).optional().meta({ help: `audit trail, JSON lines (default STATE_DIR/${AUDIT_FILE})`, flag: 'audit-log' }),
   metrics: z.boolean().default(true).meta({ help: 'serve Prometheus metrics at GET /metrics on the HTTP port' }),
 };

@@ -21,6 +21,7 @@ import { GatewayMetrics } from './metrics.js';
 import { HostKeyPins } from './host-key-pins.js';
 import { JsonRpcDialectLink } from './dialects/jsonrpc/link.js';
 import type { Dialect } from '../core/protocol/jsonrpc-dialect.js';
+import type { PolicyProvider } from './policy-source.js';
 
 export const GATEWAY_CAPABILITIES = ['sessions.v1', 'replay.v1', 'prompts.v1'];
 
@@ -66,6 +67,8 @@ export interface GatewayOptions {
   metrics?: GatewayMetrics;
   /** Agents' pinned host keys (default: in memory, pinned afresh after a restart). */
   hostKeys?: HostKeyPins;
+  /** The central policy (`--policy FILE`, reloaded on change); default: no rules. */
+  policy?: PolicyProvider;
 }
 
 /**
@@ -88,7 +91,7 @@ export class Gateway {
     this.store = opts.store ?? new MemorySessionStore();
     this.metrics = opts.metrics ?? new GatewayMetrics();
     this.hostKeys = opts.hostKeys ?? new HostKeyPins();
-    this.directory = new SessionDirectory(this.limits, this.log, opts.audit ?? new MemoryAuditLog(), this.store, this.metrics);
+    this.directory = new SessionDirectory(this.limits, this.log, opts.audit ?? new MemoryAuditLog(), this.store, this.metrics, opts.policy);
     const sessions = () => [...this.directory.sessions.values()];
     this.metrics.bindGauges({
       agents: () => countBy([...this.directory.agents.values()], (a) => a.peer.channel.transport),

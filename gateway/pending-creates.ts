@@ -1,4 +1,5 @@
 import { asTetherError, TetherError } from '../core/errors.js';
+import type { SpawnPolicy } from '../core/policy/hook.js';
 import type { Logger } from '../core/logging.js';
 import type { CreateProgress } from '../core/protocol/methods.js';
 import type { EngineKind, SessionOptions } from '../core/protocol/session-options.js';
@@ -34,6 +35,8 @@ export interface CreateHost {
   open(p: Principal, agent: string, engine: EngineKind, options: SessionOptions, id: string): Session;
   /** Ends and forgets a session whose engine was not bound; its engine, if one runs, is stopped. */
   abandon(s: Session, reason: string, err: unknown): void;
+  /** What the central policy starts this agent's engines with (docs/policy.md). */
+  spawnPolicy(agent: string): SpawnPolicy;
 }
 
 interface KnownCreate {
@@ -119,7 +122,7 @@ export class PendingCreates {
     const session = this.host.open(p, req.agent, kind, req.options, id);
     this.starting.add(id);
     try {
-      await this.bindEngine(session, kind, req.options, tell);
+      await this.bindEngine(session, kind, session.options, tell); // as the policy left them (e.g. its default model)
     } catch (err) {
       this.host.abandon(session, `its engine did not start: ${asTetherError(err).message}`, err);
       throw err;
@@ -151,7 +154,7 @@ export class PendingCreates {
       }
       if (attempt > MAX_SPAWN_ATTEMPTS) throw new TetherError('UNAVAILABLE', `agent "${name}" kept dropping its link while the engine started (${MAX_SPAWN_ATTEMPTS} attempts)`);
       try {
-        await link.spawn(session.id, kind, options);
+        await link.spawn(session.id, kind, options, this.host.spawnPolicy(name));
       } catch (err) {
         const e = asTetherError(err);
         // The agent already runs it: an earlier spawn got through on this very link.

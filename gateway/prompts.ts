@@ -6,6 +6,8 @@ export interface PendingPrompt {
   subtype: string;
   raisedAt: number;
   timer?: NodeJS.Timeout;
+  /** For can_use_tool: the tool call asked about, for the audit record of its answer. */
+  tool?: Record<string, unknown>;
 }
 
 /** Told about every prompt raised and settled, with how long it waited (the gateway's metrics). */
@@ -43,6 +45,10 @@ export class PromptBook {
 
   has(requestId: string): boolean {
     return this.pending.has(requestId);
+  }
+
+  get(requestId: string): PendingPrompt | undefined {
+    return this.pending.get(requestId);
   }
 
   raise(prompt: PendingPrompt): void {

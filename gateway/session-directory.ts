@@ -11,6 +11,9 @@ import type { SessionStore, StoredSession } from './session-store.js';
 import type { GatewayMetrics } from './metrics.js';
 import { AgentWaits } from './agent-waits.js';
 import { PendingCreates, type CreateRequest } from './pending-creates.js';
+import { StaticPolicy, type PolicyProvider } from './policy-source.js';
+import { checkSessionOptions, POLICY_PRINCIPAL } from './policy-gate.js';
+import type { SpawnPolicy } from '../core/policy/hook.js';
 
 export interface DirectoryLimits extends SessionLimits {
   /** How long a session waits for its lost agent before it is ended. */
@@ -36,17 +39,25 @@ export class SessionDirectory {
   /** Agents whose link dropped, and waits for them to come back. */
   readonly waits: AgentWaits;
   private readonly creates: PendingCreates;
+  /** The central policy in force. */
+  readonly policy: PolicyProvider;
+  /** Whether engines are started with the policy's hook (the gateway was given a policy). */
+  private readonly policyHook: boolean;
 
   constructor(
     private readonly limits: DirectoryLimits,
-    private readonly log: Logger,
+    readonly log: Logger,
     readonly audit: AuditLog,
     private readonly store: SessionStore,
     /** Where sessions report prompts and gaps, and agent resumes are counted; none by default. */
     private readonly metrics?: GatewayMetrics,
+    /** The central policy (gateway/policy-source.ts); none: no rules, and engines get no policy hook. */
+    policy?: PolicyProvider,
   ) {
     this.waits = new AgentWaits(this.agents, limits.agentLostTimeoutMs);
     this.creates = new PendingCreates(this, limits.agentWaitMs, log);
+    this.policy = policy ?? new StaticPolicy();
+    this.policyHook = policy !== undefined;
     for (const stored of store.loadAll()) this.restore(stored);
   }
 
@@ -66,6 +77,7 @@ export class SessionDirectory {
       store: this.store,
       metrics: this.metrics,
       restored: stored,
+      policy: this.policy,
     });
     session.onEnded = () => this.scheduleDrop(session);
     this.sessions.set(r.id, session);
@@ -135,7 +147,14 @@ export class SessionDirectory {
   /** For PendingCreates: a new session in state `starting`, registered and audited. */
   open(p: Principal, agentName: string, kind: EngineKind, options: SessionOptions, id: string): Session {
     // Recorded before anything exists: a session whose creation cannot be audited is not made.
-    recordOrRefuse(this.audit, createdEntry(p.sub, agentName, kind, options, id), this.log);
+    const created = createdEntry(p.sub, agentName, kind, options, id);
+    try {
+      options = checkSessionOptions(this.policy.current, agentName, options, { ...p, role: 'owner' });
+    } catch (err) {
+      recordQuietly(this.audit, { ...created, result: 'refused', code: failureCode(err), reason: (err as Error).message, decided_by: POLICY_PRINCIPAL }, this.log);
+      throw err;
+    }
+    recordOrRefuse(this.audit, { ...created, options }, this.log);
     const session = new Session({
       id,
       agent: agentName,
@@ -148,10 +167,16 @@ export class SessionDirectory {
       audit: this.audit,
       store: this.store,
       metrics: this.metrics,
+      policy: this.policy,
     });
     this.sessions.set(id, session);
     session.onEnded = () => this.scheduleDrop(session);
     return session;
+  }
+
+  /** For PendingCreates: the policy's hook (when the gateway has a policy) and this agent's folders. */
+  spawnPolicy(agent: string): SpawnPolicy {
+    return { hook: this.policyHook, roots: this.policy.current.rootsFor(agent) };
   }
 
   /** For PendingCreates: forgets a session whose engine was not bound (audited as failed), and stops that engine if it runs. */

@@ -15,6 +15,8 @@ import { encodeEventFrame, encodeLineFrame } from '../core/protocol/session-fram
 import { SessionRoles, type RoleDecision } from './session-roles.js';
 import { checkEngineInput } from '../core/protocol/engine-input.js';
 import { PendingInputs } from './pending-inputs.js';
+import { StaticPolicy, type PolicyProvider } from './policy-source.js';
+import { decideHook, hookAnswer, hookAuditDetails, policyHookCall, POLICY_PRINCIPAL, promptTool, unauditedDenial, type PolicyHookCall } from './policy-gate.js';
 
 /** One attached client as the session sees it: transport-blind. */
 export interface Member {
@@ -61,6 +63,8 @@ export interface SessionInit {
   restored?: StoredSession;
   /** What the session reports to the gateway's metrics (prompts, replay gaps); none by default. */
   metrics?: SessionMetrics;
+  /** The central policy that answers the engine's policy hook (default: no rules). */
+  policy?: PolicyProvider;
 }
 
 /** The part of the gateway's metrics a session reports to. */
@@ -115,6 +119,7 @@ export class Session {
   private readonly audit: AuditLog;
   private readonly store: SessionStore;
   private readonly metrics: SessionMetrics | undefined;
+  private readonly policy: PolicyProvider;
   /** Dedupe key of the input being routed, stored with what it sends to the engine. */
   private routingKey = '';
   /** Who gets which role: token scope, owner and the owner's decisions (kept in the store). */
@@ -131,6 +136,7 @@ export class Session {
     this.log_ = init.logger;
     this.audit = init.audit;
     this.store = init.store;
+    this.policy = init.policy ?? new StaticPolicy();
     this.log = new ReplayLog(init.limits.replay);
     this.controls = new ControlRouting({
       answerWithinMs: init.limits.controlAnswerMs,
@@ -256,7 +262,9 @@ export class Session {
     if (agentSeq <= this.lastAgentSeq) return false;
     this.lastAgentSeq = agentSeq;
     if (meta.type === 'control_response' && meta.request_id !== undefined && this.routeReply(meta.request_id, line)) return true;
-    if (meta.type === 'control_request' && meta.request_id) this.raisePrompt(meta.request_id, meta.subtype ?? 'unknown');
+    const hook = policyHookCall(meta, line);
+    if (hook) return this.answerPolicyHook(hook); // the policy's own: never shown to clients, so none can answer it
+    if (meta.type === 'control_request' && meta.request_id) this.raisePrompt(meta.request_id, meta.subtype ?? 'unknown', promptTool(meta, line));
     if (meta.type === 'control_cancel_request' && meta.request_id) this.prompts.withdraw(meta.request_id, 'cancelled by the engine');
     this.broadcast({ line, origin: 'engine' }, readAtMs);
     this.trackState(meta);
@@ -305,28 +313,52 @@ export class Session {
     this.broadcast({ event: tetherEvent({ subtype: 'state', state }), origin: 'gateway' });
   }
 
-  private raisePrompt(requestId: string, subtype: string): void {
+  private raisePrompt(requestId: string, subtype: string, tool?: Record<string, unknown>): void {
     if (this.prompts.full) {
       this.log_.warn({ sessionId: this.id, requestId }, 'too many pending prompts; denying');
       this.metrics?.promptRaised();
       this.metrics?.promptSettled('overflow', 0);
-      this.recordQuietly('tether:overflow', 'permission_decision', { request_id: requestId, behavior: 'deny', reason: 'too many pending prompts' });
+      this.recordQuietly('tether:overflow', 'permission_decision', { request_id: requestId, ...tool, behavior: 'deny', reason: 'too many pending prompts' });
       this.answerEngine(requestId, subtype, `Denied by Tether: more than ${this.limits.maxPendingPrompts} requests pending`);
       return;
     }
     const timer = setTimeout(() => this.expire(requestId), this.limits.promptExpiryMs);
     timer.unref();
-    this.prompts.raise({ requestId, subtype, raisedAt: Date.now(), timer });
+    this.prompts.raise({ requestId, subtype, raisedAt: Date.now(), timer, tool });
   }
 
   private expire(requestId: string): void {
     const p = this.prompts.withdraw(requestId, 'expired', 'expired');
     if (!p) return;
-    this.recordQuietly('tether:expiry', 'permission_decision', { request_id: requestId, behavior: 'deny', reason: 'expired' }); // denying goes ahead anyway
+    this.recordQuietly('tether:expiry', 'permission_decision', { request_id: requestId, ...p.tool, behavior: 'deny', reason: 'expired' }); // denying goes ahead anyway
     this.answerEngine(requestId, p.subtype, `Permission request expired after ${Math.round(this.limits.promptExpiryMs / 1000)} s with no answer`);
     this.broadcastWithdrawal(requestId);
     this.broadcast({ event: tetherEvent({ subtype: 'prompt_decided', request_id: requestId, decided_by: 'tether:expiry', behavior: 'deny' }), origin: 'gateway' });
     if (this.prompts.size === 0 && this.state === 'requires_action') this.setState('running');
+  }
+
+  /**
+   * Answers the policy hook from the policy in force: recorded first (a decision that cannot
+   * be recorded becomes a deny), then shown to clients when a rule decided, then sent.
+   */
+  private answerPolicyHook(call: PolicyHookCall): true {
+    const d = decideHook(this.policy.current, call);
+    let answer = hookAnswer(call.requestId, d);
+    try {
+      this.record(POLICY_PRINCIPAL, 'policy_decision', hookAuditDetails(call, d));
+      if (d.decision !== 'none' && d.rule) {
+        this.broadcast({ event: tetherEvent({ subtype: 'policy_decision', tool_use_id: call.toolUseId, tool: call.tool, decision: d.decision, rule: d.rule }), origin: 'gateway' });
+      }
+    } catch (err) {
+      answer = hookAnswer(call.requestId, { decision: 'deny' }, unauditedDenial(err));
+    }
+    try {
+      this.toEngine(answer);
+    } catch (err) {
+      // Unanswered, the hook times out and its onFailure "block" keeps the tool from running.
+      this.log_.error({ sessionId: this.id, err: String(err) }, 'policy answer not queued for the engine');
+    }
+    return true;
   }
 
   /** Fail-closed answer from the gateway itself: deny for permission prompts, error otherwise. */
@@ -533,7 +565,8 @@ export class Session {
     if (!this.prompts.has(requestId)) this.prompts.claim(requestId, a.member.principal); // throws the precise error
     const behavior = response.subtype === 'error' ? 'error' : String((line.response as { response?: { behavior?: unknown } }).response?.behavior ?? 'answered');
     // Recorded before it is forwarded: a decision that cannot be audited is not applied.
-    this.audited(a.member.principal, 'permission_decision', { request_id: requestId, behavior, client_id: a.member.clientId }, () => {
+    const tool = this.prompts.get(requestId)?.tool;
+    this.audited(a.member.principal, 'permission_decision', { request_id: requestId, ...tool, behavior, client_id: a.member.clientId }, () => {
       this.prompts.claim(requestId, a.member.principal, outcomeOf(behavior));
       this.toEngine(line);
     });

@@ -11,12 +11,13 @@ export const auditCommand: Command = {
   name: 'audit',
   summary: 'print the audit trail (who created, attached, prompted, approved, stopped what)',
   usage: `Usage: tether audit [SESSION] [--session ID] [--principal NAME] [--action NAME]
-                    [--decision allow|deny] [--limit N] [--table | --json]
+                    [--decision allow|deny|ask|none] [--limit N] [--table | --json]
                     [--gateway URL] [--token TOKEN]  |  [--state-dir DIR | --file FILE]
 
 Prints audit records, oldest first. The gateway writes one record per decision or action
-(create with the session's options, attach, detach, prompt, permission_decision, control,
-role_change, stop, ended) before it takes effect; an action it cannot record is not applied.
+(create with the session's options, attach, detach, prompt, permission_decision,
+policy_decision, control, role_change, stop, ended) before it takes effect; an action it
+cannot record is not applied.
 Online (the default) it asks the gateway (session.audit): a session's owner may read that
 session's records; the whole trail needs a token with the admin scope. Offline (--state-dir
 or --file) it reads the gateway's audit file itself, e.g. while the gateway is down: run it
@@ -29,10 +30,12 @@ Output: a table on a terminal (or --table); JSON lines otherwise (or --json).
 Options:
   SESSION, --session ID  only this session's records
   --principal NAME    only records made by NAME (a token's sub; the gateway's own decisions
-                      are tether, tether:expiry, tether:overflow)
-  --action NAME       only create, attach, detach, prompt, permission_decision, control,
-                      role_change, stop or ended
-  --decision D        only permission decisions that were allow, or deny
+                      are tether, tether:expiry, tether:overflow, tether:policy)
+  --action NAME       only create, attach, detach, prompt, permission_decision,
+                      policy_decision, control, role_change, stop or ended
+  --decision D        only decisions that were allow, deny, ask or none: a person's
+                      permission_decision, or the policy's policy_decision (none: no rule
+                      applied and the engine decided)
   --limit N           the newest N matching records (default ${AUDIT_DEFAULT_LIMIT}, at most ${AUDIT_MAX_LIMIT})
   --table             print a table
   --json              print JSON lines, one record each
@@ -81,7 +84,7 @@ function queryOf(v: Record<string, unknown>, positionals: string[]): AuditQuery 
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const flag = { session_id: '--session', principal: '--principal', action: '--action', decision: '--decision', limit: '--limit' }[String(issue.path[0])] ?? String(issue.path[0]);
-    const want = flag === '--action' ? `one of ${AuditAction.options.join(', ')}` : flag === '--decision' ? 'allow or deny' : flag === '--limit' ? `a whole number 1-${AUDIT_MAX_LIMIT}` : issue.message;
+    const want = flag === '--action' ? `one of ${AuditAction.options.join(', ')}` : flag === '--decision' ? 'allow, deny, ask or none' : flag === '--limit' ? `a whole number 1-${AUDIT_MAX_LIMIT}` : issue.message;
     throw new TetherError('INVALID_ARGUMENT', `${flag} must be ${want}\nRun "tether audit --help" for usage.`);
   }
   return parsed.data;

@@ -41,7 +41,7 @@ ${configUsage(GATEWAY_CONFIG)}`,
     const storage = gatewayStorage(c, logger); // the state folder is made private before the key is read
     const setup = gatewayAuthFrom(c);
     if (setup.auth.verifier === 'off') process.stderr.write(AUTH_OFF_WARNING);
-    const gateway = new Gateway({ logger, store: storage.store, audit: storage.audit, hostKeys: storage.hostKeys, limits: gatewayLimitsOf(c.limits), metrics: new GatewayMetrics({ processMetrics: true }) });
+    const gateway = new Gateway({ logger, store: storage.store, audit: storage.audit, hostKeys: storage.hostKeys, policy: storage.policy, limits: gatewayLimitsOf(c.limits), metrics: new GatewayMetrics({ processMetrics: true }) });
     const server = await startGatewayServer(gateway, {
       host: c.host,
       port: c.port,

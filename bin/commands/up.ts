@@ -64,6 +64,7 @@ ${configUsage(UP_CONFIG)}`,
       store: storage.store,
       audit: storage.audit,
       hostKeys: storage.hostKeys,
+      policy: storage.policy,
       limits: gatewayLimitsOf(c.limits),
       metrics: new GatewayMetrics({ processMetrics: true }),
     });

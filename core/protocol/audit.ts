@@ -7,7 +7,7 @@ import { z } from 'zod';
  */
 
 /** What a record says happened. Each is written before it takes effect. */
-export const AuditAction = z.enum(['create', 'attach', 'detach', 'prompt', 'permission_decision', 'control', 'role_change', 'stop', 'ended']);
+export const AuditAction = z.enum(['create', 'attach', 'detach', 'prompt', 'permission_decision', 'policy_decision', 'control', 'role_change', 'stop', 'ended']);
 export type AuditAction = z.infer<typeof AuditAction>;
 
 /**
@@ -24,8 +24,12 @@ export const AuditRecord = z.looseObject({
 });
 export type AuditRecord = z.infer<typeof AuditRecord>;
 
-/** Decisions a permission_decision record can be filtered by (its `behavior`). */
-export const AuditDecision = z.enum(['allow', 'deny']);
+/**
+ * Decisions records can be filtered by: a person's permission_decision (its `behavior`) or
+ * the central policy's policy_decision (its `decision`; `none` when no rule applied and the
+ * engine decided).
+ */
+export const AuditDecision = z.enum(['allow', 'deny', 'ask', 'none']);
 
 /** Default and largest number of records one query returns. */
 export const AUDIT_DEFAULT_LIMIT = 1000;
@@ -36,7 +40,7 @@ export const AuditQuery = z.object({
   session_id: z.string().min(1).max(128).optional(),
   principal: z.string().min(1).max(256).optional(),
   action: AuditAction.optional(),
-  /** Only permission decisions with this behavior (implies action permission_decision). */
+  /** Only decisions with this outcome (implies action permission_decision or policy_decision). */
   decision: AuditDecision.optional(),
   limit: z.number().int().positive().max(AUDIT_MAX_LIMIT).optional(),
 });
@@ -60,6 +64,6 @@ export function auditMatches(r: AuditRecord, q: AuditQuery): boolean {
   if (q.session_id !== undefined && r.session_id !== q.session_id) return false;
   if (q.principal !== undefined && r.principal !== q.principal) return false;
   if (q.action !== undefined && r.action !== q.action) return false;
-  if (q.decision !== undefined && (r.action !== 'permission_decision' || r.behavior !== q.decision)) return false;
+  if (q.decision !== undefined && !(r.action === 'permission_decision' ? r.behavior === q.decision : r.action === 'policy_decision' && r.decision === q.decision)) return false;
   return true;
 }

@@ -57,6 +57,18 @@ export const TetherEvent = z.discriminatedUnion('subtype', [
   }),
   z.object({
     type: z.literal('tether'),
+    subtype: z.literal('policy_decision'),
+    /** The tool call the central policy decided (the engine's tool_use id and tool name). */
+    tool_use_id: z.string(),
+    tool: z.string(),
+    /** deny: the tool never ran; ask: people decide (a permission prompt follows); allow: ran without asking. */
+    decision: z.enum(['deny', 'ask', 'allow']),
+    /** The rule that decided, as written in the policy file, e.g. `Bash(rm *)`. */
+    rule: z.string(),
+    at: z.string(),
+  }),
+  z.object({
+    type: z.literal('tether'),
     subtype: z.literal('prompt'),
     principal: z.string(),
     client_id: z.string(),

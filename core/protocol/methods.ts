@@ -129,7 +129,15 @@ export const Methods = {
 
   // --- gateway -> agent -------------------------------------------------------------------
   'agent.spawn': {
-    params: z.object({ session_id: id, engine: EngineKind.optional(), options: SessionOptions }),
+    params: z.object({
+      session_id: id,
+      engine: EngineKind.optional(),
+      options: SessionOptions,
+      /** The gateway enforces a central policy: register its PreToolUse hook (docs/policy.md). */
+      policy_hook: z.boolean().optional(),
+      /** The policy's working folders for this agent, checked again on its machine through symlinks. */
+      policy_roots: z.object({ rule: z.string().max(8192), folders: z.array(z.string().min(1).max(4096)).min(1).max(1000) }).optional(),
+    }),
     result: z.object({ pid: z.number().int(), engine: EngineKind, engine_version: z.string().optional() }),
   },
   'agent.stop': {

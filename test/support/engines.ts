@@ -35,7 +35,13 @@ export const WRITE_FILE: Record<'claude' | 'demo', { prompt: string; file: strin
 };
 
 /** Starts gateway + agent for one engine kind, with a fresh cwd (and HOME + fake model for claude). */
-export async function startRig(kind: 'claude' | 'demo', scenario: FakeScenario = { responses: [] }, extra: Partial<StackOptions> = {}): Promise<EngineRig> {
+export async function startRig(
+  kind: 'claude' | 'demo',
+  scenario: FakeScenario = { responses: [] },
+  extra: Partial<StackOptions> = {},
+  /** Added to the claude engine's environment (e.g. IS_SANDBOX=1 for bypassPermissions as root). */
+  engineEnvExtra?: Record<string, string>,
+): Promise<EngineRig> {
   const dirs: TempDir[] = [makeTempDir('tether-cwd-')];
   const cwd = dirs[0].path;
   let fake: FakeAnthropic | undefined;
@@ -45,7 +51,7 @@ export async function startRig(kind: 'claude' | 'demo', scenario: FakeScenario =
     fake = await startFakeAnthropic(scenario);
     home = makeTempDir('tether-home-');
     dirs.push(home);
-    stack = await startStack({ engine: 'claude', engineCommand: claudeBinaryPath(), engineEnv: claudeTestEnv({ home: home.path, baseUrl: fake.url }), cwd, ...extra });
+    stack = await startStack({ engine: 'claude', engineCommand: claudeBinaryPath(), engineEnv: claudeTestEnv({ home: home.path, baseUrl: fake.url, extra: engineEnvExtra }), cwd, ...extra });
   } else {
     stack = await startStack({ engine: 'demo', cwd, ...extra });
   }

@@ -16,6 +16,7 @@ import type { Logger } from '../../core/logging.js';
 import type { AuditLog } from '../../gateway/audit-log.js';
 import { Gateway, type GatewayLimits } from '../../gateway/gateway.js';
 import { startGatewayServer, type GatewayServer } from '../../gateway/server.js';
+import type { PolicyProvider } from '../../gateway/policy-source.js';
 
 export type TransportName = 'ws' | 'grpc';
 
@@ -46,6 +47,8 @@ export interface StackOptions {
   logger?: Logger;
   /** Where the gateway writes its audit trail (default: in memory). */
   audit?: AuditLog;
+  /** The gateway's central policy (default: no rules). */
+  policy?: PolicyProvider;
 }
 
 /** How a stack authenticates. */
@@ -101,7 +104,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     if (!key) throw new Error('this stack runs with auth off: no tokens');
     return mintToken({ key, kind: req.kind, sub: req.sub, agent: req.agent, scopes: req.scopes, ttlSeconds: req.ttlSeconds ?? 3600, now: authOpts?.now?.() });
   };
-  const gateway = new Gateway({ limits: opts.limits, logger: opts.logger, audit: opts.audit });
+  const gateway = new Gateway({ limits: opts.limits, logger: opts.logger, audit: opts.audit, policy: opts.policy });
   const server = await startGatewayServer(gateway, {
     port: 0,
     grpcPort: 0,

@@ -4,6 +4,7 @@
  * with their fate, and notes (presence, roles, state, errors). Pure: no DOM, no network.
  */
 import type { EngineMessage, StreamItem } from './frames';
+import { policyLine } from '../../../client/tool-view.js';
 
 export interface PermissionPrompt {
   requestId: string;
@@ -127,6 +128,9 @@ export class Transcript {
         return;
       case 'gap':
         this.note(String(e.message), 'error');
+        return;
+      case 'policy_decision':
+        this.note(`${policyLine(e.decision as 'deny' | 'ask' | 'allow', String(e.tool))} (rule ${String(e.rule)})`, e.decision === 'deny' ? 'error' : 'info');
         return;
       default:
         return;

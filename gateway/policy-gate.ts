@@ -1,0 +1,179 @@
+import { TetherError } from '../core/errors.js';
+import { POLICY_CALLBACK_ID } from '../core/policy/hook.js';
+import type { Asker, Policy, ToolDecision } from '../core/policy/policy.js';
+import type { ToolCall } from '../core/policy/rules.js';
+import type { SessionOptions } from '../core/protocol/session-options.js';
+import type { LineMeta } from '../core/protocol/methods.js';
+import type { Logger } from '../core/logging.js';
+import { failureCode, recordQuietly, type AuditLog } from './audit-log.js';
+import type { PolicyProvider } from './policy-source.js';
+import type { Principal } from './principal.js';
+
+/**
+ * Where the central policy meets the engine, at the gateway: it answers the policy hook's
+ * callbacks as they pass (the gateway holds the one policy, reloads it in one place and
+ * writes the audit trail, so agents never hold rules that could be stale or edited on their
+ * machine), and it refuses requests above the policy before they reach the engine.
+ */
+
+/** The audit principal of the policy's own decisions. */
+export const POLICY_PRINCIPAL = 'tether:policy';
+
+/** Largest serialised tool input kept whole in an audit record; larger ones keep a head. */
+export const AUDIT_MAX_INPUT_CHARS = 8 * 1024;
+
+/** One call of the policy hook, read from the engine's hook_callback request. */
+export interface PolicyHookCall {
+  requestId: string;
+  event: string;
+  tool: string;
+  toolUseId: string;
+  input: Record<string, unknown>;
+  cwd: string;
+  permissionMode: string | undefined;
+}
+
+/** The policy hook's callback in this engine line, if it is one (parsed only for hook callbacks). */
+export function policyHookCall(meta: LineMeta, line: Uint8Array): PolicyHookCall | undefined {
+  if (meta.type !== 'control_request' || meta.subtype !== 'hook_callback' || !meta.request_id) return undefined;
+  let v: { request?: { callback_id?: unknown; tool_use_id?: unknown; input?: Record<string, unknown> } };
+  try {
+    v = JSON.parse(Buffer.from(line.buffer, line.byteOffset, line.byteLength).toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  const r = v.request;
+  if (r?.callback_id !== POLICY_CALLBACK_ID) return undefined;
+  const i = r.input ?? {};
+  const str = (x: unknown) => (typeof x === 'string' ? x : undefined);
+  return {
+    requestId: meta.request_id,
+    event: str(i.hook_event_name) ?? '',
+    tool: str(i.tool_name) ?? '',
+    toolUseId: str(i.tool_use_id) ?? str(r.tool_use_id) ?? '',
+    input: typeof i.tool_input === 'object' && i.tool_input !== null ? (i.tool_input as Record<string, unknown>) : {},
+    cwd: str(i.cwd) ?? '/',
+    permissionMode: str(i.permission_mode),
+  };
+}
+
+/**
+ * For a can_use_tool prompt: the tool call it asks about (`tool`, `tool_use_id`, `input`
+ * capped), so the audit record of a person's answer says what was decided. Parsed only for
+ * can_use_tool lines.
+ */
+export function promptTool(meta: LineMeta, line: Uint8Array): Record<string, unknown> | undefined {
+  if (meta.subtype !== 'can_use_tool') return undefined;
+  try {
+    const r = (JSON.parse(Buffer.from(line.buffer, line.byteOffset, line.byteLength).toString('utf8')) as { request?: Record<string, unknown> }).request ?? {};
+    return { tool: r.tool_name, tool_use_id: r.tool_use_id, input: cappedInput(r.input) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** A tool input for the audit: whole up to AUDIT_MAX_INPUT_CHARS serialised, else its head. */
+function cappedInput(input: unknown): unknown {
+  const text = JSON.stringify(input) ?? 'null';
+  return text.length <= AUDIT_MAX_INPUT_CHARS ? input : { truncated: true, chars: text.length, head: text.slice(0, AUDIT_MAX_INPUT_CHARS) };
+}
+
+/** The policy's decision for one hook call (only PreToolUse calls are decided). */
+export function decideHook(policy: Policy, call: PolicyHookCall): ToolDecision {
+  if (call.event !== 'PreToolUse' || !call.tool) return { decision: 'none' };
+  return policy.decide({ tool: call.tool, input: call.input, cwd: call.cwd }, call.permissionMode);
+}
+
+/** The engine line that answers the hook with a decision (`{}`: no opinion, the engine goes on). */
+export function hookAnswer(requestId: string, d: ToolDecision, reason?: string): Record<string, unknown> {
+  const why = reason ?? (d.rule ? `Tether policy: ${d.decision} rule ${d.rule}` : undefined);
+  const output = d.decision === 'none' ? {} : { hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: d.decision, permissionDecisionReason: why } };
+  return { type: 'control_response', response: { subtype: 'success', request_id: requestId, response: output } };
+}
+
+/** The audit record's details for one decision: tool, capped input, decision, rule, mode. */
+export function hookAuditDetails(call: PolicyHookCall, d: ToolDecision): Record<string, unknown> {
+  return { tool: call.tool, tool_use_id: call.toolUseId, input: cappedInput(call.input), decision: d.decision, rule: d.rule ?? null, permission_mode: call.permissionMode ?? null, cwd: call.cwd };
+}
+
+/**
+ * Refuses (PERMISSION_DENIED, naming the rule) session options above the policy: a mode above
+ * the creator's ceiling, a model off the list, a folder outside the agent's roots, or the same
+ * through extra CLI arguments. Returns the options to use (the policy's model when none is named).
+ */
+export function checkSessionOptions(policy: Policy, agent: string, options: SessionOptions, asker: Asker): SessionOptions {
+  const args = options.extra_args ?? [];
+  const argValue = (flag: string) => {
+    const at = args.findIndex((a) => a === flag || a.startsWith(flag + '='));
+    if (at < 0) return undefined;
+    return args[at].includes('=') ? args[at].slice(flag.length + 1) : (args[at + 1] ?? '');
+  };
+  const modes = [options.permission_mode, argValue('--permission-mode')];
+  if (args.some((a) => a === '--dangerously-skip-permissions' || a === '--allow-dangerously-skip-permissions')) modes.push('bypassPermissions');
+  for (const mode of modes) if (mode !== undefined) policy.checkMode(mode, asker);
+  for (const model of [options.model, argValue('--model'), argValue('--fallback-model')]) if (model !== undefined) policy.checkModel(model);
+  policy.checkFolder(agent, options.cwd);
+  const model = options.model ?? argValue('--model');
+  return model === undefined && policy.defaultModel ? { ...options, model: policy.defaultModel } : options;
+}
+
+/** Refuses a client's control request above the policy (set_permission_mode, set_model, settings that set either). */
+export function checkControlRequest(policy: Policy, request: Record<string, unknown>, asker: Asker, cwd = '/'): void {
+  switch (request.subtype) {
+    // Host requests that reach a tool or a file without a tool call (so without the hook):
+    // refused when a deny or ask rule covers what they would touch.
+    case 'mcp_call':
+      return checkDirect(policy, { tool: String(request.tool ?? ''), input: (request.arguments ?? {}) as Record<string, unknown>, cwd }, 'mcp_call');
+    case 'read_file':
+      return checkDirect(policy, { tool: 'Read', input: { file_path: String(request.path ?? '') }, cwd }, 'read_file');
+    case 'set_permission_mode':
+      if (typeof request.mode === 'string') policy.checkMode(request.mode, asker);
+      return;
+    case 'set_model':
+      policy.checkModel(request.model as string | null | undefined);
+      return;
+    case 'apply_flag_settings':
+    case 'update_settings': {
+      const s = (request.settings ?? {}) as { model?: unknown; permissions?: { defaultMode?: unknown } };
+      if (typeof s.permissions?.defaultMode === 'string') policy.checkMode(s.permissions.defaultMode, asker);
+      if (s.model !== undefined) policy.checkModel(s.model as string | null);
+      return;
+    }
+    default:
+  }
+}
+
+function checkDirect(policy: Policy, call: ToolCall, subtype: string): void {
+  const d = policy.decide(call, undefined);
+  if (d.decision === 'deny' || d.decision === 'ask') {
+    throw new TetherError('PERMISSION_DENIED', `${subtype} of ${call.tool} is refused: it would bypass the policy's ${d.decision} rule (policy rule: ${d.rule})`);
+  }
+}
+
+/**
+ * {@link checkControlRequest} for a client's control request on its way to a session; a
+ * refusal is recorded (action `control`, `result: "refused"`, `decided_by: "tether:policy"`).
+ */
+export function checkControlAudited(
+  dir: { policy: PolicyProvider; audit: AuditLog; log: Logger },
+  sessionId: string,
+  p: Principal,
+  clientId: string,
+  line: Record<string, unknown>,
+  role: Asker['role'],
+  cwd?: string,
+): void {
+  const request = (typeof line.request === 'object' && line.request !== null ? line.request : {}) as Record<string, unknown>;
+  try {
+    checkControlRequest(dir.policy.current, request, { ...p, role }, cwd);
+  } catch (err) {
+    const entry = { session_id: sessionId, principal: p.sub, action: 'control' as const, client_id: clientId, subtype: request.subtype, mode: request.mode, model: request.model };
+    recordQuietly(dir.audit, { ...entry, result: 'refused', code: failureCode(err), reason: (err as Error).message, decided_by: POLICY_PRINCIPAL }, dir.log);
+    throw err;
+  }
+}
+
+/** The reason given to the engine when a decision cannot be audited: deny (fail closed). */
+export function unauditedDenial(err: unknown): string {
+  return `Tether policy: denied because the audit trail cannot be written (${err instanceof TetherError ? err.code : 'INTERNAL'})`;
+}
