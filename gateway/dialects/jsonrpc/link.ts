@@ -22,6 +22,7 @@ import type { Role } from '../../../core/protocol/events.js';
 import { describeIssues } from '../../../core/rpc/peer.js';
 import type { GatewayMetrics } from '../../metrics.js';
 import type { Principal } from '../../principal.js';
+import { checkControlAudited } from '../../policy-gate.js';
 import type { SessionDirectory } from '../../session-directory.js';
 import { requireControlScope } from '../../session-roles.js';
 import type { Member, Session } from '../../session.js';
@@ -401,8 +402,11 @@ export class JsonRpcDialectLink implements Member {
     const view = this.viewOf(sessionId);
     const requestId = `dialect-${this.nextId++}`;
     this.controls.set(requestId, { id, result });
+    const line = { type: 'control_request', request_id: requestId, request };
     try {
-      view.session.input(this.clientId, randomUUID(), { type: 'control_request', request_id: requestId, request });
+      // The same policy gate as native clients: a mode or model above the policy never reaches the engine.
+      checkControlAudited(this.dir, view.session.id, this.p, this.clientId, line, view.session.roleOf(this.clientId), view.session.options.cwd);
+      view.session.input(this.clientId, randomUUID(), line);
     } catch (err) {
       this.controls.delete(requestId);
       throw err;
