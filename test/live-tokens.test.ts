@@ -178,7 +178,7 @@ describe.each(['ws', 'grpc'] as const)('tokens on live connections over %s', (tr
 });
 
 describe('--token-file on the command line', () => {
-  it('tether agent and tether chat --json renew from their token files and keep their links past several expiries', { timeout: 60_000 }, async () => {
+  it('tether agent and tether chat --json renew from their token files and keep their links past several expiries', { timeout: 120_000 }, async () => {
     const files = { agent: join(dir, 'agent.token'), client: join(dir, 'client.token') };
     const put = (path: string, token: string) => {
       writeFileSync(`${path}.tmp`, token + '\n');
@@ -202,7 +202,7 @@ describe('--token-file on the command line', () => {
         (async () => {
           while (!(await agentSessions('cli-agent'))) await new Promise((r) => setTimeout(r, 100));
         })(),
-        20_000,
+        45_000, // two node processes starting on a busy 2-core machine
         `the agent registered and the chat session started (chat stderr: ${err})`,
       );
       const until = Date.now() + 5_000; // 2-s tokens: the links live only by renewing
