@@ -78,6 +78,9 @@ interface Attachment {
 
 
 
+/** The dedupe key stored with lines the gateway itself sends the engine (no client's input). */
+const GATEWAY_KEY = '';
+
 /** Engine control requests a client answers through the prompt book. */
 const DENY_ON_EXPIRY = 'can_use_tool';
 
@@ -88,7 +91,7 @@ const DENY_ON_EXPIRY = 'can_use_tool';
 export class Session {
   readonly createdAt = new Date().toISOString();
   private state: SessionState = 'starting';
-  private readonly log: ReplayLog;
+  private readonly history: ReplayLog;
   /** Frames on their way to members, released once the store holds them. */
   private readonly outbox: DurableOutbox;
   private readonly members = new Map<string, Attachment>();
@@ -115,13 +118,11 @@ export class Session {
   readonly options: SessionOptions;
   private host: EngineHost | undefined;
   private readonly limits: SessionLimits;
-  private readonly log_: Logger;
+  private readonly logger: Logger;
   private readonly audit: AuditLog;
   private readonly store: SessionStore;
   private readonly metrics: SessionMetrics | undefined;
   private readonly policy: PolicyProvider;
-  /** Dedupe key of the input being routed, stored with what it sends to the engine. */
-  private routingKey = '';
   /** Who gets which role: token scope, owner and the owner's decisions (kept in the store). */
   readonly roles: SessionRoles;
 
@@ -133,11 +134,11 @@ export class Session {
     this.options = init.options;
     this.host = init.host;
     this.limits = init.limits;
-    this.log_ = init.logger;
+    this.logger = init.logger;
     this.audit = init.audit;
     this.store = init.store;
     this.policy = init.policy ?? new StaticPolicy();
-    this.log = new ReplayLog(init.limits.replay);
+    this.history = new ReplayLog(init.limits.replay);
     this.controls = new ControlRouting({
       answerWithinMs: init.limits.controlAnswerMs,
       onOverdue: (subtype, waitedMs) => this.onControlOverdue(subtype, waitedMs),
@@ -150,7 +151,7 @@ export class Session {
     // Restored history is durable already; everything after goes out once the store holds it.
     this.outbox = new DurableOutbox(this.store, (bytes, readAtMs) => {
       for (const a of this.members.values()) a.member.sendFrame(bytes, readAtMs);
-    }, this.log.lastSeq);
+    }, this.history.lastSeq);
     this.metrics = init.metrics;
     this.prompts.observer = init.metrics; // after the restore: restored prompts were counted by the process that raised them
   }
@@ -161,20 +162,20 @@ export class Session {
    */
   private restore(stored: StoredSession): void {
     (this as { createdAt: string }).createdAt = stored.record.created_at;
-    if (stored.frames.length && stored.frames[0].seq > 1) this.log.resumeAt(stored.frames[0].seq); // the store was compacted
+    if (stored.frames.length && stored.frames[0].seq > 1) this.history.resumeAt(stored.frames[0].seq); // the store was compacted
     for (const f of stored.frames) {
-      this.log.append({ seq: f.seq, bytes: f.bytes });
+      this.history.append({ seq: f.seq, bytes: f.bytes });
       if (f.agentSeq !== undefined && f.agentSeq > this.lastAgentSeq) this.lastAgentSeq = f.agentSeq;
       this.replayState(f.bytes);
     }
     for (const i of stored.inputs) {
       this.inputSeq = Math.max(this.inputSeq, i.seq);
-      this.recentInputs.set(i.key, true);
+      if (i.key !== GATEWAY_KEY) this.recentInputs.set(i.key, true);
       let bytes: number;
       try {
         bytes = checkEngineInput(i.line).length; // a store written by an older gateway may hold what we now refuse
       } catch (err) {
-        this.log_.warn({ sessionId: this.id, seq: i.seq, err: (err as Error).message }, 'dropping a stored input the engine cannot take');
+        this.logger.warn({ sessionId: this.id, seq: i.seq, err: (err as Error).message }, 'dropping a stored input the engine cannot take');
         continue;
       }
       this.pendingInputs.push({ seq: i.seq, line: i.line, bytes });
@@ -226,7 +227,7 @@ export class Session {
         since: a.since,
       })),
       pending_prompts: this.prompts.size,
-      last_seq: this.log.lastSeq,
+      last_seq: this.history.lastSeq,
       options: this.options,
     };
   }
@@ -245,7 +246,7 @@ export class Session {
           host.input(this.id, p.seq, p.line);
         } catch (err) {
           // One bad input must not stop the others, this session or the agent's hello.
-          this.log_.warn({ sessionId: this.id, seq: p.seq, err: (err as Error).message }, 'dropping an input the agent link cannot take');
+          this.logger.warn({ sessionId: this.id, seq: p.seq, err: (err as Error).message }, 'dropping an input the agent link cannot take');
           this.pendingInputs.drop(p.seq);
         }
       }
@@ -315,7 +316,7 @@ export class Session {
 
   private raisePrompt(requestId: string, subtype: string, tool?: Record<string, unknown>): void {
     if (this.prompts.full) {
-      this.log_.warn({ sessionId: this.id, requestId }, 'too many pending prompts; denying');
+      this.logger.warn({ sessionId: this.id, requestId }, 'too many pending prompts; denying');
       this.metrics?.promptRaised();
       this.metrics?.promptSettled('overflow', 0);
       this.recordQuietly('tether:overflow', 'permission_decision', { request_id: requestId, ...tool, behavior: 'deny', reason: 'too many pending prompts' });
@@ -353,10 +354,10 @@ export class Session {
       answer = hookAnswer(call.requestId, { decision: 'deny' }, unauditedDenial(err));
     }
     try {
-      this.toEngine(answer);
+      this.toEngine(answer, GATEWAY_KEY);
     } catch (err) {
       // Unanswered, the hook times out and its onFailure "block" keeps the tool from running.
-      this.log_.error({ sessionId: this.id, err: String(err) }, 'policy answer not queued for the engine');
+      this.logger.error({ sessionId: this.id, err: String(err) }, 'policy answer not queued for the engine');
     }
     return true;
   }
@@ -367,16 +368,16 @@ export class Session {
       subtype === DENY_ON_EXPIRY
         ? { subtype: 'success', request_id: requestId, response: { behavior: 'deny', message } }
         : { subtype: 'error', request_id: requestId, error: message };
-    this.toEngine({ type: 'control_response', response });
+    this.toEngine({ type: 'control_response', response }, GATEWAY_KEY);
   }
 
   /** Writes the record before the action; throws (and the caller applies nothing) when it cannot. */
   private record(principal: string, action: AuditEntry['action'], details: Record<string, unknown> = {}): void {
-    recordOrRefuse(this.audit, { session_id: this.id, principal, action, ...details }, this.log_);
+    recordOrRefuse(this.audit, { session_id: this.id, principal, action, ...details }, this.logger);
   }
 
   private recordQuietly(principal: string, action: AuditEntry['action'], details: Record<string, unknown> = {}): void {
-    recordQuietly(this.audit, { session_id: this.id, principal, action, ...details }, this.log_);
+    recordQuietly(this.audit, { session_id: this.id, principal, action, ...details }, this.logger);
   }
 
   /** Records, then applies; when applying then fails, a second record says so and the error goes on. */
@@ -402,22 +403,22 @@ export class Session {
     }
     const from = fromSeq ?? 1;
     this.record(member.principal, 'attach', { client_id: member.clientId, role, from_seq: from });
-    if (from < this.log.firstSeq) {
+    if (from < this.history.firstSeq) {
       const gap = tetherEvent({
         subtype: 'gap',
         from_seq: from,
-        to_seq: this.log.firstSeq - 1,
-        message: `frames ${from}..${this.log.firstSeq - 1} are no longer held; history resumes at ${this.log.firstSeq}`,
+        to_seq: this.history.firstSeq - 1,
+        message: `frames ${from}..${this.history.firstSeq - 1} are no longer held; history resumes at ${this.history.firstSeq}`,
       });
       member.sendFrame(encodeEventFrame(this.id, 0, gap));
       this.metrics?.replayGap();
     }
     // History that is durable now; frames still on their way reach this member with everyone's.
-    for (const entry of this.log.since(Math.max(from, this.log.firstSeq))) if (entry.seq <= this.outbox.releasedSeq) member.sendFrame(entry.bytes);
+    for (const entry of this.history.since(Math.max(from, this.history.firstSeq))) if (entry.seq <= this.outbox.releasedSeq) member.sendFrame(entry.bytes);
     this.members.set(member.clientId, { member, role, since: new Date().toISOString() });
     if (previousClientId !== undefined) for (const line of this.controls.takeOver(previousClientId, member.clientId, member.principal)) member.sendReply(this.id, line);
     this.broadcast({ event: tetherEvent({ subtype: 'presence', action: 'attached', principal: member.principal, client_id: member.clientId, role }), origin: 'gateway' });
-    return this.log.lastSeq + 1;
+    return this.history.lastSeq + 1;
   }
 
   detach(clientId: string): void {
@@ -483,14 +484,14 @@ export class Session {
     if (this.recentInputs.has(key)) return 'duplicate';
     if (this.ended) throw new TetherError('FAILED_PRECONDITION', `session ${this.id} has ended`);
     if (line.type !== 'keep_alive') this.pendingInputs.assertRoom(bytes, this.id);
-    this.routingKey = key;
-    this.route(a, line);
+    this.route(a, line, key);
     this.recentInputs.set(key, true);
     if (this.recentInputs.size > 4096) this.recentInputs.delete(this.recentInputs.keys().next().value as string);
     return 'applied';
   }
 
-  private route(a: Attachment, line: Record<string, unknown>): void {
+  /** `key`: the client's dedupe key, stored with what the line sends to the engine. */
+  private route(a: Attachment, line: Record<string, unknown>, key: string): void {
     switch (line.type) {
       case 'user':
         checkUserMessage(line);
@@ -499,15 +500,15 @@ export class Session {
             event: tetherEvent({ subtype: 'prompt', principal: a.member.principal, client_id: a.member.clientId, message: line.message }),
             origin: 'gateway',
           });
-          this.toEngine(line);
+          this.toEngine(line, key);
           if (this.state === 'idle') this.setState('running');
         });
       case 'control_request':
-        return this.forwardControlRequest(a, line);
+        return this.forwardControlRequest(a, line, key);
       case 'control_response':
-        return this.answerPrompt(a, line);
+        return this.answerPrompt(a, line, key);
       case 'control_cancel_request':
-        return this.forwardCancel(a, line);
+        return this.forwardCancel(a, line, key);
       case 'keep_alive':
         return;
       default:
@@ -515,7 +516,7 @@ export class Session {
     }
   }
 
-  private forwardControlRequest(a: Attachment, line: Record<string, unknown>): void {
+  private forwardControlRequest(a: Attachment, line: Record<string, unknown>, key: string): void {
     const request = line.request;
     if (typeof request !== 'object' || request === null || typeof (request as { subtype?: unknown }).subtype !== 'string') {
       throw new TetherError('INVALID_ARGUMENT', 'control_request needs a request object with a string subtype');
@@ -524,7 +525,7 @@ export class Session {
     this.audited(a.member.principal, 'control', { client_id: a.member.clientId, subtype: req.subtype, model: req.model, mode: req.mode }, () => {
       const gwId = this.controls.open(a.member.clientId, a.member.principal, line.request_id, req.subtype as string);
       try {
-        this.toEngine({ ...line, request_id: gwId });
+        this.toEngine({ ...line, request_id: gwId }, key);
       } catch (err) {
         this.controls.forget(gwId); // refused before it reached the engine: no answer will come
         throw err;
@@ -541,7 +542,7 @@ export class Session {
     if (!this.host || this.ended) return false;
     if (this.state === 'unresponsive') return true;
     const message = `the engine did not answer ${subtype} within ${Math.round(waitedMs / 1000)} s; the owner can stop the session`;
-    this.log_.warn({ sessionId: this.id, subtype, waitedMs }, 'engine unresponsive');
+    this.logger.warn({ sessionId: this.id, subtype, waitedMs }, 'engine unresponsive');
     this.metrics?.engineUnresponsive();
     this.answeringState = this.state;
     this.broadcast({ event: tetherEvent({ subtype: 'engine_error', code: 'UNRESPONSIVE', message }), origin: 'gateway' });
@@ -549,11 +550,11 @@ export class Session {
     return true;
   }
 
-  private forwardCancel(a: Attachment, line: Record<string, unknown>): void {
-    this.toEngine({ ...line, request_id: this.controls.idOf(a.member.clientId, line.request_id) });
+  private forwardCancel(a: Attachment, line: Record<string, unknown>, key: string): void {
+    this.toEngine({ ...line, request_id: this.controls.idOf(a.member.clientId, line.request_id) }, key);
   }
 
-  private answerPrompt(a: Attachment, line: Record<string, unknown>): void {
+  private answerPrompt(a: Attachment, line: Record<string, unknown>, key: string): void {
     const response = line.response as { request_id?: unknown; subtype?: unknown } | undefined;
     if (typeof response !== 'object' || response === null || typeof response.request_id !== 'string') {
       throw new TetherError('INVALID_ARGUMENT', 'control_response needs response.request_id naming the pending request');
@@ -568,7 +569,7 @@ export class Session {
     const tool = this.prompts.get(requestId)?.tool;
     this.audited(a.member.principal, 'permission_decision', { request_id: requestId, ...tool, behavior, client_id: a.member.clientId }, () => {
       this.prompts.claim(requestId, a.member.principal, outcomeOf(behavior));
-      this.toEngine(line);
+      this.toEngine(line, key);
     });
     this.broadcastWithdrawal(requestId);
     this.broadcast({ event: tetherEvent({ subtype: 'prompt_decided', request_id: requestId, decided_by: a.member.principal, behavior }), origin: 'gateway' });
@@ -577,13 +578,15 @@ export class Session {
 
   /**
    * Queues one line for the engine, in the gateway's order. While the agent is away it waits
-   * (bounded) and goes out when the agent is back; nothing is dropped.
+   * (bounded) and goes out when the agent is back; nothing is dropped. `key` is the dedupe key
+   * of the client input it comes from (kept with it, so a restart still answers a retry
+   * `duplicate`), or GATEWAY_KEY for the gateway's own answers.
    */
-  private toEngine(line: Record<string, unknown>): void {
+  private toEngine(line: Record<string, unknown>, key: string): void {
     const bytes = JSON.stringify(line).length;
     this.pendingInputs.assertRoom(bytes, this.id);
     const seq = ++this.inputSeq;
-    this.store.appendInput(this.id, { seq, key: this.routingKey, line });
+    this.store.appendInput(this.id, { seq, key, line });
     this.pendingInputs.push({ seq, line, bytes });
     this.host?.input(this.id, seq, line);
   }
@@ -607,10 +610,10 @@ export class Session {
 
   /** Appends one frame to history and hands the same bytes to every member. */
   private broadcast(body: { line: Uint8Array; origin: 'engine' | 'gateway' } | { event: TetherEvent; origin: 'gateway' }, readAtMs?: number): void {
-    const seq = this.log.lastSeq + 1;
+    const seq = this.history.lastSeq + 1;
     const bytes = 'line' in body ? encodeLineFrame(this.id, seq, body.origin, body.line) : encodeEventFrame(this.id, seq, body.event);
     this.store.appendFrame(this.id, { seq, agentSeq: this.lastAgentSeq, bytes });
-    this.log.append({ seq, bytes });
+    this.history.append({ seq, bytes });
     this.outbox.push(seq, bytes, readAtMs);
   }
 
