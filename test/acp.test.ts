@@ -1,0 +1,133 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import * as acp from '@agentclientprotocol/sdk';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { SessionItem } from '../client/remote-session.js';
+import { agentText, select, spawnAcp, type Editor } from './support/acp-editor.js';
+import { startRig, type EngineRig } from './support/engines.js';
+import { withTimeout } from './support/stack.js';
+
+const bash = (id: string, file: string) => ({ text: `Running ${id}.`, tool_use: { id, name: 'Bash', input: { command: `echo hi > ${file}`, description: `write ${file}` } } });
+
+/** What one update stands for, compactly, for order checks. */
+const kindOf = (n: acp.SessionNotification) => {
+  const u = n.update;
+  return u.sessionUpdate === 'tool_call' || u.sessionUpdate === 'tool_call_update' ? `${u.sessionUpdate}:${u.status ?? ''}` : u.sessionUpdate;
+};
+
+/** Collapses runs of the same kind, so streamed chunks read as one step. */
+const steps = (updates: acp.SessionNotification[]) => updates.map(kindOf).filter((k, i, a) => i === 0 || a[i - 1] !== k);
+
+describe('tether acp: the ACP SDK client drives the real CLI through gateway and agent', () => {
+  let rig: EngineRig | undefined;
+  let editor: Editor | undefined;
+  afterEach(async () => {
+    await editor?.close();
+    await rig?.stop();
+    rig = editor = undefined;
+  });
+
+  const start = async () => {
+    rig = await startRig('claude');
+    editor = spawnAcp(['--agent', 'test-agent', '--gateway', rig.stack.url], { TETHER_TOKEN: rig.stack.token });
+    return { rig, editor };
+  };
+
+  it('initialize, session/new, a streamed prompt, Bash allowed then rejected, and a teammate sees the turn', async () => {
+    const { rig, editor } = await start();
+    const init = await editor.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+    expect(init.protocolVersion).toBe(acp.PROTOCOL_VERSION);
+    expect(init.agentCapabilities?.loadSession).toBe(false);
+    expect(init.agentCapabilities?.promptCapabilities?.image).toBe(false);
+
+    const created = await editor.agent.request(acp.methods.agent.session.new, { cwd: '/editor/project', mcpServers: [] });
+    const sessionId = created.sessionId;
+    expect(created.modes?.currentModeId).toBe('default');
+    // The ACP session is an ordinary Tether session: a teammate attaches by the same id.
+    const teammate = await (await rig.stack.client()).attach(sessionId);
+    const seen: SessionItem[] = [];
+    void (async () => {
+      for await (const item of teammate) seen.push(item);
+    })().catch(() => {});
+
+    // 1. A plain prompt: text streamed as agent_message_chunk, then the answer.
+    rig.fake!.setScenario({ responses: [{ text: 'Hello from the remote model.' }] });
+    const r1 = await withTimeout(editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'hi' }] }), 60_000, 'first prompt');
+    expect(r1.stopReason).toBe('end_turn');
+    expect(agentText(editor.updates)).toBe('Hello from the remote model.');
+    expect(editor.updates.every((u) => u.sessionId === sessionId)).toBe(true);
+
+    // 2. Bash: the editor is asked and allows; the file appears in the agent's cwd.
+    editor.updates.length = 0;
+    rig.fake!.setScenario({ responses: [bash('toolu_a', 'allowed.txt'), { text: 'Done.' }] });
+    editor.onPermission = async (req) => {
+      expect(req.options.map((o) => o.kind)).toEqual(['allow_once', 'allow_always', 'reject_once']);
+      expect(req.toolCall.toolCallId).toBe('toolu_a');
+      expect(req.toolCall.title).toContain('echo hi > allowed.txt');
+      return select('allow');
+    };
+    const r2 = await withTimeout(editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'write it' }] }), 60_000, 'allowed prompt');
+    expect(r2.stopReason).toBe('end_turn');
+    expect(existsSync(join(rig.cwd, 'allowed.txt'))).toBe(true);
+    expect(steps(editor.updates)).toEqual(['agent_message_chunk', 'tool_call:pending', 'tool_call_update:pending', 'tool_call_update:completed', 'agent_message_chunk']);
+    expect(agentText(editor.updates)).toBe('Running toolu_a.Done.');
+    const call = editor.updates.find((u) => u.update.sessionUpdate === 'tool_call')!.update as acp.ToolCall;
+    expect(call).toMatchObject({ toolCallId: 'toolu_a', kind: 'execute' });
+
+    // 3. A second Bash, rejected: no file, the tool call fails, the model is told.
+    editor.updates.length = 0;
+    rig.fake!.setScenario({ responses: [bash('toolu_b', 'rejected.txt'), { text: 'Understood.' }] });
+    editor.onPermission = async () => select('reject');
+    const r3 = await withTimeout(editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'write another' }] }), 60_000, 'rejected prompt');
+    expect(r3.stopReason).toBe('end_turn');
+    expect(existsSync(join(rig.cwd, 'rejected.txt'))).toBe(false);
+    expect(steps(editor.updates)).toContain('tool_call_update:failed');
+    expect(rig.fake!.lastToolResults().at(-1)).toMatchObject({ is_error: true });
+    expect(rig.fake!.lastToolResults().at(-1)?.content).toContain('Rejected in the editor');
+    expect(editor.permissionRequests).toHaveLength(2);
+
+    // The teammate saw the same turns: the prompts and the assistant's words.
+    const lines = () => seen.filter((i) => i.kind === 'engine').map((i) => (i as { line: string }).line).join('\n');
+    await withTimeout((async () => { while (!lines().includes('Understood.')) await new Promise((r) => setTimeout(r, 20)); })(), 10_000, 'the teammate to see the last turn');
+    expect(lines()).toContain('Hello from the remote model.');
+    expect(lines()).toContain('"can_use_tool"');
+    expect(lines()).toContain('allowed.txt');
+  }, 180_000);
+
+  it('session/cancel mid-turn interrupts the engine and the prompt stops as cancelled', async () => {
+    const { rig, editor } = await start();
+    await editor.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+    const { sessionId } = await editor.agent.request(acp.methods.agent.session.new, { cwd: '/editor/project', mcpServers: [] });
+    rig.fake!.setScenario({ responses: [{ text: Array.from({ length: 200 }, (_, i) => `word${i}`).join(' '), chunk_delay_ms: 50 }], fallback: { text: 'after' } });
+    const prompt = editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'talk a lot' }] });
+    await editor.waitFor((u) => agentText(u).includes('word2'), 'the first streamed words');
+    await editor.agent.notify(acp.methods.agent.session.cancel, { sessionId });
+    const r = await withTimeout(prompt, 30_000, 'the cancelled prompt');
+    expect(r.stopReason).toBe('cancelled');
+    expect(agentText(editor.updates)).not.toContain('word199');
+  }, 120_000);
+
+  it('a permission prompt answered by a teammate is withdrawn in the editor', async () => {
+    const { rig, editor } = await start();
+    await editor.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+    const { sessionId } = await editor.agent.request(acp.methods.agent.session.new, { cwd: '/editor/project', mcpServers: [] });
+    const teammate = await (await rig.stack.client()).attach(sessionId);
+    rig.fake!.setScenario({ responses: [bash('toolu_w', 'teammate.txt'), { text: 'Done.' }] });
+    // The editor never answers by itself: only the withdrawal ends its request.
+    editor.onPermission = (_req, signal) => new Promise((resolve) => signal.addEventListener('abort', () => resolve({ outcome: { outcome: 'cancelled' } })));
+    const prompt = editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'write it' }] });
+    for await (const item of teammate) {
+      if (item.kind !== 'engine') continue;
+      const m = item.message as { type?: string; request_id?: string; request?: { subtype?: string; input?: Record<string, unknown> } };
+      if (m.type === 'control_request' && m.request?.subtype === 'can_use_tool') {
+        await teammate.answer(m.request_id!, { behavior: 'allow', updatedInput: m.request.input ?? {} });
+        break;
+      }
+    }
+    const r = await withTimeout(prompt, 60_000, 'the prompt after the teammate allowed');
+    expect(r.stopReason).toBe('end_turn');
+    expect(existsSync(join(rig.cwd, 'teammate.txt'))).toBe(true);
+    expect(editor.permissionRequests).toHaveLength(1);
+    expect(editor.withdrawn).toEqual(['toolu_w']);
+  }, 120_000);
+});
