@@ -1,9 +1,11 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import * as acp from '@agentclientprotocol/sdk';
+import { createWebSocketStream, type WebSocketConstructor } from '@agentclientprotocol/sdk/experimental/ws-client';
+import { WebSocket } from 'ws';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SessionItem } from '../client/remote-session.js';
-import { agentText, select, spawnAcp, type Editor } from './support/acp-editor.js';
+import { agentText, connectEditor, select, spawnAcp, type Editor } from './support/acp-editor.js';
 import { startRig, type EngineRig } from './support/engines.js';
 import { withTimeout } from './support/stack.js';
 
@@ -114,7 +116,12 @@ describe('tether acp: the ACP SDK client drives the real CLI through gateway and
     const teammate = await (await rig.stack.client()).attach(sessionId);
     rig.fake!.setScenario({ responses: [bash('toolu_w', 'teammate.txt'), { text: 'Done.' }] });
     // The editor never answers by itself: only the withdrawal ends its request.
-    editor.onPermission = (_req, signal) => new Promise((resolve) => signal.addEventListener('abort', () => resolve({ outcome: { outcome: 'cancelled' } })));
+    editor.onPermission = (_req, signal) =>
+      new Promise((resolve) => {
+        const cancelled = () => resolve({ outcome: { outcome: 'cancelled' } });
+        if (signal.aborted) cancelled();
+        else signal.addEventListener('abort', cancelled);
+      });
     const prompt = editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'write it' }] });
     for await (const item of teammate) {
       if (item.kind !== 'engine') continue;
@@ -128,6 +135,50 @@ describe('tether acp: the ACP SDK client drives the real CLI through gateway and
     expect(r.stopReason).toBe('end_turn');
     expect(existsSync(join(rig.cwd, 'teammate.txt'))).toBe(true);
     expect(editor.permissionRequests).toHaveLength(1);
+    const e = editor;
+    await withTimeout((async () => { while (!e.withdrawn.length) await new Promise((r) => setTimeout(r, 20)); })(), 10_000, 'the withdrawal to reach the editor');
     expect(editor.withdrawn).toEqual(['toolu_w']);
   }, 120_000);
+});
+
+describe('/acp at the gateway (experimental): the same SDK client over its own WebSocket client stream', () => {
+  let rig: EngineRig | undefined;
+  let editor: Editor | undefined;
+  afterEach(async () => {
+    await editor?.close();
+    await rig?.stop();
+    rig = editor = undefined;
+  });
+
+  const dialAcp = (url: string, token?: string) => {
+    const stream = createWebSocketStream(url, { WebSocket: WebSocket as unknown as WebSocketConstructor, headers: token ? { authorization: `Bearer ${token}` } : {} });
+    return connectEditor(stream, async () => {});
+  };
+
+  it('a prompt with a Bash call allowed over /acp?agent=NAME runs on the agent, as the token holder', async () => {
+    rig = await startRig('claude');
+    const httpUrl = rig.stack.wsUrl;
+    editor = dialAcp(`${httpUrl}/acp?agent=test-agent`, rig.stack.token);
+    const init = await withTimeout(editor.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} }), 10_000, 'initialize over /acp');
+    expect(init.agentInfo?.name).toBe('tether');
+    const { sessionId } = await editor.agent.request(acp.methods.agent.session.new, { cwd: '/editor/project', mcpServers: [] });
+    expect((await (await rig.stack.client()).listSessions()).map((s) => s.id)).toContain(sessionId);
+    rig.fake!.setScenario({ responses: [bash('toolu_ws', 'over-ws.txt'), { text: 'Done over WebSocket.' }] });
+    editor.onPermission = async () => select('allow_always');
+    const r = await withTimeout(editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'write it' }] }), 60_000, 'prompt over /acp');
+    expect(r.stopReason).toBe('end_turn');
+    expect(existsSync(join(rig.cwd, 'over-ws.txt'))).toBe(true);
+    expect(agentText(editor.updates)).toContain('Done over WebSocket.');
+  }, 120_000);
+
+  it('refuses an upgrade without a valid token before any ACP', async () => {
+    rig = await startRig('claude');
+    const res = await new Promise<number>((resolve, reject) => {
+      const ws = new WebSocket(`${rig!.stack.wsUrl}/acp?agent=test-agent`);
+      ws.on('unexpected-response', (_req, r) => resolve(r.statusCode ?? 0));
+      ws.on('open', () => reject(new Error('upgrade accepted without a token')));
+      ws.on('error', () => {});
+    });
+    expect(res).toBe(401);
+  }, 60_000);
 });

@@ -1,7 +1,6 @@
 import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk';
 import { tetherAcpAgent } from '../../client/acp/acp-agent.js';
-import type { GatewayClient } from '../../client/gateway-client.js';
 import { pick, required, type Command } from '../args.js';
 import { connectFrom, TLS_CLIENT_HELP, TLS_CLIENT_OPTIONS } from './list.js';
 
@@ -33,17 +32,10 @@ ${TLS_CLIENT_HELP}
   async run(v) {
     const agent = required(pick(v.agent, 'TETHER_AGENT'), '--agent (or TETHER_AGENT)');
     required(pick(v.gateway, 'TETHER_GATEWAY'), '--gateway (or TETHER_GATEWAY)');
-    let client: GatewayClient | undefined;
-    const app = tetherAcpAgent({
-      agent,
-      cwd: v.cwd as string | undefined,
-      client: async () => (client = await connectFrom(v, 'tether-acp')),
-    });
+    const app = tetherAcpAgent({ agent, cwd: v.cwd as string | undefined, client: () => connectFrom(v, 'tether-acp') });
     const stream = acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>);
-    const conn = app.connect(stream);
     // The editor closing our stdin ends the connection; the sessions keep running on the agent.
-    await conn.closed;
-    await client?.close();
+    await app.connect(stream).closed;
     return 0;
   },
 };

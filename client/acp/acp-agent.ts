@@ -5,7 +5,7 @@
  * sessions). What is covered and what is not: docs/acp.md.
  */
 import * as acp from '@agentclientprotocol/sdk';
-import { asTetherError, TetherError } from '../../core/errors.js';
+import { asTetherError, ERROR_TABLE, TetherError } from '../../core/errors.js';
 import { PermissionMode } from '../../core/protocol/session-options.js';
 import type { GatewayClient } from '../gateway-client.js';
 import { asPermissionRequest, type PermissionAnswer, type PermissionRequest } from '../permission-policy.js';
@@ -16,14 +16,19 @@ import { askByElicitation, askByPermissionOptions } from './questions.js';
 export interface TetherAcpOptions {
   /** The gateway client this connection's sessions run on (opened lazily, at the first session). */
   client: () => Promise<GatewayClient>;
-  /** The Tether agent (build machine) sessions run on. */
-  agent: string;
+  /**
+   * The Tether agent (build machine) sessions run on. Absent: the only agent connected to
+   * the gateway (session/new fails with a clear error when there are none or several).
+   */
+  agent?: string;
   /**
    * The remote working folder for every session. Absent: the agent's own default folder
    * (the editor's cwd is a path on the editor's machine and is not sent; docs/acp.md).
    */
   cwd?: string;
   version?: string;
+  /** Called once the ACP connection has closed and its gateway client with it. */
+  onClosed?: () => void;
 }
 
 /** Permission modes offered as ACP session modes (the engine's own names). */
@@ -82,9 +87,9 @@ class AcpSession {
   }
 }
 
-/** A TetherError as the JSON-RPC error the editor sees (our code and message kept). */
+/** A TetherError as the JSON-RPC error the editor sees (our code's JSON-RPC number, our code in data). */
 function acpError(e: TetherError): acp.RequestError {
-  return new acp.RequestError(-32603, e.message, { code: e.code });
+  return new acp.RequestError(ERROR_TABLE[e.code].jsonRpc, e.message, { code: e.code });
 }
 
 /** The stop reason of a turn from the engine's `result` frame. */
@@ -111,6 +116,13 @@ function promptText(blocks: acp.ContentBlock[]): string {
     .join('\n');
 }
 
+/** The one agent connected to the gateway, for connections that named none. */
+async function onlyAgent(c: GatewayClient): Promise<string> {
+  const agents = await c.listAgents();
+  if (agents.length !== 1) throw new TetherError('INVALID_ARGUMENT', `name the agent to run on (${agents.length} are connected: ${agents.map((a) => a.name).join(', ') || 'none'}); with /acp: /acp?agent=NAME`);
+  return agents[0].name;
+}
+
 /** Builds the ACP agent app for one connection. */
 export function tetherAcpAgent(opts: TetherAcpOptions): acp.AgentApp {
   const sessions = new Map<string, AcpSession>();
@@ -128,6 +140,14 @@ export function tetherAcpAgent(opts: TetherAcpOptions): acp.AgentApp {
 
   const app = acp
     .agent({ name: 'tether' })
+    .onConnect((conn) => {
+      // The editor went away: its sessions keep running on the agent (teammates may be on them).
+      void conn.closed.then(async () => {
+        const c = gateway && (await gateway.catch(() => undefined));
+        await c?.close();
+        opts.onClosed?.();
+      });
+    })
     .onRequest(acp.methods.agent.initialize, ({ params }) => {
       clientCaps = params.clientCapabilities;
       return {
@@ -140,7 +160,8 @@ export function tetherAcpAgent(opts: TetherAcpOptions): acp.AgentApp {
     .onRequest(acp.methods.agent.session.new, async ({ client: editor }) => {
       let remote: RemoteSession;
       try {
-        remote = await (await client()).createSession({ agent: opts.agent, options: { cwd: opts.cwd, include_partial_messages: true } });
+        const c = await client();
+        remote = await c.createSession({ agent: opts.agent ?? (await onlyAgent(c)), options: { cwd: opts.cwd, include_partial_messages: true } });
       } catch (err) {
         throw acpError(asTetherError(err));
       }

@@ -68,7 +68,9 @@ export function connectEditor(stream: acp.Stream, dispose: () => Promise<void>, 
     })
     .onRequest(acp.methods.client.session.requestPermission, ({ params, signal }) => {
       editor.permissionRequests.push(params);
-      signal.addEventListener('abort', () => editor.withdrawn.push(params.toolCall.toolCallId));
+      const withdrawn = () => editor.withdrawn.push(params.toolCall.toolCallId);
+      if (signal.aborted) withdrawn();
+      else signal.addEventListener('abort', withdrawn);
       return editor.onPermission(params, signal);
     });
   const conn = app.connect(stream);
