@@ -20,14 +20,19 @@ const kindOf = (n: acp.SessionNotification) => {
 /** Collapses runs of the same kind, so streamed chunks read as one step. */
 const steps = (updates: acp.SessionNotification[]) => updates.map(kindOf).filter((k, i, a) => i === 0 || a[i - 1] !== k);
 
+/** Each test's rig and editor, stopped after it. */
+let rig: EngineRig | undefined;
+let editor: Editor | undefined;
+afterEach(async () => {
+  await editor?.close();
+  await rig?.stop();
+  rig = editor = undefined;
+});
+
+/** Resolves once `cond` holds (polled, bounded). */
+const until = (cond: () => boolean, what: string, ms = 10_000) => withTimeout((async () => { while (!cond()) await new Promise((r) => setTimeout(r, 20)); })(), ms, what);
+
 describe('tether acp: the ACP SDK client drives the real CLI through gateway and agent', () => {
-  let rig: EngineRig | undefined;
-  let editor: Editor | undefined;
-  afterEach(async () => {
-    await editor?.close();
-    await rig?.stop();
-    rig = editor = undefined;
-  });
 
   const start = async () => {
     rig = await startRig('claude');
@@ -39,7 +44,7 @@ describe('tether acp: the ACP SDK client drives the real CLI through gateway and
     const { rig, editor } = await start();
     const init = await editor.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
     expect(init.protocolVersion).toBe(acp.PROTOCOL_VERSION);
-    expect(init.agentCapabilities?.loadSession).toBe(false);
+    expect(init.agentCapabilities?.loadSession).toBe(true);
     expect(init.agentCapabilities?.promptCapabilities?.image).toBe(false);
 
     const created = await editor.agent.request(acp.methods.agent.session.new, { cwd: '/editor/project', mcpServers: [] });
@@ -90,7 +95,7 @@ describe('tether acp: the ACP SDK client drives the real CLI through gateway and
 
     // The teammate saw the same turns: the prompts and the assistant's words.
     const lines = () => seen.filter((i) => i.kind === 'engine').map((i) => (i as { line: string }).line).join('\n');
-    await withTimeout((async () => { while (!lines().includes('Understood.')) await new Promise((r) => setTimeout(r, 20)); })(), 10_000, 'the teammate to see the last turn');
+    await until(() => lines().includes('Understood.'), 'the teammate to see the last turn');
     expect(lines()).toContain('Hello from the remote model.');
     expect(lines()).toContain('"can_use_tool"');
     expect(lines()).toContain('allowed.txt');
@@ -135,20 +140,40 @@ describe('tether acp: the ACP SDK client drives the real CLI through gateway and
     expect(r.stopReason).toBe('end_turn');
     expect(existsSync(join(rig.cwd, 'teammate.txt'))).toBe(true);
     expect(editor.permissionRequests).toHaveLength(1);
-    const e = editor;
-    await withTimeout((async () => { while (!e.withdrawn.length) await new Promise((r) => setTimeout(r, 20)); })(), 10_000, 'the withdrawal to reach the editor');
+    await until(() => editor!.withdrawn.length > 0, 'the withdrawal to reach the editor');
     expect(editor.withdrawn).toEqual(['toolu_w']);
   }, 120_000);
 });
 
+describe('tether acp: session/load', () => {
+  it('a second editor loads the session: its history arrives as updates before the answer, then it prompts on', async () => {
+    rig = await startRig('claude');
+    const args = ['--agent', 'test-agent', '--gateway', rig.stack.url];
+    const env = { TETHER_TOKEN: rig.stack.token };
+    const first = spawnAcp(args, env);
+    await first.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+    const { sessionId } = await first.agent.request(acp.methods.agent.session.new, { cwd: '/editor/project', mcpServers: [] });
+    rig.fake!.setScenario({ responses: [{ text: 'Remember the number 42.' }] });
+    await withTimeout(first.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'a number?' }] }), 60_000, 'first editor prompt');
+    await first.close(); // the editor goes away; the Tether session stays
+    expect(first.exitCode?.()).toBe(0); // tether acp ends by itself on stdin EOF
+
+    editor = spawnAcp(args, env);
+    const init = await editor.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+    expect(init.agentCapabilities?.loadSession).toBe(true);
+    await withTimeout(editor.agent.request(acp.methods.agent.session.load, { sessionId, cwd: '/editor/project', mcpServers: [] }), 30_000, 'session/load');
+    expect(agentText(editor.updates)).toBe('Remember the number 42.'); // all of it before the answer
+    editor.updates.length = 0;
+    rig.fake!.setScenario({ responses: [{ text: 'It was 42.' }] });
+    const r = await withTimeout(editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'which?' }] }), 60_000, 'prompt after load');
+    expect(r.stopReason).toBe('end_turn');
+    expect(agentText(editor.updates)).toBe('It was 42.');
+    // A session that does not exist is ACP's "resource not found".
+    await expect(editor.agent.request(acp.methods.agent.session.load, { sessionId: 'no-such-session', cwd: '/x', mcpServers: [] })).rejects.toMatchObject({ code: -32002 });
+  }, 180_000);
+});
+
 describe('/acp at the gateway (experimental): the same SDK client over its own WebSocket client stream', () => {
-  let rig: EngineRig | undefined;
-  let editor: Editor | undefined;
-  afterEach(async () => {
-    await editor?.close();
-    await rig?.stop();
-    rig = editor = undefined;
-  });
 
   const dialAcp = (url: string, token?: string) => {
     const stream = createWebSocketStream(url, { WebSocket: WebSocket as unknown as WebSocketConstructor, headers: token ? { authorization: `Bearer ${token}` } : {} });

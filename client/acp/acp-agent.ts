@@ -9,7 +9,7 @@ import { asTetherError, ERROR_TABLE, TetherError } from '../../core/errors.js';
 import { PermissionMode } from '../../core/protocol/session-options.js';
 import type { GatewayClient } from '../gateway-client.js';
 import { asPermissionRequest, type PermissionAnswer, type PermissionRequest } from '../permission-policy.js';
-import type { RemoteSession } from '../remote-session.js';
+import type { RemoteSession, SessionItem } from '../remote-session.js';
 import { EngineUpdates, toolKind, toolTitle } from './engine-updates.js';
 import { askByElicitation, askByPermissionOptions } from './questions.js';
 
@@ -30,6 +30,9 @@ export interface TetherAcpOptions {
   /** Called once the ACP connection has closed and its gateway client with it. */
   onClosed?: () => void;
 }
+
+/** Longest session/load waits for the replayed history before it answers anyway. */
+const LOAD_HISTORY_WAIT_MS = 30_000;
 
 /** Permission modes offered as ACP session modes (the engine's own names). */
 const MODES: acp.SessionMode[] = [
@@ -60,6 +63,11 @@ class AcpSession {
   readonly pending = new Map<string, AbortController>();
   /** Tools the editor allowed for the rest of the session. */
   readonly alwaysAllowed = new Set<string>();
+  /** Prompts met in the replayed history, asked once it is through if nobody settled them. */
+  deferred: PermissionRequest[] = [];
+  /** Resolves once the history sent on attach has been read (at once for a new session). */
+  readonly historyRead: Promise<void>;
+  historyDone!: () => void;
   /** Notifications are sent one after another, in the engine's order. */
   private chain: Promise<void> = Promise.resolve();
 
@@ -67,7 +75,16 @@ class AcpSession {
     readonly remote: RemoteSession,
     readonly editor: acp.AgentContext,
     readonly clientCaps: acp.ClientCapabilities | undefined,
-  ) {}
+  ) {
+    this.historyRead = new Promise((resolve) => (this.historyDone = resolve));
+    // Not lastSeq: frames of the history may sit unread in the session's queue already.
+    if (remote.historyEnd === 0) this.historyDone();
+  }
+
+  /** Resolves once every notification sent so far has been written. */
+  flushed(): Promise<void> {
+    return this.chain;
+  }
 
   get id(): string {
     return this.remote.id;
@@ -89,6 +106,7 @@ class AcpSession {
 
 /** A TetherError as the JSON-RPC error the editor sees (our code's JSON-RPC number, our code in data). */
 function acpError(e: TetherError): acp.RequestError {
+  if (e.code === 'NOT_FOUND') return acp.RequestError.resourceNotFound(e.message);
   return new acp.RequestError(ERROR_TABLE[e.code].jsonRpc, e.message, { code: e.code });
 }
 
@@ -152,7 +170,7 @@ export function tetherAcpAgent(opts: TetherAcpOptions): acp.AgentApp {
       clientCaps = params.clientCapabilities;
       return {
         protocolVersion: acp.PROTOCOL_VERSION,
-        agentCapabilities: { loadSession: false, promptCapabilities: { image: false, audio: false, embeddedContext: true } },
+        agentCapabilities: { loadSession: true, promptCapabilities: { image: false, audio: false, embeddedContext: true } },
         agentInfo: { name: 'tether', title: 'Tether (remote Claude Code)', version: opts.version ?? '0.1.0' },
         authMethods: [],
       };
@@ -165,10 +183,24 @@ export function tetherAcpAgent(opts: TetherAcpOptions): acp.AgentApp {
       } catch (err) {
         throw acpError(asTetherError(err));
       }
-      const s = new AcpSession(remote, editor, clientCaps);
-      sessions.set(s.id, s);
-      void pump(s).finally(() => sessions.delete(s.id));
+      const s = start(remote, editor);
       return { sessionId: s.id, modes: { currentModeId: 'default', availableModes: MODES } };
+    })
+    .onRequest(acp.methods.agent.session.load, async ({ params, client: editor }) => {
+      // Any Tether session this principal may attach to: the editor's own from before, or a teammate's.
+      if (sessions.has(params.sessionId)) throw acp.RequestError.invalidRequest(undefined, 'this session is already loaded on this connection');
+      let remote: RemoteSession;
+      try {
+        remote = await (await client()).attach(params.sessionId);
+      } catch (err) {
+        throw acpError(asTetherError(err));
+      }
+      const s = start(remote, editor);
+      // ACP: the history is streamed as session/update first, then the answer (bounded: a
+      // history with a gap would otherwise hold the answer until the next frame).
+      await Promise.race([s.historyRead, new Promise((r) => setTimeout(r, LOAD_HISTORY_WAIT_MS).unref())]);
+      await s.flushed();
+      return { modes: { currentModeId: remote.info.options.permission_mode ?? 'default', availableModes: MODES } };
     })
     .onRequest(acp.methods.agent.session.prompt, async ({ params }) => {
       const s = find(params.sessionId);
@@ -203,36 +235,58 @@ export function tetherAcpAgent(opts: TetherAcpOptions): acp.AgentApp {
       return {};
     });
 
+  function start(remote: RemoteSession, editor: acp.AgentContext): AcpSession {
+    const s = new AcpSession(remote, editor, clientCaps);
+    sessions.set(s.id, s);
+    void pump(s).finally(() => {
+      sessions.delete(s.id);
+      s.historyDone();
+    });
+    return s;
+  }
+
   /** Reads the session's stream for its whole life: updates, prompts, the end of each turn. */
   async function pump(s: AcpSession): Promise<void> {
     try {
       for await (const item of s.remote) {
-        if (item.kind === 'event') {
-          if (item.event.subtype === 'exited') s.endTurn(new TetherError('UNAVAILABLE', `the engine exited (code ${item.event.code ?? 'none'})`));
-          continue;
+        read(s, item);
+        if (item.kind !== 'reply' && item.seq !== 0 && item.seq >= s.remote.historyEnd) {
+          s.historyDone();
+          for (const ask of s.deferred.splice(0)) void decide(s, ask);
         }
-        if (item.kind !== 'engine') continue;
-        const m = item.message;
-        if (m.type === 'control_cancel_request') {
-          // The engine withdrew the prompt, or another client decided it: withdraw it in the editor.
-          s.pending.get(String(m.request_id))?.abort();
-          continue;
-        }
-        const ask = item.origin === 'engine' ? asPermissionRequest(m) : undefined;
-        if (ask) {
-          void decide(s, ask);
-          continue;
-        }
-        if (m.type === 'result') {
-          s.endTurn({ stopReason: stopReason(m, s.turn?.cancelled ?? false) });
-          continue;
-        }
-        for (const u of s.updates.read(m)) void s.notify(u);
       }
       s.endTurn(new TetherError('UNAVAILABLE', 'the session ended'));
     } catch (err) {
       s.endTurn(asTetherError(err));
     }
+  }
+
+  /** One item of the session's stream: an update, a prompt, a withdrawal, the end of a turn. */
+  function read(s: AcpSession, item: SessionItem): void {
+    const inHistory = item.kind !== 'reply' && item.seq !== 0 && item.seq <= s.remote.historyEnd;
+    if (item.kind === 'event') {
+      if (item.event.subtype === 'exited') s.endTurn(new TetherError('UNAVAILABLE', `the engine exited (code ${item.event.code ?? 'none'})`));
+      return;
+    }
+    if (item.kind !== 'engine') return;
+    const m = item.message;
+    if (m.type === 'control_cancel_request') {
+      // The engine withdrew the prompt, or another client decided it: withdraw it in the editor.
+      s.pending.get(String(m.request_id))?.abort();
+      s.deferred = s.deferred.filter((a) => a.requestId !== m.request_id);
+      return;
+    }
+    const ask = item.origin === 'engine' ? asPermissionRequest(m) : undefined;
+    if (ask) {
+      if (inHistory) s.deferred.push(ask);
+      else void decide(s, ask);
+      return;
+    }
+    if (m.type === 'result') {
+      s.endTurn({ stopReason: stopReason(m, s.turn?.cancelled ?? false) });
+      return;
+    }
+    for (const u of s.updates.read(m)) void s.notify(u);
   }
 
   /** Asks the editor about one `can_use_tool` prompt and answers the engine (unless withdrawn). */

@@ -24,7 +24,10 @@ export interface Editor {
   /** Resolves once `pred` holds for the updates (bounded). */
   waitFor(pred: (updates: acp.SessionNotification[]) => boolean, what: string, timeoutMs?: number): Promise<void>;
   stderr(): string;
+  /** Ends the connection (stdin EOF for a child) and waits for the carrier to go. */
   close(): Promise<void>;
+  /** For `tether acp` children: the exit code once closed (null if it had to be killed). */
+  exitCode?: () => number | null;
 }
 
 export const select = (optionId: string): acp.RequestPermissionResponse => ({ outcome: { outcome: 'selected', optionId } });
@@ -85,12 +88,14 @@ export function spawnAcp(args: string[], env: NodeJS.ProcessEnv): Editor {
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   const stream = acp.ndJsonStream(Writable.toWeb(child.stdin!), Readable.toWeb(child.stdout!) as ReadableStream<Uint8Array>);
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-  return connectEditor(stream, async () => {
+  const editor = connectEditor(stream, async () => {
     child.stdin!.end();
     const t = setTimeout(() => child.kill('SIGKILL'), 5_000);
     if (child.exitCode === null && child.signalCode === null) await exited;
     clearTimeout(t);
   }, () => err);
+  editor.exitCode = () => child.exitCode;
+  return editor;
 }
 
 /** The text of the agent_message_chunk updates, concatenated. */
