@@ -145,6 +145,64 @@ describe('tether acp: the ACP SDK client drives the real CLI through gateway and
   }, 120_000);
 });
 
+const QUESTION = { question: 'Which database?', header: 'Database', multiSelect: false, options: [{ label: 'Postgres', description: 'the big one' }, { label: 'SQLite', description: 'a file' }] };
+const ASK_SCENARIO = {
+  responses: [
+    { text: 'Planning.', tool_use: { id: 'toolu_todo', name: 'TodoWrite', input: { todos: [{ content: 'Pick a database', status: 'in_progress', activeForm: 'Picking' }, { content: 'Migrate', status: 'pending', activeForm: 'Migrating' }] } } },
+    { text: 'One question.', tool_use: { id: 'toolu_ask', name: 'AskUserQuestion', input: { questions: [QUESTION] } } },
+    { text: 'SQLite it is.' },
+  ],
+};
+
+describe('tether acp: modes, plans and AskUserQuestion', () => {
+  const open = async (clientCapabilities: acp.ClientCapabilities) => {
+    rig = await startRig('claude');
+    editor = spawnAcp(['--agent', 'test-agent', '--gateway', rig.stack.url], { TETHER_TOKEN: rig.stack.token });
+    await editor.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities });
+    const { sessionId } = await editor.agent.request(acp.methods.agent.session.new, { cwd: '/editor/project', mcpServers: [] });
+    return { rig, editor, sessionId };
+  };
+
+  it('set_mode reaches the engine; TodoWrite is a plan; AskUserQuestion goes through elicitation when the editor has it', async () => {
+    const { rig, editor, sessionId } = await open({ elicitation: { form: {} } });
+    await editor.agent.request(acp.methods.agent.session.setMode, { sessionId, modeId: 'acceptEdits' });
+    expect(editor.updates.at(-1)?.update).toEqual({ sessionUpdate: 'current_mode_update', currentModeId: 'acceptEdits' });
+    await expect(editor.agent.request(acp.methods.agent.session.setMode, { sessionId, modeId: 'no-such-mode' })).rejects.toMatchObject({ code: -32602 });
+
+    rig.fake!.setScenario(ASK_SCENARIO);
+    editor.onElicit = async (req) => {
+      const props = (req as { requestedSchema: acp.ElicitationSchema }).requestedSchema.properties!;
+      expect(props.q0).toMatchObject({ type: 'string', enum: ['Postgres', 'SQLite'] });
+      return { action: 'accept', content: { q0: 'SQLite' } };
+    };
+    const r = await withTimeout(editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'ask me' }] }), 60_000, 'the question turn');
+    expect(r.stopReason).toBe('end_turn');
+    expect(editor.elicitations).toHaveLength(1);
+    expect(editor.permissionRequests).toHaveLength(0);
+    expect(rig.fake!.lastToolResults().find((t) => t.tool_use_id === 'toolu_ask')?.content).toContain('SQLite');
+    const plan = editor.updates.find((u) => u.update.sessionUpdate === 'plan')?.update as acp.Plan | undefined;
+    expect(plan?.entries).toEqual([
+      { content: 'Pick a database', priority: 'medium', status: 'in_progress' },
+      { content: 'Migrate', priority: 'medium', status: 'pending' },
+    ]);
+    expect(agentText(editor.updates)).toContain('SQLite it is.');
+  }, 120_000);
+
+  it('without elicitation, AskUserQuestion falls back to a permission request whose options are the answers', async () => {
+    const { rig, editor, sessionId } = await open({});
+    rig.fake!.setScenario(ASK_SCENARIO);
+    editor.onPermission = async (req) => {
+      expect(req.toolCall.title).toBe('Which database?');
+      expect(req.options.map((o) => o.name)).toEqual(['Postgres', 'SQLite', 'Decline']);
+      return select(req.options[1].optionId);
+    };
+    const r = await withTimeout(editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'ask me' }] }), 60_000, 'the question turn');
+    expect(r.stopReason).toBe('end_turn');
+    expect(editor.permissionRequests).toHaveLength(1);
+    expect(rig.fake!.lastToolResults().find((t) => t.tool_use_id === 'toolu_ask')?.content).toContain('SQLite');
+  }, 120_000);
+});
+
 describe('tether acp: session/load', () => {
   it('a second editor loads the session: its history arrives as updates before the answer, then it prompts on', async () => {
     rig = await startRig('claude');

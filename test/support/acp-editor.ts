@@ -21,6 +21,9 @@ export interface Editor {
   /** Requests withdrawn by the agent (their signal aborted), by toolCallId. */
   withdrawn: string[];
   onPermission: PermissionHandler;
+  /** Answers elicitation/create (only reached when the editor declared elicitation). */
+  onElicit: (req: acp.CreateElicitationRequest) => Promise<acp.CreateElicitationResponse>;
+  elicitations: acp.CreateElicitationRequest[];
   /** Resolves once `pred` holds for the updates (bounded). */
   waitFor(pred: (updates: acp.SessionNotification[]) => boolean, what: string, timeoutMs?: number): Promise<void>;
   stderr(): string;
@@ -41,6 +44,8 @@ export function connectEditor(stream: acp.Stream, dispose: () => Promise<void>, 
     permissionRequests: [],
     withdrawn: [],
     onPermission: async () => select('reject'),
+    onElicit: async () => ({ action: 'decline' }),
+    elicitations: [],
     async waitFor(pred, what, timeoutMs = 30_000) {
       if (pred(editor.updates)) return;
       await new Promise<void>((resolve, reject) => {
@@ -75,6 +80,10 @@ export function connectEditor(stream: acp.Stream, dispose: () => Promise<void>, 
       if (signal.aborted) withdrawn();
       else signal.addEventListener('abort', withdrawn);
       return editor.onPermission(params, signal);
+    })
+    .onRequest(acp.methods.client.elicitation.create, ({ params }) => {
+      editor.elicitations.push(params);
+      return editor.onElicit(params);
     });
   const conn = app.connect(stream);
   editor.agent = conn.agent;
