@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { SessionItem } from '../client/remote-session.js';
 import { agentText, connectEditor, select, spawnAcp, type Editor } from './support/acp-editor.js';
 import { startRig, type EngineRig } from './support/engines.js';
+import { runTether } from './support/cli.js';
 import { withTimeout } from './support/stack.js';
 
 const bash = (id: string, file: string) => ({ text: `Running ${id}.`, tool_use: { id, name: 'Bash', input: { command: `echo hi > ${file}`, description: `write ${file}` } } });
@@ -200,6 +201,43 @@ describe('tether acp: modes, plans and AskUserQuestion', () => {
     expect(r.stopReason).toBe('end_turn');
     expect(editor.permissionRequests).toHaveLength(1);
     expect(rig.fake!.lastToolResults().find((t) => t.tool_use_id === 'toolu_ask')?.content).toContain('SQLite');
+  }, 120_000);
+});
+
+describe('tether acp: bad input', () => {
+  it('--help prints the usage; a missing --agent is a usage error; an unreachable gateway fails session/new with a typed error', async () => {
+    const help = await runTether(['acp', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('Usage: tether acp --agent NAME [--cwd DIR] [--gateway URL --token TOKEN]');
+    const missing = await runTether(['acp', '--gateway', 'ws://127.0.0.1:1'], { env: { TETHER_AGENT: '' } });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('missing --agent (or TETHER_AGENT)');
+
+    editor = spawnAcp(['--agent', 'x', '--gateway', 'ws://127.0.0.1:1'], {});
+    await editor.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+    await expect(editor.agent.request(acp.methods.agent.session.new, { cwd: '/p', mcpServers: [] })).rejects.toMatchObject({ data: { code: 'UNAVAILABLE' } });
+    await expect(editor.agent.request(acp.methods.agent.session.prompt, { sessionId: 'nope', prompt: [{ type: 'text', text: 'x' }] })).rejects.toMatchObject({ code: -32002 });
+  }, 60_000);
+
+  it('session/cancel while a permission request is open withdraws it in the editor and the tool never runs', async () => {
+    rig = await startRig('claude');
+    editor = spawnAcp(['--agent', 'test-agent', '--gateway', rig.stack.url], { TETHER_TOKEN: rig.stack.token });
+    const ed = editor;
+    await ed.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+    const { sessionId } = await ed.agent.request(acp.methods.agent.session.new, { cwd: '/p', mcpServers: [] });
+    rig.fake!.setScenario({ responses: [bash('toolu_c', 'cancelled.txt')], fallback: { text: 'after' } });
+    ed.onPermission = (_req, signal) =>
+      new Promise((resolve) => {
+        const cancelled = () => resolve({ outcome: { outcome: 'cancelled' } });
+        if (signal.aborted) cancelled();
+        else signal.addEventListener('abort', cancelled);
+      });
+    const prompt = ed.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'write it' }] });
+    await until(() => ed.permissionRequests.length === 1, 'the permission request', 30_000);
+    await ed.agent.notify(acp.methods.agent.session.cancel, { sessionId });
+    expect((await withTimeout(prompt, 30_000, 'the cancelled prompt')).stopReason).toBe('cancelled');
+    await until(() => ed.withdrawn.length === 1, 'the withdrawal');
+    expect(existsSync(join(rig.cwd, 'cancelled.txt'))).toBe(false);
   }, 120_000);
 });
 
