@@ -269,6 +269,18 @@ describe('tether acp: session/load', () => {
   }, 180_000);
 });
 
+/** The HTTP status a refused upgrade gets (fails the test if the upgrade is accepted). */
+const upgradeStatus = (url: string) =>
+  new Promise<number>((resolve, reject) => {
+    const ws = new WebSocket(url);
+    ws.on('unexpected-response', (_req, r) => resolve(r.statusCode ?? 0));
+    ws.on('open', () => {
+      ws.close();
+      reject(new Error(`upgrade of ${url} accepted`));
+    });
+    ws.on('error', () => {});
+  });
+
 describe('/acp at the gateway (experimental): the same SDK client over its own WebSocket client stream', () => {
 
   const dialAcp = (url: string, token?: string) => {
@@ -290,16 +302,28 @@ describe('/acp at the gateway (experimental): the same SDK client over its own W
     expect(r.stopReason).toBe('end_turn');
     expect(existsSync(join(rig.cwd, 'over-ws.txt'))).toBe(true);
     expect(agentText(editor.updates)).toContain('Done over WebSocket.');
+    // The 101 names the connection, as the transport proposal asks.
+    const raw = new WebSocket(`${httpUrl}/acp?agent=test-agent`, { headers: { authorization: `Bearer ${rig.stack.token}` } });
+    const id = await withTimeout(new Promise<string | undefined>((resolve) => raw.on('upgrade', (r) => resolve(r.headers['acp-connection-id'] as string | undefined))), 10_000, 'the 101');
+    raw.terminate();
+    expect(id).toMatch(/\S+/);
   }, 120_000);
+
+  it('takes a one-time ticket like /v1/connect: the first upgrade gets a session, the same ticket again is refused', async () => {
+    rig = await startRig('claude');
+    const httpBase = rig.stack.wsUrl.replace(/^ws/, 'http');
+    const res = await fetch(`${httpBase}/v1/ticket`, { method: 'POST', headers: { authorization: `Bearer ${rig.stack.token}` } });
+    const { ticket } = (await res.json()) as { ticket: string };
+    const url = `${rig.stack.wsUrl}/acp?agent=test-agent&ticket=${encodeURIComponent(ticket)}`;
+    editor = dialAcp(url);
+    await withTimeout(editor.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} }), 10_000, 'initialize with a ticket');
+    const { sessionId } = await editor.agent.request(acp.methods.agent.session.new, { cwd: '/p', mcpServers: [] });
+    expect((await (await rig.stack.client()).listSessions()).map((s) => s.id)).toContain(sessionId);
+    expect(await upgradeStatus(url)).toBe(401);
+  }, 60_000);
 
   it('refuses an upgrade without a valid token before any ACP', async () => {
     rig = await startRig('claude');
-    const res = await new Promise<number>((resolve, reject) => {
-      const ws = new WebSocket(`${rig!.stack.wsUrl}/acp?agent=test-agent`);
-      ws.on('unexpected-response', (_req, r) => resolve(r.statusCode ?? 0));
-      ws.on('open', () => reject(new Error('upgrade accepted without a token')));
-      ws.on('error', () => {});
-    });
-    expect(res).toBe(401);
+    expect(await upgradeStatus(`${rig.stack.wsUrl}/acp?agent=test-agent`)).toBe(401);
   }, 60_000);
 });
