@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import * as acp from '@agentclientprotocol/sdk';
 import { createWebSocketStream, type WebSocketConstructor } from '@agentclientprotocol/sdk/experimental/ws-client';
@@ -77,7 +77,7 @@ describe('tether acp: the ACP SDK client drives the real CLI through gateway and
     const r2 = await withTimeout(editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'write it' }] }), 60_000, 'allowed prompt');
     expect(r2.stopReason).toBe('end_turn');
     expect(existsSync(join(rig.cwd, 'allowed.txt'))).toBe(true);
-    expect(steps(editor.updates)).toEqual(['agent_message_chunk', 'tool_call:pending', 'tool_call_update:pending', 'tool_call_update:completed', 'agent_message_chunk']);
+    expect(steps(editor.updates)).toEqual(['agent_message_chunk', 'tool_call:pending', 'tool_call_update:pending', 'tool_call_update:in_progress', 'tool_call_update:completed', 'agent_message_chunk']);
     expect(agentText(editor.updates)).toBe('Running toolu_a.Done.');
     const call = editor.updates.find((u) => u.update.sessionUpdate === 'tool_call')!.update as acp.ToolCall;
     expect(call).toMatchObject({ toolCallId: 'toolu_a', kind: 'execute' });
@@ -288,10 +288,12 @@ describe('/acp at the gateway (experimental): the same SDK client over its own W
     return connectEditor(stream, async () => {});
   };
 
-  it('a prompt with a Bash call allowed over /acp?agent=NAME runs on the agent, as the token holder', async () => {
+  it('a prompt with a Bash call allowed over /acp?agent=NAME&cwd=DIR runs in DIR on the agent, as the token holder', async () => {
     rig = await startRig('claude');
     const httpUrl = rig.stack.wsUrl;
-    editor = dialAcp(`${httpUrl}/acp?agent=test-agent`, rig.stack.token);
+    const sub = join(rig.cwd, 'sub');
+    mkdirSync(sub);
+    editor = dialAcp(`${httpUrl}/acp?agent=test-agent&cwd=${encodeURIComponent(sub)}`, rig.stack.token);
     const init = await withTimeout(editor.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} }), 10_000, 'initialize over /acp');
     expect(init.agentInfo?.name).toBe('tether');
     const { sessionId } = await editor.agent.request(acp.methods.agent.session.new, { cwd: '/editor/project', mcpServers: [] });
@@ -300,7 +302,7 @@ describe('/acp at the gateway (experimental): the same SDK client over its own W
     editor.onPermission = async () => select('allow_always');
     const r = await withTimeout(editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'write it' }] }), 60_000, 'prompt over /acp');
     expect(r.stopReason).toBe('end_turn');
-    expect(existsSync(join(rig.cwd, 'over-ws.txt'))).toBe(true);
+    expect(existsSync(join(sub, 'over-ws.txt'))).toBe(true); // in the folder cwd= named
     expect(agentText(editor.updates)).toContain('Done over WebSocket.');
     // The 101 names the connection, as the transport proposal asks.
     const raw = new WebSocket(`${httpUrl}/acp?agent=test-agent`, { headers: { authorization: `Bearer ${rig.stack.token}` } });

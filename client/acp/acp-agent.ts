@@ -313,6 +313,7 @@ export function tetherAcpAgent(opts: TetherAcpOptions): acp.AgentApp {
       }
       if (ac.signal.aborted) return; // withdrawn meanwhile: someone else (or the engine) settled it
       if (decision.behavior === 'allow' && decision.always) s.alwaysAllowed.add(ask.toolName);
+      if (decision.behavior === 'allow') void s.notify({ sessionUpdate: 'tool_call_update', toolCallId, status: 'in_progress' });
       const { always: _a, ...reply } = decision as PermissionAnswer & { always?: boolean };
       await answer(s, ask, reply as PermissionAnswer);
     } catch (err) {
