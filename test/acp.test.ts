@@ -59,10 +59,12 @@ describe('tether acp: the ACP SDK client drives the real CLI through gateway and
     })().catch(() => {});
 
     // 1. A plain prompt: text streamed as agent_message_chunk, then the answer.
-    rig.fake!.setScenario({ responses: [{ text: 'Hello from the remote model.' }] });
+    rig.fake!.setScenario({ responses: [{ thinking: 'The user says hi.', text: 'Hello from the remote model.' }] });
     const r1 = await withTimeout(editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'hi' }] }), 60_000, 'first prompt');
     expect(r1.stopReason).toBe('end_turn');
     expect(agentText(editor.updates)).toBe('Hello from the remote model.');
+    expect(steps(editor.updates)).toEqual(['agent_thought_chunk', 'agent_message_chunk']);
+    expect(editor.updates.map((n) => (n.update.sessionUpdate === 'agent_thought_chunk' && n.update.content.type === 'text' ? n.update.content.text : '')).join('')).toBe('The user says hi.');
     expect(editor.updates.every((u) => u.sessionId === sessionId)).toBe(true);
 
     // 2. Bash: the editor is asked and allows; the file appears in the agent's cwd.
@@ -241,6 +243,22 @@ describe('tether acp: bad input', () => {
   }, 120_000);
 });
 
+describe('tether acp: the engine ends mid-turn', () => {
+  it('a teammate stops the session during a prompt: the prompt fails with a typed error instead of hanging', async () => {
+    rig = await startRig('claude');
+    editor = spawnAcp(['--agent', 'test-agent', '--gateway', rig.stack.url], { TETHER_TOKEN: rig.stack.token });
+    const ed = editor;
+    await ed.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+    const { sessionId } = await ed.agent.request(acp.methods.agent.session.new, { cwd: '/p', mcpServers: [] });
+    rig.fake!.setScenario({ responses: [{ text: Array.from({ length: 200 }, (_, i) => `w${i}`).join(' '), chunk_delay_ms: 50 }] });
+    const prompt = ed.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'talk' }] });
+    prompt.catch(() => {});
+    await ed.waitFor((u) => agentText(u).includes('w2'), 'the first words');
+    await (await (await rig.stack.client()).attach(sessionId)).stop('SIGKILL');
+    await expect(withTimeout(prompt, 30_000, 'the prompt to fail')).rejects.toMatchObject({ data: { code: 'UNAVAILABLE' } });
+  }, 120_000);
+});
+
 describe('tether acp: session/load', () => {
   it('a second editor loads the session: its history arrives as updates before the answer, then it prompts on', async () => {
     rig = await startRig('claude');
@@ -298,11 +316,13 @@ describe('/acp at the gateway (experimental): the same SDK client over its own W
     expect(init.agentInfo?.name).toBe('tether');
     const { sessionId } = await editor.agent.request(acp.methods.agent.session.new, { cwd: '/editor/project', mcpServers: [] });
     expect((await (await rig.stack.client()).listSessions()).map((s) => s.id)).toContain(sessionId);
-    rig.fake!.setScenario({ responses: [bash('toolu_ws', 'over-ws.txt'), { text: 'Done over WebSocket.' }] });
+    rig.fake!.setScenario({ responses: [bash('toolu_ws', 'over-ws.txt'), bash('toolu_ws2', 'again.txt'), { text: 'Done over WebSocket.' }] });
     editor.onPermission = async () => select('allow_always');
     const r = await withTimeout(editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'write it' }] }), 60_000, 'prompt over /acp');
     expect(r.stopReason).toBe('end_turn');
     expect(existsSync(join(sub, 'over-ws.txt'))).toBe(true); // in the folder cwd= named
+    expect(existsSync(join(sub, 'again.txt'))).toBe(true);
+    expect(editor.permissionRequests).toHaveLength(1); // "allow always": Bash is not asked again in this session
     expect(agentText(editor.updates)).toContain('Done over WebSocket.');
     // The 101 names the connection, as the transport proposal asks.
     const raw = new WebSocket(`${httpUrl}/acp?agent=test-agent`, { headers: { authorization: `Bearer ${rig.stack.token}` } });
