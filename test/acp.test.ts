@@ -33,6 +33,15 @@ afterEach(async () => {
 /** Resolves once `cond` holds (polled, bounded). */
 const until = (cond: () => boolean, what: string, ms = 10_000) => withTimeout((async () => { while (!cond()) await new Promise((r) => setTimeout(r, 20)); })(), ms, what);
 
+/** A rig, `tether acp` on it, initialized with `clientCapabilities`, and one new session. */
+const openSession = async (clientCapabilities: acp.ClientCapabilities = {}) => {
+  const r = (rig = await startRig('claude'));
+  const ed = (editor = spawnAcp(['--agent', 'test-agent', '--gateway', r.stack.url], { TETHER_TOKEN: r.stack.token }));
+  await ed.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities });
+  const { sessionId } = await ed.agent.request(acp.methods.agent.session.new, { cwd: '/editor/project', mcpServers: [] });
+  return { rig: r, editor: ed, sessionId };
+};
+
 describe('tether acp: the ACP SDK client drives the real CLI through gateway and agent', () => {
 
   const start = async () => {
@@ -158,16 +167,8 @@ const ASK_SCENARIO = {
 };
 
 describe('tether acp: modes, plans and AskUserQuestion', () => {
-  const open = async (clientCapabilities: acp.ClientCapabilities) => {
-    rig = await startRig('claude');
-    editor = spawnAcp(['--agent', 'test-agent', '--gateway', rig.stack.url], { TETHER_TOKEN: rig.stack.token });
-    await editor.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities });
-    const { sessionId } = await editor.agent.request(acp.methods.agent.session.new, { cwd: '/editor/project', mcpServers: [] });
-    return { rig, editor, sessionId };
-  };
-
   it('set_mode reaches the engine; TodoWrite is a plan; AskUserQuestion goes through elicitation when the editor has it', async () => {
-    const { rig, editor, sessionId } = await open({ elicitation: { form: {} } });
+    const { rig, editor, sessionId } = await openSession({ elicitation: { form: {} } });
     await editor.agent.request(acp.methods.agent.session.setMode, { sessionId, modeId: 'acceptEdits' });
     expect(editor.updates.at(-1)?.update).toEqual({ sessionUpdate: 'current_mode_update', currentModeId: 'acceptEdits' });
     await expect(editor.agent.request(acp.methods.agent.session.setMode, { sessionId, modeId: 'no-such-mode' })).rejects.toMatchObject({ code: -32602 });
@@ -192,7 +193,7 @@ describe('tether acp: modes, plans and AskUserQuestion', () => {
   }, 120_000);
 
   it('without elicitation, AskUserQuestion falls back to a permission request whose options are the answers', async () => {
-    const { rig, editor, sessionId } = await open({});
+    const { rig, editor, sessionId } = await openSession({});
     rig.fake!.setScenario(ASK_SCENARIO);
     editor.onPermission = async (req) => {
       expect(req.toolCall.title).toBe('Which database?');
@@ -222,11 +223,7 @@ describe('tether acp: bad input', () => {
   }, 60_000);
 
   it('session/cancel while a permission request is open withdraws it in the editor and the tool never runs', async () => {
-    rig = await startRig('claude');
-    editor = spawnAcp(['--agent', 'test-agent', '--gateway', rig.stack.url], { TETHER_TOKEN: rig.stack.token });
-    const ed = editor;
-    await ed.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
-    const { sessionId } = await ed.agent.request(acp.methods.agent.session.new, { cwd: '/p', mcpServers: [] });
+    const { rig, editor: ed, sessionId } = await openSession();
     rig.fake!.setScenario({ responses: [bash('toolu_c', 'cancelled.txt')], fallback: { text: 'after' } });
     ed.onPermission = (_req, signal) =>
       new Promise((resolve) => {
@@ -245,11 +242,7 @@ describe('tether acp: bad input', () => {
 
 describe('tether acp: the engine ends mid-turn', () => {
   it('a teammate stops the session during a prompt: the prompt fails with a typed error instead of hanging', async () => {
-    rig = await startRig('claude');
-    editor = spawnAcp(['--agent', 'test-agent', '--gateway', rig.stack.url], { TETHER_TOKEN: rig.stack.token });
-    const ed = editor;
-    await ed.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
-    const { sessionId } = await ed.agent.request(acp.methods.agent.session.new, { cwd: '/p', mcpServers: [] });
+    const { rig, editor: ed, sessionId } = await openSession();
     rig.fake!.setScenario({ responses: [{ text: Array.from({ length: 200 }, (_, i) => `w${i}`).join(' '), chunk_delay_ms: 50 }] });
     const prompt = ed.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'talk' }] });
     prompt.catch(() => {});
