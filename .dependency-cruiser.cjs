@@ -13,7 +13,7 @@ const EDGES = [
   {
     name: 'ws-and-http-at-the-edges',
     module: `${pkg('ws')}|^(node:)?https?$`,
-    allowed: '^(core/channel/ws\\.ts|core/link/dial-ws\\.ts|gateway/listen-ws\\.ts|gateway/server\\.ts|gateway/listen-http[^/]*\\.ts)$',
+    allowed: '^(core/channel/ws\\.ts|core/link/dial-ws\\.ts|gateway/listen-(ws|acp)\\.ts|gateway/server\\.ts|gateway/listen-http[^/]*\\.ts)$',
   },
   {
     name: 'grpc-at-the-edges',
@@ -72,7 +72,7 @@ module.exports = {
     exclude: { path: '^(dist|node_modules|test)/' },
     tsConfig: { fileName: 'tsconfig.json' },
     tsPreCompilationDeps: true,
-    enhancedResolveOptions: { extensions: ['.ts', '.tsx', '.js', '.mjs', '.cjs', '.json'] },
+    enhancedResolveOptions: { extensions: ['.ts', '.tsx', '.js', '.mjs', '.cjs', '.json'], exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'] },
     moduleSystems: ['es6', 'cjs'],
   },
 };

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { asTetherError } from '../core/errors.js';
 import { parseCommand, type Command } from './args.js';
+import { acpCommand } from './commands/acp.js';
 import { agentCommand } from './commands/agent.js';
 import { auditCommand } from './commands/audit.js';
 import { attachCommand, chatCommand } from './commands/chat.js';
@@ -14,7 +15,7 @@ import { runCommand } from './commands/run.js';
 import { tokenCommand } from './commands/token.js';
 import { upCommand } from './commands/up.js';
 
-const commands: Command[] = [upCommand, gatewayCommand, agentCommand, runCommand, chatCommand, attachCommand, agentsCommand, sessionsCommand, auditCommand, tokenCommand, revokeCommand, loginLinkCommand, keygenCommand, configCommand];
+const commands: Command[] = [upCommand, gatewayCommand, agentCommand, runCommand, chatCommand, attachCommand, agentsCommand, sessionsCommand, auditCommand, tokenCommand, revokeCommand, loginLinkCommand, keygenCommand, configCommand, acpCommand];
 
 const TOP_HELP = `tether: a remote gateway for coding-agent CLIs (Claude Code first)
 

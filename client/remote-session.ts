@@ -91,7 +91,7 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
   /** Prompts waiting for the history to be through (bounded by what the history holds). */
   private deferred: PermissionRequest[] = [];
   /** Last seq of the history sent on attach (0 for a session this client created). */
-  private readonly historyEnd: number;
+  readonly historyEnd: number;
   private readonly rememberedTools = new Set<string>();
 
   constructor(

@@ -27,6 +27,8 @@ export interface WsListenerOptions<A = undefined> {
   admit?: (req: IncomingMessage) => Promise<A>;
   /** Called with every new, open channel and what admit resolved with. The callee owns the channel from then on. */
   onChannel: (channel: Channel, req: IncomingMessage, admitted: A) => void;
+  /** Paths whose upgrades another listener of the same server answers (e.g. `/acp`). */
+  otherPaths?: readonly string[];
 }
 
 /**
@@ -58,6 +60,7 @@ export function attachWsListener<A = undefined>(server: Server, opts: WsListener
   };
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const path = (req.url ?? '/').split('?')[0];
+    if (opts.otherPaths?.includes(path)) return;
     if (!WS_PATHS.has(path)) {
       socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;
@@ -92,7 +95,7 @@ export function attachWsListener<A = undefined>(server: Server, opts: WsListener
 }
 
 /** Answers a refused upgrade with a plain HTTP response (text body: the error message) and closes. */
-function refuse(socket: Duplex, err: unknown): void {
+export function refuse(socket: Duplex, err: unknown): void {
   const e = asTetherError(err);
   const status = httpStatusOf(e.code);
   const body = e.message.replace(/[\r\n]+/g, ' ').slice(0, 500);

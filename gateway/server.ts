@@ -1,4 +1,5 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AgentConnector } from '@agentclientprotocol/sdk';
 import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { TetherError } from '../core/errors.js';
@@ -17,6 +18,8 @@ import type { RevocationList } from './revocations.js';
 import { handleTicketRequest } from './listen-http-ticket.js';
 import { handleWebRequest, loadWebAssets } from './listen-http-web.js';
 import { attachWsListener } from './listen-ws.js';
+import { ACP_PATH, attachAcpListener, type AcpLink } from './listen-acp.js';
+import { memoryChannelPair } from '../core/channel/memory.js';
 import { startGrpcListener, type GrpcListener } from './listen-grpc.js';
 import { grpcHealthService } from './grpc-health.js';
 import { DIALECT_METADATA_KEY, grpcDialect, JSONRPC_DIALECT, offersJsonRpcDialect, type Dialect } from '../core/protocol/jsonrpc-dialect.js';
@@ -64,6 +67,13 @@ export interface GatewayServerOptions {
   doorLimits?: Partial<DoorLimits>;
   /** Revoked tokens: refused at the door, and live connections holding one are closed. */
   revocations?: RevocationList;
+  /**
+   * The ACP agent for a connection admitted at `/acp` (experimental). The composition root
+   * builds it; `open` gives it an in-memory channel into routing as the connection's
+   * principal (token expiry and revocation tracked as for any channel); `path` carries the
+   * upgrade's query. Absent: no `/acp`.
+   */
+  acp?: (link: AcpLink) => AgentConnector;
 }
 
 export interface GatewayServer {
@@ -160,21 +170,39 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
   server.headersTimeout = limits.headersTimeoutMs;
   server.requestTimeout = limits.requestTimeoutMs;
   server.on('connection', gate('ws', !tls));
+  const admitWs = (req: IncomingMessage) =>
+    door.admit({
+      transport: 'ws',
+      remote: `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`,
+      authorization: req.headers.authorization,
+      origin: req.headers.origin,
+      ticket: ticketOf(req.url),
+      path: req.url,
+    });
   const detachWs = attachWsListener<Admission>(server, {
     maxFrameBytes: opts.maxFrameBytes,
     pingIntervalMs: opts.pingIntervalMs,
     pingTimeoutMs: opts.pingTimeoutMs,
-    admit: (req) =>
-      door.admit({
-        transport: 'ws',
-        remote: `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`,
-        authorization: req.headers.authorization,
-        origin: req.headers.origin,
-        ticket: ticketOf(req.url),
-        path: req.url,
-      }),
+    admit: admitWs,
     onChannel: (channel, req, admitted) => accept(channel, admitted, 'ws', offersJsonRpcDialect(req.headers['sec-websocket-protocol']) ? 'jsonrpc' : 'native'),
+    otherPaths: opts.acp ? [ACP_PATH] : [],
   });
+  const acpFor = opts.acp;
+  const detachAcp = acpFor
+    ? attachAcpListener<Admission>(server, {
+        maxFrameBytes: opts.maxFrameBytes,
+        admit: admitWs,
+        agentFor: (admitted, req) =>
+          acpFor({
+            path: req.url ?? ACP_PATH,
+            open: () => {
+              const [ours, theirs] = memoryChannelPair({ maxFrameBytes: opts.maxFrameBytes });
+              accept(theirs, admitted, 'acp');
+              return ours;
+            },
+          }),
+      })
+    : undefined;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port ?? 7800, host, LISTEN_BACKLOG, () => {
@@ -228,6 +256,7 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
         await gateway.close();
         await grpc?.close({ graceMs: 1_000 });
         detachWs();
+        await detachAcp?.();
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeAllConnections();
         await closed;

@@ -9,6 +9,7 @@ import { AUTH_FLAGS_HELP, AUTH_OFF_WARNING, gatewayAuthFrom } from '../auth-opti
 import { onShutdown } from '../shutdown.js';
 import { gatewayStorage, STORAGE_FLAGS_HELP } from '../gateway-storage.js';
 import { configOptions, configUsage, loadProgramConfig } from '../program-config.js';
+import { acpEndpoint } from '../acp-endpoint.js';
 
 export const gatewayCommand: Command = {
   name: 'gateway',
@@ -53,6 +54,7 @@ ${configUsage(GATEWAY_CONFIG)}`,
       tls: serverTlsOf(c),
       doorLimits: doorLimitsOf(c.limits),
       revocations: RevocationList.inStateDir(c.stateDir, { logger }),
+      acp: acpEndpoint(),
     });
     process.stdout.write(`gateway: ${server.url}\n`);
     process.stdout.write(`grpc: ${server.grpcUrl ?? 'off'}\n`);

@@ -16,6 +16,7 @@ import { printSignIn, signInUrl } from '../sign-in-link.js';
 import { gatewayStorage, STORAGE_FLAGS_HELP } from '../gateway-storage.js';
 import { configOptions, configUsage, loadProgramConfig } from '../program-config.js';
 import { UP_CONFIG } from '../up-config.js';
+import { acpEndpoint } from '../acp-endpoint.js';
 
 /** Lifetime of the client token `tether up` prints. */
 const UP_CLIENT_TOKEN_TTL_SECONDS = 24 * 3600;
@@ -77,6 +78,7 @@ ${configUsage(UP_CONFIG)}`,
       metrics: c.metrics,
       doorLimits: doorLimitsOf(c.limits),
       revocations: RevocationList.inStateDir(c.stateDir, { logger }),
+      acp: acpEndpoint(),
     });
     const key = setup.signingKey;
     const agentToken = key ? await mintToken({ key, kind: 'agent', sub: 'local', agent: 'local', ttlSeconds: UP_AGENT_TOKEN_TTL_SECONDS }) : undefined;

@@ -6,6 +6,7 @@
  * client token (sub "test-user", no scopes: create + control everywhere).
  */
 import { Agent, type AgentOptions } from '../../agent/agent.js';
+import { acpEndpoint } from '../../bin/acp-endpoint.js';
 import { GatewayClient } from '../../client/gateway-client.js';
 import { generateTokenKey } from '../../core/auth/keygen.js';
 import { LoginDesk } from '../../core/auth/login-codes.js';
@@ -109,6 +110,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     port: 0,
     grpcPort: 0,
     logger: opts.logger,
+    acp: acpEndpoint(), // as the CLI's gateway does
     auth: key ? { verifier: new TokenVerifier({ keys: [key], now: authOpts?.now }), allowOrigins: authOpts?.allowOrigins, login: new LoginDesk(key, { now: authOpts?.now }) } : { verifier: 'off' },
   });
   const urlFor = (t: TransportName | undefined) => (t === 'grpc' ? server.grpcUrl! : server.url);

@@ -1,0 +1,41 @@
+import { randomUUID } from 'node:crypto';
+import type { AgentConnector } from '@agentclientprotocol/sdk';
+import { tetherAcpAgent } from '../client/acp/acp-agent.js';
+import { GatewayClient } from '../client/gateway-client.js';
+import type { Channel } from '../core/channel/channel.js';
+import { TetherError } from '../core/errors.js';
+import { registerDialer } from '../core/link/dial.js';
+import type { AcpLink } from '../gateway/listen-acp.js';
+
+/** In-process links from `/acp` connections into the gateway serving them, by loopback id. */
+const loopbacks = new Map<string, () => Channel>();
+const SCHEME = 'tether-loopback:';
+let registered = false;
+
+/**
+ * The gateway's `/acp` endpoint (experimental): each admitted connection gets the ACP agent
+ * of `tether acp`, whose gateway client dials an in-memory channel into this same gateway
+ * as the connection's principal (what its token or ticket said; nothing more). The URL's
+ * query names the Tether agent and the remote folder: `/acp?agent=NAME&cwd=DIR`.
+ */
+export function acpEndpoint(): (link: AcpLink) => AgentConnector {
+  if (!registered) {
+    registered = true;
+    registerDialer(SCHEME, async (url) => {
+      const open = loopbacks.get(url.host);
+      if (!open) throw new TetherError('UNAVAILABLE', 'the ACP connection is closed');
+      return open();
+    });
+  }
+  return (link) => {
+    const query = new URL(link.path, 'http://acp').searchParams;
+    const id = randomUUID();
+    loopbacks.set(id, link.open);
+    return tetherAcpAgent({
+      agent: query.get('agent') ?? undefined,
+      cwd: query.get('cwd') ?? undefined,
+      client: () => GatewayClient.connect({ gateway: `${SCHEME}//${id}`, software: 'tether-acp-endpoint', reconnect: false }),
+      onClosed: () => loopbacks.delete(id),
+    });
+  };
+}
