@@ -6,10 +6,10 @@ import { tetherEvent } from '../core/protocol/events.js';
 import { translateFrame, type DialectEvent } from '../gateway/dialects/jsonrpc/translate.js';
 
 /**
- * The dialect's translator over the real CLI transcripts (../shared/fixtures/engine): each
+ * The dialect's translator over the real CLI transcripts (test/fixtures/engine): each
  * engine line is framed exactly as the gateway frames it, then translated.
  */
-const FIXTURES = process.env.TETHER_ENGINE_FIXTURES ?? join(__dirname, '..', '..', 'shared', 'fixtures', 'engine');
+const FIXTURES = process.env.TETHER_ENGINE_FIXTURES ?? join(__dirname, 'fixtures', 'engine');
 
 type Line = Record<string, any>;
 

@@ -9,7 +9,7 @@ import { FilePolicy, readPolicyFile } from '../gateway/policy-source.js';
 import { withTimeout } from './support/stack.js';
 import { thrownBy } from './support/thrown.js';
 
-const CWD = '/work/proj';
+const CWD = '/srv/proj';
 const bash = (command: string): ToolCall => ({ tool: 'Bash', input: { command }, cwd: CWD });
 const file = (tool: string, path: string): ToolCall => ({ tool, input: { file_path: path }, cwd: CWD });
 const matches = (rule: string, call: ToolCall, kind: RuleKind = 'deny') => parseRule(rule).matches(call, kind);
@@ -50,21 +50,21 @@ describe('permission rules in Claude Code syntax', () => {
     expect(matches('Edit(//etc/**)', file('Edit', '/etc/passwd'))).toBe(true);
     expect(matches('Edit(//etc/**)', file('Write', '/etc/ssh/sshd_config'))).toBe(true);
     expect(matches('Edit(//etc/**)', file('Edit', '/home/etc/x'))).toBe(false);
-    expect(matches('Edit(/src/**)', file('Edit', '/work/proj/src/a/b.ts'))).toBe(true);
+    expect(matches('Edit(/src/**)', file('Edit', '/srv/proj/src/a/b.ts'))).toBe(true);
     expect(matches('Edit(/src/**)', file('Edit', 'src/a.ts'))).toBe(true); // relative tool paths resolve against the session folder
     expect(matches('Edit(/src/**)', file('Edit', '/src/a.ts'))).toBe(false); // "/" is the session folder, not the root
-    expect(matches('Edit(./src/*.ts)', file('MultiEdit', '/work/proj/src/a.ts'))).toBe(true);
-    expect(matches('Edit(./src/*.ts)', file('Edit', '/work/proj/src/deep/a.ts'))).toBe(false);
-    expect(matches('Read(.env)', file('Read', '/work/proj/pkg/.env'))).toBe(true);
-    expect(matches('Read(*.pem)', file('Read', '/work/proj/keys/server.pem'))).toBe(true);
+    expect(matches('Edit(./src/*.ts)', file('MultiEdit', '/srv/proj/src/a.ts'))).toBe(true);
+    expect(matches('Edit(./src/*.ts)', file('Edit', '/srv/proj/src/deep/a.ts'))).toBe(false);
+    expect(matches('Read(.env)', file('Read', '/srv/proj/pkg/.env'))).toBe(true);
+    expect(matches('Read(*.pem)', file('Read', '/srv/proj/keys/server.pem'))).toBe(true);
     expect(matches('Read(*.pem)', file('Read', '/elsewhere/server.pem'))).toBe(false);
-    expect(matches('Read(/secrets)', file('Read', '/work/proj/secrets/token'))).toBe(true); // a folder covers its contents
+    expect(matches('Read(/secrets)', file('Read', '/srv/proj/secrets/token'))).toBe(true); // a folder covers its contents
     expect(matches('Read(//etc/**)', { tool: 'Grep', input: { pattern: 'x', path: '/etc' }, cwd: CWD })).toBe(true);
   });
 
   it('paths cannot climb out of a rule by spelling', () => {
-    expect(matches('Edit(//etc/**)', file('Edit', '/work/../etc/passwd'))).toBe(true);
-    expect(matches('Edit(/src/**)', file('Edit', '/work/proj/src/../../other/x'))).toBe(false);
+    expect(matches('Edit(//etc/**)', file('Edit', '/srv/../etc/passwd'))).toBe(true);
+    expect(matches('Edit(/src/**)', file('Edit', '/srv/proj/src/../../other/x'))).toBe(false);
     expect(matches('Read(//etc/**)', file('Read', '//etc//./passwd'))).toBe(true);
   });
 
@@ -116,7 +116,7 @@ describe('the policy: order, ceilings, models, roots', () => {
     expect(policy.decide(bash('ls'), 'bypassPermissions')).toEqual({ decision: 'none' });
     expect(policy.decide(bash('ls'), 'plan')).toEqual({ decision: 'none' }); // an allow rule never lets a call past plan mode
     expect(policy.decide(bash('rm x'), 'plan')).toEqual({ decision: 'deny', rule: 'Bash(rm *)' });
-    expect(policy.decide(file('Edit', '/work/proj/x'), 'default')).toEqual({ decision: 'none' });
+    expect(policy.decide(file('Edit', '/srv/proj/x'), 'default')).toEqual({ decision: 'none' });
   });
 
   it('a ceiling is the highest of the keys the client holds; refusals name the rule', () => {
