@@ -105,7 +105,7 @@ describe('the policy: order, ceilings, models, roots', () => {
     permissions: { deny: ['Bash(rm *)'], ask: ['Bash(git push:*)', 'Read(/private/**)'], allow: ['Bash', 'Read'] },
     maxPermissionMode: { '*': 'default', control: 'acceptEdits', admin: 'bypassPermissions' },
     models: ['claude-sonnet-4-5', 'claude-haiku-*'],
-    workingFolders: { '*': ['/srv/work'], special: ['/opt/special'] },
+    workingFolders: { '*': ['/srv/space'], special: ['/opt/special'] },
   });
 
   it('deny, then ask, then the mode (bypassPermissions skips allow rules), then allow', () => {
@@ -130,7 +130,7 @@ describe('the policy: order, ceilings, models, roots', () => {
     expect(thrownBy(() => policy.checkMode('plan', viewer))).toBeUndefined();
     expect(thrownBy(() => checkControlRequest(policy, { subtype: 'set_permission_mode', mode: 'bypassPermissions' }, controller))?.code).toBe('PERMISSION_DENIED');
     expect(thrownBy(() => checkControlRequest(policy, { subtype: 'apply_flag_settings', settings: { permissions: { defaultMode: 'bypassPermissions' } } }, controller))?.code).toBe('PERMISSION_DENIED');
-    expect(thrownBy(() => checkSessionOptions(policy, 'a', { cwd: '/srv/work', extra_args: ['--permission-mode=bypassPermissions'] }, controller))?.code).toBe('PERMISSION_DENIED');
+    expect(thrownBy(() => checkSessionOptions(policy, 'a', { cwd: '/srv/space', extra_args: ['--permission-mode=bypassPermissions'] }, controller))?.code).toBe('PERMISSION_DENIED');
   });
 
   it('host requests that skip the hook (mcp_call, read_file) are refused when a deny or ask rule covers them', () => {
@@ -149,17 +149,17 @@ describe('the policy: order, ceilings, models, roots', () => {
     expect(thrownBy(() => policy.checkModel('claude-haiku-4-5'))).toBeUndefined();
     expect(thrownBy(() => policy.checkModel('claude-opus-4'))?.message).toContain('policy rule: models = claude-sonnet-4-5, claude-haiku-*');
     expect(thrownBy(() => checkControlRequest(policy, { subtype: 'set_model', model: 'default' }, admin))?.code).toBe('PERMISSION_DENIED');
-    expect(thrownBy(() => checkSessionOptions(policy, 'a', { cwd: '/srv/work', extra_args: ['--model', 'claude-opus-4'] }, admin))?.code).toBe('PERMISSION_DENIED');
-    expect(checkSessionOptions(policy, 'a', { cwd: '/srv/work' }, admin).model).toBe('claude-sonnet-4-5');
+    expect(thrownBy(() => checkSessionOptions(policy, 'a', { cwd: '/srv/space', extra_args: ['--model', 'claude-opus-4'] }, admin))?.code).toBe('PERMISSION_DENIED');
+    expect(checkSessionOptions(policy, 'a', { cwd: '/srv/space' }, admin).model).toBe('claude-sonnet-4-5');
   });
 
   it('working folders: per agent or "*", absolute, no climbing out', () => {
-    expect(thrownBy(() => policy.checkFolder('a', '/srv/proj2/p'))).toBeUndefined();
-    expect(thrownBy(() => policy.checkFolder('a', '/srv/work'))).toBeUndefined();
-    expect(thrownBy(() => policy.checkFolder('a', '/srv/workshop'))?.message).toContain('workingFolders.* = /srv/work');
-    expect(thrownBy(() => policy.checkFolder('a', '/srv/proj2/../../etc'))?.code).toBe('PERMISSION_DENIED');
+    expect(thrownBy(() => policy.checkFolder('a', '/srv/space/p'))).toBeUndefined();
+    expect(thrownBy(() => policy.checkFolder('a', '/srv/space'))).toBeUndefined();
+    expect(thrownBy(() => policy.checkFolder('a', '/srv/spaceship'))?.message).toContain('workingFolders.* = /srv/space');
+    expect(thrownBy(() => policy.checkFolder('a', '/srv/space/../../etc'))?.code).toBe('PERMISSION_DENIED');
     expect(thrownBy(() => policy.checkFolder('a', undefined))?.message).toContain('must name an absolute working folder');
-    expect(thrownBy(() => policy.checkFolder('special', '/srv/work'))?.message).toContain('workingFolders.special = /opt/special');
+    expect(thrownBy(() => policy.checkFolder('special', '/srv/space'))?.message).toContain('workingFolders.special = /opt/special');
   });
 
   it('a bad file is refused with its path, the key or rule, and why', () => {
