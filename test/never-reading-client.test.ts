@@ -107,7 +107,9 @@ describe.each(['ws', 'grpc'] as const)('a client that pipelines sessions.list an
     // gateway's memory stays within its own baseline.
     expect(growth).toBeLessThan(before.rss);
     expect(heapAfter - heapBefore).toBeLessThan(before.rss); // heap samples move with GC timing: a loose bound, far below what was asked for
-    expect(sent * answerBytes).toBeGreaterThan(10 * before.rss); // the attack asked for far more than that
+    // The attack asked for far more than that (the client is cut, and stops sending, after ~2,000
+    // answers: ≈ 1.5 GB, against a gateway of ~150 MB RSS).
+    expect(sent * answerBytes).toBeGreaterThan(5 * before.rss);
     // The gateway still serves everyone else.
     expect((await owner.listSessions()).length).toBe(SESSIONS);
   }, 90_000);
