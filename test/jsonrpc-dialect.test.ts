@@ -132,20 +132,26 @@ const scenario = (cwd: string) => ({
   ],
 });
 
-describe.each(['ws', 'grpc'] as const)('JSON-RPC dialect over %s, real CLI', (transport) => {
-  let rig: EngineRig | undefined;
-  const pipes: Pipe[] = [];
+/** The rig and the pipes one test opens; the describe block that calls this closes them after each test. */
+function rigPerTest(): { rig: EngineRig | undefined; pipes: Pipe[] } {
+  const state: { rig: EngineRig | undefined; pipes: Pipe[] } = { rig: undefined, pipes: [] };
   afterEach(async () => {
-    for (const p of pipes.splice(0)) p.close();
-    await rig?.stop();
-    rig = undefined;
+    for (const p of state.pipes.splice(0)) p.close();
+    await state.rig?.stop();
+    state.rig = undefined;
   });
+  return state;
+}
+
+describe.each(['ws', 'grpc'] as const)('JSON-RPC dialect over %s, real CLI', (transport) => {
+  const case_ = rigPerTest();
+  const pipes = case_.pipes;
 
   it('round trip, session-scoped allow, a native client on the same session, progress only when negotiated', async () => {
-    rig = await startRig('claude', { responses: [] });
-    rig.fake!.setScenario(scenario(rig.cwd));
-    writeFileSync(join(rig.cwd, 'README.md'), README);
-    const dial = (t: typeof transport) => (t === 'ws' ? dialWs(rig!.stack.wsUrl, rig!.stack.token) : dialGrpc(rig!.stack.grpcUrl, rig!.stack.token));
+    case_.rig = await startRig('claude', { responses: [] });
+    case_.rig.fake!.setScenario(scenario(case_.rig.cwd));
+    writeFileSync(join(case_.rig.cwd, 'README.md'), README);
+    const dial = (t: typeof transport) => (t === 'ws' ? dialWs(case_.rig!.stack.wsUrl, case_.rig!.stack.token) : dialGrpc(case_.rig!.stack.grpcUrl, case_.rig!.stack.token));
     const pipe = await dial(transport);
     pipes.push(pipe);
     if (transport === 'ws') expect(pipe.protocol).toBe('tether-jsonrpc.v1');
@@ -165,7 +171,7 @@ describe.each(['ws', 'grpc'] as const)('JSON-RPC dialect over %s, real CLI', (tr
     expect((await old.client.request('session_attach', { session_id: sessionId })).result.role).toBe('owner');
 
     // A native client on the same session, through our library.
-    const native = await rig.stack.client();
+    const native = await case_.rig.stack.client();
     const nativeSession = await native.attach(sessionId);
     const nativeTurn = readTurn(nativeSession, () => undefined, undefined, 60_000);
 
@@ -186,7 +192,7 @@ describe.each(['ws', 'grpc'] as const)('JSON-RPC dialect over %s, real CLI', (tr
     expect(firstToken).toBeGreaterThanOrEqual(0);
     expect([firstToken, toolStart, toolResult, laterToken, complete, response]).toEqual([firstToken, toolStart, toolResult, laterToken, complete, response].sort((a, b) => a - b));
     expect(toolStart).toBeGreaterThan(firstToken);
-    expect(seq[toolStart].params.input.file_path).toBe(join(rig.cwd, 'README.md'));
+    expect(seq[toolStart].params.input.file_path).toBe(join(case_.rig.cwd, 'README.md'));
     expect(seq[toolResult].params.content).toContain('the answer is 42');
     expect(seq[toolResult].params.is_error).toBe(false);
     const text = (cl: ThinClient) => cl.notifications('assistant_token').map((m) => m.params.token).join('');
@@ -218,8 +224,8 @@ describe.each(['ws', 'grpc'] as const)('JSON-RPC dialect over %s, real CLI', (tr
     expect(second.result.status).toBe('completed');
     const asked = c.received.filter((m) => m.method === 'permission_request');
     expect(asked).toHaveLength(1);
-    expect(existsSync(join(rig.cwd, 'one.txt'))).toBe(true);
-    expect(existsSync(join(rig.cwd, 'two.txt'))).toBe(true);
+    expect(existsSync(join(case_.rig.cwd, 'one.txt'))).toBe(true);
+    expect(existsSync(join(case_.rig.cwd, 'two.txt'))).toBe(true);
     const results = c.notifications('tool_result').filter((m) => m.params.tool_use_id.startsWith('toolu_b'));
     expect(results.map((m) => [m.params.tool_use_id, m.params.is_error])).toEqual([
       ['toolu_b1', false],
@@ -236,17 +242,12 @@ describe.each(['ws', 'grpc'] as const)('JSON-RPC dialect over %s, real CLI', (tr
 });
 
 describe('JSON-RPC dialect with the real CLI: questions, shared prompts, viewers, interrupt, model and mode', () => {
-  let rig: EngineRig | undefined;
-  const pipes: Pipe[] = [];
-  afterEach(async () => {
-    for (const p of pipes.splice(0)) p.close();
-    await rig?.stop();
-    rig = undefined;
-  });
+  const case_ = rigPerTest();
+  const pipes = case_.pipes;
 
   it('AskUserQuestion is a request answered with answers; a prompt answered natively is withdrawn from the dialect client; a viewer is never asked', async () => {
     const question = { question: 'Which database should we use?', header: 'Database', options: [{ label: 'Postgres', description: 'Relational' }, { label: 'SQLite', description: 'Embedded' }], multiSelect: false };
-    rig = await startRig('claude', {
+    case_.rig = await startRig('claude', {
       responses: [
         { tool_use: { id: 'toolu_ask', name: 'AskUserQuestion', input: { questions: [question] } } },
         { text: 'SQLite it is.' },
@@ -255,14 +256,14 @@ describe('JSON-RPC dialect with the real CLI: questions, shared prompts, viewers
         { text: 'one two three four five six seven eight nine ten eleven twelve', chunk_delay_ms: 150 },
       ],
     });
-    const pipe = await dialWs(rig.stack.wsUrl, rig.stack.token);
+    const pipe = await dialWs(case_.rig.stack.wsUrl, case_.rig.stack.token);
     pipes.push(pipe);
     const c = pipe.client;
     await c.request('initialize', { protocol_version: '1.0', capabilities: ALL });
-    const sessionId: string = (await c.request('session_create', { agent: 'test-agent', cwd: rig.cwd })).result.session_id;
+    const sessionId: string = (await c.request('session_create', { agent: 'test-agent', cwd: case_.rig.cwd })).result.session_id;
 
     // A viewer (token: view only) with every capability is attached too.
-    const viewerPipe = await dialWs(rig.stack.wsUrl, await rig.stack.mint({ kind: 'client', sub: 'viewer-vic', scopes: ['view'] }));
+    const viewerPipe = await dialWs(case_.rig.stack.wsUrl, await case_.rig.stack.mint({ kind: 'client', sub: 'viewer-vic', scopes: ['view'] }));
     pipes.push(viewerPipe);
     await viewerPipe.client.request('initialize', { protocol_version: '1.0', capabilities: ALL });
     expect((await viewerPipe.client.request('session_attach', { session_id: sessionId })).result.role).toBe('viewer');
@@ -274,7 +275,7 @@ describe('JSON-RPC dialect with the real CLI: questions, shared prompts, viewers
       return { answers: { [question.question]: 'SQLite' } };
     };
     expect((await c.request('user_message', { session_id: sessionId, content: 'Pick a database' })).result.status).toBe('completed');
-    expect(rig.fake!.lastToolResults().find((r) => r.tool_use_id === 'toolu_ask')?.content).toContain('SQLite');
+    expect(case_.rig.fake!.lastToolResults().find((r) => r.tool_use_id === 'toolu_ask')?.content).toContain('SQLite');
 
     // The owner's native client answers first; the dialect client's request is withdrawn and its late answer changes nothing.
     let held: Msg | undefined;
@@ -282,7 +283,7 @@ describe('JSON-RPC dialect with the real CLI: questions, shared prompts, viewers
       held = { method, params };
       return undefined;
     };
-    const native = await rig.stack.client();
+    const native = await case_.rig.stack.client();
     const lastSeq = (await native.listSessions()).find((x) => x.id === sessionId)!.last_seq;
     const nativeSession = await native.attach(sessionId, { fromSeq: lastSeq + 1 });
     const nativeTurn = readTurn(nativeSession, (p) => (p.toolName === 'Bash' ? { behavior: 'allow', updatedInput: p.input } : undefined), undefined, 60_000);
@@ -294,7 +295,7 @@ describe('JSON-RPC dialect with the real CLI: questions, shared prompts, viewers
     c.reply(asked.id, { decision: 'deny', scope: 'once', message: 'too late' });
     expect((await turn).result.status).toBe('completed');
     expect((await nativeTurn).result.is_error).toBe(false);
-    expect(readFileSync(join(rig.cwd, 'x.txt'), 'utf8')).toBe('x\n'); // ran once, allowed
+    expect(readFileSync(join(case_.rig.cwd, 'x.txt'), 'utf8')).toBe('x\n'); // ran once, allowed
     expect(viewerPipe.client.received.some((m) => m.method === 'permission_request' || m.method === 'user_question')).toBe(false);
 
     // The engine as system/init reported it.
@@ -313,7 +314,7 @@ describe('JSON-RPC dialect with the real CLI: questions, shared prompts, viewers
     expect((await c.request('interrupt', { session_id: sessionId })).result).toEqual({});
     expect((await slow).result.status).toBe('interrupted');
 
-    const back = await dialWs(rig.stack.wsUrl, await rig.stack.mint({ kind: 'client', sub: 'viewer-vic', scopes: ['view'] }));
+    const back = await dialWs(case_.rig.stack.wsUrl, await case_.rig.stack.mint({ kind: 'client', sub: 'viewer-vic', scopes: ['view'] }));
     pipes.push(back);
     await back.client.request('initialize', { protocol_version: '1.0', capabilities: ['streaming'] });
     await back.client.request('session_attach', { session_id: sessionId, from_seq: lastSeen + 1 });
@@ -331,17 +332,12 @@ describe('JSON-RPC dialect with the real CLI: questions, shared prompts, viewers
 });
 
 describe('JSON-RPC dialect: malformed input and the printed URL', () => {
-  let rig: EngineRig | undefined;
-  const pipes: Pipe[] = [];
-  afterEach(async () => {
-    for (const p of pipes.splice(0)) p.close();
-    await rig?.stop();
-    rig = undefined;
-  });
+  const case_ = rigPerTest();
+  const pipes = case_.pipes;
 
   it('answers malformed requests with the standard JSON-RPC error codes and stays usable', async () => {
-    rig = await startRig('demo');
-    const pipe = await dialWs(rig.stack.wsUrl, rig.stack.token);
+    case_.rig = await startRig('demo');
+    const pipe = await dialWs(case_.rig.stack.wsUrl, case_.rig.stack.token);
     pipes.push(pipe);
     const c = pipe.client;
     const errorAfter = async (raw: string) => {
@@ -366,24 +362,24 @@ describe('JSON-RPC dialect: malformed input and the printed URL', () => {
   });
 
   it('a client gone before its session_create is answered leaves no engine running', async () => {
-    rig = await startRig('demo');
-    const pipe = await dialWs(rig.stack.wsUrl, rig.stack.token);
+    case_.rig = await startRig('demo');
+    const pipe = await dialWs(case_.rig.stack.wsUrl, case_.rig.stack.token);
     await pipe.client.request('initialize', { protocol_version: '1.0' });
     pipe.client.sendRaw(JSON.stringify({ jsonrpc: '2.0', id: 'c', method: 'session_create', params: { agent: 'test-agent' } }));
     pipe.close();
-    const sessions = rig.stack.gateway.directory.sessions;
+    const sessions = case_.rig.stack.gateway.directory.sessions;
     for (let i = 0; i < 200 && ![...sessions.values()].some((x) => x.ended); i++) await new Promise((r) => setTimeout(r, 25));
     expect([...sessions.values()].map((x) => x.currentState)).toEqual(['ended']);
   });
 
   it('session_attach from a position the gateway no longer holds says so (gap) and replays the rest', async () => {
-    rig = await startRig('demo', undefined, { limits: { replay: { maxFrames: 4, maxBytes: 1024 * 1024 } } });
-    const a = await dialWs(rig.stack.wsUrl, rig.stack.token);
+    case_.rig = await startRig('demo', undefined, { limits: { replay: { maxFrames: 4, maxBytes: 1024 * 1024 } } });
+    const a = await dialWs(case_.rig.stack.wsUrl, case_.rig.stack.token);
     pipes.push(a);
     await a.client.request('initialize', { protocol_version: '1.0', capabilities: ['streaming'] });
     const sessionId = (await a.client.request('session_create', { agent: 'test-agent' })).result.session_id;
     expect((await a.client.request('user_message', { session_id: sessionId, content: 'hello' })).result.status).toBe('completed');
-    const b = await dialWs(rig.stack.wsUrl, rig.stack.token);
+    const b = await dialWs(case_.rig.stack.wsUrl, case_.rig.stack.token);
     pipes.push(b);
     await b.client.request('initialize', { protocol_version: '1.0', capabilities: ['session_state', 'presence', 'streaming'] });
     const attached = (await b.client.request('session_attach', { session_id: sessionId, from_seq: 1 })).result;
@@ -397,9 +393,9 @@ describe('JSON-RPC dialect: malformed input and the printed URL', () => {
 
   it('a dialect client that stops reading is cut at its limit (4008); the session and a reading client go on', async () => {
     // Answers of 2 MiB each: the stuck client's queue passes 256 KiB once the loopback buffers are full.
-    rig = await startRig('claude', { responses: [], fallback: { text: 'y'.repeat(2 * 1024 * 1024) } }, { limits: { slowClientBytes: 256 * 1024 } });
-    const reader = await dialWs(rig.stack.wsUrl, rig.stack.token);
-    const slow = await dialWs(rig.stack.wsUrl, rig.stack.token);
+    case_.rig = await startRig('claude', { responses: [], fallback: { text: 'y'.repeat(2 * 1024 * 1024) } }, { limits: { slowClientBytes: 256 * 1024 } });
+    const reader = await dialWs(case_.rig.stack.wsUrl, case_.rig.stack.token);
+    const slow = await dialWs(case_.rig.stack.wsUrl, case_.rig.stack.token);
     pipes.push(reader, slow);
     await reader.client.request('initialize', { protocol_version: '1.0', capabilities: ['streaming'] });
     const sessionId = (await reader.client.request('session_create', { agent: 'test-agent' })).result.session_id;
@@ -408,7 +404,7 @@ describe('JSON-RPC dialect: malformed input and the printed URL', () => {
     const closed = new Promise<number>((resolve) => slow.ws.once('close', (code) => resolve(code)));
     const socket = (slow.ws as unknown as { _socket: { pause(): void; resume(): void } })._socket;
     socket.pause();
-    const gw = rig.stack.gateway.directory.get(sessionId)!;
+    const gw = case_.rig.stack.gateway.directory.get(sessionId)!;
     for (let n = 0; n < 12 && gw.roleOf(client_id) !== undefined; n++) {
       expect((await reader.client.request('user_message', { session_id: sessionId, content: `answer ${n}` })).result.status).toBe('completed');
     }
@@ -419,8 +415,8 @@ describe('JSON-RPC dialect: malformed input and the printed URL', () => {
   }, 90_000);
 
   it('gRPC: an unknown tether-dialect is refused with INVALID_ARGUMENT', async () => {
-    rig = await startRig('demo');
-    const pipe = await dialGrpc(rig.stack.grpcUrl, rig.stack.token, 'xml-rpc');
+    case_.rig = await startRig('demo');
+    const pipe = await dialGrpc(case_.rig.stack.grpcUrl, case_.rig.stack.token, 'xml-rpc');
     pipes.push(pipe);
     const status = await pipe.status;
     expect(status.code).toBe(3);
@@ -428,27 +424,27 @@ describe('JSON-RPC dialect: malformed input and the printed URL', () => {
   });
 
   it('an agent token is refused; a client that never initializes is closed', async () => {
-    rig = await startRig('demo', undefined, { limits: { helloTimeoutMs: 300 } });
+    case_.rig = await startRig('demo', undefined, { limits: { helloTimeoutMs: 300 } });
     const closeCode = (ws: WebSocket) => new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
-    const agentWs = new WebSocket(rig.stack.wsUrl, 'tether-jsonrpc.v1', { headers: { authorization: `Bearer ${await rig.stack.mint({ kind: 'agent', sub: 'other-agent' })}` } });
+    const agentWs = new WebSocket(case_.rig.stack.wsUrl, 'tether-jsonrpc.v1', { headers: { authorization: `Bearer ${await case_.rig.stack.mint({ kind: 'agent', sub: 'other-agent' })}` } });
     expect(await closeCode(agentWs)).toBe(4403);
-    const silent = new WebSocket(rig.stack.wsUrl, 'tether-jsonrpc.v1', { headers: { authorization: `Bearer ${rig.stack.token}` } });
+    const silent = new WebSocket(case_.rig.stack.wsUrl, 'tether-jsonrpc.v1', { headers: { authorization: `Bearer ${case_.rig.stack.token}` } });
     expect(await closeCode(silent)).toBe(4004);
   });
 
   it('the bare ws://HOST:PORT that tether up prints takes the upgrade; without the token it is refused', async () => {
-    rig = await startRig('demo');
-    expect(new URL(rig.stack.wsUrl).pathname).toBe('/');
-    const pipe = await dialWs(rig.stack.wsUrl, rig.stack.token);
+    case_.rig = await startRig('demo');
+    expect(new URL(case_.rig.stack.wsUrl).pathname).toBe('/');
+    const pipe = await dialWs(case_.rig.stack.wsUrl, case_.rig.stack.token);
     pipes.push(pipe);
     expect((await pipe.client.request('initialize', { protocol_version: '1.0' })).result.principal).toBe('test-user');
-    await expect(dialWs(rig.stack.wsUrl, undefined)).rejects.toThrow(/401/);
+    await expect(dialWs(case_.rig.stack.wsUrl, undefined)).rejects.toThrow(/401/);
 
     // A browser: a single-use ticket from the same origin, then the bare URL with ?ticket=.
-    const origin = rig.stack.wsUrl.replace(/^ws/, 'http');
-    const res = await fetch(`${origin}/v1/ticket`, { method: 'POST', headers: { authorization: `Bearer ${rig.stack.token}`, origin } });
+    const origin = case_.rig.stack.wsUrl.replace(/^ws/, 'http');
+    const res = await fetch(`${origin}/v1/ticket`, { method: 'POST', headers: { authorization: `Bearer ${case_.rig.stack.token}`, origin } });
     const { ticket } = (await res.json()) as { ticket: string };
-    const ws = new WebSocket(`${rig.stack.wsUrl}/?ticket=${encodeURIComponent(ticket)}`, 'tether-jsonrpc.v1', { headers: { origin } });
+    const ws = new WebSocket(`${case_.rig.stack.wsUrl}/?ticket=${encodeURIComponent(ticket)}`, 'tether-jsonrpc.v1', { headers: { origin } });
     const browser = new ThinClient((text) => ws.send(text));
     ws.on('message', (data) => browser.receive(data.toString()));
     await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
