@@ -2,7 +2,7 @@ import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk';
 import { tetherAcpAgent } from '../../client/acp/acp-agent.js';
 import { pick, required, type Command } from '../args.js';
-import { connectFrom, TLS_CLIENT_HELP, TLS_CLIENT_OPTIONS } from './list.js';
+import { connectFrom, connectionHelp, CONNECTION_OPTIONS, TLS_CLIENT_HELP } from '../connection-flags.js';
 
 export const acpCommand: Command = {
   name: 'acp',
@@ -18,17 +18,10 @@ Options:
   --agent NAME      agent to run sessions on (env TETHER_AGENT)
   --cwd DIR         working folder on the agent for every session (default: the agent's own
                     default folder; the editor's folder is a local path and is not sent)
-  --gateway URL     gateway URL (env TETHER_GATEWAY)
-  --token TOKEN     client token (env TETHER_TOKEN)
+${connectionHelp(20)}
 ${TLS_CLIENT_HELP}
   -h, --help        show this help`,
-  options: {
-    gateway: { type: 'string' },
-    token: { type: 'string' },
-    agent: { type: 'string' },
-    cwd: { type: 'string' },
-    ...TLS_CLIENT_OPTIONS,
-  },
+  options: { ...CONNECTION_OPTIONS, agent: { type: 'string' }, cwd: { type: 'string' } },
   async run(v) {
     const agent = required(pick(v.agent, 'TETHER_AGENT'), '--agent (or TETHER_AGENT)');
     required(pick(v.gateway, 'TETHER_GATEWAY'), '--gateway (or TETHER_GATEWAY)');

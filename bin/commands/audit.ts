@@ -5,7 +5,8 @@ import { AUDIT_DEFAULT_LIMIT, AUDIT_MAX_LIMIT, AuditAction, AuditQuery, type Aud
 import { scanAuditFile, type AuditScan } from '../../gateway/audit-reader.js';
 import { AUDIT_FILE } from '../../gateway/config.js';
 import type { Command } from '../args.js';
-import { connectFrom, table, TLS_CLIENT_HELP, TLS_CLIENT_OPTIONS } from './list.js';
+import { connectFrom, connectionHelp, CONNECTION_OPTIONS, TLS_CLIENT_HELP } from '../connection-flags.js';
+import { table } from '../table.js';
 
 export const auditCommand: Command = {
   name: 'audit',
@@ -41,8 +42,7 @@ Options:
   --json              print JSON lines, one record each
   --state-dir DIR     offline: read DIR/${AUDIT_FILE} (the gateway's --state-dir)
   --file FILE         offline: read this audit file (the gateway's --audit-log)
-  --gateway URL       gateway URL (env TETHER_GATEWAY)
-  --token TOKEN       client token (env TETHER_TOKEN)
+${connectionHelp(22)}
 ${TLS_CLIENT_HELP}
   -h, --help          show this help`,
   options: {
@@ -55,9 +55,7 @@ ${TLS_CLIENT_HELP}
     json: { type: 'boolean' },
     'state-dir': { type: 'string' },
     file: { type: 'string' },
-    gateway: { type: 'string' },
-    token: { type: 'string' },
-    ...TLS_CLIENT_OPTIONS,
+    ...CONNECTION_OPTIONS,
   },
   allowPositionals: true,
   async run(v, positionals) {

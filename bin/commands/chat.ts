@@ -5,15 +5,11 @@ import type { GatewayClient } from '../../client/gateway-client.js';
 import { TetherError } from '../../core/errors.js';
 import { tetherEvent } from '../../core/protocol/events.js';
 import { pick, required, type Command } from '../args.js';
-import { connectFrom, printCreateProgress, TLS_CLIENT_HELP, TLS_CLIENT_OPTIONS, TOKEN_FILE_HELP, TOKEN_FILE_OPTION } from './list.js';
+import { connectFrom, connectionHelp, CONNECTION_OPTIONS, TLS_CLIENT_HELP, TOKEN_FILE_HELP, TOKEN_FILE_OPTION } from '../connection-flags.js';
+import { printCreateProgress } from '../create-progress.js';
 
-const common = {
-  gateway: { type: 'string' },
-  token: { type: 'string' },
-  json: { type: 'boolean' },
-  ...TOKEN_FILE_OPTION,
-  ...TLS_CLIENT_OPTIONS,
-} as const;
+/** Options chat and attach share: the connection flags, --token-file and --json. */
+const common = { ...CONNECTION_OPTIONS, ...TOKEN_FILE_OPTION, json: { type: 'boolean' } } as const;
 
 /** Drives a session in pipe mode (--json) or with the interactive terminal client. */
 async function drive(client: GatewayClient, session: RemoteSession, json: boolean, stopOnEof: boolean): Promise<number> {
@@ -63,8 +59,7 @@ With --client-initialize the first line you send is the engine's initialize cont
 the agent sends none of its own; its answer comes back to you.
 
 Options:
-  --gateway URL            gateway URL (env TETHER_GATEWAY)
-  --token TOKEN            client token (env TETHER_TOKEN)
+${connectionHelp(27)}
 ${TOKEN_FILE_HELP}
   --agent NAME             agent to run on (env TETHER_AGENT)
   --cwd DIR                working folder on the agent
@@ -112,8 +107,7 @@ live stream. Without --read-only you are a controller when your token allows con
 runs until the session ends or you press Ctrl-C.
 
 Options:
-  --gateway URL   gateway URL (env TETHER_GATEWAY)
-  --token TOKEN   client token (env TETHER_TOKEN)
+${connectionHelp(18)}
 ${TOKEN_FILE_HELP}
   --read-only     attach as a viewer
   --from-seq N    start the history at sequence number N

@@ -1,76 +1,26 @@
-import { readFileSync } from 'node:fs';
-import { GatewayClient, type ConnectOptions } from '../../client/gateway-client.js';
-import { readTokenFile } from '../../core/auth/token-file.js';
-import { TetherError } from '../../core/errors.js';
-import type { CreateProgress } from '../../core/protocol/methods.js';
-import { pick, required, type Command } from '../args.js';
+import type { GatewayClient } from '../../client/gateway-client.js';
+import type { Command } from '../args.js';
+import { connectFrom, connectionHelp, CONNECTION_OPTIONS, TLS_CLIENT_HELP } from '../connection-flags.js';
+import { table } from '../table.js';
 
-/** TLS options every client command takes (wss:// and grpcs:// with a private CA, mutual TLS). */
-export const TLS_CLIENT_OPTIONS = {
-  ca: { type: 'string' },
-  'tls-cert': { type: 'string' },
-  'tls-key': { type: 'string' },
-} as const;
+/** The list commands' options: the connection flags and --json. */
+const LIST_OPTIONS = { ...CONNECTION_OPTIONS, json: { type: 'boolean' } } as const;
 
-export const TLS_CLIENT_HELP = `  --ca FILE         trust this CA (PEM) for wss:// and grpcs:// (env TETHER_CA)
-  --tls-cert FILE   client certificate (PEM) for mutual TLS (env TETHER_TLS_CERT)
-  --tls-key FILE    its private key (PEM) (env TETHER_TLS_KEY)`;
+/** A list command's --help: usage, the connection flags and `--json` with what it prints. */
+function listUsage(name: string, json: string): string {
+  return `Usage: tether ${name} --gateway URL [--token TOKEN] [--json]
 
-const connectionOptions = {
-  gateway: { type: 'string' },
-  token: { type: 'string' },
-  json: { type: 'boolean' },
-  ...TLS_CLIENT_OPTIONS,
-} as const;
-
-function pem(path: string | undefined, what: string): Buffer | undefined {
-  if (!path) return undefined;
-  try {
-    return readFileSync(path);
-  } catch (err) {
-    throw new TetherError('INVALID_ARGUMENT', `cannot read ${what} ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-  }
-}
-
-/** Tells the person at the terminal (stderr) that a create waits, e.g. for its agent to come back. */
-export function printCreateProgress(p: CreateProgress): void {
-  process.stderr.write(`* ${p.message}\n`);
-}
-
-/** `--token-file` (commands that keep a session open): the option and its help line. */
-export const TOKEN_FILE_OPTION = { 'token-file': { type: 'string' } } as const;
-export const TOKEN_FILE_HELP = `  --token-file FILE        read the client token from FILE instead, again at every reconnect
-                           and before it expires (the live connection renews itself: replace
-                           the file with a fresh token, e.g. tether token --out FILE)`;
-
-export async function connectFrom(v: Record<string, unknown>, software: string, onStatus?: ConnectOptions['onStatus']): Promise<GatewayClient> {
-  const tokenFile = v['token-file'] as string | undefined;
-  if (tokenFile !== undefined && v.token !== undefined) throw new TetherError('INVALID_ARGUMENT', 'use --token or --token-file, not both');
-  return GatewayClient.connect({
-    gateway: required(pick(v.gateway, 'TETHER_GATEWAY'), '--gateway (or TETHER_GATEWAY)'),
-    token: tokenFile === undefined ? pick(v.token, 'TETHER_TOKEN') : undefined,
-    tokenSource: tokenFile === undefined ? undefined : () => readTokenFile(tokenFile),
-    dial: {
-      ca: pem(pick(v.ca, 'TETHER_CA'), '--ca'),
-      tlsCert: pem(pick(v['tls-cert'], 'TETHER_TLS_CERT'), '--tls-cert'),
-      tlsKey: pem(pick(v['tls-key'], 'TETHER_TLS_KEY'), '--tls-key'),
-    },
-    software,
-    onStatus,
-  });
+${connectionHelp(18)}
+  --json          ${json}
+${TLS_CLIENT_HELP}
+  -h, --help      show this help`;
 }
 
 export const agentsCommand: Command = {
   name: 'agents',
   summary: 'list the agents connected to a gateway',
-  usage: `Usage: tether agents --gateway URL [--token TOKEN] [--json]
-
-  --gateway URL   gateway URL (env TETHER_GATEWAY)
-  --token TOKEN   client token (env TETHER_TOKEN)
-  --json          print a JSON array
-${TLS_CLIENT_HELP}
-  -h, --help      show this help`,
-  options: connectionOptions,
+  usage: listUsage('agents', 'print a JSON array'),
+  options: LIST_OPTIONS,
   run: (v) =>
     printList(v, (c) => c.listAgents(), 'no agents connected', ['NAME', 'HOST', 'ENGINES', 'SESSIONS', 'TRANSPORT', 'SINCE'], (a) => [
       a.name,
@@ -85,14 +35,8 @@ ${TLS_CLIENT_HELP}
 export const sessionsCommand: Command = {
   name: 'sessions',
   summary: 'list the sessions you can see on a gateway',
-  usage: `Usage: tether sessions --gateway URL [--token TOKEN] [--json]
-
-  --gateway URL   gateway URL (env TETHER_GATEWAY)
-  --token TOKEN   client token (env TETHER_TOKEN)
-  --json          print a JSON array (id, agent, owner, state, clients, pending_prompts, ...)
-${TLS_CLIENT_HELP}
-  -h, --help      show this help`,
-  options: connectionOptions,
+  usage: listUsage('sessions', 'print a JSON array (id, agent, owner, state, clients, pending_prompts, ...)'),
+  options: LIST_OPTIONS,
   run: (v) =>
     printList(v, (c) => c.listSessions(), 'no sessions', ['ID', 'AGENT', 'ENGINE', 'OWNER', 'STATE', 'CLIENTS', 'PENDING'], (s) => [
       s.id,
@@ -116,11 +60,4 @@ async function printList<T>(v: Record<string, unknown>, fetch: (c: GatewayClient
   } finally {
     await client.close();
   }
-}
-
-/** Left-aligned columns, two spaces apart, a header row first. */
-export function table(head: string[], rows: string[][]): string {
-  const widths = head.map((h, i) => rows.reduce((w, r) => Math.max(w, r[i].length), h.length)); // no spread: rows may be many
-  const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd() + '\n';
-  return line(head) + rows.map(line).join('');
 }

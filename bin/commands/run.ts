@@ -4,7 +4,8 @@ import type { RemoteSession } from '../../client/remote-session.js';
 import { TetherError } from '../../core/errors.js';
 import { PermissionMode } from '../../core/protocol/session-options.js';
 import { pick, required, type Command } from '../args.js';
-import { connectFrom, printCreateProgress, TLS_CLIENT_HELP, TLS_CLIENT_OPTIONS } from './list.js';
+import { connectFrom, connectionHelp, CONNECTION_OPTIONS, TLS_CLIENT_HELP } from '../connection-flags.js';
+import { printCreateProgress } from '../create-progress.js';
 
 export const runCommand: Command = {
   name: 'run',
@@ -16,8 +17,7 @@ Opens a session on the agent, sends PROMPT, streams the assistant's text to stdo
 0 when the turn succeeds, non-zero otherwise. Tool calls and results go to stderr.
 
 Options:
-  --gateway URL            gateway URL (env TETHER_GATEWAY)
-  --token TOKEN            client token (env TETHER_TOKEN)
+${connectionHelp(27)}
   --agent NAME             agent to run on (env TETHER_AGENT)
   --cwd DIR                working folder on the agent
   --model M                model for the engine
@@ -28,15 +28,13 @@ Options:
 ${TLS_CLIENT_HELP}
   -h, --help               show this help`,
   options: {
-    gateway: { type: 'string' },
-    token: { type: 'string' },
+    ...CONNECTION_OPTIONS,
     agent: { type: 'string' },
     cwd: { type: 'string' },
     model: { type: 'string' },
     'permission-mode': { type: 'string' },
     allow: { type: 'string', multiple: true },
     json: { type: 'boolean' },
-    ...TLS_CLIENT_OPTIONS,
   },
   allowPositionals: true,
   async run(v, positionals) {
