@@ -2,16 +2,17 @@ import { readTokenFile } from '../../core/auth/token-file.js';
 import { Agent } from '../../agent/agent.js';
 import { AGENT_CONFIG, enginePoliciesOf } from '../../agent/config.js';
 import { hostKeyFingerprint, hostKeyProof, loadOrCreateHostKey } from '../../core/auth/host-key.js';
-import { createLogger } from '../../core/logging.js';
-import type { Command } from '../args.js';
 import { dialTlsOf } from '../../core/config/tls-keys.js';
-import { configOptions, configUsage, loadProgramConfig } from '../program-config.js';
+import { programCommand } from '../program-command.js';
 import { onShutdown } from '../shutdown.js';
 
-export const agentCommand: Command = {
-  name: 'agent',
-  summary: 'run an agent that dials out to a gateway and runs engines',
-  usage: `Usage: tether agent --gateway ws://HOST:PORT --name NAME [--token TOKEN] [--engine auto|claude|demo]
+export const agentCommand = programCommand(
+  AGENT_CONFIG,
+  {
+    name: 'agent',
+    loggerName: 'agent',
+    summary: 'run an agent that dials out to a gateway and runs engines',
+    usage: `Usage: tether agent --gateway ws://HOST:PORT --name NAME [--token TOKEN] [--engine auto|claude|demo]
                     [--engine-command PATH] [--cwd DIR] [--label KEY=VALUE]... [--config FILE]
                     [--allow-engine-flag FLAG]... [--engine-env KEY=VALUE]... [--engine-user NAME]
 
@@ -41,13 +42,10 @@ Options:
                          off: none); the gateway pins it at the first hello
   --log-level LEVEL      trace|debug|info|warn|error (default info)
   --log-format F         auto|json|pretty (default auto: pretty on a terminal)
-  -h, --help             show this help
-
-${configUsage(AGENT_CONFIG)}`,
-  options: configOptions(AGENT_CONFIG),
-  async run(v) {
-    const { config: c } = loadProgramConfig(AGENT_CONFIG, v); // every problem at once, before anything dials
-    const logger = createLogger({ name: 'agent', level: c.logLevel, format: c.logFormat }).child({ agent: c.name });
+  -h, --help             show this help`,
+  },
+  async (c, root) => {
+    const logger = root.child({ agent: c.name });
     const name = c.name;
     let started = false;
     const hostKey = c.hostKeyFile === null ? undefined : loadOrCreateHostKey(c.hostKeyFile);
@@ -85,4 +83,4 @@ ${configUsage(AGENT_CONFIG)}`,
     await onShutdown(() => agent.shutdown());
     return 0;
   },
-};
+);

@@ -3,30 +3,26 @@ import { Agent } from '../../agent/agent.js';
 import { enginePoliciesOf } from '../../agent/config.js';
 import { LOGIN_CODE_TTL_SECONDS, mintLoginCode } from '../../core/auth/login-codes.js';
 import { mintToken } from '../../core/auth/mint.js';
-import { createLogger } from '../../core/logging.js';
-import { doorLimitsOf, gatewayLimitsOf } from '../../gateway/config.js';
-import { RevocationList } from '../../gateway/revocations.js';
-import { Gateway } from '../../gateway/gateway.js';
-import { GatewayMetrics } from '../../gateway/metrics.js';
-import { startGatewayServer } from '../../gateway/server.js';
-import type { Command } from '../args.js';
-import { AUTH_FLAGS_HELP, AUTH_OFF_WARNING, gatewayAuthFrom } from '../auth-options.js';
+import { AUTH_FLAGS_HELP } from '../auth-options.js';
+import { printKey, printListening, startGateway } from '../gateway-start.js';
+import { STORAGE_FLAGS_HELP } from '../gateway-storage.js';
+import { programCommand } from '../program-command.js';
 import { onShutdown } from '../shutdown.js';
 import { printSignIn, signInUrl } from '../sign-in-link.js';
-import { gatewayStorage, STORAGE_FLAGS_HELP } from '../gateway-storage.js';
-import { configOptions, configUsage, loadProgramConfig } from '../program-config.js';
 import { UP_CONFIG } from '../up-config.js';
-import { acpEndpoint } from '../acp-endpoint.js';
 
 /** Lifetime of the client token `tether up` prints. */
 const UP_CLIENT_TOKEN_TTL_SECONDS = 24 * 3600;
 /** Lifetime of the in-process agent's token (never printed; it only reconnects to this process). */
 const UP_AGENT_TOKEN_TTL_SECONDS = 366 * 86_400;
 
-export const upCommand: Command = {
-  name: 'up',
-  summary: 'run a gateway and a local agent in one command (what npm start runs)',
-  usage: `Usage: tether up [--port 7800] [--grpc-port 7801] [--engine auto|claude|demo] [--cwd DIR] [--state-dir DIR]
+export const upCommand = programCommand(
+  UP_CONFIG,
+  {
+    name: 'up',
+    loggerName: 'tether',
+    summary: 'run a gateway and a local agent in one command (what npm start runs)',
+    usage: `Usage: tether up [--port 7800] [--grpc-port 7801] [--engine auto|claude|demo] [--cwd DIR] [--state-dir DIR]
                  [--key FILE] [--jwks-url URL] [--auth on|off] [--allow-origin ORIGIN]... [--config FILE]
 
 Starts a gateway on 127.0.0.1 and one local agent named "local" connected to it. Prints
@@ -50,37 +46,11 @@ ${AUTH_FLAGS_HELP}
 ${STORAGE_FLAGS_HELP}
   --log-level LEVEL  trace|debug|info|warn|error (default warn)
   --log-format F     auto|json|pretty (default auto: pretty on a terminal)
-  -h, --help         show this help
-
-${configUsage(UP_CONFIG)}`,
-  options: configOptions(UP_CONFIG),
-  async run(v) {
-    const { config: c } = loadProgramConfig(UP_CONFIG, v); // every problem at once, before anything opens
-    const logger = createLogger({ name: 'tether', level: c.logLevel, format: c.logFormat });
-    const storage = gatewayStorage(c, logger); // the state folder is made private before the key is read
-    const setup = gatewayAuthFrom(c, { needSigningKey: true });
-    if (setup.auth.verifier === 'off') process.stderr.write(AUTH_OFF_WARNING);
-    const gateway = new Gateway({
-      logger: logger.child({ program: 'gateway' }),
-      store: storage.store,
-      audit: storage.audit,
-      hostKeys: storage.hostKeys,
-      policy: storage.policy,
-      limits: gatewayLimitsOf(c.limits),
-      metrics: new GatewayMetrics({ processMetrics: true }),
-    });
-    const server = await startGatewayServer(gateway, {
-      port: c.port,
-      grpcPort: c.grpcPort,
-      maxFrameBytes: c.limits.maxFrameBytes,
-      logger,
-      auth: setup.auth,
-      metrics: c.metrics,
-      doorLimits: doorLimitsOf(c.limits),
-      revocations: RevocationList.inStateDir(c.stateDir, { logger }),
-      acp: acpEndpoint(),
-    });
-    const key = setup.signingKey;
+  -h, --help         show this help`,
+  },
+  async (c, logger) => {
+    const { server, auth } = await startGateway(c, logger, { needSigningKey: true, routingLogger: logger.child({ program: 'gateway' }) });
+    const key = auth.signingKey;
     const agentToken = key ? await mintToken({ key, kind: 'agent', sub: 'local', agent: 'local', ttlSeconds: UP_AGENT_TOKEN_TTL_SECONDS }) : undefined;
     const clientToken = key ? await mintToken({ key, kind: 'client', sub: localUser(), ttlSeconds: UP_CLIENT_TOKEN_TTL_SECONDS }) : undefined;
     const agent = new Agent({
@@ -97,12 +67,11 @@ ${configUsage(UP_CONFIG)}`,
       logger: logger.child({ program: 'agent' }),
     });
     await agent.start();
-    process.stdout.write(`gateway: ${server.url}\n`);
-    process.stdout.write(`grpc: ${server.grpcUrl ?? 'off'}\n`);
+    printListening(server);
     process.stdout.write(`token: ${clientToken ?? 'none (authentication is off)'}\n`);
     if (key) printSignIn((t) => process.stdout.write(t), signInUrl(server.pageUrl, await mintLoginCode(key, { sub: localUser() })), LOGIN_CODE_TTL_SECONDS);
     else process.stdout.write(`web: ${server.pageUrl}\n`);
-    if (setup.keyPath) process.stdout.write(`key: ${setup.keyPath}${setup.created ? ' (created now)' : ''}\n`);
+    printKey(auth);
     process.stdout.write(`agent: local engine: ${agent.engines.explanation}\n`);
     process.stdout.write(`try: ${clientToken ? 'TETHER_TOKEN=<the token above> ' : ''}tether run --gateway ${server.url} --agent local "hello"\n`);
     await onShutdown(async () => {
@@ -111,7 +80,7 @@ ${configUsage(UP_CONFIG)}`,
     });
     return 0;
   },
-};
+);
 
 /** The subject of the printed client token: the OS user name. */
 function localUser(): string {

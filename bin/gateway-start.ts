@@ -1,0 +1,66 @@
+import type { Logger } from '../core/logging.js';
+import { doorLimitsOf, gatewayLimitsOf, serverTlsOf, type GatewayConfig } from '../gateway/config.js';
+import { Gateway } from '../gateway/gateway.js';
+import { GatewayMetrics } from '../gateway/metrics.js';
+import { RevocationList } from '../gateway/revocations.js';
+import { startGatewayServer, type GatewayServer } from '../gateway/server.js';
+import { acpEndpoint } from './acp-endpoint.js';
+import { AUTH_OFF_WARNING, gatewayAuthFrom, type GatewayAuthSetup } from './auth-options.js';
+import { gatewayStorage } from './gateway-storage.js';
+
+/** The keys a gateway runs from: all of `tether gateway`'s; `tether up` has no host (127.0.0.1) and no TLS. */
+export type GatewayRunConfig = Omit<GatewayConfig, 'host' | 'tlsCert' | 'tlsKey' | 'tlsClientCa' | 'logLevel' | 'logFormat'> &
+  Partial<Pick<GatewayConfig, 'host' | 'tlsCert' | 'tlsKey' | 'tlsClientCa'>>;
+
+/** A gateway the CLI started: its listeners and what its authentication resolved to. */
+export interface StartedGateway {
+  server: GatewayServer;
+  auth: GatewayAuthSetup;
+}
+
+/**
+ * Starts the gateway `tether gateway` and `tether up` run: its durable storage under the
+ * state folder (made private before the key is read), authentication at the door (the
+ * warning on stderr when it is off), the routing core with process metrics, and the
+ * listeners with revocations and the `/acp` endpoint. `needSigningKey` (up): the key must be
+ * able to mint tokens. `routingLogger`: the routing core's logger (default `logger`).
+ */
+export async function startGateway(c: GatewayRunConfig, logger: Logger, opts: { needSigningKey?: boolean; routingLogger?: Logger } = {}): Promise<StartedGateway> {
+  const storage = gatewayStorage(c, logger);
+  const auth = gatewayAuthFrom(c, { needSigningKey: opts.needSigningKey });
+  if (auth.auth.verifier === 'off') process.stderr.write(AUTH_OFF_WARNING);
+  const gateway = new Gateway({
+    logger: opts.routingLogger ?? logger,
+    store: storage.store,
+    audit: storage.audit,
+    hostKeys: storage.hostKeys,
+    policy: storage.policy,
+    limits: gatewayLimitsOf(c.limits),
+    metrics: new GatewayMetrics({ processMetrics: true }),
+  });
+  const server = await startGatewayServer(gateway, {
+    host: c.host,
+    port: c.port,
+    grpcPort: c.grpcPort,
+    maxFrameBytes: c.limits.maxFrameBytes,
+    logger,
+    auth: auth.auth,
+    metrics: c.metrics,
+    tls: serverTlsOf(c),
+    doorLimits: doorLimitsOf(c.limits),
+    revocations: RevocationList.inStateDir(c.stateDir, { logger }),
+    acp: acpEndpoint(),
+  });
+  return { server, auth };
+}
+
+/** The lines both commands print first: where the gateway listens. */
+export function printListening(server: GatewayServer): void {
+  process.stdout.write(`gateway: ${server.url}\n`);
+  process.stdout.write(`grpc: ${server.grpcUrl ?? 'off'}\n`);
+}
+
+/** The `key:` line: which key signs and verifies tokens, and whether it was created now (nothing without one). */
+export function printKey(auth: GatewayAuthSetup): void {
+  if (auth.keyPath) process.stdout.write(`key: ${auth.keyPath}${auth.created ? ' (created now)' : ''}\n`);
+}
