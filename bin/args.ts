@@ -35,20 +35,8 @@ export function pick(value: unknown, envName: string, fallback?: string): string
   return env !== undefined && env !== '' ? env : fallback;
 }
 
-/** Parses a port flag (0 allowed: pick a free one). */
-export function portOf(value: unknown, fallback: number, flag = '--port'): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new TetherError('INVALID_ARGUMENT', `${flag} must be a port number 0-65535, got "${String(value)}"`);
-  return n;
-}
-
+/** The value, or INVALID_ARGUMENT naming what is missing. */
 export function required(value: string | undefined, what: string): string {
   if (!value) throw new TetherError('INVALID_ARGUMENT', `missing ${what}`);
   return value;
-}
-
-/** --grpc-port: default 7801, or 0 when --port 0 asked for free ports. */
-export function grpcPortOf(v: Record<string, unknown>): number {
-  return portOf(v['grpc-port'], v.port === '0' ? 0 : 7801, '--grpc-port');
 }

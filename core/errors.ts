@@ -1,7 +1,7 @@
 /**
  * The one error vocabulary: gRPC's canonical codes. Every error that crosses a process
- * boundary carries one of these; code maps to a gRPC status, a WebSocket close code and a
- * JSON-RPC error code in {@link ERROR_TABLE}. Switch on `code`, never on `message`.
+ * boundary carries one of these; code maps to a gRPC status, a WebSocket close code, a
+ * JSON-RPC error code and an HTTP status in {@link ERROR_TABLE}. Switch on `code`, never on `message`.
  */
 export const ERROR_CODES = [
   'CANCELLED',
@@ -28,26 +28,39 @@ export interface ErrorCodeInfo {
   wsClose: number;
   /** JSON-RPC error code used in error responses. */
   jsonRpc: number;
+  /** HTTP status of an HTTP answer carrying this error (a refused WebSocket upgrade, POST /v1/ticket, POST /v1/login). */
+  http: number;
   /** Whether retrying the same operation later can help. */
   retryable: boolean;
 }
 
-/** Complete mapping; a test checks every code has a row and that no number is reused. */
-export const ERROR_TABLE: Record<ErrorCode, ErrorCodeInfo> = {
-  CANCELLED: { grpc: 1, wsClose: 4001, jsonRpc: -32001, retryable: true },
-  INVALID_ARGUMENT: { grpc: 3, wsClose: 4003, jsonRpc: -32602, retryable: false },
-  DEADLINE_EXCEEDED: { grpc: 4, wsClose: 4004, jsonRpc: -32004, retryable: true },
-  NOT_FOUND: { grpc: 5, wsClose: 4005, jsonRpc: -32005, retryable: false },
-  ALREADY_EXISTS: { grpc: 6, wsClose: 4006, jsonRpc: -32006, retryable: false },
-  PERMISSION_DENIED: { grpc: 7, wsClose: 4403, jsonRpc: -32007, retryable: false },
-  RESOURCE_EXHAUSTED: { grpc: 8, wsClose: 4008, jsonRpc: -32008, retryable: true },
-  FAILED_PRECONDITION: { grpc: 9, wsClose: 4009, jsonRpc: -32009, retryable: false },
-  ABORTED: { grpc: 10, wsClose: 4010, jsonRpc: -32010, retryable: true },
-  UNIMPLEMENTED: { grpc: 12, wsClose: 4012, jsonRpc: -32601, retryable: false },
-  INTERNAL: { grpc: 13, wsClose: 4013, jsonRpc: -32603, retryable: false },
-  UNAVAILABLE: { grpc: 14, wsClose: 4014, jsonRpc: -32014, retryable: true },
-  UNAUTHENTICATED: { grpc: 16, wsClose: 4401, jsonRpc: -32016, retryable: false },
+/**
+ * A code's row: its gRPC status and whether a retry helps. The other numbers follow from the
+ * status unless the row names them: WebSocket close 4000 + status (4401 and 4403 mirror
+ * HTTP), JSON-RPC -32000 - status (JSON-RPC's own codes where it has one), HTTP 500.
+ */
+type ErrorRow = Pick<ErrorCodeInfo, 'grpc' | 'retryable'> & Partial<ErrorCodeInfo>;
+
+const ROWS: Record<ErrorCode, ErrorRow> = {
+  CANCELLED: { grpc: 1, retryable: true },
+  INVALID_ARGUMENT: { grpc: 3, jsonRpc: -32602, http: 400, retryable: false },
+  DEADLINE_EXCEEDED: { grpc: 4, retryable: true },
+  NOT_FOUND: { grpc: 5, http: 404, retryable: false },
+  ALREADY_EXISTS: { grpc: 6, retryable: false },
+  PERMISSION_DENIED: { grpc: 7, wsClose: 4403, http: 403, retryable: false },
+  RESOURCE_EXHAUSTED: { grpc: 8, http: 429, retryable: true },
+  FAILED_PRECONDITION: { grpc: 9, http: 400, retryable: false },
+  ABORTED: { grpc: 10, retryable: true },
+  UNIMPLEMENTED: { grpc: 12, jsonRpc: -32601, retryable: false },
+  INTERNAL: { grpc: 13, jsonRpc: -32603, retryable: false },
+  UNAVAILABLE: { grpc: 14, http: 503, retryable: true },
+  UNAUTHENTICATED: { grpc: 16, wsClose: 4401, http: 401, retryable: false },
 };
+
+/** Complete mapping; a test checks every code has a row and that no number is reused. */
+export const ERROR_TABLE = Object.fromEntries(
+  ERROR_CODES.map((code) => [code, { wsClose: 4000 + ROWS[code].grpc, jsonRpc: -32000 - ROWS[code].grpc, http: 500, ...ROWS[code] }]),
+) as Record<ErrorCode, ErrorCodeInfo>;
 
 /** JSON-RPC's own parse error; not a canonical code because no request could be read. */
 export const JSONRPC_PARSE_ERROR = -32700;
@@ -95,6 +108,27 @@ function codeFromJsonRpc(n: number): ErrorCode {
 export function codeFromWsClose(closeCode: number): ErrorCode | undefined {
   for (const code of ERROR_CODES) if (ERROR_TABLE[code].wsClose === closeCode) return code;
   return undefined;
+}
+
+/** The HTTP status an HTTP answer uses for a canonical code. */
+export function httpStatusOf(code: ErrorCode): number {
+  return ERROR_TABLE[code].http;
+}
+
+/** The codes an HTTP refusal is taken at its word for: what the gateway's door answers a WebSocket upgrade with. */
+const HTTP_REFUSAL_CODES: readonly ErrorCode[] = ['INVALID_ARGUMENT', 'UNAUTHENTICATED', 'PERMISSION_DENIED', 'RESOURCE_EXHAUSTED'];
+/** Node's own answer to request headers past its size limit, before the door sees them. */
+const HTTP_HEADERS_TOO_LARGE = 431;
+
+/**
+ * Maps the HTTP status of a refused WebSocket upgrade back to a canonical code: the door's
+ * refusals (400, 401, 403, 429) and 431 (headers too large: INVALID_ARGUMENT) keep their
+ * meaning; anything else (a proxy's 404 or 502, a gateway not up yet) is UNAVAILABLE, which a
+ * dialer retries.
+ */
+export function codeFromHttpRefusal(status: number): ErrorCode {
+  if (status === HTTP_HEADERS_TOO_LARGE) return 'INVALID_ARGUMENT';
+  return HTTP_REFUSAL_CODES.find((code) => ERROR_TABLE[code].http === status) ?? 'UNAVAILABLE';
 }
 
 /** Maps a gRPC status number to a canonical code. */

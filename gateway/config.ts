@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { loadKeyFile } from '../core/auth/keys.js';
+import { DEFAULT_STATE_DIR } from '../core/auth/state-dir.js';
 import { CHANNEL_DEFAULTS } from '../core/channel/channel.js';
 import { loggingKeys, portKey, positiveInt } from '../core/config/common.js';
 import { pemFile } from '../core/config/tls-keys.js';
@@ -17,8 +17,6 @@ export const DEFAULT_GATEWAY_HOST = '127.0.0.1';
 export const DEFAULT_GATEWAY_PORT = 7800;
 /** gRPC port (0 instead when the HTTP port is 0: both then pick free ports). */
 export const DEFAULT_GRPC_PORT = 7801;
-/** The state folder when none is configured. */
-export const DEFAULT_STATE_DIR = join(homedir(), '.tether');
 /** The audit trail's file name inside the state folder. */
 export const AUDIT_FILE = 'audit.jsonl';
 

@@ -10,20 +10,13 @@ import { ANONYMOUS, type Principal } from './principal.js';
 import type { RevocationList } from './revocations.js';
 
 /**
- * Refused credentials since the process started, by reason (core/auth/auth-error.ts), summed
- * over every door of the process; read it, never reset it in code. Each gateway also counts
- * its own in `tether_auth_failures_total` (gateway/metrics.ts).
- */
-export const authFailures: Record<string, number> = {};
-
-/**
- * Counts a refused credential in {@link authFailures} (and with `count`, e.g. a gateway's
- * metrics) and logs it (warn, `event: "auth.failed"`, with its reason and code, never the
- * credential). Returns the error, to throw.
+ * Counts a refused credential with `count` (the gateway's metrics: `tether_auth_failures_total`
+ * by reason) and logs it (warn, `event: "auth.failed"`, with its reason and code, never the
+ * credential). Returns the error, to throw. No tally lives in this module: the count belongs to
+ * the gateway whose door refused, built by the composition root.
  */
 export function noteAuthFailure(log: Logger, err: TetherError, fields: Record<string, unknown> = {}, count?: (reason: string) => void): TetherError {
   const reason = authReason(err);
-  authFailures[reason] = (authFailures[reason] ?? 0) + 1;
   count?.(reason);
   log.warn({ event: 'auth.failed', ...fields, reason, code: err.code }, `refused: ${err.message}`);
   return err;
@@ -39,7 +32,7 @@ export interface DoorOptions {
   /** Trades web sign-in codes for client tokens (POST /v1/login); absent: web sign-in is off. */
   login?: LoginDesk;
   logger?: Logger;
-  /** Called with the reason of every refusal (the gateway's metrics). */
+  /** Called with the reason of every refusal: the gateway's metrics count them. */
   onAuthFailure?: (reason: string) => void;
   /** Refused credentials per remote address (threat A17); absent: no limit. */
   failures?: AuthFailureLimiter;
@@ -73,9 +66,9 @@ export interface DoorRequest {
  * Authentication at the door, before any gateway state exists for a connection: checks the
  * Origin against the allow list (even with authentication off: a page elsewhere must never
  * drive a local gateway), then a one-time ticket or the bearer token, and resolves with the
- * principal routing will use. Cookies are never looked at. Every refusal is counted in
- * {@link authFailures} and logged (warn, `event: "auth.failed"`) with its reason, never with
- * the token or ticket.
+ * principal routing will use. Cookies are never looked at. Every refusal is counted through
+ * `onAuthFailure` and logged (warn, `event: "auth.failed"`) with its reason, never with the
+ * token or ticket.
  */
 export class Door {
   readonly tickets: TicketBook;
@@ -219,7 +212,6 @@ export class Door {
     if (authReason(e) === 'rate_limited') {
       // Counted, but logged at debug: a flood must not turn into a flood of log lines.
       this.opts.onAuthFailure?.('rate_limited');
-      authFailures.rate_limited = (authFailures.rate_limited ?? 0) + 1;
       this.log.debug({ event: 'auth.failed', ...fields, reason: 'rate_limited', code: e.code }, `refused: ${e.message}`);
       return e;
     }

@@ -1,7 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { asTetherError, TetherError } from '../core/errors.js';
+import { asTetherError, httpStatusOf, TetherError } from '../core/errors.js';
 import type { Door } from './door.js';
-import { httpStatusOf } from './http-status.js';
 
 /** Where the web page trades a sign-in code for a client token. */
 export const LOGIN_PATH = '/v1/login';

@@ -1,7 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { asTetherError } from '../core/errors.js';
+import { asTetherError, httpStatusOf } from '../core/errors.js';
 import type { Door } from './door.js';
-import { httpStatusOf } from './http-status.js';
 
 /** Where browsers get a one-time WebSocket ticket. */
 export const TICKET_PATH = '/v1/ticket';

@@ -2,14 +2,12 @@ import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { WsChannel } from '../core/channel/ws.js';
+import { WS_PATH, WS_PING_DEFAULTS } from '../core/channel/ws-wire.js';
 import type { Channel } from '../core/channel/channel.js';
 import { CHANNEL_DEFAULTS } from '../core/channel/channel.js';
-import { asTetherError } from '../core/errors.js';
-import { httpStatusOf } from './http-status.js';
+import { asTetherError, httpStatusOf } from '../core/errors.js';
 import { JSONRPC_SUBPROTOCOL } from '../core/protocol/jsonrpc-dialect.js';
 
-/** Where agents and clients open their WebSocket. */
-export const WS_PATH = '/v1/connect';
 /** Upgrades are also served at the bare URL `tether up` prints (`ws://HOST:PORT`, path `/`). */
 const WS_PATHS = new Set([WS_PATH, '/']);
 
@@ -21,7 +19,7 @@ export interface WsListenerOptions<A = undefined> {
    * Decides each upgrade request before the WebSocket handshake (authentication at the door).
    * Resolve with what onChannel should get; reject (a TetherError) to refuse: the socket gets
    * a plain HTTP answer (401 UNAUTHENTICATED, 403 PERMISSION_DENIED, 429, 400, 503 — see
-   * http-status.ts) whose text body is the error message, and no WebSocket exists. Absent:
+   * core/errors.ts) whose text body is the error message, and no WebSocket exists. Absent:
    * every upgrade is accepted.
    */
   admit?: (req: IncomingMessage) => Promise<A>;
@@ -52,8 +50,8 @@ export function attachWsListener<A = undefined>(server: Server, opts: WsListener
       const channel = new WsChannel(ws, remote, {
         socket: socket as Duplex & { bytesRead: number },
         maxFrameBytes,
-        pingIntervalMs: opts.pingIntervalMs ?? 15_000,
-        pingTimeoutMs: opts.pingTimeoutMs ?? 10_000,
+        pingIntervalMs: opts.pingIntervalMs ?? WS_PING_DEFAULTS.intervalMs,
+        pingTimeoutMs: opts.pingTimeoutMs ?? WS_PING_DEFAULTS.timeoutMs,
       });
       opts.onChannel(channel, req, admitted);
     });

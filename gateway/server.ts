@@ -1,30 +1,26 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import type { AgentConnector } from '@agentclientprotocol/sdk';
-import { createServer as createTlsServer } from 'node:https';
-import type { AddressInfo, Socket } from 'node:net';
-import { TetherError } from '../core/errors.js';
+import type { AddressInfo } from 'node:net';
 import type { Logger } from '../core/logging.js';
 import { silentLogger } from '../core/logging.js';
 import type { TicketOptions } from '../core/auth/tickets.js';
 import type { TokenVerifier } from '../core/auth/verify.js';
-import { Door, type Admission } from './door.js';
-import { AuthFailureLimiter, ConnectionLimiter, DEADLINE_CHECK_INTERVAL_MS, DOOR_DEFAULTS, gateConnection, LISTEN_BACKLOG, type DoorLimits } from './door-limits.js';
-import type { Channel } from '../core/channel/channel.js';
+import type { Door, Admission } from './door.js';
+import { DOOR_DEFAULTS, LISTEN_BACKLOG, type DoorLimits } from './door-limits.js';
 import type { Gateway } from './gateway.js';
 import type { LoginDesk } from '../core/auth/login-codes.js';
-import { handleLoginRequest } from './listen-http-login.js';
-import { LiveTokens } from './live-tokens.js';
 import type { RevocationList } from './revocations.js';
-import { handleTicketRequest } from './listen-http-ticket.js';
-import { handleWebRequest, loadWebAssets } from './listen-http-web.js';
+import { loadWebAssets } from './listen-http-web.js';
 import { attachWsListener } from './listen-ws.js';
 import { ACP_PATH, attachAcpListener, type AcpLink } from './listen-acp.js';
 import { memoryChannelPair } from '../core/channel/memory.js';
 import { startGrpcListener, type GrpcListener } from './listen-grpc.js';
 import { grpcHealthService } from './grpc-health.js';
-import { DIALECT_METADATA_KEY, grpcDialect, JSONRPC_DIALECT, offersJsonRpcDialect, type Dialect } from '../core/protocol/jsonrpc-dialect.js';
-import { handleOpsRequest } from './listen-http-ops.js';
+import { DIALECT_METADATA_KEY, grpcDialect, JSONRPC_DIALECT, offersJsonRpcDialect } from '../core/protocol/jsonrpc-dialect.js';
 import { evaluateReadiness, type ReadinessCheck, type ReadinessReport } from './readiness.js';
+import { openAdmissions, type Admissions } from './admission.js';
+import { createHttpListener, type ServerTls } from './listen-http.js';
+import { DEFAULT_GATEWAY_HOST, DEFAULT_GATEWAY_PORT } from './config.js';
 
 /** How the gateway authenticates connections (see gateway/door.ts). */
 export interface GatewayAuthOptions {
@@ -48,7 +44,7 @@ export interface GatewayServerOptions {
    * TLS on both listeners (wss:// and grpcs://). With `clientCa`, every connection must
    * present a client certificate signed by it (mutual TLS).
    */
-  tls?: { cert: Buffer; key: Buffer; clientCa?: Buffer };
+  tls?: ServerTls;
   pingIntervalMs?: number;
   pingTimeoutMs?: number;
   logger?: Logger;
@@ -108,70 +104,78 @@ export interface GatewayServer {
  */
 export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOptions = {}): Promise<GatewayServer> {
   const log = opts.logger ?? silentLogger;
-  const host = opts.host ?? '127.0.0.1';
+  const host = opts.host ?? DEFAULT_GATEWAY_HOST;
   const limits = { ...DOOR_DEFAULTS, ...opts.doorLimits };
-  const connections = new ConnectionLimiter(limits);
-  const door = new Door({
-    ...(opts.auth ?? { verifier: 'off' }),
-    logger: log.child({ component: 'door' }),
-    onAuthFailure: (reason) => gateway.metrics.authFailure(reason),
-    failures: new AuthFailureLimiter(limits),
-    revocations: opts.revocations,
-  });
-  const liveTokens = new LiveTokens({ skewMs: door.clockToleranceMs, now: () => door.nowMs(), revocations: opts.revocations, logger: log.child({ component: 'tokens' }) });
-  const gate = (transport: string, plaintextHttp: boolean) => (socket: Socket) =>
-    gateConnection(connections, socket, plaintextHttp, (err) => {
-      gateway.metrics.connectionRefused(transport);
-      log.debug({ transport, remote: socket.remoteAddress, err: err.message }, 'connection refused at the cap');
-    });
-  /** Hands an admitted channel to routing, with its token tracked (expiry, revocation, renewal). */
-  const accept = (channel: Channel, admitted: Admission, transport: string, dialect: Dialect = 'native') => {
-    const token = admitted.token;
-    if (!token) return gateway.accept(channel, admitted.principal, undefined, dialect);
-    liveTokens.track(channel, token);
-    gateway.accept(channel, admitted.principal, {
-      expiresAt: token.expiresAt,
-      renew: async (fresh) => {
-        const again = await door.admit({ transport, remote: channel.remote, authorization: `Bearer ${fresh}` });
-        if (!again.token) throw new TetherError('FAILED_PRECONDITION', 'authentication is off on this gateway');
-        liveTokens.renew(channel, again.token);
-        return again.token.expiresAt;
-      },
-    }, dialect);
-  };
-  if (!door.authEnabled) log.warn('authentication is OFF: anyone who can reach this gateway can run sessions on its agents');
+  const admissions = openAdmissions(gateway, { auth: opts.auth, limits, revocations: opts.revocations, logger: log });
   const wantGrpc = opts.grpcPort !== undefined && opts.grpcPort !== null;
-  let grpc: GrpcListener | undefined;
-  let closing: Promise<void> | undefined;
+  const state: { grpc?: GrpcListener; closing?: Promise<void> } = {};
+  const readiness = readinessOf(gateway, admissions.door, opts.readinessChecks ?? [], () =>
+    state.closing ? 'shutting down' : !http.listening ? 'HTTP/WebSocket listener not bound' : wantGrpc && !state.grpc ? 'gRPC listener not bound' : undefined,
+  );
+  const http = createHttpListener(
+    { ops: { readiness, metrics: opts.metrics === false ? undefined : gateway.metrics }, door: admissions.door, web: opts.webRoot === false ? false : loadWebAssets(opts.webRoot) },
+    limits,
+    opts.tls,
+  );
+  http.on('connection', admissions.gate('ws', !opts.tls));
+  const detachUpgrades = attachUpgrades(http, admissions, opts);
+  const port = await listen(http, opts.port ?? DEFAULT_GATEWAY_PORT, host);
+  log.info({ host, port }, 'gateway listening (WebSocket)');
+  const health = grpcHealthService(() => readiness().ready);
+  if (wantGrpc) {
+    state.grpc = await startGrpcEdge(admissions, { ...opts, host, grpcPort: opts.grpcPort! }, health).catch(async (err) => {
+      await closeHttp(http);
+      throw err;
+    });
+    log.info({ host, port: state.grpc.port }, 'gateway listening (gRPC)');
+  }
+  const urls = gatewayUrls(host, port, state.grpc?.port, opts.tls !== undefined);
+  admissions.door.allowOrigin(urls.origin); // same-origin pages of the gateway itself
+  const ready = readiness();
+  log.info({ ready: ready.ready, checks: ready.checks }, ready.ready ? 'gateway ready' : 'gateway listening but not ready');
+  return {
+    port,
+    host,
+    url: urls.url,
+    pageUrl: urls.pageUrl,
+    grpcPort: state.grpc?.port,
+    grpcUrl: urls.grpcUrl,
+    door: admissions.door,
+    readiness,
+    close: () =>
+      (state.closing ??= (async () => {
+        health.shutdown(); // watchers hear NOT_SERVING before the listener goes
+        admissions.dispose();
+        await gateway.close();
+        await state.grpc?.close({ graceMs: GRPC_CLOSE_GRACE_MS });
+        await detachUpgrades();
+        await closeHttp(http);
+      })()),
+  };
+}
+
+/** How long open gRPC streams get to end on close before they are cancelled. */
+const GRPC_CLOSE_GRACE_MS = 1_000;
+
+/** Ready means: listening (`listening` says what is not), the session store open, the authentication policy loaded, and the caller's own checks. */
+function readinessOf(gateway: Gateway, door: Door, extra: ReadinessCheck[], listening: () => string | undefined): () => ReadinessReport {
   const checks: ReadinessCheck[] = [
-    {
-      name: 'listening',
-      check: () => (closing ? 'shutting down' : !server.listening ? 'HTTP/WebSocket listener not bound' : wantGrpc && !grpc ? 'gRPC listener not bound' : undefined),
-    },
+    { name: 'listening', check: listening },
     { name: 'store', check: () => (gateway.store.isOpen ? undefined : `session store (${gateway.store.kind}) is not open`) },
     { name: 'policy', check: () => (door.policyLoaded ? undefined : 'authentication policy not loaded') },
-    ...(opts.readinessChecks ?? []),
+    ...extra,
   ];
-  const readiness = () => evaluateReadiness(checks);
-  const ops = { readiness, metrics: opts.metrics === false ? undefined : gateway.metrics };
-  const web = opts.webRoot === false ? undefined : loadWebAssets(opts.webRoot);
-  const onRequest: Parameters<typeof createServer>[1] = (req, res) => {
-    if (handleOpsRequest(ops, req, res)) return;
-    if (handleTicketRequest(door, req, res)) return;
-    if (handleLoginRequest(door, req, res)) return;
-    if (opts.webRoot !== false && handleWebRequest(web, req, res)) return;
-    res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}');
-  };
-  const tls = opts.tls;
-  const server: Server = tls
-    ? createTlsServer({ connectionsCheckingInterval: DEADLINE_CHECK_INTERVAL_MS, cert: tls.cert, key: tls.key, ca: tls.clientCa, requestCert: tls.clientCa !== undefined, rejectUnauthorized: tls.clientCa !== undefined }, onRequest)
-    : createServer({ connectionsCheckingInterval: DEADLINE_CHECK_INTERVAL_MS }, onRequest);
-  // Slowloris and half-open TCP: headers within headersTimeoutMs, a request within requestTimeoutMs.
-  server.headersTimeout = limits.headersTimeoutMs;
-  server.requestTimeout = limits.requestTimeoutMs;
-  server.on('connection', gate('ws', !tls));
-  const admitWs = (req: IncomingMessage) =>
-    door.admit({
+  return () => evaluateReadiness(checks);
+}
+
+/**
+ * The WebSocket upgrades of the HTTP server, each through the door: the Tether wire at
+ * /v1/connect (the JSON-RPC dialect by subprotocol) and, when `opts.acp` is given, ACP at
+ * /acp. Returns what detaches both, closing their sockets.
+ */
+function attachUpgrades(http: Server, admissions: Admissions, opts: GatewayServerOptions): () => Promise<void> {
+  const admit = (req: IncomingMessage) =>
+    admissions.door.admit({
       transport: 'ws',
       remote: `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`,
       authorization: req.headers.authorization,
@@ -179,88 +183,82 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
       ticket: ticketOf(req.url),
       path: req.url,
     });
-  const detachWs = attachWsListener<Admission>(server, {
+  const detachWs = attachWsListener<Admission>(http, {
     maxFrameBytes: opts.maxFrameBytes,
     pingIntervalMs: opts.pingIntervalMs,
     pingTimeoutMs: opts.pingTimeoutMs,
-    admit: admitWs,
-    onChannel: (channel, req, admitted) => accept(channel, admitted, 'ws', offersJsonRpcDialect(req.headers['sec-websocket-protocol']) ? 'jsonrpc' : 'native'),
+    admit,
+    onChannel: (channel, req, admitted) => admissions.accept(channel, admitted, 'ws', offersJsonRpcDialect(req.headers['sec-websocket-protocol']) ? 'jsonrpc' : 'native'),
     otherPaths: opts.acp ? [ACP_PATH] : [],
   });
   const acpFor = opts.acp;
   const detachAcp = acpFor
-    ? attachAcpListener<Admission>(server, {
+    ? attachAcpListener<Admission>(http, {
         maxFrameBytes: opts.maxFrameBytes,
-        admit: admitWs,
+        admit,
         agentFor: (admitted, req) =>
           acpFor({
             path: req.url ?? ACP_PATH,
             open: () => {
               const [ours, theirs] = memoryChannelPair({ maxFrameBytes: opts.maxFrameBytes });
-              accept(theirs, admitted, 'acp');
+              admissions.accept(theirs, admitted, 'acp');
               return ours;
             },
           }),
       })
     : undefined;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port ?? 7800, host, LISTEN_BACKLOG, () => {
-      server.off('error', reject);
-      resolve();
+  return async () => {
+    detachWs();
+    await detachAcp?.();
+  };
+}
+
+/** The gRPC listener beside the HTTP port, with grpc.health.v1.Health; streams pass the door, their dialect named by metadata. */
+function startGrpcEdge(admissions: Admissions, opts: GatewayServerOptions & { host: string; grpcPort: number }, health: ReturnType<typeof grpcHealthService>): Promise<GrpcListener> {
+  return startGrpcListener<Admission>({
+    host: opts.host,
+    port: opts.grpcPort,
+    maxFrameBytes: opts.maxFrameBytes,
+    tls: opts.tls,
+    admit: (metadata, remote) => admissions.door.admit({ transport: 'grpc', remote, authorization: metadata.authorization, origin: metadata.origin }),
+    onChannel: (channel, metadata, admitted) => {
+      const dialect = grpcDialect(metadata[DIALECT_METADATA_KEY]);
+      if (!dialect) return channel.close('INVALID_ARGUMENT', `unknown ${DIALECT_METADATA_KEY} ${JSON.stringify(metadata[DIALECT_METADATA_KEY].slice(0, 64))} (this gateway speaks ${JSONRPC_DIALECT})`);
+      admissions.accept(channel, admitted, 'grpc', dialect);
+    },
+    onConnection: admissions.gate('grpc', false),
+    backlog: LISTEN_BACKLOG,
+    services: [health],
+  });
+}
+
+/** Binds the HTTP server; resolves with the bound port. */
+function listen(http: Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    http.once('error', reject);
+    http.listen(port, host, LISTEN_BACKLOG, () => {
+      http.off('error', reject);
+      resolve((http.address() as AddressInfo).port);
     });
   });
-  const port = (server.address() as AddressInfo).port;
-  log.info({ host, port }, 'gateway listening (WebSocket)');
-  const health = grpcHealthService(() => readiness().ready);
-  if (wantGrpc) {
-    try {
-      grpc = await startGrpcListener<Admission>({
-        host,
-        port: opts.grpcPort!,
-        maxFrameBytes: opts.maxFrameBytes,
-        tls: opts.tls,
-        admit: (metadata, remote) => door.admit({ transport: 'grpc', remote, authorization: metadata.authorization, origin: metadata.origin }),
-        onChannel: (channel, metadata, admitted) => {
-          const dialect = grpcDialect(metadata[DIALECT_METADATA_KEY]);
-          if (!dialect) return channel.close('INVALID_ARGUMENT', `unknown ${DIALECT_METADATA_KEY} ${JSON.stringify(metadata[DIALECT_METADATA_KEY].slice(0, 64))} (this gateway speaks ${JSONRPC_DIALECT})`);
-          accept(channel, admitted, 'grpc', dialect);
-        },
-        onConnection: gate('grpc', false),
-        backlog: LISTEN_BACKLOG,
-        services: [health],
-      });
-    } catch (err) {
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      throw err;
-    }
-    log.info({ host, port: grpc.port }, 'gateway listening (gRPC)');
-  }
+}
+
+/** Closes the HTTP server and every connection it still holds. */
+function closeHttp(http: Server): Promise<void> {
+  const closed = new Promise<void>((resolve) => http.close(() => resolve()));
+  http.closeAllConnections();
+  return closed;
+}
+
+/** What the gateway prints and allows: its URLs per listener, and the origin of its own page. */
+function gatewayUrls(host: string, port: number, grpcPort: number | undefined, tls: boolean): { url: string; pageUrl: string; grpcUrl?: string; origin: string } {
   const urlHost = host.includes(':') ? `[${host}]` : host;
-  door.allowOrigin(`${tls ? 'https' : 'http'}://${urlHost}:${port}`); // same-origin pages of the gateway itself
-  const ready = readiness();
-  log.info({ ready: ready.ready, checks: ready.checks }, ready.ready ? 'gateway ready' : 'gateway listening but not ready');
+  const origin = `${tls ? 'https' : 'http'}://${urlHost}:${port}`;
   return {
-    port,
-    host,
     url: `${tls ? 'wss' : 'ws'}://${urlHost}:${port}`,
-    pageUrl: `${tls ? 'https' : 'http'}://${urlHost}:${port}/`,
-    grpcPort: grpc?.port,
-    grpcUrl: grpc ? `${tls ? 'grpcs' : 'grpc'}://${urlHost}:${grpc.port}` : undefined,
-    door,
-    readiness,
-    close: () =>
-      (closing ??= (async () => {
-        health.shutdown(); // watchers hear NOT_SERVING before the listener goes
-        liveTokens.dispose();
-        await gateway.close();
-        await grpc?.close({ graceMs: 1_000 });
-        detachWs();
-        await detachAcp?.();
-        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-        server.closeAllConnections();
-        await closed;
-      })()),
+    pageUrl: `${origin}/`,
+    grpcUrl: grpcPort === undefined ? undefined : `${tls ? 'grpcs' : 'grpc'}://${urlHost}:${grpcPort}`,
+    origin,
   };
 }
 

@@ -14,7 +14,7 @@ import { dial } from '../core/link/dial.js';
 import { createLogger } from '../core/logging.js';
 import { PROTOCOL_VERSION } from '../core/protocol/version.js';
 import { RpcPeer } from '../core/rpc/peer.js';
-import { authFailures } from '../gateway/door.js';
+import type { Gateway } from '../gateway/gateway.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { isCanUseTool, until } from './support/items.js';
 import { startStack, type Stack } from './support/stack.js';
@@ -45,6 +45,12 @@ async function waitFor(cond: () => boolean, what: string, ms = 5_000): Promise<v
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));
   }
+}
+
+/** `tether_auth_failures_total{reason}` of one gateway: refusals are counted by the gateway whose door refused. */
+async function authFailuresCounted(gateway: Gateway, reason: string): Promise<number> {
+  const line = (await gateway.metrics.render()).body.split('\n').find((l) => l.startsWith(`tether_auth_failures_total{reason="${reason}"} `));
+  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
 async function refusal(p: Promise<unknown>): Promise<TetherError> {
@@ -243,9 +249,9 @@ describe.each(['ws', 'grpc'] as const)('authentication over %s', (transport) => 
   ];
 
   it.each(DOOR_CASES)('refuses %s at the door, before any gateway state', async (_name, make, code, message, reason) => {
-    const counted = authFailures[reason] ?? 0;
+    const counted = await authFailuresCounted(stack.gateway, reason);
     await refusedAtDoor(await make(stack), code, message);
-    expect(authFailures[reason]).toBe(counted + 1);
+    expect(await authFailuresCounted(stack.gateway, reason)).toBe(counted + 1);
   });
 
   it('accepts ±29 s of clock skew (exp 29 s ago, nbf in 29 s)', async () => {
@@ -255,13 +261,13 @@ describe.each(['ws', 'grpc'] as const)('authentication over %s', (transport) => 
 
   it('refuses an agent token used by a client, and leaves no client behind', async () => {
     const before = state();
-    const counted = authFailures.wrong_kind ?? 0;
+    const counted = await authFailuresCounted(stack.gateway, 'wrong_kind');
     const token = track(await stack.mint({ kind: 'agent', sub: 'test-agent' }));
     const err = await refusal(GatewayClient.connect({ gateway: url, token, reconnect: false, logger }));
     expect(err.code).toBe('PERMISSION_DENIED');
     expect(err.message).toContain('token is for an agent, not a client');
     expect(state()).toEqual(before);
-    expect(authFailures.wrong_kind).toBe(counted + 1);
+    expect(await authFailuresCounted(stack.gateway, 'wrong_kind')).toBe(counted + 1);
   });
 
   /** Expects an agent with `token` registering as `name` to be refused at hello, leaving the live agent as it was. */

@@ -4,11 +4,12 @@ import { loadKeyFile } from '../../core/auth/keys.js';
 import { LOGIN_CODE_TTL_SECONDS, mintLoginCode } from '../../core/auth/login-codes.js';
 import { resolveStateDir, stateKeyPath } from '../../core/auth/state-dir.js';
 import { TetherError } from '../../core/errors.js';
+import { DEFAULT_GATEWAY_HOST, DEFAULT_GATEWAY_PORT } from '../../gateway/config.js';
 import { required, type Command } from '../args.js';
 import { printSignIn, signInUrl } from '../sign-in-link.js';
 
 /** The page address login-link assumes without --url (tether gateway's default listener). */
-const DEFAULT_PAGE_URL = 'http://127.0.0.1:7800';
+const DEFAULT_PAGE_URL = `http://${DEFAULT_GATEWAY_HOST}:${DEFAULT_GATEWAY_PORT}`;
 
 /** `tether login-link`: mints a single-use web sign-in link with the gateway's key. */
 export const loginLinkCommand: Command = {

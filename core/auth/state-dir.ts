@@ -8,9 +8,12 @@ import { ensurePrivateDir } from '../util/private-files.js';
 /** The gateway's key inside its state folder. */
 export const STATE_KEY_FILE = 'gateway-key.json';
 
-/** The state folder: the flag, else TETHER_STATE_DIR, else ~/.tether. */
+/** The state folder when none is configured. */
+export const DEFAULT_STATE_DIR = join(homedir(), '.tether');
+
+/** The state folder: the flag, else TETHER_STATE_DIR, else {@link DEFAULT_STATE_DIR}. */
 export function resolveStateDir(flag?: string): string {
-  const dir = flag || process.env.TETHER_STATE_DIR || join(homedir(), '.tether');
+  const dir = flag || process.env.TETHER_STATE_DIR || DEFAULT_STATE_DIR;
   return resolve(dir);
 }
 

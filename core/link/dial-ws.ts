@@ -1,12 +1,10 @@
 import { WebSocket } from 'ws';
 import { WsChannel } from '../channel/ws.js';
+import { WS_PATH, WS_PING_DEFAULTS } from '../channel/ws-wire.js';
 import type { Channel } from '../channel/channel.js';
 import { CHANNEL_DEFAULTS } from '../channel/channel.js';
-import { TetherError } from '../errors.js';
+import { codeFromHttpRefusal, TetherError } from '../errors.js';
 import type { DialOptions } from './dial.js';
-
-/** Where the gateway accepts WebSocket connections (mirrors gateway/listen-ws.ts). */
-const WS_PATH = '/v1/connect';
 
 /** Opens a WebSocket channel to a ws:// or wss:// gateway URL. */
 export function dialWs(url: URL, opts: DialOptions): Promise<Channel> {
@@ -38,9 +36,7 @@ export function dialWs(url: URL, opts: DialOptions): Promise<Channel> {
         ws.removeAllListeners();
         ws.on('error', () => {});
         ws.terminate();
-        const code =
-          status === 401 ? 'UNAUTHENTICATED' : status === 403 ? 'PERMISSION_DENIED' : status === 429 ? 'RESOURCE_EXHAUSTED' : status === 400 || status === 431 ? 'INVALID_ARGUMENT' : 'UNAVAILABLE';
-        reject(new TetherError(code, `gateway refused the connection (HTTP ${status}): ${body.trim() || res.statusMessage}`));
+        reject(new TetherError(codeFromHttpRefusal(status), `gateway refused the connection (HTTP ${status}): ${body.trim() || res.statusMessage}`));
       });
     });
     let socket: { readonly bytesRead: number } | undefined;
@@ -51,8 +47,8 @@ export function dialWs(url: URL, opts: DialOptions): Promise<Channel> {
         new WsChannel(ws, url.host, {
           socket,
           maxFrameBytes,
-          pingIntervalMs: opts.pingIntervalMs ?? 15_000,
-          pingTimeoutMs: opts.pingTimeoutMs ?? 10_000,
+          pingIntervalMs: opts.pingIntervalMs ?? WS_PING_DEFAULTS.intervalMs,
+          pingTimeoutMs: opts.pingTimeoutMs ?? WS_PING_DEFAULTS.timeoutMs,
         }),
       );
     });
