@@ -3,26 +3,16 @@ import { ENGINE_KEYS } from '../agent/config.js';
 import { loadKeyFile } from '../core/auth/keys.js';
 import { loggingKeys } from '../core/config/common.js';
 import type { ConfigSpec } from '../core/config/load.js';
-import { AUTH_KEYS, LIMIT_KEYS, LISTEN_KEYS, resolveGatewayKeys } from '../gateway/config.js';
+import { AUTH_KEYS, LIMIT_KEYS, LISTEN_KEYS, resolveGatewayKeys, type ResolvedGatewayKeys } from '../gateway/config.js';
 
 /**
  * The `tether up` schema: the gateway's keys (it always listens on 127.0.0.1) and the engine
  * keys of its one local agent. Logs default to warn: `up` is an interactive command.
  */
-export const upSchema = z
-  .object({
-    ...LISTEN_KEYS,
-    ...AUTH_KEYS,
-    ...ENGINE_KEYS,
-    ...loggingKeys('warn'),
-    ...LIMIT_KEYS,
-  })
-  .strict();
-
-type ParsedUp = z.infer<typeof upSchema>;
+export const upSchema = z.object({ ...LISTEN_KEYS, ...AUTH_KEYS, ...ENGINE_KEYS, ...loggingKeys('warn'), ...LIMIT_KEYS }).strict();
 
 /** `tether up`'s configuration after loading. */
-export type UpConfig = Omit<ParsedUp, 'grpcPort' | 'stateDir' | 'auditLog'> & { grpcPort: number | null; stateDir: string; auditLog: string };
+export type UpConfig = ResolvedGatewayKeys<z.infer<typeof upSchema>>;
 
 /** `tether up`: like the gateway's, and a key file must be able to sign (up mints the tokens). */
 export const UP_CONFIG: ConfigSpec<typeof upSchema, UpConfig> = {

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { loadKeyFile } from '../core/auth/keys.js';
 import { DEFAULT_STATE_DIR } from '../core/auth/state-dir.js';
 import { CHANNEL_DEFAULTS } from '../core/channel/channel.js';
-import { loggingKeys, portKey, positiveInt } from '../core/config/common.js';
+import { loadableFile, loggingKeys, portKey, positiveInt } from '../core/config/common.js';
 import { pemFile } from '../core/config/tls-keys.js';
 import type { ConfigSpec, FinishContext } from '../core/config/load.js';
 import { GATEWAY_DEFAULTS, type GatewayLimits } from './gateway.js';
@@ -32,16 +32,7 @@ export const LISTEN_KEYS = {
 /** How connections are authenticated and where the gateway keeps its state. */
 export const AUTH_KEYS = {
   stateDir: z.string().min(1).optional().meta({ help: 'folder for the gateway key (created on first run), sessions and the audit trail (default ~/.tether)', flag: 'state-dir' }),
-  keyFile: z
-    .string()
-    .min(1)
-    .superRefine((path, ctx) => {
-      try {
-        loadKeyFile(path);
-      } catch (err) {
-        ctx.addIssue({ code: 'custom', message: (err as Error).message });
-      }
-    })
+  keyFile: loadableFile(loadKeyFile)
     .optional()
     .meta({ help: 'verify (and, for up, mint) tokens with this key instead of the state folder\'s: a JWK or PEM file', flag: 'key' }),
   jwksUrl: z
@@ -60,16 +51,7 @@ export const AUTH_KEYS = {
     )
     .default([])
     .meta({ help: "browser origins allowed to connect besides the gateway's own http://HOST:PORT (variable: comma-separated)", flag: 'allow-origin' }),
-  policy: z
-    .string()
-    .min(1)
-    .superRefine((path, ctx) => {
-      try {
-        readPolicyFile(path);
-      } catch (err) {
-        ctx.addIssue({ code: 'custom', message: (err as Error).message });
-      }
-    })
+  policy: loadableFile(readPolicyFile)
     .optional()
     .meta({ help: 'central policy file, JSON or YAML (permissions deny/ask/allow, maxPermissionMode, models, workingFolders); reloaded on change and on SIGHUP', flag: 'policy' }),
   auditLog: z.string().min(1).optional().meta({ help: `audit trail, JSON lines (default STATE_DIR/${AUDIT_FILE})`, flag: 'audit-log' }),
@@ -139,14 +121,17 @@ export const gatewaySchema = z
 
 type ParsedGateway = z.infer<typeof gatewaySchema>;
 
-/** The gateway's configuration after loading: every default resolved. */
-export type GatewayConfig = Omit<ParsedGateway, 'grpcPort' | 'stateDir' | 'auditLog'> & {
+/** A configuration with the gateway keys {@link resolveGatewayKeys} leaves open resolved. */
+export type ResolvedGatewayKeys<C> = Omit<C, 'grpcPort' | 'stateDir' | 'auditLog'> & {
   /** null: no gRPC listener. */
   grpcPort: number | null;
   /** Absolute. */
   stateDir: string;
   auditLog: string;
 };
+
+/** The gateway's configuration after loading: every default resolved. */
+export type GatewayConfig = ResolvedGatewayKeys<ParsedGateway>;
 
 /** The part of a configuration {@link resolveGatewayKeys} completes (shared with `tether up`). */
 type GatewayKeysIn = { port: number; grpcPort?: number | null; stateDir?: string; auditLog?: string; keyFile?: string };
@@ -157,7 +142,7 @@ type GatewayKeysIn = { port: number; grpcPort?: number | null; stateDir?: string
  * `--state-dir` on one command line is refused as before (the file or variables may set both:
  * the key file then signs and the state folder keeps sessions and the audit trail).
  */
-export function resolveGatewayKeys<C extends GatewayKeysIn>(c: C, ctx: FinishContext): Omit<C, 'grpcPort' | 'stateDir' | 'auditLog'> & { grpcPort: number | null; stateDir: string; auditLog: string } {
+export function resolveGatewayKeys<C extends GatewayKeysIn>(c: C, ctx: FinishContext): ResolvedGatewayKeys<C> {
   if (ctx.sourceOf('keyFile') === '--key' && ctx.sourceOf('stateDir') === '--state-dir') ctx.problem('keyFile', 'use --key or --state-dir, not both');
   const stateDir = resolve(c.stateDir ?? DEFAULT_STATE_DIR);
   return {

@@ -1,11 +1,12 @@
-import { decodeProtectedHeader, jwtVerify } from 'jose';
+import { jwtVerify } from 'jose';
 import { TetherError } from '../errors.js';
 import { authError } from './auth-error.js';
 import { explainJoseError } from './jose-errors.js';
 import type { TokenKey } from './keys.js';
 import { mintToken } from './mint.js';
 import { checkScopes } from './scopes.js';
-import { kindOfTyp, TOKEN_AUDIENCE, TOKEN_ISSUER, TOKEN_TYP } from './token-kinds.js';
+import { claimedKind } from './compact-jws.js';
+import { TOKEN_AUDIENCE, TOKEN_ISSUER, TOKEN_TYP } from './token-kinds.js';
 
 /** How long a sign-in code is good for, by default (a few minutes: it travels in a URL). */
 export const LOGIN_CODE_TTL_SECONDS = 5 * 60;
@@ -60,14 +61,7 @@ export class LoginDesk {
    * `login_used` for a second use).
    */
   async redeem(code: string): Promise<{ token: string; expiresIn: number; sub: string }> {
-    if (code.length > 4096 || !/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(code)) throw authError('UNAUTHENTICATED', 'malformed', 'malformed sign-in code');
-    let typ: unknown;
-    try {
-      typ = decodeProtectedHeader(code).typ;
-    } catch {
-      throw authError('UNAUTHENTICATED', 'malformed', 'malformed sign-in code');
-    }
-    if (kindOfTyp(typ) !== 'login') throw authError('UNAUTHENTICATED', 'wrong_type', 'not a sign-in code (tether up and tether login-link print them)');
+    if (claimedKind(code, 'sign-in code') !== 'login') throw authError('UNAUTHENTICATED', 'wrong_type', 'not a sign-in code (tether up and tether login-link print them)');
     const now = this.now();
     let payload: Record<string, unknown>;
     try {

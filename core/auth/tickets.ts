@@ -1,5 +1,5 @@
 import { createSecretKey, randomBytes } from 'node:crypto';
-import { decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose';
+import { decodeJwt, jwtVerify } from 'jose';
 import { TetherError } from '../errors.js';
 import { authError } from './auth-error.js';
 import { explainJoseError } from './jose-errors.js';
@@ -7,7 +7,8 @@ import type { TokenKey } from './keys.js';
 import { mintToken } from './mint.js';
 import type { Principal } from './principal.js';
 import type { VerifiedToken } from './verify.js';
-import { kindOfTyp, TOKEN_AUDIENCE, TOKEN_ISSUER, TOKEN_TYP } from './token-kinds.js';
+import { claimedKind } from './compact-jws.js';
+import { TOKEN_AUDIENCE, TOKEN_ISSUER, TOKEN_TYP } from './token-kinds.js';
 
 /** Options of {@link TicketBook}. */
 export interface TicketOptions {
@@ -84,14 +85,7 @@ export class TicketBook {
 
   /** Like {@link redeem}, also handing back the issuing token given to issue(). */
   async redeemWithToken(ticket: string, origin: string | undefined): Promise<{ principal: Principal; token?: VerifiedToken }> {
-    if (ticket.length > 4096 || !/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(ticket)) throw authError('UNAUTHENTICATED', 'malformed', 'malformed ticket');
-    let typ: unknown;
-    try {
-      typ = decodeProtectedHeader(ticket).typ;
-    } catch {
-      throw authError('UNAUTHENTICATED', 'malformed', 'malformed ticket');
-    }
-    if (kindOfTyp(typ) !== 'ticket') throw authError('UNAUTHENTICATED', 'wrong_type', 'not a ticket (tickets come from POST /v1/ticket; tokens go in the Authorization header)');
+    if (claimedKind(ticket, 'ticket') !== 'ticket') throw authError('UNAUTHENTICATED', 'wrong_type', 'not a ticket (tickets come from POST /v1/ticket; tokens go in the Authorization header)');
     let jti: string;
     try {
       const { payload } = await jwtVerify(ticket, this.key.verifyKey, {

@@ -2,6 +2,7 @@ import { decodeProtectedHeader, jwtVerify, type JWSHeaderParameters, type Flatte
 import type { KeyObject } from 'node:crypto';
 import { TetherError } from '../errors.js';
 import { authError } from './auth-error.js';
+import { COMPACT_JWS } from './compact-jws.js';
 import { algName, explainJoseError } from './jose-errors.js';
 import type { RemoteKeys } from './jwks.js';
 import { ASYMMETRIC_ALGS, type TokenAlg, type TokenKey } from './keys.js';
@@ -44,8 +45,6 @@ export interface VerifiedToken {
   issuedAt: Date;
   expiresAt: Date;
 }
-
-const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 
 /**
  * Verifies agent and client tokens with jose, strictly: algorithms pinned per key (the
@@ -91,7 +90,7 @@ export class TokenVerifier {
   /** Verifies one token (the part after "Bearer "); resolves with what it grants. */
   async verify(token: string): Promise<VerifiedToken> {
     if (token.length > MAX_TOKEN_CHARS) throw authError('UNAUTHENTICATED', 'too_large', `token too large (over ${MAX_TOKEN_CHARS} characters)`);
-    if (!JWT_SHAPE.test(token)) throw authError('UNAUTHENTICATED', 'malformed', 'malformed token (not a JWT)');
+    if (!COMPACT_JWS.test(token)) throw authError('UNAUTHENTICATED', 'malformed', 'malformed token (not a JWT)');
     let header: JWSHeaderParameters;
     try {
       header = decodeProtectedHeader(token) as JWSHeaderParameters;

@@ -21,6 +21,23 @@ export function portKey() {
   return z.number().int().min(0).max(65535);
 }
 
+/**
+ * A path key whose file `read` must accept when the configuration is loaded: whatever `read`
+ * throws becomes the key's problem (its message), reported with every other at once.
+ */
+export function loadableFile(read: (path: string) => unknown) {
+  return z
+    .string()
+    .min(1)
+    .superRefine((path, ctx) => {
+      try {
+        read(path);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      }
+    });
+}
+
 /** A positive whole number of milliseconds (or bytes, or a count) with its default. */
 export function positiveInt(defaultValue: number, help: string) {
   return z.number().int().positive().default(defaultValue).meta({ help });

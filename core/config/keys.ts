@@ -83,19 +83,11 @@ export function keysOf(schema: z.ZodObject, prefix: string[] = []): ConfigKey[] 
   return out;
 }
 
+/** The kind of a key by its zod type; every other type is read as a string. */
+const KIND_OF_TYPE = new Map<string, KeyKind>(Object.entries({ number: 'number', boolean: 'boolean', array: 'list', record: 'map' }));
+
 function kindOf(type: string): KeyKind {
-  switch (type) {
-    case 'number':
-      return 'number';
-    case 'boolean':
-      return 'boolean';
-    case 'array':
-      return 'list';
-    case 'record':
-      return 'map';
-    default:
-      return 'string';
-  }
+  return KIND_OF_TYPE.get(type) ?? 'string';
 }
 
 /**

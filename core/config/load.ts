@@ -211,24 +211,11 @@ function describeIssue(issue: z.core.$ZodIssue, input: unknown, keys: ConfigKey[
   return [`${label(name)}: ${what}`];
 }
 
+/** How a problem names the type zod expected; any other is named as zod names it. */
+const TYPE_WORDS = new Map(Object.entries({ int: 'an integer', number: 'a number', string: 'a string', boolean: 'true or false', array: 'a list', record: 'a mapping', object: 'a mapping' }));
+
 function typeWord(expected: string): string {
-  switch (expected) {
-    case 'int':
-      return 'an integer';
-    case 'number':
-      return 'a number';
-    case 'string':
-      return 'a string';
-    case 'boolean':
-      return 'true or false';
-    case 'array':
-      return 'a list';
-    case 'record':
-    case 'object':
-      return 'a mapping';
-    default:
-      return expected;
-  }
+  return TYPE_WORDS.get(expected) ?? expected;
 }
 
 function sizeUnit(origin: string): string {

@@ -1,20 +1,21 @@
 import { readFileSync } from 'node:fs';
-import { z } from 'zod';
+import { loadableFile } from './common.js';
 
 /** A PEM file that must be readable when the configuration is loaded. */
 export function pemFile(help: string, flag: string) {
-  return z
-    .string()
-    .min(1)
-    .superRefine((path, ctx) => {
-      try {
-        if (!readFileSync(path, 'utf8').includes('-----BEGIN')) ctx.addIssue({ code: 'custom', message: `${path} is not a PEM file` });
-      } catch (err) {
-        ctx.addIssue({ code: 'custom', message: `cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}` });
-      }
-    })
-    .optional()
-    .meta({ help, flag });
+  return loadableFile(readPem).optional().meta({ help, flag });
+}
+
+/** Reads a PEM file; throws saying why it cannot be used. */
+function readPem(path: string): string {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new Error(`cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  if (!text.includes('-----BEGIN')) throw new Error(`${path} is not a PEM file`);
+  return text;
 }
 
 /** TLS for a program that dials the gateway (agent): a private CA, and a client certificate for mutual TLS. */
