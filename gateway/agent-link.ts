@@ -8,6 +8,9 @@ import type { Principal } from './principal.js';
 import type { EngineHost, Session } from './session.js';
 import type { GatewayMetrics } from './metrics.js';
 
+/** How long the gateway waits for an agent to answer agent.stop: its staged engine stop (stdin closed, SIGTERM, SIGKILL; 10 s by default) and a margin. */
+export const AGENT_STOP_ANSWER_MS = 20_000;
+
 /** Acks are cumulative and batched: after this many frames or this long, whichever first. */
 const ACK_EVERY_FRAMES = 32;
 const ACK_AFTER_MS = 100;
@@ -92,8 +95,9 @@ export class AgentLink implements EngineHost {
     this.metrics?.relayed('to_agent', Buffer.byteLength(JSON.stringify(line)));
   }
 
+  /** Asks the agent to stop a session's engine; rejects DEADLINE_EXCEEDED past {@link AGENT_STOP_ANSWER_MS}. */
   async stop(sessionId: string, reason: string, signal?: StopSignal): Promise<void> {
-    await this.peer.request('agent.stop', { session_id: sessionId, reason, signal }, { timeoutMs: 20_000 });
+    await this.peer.request('agent.stop', { session_id: sessionId, reason, signal }, { timeoutMs: AGENT_STOP_ANSWER_MS });
   }
 
   private noteForAck(sessionId: string, seq: number): void {

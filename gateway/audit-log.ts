@@ -37,10 +37,13 @@ export function auditRecordOf(entry: AuditEntry, now = new Date()): AuditRecord 
   return Object.keys(cut).length ? { ...record, cut } : record;
 }
 
+/** Records a {@link MemoryAuditLog} keeps unless told otherwise (the oldest go first). */
+export const MEMORY_AUDIT_MAX_ENTRIES = 10_000;
+
 /** Bounded in-memory audit (no file configured: tests, `--audit-log` unset in a library). */
 export class MemoryAuditLog implements AuditLog {
   private readonly entries: AuditRecord[] = [];
-  constructor(private readonly maxEntries = 10_000) {}
+  constructor(private readonly maxEntries = MEMORY_AUDIT_MAX_ENTRIES) {}
   record(entry: AuditEntry): void {
     this.entries.push(auditRecordOf(entry));
     if (this.entries.length > this.maxEntries) this.entries.shift();

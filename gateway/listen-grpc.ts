@@ -149,7 +149,7 @@ export function startGrpcListener<A = undefined>(opts: GrpcListenerOptions<A>): 
       server.forceShutdown();
       reject(new TetherError('UNAVAILABLE', `cannot bind gRPC listener on ${where}: ${err.message}`));
     });
-    tcp.listen(opts.port, opts.host.replace(/^\[(.*)\]$/, '$1'), opts.backlog ?? 511, () => {
+    tcp.listen(opts.port, opts.host.replace(/^\[(.*)\]$/, '$1'), opts.backlog, () => {
       tcp.removeAllListeners('error');
       tcp.on('error', () => {});
       const port = (tcp.address() as { port: number }).port;

@@ -2,6 +2,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, 
 import { join } from 'node:path';
 import type { SessionOptions, EngineKind } from '../core/protocol/session-options.js';
 import type { RoleDecisions } from './session-roles.js';
+import { REPLAY_DEFAULTS } from './replay-log.js';
 
 /** What a session is, apart from its history. */
 export interface SessionRecord {
@@ -105,6 +106,9 @@ function frameOfRecord(line: string): Buffer | undefined {
   return head ? Buffer.from(line.slice(head[0].length, -1)) : undefined;
 }
 
+/** Bytes of one session's log on disk before it is compacted, unless told otherwise. */
+const DEFAULT_MAX_LOG_BYTES = 64 * 1024 * 1024;
+
 /** Inputs kept per session on load (the agent's hello says which were already applied). */
 const INPUTS_KEPT = 1024;
 
@@ -135,8 +139,8 @@ export class FileSessionStore implements SessionStore {
    */
   constructor(readonly dir: string, opts: { maxLogBytes?: number; keepFrames?: number } = {}) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    this.maxLogBytes = opts.maxLogBytes ?? 64 * 1024 * 1024;
-    this.keepFrames = opts.keepFrames ?? 10_000;
+    this.maxLogBytes = opts.maxLogBytes ?? DEFAULT_MAX_LOG_BYTES;
+    this.keepFrames = opts.keepFrames ?? REPLAY_DEFAULTS.maxFrames;
   }
 
   /** Open from construction until close(), while its folder exists. */

@@ -22,6 +22,8 @@ export interface TicketOptions {
 
 /** Longest ticket lifetime (threats.md part 3: ≤ 60 s). */
 export const MAX_TICKET_TTL_SECONDS = 60;
+/** Tickets issued and not yet used or expired, at most, unless told otherwise. */
+export const DEFAULT_MAX_OUTSTANDING_TICKETS = 10_000;
 
 interface Outstanding {
   principal: Principal;
@@ -50,7 +52,7 @@ export class TicketBook {
     const secret = createSecretKey(randomBytes(32));
     this.key = { kid: `ticket-${randomBytes(4).toString('hex')}`, alg: 'HS256', verifyKey: secret, signKey: secret };
     this.ttl = Math.min(opts.ttlSeconds ?? MAX_TICKET_TTL_SECONDS, MAX_TICKET_TTL_SECONDS);
-    this.max = opts.maxOutstanding ?? 10_000;
+    this.max = opts.maxOutstanding ?? DEFAULT_MAX_OUTSTANDING_TICKETS;
     this.now = opts.now ?? (() => new Date());
   }
 

@@ -21,9 +21,12 @@ type RequestHandler<M extends MethodName> = (params: Parsed<M>) => ResultOf<M> |
 type NotificationHandler<N extends NotificationName> = (params: NotificationParams<N>) => void;
 type BinaryNotificationHandler<N extends BinaryNotificationName> = (params: BinaryNotificationParams<N>, body: Uint8Array) => void;
 
+/** How long an outgoing request waits for its reply unless told otherwise. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+
 export interface RpcPeerOptions {
   logger?: Logger;
-  /** Bound on every outgoing request; 0 means none. */
+  /** Bound on every outgoing request (default {@link DEFAULT_REQUEST_TIMEOUT_MS}); 0 means none. */
   requestTimeoutMs?: number;
   /**
    * Outbound budget, in bytes the channel holds but has not yet written (requests, replies,
@@ -67,7 +70,7 @@ export class RpcPeer {
 
   constructor(readonly channel: Channel, opts: RpcPeerOptions = {}) {
     this.log = opts.logger ?? silentLogger;
-    this.timeoutMs = opts.requestTimeoutMs ?? 30_000;
+    this.timeoutMs = opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.maxBufferedBytes = opts.maxBufferedBytes ?? Infinity;
     this.onSlowConsumer = opts.onSlowConsumer;
     void channel.closed.then((info) => this.failPending(info));
