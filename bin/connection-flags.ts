@@ -1,14 +1,14 @@
-import { readFileSync } from 'node:fs';
-import { GatewayClient, type ConnectOptions } from '../client/gateway-client.js';
-import { readTokenFile } from '../core/auth/token-file.js';
-import { TetherError } from '../core/errors.js';
-import { pick, required } from './args.js';
-
 /**
  * The flags every client command takes to reach a gateway (--gateway, --token, TLS, and for
  * commands that keep a session open --token-file), their help lines, and the connect they
  * drive. One definition: the commands spread these options and print these lines.
  */
+
+import { readFileSync } from 'node:fs';
+import { GatewayClient, type ConnectOptions } from '../client/gateway-client.js';
+import { readTokenFile } from '../core/auth/token-file.js';
+import { TetherError } from '../core/errors.js';
+import { pick, required } from './args.js';
 
 /** TLS options every client command takes (wss:// and grpcs:// with a private CA, mutual TLS). */
 export const TLS_CLIENT_OPTIONS = {

@@ -1,44 +1,8 @@
-import { runPipe } from '../../client/pipe-mode.js';
-import type { RemoteSession } from '../../client/remote-session.js';
-import { TerminalClient } from '../../client/terminal-client.js';
-import type { GatewayClient } from '../../client/gateway-client.js';
 import { TetherError } from '../../core/errors.js';
-import { tetherEvent } from '../../core/protocol/events.js';
 import { pick, required, type Command } from '../args.js';
-import { connectFrom, connectionHelp, CONNECTION_OPTIONS, TLS_CLIENT_HELP, TOKEN_FILE_HELP, TOKEN_FILE_OPTION } from '../connection-flags.js';
+import { connectFrom, connectionHelp, TLS_CLIENT_HELP, TOKEN_FILE_HELP } from '../connection-flags.js';
 import { printCreateProgress } from '../create-progress.js';
-
-/** Options chat and attach share: the connection flags, --token-file and --json. */
-const common = { ...CONNECTION_OPTIONS, ...TOKEN_FILE_OPTION, json: { type: 'boolean' } } as const;
-
-/** Drives a session in pipe mode (--json) or with the interactive terminal client. */
-async function drive(client: GatewayClient, session: RemoteSession, json: boolean, stopOnEof: boolean): Promise<number> {
-  if (json) {
-    const onSigint = () => {
-      void client.close().then(() => process.exit(130));
-    };
-    process.on('SIGINT', onSigint);
-    return runPipe(session, process.stdin, process.stdout, { stopOnEof });
-  }
-  const tty = process.stdout.isTTY === true && process.stdin.isTTY === true;
-  const ui = new TerminalClient(session, { input: process.stdin, output: process.stdout, tty, self: client.principal });
-  if (!tty) process.on('SIGINT', () => ui.ctrlC());
-  return ui.run();
-}
-
-/** Prints link changes: to stderr for people, as tether events in pipe mode. */
-function linkReporter(json: boolean) {
-  let connects = 0;
-  return (status: { state: string; retryInMs?: number; error?: { message: string } }) => {
-    if (status.state === 'connected' && connects++ === 0) return; // the first connect is not news
-    const message =
-      status.state === 'down' ? `link down (${status.error?.message}); retrying in ${status.retryInMs} ms` : status.state === 'connected' ? 'link up' : undefined;
-    if (!message) return;
-    const e = tetherEvent({ subtype: 'link', status: status.state === 'down' ? 'down' : 'connected', message });
-    if (json) process.stdout.write(JSON.stringify(e) + '\n');
-    else process.stderr.write(`* ${message}\n`);
-  };
-}
+import { drive, linkReporter, SESSION_DRIVE_OPTIONS } from '../session-drive.js';
 
 export const chatCommand: Command = {
   name: 'chat',
@@ -69,7 +33,7 @@ ${TOKEN_FILE_HELP}
   --client-initialize      pipe mode: your first line is the engine's initialize
 ${TLS_CLIENT_HELP}
   -h, --help               show this help`,
-  options: { ...common, agent: { type: 'string' }, cwd: { type: 'string' }, model: { type: 'string' }, 'permission-mode': { type: 'string' }, 'client-initialize': { type: 'boolean' } },
+  options: { ...SESSION_DRIVE_OPTIONS, agent: { type: 'string' }, cwd: { type: 'string' }, model: { type: 'string' }, 'permission-mode': { type: 'string' }, 'client-initialize': { type: 'boolean' } },
   async run(v) {
     const json = v.json === true;
     const clientInitialize = v['client-initialize'] === true;
@@ -90,42 +54,6 @@ ${TLS_CLIENT_HELP}
       });
       if (!json) process.stderr.write(`session: ${session.id}\n`);
       return await drive(client, session, json, true);
-    } finally {
-      await client.close();
-    }
-  },
-};
-
-export const attachCommand: Command = {
-  name: 'attach',
-  summary: 'join a running session (history first, then live)',
-  usage: `Usage: tether attach SESSION [--read-only] [--json] [--from-seq N]
-
-Attaches to a running session: its history from the beginning (or from --from-seq), then the
-live stream. Without --read-only you are a controller when your token allows control.
---json is pipe mode (see tether chat --help); stdin EOF does not end watching: the stream
-runs until the session ends or you press Ctrl-C.
-
-Options:
-${connectionHelp(18)}
-${TOKEN_FILE_HELP}
-  --read-only     attach as a viewer
-  --from-seq N    start the history at sequence number N
-  --json          pipe mode
-${TLS_CLIENT_HELP}
-  -h, --help      show this help`,
-  options: { ...common, 'read-only': { type: 'boolean' }, 'from-seq': { type: 'string' } },
-  allowPositionals: true,
-  async run(v, positionals) {
-    const id = positionals[0];
-    if (!id || positionals.length > 1) throw new TetherError('INVALID_ARGUMENT', 'give exactly one SESSION id\nRun "tether attach --help" for usage.');
-    const fromSeq = v['from-seq'] === undefined ? undefined : Number(v['from-seq']);
-    if (fromSeq !== undefined && (!Number.isInteger(fromSeq) || fromSeq < 1)) throw new TetherError('INVALID_ARGUMENT', '--from-seq must be a whole number >= 1');
-    const json = v.json === true;
-    const client = await connectFrom(v, 'tether-attach', linkReporter(json));
-    try {
-      const session = await client.attach(id, { fromSeq, readOnly: v['read-only'] === true });
-      return await drive(client, session, json, false);
     } finally {
       await client.close();
     }
