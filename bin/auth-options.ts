@@ -1,4 +1,4 @@
-import { remoteKeySet } from '../core/auth/jwks.js';
+import { JWKS_DEFAULTS, remoteKeySet } from '../core/auth/jwks.js';
 import { loadKeyFile, type TokenKey } from '../core/auth/keys.js';
 import { LoginDesk } from '../core/auth/login-codes.js';
 import { ensureStateKey } from '../core/auth/state-dir.js';
@@ -11,8 +11,8 @@ export const AUTH_FLAGS_HELP = `  --state-dir DIR    folder for the gateway key 
                      first run an HS256 key is created there (gateway-key.json, mode 0600)
   --key FILE         verify (and, for up, mint) tokens with this key instead: a JWK or PEM file
                      (HS256 secret, Ed25519, EC P-256 or RSA; a public key only verifies)
-  --jwks-url URL     also accept tokens signed by keys of this JWKS (fetch timeout 5 s, cached
-                     10 min, response at most 64 KiB)
+  --jwks-url URL     also accept tokens signed by keys of this JWKS (fetch timeout ${JWKS_DEFAULTS.timeoutMs / 1000} s, cached
+                     ${JWKS_DEFAULTS.cacheMaxAgeMs / 60_000} min, response at most ${JWKS_DEFAULTS.maxBytes / 1024} KiB)
   --auth on|off      off admits everyone without a token: trusted local use only (default on)
   --allow-origin O   a browser origin (scheme://host[:port]) allowed to connect, repeatable.
                      Default: only the gateway's own http://HOST:PORT`;

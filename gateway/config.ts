@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
+import { JWKS_DEFAULTS } from '../core/auth/jwks.js';
 import { loadKeyFile } from '../core/auth/keys.js';
 import { DEFAULT_STATE_DIR } from '../core/auth/state-dir.js';
 import { CHANNEL_DEFAULTS } from '../core/channel/channel.js';
@@ -41,7 +42,7 @@ export const AUTH_KEYS = {
       if (!/^https?:\/\/[^/]/.test(url) || !URL.canParse(url)) ctx.addIssue({ code: 'custom', message: `must be an http(s) URL, got ${JSON.stringify(url)}` });
     })
     .optional()
-    .meta({ help: 'also accept tokens signed by keys of this JWKS (fetch timeout 5 s, cached 10 min)', flag: 'jwks-url' }),
+    .meta({ help: `also accept tokens signed by keys of this JWKS (fetch timeout ${JWKS_DEFAULTS.timeoutMs / 1000} s, cached ${JWKS_DEFAULTS.cacheMaxAgeMs / 60_000} min)`, flag: 'jwks-url' }),
   auth: z.enum(['on', 'off']).default('on').meta({ help: 'off admits everyone without a token: trusted local use only', flag: 'auth' }),
   allowOrigins: z
     .array(

@@ -1,4 +1,4 @@
-import { GATEWAY_CONFIG } from '../../gateway/config.js';
+import { DEFAULT_GATEWAY_HOST, DEFAULT_GATEWAY_PORT, DEFAULT_GRPC_PORT, GATEWAY_CONFIG } from '../../gateway/config.js';
 import { AUTH_FLAGS_HELP } from '../auth-options.js';
 import { printKey, printListening, startGateway } from '../gateway-start.js';
 import { STORAGE_FLAGS_HELP } from '../gateway-storage.js';
@@ -11,7 +11,7 @@ export const gatewayCommand = programCommand(
     name: 'gateway',
     loggerName: 'gateway',
     summary: 'run a gateway that agents and clients connect to',
-    usage: `Usage: tether gateway [--host 127.0.0.1] [--port 7800] [--grpc-port 7801] [--state-dir DIR | --key FILE]
+    usage: `Usage: tether gateway [--host ${DEFAULT_GATEWAY_HOST}] [--port ${DEFAULT_GATEWAY_PORT}] [--grpc-port ${DEFAULT_GRPC_PORT}] [--state-dir DIR | --key FILE]
                       [--jwks-url URL] [--auth on|off] [--allow-origin ORIGIN]... [--log-level info]
                       [--config FILE]
 
@@ -22,9 +22,9 @@ failed), /metrics (Prometheus). The gRPC port also serves grpc.health.v1.Health.
 
 Options:
   --config FILE      configuration file, JSON or YAML (env TETHER_CONFIG); see below
-  --host HOST        address to listen on (default 127.0.0.1)
-  --port PORT        WebSocket/HTTP port (default 7800; 0 picks a free port)
-  --grpc-port PORT   gRPC port (default 7801; 0 with --port 0 unless given; off: none)
+  --host HOST        address to listen on (default ${DEFAULT_GATEWAY_HOST})
+  --port PORT        WebSocket/HTTP port (default ${DEFAULT_GATEWAY_PORT}; 0 picks a free port)
+  --grpc-port PORT   gRPC port (default ${DEFAULT_GRPC_PORT}; 0 with --port 0 unless given; off: none)
 ${AUTH_FLAGS_HELP}
 ${STORAGE_FLAGS_HELP}
   --log-level LEVEL  trace|debug|info|warn|error (default info; env TETHER_LOG_LEVEL)

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { parseTtl } from '../../core/auth/duration.js';
 import { loadKeyFile } from '../../core/auth/keys.js';
-import { LOGIN_CODE_TTL_SECONDS, mintLoginCode } from '../../core/auth/login-codes.js';
+import { LOGIN_CODE_TTL_SECONDS, MAX_LOGIN_CODE_TTL_SECONDS, mintLoginCode } from '../../core/auth/login-codes.js';
 import { resolveStateDir, stateKeyPath } from '../../core/auth/state-dir.js';
 import { TetherError } from '../../core/errors.js';
 import { DEFAULT_GATEWAY_HOST, DEFAULT_GATEWAY_PORT } from '../../gateway/config.js';
@@ -29,7 +29,7 @@ Options:
   --scope SCOPE    what the tab may do, repeatable (as tether token --scope; none = create +
                    control on every agent; view = read-only)
   --url URL        the gateway's web address as the browser reaches it (default ${DEFAULT_PAGE_URL})
-  --ttl TTL        how long the link works, with unit s or m (default 5m; at most 15m)
+  --ttl TTL        how long the link works, with unit s or m (default ${LOGIN_CODE_TTL_SECONDS / 60}m; at most ${MAX_LOGIN_CODE_TTL_SECONDS / 60}m)
   --qr             print the QR code even for a loopback address
   --state-dir DIR  state folder holding gateway-key.json (default ~/.tether; env TETHER_STATE_DIR)
   --key FILE       a key file instead (must be a private key or secret)

@@ -1,11 +1,14 @@
 import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { parseTtl } from '../../core/auth/duration.js';
+import { MAX_TTL_SECONDS, parseTtl } from '../../core/auth/duration.js';
 import { loadKeyFile } from '../../core/auth/keys.js';
 import { mintToken } from '../../core/auth/mint.js';
 import { resolveStateDir, stateKeyPath } from '../../core/auth/state-dir.js';
 import { TetherError } from '../../core/errors.js';
 import { required, type Command } from '../args.js';
+
+/** A minted token's lifetime without --ttl. */
+const DEFAULT_TOKEN_TTL = '1h';
 
 /** `tether token`: mints an agent or client token with the gateway's key and prints only the token. */
 export const tokenCommand: Command = {
@@ -31,7 +34,7 @@ Options:
                      admin        see every agent and session
                    With agent: scopes only, the actions are create + control; with action
                    scopes, exactly those (view is always included)
-  --ttl TTL        lifetime, with unit s, m, h or d (default 1h; at most 366d). A token is
+  --ttl TTL        lifetime, with unit s, m, h or d (default ${DEFAULT_TOKEN_TTL}; at most ${MAX_TTL_SECONDS / 86_400}d). A token is
                    checked on every connect: unattended agents need one that outlives restarts
   --out FILE       write the token to FILE (mode 0600, replaced atomically) instead of stdout,
                    e.g. for tether agent --token-file FILE
@@ -62,7 +65,7 @@ Options:
       sub,
       agent: v.agent as string | undefined,
       scopes: (v.scope as string[] | undefined) ?? [],
-      ttlSeconds: parseTtl((v.ttl as string | undefined) ?? '1h'),
+      ttlSeconds: parseTtl((v.ttl as string | undefined) ?? DEFAULT_TOKEN_TTL),
     });
     const out = v.out as string | undefined;
     if (out) {

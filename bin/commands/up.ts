@@ -1,6 +1,8 @@
 import { userInfo } from 'node:os';
+import { DEFAULT_GATEWAY_HOST, DEFAULT_GATEWAY_PORT, DEFAULT_GRPC_PORT } from '../../gateway/config.js';
 import { Agent } from '../../agent/agent.js';
 import { enginePoliciesOf } from '../../agent/config.js';
+import { MAX_TTL_SECONDS } from '../../core/auth/duration.js';
 import { LOGIN_CODE_TTL_SECONDS, mintLoginCode } from '../../core/auth/login-codes.js';
 import { mintToken } from '../../core/auth/mint.js';
 import { AUTH_FLAGS_HELP } from '../auth-options.js';
@@ -13,8 +15,8 @@ import { UP_CONFIG } from '../up-config.js';
 
 /** Lifetime of the client token `tether up` prints. */
 const UP_CLIENT_TOKEN_TTL_SECONDS = 24 * 3600;
-/** Lifetime of the in-process agent's token (never printed; it only reconnects to this process). */
-const UP_AGENT_TOKEN_TTL_SECONDS = 366 * 86_400;
+/** Lifetime of the in-process agent's token, the longest a token may have (never printed; it only reconnects to this process). */
+const UP_AGENT_TOKEN_TTL_SECONDS = MAX_TTL_SECONDS;
 
 export const upCommand = programCommand(
   UP_CONFIG,
@@ -22,19 +24,19 @@ export const upCommand = programCommand(
     name: 'up',
     loggerName: 'tether',
     summary: 'run a gateway and a local agent in one command (what npm start runs)',
-    usage: `Usage: tether up [--port 7800] [--grpc-port 7801] [--engine auto|claude|demo] [--cwd DIR] [--state-dir DIR]
+    usage: `Usage: tether up [--port ${DEFAULT_GATEWAY_PORT}] [--grpc-port ${DEFAULT_GRPC_PORT}] [--engine auto|claude|demo] [--cwd DIR] [--state-dir DIR]
                  [--key FILE] [--jwks-url URL] [--auth on|off] [--allow-origin ORIGIN]... [--config FILE]
 
-Starts a gateway on 127.0.0.1 and one local agent named "local" connected to it. Prints
+Starts a gateway on ${DEFAULT_GATEWAY_HOST} and one local agent named "local" connected to it. Prints
 the gateway URL, a client token (valid 24 h, create + control on every agent; pass it as
---token or TETHER_TOKEN) and a sign-in link for the web page at http://127.0.0.1:PORT/
+--token or TETHER_TOKEN) and a sign-in link for the web page at http://${DEFAULT_GATEWAY_HOST}:PORT/
 (single use, valid 5 min; tether login-link mints more). The key is created in the state folder on first run; the local
 agent gets its own agent token. Ctrl-C or SIGTERM stops everything, engines included.
 
 Options:
   --config FILE      configuration file, JSON or YAML (env TETHER_CONFIG); see below
-  --port PORT        WebSocket/HTTP port (default 7800; 0 picks a free port)
-  --grpc-port PORT   gRPC port (default 7801; 0 with --port 0 unless given)
+  --port PORT        WebSocket/HTTP port (default ${DEFAULT_GATEWAY_PORT}; 0 picks a free port)
+  --grpc-port PORT   gRPC port (default ${DEFAULT_GRPC_PORT}; 0 with --port 0 unless given)
   --engine KIND      auto (default: claude if on PATH, else the built-in demo), claude or demo
   --engine-command PATH  the Claude Code executable (env TETHER_ENGINE_COMMAND)
   --cwd DIR          working folder for the local agent's sessions (default: current folder)
