@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net';
 import { authError } from '../core/auth/auth-error.js';
-import { TetherError } from '../core/errors.js';
+import { httpStatusOf, TetherError } from '../core/errors.js';
+import { endWithHttp } from './listen-http-raw.js';
 
 /**
  * What the door lets in before anyone is authenticated (threats A17, B5, H1). Each number is
@@ -181,8 +182,7 @@ export function gateConnection(limiter: ConnectionLimiter, socket: Socket, answe
     onRefused?.(e);
     socket.on('error', () => {});
     if (answerHttp) {
-      const body = e.message;
-      socket.end(`HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 1\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      endWithHttp(socket, httpStatusOf('UNAVAILABLE'), e.message, { 'Retry-After': '1' });
       socket.setTimeout(1_000, () => socket.destroy());
     } else {
       socket.destroy();

@@ -1,4 +1,4 @@
-import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { WsChannel } from '../core/channel/ws.js';
@@ -6,6 +6,7 @@ import { WS_PATH, WS_PING_DEFAULTS } from '../core/channel/ws-wire.js';
 import type { Channel } from '../core/channel/channel.js';
 import { CHANNEL_DEFAULTS } from '../core/channel/channel.js';
 import { asTetherError, httpStatusOf } from '../core/errors.js';
+import { endWithHttp } from './listen-http-raw.js';
 import { JSONRPC_SUBPROTOCOL } from '../core/protocol/jsonrpc-dialect.js';
 
 /** Upgrades are also served at the bare URL `tether up` prints (`ws://HOST:PORT`, path `/`). */
@@ -60,7 +61,7 @@ export function attachWsListener<A = undefined>(server: Server, opts: WsListener
     const path = (req.url ?? '/').split('?')[0];
     if (opts.otherPaths?.includes(path)) return;
     if (!WS_PATHS.has(path)) {
-      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      endWithHttp(socket, httpStatusOf('NOT_FOUND'));
       return;
     }
     const admit = opts.admit;
@@ -95,11 +96,6 @@ export function attachWsListener<A = undefined>(server: Server, opts: WsListener
 /** Answers a refused upgrade with a plain HTTP response (text body: the error message) and closes. */
 export function refuse(socket: Duplex, err: unknown): void {
   const e = asTetherError(err);
-  const status = httpStatusOf(e.code);
-  const body = e.message.replace(/[\r\n]+/g, ' ').slice(0, 500);
-  const challenge = status === 401 ? 'WWW-Authenticate: Bearer realm="tether"\r\n' : '';
-  socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\n` +
-      `Cache-Control: no-store\r\n${challenge}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-  );
+  const challenge: Record<string, string> = e.code === 'UNAUTHENTICATED' ? { 'WWW-Authenticate': 'Bearer realm="tether"' } : {};
+  endWithHttp(socket, httpStatusOf(e.code), e.message.replace(/[\r\n]+/g, ' ').slice(0, 500), { 'Cache-Control': 'no-store', ...challenge });
 }
