@@ -15,7 +15,7 @@ import { attachWsListener } from './listen-ws.js';
 import { ACP_PATH, attachAcpListener, type AcpLink } from './listen-acp.js';
 import { memoryChannelPair } from '../core/channel/memory.js';
 import { startGrpcListener, type GrpcListener } from './listen-grpc.js';
-import { grpcHealthService } from './grpc-health.js';
+import { grpcHealthService, type GrpcHealthService } from './grpc-health.js';
 import { DIALECT_METADATA_KEY, grpcDialect, JSONRPC_DIALECT, offersJsonRpcDialect } from '../core/protocol/jsonrpc-dialect.js';
 import { evaluateReadiness, type ReadinessCheck, type ReadinessReport } from './readiness.js';
 import { openAdmissions, type Admissions } from './admission.js';
@@ -142,16 +142,25 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
     grpcUrl: urls.grpcUrl,
     door: admissions.door,
     readiness,
-    close: () =>
-      (state.closing ??= (async () => {
-        health.shutdown(); // watchers hear NOT_SERVING before the listener goes
-        admissions.dispose();
-        await gateway.close();
-        await state.grpc?.close({ graceMs: GRPC_CLOSE_GRACE_MS });
-        await detachUpgrades();
-        await closeHttp(http);
-      })()),
+    close: () => (state.closing ??= closeInOrder(gateway, { health, admissions, grpc: state.grpc, detachUpgrades, http })),
   };
+}
+
+/**
+ * Stops a gateway server: health watchers hear NOT_SERVING before the listeners go, tokens
+ * stop being tracked, routing closes (sessions saved), then gRPC (open streams get a grace),
+ * the WebSocket and ACP upgrades, and the HTTP server with every connection it holds.
+ */
+async function closeInOrder(
+  gateway: Gateway,
+  parts: { health: GrpcHealthService; admissions: Admissions; grpc?: GrpcListener; detachUpgrades: () => Promise<void>; http: Server },
+): Promise<void> {
+  parts.health.shutdown();
+  parts.admissions.dispose();
+  await gateway.close();
+  await parts.grpc?.close({ graceMs: GRPC_CLOSE_GRACE_MS });
+  await parts.detachUpgrades();
+  await closeHttp(parts.http);
 }
 
 /** How long open gRPC streams get to end on close before they are cancelled. */
@@ -214,7 +223,7 @@ function attachUpgrades(http: Server, admissions: Admissions, opts: GatewayServe
 }
 
 /** The gRPC listener beside the HTTP port, with grpc.health.v1.Health; streams pass the door, their dialect named by metadata. */
-function startGrpcEdge(admissions: Admissions, opts: GatewayServerOptions & { host: string; grpcPort: number }, health: ReturnType<typeof grpcHealthService>): Promise<GrpcListener> {
+function startGrpcEdge(admissions: Admissions, opts: GatewayServerOptions & { host: string; grpcPort: number }, health: GrpcHealthService): Promise<GrpcListener> {
   return startGrpcListener<Admission>({
     host: opts.host,
     port: opts.grpcPort,
