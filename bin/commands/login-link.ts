@@ -1,11 +1,8 @@
-import { existsSync } from 'node:fs';
 import { parseTtl } from '../../core/auth/duration.js';
-import { loadKeyFile } from '../../core/auth/keys.js';
 import { LOGIN_CODE_TTL_SECONDS, MAX_LOGIN_CODE_TTL_SECONDS, mintLoginCode } from '../../core/auth/login-codes.js';
-import { resolveStateDir, stateKeyPath } from '../../core/auth/state-dir.js';
-import { TetherError } from '../../core/errors.js';
 import { DEFAULT_GATEWAY_HOST, DEFAULT_GATEWAY_PORT } from '../../gateway/config.js';
 import { required, type Command } from '../args.js';
+import { KEY_OPTIONS, signingKeyFrom } from '../key-flags.js';
 import { printSignIn, signInUrl } from '../sign-in-link.js';
 
 /** The page address login-link assumes without --url (tether gateway's default listener). */
@@ -40,19 +37,13 @@ Options:
     url: { type: 'string' },
     ttl: { type: 'string' },
     qr: { type: 'boolean' },
-    'state-dir': { type: 'string' },
-    key: { type: 'string' },
+    ...KEY_OPTIONS,
   },
   async run(v) {
     const sub = required(v.sub as string | undefined, '--sub NAME');
-    if (v.key && v['state-dir']) throw new TetherError('INVALID_ARGUMENT', 'use --key or --state-dir, not both');
-    let path = v.key as string | undefined;
-    if (!path) {
-      path = stateKeyPath(resolveStateDir(v['state-dir'] as string | undefined));
-      if (!existsSync(path)) throw new TetherError('INVALID_ARGUMENT', `no key at ${path}: run this on the gateway's server, with its --state-dir or --key`);
-    }
+    const key = signingKeyFrom(v, "run this on the gateway's server, with its --state-dir or --key");
     const ttl = v.ttl === undefined ? LOGIN_CODE_TTL_SECONDS : parseTtl(v.ttl as string);
-    const code = await mintLoginCode(loadKeyFile(path), { sub, scopes: (v.scope as string[] | undefined) ?? [] }, ttl);
+    const code = await mintLoginCode(key, { sub, scopes: (v.scope as string[] | undefined) ?? [] }, ttl);
     const url = signInUrl((v.url as string | undefined) ?? DEFAULT_PAGE_URL, code);
     printSignIn((t) => process.stdout.write(t), url, ttl, v.qr === true ? true : undefined);
     return 0;

@@ -1,11 +1,10 @@
-import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { MAX_TTL_SECONDS, parseTtl } from '../../core/auth/duration.js';
-import { loadKeyFile } from '../../core/auth/keys.js';
 import { mintToken } from '../../core/auth/mint.js';
-import { resolveStateDir, stateKeyPath } from '../../core/auth/state-dir.js';
 import { TetherError } from '../../core/errors.js';
 import { required, type Command } from '../args.js';
+import { KEY_OPTIONS, signingKeyFrom } from '../key-flags.js';
 
 /** A minted token's lifetime without --ttl. */
 const DEFAULT_TOKEN_TTL = '1h';
@@ -40,8 +39,7 @@ Options:
                    e.g. for tether agent --token-file FILE
   -h, --help       show this help`,
   options: {
-    'state-dir': { type: 'string' },
-    key: { type: 'string' },
+    ...KEY_OPTIONS,
     role: { type: 'string' },
     sub: { type: 'string' },
     agent: { type: 'string' },
@@ -53,14 +51,9 @@ Options:
     const role = required(v.role as string | undefined, '--role (agent or client)');
     if (role !== 'agent' && role !== 'client') throw new TetherError('INVALID_ARGUMENT', `--role must be agent or client, got "${role}"`);
     const sub = required(v.sub as string | undefined, '--sub NAME');
-    if (v.key && v['state-dir']) throw new TetherError('INVALID_ARGUMENT', 'use --key or --state-dir, not both');
-    let path = v.key as string | undefined;
-    if (!path) {
-      path = stateKeyPath(resolveStateDir(v['state-dir'] as string | undefined));
-      if (!existsSync(path)) throw new TetherError('INVALID_ARGUMENT', `no key at ${path}: start tether gateway or tether up once with this state folder, or run tether keygen`);
-    }
+    const key = signingKeyFrom(v, 'start tether gateway or tether up once with this state folder, or run tether keygen');
     const token = await mintToken({
-      key: loadKeyFile(path),
+      key,
       kind: role,
       sub,
       agent: v.agent as string | undefined,
