@@ -1,9 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { asTetherError, httpStatusOf, TetherError } from '../core/errors.js';
+import { LOGIN_PATH } from '../core/protocol/http-paths.js';
 import type { Door } from './door.js';
 
-/** Where the web page trades a sign-in code for a client token. */
-export const LOGIN_PATH = '/v1/login';
 /** Largest request body read (a code is a few hundred bytes). */
 const MAX_LOGIN_BODY_BYTES = 8 * 1024;
 

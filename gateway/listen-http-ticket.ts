@@ -1,9 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { asTetherError, httpStatusOf } from '../core/errors.js';
+import { TICKET_PATH } from '../core/protocol/http-paths.js';
 import type { Door } from './door.js';
-
-/** Where browsers get a one-time WebSocket ticket. */
-export const TICKET_PATH = '/v1/ticket';
 
 /**
  * Serves TICKET_PATH on the gateway's HTTP server; returns false for any other path.

@@ -1,8 +1,8 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
-import { WsChannel } from '../core/channel/ws.js';
-import { WS_PATH, WS_PING_DEFAULTS } from '../core/channel/ws-wire.js';
+import { WS_PING_DEFAULTS, WsChannel } from '../core/channel/ws.js';
+import { WS_PATH } from '../core/protocol/http-paths.js';
 import type { Channel } from '../core/channel/channel.js';
 import { CHANNEL_DEFAULTS } from '../core/channel/channel.js';
 import { asTetherError, httpStatusOf } from '../core/errors.js';
@@ -51,8 +51,8 @@ export function attachWsListener<A = undefined>(server: Server, opts: WsListener
       const channel = new WsChannel(ws, remote, {
         socket: socket as Duplex & { bytesRead: number },
         maxFrameBytes,
-        pingIntervalMs: opts.pingIntervalMs ?? WS_PING_DEFAULTS.intervalMs,
-        pingTimeoutMs: opts.pingTimeoutMs ?? WS_PING_DEFAULTS.timeoutMs,
+        pingIntervalMs: opts.pingIntervalMs ?? WS_PING_DEFAULTS.pingIntervalMs,
+        pingTimeoutMs: opts.pingTimeoutMs ?? WS_PING_DEFAULTS.pingTimeoutMs,
       });
       opts.onChannel(channel, req, admitted);
     });

@@ -3,6 +3,14 @@ import { codeFromWsClose, ERROR_TABLE, type ErrorCode } from '../errors.js';
 import { decodeBinaryFrame, encodeBinaryFrame } from './binary-frame.js';
 import { BaseChannel, type BaseChannelOptions, type OutgoingFrame, type Transport } from './channel.js';
 
+/** Protocol-level ping defaults of both ends of a WebSocket link (threats.md part 3). */
+export const WS_PING_DEFAULTS = {
+  /** Ping after this long (15 s). */
+  pingIntervalMs: 15_000,
+  /** Declare the socket dead when a ping is not answered within this (10 s). */
+  pingTimeoutMs: 10_000,
+} as const;
+
 export interface WsChannelOptions extends BaseChannelOptions {
   /** Protocol-level ping interval (a backstop under the application heartbeat); 0 disables. */
   pingIntervalMs?: number;

@@ -1,9 +1,9 @@
 import { WebSocket } from 'ws';
-import { WsChannel } from '../channel/ws.js';
-import { WS_PATH, WS_PING_DEFAULTS } from '../channel/ws-wire.js';
+import { WS_PING_DEFAULTS, WsChannel } from '../channel/ws.js';
 import type { Channel } from '../channel/channel.js';
 import { CHANNEL_DEFAULTS } from '../channel/channel.js';
 import { codeFromHttpRefusal, TetherError } from '../errors.js';
+import { WS_PATH } from '../protocol/http-paths.js';
 import type { DialOptions } from './dial.js';
 
 /** Opens a WebSocket channel to a ws:// or wss:// gateway URL. */
@@ -47,8 +47,8 @@ export function dialWs(url: URL, opts: DialOptions): Promise<Channel> {
         new WsChannel(ws, url.host, {
           socket,
           maxFrameBytes,
-          pingIntervalMs: opts.pingIntervalMs ?? WS_PING_DEFAULTS.intervalMs,
-          pingTimeoutMs: opts.pingTimeoutMs ?? WS_PING_DEFAULTS.timeoutMs,
+          pingIntervalMs: opts.pingIntervalMs ?? WS_PING_DEFAULTS.pingIntervalMs,
+          pingTimeoutMs: opts.pingTimeoutMs ?? WS_PING_DEFAULTS.pingTimeoutMs,
         }),
       );
     });
