@@ -47,12 +47,6 @@ async function waitFor(cond: () => boolean, what: string, ms = 5_000): Promise<v
   }
 }
 
-/** `tether_auth_failures_total{reason}` of one gateway: refusals are counted by the gateway whose door refused. */
-async function authFailuresCounted(gateway: Gateway, reason: string): Promise<number> {
-  const line = (await gateway.metrics.render()).body.split('\n').find((l) => l.startsWith(`tether_auth_failures_total{reason="${reason}"} `));
-  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
-}
-
 async function refusal(p: Promise<unknown>): Promise<TetherError> {
   try {
     await p;
@@ -150,6 +144,12 @@ function postTicket(wsUrl: string, headers: Record<string, string>, method = 'PO
     req.on('error', reject);
     req.end();
   });
+}
+
+/** `tether_auth_failures_total{reason}` of one gateway: refusals are counted by the gateway whose door refused. */
+async function authFailuresCounted(gateway: Gateway, reason: string): Promise<number> {
+  const line = (await gateway.metrics.render()).body.split('\n').find((l) => l.startsWith(`tether_auth_failures_total{reason="${reason}"} `));
+  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
 /** Registers a hand-driven agent peer (no engine) with `token`. */
