@@ -84,13 +84,19 @@ export class GatewayMetrics {
     });
     this.clients = new Gauge({ name: 'tether_clients_connected', help: 'Client connections past their hello, by transport.', labelNames: ['transport'], registers });
     live('tether_session_attachments', 'Clients attached to sessions now (one client may attach to several), by transport.', 'transport', () => this.sources?.attachments() ?? {});
-    this.frames = counter(
-      'tether_relay_frames_total',
-      'Frames relayed: from_agent (engine lines and events), to_client (session frames, one per client), from_client (input lines), to_agent (input lines, re-sends included).',
-      ['direction'],
-    );
-    this.bytes = counter('tether_relay_bytes_total', 'Bytes of the frames in tether_relay_frames_total (UTF-8), by direction.', ['direction']);
-    this.latency = histogram('tether_relay_latency_seconds', 'Engine line read by the agent until the gateway hands it to a client connection (live frames, each client).', RELAY_LATENCY_BUCKETS_SECONDS);
+    this.frames = new Counter({
+      name: 'tether_relay_frames_total',
+      help: 'Frames relayed: from_agent (engine lines and events), to_client (session frames, one per client), from_client (input lines), to_agent (input lines, re-sends included).',
+      labelNames: ['direction'],
+      registers,
+    });
+    this.bytes = new Counter({ name: 'tether_relay_bytes_total', help: 'Bytes of the frames in tether_relay_frames_total (UTF-8), by direction.', labelNames: ['direction'], registers });
+    this.latency = new Histogram({
+      name: 'tether_relay_latency_seconds',
+      help: 'Engine line read by the agent until the gateway hands it to a client connection (live frames, each client).',
+      buckets: RELAY_LATENCY_BUCKETS_SECONDS,
+      registers,
+    });
     this.promptsRaised = counter('tether_prompts_raised_total', 'Engine requests (permission prompts, hook callbacks, ...) that waited for a client.');
     this.promptsSettled = counter(
       'tether_prompts_settled_total',
@@ -128,7 +134,9 @@ export class GatewayMetrics {
   }
 
   /** Where the gauges read live counts from (the Gateway binds its directory once). */
-  bindGauges(sources: GatewayGaugeSources): void { this.sources = sources; }
+  bindGauges(sources: GatewayGaugeSources): void {
+    this.sources = sources;
+  }
 
   /** A frame of `bytes` bytes was relayed in `direction`. */
   relayed(direction: RelayDirection, bytes: number): void {
@@ -137,7 +145,9 @@ export class GatewayMetrics {
   }
 
   /** A live engine line read by the agent at `readAtMs` (epoch ms) was just handed to a client connection. */
-  relayLatency(readAtMs: number): void { this.latency.observe(Math.max(0, Date.now() - readAtMs) / 1000); }
+  relayLatency(readAtMs: number): void {
+    this.latency.observe(Math.max(0, Date.now() - readAtMs) / 1000);
+  }
 
   /** A client finished its hello. */
   clientConnected(transport: string): void { this.clients.inc({ transport }); }
