@@ -8,12 +8,12 @@ import type { Principal } from './principal.js';
 import type { EngineHost, Session } from './session.js';
 import type { GatewayMetrics } from './metrics.js';
 
-/** How long the gateway waits for an agent to answer agent.stop: its staged engine stop (stdin closed, SIGTERM, SIGKILL; 10 s by default) and a margin. */
-export const AGENT_STOP_ANSWER_MS = 20_000;
-
 /** Acks are cumulative and batched: after this many frames or this long, whichever first. */
 const ACK_EVERY_FRAMES = 32;
 const ACK_AFTER_MS = 100;
+
+/** How long the gateway waits for an agent to answer agent.stop: its staged engine stop (stdin closed, SIGTERM, SIGKILL; 10 s by default) and a margin. */
+export const AGENT_STOP_ANSWER_MS = 20_000;
 
 /**
  * One connected agent as the gateway sees it: the engine host for its sessions. Translates
