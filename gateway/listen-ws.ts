@@ -9,6 +9,8 @@ import { asTetherError, httpStatusOf } from '../core/errors.js';
 import { endWithHttp } from './listen-http-raw.js';
 import { JSONRPC_SUBPROTOCOL } from '../core/protocol/jsonrpc-dialect.js';
 
+/** Where this listener serves upgrades (one definition for it and the dialers: core/protocol/http-paths.ts). */
+export { WS_PATH };
 /** Upgrades are also served at the bare URL `tether up` prints (`ws://HOST:PORT`, path `/`). */
 const WS_PATHS = new Set([WS_PATH, '/']);
 

@@ -12,8 +12,7 @@ import type { BinaryFrame, Channel } from '../core/channel/channel.js';
 import { memoryChannelPair } from '../core/channel/memory.js';
 import { TetherError } from '../core/errors.js';
 import { RpcPeer } from '../core/rpc/peer.js';
-import { attachWsListener } from '../gateway/listen-ws.js';
-import { WS_PATH } from '../core/protocol/http-paths.js';
+import { attachWsListener, WS_PATH } from '../gateway/listen-ws.js';
 
 const bounded = <T>(p: Promise<T>, what: string, ms = 5_000): Promise<T> =>
   Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`timed out: ${what}`)), ms).unref())]);
