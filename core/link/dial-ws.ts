@@ -1,5 +1,5 @@
 import { WebSocket } from 'ws';
-import { WS_PING_DEFAULTS, WsChannel } from '../channel/ws.js';
+import { WsChannel } from '../channel/ws.js';
 import type { Channel } from '../channel/channel.js';
 import { CHANNEL_DEFAULTS } from '../channel/channel.js';
 import { codeFromHttpRefusal, TetherError } from '../errors.js';
@@ -47,8 +47,8 @@ export function dialWs(url: URL, opts: DialOptions): Promise<Channel> {
         new WsChannel(ws, url.host, {
           socket,
           maxFrameBytes,
-          pingIntervalMs: opts.pingIntervalMs ?? WS_PING_DEFAULTS.pingIntervalMs,
-          pingTimeoutMs: opts.pingTimeoutMs ?? WS_PING_DEFAULTS.pingTimeoutMs,
+          pingIntervalMs: opts.pingIntervalMs ?? 15_000,
+          pingTimeoutMs: opts.pingTimeoutMs ?? 10_000,
         }),
       );
     });
