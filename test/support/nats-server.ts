@@ -1,0 +1,116 @@
+/**
+ * A real NATS server with JetStream for tests: Debian's `nats-server` (or
+ * `$TETHER_TEST_NATS_SERVER`), on 127.0.0.1, a free port, and a store folder of its own.
+ * `restart()` brings it back on the same port and store (clients reconnect to the same URL and
+ * JetStream keeps what it held); `stop()` ends it and removes the folder. Every wait is bounded.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { makeTempDir, type TempDir } from './claude-cli.js';
+
+/** Where Debian installs the server when it is not on PATH. */
+const DEBIAN_PATH = '/usr/sbin/nats-server';
+const READY_LINE = 'Server is ready';
+const LISTEN_LINE = /Listening for client connections on [^\s]*:(\d+)/;
+const START_TIMEOUT_MS = 15_000;
+const STOP_TIMEOUT_MS = 5_000;
+
+export interface NatsServer {
+  /** nats://127.0.0.1:PORT, the same across restarts. */
+  readonly url: string;
+  readonly port: number;
+  /** The JetStream store folder (kept across restarts). */
+  readonly storeDir: string;
+  /** The server's process id now (changes on restart). */
+  readonly pid: number;
+  /** Everything the server logged so far, this run and earlier ones. */
+  log(): string;
+  /** Ends the server (SIGTERM, SIGKILL after 5 s) without removing its store. */
+  halt(signal?: NodeJS.Signals): Promise<void>;
+  /** Starts it again on the same port and store (halting it first if it runs). */
+  restart(): Promise<void>;
+  /** Ends the server and removes its store folder. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/** The server binary: `$TETHER_TEST_NATS_SERVER`, `nats-server` on PATH, or Debian's path. */
+export function natsServerBinary(): string {
+  const override = process.env.TETHER_TEST_NATS_SERVER;
+  if (override) return override;
+  for (const dir of (process.env.PATH ?? '').split(':')) if (dir && existsSync(`${dir}/nats-server`)) return `${dir}/nats-server`;
+  if (existsSync(DEBIAN_PATH)) return DEBIAN_PATH;
+  throw new Error('nats-server is not installed: apt-get install nats-server (.ci/run does), or set TETHER_TEST_NATS_SERVER');
+}
+
+/** Starts a JetStream-enabled server on a free port (`-p -1`, the port read from its log). */
+export async function startNatsServer(): Promise<NatsServer> {
+  const bin = natsServerBinary();
+  const store: TempDir = makeTempDir('tether-nats-');
+  let logText = '';
+  let child: ChildProcess | undefined;
+  let port = -1;
+  let stopped = false;
+
+  const launch = async (wantPort: number): Promise<void> => {
+    const p = spawn(bin, ['-js', '-a', '127.0.0.1', '-p', String(wantPort), '-sd', store.path], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child = p;
+    const exited = new Promise<void>((resolve) => p.once('exit', () => resolve()));
+    const started = Date.now();
+    let runLog = '';
+    const onData = (d: Buffer) => {
+      runLog += d.toString();
+      logText += d.toString();
+    };
+    p.stdout!.on('data', onData);
+    p.stderr!.on('data', onData);
+    let gone = false;
+    void exited.then(() => (gone = true));
+    while (!runLog.includes(READY_LINE)) {
+      if (gone) throw new Error(`nats-server exited before it was ready:\n${runLog}`);
+      if (Date.now() - started > START_TIMEOUT_MS) {
+        p.kill('SIGKILL');
+        throw new Error(`nats-server not ready within ${START_TIMEOUT_MS} ms:\n${runLog}`);
+      }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const m = LISTEN_LINE.exec(runLog);
+    if (!m) throw new Error(`nats-server did not say which port it listens on:\n${runLog}`);
+    port = Number(m[1]);
+  };
+
+  const halt = async (signal: NodeJS.Signals = 'SIGTERM'): Promise<void> => {
+    const p = child;
+    if (!p || p.exitCode !== null || p.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => p.once('exit', () => resolve()));
+    p.kill(signal);
+    const t = setTimeout(() => p.kill('SIGKILL'), STOP_TIMEOUT_MS);
+    await exited;
+    clearTimeout(t);
+  };
+
+  await launch(-1);
+  return {
+    get url() {
+      return `nats://127.0.0.1:${port}`;
+    },
+    get port() {
+      return port;
+    },
+    storeDir: store.path,
+    get pid() {
+      return child?.pid ?? -1;
+    },
+    log: () => logText,
+    halt,
+    async restart() {
+      await halt();
+      await launch(port);
+    },
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      await halt();
+      store.cleanup();
+    },
+  };
+}
