@@ -26,6 +26,7 @@ const EDGES = [
     allowed: '^agent/(engine-process|engine-version|demo-engine[^/]*)\\.ts$',
   },
   { name: 'jose-in-core-auth', module: pkg('jose'), allowed: '^core/auth/' },
+  { name: 'nats-in-the-gateway-cluster', module: pkg('@nats-io/[^/]+'), allowed: '^gateway/cluster/' },
 ];
 
 module.exports = {

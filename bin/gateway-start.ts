@@ -7,6 +7,7 @@ import { startGatewayServer, type GatewayServer } from '../gateway/server.js';
 import { acpEndpoint } from './acp-endpoint.js';
 import { AUTH_OFF_WARNING, gatewayAuthFrom, type GatewayAuthSetup } from './auth-options.js';
 import { gatewayStorage } from './gateway-storage.js';
+import { Cluster } from '../gateway/cluster/cluster.js';
 
 /** The keys a gateway runs from: all of `tether gateway`'s; `tether up` has no host (127.0.0.1) and no TLS. */
 export type GatewayRunConfig = Omit<GatewayConfig, 'host' | 'tlsCert' | 'tlsKey' | 'tlsClientCa' | 'logLevel' | 'logFormat'> &
@@ -16,6 +17,8 @@ export type GatewayRunConfig = Omit<GatewayConfig, 'host' | 'tlsCert' | 'tlsKey'
 export interface StartedGateway {
   server: GatewayServer;
   auth: GatewayAuthSetup;
+  /** With `cluster` set: the gateway's membership (close it after the server). */
+  cluster?: Cluster;
 }
 
 /**
@@ -29,15 +32,18 @@ export async function startGateway(c: GatewayRunConfig, logger: Logger, opts: { 
   const storage = gatewayStorage(c, logger);
   const auth = gatewayAuthFrom(c, { needSigningKey: opts.needSigningKey });
   if (auth.auth.verifier === 'off') process.stderr.write(AUTH_OFF_WARNING);
+  // Joined before anything listens: a bad or unreachable cluster stops the gateway here.
+  const cluster = c.cluster ? await Cluster.join(c.cluster, logger) : undefined;
   const gateway = new Gateway({
     logger: opts.routingLogger ?? logger,
-    store: storage.store,
+    store: cluster?.store ?? storage.store,
     audit: storage.audit,
     hostKeys: storage.hostKeys,
     policy: storage.policy,
     limits: gatewayLimitsOf(c.limits),
     metrics: new GatewayMetrics({ processMetrics: true }),
   });
+  await cluster?.attach(gateway);
   const server = await startGatewayServer(gateway, {
     host: c.host,
     port: c.port,
@@ -50,8 +56,12 @@ export async function startGateway(c: GatewayRunConfig, logger: Logger, opts: { 
     doorLimits: doorLimitsOf(c.limits),
     revocations: RevocationList.inStateDir(c.stateDir, { logger }),
     acp: acpEndpoint(),
+    readinessChecks: cluster ? [cluster.readiness] : undefined,
+  }).catch(async (err: unknown) => {
+    await cluster?.close();
+    throw err;
   });
-  return { server, auth };
+  return { server, auth, cluster };
 }
 
 /** The lines both commands print first: where the gateway listens. */

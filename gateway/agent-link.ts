@@ -33,8 +33,11 @@ export class AgentLink implements EngineHost {
     /** Who authenticated this link; a later link of the same `sub` supersedes it. */
     readonly principal: Principal,
     private readonly metrics?: GatewayMetrics,
-    /** Makes what the agent sent durable; runs before every ack, so an ack never outruns the store. */
-    private readonly beforeAck: () => void = () => {},
+    /**
+     * Makes what the agent sent durable and calls `send` once it is (at once for the file
+     * store; once JetStream acknowledged it for the cluster's), so an ack never outruns the store.
+     */
+    private readonly whenDurable: (send: () => void) => void = (send) => send(),
   ) {
     peer.onBinaryNotification('session.output', (p, body) => {
       const s = this.sessions.get(p.session_id);
@@ -109,15 +112,16 @@ export class AgentLink implements EngineHost {
     else if (!this.ackTimer) this.ackTimer = setTimeout(() => this.flushAcks(), ACK_AFTER_MS);
   }
 
-  /** Sends every pending cumulative ack now. */
+  /** Sends every pending cumulative ack once what it covers is durable. */
   flushAcks(): void {
     clearTimeout(this.ackTimer);
     this.ackTimer = undefined;
-    if (this.unacked.size) this.beforeAck();
-    for (const [sessionId, u] of this.unacked) {
-      this.peer.notify('session.ack', { session_id: sessionId, seq: u.seq }).catch(() => {});
-    }
+    if (!this.unacked.size) return;
+    const acks = [...this.unacked].map(([sessionId, u]) => ({ session_id: sessionId, seq: u.seq }));
     this.unacked.clear();
+    this.whenDurable(() => {
+      for (const ack of acks) this.peer.notify('session.ack', ack).catch(() => {});
+    });
   }
 
   /** Stops relaying: output and events arriving after this are dropped. Idempotent. */

@@ -1,15 +1,13 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { TetherError } from '../core/errors.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
-import type { Role } from '../core/protocol/events.js';
+import type { ParamsOf, ResultOf } from '../core/protocol/methods.js';
 import type { Principal } from './principal.js';
-import type { Member } from './session.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { SessionDirectory } from './session-directory.js';
 import { readAudit } from './audit-access.js';
-import { stopAcrossCuts } from './session-stop.js';
-import { requireControlScope } from './session-roles.js';
-import { checkControlAudited } from './policy-gate.js';
+import { applySessionCall, type SessionCall, type SessionCallParams } from './session-calls.js';
+import type { ProxiedClient } from './sessions-elsewhere.js';
 
 /**
  * Per-connection outbound budget before the peer is cut as a slow consumer. threats.md
@@ -24,7 +22,7 @@ export const DEFAULT_SLOW_CLIENT_BYTES = 64 * 1024 * 1024;
  * session frames as a Member. A client that stops reading is cut by its peer's outbound
  * budget (frames, replies and events alike); it may resume from its last seq.
  */
-export class ClientLink implements Member {
+export class ClientLink implements ProxiedClient {
   readonly clientId = `c-${randomBytes(6).toString('hex')}`;
   private readonly attached = new Set<string>();
 
@@ -36,11 +34,17 @@ export class ClientLink implements Member {
   ) {
     this.register();
     dir.clients.set(this.clientId, principal_);
+    dir.links.set(this.clientId, this);
     metrics?.clientConnected(this.transport);
     void peer.channel.closed.then(() => {
       metrics?.clientDisconnected(this.transport);
       dir.clients.delete(this.clientId);
-      for (const id of this.attached) this.dir.get(id)?.detach(this.clientId);
+      dir.links.delete(this.clientId);
+      for (const id of this.attached) {
+        const local = this.dir.get(id);
+        if (local) local.detach(this.clientId);
+        else this.dir.elsewhere?.left(id, this, principal_);
+      }
       this.attached.clear();
     });
   }
@@ -65,6 +69,21 @@ export class ClientLink implements Member {
     this.peer.notify('session.reply', { session_id: sessionId, line }).catch(() => {});
   }
 
+  /** Closes this client's connection so it resumes elsewhere (its session moved to another gateway). */
+  cut(reason: string): void {
+    this.peer.channel.close('UNAVAILABLE', reason);
+  }
+
+  /** A session call: applied here when this gateway holds the session, else at the gateway that does. */
+  private call<M extends SessionCall>(method: M, params: SessionCallParams<M>): Promise<ResultOf<M>> {
+    const p = this.principal_;
+    if (!this.dir.get(params.session_id)) {
+      const forwarded = this.dir.elsewhere?.forward(method, params, this, p);
+      if (forwarded) return forwarded;
+    }
+    return applySessionCall(this.dir, { principal: p, member: this }, method, params, this.metrics);
+  }
+
   /** A connection that closed must not be attached to anything: it would never be detached. */
   private assertOpen(): void {
     if (this.peer.channel.isClosed) throw new TetherError('UNAVAILABLE', 'connection closed');
@@ -73,10 +92,15 @@ export class ClientLink implements Member {
   private register(): void {
     const p = this.principal_;
     this.peer
-      .onRequest('agents.list', () => ({ agents: this.dir.listAgents(p) }))
-      .onRequest('sessions.list', () => ({ sessions: this.dir.listSessions(p) }))
+      .onRequest('agents.list', async () => ({ agents: await this.dir.listAllAgents(p) }))
+      .onRequest('sessions.list', async () => ({ sessions: await this.dir.listAllSessions(p) }))
       .onRequest('session.create', async (params) => {
         if (!p.canCreate) throw new TetherError('PERMISSION_DENIED', 'this token may not create sessions');
+        const elsewhere = this.dir.agents.has(params.agent) ? undefined : await this.dir.elsewhere?.create(params, this, p);
+        if (elsewhere) {
+          this.attached.add(elsewhere.session.id); // made and attached at the gateway its agent is connected to
+          return elsewhere;
+        }
         const session = await this.dir.create(p, params.agent, params.engine, params.options, randomUUID(), {
           createId: params.create_id,
           onProgress: (progress) => void this.peer.notify('session.create_progress', { ...progress, create_id: params.create_id }).catch(() => {}),
@@ -92,40 +116,20 @@ export class ClientLink implements Member {
         this.attached.add(session.id);
         return { session: session.info(), role, client_id: this.clientId };
       })
-      .onRequest('session.attach', (params) => {
+      .onRequest('session.attach', async (params) => {
         this.assertOpen();
-        const session = this.dir.visible(p, params.session_id);
-        const role: Role = session.roles.roleFor(p, params.read_only);
-        const nextSeq = session.attach(this, role, params.from_seq, params.previous_client_id);
-        if (params.from_seq !== undefined) this.metrics?.resumed('client');
-        this.attached.add(session.id);
-        return { session: session.info(), role, client_id: this.clientId, next_seq: nextSeq };
+        const result = await this.call('session.attach', params);
+        this.attached.add(params.session_id);
+        return result;
       })
-      .onRequest('session.detach', (params) => {
-        this.dir.visible(p, params.session_id).detach(this.clientId);
+      .onRequest('session.detach', async (params) => {
+        const result = await this.call('session.detach', params);
         this.attached.delete(params.session_id);
-        return {};
+        return result;
       })
-      .onRequest('session.send', (params) => {
-        const session = this.dir.visible(p, params.session_id);
-        requireControlScope(p, 'send to sessions');
-        if (params.line.type === 'control_request') checkControlAudited(this.dir, session.id, p, this.clientId, params.line, session.roleOf(this.clientId), session.options.cwd);
-        const status = session.input(this.clientId, params.input_id, params.line);
-        if (status === 'applied') this.metrics?.relayed('from_client', Buffer.byteLength(JSON.stringify(params.line)));
-        return { status };
-      })
-      .onRequest('session.set_role', (params) => {
-        const session = this.dir.visible(p, params.session_id);
-        requireControlScope(p, 'change roles');
-        session.setRole(this.clientId, params.client_id, params.role, (id) => this.dir.mayControl(id));
-        return {};
-      })
-      .onRequest('session.audit', (params) => readAudit(this.dir, p, params))
-      .onRequest('session.stop', async (params) => {
-        const session = this.dir.visible(p, params.session_id);
-        requireControlScope(p, 'stop sessions');
-        await stopAcrossCuts(session, this.dir.waits, this.clientId, `stopped by ${p.sub}`, this.dir.agentWaitMs, params.signal);
-        return {};
-      });
+      .onRequest('session.send', (params) => this.call('session.send', params))
+      .onRequest('session.set_role', (params) => this.call('session.set_role', params))
+      .onRequest('session.audit', (params) => (params.session_id === undefined ? readAudit(this.dir, p, params) : this.call('session.audit', { ...params, session_id: params.session_id })))
+      .onRequest('session.stop', (params) => this.call('session.stop', params));
   }
 }

@@ -5,12 +5,13 @@ import { JWKS_DEFAULTS } from '../core/auth/jwks.js';
 import { loadKeyFile } from '../core/auth/keys.js';
 import { DEFAULT_STATE_DIR } from '../core/auth/state-dir.js';
 import { CHANNEL_DEFAULTS } from '../core/channel/channel.js';
-import { loadableFile, loggingKeys, portKey, positiveInt } from '../core/config/common.js';
+import { checkedString, loadableFile, loggingKeys, portKey, positiveInt } from '../core/config/common.js';
 import { pemFile } from '../core/config/tls-keys.js';
 import type { ConfigSpec, FinishContext } from '../core/config/load.js';
 import { GATEWAY_DEFAULTS, type GatewayLimits } from './gateway.js';
 import { DOOR_DEFAULTS, type DoorLimits } from './door-limits.js';
 import { readPolicyFile } from './policy-source.js';
+import { parseClusterUrl } from './cluster/cluster-url.js';
 
 /** Where the gateway listens unless told otherwise: this machine only. */
 export const DEFAULT_GATEWAY_HOST = '127.0.0.1';
@@ -117,6 +118,9 @@ export const gatewaySchema = z
     ...TLS_KEYS,
     ...loggingKeys('info'),
     ...LIMIT_KEYS,
+    cluster: checkedString(parseClusterUrl)
+      .optional()
+      .meta({ help: "join a cluster of gateways on this NATS server with JetStream (nats://HOST:PORT): sessions, history and the fleet's registry live there; absent: a single gateway", flag: 'cluster' }),
   })
   .strict();
 

@@ -37,7 +37,7 @@ export class DurableOutbox {
   /** Queues a frame just appended to the store; it goes out once the store has written it. */
   push(seq: number, bytes: Buffer, readAtMs?: number): void {
     this.held.push({ seq, bytes, readAtMs });
-    if (this.held.length === 1) this.store.whenFlushed(() => this.release());
+    if (this.held.length === 1) (this.store.whenShareable ?? this.store.whenFlushed).call(this.store, () => this.release());
   }
 
   private release(): void {

@@ -127,7 +127,7 @@ export class Gateway {
       if (!auth) throw new TetherError('FAILED_PRECONDITION', 'this connection has no token to renew (authentication is off)');
       return { expires_at: (await auth.renew(token)).toISOString() };
     });
-    peer.onRequest('hello', (hello) => {
+    peer.onRequest('hello', async (hello) => {
       if (greeted) throw new TetherError('FAILED_PRECONDITION', 'hello was already exchanged on this connection');
       assertCompatible(hello.protocol_version);
       if (principal.kind !== 'any' && principal.kind !== hello.role) {
@@ -135,7 +135,7 @@ export class Gateway {
         const message = `token is for ${a(principal.kind)}, not ${a(hello.role)} (${a(hello.role)} needs ${a(hello.role)} token)`;
         throw noteAuthFailure(log, authError('PERMISSION_DENIED', 'wrong_kind', message), {}, this.countAuthFailure);
       }
-      if (hello.role === 'agent') this.helloAgent(peer, principal, hello.agent, log);
+      if (hello.role === 'agent') await this.helloAgent(peer, principal, hello.agent, log, () => greeted);
       else new ClientLink(peer, principal, this.directory, this.metrics);
       role = hello.role;
       greeted = true;
@@ -170,7 +170,7 @@ export class Gateway {
     log.info({ dialect: 'jsonrpc' }, 'peer connected');
   }
 
-  private helloAgent(peer: RpcPeer, principal: Principal, agent: AgentDescriptor | undefined, log: Logger): void {
+  private async helloAgent(peer: RpcPeer, principal: Principal, agent: AgentDescriptor | undefined, log: Logger, greeted: () => boolean): Promise<void> {
     if (!agent) throw new TetherError('INVALID_ARGUMENT', 'an agent hello must describe the agent (params.agent)');
     if (principal.agentName !== undefined && principal.agentName !== agent.name) {
       throw noteAuthFailure(log, authError('PERMISSION_DENIED', 'wrong_agent', `this token may register only as agent "${principal.agentName}", not "${agent.name}"`), {}, this.countAuthFailure);
@@ -182,7 +182,13 @@ export class Gateway {
       throw noteAuthFailure(log, authError('PERMISSION_DENIED', 'host_key', (err as Error).message), {}, this.countAuthFailure);
     }
     if (fingerprint) log.info({ agent: agent.name, hostKey: fingerprint }, 'agent proved its host key');
-    const link = new AgentLink(agent, peer, this.directory.sessions, log.child({ agent: agent.name }), principal, this.metrics, () => this.store.flush());
+    // In a cluster, the sessions this agent runs that another gateway held are brought here first.
+    await this.directory.elsewhere?.beforeAgent(agent);
+    if (greeted()) throw new TetherError('FAILED_PRECONDITION', 'hello was already exchanged on this connection');
+    const link = new AgentLink(agent, peer, this.directory.sessions, log.child({ agent: agent.name }), principal, this.metrics, (send) => {
+      this.store.flush();
+      this.store.whenFlushed(send);
+    });
     try {
       this.directory.agentUp(link); // refuses another identity's live name; supersedes the same identity's link
     } catch (err) {

@@ -14,6 +14,7 @@ import { PendingCreates, type CreateRequest } from './pending-creates.js';
 import { StaticPolicy, type PolicyProvider } from './policy-source.js';
 import { checkSessionOptions, POLICY_PRINCIPAL } from './policy-gate.js';
 import type { SpawnPolicy } from '../core/policy/hook.js';
+import type { ProxiedClient, SessionsElsewhere } from './sessions-elsewhere.js';
 
 export interface DirectoryLimits extends SessionLimits {
   /** How long a session waits for its lost agent before it is ended. */
@@ -35,6 +36,8 @@ export class SessionDirectory {
   readonly sessions = new Map<string, Session>();
   /** Connected clients' principals by client id (for role changes). */
   readonly clients = new Map<string, Principal>();
+  /** Connected clients by client id, to cut those of a session that moved to another gateway. */
+  readonly links = new Map<string, ProxiedClient>();
   private readonly lostTimers = new Map<string, NodeJS.Timeout>();
   /** Agents whose link dropped, and waits for them to come back. */
   readonly waits: AgentWaits;
@@ -43,6 +46,8 @@ export class SessionDirectory {
   readonly policy: PolicyProvider;
   /** Whether engines are started with the policy's hook (the gateway was given a policy). */
   private readonly policyHook: boolean;
+  /** Sessions and agents on the other gateways of a cluster (gateway/cluster/); none outside one. */
+  elsewhere: SessionsElsewhere | undefined;
 
   constructor(
     private readonly limits: DirectoryLimits,
@@ -59,6 +64,41 @@ export class SessionDirectory {
     this.policy = policy ?? new StaticPolicy();
     this.policyHook = policy !== undefined;
     for (const stored of store.loadAll()) this.restore(stored);
+  }
+
+  /**
+   * A session another gateway of the cluster held, read back from the cluster's store: held
+   * here from now on, waiting for its agent (whose hello brought it) like a restored one.
+   */
+  adopt(stored: StoredSession): void {
+    if (this.sessions.has(stored.record.id)) return;
+    this.restore(stored);
+  }
+
+  /**
+   * Lets go of a session another gateway now holds: forgotten here without ending it (its
+   * engine runs on, its history stays in the cluster's store). Its clients here are cut by the caller.
+   */
+  release(id: string): Session | undefined {
+    const s = this.sessions.get(id);
+    if (!s) return undefined;
+    this.sessions.delete(id);
+    s.onEnded = undefined;
+    clearTimeout(this.lostTimers.get(id));
+    this.lostTimers.delete(id);
+    return s;
+  }
+
+  /** This gateway's agents, and the cluster's when in one. */
+  listAllAgents(p: Principal): Promise<AgentInfo[]> {
+    const local = this.listAgents(p);
+    return this.elsewhere ? this.elsewhere.listAgents(p, local) : Promise.resolve(local);
+  }
+
+  /** This gateway's sessions, and the cluster's when in one. */
+  listAllSessions(p: Principal): Promise<SessionInfo[]> {
+    const local = this.listSessions(p);
+    return this.elsewhere ? this.elsewhere.listSessions(p, local) : Promise.resolve(local);
   }
 
   /** A session read back after a restart waits for its agent, bounded like a lost agent. */

@@ -55,6 +55,13 @@ export interface SessionStore {
   flush(): void;
   /** Runs `done` once every frame appended so far is written: at once when none is held. */
   whenFlushed(done: () => void): void;
+  /**
+   * Runs `done` once the frames appended so far may be shown to clients; whenFlushed when
+   * absent. A store that holds frames while its backend is briefly away (the cluster's,
+   * bounded) may say yes earlier, so the sessions it holds keep serving their clients; the
+   * agent's acks still wait for whenFlushed.
+   */
+  whenShareable?(done: () => void): void;
   /** Replaces the session's role decisions (the whole set, written before it returns). */
   saveRoles(sessionId: string, roles: RoleDecisions): void;
   drop(sessionId: string): void;
@@ -90,7 +97,7 @@ export class MemorySessionStore implements SessionStore {
  * A frame's log record: `{"f":SEQ,"a":AGENT_SEQ,"m":FRAME}` and a newline, the frame's bytes
  * embedded as they are (they are JSON), so storing a frame never escapes it.
  */
-function frameRecord(frame: StoredFrame): Buffer {
+export function frameRecord(frame: StoredFrame): Buffer {
   const head = Buffer.from(`{"f":${frame.seq},"a":${frame.agentSeq ?? 0},"m":`);
   return Buffer.concat([head, frame.bytes, RECORD_END], head.length + frame.bytes.length + RECORD_END.length);
 }
@@ -110,7 +117,30 @@ function frameOfRecord(line: string): Buffer | undefined {
 const DEFAULT_MAX_LOG_BYTES = 64 * 1024 * 1024;
 
 /** Inputs kept per session on load (the agent's hello says which were already applied). */
-const INPUTS_KEPT = 1024;
+export const INPUTS_KEPT = 1024;
+
+/** An input's log record: `{"i":SEQ,"k":KEY,"l":LINE}` and a newline. */
+export function inputRecord(input: StoredInput): string {
+  return JSON.stringify({ i: input.seq, k: input.key, l: input.line }) + '\n';
+}
+
+/**
+ * Reads one log line (a frame or input record) back; undefined for a torn or foreign line (a
+ * crash mid-write leaves a torn last line: the agent still holds that frame).
+ */
+export function readLogRecord(line: string): { frame: StoredFrame } | { input: StoredInput } | undefined {
+  if (!line) return undefined;
+  let v: { f?: number; a?: number; m?: unknown; i?: number; k?: string; l?: Record<string, unknown> };
+  try {
+    v = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  const frame = v.f !== undefined && v.m !== undefined ? frameOfRecord(line) : undefined;
+  if (frame) return { frame: { seq: v.f!, agentSeq: v.a, bytes: frame } };
+  if (v.i !== undefined && v.k !== undefined && v.l) return { input: { seq: v.i, key: v.k, line: v.l } };
+  return undefined;
+}
 
 /**
  * The embedded store: one folder per session under `dir`, with `session.json` and an
@@ -201,7 +231,7 @@ export class FileSessionStore implements SessionStore {
 
   appendInput(sessionId: string, input: StoredInput): void {
     this.flush(); // the log keeps the gateway's order
-    this.append(sessionId, JSON.stringify({ i: input.seq, k: input.key, l: input.line }) + '\n');
+    this.append(sessionId, inputRecord(input));
   }
 
   whenFlushed(done: () => void): void {
@@ -271,16 +301,9 @@ export class FileSessionStore implements SessionStore {
     const log = join(folder, 'log.ndjson');
     const text = existsSync(log) ? readFileSync(log, 'utf8') : '';
     for (const line of text.split('\n')) {
-      if (!line) continue;
-      let v: { f?: number; a?: number; m?: unknown; i?: number; k?: string; l?: Record<string, unknown> };
-      try {
-        v = JSON.parse(line);
-      } catch {
-        continue; // a torn last line from a crash mid-write: the agent still holds that frame
-      }
-      const frame = v.f !== undefined && v.m !== undefined ? frameOfRecord(line) : undefined;
-      if (frame) frames.push({ seq: v.f!, agentSeq: v.a, bytes: frame });
-      else if (v.i !== undefined && v.k !== undefined && v.l) inputs.push({ seq: v.i, key: v.k, line: v.l });
+      const r = readLogRecord(line);
+      if (r && 'frame' in r) frames.push(r.frame);
+      else if (r) inputs.push(r.input);
     }
     const rolesFile = join(folder, 'roles.json');
     const roles = existsSync(rolesFile) ? (JSON.parse(readFileSync(rolesFile, 'utf8')) as RoleDecisions) : {};
@@ -297,7 +320,7 @@ export class FileSessionStore implements SessionStore {
     const log = join(this.folder(id), 'log.ndjson');
     const lines = [
       ...frames.slice(-this.keepFrames).map(frameRecord),
-      ...inputs.map((n) => JSON.stringify({ i: n.seq, k: n.key, l: n.line }) + '\n'),
+      ...inputs.map(inputRecord),
     ];
     const body = Buffer.concat(lines.map((l) => (typeof l === 'string' ? Buffer.from(l) : l)));
     writeFileSync(log + '.tmp', body, { mode: 0o600 });

@@ -239,6 +239,9 @@ export class Session {
     this.host = host;
     if (this.ended) return;
     if (host) {
+      // Never reuse a seq the agent applied: a store that lost the newest inputs (the cluster's,
+      // when the gateway that took them died first) would otherwise number a new one as old.
+      this.inputSeq = Math.max(this.inputSeq, lastInputSeq);
       // Re-send what the agent never confirmed; it applies each input seq at most once.
       this.onInputAck(lastInputSeq);
       for (const p of this.pendingInputs.list()) {

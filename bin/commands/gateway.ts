@@ -13,7 +13,7 @@ export const gatewayCommand = programCommand(
     summary: 'run a gateway that agents and clients connect to',
     usage: `Usage: tether gateway [--host ${DEFAULT_GATEWAY_HOST}] [--port ${DEFAULT_GATEWAY_PORT}] [--grpc-port ${DEFAULT_GRPC_PORT}] [--state-dir DIR | --key FILE]
                       [--jwks-url URL] [--auth on|off] [--allow-origin ORIGIN]... [--log-level info]
-                      [--config FILE]
+                      [--cluster nats://HOST:PORT] [--config FILE]
 
 Runs the gateway: agents dial out to it, clients connect to it, it routes sessions. Every
 connection needs a token (tether token mints one with the same state folder or key).
@@ -25,6 +25,10 @@ Options:
   --host HOST        address to listen on (default ${DEFAULT_GATEWAY_HOST})
   --port PORT        WebSocket/HTTP port (default ${DEFAULT_GATEWAY_PORT}; 0 picks a free port)
   --grpc-port PORT   gRPC port (default ${DEFAULT_GRPC_PORT}; 0 with --port 0 unless given; off: none)
+  --cluster URL      join a cluster of gateways on a NATS server with JetStream
+                     (nats://HOST:PORT): sessions and their history live in JetStream, agents
+                     and clients may use any gateway, an agent whose gateway is lost moves to
+                     another with its sessions. Absent: one gateway with its own store
 ${AUTH_FLAGS_HELP}
 ${STORAGE_FLAGS_HELP}
   --log-level LEVEL  trace|debug|info|warn|error (default info; env TETHER_LOG_LEVEL)
@@ -32,14 +36,18 @@ ${STORAGE_FLAGS_HELP}
   -h, --help         show this help`,
   },
   async (c, logger) => {
-    const { server, auth } = await startGateway(c, logger);
+    const { server, auth, cluster } = await startGateway(c, logger);
     printListening(server);
+    if (cluster) process.stdout.write(`cluster: ${c.cluster} (gateway ${cluster.gatewayId})\n`);
     printKey(auth);
     if (auth.keyPath && auth.signingKey) {
       const where = c.keyFile ? `--key ${auth.keyPath}` : `--state-dir ${c.stateDir}`;
       process.stdout.write(`mint tokens: tether token ${where} --role client|agent --sub NAME\n`);
     }
-    await onShutdown(() => server.close());
+    await onShutdown(async () => {
+      await server.close();
+      await cluster?.close();
+    });
     return 0;
   },
 );

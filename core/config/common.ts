@@ -26,12 +26,17 @@ export function portKey() {
  * throws becomes the key's problem (its message), reported with every other at once.
  */
 export function loadableFile(read: (path: string) => unknown) {
+  return checkedString(read);
+}
+
+/** A non-empty string that `check` accepts; what it throws is the value's problem, in its words. */
+export function checkedString(check: (value: string) => unknown) {
   return z
     .string()
     .min(1)
-    .superRefine((path, ctx) => {
+    .superRefine((value, ctx) => {
       try {
-        read(path);
+        check(value);
       } catch (err) {
         ctx.addIssue({ code: 'custom', message: (err as Error).message });
       }

@@ -86,6 +86,8 @@ export const SessionInfo = z.object({
   pending_prompts: z.number().int(),
   last_seq: z.number().int(),
   options: SessionOptions,
+  /** In a cluster: the gateway that holds the session (its agent's). */
+  gateway: z.string().optional(),
 });
 export type SessionInfo = z.infer<typeof SessionInfo>;
 
@@ -99,6 +101,8 @@ export const AgentInfo = z.object({
   sessions: z.array(z.string()),
   connected_at: z.string(),
   transport: z.string(),
+  /** In a cluster: the gateway the agent is connected to. */
+  gateway: z.string().optional(),
 });
 export type AgentInfo = z.infer<typeof AgentInfo>;
 

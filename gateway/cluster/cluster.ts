@@ -1,0 +1,307 @@
+import { Gauge } from 'prom-client';
+import { TetherError, asTetherError } from '../../core/errors.js';
+import type { Logger } from '../../core/logging.js';
+import type { AgentDescriptor, AgentInfo, ParamsOf, ResultOf, SessionInfo } from '../../core/protocol/methods.js';
+import type { Gateway } from '../gateway.js';
+import type { Principal } from '../principal.js';
+import type { ReadinessCheck } from '../readiness.js';
+import type { ReplayLogLimits } from '../replay-log.js';
+import type { SessionCall, SessionCallParams } from '../session-calls.js';
+import type { SessionDirectory } from '../session-directory.js';
+import type { ProxiedClient, SessionsElsewhere } from '../sessions-elsewhere.js';
+import { decode, encode, ReplyNotice, unwrap, type CallRequest } from './cluster-wire.js';
+import { gatewaySubject, HomeEndpoint } from './home-endpoint.js';
+import { JetStreamSessionStore } from './jetstream-store.js';
+import { NatsLink } from './nats-link.js';
+import { ANNOUNCE_EVERY_MS, ClusterRegistry, type GatewayEntry, type SessionEntry } from './registry.js';
+import { SessionMirror } from './session-mirror.js';
+
+/** How long a forwarded call waits for the session's home (a stop waits for the engine). */
+const CALL_TIMEOUT_MS = 15_000;
+const STOP_TIMEOUT_MS = 45_000;
+/** How long a fleet listing waits for each other gateway. */
+const LIST_TIMEOUT_MS = 2_000;
+/** An agent's arrival is announced this soon after its hello (once it is listed here). */
+const ANNOUNCE_SOON_MS = 100;
+/** How long a gateway taking over a session waits for its old home to let go. */
+const RELEASE_TIMEOUT_MS = 3_000;
+
+/**
+ * One gateway's membership in a cluster on NATS JetStream (docs/architecture.md, "Several
+ * gateways"). Built before the gateway (it provides the session store), then `attach`ed to it:
+ * from then on sessions held elsewhere are reached through their home gateway (calls by
+ * request-reply, frames from the session's log in JetStream), agents that arrive here bring
+ * their sessions here, and the registry tells the fleet what this gateway holds.
+ */
+export class Cluster implements SessionsElsewhere {
+  /** This gateway's id in the cluster (its Gateway's id), set by attach. */
+  gatewayId = '';
+  private dir!: SessionDirectory;
+  private replayLimits!: ReplayLogLimits;
+  private home!: HomeEndpoint;
+  /** Sessions of the fleet and their homes, kept current by a watch on the registry. */
+  private readonly homes = new Map<string, SessionEntry>();
+  private readonly mirrors = new Map<string, SessionMirror>();
+  /** Clients of this gateway attached to sessions held elsewhere. */
+  private readonly proxied = new Map<string, ProxiedClient>();
+  private live: GatewayEntry[] = [];
+  private announcer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  private constructor(
+    readonly link: NatsLink,
+    readonly registry: ClusterRegistry,
+    readonly store: JetStreamSessionStore,
+    private readonly log: Logger,
+  ) {}
+
+  /**
+   * Connects to NATS at `url` and opens the stream and buckets (creating them on first use).
+   * INVALID_ARGUMENT for a malformed URL, UNAVAILABLE when NATS cannot be reached: the
+   * gateway then refuses to start.
+   */
+  static async join(url: string, log: Logger): Promise<Cluster> {
+    const link = await NatsLink.open(url, 'tether-gateway', log);
+    try {
+      const registry = await ClusterRegistry.open(link.nc);
+      const store = await JetStreamSessionStore.open(link, registry, log.child({ component: 'cluster-store' }));
+      return new Cluster(link, registry, store, log.child({ component: 'cluster' }));
+    } catch (err) {
+      await link.close();
+      throw new TetherError('UNAVAILABLE', `the cluster's NATS server at ${url} has no usable JetStream: ${(err as Error).message}`);
+    }
+  }
+
+  /** Joins `gateway` (built with this cluster's store) to the fleet. */
+  async attach(gateway: Gateway): Promise<void> {
+    this.gatewayId = gateway.id;
+    this.dir = gateway.directory;
+    this.replayLimits = gateway.limits.replay;
+    this.store.home = gateway.id;
+    this.home = new HomeEndpoint(this.link, gateway.id, this.dir, this.store, this.log, gateway.metrics);
+    this.dir.elsewhere = this;
+    const replies = this.link.nc.subscribe(gatewaySubject(gateway.id, 'reply'));
+    void (async () => {
+      for await (const m of replies) {
+        try {
+          const r = decode(ReplyNotice, m.data);
+          this.proxied.get(r.client_id)?.sendReply(r.session_id, r.line);
+        } catch (err) {
+          this.log.warn({ err: String(err) }, 'dropping a bad reply from another gateway');
+        }
+      }
+    })();
+    await this.registry.watchSessions((id, entry) => this.onSessionEntry(id, entry));
+    this.bindMetrics(gateway);
+    await this.announce();
+    this.announcer = setInterval(() => void this.announce(), ANNOUNCE_EVERY_MS);
+    this.announcer.unref();
+  }
+
+  /** /readyz: the link to NATS is up. */
+  readonly readiness: ReadinessCheck = {
+    name: 'cluster',
+    check: () => {
+      const s = this.link.state;
+      if (s.kind === 'up') return undefined;
+      if (s.kind === 'closed') return 'cluster link closed';
+      return `NATS link down for ${Math.round((Date.now() - s.sinceMs) / 1000)} s (${this.link.url}); ${this.store.unpublishedBytes} bytes waiting to be published`;
+    },
+  };
+
+  private bindMetrics(gateway: Gateway): void {
+    const registers = [gateway.metrics.registry];
+    const labels = { gateway: gateway.id };
+    const up = new Gauge({ name: 'tether_cluster_link_up', help: "Whether this gateway is connected to the cluster's NATS server (1) or not (0).", labelNames: ['gateway'], registers });
+    const held = new Gauge({ name: 'tether_cluster_sessions_held', help: 'Sessions this gateway holds (their agents are connected here), by gateway id.', labelNames: ['gateway'], registers });
+    const agents = new Gauge({ name: 'tether_cluster_agents_held', help: 'Agents connected to this gateway, by gateway id.', labelNames: ['gateway'], registers });
+    const unpublished = new Gauge({ name: 'tether_cluster_unpublished_bytes', help: 'Session records appended but not yet acknowledged by JetStream.', labelNames: ['gateway'], registers });
+    const refresh = () => {
+      up.set(labels, this.link.isUp ? 1 : 0);
+      held.set(labels, this.dir.sessions.size);
+      agents.set(labels, this.dir.agents.size);
+      unpublished.set(labels, this.store.unpublishedBytes);
+    };
+    refresh();
+    this.link.onChange(refresh);
+    setInterval(refresh, 1_000).unref();
+  }
+
+  /** Tells the fleet what this gateway holds; drops members of gateways gone silent. */
+  private async announce(): Promise<void> {
+    if (this.closed || !this.link.isUp) return;
+    try {
+      await this.registry.announce({ id: this.gatewayId, agents: [...this.dir.agents.keys()], sessions: [...this.dir.sessions.keys()], at: new Date().toISOString() });
+      this.live = await this.registry.liveGateways();
+      this.home.dropMembersOf(new Set(this.live.map((g) => g.id)));
+    } catch (err) {
+      this.log.debug({ err: String(err) }, 'cluster announce failed; next in a moment');
+    }
+  }
+
+  /** A session's entry changed: clients here of a session that moved resume at its new home. */
+  private onSessionEntry(id: string, entry: SessionEntry | undefined): void {
+    const before = this.homes.get(id);
+    if (entry) this.homes.set(id, entry);
+    else this.homes.delete(id);
+    if (before && entry && before.home === entry.home) return;
+    const reason = entry ? `session ${id} moved to gateway ${entry.home}; resume there` : `session ${id} is gone`;
+    this.cutMirror(id, reason);
+    if (entry && entry.home !== this.gatewayId && this.dir.get(id)) this.home.releaseLocal(id, reason);
+  }
+
+  private cutMirror(id: string, reason: string): void {
+    const mirror = this.mirrors.get(id);
+    if (!mirror) return;
+    this.mirrors.delete(id);
+    for (const clientId of mirror.clientIds()) this.proxied.get(clientId)?.cut(reason);
+    mirror.close();
+  }
+
+  private async request<T>(gatewayId: string, verb: 'call' | 'release' | 'list', body: unknown, timeout: number): Promise<T> {
+    try {
+      const m = await this.link.nc.request(gatewaySubject(gatewayId, verb), encode(body), { timeout });
+      return unwrap<T>(m.data);
+    } catch (err) {
+      if (err instanceof TetherError) throw err;
+      throw new TetherError('UNAVAILABLE', `gateway ${gatewayId} did not answer (${(err as Error).message}); if it is gone, its agents are moving to another gateway`);
+    }
+  }
+
+  private caller(client: ProxiedClient, p: Principal): CallRequest['caller'] {
+    return { principal: p, client_id: client.clientId, transport: client.transport, gateway: this.gatewayId };
+  }
+
+  forward<M extends SessionCall>(method: M, params: SessionCallParams<M>, client: ProxiedClient, p: Principal): Promise<ResultOf<M>> {
+    return this.forwardTo(method, params, client, p);
+  }
+
+  private async forwardTo<M extends SessionCall>(method: M, params: SessionCallParams<M>, client: ProxiedClient, p: Principal): Promise<ResultOf<M>> {
+    const id = params.session_id;
+    let entry = this.homes.get(id);
+    if (!entry) {
+      entry = (await this.registry.getSession(id).catch((err: unknown) => void this.log.debug({ sessionId: id, err: String(err) }, 'registry read failed')))?.value;
+      this.log.debug({ sessionId: id, entry }, 'forward: session not cached');
+      if (!entry) throw new TetherError('NOT_FOUND', `no session ${id}`);
+      this.homes.set(id, entry);
+    }
+    if (entry.home === this.gatewayId) throw new TetherError('UNAVAILABLE', `session ${id} is moving to this gateway; try again in a moment`);
+    const call: CallRequest = { method, params: params as Record<string, unknown>, caller: this.caller(client, p) };
+    const result = await this.request<ResultOf<M>>(entry.home, 'call', call, method === 'session.stop' ? STOP_TIMEOUT_MS : CALL_TIMEOUT_MS);
+    if (method === 'session.attach') {
+      await this.feed(id, client, (params as ParamsOf<'session.attach'>).from_seq);
+      (result as ResultOf<'session.attach'>).session.gateway = entry.home;
+    }
+    if (method === 'session.detach') this.unfeed(id, client.clientId);
+    return result;
+  }
+
+  /** Starts feeding `client` the session's frames from the mirror here (made on first use). */
+  private async feed(id: string, client: ProxiedClient, fromSeq?: number): Promise<void> {
+    let mirror = this.mirrors.get(id);
+    if (!mirror) this.mirrors.set(id, (mirror = new SessionMirror(this.link, id, this.replayLimits, this.log)));
+    this.proxied.set(client.clientId, client);
+    await mirror.attach(client, fromSeq);
+  }
+
+  private unfeed(id: string, clientId: string): void {
+    const mirror = this.mirrors.get(id);
+    if (mirror && mirror.detach(clientId) === 0) {
+      mirror.close();
+      this.mirrors.delete(id);
+    }
+    if (![...this.mirrors.values()].some((m) => m.clientIds().includes(clientId))) this.proxied.delete(clientId);
+  }
+
+  async create(params: ParamsOf<'session.create'>, client: ProxiedClient, p: Principal): Promise<ResultOf<'session.create'> | undefined> {
+    // Announcements may lag an agent that just connected: the gateways are asked.
+    const holder = (await this.fleet(p, [], 'agents')).find((a) => a.name === params.agent && a.gateway !== this.gatewayId)?.gateway;
+    if (!holder) return undefined;
+    {
+      const call: CallRequest = { method: 'session.create', params: params as Record<string, unknown>, caller: this.caller(client, p) };
+      const result = await this.request<ResultOf<'session.create'>>(holder, 'call', call, CALL_TIMEOUT_MS + 60_000);
+      const id = result.session.id;
+      const known = await this.registry.getSession(id).catch(() => undefined);
+      if (known) this.homes.set(id, known.value);
+      await this.feed(id, client, 1);
+      return result;
+    }
+  }
+
+  left(sessionId: string, client: ProxiedClient, p: Principal): void {
+    this.unfeed(sessionId, client.clientId);
+    const entry = this.homes.get(sessionId);
+    if (!entry || entry.home === this.gatewayId) return;
+    const call: CallRequest = { method: 'session.detach', params: { session_id: sessionId }, caller: this.caller(client, p) };
+    this.request(entry.home, 'call', call, CALL_TIMEOUT_MS).catch(() => {}); // a home that is gone has no one to tell
+  }
+
+  listSessions(p: Principal, local: SessionInfo[]): Promise<SessionInfo[]> {
+    return this.fleet(p, local, 'sessions');
+  }
+
+  listAgents(p: Principal, local: AgentInfo[]): Promise<AgentInfo[]> {
+    return this.fleet(p, local, 'agents');
+  }
+
+  /** This gateway's part and every other live gateway's (one that does not answer in time is left out). */
+  private async fleet<K extends 'sessions' | 'agents'>(p: Principal, local: (K extends 'sessions' ? SessionInfo : AgentInfo)[], kind: K) {
+    type Item = K extends 'sessions' ? SessionInfo : AgentInfo;
+    const others = (await this.registry.liveGateways().catch(() => this.live)).filter((g) => g.id !== this.gatewayId);
+    const parts = await Promise.all(
+      others.map((g) => this.request<{ sessions: SessionInfo[]; agents: AgentInfo[] }>(g.id, 'list', { principal: p }, LIST_TIMEOUT_MS).then((r) => r[kind] as Item[]).catch(() => [] as Item[])),
+    );
+    return [...local.map((x) => ({ ...x, gateway: this.gatewayId })), ...parts.flat()] as Item[];
+  }
+
+  /**
+   * The agent arriving here runs sessions another gateway held: each becomes this gateway's
+   * (its old home asked to let go, bounded; the registry updated with a revision check, so
+   * two gateways never both take one), then read back from JetStream: history, inputs,
+   * pending prompts and role decisions. The directory then binds them to the agent as after a restart.
+   */
+  async beforeAgent(agent: AgentDescriptor): Promise<void> {
+    setTimeout(() => void this.announce(), ANNOUNCE_SOON_MS).unref(); // the fleet learns of the agent without waiting for the next round
+    for (const s of agent.sessions) {
+      if (this.dir.get(s.session_id)) continue;
+      try {
+        await this.takeOver(s.session_id);
+      } catch (err) {
+        const e = asTetherError(err, 'UNAVAILABLE');
+        throw new TetherError(e.code === 'ABORTED' ? 'ABORTED' : 'UNAVAILABLE', `cannot take session ${s.session_id} over from its old gateway: ${e.message}`);
+      }
+    }
+  }
+
+  private async takeOver(id: string): Promise<void> {
+    const found = await this.registry.getSession(id);
+    if (!found) return; // the fleet never had it, or it ended and was dropped: the directory stops its engine
+    const from = found.value.home;
+    const started = Date.now();
+    if (from !== this.gatewayId) {
+      await this.request(from, 'release', { session_id: id, to: this.gatewayId }, RELEASE_TIMEOUT_MS).catch((err: unknown) => {
+        this.log.info({ sessionId: id, from, err: String(err) }, 'old home did not answer; taking the session over');
+      });
+    }
+    await this.registry.claim(id, { ...found.value, home: this.gatewayId }, found.revision);
+    this.homes.set(id, { ...found.value, home: this.gatewayId });
+    this.cutMirror(id, `session ${id} moved to gateway ${this.gatewayId}; resume`);
+    this.store.adopted(id);
+    const stored = await this.store.load(id);
+    if (!stored) throw new TetherError('UNAVAILABLE', `session ${id} vanished from the cluster while being taken over`);
+    this.dir.adopt(stored);
+    this.log.info({ sessionId: id, from, frames: stored.frames.length, inputs: stored.inputs.length, ms: Date.now() - started }, 'session taken over from another gateway');
+  }
+
+  /** Leaves the fleet: stops announcing and answering; what is unpublished stays with the agents. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.announcer);
+    for (const m of this.mirrors.values()) m.close();
+    this.mirrors.clear();
+    this.home?.close();
+    await this.registry.retire(this.gatewayId).catch(() => {});
+    await this.link.close();
+  }
+}

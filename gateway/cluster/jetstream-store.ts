@@ -1,0 +1,374 @@
+import { randomBytes } from 'node:crypto';
+import { headers as natsHeaders } from '@nats-io/transport-node';
+import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import type { Logger } from '../../core/logging.js';
+import type { RoleDecisions } from '../session-roles.js';
+import { frameRecord, inputRecord, INPUTS_KEPT, readLogRecord, type SessionRecord, type SessionStore, type StoredFrame, type StoredInput, type StoredSession } from '../session-store.js';
+import type { NatsLink } from './nats-link.js';
+import type { ClusterRegistry } from './registry.js';
+
+/** The one stream of session logs: subject `tether.s.<session id>` per session. */
+export const SESSIONS_STREAM = 'TETHER_SESSIONS';
+const SUBJECT_PREFIX = 'tether.s.';
+/** Session logs older than this leave the stream (a week). */
+export const STREAM_MAX_AGE_MS = 7 * 24 * 3600_000;
+/** The stream's size bound (1 GiB); the oldest messages go first. */
+export const STREAM_MAX_BYTES = 1024 ** 3;
+/** JetStream drops a re-sent message with the same id within this window (a retry after a cut). */
+export const DUPLICATE_WINDOW_MS = 2 * 60_000;
+/**
+ * Records a gateway holds while NATS is away before it stops showing new frames to clients
+ * ahead of JetStream (64 MiB). Acks to agents always wait for JetStream, so what is held is
+ * bounded by what agents may leave unacknowledged (64 MiB per session, agent/session-relay.ts).
+ */
+export const CLUSTER_BUFFER_BYTES = 64 * 1024 * 1024;
+/** Bytes of one published message (at most the server's max_payload less room for headers). */
+const MAX_MESSAGE_BYTES = 512 * 1024;
+const PUBLISH_TIMEOUT_MS = 5_000;
+const RETRY_PAUSE_MS = 250;
+/** Header on every part of a record split over several messages but its first. */
+export const CONTINUATION_HEADER = 'Tether-Cont';
+
+/** The subject of a session's log; ids are checked (letters, digits, dash) before they become subjects. */
+export function sessionSubject(id: string): string {
+  if (!/^[A-Za-z0-9-]+$/.test(id)) throw new Error(`bad session id for the cluster: ${id}`);
+  return SUBJECT_PREFIX + id;
+}
+
+/** Creates the stream (or checks it exists); idempotent across gateways. */
+export async function ensureSessionsStream(jsm: JetStreamManager): Promise<void> {
+  const config = {
+    name: SESSIONS_STREAM,
+    subjects: [`${SUBJECT_PREFIX}*`],
+    max_age: STREAM_MAX_AGE_MS * 1e6,
+    max_bytes: STREAM_MAX_BYTES,
+    duplicate_window: DUPLICATE_WINDOW_MS * 1e6,
+  };
+  try {
+    await jsm.streams.info(SESSIONS_STREAM);
+  } catch {
+    await jsm.streams.add(config);
+  }
+}
+
+interface Queued {
+  bytes: Buffer;
+  unit: number;
+}
+
+/**
+ * One session's log toward JetStream: records in order, published one message at a time (so
+ * a retry after a cut can never land behind a later message), several records per message
+ * under load (group commit), a record larger than a message split over consecutive messages.
+ */
+class LogWriter {
+  private queue: Queued[] = [];
+  private partial: { rest: Buffer; unit: number } | undefined;
+  private pumping = false;
+  private sent = 0;
+
+  constructor(
+    private readonly store: JetStreamSessionStore,
+    private readonly subject: string,
+    private readonly idPrefix: string,
+  ) {}
+
+  push(record: Buffer, unit: number): void {
+    this.queue.push({ bytes: record, unit });
+    void this.pump();
+  }
+
+  /** The next message: whole records up to the bound, or the next part of one too large. */
+  private take(): { body: Buffer; units: number[]; cont: boolean } {
+    if (this.partial) {
+      const { rest, unit } = this.partial;
+      const body = rest.subarray(0, MAX_MESSAGE_BYTES);
+      this.partial = rest.length > MAX_MESSAGE_BYTES ? { rest: rest.subarray(MAX_MESSAGE_BYTES), unit } : undefined;
+      return { body, units: this.partial ? [] : [unit], cont: true };
+    }
+    const first = this.queue[0];
+    if (first.bytes.length > MAX_MESSAGE_BYTES) {
+      this.queue.shift();
+      this.partial = { rest: first.bytes.subarray(MAX_MESSAGE_BYTES), unit: first.unit };
+      return { body: first.bytes.subarray(0, MAX_MESSAGE_BYTES), units: [], cont: false };
+    }
+    const parts: Buffer[] = [];
+    const units: number[] = [];
+    let size = 0;
+    while (this.queue.length && size + this.queue[0].bytes.length <= MAX_MESSAGE_BYTES) {
+      const q = this.queue.shift()!;
+      parts.push(q.bytes);
+      units.push(q.unit);
+      size += q.bytes.length;
+    }
+    return { body: Buffer.concat(parts, size), units, cont: false };
+  }
+
+  private async pump(): Promise<void> {
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      while ((this.queue.length || this.partial) && !this.store.closed) {
+        const m = this.take();
+        const msgID = `${this.idPrefix}-${++this.sent}`;
+        const h = m.cont ? natsHeaders() : undefined;
+        h?.set(CONTINUATION_HEADER, '1');
+        // The same id on every retry: JetStream keeps one copy if an ack was lost in a cut.
+        while (!(await this.store.publish(this.subject, m.body, msgID, h))) if (this.store.closed) return;
+        this.store.settled(m.units, m.body.length);
+      }
+    } finally {
+      this.pumping = false;
+    }
+  }
+}
+
+/**
+ * The cluster's session store: each session's history and inputs are one append-only log in
+ * JetStream (subject `tether.s.<id>`, the file store's record layout), its record, home and
+ * role decisions in the registry's key-value bucket. Writes are queued and published in the
+ * background; `whenFlushed` fires once JetStream has acknowledged everything appended before
+ * it, and the gateway acks an agent only then. While NATS is away the records wait (retried
+ * in order, never dropped) and, up to CLUSTER_BUFFER_BYTES, frames are still shown to local
+ * clients (`whenShareable`). Sessions are not read back at start: a gateway loads one when
+ * its agent arrives (`load`).
+ */
+export class JetStreamSessionStore implements SessionStore {
+  readonly kind = 'jetstream';
+  closed = false;
+  private readonly js: JetStreamClient;
+  private readonly writers = new Map<string, LogWriter>();
+  /** Units (records and registry writes) not yet acknowledged, in the order they were made. */
+  private readonly outstanding = new Set<number>();
+  private nextUnit = 0;
+  private heldBytes = 0;
+  private flushWaiters: { upTo: number; done: () => void }[] = [];
+  /** Writer id: message ids stay unique across gateways and restarts. */
+  private readonly writerId = randomBytes(6).toString('hex');
+  /** The gateway whose sessions these are (set when the gateway joins). */
+  home = '';
+
+  constructor(
+    private readonly link: NatsLink,
+    private readonly registry: ClusterRegistry,
+    private readonly log: Logger,
+  ) {
+    this.js = jetstream(link.nc, { timeout: PUBLISH_TIMEOUT_MS });
+    link.onChange((s) => {
+      if (s.kind !== 'up') this.releaseShareWaiters();
+    });
+  }
+
+  static async open(link: NatsLink, registry: ClusterRegistry, log: Logger): Promise<JetStreamSessionStore> {
+    await ensureSessionsStream(await jetstreamManager(link.nc));
+    return new JetStreamSessionStore(link, registry, log);
+  }
+
+  get isOpen(): boolean {
+    return !this.closed;
+  }
+
+  /** Bytes of records appended but not yet acknowledged by JetStream. */
+  get unpublishedBytes(): number {
+    return this.heldBytes;
+  }
+
+  create(record: SessionRecord): void {
+    this.log.debug({ sessionId: record.id, home: this.home }, 'session registered in the cluster');
+    this.track(this.registry.putSession({ record, home: this.home, roles: {} }));
+  }
+
+  appendFrame(sessionId: string, frame: StoredFrame): void {
+    this.append(sessionId, frameRecord(frame));
+  }
+
+  appendInput(sessionId: string, input: StoredInput): void {
+    this.append(sessionId, Buffer.from(inputRecord(input)));
+  }
+
+  saveRoles(sessionId: string, roles: RoleDecisions): void {
+    this.track(this.registry.updateRoles(sessionId, roles));
+  }
+
+  /**
+   * Another gateway holds the session now: what this gateway's copy still appends (a prompt
+   * expiring on a copy it let go of) is not written. `adopted` undoes it when it comes back.
+   */
+  forget(sessionId: string): void {
+    this.forgotten.add(sessionId);
+    this.writers.delete(sessionId);
+  }
+
+  adopted(sessionId: string): void {
+    this.forgotten.delete(sessionId);
+  }
+
+  private readonly forgotten = new Set<string>();
+
+  private append(sessionId: string, record: Buffer): void {
+    if (this.closed || this.forgotten.has(sessionId)) return;
+    let w = this.writers.get(sessionId);
+    if (!w) this.writers.set(sessionId, (w = new LogWriter(this, sessionSubject(sessionId), `${this.writerId}-${sessionId}`)));
+    const unit = ++this.nextUnit;
+    this.outstanding.add(unit);
+    this.heldBytes += record.length;
+    w.push(record, unit);
+  }
+
+  /** A registry write counts toward whenFlushed like a record; failures are logged (retried by the next write). */
+  private track(write: Promise<unknown>): void {
+    const unit = ++this.nextUnit;
+    this.outstanding.add(unit);
+    write
+      .catch((err: unknown) => this.log.warn({ err: String(err) }, 'cluster registry write failed'))
+      .finally(() => this.settled([unit], 0));
+  }
+
+  /** For LogWriter: one publish; false after a failure (paused first, so the caller just retries). */
+  async publish(subject: string, body: Buffer, msgID: string, headers: ReturnType<typeof natsHeaders> | undefined): Promise<boolean> {
+    try {
+      await this.js.publish(subject, body, { msgID, headers });
+      return true;
+    } catch (err) {
+      if (!this.closed) this.log.debug({ subject, err: String(err) }, 'publish to JetStream failed; retrying');
+      await new Promise((r) => setTimeout(r, RETRY_PAUSE_MS));
+      return false;
+    }
+  }
+
+  /** For LogWriter: these units are in JetStream. */
+  settled(units: number[], bytes: number): void {
+    for (const u of units) this.outstanding.delete(u);
+    this.heldBytes -= bytes;
+    if (!this.flushWaiters.length) return;
+    const oldest = this.outstanding.values().next();
+    const floor = oldest.done ? Infinity : oldest.value;
+    const ready = this.flushWaiters.filter((w) => w.upTo < floor);
+    this.flushWaiters = this.flushWaiters.filter((w) => w.upTo >= floor);
+    for (const w of ready) w.done();
+  }
+
+  /** Publishing runs all the time; nothing to push. */
+  flush(): void {}
+
+  whenFlushed(done: () => void): void {
+    if (!this.outstanding.size) return done();
+    this.flushWaiters.push({ upTo: this.nextUnit, done });
+  }
+
+  private shareWaiters: (() => void)[] = [];
+
+  whenShareable(done: () => void): void {
+    if (!this.link.isUp && this.heldBytes <= CLUSTER_BUFFER_BYTES) return done();
+    let fired = false;
+    const once = () => {
+      if (fired) return;
+      fired = true;
+      done();
+    };
+    this.shareWaiters.push(once);
+    this.whenFlushed(() => {
+      this.shareWaiters = this.shareWaiters.filter((w) => w !== once);
+      once();
+    });
+  }
+
+  /** NATS went away: frames already waiting are shown now (within the bound), not after it returns. */
+  private releaseShareWaiters(): void {
+    if (this.heldBytes > CLUSTER_BUFFER_BYTES) return;
+    const waiting = this.shareWaiters;
+    this.shareWaiters = [];
+    for (const w of waiting) w();
+  }
+
+  /** Drops the session's log and its registry entry. */
+  drop(sessionId: string): void {
+    this.writers.delete(sessionId);
+    const subject = sessionSubject(sessionId);
+    this.track(
+      (async () => {
+        const jsm = await jetstreamManager(this.link.nc);
+        await jsm.streams.purge(SESSIONS_STREAM, { filter: subject });
+        await this.registry.deleteSession(sessionId);
+      })(),
+    );
+  }
+
+  /** Sessions are loaded one by one when their agent arrives (`load`), never all at start. */
+  loadAll(): StoredSession[] {
+    return [];
+  }
+
+  /** Reads a session back: its record and roles from the registry, history and inputs from its log. */
+  async load(sessionId: string): Promise<StoredSession | undefined> {
+    const entry = await this.registry.getSession(sessionId);
+    if (!entry) return undefined;
+    const frames: StoredFrame[] = [];
+    const inputs: StoredInput[] = [];
+    await readSessionLog(this.link, sessionId, (r) => {
+      if ('frame' in r) {
+        if (!frames.length || r.frame.seq > frames[frames.length - 1].seq) frames.push(r.frame); // a re-sent message is kept once
+      } else if (!inputs.length || r.input.seq > inputs[inputs.length - 1].seq) inputs.push(r.input);
+    });
+    return { record: entry.value.record, frames, inputs: inputs.slice(-INPUTS_KEPT), roles: entry.value.roles };
+  }
+
+  close(): void {
+    this.closed = true;
+  }
+}
+
+/**
+ * Reads a session's whole log as it is in the stream now, record by record, and returns when
+ * it reached the end. Parts of a record split over messages are joined; a log whose oldest
+ * messages aged out starts at the first whole record.
+ */
+export async function readSessionLog(link: NatsLink, sessionId: string, onRecord: (r: NonNullable<ReturnType<typeof readLogRecord>>) => void): Promise<void> {
+  const subject = sessionSubject(sessionId);
+  const jsm = await jetstreamManager(link.nc);
+  const info = await jsm.streams.info(SESSIONS_STREAM, { subjects_filter: subject });
+  if (!info.state.subjects?.[subject]) return;
+  const consumer = await jetstream(link.nc).consumers.get(SESSIONS_STREAM, { filter_subjects: subject, deliver_policy: DeliverPolicy.All });
+  const reader = new LogReader(onRecord);
+  const messages = await consumer.consume();
+  const stall = setTimeout(() => void messages.close(), LOAD_STALL_MS);
+  let complete = false;
+  try {
+    for await (const m of messages) {
+      stall.refresh();
+      reader.push(m.data, m.headers?.get(CONTINUATION_HEADER) === '1');
+      if (m.info.pending === 0) {
+        complete = true;
+        break;
+      }
+    }
+  } finally {
+    clearTimeout(stall);
+    void messages.close();
+  }
+  if (!complete) throw new Error(`the log of session ${sessionId} stopped before its end (nothing for ${LOAD_STALL_MS} ms)`);
+}
+
+/** Reading a log back gives up when no message came for this long. */
+const LOAD_STALL_MS = 5_000;
+
+/** Turns a log's messages, in order, into records (see LogWriter for the layout). */
+export class LogReader {
+  private carry: Buffer = Buffer.alloc(0);
+  private started = false;
+
+  constructor(private readonly onRecord: (r: NonNullable<ReturnType<typeof readLogRecord>>) => void) {}
+
+  push(data: Uint8Array, continuation: boolean): void {
+    if (!this.started && continuation) return; // the start of this record aged out of the stream
+    this.started = true;
+    const bytes = this.carry.length ? Buffer.concat([this.carry, data]) : Buffer.from(data);
+    let from = 0;
+    for (let nl = bytes.indexOf(10, from); nl >= 0; nl = bytes.indexOf(10, from)) {
+      const r = readLogRecord(bytes.subarray(from, nl).toString('utf8'));
+      if (r) this.onRecord(r);
+      from = nl + 1;
+    }
+    this.carry = bytes.subarray(from);
+  }
+}

@@ -1,0 +1,107 @@
+import { KvWatchInclude, Kvm, type KV } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { TetherError } from '../../core/errors.js';
+import type { RoleDecisions } from '../session-roles.js';
+import type { SessionRecord } from '../session-store.js';
+
+/** Sessions of the fleet: key = session id, value = {@link SessionEntry}. */
+export const SESSIONS_BUCKET = 'tether-sessions';
+/** Live gateways: key = gateway id, value = {@link GatewayEntry}; entries age out. */
+export const GATEWAYS_BUCKET = 'tether-gateways';
+/** How often a gateway re-announces itself. */
+export const ANNOUNCE_EVERY_MS = 2_000;
+/** A gateway not heard of for this long is gone from the bucket (its entry ages out). */
+export const GATEWAY_TTL_MS = 3 * ANNOUNCE_EVERY_MS;
+
+/** What the fleet knows of one session: what it is, which gateway holds it, its owner's role decisions. */
+export interface SessionEntry {
+  record: SessionRecord;
+  /** The gateway the session's agent is connected to (its home). */
+  home: string;
+  roles: RoleDecisions;
+}
+
+/** One live gateway and what it holds. */
+export interface GatewayEntry {
+  id: string;
+  agents: string[];
+  sessions: string[];
+  at: string;
+}
+
+const encode = (v: unknown) => JSON.stringify(v);
+
+/**
+ * The fleet's registry in two JetStream key-value buckets: sessions (record, home, roles) and
+ * live gateways (each re-announces itself every ANNOUNCE_EVERY_MS; its entry ages out after
+ * GATEWAY_TTL_MS). A session changes home only by a revision-checked update, so two gateways
+ * can never both take it.
+ */
+export class ClusterRegistry {
+  private constructor(
+    private readonly sessions: KV,
+    private readonly gateways: KV,
+  ) {}
+
+  static async open(nc: NatsConnection): Promise<ClusterRegistry> {
+    const kvm = new Kvm(nc);
+    const sessions = await kvm.create(SESSIONS_BUCKET, { history: 1 });
+    const gateways = await kvm.create(GATEWAYS_BUCKET, { history: 1, ttl: GATEWAY_TTL_MS });
+    return new ClusterRegistry(sessions, gateways);
+  }
+
+  async putSession(entry: SessionEntry): Promise<void> {
+    await this.sessions.put(entry.record.id, encode(entry));
+  }
+
+  /** The session's entry and its revision (for a checked update); undefined when the fleet has none. */
+  async getSession(id: string): Promise<{ value: SessionEntry; revision: number } | undefined> {
+    const e = await this.sessions.get(id);
+    if (!e || e.operation !== 'PUT' || !e.value.length) return undefined;
+    return { value: e.json<SessionEntry>(), revision: e.revision };
+  }
+
+  /** Makes `home` the session's home if nobody changed the entry since `revision`; ABORTED otherwise. */
+  async claim(id: string, entry: SessionEntry, revision: number): Promise<void> {
+    try {
+      await this.sessions.update(id, encode(entry), revision);
+    } catch (err) {
+      throw new TetherError('ABORTED', `session ${id} was taken by another gateway meanwhile: ${(err as Error).message}`);
+    }
+  }
+
+  async updateRoles(id: string, roles: RoleDecisions): Promise<void> {
+    const e = await this.getSession(id);
+    if (e) await this.sessions.update(id, encode({ ...e.value, roles }), e.revision);
+  }
+
+  async deleteSession(id: string): Promise<void> {
+    await this.sessions.delete(id);
+  }
+
+  /** Calls `onChange` for every later change of a session's entry (undefined: deleted), until the link closes. */
+  async watchSessions(onChange: (id: string, entry: SessionEntry | undefined) => void): Promise<void> {
+    const w = await this.sessions.watch({ include: KvWatchInclude.UpdatesOnly });
+    void (async () => {
+      for await (const e of w) onChange(e.key, e.operation === 'PUT' && e.value.length ? e.json<SessionEntry>() : undefined);
+    })().catch(() => {});
+  }
+
+  async announce(entry: GatewayEntry): Promise<void> {
+    await this.gateways.put(entry.id, encode(entry));
+  }
+
+  async retire(id: string): Promise<void> {
+    await this.gateways.delete(id);
+  }
+
+  /** The gateways heard of within GATEWAY_TTL_MS. */
+  async liveGateways(): Promise<GatewayEntry[]> {
+    const out: GatewayEntry[] = [];
+    for await (const key of await this.gateways.keys()) {
+      const e = await this.gateways.get(key);
+      if (e && e.operation === 'PUT' && e.value.length) out.push(e.json<GatewayEntry>());
+    }
+    return out;
+  }
+}

@@ -1,0 +1,108 @@
+import { DeliverPolicy, jetstream, type ConsumerMessages } from '@nats-io/jetstream';
+import { tetherEvent } from '../../core/protocol/events.js';
+import { encodeEventFrame } from '../../core/protocol/session-frame.js';
+import type { Logger } from '../../core/logging.js';
+import { ReplayLog, type ReplayLogLimits } from '../replay-log.js';
+import type { Member } from '../session.js';
+import { CONTINUATION_HEADER, LogReader, sessionSubject } from './jetstream-store.js';
+import type { NatsLink } from './nats-link.js';
+
+/** How long an attach waits for the mirror to read the history already in the stream. */
+const CATCH_UP_MS = 10_000;
+
+/**
+ * A session held by another gateway, as this gateway's clients see it: one ordered consumer
+ * on the session's log in JetStream (from its first message), the frames kept in a bounded
+ * replay log like the home's, and handed to this gateway's attached clients in seq order,
+ * each frame once per client. Frames reach the log only once JetStream holds them, so a
+ * client here never sees a frame that a fail-over could lose. One mirror per session and
+ * gateway, however many clients here watch it.
+ */
+export class SessionMirror {
+  private readonly history: ReplayLog;
+  private readonly members = new Map<string, { member: Member; next: number }>();
+  private messages: ConsumerMessages | undefined;
+  private closed = false;
+  private caughtUp!: () => void;
+  /** Resolves once the history the stream held when the mirror started has been read. */
+  readonly ready = new Promise<void>((resolve) => (this.caughtUp = resolve));
+
+  constructor(
+    private readonly link: NatsLink,
+    readonly sessionId: string,
+    limits: ReplayLogLimits,
+    private readonly log: Logger,
+  ) {
+    this.history = new ReplayLog(limits);
+    void this.run().catch((err: unknown) => {
+      if (!this.closed) this.log.warn({ sessionId, err: String(err) }, 'session mirror stopped');
+    });
+  }
+
+  get size(): number {
+    return this.members.size;
+  }
+
+  private async run(): Promise<void> {
+    const subject = sessionSubject(this.sessionId);
+    const consumer = await jetstream(this.link.nc).consumers.get('TETHER_SESSIONS', { filter_subjects: subject, deliver_policy: DeliverPolicy.All });
+    if (this.closed) return;
+    const info = await consumer.info(true).catch(() => undefined);
+    if (!info?.num_pending) this.caughtUp();
+    this.messages = await consumer.consume();
+    const reader = new LogReader((r) => {
+      if ('frame' in r) this.onFrame(r.frame.seq, r.frame.bytes);
+    });
+    for await (const m of this.messages) {
+      reader.push(m.data, m.headers?.get(CONTINUATION_HEADER) === '1');
+      if (m.info.pending === 0) this.caughtUp();
+    }
+  }
+
+  private onFrame(seq: number, bytes: Buffer): void {
+    if (seq <= this.history.lastSeq) return; // a message re-sent after a cut: kept once
+    if (this.history.lastSeq === 0 && seq > 1) this.history.resumeAt(seq); // older frames aged out of the stream
+    else if (seq !== this.history.lastSeq + 1) return this.log.warn({ sessionId: this.sessionId, seq, last: this.history.lastSeq }, 'session log skips a seq; frame dropped');
+    this.history.append({ seq, bytes });
+    for (const m of this.members.values()) {
+      if (seq < m.next) continue;
+      m.member.sendFrame(bytes);
+      m.next = seq + 1;
+    }
+  }
+
+  /**
+   * Hands `member` the history from `fromSeq` (a gap notice first when older frames are gone)
+   * and then every new frame. Waits (bounded) for the mirror to catch up with the stream first.
+   */
+  async attach(member: Member, fromSeq = 1): Promise<void> {
+    await Promise.race([this.ready, new Promise((r) => setTimeout(r, CATCH_UP_MS).unref())]);
+    const first = this.history.firstSeq;
+    if (fromSeq < first && this.history.lastSeq > 0) {
+      const gap = tetherEvent({ subtype: 'gap', from_seq: fromSeq, to_seq: first - 1, message: `frames ${fromSeq}..${first - 1} are no longer held; history resumes at ${first}` });
+      member.sendFrame(encodeEventFrame(this.sessionId, 0, gap));
+    }
+    const from = Math.max(fromSeq, first);
+    const past = from <= this.history.lastSeq ? this.history.since(from) : [];
+    for (const e of past) member.sendFrame(e.bytes);
+    this.members.set(member.clientId, { member, next: Math.max(from, this.history.lastSeq + 1) });
+  }
+
+  /** Stops feeding one client; returns how many are left. */
+  detach(clientId: string): number {
+    this.members.delete(clientId);
+    return this.members.size;
+  }
+
+  /** The clients fed here (to cut them when the session moves). */
+  clientIds(): string[] {
+    return [...this.members.keys()];
+  }
+
+  close(): void {
+    this.closed = true;
+    this.members.clear();
+    this.caughtUp();
+    void this.messages?.close();
+  }
+}

@@ -1,0 +1,157 @@
+/**
+ * A cluster for end-to-end tests: a real nats-server with JetStream, N `tether gateway
+ * --cluster` processes (authentication on, one shared key file, so a token works on every
+ * gateway), a load balancer in front of them that sends each new connection to the first
+ * gateway that accepts it (so an agent behind it moves when its gateway dies), and an agent
+ * running the real Claude Code CLI against the scripted fake Messages API. Every process and
+ * port is stopped in `stop()`.
+ */
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { Agent } from '../../agent/agent.js';
+import { GatewayClient } from '../../client/gateway-client.js';
+import { generateTokenKey, writeKeyFile } from '../../core/auth/keygen.js';
+import { mintToken } from '../../core/auth/mint.js';
+import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './claude-cli.js';
+import { startTether, type Daemon } from './cli.js';
+import { startFakeAnthropic, type FakeAnthropic, type FakeScenario } from './fake-anthropic.js';
+import { startNatsServer, type NatsServer } from './nats-server.js';
+import { FAST_BACKOFF } from './restartable-stack.js';
+
+export interface ClusterGateway {
+  daemon: Daemon;
+  /** ws://127.0.0.1:PORT */
+  url: string;
+  /** The gateway's id in the cluster (from its `cluster:` line). */
+  id: string;
+}
+
+export interface ClusterStack {
+  nats: NatsServer;
+  gateways: ClusterGateway[];
+  /** The load balancer's URL (first live gateway, in order). */
+  balancedUrl: string;
+  agent: Agent;
+  /** The agent's working folder. */
+  cwd: string;
+  fake: FakeAnthropic;
+  /** A client of principal `sub` on gateway `n` (reconnecting, fast backoff); closed by stop(). */
+  client(n: number, sub: string): Promise<GatewayClient>;
+  stop(): Promise<void>;
+}
+
+/** The `cluster:` line a gateway prints: `cluster: URL (gateway ID)`. */
+const CLUSTER_LINE = /^cluster: \S+ \(gateway (\S+)\)$/;
+
+export async function startClusterStack(opts: { gateways: number; scenario: FakeScenario; gatewayArgs?: string[] }): Promise<ClusterStack> {
+  const dirs: TempDir[] = [];
+  const temp = (prefix: string) => {
+    const d = makeTempDir(prefix);
+    dirs.push(d);
+    return d.path;
+  };
+  const cleanups: (() => Promise<unknown> | unknown)[] = [];
+  try {
+    const nats = await startNatsServer();
+    cleanups.push(() => nats.stop());
+    const generated = generateTokenKey('HS256');
+    const keyFile = join(temp('tether-key-'), 'key.jwk');
+    writeKeyFile(keyFile, generated.privateJwk);
+    const mint = (kind: 'agent' | 'client', sub: string) => mintToken({ key: generated.key, kind, sub, agent: kind === 'agent' ? sub : undefined, ttlSeconds: 3600 });
+    const gateways: ClusterGateway[] = [];
+    for (let n = 0; n < opts.gateways; n++) {
+      // The state folder (audit trail, pins) through the environment: --key and --state-dir exclude each other on one command line.
+      const daemon = startTether(['gateway', '--port', '0', '--grpc-port', 'off', '--key', keyFile, '--cluster', nats.url, '--log-level', 'warn', ...(opts.gatewayArgs ?? [])], { env: { TETHER_STATE_DIR: temp('tether-gw-') } });
+      cleanups.push(() => daemon.stop('SIGKILL'));
+      const url = (await daemon.line('gateway: ')).slice('gateway: '.length);
+      const id = CLUSTER_LINE.exec(await daemon.line('cluster: '))?.[1];
+      if (!id) throw new Error(`gateway ${n} printed no cluster line: ${daemon.stdout()}`);
+      gateways.push({ daemon, url, id });
+    }
+    const balancer = await startBalancer(gateways.map((g) => Number(new URL(g.url).port)));
+    cleanups.push(() => balancer.close());
+    const fake = await startFakeAnthropic(opts.scenario);
+    cleanups.push(() => fake.close());
+    const cwd = temp('tether-cwd-');
+    const agent = new Agent({
+      gateway: balancer.url,
+      name: 'builder',
+      token: await mint('agent', 'builder'),
+      engine: 'claude',
+      engineCommand: claudeBinaryPath(),
+      engineEnv: claudeTestEnv({ home: temp('tether-home-'), baseUrl: fake.url }),
+      cwd,
+      backoff: FAST_BACKOFF,
+      eofGraceMs: 1_000,
+      termGraceMs: 1_000,
+    });
+    await agent.start();
+    cleanups.push(() => agent.shutdown(1_000));
+    // The fleet lists the agent on every gateway before the test begins.
+    const probe = await GatewayClient.connect({ gateway: gateways.at(-1)!.url, token: await mint('client', 'probe'), reconnect: false });
+    cleanups.push(() => probe.close());
+    const deadline = Date.now() + 15_000;
+    while (!(await probe.listAgents()).some((a) => a.name === 'builder')) {
+      if (Date.now() > deadline) throw new Error('the agent was not listed across the cluster within 15 s');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const clients: GatewayClient[] = [];
+    return {
+      nats,
+      gateways,
+      balancedUrl: balancer.url,
+      agent,
+      cwd,
+      fake,
+      async client(n, sub) {
+        const c = await GatewayClient.connect({ gateway: gateways[n].url, token: await mint('client', sub), backoff: FAST_BACKOFF });
+        clients.push(c);
+        return c;
+      },
+      async stop() {
+        await Promise.all(clients.splice(0).map((c) => c.close()));
+        for (const c of cleanups.reverse()) await c();
+        for (const d of dirs) d.cleanup();
+      },
+    };
+  } catch (err) {
+    for (const c of cleanups.reverse()) await Promise.resolve(c()).catch(() => {});
+    for (const d of dirs) d.cleanup();
+    throw err;
+  }
+}
+
+/** A TCP load balancer on 127.0.0.1:0: each new connection goes to the first backend port that accepts it. */
+async function startBalancer(ports: number[]): Promise<{ url: string; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const track = (s: Socket) => {
+    sockets.add(s);
+    s.on('error', () => {});
+    s.on('close', () => sockets.delete(s));
+  };
+  const dial = (n: number, inbound: Socket): void => {
+    if (n >= ports.length) return void inbound.destroy();
+    const out = connect(ports[n], '127.0.0.1');
+    out.once('error', () => dial(n + 1, inbound));
+    out.once('connect', () => {
+      track(out);
+      inbound.pipe(out);
+      out.pipe(inbound);
+      inbound.on('close', () => out.destroy());
+      out.on('close', () => inbound.destroy());
+      inbound.resume();
+    });
+  };
+  const server = createServer({ pauseOnConnect: true }, (inbound) => {
+    track(inbound);
+    dial(0, inbound);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `ws://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
