@@ -5,12 +5,19 @@ import { asPermissionRequest } from '../client/permission-policy.js';
 import type { SessionItem } from '../client/remote-session.js';
 import { startClusterStack, type ClusterStack } from './support/cluster-stack.js';
 import { codeOf, isCanUseTool, isResult, isWithdrawal, until } from './support/items.js';
+import { processesIn } from './support/cli.js';
 import { toolResults } from './support/turns.js';
 
 const BASH_TURN = {
   responses: [{ text: 'Running it.', tool_use: { name: 'Bash', input: { command: 'echo hi >> made.txt', description: 'append a line' } } }, { text: 'Done.' }],
   fallback: { text: 'ok' },
 };
+
+/** A long answer streamed word by word, so a gateway can be killed in the middle of it. */
+const WORDS = Array.from({ length: 80 }, (_, n) => `w${n}`);
+const LONG_TURN = { responses: [{ text: WORDS.join(' '), chunk_delay_ms: 40 }], fallback: { text: 'ok' } };
+const isDelta = (i: SessionItem) => i.kind === 'engine' && i.message.type === 'stream_event' && (i.message.event as { type?: string }).type === 'content_block_delta';
+const deltaText = (items: SessionItem[]) => items.filter(isDelta).map((i) => ((i as { message: { event: { delta: { text?: string } } } }).message.event.delta.text ?? '')).join('');
 
 const seqsOf = (items: SessionItem[]) => items.filter((i) => i.kind !== 'reply').map((i) => (i as { seq: number }).seq);
 
@@ -70,5 +77,80 @@ describe('a cluster of three gateways', () => {
     const agents = await alice.listAgents();
     expect(agents.map((a) => [a.name, a.gateway])).toEqual([['builder', g1.id]]);
     expect([g2.id, g3.id]).not.toContain(g1.id);
+  }, 120_000);
+
+  it('the first gateway is SIGKILLed mid-stream: the agent moves, the engine is not restarted, both clients resume with no frame lost or doubled', async () => {
+    stack = await startClusterStack({ gateways: 3, scenario: LONG_TURN });
+    dumpLogsOnFailure(stack);
+    const alice = await stack.client(1, 'alice');
+    const bob = await stack.client(2, 'bob');
+    const s1 = await alice.createSession({ agent: 'builder', options: { include_partial_messages: true } });
+    const s2 = await bob.attach(s1.id);
+    const [i1, i2] = [s1, s2].map((s) => s[Symbol.asyncIterator]());
+    const seen: SessionItem[][] = [[], []];
+    const arrivals: number[][] = [[], []];
+    const watch = (n: number) => (i: SessionItem) => (arrivals[n].push(Date.now()), false);
+    await s1.sendUserMessage('a long answer please');
+    await Promise.all([i1, i2].map(async (it, n) => {
+      for (let k = 0; k < 5; k++) await until(it, isDelta, seen[n], 30_000, 'the stream to be under way');
+    }));
+    const enginePids = processesIn(stack.cwd, 'claude');
+    expect(enginePids).toHaveLength(1);
+
+    const killedAt = Date.now();
+    expect((await stack.gateways[0].daemon.stop('SIGKILL')).signal).toBe('SIGKILL');
+    await Promise.all([i1, i2].map((it, n) => until(it, (i) => (watch(n)(i), isResult(i)), seen[n], 60_000, 'the turn to finish after the kill')));
+    const resumedMs = seen.map((list, n) => arrivals[n][0] - killedAt);
+
+    for (const list of seen) {
+      const seqs = seqsOf(list);
+      seqs.forEach((v, n) => n && expect(v, `seq after ${seqs[n - 1]}`).toBe(seqs[n - 1] + 1)); // none lost, none doubled
+      expect(deltaText(list)).toBe(WORDS.join(' ')); // every streamed word exactly once
+    }
+    expect(seqsOf(seen[1]).at(-1)).toBe(seqsOf(seen[0]).at(-1));
+    expect(processesIn(stack.cwd, 'claude')).toEqual(enginePids); // the same engine all along
+    const listed = (await bob.listSessions()).find((x) => x.id === s1.id);
+    expect([stack.gateways[1].id, stack.gateways[2].id]).toContain(listed?.gateway);
+    process.stdout.write(`fail-over: clients resumed ${resumedMs.join(' ms and ')} ms after the SIGKILL; frames lost 0, doubled 0\n`);
+  }, 120_000);
+
+  it('NATS restarted mid-session: the gateway holding it keeps serving its own clients, the other catches up, nothing lost or doubled', async () => {
+    stack = await startClusterStack({ gateways: 2, scenario: LONG_TURN });
+    dumpLogsOnFailure(stack);
+    const alice = await stack.client(0, 'alice'); // on the gateway that holds the session
+    const bob = await stack.client(1, 'bob');
+    const s1 = await alice.createSession({ agent: 'builder', options: { include_partial_messages: true } });
+    const s2 = await bob.attach(s1.id);
+    const [i1, i2] = [s1, s2].map((s) => s[Symbol.asyncIterator]());
+    const seen: SessionItem[][] = [[], []];
+    await s1.sendUserMessage('a long answer please');
+    await Promise.all([i1, i2].map(async (it, n) => {
+      for (let k = 0; k < 5; k++) await until(it, isDelta, seen[n], 30_000, 'the stream to be under way');
+    }));
+
+    await stack.nats.halt();
+    // While NATS is away the holding gateway goes on serving its own client, and says so on /readyz.
+    for (let k = 0; k < 5; k++) await until(i1, isDelta, seen[0], 10_000, 'frames while NATS is down');
+    const ready = await fetch(new URL('/readyz', stack.gateways[0].url.replace('ws', 'http')));
+    expect(ready.status).toBe(503);
+    expect(((await ready.json()) as { checks: Record<string, string> }).checks.cluster).toMatch(/NATS link down/);
+    await stack.nats.restart();
+    const t0 = Date.now();
+    await Promise.all([i1, i2].map(async (it, n) => {
+      await until(it, isResult, seen[n], 60_000, 'the turn to finish after NATS came back');
+      process.stdout.write(`client ${n} done ${Date.now() - t0} ms after restart\n`);
+    }));
+    for (const list of seen) {
+      const seqs = seqsOf(list);
+      seqs.forEach((v, n) => n && expect(v, `seq after ${seqs[n - 1]}`).toBe(seqs[n - 1] + 1));
+      expect(deltaText(list)).toBe(WORDS.join(' '));
+    }
+    expect(seqsOf(seen[1]).at(-1)).toBe(seqsOf(seen[0]).at(-1));
+    // What was held meanwhile reached JetStream: a newcomer on the other gateway reads the whole turn.
+    const late = await (await stack.client(1, 'carol')).attach(s1.id);
+    const got: SessionItem[] = [];
+    await until(late[Symbol.asyncIterator](), isResult, got, 20_000, 'the whole turn from JetStream');
+    expect(deltaText(got)).toBe(WORDS.join(' '));
+    expect(seqsOf(got)[0]).toBe(1);
   }, 120_000);
 });

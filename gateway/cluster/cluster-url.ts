@@ -6,7 +6,9 @@ import { TetherError } from '../../core/errors.js';
  * check the value without loading it.
  */
 export function parseClusterUrl(value: string): URL {
-  const bad = (why: string) => new TetherError('INVALID_ARGUMENT', `${why}, got ${JSON.stringify(value)}`);
+  // The value is echoed without any user:password it carries.
+  const shown = () => JSON.stringify(value.replace(/\/\/[^/@]*@/, '//…@'));
+  const bad = (why: string) => new TetherError('INVALID_ARGUMENT', `${why}, got ${shown()}`);
   let url: URL;
   try {
     url = new URL(value);

@@ -46,6 +46,7 @@ export class Cluster implements SessionsElsewhere {
   private readonly proxied = new Map<string, ProxiedClient>();
   private live: GatewayEntry[] = [];
   private announcer: NodeJS.Timeout | undefined;
+  private stopWatch: (() => void) | undefined;
   private closed = false;
 
   private constructor(
@@ -91,7 +92,11 @@ export class Cluster implements SessionsElsewhere {
         }
       }
     })();
-    await this.registry.watchSessions((id, entry) => this.onSessionEntry(id, entry));
+    await this.watchHomes();
+    // A restarted NATS server forgets the watch's consumer: watch afresh (and catch up) when the link is back.
+    this.link.onChange((s) => {
+      if (s.kind === 'up') void this.watchHomes().catch((err: unknown) => this.log.warn({ err: String(err) }, 'cannot watch the session registry again'));
+    });
     this.bindMetrics(gateway);
     await this.announce();
     this.announcer = setInterval(() => void this.announce(), ANNOUNCE_EVERY_MS);
@@ -139,12 +144,17 @@ export class Cluster implements SessionsElsewhere {
     }
   }
 
+  private async watchHomes(): Promise<void> {
+    this.stopWatch?.();
+    this.stopWatch = await this.registry.watchSessions((id, entry) => this.onSessionEntry(id, entry));
+  }
+
   /** A session's entry changed: clients here of a session that moved resume at its new home. */
   private onSessionEntry(id: string, entry: SessionEntry | undefined): void {
     const before = this.homes.get(id);
     if (entry) this.homes.set(id, entry);
     else this.homes.delete(id);
-    if (before && entry && before.home === entry.home) return;
+    if (!before || (entry && before.home === entry.home)) return;
     const reason = entry ? `session ${id} moved to gateway ${entry.home}; resume there` : `session ${id} is gone`;
     this.cutMirror(id, reason);
     if (entry && entry.home !== this.gatewayId && this.dir.get(id)) this.home.releaseLocal(id, reason);
@@ -298,6 +308,7 @@ export class Cluster implements SessionsElsewhere {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.announcer);
+    this.stopWatch?.();
     for (const m of this.mirrors.values()) m.close();
     this.mirrors.clear();
     this.home?.close();

@@ -24,7 +24,8 @@ export const DUPLICATE_WINDOW_MS = 2 * 60_000;
 export const CLUSTER_BUFFER_BYTES = 64 * 1024 * 1024;
 /** Bytes of one published message (at most the server's max_payload less room for headers). */
 const MAX_MESSAGE_BYTES = 512 * 1024;
-const PUBLISH_TIMEOUT_MS = 5_000;
+/** A publish unanswered this long is sent again (same message id: JetStream keeps one copy). */
+const PUBLISH_TIMEOUT_MS = 2_000;
 const RETRY_PAUSE_MS = 250;
 /** Header on every part of a record split over several messages but its first. */
 export const CONTINUATION_HEADER = 'Tether-Cont';

@@ -55,13 +55,18 @@ export class NatsLink {
     return this.current.kind === 'up';
   }
 
-  onChange(listener: (s: ClusterLinkState) => void): void {
+  /** `listener` hears every later change, in order; the returned function stops that. */
+  onChange(listener: (s: ClusterLinkState) => void): () => void {
     this.listeners.push(listener);
+    return () => {
+      const at = this.listeners.indexOf(listener);
+      if (at >= 0) this.listeners.splice(at, 1);
+    };
   }
 
   private set(s: ClusterLinkState): void {
     this.current = s;
-    for (const l of this.listeners) l(s);
+    for (const l of [...this.listeners]) l(s);
   }
 
   private async watch(): Promise<void> {

@@ -79,12 +79,16 @@ export class ClusterRegistry {
     await this.sessions.delete(id);
   }
 
-  /** Calls `onChange` for every later change of a session's entry (undefined: deleted), until the link closes. */
-  async watchSessions(onChange: (id: string, entry: SessionEntry | undefined) => void): Promise<void> {
-    const w = await this.sessions.watch({ include: KvWatchInclude.UpdatesOnly });
+  /**
+   * Calls `onChange` with every session's entry now, then with every change (undefined:
+   * deleted); the returned function stops the watch.
+   */
+  async watchSessions(onChange: (id: string, entry: SessionEntry | undefined) => void): Promise<() => void> {
+    const w = await this.sessions.watch({ include: KvWatchInclude.LastValue });
     void (async () => {
       for await (const e of w) onChange(e.key, e.operation === 'PUT' && e.value.length ? e.json<SessionEntry>() : undefined);
     })().catch(() => {});
+    return () => w.stop();
   }
 
   async announce(entry: GatewayEntry): Promise<void> {

@@ -4,9 +4,11 @@ import { encodeEventFrame } from '../../core/protocol/session-frame.js';
 import type { Logger } from '../../core/logging.js';
 import { ReplayLog, type ReplayLogLimits } from '../replay-log.js';
 import type { Member } from '../session.js';
-import { CONTINUATION_HEADER, LogReader, sessionSubject } from './jetstream-store.js';
+import { CONTINUATION_HEADER, LogReader, SESSIONS_STREAM, sessionSubject } from './jetstream-store.js';
 import type { NatsLink } from './nats-link.js';
 
+/** Pause before the mirror's consumer is made again after it ended. */
+const RESTART_PAUSE_MS = 100;
 /** How long an attach waits for the mirror to read the history already in the stream. */
 const CATCH_UP_MS = 10_000;
 
@@ -23,6 +25,7 @@ export class SessionMirror {
   private readonly members = new Map<string, { member: Member; next: number }>();
   private messages: ConsumerMessages | undefined;
   private closed = false;
+  private unlisten: (() => void) | undefined;
   private caughtUp!: () => void;
   /** Resolves once the history the stream held when the mirror started has been read. */
   readonly ready = new Promise<void>((resolve) => (this.caughtUp = resolve));
@@ -43,19 +46,37 @@ export class SessionMirror {
     return this.members.size;
   }
 
+  /**
+   * Reads the log until closed. When the link to NATS comes back the consumer is made again
+   * from the message after the last one read (a restarted server forgets ephemeral consumers;
+   * waiting for the client library to notice takes tens of seconds).
+   */
   private async run(): Promise<void> {
     const subject = sessionSubject(this.sessionId);
-    const consumer = await jetstream(this.link.nc).consumers.get('TETHER_SESSIONS', { filter_subjects: subject, deliver_policy: DeliverPolicy.All });
-    if (this.closed) return;
-    const info = await consumer.info(true).catch(() => undefined);
-    if (!info?.num_pending) this.caughtUp();
-    this.messages = await consumer.consume();
     const reader = new LogReader((r) => {
       if ('frame' in r) this.onFrame(r.frame.seq, r.frame.bytes);
     });
-    for await (const m of this.messages) {
-      reader.push(m.data, m.headers?.get(CONTINUATION_HEADER) === '1');
-      if (m.info.pending === 0) this.caughtUp();
+    let lastStreamSeq = 0;
+    this.unlisten = this.link.onChange((s) => {
+      if (s.kind === 'up') void this.messages?.close();
+    });
+    while (!this.closed) {
+      try {
+        const from = lastStreamSeq ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: lastStreamSeq + 1 } : { deliver_policy: DeliverPolicy.All };
+        const consumer = await jetstream(this.link.nc).consumers.get(SESSIONS_STREAM, { filter_subjects: subject, ...from });
+        if (this.closed) return;
+        if (!lastStreamSeq && !(await consumer.info(true).catch(() => undefined))?.num_pending) this.caughtUp();
+        this.messages = await consumer.consume();
+        for await (const m of this.messages) {
+          if (m.seq <= lastStreamSeq) continue; // delivered again after a restart of the consumer
+          lastStreamSeq = m.seq;
+          reader.push(m.data, m.headers?.get(CONTINUATION_HEADER) === '1');
+          if (m.info.pending === 0) this.caughtUp();
+        }
+      } catch (err) {
+        if (!this.closed) this.log.debug({ sessionId: this.sessionId, err: String(err) }, 'session mirror consumer lost; making it again');
+      }
+      if (!this.closed) await new Promise((r) => setTimeout(r, RESTART_PAUSE_MS));
     }
   }
 
@@ -101,6 +122,7 @@ export class SessionMirror {
 
   close(): void {
     this.closed = true;
+    this.unlisten?.();
     this.members.clear();
     this.caughtUp();
     void this.messages?.close();

@@ -1,0 +1,51 @@
+import { createServer, type AddressInfo } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { runTether } from './support/cli.js';
+import { makeTempDir } from './support/claude-cli.js';
+
+/** A port nothing listens on: bound to 0, then closed. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** `tether gateway --cluster`: refused before anything listens when the cluster is unusable. */
+describe('joining a cluster at start', () => {
+  const gateway = (cluster: string) => {
+    const state = makeTempDir('tether-state-');
+    return runTether(['gateway', '--port', '0', '--grpc-port', 'off', '--auth', 'off', '--state-dir', state.path, '--cluster', cluster], { timeoutMs: 20_000 }).finally(() => state.cleanup());
+  };
+
+  it.each([
+    ['http://127.0.0.1:4222', 'must be a nats:// (or tls://) URL'],
+    ['nats://127.0.0.1', 'needs a host and a port'],
+    ['not a url', 'must be a URL like nats://HOST:4222'],
+    ['nats://user:secret@127.0.0.1:4222', 'takes no path, query or credentials'],
+  ])('a bad --cluster URL (%s) is a configuration error: exit 2, the reason named, nothing started', async (url, reason) => {
+    const r = await gateway(url);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('cluster (from --cluster)');
+    expect(r.stderr).toContain(reason);
+    expect(r.stdout).not.toContain('gateway: ');
+    expect(r.stderr).not.toContain('secret');
+  });
+
+  it('a NATS server that cannot be reached: exit 1 with the address, before any port opens', async () => {
+    const port = await freePort();
+    const started = Date.now();
+    const r = await gateway(`nats://127.0.0.1:${port}`);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`tether: cannot reach the cluster's NATS server at nats://127.0.0.1:${port}`);
+    expect(r.stdout).not.toContain('gateway: ');
+    expect(Date.now() - started).toBeLessThan(15_000);
+  });
+
+  it('--help documents --cluster', async () => {
+    const r = await runTether(['gateway', '--help']);
+    expect(r.stdout).toContain('--cluster URL');
+    expect(r.stdout).toContain('nats://HOST:PORT');
+  });
+});
