@@ -5,7 +5,7 @@ import { asPermissionRequest } from '../client/permission-policy.js';
 import type { SessionItem } from '../client/remote-session.js';
 import { startClusterStack, type ClusterStack } from './support/cluster-stack.js';
 import { codeOf, isCanUseTool, isResult, isWithdrawal, until } from './support/items.js';
-import { processesIn } from './support/cli.js';
+import { processesIn, runTether } from './support/cli.js';
 import { toolResults } from './support/turns.js';
 
 const BASH_TURN = {
@@ -77,6 +77,17 @@ describe('a cluster of three gateways', () => {
     const agents = await alice.listAgents();
     expect(agents.map((a) => [a.name, a.gateway])).toEqual([['builder', g1.id]]);
     expect([g2.id, g3.id]).not.toContain(g1.id);
+    // The CLI shows it too, from any gateway, and the holding gateway's metrics count it.
+    const env = { TETHER_TOKEN: await stack.token('carol') };
+    const sessions = await runTether(['sessions', '--gateway', g3.url], { env });
+    expect(sessions.stdout.split('\n')[0]).toMatch(/GATEWAY$/);
+    expect(sessions.stdout).toMatch(new RegExp(`${s1.id}.*${g1.id}`));
+    const agentsOut = await runTether(['agents', '--gateway', g2.url], { env });
+    expect(agentsOut.stdout).toMatch(new RegExp(`builder.*${g1.id}`));
+    const metrics = await (await fetch(new URL('/metrics', g1.url.replace('ws', 'http')))).text();
+    expect(metrics).toContain(`tether_cluster_sessions_held{gateway="${g1.id}"} 1`);
+    expect(metrics).toContain(`tether_cluster_agents_held{gateway="${g1.id}"} 1`);
+    expect(metrics).toContain(`tether_cluster_link_up{gateway="${g1.id}"} 1`);
   }, 120_000);
 
   it('the first gateway is SIGKILLed mid-stream: the agent moves, the engine is not restarted, both clients resume with no frame lost or doubled', async () => {

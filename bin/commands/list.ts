@@ -18,7 +18,7 @@ ${TLS_CLIENT_HELP}
 
 export const agentsCommand: Command = {
   name: 'agents',
-  summary: 'list the agents connected to a gateway',
+  summary: 'list the agents connected to a gateway (in a cluster: to any gateway, and which)',
   usage: listUsage('agents', 'print a JSON array'),
   options: LIST_OPTIONS,
   run: (v) =>
@@ -34,7 +34,7 @@ export const agentsCommand: Command = {
 
 export const sessionsCommand: Command = {
   name: 'sessions',
-  summary: 'list the sessions you can see on a gateway',
+  summary: 'list the sessions you can see on a gateway (in a cluster: the fleet, and which gateway holds each)',
   usage: listUsage('sessions', 'print a JSON array (id, agent, owner, state, clients, pending_prompts, ...)'),
   options: LIST_OPTIONS,
   run: (v) =>
@@ -49,13 +49,18 @@ export const sessionsCommand: Command = {
     ]),
 };
 
-/** Connects, fetches a list, prints it as JSON (--json) or a table, and closes. */
-async function printList<T>(v: Record<string, unknown>, fetch: (c: GatewayClient) => Promise<T[]>, empty: string, head: string[], row: (item: T) => string[]): Promise<number> {
+/**
+ * Connects, fetches a list, prints it as JSON (--json) or a table, and closes. In a cluster
+ * (items name their gateway) the table gains a GATEWAY column: which gateway holds each.
+ */
+async function printList<T extends { gateway?: string }>(v: Record<string, unknown>, fetch: (c: GatewayClient) => Promise<T[]>, empty: string, head: string[], row: (item: T) => string[]): Promise<number> {
   const client = await connectFrom(v, 'tether-cli');
   try {
     const items = await fetch(client);
+    const clustered = items.some((i) => i.gateway !== undefined);
+    const rows = items.map((i) => (clustered ? [...row(i), i.gateway ?? '-'] : row(i)));
     if (v.json) process.stdout.write(JSON.stringify(items) + '\n');
-    else process.stdout.write(items.length ? table(head, items.map(row)) : empty + '\n');
+    else process.stdout.write(items.length ? table(clustered ? [...head, 'GATEWAY'] : head, rows) : empty + '\n');
     return 0;
   } finally {
     await client.close();

@@ -114,22 +114,22 @@ export class Cluster implements SessionsElsewhere {
     },
   };
 
+  /** Which gateway holds what, read when /metrics is scraped (labelled with this gateway's id). */
   private bindMetrics(gateway: Gateway): void {
-    const registers = [gateway.metrics.registry];
-    const labels = { gateway: gateway.id };
-    const up = new Gauge({ name: 'tether_cluster_link_up', help: "Whether this gateway is connected to the cluster's NATS server (1) or not (0).", labelNames: ['gateway'], registers });
-    const held = new Gauge({ name: 'tether_cluster_sessions_held', help: 'Sessions this gateway holds (their agents are connected here), by gateway id.', labelNames: ['gateway'], registers });
-    const agents = new Gauge({ name: 'tether_cluster_agents_held', help: 'Agents connected to this gateway, by gateway id.', labelNames: ['gateway'], registers });
-    const unpublished = new Gauge({ name: 'tether_cluster_unpublished_bytes', help: 'Session records appended but not yet acknowledged by JetStream.', labelNames: ['gateway'], registers });
-    const refresh = () => {
-      up.set(labels, this.link.isUp ? 1 : 0);
-      held.set(labels, this.dir.sessions.size);
-      agents.set(labels, this.dir.agents.size);
-      unpublished.set(labels, this.store.unpublishedBytes);
-    };
-    refresh();
-    this.link.onChange(refresh);
-    setInterval(refresh, 1_000).unref();
+    const gauge = (name: string, help: string, read: () => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['gateway'],
+        registers: [gateway.metrics.registry],
+        collect() {
+          this.set({ gateway: gateway.id }, read());
+        },
+      });
+    gauge('tether_cluster_link_up', "Whether this gateway is connected to the cluster's NATS server (1) or not (0).", () => (this.link.isUp ? 1 : 0));
+    gauge('tether_cluster_sessions_held', 'Sessions this gateway holds (their agents are connected here), by gateway id.', () => this.dir.sessions.size);
+    gauge('tether_cluster_agents_held', 'Agents connected to this gateway, by gateway id.', () => this.dir.agents.size);
+    gauge('tether_cluster_unpublished_bytes', 'Session records appended but not yet acknowledged by JetStream.', () => this.store.unpublishedBytes);
   }
 
   /** Tells the fleet what this gateway holds; drops members of gateways gone silent. */

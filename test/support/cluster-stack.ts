@@ -35,6 +35,8 @@ export interface ClusterStack {
   /** The agent's working folder. */
   cwd: string;
   fake: FakeAnthropic;
+  /** A client token of principal `sub`, good on every gateway. */
+  token(sub: string): Promise<string>;
   /** A client of principal `sub` on gateway `n` (reconnecting, fast backoff); closed by stop(). */
   client(n: number, sub: string): Promise<GatewayClient>;
   stop(): Promise<void>;
@@ -103,6 +105,7 @@ export async function startClusterStack(opts: { gateways: number; scenario: Fake
       agent,
       cwd,
       fake,
+      token: (sub) => mint('client', sub),
       async client(n, sub) {
         const c = await GatewayClient.connect({ gateway: gateways[n].url, token: await mint('client', sub), backoff: FAST_BACKOFF });
         clients.push(c);
