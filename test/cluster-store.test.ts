@@ -1,0 +1,87 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { silentLogger } from '../core/logging.js';
+import { encodeLineFrame } from '../core/protocol/session-frame.js';
+import { JetStreamSessionStore } from '../gateway/cluster/jetstream-store.js';
+import { NatsLink } from '../gateway/cluster/nats-link.js';
+import { ClusterRegistry } from '../gateway/cluster/registry.js';
+import type { SessionRecord } from '../gateway/session-store.js';
+import { startNatsServer, type NatsServer } from './support/nats-server.js';
+
+const record = (id: string): SessionRecord => ({ id, agent: 'builder', engine: 'claude', owner: 'alice', options: {}, created_at: new Date().toISOString() });
+const frame = (id: string, seq: number, text: string) => ({ seq, agentSeq: seq, bytes: encodeLineFrame(id, seq, 'engine', Buffer.from(JSON.stringify({ type: 'assistant', text }))) });
+const flushed = (store: JetStreamSessionStore) => new Promise<void>((resolve) => store.whenFlushed(resolve));
+
+/** Waits (bounded) for `cond`. */
+async function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** The cluster's session store on a real nats-server with JetStream. */
+describe('the JetStream session store', () => {
+  let nats: NatsServer;
+  let link: NatsLink;
+  let store: JetStreamSessionStore;
+  beforeEach(async () => {
+    nats = await startNatsServer();
+    link = await NatsLink.open(nats.url, 'test', silentLogger);
+    store = await JetStreamSessionStore.open(link, await ClusterRegistry.open(link.nc), silentLogger);
+    store.home = 'gw-test';
+  });
+  afterEach(async () => {
+    store.close();
+    await link.close();
+    await nats.stop();
+  });
+
+  it('reads back frames and inputs in order, a 1.5 MiB frame split over messages and joined again', async () => {
+    store.create(record('s1'));
+    const big = 'x'.repeat(1536 * 1024);
+    for (let seq = 1; seq <= 2000; seq++) {
+      store.appendFrame('s1', frame('s1', seq, seq === 1000 ? big : `line ${seq}`));
+      if (seq % 500 === 0) store.appendInput('s1', { seq: seq / 500, key: `alice\u0000in-${seq}`, line: { type: 'user', n: seq } });
+    }
+    store.appendFrame('s2', frame('s2', 1, 'another session'));
+    await flushed(store);
+    expect(store.unpublishedBytes).toBe(0);
+    const back = (await store.load('s1'))!;
+    expect(back.record.owner).toBe('alice');
+    expect(back.frames.map((f) => f.seq)).toEqual(Array.from({ length: 2000 }, (_, n) => n + 1));
+    expect(back.frames[999].bytes.toString()).toContain(big);
+    expect(back.frames[1].bytes.equals(frame('s1', 2, 'line 2').bytes)).toBe(true);
+    expect(back.inputs.map((i) => [i.seq, i.key])).toEqual([1, 2, 3, 4].map((n) => [n, `alice\u0000in-${n * 500}`]));
+    expect(await store.load('s2')).toBeUndefined(); // no record was created for it
+  });
+
+  it('whenFlushed waits for JetStream: not while NATS is down (frames are still shareable then), at once after it is back; nothing lost', async () => {
+    store.create(record('s1'));
+    store.appendFrame('s1', frame('s1', 1, 'before'));
+    await flushed(store);
+    await nats.halt();
+    await until(() => !link.isUp, 'the link to notice');
+    store.appendFrame('s1', frame('s1', 2, 'during the outage'));
+    let durable = false;
+    let shareable = false;
+    store.whenFlushed(() => (durable = true));
+    store.whenShareable(() => (shareable = true));
+    expect(shareable).toBe(true); // the gateway keeps serving its own clients
+    await new Promise((r) => setTimeout(r, 500));
+    expect(durable).toBe(false); // the agent is not acked
+    expect(store.unpublishedBytes).toBeGreaterThan(0);
+    await nats.restart();
+    await until(() => durable, 'the held frame to reach JetStream', 15_000);
+    expect((await store.load('s1'))!.frames.map((f) => f.seq)).toEqual([1, 2]);
+  });
+
+  it('drop removes the session log and its registry entry', async () => {
+    store.create(record('s1'));
+    store.appendFrame('s1', frame('s1', 1, 'x'));
+    await flushed(store);
+    store.drop('s1');
+    await flushed(store);
+    expect(await store.load('s1')).toBeUndefined();
+  });
+});
