@@ -164,4 +164,40 @@ describe('a cluster of three gateways', () => {
     expect(deltaText(got)).toBe(WORDS.join(' '));
     expect(seqsOf(got)[0]).toBe(1);
   }, 120_000);
+
+  it('a pending permission prompt and the owner\'s role decisions survive the SIGKILL of the gateway holding the session; the tool runs once', async () => {
+    stack = await startClusterStack({ gateways: 3, scenario: BASH_TURN });
+    dumpLogsOnFailure(stack);
+    const alice = await stack.client(1, 'alice');
+    const bob = await stack.client(2, 'bob');
+    const s1 = await alice.createSession({ agent: 'builder' });
+    const s2 = await bob.attach(s1.id);
+    await s1.setRole(s2.clientId, 'viewer'); // decided on the first gateway, kept in the registry
+    const [i1, i2] = [s1, s2].map((s) => s[Symbol.asyncIterator]());
+    const seen: SessionItem[][] = [[], []];
+    await s1.sendUserMessage('append a line');
+    const prompts = await Promise.all([i1, i2].map((it, n) => until(it, isCanUseTool, seen[n], 30_000, 'the permission prompt')));
+    const ask = asPermissionRequest((prompts[0] as { message: Record<string, unknown> }).message)!;
+    const enginePids = processesIn(stack.cwd, 'claude');
+
+    expect((await stack.gateways[0].daemon.stop('SIGKILL')).signal).toBe('SIGKILL');
+    // Both resume on their gateways; the session is held by the second now, its prompt still pending.
+    const deadline = Date.now() + 30_000;
+    let info = (await bob.listSessions()).find((x) => x.id === s1.id);
+    while (!(info && info.gateway !== stack.gateways[0].id && info.state === 'requires_action' && info.clients.length === 2)) {
+      if (Date.now() > deadline) throw new Error(`the session did not come back with its prompt: ${JSON.stringify(info)}`);
+      await new Promise((r) => setTimeout(r, 50));
+      info = (await bob.listSessions()).find((x) => x.id === s1.id);
+    }
+    expect(info.pending_prompts).toBe(1);
+    expect(info.clients.find((c) => c.principal === 'bob')?.role).toBe('viewer');
+    expect(await codeOf(s2.answer(ask.requestId, { behavior: 'allow', updatedInput: ask.input }))).toBe('PERMISSION_DENIED');
+    await s1.answer(ask.requestId, { behavior: 'allow', updatedInput: ask.input });
+    await Promise.all([i1, i2].map((it, n) => until(it, isResult, seen[n], 30_000, 'the result after the fail-over')));
+    expect(readFileSync(join(stack.cwd, 'made.txt'), 'utf8')).toBe('hi\n');
+    expect(processesIn(stack.cwd, 'claude')).toEqual(enginePids);
+    for (const list of seen) seqsOf(list).forEach((v, n, all) => n && expect(v).toBe(all[n - 1] + 1));
+    const engineMessages = seen[0].filter((i) => i.kind === 'engine' && i.origin === 'engine').map((i) => (i as { message: Record<string, unknown> }).message);
+    expect(toolResults(engineMessages).filter((r) => !r.is_error)).toHaveLength(1);
+  }, 120_000);
 });
