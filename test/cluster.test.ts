@@ -21,6 +21,34 @@ const deltaText = (items: SessionItem[]) => items.filter(isDelta).map((i) => ((i
 
 const seqsOf = (items: SessionItem[]) => items.filter((i) => i.kind !== 'reply').map((i) => (i as { seq: number }).seq);
 
+/**
+ * Alice on gateway `a` creates a session and asks for the long answer, Bob on gateway `b`
+ * attaches; returns once each has seen 5 streamed words.
+ */
+async function longTurnUnderWay(stack: ClusterStack, a: number, b: number) {
+  const alice = await stack.client(a, 'alice');
+  const bob = await stack.client(b, 'bob');
+  const s1 = await alice.createSession({ agent: 'builder', options: { include_partial_messages: true } });
+  const s2 = await bob.attach(s1.id);
+  const iters = [s1, s2].map((s) => s[Symbol.asyncIterator]());
+  const seen: SessionItem[][] = [[], []];
+  await s1.sendUserMessage('a long answer please');
+  await Promise.all(iters.map(async (it, n) => {
+    for (let k = 0; k < 5; k++) await until(it, isDelta, seen[n], 30_000, 'the stream to be under way');
+  }));
+  return { alice, bob, s1, iters, seen };
+}
+
+/** Each client saw the whole turn: seqs one by one (none lost, none doubled), every word exactly once, the same last seq. */
+function expectWholeTurn(seen: SessionItem[][]): void {
+  for (const list of seen) {
+    const seqs = seqsOf(list);
+    seqs.forEach((v, n) => n && expect(v, `seq after ${seqs[n - 1]}`).toBe(seqs[n - 1] + 1));
+    expect(deltaText(list)).toBe(WORDS.join(' '));
+  }
+  expect(seqsOf(seen[1]).at(-1)).toBe(seqsOf(seen[0]).at(-1));
+}
+
 /** A failed test prints what each gateway logged. */
 function dumpLogsOnFailure(stack: ClusterStack): void {
   onTestFailed(() => {
@@ -93,18 +121,9 @@ describe('a cluster of three gateways', () => {
   it('the first gateway is SIGKILLed mid-stream: the agent moves, the engine is not restarted, both clients resume with no frame lost or doubled', async () => {
     stack = await startClusterStack({ gateways: 3, scenario: LONG_TURN });
     dumpLogsOnFailure(stack);
-    const alice = await stack.client(1, 'alice');
-    const bob = await stack.client(2, 'bob');
-    const s1 = await alice.createSession({ agent: 'builder', options: { include_partial_messages: true } });
-    const s2 = await bob.attach(s1.id);
-    const [i1, i2] = [s1, s2].map((s) => s[Symbol.asyncIterator]());
-    const seen: SessionItem[][] = [[], []];
+    const { bob, s1, iters: [i1, i2], seen } = await longTurnUnderWay(stack, 1, 2);
     const arrivals: number[][] = [[], []];
     const watch = (n: number) => (i: SessionItem) => (arrivals[n].push(Date.now()), false);
-    await s1.sendUserMessage('a long answer please');
-    await Promise.all([i1, i2].map(async (it, n) => {
-      for (let k = 0; k < 5; k++) await until(it, isDelta, seen[n], 30_000, 'the stream to be under way');
-    }));
     const enginePids = processesIn(stack.cwd, 'claude');
     expect(enginePids).toHaveLength(1);
 
@@ -113,12 +132,7 @@ describe('a cluster of three gateways', () => {
     await Promise.all([i1, i2].map((it, n) => until(it, (i) => (watch(n)(i), isResult(i)), seen[n], 60_000, 'the turn to finish after the kill')));
     const resumedMs = seen.map((list, n) => arrivals[n][0] - killedAt);
 
-    for (const list of seen) {
-      const seqs = seqsOf(list);
-      seqs.forEach((v, n) => n && expect(v, `seq after ${seqs[n - 1]}`).toBe(seqs[n - 1] + 1)); // none lost, none doubled
-      expect(deltaText(list)).toBe(WORDS.join(' ')); // every streamed word exactly once
-    }
-    expect(seqsOf(seen[1]).at(-1)).toBe(seqsOf(seen[0]).at(-1));
+    expectWholeTurn(seen);
     expect(processesIn(stack.cwd, 'claude')).toEqual(enginePids); // the same engine all along
     const listed = (await bob.listSessions()).find((x) => x.id === s1.id);
     expect([stack.gateways[1].id, stack.gateways[2].id]).toContain(listed?.gateway);
@@ -128,16 +142,7 @@ describe('a cluster of three gateways', () => {
   it('NATS restarted mid-session: the gateway holding it keeps serving its own clients, the other catches up, nothing lost or doubled', async () => {
     stack = await startClusterStack({ gateways: 2, scenario: LONG_TURN });
     dumpLogsOnFailure(stack);
-    const alice = await stack.client(0, 'alice'); // on the gateway that holds the session
-    const bob = await stack.client(1, 'bob');
-    const s1 = await alice.createSession({ agent: 'builder', options: { include_partial_messages: true } });
-    const s2 = await bob.attach(s1.id);
-    const [i1, i2] = [s1, s2].map((s) => s[Symbol.asyncIterator]());
-    const seen: SessionItem[][] = [[], []];
-    await s1.sendUserMessage('a long answer please');
-    await Promise.all([i1, i2].map(async (it, n) => {
-      for (let k = 0; k < 5; k++) await until(it, isDelta, seen[n], 30_000, 'the stream to be under way');
-    }));
+    const { s1, iters: [i1, i2], seen } = await longTurnUnderWay(stack, 0, 1); // Alice on the gateway that holds the session
 
     await stack.nats.halt();
     // While NATS is away the holding gateway goes on serving its own client, and says so on /readyz.
@@ -149,14 +154,9 @@ describe('a cluster of three gateways', () => {
     const t0 = Date.now();
     await Promise.all([i1, i2].map(async (it, n) => {
       await until(it, isResult, seen[n], 60_000, 'the turn to finish after NATS came back');
-      process.stdout.write(`client ${n} done ${Date.now() - t0} ms after restart\n`);
+      process.stdout.write(`NATS restart: client ${n} finished the turn ${Date.now() - t0} ms after NATS was back\n`);
     }));
-    for (const list of seen) {
-      const seqs = seqsOf(list);
-      seqs.forEach((v, n) => n && expect(v, `seq after ${seqs[n - 1]}`).toBe(seqs[n - 1] + 1));
-      expect(deltaText(list)).toBe(WORDS.join(' '));
-    }
-    expect(seqsOf(seen[1]).at(-1)).toBe(seqsOf(seen[0]).at(-1));
+    expectWholeTurn(seen);
     // What was held meanwhile reached JetStream: a newcomer on the other gateway reads the whole turn.
     const late = await (await stack.client(1, 'carol')).attach(s1.id);
     const got: SessionItem[] = [];
@@ -199,5 +199,18 @@ describe('a cluster of three gateways', () => {
     for (const list of seen) seqsOf(list).forEach((v, n, all) => n && expect(v).toBe(all[n - 1] + 1));
     const engineMessages = seen[0].filter((i) => i.kind === 'engine' && i.origin === 'engine').map((i) => (i as { message: Record<string, unknown> }).message);
     expect(toolResults(engineMessages).filter((r) => !r.is_error)).toHaveLength(1);
+  }, 120_000);
+
+  it('the agent loses only its link to the gateway holding the session (which stays up): the session moves, that gateway lets go, every client resumes', async () => {
+    stack = await startClusterStack({ gateways: 3, scenario: LONG_TURN });
+    dumpLogsOnFailure(stack);
+    const { alice, bob, s1, iters: [i1, i2], seen } = await longTurnUnderWay(stack, 0, 2); // Alice on the holding gateway itself
+    const enginePids = processesIn(stack.cwd, 'claude');
+    stack.balancer.drain(0); // the agent reconnects to the second gateway; the first is still there
+    await Promise.all([i1, i2].map((it, n) => until(it, isResult, seen[n], 60_000, 'the turn to finish after the move')));
+    expectWholeTurn(seen);
+    expect(processesIn(stack.cwd, 'claude')).toEqual(enginePids);
+    const everywhere = await Promise.all([alice, bob].map(async (c) => (await c.listSessions()).filter((x) => x.id === s1.id).map((x) => x.gateway)));
+    expect(everywhere).toEqual([[stack.gateways[1].id], [stack.gateways[1].id]]); // held once, by the second
   }, 120_000);
 });

@@ -29,8 +29,8 @@ export interface ClusterGateway {
 export interface ClusterStack {
   nats: NatsServer;
   gateways: ClusterGateway[];
-  /** The load balancer's URL (first live gateway, in order). */
-  balancedUrl: string;
+  /** The load balancer in front of the gateways (first live gateway, in order), which the agent uses. */
+  balancer: Balancer;
   agent: Agent;
   /** The agent's working folder. */
   cwd: string;
@@ -101,7 +101,7 @@ export async function startClusterStack(opts: { gateways: number; scenario: Fake
     return {
       nats,
       gateways,
-      balancedUrl: balancer.url,
+      balancer,
       agent,
       cwd,
       fake,
@@ -124,9 +124,19 @@ export async function startClusterStack(opts: { gateways: number; scenario: Fake
   }
 }
 
+/** The load balancer in front of the gateways. */
+export interface Balancer {
+  url: string;
+  /** Takes backend `n` out: its relayed connections are cut, new ones skip it (it stays up). */
+  drain(n: number): void;
+  close(): Promise<void>;
+}
+
 /** A TCP load balancer on 127.0.0.1:0: each new connection goes to the first backend port that accepts it. */
-async function startBalancer(ports: number[]): Promise<{ url: string; close(): Promise<void> }> {
+async function startBalancer(ports: number[]): Promise<Balancer> {
   const sockets = new Set<Socket>();
+  const drained = new Set<number>();
+  const byBackend = new Map<number, Set<Socket>>(ports.map((_, n) => [n, new Set<Socket>()]));
   const track = (s: Socket) => {
     sockets.add(s);
     s.on('error', () => {});
@@ -134,10 +144,13 @@ async function startBalancer(ports: number[]): Promise<{ url: string; close(): P
   };
   const dial = (n: number, inbound: Socket): void => {
     if (n >= ports.length) return void inbound.destroy();
+    if (drained.has(n)) return dial(n + 1, inbound);
     const out = connect(ports[n], '127.0.0.1');
     out.once('error', () => dial(n + 1, inbound));
     out.once('connect', () => {
       track(out);
+      byBackend.get(n)!.add(inbound);
+      inbound.on('close', () => byBackend.get(n)!.delete(inbound));
       inbound.pipe(out);
       out.pipe(inbound);
       inbound.on('close', () => out.destroy());
@@ -152,6 +165,10 @@ async function startBalancer(ports: number[]): Promise<{ url: string; close(): P
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     url: `ws://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    drain(n) {
+      drained.add(n);
+      for (const s of byBackend.get(n)!) s.destroy();
+    },
     close: async () => {
       for (const s of sockets) s.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
