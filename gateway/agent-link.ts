@@ -38,6 +38,11 @@ export class AgentLink implements EngineHost {
      * store; once JetStream acknowledged it for the cluster's), so an ack never outruns the store.
      */
     private readonly whenDurable: (send: () => void) => void = (send) => send(),
+    /**
+     * Calls `send` once an input may go to the engine: once the store holds it (the cluster's
+     * store also while NATS is briefly away, so the gateway keeps serving its own sessions).
+     */
+    private readonly whenInputKept: (send: () => void) => void = whenDurable,
   ) {
     peer.onBinaryNotification('session.output', (p, body) => {
       const s = this.sessions.get(p.session_id);
@@ -84,18 +89,26 @@ export class AgentLink implements EngineHost {
     return this.peer.request('agent.spawn', params, { timeoutMs: 60_000 });
   }
 
-  /** Throws INVALID_ARGUMENT, having sent nothing, when the line cannot be serialized. */
+  /**
+   * Sends one input once the store holds it (at once with the file store): a gateway killed
+   * right after cannot leave the engine with an input its successor does not know, and would
+   * apply again when the client retries (while NATS is away, see whenInputKept). Inputs leave
+   * in order. Throws INVALID_ARGUMENT,
+   * having sent nothing, when the line cannot be serialized.
+   */
   input(sessionId: string, seq: number, line: Record<string, unknown>): void {
-    let sent: Promise<void>;
+    let bytes: number;
     try {
-      sent = this.peer.notify('agent.input', { session_id: sessionId, seq, line });
+      bytes = Buffer.byteLength(JSON.stringify(line));
     } catch (err) {
       throw new TetherError('INVALID_ARGUMENT', `input ${seq} cannot be sent to the agent: ${(err as Error).message}`);
     }
-    sent.catch((err) => {
-      this.log.warn({ sessionId, err: String(err) }, 'input not handed to the agent link');
+    this.whenInputKept(() => {
+      this.peer.notify('agent.input', { session_id: sessionId, seq, line }).catch((err: unknown) => {
+        this.log.warn({ sessionId, err: String(err) }, 'input not handed to the agent link');
+      });
     });
-    this.metrics?.relayed('to_agent', Buffer.byteLength(JSON.stringify(line)));
+    this.metrics?.relayed('to_agent', bytes);
   }
 
   /** Asks the agent to stop a session's engine; rejects DEADLINE_EXCEEDED past {@link AGENT_STOP_ANSWER_MS}. */

@@ -188,6 +188,9 @@ export class Gateway {
     const link = new AgentLink(agent, peer, this.directory.sessions, log.child({ agent: agent.name }), principal, this.metrics, (send) => {
       this.store.flush();
       this.store.whenFlushed(send);
+    }, (send) => {
+      this.store.flush();
+      (this.store.whenShareable ?? this.store.whenFlushed).call(this.store, send);
     });
     try {
       this.directory.agentUp(link); // refuses another identity's live name; supersedes the same identity's link

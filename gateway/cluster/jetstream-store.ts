@@ -259,8 +259,9 @@ export class JetStreamSessionStore implements SessionStore {
 
   private shareWaiters: (() => void)[] = [];
 
+  /** In order: a caller never overtakes one still waiting. */
   whenShareable(done: () => void): void {
-    if (!this.link.isUp && this.heldBytes <= CLUSTER_BUFFER_BYTES) return done();
+    if (!this.link.isUp && this.heldBytes <= CLUSTER_BUFFER_BYTES && !this.shareWaiters.length) return done();
     let fired = false;
     const once = () => {
       if (fired) return;
