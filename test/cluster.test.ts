@@ -17,7 +17,7 @@ const BASH_TURN = {
 const WORDS = Array.from({ length: 80 }, (_, n) => `w${n}`);
 const LONG_TURN = { responses: [{ text: WORDS.join(' '), chunk_delay_ms: 40 }], fallback: { text: 'ok' } };
 const isDelta = (i: SessionItem) => i.kind === 'engine' && i.message.type === 'stream_event' && (i.message.event as { type?: string }).type === 'content_block_delta';
-const deltaText = (items: SessionItem[]) => items.filter(isDelta).map((i) => ((i as { message: { event: { delta: { text?: string } } } }).message.event.delta.text ?? '')).join('');
+const deltaText = (items: SessionItem[]) => items.filter(isDelta).map((i) => ((i as unknown as { message: { event: { delta: { text?: string } } } }).message.event.delta.text ?? '')).join('');
 
 const seqsOf = (items: SessionItem[]) => items.filter((i) => i.kind !== 'reply').map((i) => (i as { seq: number }).seq);
 
