@@ -213,4 +213,28 @@ describe('a cluster of three gateways', () => {
     const everywhere = await Promise.all([alice, bob].map(async (c) => (await c.listSessions()).filter((x) => x.id === s1.id).map((x) => x.gateway)));
     expect(everywhere).toEqual([[stack.gateways[1].id], [stack.gateways[1].id]]); // held once, by the second
   }, 120_000);
+
+  it('a client on another gateway gets the same frames as one on the holding gateway, about as soon (measured)', async () => {
+    stack = await startClusterStack({ gateways: 2, scenario: LONG_TURN });
+    dumpLogsOnFailure(stack);
+    const local = await (await stack.client(0, 'alice')).createSession({ agent: 'builder', options: { include_partial_messages: true } });
+    const remote = await (await stack.client(1, 'bob')).attach(local.id);
+    const arrivals = [new Map<number, number>(), new Map<number, number>()];
+    const read = async (s: typeof local, at: Map<number, number>) => {
+      for await (const item of s) {
+        if (item.kind === 'reply') continue;
+        at.set(item.seq, performance.now());
+        if (isResult(item)) return;
+      }
+    };
+    const done = Promise.all([read(local, arrivals[0]), read(remote, arrivals[1])]);
+    await local.sendUserMessage('a long answer please');
+    await Promise.race([done, new Promise((_, reject) => setTimeout(() => reject(new Error('the turn did not finish within 30 s')), 30_000))]);
+    const later = [...arrivals[0]].filter(([seq]) => arrivals[1].has(seq)).map(([seq, t]) => arrivals[1].get(seq)! - t).sort((a, b) => a - b);
+    expect(later.length).toBeGreaterThan(WORDS.length);
+    expect([...arrivals[1].keys()]).toEqual([...arrivals[0].keys()].filter((seq) => seq >= Math.min(...arrivals[1].keys())));
+    const pct = (p: number) => later[Math.min(later.length - 1, Math.floor(p * later.length))].toFixed(1);
+    process.stdout.write(`remote client vs local client, ${later.length} frames: +${pct(0.5)} ms median, +${pct(0.95)} ms p95\n`);
+    expect(Number(pct(0.5))).toBeLessThan(250); // a sanity bound on a shared machine, not a benchmark
+  }, 60_000);
 });
