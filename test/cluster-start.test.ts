@@ -1,6 +1,7 @@
 import { createServer, type AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { runTether } from './support/cli.js';
+import { runTether, startTether } from './support/cli.js';
+import { startNatsServer } from './support/nats-server.js';
 import { makeTempDir } from './support/claude-cli.js';
 
 /** A port nothing listens on: bound to 0, then closed. */
@@ -41,6 +42,36 @@ describe('joining a cluster at start', () => {
     expect(r.stderr).toContain(`tether: cannot reach the cluster's NATS server at nats://127.0.0.1:${port}`);
     expect(r.stdout).not.toContain('gateway: ');
     expect(Date.now() - started).toBeLessThan(15_000);
+  });
+
+  it('a NATS server without JetStream: exit 1 saying so, before any port opens', async () => {
+    const nats = await startNatsServer({ jetstream: false });
+    try {
+      const r = await gateway(nats.url);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`tether: the cluster's NATS server at ${nats.url} has no usable JetStream`);
+      expect(r.stdout).not.toContain('gateway: ');
+    } finally {
+      await nats.stop();
+    }
+  });
+
+  it('a clustered gateway stops cleanly on SIGTERM, and says on /readyz that its cluster link is up until then', async () => {
+    const nats = await startNatsServer();
+    const state = makeTempDir('tether-state-');
+    const gw = startTether(['gateway', '--port', '0', '--grpc-port', 'off', '--auth', 'off', '--state-dir', state.path, '--cluster', nats.url]);
+    try {
+      const url = (await gw.line('gateway: ')).slice('gateway: '.length);
+      expect(await gw.line('cluster: ')).toMatch(new RegExp(`^cluster: ${nats.url} \\(gateway gw-[0-9a-f]+\\)$`));
+      const ready = await fetch(new URL('/readyz', url.replace('ws', 'http')));
+      expect(ready.status).toBe(200);
+      expect(((await ready.json()) as { checks: Record<string, string> }).checks.cluster).toBe('ok');
+      expect(await gw.stop('SIGTERM', 10_000)).toEqual({ code: 0, signal: null });
+    } finally {
+      await gw.stop('SIGKILL');
+      await nats.stop();
+      state.cleanup();
+    }
   });
 
   it('--help documents --cluster', async () => {

@@ -229,13 +229,19 @@ export class JetStreamSessionStore implements SessionStore {
   async publish(subject: string, body: Buffer, msgID: string, headers: ReturnType<typeof natsHeaders> | undefined): Promise<boolean> {
     try {
       await this.js.publish(subject, body, { msgID, headers });
+      if (this.failingSince !== undefined) this.log.info({ subject, failedMs: Date.now() - this.failingSince }, 'publishing to JetStream again');
+      this.failingSince = undefined;
       return true;
     } catch (err) {
-      if (!this.closed) this.log.debug({ subject, err: String(err) }, 'publish to JetStream failed; retrying');
+      // One warning per streak of failures (NATS away, stream missing), not one per retry.
+      if (!this.closed && this.failingSince === undefined) this.log.warn({ subject, err: String(err), held: this.heldBytes }, 'publish to JetStream failed; holding records and retrying');
+      this.failingSince ??= Date.now();
       await new Promise((r) => setTimeout(r, RETRY_PAUSE_MS));
       return false;
     }
   }
+
+  private failingSince: number | undefined;
 
   /** For LogWriter: these units are in JetStream. */
   settled(units: number[], bytes: number): void {

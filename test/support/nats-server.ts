@@ -42,8 +42,11 @@ export function natsServerBinary(): string {
   throw new Error('nats-server is not installed: apt-get install nats-server (.ci/run does), or set TETHER_TEST_NATS_SERVER');
 }
 
-/** Starts a JetStream-enabled server on a free port (`-p -1`, the port read from its log). */
-export async function startNatsServer(): Promise<NatsServer> {
+/**
+ * Starts a server on a free port (`-p -1`, the port read from its log), with JetStream unless
+ * `jetstream: false` (to test a server without it).
+ */
+export async function startNatsServer(opts: { jetstream?: boolean } = {}): Promise<NatsServer> {
   const bin = natsServerBinary();
   const store: TempDir = makeTempDir('tether-nats-');
   let logText = '';
@@ -52,7 +55,8 @@ export async function startNatsServer(): Promise<NatsServer> {
   let stopped = false;
 
   const launch = async (wantPort: number): Promise<void> => {
-    const p = spawn(bin, ['-js', '-a', '127.0.0.1', '-p', String(wantPort), '-sd', store.path], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const js = opts.jetstream === false ? [] : ['-js'];
+    const p = spawn(bin, [...js, '-a', '127.0.0.1', '-p', String(wantPort), '-sd', store.path], { stdio: ['ignore', 'pipe', 'pipe'] });
     child = p;
     const exited = new Promise<void>((resolve) => p.once('exit', () => resolve()));
     const started = Date.now();
