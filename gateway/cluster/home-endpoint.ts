@@ -70,17 +70,26 @@ export class HomeEndpoint {
       for await (const m of sub) {
         void answer(() => handle(m)).then((body) => {
           this.log.trace({ verb, bytes: body.length }, 'answered another gateway');
-          m.respond(body);
+          this.send(() => m.respond(body));
         });
       }
     })();
+  }
+
+  /** Sends on the NATS connection; a closed one (shutting down) drops it, logged, never thrown into routing. */
+  private send(publish: () => void): void {
+    try {
+      publish();
+    } catch (err) {
+      this.log.debug({ err: String(err) }, 'not sent to another gateway');
+    }
   }
 
   private member(c: CallerWire): RemoteMember {
     let m = this.members.get(c.client_id);
     if (!m) {
       m = new RemoteMember(c.client_id, c.principal.sub, `${c.transport}@${c.gateway}`, c.gateway, (gw, session_id, client_id, line) =>
-        this.link.nc.publish(gatewaySubject(gw, 'reply'), encode({ session_id, client_id, line })),
+        this.send(() => this.link.nc.publish(gatewaySubject(gw, 'reply'), encode({ session_id, client_id, line }))),
       );
       this.members.set(c.client_id, m);
       this.dir.clients.set(c.client_id, c.principal); // so an owner here can hand it control

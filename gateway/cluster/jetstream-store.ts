@@ -115,7 +115,7 @@ class LogWriter {
         const h = m.cont ? natsHeaders() : undefined;
         h?.set(CONTINUATION_HEADER, '1');
         // The same id on every retry: JetStream keeps one copy if an ack was lost in a cut.
-        while (!(await this.store.publish(this.subject, m.body, msgID, h))) if (this.store.closed) return;
+        while (!(await this.store.publish(this.subject, m.body, msgID, h))) if (this.store.closed || this.store.linkClosed) return;
         this.store.settled(m.units, m.body.length);
       }
     } finally {
@@ -165,8 +165,13 @@ export class JetStreamSessionStore implements SessionStore {
     return new JetStreamSessionStore(link, registry, log);
   }
 
+  /** Open until closed, and while its link to NATS is not closed for good. */
   get isOpen(): boolean {
-    return !this.closed;
+    return !this.closed && !this.linkClosed;
+  }
+
+  get linkClosed(): boolean {
+    return this.link.state.kind === 'closed';
   }
 
   /** Bytes of records appended but not yet acknowledged by JetStream. */

@@ -60,7 +60,7 @@ export class SessionMirror {
     this.unlisten = this.link.onChange((s) => {
       if (s.kind === 'up') void this.messages?.close();
     });
-    while (!this.closed) {
+    while (!this.closed && this.link.state.kind !== 'closed') {
       try {
         const from = lastStreamSeq ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: lastStreamSeq + 1 } : { deliver_policy: DeliverPolicy.All };
         const consumer = await jetstream(this.link.nc).consumers.get(SESSIONS_STREAM, { filter_subjects: subject, ...from });
