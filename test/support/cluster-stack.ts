@@ -45,7 +45,11 @@ export interface ClusterStack {
 /** The `cluster:` line a gateway prints: `cluster: URL (gateway ID)`. */
 const CLUSTER_LINE = /^cluster: \S+ \(gateway (\S+)\)$/;
 
-export async function startClusterStack(opts: { gateways: number; scenario: FakeScenario; gatewayArgs?: string[] }): Promise<ClusterStack> {
+/**
+ * `scenario`: what the scripted model answers the real CLI. `engineCommand`: a stand-in engine
+ * to run instead (it speaks the CLI's stdio protocol).
+ */
+export async function startClusterStack(opts: { gateways: number; scenario?: FakeScenario; engineCommand?: string; gatewayArgs?: string[] }): Promise<ClusterStack> {
   const dirs: TempDir[] = [];
   const temp = (prefix: string) => {
     const d = makeTempDir(prefix);
@@ -72,7 +76,7 @@ export async function startClusterStack(opts: { gateways: number; scenario: Fake
     }
     const balancer = await startBalancer(gateways.map((g) => Number(new URL(g.url).port)));
     cleanups.push(() => balancer.close());
-    const fake = await startFakeAnthropic(opts.scenario);
+    const fake = await startFakeAnthropic(opts.scenario ?? { responses: [] });
     cleanups.push(() => fake.close());
     const cwd = temp('tether-cwd-');
     const agent = new Agent({
@@ -80,7 +84,7 @@ export async function startClusterStack(opts: { gateways: number; scenario: Fake
       name: 'builder',
       token: await mint('agent', 'builder'),
       engine: 'claude',
-      engineCommand: claudeBinaryPath(),
+      engineCommand: opts.engineCommand ?? claudeBinaryPath(),
       engineEnv: claudeTestEnv({ home: temp('tether-home-'), baseUrl: fake.url }),
       cwd,
       backoff: FAST_BACKOFF,
