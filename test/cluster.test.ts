@@ -248,11 +248,12 @@ describe('a cluster of three gateways', () => {
     dumpLogsOnFailure(stack);
     const alice = await stack.client(1, 'alice');
     const s = await alice.createSession({ agent: 'builder' });
-    const it = s[Symbol.asyncIterator]();
     const seen: SessionItem[] = [];
-    await s.sendUserMessage('burst 10000');
+    const it = s[Symbol.asyncIterator]();
     const isBurst = (i: SessionItem) => i.kind === 'engine' && i.message.type === 'assistant';
-    for (let n = 0; n < 1500; n++) await until(it, isBurst, seen, 30_000, 'the burst to be under way');
+    await s.sendUserMessage('burst 10000');
+    let read = 0;
+    await until(it, (i) => isBurst(i) && ++read === 1500, seen, 30_000, 'the burst to be under way');
     expect((await stack.gateways[0].daemon.stop('SIGKILL')).signal).toBe('SIGKILL');
     await until(it, isResult, seen, 60_000, 'the burst to finish after the kill');
     const numbers = seen.filter(isBurst).map((i) => (i as { message: { n: number } }).message.n);
