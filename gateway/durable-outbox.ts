@@ -1,4 +1,4 @@
-import type { SessionStore } from './session-store.js';
+import { whenShareable, type SessionStore } from './session-store.js';
 
 interface Held {
   seq: number;
@@ -37,7 +37,7 @@ export class DurableOutbox {
   /** Queues a frame just appended to the store; it goes out once the store has written it. */
   push(seq: number, bytes: Buffer, readAtMs?: number): void {
     this.held.push({ seq, bytes, readAtMs });
-    if (this.held.length === 1) (this.store.whenShareable ?? this.store.whenFlushed).call(this.store, () => this.release());
+    if (this.held.length === 1) whenShareable(this.store, () => this.release());
   }
 
   private release(): void {

@@ -16,7 +16,7 @@ import { DEFAULT_AGENT_WAIT_MS } from './agent-waits.js';
 import { DEFAULT_CONTROL_ANSWER_MS } from './control-routing.js';
 import { SessionDirectory, type DirectoryLimits } from './session-directory.js';
 import { MemoryAuditLog, type AuditLog } from './audit-log.js';
-import { MemorySessionStore, type SessionStore } from './session-store.js';
+import { afterFlush, MemorySessionStore, whenShareable, type SessionStore } from './session-store.js';
 import { GatewayMetrics } from './metrics.js';
 import { HostKeyPins } from './host-key-pins.js';
 import { JsonRpcDialectLink } from './dialects/jsonrpc/link.js';
@@ -185,12 +185,9 @@ export class Gateway {
     // In a cluster, the sessions this agent runs that another gateway held are brought here first.
     await this.directory.elsewhere?.beforeAgent(agent);
     if (greeted()) throw new TetherError('FAILED_PRECONDITION', 'hello was already exchanged on this connection');
-    const link = new AgentLink(agent, peer, this.directory.sessions, log.child({ agent: agent.name }), principal, this.metrics, (send) => {
+    const link = new AgentLink(agent, peer, this.directory.sessions, log.child({ agent: agent.name }), principal, this.metrics, (send) => afterFlush(this.store, send), (send) => {
       this.store.flush();
-      this.store.whenFlushed(send);
-    }, (send) => {
-      this.store.flush();
-      (this.store.whenShareable ?? this.store.whenFlushed).call(this.store, send);
+      whenShareable(this.store, send);
     });
     try {
       this.directory.agentUp(link); // refuses another identity's live name; supersedes the same identity's link

@@ -69,6 +69,18 @@ export interface SessionStore {
   close(): void;
 }
 
+/** Flushes `store`, then calls `done` once everything appended to it so far is written. */
+export function afterFlush(store: SessionStore, done: () => void): void {
+  store.flush();
+  store.whenFlushed(done);
+}
+
+/** Calls `done` once what was appended to `store` so far may be shown (whenShareable, or whenFlushed); flushes nothing. */
+export function whenShareable(store: SessionStore, done: () => void): void {
+  if (store.whenShareable) store.whenShareable(done);
+  else store.whenFlushed(done);
+}
+
 /** No persistence: sessions live as long as the process. */
 export class MemorySessionStore implements SessionStore {
   readonly kind = 'memory';
