@@ -13,6 +13,9 @@ export const ANNOUNCE_EVERY_MS = 2_000;
 /** A gateway not heard of for this long is gone from the bucket (its entry ages out). */
 export const GATEWAY_TTL_MS = 3 * ANNOUNCE_EVERY_MS;
 
+/** Tries of a role update that races another change of the same entry. */
+const ROLE_UPDATE_ATTEMPTS = 3;
+
 /** What the fleet knows of one session: what it is, which gateway holds it, its owner's role decisions. */
 export interface SessionEntry {
   record: SessionRecord;
@@ -70,9 +73,18 @@ export class ClusterRegistry {
     }
   }
 
+  /** Replaces the session's role decisions; read again and retried when the entry changed meanwhile (a move). */
   async updateRoles(id: string, roles: RoleDecisions): Promise<void> {
-    const e = await this.getSession(id);
-    if (e) await this.sessions.update(id, encode({ ...e.value, roles }), e.revision);
+    for (let attempt = 1; ; attempt++) {
+      const e = await this.getSession(id);
+      if (!e) return;
+      try {
+        await this.sessions.update(id, encode({ ...e.value, roles }), e.revision);
+        return;
+      } catch (err) {
+        if (attempt >= ROLE_UPDATE_ATTEMPTS) throw err;
+      }
+    }
   }
 
   async deleteSession(id: string): Promise<void> {
