@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { runTether, startTether } from './support/cli.js';
@@ -32,6 +33,22 @@ describe('joining a cluster at start', () => {
     expect(r.stderr).toContain(reason);
     expect(r.stdout).not.toContain('gateway: ');
     expect(r.stderr).not.toContain('secret');
+  });
+
+  it('the cluster comes from the config file or TETHER_CLUSTER too, checked the same way', async () => {
+    const state = makeTempDir('tether-state-');
+    try {
+      const config = `${state.path}/gateway.yaml`;
+      writeFileSync(config, 'cluster: nats://127.0.0.1\n');
+      const fromFile = await runTether(['gateway', '--config', config, '--auth', 'off', '--state-dir', state.path]);
+      expect(fromFile.code).toBe(2);
+      expect(fromFile.stderr).toMatch(/cluster \(from .*gateway\.yaml\).*needs a host and a port/);
+      const fromEnv = await runTether(['gateway', '--auth', 'off', '--state-dir', state.path], { env: { TETHER_CLUSTER: 'redis://127.0.0.1:6379' } });
+      expect(fromEnv.code).toBe(2);
+      expect(fromEnv.stderr).toMatch(/cluster \(from TETHER_CLUSTER\).*must be a nats:\/\//);
+    } finally {
+      state.cleanup();
+    }
   });
 
   it('a NATS server that cannot be reached: exit 1 with the address, before any port opens', async () => {
