@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../core/logging.js';
 import { encodeLineFrame } from '../core/protocol/session-frame.js';
-import { JetStreamSessionStore } from '../gateway/cluster/jetstream-store.js';
+import { JetStreamSessionStore, LogReader } from '../gateway/cluster/jetstream-store.js';
+import { frameRecord } from '../gateway/session-store.js';
 import { NatsLink } from '../gateway/cluster/nats-link.js';
 import { ClusterRegistry } from '../gateway/cluster/registry.js';
 import type { SessionRecord } from '../gateway/session-store.js';
@@ -83,5 +84,22 @@ describe('the JetStream session store', () => {
     store.drop('s1');
     await flushed(store);
     expect(await store.load('s1')).toBeUndefined();
+  });
+});
+
+describe('reading a session log back', () => {
+  it('joins a record split over messages, and skips the tail of one whose start aged out of the stream', () => {
+    const seqs: number[] = [];
+    const reader = new LogReader((r) => 'frame' in r && seqs.push(r.frame.seq));
+    const one = frameRecord(frame('s', 7, 'x'.repeat(100)));
+    const two = frameRecord(frame('s', 8, 'y'));
+    reader.push(one.subarray(40), true); // the tail of frame 7: its first part is gone
+    reader.push(Buffer.concat([two.subarray(0, 10)]), false);
+    reader.push(two.subarray(10), true);
+    expect(seqs).toEqual([8]);
+    const whole = new LogReader((r) => 'frame' in r && seqs.push(r.frame.seq));
+    whole.push(one.subarray(0, 30), false);
+    whole.push(one.subarray(30), true);
+    expect(seqs).toEqual([8, 7]);
   });
 });
