@@ -57,13 +57,15 @@ describe('the JetStream session store', () => {
     expect(await store.load('s2')).toBeUndefined(); // no record was created for it
   });
 
-  it('whenFlushed waits for JetStream: not while NATS is down (frames are still shareable then), at once after it is back; nothing lost', async () => {
+  it('whenFlushed waits for JetStream: not while NATS is down (frames are still shareable then), at once after it is back; nothing lost, registry writes included', async () => {
     store.create(record('s1'));
     store.appendFrame('s1', frame('s1', 1, 'before'));
     await flushed(store);
     await nats.halt();
     await until(() => !link.isUp, 'the link to notice');
     store.appendFrame('s1', frame('s1', 2, 'during the outage'));
+    store.create(record('s3')); // a session created meanwhile reaches the registry once NATS is back
+    store.saveRoles('s3', { bob: 'viewer' });
     let durable = false;
     let shareable = false;
     store.whenFlushed(() => (durable = true));
@@ -75,6 +77,7 @@ describe('the JetStream session store', () => {
     await nats.restart();
     await until(() => durable, 'the held frame to reach JetStream', 15_000);
     expect((await store.load('s1'))!.frames.map((f) => f.seq)).toEqual([1, 2]);
+    expect((await store.load('s3'))?.roles).toEqual({ bob: 'viewer' });
   });
 
   it('drop removes the session log and its registry entry', async () => {

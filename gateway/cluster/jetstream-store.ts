@@ -181,7 +181,7 @@ export class JetStreamSessionStore implements SessionStore {
 
   create(record: SessionRecord): void {
     this.log.debug({ sessionId: record.id, home: this.home }, 'session registered in the cluster');
-    this.track(this.registry.putSession({ record, home: this.home, roles: {} }));
+    this.track(record.id, () => this.registry.putSession({ record, home: this.home, roles: {} }));
   }
 
   appendFrame(sessionId: string, frame: StoredFrame): void {
@@ -193,7 +193,7 @@ export class JetStreamSessionStore implements SessionStore {
   }
 
   saveRoles(sessionId: string, roles: RoleDecisions): void {
-    this.track(this.registry.updateRoles(sessionId, roles));
+    this.track(sessionId, () => this.registry.updateRoles(sessionId, roles));
   }
 
   /**
@@ -222,13 +222,35 @@ export class JetStreamSessionStore implements SessionStore {
   }
 
   /** A registry write counts toward whenFlushed like a record; failures are logged (retried by the next write). */
-  private track(write: Promise<unknown>): void {
+  /**
+   * A write about one session outside its log (registry entry, purge): after the session's
+   * earlier ones, retried until it succeeds (NATS away) or the store closes, and counted
+   * toward whenFlushed like a record.
+   */
+  private track(sessionId: string, write: () => Promise<unknown>): void {
     const unit = ++this.nextUnit;
     this.outstanding.add(unit);
-    write
-      .catch((err: unknown) => this.log.warn({ err: String(err) }, 'cluster registry write failed'))
-      .finally(() => this.settled([unit], 0));
+    const after = this.sideWrites.get(sessionId) ?? Promise.resolve();
+    const done = after.then(async () => {
+      for (let failed = false; !this.closed && !this.linkClosed; failed = true) {
+        try {
+          await write();
+          return;
+        } catch (err) {
+          if (!failed) this.log.warn({ sessionId, err: String(err) }, 'cluster registry write failed; retrying');
+          await new Promise((r) => setTimeout(r, RETRY_PAUSE_MS));
+        }
+      }
+    });
+    this.sideWrites.set(sessionId, done);
+    void done.finally(() => {
+      if (this.sideWrites.get(sessionId) === done) this.sideWrites.delete(sessionId);
+      this.settled([unit], 0);
+    });
   }
+
+  /** The last registry write queued per session (they run one after another). */
+  private readonly sideWrites = new Map<string, Promise<void>>();
 
   /** For LogWriter: one publish; false after a failure (paused first, so the caller just retries). */
   async publish(subject: string, body: Buffer, msgID: string, headers: ReturnType<typeof natsHeaders> | undefined): Promise<boolean> {
@@ -298,13 +320,11 @@ export class JetStreamSessionStore implements SessionStore {
   drop(sessionId: string): void {
     this.writers.delete(sessionId);
     const subject = sessionSubject(sessionId);
-    this.track(
-      (async () => {
-        const jsm = await jetstreamManager(this.link.nc);
-        await jsm.streams.purge(SESSIONS_STREAM, { filter: subject });
-        await this.registry.deleteSession(sessionId);
-      })(),
-    );
+    this.track(sessionId, async () => {
+      const jsm = await jetstreamManager(this.link.nc);
+      await jsm.streams.purge(SESSIONS_STREAM, { filter: subject });
+      await this.registry.deleteSession(sessionId);
+    });
   }
 
   /** Sessions are loaded one by one when their agent arrives (`load`), never all at start. */
