@@ -13,7 +13,7 @@ import { decode, encode, ReplyNotice, unwrap, type CallRequest } from './cluster
 import { gatewaySubject, HomeEndpoint } from './home-endpoint.js';
 import { JetStreamSessionStore } from './jetstream-store.js';
 import { NatsLink } from './nats-link.js';
-import { ANNOUNCE_EVERY_MS, ClusterRegistry, type GatewayEntry, type SessionEntry } from './registry.js';
+import { ANNOUNCE_EVERY_MS, ClusterRegistry, SESSION_TOUCH_EVERY_MS, type GatewayEntry, type SessionEntry } from './registry.js';
 import { SessionMirror } from './session-mirror.js';
 
 /** How long a forwarded call waits for the session's home (a stop waits for the engine). */
@@ -47,6 +47,8 @@ export class Cluster implements SessionsElsewhere {
   private live: GatewayEntry[] = [];
   private announcer: NodeJS.Timeout | undefined;
   private stopWatch: (() => void) | undefined;
+  /** When this gateway last rewrote the registry entries of the sessions it holds. */
+  private touchedAt = Date.now();
   private closed = false;
 
   private constructor(
@@ -139,6 +141,10 @@ export class Cluster implements SessionsElsewhere {
       await this.registry.announce({ id: this.gatewayId, agents: [...this.dir.agents.keys()], sessions: [...this.dir.sessions.keys()], at: new Date().toISOString() });
       this.live = await this.registry.liveGateways();
       this.home.dropMembersOf(new Set(this.live.map((g) => g.id)));
+      if (Date.now() - this.touchedAt >= SESSION_TOUCH_EVERY_MS) {
+        this.touchedAt = Date.now();
+        for (const id of this.dir.sessions.keys()) await this.registry.touchSession(id).catch(() => {}); // kept from ageing out
+      }
     } catch (err) {
       this.log.debug({ err: String(err) }, 'cluster announce failed; next in a moment');
     }

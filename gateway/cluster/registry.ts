@@ -13,6 +13,14 @@ export const ANNOUNCE_EVERY_MS = 2_000;
 /** A gateway not heard of for this long is gone from the bucket (its entry ages out). */
 export const GATEWAY_TTL_MS = 3 * ANNOUNCE_EVERY_MS;
 
+/**
+ * A session entry not written for this long leaves the bucket (a week, like the logs): the
+ * entries of sessions whose gateway died and whose agent never came back do not pile up. The
+ * home rewrites the entries of the sessions it holds every SESSION_TOUCH_EVERY_MS.
+ */
+export const SESSION_ENTRY_TTL_MS = 7 * 24 * 3600_000;
+export const SESSION_TOUCH_EVERY_MS = 24 * 3600_000;
+
 /** Tries of a role update that races another change of the same entry. */
 const ROLE_UPDATE_ATTEMPTS = 3;
 
@@ -48,7 +56,7 @@ export class ClusterRegistry {
 
   static async open(nc: NatsConnection): Promise<ClusterRegistry> {
     const kvm = new Kvm(nc);
-    const sessions = await kvm.create(SESSIONS_BUCKET, { history: 1 });
+    const sessions = await kvm.create(SESSIONS_BUCKET, { history: 1, ttl: SESSION_ENTRY_TTL_MS });
     const gateways = await kvm.create(GATEWAYS_BUCKET, { history: 1, ttl: GATEWAY_TTL_MS });
     return new ClusterRegistry(sessions, gateways);
   }
@@ -85,6 +93,12 @@ export class ClusterRegistry {
         if (attempt >= ROLE_UPDATE_ATTEMPTS) throw err;
       }
     }
+  }
+
+  /** Writes the entry again as it is, so it does not age out while its session lives. */
+  async touchSession(id: string): Promise<void> {
+    const e = await this.getSession(id);
+    if (e) await this.sessions.update(id, encode(e.value), e.revision);
   }
 
   async deleteSession(id: string): Promise<void> {
