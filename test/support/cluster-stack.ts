@@ -17,6 +17,7 @@ import { startTether, type Daemon } from './cli.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeScenario } from './fake-anthropic.js';
 import { startNatsServer, type NatsServer } from './nats-server.js';
 import { FAST_BACKOFF } from './restartable-stack.js';
+import { withTimeout } from './stack.js';
 
 export interface ClusterGateway {
   daemon: Daemon;
@@ -42,6 +43,10 @@ export interface ClusterStack {
   stop(): Promise<void>;
 }
 
+/** Each teardown step is bounded, and one that hangs is named. */
+const STEP_TIMEOUT_MS = 10_000;
+const named = (what: string, step: () => Promise<unknown>) => () => withTimeout(step(), STEP_TIMEOUT_MS, `${what} to stop`);
+
 /** The `cluster:` line a gateway prints: `cluster: URL (gateway ID)`. */
 const CLUSTER_LINE = /^cluster: \S+ \(gateway (\S+)\)$/;
 
@@ -59,7 +64,7 @@ export async function startClusterStack(opts: { gateways: number; scenario?: Fak
   const cleanups: (() => Promise<unknown> | unknown)[] = [];
   try {
     const nats = await startNatsServer();
-    cleanups.push(() => nats.stop());
+    cleanups.push(named('nats-server', () => nats.stop()));
     const generated = generateTokenKey('HS256');
     const keyFile = join(temp('tether-key-'), 'key.jwk');
     writeKeyFile(keyFile, generated.privateJwk);
@@ -68,16 +73,16 @@ export async function startClusterStack(opts: { gateways: number; scenario?: Fak
     for (let n = 0; n < opts.gateways; n++) {
       // The state folder (audit trail, pins) through the environment: --key and --state-dir exclude each other on one command line.
       const daemon = startTether(['gateway', '--port', '0', '--grpc-port', 'off', '--key', keyFile, '--cluster', nats.url, '--log-level', 'warn', ...(opts.gatewayArgs ?? [])], { env: { TETHER_STATE_DIR: temp('tether-gw-') } });
-      cleanups.push(() => daemon.stop('SIGKILL'));
+      cleanups.push(named(`gateway ${n}`, () => daemon.stop('SIGKILL')));
       const url = (await daemon.line('gateway: ')).slice('gateway: '.length);
       const id = CLUSTER_LINE.exec(await daemon.line('cluster: '))?.[1];
       if (!id) throw new Error(`gateway ${n} printed no cluster line: ${daemon.stdout()}`);
       gateways.push({ daemon, url, id });
     }
     const balancer = await startBalancer(gateways.map((g) => Number(new URL(g.url).port)));
-    cleanups.push(() => balancer.close());
+    cleanups.push(named('balancer', () => balancer.close()));
     const fake = await startFakeAnthropic(opts.scenario ?? { responses: [] });
-    cleanups.push(() => fake.close());
+    cleanups.push(named('fake model', () => fake.close()));
     const cwd = temp('tether-cwd-');
     const agent = new Agent({
       gateway: balancer.url,
@@ -92,10 +97,10 @@ export async function startClusterStack(opts: { gateways: number; scenario?: Fak
       termGraceMs: 1_000,
     });
     await agent.start();
-    cleanups.push(() => agent.shutdown(1_000));
+    cleanups.push(named('agent', () => agent.shutdown(1_000)));
     // The fleet lists the agent on every gateway before the test begins.
     const probe = await GatewayClient.connect({ gateway: gateways.at(-1)!.url, token: await mint('client', 'probe'), reconnect: false });
-    cleanups.push(() => probe.close());
+    cleanups.push(named('probe client', () => probe.close()));
     const deadline = Date.now() + 15_000;
     while (!(await probe.listAgents()).some((a) => a.name === 'builder')) {
       if (Date.now() > deadline) throw new Error('the agent was not listed across the cluster within 15 s');
@@ -116,7 +121,7 @@ export async function startClusterStack(opts: { gateways: number; scenario?: Fak
         return c;
       },
       async stop() {
-        await Promise.all(clients.splice(0).map((c) => c.close()));
+        await withTimeout(Promise.all(clients.splice(0).map((c) => c.close())), STEP_TIMEOUT_MS, 'the clients to close');
         for (const c of cleanups.reverse()) await c();
         for (const d of dirs) d.cleanup();
       },
