@@ -188,7 +188,9 @@ export class Cluster implements SessionsElsewhere {
     return { principal: p, client_id: client.clientId, transport: client.transport, gateway: this.gatewayId };
   }
 
-  forward<M extends SessionCall>(method: M, params: SessionCallParams<M>, client: ProxiedClient, p: Principal): Promise<ResultOf<M>> {
+  forward<M extends SessionCall>(method: M, params: SessionCallParams<M>, client: ProxiedClient, p: Principal): Promise<ResultOf<M>> | undefined {
+    // The audit of a session no gateway holds any more (ended, dropped) is read here, as before.
+    if (method === 'session.audit' && !this.homes.has(params.session_id)) return undefined;
     return this.forwardTo(method, params, client, p);
   }
 
