@@ -87,7 +87,7 @@ describe('a cluster of three gateways', () => {
     stack = await startClusterStack({ gateways: 3, scenario: BASH_TURN, gatewayArgs: ['--log-level', 'debug', '--log-format', 'json'] });
     dumpLogsOnFailure(stack);
     const alice = await stack.client(1, 'alice');
-    const bob = await stack.client(2, 'bob');
+    const bob = await stack.client(2, 'bob', 'grpc'); // routing is transport-blind across gateways too
     // Created through the second gateway: made on the first, where the agent is.
     const s1 = await alice.createSession({ agent: 'builder' });
     expect(s1.role).toBe('owner');

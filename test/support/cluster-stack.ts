@@ -23,6 +23,8 @@ export interface ClusterGateway {
   daemon: Daemon;
   /** ws://127.0.0.1:PORT */
   url: string;
+  /** grpc://127.0.0.1:PORT */
+  grpcUrl: string;
   /** The gateway's id in the cluster (from its `cluster:` line). */
   id: string;
 }
@@ -38,8 +40,8 @@ export interface ClusterStack {
   fake: FakeAnthropic;
   /** A client token of principal `sub`, good on every gateway. */
   token(sub: string): Promise<string>;
-  /** A client of principal `sub` on gateway `n` (reconnecting, fast backoff); closed by stop(). */
-  client(n: number, sub: string): Promise<GatewayClient>;
+  /** A client of principal `sub` on gateway `n` (reconnecting, fast backoff; WebSocket unless `grpc`); closed by stop(). */
+  client(n: number, sub: string, transport?: 'ws' | 'grpc'): Promise<GatewayClient>;
   stop(): Promise<void>;
 }
 
@@ -72,12 +74,13 @@ export async function startClusterStack(opts: { gateways: number; scenario?: Fak
     const gateways: ClusterGateway[] = [];
     for (let n = 0; n < opts.gateways; n++) {
       // The state folder (audit trail, pins) through the environment: --key and --state-dir exclude each other on one command line.
-      const daemon = startTether(['gateway', '--port', '0', '--grpc-port', 'off', '--key', keyFile, '--cluster', nats.url, '--log-level', 'warn', ...(opts.gatewayArgs ?? [])], { env: { TETHER_STATE_DIR: temp('tether-gw-') } });
+      const daemon = startTether(['gateway', '--port', '0', '--grpc-port', '0', '--key', keyFile, '--cluster', nats.url, '--log-level', 'warn', ...(opts.gatewayArgs ?? [])], { env: { TETHER_STATE_DIR: temp('tether-gw-') } });
       cleanups.push(named(`gateway ${n}`, () => daemon.stop('SIGKILL')));
       const url = (await daemon.line('gateway: ')).slice('gateway: '.length);
+      const grpcUrl = (await daemon.line('grpc: ')).slice('grpc: '.length);
       const id = CLUSTER_LINE.exec(await daemon.line('cluster: '))?.[1];
       if (!id) throw new Error(`gateway ${n} printed no cluster line: ${daemon.stdout()}`);
-      gateways.push({ daemon, url, id });
+      gateways.push({ daemon, url, grpcUrl, id });
     }
     const balancer = await startBalancer(gateways.map((g) => Number(new URL(g.url).port)));
     cleanups.push(named('balancer', () => balancer.close()));
@@ -115,8 +118,8 @@ export async function startClusterStack(opts: { gateways: number; scenario?: Fak
       cwd,
       fake,
       token: (sub) => mint('client', sub),
-      async client(n, sub) {
-        const c = await GatewayClient.connect({ gateway: gateways[n].url, token: await mint('client', sub), backoff: FAST_BACKOFF });
+      async client(n, sub, transport = 'ws') {
+        const c = await GatewayClient.connect({ gateway: transport === 'grpc' ? gateways[n].grpcUrl : gateways[n].url, token: await mint('client', sub), backoff: FAST_BACKOFF });
         clients.push(c);
         return c;
       },
