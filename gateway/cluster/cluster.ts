@@ -47,6 +47,8 @@ export class Cluster implements SessionsElsewhere {
   private live: GatewayEntry[] = [];
   private announcer: NodeJS.Timeout | undefined;
   private stopWatch: (() => void) | undefined;
+  /** Sessions this gateway is taking over now (an agent's hello brought them). */
+  private readonly takingOver = new Set<string>();
   /** When this gateway last rewrote the registry entries of the sessions it holds. */
   private touchedAt = Date.now();
   private closed = false;
@@ -161,6 +163,7 @@ export class Cluster implements SessionsElsewhere {
     if (entry) this.homes.set(id, entry);
     else this.homes.delete(id);
     if (!before || (entry && before.home === entry.home)) return;
+    if (entry?.home === this.gatewayId && this.takingOver.has(id)) return; // takeOver cuts them once the session is held here
     const reason = entry ? `session ${id} moved to gateway ${entry.home}; resume there` : `session ${id} is gone`;
     this.cutMirror(id, reason);
     if (entry && entry.home !== this.gatewayId && this.dir.get(id)) this.home.releaseLocal(id, reason);
@@ -292,6 +295,15 @@ export class Cluster implements SessionsElsewhere {
   }
 
   private async takeOver(id: string): Promise<void> {
+    this.takingOver.add(id);
+    try {
+      await this.takeOverNow(id);
+    } finally {
+      this.takingOver.delete(id);
+    }
+  }
+
+  private async takeOverNow(id: string): Promise<void> {
     const found = await this.registry.getSession(id);
     if (!found) return; // the fleet never had it, or it ended and was dropped: the directory stops its engine
     const from = found.value.home;
@@ -303,11 +315,12 @@ export class Cluster implements SessionsElsewhere {
     }
     await this.registry.claim(id, { ...found.value, home: this.gatewayId }, found.revision);
     this.homes.set(id, { ...found.value, home: this.gatewayId });
-    this.cutMirror(id, `session ${id} moved to gateway ${this.gatewayId}; resume`);
     this.store.adopted(id);
     const stored = await this.store.load(id);
     if (!stored) throw new TetherError('UNAVAILABLE', `session ${id} vanished from the cluster while being taken over`);
     this.dir.adopt(stored);
+    // Only now: this gateway's clients of it, cut, resume against the session held here.
+    this.cutMirror(id, `session ${id} moved to gateway ${this.gatewayId}; resume`);
     this.log.info({ sessionId: id, from, frames: stored.frames.length, inputs: stored.inputs.length, ms: Date.now() - started }, 'session taken over from another gateway');
   }
 
