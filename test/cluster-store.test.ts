@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../core/logging.js';
 import { encodeLineFrame } from '../core/protocol/session-frame.js';
-import { JetStreamSessionStore, LogReader } from '../gateway/cluster/jetstream-store.js';
+import { JetStreamSessionStore } from '../gateway/cluster/jetstream-store.js';
+import { LogReader } from '../gateway/cluster/session-log.js';
 import { frameRecord } from '../gateway/session-store.js';
 import { NatsLink } from '../gateway/cluster/nats-link.js';
 import { ClusterRegistry } from '../gateway/cluster/registry.js';

@@ -1,128 +1,22 @@
 import { randomBytes } from 'node:crypto';
-import { headers as natsHeaders } from '@nats-io/transport-node';
-import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import type { MsgHdrs } from '@nats-io/transport-node';
+import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
 import type { Logger } from '../../core/logging.js';
 import type { RoleDecisions } from '../session-roles.js';
-import { frameRecord, inputRecord, INPUTS_KEPT, readLogRecord, type SessionRecord, type SessionStore, type StoredFrame, type StoredInput, type StoredSession } from '../session-store.js';
+import { frameRecord, inputRecord, INPUTS_KEPT, type SessionRecord, type SessionStore, type StoredFrame, type StoredInput, type StoredSession } from '../session-store.js';
 import type { NatsLink } from './nats-link.js';
 import type { ClusterRegistry } from './registry.js';
+import { ensureSessionsStream, LogWriter, readSessionLog, SESSIONS_STREAM, sessionSubject, type LogSink } from './session-log.js';
 
-/** The one stream of session logs: subject `tether.s.<session id>` per session. */
-export const SESSIONS_STREAM = 'TETHER_SESSIONS';
-const SUBJECT_PREFIX = 'tether.s.';
-/** Session logs older than this leave the stream (a week). */
-export const STREAM_MAX_AGE_MS = 7 * 24 * 3600_000;
-/** The stream's size bound (1 GiB); the oldest messages go first. */
-export const STREAM_MAX_BYTES = 1024 ** 3;
-/** JetStream drops a re-sent message with the same id within this window (a retry after a cut). */
-export const DUPLICATE_WINDOW_MS = 2 * 60_000;
 /**
  * Records a gateway holds while NATS is away before it stops showing new frames to clients
  * ahead of JetStream (64 MiB). Acks to agents always wait for JetStream, so what is held is
  * bounded by what agents may leave unacknowledged (64 MiB per session, agent/session-relay.ts).
  */
 export const CLUSTER_BUFFER_BYTES = 64 * 1024 * 1024;
-/** Bytes of one published message (at most the server's max_payload less room for headers). */
-const MAX_MESSAGE_BYTES = 512 * 1024;
 /** A publish unanswered this long is sent again (same message id: JetStream keeps one copy). */
 const PUBLISH_TIMEOUT_MS = 2_000;
 const RETRY_PAUSE_MS = 250;
-/** Header on every part of a record split over several messages but its first. */
-export const CONTINUATION_HEADER = 'Tether-Cont';
-
-/** The subject of a session's log; ids are checked (letters, digits, dash) before they become subjects. */
-export function sessionSubject(id: string): string {
-  if (!/^[A-Za-z0-9-]+$/.test(id)) throw new Error(`bad session id for the cluster: ${id}`);
-  return SUBJECT_PREFIX + id;
-}
-
-/** Creates the stream (or checks it exists); idempotent across gateways. */
-export async function ensureSessionsStream(jsm: JetStreamManager): Promise<void> {
-  const config = {
-    name: SESSIONS_STREAM,
-    subjects: [`${SUBJECT_PREFIX}*`],
-    max_age: STREAM_MAX_AGE_MS * 1e6,
-    max_bytes: STREAM_MAX_BYTES,
-    duplicate_window: DUPLICATE_WINDOW_MS * 1e6,
-  };
-  try {
-    await jsm.streams.info(SESSIONS_STREAM);
-  } catch {
-    await jsm.streams.add(config);
-  }
-}
-
-interface Queued {
-  bytes: Buffer;
-  unit: number;
-}
-
-/**
- * One session's log toward JetStream: records in order, published one message at a time (so
- * a retry after a cut can never land behind a later message), several records per message
- * under load (group commit), a record larger than a message split over consecutive messages.
- */
-class LogWriter {
-  private queue: Queued[] = [];
-  private partial: { rest: Buffer; unit: number } | undefined;
-  private pumping = false;
-  private sent = 0;
-
-  constructor(
-    private readonly store: JetStreamSessionStore,
-    private readonly subject: string,
-    private readonly idPrefix: string,
-  ) {}
-
-  push(record: Buffer, unit: number): void {
-    this.queue.push({ bytes: record, unit });
-    void this.pump();
-  }
-
-  /** The next message: whole records up to the bound, or the next part of one too large. */
-  private take(): { body: Buffer; units: number[]; cont: boolean } {
-    if (this.partial) {
-      const { rest, unit } = this.partial;
-      const body = rest.subarray(0, MAX_MESSAGE_BYTES);
-      this.partial = rest.length > MAX_MESSAGE_BYTES ? { rest: rest.subarray(MAX_MESSAGE_BYTES), unit } : undefined;
-      return { body, units: this.partial ? [] : [unit], cont: true };
-    }
-    const first = this.queue[0];
-    if (first.bytes.length > MAX_MESSAGE_BYTES) {
-      this.queue.shift();
-      this.partial = { rest: first.bytes.subarray(MAX_MESSAGE_BYTES), unit: first.unit };
-      return { body: first.bytes.subarray(0, MAX_MESSAGE_BYTES), units: [], cont: false };
-    }
-    const parts: Buffer[] = [];
-    const units: number[] = [];
-    let size = 0;
-    while (this.queue.length && size + this.queue[0].bytes.length <= MAX_MESSAGE_BYTES) {
-      const q = this.queue.shift()!;
-      parts.push(q.bytes);
-      units.push(q.unit);
-      size += q.bytes.length;
-    }
-    return { body: Buffer.concat(parts, size), units, cont: false };
-  }
-
-  private async pump(): Promise<void> {
-    if (this.pumping) return;
-    this.pumping = true;
-    try {
-      while ((this.queue.length || this.partial) && !this.store.closed) {
-        const m = this.take();
-        const msgID = `${this.idPrefix}-${++this.sent}`;
-        const h = m.cont ? natsHeaders() : undefined;
-        h?.set(CONTINUATION_HEADER, '1');
-        // The same id on every retry: JetStream keeps one copy if an ack was lost in a cut.
-        while (!(await this.store.publish(this.subject, m.body, msgID, h))) if (this.store.closed || this.store.linkClosed) return;
-        this.store.settled(m.units, m.body.length);
-      }
-    } finally {
-      this.pumping = false;
-    }
-  }
-}
 
 /**
  * The cluster's session store: each session's history and inputs are one append-only log in
@@ -134,7 +28,7 @@ class LogWriter {
  * clients (`whenShareable`). Sessions are not read back at start: a gateway loads one when
  * its agent arrives (`load`).
  */
-export class JetStreamSessionStore implements SessionStore {
+export class JetStreamSessionStore implements SessionStore, LogSink {
   readonly kind = 'jetstream';
   closed = false;
   private readonly js: JetStreamClient;
@@ -172,6 +66,11 @@ export class JetStreamSessionStore implements SessionStore {
 
   get linkClosed(): boolean {
     return this.link.state.kind === 'closed';
+  }
+
+  /** For LogWriter: writing stops for good. */
+  get stopped(): boolean {
+    return this.closed || this.linkClosed;
   }
 
   /** Bytes of records appended but not yet acknowledged by JetStream. */
@@ -253,7 +152,7 @@ export class JetStreamSessionStore implements SessionStore {
   private readonly sideWrites = new Map<string, Promise<void>>();
 
   /** For LogWriter: one publish; false after a failure (paused first, so the caller just retries). */
-  async publish(subject: string, body: Buffer, msgID: string, headers: ReturnType<typeof natsHeaders> | undefined): Promise<boolean> {
+  async publish(subject: string, body: Buffer, msgID: string, headers: MsgHdrs | undefined): Promise<boolean> {
     try {
       await this.js.publish(subject, body, { msgID, headers });
       if (this.failingSince !== undefined) this.log.info({ subject, failedMs: Date.now() - this.failingSince }, 'publishing to JetStream again');
@@ -348,60 +247,5 @@ export class JetStreamSessionStore implements SessionStore {
 
   close(): void {
     this.closed = true;
-  }
-}
-
-/**
- * Reads a session's whole log as it is in the stream now, record by record, and returns when
- * it reached the end. Parts of a record split over messages are joined; a log whose oldest
- * messages aged out starts at the first whole record.
- */
-export async function readSessionLog(link: NatsLink, sessionId: string, onRecord: (r: NonNullable<ReturnType<typeof readLogRecord>>) => void): Promise<void> {
-  const subject = sessionSubject(sessionId);
-  const jsm = await jetstreamManager(link.nc);
-  const info = await jsm.streams.info(SESSIONS_STREAM, { subjects_filter: subject });
-  if (!info.state.subjects?.[subject]) return;
-  const consumer = await jetstream(link.nc).consumers.get(SESSIONS_STREAM, { filter_subjects: subject, deliver_policy: DeliverPolicy.All });
-  const reader = new LogReader(onRecord);
-  const messages = await consumer.consume();
-  const stall = setTimeout(() => void messages.close(), LOAD_STALL_MS);
-  let complete = false;
-  try {
-    for await (const m of messages) {
-      stall.refresh();
-      reader.push(m.data, m.headers?.get(CONTINUATION_HEADER) === '1');
-      if (m.info.pending === 0) {
-        complete = true;
-        break;
-      }
-    }
-  } finally {
-    clearTimeout(stall);
-    void messages.close();
-  }
-  if (!complete) throw new Error(`the log of session ${sessionId} stopped before its end (nothing for ${LOAD_STALL_MS} ms)`);
-}
-
-/** Reading a log back gives up when no message came for this long. */
-const LOAD_STALL_MS = 5_000;
-
-/** Turns a log's messages, in order, into records (see LogWriter for the layout). */
-export class LogReader {
-  private carry: Buffer = Buffer.alloc(0);
-  private started = false;
-
-  constructor(private readonly onRecord: (r: NonNullable<ReturnType<typeof readLogRecord>>) => void) {}
-
-  push(data: Uint8Array, continuation: boolean): void {
-    if (!this.started && continuation) return; // the start of this record aged out of the stream
-    this.started = true;
-    const bytes = this.carry.length ? Buffer.concat([this.carry, data]) : Buffer.from(data);
-    let from = 0;
-    for (let nl = bytes.indexOf(10, from); nl >= 0; nl = bytes.indexOf(10, from)) {
-      const r = readLogRecord(bytes.subarray(from, nl).toString('utf8'));
-      if (r) this.onRecord(r);
-      from = nl + 1;
-    }
-    this.carry = bytes.subarray(from);
   }
 }

@@ -4,7 +4,7 @@ import { encodeEventFrame } from '../../core/protocol/session-frame.js';
 import type { Logger } from '../../core/logging.js';
 import { ReplayLog, type ReplayLogLimits } from '../replay-log.js';
 import type { Member } from '../session.js';
-import { CONTINUATION_HEADER, LogReader, SESSIONS_STREAM, sessionSubject } from './jetstream-store.js';
+import { CONTINUATION_HEADER, LogReader, SESSIONS_STREAM, sessionSubject } from './session-log.js';
 import type { NatsLink } from './nats-link.js';
 
 /** Pause before the mirror's consumer is made again after it ended. */
