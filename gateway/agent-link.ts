@@ -39,19 +39,18 @@ export class AgentLink implements EngineHost {
     peer.onBinaryNotification('session.output', (p, body) => {
       const s = this.sessions.get(p.session_id);
       if (this.disposed) return;
+      if (p.input_ack !== undefined) this.onInputAck(p.session_id, p.input_ack);
       // Output of a session nobody here knows is acked anyway, so the agent can let it go.
       if (s && s.agent === this.name && s.onEngineLine(p.seq, body, p.meta, p.read_at_ms)) {
         this.metrics?.relayed('from_agent', body.byteLength);
       }
       this.noteForAck(p.session_id, p.seq);
     });
-    peer.onNotification('session.input_ack', (p) => {
-      const s = this.sessions.get(p.session_id);
-      if (s && s.agent === this.name) s.onInputAck(p.seq);
-    });
+    peer.onNotification('session.input_ack', (p) => this.onInputAck(p.session_id, p.seq));
     peer.onNotification('session.event', (p) => {
       const s = this.sessions.get(p.session_id);
       if (this.disposed) return;
+      if (p.input_ack !== undefined) this.onInputAck(p.session_id, p.input_ack);
       if (s && s.agent === this.name && s.onEngineEvent(p.seq, p.event)) this.metrics?.relayed('from_agent', Buffer.byteLength(JSON.stringify(p.event)));
       this.noteForAck(p.session_id, p.seq);
     });
@@ -98,6 +97,12 @@ export class AgentLink implements EngineHost {
   /** Asks the agent to stop a session's engine; rejects DEADLINE_EXCEEDED past {@link AGENT_STOP_ANSWER_MS}. */
   async stop(sessionId: string, reason: string, signal?: StopSignal): Promise<void> {
     await this.peer.request('agent.stop', { session_id: sessionId, reason, signal }, { timeoutMs: AGENT_STOP_ANSWER_MS });
+  }
+
+  /** The agent wrote every input of the session up to `seq` (alone, or folded into its output). */
+  private onInputAck(sessionId: string, seq: number): void {
+    const s = this.sessions.get(sessionId);
+    if (s && s.agent === this.name) s.onInputAck(seq);
   }
 
   private noteForAck(sessionId: string, seq: number): void {

@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { TetherError } from '../core/errors.js';
+import { asTetherError, TetherError } from '../core/errors.js';
+import type { ParamsOf } from '../core/protocol/methods.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
 import type { Role } from '../core/protocol/events.js';
 import type { Principal } from './principal.js';
@@ -65,6 +66,32 @@ export class ClientLink implements Member {
     this.peer.notify('session.reply', { session_id: sessionId, line }).catch(() => {});
   }
 
+  /** One input line from this client (session.send or session.post), at most once per input id. */
+  private input(params: ParamsOf<'session.send'>): 'applied' | 'duplicate' {
+    const p = this.principal_;
+    const session = this.dir.visible(p, params.session_id);
+    requireControlScope(p, 'send to sessions');
+    if (params.line.type === 'control_request') checkControlAudited(this.dir, session.id, p, this.clientId, params.line, session.roleOf(this.clientId), session.options.cwd);
+    const status = session.input(this.clientId, params.input_id, params.line);
+    if (status === 'applied') this.metrics?.relayed('from_client', Buffer.byteLength(JSON.stringify(params.line)));
+    return status;
+  }
+
+  /**
+   * A prompt sent without a request: applied, its echo (carrying the input id) answers it;
+   * otherwise one session.post_result says it was a duplicate or why it was refused.
+   */
+  private post(params: ParamsOf<'session.send'>): void {
+    let result: { status: 'duplicate' } | { error: ReturnType<TetherError['toJsonRpc']> } | undefined;
+    try {
+      if (params.line.type !== 'user') throw new TetherError('INVALID_ARGUMENT', 'session.post carries prompts (type "user") only; send other lines with session.send');
+      if (this.input(params) === 'duplicate') result = { status: 'duplicate' };
+    } catch (err) {
+      result = { error: asTetherError(err).toJsonRpc() };
+    }
+    if (result) this.peer.notify('session.post_result', { session_id: params.session_id, input_id: params.input_id, ...result }).catch(() => {});
+  }
+
   /** A connection that closed must not be attached to anything: it would never be detached. */
   private assertOpen(): void {
     if (this.peer.channel.isClosed) throw new TetherError('UNAVAILABLE', 'connection closed');
@@ -106,14 +133,8 @@ export class ClientLink implements Member {
         this.attached.delete(params.session_id);
         return {};
       })
-      .onRequest('session.send', (params) => {
-        const session = this.dir.visible(p, params.session_id);
-        requireControlScope(p, 'send to sessions');
-        if (params.line.type === 'control_request') checkControlAudited(this.dir, session.id, p, this.clientId, params.line, session.roleOf(this.clientId), session.options.cwd);
-        const status = session.input(this.clientId, params.input_id, params.line);
-        if (status === 'applied') this.metrics?.relayed('from_client', Buffer.byteLength(JSON.stringify(params.line)));
-        return { status };
-      })
+      .onRequest('session.send', (params) => ({ status: this.input(params) }))
+      .onNotification('session.post', (params) => this.post(params))
       .onRequest('session.set_role', (params) => {
         const session = this.dir.visible(p, params.session_id);
         requireControlScope(p, 'change roles');

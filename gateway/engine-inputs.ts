@@ -44,6 +44,11 @@ export class EngineInputs {
     return this.bound;
   }
 
+  /** Inputs queued for the engine that the agent has not yet confirmed written. */
+  get unconfirmed(): number {
+    return this.pending.size;
+  }
+
   /** Takes back the inputs read from the store after a restart: pending until the agent says otherwise. */
   restore(inputs: readonly StoredInput[]): void {
     for (const i of inputs) {
@@ -80,7 +85,8 @@ export class EngineInputs {
    * Queues one line for the engine, in the gateway's order. While the agent is away it waits
    * (bounded) and goes out when the agent is back; nothing is dropped. `key` is the dedupe key
    * of the client input it comes from (kept with it, so a restart still answers a retry
-   * `duplicate`), or GATEWAY_KEY for the gateway's own answers.
+   * `duplicate`), or GATEWAY_KEY for the gateway's own answers. Once stored, the input counts
+   * as applied: a retry of it is a duplicate even if what follows here fails.
    */
   toEngine(line: Record<string, unknown>, key: string): void {
     const bytes = JSON.stringify(line).length;
@@ -88,6 +94,7 @@ export class EngineInputs {
     const seq = ++this.seq;
     this.store.appendInput(this.sessionId, { seq, key, line });
     this.pending.push({ seq, line, bytes });
+    if (key !== GATEWAY_KEY) this.remember(key);
     this.bound?.input(this.sessionId, seq, line);
   }
 

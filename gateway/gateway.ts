@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Channel } from '../core/channel/channel.js';
 import { TetherError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logging.js';
-import { PROTOCOL_VERSION, assertCompatible } from '../core/protocol/version.js';
+import { CAPABILITIES, PROTOCOL_VERSION, assertCompatible } from '../core/protocol/version.js';
 import { RpcPeer } from '../core/rpc/peer.js';
 import { HEARTBEAT_DEFAULTS, startHeartbeat, type HeartbeatOptions } from '../core/link/heartbeat.js';
 import type { AgentDescriptor } from '../core/protocol/methods.js';
@@ -23,7 +23,7 @@ import { JsonRpcDialectLink } from './dialects/jsonrpc/link.js';
 import type { Dialect } from '../core/protocol/jsonrpc-dialect.js';
 import type { PolicyProvider } from './policy-source.js';
 
-export const GATEWAY_CAPABILITIES = ['sessions.v1', 'replay.v1', 'prompts.v1'];
+export const GATEWAY_CAPABILITIES = ['sessions.v1', 'replay.v1', 'prompts.v1', CAPABILITIES.sessionPost, CAPABILITIES.foldedInputAck];
 
 export interface GatewayLimits extends DirectoryLimits {
   helloTimeoutMs: number;

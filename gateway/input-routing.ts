@@ -41,16 +41,16 @@ export class InputRouting {
     if (this.s.inputs.seen(key)) return 'duplicate';
     if (ended) throw new TetherError('FAILED_PRECONDITION', `session ${this.s.sessionId} has ended`);
     if (line.type !== 'keep_alive') this.s.inputs.assertRoom(bytes);
-    this.route(from, line, key);
-    this.s.inputs.remember(key);
+    this.route(from, line, key, inputId);
+    this.s.inputs.remember(key); // keep_alive stores nothing, yet a retry of it is a duplicate too
     return 'applied';
   }
 
   /** `key`: the client's dedupe key, stored with what the line sends to the engine. */
-  private route(from: Actor, line: Record<string, unknown>, key: string): void {
+  private route(from: Actor, line: Record<string, unknown>, key: string, inputId: string): void {
     switch (line.type) {
       case 'user':
-        return this.prompt(from, line, key);
+        return this.prompt(from, line, key, inputId);
       case 'control_request':
         return this.forwardControlRequest(from, line, key);
       case 'control_response':
@@ -64,11 +64,15 @@ export class InputRouting {
     }
   }
 
-  private prompt(from: Actor, line: Record<string, unknown>, key: string): void {
+  /**
+   * A prompt: stored and queued for the engine first, then echoed to every client with the
+   * sender's input id, so the echo is a true receipt (the answer to a `session.post`).
+   */
+  private prompt(from: Actor, line: Record<string, unknown>, key: string, inputId: string): void {
     checkUserMessage(line);
     this.s.audit.audited(from.principal, 'prompt', { client_id: from.clientId, uuid: line.uuid, chars: promptChars(line) }, () => {
-      this.s.history.append({ event: tetherEvent({ subtype: 'prompt', principal: from.principal, client_id: from.clientId, message: line.message }) });
       this.s.inputs.toEngine(line, key);
+      this.s.history.append({ event: tetherEvent({ subtype: 'prompt', principal: from.principal, client_id: from.clientId, message: line.message, input_id: inputId }) });
       if (this.s.status.current === 'idle') this.s.status.set('running');
     });
   }

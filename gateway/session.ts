@@ -140,6 +140,11 @@ export class Session {
     return this.status.current === 'ended';
   }
 
+  /** Inputs queued for the engine that the agent has not yet confirmed written (re-sent if it reconnects). */
+  get unconfirmedInputs(): number {
+    return this.inputs.unconfirmed;
+  }
+
   /** The next output seq the gateway expects from the agent (for agent resume). */
   get nextAgentSeq(): number {
     return this.history.nextAgentSeq;

@@ -17,3 +17,14 @@ export function assertCompatible(peerVersion: string, ours: string = PROTOCOL_VE
     );
   }
 }
+
+/**
+ * Optional behaviours a peer offers in its `hello` (`capabilities`); one is used only when
+ * both sides list it (docs/protocol.md, "Capabilities").
+ */
+export const CAPABILITIES = {
+  /** Client and gateway: prompts as the `session.post` notification, answered by their echo. */
+  sessionPost: 'session.post.v1',
+  /** Agent and gateway: input acks folded into the `input_ack` of output the agent sends anyway. */
+  foldedInputAck: 'input_ack.folded.v1',
+} as const;
