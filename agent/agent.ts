@@ -93,7 +93,7 @@ export class Agent {
       tokenSource: opts.tokenSource,
       hello: () => this.hello(),
       setup: (peer) => this.setup(peer),
-      onConnected: (peer, hello) => this.connected(peer, hello.capabilities.includes(CAPABILITIES.foldedInputAck)),
+      onConnected: (peer, hello) => this.connected(peer, hello.capabilities.includes(CAPABILITIES.foldedAcks)),
       onStatus: (s) => {
         if (s.state !== 'connected') this.setSink(undefined);
         opts.onStatus?.(s);
@@ -115,7 +115,7 @@ export class Agent {
     return {
       protocol_version: PROTOCOL_VERSION,
       role: 'agent',
-      capabilities: ['resume.v1', CAPABILITIES.foldedInputAck],
+      capabilities: ['resume.v1', CAPABILITIES.foldedAcks],
       agent: {
         name: this.opts.name,
         host: hostname(),
@@ -138,15 +138,21 @@ export class Agent {
         await relay.engine.stop(p.signal).catch(() => {}); // an engine that never started is stopped already
         return {};
       })
-      .onNotification('agent.input', (p) => void this.relays.get(p.session_id)?.input(p.seq, p.line))
-      .onNotification('session.ack', (p) => {
-        const relay = this.relays.get(p.session_id);
-        relay?.ack(p.seq);
-        if (relay?.drained && relay.engine.hasExited) this.relays.delete(p.session_id);
-      });
+      .onNotification('agent.input', (p) => {
+        if (p.ack !== undefined) this.acked(p.session_id, p.ack);
+        void this.relays.get(p.session_id)?.input(p.seq, p.line);
+      })
+      .onNotification('session.ack', (p) => this.acked(p.session_id, p.seq));
   }
 
-  /** `foldAcks`: the gateway takes input acks folded into output (capability input_ack.folded.v1). */
+  /** The gateway holds the session's output up to `seq` (a session.ack, or one folded into agent.input). */
+  private acked(sessionId: string, seq: number): void {
+    const relay = this.relays.get(sessionId);
+    relay?.ack(seq);
+    if (relay?.drained && relay.engine.hasExited) this.relays.delete(sessionId);
+  }
+
+  /** `foldAcks`: the gateway folds acks both ways (capability acks.folded.v1): ours ride on our output. */
   private connected(peer: RpcPeer, foldAcks: boolean): void {
     const ackAlone = (sessionId: string, seq: number) => {
       peer.notify('session.input_ack', { session_id: sessionId, seq }).catch(() => {}); // the hello carries it after a reconnect

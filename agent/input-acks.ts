@@ -3,7 +3,7 @@ export const INPUT_ACK_DEFER_MS = 100;
 
 /**
  * The agent's input acks toward one gateway that folds them (capability
- * `input_ack.folded.v1`). An ack waits, per session, for the next output of that session
+ * `acks.folded.v1`). An ack waits, per session, for the next output of that session
  * and rides on it (`input_ack` in its header): an engine answers a prompt with output
  * anyway. One the engine leaves without output goes alone after {@link INPUT_ACK_DEFER_MS}.
  * Acks are cumulative, so only the highest seq per session is kept. A deferred ack costs

@@ -35,6 +35,8 @@ export class AgentLink implements EngineHost {
     private readonly metrics?: GatewayMetrics,
     /** Makes what the agent sent durable; runs before every ack, so an ack never outruns the store. */
     private readonly beforeAck: () => void = () => {},
+    /** The agent takes output acks folded into agent.input (capability acks.folded.v1). */
+    private readonly foldAcks = false,
   ) {
     peer.onBinaryNotification('session.output', (p, body) => {
       const s = this.sessions.get(p.session_id);
@@ -80,14 +82,20 @@ export class AgentLink implements EngineHost {
     return this.peer.request('agent.spawn', params, { timeoutMs: 60_000 });
   }
 
-  /** Throws INVALID_ARGUMENT, having sent nothing, when the line cannot be serialized. */
+  /**
+   * Sends one input, with the session's output ack folded in when the agent takes it. Throws
+   * INVALID_ARGUMENT, having sent nothing, when the line cannot be serialized.
+   */
   input(sessionId: string, seq: number, line: Record<string, unknown>): void {
+    const owed = this.foldAcks ? this.unacked.get(sessionId) : undefined;
+    if (owed) this.beforeAck(); // an ack never outruns the store
     let sent: Promise<void>;
     try {
-      sent = this.peer.notify('agent.input', { session_id: sessionId, seq, line });
+      sent = this.peer.notify('agent.input', { session_id: sessionId, seq, line, ack: owed?.seq });
     } catch (err) {
       throw new TetherError('INVALID_ARGUMENT', `input ${seq} cannot be sent to the agent: ${(err as Error).message}`);
     }
+    if (owed) this.acked(sessionId);
     sent.catch((err) => {
       this.log.warn({ sessionId, err: String(err) }, 'input not handed to the agent link');
     });
@@ -112,6 +120,14 @@ export class AgentLink implements EngineHost {
     this.unacked.set(sessionId, u);
     if (u.count >= ACK_EVERY_FRAMES) this.flushAcks();
     else if (!this.ackTimer) this.ackTimer = setTimeout(() => this.flushAcks(), ACK_AFTER_MS);
+  }
+
+  /** The session's output ack went out folded into an input: nothing more owed for it. */
+  private acked(sessionId: string): void {
+    this.unacked.delete(sessionId);
+    if (this.unacked.size) return;
+    clearTimeout(this.ackTimer);
+    this.ackTimer = undefined;
   }
 
   /** Sends every pending cumulative ack now. */

@@ -23,7 +23,7 @@ import { JsonRpcDialectLink } from './dialects/jsonrpc/link.js';
 import type { Dialect } from '../core/protocol/jsonrpc-dialect.js';
 import type { PolicyProvider } from './policy-source.js';
 
-export const GATEWAY_CAPABILITIES = ['sessions.v1', 'replay.v1', 'prompts.v1', CAPABILITIES.sessionPost, CAPABILITIES.foldedInputAck];
+export const GATEWAY_CAPABILITIES = ['sessions.v1', 'replay.v1', 'prompts.v1', CAPABILITIES.sessionPost, CAPABILITIES.foldedAcks];
 
 export interface GatewayLimits extends DirectoryLimits {
   helloTimeoutMs: number;
@@ -135,7 +135,7 @@ export class Gateway {
         const message = `token is for ${a(principal.kind)}, not ${a(hello.role)} (${a(hello.role)} needs ${a(hello.role)} token)`;
         throw noteAuthFailure(log, authError('PERMISSION_DENIED', 'wrong_kind', message), {}, this.countAuthFailure);
       }
-      if (hello.role === 'agent') this.helloAgent(peer, principal, hello.agent, log);
+      if (hello.role === 'agent') this.helloAgent(peer, principal, hello.agent, log, hello.capabilities.includes(CAPABILITIES.foldedAcks));
       else new ClientLink(peer, principal, this.directory, this.metrics);
       role = hello.role;
       greeted = true;
@@ -170,7 +170,8 @@ export class Gateway {
     log.info({ dialect: 'jsonrpc' }, 'peer connected');
   }
 
-  private helloAgent(peer: RpcPeer, principal: Principal, agent: AgentDescriptor | undefined, log: Logger): void {
+  /** `foldAcks`: the agent takes output acks folded into agent.input (capability acks.folded.v1). */
+  private helloAgent(peer: RpcPeer, principal: Principal, agent: AgentDescriptor | undefined, log: Logger, foldAcks: boolean): void {
     if (!agent) throw new TetherError('INVALID_ARGUMENT', 'an agent hello must describe the agent (params.agent)');
     if (principal.agentName !== undefined && principal.agentName !== agent.name) {
       throw noteAuthFailure(log, authError('PERMISSION_DENIED', 'wrong_agent', `this token may register only as agent "${principal.agentName}", not "${agent.name}"`), {}, this.countAuthFailure);
@@ -182,7 +183,7 @@ export class Gateway {
       throw noteAuthFailure(log, authError('PERMISSION_DENIED', 'host_key', (err as Error).message), {}, this.countAuthFailure);
     }
     if (fingerprint) log.info({ agent: agent.name, hostKey: fingerprint }, 'agent proved its host key');
-    const link = new AgentLink(agent, peer, this.directory.sessions, log.child({ agent: agent.name }), principal, this.metrics, () => this.store.flush());
+    const link = new AgentLink(agent, peer, this.directory.sessions, log.child({ agent: agent.name }), principal, this.metrics, () => this.store.flush(), foldAcks);
     try {
       this.directory.agentUp(link); // refuses another identity's live name; supersedes the same identity's link
     } catch (err) {

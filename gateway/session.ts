@@ -10,7 +10,6 @@ import type { SessionStore, StoredSession } from './session-store.js';
 import { ControlRouting } from './control-routing.js';
 import { SessionRoles, type RoleDecision } from './session-roles.js';
 import { StaticPolicy, type PolicyProvider } from './policy-source.js';
-import { policyHookCall, promptTool } from './policy-gate.js';
 import { SessionAudit } from './session-audit.js';
 import { SessionStatus } from './session-status.js';
 import { factOf, SessionHistory } from './session-history.js';
@@ -18,6 +17,7 @@ import { EngineInputs, type EngineHost } from './engine-inputs.js';
 import { SessionPrompts } from './session-prompts.js';
 import { SessionMembers, type Member } from './session-members.js';
 import { InputRouting } from './input-routing.js';
+import { OutputRouting } from './output-routing.js';
 
 export type { EngineHost } from './engine-inputs.js';
 export type { Member } from './session-members.js';
@@ -57,9 +57,10 @@ export type SessionMetrics = Pick<GatewayMetrics, 'promptRaised' | 'promptSettle
  * One live engine session, composed of its parts: history (`session-history.ts`: frames
  * numbered, stored, replayed), the way to the engine (`engine-inputs.ts`), who is attached
  * (`session-members.ts`, roles in `session-roles.ts`), client input (`input-routing.ts`),
- * prompts (`session-prompts.ts`), the state (`session-status.ts`) and the audit
- * (`session-audit.ts`). This class wires them and routes what the engine sends. Knows
- * nothing of sockets, processes or wire text.
+ * engine output (`output-routing.ts`), prompts (`session-prompts.ts`), the state
+ * (`session-status.ts`) and the audit (`session-audit.ts`). This class wires them and keeps
+ * the session's life: binding to its agent, ending, stopping. Knows nothing of sockets,
+ * processes or wire text.
  */
 export class Session {
   readonly createdAt: string;
@@ -86,6 +87,7 @@ export class Session {
   private readonly prompts: SessionPrompts;
   private readonly members: SessionMembers;
   private readonly routing: InputRouting;
+  private readonly output: OutputRouting;
 
   constructor(init: SessionInit) {
     const { id, store, limits, restored } = init;
@@ -112,6 +114,7 @@ export class Session {
     this.metrics = init.metrics;
     this.members = new SessionMembers({ ...parts, owner: init.owner, maxMembers: limits.maxMembers, roles: this.roles, onGap: () => this.metrics?.replayGap() });
     this.routing = new InputRouting({ ...parts, prompts: this.prompts });
+    this.output = new OutputRouting({ ...parts, prompts: this.prompts, members: this.members });
     if (restored) this.restore(restored);
     else store.create({ id, agent: this.agent, engine: this.engine, owner: this.owner, options: this.options, created_at: this.createdAt });
     this.prompts.observer = init.metrics; // after the restore: restored prompts were counted by the process that raised them
@@ -183,16 +186,7 @@ export class Session {
    */
   onEngineLine(agentSeq: number, line: Uint8Array, meta: LineMeta, readAtMs?: number): boolean {
     if (!this.history.acceptAgentSeq(agentSeq)) return false;
-    if (meta.type === 'control_response' && meta.request_id !== undefined && this.routeReply(meta.request_id, line)) return true;
-    const hook = policyHookCall(meta, line);
-    if (hook) {
-      this.prompts.answerPolicyHook(hook); // the policy's own: never shown to clients, so none can answer it
-      return true;
-    }
-    if (meta.type === 'control_request' && meta.request_id) this.prompts.raise(meta.request_id, meta.subtype ?? 'unknown', promptTool(meta, line));
-    if (meta.type === 'control_cancel_request' && meta.request_id) this.prompts.withdraw(meta.request_id, 'cancelled by the engine');
-    this.history.append({ line, origin: 'engine' }, readAtMs);
-    this.status.follow(meta, this.prompts.size > 0);
+    this.output.line(line, meta, readAtMs);
     return true;
   }
 
@@ -237,14 +231,6 @@ export class Session {
     this.history.append({ event: tetherEvent({ subtype: 'engine_error', code: 'UNRESPONSIVE', message }) });
     this.status.unresponsive();
     return true;
-  }
-
-  /** Sends the engine's answer to the one client that asked, with its own request id back. */
-  private routeReply(gwId: string, line: Uint8Array): boolean {
-    const text = Buffer.from(line.buffer, line.byteOffset, line.byteLength).toString('utf8'); // rare: answers to clients' own requests
-    const route = this.controls.answer(gwId, text, (clientId) => this.members.has(clientId));
-    if (route.kind === 'deliver') this.members.reply(route.clientId, route.line);
-    return route.kind !== 'not-ours';
   }
 
   // ---- client side ---------------------------------------------------------------------

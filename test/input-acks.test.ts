@@ -1,4 +1,4 @@
-/** The agent's deferred input acks (capability input_ack.folded.v1): folded into output, or alone after a bound. */
+/** The agent's deferred input acks (capability acks.folded.v1): folded into output, or alone after a bound. */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DeferredInputAcks, INPUT_ACK_DEFER_MS } from '../agent/input-acks.js';
 

@@ -3,8 +3,9 @@
  * proxy sits on the client's WebSocket and on the agent's, and a stand-in engine answers each
  * prompt with one line at once. A raw relay needs 4 messages (prompt up, to the engine's
  * host, its answer back, to the client). Tether folds the client's answer into the prompt
- * echo (`session.post`) and the agent's input ack into the output it sends anyway, leaving
- * one message more than a raw relay: the prompt echo every attached client sees.
+ * echo (`session.post`), the agent's input ack into the output it sends anyway and the
+ * gateway's output ack into the next input (`acks.folded.v1`), leaving one message more
+ * than a raw relay: the prompt echo every attached client sees.
  */
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -18,7 +19,7 @@ import { startWsMessageCounter, type WireMessage, type WsMessageCounter } from '
 
 const ECHO_ENGINE = fileURLToPath(new URL('../bench/echo-engine.mjs', import.meta.url));
 const ROUND_TRIPS = 20;
-/** Acknowledgements sent on a timer, not per round trip: counted, reported, not held to a number. */
+/** Acknowledgements that go alone only on a timer (nothing to ride on in time): counted and reported. */
 const TIMED_ACKS = new Set(['session.ack', 'session.input_ack']);
 
 const isEcho = (text: string) => (i: SessionItem) => i.kind === 'engine' && i.message.type === 'assistant' && i.line.includes(`"text":"${text}"`);
@@ -82,5 +83,8 @@ describe('the input path on the wire', () => {
     expect(perRoundTrip).toBe(5);
     // The agent's input acks ride on its output: at most a few go alone (a slow engine, on its timer).
     expect(count((m) => m.what === 'session.input_ack')).toBeLessThan(ROUND_TRIPS / 4);
+    // The gateway's output acks ride on the next input: at most a few go alone, on their timer.
+    expect(count((m) => m.what === 'session.ack')).toBeLessThan(ROUND_TRIPS / 4);
+    expect(count((m) => m.what === 'agent.input' && m.head.includes('"ack":'))).toBeGreaterThan(ROUND_TRIPS / 2);
   }, 120_000);
 });

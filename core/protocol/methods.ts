@@ -201,7 +201,7 @@ export const BinaryNotifications = {
     meta: LineMeta,
     /** When the agent read the line from the engine (epoch ms; optional, for the gateway's relay latency). */
     read_at_ms: z.number().int().nonnegative().optional(),
-    /** Capability `input_ack.folded.v1`: every input of this session up to here was written to the engine (cumulative). */
+    /** Capability `acks.folded.v1`: every input of this session up to here was written to the engine (cumulative). */
     input_ack: seq.optional(),
   }),
 } as const;
@@ -210,7 +210,13 @@ export const Notifications = {
   /** agent -> gateway: an event about the engine (exit, diagnostics), in the same seq space. */
   'session.event': z.object({ session_id: id, seq, event: TetherEvent, input_ack: seq.optional() }),
   /** gateway -> agent: one input line for the engine, in the gateway's order. */
-  'agent.input': z.object({ session_id: id, seq, line: EngineInput }),
+  'agent.input': z.object({
+    session_id: id,
+    seq,
+    line: EngineInput,
+    /** Capability `acks.folded.v1`: a `session.ack` of this session folded in (cumulative). */
+    ack: seq.optional(),
+  }),
   /** agent -> gateway: every input up to `seq` was written to the engine (cumulative). */
   'session.input_ack': z.object({ session_id: id, seq }),
   /** gateway -> agent: cumulative ack of the agent's output seq. */

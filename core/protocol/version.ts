@@ -25,6 +25,9 @@ export function assertCompatible(peerVersion: string, ours: string = PROTOCOL_VE
 export const CAPABILITIES = {
   /** Client and gateway: prompts as the `session.post` notification, answered by their echo. */
   sessionPost: 'session.post.v1',
-  /** Agent and gateway: input acks folded into the `input_ack` of output the agent sends anyway. */
-  foldedInputAck: 'input_ack.folded.v1',
+  /**
+   * Agent and gateway: each folds its cumulative acks into a message it sends anyway: the
+   * agent's input acks into its output (`input_ack`), the gateway's output acks into `agent.input` (`ack`).
+   */
+  foldedAcks: 'acks.folded.v1',
 } as const;

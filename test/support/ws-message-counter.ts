@@ -11,7 +11,7 @@ export interface WireMessage {
    * answer, or `?` when the start of the message does not say.
    */
   what: string;
-  /** For a text message, its first bytes (enough to tell events apart). */
+  /** Its first bytes as text (a binary frame: its header), up to HEAD_BYTES. */
   head: string;
 }
 
@@ -76,5 +76,5 @@ function classify(dir: 'up' | 'down', kind: 'text' | 'binary', payload: Buffer):
   const text = kind === 'binary' ? (payload.length < 4 ? '' : payload.subarray(4, 4 + payload.readUInt32BE(0)).toString('utf8')) : payload.toString('utf8');
   const method = /^\{"jsonrpc":"2\.0",(?:"id":[^,]+,)?"method":"([^"]+)"/.exec(text)?.[1] ?? /^\{"method":"([^"]+)"/.exec(text)?.[1];
   const what = method ?? (/^\{"jsonrpc":"2\.0","id":[^,]+,"(?:result|error)"/.test(text) ? 'response' : '?');
-  return { dir, kind, what, head: text.slice(0, 200) };
+  return { dir, kind, what, head: text };
 }
