@@ -69,6 +69,11 @@ export interface GatewayOptions {
   hostKeys?: HostKeyPins;
   /** The central policy (`--policy FILE`, reloaded on change); default: no rules. */
   policy?: PolicyProvider;
+  /**
+   * What the gateway offers in its hello (default: GATEWAY_CAPABILITIES). Fewer make it speak
+   * as a gateway without them, e.g. to check that peers fall back to the base protocol.
+   */
+  capabilities?: readonly string[];
 }
 
 /**
@@ -84,8 +89,10 @@ export class Gateway {
   private readonly log: Logger;
   private readonly channels = new Set<Channel>();
   private readonly hostKeys: HostKeyPins;
+  private readonly capabilities: string[];
 
   constructor(opts: GatewayOptions = {}) {
+    this.capabilities = [...(opts.capabilities ?? GATEWAY_CAPABILITIES)];
     this.log = opts.logger ?? silentLogger;
     this.limits = { ...GATEWAY_DEFAULTS, ...opts.limits };
     this.store = opts.store ?? new MemorySessionStore();
@@ -135,7 +142,7 @@ export class Gateway {
         const message = `token is for ${a(principal.kind)}, not ${a(hello.role)} (${a(hello.role)} needs ${a(hello.role)} token)`;
         throw noteAuthFailure(log, authError('PERMISSION_DENIED', 'wrong_kind', message), {}, this.countAuthFailure);
       }
-      if (hello.role === 'agent') this.helloAgent(peer, principal, hello.agent, log, hello.capabilities.includes(CAPABILITIES.foldedAcks));
+      if (hello.role === 'agent') this.helloAgent(peer, principal, hello.agent, log, this.agreed(hello.capabilities, CAPABILITIES.foldedAcks));
       else new ClientLink(peer, principal, this.directory, this.metrics);
       role = hello.role;
       greeted = true;
@@ -145,13 +152,18 @@ export class Gateway {
         channel.close('UNAVAILABLE', reason);
       });
       log.info({ role: hello.role, agent: hello.agent?.name }, 'peer connected');
-      return { protocol_version: PROTOCOL_VERSION, gateway_id: this.id, capabilities: GATEWAY_CAPABILITIES, principal: principal.sub, token_expires_at: auth?.expiresAt.toISOString() };
+      return { protocol_version: PROTOCOL_VERSION, gateway_id: this.id, capabilities: this.capabilities, principal: principal.sub, token_expires_at: auth?.expiresAt.toISOString() };
     });
     void peer.run().then((info) => {
       clearTimeout(helloTimer);
       this.channels.delete(channel);
       log.info({ code: info.code, reason: info.reason }, 'peer disconnected');
     });
+  }
+
+  /** Whether both this gateway and the peer (its hello's `capabilities`) list `capability`. */
+  private agreed(peerCapabilities: readonly string[], capability: string): boolean {
+    return this.capabilities.includes(capability) && peerCapabilities.includes(capability);
   }
 
   /** A JSON-RPC dialect client: no hello (its `initialize` is answered by the link); agents cannot use it. */
