@@ -9,7 +9,7 @@ import type { DialOptions } from '../core/link/dial.js';
 import { silentLogger, type Logger } from '../core/logging.js';
 import type { ParamsOf } from '../core/protocol/methods.js';
 import type { EngineKind, SessionOptions } from '../core/protocol/session-options.js';
-import { PROTOCOL_VERSION } from '../core/protocol/version.js';
+import { CAPABILITIES, PROTOCOL_VERSION } from '../core/protocol/version.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
 import { AGENT_BACKOFF, type BackoffPolicy } from '../core/util/backoff.js';
 import type { HeartbeatOptions } from '../core/link/heartbeat.js';
@@ -24,6 +24,7 @@ import { NO_CONTRIBUTION } from './initialize-merge.js';
 import { POLICY_CONTRIBUTION } from './policy-hook.js';
 import type { SpawnPolicy } from '../core/policy/hook.js';
 import { SessionRelay, type OutputSink } from './session-relay.js';
+import { DeferredInputAcks } from './input-acks.js';
 import { checkSessionFolder } from './session-roots.js';
 
 /** How long a new engine has to answer the agent's initialize, unless initializeTimeoutMs says otherwise. */
@@ -92,7 +93,7 @@ export class Agent {
       tokenSource: opts.tokenSource,
       hello: () => this.hello(),
       setup: (peer) => this.setup(peer),
-      onConnected: (peer) => this.connected(peer),
+      onConnected: (peer, hello) => this.connected(peer, hello.capabilities.includes(CAPABILITIES.foldedAcks)),
       onStatus: (s) => {
         if (s.state !== 'connected') this.setSink(undefined);
         opts.onStatus?.(s);
@@ -114,7 +115,7 @@ export class Agent {
     return {
       protocol_version: PROTOCOL_VERSION,
       role: 'agent',
-      capabilities: ['resume.v1'],
+      capabilities: ['resume.v1', CAPABILITIES.foldedAcks],
       agent: {
         name: this.opts.name,
         host: hostname(),
@@ -137,24 +138,35 @@ export class Agent {
         await relay.engine.stop(p.signal).catch(() => {}); // an engine that never started is stopped already
         return {};
       })
-      .onNotification('agent.input', (p) => void this.relays.get(p.session_id)?.input(p.seq, p.line))
-      .onNotification('session.ack', (p) => {
-        const relay = this.relays.get(p.session_id);
-        relay?.ack(p.seq);
-        if (relay?.drained && relay.engine.hasExited) this.relays.delete(p.session_id);
-      });
+      .onNotification('agent.input', (p) => {
+        if (p.ack !== undefined) this.acked(p.session_id, p.ack);
+        void this.relays.get(p.session_id)?.input(p.seq, p.line);
+      })
+      .onNotification('session.ack', (p) => this.acked(p.session_id, p.seq));
   }
 
-  private connected(peer: RpcPeer): void {
+  /** The gateway holds the session's output up to `seq` (a session.ack, or one folded into agent.input). */
+  private acked(sessionId: string, seq: number): void {
+    const relay = this.relays.get(sessionId);
+    relay?.ack(seq);
+    if (relay?.drained && relay.engine.hasExited) this.relays.delete(sessionId);
+  }
+
+  /** `foldAcks`: the gateway folds acks both ways (capability acks.folded.v1): ours ride on our output. */
+  private connected(peer: RpcPeer, foldAcks: boolean): void {
+    const ackAlone = (sessionId: string, seq: number) => {
+      peer.notify('session.input_ack', { session_id: sessionId, seq }).catch(() => {}); // the hello carries it after a reconnect
+    };
+    const acks = foldAcks ? new DeferredInputAcks(ackAlone) : undefined;
+    if (acks) void peer.channel.closed.then(() => acks.dispose());
     this.setSink({
       send: (sessionId, item) => {
+        const input_ack = acks?.take(sessionId);
         // Either way the item stays in the relay's outbox until acked, and is re-sent after a reconnect.
-        if (item.kind === 'line') peer.postBinary('session.output', { session_id: sessionId, seq: item.seq, meta: item.meta, read_at_ms: item.readAtMs }, item.bytes);
-        else peer.notify('session.event', { session_id: sessionId, seq: item.seq, event: item.event }).catch(() => {});
+        if (item.kind === 'line') peer.postBinary('session.output', { session_id: sessionId, seq: item.seq, meta: item.meta, read_at_ms: item.readAtMs, input_ack }, item.bytes);
+        else peer.notify('session.event', { session_id: sessionId, seq: item.seq, event: item.event, input_ack }).catch(() => {});
       },
-      ackInput: (sessionId, seq) => {
-        peer.notify('session.input_ack', { session_id: sessionId, seq }).catch(() => {}); // the hello carries it after a reconnect
-      },
+      ackInput: (sessionId, seq) => (acks ? acks.note(sessionId, seq) : ackAlone(sessionId, seq)),
     });
   }
 

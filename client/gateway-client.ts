@@ -6,7 +6,7 @@ import { silentLogger, type Logger } from '../core/logging.js';
 import type { AgentInfo, CreateProgress, SessionInfo } from '../core/protocol/methods.js';
 import { readEngineFrame } from '../core/protocol/session-frame.js';
 import type { EngineKind, SessionOptions } from '../core/protocol/session-options.js';
-import { PROTOCOL_VERSION } from '../core/protocol/version.js';
+import { CAPABILITIES, PROTOCOL_VERSION } from '../core/protocol/version.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
 import type { BackoffPolicy } from '../core/util/backoff.js';
 import type { HeartbeatOptions } from '../core/link/heartbeat.js';
@@ -60,6 +60,8 @@ export class GatewayClient {
   private resuming = false;
   /** Who the gateway says we are (the token's subject), from the last hello. */
   principal = '';
+  /** Connections whose gateway takes prompts as session.post. */
+  private readonly posting = new WeakSet<RpcPeer>();
   private readonly log: Logger;
 
   private constructor(private readonly opts: ConnectOptions) {
@@ -72,10 +74,11 @@ export class GatewayClient {
       backoff: opts.backoff,
       heartbeat: opts.heartbeat,
       tokenSource: opts.tokenSource,
-      hello: () => ({ protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: ['resume.v1'], software: opts.software ?? 'tether-client' }),
+      hello: () => ({ protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: ['resume.v1', CAPABILITIES.sessionPost], software: opts.software ?? 'tether-client' }),
       setup: (peer) => this.setup(peer),
       onConnected: (peer, hello) => {
         this.principal = hello.principal;
+        if (hello.capabilities.includes(CAPABILITIES.sessionPost)) this.posting.add(peer);
         return this.resume(peer);
       },
       onStatus: (s) => {
@@ -91,6 +94,10 @@ export class GatewayClient {
     const client = new GatewayClient(opts);
     await client.link.start();
     return client;
+  }
+
+  postsPrompts(peer: RpcPeer): boolean {
+    return this.posting.has(peer);
   }
 
   /** The live peer; waits (bounded) for a reconnect when the link is down. */
@@ -195,6 +202,10 @@ export class GatewayClient {
       this.routeFrame({ session_id: f.session_id, seq: f.seq, origin: f.origin, event: f.event, line: f.message && JSON.stringify(f.message) }),
     );
     peer.onNotification('session.reply', (r) => this.sessions.get(r.session_id)?.onReply(r));
+    peer.onNotification('session.post_result', (r) => this.sessions.get(r.session_id)?.onPostResult(r));
+    void peer.channel.closed.then(() => {
+      for (const s of this.sessions.values()) s.onLinkLost(peer);
+    });
     peer.onNotification('session.create_progress', (p) => {
       if (p.create_id !== undefined) this.progress.get(p.create_id)?.({ session_id: p.session_id, agent: p.agent, status: p.status, message: p.message });
     });

@@ -6,6 +6,7 @@ import type { NotificationParams, SessionInfo, StopSignal } from '../core/protoc
 import type { RpcPeer } from '../core/rpc/peer.js';
 import { tetherEvent } from '../core/protocol/events.js';
 import { acrossReconnects } from './across-reconnects.js';
+import { PromptPosts } from './prompt-posts.js';
 import { asPermissionRequest, type PermissionAnswer, type PermissionRequest } from './permission-policy.js';
 
 /** A decision for one permission prompt; `rememberForSession` allows the tool from then on. */
@@ -68,6 +69,10 @@ const MAX_BUFFERED_ITEMS = 100_000;
 export interface SessionTransport {
   /** The live peer, waiting for a reconnect if the link is down (bounded). */
   peer(): Promise<RpcPeer>;
+  /** Whether the gateway behind `peer` takes prompts as `session.post` (capability session.post.v1). */
+  postsPrompts?(peer: RpcPeer): boolean;
+  /** Who the gateway says we are (the token's subject). */
+  readonly principal?: string;
 }
 
 /**
@@ -93,6 +98,8 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
   /** Last seq of the history sent on attach (0 for a session this client created). */
   readonly historyEnd: number;
   private readonly rememberedTools = new Set<string>();
+  /** Prompts sent as session.post, waiting for their echo. */
+  private readonly posts = new PromptPosts();
 
   constructor(
     private readonly transport: SessionTransport,
@@ -117,6 +124,7 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
     }
     if (f.event) {
       if (f.event.subtype === 'state') this.info.state = f.event.state;
+      this.posts.onEvent(f.event, this.transport.principal);
       this.enqueue({ kind: 'event', seq: f.seq, event: f.event });
       if (f.event.subtype === 'exited') this.finish('done');
       this.flushDeferred();
@@ -177,6 +185,16 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
     });
   }
 
+  /** Called by the client for every session.post_result of this session. */
+  onPostResult(r: NotificationParams<'session.post_result'>): void {
+    this.posts.onResult(r);
+  }
+
+  /** Called by the client when `peer`'s connection closed. */
+  onLinkLost(peer: RpcPeer): void {
+    this.posts.linkLost(peer);
+  }
+
   /** Called by the client for every session.reply of this session. */
   onReply(r: NotificationParams<'session.reply'>): void {
     let message: Record<string, unknown>;
@@ -200,8 +218,10 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
   finish(reason: TetherError | 'done'): void {
     if (this.ended) return;
     this.ended = reason;
-    for (const w of this.replies.values()) w.reject(reason === 'done' ? new TetherError('CANCELLED', 'session ended') : reason);
+    const err = reason === 'done' ? new TetherError('CANCELLED', 'session ended') : reason;
+    for (const w of this.replies.values()) w.reject(err);
     this.replies.clear();
+    this.posts.failAll(err);
     this.wake();
   }
 
@@ -241,8 +261,16 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
    * across reconnects with the same input id until the gateway acknowledges it.
    */
   async send(line: Record<string, unknown>, inputId: string = randomUUID()): Promise<'applied' | 'duplicate'> {
-    const r = await acrossReconnects(() => this.transport.peer(), (peer) => peer.request('session.send', { session_id: this.id, input_id: inputId, line }), { retry: (e) => e.retryable });
-    return r.status;
+    return acrossReconnects(
+      () => this.transport.peer(),
+      async (peer) =>
+        // A prompt's echo is its answer where the gateway allows it: one message less each way.
+        // Once the session is over, no echo can come: the request gets the gateway's precise answer.
+        line.type === 'user' && !this.ended && this.transport.postsPrompts?.(peer)
+          ? this.posts.post(peer, this.id, inputId, line)
+          : (await peer.request('session.send', { session_id: this.id, input_id: inputId, line })).status,
+      { retry: (e) => e.retryable },
+    );
   }
 
   /** Sends a user prompt. */

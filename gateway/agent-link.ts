@@ -38,6 +38,8 @@ export class AgentLink implements EngineHost {
      * store; once JetStream acknowledged it for the cluster's), so an ack never outruns the store.
      */
     private readonly whenDurable: (send: () => void) => void = (send) => send(),
+    /** The agent takes output acks folded into agent.input (capability acks.folded.v1). */
+    private readonly foldAcks = false,
     /**
      * Calls `send` once an input may go to the engine: once the store holds it (the cluster's
      * store also while NATS is briefly away, so the gateway keeps serving its own sessions).
@@ -47,19 +49,18 @@ export class AgentLink implements EngineHost {
     peer.onBinaryNotification('session.output', (p, body) => {
       const s = this.sessions.get(p.session_id);
       if (this.disposed) return;
+      if (p.input_ack !== undefined) this.onInputAck(p.session_id, p.input_ack);
       // Output of a session nobody here knows is acked anyway, so the agent can let it go.
       if (s && s.agent === this.name && s.onEngineLine(p.seq, body, p.meta, p.read_at_ms)) {
         this.metrics?.relayed('from_agent', body.byteLength);
       }
       this.noteForAck(p.session_id, p.seq);
     });
-    peer.onNotification('session.input_ack', (p) => {
-      const s = this.sessions.get(p.session_id);
-      if (s && s.agent === this.name) s.onInputAck(p.seq);
-    });
+    peer.onNotification('session.input_ack', (p) => this.onInputAck(p.session_id, p.seq));
     peer.onNotification('session.event', (p) => {
       const s = this.sessions.get(p.session_id);
       if (this.disposed) return;
+      if (p.input_ack !== undefined) this.onInputAck(p.session_id, p.input_ack);
       if (s && s.agent === this.name && s.onEngineEvent(p.seq, p.event)) this.metrics?.relayed('from_agent', Buffer.byteLength(JSON.stringify(p.event)));
       this.noteForAck(p.session_id, p.seq);
     });
@@ -92,9 +93,10 @@ export class AgentLink implements EngineHost {
   /**
    * Sends one input once the store holds it (at once with the file store): a gateway killed
    * right after cannot leave the engine with an input its successor does not know, and would
-   * apply again when the client retries (while NATS is away, see whenInputKept). Inputs leave
-   * in order. Throws INVALID_ARGUMENT,
-   * having sent nothing, when the line cannot be serialized.
+   * apply again when the client retries. Inputs leave in order. The session's output ack rides
+   * along when the agent takes it and it is durable at once (the file store); otherwise it
+   * follows on its own once durable. Throws INVALID_ARGUMENT, having sent nothing, when the
+   * line cannot be serialized.
    */
   input(sessionId: string, seq: number, line: Record<string, unknown>): void {
     let bytes: number;
@@ -103,17 +105,42 @@ export class AgentLink implements EngineHost {
     } catch (err) {
       throw new TetherError('INVALID_ARGUMENT', `input ${seq} cannot be sent to the agent: ${(err as Error).message}`);
     }
+    const ack = this.foldAcks ? this.takeOwedAck(sessionId) : undefined;
     this.whenInputKept(() => {
-      this.peer.notify('agent.input', { session_id: sessionId, seq, line }).catch((err: unknown) => {
+      this.peer.notify('agent.input', { session_id: sessionId, seq, line, ack }).catch((err: unknown) => {
         this.log.warn({ sessionId, err: String(err) }, 'input not handed to the agent link');
       });
     });
     this.metrics?.relayed('to_agent', bytes);
   }
 
+  /**
+   * The session's owed output ack, to fold into an input when what it covers is durable now;
+   * when the store makes it durable later, it is sent on its own then. Never outruns the store.
+   */
+  private takeOwedAck(sessionId: string): number | undefined {
+    const owed = this.unacked.get(sessionId);
+    if (!owed) return undefined;
+    this.acked(sessionId);
+    let folded: number | undefined;
+    let now = true;
+    this.whenDurable(() => {
+      if (now) folded = owed.seq;
+      else this.peer.notify('session.ack', { session_id: sessionId, seq: owed.seq }).catch(() => {});
+    });
+    now = false;
+    return folded;
+  }
+
   /** Asks the agent to stop a session's engine; rejects DEADLINE_EXCEEDED past {@link AGENT_STOP_ANSWER_MS}. */
   async stop(sessionId: string, reason: string, signal?: StopSignal): Promise<void> {
     await this.peer.request('agent.stop', { session_id: sessionId, reason, signal }, { timeoutMs: AGENT_STOP_ANSWER_MS });
+  }
+
+  /** The agent wrote every input of the session up to `seq` (alone, or folded into its output). */
+  private onInputAck(sessionId: string, seq: number): void {
+    const s = this.sessions.get(sessionId);
+    if (s && s.agent === this.name) s.onInputAck(seq);
   }
 
   private noteForAck(sessionId: string, seq: number): void {
@@ -123,6 +150,14 @@ export class AgentLink implements EngineHost {
     this.unacked.set(sessionId, u);
     if (u.count >= ACK_EVERY_FRAMES) this.flushAcks();
     else if (!this.ackTimer) this.ackTimer = setTimeout(() => this.flushAcks(), ACK_AFTER_MS);
+  }
+
+  /** The session's output ack went out folded into an input: nothing more owed for it. */
+  private acked(sessionId: string): void {
+    this.unacked.delete(sessionId);
+    if (this.unacked.size) return;
+    clearTimeout(this.ackTimer);
+    this.ackTimer = undefined;
   }
 
   /** Sends every pending cumulative ack once what it covers is durable. */

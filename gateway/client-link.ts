@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { TetherError } from '../core/errors.js';
+import { asTetherError, TetherError } from '../core/errors.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
 import type { ParamsOf, ResultOf } from '../core/protocol/methods.js';
 import type { Principal } from './principal.js';
@@ -84,6 +84,21 @@ export class ClientLink implements ProxiedClient {
     return applySessionCall(this.dir, { principal: p, member: this }, method, params, this.metrics);
   }
 
+  /**
+   * A prompt sent without a request: applied, its echo (carrying the input id) answers it;
+   * otherwise one session.post_result says it was a duplicate or why it was refused. Applied
+   * in arrival order (a session held here applies it before this returns).
+   */
+  private post(params: ParamsOf<'session.send'>): void {
+    const answer = (result: { status: 'duplicate' } | { error: ReturnType<TetherError['toJsonRpc']> }) =>
+      void this.peer.notify('session.post_result', { session_id: params.session_id, input_id: params.input_id, ...result }).catch(() => {});
+    if (params.line.type !== 'user') return answer({ error: new TetherError('INVALID_ARGUMENT', 'session.post carries prompts (type "user") only; send other lines with session.send').toJsonRpc() });
+    this.call('session.send', params).then(
+      (r) => r.status === 'duplicate' && answer({ status: 'duplicate' }),
+      (err: unknown) => answer({ error: asTetherError(err).toJsonRpc() }),
+    );
+  }
+
   /** A connection that closed must not be attached to anything: it would never be detached. */
   private assertOpen(): void {
     if (this.peer.channel.isClosed) throw new TetherError('UNAVAILABLE', 'connection closed');
@@ -128,6 +143,7 @@ export class ClientLink implements ProxiedClient {
         return result;
       })
       .onRequest('session.send', (params) => this.call('session.send', params))
+      .onNotification('session.post', (params) => this.post(params))
       .onRequest('session.set_role', (params) => this.call('session.set_role', params))
       .onRequest('session.audit', (params) => (params.session_id === undefined ? readAudit(this.dir, p, params) : this.call('session.audit', { ...params, session_id: params.session_id })))
       .onRequest('session.stop', (params) => this.call('session.stop', params));

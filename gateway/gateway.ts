@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Channel } from '../core/channel/channel.js';
 import { TetherError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logging.js';
-import { PROTOCOL_VERSION, assertCompatible } from '../core/protocol/version.js';
+import { CAPABILITIES, PROTOCOL_VERSION, assertCompatible } from '../core/protocol/version.js';
 import { RpcPeer } from '../core/rpc/peer.js';
 import { HEARTBEAT_DEFAULTS, startHeartbeat, type HeartbeatOptions } from '../core/link/heartbeat.js';
 import type { AgentDescriptor } from '../core/protocol/methods.js';
@@ -23,7 +23,7 @@ import { JsonRpcDialectLink } from './dialects/jsonrpc/link.js';
 import type { Dialect } from '../core/protocol/jsonrpc-dialect.js';
 import type { PolicyProvider } from './policy-source.js';
 
-export const GATEWAY_CAPABILITIES = ['sessions.v1', 'replay.v1', 'prompts.v1'];
+export const GATEWAY_CAPABILITIES = ['sessions.v1', 'replay.v1', 'prompts.v1', CAPABILITIES.sessionPost, CAPABILITIES.foldedAcks];
 
 export interface GatewayLimits extends DirectoryLimits {
   helloTimeoutMs: number;
@@ -69,6 +69,11 @@ export interface GatewayOptions {
   hostKeys?: HostKeyPins;
   /** The central policy (`--policy FILE`, reloaded on change); default: no rules. */
   policy?: PolicyProvider;
+  /**
+   * What the gateway offers in its hello (default: GATEWAY_CAPABILITIES). Fewer make it speak
+   * as a gateway without them, e.g. to check that peers fall back to the base protocol.
+   */
+  capabilities?: readonly string[];
 }
 
 /**
@@ -84,8 +89,10 @@ export class Gateway {
   private readonly log: Logger;
   private readonly channels = new Set<Channel>();
   private readonly hostKeys: HostKeyPins;
+  private readonly capabilities: string[];
 
   constructor(opts: GatewayOptions = {}) {
+    this.capabilities = [...(opts.capabilities ?? GATEWAY_CAPABILITIES)];
     this.log = opts.logger ?? silentLogger;
     this.limits = { ...GATEWAY_DEFAULTS, ...opts.limits };
     this.store = opts.store ?? new MemorySessionStore();
@@ -135,7 +142,7 @@ export class Gateway {
         const message = `token is for ${a(principal.kind)}, not ${a(hello.role)} (${a(hello.role)} needs ${a(hello.role)} token)`;
         throw noteAuthFailure(log, authError('PERMISSION_DENIED', 'wrong_kind', message), {}, this.countAuthFailure);
       }
-      if (hello.role === 'agent') await this.helloAgent(peer, principal, hello.agent, log, () => greeted);
+      if (hello.role === 'agent') await this.helloAgent(peer, principal, hello.agent, log, this.agreed(hello.capabilities, CAPABILITIES.foldedAcks), () => greeted);
       else new ClientLink(peer, principal, this.directory, this.metrics);
       role = hello.role;
       greeted = true;
@@ -145,13 +152,18 @@ export class Gateway {
         channel.close('UNAVAILABLE', reason);
       });
       log.info({ role: hello.role, agent: hello.agent?.name }, 'peer connected');
-      return { protocol_version: PROTOCOL_VERSION, gateway_id: this.id, capabilities: GATEWAY_CAPABILITIES, principal: principal.sub, token_expires_at: auth?.expiresAt.toISOString() };
+      return { protocol_version: PROTOCOL_VERSION, gateway_id: this.id, capabilities: this.capabilities, principal: principal.sub, token_expires_at: auth?.expiresAt.toISOString() };
     });
     void peer.run().then((info) => {
       clearTimeout(helloTimer);
       this.channels.delete(channel);
       log.info({ code: info.code, reason: info.reason }, 'peer disconnected');
     });
+  }
+
+  /** Whether both this gateway and the peer (its hello's `capabilities`) list `capability`. */
+  private agreed(peerCapabilities: readonly string[], capability: string): boolean {
+    return this.capabilities.includes(capability) && peerCapabilities.includes(capability);
   }
 
   /** A JSON-RPC dialect client: no hello (its `initialize` is answered by the link); agents cannot use it. */
@@ -170,7 +182,11 @@ export class Gateway {
     log.info({ dialect: 'jsonrpc' }, 'peer connected');
   }
 
-  private async helloAgent(peer: RpcPeer, principal: Principal, agent: AgentDescriptor | undefined, log: Logger, greeted: () => boolean): Promise<void> {
+  /**
+   * `foldAcks`: the agent takes output acks folded into agent.input (capability acks.folded.v1).
+   * `greeted`: whether another hello finished on this connection meanwhile (a cluster's takeover awaits).
+   */
+  private async helloAgent(peer: RpcPeer, principal: Principal, agent: AgentDescriptor | undefined, log: Logger, foldAcks: boolean, greeted: () => boolean): Promise<void> {
     if (!agent) throw new TetherError('INVALID_ARGUMENT', 'an agent hello must describe the agent (params.agent)');
     if (principal.agentName !== undefined && principal.agentName !== agent.name) {
       throw noteAuthFailure(log, authError('PERMISSION_DENIED', 'wrong_agent', `this token may register only as agent "${principal.agentName}", not "${agent.name}"`), {}, this.countAuthFailure);
@@ -185,7 +201,7 @@ export class Gateway {
     // In a cluster, the sessions this agent runs that another gateway held are brought here first.
     await this.directory.elsewhere?.beforeAgent(agent);
     if (greeted()) throw new TetherError('FAILED_PRECONDITION', 'hello was already exchanged on this connection');
-    const link = new AgentLink(agent, peer, this.directory.sessions, log.child({ agent: agent.name }), principal, this.metrics, (send) => afterFlush(this.store, send), (send) => {
+    const link = new AgentLink(agent, peer, this.directory.sessions, log.child({ agent: agent.name }), principal, this.metrics, (send) => afterFlush(this.store, send), foldAcks, (send) => {
       this.store.flush();
       whenShareable(this.store, send);
     });

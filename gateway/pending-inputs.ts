@@ -21,6 +21,11 @@ export class PendingInputs {
   private items: PendingInput[] = [];
   private bytes = 0;
 
+  /** How many inputs wait for the agent's ack. */
+  get size(): number {
+    return this.items.length;
+  }
+
   /** Throws RESOURCE_EXHAUSTED, changing nothing, when `bytes` more would pass a bound. */
   assertRoom(bytes: number, sessionId: string): void {
     if (this.items.length >= MAX_PENDING_INPUTS || this.bytes + bytes > MAX_PENDING_INPUT_BYTES) {

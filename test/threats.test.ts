@@ -24,6 +24,7 @@ import { processesIn } from './support/cli.js';
 import { isResult, until } from './support/items.js';
 import { record } from './support/recorder.js';
 import { startStack, withTimeout, type Stack } from './support/stack.js';
+import { WsFrameReader } from './support/ws-frames.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -80,39 +81,18 @@ async function rawWs(port: number, token: string | undefined, extraHeaders = '')
       `Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n` +
       `${token ? `Authorization: Bearer ${token}\r\n` : ''}${extraHeaders}\r\n`,
   );
-  let buf = Buffer.alloc(0);
+  const reader = new WsFrameReader();
   let upgraded = false;
   let code = 0;
   const closed = new Promise<number>((resolve) => {
     socket.on('data', (d: Buffer) => {
-      buf = Buffer.concat([buf, d]);
-      if (!upgraded) {
-        const end = buf.indexOf('\r\n\r\n');
-        if (end < 0) return;
-        upgraded = true;
-        buf = buf.subarray(end + 4);
-      }
       // Server frames are unmasked; pick out a close frame (opcode 8) and answer it.
-      for (;;) {
-        if (buf.length < 2) return;
-        let len = buf[1] & 0x7f;
-        let off = 2;
-        if (len === 126) {
-          if (buf.length < 4) return;
-          len = buf.readUInt16BE(2);
-          off = 4;
-        } else if (len === 127) {
-          if (buf.length < 10) return;
-          len = Number(buf.readBigUInt64BE(2));
-          off = 10;
-        }
-        if (buf.length < off + len) return;
-        if ((buf[0] & 0x0f) === 8) {
-          code = len >= 2 ? buf.readUInt16BE(off) : 1005;
-          socket.write(wsFrame(8, buf.subarray(off, off + Math.min(len, 2))));
-        }
-        buf = buf.subarray(off + len);
+      for (const f of reader.feed(d)) {
+        if (f.opcode !== 8) continue;
+        code = f.payload.length >= 2 ? f.payload.readUInt16BE(0) : 1005;
+        socket.write(wsFrame(8, f.payload.subarray(0, 2)));
       }
+      upgraded = reader.upgraded;
     });
     socket.on('close', () => resolve(code));
   });

@@ -74,6 +74,8 @@ export const TetherEvent = z.discriminatedUnion('subtype', [
     client_id: z.string(),
     /** The user message exactly as sent to the engine (its `message` field). */
     message: z.unknown(),
+    /** The sender's input id: the sender's answer to a `session.post` (absent from older gateways). */
+    input_id: z.string().optional(),
     at: z.string(),
   }),
   z.object({

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { EngineKind, SessionOptions } from './session-options.js';
 import { Role, SessionState, TetherEvent } from './events.js';
 import { AuditQuery, AuditResult } from './audit.js';
+import { RpcErrorObject } from './jsonrpc.js';
 
 /**
  * Every method of the gateway protocol, defined once. Requests carry an id and get a
@@ -204,14 +205,22 @@ export const BinaryNotifications = {
     meta: LineMeta,
     /** When the agent read the line from the engine (epoch ms; optional, for the gateway's relay latency). */
     read_at_ms: z.number().int().nonnegative().optional(),
+    /** Capability `acks.folded.v1`: every input of this session up to here was written to the engine (cumulative). */
+    input_ack: seq.optional(),
   }),
 } as const;
 
 export const Notifications = {
   /** agent -> gateway: an event about the engine (exit, diagnostics), in the same seq space. */
-  'session.event': z.object({ session_id: id, seq, event: TetherEvent }),
+  'session.event': z.object({ session_id: id, seq, event: TetherEvent, input_ack: seq.optional() }),
   /** gateway -> agent: one input line for the engine, in the gateway's order. */
-  'agent.input': z.object({ session_id: id, seq, line: EngineInput }),
+  'agent.input': z.object({
+    session_id: id,
+    seq,
+    line: EngineInput,
+    /** Capability `acks.folded.v1`: a `session.ack` of this session folded in (cumulative). */
+    ack: seq.optional(),
+  }),
   /** agent -> gateway: every input up to `seq` was written to the engine (cumulative). */
   'session.input_ack': z.object({ session_id: id, seq }),
   /** gateway -> agent: cumulative ack of the agent's output seq. */
@@ -228,6 +237,15 @@ export const Notifications = {
     event: TetherEvent.optional(),
     message: z.record(z.string(), z.unknown()).optional(),
   }),
+  /**
+   * client -> gateway, capability `session.post.v1`: a prompt (a `user` line) sent without
+   * waiting for an answer. Applied at most once per input id, like session.send; the `prompt`
+   * event echoed to every client, carrying this `input_id`, is the answer, and only a
+   * duplicate or a refusal gets a `session.post_result`.
+   */
+  'session.post': z.object({ session_id: id, input_id: id, line: EngineInput }),
+  /** gateway -> client: a session.post that was not applied now: a duplicate, or refused with `error`. */
+  'session.post_result': z.object({ session_id: id, input_id: id, status: z.literal('duplicate').optional(), error: RpcErrorObject.optional() }),
   /** gateway -> client: the engine's control_response to this client's own control_request. */
   'session.reply': z.object({ session_id: id, line: z.string() }),
   /** gateway -> client: a session.create of this client is waiting (e.g. for its agent to come back). */

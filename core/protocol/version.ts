@@ -17,3 +17,17 @@ export function assertCompatible(peerVersion: string, ours: string = PROTOCOL_VE
     );
   }
 }
+
+/**
+ * Optional behaviours a peer offers in its `hello` (`capabilities`); one is used only when
+ * both sides list it (docs/protocol.md, "Capabilities").
+ */
+export const CAPABILITIES = {
+  /** Client and gateway: prompts as the `session.post` notification, answered by their echo. */
+  sessionPost: 'session.post.v1',
+  /**
+   * Agent and gateway: each folds its cumulative acks into a message it sends anyway: the
+   * agent's input acks into its output (`input_ack`), the gateway's output acks into `agent.input` (`ack`).
+   */
+  foldedAcks: 'acks.folded.v1',
+} as const;
