@@ -41,7 +41,7 @@ describe('gateway restart', () => {
     const seen: SessionItem[] = [];
     await session.sendUserMessage('first turn');
     await until(it, isResult, seen);
-    const [enginePid] = processesIn(cwd.path, 'demo-engine.js');
+    const [enginePid] = processesIn(cwd.path, 'demo-engine/main.js');
     expect(enginePid).toBeGreaterThan(0);
 
     await session.sendUserMessage('a slow long answer please');
@@ -57,7 +57,7 @@ describe('gateway restart', () => {
     seqs.forEach((s, n) => expect(s).toBe(n + 1));
     const deltas = seen.filter((i) => i.kind === 'engine' && i.message.type === 'stream_event' && (i.message.event as { type?: string }).type === 'content_block_delta');
     expect(deltas.length).toBe(40 + 5); // 40 slow chunks + the first turn's 5
-    expect(processesIn(cwd.path, 'demo-engine.js')).toEqual([enginePid]);
+    expect(processesIn(cwd.path, 'demo-engine/main.js')).toEqual([enginePid]);
 
     // A newcomer gets the whole history, from the store, with the same seqs.
     const late = await GatewayClient.connect({ gateway: server.url });
@@ -85,12 +85,12 @@ describe('gateway restart', () => {
     const client = await GatewayClient.connect({ gateway: server.url, reconnect: false });
     cleanups.push(() => client.close());
     const session = await client.createSession({ agent: 'builder' });
-    expect(processesIn(cwd.path, 'demo-engine.js')).toHaveLength(1);
+    expect(processesIn(cwd.path, 'demo-engine/main.js')).toHaveLength(1);
     await server.close();
     server = await startGatewayServer(new Gateway(), { port });
     const deadline = Date.now() + 15_000;
-    while (processesIn(cwd.path, 'demo-engine.js').length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    expect(processesIn(cwd.path, 'demo-engine.js')).toEqual([]);
+    while (processesIn(cwd.path, 'demo-engine/main.js').length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(processesIn(cwd.path, 'demo-engine/main.js')).toEqual([]);
     const again = await GatewayClient.connect({ gateway: server.url });
     cleanups.push(() => again.close());
     await expect(again.attach(session.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
@@ -117,7 +117,7 @@ describe('gateway restart', () => {
     const seen: SessionItem[] = [];
     await session.sendUserMessage('a slow long answer please');
     for (let n = 0; n < 3; n++) await until(it, (i) => i.kind === 'engine' && i.message.type === 'stream_event' && (i.message.event as { type?: string }).type === 'content_block_delta', seen);
-    const [enginePid] = processesIn(cwd.path, 'demo-engine.js');
+    const [enginePid] = processesIn(cwd.path, 'demo-engine/main.js');
     expect((await gw.stop('SIGKILL')).signal).toBe('SIGKILL');
     gw = startTether(args(port));
     await gw.line('gateway: ');
@@ -127,7 +127,7 @@ describe('gateway restart', () => {
     seqs.forEach((s, n) => expect(s).toBe(n + 1));
     const deltas = seen.filter((i) => i.kind === 'engine' && i.message.type === 'stream_event' && (i.message.event as { type?: string }).type === 'content_block_delta');
     expect(deltas).toHaveLength(40);
-    expect(processesIn(cwd.path, 'demo-engine.js')).toEqual([enginePid]);
+    expect(processesIn(cwd.path, 'demo-engine/main.js')).toEqual([enginePid]);
   });
 
   it('a SIGKILL during a burst of 10,000 frames loses nothing the agent had let go of (group commit flushed before every ack)', async () => {

@@ -62,7 +62,7 @@ describe.each(['ws', 'grpc'] as const)('roles over %s', (t) => {
     const alice = await stack.client(t, 'alice');
     const owned = await alice.createSession({ agent: 'builder' });
     const bob = await (await stack.client(t, 'bob')).attach(owned.id);
-    const [enginePid] = processesIn(stack.cwd, 'demo-engine.js');
+    const [enginePid] = processesIn(stack.cwd, 'demo-engine/main.js');
     expect(enginePid).toBeGreaterThan(0);
 
     const lookalike = await (await stack.client(t, 'alice', ['view'])).attach(owned.id);
@@ -85,7 +85,7 @@ describe.each(['ws', 'grpc'] as const)('roles over %s', (t) => {
     const session = stack.gateway.directory.get(owned.id)!;
     expect(session.info().clients.find((c) => c.client_id === bob.clientId)?.role).toBe('controller');
     expect(session.ended).toBe(false);
-    expect(processesIn(stack.cwd, 'demo-engine.js')).toEqual([enginePid]);
+    expect(processesIn(stack.cwd, 'demo-engine/main.js')).toEqual([enginePid]);
     expect((await owned.audit()).some((e) => e.action === 'stop' || e.action === 'role_change')).toBe(false);
   }, 60_000);
 
@@ -94,9 +94,9 @@ describe.each(['ws', 'grpc'] as const)('roles over %s', (t) => {
     const owned = await (await stack.client(t, 'alice')).createSession({ agent: 'builder' });
     const reader = await (await stack.client(t, 'carol')).attach(owned.id, { readOnly: true });
     expect(reader.role).toBe('viewer');
-    const [enginePid] = processesIn(stack.cwd, 'demo-engine.js');
+    const [enginePid] = processesIn(stack.cwd, 'demo-engine/main.js');
     expect(await codeOf(reader.stop())).toBe('PERMISSION_DENIED');
-    expect(processesIn(stack.cwd, 'demo-engine.js')).toEqual([enginePid]);
+    expect(processesIn(stack.cwd, 'demo-engine/main.js')).toEqual([enginePid]);
     expect(stack.gateway.directory.get(owned.id)!.ended).toBe(false);
     // Stops asked for at once share one stop toward the agent (a flood of them costs the agent nothing).
     const toAgent = vi.spyOn(stack.gateway.directory.agents.get('builder')!, 'stop');

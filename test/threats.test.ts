@@ -438,7 +438,7 @@ describe('threats 2G: engine process', () => {
       const client = await stack.client();
       const session = await client.createSession({ agent: 'test-agent' });
       const rec = record(session);
-      const [pid] = processesIn(cwd.path, 'demo-engine.js');
+      const [pid] = processesIn(cwd.path, 'demo-engine/main.js');
       expect(pid).toBeGreaterThan(0);
       process.kill(pid, 'SIGKILL');
       expect(await withTimeout(rec.done, 10_000, 'the session to end')).toBeUndefined();
