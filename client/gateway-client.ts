@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { asTetherError, TetherError } from '../core/errors.js';
 import { Link, type LinkStatus } from '../core/link/link.js';
-import type { DialOptions } from '../core/link/dial.js';
+import { standardDialers, type DialOptions, type Dialers } from '../core/link/dial.js';
 import { silentLogger, type Logger } from '../core/logging.js';
 import type { AgentInfo, CreateProgress, SessionInfo } from '../core/protocol/methods.js';
 import { readEngineFrame } from '../core/protocol/session-frame.js';
@@ -20,6 +20,8 @@ export interface ConnectOptions {
   token?: string;
   logger?: Logger;
   dial?: DialOptions;
+  /** The transports it may dial; default: a new standardDialers() (ws, wss, grpc, grpcs). */
+  dialers?: Dialers;
   /** Keep reconnecting after a drop (default true). The first connect fails fast either way. */
   reconnect?: boolean;
   /** How long calls wait for a reconnect before failing with UNAVAILABLE (default 30 s). */
@@ -68,6 +70,7 @@ export class GatewayClient {
     this.log = opts.logger ?? silentLogger;
     this.link = new Link({
       url: opts.gateway,
+      dialers: opts.dialers ?? standardDialers(),
       dial: { ...opts.dial, token: opts.token },
       logger: this.log,
       failFast: true,

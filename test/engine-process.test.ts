@@ -6,11 +6,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { TetherError } from '../core/errors.js';
 import {
   EngineProcess,
-  killAllEngines,
   type EngineLine,
   type EngineProcessOptions,
   type ExitInfo,
 } from '../agent/engine-process.js';
+import { EngineSet } from '../agent/engine-set.js';
 import { LineSplitter, PREVIEW_MAX_CHARS, safePreview } from '../agent/line-splitter.js';
 import { StderrTail } from '../agent/stderr-tail.js';
 
@@ -489,16 +489,22 @@ describe('EngineProcess', () => {
     engine.kill(); // no-op, must not signal pid 0
   });
 
-  it('kill() and killAllEngines() SIGKILL the group at once', async () => {
+  it('kill() and EngineSet.killAll() SIGKILL the group at once; only the set\'s engines, and each leaves it as it exits', async () => {
     const a = start('echo');
     a.kill();
     expect((await within(a.exited, 5000, 'exit')).signal).toBe('SIGKILL');
-    const b = start('ignore-sigterm');
-    const c = start('echo');
+    const set = new EngineSet();
+    const b = start('ignore-sigterm', [], { engineSet: set });
+    const c = start('echo', [], { engineSet: set });
+    const outside = start('ignore-sigterm');
+    expect(set.size).toBe(2);
     await next(b.lines()[Symbol.asyncIterator]()); // b is up
-    killAllEngines();
+    await next(outside.lines()[Symbol.asyncIterator]());
+    set.killAll();
     const infos: ExitInfo[] = await within(Promise.all([b.exited, c.exited]), 5000, 'exits');
     expect(infos.map((i) => i.signal)).toEqual(['SIGKILL', 'SIGKILL']);
+    expect(set.size).toBe(0);
+    expect(outside.hasExited).toBe(false); // another program's engine is not this set's to kill
   });
 
   it('abandoning lines() drains the rest without blocking the engine; lines() is single-use', async () => {

@@ -18,7 +18,7 @@ import { startStack, withTimeout, type Stack, type TransportName } from './suppo
 
 const FAST_BACKOFF = { initialMs: 20, factor: 1.5, maxMs: 150, jitter: 0.2 };
 /** Heartbeats short enough that a half-open link is noticed within about a second, on both transports. */
-const FAST_PING = { pingIntervalMs: 300, pingTimeoutMs: 700, connectTimeoutMs: 3_000 };
+const FAST_PING = { ws: { pingIntervalMs: 300, pingTimeoutMs: 700 }, connectTimeoutMs: 3_000 };
 const HEARTBEAT = { intervalMs: 300, timeoutMs: 700 };
 const CUTS_PER_RUN = 14;
 const MAX_SLOW_TURNS = 6;

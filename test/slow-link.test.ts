@@ -22,6 +22,7 @@ const TOOL_RESULT_BYTES = 1024 * 1024;
 const THROTTLE = { bytesPerSecond: 32 * 1024, latencyMs: 5, jitterMs: 60, maxBufferedBytes: 64 * 1024 };
 const HEARTBEAT = { intervalMs: 500, timeoutMs: 1_000 };
 const WS_PING = { pingIntervalMs: 1_000, pingTimeoutMs: 1_000 };
+const WS_DIAL = { ws: WS_PING };
 
 describe('slow but alive links', () => {
   const cleanups: (() => Promise<unknown> | unknown)[] = [];
@@ -41,10 +42,10 @@ describe('slow but alive links', () => {
     const watch = (who: string) => (s: LinkStatus) => {
       if (s.state === 'down' || (s.state === 'closed' && s.error)) downs.push(`${who}: ${s.state} ${'error' in s ? s.error?.message : ''}`);
     };
-    const agent = new Agent({ gateway: agentProxy.url('ws'), name: 'slow', engine: 'claude', engineCommand: ENGINE, engineEnv: { TETHER_TOOL_RESULT_BYTES: String(TOOL_RESULT_BYTES) }, heartbeat: HEARTBEAT, dial: WS_PING, onStatus: watch('agent') });
+    const agent = new Agent({ gateway: agentProxy.url('ws'), name: 'slow', engine: 'claude', engineCommand: ENGINE, engineEnv: { TETHER_TOOL_RESULT_BYTES: String(TOOL_RESULT_BYTES) }, heartbeat: HEARTBEAT, dial: WS_DIAL, onStatus: watch('agent') });
     await agent.start();
     cleanups.push(() => agent.shutdown(1_000));
-    const client = await GatewayClient.connect({ gateway: clientProxy.url('ws'), heartbeat: HEARTBEAT, dial: WS_PING, onStatus: watch('client') });
+    const client = await GatewayClient.connect({ gateway: clientProxy.url('ws'), heartbeat: HEARTBEAT, dial: WS_DIAL, onStatus: watch('client') });
     cleanups.push(() => client.close());
 
     const session = await client.createSession({ agent: 'slow' });

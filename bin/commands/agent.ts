@@ -1,5 +1,7 @@
 import { readTokenFile } from '../../core/auth/token-file.js';
 import { Agent } from '../../agent/agent.js';
+import { EngineSet } from '../../agent/engine-set.js';
+import { standardDialers } from '../../core/link/dial.js';
 import { AGENT_CONFIG, enginePoliciesOf } from '../../agent/config.js';
 import { hostKeyFingerprint, hostKeyProof, loadOrCreateHostKey } from '../../core/auth/host-key.js';
 import { dialTlsOf } from '../../core/config/tls-keys.js';
@@ -65,6 +67,8 @@ Options:
       hostKey: hostKey?.key,
       heartbeat: { intervalMs: c.heartbeatIntervalMs, timeoutMs: c.heartbeatTimeoutMs },
       dial: dialTlsOf(c),
+      dialers: standardDialers(),
+      engineSet: EngineSet.killedOnExit(),
       logger,
       onStatus: (s) => {
         if (s.state === 'connected') process.stderr.write(`agent ${name}: connected to ${s.hello.gateway_id}\n`);

@@ -4,7 +4,7 @@ import { CHANNEL_DEFAULTS } from '../channel/channel.js';
 import { closeInfoFromStatus, GrpcClientChannel, grpcLinkOptions } from '../channel/grpc.js';
 import { loadGatewayService } from '../channel/proto.js';
 import { TetherError } from '../errors.js';
-import type { DialOptions } from './dial.js';
+import type { DialOptions } from './dial-options.js';
 
 /** Default time to connect and have the stream accepted (threats.md part 3: 20 s). */
 const CONNECT_TIMEOUT_MS = 20_000;
@@ -33,7 +33,7 @@ export function dialGrpc(url: URL, opts: DialOptions): Promise<Channel> {
   const service = loadGatewayService();
 
   const client = new Client(target, tls ? credentials.createSsl(opts.ca ?? null, opts.tlsKey ?? null, opts.tlsCert ?? null) : credentials.createInsecure(), {
-    ...grpcLinkOptions({ maxFrameBytes }),
+    ...grpcLinkOptions({ maxFrameBytes, ...opts.grpc }),
     'grpc.enable_retries': 0,
     // One connection per dial: a lost or closed link never takes another channel with it.
     'grpc.use_local_subchannel_pool': 1,

@@ -4,7 +4,7 @@ import type { ParamsOf, ResultOf } from '../protocol/methods.js';
 import { assertCompatible } from '../protocol/version.js';
 import { RpcPeer } from '../rpc/peer.js';
 import { backoffDelay, CLIENT_BACKOFF, type BackoffPolicy } from '../util/backoff.js';
-import { dial, type DialOptions } from './dial.js';
+import type { DialOptions, Dialers } from './dial.js';
 import { HEARTBEAT_DEFAULTS, startHeartbeat, type HeartbeatOptions } from './heartbeat.js';
 import { startTokenRenewal, type TokenSource } from './token-renewal.js';
 
@@ -20,6 +20,8 @@ export type LinkStatus =
 
 export interface LinkOptions {
   url: string;
+  /** The transports this link may dial, built by the program's composition root. */
+  dialers: Dialers;
   dial?: DialOptions;
   logger?: Logger;
   backoff?: BackoffPolicy;
@@ -97,7 +99,7 @@ export class Link {
       let dialed = false;
       try {
         const token = this.opts.tokenSource ? await this.opts.tokenSource() : this.opts.dial?.token;
-        const channel = await dial(this.opts.url, { ...this.opts.dial, token });
+        const channel = await this.opts.dialers.dial(this.opts.url, { ...this.opts.dial, token });
         dialed = true;
         const peer = new RpcPeer(channel, { logger: this.log, requestTimeoutMs: this.opts.requestTimeoutMs });
         // The gateway's heartbeat pings us too; without an answer it would cut the link.

@@ -13,7 +13,7 @@ import { startStack, type Stack, type TransportName } from './stack.js';
 
 export const FAST_BACKOFF = { initialMs: 20, factor: 1.5, maxMs: 150, jitter: 0.2 };
 /** Heartbeats short enough that a half-open link is noticed within about a second, on both transports. */
-export const FAST_PING = { pingIntervalMs: 300, pingTimeoutMs: 700, connectTimeoutMs: 3_000 };
+export const FAST_PING = { ws: { pingIntervalMs: 300, pingTimeoutMs: 700 }, connectTimeoutMs: 3_000 };
 export const HEARTBEAT = { intervalMs: 300, timeoutMs: 700 };
 
 export interface StartRig {
