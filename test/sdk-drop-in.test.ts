@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { sessionOptionsFromArgs } from '../client/remote-engine.js';
+import { sessionOptionsFromArgs } from '../client/session-options-from-argv.js';
 import { remoteSpawn } from '../client/remote-spawn.js';
 import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './support/claude-cli.js';
 import { startRig, type EngineRig } from './support/engines.js';
