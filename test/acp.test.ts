@@ -9,6 +9,7 @@ import { agentText, connectEditor, select, spawnAcp, type Editor } from './suppo
 import { startRig, type EngineRig } from './support/engines.js';
 import { runTether } from './support/cli.js';
 import { withTimeout } from './support/stack.js';
+import { waitFor } from './support/wait.js';
 
 const bash = (id: string, file: string) => ({ text: `Running ${id}.`, tool_use: { id, name: 'Bash', input: { command: `echo hi > ${file}`, description: `write ${file}` } } });
 
@@ -31,7 +32,6 @@ afterEach(async () => {
 });
 
 /** Resolves once `cond` holds (polled, bounded). */
-const until = (cond: () => boolean, what: string, ms = 10_000) => withTimeout((async () => { while (!cond()) await new Promise((r) => setTimeout(r, 20)); })(), ms, what);
 
 /** A rig, `tether acp` on it, initialized with `clientCapabilities`, and one new session. */
 const openSession = async (clientCapabilities: acp.ClientCapabilities = {}) => {
@@ -107,7 +107,7 @@ describe('tether acp: the ACP SDK client drives the real CLI through gateway and
 
     // The teammate saw the same turns: the prompts and the assistant's words.
     const lines = () => seen.filter((i) => i.kind === 'engine').map((i) => (i as { line: string }).line).join('\n');
-    await until(() => lines().includes('Understood.'), 'the teammate to see the last turn');
+    await waitFor(() => lines().includes('Understood.'), 10_000, 'the teammate to see the last turn');
     expect(lines()).toContain('Hello from the remote model.');
     expect(lines()).toContain('"can_use_tool"');
     expect(lines()).toContain('allowed.txt');
@@ -152,7 +152,7 @@ describe('tether acp: the ACP SDK client drives the real CLI through gateway and
     expect(r.stopReason).toBe('end_turn');
     expect(existsSync(join(rig.cwd, 'teammate.txt'))).toBe(true);
     expect(editor.permissionRequests).toHaveLength(1);
-    await until(() => editor!.withdrawn.length > 0, 'the withdrawal to reach the editor');
+    await waitFor(() => editor!.withdrawn.length > 0, 10_000, 'the withdrawal to reach the editor');
     expect(editor.withdrawn).toEqual(['toolu_w']);
   }, 120_000);
 });
@@ -232,10 +232,10 @@ describe('tether acp: bad input', () => {
         else signal.addEventListener('abort', cancelled);
       });
     const prompt = ed.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'write it' }] });
-    await until(() => ed.permissionRequests.length === 1, 'the permission request', 30_000);
+    await waitFor(() => ed.permissionRequests.length === 1, 30_000, 'the permission request');
     await ed.agent.notify(acp.methods.agent.session.cancel, { sessionId });
     expect((await withTimeout(prompt, 30_000, 'the cancelled prompt')).stopReason).toBe('cancelled');
-    await until(() => ed.withdrawn.length === 1, 'the withdrawal');
+    await waitFor(() => ed.withdrawn.length === 1, 10_000, 'the withdrawal');
     expect(existsSync(join(rig.cwd, 'cancelled.txt'))).toBe(false);
   }, 120_000);
 });

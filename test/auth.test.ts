@@ -18,6 +18,7 @@ import type { Gateway } from '../gateway/gateway.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { isCanUseTool, until } from './support/items.js';
 import { startStack, type Stack } from './support/stack.js';
+import { waitFor } from './support/wait.js';
 
 /**
  * Nobody gets in who shouldn't (issue 4; threats.md 2A, 2I). Every bad credential is tried
@@ -38,14 +39,6 @@ const FROZEN = new Date();
 const T = Math.floor(FROZEN.getTime() / 1000);
 const ALLOWED = 'https://app.example';
 const OTHER_ALLOWED = 'https://other.example';
-
-async function waitFor(cond: () => boolean, what: string, ms = 5_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 async function refusal(p: Promise<unknown>): Promise<TetherError> {
   try {
@@ -216,7 +209,7 @@ describe.each(['ws', 'grpc'] as const)('authentication over %s', (transport) => 
     } finally {
       await c.close();
     }
-    await waitFor(() => stack.gateway.directory.clients.size === clients, 'the gateway to see the client leave');
+    await waitFor(() => stack.gateway.directory.clients.size === clients, 5_000, 'the gateway to see the client leave');
   }
 
   const otherRsa = generateTokenKey('RS256').key;
@@ -405,7 +398,7 @@ describe('browsers: one-time tickets and Origin', () => {
     const session = await client.createSession({ agent: 'test-agent' });
     expect(session.info.owner).toBe('webby');
     await client.close();
-    await waitFor(() => stack.gateway.directory.clients.size === before - 1, 'the ticket client to leave');
+    await waitFor(() => stack.gateway.directory.clients.size === before - 1, 5_000, 'the ticket client to leave');
 
     const again = await rawUpgrade(wsUrl, `/v1/connect?ticket=${t}`, {});
     expect(again.status).toBe(401);

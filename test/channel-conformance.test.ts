@@ -8,6 +8,7 @@ import type { BinaryFrame, Channel, CloseInfo, Transport, WireFrame } from '../c
 import { BINARY_FRAME_OVERHEAD_BYTES, CHANNEL_DEFAULTS, frameBytes } from '../core/channel/channel.js';
 import { TetherError } from '../core/errors.js';
 import { inboundQueuedBytes, PAIR_FACTORIES, type ChannelPair, type PairOptions } from './support/channel-pairs.js';
+import { waitFor } from './support/wait.js';
 
 const TRANSPORTS: Transport[] = ['memory', 'ws', 'grpc'];
 const SMALL_LIMIT = 64 * 1024;
@@ -39,14 +40,6 @@ function take(channel: Channel, n: number, ms = 5_000): Promise<WireFrame[]> {
 /** Pulls until iteration ends, within `ms`. */
 function drain(channel: Channel, ms = 5_000): Promise<WireFrame[]> {
   return take(channel, Number.POSITIVE_INFINITY, ms);
-}
-
-/** Waits until `cond()` holds, polling every 10 ms, within `ms`. */
-async function until(cond: () => boolean, ms: number, what: string): Promise<void> {
-  const run = async () => {
-    while (!cond()) await new Promise((r) => setTimeout(r, 10));
-  };
-  await withTimeout(run(), ms, what);
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -320,7 +313,7 @@ describe.each(TRANSPORTS)('Channel conformance: %s', (transport) => {
       let resolved = 0;
       const sends = frames.map((f) => sender.send(f).then(() => void resolved++));
 
-      await until(() => sender.bufferedBytes > BACKLOG, 10_000, `sender backlog over ${BACKLOG} bytes`);
+      await waitFor(() => sender.bufferedBytes > BACKLOG, 10_000, `sender backlog over ${BACKLOG} bytes`);
       await sleep(200);
       expect(sender.bufferedBytes).toBeGreaterThan(BACKLOG);
       expect(resolved).toBeLessThan(COUNT);
@@ -344,7 +337,7 @@ describe.each(TRANSPORTS)('Channel conformance: %s', (transport) => {
           (err: unknown) => (err instanceof TetherError ? err.code : `not a TetherError: ${String(err)}`),
         ),
       );
-      await until(() => sender.bufferedBytes > BACKLOG, 10_000, `sender backlog over ${BACKLOG} bytes`);
+      await waitFor(() => sender.bufferedBytes > BACKLOG, 10_000, `sender backlog over ${BACKLOG} bytes`);
       await sleep(50);
       receiver.close();
       expect((await closedOf(sender, 'sender', 3_000)).byPeer).toBe(true);

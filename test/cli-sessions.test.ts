@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startRig, type EngineRig } from './support/engines.js';
 import { isCanUseTool, isResult, until } from './support/items.js';
 import { runTether, TETHER_BIN } from './support/cli.js';
-import { withTimeout } from './support/stack.js';
+import { waitFor, withTimeout } from './support/wait.js';
 
 /** `tether chat --json` / `tether attach --json`: the scriptable pipe mode. */
 describe('pipe mode', () => {
@@ -50,20 +50,13 @@ describe('pipe mode', () => {
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     const frames = () => out.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, any>);
-    const waitFor = (pred: (f: Record<string, any>[]) => boolean, what: string) =>
-      withTimeout(
-        (async () => {
-          while (!pred(frames())) await new Promise((r) => setTimeout(r, 25));
-        })(),
-        10_000,
-        what,
-      );
-    await waitFor((f) => f.some((x) => x.type === 'result'), 'the history');
+    const framesShow = (pred: (f: Record<string, any>[]) => boolean, what: string) => waitFor(() => pred(frames()), 10_000, what);
+    await framesShow((f) => f.some((x) => x.type === 'result'), 'the history');
     child.stdin.write(JSON.stringify({ type: 'user', message: { role: 'user', content: 'viewer says hi' } }) + '\n');
-    await waitFor((f) => f.some((x) => x.subtype === 'error'), 'the refusal');
+    await framesShow((f) => f.some((x) => x.subtype === 'error'), 'the refusal');
     expect(frames().find((x) => x.subtype === 'error')).toMatchObject({ code: 'PERMISSION_DENIED' });
     await s.sendUserMessage('second turn');
-    await waitFor((f) => f.filter((x) => x.type === 'result').length === 2, 'the live turn');
+    await framesShow((f) => f.filter((x) => x.type === 'result').length === 2, 'the live turn');
     child.kill('SIGINT');
     await withTimeout(new Promise((r) => child.on('exit', r)), 5_000, 'attach to exit');
     const texts = frames().filter((x) => x.type === 'result').map((x) => String(x.result));

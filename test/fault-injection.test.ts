@@ -15,6 +15,7 @@ import { FaultProxy, type Direction } from './support/fault-proxy.js';
 import { makeTempDir } from './support/claude-cli.js';
 import { compareViews, engineOutput, record, teeEngine, type Recording, type Seen } from './support/recorder.js';
 import { startStack, withTimeout, type Stack, type TransportName } from './support/stack.js';
+import { waitFor } from './support/wait.js';
 
 const FAST_BACKOFF = { initialMs: 20, factor: 1.5, maxMs: 150, jitter: 0.2 };
 /** Heartbeats short enough that a half-open link is noticed within about a second, on both transports. */
@@ -137,7 +138,7 @@ describe('fault injection: cuts on the client and agent links', () => {
     expect(cutConn.bytes.down).toBeGreaterThan(200); // the hello was answered: the cut fell in the resume's attach
     await run.proxy.waitFor(() => run.proxy.open.length >= 1, 5_000, 'the reconnect after the cut re-attach');
     await run.reference.session.sendUserMessage('after the cut re-attach');
-    await waitUntil(() => rec.items.some((i) => i.body.startsWith('{"type":"result"')), 10_000, 'the proxied client to see the result');
+    await waitFor(() => rec.items.some((i) => i.body.startsWith('{"type":"result"')), 10_000, 'the proxied client to see the result');
     await run.reference.session.stop();
     expect(await withTimeout(rec.done, 10_000, 'the end of the stream')).toBeUndefined();
     await withTimeout(run.reference.rec.done, 10_000, 'the reference to end');
@@ -156,12 +157,12 @@ describe('fault injection: cuts on the client and agent links', () => {
     const other = await run.stack.client();
     const taken = await other.attach(run.reference.session.id, { readOnly: true });
     run.proxy.refuse(false);
-    await waitUntil(() => statuses.some((st) => st.includes('resume failed')), 5_000, 'the resume to be refused');
+    await waitFor(() => statuses.some((st) => st.includes('resume failed')), 5_000, 'the resume to be refused');
     expect(rec.items.length).toBeGreaterThan(0);
     // The slot frees up: the client resumes by itself and misses nothing.
     await other.detach(taken);
     await run.reference.session.sendUserMessage('after the refused resume');
-    await waitUntil(() => rec.items.some((i) => i.body.startsWith('{"type":"result"')), 10_000, 'the client to resume and see the result');
+    await waitFor(() => rec.items.some((i) => i.body.startsWith('{"type":"result"')), 10_000, 'the client to resume and see the result');
     await run.reference.session.stop();
     expect(await withTimeout(rec.done, 10_000, 'the end of the stream')).toBeUndefined();
     await withTimeout(run.reference.rec.done, 10_000, 'the reference to end');
@@ -302,14 +303,6 @@ function count(rec: Recording, pred: (i: Seen) => boolean): number {
   return rec.items.filter(pred).length;
 }
 
-async function waitUntil(pred: () => boolean, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!pred()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(10);
-  }
-}
-
 async function exercise(run: Run, transport: TransportName, leg: 'client' | 'agent') {
   const { proxy, reference } = run;
   const ref = reference.rec;
@@ -326,7 +319,7 @@ async function exercise(run: Run, transport: TransportName, leg: 'client' | 'age
     prompts.push(text);
     const want = resultsSeen() + 1;
     await withTimeout(sender(turn).sendUserMessage(text), 15_000, `prompt ${turn} to be accepted`);
-    await waitUntil(() => resultsSeen() >= want, 15_000, `the result of slow turn ${turn}`);
+    await waitFor(() => resultsSeen() >= want, 15_000, `the result of slow turn ${turn}`);
   }
   stopCutting = true;
   await withTimeout(cutting, 20_000, 'the cutter to stop');
@@ -343,7 +336,7 @@ async function exercise(run: Run, transport: TransportName, leg: 'client' | 'age
     proxy.stall('down');
     const sent = sender(0).sendUserMessage(a);
     sent.catch(() => {}); // awaited below
-    await waitUntil(() => promptEvents(a) === 1, 5_000, 'the gateway to apply the prompt');
+    await waitFor(() => promptEvents(a) === 1, 5_000, 'the gateway to apply the prompt');
     proxy.cutAll();
     proxy.resume('down');
     expect(await withTimeout(sent, 10_000, 'the retried prompt')).toBe('duplicate');
@@ -377,20 +370,20 @@ async function exercise(run: Run, transport: TransportName, leg: 'client' | 'age
     await sleep(100);
     proxy.cutAll();
     proxy.resume('down');
-    await waitUntil(() => engineSaw(a), 10_000, 'the engine to run the re-sent prompt');
+    await waitFor(() => engineSaw(a), 10_000, 'the engine to run the re-sent prompt');
     // b) The agent wrote it to the engine, but its input_ack is lost: the gateway must not re-send it.
     const b = `across-a-cut ack-lost ${transport}`;
     prompts.push(b);
     await linksUp(run);
     proxy.stall('up');
     await reference.session.sendUserMessage(b);
-    await waitUntil(() => engineSaw(b), 10_000, 'the engine to run the prompt');
+    await waitFor(() => engineSaw(b), 10_000, 'the engine to run the prompt');
     proxy.cutAll();
     proxy.resume('up');
     acrossCuts += 2;
   }
   await linksUp(run);
-  await waitUntil(() => resultsSeen() >= prompts.length, 15_000, 'every prompt to have its result');
+  await waitFor(() => resultsSeen() >= prompts.length, 15_000, 'every prompt to have its result');
 
   // 3. End the session; everyone reads to the exited event.
   await sleep(200);

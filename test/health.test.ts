@@ -8,6 +8,7 @@ import { Gateway } from '../gateway/gateway.js';
 import { startGatewayServer, type GatewayServer } from '../gateway/server.js';
 import { FileSessionStore, MemorySessionStore } from '../gateway/session-store.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
+import { waitFor } from './support/wait.js';
 
 /** A store that is not open until the test says so (a volume not mounted yet, say). */
 class ClosedStore extends MemorySessionStore {
@@ -65,7 +66,7 @@ describe('health: /healthz, /readyz and grpc.health.v1.Health', () => {
     const watch = grpc.Watch({ service: '' });
     watch.on('data', (r: { status: string }) => seen.push(r.status));
     watch.on('error', () => {}); // CANCELLED when the client closes
-    await waitFor(() => seen.length === 1);
+    await waitFor(() => seen.length === 1, 10_000, 'health event 1');
     expect(seen).toEqual(['SERVING']);
 
     rmSync(storeDir, { recursive: true }); // the store's storage is gone
@@ -75,16 +76,16 @@ describe('health: /healthz, /readyz and grpc.health.v1.Health', () => {
     });
     expect(await get(server, '/healthz')).toEqual({ status: 200, body: { status: 'ok' } }); // alive all the same
     expect(await check(grpc, '')).toBe('NOT_SERVING');
-    await waitFor(() => seen.length === 2);
+    await waitFor(() => seen.length === 2, 10_000, 'health event 2');
     expect(seen).toEqual(['SERVING', 'NOT_SERVING']);
 
     mkdirSync(storeDir);
     expect((await get(server, '/readyz')).status).toBe(200);
     expect(await check(grpc, 'tether.v1.Gateway')).toBe('SERVING');
-    await waitFor(() => seen.length === 3);
+    await waitFor(() => seen.length === 3, 10_000, 'health event 3');
 
     const closing = server.close(); // watchers hear NOT_SERVING, then the stream ends
-    await waitFor(() => seen.length === 4);
+    await waitFor(() => seen.length === 4, 10_000, 'health event 4');
     expect(seen).toEqual(['SERVING', 'NOT_SERVING', 'SERVING', 'NOT_SERVING']);
     await closing;
     server = undefined;
@@ -122,10 +123,3 @@ describe('health: /healthz, /readyz and grpc.health.v1.Health', () => {
   });
 });
 
-async function waitFor(cond: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}

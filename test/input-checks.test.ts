@@ -13,6 +13,7 @@ import { MAX_INPUT_DEPTH } from '../core/protocol/engine-input.js';
 import { codeOf, isResult, until } from './support/items.js';
 import { rawClient } from './support/raw-client.js';
 import { startRestartable, type RestartableStack } from './support/restartable-stack.js';
+import { waitFor } from './support/wait.js';
 
 /** `{"type":"user",…}` whose content is `depth` arrays nested in one another. */
 function deepUserLine(depth: number): Record<string, unknown> {
@@ -30,14 +31,6 @@ function deepUserText(depth: number): string {
 function storedInputs(state: string, sessionId: string): string[] {
   const log = join(state, sessionId, 'log.ndjson');
   return existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter((l) => l.startsWith('{"i":')) : [];
-}
-
-async function waitUntil(pred: () => boolean, what: string, ms = 15_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!pred()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 async function turnWorks(session: RemoteSession, text: string): Promise<void> {
@@ -136,7 +129,7 @@ describe('agent registration is all or nothing', () => {
     });
     const link = stack.gateway.directory.agents.get('builder')!;
     link.peer.channel.close('UNAVAILABLE', 'test: drop the agent link'); // the agent reconnects by itself
-    await waitUntil(() => stack!.gateway.directory.agents.get('builder') !== undefined && stack!.gateway.directory.agents.get('builder') !== link, 'the agent to come back');
+    await waitFor(() => stack!.gateway.directory.agents.get('builder') !== undefined && stack!.gateway.directory.agents.get('builder') !== link, 15_000, 'the agent to come back');
     expect(bind).toHaveBeenCalled();
     bind.mockRestore();
     expect(brokenSession.ended).toBe(true);
@@ -150,10 +143,10 @@ describe('agent registration is all or nothing', () => {
     });
     const current = stack.gateway.directory.agents.get('builder')!;
     current.peer.channel.close('UNAVAILABLE', 'test: drop the agent link again');
-    await waitUntil(() => fail.mock.calls.length > 0, 'the agent to try its hello');
+    await waitFor(() => fail.mock.calls.length > 0, 15_000, 'the agent to try its hello');
     expect(stack.gateway.directory.agents.has('builder')).toBe(false);
     fail.mockRestore();
-    await waitUntil(() => stack!.gateway.directory.agents.has('builder'), 'the agent to register once the gateway can take it');
+    await waitFor(() => stack!.gateway.directory.agents.has('builder'), 15_000, 'the agent to register once the gateway can take it');
   }, 60_000);
 });
 

@@ -13,6 +13,7 @@ import { GatewayClient } from '../client/gateway-client.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { startTether, type Daemon } from './support/cli.js';
 import { rawClient } from './support/raw-client.js';
+import { waitFor } from './support/wait.js';
 
 /** The budget the gateway is started with (its default is 64 MiB; shrunk so the test is quick). */
 const BUDGET_BYTES = 4 * 1024 * 1024;
@@ -35,14 +36,6 @@ async function metric(httpUrl: string, name: string): Promise<number> {
     .split('\n')
     .filter((l) => l.startsWith(name))
     .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
-}
-
-async function waitFor(pred: () => Promise<boolean>, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await pred())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 const MiB = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MiB`;

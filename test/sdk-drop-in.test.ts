@@ -10,6 +10,7 @@ import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './su
 import { startRig, type EngineRig } from './support/engines.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeScenario } from './support/fake-anthropic.js';
 import { withTimeout } from './support/stack.js';
+import { waitFor } from './support/wait.js';
 
 /**
  * The official Agent SDK's query() against a remote engine through both drop-in routes
@@ -77,7 +78,7 @@ async function converse(options: Options, fake: FakeAnthropic): Promise<Run> {
       if (m.type === 'system' && m.subtype === 'init' && results === INTERRUPTED_TURN) {
         // Interrupt once the model call for this turn is streaming (a few words in).
         interrupting = (async () => {
-          await until(() => fake.modelRequests().length > CALLS_BEFORE_INTERRUPTED_TURN, 15_000, 'the long answer to start');
+          await waitFor(() => fake.modelRequests().length > CALLS_BEFORE_INTERRUPTED_TURN, 15_000, 'the long answer to start');
           await sleep(500);
           await withTimeout(q.interrupt(), 10_000, 'the interrupt reply');
           run.interruptAnswered = true;
@@ -97,14 +98,6 @@ async function converse(options: Options, fake: FakeAnthropic): Promise<Run> {
     q.close();
   }
   return run;
-}
-
-async function until(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(25);
-  }
 }
 
 /** The app's view of a conversation: (type, subtype) pairs, with the content block types of assistant and user messages. */

@@ -9,6 +9,7 @@ import { GatewayClient } from '../client/gateway-client.js';
 import type { LinkStatus } from '../core/link/link.js';
 import { compareViews, record } from './support/recorder.js';
 import { startStack, withTimeout, type Stack } from './support/stack.js';
+import { waitFor } from './support/wait.js';
 
 const SLOW_CLIENT_BYTES = 256 * 1024;
 /** Loopback kernel buffers absorb several MiB before ws's bufferedAmount grows: push well past that. */
@@ -16,15 +17,6 @@ const BIG_PROMPTS = 32;
 const BIG_PROMPT_CHARS = 512 * 1024;
 const FAST_BACKOFF = { initialMs: 50, factor: 1.5, maxMs: 300, jitter: 0.2 };
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function waitUntil(pred: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await pred())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 /** The TCP socket under a connected GatewayClient's WebSocket (test-only reach into privates). */
 function socketOf(client: GatewayClient): Socket {
@@ -54,7 +46,7 @@ describe('slow consumer', () => {
     const slowSession = await slow.attach(session.id, { readOnly: true });
     const slowRec = record(slowSession);
     const slowId = slowSession.clientId;
-    await waitUntil(() => slowRec.items.length > 0 && slowRec.items.length === fastRec.items.length, 5_000, 'the slow viewer to catch up before it stalls');
+    await waitFor(() => slowRec.items.length > 0 && slowRec.items.length === fastRec.items.length, 5_000, 'the slow viewer to catch up before it stalls');
 
     // The slow viewer stops reading its socket.
     const socket = socketOf(slow);
@@ -65,28 +57,28 @@ describe('slow consumer', () => {
     // client gets: the stuck viewer's queue passes its limit while the turn streams.
     const started = Date.now();
     await session.sendUserMessage('a slow turn while a viewer is stuck');
-    const slowTurn = waitUntil(() => results() >= 1, 10_000, 'the streamed turn at the fast viewer').then(() => Date.now() - started);
+    const slowTurn = waitFor(() => results() >= 1, 10_000, 'the streamed turn at the fast viewer').then(() => Date.now() - started);
     const burst = (async () => {
       for (let n = 0; n < BIG_PROMPTS; n++) await session.sendUserMessage(`big ${n} ${'x'.repeat(BIG_PROMPT_CHARS)}`);
     })();
     const gw = stack.gateway.directory.get(session.id)!;
-    await waitUntil(() => gw.roleOf(slowId) === undefined, 15_000, 'the gateway to cut the slow viewer');
+    await waitFor(() => gw.roleOf(slowId) === undefined, 15_000, 'the gateway to cut the slow viewer');
     const stuckAt = slowRec.items.length;
 
     // It reads again (within the gateway's 5 s close timeout): what was queued, then the close
     // (4008 with its reason), then it reconnects and resumes by itself.
     socket.resume();
-    await waitUntil(() => statuses.some((s) => s.state === 'down'), 10_000, 'the slow viewer to see the close');
+    await waitFor(() => statuses.some((s) => s.state === 'down'), 10_000, 'the slow viewer to see the close');
     const down = statuses.find((s) => s.state === 'down') as Extract<LinkStatus, { state: 'down' }>;
     expect(down.error.code).toBe('RESOURCE_EXHAUSTED');
     expect(down.error.message).toMatch(/slow consumer/);
-    await waitUntil(() => statuses.filter((s) => s.state === 'connected').length >= 2, 10_000, 'the slow viewer to reconnect');
+    await waitFor(() => statuses.filter((s) => s.state === 'connected').length >= 2, 10_000, 'the slow viewer to reconnect');
 
     // Meanwhile the engine and the fast viewer went on at full speed: the turn took its ~2 s.
     const slowTurnMs = await slowTurn;
     expect(slowTurnMs).toBeLessThan(4_000);
     await withTimeout(burst, 20_000, 'the big prompts to be applied');
-    await waitUntil(() => results() >= BIG_PROMPTS + 1, 20_000, 'the fast viewer to get every turn');
+    await waitFor(() => results() >= BIG_PROMPTS + 1, 20_000, 'the fast viewer to get every turn');
     const allMs = Date.now() - started;
     expect(stuckAt).toBeLessThan(fastRec.items.length);
 

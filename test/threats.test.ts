@@ -24,6 +24,7 @@ import { processesIn } from './support/cli.js';
 import { isResult, until } from './support/items.js';
 import { record } from './support/recorder.js';
 import { startStack, withTimeout, type Stack } from './support/stack.js';
+import { waitFor } from './support/wait.js';
 import { WsFrameReader } from './support/ws-frames.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -34,14 +35,6 @@ async function codeOf(p: Promise<unknown>): Promise<string> {
     return 'none';
   } catch (err) {
     return err instanceof TetherError ? err.code : `untyped: ${String(err)}`;
-  }
-}
-
-async function waitUntil(pred: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await pred())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(20);
   }
 }
 
@@ -96,7 +89,7 @@ async function rawWs(port: number, token: string | undefined, extraHeaders = '')
     });
     socket.on('close', () => resolve(code));
   });
-  await waitUntil(() => upgraded || socket.destroyed, 3_000, 'the upgrade');
+  await waitFor(() => upgraded || socket.destroyed, 3_000, 'the upgrade');
   if (!upgraded) throw new Error('upgrade refused');
   return { socket, closed };
 }
@@ -204,7 +197,7 @@ describe('threats 2B: WebSocket protocol and transport', () => {
 
     // Everyone else is unaffected, and the refused client may come back.
     await session.sendUserMessage('hello again');
-    const result = (await until(it, isResult)) as { message: Record<string, unknown> };
+    const result = (await waitFor(it, isResult)) as { message: Record<string, unknown> };
     expect(result.message.is_error).toBe(false);
     const back = await GatewayClient.connect({ gateway: server.url, dial: { maxFrameBytes: limit } });
     cleanups.push(() => back.close());
@@ -317,7 +310,7 @@ describe('threats 2D: sequence, ack, resume', () => {
     const session = await owner.createSession({ agent: 'test-agent', options: { env: { CLAUDE_CODE_SDK_READS_SESSION_STATE: '1' } } });
     const it = session[Symbol.asyncIterator]();
     await session.sendUserMessage('fill the history');
-    await until(it, isResult);
+    await waitFor(it, isResult);
     await sleep(300); // the frames that follow the result (state changes) settle
     // Every attach adds a presence frame, so the window is read again before each one.
     const lastSeq = async () => (await owner.listSessions()).find((x) => x.id === session.id)!.last_seq;
@@ -404,7 +397,7 @@ describe('threats 2D: sequence, ack, resume', () => {
     const recB = record(sb);
     await Promise.all(Array.from({ length: 8 }, (_, n) => [session.sendUserMessage(`from a ${n}`), sb.sendUserMessage(`from b ${n}`)]).flat());
     const results = (r: typeof recA) => r.items.filter((i) => i.body.startsWith('{"type":"result"'));
-    await waitUntil(() => [recA, recB, viewer].every((r) => results(r).length === 16), 20_000, '16 results everywhere');
+    await waitFor(() => [recA, recB, viewer].every((r) => results(r).length === 16), 20_000, '16 results everywhere');
     const prompts = (r: typeof recA) => r.items.filter((i) => i.body.includes('"subtype":"prompt"')).map((i) => (JSON.parse(i.body) as { message: { content: string } }).message.content);
     expect(prompts(recB)).toEqual(prompts(recA));
     expect(prompts(viewer)).toEqual(prompts(recA));
@@ -469,7 +462,7 @@ describe('threats 2H: resource exhaustion', () => {
     const bob = await stack.client({ sub: 'bob' });
     await bob.createSession({ agent: 'test-agent' });
     await one.stop();
-    await waitUntil(async () => (await alice.listSessions()).find((s) => s.id === one.id)?.state === 'ended', 10_000, 'the stopped session to end');
+    await waitFor(async () => (await alice.listSessions()).find((s) => s.id === one.id)?.state === 'ended', 10_000, 'the stopped session to end');
     const again = await alice.createSession({ agent: 'test-agent' });
     expect(again.role).toBe('owner');
   });

@@ -1,0 +1,35 @@
+/**
+ * The tests' one way to wait: for a promise, or for a condition, always bounded. A wait that
+ * runs out throws `timed out after N ms waiting for WHAT`, so a failing test says what never
+ * happened instead of hanging. (No sleeps that hope something happened meanwhile.)
+ */
+
+/** How often {@link waitFor} looks at its condition. */
+const POLL_MS = 20;
+
+/**
+ * `p`, or a rejection once `ms` have passed without it settling. `what` may be a function,
+ * asked only on timeout (to describe the state then).
+ */
+export function withTimeout<T>(p: Promise<T>, ms: number, what: string | (() => string)): Promise<T> {
+  let t: NodeJS.Timeout;
+  return Promise.race([
+    p.finally(() => clearTimeout(t)),
+    new Promise<T>((_, reject) => {
+      t = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${typeof what === 'function' ? what() : what}`)), ms);
+    }),
+  ]);
+}
+
+/**
+ * Resolves once `cond` holds (checked at once, then every 20 ms), with the ms it took; throws
+ * when it still does not hold after `ms`.
+ */
+export async function waitFor(cond: () => boolean | Promise<boolean>, ms: number, what: string): Promise<number> {
+  const start = Date.now();
+  while (!(await cond())) {
+    if (Date.now() - start > ms) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, POLL_MS));
+  }
+  return Date.now() - start;
+}
