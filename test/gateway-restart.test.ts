@@ -8,6 +8,7 @@ import { FileSessionStore } from '../gateway/session-store.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { processesIn, startTether } from './support/cli.js';
 import { isResult, until } from './support/items.js';
+import { waitFor } from './support/wait.js';
 import { fileURLToPath } from 'node:url';
 
 const BURST_ENGINE = fileURLToPath(new URL('./support/burst-engine.mjs', import.meta.url));
@@ -30,7 +31,8 @@ describe('gateway restart', () => {
     let server: GatewayServer = await boot(0);
     const port = server.port;
     cleanups.push(() => server.close());
-    const agent = new Agent({ gateway: server.url, name: 'builder', engine: 'demo', cwd: cwd.path, backoff: FAST_BACKOFF, eofGraceMs: 1_000, termGraceMs: 1_000 });
+    const agentStates: string[] = [];
+    const agent = new Agent({ gateway: server.url, name: 'builder', engine: 'demo', cwd: cwd.path, backoff: FAST_BACKOFF, eofGraceMs: 1_000, termGraceMs: 1_000, onStatus: (s) => agentStates.push(s.state) });
     await agent.start();
     cleanups.push(() => agent.shutdown(1_000));
     const client = await GatewayClient.connect({ gateway: server.url, backoff: FAST_BACKOFF });
@@ -47,7 +49,8 @@ describe('gateway restart', () => {
     await session.sendUserMessage('a slow long answer please');
     await until(it, (i) => i.kind === 'engine' && i.message.type === 'stream_event', seen);
     await server.close(); // the gateway goes away mid-stream
-    await new Promise((r) => setTimeout(r, 300)); // the engine keeps streaming into the agent's buffer
+    // The agent has seen its link go down; the engine keeps streaming into its buffer meanwhile.
+    await waitFor(() => agentStates.includes('down'), 10_000, 'the agent to see the gateway gone');
     server = await boot(port);
 
     const result = (await until(it, isResult, seen, 20_000, 'the slow turn to finish after the restart')) as { message: Record<string, unknown> };
@@ -88,14 +91,11 @@ describe('gateway restart', () => {
     expect(processesIn(cwd.path, 'demo-engine/main.js')).toHaveLength(1);
     await server.close();
     server = await startGatewayServer(new Gateway(), { port });
-    const deadline = Date.now() + 15_000;
-    while (processesIn(cwd.path, 'demo-engine/main.js').length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    expect(processesIn(cwd.path, 'demo-engine/main.js')).toEqual([]);
+    await waitFor(() => processesIn(cwd.path, 'demo-engine/main.js').length === 0, 15_000, 'the unknown engine to be stopped');
     const again = await GatewayClient.connect({ gateway: server.url });
     cleanups.push(() => again.close());
     await expect(again.attach(session.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
-    while (agent.sessionCount > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    expect(agent.sessionCount).toBe(0);
+    await waitFor(() => agent.sessionCount === 0, 15_000, 'the agent to forget the session');
   });
 
   it('the gateway process is SIGKILLed mid-turn and started again: nothing lost, nothing doubled, engine untouched', async () => {

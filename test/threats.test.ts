@@ -25,7 +25,7 @@ import { isResult, until } from './support/items.js';
 import { rawClient } from './support/raw-client.js';
 import { record } from './support/recorder.js';
 import { startStack, withTimeout, type Stack } from './support/stack.js';
-import { waitFor } from './support/wait.js';
+import { waitFor, steady } from './support/wait.js';
 import { WsFrameReader } from './support/ws-frames.js';
 
 
@@ -384,8 +384,8 @@ describe('threats 2D: sequence, ack, resume', () => {
     const engine = new FakeEngine();
     const { relay, sent } = relayWith(engine, 8 * 1024);
     engine.push(200);
-    let lastCount = -1; // the relay has stopped reading once what it sent holds still between two looks
-    await waitFor(() => lastCount === (lastCount = sent.length) && lastCount > 0, 5_000, 'the relay to stop reading');
+    await waitFor(() => sent.length > 0, 5_000, 'the relay to start sending');
+    await steady(() => sent.length, 5_000, 'the relay to stop reading'); // what it sent holds still
     expect(engine.unread).toBeGreaterThan(100); // the engine waits on its pipe
     const held = sent.length;
     expect(held).toBeLessThan(50);

@@ -77,6 +77,12 @@ export interface Channel extends AsyncIterable<WireFrame> {
    * use it: a peer whose bytes keep arriving is alive, however slow the link.
    */
   readonly receivedBytes: number;
+  /**
+   * Bytes received but not yet pulled by the reader. Bounded: past the inbound high-water
+   * mark the adapter stops reading its transport, so a reader that stops pulling keeps this
+   * near the mark (plus what was already on its way).
+   */
+  readonly inboundQueuedBytes: number;
   readonly isClosed: boolean;
   send(frame: OutgoingFrame): Promise<void>;
   /**
@@ -132,6 +138,10 @@ export abstract class BaseChannel implements Channel {
   private closeInfo: CloseInfo | undefined;
   private readonly highFrames: number;
   private readonly highBytes: number;
+
+  get inboundQueuedBytes(): number {
+    return this.queuedBytes;
+  }
 
   constructor(opts: BaseChannelOptions = {}) {
     this.maxFrameBytes = opts.maxFrameBytes ?? CHANNEL_DEFAULTS.maxFrameBytes;

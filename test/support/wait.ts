@@ -33,3 +33,15 @@ export async function waitFor(cond: () => boolean | Promise<boolean>, ms: number
   }
   return Date.now() - start;
 }
+
+/**
+ * Resolves once `read()` gives the same value twice in a row, POLL_MS apart (a flow that has
+ * stopped: a queue held by backpressure, a reader that stopped pulling), with that value.
+ */
+export async function steady<T>(read: () => T, ms: number, what: string): Promise<T> {
+  let last: T | typeof NOTHING = NOTHING;
+  await waitFor(() => last === (last = read()), ms, what);
+  return last as T;
+}
+
+const NOTHING = Symbol('nothing yet');
