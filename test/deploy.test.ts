@@ -46,8 +46,11 @@ describe('docker-compose.yml uses only what the CLI has', () => {
     const help = await helpOf(cmd);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain(`Usage: tether ${cmd}`);
-    for (const flag of args.filter((a) => a.startsWith('--'))) expect(help.stdout, `${cmd} ${flag}`).toMatch(new RegExp(`(^|\\s)${flag}\\b`));
-    for (const name of Object.keys(s.environment ?? {}).filter((n) => n.startsWith('TETHER_'))) expect(help.stdout, `${cmd} ${name}`).toContain(name);
+    const flags = args.filter((a) => a.startsWith('--'));
+    const names = Object.keys(s.environment ?? {}).filter((n) => n.startsWith('TETHER_'));
+    expect([...flags, ...names], 'every service is configured by flags or TETHER_* variables').not.toHaveLength(0);
+    for (const flag of flags) expect(help.stdout, `${cmd} ${flag}`).toMatch(new RegExp(`(^|\\s)${flag}\\b`));
+    for (const name of names) expect(help.stdout, `${cmd} ${name}`).toContain(name);
   });
 
   it('its variables load as a valid gateway and agent configuration', () => {
@@ -97,7 +100,9 @@ describe('Dockerfile and systemd unit', () => {
     const unit = read('docs/tether-agent.service');
     expect(unit).toMatch(/^ExecStart=\/usr\/bin\/env tether agent$/m);
     const help = (await helpOf('agent')).stdout;
-    for (const [, name] of unit.matchAll(/^Environment=(TETHER_[A-Z_]+)=/gm)) expect(help, name).toContain(name);
+    const names = [...unit.matchAll(/^Environment=(TETHER_[A-Z_]+)=/gm)].map((m) => m[1]!);
+    expect(names, 'the unit configures the agent with TETHER_* variables').not.toHaveLength(0);
+    for (const name of names) expect(help, name).toContain(name);
   });
 });
 
