@@ -97,12 +97,3 @@ export async function startRig(o: StartRigOptions): Promise<StartRig> {
     },
   };
 }
-
-/** Polls `pred` until it holds; rejects after `ms` naming what was awaited. */
-export async function waitUntil(pred: () => boolean, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!pred()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
