@@ -81,6 +81,16 @@ export class SessionRelay {
     return this.outbox.length ? this.outbox[0].seq : this.nextSeq;
   }
 
+  /** Highest output seq handed out so far (0 before the first item). */
+  get lastSentSeq(): number {
+    return this.nextSeq - 1;
+  }
+
+  /** Bytes of output sent and not yet acked; the relay stops reading the engine at its limit. */
+  get unackedBytes(): number {
+    return this.outboxBytes;
+  }
+
   /** Highest gateway input seq written to the engine (for the hello on reconnect). */
   get lastAppliedInputSeq(): number {
     return this.lastInputSeq;

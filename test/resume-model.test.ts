@@ -158,7 +158,7 @@ class World {
 
   constructor(
     readonly replayFrames: number,
-    maxUnackedBytes: number,
+    readonly maxUnackedBytes: number,
   ) {
     this.relay = new SessionRelay(SESSION_ID, this.engine as unknown as EngineProcess, silentLogger, { maxUnackedBytes });
     this.host = {
@@ -331,7 +331,7 @@ class World {
       case 'forgeAck': {
         // D5: an ack beyond what the agent sent is ignored; nothing is released.
         const before = this.relay.nextOutputSeq;
-        const sent = this.highestSent();
+        const sent = this.relay.lastSentSeq;
         this.relay.ack(sent + 1 + cmd.k);
         expect(this.relay.nextOutputSeq).toBe(before);
         this.forgedAcksIgnored++;
@@ -356,7 +356,7 @@ class World {
     }
     await tick();
     // The agent holds at most its limit plus the item that crossed it (then the engine waits).
-    expect(this.outboxBytes()).toBeLessThanOrEqual(this.maxUnacked() + 1024);
+    expect(this.relay.unackedBytes).toBeLessThanOrEqual(this.maxUnackedBytes + 1024);
   }
 
   /** Links come back, everything in flight is delivered and acked, the engine exits; all drained. */
@@ -379,19 +379,6 @@ class World {
       for (let c = 0; c < CLIENTS; c++) await this.run({ t: 'deliverClient', c, n: 1_000 });
     }
     throw new Error('the model did not quiesce');
-  }
-
-  private highestSent(): number {
-    // The relay numbers from 1; everything below nextSeq was sent (private, read for the check).
-    return (this.relay as unknown as { nextSeq: number }).nextSeq - 1;
-  }
-
-  private outboxBytes(): number {
-    return (this.relay as unknown as { outboxBytes: number }).outboxBytes;
-  }
-
-  private maxUnacked(): number {
-    return (this.relay as unknown as { limits: { maxUnackedBytes: number } }).limits.maxUnackedBytes;
   }
 }
 
