@@ -64,6 +64,16 @@ const plain = (frames: WireFrame[]) => frames.map((f) => (typeof f === 'string' 
 
 const notification = (i: number, tag = 'n') => JSON.stringify({ jsonrpc: '2.0', method: tag, params: { i } });
 
+/** Both ends closed by the link's loss: UNAVAILABLE or CANCELLED (never OK), by the peer, signal aborted. */
+async function expectLostOnBothSides(p: ChannelPair): Promise<void> {
+  for (const [side, channel] of [['server', p.server], ['client', p.client]] as const) {
+    const info = await closedOf(channel, side);
+    expect(['UNAVAILABLE', 'CANCELLED']).toContain(info.code);
+    expect(info.byPeer).toBe(true);
+    expect(channel.signal.aborted).toBe(true);
+  }
+}
+
 async function expectCode(promise: Promise<unknown>, code: string): Promise<void> {
   const err = await withTimeout(promise.then(() => undefined, (e: unknown) => e), 5_000, `rejection with ${code}`);
   expect(err).toBeInstanceOf(TetherError);
@@ -243,15 +253,7 @@ describe.each(TRANSPORTS)('Channel conformance: %s', (transport) => {
     expect(await received).toEqual([0, 1, 2].map((i) => notification(i)));
     const readers = [drain(p.server), drain(p.client)];
     await withTimeout(p.kill(), 5_000, 'cut the link');
-    for (const [side, channel] of [
-      ['server', p.server],
-      ['client', p.client],
-    ] as const) {
-      const info = await closedOf(channel, side);
-      expect(['UNAVAILABLE', 'CANCELLED']).toContain(info.code);
-      expect(info.byPeer).toBe(true);
-      expect(channel.signal.aborted).toBe(true);
-    }
+    await expectLostOnBothSides(p);
     for (const reader of readers) expect(await reader).toEqual([]);
     await expectCode(p.client.send('{}'), 'FAILED_PRECONDITION');
   });
@@ -275,14 +277,7 @@ describe.each(TRANSPORTS)('Channel conformance: %s', (transport) => {
         await waitFor(() => got[0].length > 0 || got[1].length > 0, 5_000, 'the first frames read');
       }
       await withTimeout(p.cut(), 5_000, 'cut the network');
-      for (const [side, channel] of [
-        ['server', p.server],
-        ['client', p.client],
-      ] as const) {
-        const info = await closedOf(channel, side);
-        expect(['UNAVAILABLE', 'CANCELLED']).toContain(info.code);
-        expect(info.byPeer).toBe(true);
-      }
+      await expectLostOnBothSides(p);
       const [atServer, atClient] = await Promise.all(readers);
       expect(atServer).toEqual(up.slice(0, atServer!.length));
       expect(atClient).toEqual(down.slice(0, atClient!.length));

@@ -9,6 +9,7 @@ import { startTether } from './support/cli.js';
 import { startRig, type EngineRig } from './support/engines.js';
 import { readTurn } from './support/turns.js';
 import { FaultProxy } from './support/fault-proxy.js';
+import { perTest } from './support/per-test.js';
 
 /**
  * The JSON-RPC dialect driven by a thin client written here with nothing but `ws` (or
@@ -134,15 +135,7 @@ const scenario = (cwd: string) => ({
 });
 
 /** The rig and the pipes one test opens; the describe block that calls this closes them after each test. */
-function rigPerTest(): { rig: EngineRig | undefined; pipes: Pipe[] } {
-  const state: { rig: EngineRig | undefined; pipes: Pipe[] } = { rig: undefined, pipes: [] };
-  afterEach(async () => {
-    for (const p of state.pipes.splice(0)) p.close();
-    await state.rig?.stop();
-    state.rig = undefined;
-  });
-  return state;
-}
+const rigPerTest = () => perTest(() => ({ rig: undefined as EngineRig | undefined, pipes: [] as Pipe[] }));
 
 describe.each(['ws', 'grpc'] as const)('JSON-RPC dialect over %s, real CLI', (transport) => {
   const case_ = rigPerTest();
