@@ -230,8 +230,16 @@ export abstract class BaseChannel implements Channel {
     this.closeInfo = info;
     this.resolveClosed(info);
     this.abort.abort(new TetherError(info.code === 'OK' ? 'CANCELLED' : info.code, info.reason));
+    this.dropUnsent(new TetherError('UNAVAILABLE', `channel closed before the frame was handed over: ${info.reason}`));
     this.wake();
   }
+
+  /**
+   * Called once, as the channel settles (however it ended): an adapter that queues frames
+   * before handing them to its transport fails those with `err` here, so their send()
+   * promises reject instead of hanging. Frames already handed over are the adapter's to settle.
+   */
+  protected dropUnsent(_err: TetherError): void {}
 
   private wake(): void {
     const w = this.waiter;
