@@ -9,18 +9,9 @@ import { FileAuditLog, type AuditEntry, type AuditLog } from '../gateway/audit-l
 import { scanAuditFile } from '../gateway/audit-reader.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { startRig, WRITE_FILE, type EngineRig } from './support/engines.js';
-import { isCanUseTool, isResult, until } from './support/items.js';
+import { codeOf, isCanUseTool, isResult, until } from './support/items.js';
 import { asPermissionRequest } from '../client/permission-policy.js';
 import type { SessionItem } from '../client/remote-session.js';
-
-async function errorCode(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return 'none';
-  } catch (err) {
-    return (err as TetherError).code;
-  }
-}
 
 /** Every line of the file, parsed (a line that is not JSON fails the test here). */
 function fileRecords(path: string): Record<string, any>[] {
@@ -189,11 +180,11 @@ describe('audit trail', () => {
     audit.failing = () => true;
     const refused = await s.answer(ask.requestId, { behavior: 'allow', updatedInput: ask.input }).catch((e: TetherError) => e);
     expect(refused).toMatchObject({ code: 'FAILED_PRECONDITION', message: 'the audit trail cannot be written (ENOSPC); permission_decision was not applied' });
-    expect(await errorCode(s.sendUserMessage('another'))).toBe('FAILED_PRECONDITION');
-    expect(await errorCode(s.setModel('refused-model'))).toBe('FAILED_PRECONDITION');
+    expect(await codeOf(s.sendUserMessage('another'))).toBe('FAILED_PRECONDITION');
+    expect(await codeOf(s.setModel('refused-model'))).toBe('FAILED_PRECONDITION');
     const guest = await r.stack.client();
-    expect(await errorCode(guest.attach(s.id))).toBe('FAILED_PRECONDITION');
-    expect(await errorCode(owner.createSession({ agent: 'test-agent' }))).toBe('FAILED_PRECONDITION');
+    expect(await codeOf(guest.attach(s.id))).toBe('FAILED_PRECONDITION');
+    expect(await codeOf(owner.createSession({ agent: 'test-agent' }))).toBe('FAILED_PRECONDITION');
     const [info] = await owner.listSessions();
     expect(info).toMatchObject({ id: s.id, state: 'requires_action', pending_prompts: 1 });
     expect(info.clients.map((c) => c.principal)).toEqual(['test-user']);
@@ -237,10 +228,10 @@ describe('audit trail', () => {
     const bob = await r.stack.client({ sub: 'bob' });
     const bobIn = await bob.attach(s.id);
     expect(bobIn.role).toBe('controller');
-    expect(await errorCode(bobIn.audit())).toBe('PERMISSION_DENIED');
+    expect(await codeOf(bobIn.audit())).toBe('PERMISSION_DENIED');
     const stranger = await r.stack.client({ sub: 'carol', scopes: ['agent:elsewhere'] });
-    expect(await errorCode((await stranger.peer()).request('session.audit', { session_id: s.id }))).toBe('NOT_FOUND');
-    expect(await errorCode((await alice.peer()).request('session.audit', {}))).toBe('PERMISSION_DENIED');
+    expect(await codeOf((await stranger.peer()).request('session.audit', { session_id: s.id }))).toBe('NOT_FOUND');
+    expect(await codeOf((await alice.peer()).request('session.audit', {}))).toBe('PERMISSION_DENIED');
     await s.setRole(bobIn.clientId, 'viewer');
     expect((await s.audit()).map((e) => `${e.principal}:${e.action}`)).toEqual(['alice:create', 'alice:attach', 'bob:attach', 'alice:role_change']);
     expect((await s.audit()).at(-1)).toMatchObject({ principal: 'alice', target_principal: 'bob', client_id: bobIn.clientId, role: 'viewer' });

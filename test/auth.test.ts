@@ -16,7 +16,7 @@ import { PROTOCOL_VERSION } from '../core/protocol/version.js';
 import { RpcPeer } from '../core/rpc/peer.js';
 import type { Gateway } from '../gateway/gateway.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
-import { isCanUseTool, until } from './support/items.js';
+import { codeOf, isCanUseTool, until } from './support/items.js';
 import { startStack, type Stack } from './support/stack.js';
 import { waitFor } from './support/wait.js';
 
@@ -48,15 +48,6 @@ async function refusal(p: Promise<unknown>): Promise<TetherError> {
     return err as TetherError;
   }
   throw new Error('expected a refusal');
-}
-
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return 'none';
-  } catch (err) {
-    return (err as TetherError).code;
-  }
 }
 
 function stackFor(transport: 'ws' | 'grpc', cwd: string): Promise<Stack> {

@@ -3,10 +3,9 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { answerQuestions, asPermissionRequest, askQuestions } from '../client/permission-policy.js';
 import type { SessionItem } from '../client/remote-session.js';
-import { TetherError } from '../core/errors.js';
 import type { FakeScenario } from './support/fake-anthropic.js';
 import { startRig, type EngineRig } from './support/engines.js';
-import { isCanUseTool, isResult, isWithdrawal, until } from './support/items.js';
+import { codeOf, isCanUseTool, isResult, isWithdrawal, until } from './support/items.js';
 import { toolResults } from './support/turns.js';
 
 const bashTurn = (command: string): FakeScenario => ({
@@ -18,15 +17,6 @@ const SCRIPT = {
   claude: { bashPrompt: 'append a line', bash: bashTurn('echo hi >> made.txt'), askPrompt: 'ask me' },
   demo: { bashPrompt: 'create a file', bash: undefined, askPrompt: 'ask me a question' },
 } as const;
-
-async function errorCode(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return 'none';
-  } catch (err) {
-    return (err as TetherError).code;
-  }
-}
 
 describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) => {
   let rig: EngineRig | undefined;
@@ -52,11 +42,11 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
     expect(prompts.map((p) => (p as { line: string }).line)).toEqual(Array(3).fill((prompts[0] as { line: string }).line));
 
     // The viewer may neither answer nor prompt.
-    expect(await errorCode(sv.answer(ask.requestId, { behavior: 'allow', updatedInput: ask.input }))).toBe('PERMISSION_DENIED');
-    expect(await errorCode(sv.sendUserMessage('viewer prompt'))).toBe('PERMISSION_DENIED');
+    expect(await codeOf(sv.answer(ask.requestId, { behavior: 'allow', updatedInput: ask.input }))).toBe('PERMISSION_DENIED');
+    expect(await codeOf(sv.sendUserMessage('viewer prompt'))).toBe('PERMISSION_DENIED');
 
     await s1.answer(ask.requestId, { behavior: 'allow', updatedInput: ask.input });
-    expect(await errorCode(s2.answer(ask.requestId, { behavior: 'deny', message: 'too late' }))).toBe('FAILED_PRECONDITION');
+    expect(await codeOf(s2.answer(ask.requestId, { behavior: 'deny', message: 'too late' }))).toBe('FAILED_PRECONDITION');
     await until(i2, isWithdrawal(ask.requestId), seen[1], 10_000, 'the withdrawal');
     const results = await Promise.all([i1, i2, iv].map((it, n) => until(it, isResult, seen[n], 20_000, 'the result')));
     expect(results.every((r) => (r as { message: Record<string, unknown> }).message.is_error === false)).toBe(true);
@@ -132,7 +122,7 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
     const denied = toolResults(messages).find((r) => r.is_error);
     expect(denied?.content).toContain('expired');
     if (rig.fake) expect(rig.fake.lastToolResults().at(-1)?.content).toContain('expired');
-    expect(await errorCode(s.answer(requestId, { behavior: 'allow', updatedInput: {} }))).toBe('FAILED_PRECONDITION');
+    expect(await codeOf(s.answer(requestId, { behavior: 'allow', updatedInput: {} }))).toBe('FAILED_PRECONDITION');
   });
 
   it('two clients using the same request_id each get exactly their own response', async () => {
@@ -184,8 +174,8 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
     const owner = await (await rig.stack.client()).createSession({ agent: 'test-agent' });
     const guest = await (await rig.stack.client()).attach(owner.id, { readOnly: true });
     expect(guest.role).toBe('viewer');
-    expect(await errorCode(guest.sendUserMessage('hi'))).toBe('PERMISSION_DENIED');
-    expect(await errorCode(guest.setRole(owner.clientId, 'viewer'))).toBe('PERMISSION_DENIED');
+    expect(await codeOf(guest.sendUserMessage('hi'))).toBe('PERMISSION_DENIED');
+    expect(await codeOf(guest.setRole(owner.clientId, 'viewer'))).toBe('PERMISSION_DENIED');
     await owner.setRole(guest.clientId, 'controller');
     const ig = guest[Symbol.asyncIterator]();
     await until(ig, (i) => i.kind === 'event' && i.event.subtype === 'presence' && i.event.action === 'role_changed' && i.event.role === 'controller');
@@ -193,7 +183,7 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
     await until(ig, isResult);
     await owner.setRole(guest.clientId, 'viewer');
     await until(ig, (i) => i.kind === 'event' && i.event.subtype === 'presence' && i.event.action === 'role_changed' && i.event.role === 'viewer');
-    expect(await errorCode(guest.sendUserMessage('again'))).toBe('PERMISSION_DENIED');
+    expect(await codeOf(guest.sendUserMessage('again'))).toBe('PERMISSION_DENIED');
     const audit = await owner.audit();
     expect(audit.filter((e) => e.action === 'role_change').map((e) => e.role)).toEqual(['controller', 'viewer']);
   });
@@ -209,12 +199,12 @@ describe('team sessions: bad input changes nothing', () => {
   it('refuses malformed input lines with typed errors and the engine keeps running', async () => {
     rig = await startRig('demo');
     const s = await (await rig.stack.client()).createSession({ agent: 'test-agent' });
-    expect(await errorCode(s.send({ type: 'user' }))).toBe('INVALID_ARGUMENT');
-    expect(await errorCode(s.send({ type: 'user', message: { role: 'user' } }))).toBe('INVALID_ARGUMENT');
-    expect(await errorCode(s.send({ type: 'bogus' }))).toBe('INVALID_ARGUMENT');
-    expect(await errorCode(s.send({ type: 'control_request', request_id: 'x' }))).toBe('INVALID_ARGUMENT');
-    expect(await errorCode(s.send({ type: 'control_response', response: { subtype: 'success', request_id: 'never-raised' } }))).toBe('NOT_FOUND');
-    expect(await errorCode(s.send({ type: 'control_cancel_request', request_id: 'not-mine' }))).toBe('NOT_FOUND');
+    expect(await codeOf(s.send({ type: 'user' }))).toBe('INVALID_ARGUMENT');
+    expect(await codeOf(s.send({ type: 'user', message: { role: 'user' } }))).toBe('INVALID_ARGUMENT');
+    expect(await codeOf(s.send({ type: 'bogus' }))).toBe('INVALID_ARGUMENT');
+    expect(await codeOf(s.send({ type: 'control_request', request_id: 'x' }))).toBe('INVALID_ARGUMENT');
+    expect(await codeOf(s.send({ type: 'control_response', response: { subtype: 'success', request_id: 'never-raised' } }))).toBe('NOT_FOUND');
+    expect(await codeOf(s.send({ type: 'control_cancel_request', request_id: 'not-mine' }))).toBe('NOT_FOUND');
     const it = s[Symbol.asyncIterator]();
     await s.sendUserMessage('still alive?');
     const r = (await until(it, isResult)) as { message: Record<string, unknown> };

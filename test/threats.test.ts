@@ -21,22 +21,13 @@ import { ReplayLog } from '../gateway/replay-log.js';
 import { startGatewayServer, type GatewayServer } from '../gateway/server.js';
 import { makeTempDir } from './support/claude-cli.js';
 import { processesIn } from './support/cli.js';
-import { isResult, until } from './support/items.js';
+import { codeOf, isResult, until } from './support/items.js';
 import { rawClient } from './support/raw-client.js';
 import { record } from './support/recorder.js';
 import { startStack, withTimeout, type Stack } from './support/stack.js';
 import { waitFor, steady } from './support/wait.js';
 import { WsFrameReader } from './support/ws-frames.js';
 
-
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return 'none';
-  } catch (err) {
-    return err instanceof TetherError ? err.code : `untyped: ${String(err)}`;
-  }
-}
 
 // ---- raw WebSocket, for the protocol rows ------------------------------------------------
 
