@@ -45,3 +45,17 @@ export async function steady<T>(read: () => T, ms: number, what: string): Promis
 }
 
 const NOTHING = Symbol('nothing yet');
+
+/**
+ * Reads a value until `ok(value)` holds and resolves with it; on timeout the error shows the
+ * last value read (a Map as an object).
+ */
+export async function eventually<T>(read: () => Promise<T>, ok: (value: T) => boolean, what: string, ms = 15_000): Promise<T> {
+  let last: T | undefined;
+  try {
+    await waitFor(async () => ok((last = await read())), ms, what);
+  } catch (err) {
+    throw new Error(`${(err as Error).message}; last: ${JSON.stringify(last instanceof Map ? Object.fromEntries(last) : last)}`);
+  }
+  return last as T;
+}
