@@ -1,17 +1,17 @@
 import { appendFileSync, chownSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { TetherError } from '../core/errors.js';
 import { AuditRecord } from '../core/protocol/audit.js';
 import { ensurePrivateDir } from '../core/util/private-files.js';
 import { FileAuditLog, type AuditEntry, type AuditLog } from '../gateway/audit-log.js';
 import { scanAuditFile } from '../gateway/audit-reader.js';
-import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { startRig, WRITE_FILE, type EngineRig } from './support/engines.js';
 import { codeOf, isCanUseTool, isResult, until } from './support/items.js';
 import { asPermissionRequest } from '../client/permission-policy.js';
 import type { SessionItem } from '../client/remote-session.js';
+import { cleanupsPerTest } from './support/cleanups.js';
 
 /** Every line of the file, parsed (a line that is not JSON fails the test here). */
 function fileRecords(path: string): Record<string, any>[] {
@@ -39,16 +39,8 @@ class BreakableAudit implements AuditLog {
 }
 
 describe('audit trail', () => {
-  const cleanups: (() => Promise<void> | void)[] = [];
-  afterEach(async () => {
-    for (const c of cleanups.reverse()) await c();
-    cleanups.length = 0;
-  });
-  function tempDir(prefix: string): TempDir {
-    const d = makeTempDir(prefix);
-    cleanups.push(() => d.cleanup());
-    return d;
-  }
+  const cleanups = cleanupsPerTest();
+  const tempDir = (prefix: string) => cleanups.tempDir(prefix);
   async function rig(kind: 'claude' | 'demo', audit: AuditLog): Promise<EngineRig> {
     const r = await startRig(kind, WRITE_FILE[kind].scenario, { audit });
     cleanups.push(() => r.stop());

@@ -6,7 +6,7 @@
  * order), the reference's engine lines must equal what the engine wrote to stdout, and every
  * prompt, including those sent across a cut, must reach the engine exactly once.
  */
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { Agent } from '../agent/agent.js';
 import { GatewayClient } from '../client/gateway-client.js';
 import type { RemoteSession } from '../client/remote-session.js';
@@ -16,6 +16,7 @@ import { makeTempDir } from './support/claude-cli.js';
 import { compareViews, engineOutput, record, teeEngine, type Recording, type Seen } from './support/recorder.js';
 import { startStack, withTimeout, type Stack, type TransportName } from './support/stack.js';
 import { waitFor } from './support/wait.js';
+import { cleanupsPerTest, type Cleanups } from './support/cleanups.js';
 
 const FAST_BACKOFF = { initialMs: 20, factor: 1.5, maxMs: 150, jitter: 0.2 };
 /** Heartbeats short enough that a half-open link is noticed within about a second, on both transports. */
@@ -50,11 +51,7 @@ function note(events: string[], what: string): void {
 }
 
 describe('fault injection: cuts on the client and agent links', () => {
-  const cleanups: (() => Promise<unknown> | unknown)[] = [];
-  afterEach(async () => {
-    for (const c of cleanups.reverse()) await Promise.resolve(c()).catch(() => {});
-    cleanups.length = 0;
-  });
+  const cleanups = cleanupsPerTest({ tolerant: true });
   afterAll(() => {
     console.log(
       `fault-injection summary: runs=${totals.runs} cuts injected=${totals.cuts} frames checked=${totals.framesChecked} ` +
@@ -189,7 +186,7 @@ describe('fault injection: cuts on the client and agent links', () => {
 async function startRun(
   transport: TransportName,
   leg: 'client' | 'agent',
-  cleanups: (() => Promise<unknown> | unknown)[],
+  cleanups: Cleanups,
   proxiedClients = 2,
   limits: Partial<GatewayLimits> = {},
 ): Promise<Run> {

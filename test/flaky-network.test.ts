@@ -8,12 +8,13 @@
  */
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './support/claude-cli.js';
 import { TETHER_BIN } from './support/cli.js';
 import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic.js';
 import { withTimeout } from './support/stack.js';
 import { startRig, waitUntil, type StartRig } from './support/start-rig.js';
+import { cleanupsPerTest } from './support/cleanups.js';
 
 const PROMPTS = 20;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -27,11 +28,7 @@ function textOf(content: unknown): string {
 }
 
 describe('flaky network: links cut at random from the first second, real CLI', () => {
-  const cleanups: (() => Promise<unknown> | unknown)[] = [];
-  afterEach(async () => {
-    for (const c of cleanups.reverse()) await Promise.resolve(c()).catch(() => {});
-    cleanups.length = 0;
-  });
+  const cleanups = cleanupsPerTest({ tolerant: true });
   afterAll(() => console.log(`flaky-network summary:\n${figures.join('\n')}`));
 
   for (const transport of ['ws', 'grpc'] as const) {

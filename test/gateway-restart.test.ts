@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Agent } from '../agent/agent.js';
 import { GatewayClient } from '../client/gateway-client.js';
 import type { SessionItem } from '../client/remote-session.js';
@@ -10,6 +10,7 @@ import { processesIn, startTether } from './support/cli.js';
 import { isResult, until } from './support/items.js';
 import { waitFor } from './support/wait.js';
 import { fileURLToPath } from 'node:url';
+import { cleanupsPerTest } from './support/cleanups.js';
 
 const BURST_ENGINE = fileURLToPath(new URL('./support/burst-engine.mjs', import.meta.url));
 
@@ -17,11 +18,7 @@ const FAST_BACKOFF = { initialMs: 100, factor: 1.5, maxMs: 400, jitter: 0.2 };
 
 /** The gateway goes away mid-turn and comes back: sessions, history and clients survive. */
 describe('gateway restart', () => {
-  const cleanups: (() => Promise<void> | void)[] = [];
-  afterEach(async () => {
-    for (const c of cleanups.reverse()) await c();
-    cleanups.length = 0;
-  });
+  const cleanups = cleanupsPerTest();
 
   it('a session, its history and its clients come back; the engine is never restarted', async () => {
     const state: TempDir = makeTempDir('tether-state-');

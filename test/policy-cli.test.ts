@@ -1,24 +1,16 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { GatewayClient } from '../client/gateway-client.js';
 import { TetherError } from '../core/errors.js';
 import { FileAuditLog } from '../gateway/audit-log.js';
-import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { runTether, startTether, type Daemon } from './support/cli.js';
+import { cleanupsPerTest } from './support/cleanups.js';
 
 /** `--policy FILE` as an operator uses it: help, a refused file at start, reload on change and SIGHUP. */
 describe('tether gateway/up --policy', () => {
-  const cleanups: (() => Promise<unknown> | void)[] = [];
-  afterEach(async () => {
-    for (const c of cleanups.reverse()) await c();
-    cleanups.length = 0;
-  });
-  const temp = (prefix: string): TempDir => {
-    const d = makeTempDir(prefix);
-    cleanups.push(() => d.cleanup());
-    return d;
-  };
+  const cleanups = cleanupsPerTest();
+  const temp = (prefix: string) => cleanups.tempDir(prefix);
 
   it('is in --help of gateway and up; a bad file stops the gateway from starting with its path, rule and why', async () => {
     for (const program of ['gateway', 'up']) expect((await runTether([program, '--help'])).stdout).toContain('--policy FILE');

@@ -27,6 +27,7 @@ import { record } from './support/recorder.js';
 import { startStack, withTimeout, type Stack } from './support/stack.js';
 import { waitFor, steady } from './support/wait.js';
 import { WsFrameReader } from './support/ws-frames.js';
+import { cleanupsPerTest } from './support/cleanups.js';
 
 
 // ---- raw WebSocket, for the protocol rows ------------------------------------------------
@@ -144,10 +145,7 @@ function relayWith(engine: FakeEngine, maxUnackedBytes = 64 * 1024 * 1024) {
 // ---- 2B. WebSocket protocol and transport ---------------------------------------------
 
 describe('threats 2B: WebSocket protocol and transport', () => {
-  const cleanups: (() => Promise<unknown> | unknown)[] = [];
-  afterEach(async () => {
-    for (const c of cleanups.splice(0).reverse()) await Promise.resolve(c()).catch(() => {});
-  });
+  const cleanups = cleanupsPerTest({ tolerant: true });
 
   /** A gateway with a small frame limit and a demo agent, auth off (the door is tested elsewhere). */
   async function smallGateway(maxFrameBytes: number): Promise<{ server: GatewayServer; agent: Agent }> {
