@@ -42,6 +42,14 @@ const openSession = async (clientCapabilities: acp.ClientCapabilities = {}) => {
   return { rig: r, editor: ed, sessionId };
 };
 
+/** An editor that never answers a permission request by itself: only its withdrawal ends it (as cancelled). */
+const answersOnlyWhenWithdrawn = (_req: unknown, signal: AbortSignal) =>
+  new Promise<{ outcome: { outcome: 'cancelled' } }>((resolve) => {
+    const cancelled = () => resolve({ outcome: { outcome: 'cancelled' } });
+    if (signal.aborted) cancelled();
+    else signal.addEventListener('abort', cancelled);
+  });
+
 describe('tether acp: the ACP SDK client drives the real CLI through gateway and agent', () => {
 
   const start = async () => {
@@ -133,12 +141,7 @@ describe('tether acp: the ACP SDK client drives the real CLI through gateway and
     const teammate = await (await rig.stack.client()).attach(sessionId);
     rig.fake!.setScenario({ responses: [bash('toolu_w', 'teammate.txt'), { text: 'Done.' }] });
     // The editor never answers by itself: only the withdrawal ends its request.
-    editor.onPermission = (_req, signal) =>
-      new Promise((resolve) => {
-        const cancelled = () => resolve({ outcome: { outcome: 'cancelled' } });
-        if (signal.aborted) cancelled();
-        else signal.addEventListener('abort', cancelled);
-      });
+    editor.onPermission = answersOnlyWhenWithdrawn;
     const prompt = editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'write it' }] });
     for await (const item of teammate) {
       if (item.kind !== 'engine') continue;
@@ -225,12 +228,7 @@ describe('tether acp: bad input', () => {
   it('session/cancel while a permission request is open withdraws it in the editor and the tool never runs', async () => {
     const { rig, editor: ed, sessionId } = await openSession();
     rig.fake!.setScenario({ responses: [bash('toolu_c', 'cancelled.txt')], fallback: { text: 'after' } });
-    ed.onPermission = (_req, signal) =>
-      new Promise((resolve) => {
-        const cancelled = () => resolve({ outcome: { outcome: 'cancelled' } });
-        if (signal.aborted) cancelled();
-        else signal.addEventListener('abort', cancelled);
-      });
+    ed.onPermission = answersOnlyWhenWithdrawn;
     const prompt = ed.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'write it' }] });
     await waitFor(() => ed.permissionRequests.length === 1, 30_000, 'the permission request');
     await ed.agent.notify(acp.methods.agent.session.cancel, { sessionId });

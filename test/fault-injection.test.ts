@@ -136,10 +136,7 @@ describe('fault injection: cuts on the client and agent links', () => {
     await run.proxy.waitFor(() => run.proxy.open.length >= 1, 5_000, 'the reconnect after the cut re-attach');
     await run.reference.session.sendUserMessage('after the cut re-attach');
     await waitFor(() => rec.items.some((i) => i.body.startsWith('{"type":"result"')), 10_000, 'the proxied client to see the result');
-    await run.reference.session.stop();
-    expect(await withTimeout(rec.done, 10_000, 'the end of the stream')).toBeUndefined();
-    await withTimeout(run.reference.rec.done, 10_000, 'the reference to end');
-    expect(compareViews(run.reference.rec.items, rec.items)).toMatchObject({ lost: 0, duplicated: 0, changed: 0, gaps: 0 });
+    await endAndCompareWithReference(run, rec);
   }, 30_000);
 
   it('a resume refused with a retryable error (the session is full) is retried after a reconnect, not dropped', async () => {
@@ -160,10 +157,7 @@ describe('fault injection: cuts on the client and agent links', () => {
     await other.detach(taken);
     await run.reference.session.sendUserMessage('after the refused resume');
     await waitFor(() => rec.items.some((i) => i.body.startsWith('{"type":"result"')), 10_000, 'the client to resume and see the result');
-    await run.reference.session.stop();
-    expect(await withTimeout(rec.done, 10_000, 'the end of the stream')).toBeUndefined();
-    await withTimeout(run.reference.rec.done, 10_000, 'the reference to end');
-    expect(compareViews(run.reference.rec.items, rec.items)).toMatchObject({ lost: 0, duplicated: 0, changed: 0, gaps: 0 });
+    await endAndCompareWithReference(run, rec);
   }, 30_000);
 
   for (const transport of ['ws', 'grpc'] as const satisfies readonly TransportName[]) {
@@ -182,6 +176,14 @@ describe('fault injection: cuts on the client and agent links', () => {
     }
   }
 });
+
+/** Stops the reference session, lets both streams end, and checks `rec` saw exactly what the reference saw. */
+async function endAndCompareWithReference(run: Run, rec: Recording): Promise<void> {
+  await run.reference.session.stop();
+  expect(await withTimeout(rec.done, 10_000, 'the end of the stream')).toBeUndefined();
+  await withTimeout(run.reference.rec.done, 10_000, 'the reference to end');
+  expect(compareViews(run.reference.rec.items, rec.items)).toMatchObject({ lost: 0, duplicated: 0, changed: 0, gaps: 0 });
+}
 
 async function startRun(
   transport: TransportName,
