@@ -12,21 +12,12 @@ import type { CreateProgress } from '../core/protocol/methods.js';
 import type { RemoteSession, SessionItem } from '../client/remote-session.js';
 import { TetherError } from '../core/errors.js';
 import { runTether, TETHER_CLAUDE_BIN } from './support/cli.js';
-import { isResult, until } from './support/items.js';
+import { isResult, until, rejectionOf } from './support/items.js';
 import { withTimeout } from './support/stack.js';
 import { startRig, type StartRig, type StartRigOptions } from './support/start-rig.js';
 import { waitFor } from './support/wait.js';
 
 const DEMO = [process.execPath, demoEnginePath()];
-
-async function errorOf(p: Promise<unknown>): Promise<TetherError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as TetherError;
-  }
-  throw new Error('expected a failure');
-}
 
 /** Sends one prompt and waits for its result; returns every item seen. */
 async function turn(s: RemoteSession, prompt: string, seen: SessionItem[] = []): Promise<SessionItem[]> {
@@ -55,7 +46,7 @@ describe('session start, stop and attach across link loss', () => {
     it(`${transport}: a create for an agent whose link dropped waits for it, says so, then succeeds with one engine`, async () => {
       const r = await open({ transport });
       const client = await r.client();
-      expect((await errorOf(client.createSession({ agent: 'nobody-knows-me' }))).code).toBe('NOT_FOUND'); // unknown agents still fail at once
+      expect((await rejectionOf(client.createSession({ agent: 'nobody-knows-me' }))).code).toBe('NOT_FOUND'); // unknown agents still fail at once
       const away = await agentAway(r);
       const progress: CreateProgress[] = [];
       const creating = client.createSession({ agent: r.agentName, onProgress: (p) => progress.push(p) });
@@ -103,7 +94,7 @@ describe('session start, stop and attach across link loss', () => {
     await waitFor(() => r.engine.pids().length === 1, 5_000, 'the engine to be starting');
     r.agentProxy.refuse(true);
     r.agentProxy.cutAll();
-    const e = await errorOf(creating);
+    const e = await rejectionOf(creating);
     expect(e.code).toBe('UNAVAILABLE');
     expect(e.message).toContain('did not come back');
     expect(r.engine.alive()).toHaveLength(1); // still starting on the agent, unreachable
@@ -121,7 +112,7 @@ describe('session start, stop and attach across link loss', () => {
     expect(b.id).toBe(a.id);
     expect((await c2.createSession({ agent: r.agentName, createId })).id).toBe(a.id);
     expect(r.engine.pids()).toHaveLength(1);
-    expect((await errorOf(c1.createSession({ agent: 'another-agent', createId }))).code).toBe('INVALID_ARGUMENT');
+    expect((await rejectionOf(c1.createSession({ agent: 'another-agent', createId }))).code).toBe('INVALID_ARGUMENT');
     // Another principal's create_id is its own.
     const other = await r.stack.client({ sub: 'someone-else' });
     expect((await other.createSession({ agent: r.agentName, createId })).id).not.toBe(a.id);

@@ -1,4 +1,5 @@
 import type { SessionItem } from '../../client/remote-session.js';
+import { expect } from 'vitest';
 import { TetherError } from '../../core/errors.js';
 import { withTimeout } from './wait.js';
 
@@ -47,4 +48,15 @@ export async function codeOf(p: Promise<unknown>): Promise<string> {
   } catch (err) {
     return err instanceof TetherError ? err.code : `untyped: ${String(err)}`;
   }
+}
+
+/** The TetherError a promise rejects with; fails the test when it resolves or rejects with anything else. */
+export async function rejectionOf(p: Promise<unknown>): Promise<TetherError> {
+  try {
+    await p;
+  } catch (err) {
+    expect(err).toBeInstanceOf(TetherError);
+    return err as TetherError;
+  }
+  throw new Error('expected a rejection with a TetherError, but the call succeeded');
 }
