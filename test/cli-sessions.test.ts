@@ -1,20 +1,17 @@
 import { spawn } from 'node:child_process';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startRig, type EngineRig } from './support/engines.js';
 import { isCanUseTool, isResult, until } from './support/items.js';
 import { runTether, TETHER_BIN } from './support/cli.js';
 import { waitFor, withTimeout } from './support/wait.js';
+import { cleanupsPerTest } from './support/cleanups.js';
 
 /** `tether chat --json` / `tether attach --json`: the scriptable pipe mode. */
 describe('pipe mode', () => {
-  let rig: EngineRig | undefined;
-  afterEach(async () => {
-    await rig?.stop();
-    rig = undefined;
-  });
+  const cleanups = cleanupsPerTest();
 
   it('chat --json: engine frames exactly as written, tether events typed, bad lines reported, exit code of the engine', async () => {
-    rig = await startRig('demo');
+    const rig = cleanups.own(await startRig('demo'));
     const input = [
       JSON.stringify({ type: 'user', message: { role: 'user', content: 'hello pipe' }, parent_tool_use_id: null, session_id: 'default' }),
       'this is not json',
@@ -37,7 +34,7 @@ describe('pipe mode', () => {
   });
 
   it('attach --json --read-only --from-seq: history from that seq, then live; input refused for a viewer', async () => {
-    rig = await startRig('demo');
+    const rig = cleanups.own(await startRig('demo'));
     const client = await rig.stack.client();
     const s = await client.createSession({ agent: 'test-agent' });
     const it = s[Symbol.asyncIterator]();
@@ -66,7 +63,7 @@ describe('pipe mode', () => {
   });
 
   it('sessions --json lists id, agent, owner, state, clients and pending prompts', async () => {
-    rig = await startRig('demo');
+    const rig = cleanups.own(await startRig('demo'));
     const client = await rig.stack.client();
     const s = await client.createSession({ agent: 'test-agent' });
     const it = s[Symbol.asyncIterator]();

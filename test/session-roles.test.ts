@@ -3,20 +3,17 @@
  * token's scope, the session's owner and the owner's decisions (kept with the session),
  * never from the token's `sub` alone; stop and set_role check role and scope.
  */
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { processesIn } from './support/cli.js';
 import { codeOf } from './support/items.js';
 import { startRestartable, type RestartableStack } from './support/restartable-stack.js';
+import { cleanupsPerTest } from './support/cleanups.js';
 
 describe.each(['ws', 'grpc'] as const)('roles over %s', (t) => {
-  let stack: RestartableStack | undefined;
-  afterEach(async () => {
-    await stack?.stop();
-    stack = undefined;
-  });
+  const cleanups = cleanupsPerTest();
 
   it('a demoted controller stays a viewer when it detaches and attaches again, reconnects, and after a gateway restart', async () => {
-    stack = await startRestartable();
+    const stack = cleanups.own(await startRestartable());
     const alice = await stack.client(t, 'alice');
     const owned = await alice.createSession({ agent: 'builder' });
     expect(owned.role).toBe('owner');
@@ -58,7 +55,7 @@ describe.each(['ws', 'grpc'] as const)('roles over %s', (t) => {
   }, 60_000);
 
   it("a view-scoped token with the owner's sub attaches as a viewer and can neither stop, set roles nor send; the engine keeps running", async () => {
-    stack = await startRestartable();
+    const stack = cleanups.own(await startRestartable());
     const alice = await stack.client(t, 'alice');
     const owned = await alice.createSession({ agent: 'builder' });
     const bob = await (await stack.client(t, 'bob')).attach(owned.id);
@@ -90,7 +87,7 @@ describe.each(['ws', 'grpc'] as const)('roles over %s', (t) => {
   }, 60_000);
 
   it('session.stop by a viewer is PERMISSION_DENIED and the engine keeps running; the owner may stop', async () => {
-    stack = await startRestartable();
+    const stack = cleanups.own(await startRestartable());
     const owned = await (await stack.client(t, 'alice')).createSession({ agent: 'builder' });
     const reader = await (await stack.client(t, 'carol')).attach(owned.id, { readOnly: true });
     expect(reader.role).toBe('viewer');

@@ -1,12 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { answerQuestions, asPermissionRequest, askQuestions } from '../client/permission-policy.js';
 import type { SessionItem } from '../client/remote-session.js';
 import type { FakeScenario } from './support/fake-anthropic.js';
 import { startRig, type EngineRig } from './support/engines.js';
 import { codeOf, isCanUseTool, isResult, isWithdrawal, until } from './support/items.js';
 import { toolResults } from './support/turns.js';
+import { cleanupsPerTest } from './support/cleanups.js';
 
 const bashTurn = (command: string): FakeScenario => ({
   responses: [{ text: 'Running it.', tool_use: { name: 'Bash', input: { command, description: 'append a line' } } }, { text: 'Done.' }],
@@ -19,14 +20,10 @@ const SCRIPT = {
 } as const;
 
 describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) => {
-  let rig: EngineRig | undefined;
-  afterEach(async () => {
-    await rig?.stop();
-    rig = undefined;
-  });
+  const cleanups = cleanupsPerTest();
 
   it('two controllers and a viewer: the first answer wins, the other is withdrawn and refused, the tool runs once', async () => {
-    rig = await startRig(kind, SCRIPT[kind].bash);
+    const rig = cleanups.own(await startRig(kind, SCRIPT[kind].bash));
     const [c1, c2, v] = [await rig.stack.client(), await rig.stack.client(), await rig.stack.client()];
     const s1 = await c1.createSession({ agent: 'test-agent' });
     const s2 = await c2.attach(s1.id);
@@ -64,7 +61,7 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
   });
 
   it('a late joiner sees every earlier turn, then the live one, with seqs increasing by one', async () => {
-    rig = await startRig(kind, { responses: [{ text: 'one' }, { text: 'two' }, { text: 'three' }, { text: 'four' }] });
+    const rig = cleanups.own(await startRig(kind, { responses: [{ text: 'one' }, { text: 'two' }, { text: 'three' }, { text: 'four' }] }));
     const c1 = await rig.stack.client();
     const s1 = await c1.createSession({ agent: 'test-agent' });
     const i1 = s1[Symbol.asyncIterator]();
@@ -85,7 +82,7 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
   });
 
   it('a prompt raised with no controller attached is answered by one who attaches later', async () => {
-    rig = await startRig(kind, SCRIPT[kind].bash);
+    const rig = cleanups.own(await startRig(kind, SCRIPT[kind].bash));
     const owner = await rig.stack.client();
     const s = await owner.createSession({ agent: 'test-agent' });
     await s.sendUserMessage(SCRIPT[kind].bashPrompt);
@@ -109,7 +106,7 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
   });
 
   it('a prompt nobody answers is denied at expiry with a message the model reads', async () => {
-    rig = await startRig(kind, SCRIPT[kind].bash, { limits: { promptExpiryMs: 400 } });
+    const rig = cleanups.own(await startRig(kind, SCRIPT[kind].bash, { limits: { promptExpiryMs: 400 } }));
     const s = await (await rig.stack.client()).createSession({ agent: 'test-agent' });
     const it = s[Symbol.asyncIterator]();
     const got: SessionItem[] = [];
@@ -126,7 +123,7 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
   });
 
   it('two clients using the same request_id each get exactly their own response', async () => {
-    rig = await startRig(kind);
+    const rig = cleanups.own(await startRig(kind));
     const a = await (await rig.stack.client()).createSession({ agent: 'test-agent' });
     const b = await (await rig.stack.client()).attach(a.id);
     const [ia, ib] = [a[Symbol.asyncIterator](), b[Symbol.asyncIterator]()];
@@ -150,7 +147,7 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
 
   it('AskUserQuestion: the chosen option reaches the model', async () => {
     const question = { question: 'Which database should we use?', header: 'Database', options: [{ label: 'Postgres', description: 'Relational' }, { label: 'SQLite', description: 'Embedded' }], multiSelect: false };
-    rig = await startRig(kind, { responses: [{ tool_use: { name: 'AskUserQuestion', input: { questions: [question] } } }, { text: 'Got it.' }] });
+    const rig = cleanups.own(await startRig(kind, { responses: [{ tool_use: { name: 'AskUserQuestion', input: { questions: [question] } } }, { text: 'Got it.' }] }));
     const s = await (await rig.stack.client()).createSession({ agent: 'test-agent' });
     const it = s[Symbol.asyncIterator]();
     const got: SessionItem[] = [];
@@ -170,7 +167,7 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
   });
 
   it('the owner hands control to a viewer and takes it back', async () => {
-    rig = await startRig(kind, { responses: [{ text: 'ok' }], fallback: { text: 'ok' } });
+    const rig = cleanups.own(await startRig(kind, { responses: [{ text: 'ok' }], fallback: { text: 'ok' } }));
     const owner = await (await rig.stack.client()).createSession({ agent: 'test-agent' });
     const guest = await (await rig.stack.client()).attach(owner.id, { readOnly: true });
     expect(guest.role).toBe('viewer');
@@ -190,14 +187,10 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
 });
 
 describe('team sessions: bad input changes nothing', () => {
-  let rig: EngineRig | undefined;
-  afterEach(async () => {
-    await rig?.stop();
-    rig = undefined;
-  });
+  const cleanups = cleanupsPerTest();
 
   it('refuses malformed input lines with typed errors and the engine keeps running', async () => {
-    rig = await startRig('demo');
+    const rig = cleanups.own(await startRig('demo'));
     const s = await (await rig.stack.client()).createSession({ agent: 'test-agent' });
     expect(await codeOf(s.send({ type: 'user' }))).toBe('INVALID_ARGUMENT');
     expect(await codeOf(s.send({ type: 'user', message: { role: 'user' } }))).toBe('INVALID_ARGUMENT');

@@ -7,6 +7,8 @@ export interface Cleanups {
   push(...steps: (() => unknown)[]): void;
   /** A temporary folder, removed after the test. */
   tempDir(prefix: string): TempDir;
+  /** Stops (or closes) `thing` after the test; returns it, so a test can write `const rig = cleanups.own(await startRig())`. */
+  own<T extends { stop(): unknown } | { close(): unknown }>(thing: T): T;
 }
 
 /**
@@ -29,6 +31,10 @@ export function cleanupsPerTest(opts: { tolerant?: boolean } = {}): Cleanups {
   });
   return {
     push: (...more) => void steps.push(...more),
+    own(thing) {
+      steps.push(() => ('stop' in thing ? thing.stop() : thing.close()));
+      return thing;
+    },
     tempDir(prefix) {
       const dir = makeTempDir(prefix);
       steps.push(() => dir.cleanup());
