@@ -1,9 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { GatewayClient } from '../client/gateway-client.js';
 import { Gateway } from '../gateway/gateway.js';
 import { startRig, WRITE_FILE, type EngineRig } from './support/engines.js';
 import { eventually, scrape } from './support/metrics.js';
 import { readTurn } from './support/turns.js';
+import { cleanupsPerTest } from './support/cleanups.js';
 
 /**
  * /metrics after a scripted session with the demo engine: a plain turn, a permission prompt
@@ -11,14 +12,10 @@ import { readTurn } from './support/turns.js';
  * refused token, and the agent's link cut and re-established.
  */
 describe('gateway metrics', () => {
-  let rig: EngineRig | undefined;
-  afterEach(async () => {
-    await rig?.stop();
-    rig = undefined;
-  });
+  const cleanups = cleanupsPerTest();
 
   it('count what a scripted session did', async () => {
-    rig = await startRig('demo', undefined, { limits: { replay: { maxFrames: 8, maxBytes: 8 * 1024 * 1024 } } });
+    const rig = cleanups.own(await startRig('demo', undefined, { limits: { replay: { maxFrames: 8, maxBytes: 8 * 1024 * 1024 } } }));
     const { stack } = rig;
     const port = stack.server.port;
     const client = await stack.client();

@@ -3,13 +3,14 @@
  * other clients: its send queue grows to the limit, it is cut with RESOURCE_EXHAUSTED (close
  * 4008, "slow consumer"), and it resumes from its last seq without losing anything.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { GatewayClient } from '../client/gateway-client.js';
 import type { LinkStatus } from '../core/link/link.js';
 import { FaultProxy } from './support/fault-proxy.js';
 import { compareViews, record } from './support/recorder.js';
 import { startStack, withTimeout, type Stack } from './support/stack.js';
 import { waitFor } from './support/wait.js';
+import { cleanupsPerTest } from './support/cleanups.js';
 
 const SLOW_CLIENT_BYTES = 256 * 1024;
 /** Loopback kernel buffers absorb several MiB before ws's bufferedAmount grows: push well past that. */
@@ -19,15 +20,11 @@ const FAST_BACKOFF = { initialMs: 50, factor: 1.5, maxMs: 300, jitter: 0.2 };
 
 
 describe('slow consumer', () => {
-  let stack: Stack | undefined;
-  afterEach(async () => {
-    await stack?.stop();
-    stack = undefined;
-  });
+  const cleanups = cleanupsPerTest();
 
   it('a viewer that stops reading is cut at its limit (RESOURCE_EXHAUSTED, 4008) without slowing the engine or a fast viewer, and resumes without loss', async () => {
     // The whole history fits the replay log: the point is resuming without loss, not eviction (threats D6).
-    stack = await startStack({ engine: 'demo', limits: { slowClientBytes: SLOW_CLIENT_BYTES, replay: { maxFrames: 100_000, maxBytes: 64 * 1024 * 1024 } } });
+    const stack = cleanups.own(await startStack({ engine: 'demo', limits: { slowClientBytes: SLOW_CLIENT_BYTES, replay: { maxFrames: 100_000, maxBytes: 64 * 1024 * 1024 } } }));
     const owner = await stack.client();
     const session = await owner.createSession({ agent: 'test-agent', options: { include_partial_messages: true } });
     const ownerRec = record(session);

@@ -3,7 +3,7 @@
  * named by its row id. (Which rows are covered where is listed in the issue 6 closing note.)
  */
 import { connect, type Socket } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { Agent } from '../agent/agent.js';
 import type { EngineProcess, ExitInfo } from '../agent/engine-process.js';
@@ -294,14 +294,10 @@ describe('threats 2B: WebSocket protocol and transport', () => {
 // ---- 2D. Relay semantics ----------------------------------------------------------------
 
 describe('threats 2D: sequence, ack, resume', () => {
-  let stack: Stack | undefined;
-  afterEach(async () => {
-    await stack?.stop();
-    stack = undefined;
-  });
+  const cleanups = cleanupsPerTest();
 
   it('D2: resume beyond the last frame is INVALID_ARGUMENT, at the last + 1 is fine, before the buffer is an explicit gap (both edges ±1)', async () => {
-    stack = await startStack({ engine: 'demo', limits: { replay: { maxFrames: 8, maxBytes: 8 * 1024 * 1024 } } });
+    const stack = cleanups.own(await startStack({ engine: 'demo', limits: { replay: { maxFrames: 8, maxBytes: 8 * 1024 * 1024 } } }));
     const owner = await stack.client();
     // State frames (asked for: the agent sets no SDK switch by itself) make the turn longer than the window.
     const session = await owner.createSession({ agent: 'test-agent', options: { env: { CLAUDE_CODE_SDK_READS_SESSION_STATE: '1' } } });
@@ -387,7 +383,7 @@ describe('threats 2D: sequence, ack, resume', () => {
   });
 
   it('D7: prompts from two clients racing get one total order, the same for every participant and for the engine', async () => {
-    stack = await startStack({ engine: 'demo' });
+    const stack = cleanups.own(await startStack({ engine: 'demo' }));
     const a = await stack.client();
     const session = await a.createSession({ agent: 'test-agent' });
     const b = await stack.client();
@@ -410,11 +406,7 @@ describe('threats 2D: sequence, ack, resume', () => {
 // ---- 2G. Engine process ---------------------------------------------------------------
 
 describe('threats 2G: engine process', () => {
-  let stack: Stack | undefined;
-  afterEach(async () => {
-    await stack?.stop();
-    stack = undefined;
-  });
+  const cleanups = cleanupsPerTest();
 
   it('G8: input to a dead engine is an explicit error: the relay reports INPUT_NOT_WRITTEN, and session.send after the exit is FAILED_PRECONDITION', async () => {
     // The relay: a write that fails becomes a sequenced engine_error event, never silence.
@@ -427,7 +419,7 @@ describe('threats 2G: engine process', () => {
     // End to end: the engine is killed; the session ends with its exit; input is refused with a typed error.
     const cwd = makeTempDir('tether-cwd-');
     try {
-      stack = await startStack({ engine: 'demo', cwd: cwd.path });
+      const stack = cleanups.own(await startStack({ engine: 'demo', cwd: cwd.path }));
       const client = await stack.client();
       const session = await client.createSession({ agent: 'test-agent' });
       const rec = record(session);
@@ -447,14 +439,10 @@ describe('threats 2G: engine process', () => {
 // ---- 2H. Resource exhaustion ------------------------------------------------------------
 
 describe('threats 2H: resource exhaustion', () => {
-  let stack: Stack | undefined;
-  afterEach(async () => {
-    await stack?.stop();
-    stack = undefined;
-  });
+  const cleanups = cleanupsPerTest();
 
   it('H2: a principal past its session quota gets RESOURCE_EXHAUSTED; others are unaffected; stopping one frees a slot', async () => {
-    stack = await startStack({ engine: 'demo', limits: { maxSessionsPerPrincipal: 2 } });
+    const stack = cleanups.own(await startStack({ engine: 'demo', limits: { maxSessionsPerPrincipal: 2 } }));
     const alice = await stack.client();
     const one = await alice.createSession({ agent: 'test-agent' });
     await alice.createSession({ agent: 'test-agent' });
@@ -468,7 +456,7 @@ describe('threats 2H: resource exhaustion', () => {
   });
 
   it('H2: a session past its participant quota refuses one more attach with RESOURCE_EXHAUSTED; a member leaving frees the slot', async () => {
-    stack = await startStack({ engine: 'demo', limits: { maxMembers: 2 } });
+    const stack = cleanups.own(await startStack({ engine: 'demo', limits: { maxMembers: 2 } }));
     const owner = await stack.client();
     const session = await owner.createSession({ agent: 'test-agent' });
     const second = await stack.client();
@@ -495,7 +483,7 @@ describe('threats 2H: resource exhaustion', () => {
     const { grpcLinkOptions } = await import('../core/channel/grpc.js');
     expect(grpcLinkOptions({ maxFrameBytes: 1024 })['grpc-node.max_session_memory']).toBeGreaterThan(0);
 
-    stack = await startStack({ engine: 'demo', auth: 'off' });
+    const stack = cleanups.own(await startStack({ engine: 'demo', auth: 'off' }));
     const opened = await Promise.all(Array.from({ length: 40 }, () => dial(stack!.grpcUrl, { connectTimeoutMs: 5_000 })));
     for (const ch of opened) ch.close('CANCELLED', 'rapid reset');
     const c = await GatewayClient.connect({ gateway: stack.grpcUrl });
