@@ -41,6 +41,11 @@ class BreakableAudit implements AuditLog {
 describe('audit trail', () => {
   const cleanups = cleanupsPerTest();
   const tempDir = (prefix: string) => cleanups.tempDir(prefix);
+  /** A file audit log in a fresh folder, closed after the test; `path` is its file. */
+  const auditFile = () => {
+    const path = join(tempDir('tether-audit-').path, 'audit.jsonl');
+    return { path, file: cleanups.own(new FileAuditLog(path)) };
+  };
   async function rig(kind: 'claude' | 'demo', audit: AuditLog): Promise<EngineRig> {
     const r = await startRig(kind, WRITE_FILE[kind].scenario, { audit });
     cleanups.push(() => r.stop());
@@ -48,10 +53,7 @@ describe('audit trail', () => {
   }
 
   it('is JSON lines, one record per action, written as it happens, with the options a session was created with (demo engine)', async () => {
-    const state = tempDir('tether-audit-');
-    const path = join(state.path, 'audit.jsonl');
-    const file = new FileAuditLog(path);
-    cleanups.push(() => file.close());
+    const { path, file } = auditFile();
     const r = await rig('demo', file);
     const client = await r.stack.client();
     const systemPrompt = 'You are careful. '.repeat(400); // 6,800 chars: cut in the record
@@ -85,9 +87,7 @@ describe('audit trail', () => {
   });
 
   it('each record is on disk before its action takes effect: the state seen at the moment of writing is the state before', async () => {
-    const state = tempDir('tether-audit-');
-    const file = new FileAuditLog(join(state.path, 'audit.jsonl'));
-    cleanups.push(() => file.close());
+    const { file } = auditFile();
     const audit = new BreakableAudit(file);
     const r = await rig('demo', audit);
     const seen: string[] = [];
@@ -157,9 +157,7 @@ describe('audit trail', () => {
   });
 
   it('fails closed: a decision, a prompt, an attach or a create that cannot be recorded is not applied', async () => {
-    const state = tempDir('tether-audit-');
-    const file = new FileAuditLog(join(state.path, 'audit.jsonl'));
-    cleanups.push(() => file.close());
+    const { file } = auditFile();
     const audit = new BreakableAudit(file);
     const r = await rig('demo', audit);
     const owner = await r.stack.client();
@@ -196,9 +194,7 @@ describe('audit trail', () => {
   });
 
   it("records the gateway's own denial when too many prompts are pending", async () => {
-    const state = tempDir('tether-audit-');
-    const file = new FileAuditLog(join(state.path, 'audit.jsonl'));
-    cleanups.push(() => file.close());
+    const { file } = auditFile();
     const r = await startRig('demo', undefined, { audit: file, limits: { maxPendingPrompts: 0 } });
     cleanups.push(() => r.stop());
     const s = await (await r.stack.client()).createSession({ agent: 'test-agent', options: { cwd: r.cwd } });
@@ -211,9 +207,7 @@ describe('audit trail', () => {
   });
 
   it('session.audit: the owner reads its session, others are refused, an admin reads and filters the whole trail', async () => {
-    const state = tempDir('tether-audit-');
-    const file = new FileAuditLog(join(state.path, 'audit.jsonl'));
-    cleanups.push(() => file.close());
+    const { file } = auditFile();
     const r = await rig('demo', file);
     const alice = await r.stack.client({ sub: 'alice' });
     const s = await alice.createSession({ agent: 'test-agent', options: { cwd: r.cwd } });
@@ -276,10 +270,7 @@ describe('audit trail', () => {
   });
 
   it('records a real Claude Code permission decision before the tool runs (real CLI)', async () => {
-    const state = tempDir('tether-audit-');
-    const path = join(state.path, 'audit.jsonl');
-    const file = new FileAuditLog(path);
-    cleanups.push(() => file.close());
+    const { path, file } = auditFile();
     const r = await rig('claude', file);
     const client = await r.stack.client();
     const s = await client.createSession({ agent: 'test-agent', options: { cwd: r.cwd } });
