@@ -54,16 +54,28 @@ describe('heartbeat', () => {
   });
 });
 
+/**
+ * A pinger over a channel that reports `prop` as `read()` (the backlog the heartbeat looks
+ * at), through a stand-in that forwards everything else to a real memory channel, with a fake
+ * clock. The heartbeat pings every 1 s and waits 500 ms for an answer; nobody answers.
+ */
+function pingerWithBacklog(prop: 'bufferedBytes' | 'receivedBytes', read: () => number) {
+  vi.useFakeTimers();
+  const [real] = memoryChannelPair();
+  const channel = new Proxy(real, { get: (target, key) => (key === prop ? read() : Reflect.get(target, key, target)) });
+  const pinger = new RpcPeer(channel);
+  void pinger.run();
+  const dead = vi.fn();
+  startHeartbeat(pinger, { intervalMs: 1_000, timeoutMs: 500 }, dead);
+  return { dead, close: () => real.close() };
+}
+
 describe('heartbeat behind a backlog', () => {
+  afterEach(() => vi.useRealTimers());
+
   it('forgives an unanswered ping while the send queue drains, and not when it stalls', async () => {
-    vi.useFakeTimers();
-    const [a] = memoryChannelPair();
     let buffered = 1_000_000;
-    Object.defineProperty(a, 'bufferedBytes', { get: () => buffered });
-    const pinger = new RpcPeer(a);
-    void pinger.run();
-    const dead = vi.fn();
-    startHeartbeat(pinger, { intervalMs: 1_000, timeoutMs: 500 }, dead);
+    const { dead, close } = pingerWithBacklog('bufferedBytes', () => buffered);
     for (let i = 0; i < 5; i++) {
       buffered -= 100_000; // the peer reads: our queue shrinks
       await vi.advanceTimersByTimeAsync(1_000);
@@ -71,21 +83,12 @@ describe('heartbeat behind a backlog', () => {
     expect(dead).not.toHaveBeenCalled();
     await vi.advanceTimersByTimeAsync(3_000); // stalled: no progress any more
     expect(dead).toHaveBeenCalledTimes(1);
-    a.close();
-    vi.useRealTimers();
+    close();
   });
-});
 
-describe('heartbeat behind the peer’s backlog', () => {
   it('forgives a late answer while the peer’s bytes keep arriving, and declares it dead once they stop', async () => {
-    vi.useFakeTimers();
-    const [a] = memoryChannelPair();
     let received = 0;
-    Object.defineProperty(a, 'receivedBytes', { get: () => received });
-    const pinger = new RpcPeer(a);
-    void pinger.run();
-    const dead = vi.fn();
-    startHeartbeat(pinger, { intervalMs: 1_000, timeoutMs: 500 }, dead);
+    const { dead, close } = pingerWithBacklog('receivedBytes', () => received);
     for (let i = 0; i < 8; i++) {
       received += 32 * 1024; // a big frame trickles in: our answer waits behind it
       await vi.advanceTimersByTimeAsync(250);
@@ -94,7 +97,6 @@ describe('heartbeat behind the peer’s backlog', () => {
     await vi.advanceTimersByTimeAsync(1_500); // silent now: found within interval + timeout
     expect(dead).toHaveBeenCalledTimes(1);
     expect(dead.mock.calls[0][0]).toContain('did not answer a heartbeat within 500 ms');
-    a.close();
-    vi.useRealTimers();
+    close();
   });
 });
