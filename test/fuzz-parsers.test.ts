@@ -18,6 +18,7 @@ import { describeIssues, RpcPeer } from '../core/rpc/peer.js';
 import { Gateway } from '../gateway/gateway.js';
 import { withTimeout } from './support/stack.js';
 import { perTest } from './support/per-test.js';
+import { waitFor } from './support/wait.js';
 
 const SEED = Number(process.env.FC_SEED ?? Date.now() % 2_147_483_647);
 const METHOD_NAMES = Object.keys(Methods);
@@ -332,13 +333,7 @@ describe('fuzz: engine input lines through session.send', () => {
     // Still usable: a good prompt is applied and reaches the engine.
     const ok = await conn.call('session.send', { session_id: sessionId, input_id: 'final', line: { type: 'user', message: { role: 'user', content: 'still here' } } });
     expect(ok.result).toEqual({ status: 'applied' });
-    await withTimeout(
-      (async () => {
-        while (!toEngine.some((l) => (l.message as { content?: unknown } | undefined)?.content === 'still here')) await new Promise((r) => setTimeout(r, 5));
-      })(),
-      2_000,
-      'the good prompt at the engine',
-    );
+    await waitFor(() => toEngine.some((l) => (l.message as { content?: unknown } | undefined)?.content === 'still here'), 2_000, 'the good prompt at the engine');
     console.log(`fuzz-parsers: ${n} random session.send lines: ${JSON.stringify(outcomes)}; ${toEngine.length} reached the engine`);
   }, 20_000);
 });

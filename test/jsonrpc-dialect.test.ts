@@ -10,6 +10,7 @@ import { startRig, type EngineRig } from './support/engines.js';
 import { readTurn } from './support/turns.js';
 import { FaultProxy } from './support/fault-proxy.js';
 import { perTest } from './support/per-test.js';
+import { waitFor } from './support/wait.js';
 
 /**
  * The JSON-RPC dialect driven by a thin client written here with nothing but `ws` (or
@@ -362,7 +363,7 @@ describe('JSON-RPC dialect: malformed input and the printed URL', () => {
     pipe.client.sendRaw(JSON.stringify({ jsonrpc: '2.0', id: 'c', method: 'session_create', params: { agent: 'test-agent' } }));
     pipe.close();
     const sessions = case_.rig.stack.gateway.directory.sessions;
-    for (let i = 0; i < 200 && ![...sessions.values()].some((x) => x.ended); i++) await new Promise((r) => setTimeout(r, 25));
+    await waitFor(() => [...sessions.values()].some((x) => x.ended), 5_000, 'the session to end');
     expect([...sessions.values()].map((x) => x.currentState)).toEqual(['ended']);
   });
 

@@ -9,6 +9,7 @@ import { Policy } from '../core/policy/policy.js';
 import { StaticPolicy } from '../gateway/policy-source.js';
 import { startStack, withTimeout, type Stack } from './support/stack.js';
 import { cleanupsPerTest } from './support/cleanups.js';
+import { waitFor } from './support/wait.js';
 
 describe('the JSON-RPC dialect under a policy', () => {
   const cleanups = cleanupsPerTest();
@@ -27,13 +28,7 @@ describe('the JSON-RPC dialect under a policy', () => {
     const call = async (method: string, params: Record<string, unknown>) => {
       const id = next++;
       ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
-      await withTimeout(
-        (async () => {
-          while (!answers.has(id)) await new Promise((r) => setTimeout(r, 10));
-        })(),
-        10_000,
-        `the answer to ${method}`,
-      );
+      await waitFor(() => answers.has(id), 10_000, `the answer to ${method}`);
       return answers.get(id)!;
     };
     try {

@@ -6,6 +6,7 @@ import { TetherError } from '../core/errors.js';
 import { FileAuditLog } from '../gateway/audit-log.js';
 import { runTether, startTether, type Daemon } from './support/cli.js';
 import { cleanupsPerTest } from './support/cleanups.js';
+import { waitFor } from './support/wait.js';
 
 /** `--policy FILE` as an operator uses it: help, a refused file at start, reload on change and SIGHUP. */
 describe('tether gateway/up --policy', () => {
@@ -45,13 +46,10 @@ describe('tether gateway/up --policy', () => {
 
     let logs = 0;
     const nextLog = async (what: string) => {
-      const deadline = Date.now() + 10_000;
-      for (;;) {
-        const lines = daemon.stderr().split('\n').filter((l) => l.includes(what));
-        if (lines.length > logs) return lines[(logs = lines.length) - 1];
-        if (Date.now() > deadline) throw new Error(`no new "${what}" log line within 10 s\n${daemon.stderr()}`);
-        await new Promise((r) => setTimeout(r, 25));
-      }
+      const lines = () => daemon.stderr().split('\n').filter((l) => l.includes(what));
+      await waitFor(() => lines().length > logs, 10_000, () => `a new "${what}" log line\n${daemon.stderr()}`);
+      const now = lines();
+      return now[(logs = now.length) - 1];
     };
 
     writeFileSync(file, 'models: [model-a, model-b]\n');

@@ -8,6 +8,7 @@ import { processesIn } from './support/cli.js';
 import { codeOf } from './support/items.js';
 import { startRestartable, type RestartableStack } from './support/restartable-stack.js';
 import { cleanupsPerTest } from './support/cleanups.js';
+import { waitFor } from './support/wait.js';
 
 describe.each(['ws', 'grpc'] as const)('roles over %s', (t) => {
   const cleanups = cleanupsPerTest();
@@ -99,8 +100,6 @@ describe.each(['ws', 'grpc'] as const)('roles over %s', (t) => {
     const toAgent = vi.spyOn(stack.gateway.directory.agents.get('builder')!, 'stop');
     await Promise.all(Array.from({ length: 50 }, () => owned.stop()));
     expect(toAgent).toHaveBeenCalledTimes(1);
-    const deadline = Date.now() + 10_000;
-    while (!stack.gateway.directory.get(owned.id)!.ended && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
-    expect(stack.gateway.directory.get(owned.id)!.ended).toBe(true);
+    await waitFor(() => stack.gateway.directory.get(owned.id)!.ended, 10_000, 'the stopped session to end');
   }, 60_000);
 });

@@ -8,6 +8,7 @@ import { startRig, type EngineRig } from './support/engines.js';
 import { codeOf, isCanUseTool, isResult, isWithdrawal, until } from './support/items.js';
 import { toolResults } from './support/turns.js';
 import { cleanupsPerTest } from './support/cleanups.js';
+import { waitFor } from './support/wait.js';
 
 const bashTurn = (command: string): FakeScenario => ({
   responses: [{ text: 'Running it.', tool_use: { name: 'Bash', input: { command, description: 'append a line' } } }, { text: 'Done.' }],
@@ -88,11 +89,7 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
     await s.sendUserMessage(SCRIPT[kind].bashPrompt);
     await owner.detach(s);
     const watcher = await rig.stack.client();
-    const deadline = Date.now() + 20_000;
-    while ((await watcher.listSessions()).find((x) => x.id === s.id)?.pending_prompts !== 1) {
-      if (Date.now() > deadline) throw new Error('the prompt was never raised');
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await waitFor(async () => (await watcher.listSessions()).find((x) => x.id === s.id)?.pending_prompts === 1, 20_000, 'the prompt to be raised');
     const info = (await watcher.listSessions()).find((x) => x.id === s.id)!;
     expect(info.state).toBe('requires_action');
     expect(info.clients).toEqual([]);

@@ -10,6 +10,7 @@ import { runTether, startTether } from './support/cli.js';
 import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { rejectionOf } from './support/items.js';
+import { waitFor } from './support/wait.js';
 
 let dir: TempDir;
 let certs: TestCerts;
@@ -54,8 +55,7 @@ describe.each(['ws', 'grpc'] as const)('TLS over %s', (transport) => {
         if (st.state === 'down') firstError ??= st.error;
       } });
       void agent.start().catch(() => {});
-      const deadline = Date.now() + 10_000;
-      while (!firstError && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      await waitFor(() => firstError !== undefined, 10_000, 'the agent to report its first failure');
       await agent.shutdown(0);
       return firstError;
     };

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { waitFor } from './wait.js';
 
 /** The compiled CLI (npm test builds before vitest runs). */
 export const TETHER_BIN = fileURLToPath(new URL('../../dist/bin/tether.js', import.meta.url));
@@ -59,14 +60,16 @@ export function startTether(args: string[], opts: { env?: NodeJS.ProcessEnv; cwd
     stdout: () => out,
     stderr: () => err,
     async line(prefix, timeoutMs = 15_000) {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const found = out.split('\n').find((l) => l.startsWith(prefix));
-        if (found) return found;
-        if (child.exitCode !== null) throw new Error(`tether exited (${child.exitCode}) before printing "${prefix}"\nstderr: ${err}`);
-        if (Date.now() > deadline) throw new Error(`no "${prefix}" line within ${timeoutMs} ms\nstdout: ${out}\nstderr: ${err}`);
-        await new Promise((r) => setTimeout(r, 25));
-      }
+      const found = () => out.split('\n').find((l) => l.startsWith(prefix));
+      await waitFor(
+        () => {
+          if (found() === undefined && child.exitCode !== null) throw new Error(`tether exited (${child.exitCode}) before printing "${prefix}"\nstderr: ${err}`);
+          return found() !== undefined;
+        },
+        timeoutMs,
+        () => `a "${prefix}" line\nstdout: ${out}\nstderr: ${err}`,
+      );
+      return found()!;
     },
     async stop(signal = 'SIGTERM', timeoutMs = 15_000) {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);

@@ -23,12 +23,12 @@ export function withTimeout<T>(p: Promise<T>, ms: number, what: string | (() => 
 
 /**
  * Resolves once `cond` holds (checked at once, then every 20 ms), with the ms it took; throws
- * when it still does not hold after `ms`.
+ * when it still does not hold after `ms` (`what` may be a function, asked only then).
  */
-export async function waitFor(cond: () => boolean | Promise<boolean>, ms: number, what: string): Promise<number> {
+export async function waitFor(cond: () => boolean | Promise<boolean>, ms: number, what: string | (() => string)): Promise<number> {
   const start = Date.now();
   while (!(await cond())) {
-    if (Date.now() - start > ms) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    if (Date.now() - start > ms) throw new Error(`timed out after ${ms} ms waiting for ${typeof what === 'function' ? what() : what}`);
     await new Promise((r) => setTimeout(r, POLL_MS));
   }
   return Date.now() - start;
