@@ -18,7 +18,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { EngineProcess, ExitInfo } from '../agent/engine-process.js';
+import type { ExitInfo } from '../agent/engine-process.js';
 import type { EngineLine } from '../agent/line-splitter.js';
 import { readEngineFrame } from '../core/protocol/session-frame.js';
 import { SessionRelay, type Outgoing } from '../agent/session-relay.js';
@@ -139,7 +139,7 @@ const tick = () => new Promise<void>((r) => setImmediate(r));
 /** One world: fake engine → relay → (agent link) → Session → (client links) → RemoteSessions. */
 class World {
   readonly engine = new FakeEngine();
-  readonly relay: SessionRelay;
+  readonly relay: SessionRelay<FakeEngine>;
   readonly session: Session;
   readonly clients: Client[] = [];
   /** Every frame the session broadcast, by seq (a member that never leaves). */
@@ -160,7 +160,7 @@ class World {
     readonly replayFrames: number,
     readonly maxUnackedBytes: number,
   ) {
-    this.relay = new SessionRelay(SESSION_ID, this.engine as unknown as EngineProcess, silentLogger, { maxUnackedBytes });
+    this.relay = new SessionRelay(SESSION_ID, this.engine, silentLogger, { maxUnackedBytes });
     this.host = {
       input: (_id, seq, line) => {
         if (this.agentUp) this.down.push({ kind: 'input', seq, line });

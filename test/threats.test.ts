@@ -6,7 +6,7 @@ import { connect, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { Agent } from '../agent/agent.js';
-import type { EngineProcess, ExitInfo } from '../agent/engine-process.js';
+import type { ExitInfo } from '../agent/engine-process.js';
 import type { EngineLine } from '../agent/line-splitter.js';
 import { SessionRelay, type Outgoing } from '../agent/session-relay.js';
 import { GatewayClient } from '../client/gateway-client.js';
@@ -137,7 +137,7 @@ class FakeEngine {
 
 function relayWith(engine: FakeEngine, maxUnackedBytes = 64 * 1024 * 1024) {
   const sent: Outgoing[] = [];
-  const relay = new SessionRelay('s', engine as unknown as EngineProcess, silentLogger, { maxUnackedBytes });
+  const relay = new SessionRelay('s', engine, silentLogger, { maxUnackedBytes });
   relay.setSink({ send: (_id, item) => sent.push(item), ackInput: () => {} });
   return { relay, sent };
 }
