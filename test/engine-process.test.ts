@@ -33,6 +33,14 @@ function start(mode: string, extra: string[] = [], opts: Partial<EngineProcessOp
   return engine;
 }
 
+/** Starts a stand-in engine mode that says `{"type":"ready"}` first; resolves once it did, with its line iterator. */
+async function startReady(mode: string, opts: Partial<EngineProcessOptions> = {}): Promise<{ engine: EngineProcess; it: AsyncIterator<EngineLine> }> {
+  const engine = start(mode, [], opts);
+  const it = engine.lines()[Symbol.asyncIterator]();
+  expect(frame(await next(it))).toEqual({ type: 'ready' });
+  return { engine, it };
+}
+
 afterEach(async () => {
   for (const engine of engines.splice(0)) {
     engine.kill();
@@ -283,9 +291,7 @@ describe('EngineProcess', () => {
   });
 
   it('ignore-sigterm: stop() escalates to SIGKILL after termGraceMs', async () => {
-    const engine = start('ignore-sigterm', [], { eofGraceMs: 300, termGraceMs: 300 });
-    const it = engine.lines()[Symbol.asyncIterator]();
-    expect(frame(await next(it))).toEqual({ type: 'ready' });
+    const { engine, it } = await startReady('ignore-sigterm', { eofGraceMs: 300, termGraceMs: 300 });
     const t0 = performance.now();
     const info = await withTimeout(engine.stop(), 5000, 'stop');
     const elapsed = performance.now() - t0;
@@ -344,9 +350,7 @@ describe('EngineProcess', () => {
   });
 
   it('slow-exit: the line written after stdin EOF is not lost by stop()', async () => {
-    const engine = start('slow-exit', [], { eofGraceMs: 3000, termGraceMs: 1000 });
-    const it = engine.lines()[Symbol.asyncIterator]();
-    expect(frame(await next(it))).toEqual({ type: 'ready' });
+    const { engine, it } = await startReady('slow-exit', { eofGraceMs: 3000, termGraceMs: 1000 });
     const t0 = performance.now();
     // Nobody pulls while stopping: the last line must still be there afterwards.
     const info = await withTimeout(engine.stop(), 5000, 'stop');
@@ -417,9 +421,7 @@ describe('EngineProcess', () => {
       await expect(echo.write(value as Record<string, unknown>)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     }
 
-    const engine = start('no-stdin', [], { eofGraceMs: 100, termGraceMs: 300 });
-    const it = engine.lines()[Symbol.asyncIterator]();
-    expect(frame(await next(it))).toEqual({ type: 'ready' });
+    const { engine, it } = await startReady('no-stdin', { eofGraceMs: 100, termGraceMs: 300 });
     const err = await withTimeout(engine.write({ type: 'user' }), 5000, 'write').then(
       () => undefined,
       (e: unknown) => e,
@@ -438,9 +440,7 @@ describe('EngineProcess', () => {
     const back = frame(await pulled);
     expect((back.got as { pad: string }).pad.length).toBe(pad.length);
 
-    const engine = start('no-read');
-    const it = engine.lines()[Symbol.asyncIterator]();
-    expect(frame(await next(it))).toEqual({ type: 'ready' });
+    const { engine, it } = await startReady('no-read');
     let state = 'pending';
     const write = engine.write({ type: 'big', pad }).then(
       () => (state = 'resolved'),
