@@ -4,10 +4,7 @@ import { CHANNEL_DEFAULTS } from '../channel/channel.js';
 import { closeInfoFromStatus, GrpcClientChannel, grpcLinkOptions } from '../channel/grpc.js';
 import { loadGatewayService } from '../channel/proto.js';
 import { TetherError } from '../errors.js';
-import type { DialOptions } from './dial-options.js';
-
-/** Default time to connect and have the stream accepted (threats.md part 3: 20 s). */
-const CONNECT_TIMEOUT_MS = 20_000;
+import { DIAL_DEFAULTS, type DialOptions } from './dial-options.js';
 
 /**
  * Opens a gRPC channel (tether.v1.Gateway/Connect) to a grpc:// (plaintext) or grpcs://
@@ -28,7 +25,7 @@ export function dialGrpc(url: URL, opts: DialOptions): Promise<Channel> {
   const target = `${url.hostname}:${url.port || (tls ? '443' : '80')}`;
   const where = `${url.protocol}//${target}`;
   const maxFrameBytes = opts.maxFrameBytes ?? CHANNEL_DEFAULTS.maxFrameBytes;
-  const timeoutMs = opts.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
+  const timeoutMs = opts.connectTimeoutMs ?? DIAL_DEFAULTS.connectTimeoutMs;
   const deadline = Date.now() + timeoutMs;
   const service = loadGatewayService();
 

@@ -1,3 +1,9 @@
+/** Defaults every dialer applies. */
+export const DIAL_DEFAULTS = {
+  /** Time to connect and have the gateway accept the stream (threats.md part 3: 20 s). */
+  connectTimeoutMs: 20_000,
+} as const;
+
 /**
  * What a dialer is told: settings every transport honours at the top, settings of one
  * transport under its own key. A setting only one transport has cannot be given to the other
@@ -11,6 +17,7 @@ export interface DialOptions {
   tlsCert?: Buffer;
   tlsKey?: Buffer;
   maxFrameBytes?: number;
+  /** Default DIAL_DEFAULTS.connectTimeoutMs (20 s). */
   connectTimeoutMs?: number;
   /** Settings of ws:// and wss:// links. */
   ws?: WsDialSettings;
