@@ -9,6 +9,7 @@ import { GatewayClient, type ConnectOptions } from '../client/gateway-client.js'
 import { readTokenFile } from '../core/auth/token-file.js';
 import { TetherError } from '../core/errors.js';
 import { pick, required } from './args.js';
+import { standardDialers } from '../core/link/dial.js';
 
 /** TLS options every client command takes (wss:// and grpcs:// with a private CA, mutual TLS). */
 export const TLS_CLIENT_OPTIONS = {
@@ -69,6 +70,7 @@ export async function connectFrom(v: Record<string, unknown>, software: string, 
       tlsCert: pem(pick(v['tls-cert'], 'TETHER_TLS_CERT'), '--tls-cert'),
       tlsKey: pem(pick(v['tls-key'], 'TETHER_TLS_KEY'), '--tls-key'),
     },
+    dialers: standardDialers(),
     software,
     onStatus,
   });

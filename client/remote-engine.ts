@@ -1,6 +1,6 @@
 import type { Readable, Writable } from 'node:stream';
 import { asTetherError, TetherError } from '../core/errors.js';
-import type { DialOptions } from '../core/link/dial.js';
+import type { DialOptions, Dialers } from '../core/link/dial.js';
 import { silentLogger, type Logger } from '../core/logging.js';
 import type { StopSignal } from '../core/protocol/methods.js';
 import { pickSdkEnv } from '../core/protocol/sdk-env.js';
@@ -23,6 +23,8 @@ export interface RemoteEngineTarget {
   /** Engine kind (default: the agent's default engine). */
   engine?: EngineKind;
   dial?: DialOptions;
+  /** The transports it may dial; default: a new standardDialers(). */
+  dialers?: Dialers;
   /** Silent by default. Gateway frames and events that are not relayed are logged at debug. */
   logger?: Logger;
   /** Reported to the gateway in hello (default "tether-claude"). */
@@ -102,7 +104,7 @@ export function startRemoteEngine(target: RemoteEngineTarget, args: readonly str
       const options: SessionOptions = { ...sessionOptionsFromArgs(args, target.cwd), client_initialize: true };
       const env = pickSdkEnv(io.env ?? {});
       if (Object.keys(env).length) options.env = env;
-      client = await GatewayClient.connect({ gateway: target.gateway, token: target.token, dial: target.dial, logger: log, reconnect: true, software: target.software ?? 'tether-claude' });
+      client = await GatewayClient.connect({ gateway: target.gateway, token: target.token, dial: target.dial, dialers: target.dialers, logger: log, reconnect: true, software: target.software ?? 'tether-claude' });
       session = await client.createSession({ agent: target.agent, engine: target.engine, options, onProgress: (p) => io.diagnostics(`tether-claude: ${p.message}\n`) });
       log.debug({ sessionId: session.id }, 'remote session created');
     } catch (err) {
