@@ -26,6 +26,7 @@ import { addRevocation, RevocationList } from '../gateway/revocations.js';
 import { startGatewayServer, type GatewayServer } from '../gateway/server.js';
 import { runTether, startTether, TETHER_BIN, type Daemon } from './support/cli.js';
 import { withTimeout } from './support/stack.js';
+import { waitFor } from './support/wait.js';
 
 type Role = 'agent' | 'client';
 
@@ -196,25 +197,18 @@ describe('--token-file on the command line', () => {
     let err = '';
     try {
       // chat refuses an agent that is not connected (a clear error, by design): start it once the agent is.
-      await withTimeout(
-        (async () => {
-          while (!(await gatewayAgents()).includes('cli-agent')) await new Promise((r) => setTimeout(r, 100));
-        })(),
-        45_000, // a node process starting on a busy 2-core machine
-        'the agent to register',
-      );
+      // 45 s: a node process starting on a busy 2-core machine.
+      await waitFor(async () => (await gatewayAgents()).includes('cli-agent'), 45_000, 'the agent to register');
       const proc = spawn(process.execPath, [TETHER_BIN, 'chat', '--json', '--gateway', server.url, '--token-file', files.client, '--agent', 'cli-agent'], { stdio: ['pipe', 'pipe', 'pipe'] });
       chat = proc;
       proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
       proc.stderr.on('data', (d: Buffer) => (err += d.toString()));
       const exited = new Promise<number | null>((r) => proc.on('exit', (code) => r(code)));
-      await withTimeout(
-        (async () => {
-          while (!(await agentSessions('cli-agent'))) {
-            if (proc.exitCode !== null) throw new Error(`tether chat exited (${proc.exitCode}): ${err}`);
-            await new Promise((r) => setTimeout(r, 100));
-          }
-        })(),
+      await waitFor(
+        async () => {
+          if (proc.exitCode !== null) throw new Error(`tether chat exited (${proc.exitCode}): ${err}`);
+          return Boolean(await agentSessions('cli-agent'));
+        },
         45_000,
         'the chat session to start',
       );
@@ -224,13 +218,7 @@ describe('--token-file on the command line', () => {
         await new Promise((r) => setTimeout(r, 250));
       }
       proc.stdin.write(JSON.stringify({ type: 'user', message: { role: 'user', content: 'still there?' } }) + '\n');
-      await withTimeout(
-        (async () => {
-          while (!out.includes('"type":"result"')) await new Promise((r) => setTimeout(r, 50));
-        })(),
-        15_000,
-        'a result after the expiries',
-      );
+      await waitFor(() => out.includes('"type":"result"'), 15_000, 'a result after the expiries');
       proc.stdin.end();
       expect(await withTimeout(exited, 15_000, 'chat to exit')).toBe(0);
       expect(err).not.toMatch(/link down|token expired/);
