@@ -13,7 +13,7 @@ import {
 import { EngineSet } from '../agent/engine-set.js';
 import { LineSplitter, PREVIEW_MAX_CHARS, safePreview } from '../agent/line-splitter.js';
 import { StderrTail } from '../agent/stderr-tail.js';
-import { withTimeout } from './support/wait.js';
+import { waitFor, withTimeout } from './support/wait.js';
 
 const ENGINE = fileURLToPath(new URL('./support/misbehaving-engine.mjs', import.meta.url));
 const MiB = 1024 * 1024;
@@ -96,13 +96,12 @@ function isAlive(pid: number): boolean {
   }
 }
 
-async function waitDead(pid: number, ms = 3000): Promise<boolean> {
-  const deadline = performance.now() + ms;
-  while (performance.now() < deadline) {
-    if (!isAlive(pid)) return true;
-    await sleep(25);
-  }
-  return !isAlive(pid);
+/** Whether `pid` is gone within `ms` (waits only as long as it is alive). */
+function waitDead(pid: number, ms = 3000): Promise<boolean> {
+  return waitFor(() => !isAlive(pid), ms, `pid ${pid} to die`).then(
+    () => true,
+    () => false,
+  );
 }
 
 describe('LineSplitter', () => {
