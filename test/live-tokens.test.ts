@@ -9,7 +9,7 @@ import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeJwt } from 'jose';
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Agent } from '../agent/agent.js';
 import { GatewayClient } from '../client/gateway-client.js';
 import { generateTokenKey } from '../core/auth/keygen.js';
@@ -24,7 +24,7 @@ import type { TokenSource } from '../core/link/token-renewal.js';
 import { Gateway } from '../gateway/gateway.js';
 import { addRevocation, RevocationList } from '../gateway/revocations.js';
 import { startGatewayServer, type GatewayServer } from '../gateway/server.js';
-import { runTether, startTether, TETHER_BIN, type Daemon } from './support/cli.js';
+import { gatewayDaemonPerSuite, runTether, startTether, TETHER_BIN } from './support/cli.js';
 import { withTimeout } from './support/stack.js';
 import { waitFor } from './support/wait.js';
 
@@ -248,20 +248,11 @@ describe('a browser ticket connection', () => {
 });
 
 describe('tether revoke (CLI)', () => {
-  const state = mkdtempSync(join(tmpdir(), 'tether-revoke-cli-'));
-  let gw: Daemon | undefined;
-  afterAll(async () => {
-    await gw?.stop();
-    rmSync(state, { recursive: true, force: true });
-  });
-
-  const startGateway = async () => {
-    gw = startTether(['gateway', '--port', '0', '--grpc-port', 'off', '--state-dir', state, '--log-level', 'warn']);
-    return (await gw.line('gateway: ')).slice('gateway: '.length);
-  };
+  const gateway = gatewayDaemonPerSuite('tether-revoke-cli-', ['--grpc-port', 'off', '--log-level', 'warn']);
+  const { state } = gateway;
 
   it('closes the live connection, refuses the token after, and keeps refusing it across a gateway restart', async () => {
-    let url = await startGateway();
+    let { daemon: gw, url } = await gateway.start();
     const tokenFile = join(state, 'client.token');
     const minted = await runTether(['token', '--state-dir', state, '--role', 'client', '--sub', 'carol', '--out', tokenFile]);
     expect(minted.code).toBe(0);
@@ -278,8 +269,8 @@ describe('tether revoke (CLI)', () => {
     await client.close();
     await expect(GatewayClient.connect({ gateway: url, token, reconnect: false })).rejects.toMatchObject({ code: 'PERMISSION_DENIED' });
 
-    await gw!.stop();
-    url = await startGateway();
+    await gw.stop();
+    ({ daemon: gw, url } = await gateway.start());
     await expect(GatewayClient.connect({ gateway: url, token, reconnect: false })).rejects.toMatchObject({ code: 'PERMISSION_DENIED' });
     // A token minted for the same key and subject is still good: only that jti was revoked.
     const fresh = await mintToken({ key: loadKeyFile(stateKeyPath(state)), kind: 'client', sub: 'carol', ttlSeconds: 60 });

@@ -1,7 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterAll } from 'vitest';
 import { waitFor } from './wait.js';
 
 /** The compiled CLI (npm test builds before vitest runs). */
@@ -98,4 +100,26 @@ export function processesIn(cwd: string, needle: string): number[] {
     }
   }
   return pids;
+}
+
+/**
+ * A `tether gateway` daemon in a state folder of its own, for the calling describe block:
+ * `start()` (again after a stop: same state, so keys and revocations carry over) runs it with
+ * `--port 0` and `args`, and resolves once it printed its URL. The last daemon and the folder
+ * go after the block.
+ */
+export function gatewayDaemonPerSuite(prefix: string, args: string[]): { state: string; start(): Promise<{ daemon: Daemon; url: string }> } {
+  const state = mkdtempSync(join(tmpdir(), prefix));
+  let daemon: Daemon | undefined;
+  afterAll(async () => {
+    await daemon?.stop();
+    rmSync(state, { recursive: true, force: true });
+  });
+  return {
+    state,
+    async start() {
+      daemon = startTether(['gateway', '--port', '0', '--state-dir', state, ...args]);
+      return { daemon, url: (await daemon.line('gateway: ')).slice('gateway: '.length) };
+    },
+  };
 }
