@@ -48,7 +48,6 @@ interface Run {
   interruptAnswered: boolean;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Drives one query() through the five turns in streaming input mode: the next prompt goes
@@ -79,7 +78,8 @@ async function converse(options: Options, fake: FakeAnthropic): Promise<Run> {
         // Interrupt once the model call for this turn is streaming (a few words in).
         interrupting = (async () => {
           await waitFor(() => fake.modelRequests().length > CALLS_BEFORE_INTERRUPTED_TURN, 15_000, 'the long answer to start');
-          await sleep(500);
+          const before = fake.textDeltasSent();
+          await waitFor(() => fake.textDeltasSent() >= before + 5, 15_000, 'a few words of the long answer');
           await withTimeout(q.interrupt(), 10_000, 'the interrupt reply');
           run.interruptAnswered = true;
         })();

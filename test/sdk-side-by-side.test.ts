@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { diffObservations, dropKeys, REMOTE_ROUTES, startBench, type Bench, type Observation, type Route, type RunOutcome, type SdkProgram } from './support/side-by-side.js';
+import { diffObservations, dropKeys, REMOTE_ROUTES, startBench, type Bench, type Observation, type Route, type RunContext, type RunOutcome, type SdkProgram } from './support/side-by-side.js';
 import { waitFor } from './support/wait.js';
 
 /**
@@ -15,7 +15,12 @@ import { waitFor } from './support/wait.js';
  */
 
 const LONG_STORY = Array.from({ length: 60 }, (_, i) => `word${i + 1}`).join(' ');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Once the story's model call has streamed a few words. */
+async function storyUnderWay(ctx: RunContext): Promise<void> {
+  await waitFor(() => ctx.modelCalls() >= 1, 15_000, 'the story to start');
+  const before = ctx.fake.textDeltasSent();
+  await waitFor(() => ctx.fake.textDeltasSent() >= before + 3, 15_000, 'a few words of the story');
+}
 
 /** Hooks that note each event they see, in order. */
 function noting(notes: Record<string, unknown>): HookCallback {
@@ -100,8 +105,7 @@ const PROGRAMS: SdkProgram[] = [
     scenario: () => ({ responses: [{ text: LONG_STORY, chunk_delay_ms: 40 }, { text: 'Still here.' }] }),
     turns: ['Tell a long story', 'Still there?'],
     during: async (q, ctx) => {
-      await waitFor(() => ctx.modelCalls() >= 1, 15_000, 'the story to start');
-      await sleep(300);
+      await storyUnderWay(ctx);
       await q.interrupt();
       ctx.notes.interruptAnswered = true;
     },
@@ -112,8 +116,7 @@ const PROGRAMS: SdkProgram[] = [
     scenario: () => ({ responses: [{ text: LONG_STORY, chunk_delay_ms: 100 }] }),
     turns: ['Tell a long story'],
     during: async (_q, ctx) => {
-      await waitFor(() => ctx.modelCalls() >= 1, 15_000, 'the story to start');
-      await sleep(300);
+      await storyUnderWay(ctx);
       ctx.abort.abort();
     },
     mask: maskStory,
