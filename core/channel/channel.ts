@@ -1,5 +1,6 @@
 import type { ErrorCode } from '../errors.js';
 import { TetherError } from '../errors.js';
+import { Wakeup } from '../util/wakeup.js';
 
 /**
  * A frame that carries bytes beside a small JSON header: an engine line travels this way,
@@ -134,7 +135,7 @@ export abstract class BaseChannel implements Channel {
   private queuedBytes = 0;
   private framesBytes = 0;
   private paused = false;
-  private waiter: (() => void) | undefined;
+  private readonly wakeup = new Wakeup();
   private closeInfo: CloseInfo | undefined;
   private readonly highFrames: number;
   private readonly highBytes: number;
@@ -221,7 +222,7 @@ export abstract class BaseChannel implements Channel {
       this.paused = true;
       this.pauseInput();
     }
-    this.wake();
+    this.wakeup.wake();
   }
 
   /** Adapters call this when the transport has ended; only the first call counts. */
@@ -231,7 +232,7 @@ export abstract class BaseChannel implements Channel {
     this.resolveClosed(info);
     this.abort.abort(new TetherError(info.code === 'OK' ? 'CANCELLED' : info.code, info.reason));
     this.dropUnsent(new TetherError('UNAVAILABLE', `channel closed before the frame was handed over: ${info.reason}`));
-    this.wake();
+    this.wakeup.wake();
   }
 
   /**
@@ -240,12 +241,6 @@ export abstract class BaseChannel implements Channel {
    * promises reject instead of hanging. Frames already handed over are the adapter's to settle.
    */
   protected dropUnsent(_err: TetherError): void {}
-
-  private wake(): void {
-    const w = this.waiter;
-    this.waiter = undefined;
-    w?.();
-  }
 
   async *[Symbol.asyncIterator](): AsyncIterator<WireFrame> {
     for (;;) {
@@ -260,7 +255,7 @@ export abstract class BaseChannel implements Channel {
         continue;
       }
       if (this.closeInfo) return;
-      await new Promise<void>((resolve) => (this.waiter = resolve));
+      await this.wakeup.wait();
     }
   }
 }
