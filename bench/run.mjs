@@ -472,6 +472,15 @@ async function levers() {
 
 // ---- profile ------------------------------------------------------------------------------------------
 
+/** A profiled run: one client of `kind` on `transport` sends `count` frames of `bytes`, three times. */
+function throughputRun(driver, { kind, transport, count, bytes }) {
+  return async (ours) => {
+    await driver.call('open', { id: 'p', kind, url: ours.url[transport], agent: `bench-${transport}` });
+    for (let i = 0; i < 3; i++) await driver.call('throughput', { id: 'p', count, bytes }, 90_000);
+    await driver.call('close', { id: 'p' });
+  };
+}
+
 async function profile() {
   const dir = join(BENCH_DIR, 'results', 'prof');
   rmSync(dir, { recursive: true, force: true });
@@ -480,30 +489,9 @@ async function profile() {
   const out = {};
   try {
     for (const [name, run] of [
-      [
-        'single client, 200-byte frames (ws)',
-        async (ours) => {
-          await driver.call('open', { id: 'p', kind: 'ours', url: ours.url.ws, agent: 'bench-ws' });
-          for (let i = 0; i < 3; i++) await driver.call('throughput', { id: 'p', count: 20_000, bytes: 200 }, 90_000);
-          await driver.call('close', { id: 'p' });
-        },
-      ],
-      [
-        'single client, 100 KB frames (ws)',
-        async (ours) => {
-          await driver.call('open', { id: 'p', kind: 'wire', url: ours.url.ws, agent: 'bench-ws' });
-          for (let i = 0; i < 3; i++) await driver.call('throughput', { id: 'p', count: 300, bytes: 100_000 }, 90_000);
-          await driver.call('close', { id: 'p' });
-        },
-      ],
-      [
-        'single client, 100 KB frames (grpc)',
-        async (ours) => {
-          await driver.call('open', { id: 'p', kind: 'wire', url: ours.url.grpc, agent: 'bench-grpc' });
-          for (let i = 0; i < 3; i++) await driver.call('throughput', { id: 'p', count: 300, bytes: 100_000 }, 90_000);
-          await driver.call('close', { id: 'p' });
-        },
-      ],
+      ['single client, 200-byte frames (ws)', throughputRun(driver, { kind: 'ours', transport: 'ws', count: 20_000, bytes: 200 })],
+      ['single client, 100 KB frames (ws)', throughputRun(driver, { kind: 'wire', transport: 'ws', count: 300, bytes: 100_000 })],
+      ['single client, 100 KB frames (grpc)', throughputRun(driver, { kind: 'wire', transport: 'grpc', count: 300, bytes: 100_000 })],
       [
         'fan-out to 100 viewers, 200-byte frames (ws)',
         async (ours) => {
