@@ -1,3 +1,8 @@
+/**
+ * The SDK drop-in's bridge: one engine on a remote agent, driven as if it were a local
+ * `claude` in stream-json mode (argv → session options in session-options-from-argv.ts, input
+ * lines through ndjson-input.ts, engine output back through engine-output-copy.ts).
+ */
 import type { Readable, Writable } from 'node:stream';
 import { asTetherError, TetherError } from '../core/errors.js';
 import type { DialOptions, Dialers } from '../core/link/dial.js';
