@@ -6,6 +6,7 @@ import { hostKeyProof } from '../core/auth/host-key.js';
 import { TetherError } from '../core/errors.js';
 import { Link, type LinkStatus } from '../core/link/link.js';
 import { standardDialers, type DialOptions, type Dialers } from '../core/link/dial.js';
+import type { GatewayTargets } from '../core/link/gateway-urls.js';
 import { silentLogger, type Logger } from '../core/logging.js';
 import type { ParamsOf } from '../core/protocol/methods.js';
 import type { EngineKind, SessionOptions } from '../core/protocol/session-options.js';
@@ -32,7 +33,8 @@ import { checkSessionFolder } from './session-roots.js';
 export const AGENT_INITIALIZE_TIMEOUT_MS = 60_000;
 
 export interface AgentOptions {
-  gateway: string;
+  /** The gateway URL, or several (gateways of one cluster): the agent fails over between them. */
+  gateway: GatewayTargets;
   name: string;
   token?: string;
   /** Where a fresh token comes from instead of `token` (e.g. re-reading --token-file): each reconnect, and renewal before expiry. */

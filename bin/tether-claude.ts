@@ -28,7 +28,8 @@ the remote engine at once (as to a local CLI); SIGINT stops the session the stag
                                  (asks the gateway; needs TETHER_GATEWAY and TETHER_AGENT)
 
 Environment:
-  TETHER_GATEWAY    gateway URL (ws://, wss://, grpc://, grpcs://)        required
+  TETHER_GATEWAY    gateway URL (ws://, wss://, grpc://, grpcs://), or    required
+                    several, comma-separated (gateways of one cluster)
   TETHER_AGENT      agent that runs the engine                            required
   TETHER_TOKEN      client token
   TETHER_CWD        working folder on the agent's machine (default: the agent's)

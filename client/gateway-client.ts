@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { asTetherError, TetherError } from '../core/errors.js';
 import { Link, type LinkStatus } from '../core/link/link.js';
 import { standardDialers, type DialOptions, type Dialers } from '../core/link/dial.js';
+import type { GatewayTargets } from '../core/link/gateway-urls.js';
 import { silentLogger, type Logger } from '../core/logging.js';
 import type { AgentInfo, CreateProgress, SessionInfo } from '../core/protocol/methods.js';
 import { readEngineFrame } from '../core/protocol/session-frame.js';
@@ -15,8 +16,12 @@ import { RemoteSession, type CanUseTool, type IncomingFrame } from './remote-ses
 import { acrossReconnects } from './across-reconnects.js';
 
 export interface ConnectOptions {
-  /** ws://, wss://, grpc:// or grpcs:// URL of the gateway. */
-  gateway: string;
+  /**
+   * ws://, wss://, grpc:// or grpcs:// URL of the gateway, or several (a list, or commas):
+   * gateways of one cluster. The first connect tries each in turn; after a drop the client
+   * reconnects to the next one and resumes every session from its last seq.
+   */
+  gateway: GatewayTargets;
   token?: string;
   logger?: Logger;
   dial?: DialOptions;
