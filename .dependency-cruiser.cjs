@@ -23,7 +23,7 @@ const EDGES = [
   {
     name: 'processes-at-the-edges',
     module: '^(node:)?child_process$',
-    allowed: '^agent/(engine-process|engine-version|demo-engine[^/]*)\\.ts$',
+    allowed: '^agent/(engine-process|engine-version|demo-engine/shell)\\.ts$',
   },
   { name: 'jose-in-core-auth', module: pkg('jose'), allowed: '^core/auth/' },
   { name: 'nats-in-the-gateway-cluster', module: pkg('@nats-io/[^/]+'), allowed: '^gateway/cluster/' },

@@ -5,7 +5,8 @@ import { resolve as resolvePath } from 'node:path';
 import { hostKeyProof } from '../core/auth/host-key.js';
 import { TetherError } from '../core/errors.js';
 import { Link, type LinkStatus } from '../core/link/link.js';
-import type { DialOptions } from '../core/link/dial.js';
+import { standardDialers, type DialOptions, type Dialers } from '../core/link/dial.js';
+import type { GatewayTargets } from '../core/link/gateway-urls.js';
 import { silentLogger, type Logger } from '../core/logging.js';
 import type { ParamsOf } from '../core/protocol/methods.js';
 import type { EngineKind, SessionOptions } from '../core/protocol/session-options.js';
@@ -17,6 +18,7 @@ import type { TokenSource } from '../core/link/token-renewal.js';
 import { engineCommandLine, resolveEngines, type EngineChoice, type ResolvedEngines } from './engine-command.js';
 import { withSdkEnv } from '../core/protocol/sdk-env.js';
 import { EngineProcess } from './engine-process.js';
+import { EngineSet } from './engine-set.js';
 import { engineEnvironment, type EngineEnvPolicy } from './engine-env.js';
 import { checkExtraArgs, type EngineFlagPolicy } from './extra-args.js';
 import { probeEngineVersions } from './engine-version.js';
@@ -31,7 +33,8 @@ import { checkSessionFolder } from './session-roots.js';
 export const AGENT_INITIALIZE_TIMEOUT_MS = 60_000;
 
 export interface AgentOptions {
-  gateway: string;
+  /** The gateway URL, or several (gateways of one cluster): the agent fails over between them. */
+  gateway: GatewayTargets;
   name: string;
   token?: string;
   /** Where a fresh token comes from instead of `token` (e.g. re-reading --token-file): each reconnect, and renewal before expiry. */
@@ -52,6 +55,10 @@ export interface AgentOptions {
   /** The agent's host key: each hello proves it holds it (core/auth/host-key.ts). */
   hostKey?: KeyObject;
   dial?: DialOptions;
+  /** The transports the agent may dial; default: a new standardDialers(). */
+  dialers?: Dialers;
+  /** Where its engines are tracked so the program can kill them as it exits; default: a set of its own. */
+  engineSet?: EngineSet;
   backoff?: BackoffPolicy;
   /** Liveness pings on the gateway link (default every 15 s, dead after 10 s). */
   heartbeat?: HeartbeatOptions;
@@ -77,15 +84,18 @@ export class Agent {
   private stopping = false;
   /** The owner's engine environment policy, with the agent's token always among the secrets. */
   private readonly envPolicy: EngineEnvPolicy;
+  private readonly engineSet: EngineSet;
   /** Each engine's `--version` line, learned once at start and reported in the hello. */
   private engineVersions: Partial<Record<EngineKind, string>> = {};
 
   constructor(private readonly opts: AgentOptions) {
     this.log = opts.logger ?? silentLogger;
     this.engines = resolveEngines(opts.engine ?? 'auto', opts.engineCommand);
+    this.engineSet = opts.engineSet ?? new EngineSet();
     this.envPolicy = { ...opts.engineEnvPolicy, secrets: [...(opts.engineEnvPolicy?.secrets ?? []), opts.token] };
     this.link = new Link({
       url: opts.gateway,
+      dialers: opts.dialers ?? standardDialers(),
       dial: { ...opts.dial, token: opts.token },
       logger: this.log,
       backoff: opts.backoff ?? AGENT_BACKOFF,
@@ -202,6 +212,7 @@ export class Agent {
       eofGraceMs: this.opts.eofGraceMs,
       termGraceMs: this.opts.termGraceMs,
       logger: log,
+      engineSet: this.engineSet,
     });
     const relay = new SessionRelay(sessionId, engine, log, undefined, { contribution: policy.hook ? POLICY_CONTRIBUTION : NO_CONTRIBUTION, clientInitializes: options.client_initialize === true });
     this.relays.set(sessionId, relay);

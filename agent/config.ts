@@ -77,15 +77,28 @@ export function enginePoliciesOf(c: Pick<EngineKeys, 'allowEngineFlags' | 'allow
   };
 }
 
+/**
+ * The agent's `gateway` key: one URL (a string, as always) or several (a list, or commas in
+ * one string). Loaded as the string when it is one, else as the list.
+ */
+const gatewayKey = z
+  .preprocess(
+    (v) => (typeof v === 'string' || (Array.isArray(v) && v.every((u) => typeof u === 'string')) ? [v].flat().flatMap((u: string) => u.split(',')).map((u) => u.trim()).filter(Boolean) : v),
+    z.array(z.string()).min(1).superRefine((urls, ctx) => {
+      for (const url of urls) {
+        if (!/^(wss?|grpcs?):\/\/[^/]/.test(url) || !URL.canParse(url)) ctx.addIssue({ code: 'custom', message: `must be a ws://, wss://, grpc:// or grpcs:// URL, got ${JSON.stringify(url)}`, path: [] });
+      }
+    }),
+  )
+  .transform((urls): string | string[] => (urls.length === 1 ? urls[0] : urls));
+
 /** The `tether agent` schema. */
 export const agentSchema = z
   .object({
-    gateway: z
-      .string()
-      .superRefine((url, ctx) => {
-        if (!/^(wss?|grpcs?):\/\/[^/]/.test(url) || !URL.canParse(url)) ctx.addIssue({ code: 'custom', message: `must be a ws://, wss://, grpc:// or grpcs:// URL, got ${JSON.stringify(url)}` });
-      })
-      .meta({ help: 'the gateway to dial: ws://, wss://, grpc:// or grpcs:// HOST:PORT', flag: 'gateway' }),
+    gateway: gatewayKey.meta({
+      help: 'the gateway to dial: ws://, wss://, grpc:// or grpcs:// HOST:PORT; several (repeatable, or comma-separated) are gateways of one cluster, tried in turn when the link drops',
+      flag: 'gateway',
+    }),
     name: AgentDescriptor.shape.name.optional().meta({ help: "agent name clients use (default: this host's name)", flag: 'name', env: 'TETHER_AGENT' }),
     token: z.string().min(1).optional().meta({ help: 'agent token (tether token --role agent)', flag: 'token', secret: true }),
     tokenFile: z

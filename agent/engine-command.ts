@@ -59,13 +59,16 @@ export function resolveEngines(choice: EngineChoice, engineCommand = process.env
   return { engines: ['demo'], defaultEngine: 'demo', explanation: `demo engine ("${engineCommand}" not found on PATH; install Claude Code or pass --engine-command to use the real CLI)` };
 }
 
-/** Path of the compiled demo engine script, next to this module. */
+/** The demo engine's entry point, relative to agent/ (source and dist alike). */
+export const DEMO_ENGINE_SCRIPT = 'demo-engine/main.js';
+
+/** Path of the compiled demo engine script, beside this module. */
 export function demoEnginePath(): string {
   const here = dirname(fileURLToPath(import.meta.url));
-  const js = join(here, 'demo-engine.js');
+  const js = join(here, DEMO_ENGINE_SCRIPT);
   if (existsSync(js)) return js;
   // Running from source (tests): use the compiled copy in dist/.
-  const dist = join(here, '..', 'dist', 'agent', 'demo-engine.js');
+  const dist = join(here, '..', 'dist', 'agent', DEMO_ENGINE_SCRIPT);
   if (existsSync(dist)) return dist;
   throw new TetherError('FAILED_PRECONDITION', 'demo engine not built: run `npm run build`');
 }

@@ -8,6 +8,7 @@ import { spawn as spawnChild, type ChildProcessWithoutNullStreams } from 'node:c
 import { TetherError } from '../core/errors.js';
 import type { StopSignal } from '../core/protocol/methods.js';
 import { silentLogger, type Logger } from '../core/logging.js';
+import type { EngineSet } from './engine-set.js';
 import { DEFAULT_MAX_LINE_BYTES, LineSplitter, type EngineLine } from './line-splitter.js';
 import { DEFAULT_STDERR_TAIL_BYTES, StderrLogSampler, StderrTail } from './stderr-tail.js';
 
@@ -45,32 +46,14 @@ export interface EngineProcessOptions {
    */
   termGraceMs?: number;
   logger?: Logger;
+  /** The program's live engines: this one joins it while its leader runs (agent/engine-set.ts). */
+  engineSet?: EngineSet;
 }
 
 /** stop(): wait after stdin EOF before SIGTERM, unless eofGraceMs says otherwise. */
 export const DEFAULT_EOF_GRACE_MS = 5000;
 /** stop(): wait after SIGTERM before SIGKILL, unless termGraceMs says otherwise. */
 export const DEFAULT_TERM_GRACE_MS = 5000;
-
-/** Engines whose process group may still be alive; killed synchronously on agent exit. */
-const live = new Set<EngineProcess>();
-let exitHookInstalled = false;
-
-/**
- * Kills (SIGKILL) the process group of every engine that has not exited yet, synchronously.
- * Installed once on the agent's process 'exit' event. Note: 'exit' does not run when the agent
- * dies of an unhandled signal, so the agent's SIGTERM/SIGINT handlers must stop engines
- * themselves (or call this).
- */
-export function killAllEngines(): void {
-  for (const engine of [...live]) engine.kill();
-}
-
-function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  process.on('exit', killAllEngines);
-}
 
 /**
  * One running engine. Create with {@link EngineProcess.spawn}.
@@ -108,6 +91,7 @@ export class EngineProcess {
   private readonly splitter: LineSplitter;
   private readonly tail: StderrTail;
   private readonly stderrLog: StderrLogSampler;
+  private readonly engineSet: EngineSet | undefined;
 
   private resolveExited!: (info: ExitInfo) => void;
   private rejectExited!: (err: TetherError) => void;
@@ -137,6 +121,7 @@ export class EngineProcess {
     this.eofGraceMs = nonNegative(opts.eofGraceMs, DEFAULT_EOF_GRACE_MS, 'eofGraceMs');
     this.termGraceMs = nonNegative(opts.termGraceMs, DEFAULT_TERM_GRACE_MS, 'termGraceMs');
     this.command = opts.command;
+    this.engineSet = opts.engineSet;
     this.splitter = new LineSplitter(maxLineBytes);
     this.tail = new StderrTail(tailBytes);
     this.exited = new Promise<ExitInfo>((resolve, reject) => {
@@ -175,8 +160,7 @@ export class EngineProcess {
     if (child.pid === undefined) return; // 'error' follows on the next tick.
 
     this.started = true;
-    live.add(this);
-    installExitHook();
+    this.engineSet?.add(this);
     this.log.info({ command: opts.command, cwd: opts.cwd }, 'engine started');
     this.log.debug({ args: opts.args }, 'engine arguments');
 
@@ -401,7 +385,7 @@ export class EngineProcess {
     this.leaderExited = true;
     this.exitCode = code;
     this.exitSignal = signal;
-    live.delete(this);
+    this.engineSet?.delete(this);
     // Descendants left in the group (a Bash tool's server, `sleep 300 &`) die with the engine.
     this.rawKillGroup('SIGKILL');
     this.log.info({ code, signal }, 'engine exited');

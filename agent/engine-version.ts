@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import type { EngineKind } from '../core/protocol/session-options.js';
-import { DEMO_VERSION } from './demo-engine-frames.js';
+import { DEMO_VERSION } from './demo-engine/frames.js';
 import type { ResolvedEngines } from './engine-command.js';
 
 /** Bound on `claude --version` at agent start. */

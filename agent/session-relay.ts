@@ -54,7 +54,10 @@ export const AGENT_INIT_REQUEST_ID = 'tether_agent_init';
  * engine blocks on its pipe instead of anything being dropped). Input is applied at most
  * once per gateway input seq.
  */
-export class SessionRelay {
+/** What a relay needs of its engine: its lines, a way to write to it, and its exit. */
+export type RelayEngine = Pick<EngineProcess, 'lines' | 'write' | 'exited'>;
+
+export class SessionRelay<E extends RelayEngine = EngineProcess> {
   private nextSeq = 1;
   private outbox: Outgoing[] = [];
   private outboxBytes = 0;
@@ -68,7 +71,7 @@ export class SessionRelay {
 
   constructor(
     readonly sessionId: string,
-    readonly engine: EngineProcess,
+    readonly engine: E,
     private readonly log: Logger,
     private readonly limits: RelayLimits = RELAY_DEFAULTS,
     private readonly init: RelayInit = { contribution: NO_CONTRIBUTION, clientInitializes: false },
@@ -79,6 +82,16 @@ export class SessionRelay {
   /** Next seq the gateway should expect (for the hello on reconnect). */
   get nextOutputSeq(): number {
     return this.outbox.length ? this.outbox[0].seq : this.nextSeq;
+  }
+
+  /** Highest output seq handed out so far (0 before the first item). */
+  get lastSentSeq(): number {
+    return this.nextSeq - 1;
+  }
+
+  /** Bytes of output sent and not yet acked; the relay stops reading the engine at its limit. */
+  get unackedBytes(): number {
+    return this.outboxBytes;
   }
 
   /** Highest gateway input seq written to the engine (for the hello on reconnect). */

@@ -4,7 +4,7 @@
  *
  *   npm run bench                 full run (< 15 min)
  *   npm run bench -- --quick      smaller counts, fewer rounds (< 2 min)
- *   options: --only 1,2,3,4 (figures; 1 and 2 share their processes)
+ *   options: --only 1,2,3,4,5 (figures; 1 and 2 share their processes; 5 needs nats-server)
  *            --profile (CPU profiles of the gateway and the agent under load, top functions)
  *            --out <file.json> (default bench/results/latest.json; the table goes next to it as .md)
  *            --report <file.json> (re-render the tables of an earlier run, nothing is measured)
@@ -25,6 +25,7 @@ import { ALL_CPUS, BENCH_DIR, hasTaskset, liveCount, setAffinity, startChild, st
 import { spread } from './lib/stats.mjs';
 import { analyzeProfile } from './lib/profile.mjs';
 import { report } from './lib/report.mjs';
+import { natsServerBinary, startNats } from './lib/nats.mjs';
 
 const argv = process.argv.slice(2);
 const flag = (name) => argv.includes(`--${name}`);
@@ -33,7 +34,7 @@ const opt = (name, dflt) => {
   return i >= 0 && argv[i + 1] && !argv[i + 1].startsWith('--') ? argv[i + 1] : dflt;
 };
 const QUICK = flag('quick');
-const ONLY = new Set(opt('only', '1,2,3,4').split(',').map(Number));
+const ONLY = new Set(opt('only', '1,2,3,4,5').split(',').map(Number));
 const PROFILE = flag('profile');
 const ROOT = join(BENCH_DIR, '..');
 const OUT = opt('out', join(BENCH_DIR, 'results', 'latest.json'));
@@ -51,6 +52,7 @@ const C = QUICK
       fanout: { rounds: 1, ns: [1, 10, 100, 1000], deliveries: 30_000, rate: 20, rateSeconds: 1.5 },
       slow: { rounds: 1, n: 20, count: 1_000, rateSeconds: 1.5 },
       idle: { clients: [1000], grpcClients: [500], sessions: [1000], agentSessions: 100, perSession: 100 },
+      cluster: { rounds: 1, ns: [30, 300] },
     }
   : {
       latency: { rounds: 7, iters: 1000, warmup: 100 },
@@ -58,6 +60,7 @@ const C = QUICK
       fanout: { rounds: 3, roundsAt1000: 2, ns: [1, 10, 100, 1000], deliveries: 150_000, rate: 20, rateSeconds: 5 },
       slow: { rounds: 3, n: 100, count: 2_000, rateSeconds: 3 },
       idle: { clients: [1000, 10000], grpcClients: [1000], sessions: [1000, 10000], agentSessions: 500, perSession: 100 },
+      cluster: { rounds: 3, ns: [30, 300, 900] },
     };
 
 const started = Date.now();
@@ -132,6 +135,25 @@ async function startOurs({ pin = false, transports = ['ws', 'grpc'], engine, pro
     });
   }
   return { gw, agents, url: { ws: gw.info.url, grpc: gw.info.grpcUrl }, stop: () => stopAll([...Object.values(agents), gw]) };
+}
+
+/**
+ * Three of our gateways on one NATS server (JetStream), as `tether gateway --cluster` runs
+ * them, and one agent given all three URLs (it registers with the first).
+ */
+async function startCluster({ gateways = 3 } = {}) {
+  const nats = await startNats();
+  const gws = [];
+  try {
+    for (let i = 0; i < gateways; i++) gws.push(await startChild('tether-gateway.mjs', ['--cluster', nats.url], { label: `gateway-${i + 1}` }));
+    const urls = gws.map((g) => g.info.url);
+    const agent = await startChild('tether-agent.mjs', ['--gateway', urls.join(','), '--name', 'bench-ws'], { label: 'agent-ws' });
+    return { gateways: gws, nats, urls, stop: () => stopAll([agent, ...gws]).finally(() => nats.stop()) };
+  } catch (err) {
+    await stopAll(gws);
+    await nats.stop();
+    throw err;
+  }
 }
 
 /** The raw relay and raw agent of one transport. */
@@ -240,23 +262,37 @@ async function latencyAndThroughput(withLatency, withThroughput, ssh) {
 
 // ---- figure 3: fan-out ---------------------------------------------------------------------------
 
+/**
+ * The relays of one fan-out run: `relays` (their CPU is the relay's cost), where the
+ * controller connects (`url`), where viewers go (`viewerUrls`, spread evenly), and `others`
+ * whose CPU is counted apart (the NATS server of a cluster).
+ */
 async function fanoutStack(kind) {
+  // The controller that starts the stream is the minimal client (cheap in the driver); the
+  // viewers are minimal clients too: the figure is about the gateway.
   if (kind === 'ours') {
     const s = await startOurs({ transports: ['ws'] });
-    // The controller that starts the stream is the minimal client (cheap in the driver); the
-    // viewers are minimal clients too: the figure is about the gateway.
-    return { relay: s.gw, url: s.url.ws, ctrlKind: 'wire', agent: 'bench-ws', stop: s.stop };
+    return { relays: [s.gw], url: s.url.ws, viewerKind: 'ours', ctrlKind: 'wire', agent: 'bench-ws', stop: s.stop };
+  }
+  if (kind === 'cluster') {
+    // The session's home is gateway-1 (its agent and controller are there); a third of the
+    // viewers are on it, the others on gateways 2 and 3, which read the session from JetStream.
+    const s = await startCluster();
+    return { relays: s.gateways, others: [s.nats], url: s.urls[0], viewerUrls: s.urls, viewerKind: 'ours', ctrlKind: 'wire', agent: 'bench-ws', stop: s.stop };
   }
   const s = await startRaw('ws');
-  return { relay: s.relay, url: s.url, ctrlKind: 'raw-ws', stop: s.stop };
+  return { relays: [s.relay], url: s.url, viewerKind: 'raw', ctrlKind: 'raw-ws', stop: s.stop };
 }
+
+/** CPU µs the processes spent so far, summed. */
+const cpuSum = async (procs) => (await Promise.all(procs.map(cpuOf))).reduce((a, b) => a + b, 0);
 
 async function fanoutOnce(kind, n, driver, { slowTest = false } = {}) {
   const stack = await fanoutStack(kind);
   try {
     const ctrl = await driver.call('open', { id: `ctrl-${kind}`, kind: stack.ctrlKind, url: stack.url, agent: stack.agent });
     const t0 = Date.now();
-    await driver.call('viewersOpen', { kind, url: stack.url, sessionId: ctrl.sessionId, fromSeq: (ctrl.lastSeq ?? 0) + 1, n }, 180_000);
+    await driver.call('viewersOpen', { kind: stack.viewerKind, urls: stack.viewerUrls ?? [stack.url], sessionId: ctrl.sessionId, fromSeq: (ctrl.lastSeq ?? 0) + 1, n }, 180_000);
     // Until every viewer has had all its presence frames (N²/2 of them for ours).
     const settled = await driver.call('settle', { quietMs: 500, maxMs: 120_000 }, 130_000);
     const attachSeconds = (Date.now() - t0) / 1000;
@@ -264,19 +300,21 @@ async function fanoutOnce(kind, n, driver, { slowTest = false } = {}) {
     const count = slowTest ? C.slow.count : Math.max(200, Math.min(20_000, Math.round(C.fanout.deliveries / n)));
     const rateSeconds = slowTest ? C.slow.rateSeconds : C.fanout.rateSeconds;
     const measure = async () => {
-      const c0 = await cpuOf(stack.relay);
+      const c0 = await cpuSum(stack.relays);
+      const n0 = await cpuSum(stack.others ?? []);
       const tp = await driver.call('fanout', { ctrl: `ctrl-${kind}`, count, bytes: 200, timeoutMs: 90_000 }, 120_000);
-      tp.relayCpuUsPerDelivery = ((await cpuOf(stack.relay)) - c0) / Math.max(1, tp.delivered);
+      tp.relayCpuUsPerDelivery = ((await cpuSum(stack.relays)) - c0) / Math.max(1, tp.delivered);
+      if (stack.others) tp.othersCpuUsPerDelivery = ((await cpuSum(stack.others)) - n0) / Math.max(1, tp.delivered);
       await driver.call('settle', { quietMs: 250, maxMs: 30_000 }, 40_000);
       const rate = await driver.call('fanout', { ctrl: `ctrl-${kind}`, count: C.fanout.rate * rateSeconds, bytes: 200, rate: C.fanout.rate, record: true, timeoutMs: rateSeconds * 1000 + 15_000 }, 120_000);
       return { throughput: tp, rate };
     };
     out.normal = await measure();
     if (slowTest) {
-      await driver.call('slowAdd', { kind, url: stack.url, sessionId: ctrl.sessionId });
+      await driver.call('slowAdd', { kind: stack.viewerKind, url: stack.url, sessionId: ctrl.sessionId });
       await driver.call('settle', { quietMs: 300, maxMs: 30_000 }, 40_000);
       out.withSlow = await measure();
-      out.slowRelayMem = await memOf(stack.relay);
+      out.slowRelayMem = await memOf(stack.relays[0]);
     }
     await driver.call('viewersClose');
     await driver.call('close', { id: `ctrl-${kind}` });
@@ -321,6 +359,41 @@ async function figure3() {
     log('figure 3: slow viewer done');
   } finally {
     await driver.stop();
+  }
+}
+
+// ---- figure 5: fan-out over three gateways on one NATS ------------------------------------------
+
+/**
+ * Figure 3's fan-out with the viewers spread over three gateways of one cluster, against one
+ * gateway with every viewer (the figure-3 setup), interleaved in the same run.
+ */
+async function figure5() {
+  if (!natsServerBinary()) {
+    results.notes.push('figure 5 skipped: nats-server is not installed (apt-get install nats-server)');
+    log('figure 5 skipped: no nats-server');
+    return;
+  }
+  const driver = await startChild('driver.mjs', [], { label: 'driver' });
+  const out = {};
+  try {
+    for (const n of C.cluster.ns) {
+      out[n] = { ours: [], cluster: [] };
+      for (let r = 0; r < C.cluster.rounds && !overBudget(); r++) {
+        for (const kind of r % 2 ? ['cluster', 'ours'] : ['ours', 'cluster']) {
+          try {
+            out[n][kind].push(await fanoutOnce(kind, n, driver));
+          } catch (err) {
+            results.notes.push(`cluster fan-out ${kind} ${n}: ${err.message}`);
+            log(`cluster fan-out ${kind} ${n} failed: ${err.message}`);
+          }
+        }
+      }
+      log(`figure 5: ${n} viewers done`);
+    }
+  } finally {
+    await driver.stop();
+    results.figures.clusterFanout = out;
   }
 }
 
@@ -472,6 +545,15 @@ async function levers() {
 
 // ---- profile ------------------------------------------------------------------------------------------
 
+/** A profiled run: one client of `kind` on `transport` sends `count` frames of `bytes`, three times. */
+function throughputRun(driver, { kind, transport, count, bytes }) {
+  return async (ours) => {
+    await driver.call('open', { id: 'p', kind, url: ours.url[transport], agent: `bench-${transport}` });
+    for (let i = 0; i < 3; i++) await driver.call('throughput', { id: 'p', count, bytes }, 90_000);
+    await driver.call('close', { id: 'p' });
+  };
+}
+
 async function profile() {
   const dir = join(BENCH_DIR, 'results', 'prof');
   rmSync(dir, { recursive: true, force: true });
@@ -480,30 +562,9 @@ async function profile() {
   const out = {};
   try {
     for (const [name, run] of [
-      [
-        'single client, 200-byte frames (ws)',
-        async (ours) => {
-          await driver.call('open', { id: 'p', kind: 'ours', url: ours.url.ws, agent: 'bench-ws' });
-          for (let i = 0; i < 3; i++) await driver.call('throughput', { id: 'p', count: 20_000, bytes: 200 }, 90_000);
-          await driver.call('close', { id: 'p' });
-        },
-      ],
-      [
-        'single client, 100 KB frames (ws)',
-        async (ours) => {
-          await driver.call('open', { id: 'p', kind: 'wire', url: ours.url.ws, agent: 'bench-ws' });
-          for (let i = 0; i < 3; i++) await driver.call('throughput', { id: 'p', count: 300, bytes: 100_000 }, 90_000);
-          await driver.call('close', { id: 'p' });
-        },
-      ],
-      [
-        'single client, 100 KB frames (grpc)',
-        async (ours) => {
-          await driver.call('open', { id: 'p', kind: 'wire', url: ours.url.grpc, agent: 'bench-grpc' });
-          for (let i = 0; i < 3; i++) await driver.call('throughput', { id: 'p', count: 300, bytes: 100_000 }, 90_000);
-          await driver.call('close', { id: 'p' });
-        },
-      ],
+      ['single client, 200-byte frames (ws)', throughputRun(driver, { kind: 'ours', transport: 'ws', count: 20_000, bytes: 200 })],
+      ['single client, 100 KB frames (ws)', throughputRun(driver, { kind: 'wire', transport: 'ws', count: 300, bytes: 100_000 })],
+      ['single client, 100 KB frames (grpc)', throughputRun(driver, { kind: 'wire', transport: 'grpc', count: 300, bytes: 100_000 })],
       [
         'fan-out to 100 viewers, 200-byte frames (ws)',
         async (ours) => {
@@ -556,6 +617,7 @@ async function main() {
   if (ONLY.has(1) || ONLY.has(2)) steps.push(['fig1-2', () => latencyAndThroughput(ONLY.has(1), ONLY.has(2), ssh)]);
   if (ONLY.has(3)) steps.push(['fig3', figure3]);
   if (ONLY.has(4)) steps.push(['fig4', figure4]);
+  if (ONLY.has(5)) steps.push(['fig5', figure5]);
   if (PROFILE) steps.push(['levers', levers], ['profile', profile]);
   for (const [name, step] of steps) {
     if (overBudget()) {

@@ -4,13 +4,10 @@ import { tetherAcpAgent } from '../client/acp/acp-agent.js';
 import { GatewayClient } from '../client/gateway-client.js';
 import type { Channel } from '../core/channel/channel.js';
 import { TetherError } from '../core/errors.js';
-import { registerDialer } from '../core/link/dial.js';
+import { Dialers } from '../core/link/dial.js';
 import type { AcpLink } from '../gateway/listen-acp.js';
 
-/** In-process links from `/acp` connections into the gateway serving them, by loopback id. */
-const loopbacks = new Map<string, () => Channel>();
 const SCHEME = 'tether-loopback:';
-let registered = false;
 
 /**
  * The gateway's `/acp` endpoint (experimental): each admitted connection gets the ACP agent
@@ -19,14 +16,14 @@ let registered = false;
  * query names the Tether agent and the remote folder: `/acp?agent=NAME&cwd=DIR`.
  */
 export function acpEndpoint(): (link: AcpLink) => AgentConnector {
-  if (!registered) {
-    registered = true;
-    registerDialer(SCHEME, async (url) => {
-      const open = loopbacks.get(url.host);
-      if (!open) throw new TetherError('UNAVAILABLE', 'the ACP connection is closed');
-      return open();
-    });
-  }
+  /** In-process links from `/acp` connections into the gateway serving them, by loopback id. */
+  const loopbacks = new Map<string, () => Channel>();
+  // Its clients dial this gateway in-process, and nothing else.
+  const dialers = new Dialers([[SCHEME, async (url) => {
+    const open = loopbacks.get(url.host);
+    if (!open) throw new TetherError('UNAVAILABLE', 'the ACP connection is closed');
+    return open();
+  }]]);
   return (link) => {
     const query = new URL(link.path, 'http://acp').searchParams;
     const id = randomUUID();
@@ -34,7 +31,7 @@ export function acpEndpoint(): (link: AcpLink) => AgentConnector {
     return tetherAcpAgent({
       agent: query.get('agent') ?? undefined,
       cwd: query.get('cwd') ?? undefined,
-      client: () => GatewayClient.connect({ gateway: `${SCHEME}//${id}`, software: 'tether-acp-endpoint', reconnect: false }),
+      client: () => GatewayClient.connect({ gateway: `${SCHEME}//${id}`, dialers, software: 'tether-acp-endpoint', reconnect: false }),
       onClosed: () => loopbacks.delete(id),
     });
   };

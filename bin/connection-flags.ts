@@ -9,6 +9,7 @@ import { GatewayClient, type ConnectOptions } from '../client/gateway-client.js'
 import { readTokenFile } from '../core/auth/token-file.js';
 import { TetherError } from '../core/errors.js';
 import { pick, required } from './args.js';
+import { standardDialers } from '../core/link/dial.js';
 
 /** TLS options every client command takes (wss:// and grpcs:// with a private CA, mutual TLS). */
 export const TLS_CLIENT_OPTIONS = {
@@ -21,9 +22,9 @@ export const TLS_CLIENT_HELP = `  --ca FILE         trust this CA (PEM) for wss:
   --tls-cert FILE   client certificate (PEM) for mutual TLS (env TETHER_TLS_CERT)
   --tls-key FILE    its private key (PEM) (env TETHER_TLS_KEY)`;
 
-/** --gateway, --token and the TLS options. */
+/** --gateway (repeatable: gateways of one cluster), --token and the TLS options. */
 export const CONNECTION_OPTIONS = {
-  gateway: { type: 'string' },
+  gateway: { type: 'string', multiple: true },
   token: { type: 'string' },
   ...TLS_CLIENT_OPTIONS,
 } as const;
@@ -34,7 +35,7 @@ export const CONNECTION_OPTIONS = {
  */
 export function connectionHelp(column: number): string {
   return [
-    ['--gateway URL', 'gateway URL (env TETHER_GATEWAY)'],
+    ['--gateway URL', 'gateway URL (env TETHER_GATEWAY); several: repeat or use commas'],
     ['--token TOKEN', 'client token (env TETHER_TOKEN)'],
   ]
     .map(([flag, text]) => `  ${flag}`.padEnd(column) + text)
@@ -56,12 +57,21 @@ function pem(path: string | undefined, what: string): Buffer | undefined {
   }
 }
 
+/**
+ * The gateways a client command may use: --gateway (repeatable, commas allowed), else
+ * TETHER_GATEWAY (commas allowed). Several are gateways of one cluster, tried in turn.
+ */
+export function gatewaysFrom(v: Record<string, unknown>): string[] {
+  const flags = ([] as unknown[]).concat(v.gateway ?? []).filter((g): g is string => typeof g === 'string' && g !== '');
+  return flags.length ? flags : [required(pick(undefined, 'TETHER_GATEWAY'), '--gateway (or TETHER_GATEWAY)')];
+}
+
 /** Connects to the gateway the connection flags (or TETHER_* variables) name; INVALID_ARGUMENT for a missing or unreadable one. */
 export async function connectFrom(v: Record<string, unknown>, software: string, onStatus?: ConnectOptions['onStatus']): Promise<GatewayClient> {
   const tokenFile = v['token-file'] as string | undefined;
   if (tokenFile !== undefined && v.token !== undefined) throw new TetherError('INVALID_ARGUMENT', 'use --token or --token-file, not both');
   return GatewayClient.connect({
-    gateway: required(pick(v.gateway, 'TETHER_GATEWAY'), '--gateway (or TETHER_GATEWAY)'),
+    gateway: gatewaysFrom(v),
     token: tokenFile === undefined ? pick(v.token, 'TETHER_TOKEN') : undefined,
     tokenSource: tokenFile === undefined ? undefined : () => readTokenFile(tokenFile),
     dial: {
@@ -69,6 +79,7 @@ export async function connectFrom(v: Record<string, unknown>, software: string, 
       tlsCert: pem(pick(v['tls-cert'], 'TETHER_TLS_CERT'), '--tls-cert'),
       tlsKey: pem(pick(v['tls-key'], 'TETHER_TLS_KEY'), '--tls-key'),
     },
+    dialers: standardDialers(),
     software,
     onStatus,
   });

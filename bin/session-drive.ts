@@ -5,6 +5,7 @@ import type { RemoteSession } from '../client/remote-session.js';
 import { TerminalClient } from '../client/terminal-client.js';
 import type { GatewayClient } from '../client/gateway-client.js';
 import { tetherEvent } from '../core/protocol/events.js';
+import type { LinkStatus } from '../core/link/link.js';
 import { CONNECTION_OPTIONS, TOKEN_FILE_OPTION } from './connection-flags.js';
 
 /** Options chat and attach share: the connection flags, --token-file and --json. */
@@ -28,10 +29,17 @@ export async function drive(client: GatewayClient, session: RemoteSession, json:
 /** Prints link changes: to stderr for people, as tether events in pipe mode. */
 export function linkReporter(json: boolean) {
   let connects = 0;
-  return (status: { state: string; retryInMs?: number; error?: { message: string } }) => {
+  let lastDown: string | undefined;
+  return (status: LinkStatus) => {
     if (status.state === 'connected' && connects++ === 0) return; // the first connect is not news
+    // Which gateway is news only when there are several (the dead one is named in the error).
     const message =
-      status.state === 'down' ? `link down (${status.error?.message}); retrying in ${status.retryInMs} ms` : status.state === 'connected' ? 'link up' : undefined;
+      status.state === 'down'
+        ? `link down (${status.error.message}); retrying${status.nextUrl !== status.url ? ` ${status.nextUrl}` : ''} in ${status.retryInMs} ms`
+        : status.state === 'connected'
+          ? `link up${lastDown && status.url !== lastDown ? ` (${status.url})` : ''}`
+          : undefined;
+    if (status.state === 'down') lastDown = status.url;
     if (!message) return;
     const e = tetherEvent({ subtype: 'link', status: status.state === 'down' ? 'down' : 'connected', message });
     if (json) process.stdout.write(JSON.stringify(e) + '\n');

@@ -6,6 +6,7 @@
  */
 import { constants } from 'node:os';
 import { startRemoteEngine, type RemoteExit } from '../client/remote-engine.js';
+import { standardDialers } from '../core/link/dial.js';
 import { remoteEngineVersion } from '../client/remote-version.js';
 import { createLogger } from '../core/logging.js';
 
@@ -27,7 +28,8 @@ the remote engine at once (as to a local CLI); SIGINT stops the session the stag
                                  (asks the gateway; needs TETHER_GATEWAY and TETHER_AGENT)
 
 Environment:
-  TETHER_GATEWAY    gateway URL (ws://, wss://, grpc://, grpcs://)        required
+  TETHER_GATEWAY    gateway URL (ws://, wss://, grpc://, grpcs://), or    required
+                    several, comma-separated (gateways of one cluster)
   TETHER_AGENT      agent that runs the engine                            required
   TETHER_TOKEN      client token
   TETHER_CWD        working folder on the agent's machine (default: the agent's)
@@ -63,14 +65,15 @@ async function main(argv: string[]): Promise<number> {
     return 1;
   }
   const logger = createLogger({ name: 'tether-claude', level: env('TETHER_LOG_LEVEL') ?? 'warn' });
+  const dialers = standardDialers();
   if (version) {
-    process.stdout.write(`${await remoteEngineVersion({ gateway, agent, token: env('TETHER_TOKEN'), logger })}\n`);
+    process.stdout.write(`${await remoteEngineVersion({ gateway, agent, token: env('TETHER_TOKEN'), dialers, logger })}\n`);
     return 0;
   }
   // The SDK may close its end of our stdout first; that is not a crash.
   process.stdout.on('error', (err) => logger.debug({ err: String(err) }, 'stdout closed'));
   const engine = startRemoteEngine(
-    { gateway, agent, token: env('TETHER_TOKEN'), cwd: env('TETHER_CWD'), logger },
+    { gateway, agent, token: env('TETHER_TOKEN'), cwd: env('TETHER_CWD'), dialers, logger },
     argv,
     { input: process.stdin, output: process.stdout, diagnostics: (text) => void process.stderr.write(text), env: process.env },
   );

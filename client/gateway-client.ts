@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { asTetherError, TetherError } from '../core/errors.js';
 import { Link, type LinkStatus } from '../core/link/link.js';
-import type { DialOptions } from '../core/link/dial.js';
+import { standardDialers, type DialOptions, type Dialers } from '../core/link/dial.js';
+import type { GatewayTargets } from '../core/link/gateway-urls.js';
 import { silentLogger, type Logger } from '../core/logging.js';
 import type { AgentInfo, CreateProgress, SessionInfo } from '../core/protocol/methods.js';
 import { readEngineFrame } from '../core/protocol/session-frame.js';
@@ -15,11 +16,17 @@ import { RemoteSession, type CanUseTool, type IncomingFrame } from './remote-ses
 import { acrossReconnects } from './across-reconnects.js';
 
 export interface ConnectOptions {
-  /** ws://, wss://, grpc:// or grpcs:// URL of the gateway. */
-  gateway: string;
+  /**
+   * ws://, wss://, grpc:// or grpcs:// URL of the gateway, or several (a list, or commas):
+   * gateways of one cluster. The first connect tries each in turn; after a drop the client
+   * reconnects to the next one and resumes every session from its last seq.
+   */
+  gateway: GatewayTargets;
   token?: string;
   logger?: Logger;
   dial?: DialOptions;
+  /** The transports it may dial; default: a new standardDialers() (ws, wss, grpc, grpcs). */
+  dialers?: Dialers;
   /** Keep reconnecting after a drop (default true). The first connect fails fast either way. */
   reconnect?: boolean;
   /** How long calls wait for a reconnect before failing with UNAVAILABLE (default 30 s). */
@@ -68,6 +75,7 @@ export class GatewayClient {
     this.log = opts.logger ?? silentLogger;
     this.link = new Link({
       url: opts.gateway,
+      dialers: opts.dialers ?? standardDialers(),
       dial: { ...opts.dial, token: opts.token },
       logger: this.log,
       failFast: true,

@@ -1,7 +1,7 @@
-import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import { asTetherError } from '../core/errors.js';
 import { tetherEvent, type TetherEvent } from '../core/protocol/events.js';
+import { sendNdjsonInput } from './ndjson-input.js';
 import type { RemoteSession } from './remote-session.js';
 
 export interface PipeOptions {
@@ -19,7 +19,17 @@ export async function runPipe(session: RemoteSession, input: Readable, output: W
   const write = (text: string) => output.write(text + '\n');
   const event = (e: TetherEvent) => write(JSON.stringify(e));
   let ended = false;
-  const inputDone = pumpInput(session, input, event).then(async () => {
+  const notSent = (lineNo: number, what: string): void => {
+    event(tetherEvent({ subtype: 'error', code: 'INVALID_ARGUMENT', message: `input line ${lineNo} is ${what}; nothing was sent`, input: `line ${lineNo}` }));
+  };
+  const inputDone = sendNdjsonInput(session, input, {
+    notJson: (lineNo) => {
+      notSent(lineNo, 'not JSON');
+      return 'skip';
+    },
+    notObject: (lineNo) => notSent(lineNo, 'not a JSON object'),
+    refused: (lineNo, _line, err) => event(errorEvent(err, `line ${lineNo}`)),
+  }).done.then(async () => {
     if (!opts.stopOnEof) return;
     // The engine may exit (and the client close) before the stop is answered: not an error.
     await session.stop().catch((err) => ended || event(errorEvent(err, 'eof')));
@@ -43,32 +53,6 @@ export async function runPipe(session: RemoteSession, input: Readable, output: W
   }
   void inputDone;
   return code;
-}
-
-async function pumpInput(session: RemoteSession, input: Readable, event: (e: TetherEvent) => void): Promise<void> {
-  const rl = createInterface({ input, crlfDelay: Infinity });
-  let n = 0;
-  for await (const raw of rl) {
-    n++;
-    const text = raw.trim();
-    if (!text) continue;
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch {
-      event(tetherEvent({ subtype: 'error', code: 'INVALID_ARGUMENT', message: `input line ${n} is not JSON; nothing was sent`, input: `line ${n}` }));
-      continue;
-    }
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-      event(tetherEvent({ subtype: 'error', code: 'INVALID_ARGUMENT', message: `input line ${n} is not a JSON object; nothing was sent`, input: `line ${n}` }));
-      continue;
-    }
-    try {
-      await session.send(value as Record<string, unknown>);
-    } catch (err) {
-      event(errorEvent(err, `line ${n}`));
-    }
-  }
 }
 
 function errorEvent(err: unknown, input: string): TetherEvent {

@@ -8,6 +8,7 @@ import { tetherEvent } from '../core/protocol/events.js';
 import { acrossReconnects } from './across-reconnects.js';
 import { PromptPosts } from './prompt-posts.js';
 import { asPermissionRequest, type PermissionAnswer, type PermissionRequest } from './permission-policy.js';
+import { Wakeup } from '../core/util/wakeup.js';
 
 /** A decision for one permission prompt; `rememberForSession` allows the tool from then on. */
 export type PermissionDecision = PermissionAnswer & { rememberForSession?: boolean };
@@ -88,7 +89,7 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
   /** Highest seq delivered to this object so far. */
   lastSeq = 0;
   private items: SessionItem[] = [];
-  private waiter: (() => void) | undefined;
+  private readonly wakeup = new Wakeup();
   private ended: TetherError | 'done' | undefined;
   private readonly replies = new Map<string, { resolve: (m: Record<string, unknown>) => void; reject: (e: TetherError) => void }>();
   private nextRequest = 1;
@@ -222,7 +223,7 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
     for (const w of this.replies.values()) w.reject(err);
     this.replies.clear();
     this.posts.failAll(err);
-    this.wake();
+    this.wakeup.wake();
   }
 
   private enqueue(item: SessionItem): void {
@@ -232,13 +233,7 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
       return;
     }
     this.items.push(item);
-    this.wake();
-  }
-
-  private wake(): void {
-    const w = this.waiter;
-    this.waiter = undefined;
-    w?.();
+    this.wakeup.wake();
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<SessionItem> {
@@ -252,7 +247,7 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
         if (this.ended !== 'done') throw this.ended;
         return;
       }
-      await new Promise<void>((resolve) => (this.waiter = resolve));
+      await this.wakeup.wait();
     }
   }
 

@@ -9,6 +9,7 @@ import { agentText, connectEditor, select, spawnAcp, type Editor } from './suppo
 import { startRig, type EngineRig } from './support/engines.js';
 import { runTether } from './support/cli.js';
 import { withTimeout } from './support/stack.js';
+import { waitFor } from './support/wait.js';
 
 const bash = (id: string, file: string) => ({ text: `Running ${id}.`, tool_use: { id, name: 'Bash', input: { command: `echo hi > ${file}`, description: `write ${file}` } } });
 
@@ -31,7 +32,6 @@ afterEach(async () => {
 });
 
 /** Resolves once `cond` holds (polled, bounded). */
-const until = (cond: () => boolean, what: string, ms = 10_000) => withTimeout((async () => { while (!cond()) await new Promise((r) => setTimeout(r, 20)); })(), ms, what);
 
 /** A rig, `tether acp` on it, initialized with `clientCapabilities`, and one new session. */
 const openSession = async (clientCapabilities: acp.ClientCapabilities = {}) => {
@@ -41,6 +41,14 @@ const openSession = async (clientCapabilities: acp.ClientCapabilities = {}) => {
   const { sessionId } = await ed.agent.request(acp.methods.agent.session.new, { cwd: '/editor/project', mcpServers: [] });
   return { rig: r, editor: ed, sessionId };
 };
+
+/** An editor that never answers a permission request by itself: only its withdrawal ends it (as cancelled). */
+const answersOnlyWhenWithdrawn = (_req: unknown, signal: AbortSignal) =>
+  new Promise<{ outcome: { outcome: 'cancelled' } }>((resolve) => {
+    const cancelled = () => resolve({ outcome: { outcome: 'cancelled' } });
+    if (signal.aborted) cancelled();
+    else signal.addEventListener('abort', cancelled);
+  });
 
 describe('tether acp: the ACP SDK client drives the real CLI through gateway and agent', () => {
 
@@ -107,7 +115,7 @@ describe('tether acp: the ACP SDK client drives the real CLI through gateway and
 
     // The teammate saw the same turns: the prompts and the assistant's words.
     const lines = () => seen.filter((i) => i.kind === 'engine').map((i) => (i as { line: string }).line).join('\n');
-    await until(() => lines().includes('Understood.'), 'the teammate to see the last turn');
+    await waitFor(() => lines().includes('Understood.'), 10_000, 'the teammate to see the last turn');
     expect(lines()).toContain('Hello from the remote model.');
     expect(lines()).toContain('"can_use_tool"');
     expect(lines()).toContain('allowed.txt');
@@ -133,12 +141,7 @@ describe('tether acp: the ACP SDK client drives the real CLI through gateway and
     const teammate = await (await rig.stack.client()).attach(sessionId);
     rig.fake!.setScenario({ responses: [bash('toolu_w', 'teammate.txt'), { text: 'Done.' }] });
     // The editor never answers by itself: only the withdrawal ends its request.
-    editor.onPermission = (_req, signal) =>
-      new Promise((resolve) => {
-        const cancelled = () => resolve({ outcome: { outcome: 'cancelled' } });
-        if (signal.aborted) cancelled();
-        else signal.addEventListener('abort', cancelled);
-      });
+    editor.onPermission = answersOnlyWhenWithdrawn;
     const prompt = editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'write it' }] });
     for await (const item of teammate) {
       if (item.kind !== 'engine') continue;
@@ -152,7 +155,7 @@ describe('tether acp: the ACP SDK client drives the real CLI through gateway and
     expect(r.stopReason).toBe('end_turn');
     expect(existsSync(join(rig.cwd, 'teammate.txt'))).toBe(true);
     expect(editor.permissionRequests).toHaveLength(1);
-    await until(() => editor!.withdrawn.length > 0, 'the withdrawal to reach the editor');
+    await waitFor(() => editor!.withdrawn.length > 0, 10_000, 'the withdrawal to reach the editor');
     expect(editor.withdrawn).toEqual(['toolu_w']);
   }, 120_000);
 });
@@ -225,17 +228,12 @@ describe('tether acp: bad input', () => {
   it('session/cancel while a permission request is open withdraws it in the editor and the tool never runs', async () => {
     const { rig, editor: ed, sessionId } = await openSession();
     rig.fake!.setScenario({ responses: [bash('toolu_c', 'cancelled.txt')], fallback: { text: 'after' } });
-    ed.onPermission = (_req, signal) =>
-      new Promise((resolve) => {
-        const cancelled = () => resolve({ outcome: { outcome: 'cancelled' } });
-        if (signal.aborted) cancelled();
-        else signal.addEventListener('abort', cancelled);
-      });
+    ed.onPermission = answersOnlyWhenWithdrawn;
     const prompt = ed.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'write it' }] });
-    await until(() => ed.permissionRequests.length === 1, 'the permission request', 30_000);
+    await waitFor(() => ed.permissionRequests.length === 1, 30_000, 'the permission request');
     await ed.agent.notify(acp.methods.agent.session.cancel, { sessionId });
     expect((await withTimeout(prompt, 30_000, 'the cancelled prompt')).stopReason).toBe('cancelled');
-    await until(() => ed.withdrawn.length === 1, 'the withdrawal');
+    await waitFor(() => ed.withdrawn.length === 1, 10_000, 'the withdrawal');
     expect(existsSync(join(rig.cwd, 'cancelled.txt'))).toBe(false);
   }, 120_000);
 });

@@ -1,28 +1,20 @@
 import { execFileSync } from 'node:child_process';
 import { appendFileSync, chmodSync, chownSync, existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { GatewayClient } from '../client/gateway-client.js';
 import { asPermissionRequest } from '../client/permission-policy.js';
-import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { runTether, startTether, TETHER_BIN, type Daemon } from './support/cli.js';
 import { isCanUseTool, isResult, until } from './support/items.js';
+import { cleanupsPerTest } from './support/cleanups.js';
 
 /** JSON lines printed by `tether audit --json`, each parsed (a non-JSON line fails the test). */
 const lines = (out: string) => out.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, any>);
 
 /** `tether audit` as an operator uses it: against a gateway, after a restart, and offline while it is down. */
 describe('tether audit', () => {
-  const cleanups: (() => Promise<unknown> | void)[] = [];
-  afterEach(async () => {
-    for (const c of cleanups.reverse()) await c();
-    cleanups.length = 0;
-  });
-  function temp(prefix: string): TempDir {
-    const d = makeTempDir(prefix);
-    cleanups.push(() => d.cleanup());
-    return d;
-  }
+  const cleanups = cleanupsPerTest();
+  const temp = (prefix: string) => cleanups.tempDir(prefix);
   async function up(state: string, cwd: string): Promise<{ daemon: Daemon; url: string; token: string }> {
     const daemon = startTether(['up', '--port', '0', '--engine', 'demo', '--cwd', cwd, '--state-dir', state]);
     cleanups.push(() => daemon.stop('SIGKILL'));

@@ -1,26 +1,17 @@
 import { appendFileSync, chownSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { TetherError } from '../core/errors.js';
 import { AuditRecord } from '../core/protocol/audit.js';
 import { ensurePrivateDir } from '../core/util/private-files.js';
 import { FileAuditLog, type AuditEntry, type AuditLog } from '../gateway/audit-log.js';
 import { scanAuditFile } from '../gateway/audit-reader.js';
-import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { startRig, WRITE_FILE, type EngineRig } from './support/engines.js';
-import { isCanUseTool, isResult, until } from './support/items.js';
+import { codeOf, isCanUseTool, isResult, until } from './support/items.js';
 import { asPermissionRequest } from '../client/permission-policy.js';
 import type { SessionItem } from '../client/remote-session.js';
-
-async function errorCode(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return 'none';
-  } catch (err) {
-    return (err as TetherError).code;
-  }
-}
+import { cleanupsPerTest } from './support/cleanups.js';
 
 /** Every line of the file, parsed (a line that is not JSON fails the test here). */
 function fileRecords(path: string): Record<string, any>[] {
@@ -48,16 +39,13 @@ class BreakableAudit implements AuditLog {
 }
 
 describe('audit trail', () => {
-  const cleanups: (() => Promise<void> | void)[] = [];
-  afterEach(async () => {
-    for (const c of cleanups.reverse()) await c();
-    cleanups.length = 0;
-  });
-  function tempDir(prefix: string): TempDir {
-    const d = makeTempDir(prefix);
-    cleanups.push(() => d.cleanup());
-    return d;
-  }
+  const cleanups = cleanupsPerTest();
+  const tempDir = (prefix: string) => cleanups.tempDir(prefix);
+  /** A file audit log in a fresh folder, closed after the test; `path` is its file. */
+  const auditFile = () => {
+    const path = join(tempDir('tether-audit-').path, 'audit.jsonl');
+    return { path, file: cleanups.own(new FileAuditLog(path)) };
+  };
   async function rig(kind: 'claude' | 'demo', audit: AuditLog): Promise<EngineRig> {
     const r = await startRig(kind, WRITE_FILE[kind].scenario, { audit });
     cleanups.push(() => r.stop());
@@ -65,10 +53,7 @@ describe('audit trail', () => {
   }
 
   it('is JSON lines, one record per action, written as it happens, with the options a session was created with (demo engine)', async () => {
-    const state = tempDir('tether-audit-');
-    const path = join(state.path, 'audit.jsonl');
-    const file = new FileAuditLog(path);
-    cleanups.push(() => file.close());
+    const { path, file } = auditFile();
     const r = await rig('demo', file);
     const client = await r.stack.client();
     const systemPrompt = 'You are careful. '.repeat(400); // 6,800 chars: cut in the record
@@ -102,9 +87,7 @@ describe('audit trail', () => {
   });
 
   it('each record is on disk before its action takes effect: the state seen at the moment of writing is the state before', async () => {
-    const state = tempDir('tether-audit-');
-    const file = new FileAuditLog(join(state.path, 'audit.jsonl'));
-    cleanups.push(() => file.close());
+    const { file } = auditFile();
     const audit = new BreakableAudit(file);
     const r = await rig('demo', audit);
     const seen: string[] = [];
@@ -174,9 +157,7 @@ describe('audit trail', () => {
   });
 
   it('fails closed: a decision, a prompt, an attach or a create that cannot be recorded is not applied', async () => {
-    const state = tempDir('tether-audit-');
-    const file = new FileAuditLog(join(state.path, 'audit.jsonl'));
-    cleanups.push(() => file.close());
+    const { file } = auditFile();
     const audit = new BreakableAudit(file);
     const r = await rig('demo', audit);
     const owner = await r.stack.client();
@@ -189,11 +170,11 @@ describe('audit trail', () => {
     audit.failing = () => true;
     const refused = await s.answer(ask.requestId, { behavior: 'allow', updatedInput: ask.input }).catch((e: TetherError) => e);
     expect(refused).toMatchObject({ code: 'FAILED_PRECONDITION', message: 'the audit trail cannot be written (ENOSPC); permission_decision was not applied' });
-    expect(await errorCode(s.sendUserMessage('another'))).toBe('FAILED_PRECONDITION');
-    expect(await errorCode(s.setModel('refused-model'))).toBe('FAILED_PRECONDITION');
+    expect(await codeOf(s.sendUserMessage('another'))).toBe('FAILED_PRECONDITION');
+    expect(await codeOf(s.setModel('refused-model'))).toBe('FAILED_PRECONDITION');
     const guest = await r.stack.client();
-    expect(await errorCode(guest.attach(s.id))).toBe('FAILED_PRECONDITION');
-    expect(await errorCode(owner.createSession({ agent: 'test-agent' }))).toBe('FAILED_PRECONDITION');
+    expect(await codeOf(guest.attach(s.id))).toBe('FAILED_PRECONDITION');
+    expect(await codeOf(owner.createSession({ agent: 'test-agent' }))).toBe('FAILED_PRECONDITION');
     const [info] = await owner.listSessions();
     expect(info).toMatchObject({ id: s.id, state: 'requires_action', pending_prompts: 1 });
     expect(info.clients.map((c) => c.principal)).toEqual(['test-user']);
@@ -213,9 +194,7 @@ describe('audit trail', () => {
   });
 
   it("records the gateway's own denial when too many prompts are pending", async () => {
-    const state = tempDir('tether-audit-');
-    const file = new FileAuditLog(join(state.path, 'audit.jsonl'));
-    cleanups.push(() => file.close());
+    const { file } = auditFile();
     const r = await startRig('demo', undefined, { audit: file, limits: { maxPendingPrompts: 0 } });
     cleanups.push(() => r.stop());
     const s = await (await r.stack.client()).createSession({ agent: 'test-agent', options: { cwd: r.cwd } });
@@ -228,19 +207,17 @@ describe('audit trail', () => {
   });
 
   it('session.audit: the owner reads its session, others are refused, an admin reads and filters the whole trail', async () => {
-    const state = tempDir('tether-audit-');
-    const file = new FileAuditLog(join(state.path, 'audit.jsonl'));
-    cleanups.push(() => file.close());
+    const { file } = auditFile();
     const r = await rig('demo', file);
     const alice = await r.stack.client({ sub: 'alice' });
     const s = await alice.createSession({ agent: 'test-agent', options: { cwd: r.cwd } });
     const bob = await r.stack.client({ sub: 'bob' });
     const bobIn = await bob.attach(s.id);
     expect(bobIn.role).toBe('controller');
-    expect(await errorCode(bobIn.audit())).toBe('PERMISSION_DENIED');
+    expect(await codeOf(bobIn.audit())).toBe('PERMISSION_DENIED');
     const stranger = await r.stack.client({ sub: 'carol', scopes: ['agent:elsewhere'] });
-    expect(await errorCode((await stranger.peer()).request('session.audit', { session_id: s.id }))).toBe('NOT_FOUND');
-    expect(await errorCode((await alice.peer()).request('session.audit', {}))).toBe('PERMISSION_DENIED');
+    expect(await codeOf((await stranger.peer()).request('session.audit', { session_id: s.id }))).toBe('NOT_FOUND');
+    expect(await codeOf((await alice.peer()).request('session.audit', {}))).toBe('PERMISSION_DENIED');
     await s.setRole(bobIn.clientId, 'viewer');
     expect((await s.audit()).map((e) => `${e.principal}:${e.action}`)).toEqual(['alice:create', 'alice:attach', 'bob:attach', 'alice:role_change']);
     expect((await s.audit()).at(-1)).toMatchObject({ principal: 'alice', target_principal: 'bob', client_id: bobIn.clientId, role: 'viewer' });
@@ -293,10 +270,7 @@ describe('audit trail', () => {
   });
 
   it('records a real Claude Code permission decision before the tool runs (real CLI)', async () => {
-    const state = tempDir('tether-audit-');
-    const path = join(state.path, 'audit.jsonl');
-    const file = new FileAuditLog(path);
-    cleanups.push(() => file.close());
+    const { path, file } = auditFile();
     const r = await rig('claude', file);
     const client = await r.stack.client();
     const s = await client.createSession({ agent: 'test-agent', options: { cwd: r.cwd } });

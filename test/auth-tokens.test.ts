@@ -18,6 +18,7 @@ import { TicketBook } from '../core/auth/tickets.js';
 import { TOKEN_TYP } from '../core/auth/token-kinds.js';
 import { TokenVerifier } from '../core/auth/verify.js';
 import { TetherError } from '../core/errors.js';
+import { rejectionOf } from './support/items.js';
 
 /**
  * The JWT matrix, in process (threats.md 2A: A2-A5, A7, A10): every token kind and algorithm,
@@ -45,14 +46,8 @@ function unsigned(header: Record<string, unknown>, claims: Record<string, unknow
 }
 
 async function refusal(p: Promise<unknown>): Promise<{ code: string; message: string; reason: unknown }> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(TetherError);
-    const e = err as TetherError;
-    return { code: e.code, message: e.message, reason: e.details?.reason };
-  }
-  throw new Error('expected a refusal');
+  const e = await rejectionOf(p);
+  return { code: e.code, message: e.message, reason: e.details?.reason };
 }
 
 describe('minting and verifying', () => {

@@ -16,8 +16,9 @@ import { PROTOCOL_VERSION } from '../core/protocol/version.js';
 import { RpcPeer } from '../core/rpc/peer.js';
 import type { Gateway } from '../gateway/gateway.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
-import { isCanUseTool, until } from './support/items.js';
+import { codeOf, isCanUseTool, until, rejectionOf } from './support/items.js';
 import { startStack, type Stack } from './support/stack.js';
+import { waitFor } from './support/wait.js';
 
 /**
  * Nobody gets in who shouldn't (issue 4; threats.md 2A, 2I). Every bad credential is tried
@@ -38,33 +39,6 @@ const FROZEN = new Date();
 const T = Math.floor(FROZEN.getTime() / 1000);
 const ALLOWED = 'https://app.example';
 const OTHER_ALLOWED = 'https://other.example';
-
-async function waitFor(cond: () => boolean, what: string, ms = 5_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
-async function refusal(p: Promise<unknown>): Promise<TetherError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(TetherError);
-    return err as TetherError;
-  }
-  throw new Error('expected a refusal');
-}
-
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return 'none';
-  } catch (err) {
-    return (err as TetherError).code;
-  }
-}
 
 function stackFor(transport: 'ws' | 'grpc', cwd: string): Promise<Stack> {
   return startStack({
@@ -198,7 +172,7 @@ describe.each(['ws', 'grpc'] as const)('authentication over %s', (transport) => 
     if (token) track(token);
     const before = state();
     const accept = vi.spyOn(stack.gateway, 'accept');
-    const err = await refusal(dial(url, { token, connectTimeoutMs: 5_000 }));
+    const err = await rejectionOf(dial(url, { token, connectTimeoutMs: 5_000 }));
     expect(err.code).toBe(code);
     expect(err.message).toContain(message);
     expect(accept).not.toHaveBeenCalled();
@@ -216,7 +190,7 @@ describe.each(['ws', 'grpc'] as const)('authentication over %s', (transport) => 
     } finally {
       await c.close();
     }
-    await waitFor(() => stack.gateway.directory.clients.size === clients, 'the gateway to see the client leave');
+    await waitFor(() => stack.gateway.directory.clients.size === clients, 5_000, 'the gateway to see the client leave');
   }
 
   const otherRsa = generateTokenKey('RS256').key;
@@ -263,7 +237,7 @@ describe.each(['ws', 'grpc'] as const)('authentication over %s', (transport) => 
     const before = state();
     const counted = await authFailuresCounted(stack.gateway, 'wrong_kind');
     const token = track(await stack.mint({ kind: 'agent', sub: 'test-agent' }));
-    const err = await refusal(GatewayClient.connect({ gateway: url, token, reconnect: false, logger }));
+    const err = await rejectionOf(GatewayClient.connect({ gateway: url, token, reconnect: false, logger }));
     expect(err.code).toBe('PERMISSION_DENIED');
     expect(err.message).toContain('token is for an agent, not a client');
     expect(state()).toEqual(before);
@@ -274,7 +248,7 @@ describe.each(['ws', 'grpc'] as const)('authentication over %s', (transport) => 
   async function agentRefused(name: string, token: string | undefined, code: string, message: string): Promise<void> {
     const before = state();
     const agent = new Agent({ gateway: url, name, engine: 'demo', token, logger });
-    const err = await refusal(agent.start());
+    const err = await rejectionOf(agent.start());
     await agent.shutdown(0);
     expect(err.code).toBe(code);
     expect(err.message).toContain(message);
@@ -305,7 +279,7 @@ describe.each(['ws', 'grpc'] as const)('authentication over %s', (transport) => 
     expect(await first.closed).toMatchObject({ code: 'ABORTED', reason: 'superseded by a new connection' });
     expect(stack.gateway.directory.agents.get('builder')).not.toBe(firstLink);
     const other = track(await stack.mint({ kind: 'agent', sub: 'builder-2', agent: 'builder' }));
-    expect((await refusal(rawAgent(url, other, 'builder'))).code).toBe('ALREADY_EXISTS');
+    expect((await rejectionOf(rawAgent(url, other, 'builder'))).code).toBe('ALREADY_EXISTS');
     second.peer.channel.close('OK', 'done');
     await second.closed;
   });
@@ -341,8 +315,8 @@ describe.each(['ws', 'grpc'] as const)('authentication over %s', (transport) => 
     const narrow = await stack.client({ sub: 'nina', scopes: ['agent:elsewhere'] });
     expect(await narrow.listAgents()).toEqual([]);
     expect((await narrow.listSessions()).map((s) => s.id)).not.toContain(witness.id);
-    const hidden = await refusal(narrow.attach(witness.id));
-    const missing = await refusal(narrow.attach('no-such-session'));
+    const hidden = await rejectionOf(narrow.attach(witness.id));
+    const missing = await rejectionOf(narrow.attach('no-such-session'));
     expect([hidden.code, missing.code]).toEqual(['NOT_FOUND', 'NOT_FOUND']);
     expect(hidden.message.replace(witness.id, 'ID')).toBe(missing.message.replace('no-such-session', 'ID'));
     expect(await codeOf(narrow.createSession({ agent: 'test-agent' }))).toBe('NOT_FOUND');
@@ -405,7 +379,7 @@ describe('browsers: one-time tickets and Origin', () => {
     const session = await client.createSession({ agent: 'test-agent' });
     expect(session.info.owner).toBe('webby');
     await client.close();
-    await waitFor(() => stack.gateway.directory.clients.size === before - 1, 'the ticket client to leave');
+    await waitFor(() => stack.gateway.directory.clients.size === before - 1, 5_000, 'the ticket client to leave');
 
     const again = await rawUpgrade(wsUrl, `/v1/connect?ticket=${t}`, {});
     expect(again.status).toBe(401);

@@ -7,23 +7,14 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { BinaryFrame, Channel, CloseInfo, Transport, WireFrame } from '../core/channel/channel.js';
 import { BINARY_FRAME_OVERHEAD_BYTES, CHANNEL_DEFAULTS, frameBytes } from '../core/channel/channel.js';
 import { TetherError } from '../core/errors.js';
-import { inboundQueuedBytes, PAIR_FACTORIES, type ChannelPair, type PairOptions } from './support/channel-pairs.js';
+import { PAIR_FACTORIES, type ChannelPair, type PairOptions } from './support/channel-pairs.js';
+import { steady, waitFor, withTimeout } from './support/wait.js';
 
 const TRANSPORTS: Transport[] = ['memory', 'ws', 'grpc'];
 const SMALL_LIMIT = 64 * 1024;
 
-/** Rejects with a message naming `what` when `promise` does not settle within `ms`. */
-function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-/** Pulls up to `n` frames (fewer if iteration ends), within `ms`. */
-function take(channel: Channel, n: number, ms = 5_000): Promise<WireFrame[]> {
-  const out: WireFrame[] = [];
+/** Pulls up to `n` frames (fewer if iteration ends) into `out` as they come, within `ms`. */
+function take(channel: Channel, n: number, ms = 5_000, out: WireFrame[] = []): Promise<WireFrame[]> {
   const it = channel[Symbol.asyncIterator]();
   const run = async () => {
     while (out.length < n) {
@@ -37,19 +28,9 @@ function take(channel: Channel, n: number, ms = 5_000): Promise<WireFrame[]> {
 }
 
 /** Pulls until iteration ends, within `ms`. */
-function drain(channel: Channel, ms = 5_000): Promise<WireFrame[]> {
-  return take(channel, Number.POSITIVE_INFINITY, ms);
+function drain(channel: Channel, ms = 5_000, out: WireFrame[] = []): Promise<WireFrame[]> {
+  return take(channel, Number.POSITIVE_INFINITY, ms, out);
 }
-
-/** Waits until `cond()` holds, polling every 10 ms, within `ms`. */
-async function until(cond: () => boolean, ms: number, what: string): Promise<void> {
-  const run = async () => {
-    while (!cond()) await new Promise((r) => setTimeout(r, 10));
-  };
-  await withTimeout(run(), ms, what);
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function closedOf(channel: Channel, what: string, ms = 5_000): Promise<CloseInfo> {
   return withTimeout(channel.closed, ms, `${what} closed`);
@@ -82,6 +63,16 @@ function binaryOfBytes(bytes: number, i = 0): BinaryFrame {
 const plain = (frames: WireFrame[]) => frames.map((f) => (typeof f === 'string' ? f : { header: f.header, body: Buffer.from(f.body).toString('hex') }));
 
 const notification = (i: number, tag = 'n') => JSON.stringify({ jsonrpc: '2.0', method: tag, params: { i } });
+
+/** Both ends closed by the link's loss: UNAVAILABLE or CANCELLED (never OK), by the peer, signal aborted. */
+async function expectLostOnBothSides(p: ChannelPair): Promise<void> {
+  for (const [side, channel] of [['server', p.server], ['client', p.client]] as const) {
+    const info = await closedOf(channel, side);
+    expect(['UNAVAILABLE', 'CANCELLED']).toContain(info.code);
+    expect(info.byPeer).toBe(true);
+    expect(channel.signal.aborted).toBe(true);
+  }
+}
 
 async function expectCode(promise: Promise<unknown>, code: string): Promise<void> {
   const err = await withTimeout(promise.then(() => undefined, (e: unknown) => e), 5_000, `rejection with ${code}`);
@@ -221,8 +212,8 @@ describe.each(TRANSPORTS)('Channel conformance: %s', (transport) => {
       expect(peer.signal.aborted).toBe(true);
       us.close('UNAVAILABLE');
       peer.close('UNAVAILABLE');
-      await sleep(50);
-      // Settled exactly once: later events and calls change nothing.
+      // Settled exactly once: later calls change nothing.
+      expect([us.isClosed, peer.isClosed]).toEqual([true, true]);
       expect(await us.closed).toEqual({ code: 'OK', reason: 'closed', byPeer: false });
       expect(await peer.closed).toMatchObject({ code: 'OK', byPeer: true });
       expect(await drain(us)).toEqual([]);
@@ -250,8 +241,7 @@ describe.each(TRANSPORTS)('Channel conformance: %s', (transport) => {
 
   it('ends an iteration that is waiting when the peer closes', async () => {
     const { server, client } = await open();
-    const reading = drain(client);
-    await sleep(20);
+    const reading = drain(client); // drain() calls next() in its first, synchronous step: it is waiting now
     server.close();
     expect(await reading).toEqual([]);
   });
@@ -263,15 +253,7 @@ describe.each(TRANSPORTS)('Channel conformance: %s', (transport) => {
     expect(await received).toEqual([0, 1, 2].map((i) => notification(i)));
     const readers = [drain(p.server), drain(p.client)];
     await withTimeout(p.kill(), 5_000, 'cut the link');
-    for (const [side, channel] of [
-      ['server', p.server],
-      ['client', p.client],
-    ] as const) {
-      const info = await closedOf(channel, side);
-      expect(['UNAVAILABLE', 'CANCELLED']).toContain(info.code);
-      expect(info.byPeer).toBe(true);
-      expect(channel.signal.aborted).toBe(true);
-    }
+    await expectLostOnBothSides(p);
     for (const reader of readers) expect(await reader).toEqual([]);
     await expectCode(p.client.send('{}'), 'FAILED_PRECONDITION');
   });
@@ -283,23 +265,19 @@ describe.each(TRANSPORTS)('Channel conformance: %s', (transport) => {
       const count = state === 'idle' ? 3 : 200;
       const up = Array.from({ length: count }, (_, i) => notification(i, 'up'));
       const down = Array.from({ length: count }, (_, i) => notification(i, 'down'));
-      const readers = [drain(p.server), drain(p.client)];
+      const got: [WireFrame[], WireFrame[]] = [[], []];
+      const readers = [drain(p.server, 5_000, got[0]), drain(p.client, 5_000, got[1])];
       const sends = Promise.all([...up.map((f) => p.client.send(f)), ...down.map((f) => p.server.send(f))].map((s) => s.catch(() => {})));
       if (state === 'idle') {
         await withTimeout(sends, 5_000, 'sends before the cut');
-        await sleep(50);
+        // Idle: everything sent has been read on both sides before the cut.
+        await waitFor(() => got[0].length === count && got[1].length === count, 5_000, 'every frame read before the cut');
       } else {
-        await sleep(5);
+        // Busy: the first frames have been read and the rest are on their way when the cut comes.
+        await waitFor(() => got[0].length > 0 || got[1].length > 0, 5_000, 'the first frames read');
       }
       await withTimeout(p.cut(), 5_000, 'cut the network');
-      for (const [side, channel] of [
-        ['server', p.server],
-        ['client', p.client],
-      ] as const) {
-        const info = await closedOf(channel, side);
-        expect(['UNAVAILABLE', 'CANCELLED']).toContain(info.code);
-        expect(info.byPeer).toBe(true);
-      }
+      await expectLostOnBothSides(p);
       const [atServer, atClient] = await Promise.all(readers);
       expect(atServer).toEqual(up.slice(0, atServer!.length));
       expect(atClient).toEqual(down.slice(0, atClient!.length));
@@ -320,12 +298,13 @@ describe.each(TRANSPORTS)('Channel conformance: %s', (transport) => {
       let resolved = 0;
       const sends = frames.map((f) => sender.send(f).then(() => void resolved++));
 
-      await until(() => sender.bufferedBytes > BACKLOG, 10_000, `sender backlog over ${BACKLOG} bytes`);
-      await sleep(200);
+      await waitFor(() => sender.bufferedBytes > BACKLOG, 10_000, `sender backlog over ${BACKLOG} bytes`);
+      // Backpressure has held once nothing moves any more: the receiver's queue stopped growing.
+      await steady(() => receiver.inboundQueuedBytes, 10_000, 'the receiver queue to stop growing');
       expect(sender.bufferedBytes).toBeGreaterThan(BACKLOG);
       expect(resolved).toBeLessThan(COUNT);
       const frameLength = frames[0]!.length;
-      expect(inboundQueuedBytes(receiver)).toBeLessThanOrEqual(CHANNEL_DEFAULTS.inboundHighWaterBytes + 4 * frameLength);
+      expect(receiver.inboundQueuedBytes).toBeLessThanOrEqual(CHANNEL_DEFAULTS.inboundHighWaterBytes + 4 * frameLength);
 
       const received = await take(receiver, COUNT, 15_000);
       expect(received.length).toBe(COUNT);
@@ -344,8 +323,7 @@ describe.each(TRANSPORTS)('Channel conformance: %s', (transport) => {
           (err: unknown) => (err instanceof TetherError ? err.code : `not a TetherError: ${String(err)}`),
         ),
       );
-      await until(() => sender.bufferedBytes > BACKLOG, 10_000, `sender backlog over ${BACKLOG} bytes`);
-      await sleep(50);
+      await waitFor(() => sender.bufferedBytes > BACKLOG, 10_000, `sender backlog over ${BACKLOG} bytes`);
       receiver.close();
       expect((await closedOf(sender, 'sender', 3_000)).byPeer).toBe(true);
       const settled = await withTimeout(Promise.all(outcomes), 3_000, 'every pending send settles');

@@ -1,20 +1,17 @@
 import { spawn } from 'node:child_process';
-import { afterEach, describe, expect, it } from 'vitest';
-import { startRig, type EngineRig } from './support/engines.js';
+import { describe, expect, it } from 'vitest';
+import { demoSessionAt, startRig, type EngineRig } from './support/engines.js';
 import { isCanUseTool, isResult, until } from './support/items.js';
 import { runTether, TETHER_BIN } from './support/cli.js';
-import { withTimeout } from './support/stack.js';
+import { waitFor, withTimeout } from './support/wait.js';
+import { cleanupsPerTest } from './support/cleanups.js';
 
 /** `tether chat --json` / `tether attach --json`: the scriptable pipe mode. */
 describe('pipe mode', () => {
-  let rig: EngineRig | undefined;
-  afterEach(async () => {
-    await rig?.stop();
-    rig = undefined;
-  });
+  const cleanups = cleanupsPerTest();
 
   it('chat --json: engine frames exactly as written, tether events typed, bad lines reported, exit code of the engine', async () => {
-    rig = await startRig('demo');
+    const rig = cleanups.own(await startRig('demo'));
     const input = [
       JSON.stringify({ type: 'user', message: { role: 'user', content: 'hello pipe' }, parent_tool_use_id: null, session_id: 'default' }),
       'this is not json',
@@ -37,12 +34,7 @@ describe('pipe mode', () => {
   });
 
   it('attach --json --read-only --from-seq: history from that seq, then live; input refused for a viewer', async () => {
-    rig = await startRig('demo');
-    const client = await rig.stack.client();
-    const s = await client.createSession({ agent: 'test-agent' });
-    const it = s[Symbol.asyncIterator]();
-    await s.sendUserMessage('first turn');
-    await until(it, isResult);
+    const { rig, client, session: s, it } = await demoSessionAt(cleanups, 'first turn', isResult);
     const child = spawn(process.execPath, [TETHER_BIN, 'attach', s.id, '--json', '--read-only', '--from-seq', '3'], {
       env: { ...process.env, TETHER_GATEWAY: rig.stack.url, TETHER_TOKEN: rig.stack.token },
       stdio: ['pipe', 'pipe', 'pipe'],
@@ -50,20 +42,13 @@ describe('pipe mode', () => {
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     const frames = () => out.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, any>);
-    const waitFor = (pred: (f: Record<string, any>[]) => boolean, what: string) =>
-      withTimeout(
-        (async () => {
-          while (!pred(frames())) await new Promise((r) => setTimeout(r, 25));
-        })(),
-        10_000,
-        what,
-      );
-    await waitFor((f) => f.some((x) => x.type === 'result'), 'the history');
+    const framesShow = (pred: (f: Record<string, any>[]) => boolean, what: string) => waitFor(() => pred(frames()), 10_000, what);
+    await framesShow((f) => f.some((x) => x.type === 'result'), 'the history');
     child.stdin.write(JSON.stringify({ type: 'user', message: { role: 'user', content: 'viewer says hi' } }) + '\n');
-    await waitFor((f) => f.some((x) => x.subtype === 'error'), 'the refusal');
+    await framesShow((f) => f.some((x) => x.subtype === 'error'), 'the refusal');
     expect(frames().find((x) => x.subtype === 'error')).toMatchObject({ code: 'PERMISSION_DENIED' });
     await s.sendUserMessage('second turn');
-    await waitFor((f) => f.filter((x) => x.type === 'result').length === 2, 'the live turn');
+    await framesShow((f) => f.filter((x) => x.type === 'result').length === 2, 'the live turn');
     child.kill('SIGINT');
     await withTimeout(new Promise((r) => child.on('exit', r)), 5_000, 'attach to exit');
     const texts = frames().filter((x) => x.type === 'result').map((x) => String(x.result));
@@ -73,12 +58,7 @@ describe('pipe mode', () => {
   });
 
   it('sessions --json lists id, agent, owner, state, clients and pending prompts', async () => {
-    rig = await startRig('demo');
-    const client = await rig.stack.client();
-    const s = await client.createSession({ agent: 'test-agent' });
-    const it = s[Symbol.asyncIterator]();
-    await s.sendUserMessage('create a file');
-    await until(it, isCanUseTool);
+    const { rig, client, session: s, it } = await demoSessionAt(cleanups, 'create a file', isCanUseTool);
     const r = await runTether(['sessions', '--json'], { env: { TETHER_GATEWAY: rig.stack.url, TETHER_TOKEN: rig.stack.token } });
     const [row] = JSON.parse(r.stdout) as Record<string, any>[];
     expect(row).toMatchObject({ id: s.id, agent: 'test-agent', state: 'requires_action', pending_prompts: 1 });

@@ -33,6 +33,14 @@ describe.each(TRANSPORTS)('client reconnect over %s', (transport) => {
     cutClient = proxy = rig = undefined;
   });
 
+  /** A demo rig, and a session of a client that reaches it through a proxy the test can cut. */
+  const sessionBehindProxy = async () => {
+    rig = await startRig('demo', undefined, { clientTransport: transport });
+    proxy = await startTcpProxy(rig.stack.url);
+    cutClient = await GatewayClient.connect({ gateway: proxy.url, token: rig.stack.token, reconnect: true });
+    return { rig, proxy, session: await cutClient.createSession({ agent: 'test-agent' }) };
+  };
+
   it('a link cut mid-turn resumes by itself: the iterable goes on with no frame lost or repeated', async () => {
     rig = await startRig('demo', undefined, { clientTransport: transport });
     proxy = await startTcpProxy(rig.stack.url);
@@ -89,10 +97,7 @@ describe.each(TRANSPORTS)('client reconnect over %s', (transport) => {
   }, 60_000);
 
   it('input sent as the link drops goes out once the link is back, and only once', async () => {
-    rig = await startRig('demo', undefined, { clientTransport: transport });
-    proxy = await startTcpProxy(rig.stack.url);
-    cutClient = await GatewayClient.connect({ gateway: proxy.url, token: rig.stack.token, reconnect: true });
-    const session = await cutClient.createSession({ agent: 'test-agent' });
+    const { session, proxy } = await sessionBehindProxy();
     const it = session[Symbol.asyncIterator]();
     proxy.cut(700);
     const sent = session.sendUserMessage('hello'); // retried with the same input id until acknowledged
@@ -107,10 +112,7 @@ describe.each(TRANSPORTS)('client reconnect over %s', (transport) => {
   }, 60_000);
 
   it('a control request in flight when the link drops still gets its answer, and only its asker does', async () => {
-    rig = await startRig('demo', undefined, { clientTransport: transport });
-    proxy = await startTcpProxy(rig.stack.url);
-    cutClient = await GatewayClient.connect({ gateway: proxy.url, token: rig.stack.token, reconnect: true });
-    const session = await cutClient.createSession({ agent: 'test-agent' });
+    const { session, proxy, rig } = await sessionBehindProxy();
     const watcher = await (await rig.stack.client()).attach(session.id);
     const seenByWatcher: SessionItem[] = [];
     const wi = watcher[Symbol.asyncIterator]();

@@ -1,4 +1,4 @@
-// Tests for the demo engine (agent/demo-engine.ts), run as a real process over stdio.
+// Tests for the demo engine (agent/demo-engine/), run as a real process over stdio.
 
 import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -11,8 +11,8 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 type Frame = Record<string, any>;
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const ENGINE = join(ROOT, 'dist/agent/demo-engine.js');
-const MODULES = ['demo-engine', 'demo-engine-turns', 'demo-engine-frames'];
+const ENGINE = join(ROOT, 'dist/agent/demo-engine/main.js');
+const MODULES = ['main', 'turns', 'frames', 'shell'];
 const BASE_ARGS = ['-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose',
   '--permission-prompt-tool', 'stdio'];
 const WAIT_MS = 5_000;
@@ -116,8 +116,8 @@ function start(args: string[] = [], env: Record<string, string> = {}): Engine {
 
 beforeAll(() => {
   const stale = MODULES.some((m) => {
-    const out = join(ROOT, 'dist/agent', `${m}.js`);
-    return !existsSync(out) || statSync(out).mtimeMs < statSync(join(ROOT, 'agent', `${m}.ts`)).mtimeMs;
+    const out = join(ROOT, 'dist/agent/demo-engine', `${m}.js`);
+    return !existsSync(out) || statSync(out).mtimeMs < statSync(join(ROOT, 'agent/demo-engine', `${m}.ts`)).mtimeMs;
   });
   if (stale) {
     try {
@@ -126,7 +126,7 @@ beforeAll(() => {
       // Type errors in files being edited elsewhere still leave tsc's output in place.
     }
   }
-  for (const m of MODULES) expect(existsSync(join(ROOT, 'dist/agent', `${m}.js`)), `${m}.js built`).toBe(true);
+  for (const m of MODULES) expect(existsSync(join(ROOT, 'dist/agent/demo-engine', `${m}.js`)), `${m}.js built`).toBe(true);
 }, 150_000);
 
 afterEach(() => {

@@ -22,11 +22,14 @@ interface ComposeService {
   depends_on?: Record<string, { condition: string }>;
   volumes?: string[];
   ports?: string[];
+  profiles?: string[];
 }
 
 const compose = parseYaml(read('docker-compose.yml'), { merge: true }) as { services: Record<string, ComposeService>; volumes: Record<string, unknown> };
-/** The services that run our image (its entry point is `tether`). */
-const tetherServices = Object.entries(compose.services).filter(([, s]) => s.build === '.');
+/** The services that run our image (its entry point is `tether`), without a profile. */
+const tetherServices = Object.entries(compose.services).filter(([, s]) => s.build === '.' && !s.profiles);
+/** The services of the cluster profile (three gateways on one NATS server). */
+const clusterServices = Object.fromEntries(Object.entries(compose.services).filter(([, s]) => s.profiles?.includes('cluster')));
 
 /** Help text of `tether CMD`, fetched once per command. */
 const helpCache = new Map<string, Promise<{ code: number | null; stdout: string }>>();
@@ -46,8 +49,11 @@ describe('docker-compose.yml uses only what the CLI has', () => {
     const help = await helpOf(cmd);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain(`Usage: tether ${cmd}`);
-    for (const flag of args.filter((a) => a.startsWith('--'))) expect(help.stdout, `${cmd} ${flag}`).toMatch(new RegExp(`(^|\\s)${flag}\\b`));
-    for (const name of Object.keys(s.environment ?? {}).filter((n) => n.startsWith('TETHER_'))) expect(help.stdout, `${cmd} ${name}`).toContain(name);
+    const flags = args.filter((a) => a.startsWith('--'));
+    const names = Object.keys(s.environment ?? {}).filter((n) => n.startsWith('TETHER_'));
+    expect([...flags, ...names], 'every service is configured by flags or TETHER_* variables').not.toHaveLength(0);
+    for (const flag of flags) expect(help.stdout, `${cmd} ${flag}`).toMatch(new RegExp(`(^|\\s)${flag}\\b`));
+    for (const name of names) expect(help.stdout, `${cmd} ${name}`).toContain(name);
   });
 
   it('its variables load as a valid gateway and agent configuration', () => {
@@ -75,11 +81,61 @@ describe('docker-compose.yml uses only what the CLI has', () => {
     expect(g.ports).toEqual(expect.arrayContaining([expect.stringMatching(/:7800$/), expect.stringMatching(/:7801$/)]));
     expect(compose.services['agent-token'].depends_on).toEqual({ gateway: { condition: 'service_healthy' } });
     expect(compose.services.agent.depends_on).toEqual({ 'agent-token': { condition: 'service_completed_successfully' } });
-    expect(Object.keys(compose.volumes).sort()).toEqual(['agent-key', 'agent-secrets', 'gateway-state', 'workspace']);
+    expect(Object.keys(compose.volumes).sort()).toEqual(expect.arrayContaining(['agent-key', 'agent-secrets', 'gateway-state', 'workspace']));
   });
 
-  it.skipIf(!hasDockerCompose())('passes docker-compose config (skipped only where docker-compose is not installed; .ci/run installs it)', () => {
-    execFileSync('docker-compose', ['-f', join(ROOT, 'docker-compose.yml'), 'config', '-q'], { stdio: 'pipe' });
+  it.skipIf(!hasDockerCompose())('passes docker-compose config, also with each profile (skipped only where docker-compose is not installed; .ci/run installs it)', () => {
+    for (const profile of [[], ['--profile', 'monitoring'], ['--profile', 'cluster']]) {
+      execFileSync('docker-compose', ['-f', join(ROOT, 'docker-compose.yml'), ...profile, 'config', '-q'], { stdio: 'pipe' });
+    }
+  });
+});
+
+describe('docker-compose.yml, cluster profile: three gateways on one NATS server', () => {
+  const gateways = ['gateway-1', 'gateway-2', 'gateway-3'];
+
+  it('has NATS with JetStream, three gateways of our image and an agent given all three', () => {
+    expect(Object.keys(clusterServices).sort()).toEqual(['cluster-agent', 'cluster-agent-token', 'gateway-1', 'gateway-2', 'gateway-3', 'nats']);
+    expect(clusterServices.nats.command).toEqual(expect.arrayContaining(['--jetstream', '--store_dir']));
+    for (const g of gateways) expect([clusterServices[g].build, clusterServices[g].command]).toEqual(['.', ['gateway']]);
+    const published = gateways.flatMap((g) => clusterServices[g].ports!.map((p) => p.split(':')[0]));
+    expect(new Set([...published, '7800', '7801']).size).toBe(published.length + 2); // none clashes with another or with the single gateway
+  });
+
+  it('every gateway verifies with one signing key (gateway-1 makes it) and keeps its own state folder', () => {
+    const [one, two, three] = gateways.map((g) => clusterServices[g]);
+    const volumeOf = (s: ComposeService, path: string) => s.volumes!.find((v) => v.split(':')[1] === path)?.split(':')[0];
+    for (const s of [two, three]) {
+      const keyDir = s.environment!.TETHER_KEY_FILE.replace(/\/gateway-key\.json$/, '');
+      expect(volumeOf(s, keyDir)).toBe(volumeOf(one, one.environment!.TETHER_STATE_DIR));
+      expect(s.depends_on).toEqual({ 'gateway-1': { condition: 'service_healthy' } });
+    }
+    const states = [one, two, three].map((s) => volumeOf(s, s.environment!.TETHER_STATE_DIR));
+    expect(new Set(states).size).toBe(3);
+    expect(one.depends_on).toEqual({ nats: { condition: 'service_healthy' } });
+    // The agent's token is minted from that key, for the name the agent registers as.
+    const token = clusterServices['cluster-agent-token'];
+    expect(volumeOf(token, token.environment!.TETHER_STATE_DIR)).toBe(states[0]);
+    const agentEnv = clusterServices['cluster-agent'].environment!;
+    expect(token.command![token.command!.indexOf('--agent') + 1]).toBe(agentEnv.TETHER_AGENT);
+    expect(token.command![token.command!.indexOf('--out') + 1]).toBe(agentEnv.TETHER_TOKEN_FILE);
+  });
+
+  it('declares exactly the named volumes its services use', () => {
+    const used = Object.values(compose.services).flatMap((s) => (s.volumes ?? []).map((v) => v.split(':')[0]).filter((v) => !v.startsWith('.') && !v.startsWith('/') && !v.startsWith('$')));
+    expect(Object.keys(compose.volumes).sort()).toEqual([...new Set(used)].sort());
+  });
+
+  it("the agent's variables load as an agent configuration with the three gateways", () => {
+    const tmp = makeTempDir('tether-compose-');
+    try {
+      const token = join(tmp.path, 'agent.token');
+      writeFileSync(token, 'eyJ.a.b\n');
+      const env = { ...clusterServices['cluster-agent'].environment, TETHER_TOKEN_FILE: token };
+      expect(loadConfig(AGENT_CONFIG, { env, flags: {} }).config.gateway).toEqual(gateways.map((g) => `ws://${g}:7800`));
+    } finally {
+      tmp.cleanup();
+    }
   });
 });
 
@@ -97,7 +153,9 @@ describe('Dockerfile and systemd unit', () => {
     const unit = read('docs/tether-agent.service');
     expect(unit).toMatch(/^ExecStart=\/usr\/bin\/env tether agent$/m);
     const help = (await helpOf('agent')).stdout;
-    for (const [, name] of unit.matchAll(/^Environment=(TETHER_[A-Z_]+)=/gm)) expect(help, name).toContain(name);
+    const names = [...unit.matchAll(/^Environment=(TETHER_[A-Z_]+)=/gm)].map((m) => m[1]!);
+    expect(names, 'the unit configures the agent with TETHER_* variables').not.toHaveLength(0);
+    for (const name of names) expect(help, name).toContain(name);
   });
 });
 

@@ -5,16 +5,13 @@
  * trips. The client keeps working; its latency before and during the flood is reported.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { GatewayClient } from '../client/gateway-client.js';
 import { loadKeyFile } from '../core/auth/keys.js';
 import { mintToken } from '../core/auth/mint.js';
 import { stateKeyPath } from '../core/auth/state-dir.js';
-import { startTether, type Daemon } from './support/cli.js';
+import { gatewayDaemonPerSuite } from './support/cli.js';
 import { scrape } from './support/metrics.js';
 import { withTimeout } from './support/stack.js';
 
@@ -32,16 +29,11 @@ const summarize = (ms: number[]) => {
 };
 
 describe('a flood at the door', () => {
-  const state = mkdtempSync(join(tmpdir(), 'tether-flood-'));
-  let gw: Daemon | undefined;
-  afterAll(async () => {
-    await gw?.stop();
-    rmSync(state, { recursive: true, force: true });
-  });
+  const gateway = gatewayDaemonPerSuite('tether-flood-', ['--grpc-port', '0', '--log-format', 'json']);
+  const { state } = gateway;
 
   it('2,000 unauthenticated connections and 500 bad-token upgrades: an authenticated client keeps its round trips', { timeout: 120_000 }, async () => {
-    gw = startTether(['gateway', '--port', '0', '--grpc-port', '0', '--state-dir', state, '--log-format', 'json']);
-    const url = (await gw.line('gateway: ')).slice('gateway: '.length);
+    const { daemon: gw, url } = await gateway.start();
     const port = Number(new URL(url).port);
     const token = await mintToken({ key: loadKeyFile(stateKeyPath(state)), kind: 'client', sub: 'steady', ttlSeconds: 600 });
     let downs = 0;

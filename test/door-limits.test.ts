@@ -4,8 +4,8 @@
  * logged without the token), and deadlines that close garbage, slowloris and half-open
  * connections.
  */
-import { connect as tcpConnect, type Socket } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { connect as tcpConnect } from 'node:net';
+import { describe, expect, it } from 'vitest';
 import { GatewayClient } from '../client/gateway-client.js';
 import { generateTokenKey } from '../core/auth/keygen.js';
 import { mintToken } from '../core/auth/mint.js';
@@ -14,9 +14,10 @@ import { dial } from '../core/link/dial.js';
 import { createLogger } from '../core/logging.js';
 import { addressOf, AuthFailureLimiter, ConnectionLimiter, DOOR_DEFAULTS, type DoorLimits } from '../gateway/door-limits.js';
 import { Gateway, type GatewayLimits } from '../gateway/gateway.js';
-import { startGatewayServer, type GatewayServer } from '../gateway/server.js';
+import { startGatewayServer } from '../gateway/server.js';
 import { eventually, scrape } from './support/metrics.js';
 import { withTimeout } from './support/stack.js';
+import { cleanupsPerTest } from './support/cleanups.js';
 
 const key = generateTokenKey('HS256').key;
 const BAD_TOKEN = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJtYWxsb3J5In0.c2VjcmV0LXNpZ25hdHVyZS10aGF0LWRvZXMtbm90LW1hdGNo';
@@ -62,24 +63,17 @@ describe('door limits (unit)', () => {
   });
 });
 
-let server: GatewayServer | undefined;
-const sockets: Socket[] = [];
-afterEach(async () => {
-  for (const s of sockets.splice(0)) s.destroy();
-  await server?.close();
-  server = undefined;
-});
+const cleanups = cleanupsPerTest();
 
 async function start(door: Partial<DoorLimits>, limits: Partial<GatewayLimits> = {}, logLines?: string[]) {
   const logger = logLines ? createLogger({ level: 'debug', destination: { write: (s: string) => void logLines.push(s) } }) : undefined;
-  server = await startGatewayServer(new Gateway({ limits, logger }), { port: 0, grpcPort: 0, logger, doorLimits: door, auth: { verifier: new TokenVerifier({ keys: [key] }) } });
-  return server;
+  return cleanups.own(await startGatewayServer(new Gateway({ limits, logger }), { port: 0, grpcPort: 0, logger, doorLimits: door, auth: { verifier: new TokenVerifier({ keys: [key] }) } }));
 }
 
 /** A raw TCP connection from `localAddress` (any 127.x address on Linux), with what it received and when it closed. */
 function raw(port: number, localAddress = '127.0.0.1', send?: string) {
   const s = tcpConnect({ port, host: '127.0.0.1', localAddress });
-  sockets.push(s);
+  cleanups.push(() => s.destroy());
   let received = '';
   s.on('data', (d) => (received += d.toString()));
   s.on('error', () => {});

@@ -1,9 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startRig, WRITE_FILE, type EngineRig } from './support/engines.js';
 import { TRANSPORT_PAIRS } from './support/stack.js';
 import { readTurn, toolResults } from './support/turns.js';
+import { cleanupsPerTest } from './support/cleanups.js';
 
 /**
  * The walking skeleton's promise: a client drives a turn through gateway and agent, the
@@ -13,15 +14,11 @@ import { readTurn, toolResults } from './support/turns.js';
 const CASES = (['claude', 'demo'] as const).flatMap((engine) => TRANSPORT_PAIRS.map((t) => ({ engine, ...t })));
 
 describe.each(CASES)('permission round trip: $engine engine, client over $client, agent over $agent', ({ engine: kind, client: clientTransport, agent: agentTransport }) => {
-  let rig: EngineRig | undefined;
-  afterEach(async () => {
-    await rig?.stop();
-    rig = undefined;
-  });
+  const cleanups = cleanupsPerTest();
 
   it('allow: the prompt reaches the client and the tool runs in the agent cwd', async () => {
     const script = WRITE_FILE[kind];
-    rig = await startRig(kind, script.scenario, { clientTransport, agentTransport });
+    const rig = cleanups.own(await startRig(kind, script.scenario, { clientTransport, agentTransport }));
     const client = await rig.stack.client();
     const session = await client.createSession({ agent: 'test-agent' });
     expect(session.role).toBe('owner');
@@ -37,7 +34,7 @@ describe.each(CASES)('permission round trip: $engine engine, client over $client
 
   it('deny: the tool does not run and the model sees the denial', async () => {
     const script = WRITE_FILE[kind];
-    rig = await startRig(kind, script.scenario, { clientTransport, agentTransport });
+    const rig = cleanups.own(await startRig(kind, script.scenario, { clientTransport, agentTransport }));
     const client = await rig.stack.client();
     const session = await client.createSession({ agent: 'test-agent' });
     await session.sendUserMessage(script.prompt);

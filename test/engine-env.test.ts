@@ -8,6 +8,7 @@ import { startTether, type Daemon } from './support/cli.js';
 import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic.js';
 import { startStack, withTimeout, type Stack } from './support/stack.js';
 import { readTurn } from './support/turns.js';
+import { waitFor } from './support/wait.js';
 
 /** Issue 13, finding 5: what an engine's environment holds, and whose user it runs as. */
 const TOKEN = 'eyJhbGciOiJIUzI1NiJ9.the-agent-token-itself.signature';
@@ -104,9 +105,5 @@ describe('an engine started by `tether agent`', () => {
 
 /** Waits until the gateway lists the agent (bounded). */
 async function waitForAgent(client: GatewayClient, name: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!(await client.listAgents()).some((a) => a.name === name)) {
-    if (Date.now() > deadline) throw new Error(`agent ${name} never registered`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitFor(async () => (await client.listAgents()).some((a) => a.name === name), 20_000, `agent ${name} to register`);
 }

@@ -6,13 +6,14 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { TetherError } from '../core/errors.js';
 import {
   EngineProcess,
-  killAllEngines,
   type EngineLine,
   type EngineProcessOptions,
   type ExitInfo,
 } from '../agent/engine-process.js';
+import { EngineSet } from '../agent/engine-set.js';
 import { LineSplitter, PREVIEW_MAX_CHARS, safePreview } from '../agent/line-splitter.js';
 import { StderrTail } from '../agent/stderr-tail.js';
+import { waitFor, withTimeout } from './support/wait.js';
 
 const ENGINE = fileURLToPath(new URL('./support/misbehaving-engine.mjs', import.meta.url));
 const MiB = 1024 * 1024;
@@ -32,10 +33,18 @@ function start(mode: string, extra: string[] = [], opts: Partial<EngineProcessOp
   return engine;
 }
 
+/** Starts a stand-in engine mode that says `{"type":"ready"}` first; resolves once it did, with its line iterator. */
+async function startReady(mode: string, opts: Partial<EngineProcessOptions> = {}): Promise<{ engine: EngineProcess; it: AsyncIterator<EngineLine> }> {
+  const engine = start(mode, [], opts);
+  const it = engine.lines()[Symbol.asyncIterator]();
+  expect(frame(await next(it))).toEqual({ type: 'ready' });
+  return { engine, it };
+}
+
 afterEach(async () => {
   for (const engine of engines.splice(0)) {
     engine.kill();
-    await within(engine.exited.catch(() => undefined), 5000, 'engine exit in afterEach').catch(() => undefined);
+    await withTimeout(engine.exited.catch(() => undefined), 5000, 'engine exit in afterEach').catch(() => undefined);
   }
   for (const pid of strayPids.splice(0)) {
     try {
@@ -48,16 +57,8 @@ afterEach(async () => {
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
-}
-
 async function next(it: AsyncIterator<EngineLine>, ms = 5000): Promise<EngineLine> {
-  const r = await within(it.next(), ms, 'an engine line');
+  const r = await withTimeout(it.next(), ms, 'an engine line');
   if (r.done) throw new Error('engine stdout ended early');
   return r.value;
 }
@@ -71,7 +72,7 @@ async function rest(it: AsyncIterator<EngineLine>, ms = 10_000): Promise<EngineL
       items.push(r.value);
     }
   };
-  return within(drain(), ms, 'the end of engine stdout');
+  return withTimeout(drain(), ms, 'the end of engine stdout');
 }
 
 function frame(item: EngineLine): Record<string, unknown> {
@@ -95,13 +96,12 @@ function isAlive(pid: number): boolean {
   }
 }
 
-async function waitDead(pid: number, ms = 3000): Promise<boolean> {
-  const deadline = performance.now() + ms;
-  while (performance.now() < deadline) {
-    if (!isAlive(pid)) return true;
-    await sleep(25);
-  }
-  return !isAlive(pid);
+/** Whether `pid` is gone within `ms` (waits only as long as it is alive). */
+function waitDead(pid: number, ms = 3000): Promise<boolean> {
+  return waitFor(() => !isAlive(pid), ms, `pid ${pid} to die`).then(
+    () => true,
+    () => false,
+  );
 }
 
 describe('LineSplitter', () => {
@@ -188,7 +188,7 @@ describe('EngineProcess', () => {
     const engine = start('echo');
     expect(engine.pid).toBeGreaterThan(0);
     const it = engine.lines()[Symbol.asyncIterator]();
-    await within(engine.write({ type: 'user', text: 'hi ✓', n: 1 }), 5000, 'write');
+    await withTimeout(engine.write({ type: 'user', text: 'hi ✓', n: 1 }), 5000, 'write');
     const item = await next(it);
     const echoed = '{"type":"echo","got":{"type":"user","text":"hi ✓","n":1}}';
     expect(item).toEqual({ kind: 'frame', line: echoed, bytes: Buffer.from(echoed), value: { type: 'echo', got: { type: 'user', text: 'hi ✓', n: 1 } } });
@@ -197,7 +197,7 @@ describe('EngineProcess', () => {
     expect(p2).toBe(p1);
     let resolutions = 0;
     void p1.then(() => resolutions++);
-    const info = await within(p1, 8000, 'stop');
+    const info = await withTimeout(p1, 8000, 'stop');
     expect(info).toEqual({ code: 0, signal: null, stderrTail: '' });
     expect(engine.hasExited).toBe(true);
     expect(engine.stop()).toBe(p1);
@@ -209,7 +209,7 @@ describe('EngineProcess', () => {
 
   it('crash: ExitInfo carries code, signal and the stderr tail; write after exit is refused', async () => {
     const engine = start('crash');
-    const info = await within(engine.exited, 5000, 'exit');
+    const info = await withTimeout(engine.exited, 5000, 'exit');
     expect(info.code).toBe(3);
     expect(info.signal).toBeNull();
     expect(info.stderrTail).toContain('fatal: engine exploded on purpose');
@@ -219,7 +219,7 @@ describe('EngineProcess', () => {
       code: 'FAILED_PRECONDITION',
     });
     expect(await rest(engine.lines()[Symbol.asyncIterator]())).toEqual([]);
-    expect(await within(engine.stop(), 1000, 'stop')).toBe(info);
+    expect(await withTimeout(engine.stop(), 1000, 'stop')).toBe(info);
   });
 
   it('garbage: bad lines become bounded invalid items and the stream continues', async () => {
@@ -247,7 +247,7 @@ describe('EngineProcess', () => {
     for (const i of items) if (i.kind === 'invalid') expect(i.preview.length).toBeLessThanOrEqual(PREVIEW_MAX_CHARS);
     expect(items[9]).toEqual({ kind: 'frame', line: '{"type":"crlf","n":1}', bytes: Buffer.from('{"type":"crlf","n":1}'), value: { type: 'crlf', n: 1 } });
     expect(frame(items[10]!)).toEqual({ type: 'after_garbage', text: 'héllo ✓ 😀' });
-    const info = await within(engine.stop(), 8000, 'stop');
+    const info = await withTimeout(engine.stop(), 8000, 'stop');
     expect(info.code).toBe(0);
   });
 
@@ -284,17 +284,15 @@ describe('EngineProcess', () => {
     if (bad.kind !== 'invalid') return;
     expect(bad.bytes).toBeGreaterThan(MiB);
     expect(bad.bytes).toBeLessThanOrEqual(2 * MiB);
-    const info = await within(engine.stop(), 5000, 'stop');
+    const info = await withTimeout(engine.stop(), 5000, 'stop');
     expect(info).toMatchObject({ code: null, signal: 'SIGTERM' });
     expect(await rest(it)).toEqual([]);
   });
 
   it('ignore-sigterm: stop() escalates to SIGKILL after termGraceMs', async () => {
-    const engine = start('ignore-sigterm', [], { eofGraceMs: 300, termGraceMs: 300 });
-    const it = engine.lines()[Symbol.asyncIterator]();
-    expect(frame(await next(it))).toEqual({ type: 'ready' });
+    const { engine, it } = await startReady('ignore-sigterm', { eofGraceMs: 300, termGraceMs: 300 });
     const t0 = performance.now();
-    const info = await within(engine.stop(), 5000, 'stop');
+    const info = await withTimeout(engine.stop(), 5000, 'stop');
     const elapsed = performance.now() - t0;
     expect(info.code).toBeNull();
     expect(info.signal).toBe('SIGKILL');
@@ -307,7 +305,7 @@ describe('EngineProcess', () => {
     const slow = start('ignore-sigterm', [], { eofGraceMs: 10_000, termGraceMs: 300 });
     expect(frame(await next(slow.lines()[Symbol.asyncIterator]()))).toEqual({ type: 'ready' });
     const t0 = performance.now();
-    const info = await within(slow.stop('SIGTERM'), 5000, 'stop SIGTERM');
+    const info = await withTimeout(slow.stop('SIGTERM'), 5000, 'stop SIGTERM');
     expect(info.signal).toBe('SIGKILL');
     expect(info.stderrTail).toContain('ignoring SIGTERM');
     expect(performance.now() - t0).toBeLessThan(3000); // not the 10 s EOF grace
@@ -318,7 +316,7 @@ describe('EngineProcess', () => {
     expect(frame(await next(engine.lines()[Symbol.asyncIterator]()))).toEqual({ type: 'ready' });
     const staged = engine.stop();
     const t0 = performance.now();
-    const info = await within(engine.stop('SIGKILL'), 5000, 'stop SIGKILL');
+    const info = await withTimeout(engine.stop('SIGKILL'), 5000, 'stop SIGKILL');
     expect(await staged).toBe(info);
     expect(info.signal).toBe('SIGKILL');
     expect(performance.now() - t0).toBeLessThan(3000);
@@ -332,7 +330,7 @@ describe('EngineProcess', () => {
     strayPids.push(pid);
     expect(isAlive(pid)).toBe(true);
     // The engine exits 0 by itself on stdin EOF; its `sleep` holds stdout/stderr open.
-    const info = await within(engine.stop(), 5000, 'stop');
+    const info = await withTimeout(engine.stop(), 5000, 'stop');
     expect(info).toMatchObject({ code: 0, signal: null });
     expect(await waitDead(pid)).toBe(true);
   });
@@ -343,7 +341,7 @@ describe('EngineProcess', () => {
     const { pid } = frame(await next(it)) as { pid: number };
     strayPids.push(pid);
     const t0 = performance.now();
-    const info = await within(engine.stop(), 5000, 'stop');
+    const info = await withTimeout(engine.stop(), 5000, 'stop');
     expect(info).toMatchObject({ code: 0, signal: null });
     expect(performance.now() - t0).toBeGreaterThanOrEqual(350); // waited termGraceMs for the pipes
     expect(await rest(it)).toEqual([]);
@@ -351,12 +349,10 @@ describe('EngineProcess', () => {
   });
 
   it('slow-exit: the line written after stdin EOF is not lost by stop()', async () => {
-    const engine = start('slow-exit', [], { eofGraceMs: 3000, termGraceMs: 1000 });
-    const it = engine.lines()[Symbol.asyncIterator]();
-    expect(frame(await next(it))).toEqual({ type: 'ready' });
+    const { engine, it } = await startReady('slow-exit', { eofGraceMs: 3000, termGraceMs: 1000 });
     const t0 = performance.now();
     // Nobody pulls while stopping: the last line must still be there afterwards.
-    const info = await within(engine.stop(), 5000, 'stop');
+    const info = await withTimeout(engine.stop(), 5000, 'stop');
     expect(performance.now() - t0).toBeGreaterThanOrEqual(900);
     expect(info).toMatchObject({ code: 0, signal: null });
     expect((await rest(it)).map(frame)).toEqual([{ type: 'final' }]);
@@ -377,7 +373,7 @@ describe('EngineProcess', () => {
     const it = engine.lines()[Symbol.asyncIterator]();
     expect(frame(await next(it))).toEqual({ type: 'started' });
     expect(frame(await next(it, 10_000))).toEqual({ type: 'done' });
-    const info = await within(engine.exited, 10_000, 'exit');
+    const info = await withTimeout(engine.exited, 10_000, 'exit');
     const seconds = (performance.now() - t0) / 1000;
     expect(info.code).toBe(0);
     expect(Buffer.byteLength(info.stderrTail)).toBeLessThanOrEqual(4096);
@@ -411,7 +407,7 @@ describe('EngineProcess', () => {
       else end = value;
     }
     expect(end).toEqual({ type: 'flood_end', count: expectedI });
-    expect((await within(engine.exited, 5000, 'exit')).code).toBe(0);
+    expect((await withTimeout(engine.exited, 5000, 'exit')).code).toBe(0);
   });
 
   it('write refuses non-objects and reports a closed stdin (EPIPE) as FAILED_PRECONDITION', async () => {
@@ -424,10 +420,8 @@ describe('EngineProcess', () => {
       await expect(echo.write(value as Record<string, unknown>)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     }
 
-    const engine = start('no-stdin', [], { eofGraceMs: 100, termGraceMs: 300 });
-    const it = engine.lines()[Symbol.asyncIterator]();
-    expect(frame(await next(it))).toEqual({ type: 'ready' });
-    const err = await within(engine.write({ type: 'user' }), 5000, 'write').then(
+    const { engine, it } = await startReady('no-stdin', { eofGraceMs: 100, termGraceMs: 300 });
+    const err = await withTimeout(engine.write({ type: 'user' }), 5000, 'write').then(
       () => undefined,
       (e: unknown) => e,
     );
@@ -441,13 +435,11 @@ describe('EngineProcess', () => {
     const echoLines = echo.lines()[Symbol.asyncIterator]();
     const pad = 'x'.repeat(4_000_000);
     const pulled = next(echoLines, 10_000);
-    await within(echo.write({ type: 'big', pad }), 10_000, 'big write to echo');
+    await withTimeout(echo.write({ type: 'big', pad }), 10_000, 'big write to echo');
     const back = frame(await pulled);
     expect((back.got as { pad: string }).pad.length).toBe(pad.length);
 
-    const engine = start('no-read');
-    const it = engine.lines()[Symbol.asyncIterator]();
-    expect(frame(await next(it))).toEqual({ type: 'ready' });
+    const { engine, it } = await startReady('no-read');
     let state = 'pending';
     const write = engine.write({ type: 'big', pad }).then(
       () => (state = 'resolved'),
@@ -459,8 +451,8 @@ describe('EngineProcess', () => {
     await sleep(300);
     expect(state).toBe('pending');
     engine.kill();
-    await expect(within(write, 5000, 'write after kill')).rejects.toMatchObject({ code: 'FAILED_PRECONDITION' });
-    expect((await within(engine.exited, 5000, 'exit')).signal).toBe('SIGKILL');
+    await expect(withTimeout(write, 5000, 'write after kill')).rejects.toMatchObject({ code: 'FAILED_PRECONDITION' });
+    expect((await withTimeout(engine.exited, 5000, 'exit')).signal).toBe('SIGKILL');
     await expect(engine.write({ type: 'again' })).rejects.toMatchObject({ code: 'FAILED_PRECONDITION' });
   });
 
@@ -474,7 +466,7 @@ describe('EngineProcess', () => {
     engines.push(engine);
     expect(engine.pid).toBe(0);
     const early = engine.write({ type: 'user' }); // before Node has reported ENOENT
-    const err = await within(engine.exited, 5000, 'exited').then(
+    const err = await withTimeout(engine.exited, 5000, 'exited').then(
       () => undefined,
       (e: unknown) => e,
     );
@@ -489,16 +481,22 @@ describe('EngineProcess', () => {
     engine.kill(); // no-op, must not signal pid 0
   });
 
-  it('kill() and killAllEngines() SIGKILL the group at once', async () => {
+  it('kill() and EngineSet.killAll() SIGKILL the group at once; only the set\'s engines, and each leaves it as it exits', async () => {
     const a = start('echo');
     a.kill();
-    expect((await within(a.exited, 5000, 'exit')).signal).toBe('SIGKILL');
-    const b = start('ignore-sigterm');
-    const c = start('echo');
+    expect((await withTimeout(a.exited, 5000, 'exit')).signal).toBe('SIGKILL');
+    const set = new EngineSet();
+    const b = start('ignore-sigterm', [], { engineSet: set });
+    const c = start('echo', [], { engineSet: set });
+    const outside = start('ignore-sigterm');
+    expect(set.size).toBe(2);
     await next(b.lines()[Symbol.asyncIterator]()); // b is up
-    killAllEngines();
-    const infos: ExitInfo[] = await within(Promise.all([b.exited, c.exited]), 5000, 'exits');
+    await next(outside.lines()[Symbol.asyncIterator]());
+    set.killAll();
+    const infos: ExitInfo[] = await withTimeout(Promise.all([b.exited, c.exited]), 5000, 'exits');
     expect(infos.map((i) => i.signal)).toEqual(['SIGKILL', 'SIGKILL']);
+    expect(set.size).toBe(0);
+    expect(outside.hasExited).toBe(false); // another program's engine is not this set's to kill
   });
 
   it('abandoning lines() drains the rest without blocking the engine; lines() is single-use', async () => {
@@ -509,7 +507,7 @@ describe('EngineProcess', () => {
       expect(frame(item)).toMatchObject({ type: 'flood', i: 0 });
       break;
     }
-    const info = await within(engine.exited, 10_000, 'exit');
+    const info = await withTimeout(engine.exited, 10_000, 'exit');
     expect(info.code).toBe(0);
     expect(engine.stdoutBytesRead).toBeGreaterThanOrEqual(20_000_000);
   });

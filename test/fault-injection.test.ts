@@ -6,7 +6,7 @@
  * order), the reference's engine lines must equal what the engine wrote to stdout, and every
  * prompt, including those sent across a cut, must reach the engine exactly once.
  */
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { Agent } from '../agent/agent.js';
 import { GatewayClient } from '../client/gateway-client.js';
 import type { RemoteSession } from '../client/remote-session.js';
@@ -15,10 +15,12 @@ import { FaultProxy, type Direction } from './support/fault-proxy.js';
 import { makeTempDir } from './support/claude-cli.js';
 import { compareViews, engineOutput, record, teeEngine, type Recording, type Seen } from './support/recorder.js';
 import { startStack, withTimeout, type Stack, type TransportName } from './support/stack.js';
+import { waitFor } from './support/wait.js';
+import { cleanupsPerTest, type Cleanups } from './support/cleanups.js';
 
 const FAST_BACKOFF = { initialMs: 20, factor: 1.5, maxMs: 150, jitter: 0.2 };
 /** Heartbeats short enough that a half-open link is noticed within about a second, on both transports. */
-const FAST_PING = { pingIntervalMs: 300, pingTimeoutMs: 700, connectTimeoutMs: 3_000 };
+const FAST_PING = { ws: { pingIntervalMs: 300, pingTimeoutMs: 700 }, connectTimeoutMs: 3_000 };
 const HEARTBEAT = { intervalMs: 300, timeoutMs: 700 };
 const CUTS_PER_RUN = 14;
 const MAX_SLOW_TURNS = 6;
@@ -49,11 +51,7 @@ function note(events: string[], what: string): void {
 }
 
 describe('fault injection: cuts on the client and agent links', () => {
-  const cleanups: (() => Promise<unknown> | unknown)[] = [];
-  afterEach(async () => {
-    for (const c of cleanups.reverse()) await Promise.resolve(c()).catch(() => {});
-    cleanups.length = 0;
-  });
+  const cleanups = cleanupsPerTest({ tolerant: true });
   afterAll(() => {
     console.log(
       `fault-injection summary: runs=${totals.runs} cuts injected=${totals.cuts} frames checked=${totals.framesChecked} ` +
@@ -137,11 +135,8 @@ describe('fault injection: cuts on the client and agent links', () => {
     expect(cutConn.bytes.down).toBeGreaterThan(200); // the hello was answered: the cut fell in the resume's attach
     await run.proxy.waitFor(() => run.proxy.open.length >= 1, 5_000, 'the reconnect after the cut re-attach');
     await run.reference.session.sendUserMessage('after the cut re-attach');
-    await waitUntil(() => rec.items.some((i) => i.body.startsWith('{"type":"result"')), 10_000, 'the proxied client to see the result');
-    await run.reference.session.stop();
-    expect(await withTimeout(rec.done, 10_000, 'the end of the stream')).toBeUndefined();
-    await withTimeout(run.reference.rec.done, 10_000, 'the reference to end');
-    expect(compareViews(run.reference.rec.items, rec.items)).toMatchObject({ lost: 0, duplicated: 0, changed: 0, gaps: 0 });
+    await waitFor(() => rec.items.some((i) => i.body.startsWith('{"type":"result"')), 10_000, 'the proxied client to see the result');
+    await endAndCompareWithReference(run, rec);
   }, 30_000);
 
   it('a resume refused with a retryable error (the session is full) is retried after a reconnect, not dropped', async () => {
@@ -156,16 +151,13 @@ describe('fault injection: cuts on the client and agent links', () => {
     const other = await run.stack.client();
     const taken = await other.attach(run.reference.session.id, { readOnly: true });
     run.proxy.refuse(false);
-    await waitUntil(() => statuses.some((st) => st.includes('resume failed')), 5_000, 'the resume to be refused');
+    await waitFor(() => statuses.some((st) => st.includes('resume failed')), 5_000, 'the resume to be refused');
     expect(rec.items.length).toBeGreaterThan(0);
     // The slot frees up: the client resumes by itself and misses nothing.
     await other.detach(taken);
     await run.reference.session.sendUserMessage('after the refused resume');
-    await waitUntil(() => rec.items.some((i) => i.body.startsWith('{"type":"result"')), 10_000, 'the client to resume and see the result');
-    await run.reference.session.stop();
-    expect(await withTimeout(rec.done, 10_000, 'the end of the stream')).toBeUndefined();
-    await withTimeout(run.reference.rec.done, 10_000, 'the reference to end');
-    expect(compareViews(run.reference.rec.items, rec.items)).toMatchObject({ lost: 0, duplicated: 0, changed: 0, gaps: 0 });
+    await waitFor(() => rec.items.some((i) => i.body.startsWith('{"type":"result"')), 10_000, 'the client to resume and see the result');
+    await endAndCompareWithReference(run, rec);
   }, 30_000);
 
   for (const transport of ['ws', 'grpc'] as const satisfies readonly TransportName[]) {
@@ -185,10 +177,18 @@ describe('fault injection: cuts on the client and agent links', () => {
   }
 });
 
+/** Stops the reference session, lets both streams end, and checks `rec` saw exactly what the reference saw. */
+async function endAndCompareWithReference(run: Run, rec: Recording): Promise<void> {
+  await run.reference.session.stop();
+  expect(await withTimeout(rec.done, 10_000, 'the end of the stream')).toBeUndefined();
+  await withTimeout(run.reference.rec.done, 10_000, 'the reference to end');
+  expect(compareViews(run.reference.rec.items, rec.items)).toMatchObject({ lost: 0, duplicated: 0, changed: 0, gaps: 0 });
+}
+
 async function startRun(
   transport: TransportName,
   leg: 'client' | 'agent',
-  cleanups: (() => Promise<unknown> | unknown)[],
+  cleanups: Cleanups,
   proxiedClients = 2,
   limits: Partial<GatewayLimits> = {},
 ): Promise<Run> {
@@ -302,14 +302,6 @@ function count(rec: Recording, pred: (i: Seen) => boolean): number {
   return rec.items.filter(pred).length;
 }
 
-async function waitUntil(pred: () => boolean, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!pred()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(10);
-  }
-}
-
 async function exercise(run: Run, transport: TransportName, leg: 'client' | 'agent') {
   const { proxy, reference } = run;
   const ref = reference.rec;
@@ -326,7 +318,7 @@ async function exercise(run: Run, transport: TransportName, leg: 'client' | 'age
     prompts.push(text);
     const want = resultsSeen() + 1;
     await withTimeout(sender(turn).sendUserMessage(text), 15_000, `prompt ${turn} to be accepted`);
-    await waitUntil(() => resultsSeen() >= want, 15_000, `the result of slow turn ${turn}`);
+    await waitFor(() => resultsSeen() >= want, 15_000, `the result of slow turn ${turn}`);
   }
   stopCutting = true;
   await withTimeout(cutting, 20_000, 'the cutter to stop');
@@ -343,7 +335,7 @@ async function exercise(run: Run, transport: TransportName, leg: 'client' | 'age
     proxy.stall('down');
     const sent = sender(0).sendUserMessage(a);
     sent.catch(() => {}); // awaited below
-    await waitUntil(() => promptEvents(a) === 1, 5_000, 'the gateway to apply the prompt');
+    await waitFor(() => promptEvents(a) === 1, 5_000, 'the gateway to apply the prompt');
     proxy.cutAll();
     proxy.resume('down');
     expect(await withTimeout(sent, 10_000, 'the retried prompt')).toBe('duplicate');
@@ -377,20 +369,20 @@ async function exercise(run: Run, transport: TransportName, leg: 'client' | 'age
     await sleep(100);
     proxy.cutAll();
     proxy.resume('down');
-    await waitUntil(() => engineSaw(a), 10_000, 'the engine to run the re-sent prompt');
+    await waitFor(() => engineSaw(a), 10_000, 'the engine to run the re-sent prompt');
     // b) The agent wrote it to the engine, but its input_ack is lost: the gateway must not re-send it.
     const b = `across-a-cut ack-lost ${transport}`;
     prompts.push(b);
     await linksUp(run);
     proxy.stall('up');
     await reference.session.sendUserMessage(b);
-    await waitUntil(() => engineSaw(b), 10_000, 'the engine to run the prompt');
+    await waitFor(() => engineSaw(b), 10_000, 'the engine to run the prompt');
     proxy.cutAll();
     proxy.resume('up');
     acrossCuts += 2;
   }
   await linksUp(run);
-  await waitUntil(() => resultsSeen() >= prompts.length, 15_000, 'every prompt to have its result');
+  await waitFor(() => resultsSeen() >= prompts.length, 15_000, 'every prompt to have its result');
 
   // 3. End the session; everyone reads to the exited event.
   await sleep(200);

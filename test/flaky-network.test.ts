@@ -8,12 +8,14 @@
  */
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './support/claude-cli.js';
 import { TETHER_BIN } from './support/cli.js';
 import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic.js';
 import { withTimeout } from './support/stack.js';
-import { startRig, waitUntil, type StartRig } from './support/start-rig.js';
+import { startRig, type StartRig } from './support/start-rig.js';
+import { waitFor } from './support/wait.js';
+import { cleanupsPerTest } from './support/cleanups.js';
 
 const PROMPTS = 20;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -27,11 +29,7 @@ function textOf(content: unknown): string {
 }
 
 describe('flaky network: links cut at random from the first second, real CLI', () => {
-  const cleanups: (() => Promise<unknown> | unknown)[] = [];
-  afterEach(async () => {
-    for (const c of cleanups.reverse()) await Promise.resolve(c()).catch(() => {});
-    cleanups.length = 0;
-  });
+  const cleanups = cleanupsPerTest({ tolerant: true });
   afterAll(() => console.log(`flaky-network summary:\n${figures.join('\n')}`));
 
   for (const transport of ['ws', 'grpc'] as const) {
@@ -49,7 +47,7 @@ describe('flaky network: links cut at random from the first second, real CLI', (
       // The agent's link is down as the command starts: its create lands while the agent reconnects.
       rig.agentProxy.refuse(true);
       rig.agentProxy.cutAll();
-      await waitUntil(() => !dir.agents.has(rig.agentName), 5_000, 'the gateway to see the agent gone');
+      await waitFor(() => !dir.agents.has(rig.agentName), 5_000, 'the gateway to see the agent gone');
 
       const chat = spawn(process.execPath, [TETHER_BIN, 'chat', '--agent', rig.agentName, '--json'], {
         env: { ...process.env, TETHER_GATEWAY: rig.clientProxy.url(transport), TETHER_TOKEN: rig.stack.token },
@@ -80,10 +78,10 @@ describe('flaky network: links cut at random from the first second, real CLI', (
         if (!bound) cuts.beforeBound += n;
       };
       count(1);
-      void waitUntil(() => dir.sessions.size > 0, 20_000, 'the create').then(async () => {
+      void waitFor(() => dir.sessions.size > 0, 20_000, 'the create').then(async () => {
         await sleep(300);
         rig.agentProxy.refuse(false);
-        await waitUntil(() => rig.engine.pids().length > 0, 20_000, 'the engine to spawn');
+        await waitFor(() => rig.engine.pids().length > 0, 20_000, 'the engine to spawn');
         count(rig.agentProxy.cutAll());
       });
       const cutter = (async () => {
@@ -103,14 +101,14 @@ describe('flaky network: links cut at random from the first second, real CLI', (
       const fail = (what: string) => (err: Error) => {
         throw new Error(`${err.message} (${what}); results ${results.length}; cuts ${JSON.stringify(cuts)}; chat stderr:\n${stderr.slice(-3000)}`);
       };
-      await waitUntil(() => [...dir.sessions.values()].some((s) => s.currentState !== 'starting'), 30_000, 'the session to start').catch(fail('start'));
+      await waitFor(() => [...dir.sessions.values()].some((s) => s.currentState !== 'starting'), 30_000, 'the session to start').catch(fail('start'));
       bound = true;
       atBound = { agent: rig.agentProxy.cutsDone, client: rig.clientProxy.cutsDone };
       const boundAfterMs = Date.now() - started;
       for (let i = 1; i <= PROMPTS; i++) {
         chat.stdin.write(JSON.stringify({ type: 'user', message: { role: 'user', content: `prompt number ${i}` } }) + '\n');
         if (i % 4 === 0) count(rig.clientProxy.cutAll()); // a prompt on its way as the link drops
-        await waitUntil(() => results.length >= i, 20_000, `result ${i}`).catch(fail(`prompt ${i}`));
+        await waitFor(() => results.length >= i, 20_000, `result ${i}`).catch(fail(`prompt ${i}`));
       }
       stop = true;
       await cutter;
@@ -126,7 +124,7 @@ describe('flaky network: links cut at random from the first second, real CLI', (
       // One session, one engine, and none left.
       expect([...dir.sessions.values()].filter((s) => s.agent === rig.agentName)).toHaveLength(1);
       expect(rig.engine.pids()).toHaveLength(1);
-      await waitUntil(() => rig.engine.alive().length === 0, 10_000, 'no engine left');
+      await waitFor(() => rig.engine.alive().length === 0, 10_000, 'no engine left');
       const total = cuts.agent + cuts.client;
       figures.push(
         `${transport}: cuts=${total} (agent link ${cuts.agent}, client link ${cuts.client}; before the session was bound at ${boundAfterMs} ms: agent ${atBound.agent}, client ${atBound.client}), ` +

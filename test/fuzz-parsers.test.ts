@@ -17,6 +17,8 @@ import { PROTOCOL_VERSION } from '../core/protocol/version.js';
 import { describeIssues, RpcPeer } from '../core/rpc/peer.js';
 import { Gateway } from '../gateway/gateway.js';
 import { withTimeout } from './support/stack.js';
+import { perTest } from './support/per-test.js';
+import { waitFor } from './support/wait.js';
 
 const SEED = Number(process.env.FC_SEED ?? Date.now() % 2_147_483_647);
 const METHOD_NAMES = Object.keys(Methods);
@@ -87,6 +89,9 @@ const rpcShaped = fc.record(
   },
   { requiredKeys: [] },
 );
+/** A gateway and the memory channels one test opens; closed after each test of the calling describe block. */
+const gatewayPerTest = () => perTest(() => ({ gateway: undefined as Gateway | undefined, chans: [] as MemoryChannel[] }));
+
 /** Raw frames: random text, random JSON, JSON-RPC-shaped objects, and broken JSON. */
 const frame = fc.oneof(
   { arbitrary: fc.string({ maxLength: 200 }), weight: 2 },
@@ -97,23 +102,17 @@ const frame = fc.oneof(
 );
 
 describe('fuzz: JSON-RPC frames at the gateway (RpcPeer dispatch, classify, schemas)', () => {
-  let gateway: Gateway | undefined;
-  const chans: MemoryChannel[] = [];
-  afterEach(async () => {
-    for (const c of chans.splice(0)) c.close();
-    await gateway?.close();
-    gateway = undefined;
-  });
+  const rig = gatewayPerTest();
 
   function connect(): RawConn {
     const [a, b] = memoryChannelPair();
-    gateway!.accept(b);
-    chans.push(a);
+    rig.gateway!.accept(b);
+    rig.chans.push(a);
     return new RawConn(a);
   }
 
   it('random frames before hello, as a client and as an agent: typed errors or ignored, and the link stays usable', async () => {
-    gateway = new Gateway();
+    rig.gateway = new Gateway();
     const fresh = connect();
     const asClient = connect();
     expect((await asClient.call('hello', { protocol_version: PROTOCOL_VERSION, role: 'client' })).result).toBeDefined();
@@ -161,7 +160,7 @@ describe('fuzz: JSON-RPC frames at the gateway (RpcPeer dispatch, classify, sche
 
   it('a client peer reading from a hostile gateway: unknown or malformed frames never throw and requests still settle', async () => {
     const [mine, theirs] = memoryChannelPair();
-    chans.push(mine, theirs);
+    rig.chans.push(mine, theirs);
     const peer = new RpcPeer(mine, { requestTimeoutMs: 2_000 });
     const frames: unknown[] = [];
     peer.onNotification('session.frame', (f) => frames.push(f));
@@ -281,20 +280,14 @@ const inputLine = fc.oneof(
 );
 
 describe('fuzz: engine input lines through session.send', () => {
-  let gateway: Gateway | undefined;
-  const chans: MemoryChannel[] = [];
-  afterEach(async () => {
-    for (const c of chans.splice(0)) c.close();
-    await gateway?.close();
-    gateway = undefined;
-  });
+  const rig = gatewayPerTest();
 
   it('random lines get "applied" or a typed error; only well-formed lines reach the engine; the session stays usable', async () => {
-    gateway = new Gateway();
+    rig.gateway = new Gateway();
     // A fake agent over memory: spawns nothing, confirms every input it gets.
     const [agentEnd, gwAgentEnd] = memoryChannelPair();
-    chans.push(agentEnd);
-    gateway.accept(gwAgentEnd);
+    rig.chans.push(agentEnd);
+    rig.gateway.accept(gwAgentEnd);
     const agent = new RpcPeer(agentEnd);
     const toEngine: Record<string, unknown>[] = [];
     agent
@@ -308,8 +301,8 @@ describe('fuzz: engine input lines through session.send', () => {
     await agent.request('hello', { protocol_version: PROTOCOL_VERSION, role: 'agent', agent: { name: 'fuzz-agent', host: 'h', engines: ['demo'], default_engine: 'demo' } });
 
     const [clientEnd, gwClientEnd] = memoryChannelPair();
-    chans.push(clientEnd);
-    gateway.accept(gwClientEnd);
+    rig.chans.push(clientEnd);
+    rig.gateway.accept(gwClientEnd);
     const conn = new RawConn(clientEnd);
     await conn.call('hello', { protocol_version: PROTOCOL_VERSION, role: 'client' });
     const created = await conn.call('session.create', { agent: 'fuzz-agent', options: {} });
@@ -340,13 +333,7 @@ describe('fuzz: engine input lines through session.send', () => {
     // Still usable: a good prompt is applied and reaches the engine.
     const ok = await conn.call('session.send', { session_id: sessionId, input_id: 'final', line: { type: 'user', message: { role: 'user', content: 'still here' } } });
     expect(ok.result).toEqual({ status: 'applied' });
-    await withTimeout(
-      (async () => {
-        while (!toEngine.some((l) => (l.message as { content?: unknown } | undefined)?.content === 'still here')) await new Promise((r) => setTimeout(r, 5));
-      })(),
-      2_000,
-      'the good prompt at the engine',
-    );
+    await waitFor(() => toEngine.some((l) => (l.message as { content?: unknown } | undefined)?.content === 'still here'), 2_000, 'the good prompt at the engine');
     console.log(`fuzz-parsers: ${n} random session.send lines: ${JSON.stringify(outcomes)}; ${toEngine.length} reached the engine`);
   }, 20_000);
 });

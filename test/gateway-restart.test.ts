@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Agent } from '../agent/agent.js';
 import { GatewayClient } from '../client/gateway-client.js';
 import type { SessionItem } from '../client/remote-session.js';
@@ -8,7 +8,9 @@ import { FileSessionStore } from '../gateway/session-store.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { processesIn, startTether } from './support/cli.js';
 import { isResult, until } from './support/items.js';
+import { waitFor } from './support/wait.js';
 import { fileURLToPath } from 'node:url';
+import { cleanupsPerTest } from './support/cleanups.js';
 
 const BURST_ENGINE = fileURLToPath(new URL('./support/burst-engine.mjs', import.meta.url));
 
@@ -16,11 +18,7 @@ const FAST_BACKOFF = { initialMs: 100, factor: 1.5, maxMs: 400, jitter: 0.2 };
 
 /** The gateway goes away mid-turn and comes back: sessions, history and clients survive. */
 describe('gateway restart', () => {
-  const cleanups: (() => Promise<void> | void)[] = [];
-  afterEach(async () => {
-    for (const c of cleanups.reverse()) await c();
-    cleanups.length = 0;
-  });
+  const cleanups = cleanupsPerTest();
 
   it('a session, its history and its clients come back; the engine is never restarted', async () => {
     const state: TempDir = makeTempDir('tether-state-');
@@ -30,7 +28,8 @@ describe('gateway restart', () => {
     let server: GatewayServer = await boot(0);
     const port = server.port;
     cleanups.push(() => server.close());
-    const agent = new Agent({ gateway: server.url, name: 'builder', engine: 'demo', cwd: cwd.path, backoff: FAST_BACKOFF, eofGraceMs: 1_000, termGraceMs: 1_000 });
+    const agentStates: string[] = [];
+    const agent = new Agent({ gateway: server.url, name: 'builder', engine: 'demo', cwd: cwd.path, backoff: FAST_BACKOFF, eofGraceMs: 1_000, termGraceMs: 1_000, onStatus: (s) => agentStates.push(s.state) });
     await agent.start();
     cleanups.push(() => agent.shutdown(1_000));
     const client = await GatewayClient.connect({ gateway: server.url, backoff: FAST_BACKOFF });
@@ -41,13 +40,14 @@ describe('gateway restart', () => {
     const seen: SessionItem[] = [];
     await session.sendUserMessage('first turn');
     await until(it, isResult, seen);
-    const [enginePid] = processesIn(cwd.path, 'demo-engine.js');
+    const [enginePid] = processesIn(cwd.path, 'demo-engine/main.js');
     expect(enginePid).toBeGreaterThan(0);
 
     await session.sendUserMessage('a slow long answer please');
     await until(it, (i) => i.kind === 'engine' && i.message.type === 'stream_event', seen);
     await server.close(); // the gateway goes away mid-stream
-    await new Promise((r) => setTimeout(r, 300)); // the engine keeps streaming into the agent's buffer
+    // The agent has seen its link go down; the engine keeps streaming into its buffer meanwhile.
+    await waitFor(() => agentStates.includes('down'), 10_000, 'the agent to see the gateway gone');
     server = await boot(port);
 
     const result = (await until(it, isResult, seen, 20_000, 'the slow turn to finish after the restart')) as { message: Record<string, unknown> };
@@ -57,7 +57,7 @@ describe('gateway restart', () => {
     seqs.forEach((s, n) => expect(s).toBe(n + 1));
     const deltas = seen.filter((i) => i.kind === 'engine' && i.message.type === 'stream_event' && (i.message.event as { type?: string }).type === 'content_block_delta');
     expect(deltas.length).toBe(40 + 5); // 40 slow chunks + the first turn's 5
-    expect(processesIn(cwd.path, 'demo-engine.js')).toEqual([enginePid]);
+    expect(processesIn(cwd.path, 'demo-engine/main.js')).toEqual([enginePid]);
 
     // A newcomer gets the whole history, from the store, with the same seqs.
     const late = await GatewayClient.connect({ gateway: server.url });
@@ -85,17 +85,14 @@ describe('gateway restart', () => {
     const client = await GatewayClient.connect({ gateway: server.url, reconnect: false });
     cleanups.push(() => client.close());
     const session = await client.createSession({ agent: 'builder' });
-    expect(processesIn(cwd.path, 'demo-engine.js')).toHaveLength(1);
+    expect(processesIn(cwd.path, 'demo-engine/main.js')).toHaveLength(1);
     await server.close();
     server = await startGatewayServer(new Gateway(), { port });
-    const deadline = Date.now() + 15_000;
-    while (processesIn(cwd.path, 'demo-engine.js').length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    expect(processesIn(cwd.path, 'demo-engine.js')).toEqual([]);
+    await waitFor(() => processesIn(cwd.path, 'demo-engine/main.js').length === 0, 15_000, 'the unknown engine to be stopped');
     const again = await GatewayClient.connect({ gateway: server.url });
     cleanups.push(() => again.close());
     await expect(again.attach(session.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
-    while (agent.sessionCount > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    expect(agent.sessionCount).toBe(0);
+    await waitFor(() => agent.sessionCount === 0, 15_000, 'the agent to forget the session');
   });
 
   it('the gateway process is SIGKILLed mid-turn and started again: nothing lost, nothing doubled, engine untouched', async () => {
@@ -117,7 +114,7 @@ describe('gateway restart', () => {
     const seen: SessionItem[] = [];
     await session.sendUserMessage('a slow long answer please');
     for (let n = 0; n < 3; n++) await until(it, (i) => i.kind === 'engine' && i.message.type === 'stream_event' && (i.message.event as { type?: string }).type === 'content_block_delta', seen);
-    const [enginePid] = processesIn(cwd.path, 'demo-engine.js');
+    const [enginePid] = processesIn(cwd.path, 'demo-engine/main.js');
     expect((await gw.stop('SIGKILL')).signal).toBe('SIGKILL');
     gw = startTether(args(port));
     await gw.line('gateway: ');
@@ -127,7 +124,7 @@ describe('gateway restart', () => {
     seqs.forEach((s, n) => expect(s).toBe(n + 1));
     const deltas = seen.filter((i) => i.kind === 'engine' && i.message.type === 'stream_event' && (i.message.event as { type?: string }).type === 'content_block_delta');
     expect(deltas).toHaveLength(40);
-    expect(processesIn(cwd.path, 'demo-engine.js')).toEqual([enginePid]);
+    expect(processesIn(cwd.path, 'demo-engine/main.js')).toEqual([enginePid]);
   });
 
   it('a SIGKILL during a burst of 10,000 frames loses nothing the agent had let go of (group commit flushed before every ack)', async () => {

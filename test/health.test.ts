@@ -2,12 +2,13 @@ import { credentials, loadPackageDefinition, type Client, type ClientReadableStr
 import { loadSync } from '@grpc/proto-loader';
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { PROTO_LOADER_OPTIONS } from '../core/channel/proto.js';
 import { Gateway } from '../gateway/gateway.js';
 import { startGatewayServer, type GatewayServer } from '../gateway/server.js';
 import { FileSessionStore, MemorySessionStore } from '../gateway/session-store.js';
-import { makeTempDir, type TempDir } from './support/claude-cli.js';
+import { waitFor } from './support/wait.js';
+import { cleanupsPerTest } from './support/cleanups.js';
 
 /** A store that is not open until the test says so (a volume not mounted yet, say). */
 class ClosedStore extends MemorySessionStore {
@@ -38,22 +39,12 @@ const get = async (server: GatewayServer, path: string) => {
 };
 
 describe('health: /healthz, /readyz and grpc.health.v1.Health', () => {
-  let server: GatewayServer | undefined;
-  let dir: TempDir | undefined;
-  const clients: HealthClient[] = [];
-  afterEach(async () => {
-    for (const c of clients.splice(0)) c.close();
-    await server?.close();
-    server = undefined;
-    dir?.cleanup();
-  });
+  const cleanups = cleanupsPerTest();
 
   it('answer ready while listening with the store open, and say which check failed when the store goes', async () => {
-    dir = makeTempDir('tether-health-');
-    const storeDir = join(dir.path, 'sessions');
-    server = await startGatewayServer(new Gateway({ store: new FileSessionStore(storeDir) }), { port: 0, grpcPort: 0 });
-    const grpc = healthClient(server.grpcPort!);
-    clients.push(grpc);
+    const storeDir = join(cleanups.tempDir('tether-health-').path, 'sessions');
+    const server = cleanups.own(await startGatewayServer(new Gateway({ store: new FileSessionStore(storeDir) }), { port: 0, grpcPort: 0 }));
+    const grpc = cleanups.own(healthClient(server.grpcPort!));
 
     expect(await get(server, '/healthz')).toEqual({ status: 200, body: { status: 'ok' } });
     expect(await get(server, '/readyz')).toEqual({ status: 200, body: { status: 'ready', checks: { listening: 'ok', store: 'ok', policy: 'ok' } } });
@@ -65,7 +56,7 @@ describe('health: /healthz, /readyz and grpc.health.v1.Health', () => {
     const watch = grpc.Watch({ service: '' });
     watch.on('data', (r: { status: string }) => seen.push(r.status));
     watch.on('error', () => {}); // CANCELLED when the client closes
-    await waitFor(() => seen.length === 1);
+    await waitFor(() => seen.length === 1, 10_000, 'health event 1');
     expect(seen).toEqual(['SERVING']);
 
     rmSync(storeDir, { recursive: true }); // the store's storage is gone
@@ -75,26 +66,24 @@ describe('health: /healthz, /readyz and grpc.health.v1.Health', () => {
     });
     expect(await get(server, '/healthz')).toEqual({ status: 200, body: { status: 'ok' } }); // alive all the same
     expect(await check(grpc, '')).toBe('NOT_SERVING');
-    await waitFor(() => seen.length === 2);
+    await waitFor(() => seen.length === 2, 10_000, 'health event 2');
     expect(seen).toEqual(['SERVING', 'NOT_SERVING']);
 
     mkdirSync(storeDir);
     expect((await get(server, '/readyz')).status).toBe(200);
     expect(await check(grpc, 'tether.v1.Gateway')).toBe('SERVING');
-    await waitFor(() => seen.length === 3);
+    await waitFor(() => seen.length === 3, 10_000, 'health event 3');
 
     const closing = server.close(); // watchers hear NOT_SERVING, then the stream ends
-    await waitFor(() => seen.length === 4);
+    await waitFor(() => seen.length === 4, 10_000, 'health event 4');
     expect(seen).toEqual(['SERVING', 'NOT_SERVING', 'SERVING', 'NOT_SERVING']);
     await closing;
-    server = undefined;
   });
 
   it('report the store check failing from the start with a store that is not open', async () => {
     const store = new ClosedStore();
-    server = await startGatewayServer(new Gateway({ store }), { port: 0, grpcPort: 0, metrics: false });
-    const grpc = healthClient(server.grpcPort!);
-    clients.push(grpc);
+    const server = cleanups.own(await startGatewayServer(new Gateway({ store }), { port: 0, grpcPort: 0, metrics: false }));
+    const grpc = cleanups.own(healthClient(server.grpcPort!));
     const ready = await get(server, '/readyz');
     expect(ready).toEqual({ status: 503, body: { status: 'not_ready', failed: ['store'], checks: { listening: 'ok', store: 'session store (memory) is not open', policy: 'ok' } } });
     expect(await check(grpc, '')).toBe('NOT_SERVING');
@@ -112,7 +101,7 @@ describe('health: /healthz, /readyz and grpc.health.v1.Health', () => {
 
   it('fail readiness on an extra check too (an operator-supplied one)', async () => {
     let why: string | undefined = 'warming up';
-    server = await startGatewayServer(new Gateway(), { port: 0, grpcPort: null, readinessChecks: [{ name: 'warm', check: () => why }] });
+    const server = cleanups.own(await startGatewayServer(new Gateway(), { port: 0, grpcPort: null, readinessChecks: [{ name: 'warm', check: () => why }] }));
     expect(await get(server, '/readyz')).toEqual({
       status: 503,
       body: { status: 'not_ready', failed: ['warm'], checks: { listening: 'ok', store: 'ok', policy: 'ok', warm: 'warming up' } },
@@ -122,10 +111,3 @@ describe('health: /healthz, /readyz and grpc.health.v1.Health', () => {
   });
 });
 
-async function waitFor(cond: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}

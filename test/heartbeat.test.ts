@@ -3,36 +3,37 @@ import { memoryChannelPair } from '../core/channel/memory.js';
 import { startHeartbeat } from '../core/link/heartbeat.js';
 import { RpcPeer } from '../core/rpc/peer.js';
 
-/** The heartbeat with a fake clock: a silent peer is declared dead within interval + timeout. */
+/**
+ * A pinger with a fake clock, pinging every 1 s and waiting 500 ms for an answer. Its peer
+ * answers when `answer`, else never reads (a peer that stopped answering without closing).
+ * With `backlog`, the pinger's channel reports `backlog.prop` as `backlog.read()` (what the
+ * heartbeat looks at), through a stand-in forwarding everything else to the memory channel.
+ */
+function startPinger(opts: { answer?: boolean; backlog?: { prop: 'bufferedBytes' | 'receivedBytes'; read: () => number } } = {}) {
+  vi.useFakeTimers();
+  const [real, peerEnd] = memoryChannelPair();
+  const { backlog } = opts;
+  const channel = backlog ? new Proxy(real, { get: (target, key) => (key === backlog.prop ? backlog.read() : Reflect.get(target, key, target)) }) : real;
+  const pinger = new RpcPeer(channel);
+  void pinger.run();
+  if (opts.answer) void new RpcPeer(peerEnd).onRequest('ping', () => ({})).run();
+  const dead = vi.fn();
+  startHeartbeat(pinger, { intervalMs: 1_000, timeoutMs: 500 }, dead);
+  return { dead, close: () => real.close() };
+}
+
+afterEach(() => vi.useRealTimers());
+
 describe('heartbeat', () => {
-  afterEach(() => vi.useRealTimers());
-
-  function pair(answer: boolean) {
-    const [a, b] = memoryChannelPair();
-    const pinger = new RpcPeer(a);
-    void pinger.run();
-    if (answer) {
-      const responder = new RpcPeer(b).onRequest('ping', () => ({}));
-      void responder.run();
-    } // else: b never reads, like a peer that stopped answering without closing
-    return { pinger, a, b };
-  }
-
   it('stays quiet while the peer answers', async () => {
-    vi.useFakeTimers();
-    const { pinger, a } = pair(true);
-    const dead = vi.fn();
-    startHeartbeat(pinger, { intervalMs: 1_000, timeoutMs: 500 }, dead);
+    const { dead, close } = startPinger({ answer: true });
     await vi.advanceTimersByTimeAsync(10_000);
     expect(dead).not.toHaveBeenCalled();
-    a.close();
+    close();
   });
 
   it('declares a silent peer dead once, within interval + timeout', async () => {
-    vi.useFakeTimers();
-    const { pinger, a } = pair(false);
-    const dead = vi.fn();
-    startHeartbeat(pinger, { intervalMs: 1_000, timeoutMs: 500 }, dead);
+    const { dead, close } = startPinger();
     await vi.advanceTimersByTimeAsync(1_499);
     expect(dead).not.toHaveBeenCalled();
     await vi.advanceTimersByTimeAsync(2);
@@ -40,15 +41,12 @@ describe('heartbeat', () => {
     expect(dead.mock.calls[0][0]).toContain('did not answer a heartbeat within 500 ms');
     await vi.advanceTimersByTimeAsync(10_000);
     expect(dead).toHaveBeenCalledTimes(1);
-    a.close();
+    close();
   });
 
   it('stops when the channel closes', async () => {
-    vi.useFakeTimers();
-    const { pinger, a } = pair(false);
-    const dead = vi.fn();
-    startHeartbeat(pinger, { intervalMs: 1_000, timeoutMs: 500 }, dead);
-    a.close();
+    const { dead, close } = startPinger();
+    close();
     await vi.advanceTimersByTimeAsync(10_000);
     expect(dead).not.toHaveBeenCalled();
   });
@@ -56,14 +54,8 @@ describe('heartbeat', () => {
 
 describe('heartbeat behind a backlog', () => {
   it('forgives an unanswered ping while the send queue drains, and not when it stalls', async () => {
-    vi.useFakeTimers();
-    const [a] = memoryChannelPair();
     let buffered = 1_000_000;
-    Object.defineProperty(a, 'bufferedBytes', { get: () => buffered });
-    const pinger = new RpcPeer(a);
-    void pinger.run();
-    const dead = vi.fn();
-    startHeartbeat(pinger, { intervalMs: 1_000, timeoutMs: 500 }, dead);
+    const { dead, close } = startPinger({ backlog: { prop: 'bufferedBytes', read: () => buffered } });
     for (let i = 0; i < 5; i++) {
       buffered -= 100_000; // the peer reads: our queue shrinks
       await vi.advanceTimersByTimeAsync(1_000);
@@ -71,21 +63,12 @@ describe('heartbeat behind a backlog', () => {
     expect(dead).not.toHaveBeenCalled();
     await vi.advanceTimersByTimeAsync(3_000); // stalled: no progress any more
     expect(dead).toHaveBeenCalledTimes(1);
-    a.close();
-    vi.useRealTimers();
+    close();
   });
-});
 
-describe('heartbeat behind the peer’s backlog', () => {
   it('forgives a late answer while the peer’s bytes keep arriving, and declares it dead once they stop', async () => {
-    vi.useFakeTimers();
-    const [a] = memoryChannelPair();
     let received = 0;
-    Object.defineProperty(a, 'receivedBytes', { get: () => received });
-    const pinger = new RpcPeer(a);
-    void pinger.run();
-    const dead = vi.fn();
-    startHeartbeat(pinger, { intervalMs: 1_000, timeoutMs: 500 }, dead);
+    const { dead, close } = startPinger({ backlog: { prop: 'receivedBytes', read: () => received } });
     for (let i = 0; i < 8; i++) {
       received += 32 * 1024; // a big frame trickles in: our answer waits behind it
       await vi.advanceTimersByTimeAsync(250);
@@ -94,7 +77,6 @@ describe('heartbeat behind the peer’s backlog', () => {
     await vi.advanceTimersByTimeAsync(1_500); // silent now: found within interval + timeout
     expect(dead).toHaveBeenCalledTimes(1);
     expect(dead.mock.calls[0][0]).toContain('did not answer a heartbeat within 500 ms');
-    a.close();
-    vi.useRealTimers();
+    close();
   });
 });

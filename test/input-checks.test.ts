@@ -8,11 +8,18 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { LinkStatus } from '../core/link/link.js';
 import type { RemoteSession, SessionItem } from '../client/remote-session.js';
-import type { SessionRelay } from '../agent/session-relay.js';
+import { randomUUID } from 'node:crypto';
+import { Agent } from '../agent/agent.js';
+import { memoryChannelPair } from '../core/channel/memory.js';
+import { Dialers } from '../core/link/dial.js';
+import { PROTOCOL_VERSION } from '../core/protocol/version.js';
+import { RpcPeer } from '../core/rpc/peer.js';
+import { cleanupsPerTest } from './support/cleanups.js';
 import { MAX_INPUT_DEPTH } from '../core/protocol/engine-input.js';
 import { codeOf, isResult, until } from './support/items.js';
 import { rawClient } from './support/raw-client.js';
 import { startRestartable, type RestartableStack } from './support/restartable-stack.js';
+import { waitFor } from './support/wait.js';
 
 /** `{"type":"user",…}` whose content is `depth` arrays nested in one another. */
 function deepUserLine(depth: number): Record<string, unknown> {
@@ -32,14 +39,6 @@ function storedInputs(state: string, sessionId: string): string[] {
   return existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter((l) => l.startsWith('{"i":')) : [];
 }
 
-async function waitUntil(pred: () => boolean, what: string, ms = 15_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!pred()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 async function turnWorks(session: RemoteSession, text: string): Promise<void> {
   const it = session[Symbol.asyncIterator]();
   await session.sendUserMessage(text);
@@ -49,6 +48,8 @@ async function turnWorks(session: RemoteSession, text: string): Promise<void> {
 }
 
 let stack: RestartableStack | undefined;
+/** What a test started besides the stack, stopped after it. */
+const cleanups = cleanupsPerTest();
 afterEach(async () => {
   await stack?.stop();
   stack = undefined;
@@ -108,17 +109,36 @@ describe('a bad item in one session never takes down the agent', () => {
   }, 60_000);
 
   it("the agent refuses a line it cannot take (an event to the session's clients, acked), without throwing; the session and its neighbour carry on", async () => {
-    stack = await startRestartable();
-    const alice = await stack.client('ws', 'alice');
-    const [bad, other] = [await alice.createSession({ agent: 'builder' }), await alice.createSession({ agent: 'builder' })];
-    const relay = (stack.agent as unknown as { relays: Map<string, SessionRelay> }).relays.get(bad.id)!;
-    const it = bad[Symbol.asyncIterator]();
-    await relay.input(1_000, deepUserLine(4106)); // as if a gateway had sent it
-    const refused = await until(it, (i) => i.kind === 'event' && i.event.subtype === 'engine_error', [], 10_000, 'the engine_error event');
-    expect(refused).toMatchObject({ event: { code: 'INPUT_NOT_WRITTEN', message: expect.stringContaining(`deeper than ${MAX_INPUT_DEPTH}`) } });
-    expect(relay.lastAppliedInputSeq).toBe(1_000);
-    await turnWorks(other, 'the neighbour works');
-    expect(stack.agent.sessionCount).toBe(2);
+    // The agent's gateway is this test, over a memory channel handed to the agent as its only
+    // transport: it can send what a real gateway would refuse to forward.
+    const [agentEnd, gatewayEnd] = memoryChannelPair();
+    const cwd = cleanups.tempDir('tether-input-cwd-');
+    const agent = new Agent({ gateway: 'test-gateway://here', name: 'builder', engine: 'demo', cwd: cwd.path, dialers: new Dialers([['test-gateway:', async () => agentEnd]]) });
+    const gateway = new RpcPeer(gatewayEnd);
+    const events: { session_id: string; event: { subtype: string; code?: string; message?: string } }[] = [];
+    const acks: { session_id: string; seq: number }[] = [];
+    const results: string[] = [];
+    gateway
+      .onRequest('hello', () => ({ protocol_version: PROTOCOL_VERSION, gateway_id: 'test-gateway', capabilities: [], principal: 'builder' }))
+      .onNotification('session.event', (p) => void events.push(p as (typeof events)[number]))
+      .onNotification('session.input_ack', (p) => void acks.push(p))
+      .onBinaryNotification('session.output', (p, body) => {
+        if (Buffer.from(body).toString().startsWith('{"type":"result"')) results.push(p.session_id);
+      });
+    void gateway.run();
+    await agent.start();
+    cleanups.push(() => agent.shutdown(1_000));
+    const [bad, other] = [randomUUID(), randomUUID()];
+    for (const session_id of [bad, other]) await gateway.request('agent.spawn', { session_id, options: {} });
+
+    await gateway.notify('agent.input', { session_id: bad, seq: 1_000, line: deepUserLine(4106) });
+    await waitFor(() => events.some((e) => e.session_id === bad && e.event.subtype === 'engine_error'), 10_000, 'the engine_error event');
+    expect(events.find((e) => e.session_id === bad)).toMatchObject({ event: { code: 'INPUT_NOT_WRITTEN', message: expect.stringContaining(`deeper than ${MAX_INPUT_DEPTH}`) } });
+    await waitFor(() => acks.some((a) => a.session_id === bad && a.seq === 1_000), 10_000, 'the refused line acked');
+
+    await gateway.notify('agent.input', { session_id: other, seq: 1, line: { type: 'user', message: { role: 'user', content: 'the neighbour works' } } });
+    await waitFor(() => results.includes(other), 15_000, "the neighbour's result");
+    expect(agent.sessionCount).toBe(2);
   }, 60_000);
 });
 
@@ -136,7 +156,7 @@ describe('agent registration is all or nothing', () => {
     });
     const link = stack.gateway.directory.agents.get('builder')!;
     link.peer.channel.close('UNAVAILABLE', 'test: drop the agent link'); // the agent reconnects by itself
-    await waitUntil(() => stack!.gateway.directory.agents.get('builder') !== undefined && stack!.gateway.directory.agents.get('builder') !== link, 'the agent to come back');
+    await waitFor(() => stack!.gateway.directory.agents.get('builder') !== undefined && stack!.gateway.directory.agents.get('builder') !== link, 15_000, 'the agent to come back');
     expect(bind).toHaveBeenCalled();
     bind.mockRestore();
     expect(brokenSession.ended).toBe(true);
@@ -150,10 +170,10 @@ describe('agent registration is all or nothing', () => {
     });
     const current = stack.gateway.directory.agents.get('builder')!;
     current.peer.channel.close('UNAVAILABLE', 'test: drop the agent link again');
-    await waitUntil(() => fail.mock.calls.length > 0, 'the agent to try its hello');
+    await waitFor(() => fail.mock.calls.length > 0, 15_000, 'the agent to try its hello');
     expect(stack.gateway.directory.agents.has('builder')).toBe(false);
     fail.mockRestore();
-    await waitUntil(() => stack!.gateway.directory.agents.has('builder'), 'the agent to register once the gateway can take it');
+    await waitFor(() => stack!.gateway.directory.agents.has('builder'), 15_000, 'the agent to register once the gateway can take it');
   }, 60_000);
 });
 

@@ -8,6 +8,9 @@ import { makeTempDir } from './support/claude-cli.js';
 import { startTether } from './support/cli.js';
 import { startRig, type EngineRig } from './support/engines.js';
 import { readTurn } from './support/turns.js';
+import { FaultProxy } from './support/fault-proxy.js';
+import { perTest } from './support/per-test.js';
+import { waitFor } from './support/wait.js';
 
 /**
  * The JSON-RPC dialect driven by a thin client written here with nothing but `ws` (or
@@ -133,15 +136,7 @@ const scenario = (cwd: string) => ({
 });
 
 /** The rig and the pipes one test opens; the describe block that calls this closes them after each test. */
-function rigPerTest(): { rig: EngineRig | undefined; pipes: Pipe[] } {
-  const state: { rig: EngineRig | undefined; pipes: Pipe[] } = { rig: undefined, pipes: [] };
-  afterEach(async () => {
-    for (const p of state.pipes.splice(0)) p.close();
-    await state.rig?.stop();
-    state.rig = undefined;
-  });
-  return state;
-}
+const rigPerTest = () => perTest(() => ({ rig: undefined as EngineRig | undefined, pipes: [] as Pipe[] }));
 
 describe.each(['ws', 'grpc'] as const)('JSON-RPC dialect over %s, real CLI', (transport) => {
   const case_ = rigPerTest();
@@ -368,7 +363,7 @@ describe('JSON-RPC dialect: malformed input and the printed URL', () => {
     pipe.client.sendRaw(JSON.stringify({ jsonrpc: '2.0', id: 'c', method: 'session_create', params: { agent: 'test-agent' } }));
     pipe.close();
     const sessions = case_.rig.stack.gateway.directory.sessions;
-    for (let i = 0; i < 200 && ![...sessions.values()].some((x) => x.ended); i++) await new Promise((r) => setTimeout(r, 25));
+    await waitFor(() => [...sessions.values()].some((x) => x.ended), 5_000, 'the session to end');
     expect([...sessions.values()].map((x) => x.currentState)).toEqual(['ended']);
   });
 
@@ -395,21 +390,23 @@ describe('JSON-RPC dialect: malformed input and the printed URL', () => {
     // Answers of 2 MiB each: the stuck client's queue passes 256 KiB once the loopback buffers are full.
     case_.rig = await startRig('claude', { responses: [], fallback: { text: 'y'.repeat(2 * 1024 * 1024) } }, { limits: { slowClientBytes: 256 * 1024 } });
     const reader = await dialWs(case_.rig.stack.wsUrl, case_.rig.stack.token);
-    const slow = await dialWs(case_.rig.stack.wsUrl, case_.rig.stack.token);
+    // The slow client's bytes pass a proxy that can hold them, as a client that stops reading would.
+    const proxy = await FaultProxy.start({ targetPort: Number(new URL(case_.rig.stack.wsUrl).port), maxBufferedBytes: 64 * 1024 });
+    const viaProxy = await dialWs(proxy.url('ws'), case_.rig.stack.token);
+    const slow = { ...viaProxy, close: () => (viaProxy.close(), void proxy.close()) };
     pipes.push(reader, slow);
     await reader.client.request('initialize', { protocol_version: '1.0', capabilities: ['streaming'] });
     const sessionId = (await reader.client.request('session_create', { agent: 'test-agent' })).result.session_id;
     const { client_id } = (await slow.client.request('initialize', { protocol_version: '1.0', capabilities: ['streaming'] })).result;
     await slow.client.request('session_attach', { session_id: sessionId });
     const closed = new Promise<number>((resolve) => slow.ws.once('close', (code) => resolve(code)));
-    const socket = (slow.ws as unknown as { _socket: { pause(): void; resume(): void } })._socket;
-    socket.pause();
+    proxy.stall('down');
     const gw = case_.rig.stack.gateway.directory.get(sessionId)!;
     for (let n = 0; n < 12 && gw.roleOf(client_id) !== undefined; n++) {
       expect((await reader.client.request('user_message', { session_id: sessionId, content: `answer ${n}` })).result.status).toBe('completed');
     }
     expect(gw.roleOf(client_id)).toBeUndefined();
-    socket.resume();
+    proxy.resume('down');
     expect(await closed).toBe(4008);
     expect((await reader.client.request('user_message', { session_id: sessionId, content: 'still there?' })).result.status).toBe('completed');
   }, 90_000);

@@ -3,22 +3,20 @@
  * ceiling asked through `set_permission_mode` is refused before it reaches the engine, exactly
  * as for a native client (the dialect's client edge goes through the same policy gate).
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { Policy } from '../core/policy/policy.js';
 import { StaticPolicy } from '../gateway/policy-source.js';
 import { startStack, withTimeout, type Stack } from './support/stack.js';
+import { cleanupsPerTest } from './support/cleanups.js';
+import { waitFor } from './support/wait.js';
 
 describe('the JSON-RPC dialect under a policy', () => {
-  let stack: Stack | undefined;
-  afterEach(async () => {
-    await stack?.stop();
-    stack = undefined;
-  });
+  const cleanups = cleanupsPerTest();
 
   it('set_permission_mode above the ceiling is refused naming the rule; within it, it goes through', async () => {
     const policy = new StaticPolicy(Policy.compile({ permissions: {}, maxPermissionMode: { '*': 'default', control: 'acceptEdits' } }));
-    stack = await startStack({ engine: 'demo', policy });
+    const stack = cleanups.own(await startStack({ engine: 'demo', policy }));
     const ws = new WebSocket(stack.wsUrl, 'tether-jsonrpc.v1', { headers: { authorization: `Bearer ${stack.token}` } });
     const answers = new Map<number, Record<string, any>>();
     ws.on('message', (data) => {
@@ -30,13 +28,7 @@ describe('the JSON-RPC dialect under a policy', () => {
     const call = async (method: string, params: Record<string, unknown>) => {
       const id = next++;
       ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
-      await withTimeout(
-        (async () => {
-          while (!answers.has(id)) await new Promise((r) => setTimeout(r, 10));
-        })(),
-        10_000,
-        `the answer to ${method}`,
-      );
+      await waitFor(() => answers.has(id), 10_000, `the answer to ${method}`);
       return answers.get(id)!;
     };
     try {

@@ -1,21 +1,18 @@
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { SessionItem } from '../client/remote-session.js';
 import { isResult, until } from './support/items.js';
 import { startStack, type Stack } from './support/stack.js';
+import { cleanupsPerTest } from './support/cleanups.js';
 
 const ENGINE = fileURLToPath(new URL('./support/big-line-engine.mjs', import.meta.url));
 
 /** threats.md part 3 / issue 6: a 16 MiB engine line works by default, on both transports. */
 describe.each(['ws', 'grpc'] as const)('a 16 MiB engine line over %s', (transport) => {
-  let stack: Stack | undefined;
-  afterEach(async () => {
-    await stack?.stop();
-    stack = undefined;
-  });
+  const cleanups = cleanupsPerTest();
 
   it('reaches the client intact, worst-case escaping included, with default limits', async () => {
-    stack = await startStack({ engine: 'claude', engineCommand: ENGINE, clientTransport: transport, agentTransport: transport });
+    const stack = cleanups.own(await startStack({ engine: 'claude', engineCommand: ENGINE, clientTransport: transport, agentTransport: transport }));
     const session = await (await stack.client()).createSession({ agent: 'test-agent' });
     const items: SessionItem[] = [];
     await session.sendUserMessage('go big');

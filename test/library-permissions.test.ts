@@ -1,22 +1,19 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { answerQuestions, askQuestions, type PermissionRequest } from '../client/permission-policy.js';
 import type { SessionItem } from '../client/remote-session.js';
-import { startRig, type EngineRig } from './support/engines.js';
+import { demoSessionAt, startRig, type EngineRig } from './support/engines.js';
 import { isCanUseTool, isResult, until } from './support/items.js';
 import { toolResults } from './support/turns.js';
+import { cleanupsPerTest } from './support/cleanups.js';
 
 const engineMessages = (items: SessionItem[]) => items.filter((i) => i.kind === 'engine' && i.origin === 'engine').map((i) => (i as { message: Record<string, unknown> }).message);
 
 /** The library's canUseTool-style callback: allow with input, deny with a message, remember for the session. */
 describe('library permission callback', () => {
-  let rig: EngineRig | undefined;
-  afterEach(async () => {
-    await rig?.stop();
-    rig = undefined;
-  });
+  const cleanups = cleanupsPerTest();
 
   it('remember-for-session asks once; deny carries its message; AskUserQuestion answers reach the engine', async () => {
-    rig = await startRig('demo');
+    const rig = cleanups.own(await startRig('demo'));
     const asked: PermissionRequest[] = [];
     let denyNext = false;
     const session = await (await rig.stack.client()).createSession({
@@ -48,12 +45,8 @@ describe('library permission callback', () => {
   });
 
   it('a late attacher decides only prompts still pending, not ones already decided in the history', async () => {
-    rig = await startRig('demo');
-    const owner = await rig.stack.client();
-    const s = await owner.createSession({ agent: 'test-agent' });
-    const it = s[Symbol.asyncIterator]();
-    await s.sendUserMessage('create a file');
-    const first = (await until(it, isCanUseTool)) as { message: Record<string, unknown> };
+    const { rig, session: s, it, item } = await demoSessionAt(cleanups, 'create a file', isCanUseTool);
+    const first = item as { message: Record<string, unknown> };
     await s.answer(String(first.message.request_id), { behavior: 'deny', message: 'first one denied by the owner' });
     await until(it, isResult);
     await s.sendUserMessage('create a file please');

@@ -9,7 +9,7 @@ import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeJwt } from 'jose';
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Agent } from '../agent/agent.js';
 import { GatewayClient } from '../client/gateway-client.js';
 import { generateTokenKey } from '../core/auth/keygen.js';
@@ -24,8 +24,9 @@ import type { TokenSource } from '../core/link/token-renewal.js';
 import { Gateway } from '../gateway/gateway.js';
 import { addRevocation, RevocationList } from '../gateway/revocations.js';
 import { startGatewayServer, type GatewayServer } from '../gateway/server.js';
-import { runTether, startTether, TETHER_BIN, type Daemon } from './support/cli.js';
+import { gatewayDaemonPerSuite, runTether, startTether, TETHER_BIN } from './support/cli.js';
 import { withTimeout } from './support/stack.js';
+import { waitFor } from './support/wait.js';
 
 type Role = 'agent' | 'client';
 
@@ -196,25 +197,18 @@ describe('--token-file on the command line', () => {
     let err = '';
     try {
       // chat refuses an agent that is not connected (a clear error, by design): start it once the agent is.
-      await withTimeout(
-        (async () => {
-          while (!(await gatewayAgents()).includes('cli-agent')) await new Promise((r) => setTimeout(r, 100));
-        })(),
-        45_000, // a node process starting on a busy 2-core machine
-        'the agent to register',
-      );
+      // 45 s: a node process starting on a busy 2-core machine.
+      await waitFor(async () => (await gatewayAgents()).includes('cli-agent'), 45_000, 'the agent to register');
       const proc = spawn(process.execPath, [TETHER_BIN, 'chat', '--json', '--gateway', server.url, '--token-file', files.client, '--agent', 'cli-agent'], { stdio: ['pipe', 'pipe', 'pipe'] });
       chat = proc;
       proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
       proc.stderr.on('data', (d: Buffer) => (err += d.toString()));
       const exited = new Promise<number | null>((r) => proc.on('exit', (code) => r(code)));
-      await withTimeout(
-        (async () => {
-          while (!(await agentSessions('cli-agent'))) {
-            if (proc.exitCode !== null) throw new Error(`tether chat exited (${proc.exitCode}): ${err}`);
-            await new Promise((r) => setTimeout(r, 100));
-          }
-        })(),
+      await waitFor(
+        async () => {
+          if (proc.exitCode !== null) throw new Error(`tether chat exited (${proc.exitCode}): ${err}`);
+          return Boolean(await agentSessions('cli-agent'));
+        },
         45_000,
         'the chat session to start',
       );
@@ -224,13 +218,7 @@ describe('--token-file on the command line', () => {
         await new Promise((r) => setTimeout(r, 250));
       }
       proc.stdin.write(JSON.stringify({ type: 'user', message: { role: 'user', content: 'still there?' } }) + '\n');
-      await withTimeout(
-        (async () => {
-          while (!out.includes('"type":"result"')) await new Promise((r) => setTimeout(r, 50));
-        })(),
-        15_000,
-        'a result after the expiries',
-      );
+      await waitFor(() => out.includes('"type":"result"'), 15_000, 'a result after the expiries');
       proc.stdin.end();
       expect(await withTimeout(exited, 15_000, 'chat to exit')).toBe(0);
       expect(err).not.toMatch(/link down|token expired/);
@@ -260,20 +248,11 @@ describe('a browser ticket connection', () => {
 });
 
 describe('tether revoke (CLI)', () => {
-  const state = mkdtempSync(join(tmpdir(), 'tether-revoke-cli-'));
-  let gw: Daemon | undefined;
-  afterAll(async () => {
-    await gw?.stop();
-    rmSync(state, { recursive: true, force: true });
-  });
-
-  const startGateway = async () => {
-    gw = startTether(['gateway', '--port', '0', '--grpc-port', 'off', '--state-dir', state, '--log-level', 'warn']);
-    return (await gw.line('gateway: ')).slice('gateway: '.length);
-  };
+  const gateway = gatewayDaemonPerSuite('tether-revoke-cli-', ['--grpc-port', 'off', '--log-level', 'warn']);
+  const { state } = gateway;
 
   it('closes the live connection, refuses the token after, and keeps refusing it across a gateway restart', async () => {
-    let url = await startGateway();
+    let { daemon: gw, url } = await gateway.start();
     const tokenFile = join(state, 'client.token');
     const minted = await runTether(['token', '--state-dir', state, '--role', 'client', '--sub', 'carol', '--out', tokenFile]);
     expect(minted.code).toBe(0);
@@ -290,8 +269,8 @@ describe('tether revoke (CLI)', () => {
     await client.close();
     await expect(GatewayClient.connect({ gateway: url, token, reconnect: false })).rejects.toMatchObject({ code: 'PERMISSION_DENIED' });
 
-    await gw!.stop();
-    url = await startGateway();
+    await gw.stop();
+    ({ daemon: gw, url } = await gateway.start());
     await expect(GatewayClient.connect({ gateway: url, token, reconnect: false })).rejects.toMatchObject({ code: 'PERMISSION_DENIED' });
     // A token minted for the same key and subject is still good: only that jti was revoked.
     const fresh = await mintToken({ key: loadKeyFile(stateKeyPath(state)), kind: 'client', sub: 'carol', ttlSeconds: 60 });

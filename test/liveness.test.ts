@@ -4,20 +4,11 @@ import { GatewayClient } from '../client/gateway-client.js';
 import type { LinkStatus } from '../core/link/link.js';
 import { FaultProxy } from './support/fault-proxy.js';
 import { startStack, type Stack } from './support/stack.js';
+import { waitFor } from './support/wait.js';
 
 const BEAT = { intervalMs: 1_000, timeoutMs: 1_000 };
 const BOUND_MS = BEAT.intervalMs + BEAT.timeoutMs;
 const SLACK_MS = 1_500; // scheduling on a shared 2-core machine
-
-/** Polls `pred` every 20 ms; resolves with the time it took, rejects after `ms`. */
-async function within(ms: number, pred: () => boolean, what: string): Promise<number> {
-  const start = Date.now();
-  while (!pred()) {
-    if (Date.now() - start > ms) throw new Error(`${what} not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return Date.now() - start;
-}
 
 /**
  * A half-open link (the peer stops answering without closing) is found within heartbeat
@@ -49,8 +40,8 @@ describe.each(['ws', 'grpc'] as const)('half-open links over %s', (transport) =>
     const members = () => stack.gateway.directory.get(session.id)?.info().clients.length ?? 0;
     expect(members()).toBe(1);
     proxy.halfOpen();
-    const clientMs = await within(BOUND_MS + SLACK_MS, () => statuses.some((s) => s.state === 'down'), 'client noticing');
-    const gatewayMs = await within(BOUND_MS + SLACK_MS, () => members() === 0, 'gateway noticing');
+    const clientMs = await waitFor(() => statuses.some((s) => s.state === 'down'), BOUND_MS + SLACK_MS, 'client noticing');
+    const gatewayMs = await waitFor(() => members() === 0, BOUND_MS + SLACK_MS, 'gateway noticing');
     const down = statuses.find((s) => s.state === 'down') as Extract<LinkStatus, { state: 'down' }>;
     expect(down.error.message).toMatch(/heartbeat|pong/);
     console.log(`liveness ${transport} client leg: client noticed after ${clientMs} ms, gateway after ${gatewayMs} ms (bound ${BOUND_MS} ms)`);
@@ -66,12 +57,12 @@ describe.each(['ws', 'grpc'] as const)('half-open links over %s', (transport) =>
     const client = await stack.client();
     const session = await client.createSession({ agent: 'far-agent' });
     const state = () => stack.gateway.directory.get(session.id)?.currentState;
-    await within(5_000, () => state() === 'idle', 'session idle');
+    await waitFor(() => state() === 'idle', 5_000, 'session idle');
     proxy.halfOpen();
-    const agentMs = await within(BOUND_MS + SLACK_MS, () => statuses.some((s) => s.state === 'down'), 'agent noticing');
-    const gatewayMs = await within(BOUND_MS + SLACK_MS, () => state() === 'agent-lost', 'gateway noticing');
+    const agentMs = await waitFor(() => statuses.some((s) => s.state === 'down'), BOUND_MS + SLACK_MS, 'agent noticing');
+    const gatewayMs = await waitFor(() => state() === 'agent-lost', BOUND_MS + SLACK_MS, 'gateway noticing');
     console.log(`liveness ${transport} agent leg: agent noticed after ${agentMs} ms, gateway after ${gatewayMs} ms (bound ${BOUND_MS} ms)`);
     // The agent dials again through the proxy (new connections are forwarded) and the session recovers.
-    await within(10_000, () => state() === 'idle', 'session back to idle after the reconnect');
+    await waitFor(() => state() === 'idle', 10_000, 'session back to idle after the reconnect');
   });
 });

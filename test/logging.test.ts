@@ -1,8 +1,9 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { prettyLine } from '../core/log-pretty.js';
 import { createLogger } from '../core/logging.js';
 import { startRig, type EngineRig } from './support/engines.js';
 import { readTurn } from './support/turns.js';
+import { cleanupsPerTest } from './support/cleanups.js';
 
 /** A logger writing JSON lines into memory. */
 function memoryLogger(level = 'info') {
@@ -12,15 +13,11 @@ function memoryLogger(level = 'info') {
 }
 
 describe('logs', () => {
-  let rig: EngineRig | undefined;
-  afterEach(async () => {
-    await rig?.stop();
-    rig = undefined;
-  });
+  const cleanups = cleanupsPerTest();
 
   it('carry lifecycle at info with sessionId, agent, principal and transport, and never payloads or tokens', async () => {
     const mem = memoryLogger('info');
-    rig = await startRig('demo', undefined, { logger: mem.logger });
+    const rig = cleanups.own(await startRig('demo', undefined, { logger: mem.logger }));
     const client = await rig.stack.client();
     const session = await client.createSession({ agent: 'test-agent' });
     const prompt = 'a very private prompt 7f3a';

@@ -1,9 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { GatewayClient } from '../client/gateway-client.js';
 import { Gateway } from '../gateway/gateway.js';
 import { startRig, WRITE_FILE, type EngineRig } from './support/engines.js';
 import { eventually, scrape } from './support/metrics.js';
 import { readTurn } from './support/turns.js';
+import { cleanupsPerTest } from './support/cleanups.js';
 
 /**
  * /metrics after a scripted session with the demo engine: a plain turn, a permission prompt
@@ -11,14 +12,10 @@ import { readTurn } from './support/turns.js';
  * refused token, and the agent's link cut and re-established.
  */
 describe('gateway metrics', () => {
-  let rig: EngineRig | undefined;
-  afterEach(async () => {
-    await rig?.stop();
-    rig = undefined;
-  });
+  const cleanups = cleanupsPerTest();
 
   it('count what a scripted session did', async () => {
-    rig = await startRig('demo', undefined, { limits: { replay: { maxFrames: 8, maxBytes: 8 * 1024 * 1024 } } });
+    const rig = cleanups.own(await startRig('demo', undefined, { limits: { replay: { maxFrames: 8, maxBytes: 8 * 1024 * 1024 } } }));
     const { stack } = rig;
     const port = stack.server.port;
     const client = await stack.client();
@@ -40,14 +37,16 @@ describe('gateway metrics', () => {
       'the session to settle',
     ).then((r) => r.after);
 
-    expect(m.get('tether_agents_connected{transport="ws"}')).toBe(1);
-    expect(m.get('tether_sessions{state="idle"}')).toBe(1);
-    expect(m.get('tether_sessions{state="running"}')).toBe(0);
-    expect(m.get('tether_clients_connected{transport="ws"}')).toBe(1);
-    expect(m.get('tether_session_attachments{transport="ws"}')).toBe(1);
     // Inputs: three prompts and two answers, each handed to the agent once.
-    expect(m.get('tether_relay_frames_total{direction="from_client"}')).toBe(5);
-    expect(m.get('tether_relay_frames_total{direction="to_agent"}')).toBe(5);
+    expectMetrics(m, {
+      'tether_agents_connected{transport="ws"}': 1,
+      'tether_sessions{state="idle"}': 1,
+      'tether_sessions{state="running"}': 0,
+      'tether_clients_connected{transport="ws"}': 1,
+      'tether_session_attachments{transport="ws"}': 1,
+      'tether_relay_frames_total{direction="from_client"}': 5,
+      'tether_relay_frames_total{direction="to_agent"}': 5,
+    });
     expect(m.get('tether_relay_bytes_total{direction="from_client"}')).toBe(m.get('tether_relay_bytes_total{direction="to_agent"}'));
     const fromAgent = m.get('tether_relay_frames_total{direction="from_agent"}')!;
     expect(fromAgent).toBeGreaterThan(10);
@@ -55,16 +54,18 @@ describe('gateway metrics', () => {
     // Every engine line carried read_at_ms and reached the one client live.
     expect(m.get('tether_relay_latency_seconds_count')).toBe(fromAgent);
     expect(m.get('tether_relay_latency_seconds_bucket{le="+Inf"}')).toBe(fromAgent);
-    expect(m.get('tether_prompts_raised_total')).toBe(2);
-    expect(m.get('tether_prompts_settled_total{outcome="allow"}')).toBe(1);
-    expect(m.get('tether_prompts_settled_total{outcome="deny"}')).toBe(1);
-    expect(m.get('tether_prompts_settled_total{outcome="expired"}')).toBe(0);
-    expect(m.get('tether_prompt_decision_seconds_count{outcome="allow"}')).toBe(1);
-    expect(m.get('tether_prompt_decision_seconds_count{outcome="deny"}')).toBe(1);
-    expect(m.get('tether_resumes_total{role="client"}')).toBe(0);
-    expect(m.get('tether_replay_gaps_total')).toBe(0);
-    expect(m.get('tether_agent_reconnects_total')).toBe(0);
-    expect(m.get('tether_slow_client_disconnects_total{transport="ws"}')).toBe(0);
+    expectMetrics(m, {
+      'tether_prompts_raised_total': 2,
+      'tether_prompts_settled_total{outcome="allow"}': 1,
+      'tether_prompts_settled_total{outcome="deny"}': 1,
+      'tether_prompts_settled_total{outcome="expired"}': 0,
+      'tether_prompt_decision_seconds_count{outcome="allow"}': 1,
+      'tether_prompt_decision_seconds_count{outcome="deny"}': 1,
+      'tether_resumes_total{role="client"}': 0,
+      'tether_replay_gaps_total': 0,
+      'tether_agent_reconnects_total': 0,
+      'tether_slow_client_disconnects_total{transport="ws"}': 0,
+    });
 
     // A viewer asks for history from seq 1: more than the 8 frames held, so a gap first.
     const viewer = await stack.client({ sub: 'viewer', scopes: ['view'] });
@@ -75,12 +76,14 @@ describe('gateway metrics', () => {
     stack.gateway.directory.agents.get('test-agent')!.peer.channel.close('UNAVAILABLE', 'test: cut the agent link');
     const after = await eventually(() => scrape(port), (v) => v.get('tether_agent_reconnects_total') === 1 && v.get('tether_agents_connected{transport="ws"}') === 1, 'the agent to come back');
 
-    expect(after.get('tether_resumes_total{role="client"}')).toBe(1);
-    expect(after.get('tether_replay_gaps_total')).toBe(1);
-    expect(after.get('tether_clients_connected{transport="ws"}')).toBe(2);
-    expect(after.get('tether_session_attachments{transport="ws"}')).toBe(2);
-    expect(after.get('tether_auth_failures_total{reason="malformed"}')).toBe(1);
-    expect(after.get('tether_resumes_total{role="agent"}')).toBe(1);
+    expectMetrics(after, {
+      'tether_resumes_total{role="client"}': 1,
+      'tether_replay_gaps_total': 1,
+      'tether_clients_connected{transport="ws"}': 2,
+      'tether_session_attachments{transport="ws"}': 2,
+      'tether_auth_failures_total{reason="malformed"}': 1,
+      'tether_resumes_total{role="agent"}': 1,
+    });
   });
 
   it('keeps each gateway in a registry of its own', async () => {
@@ -94,3 +97,8 @@ describe('gateway metrics', () => {
     await Promise.all([a.close(), b.close()]);
   });
 });
+
+/** The named metrics have exactly these values (all compared at once, so a failure shows every difference). */
+function expectMetrics(scraped: Map<string, number>, expected: Record<string, number>): void {
+  expect(Object.fromEntries(Object.keys(expected).map((name) => [name, scraped.get(name)]))).toEqual(expected);
+}

@@ -7,12 +7,14 @@
  * taken in the same test.
  */
 import { readFileSync } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Agent } from '../agent/agent.js';
 import { GatewayClient } from '../client/gateway-client.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { startTether, type Daemon } from './support/cli.js';
 import { rawClient } from './support/raw-client.js';
+import { waitFor } from './support/wait.js';
+import { cleanupsPerTest } from './support/cleanups.js';
 
 /** The budget the gateway is started with (its default is 64 MiB; shrunk so the test is quick). */
 const BUDGET_BYTES = 4 * 1024 * 1024;
@@ -37,22 +39,10 @@ async function metric(httpUrl: string, name: string): Promise<number> {
     .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
 }
 
-async function waitFor(pred: () => Promise<boolean>, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await pred())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 const MiB = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MiB`;
 
 describe.each(['ws', 'grpc'] as const)('a client that pipelines sessions.list and never reads (%s)', (t) => {
-  const cleanups: (() => Promise<unknown> | void)[] = [];
-  afterEach(async () => {
-    for (const c of cleanups.reverse()) await c();
-    cleanups.length = 0;
-  });
+  const cleanups = cleanupsPerTest();
 
   it('is cut as a slow consumer and the gateway memory stays flat', async () => {
     const state: TempDir = makeTempDir('tether-state-');

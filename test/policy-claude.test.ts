@@ -19,6 +19,7 @@ import { startRig, type EngineRig } from './support/engines.js';
 import type { FakeScenario } from './support/fake-anthropic.js';
 import { withTimeout } from './support/stack.js';
 import { readTurn, type TurnLog } from './support/turns.js';
+import { rejectionOf } from './support/items.js';
 
 /**
  * The central policy with the real Claude Code CLI and the scripted model: the agent's
@@ -53,17 +54,6 @@ function policyRecords(audit: MemoryAuditLog): Promise<AuditRecord[]> {
 
 function events(turn: TurnLog, subtype: string): Record<string, unknown>[] {
   return turn.items.flatMap((i) => (i.kind === 'event' && i.event.subtype === subtype ? [i.event as Record<string, unknown>] : []));
-}
-
-/** What an awaited call rejected with, as a TetherError; fails the test when it resolved. */
-async function refusal(fn: () => Promise<unknown>): Promise<TetherError> {
-  try {
-    await fn();
-  } catch (err) {
-    if (err instanceof TetherError) return err;
-    throw err;
-  }
-  throw new Error('expected a refusal, but the call succeeded');
 }
 
 describe('central policy with the real CLI', () => {
@@ -146,19 +136,19 @@ describe('central policy with the real CLI', () => {
   it('a client below the ceiling cannot raise the mode to bypassPermissions, at create or later; the refusal names the rule', async () => {
     const { rig: r, audit } = await start(policyOf({ maxPermissionMode: { '*': 'acceptEdits', admin: 'bypassPermissions' } }), { responses: [] });
     const controller = await r.stack.client({ sub: 'carol', scopes: ['create', 'control'] });
-    const refused = await refusal(() => controller.createSession({ agent: 'test-agent', options: { permission_mode: 'bypassPermissions' } }));
+    const refused = await rejectionOf(controller.createSession({ agent: 'test-agent', options: { permission_mode: 'bypassPermissions' } }));
         expect(refused.code).toBe('PERMISSION_DENIED');
     expect(refused.message).toContain('maxPermissionMode.* = acceptEdits');
-    const viaArgs = await refusal(() => controller.createSession({ agent: 'test-agent', options: { extra_args: ['--dangerously-skip-permissions'] } }));
+    const viaArgs = await rejectionOf(controller.createSession({ agent: 'test-agent', options: { extra_args: ['--dangerously-skip-permissions'] } }));
     expect(viaArgs.code).toBe('PERMISSION_DENIED');
     const session = await controller.createSession({ agent: 'test-agent' });
     expect(await session.request('set_permission_mode', { mode: 'acceptEdits' })).toMatchObject({ response: { subtype: 'success', response: { mode: 'acceptEdits' } } });
-    const later = await refusal(() => session.request('set_permission_mode', { mode: 'bypassPermissions' }));
+    const later = await rejectionOf(session.request('set_permission_mode', { mode: 'bypassPermissions' }));
     expect(later.code).toBe('PERMISSION_DENIED');
     expect(later.message).toContain('maxPermissionMode.* = acceptEdits');
     const viewer = await r.stack.client({ sub: 'vera', scopes: ['view'] });
     const attached = await viewer.attach(session.id);
-    expect((await refusal(() => attached.request('set_permission_mode', { mode: 'bypassPermissions' }))).code).toBe('PERMISSION_DENIED');
+    expect((await rejectionOf(attached.request('set_permission_mode', { mode: 'bypassPermissions' }))).code).toBe('PERMISSION_DENIED');
     const controls = (await audit.read({ action: 'control' })).entries.filter((c) => c.result === 'refused');
     expect(controls).toEqual([
       expect.objectContaining({ principal: 'carol', subtype: 'set_permission_mode', mode: 'bypassPermissions', decided_by: 'tether:policy', reason: expect.stringContaining('maxPermissionMode.* = acceptEdits') }),
@@ -175,15 +165,15 @@ describe('central policy with the real CLI', () => {
     temps.push(root);
     const { rig: r, audit } = await start(policyOf({ workingFolders: { 'test-agent': [root.path] } }), { responses: [] });
     const client = await r.stack.client();
-    const outside = await refusal(() => client.createSession({ agent: 'test-agent', options: { cwd: r.cwd } }));
+    const outside = await rejectionOf(client.createSession({ agent: 'test-agent', options: { cwd: r.cwd } }));
     expect(outside.code).toBe('PERMISSION_DENIED');
     expect(outside.message).toContain(`workingFolders.test-agent = ${root.path}`);
-    const climbing = await refusal(() => client.createSession({ agent: 'test-agent', options: { cwd: `${root.path}/../` } }));
+    const climbing = await rejectionOf(client.createSession({ agent: 'test-agent', options: { cwd: `${root.path}/../` } }));
     expect(climbing.code).toBe('PERMISSION_DENIED');
     // A symlink inside the root that leads out passes the gateway's check of the path as
     // written; the agent, given the policy's folders, follows it on its machine and refuses.
     symlinkSync(r.cwd, join(root.path, 'escape'));
-    const viaLink = await refusal(() => client.createSession({ agent: 'test-agent', options: { cwd: join(root.path, 'escape') } }));
+    const viaLink = await rejectionOf(client.createSession({ agent: 'test-agent', options: { cwd: join(root.path, 'escape') } }));
     expect(viaLink.code).toBe('PERMISSION_DENIED');
     expect(viaLink.message).toContain(`(policy rule: workingFolders.test-agent = ${root.path})`);
     const inside = await client.createSession({ agent: 'test-agent', options: { cwd: root.path } });

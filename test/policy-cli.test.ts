@@ -1,24 +1,17 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { GatewayClient } from '../client/gateway-client.js';
 import { TetherError } from '../core/errors.js';
 import { FileAuditLog } from '../gateway/audit-log.js';
-import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { runTether, startTether, type Daemon } from './support/cli.js';
+import { cleanupsPerTest } from './support/cleanups.js';
+import { waitFor } from './support/wait.js';
 
 /** `--policy FILE` as an operator uses it: help, a refused file at start, reload on change and SIGHUP. */
 describe('tether gateway/up --policy', () => {
-  const cleanups: (() => Promise<unknown> | void)[] = [];
-  afterEach(async () => {
-    for (const c of cleanups.reverse()) await c();
-    cleanups.length = 0;
-  });
-  const temp = (prefix: string): TempDir => {
-    const d = makeTempDir(prefix);
-    cleanups.push(() => d.cleanup());
-    return d;
-  };
+  const cleanups = cleanupsPerTest();
+  const temp = (prefix: string) => cleanups.tempDir(prefix);
 
   it('is in --help of gateway and up; a bad file stops the gateway from starting with its path, rule and why', async () => {
     for (const program of ['gateway', 'up']) expect((await runTether([program, '--help'])).stdout).toContain('--policy FILE');
@@ -53,13 +46,10 @@ describe('tether gateway/up --policy', () => {
 
     let logs = 0;
     const nextLog = async (what: string) => {
-      const deadline = Date.now() + 10_000;
-      for (;;) {
-        const lines = daemon.stderr().split('\n').filter((l) => l.includes(what));
-        if (lines.length > logs) return lines[(logs = lines.length) - 1];
-        if (Date.now() > deadline) throw new Error(`no new "${what}" log line within 10 s\n${daemon.stderr()}`);
-        await new Promise((r) => setTimeout(r, 25));
-      }
+      const lines = () => daemon.stderr().split('\n').filter((l) => l.includes(what));
+      await waitFor(() => lines().length > logs, 10_000, () => `a new "${what}" log line\n${daemon.stderr()}`);
+      const now = lines();
+      return now[(logs = now.length) - 1];
     };
 
     writeFileSync(file, 'models: [model-a, model-b]\n');

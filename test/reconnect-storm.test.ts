@@ -18,7 +18,7 @@ import type { LinkStatus } from '../core/link/link.js';
 import { makeTempDir } from './support/claude-cli.js';
 import { startTether, type Daemon } from './support/cli.js';
 import { isResult, until } from './support/items.js';
-import { withTimeout } from './support/stack.js';
+import { waitFor } from './support/wait.js';
 
 const AGENTS = 20;
 const CLIENTS_PER_SESSION = 10;
@@ -92,23 +92,11 @@ describe('reconnect storm', () => {
     // The storm: the gateway dies without a word and comes back on the same port and state.
     const port = Number(new URL(url).port);
     await gw!.stop('SIGKILL');
-    await withTimeout(
-      (async () => {
-        while (up.size > 0) await new Promise((r) => setTimeout(r, 20));
-      })(),
-      30_000,
-      'every link to notice the gateway is gone',
-    );
+    await waitFor(() => up.size === 0, 30_000, 'every link to notice the gateway is gone');
     restarted = true;
     await boot(port);
     const listeningAt = Date.now();
-    await withTimeout(
-      (async () => {
-        while (up.size < everyone) await new Promise((r) => setTimeout(r, 20));
-      })(),
-      60_000,
-      `all ${everyone} links back (up: ${up.size})`,
-    );
+    await waitFor(() => up.size >= everyone, 60_000, () => `all ${everyone} links back (up: ${up.size})`);
     const storm = lastResumedAt - listeningAt;
     console.log(`[storm] ${AGENTS} agents + ${AGENTS * CLIENTS_PER_SESSION} clients: last one resumed ${storm} ms after the restarted gateway listened; retryable refusals other than a failed connect: ${retryable.length}${retryable.length ? ` (${[...new Set(retryable.map((e) => e.message))].slice(0, 3).join('; ')})` : ''}`);
 

@@ -18,7 +18,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { EngineProcess, ExitInfo } from '../agent/engine-process.js';
+import type { ExitInfo } from '../agent/engine-process.js';
 import type { EngineLine } from '../agent/line-splitter.js';
 import { readEngineFrame } from '../core/protocol/session-frame.js';
 import { SessionRelay, type Outgoing } from '../agent/session-relay.js';
@@ -139,7 +139,7 @@ const tick = () => new Promise<void>((r) => setImmediate(r));
 /** One world: fake engine → relay → (agent link) → Session → (client links) → RemoteSessions. */
 class World {
   readonly engine = new FakeEngine();
-  readonly relay: SessionRelay;
+  readonly relay: SessionRelay<FakeEngine>;
   readonly session: Session;
   readonly clients: Client[] = [];
   /** Every frame the session broadcast, by seq (a member that never leaves). */
@@ -158,9 +158,9 @@ class World {
 
   constructor(
     readonly replayFrames: number,
-    maxUnackedBytes: number,
+    readonly maxUnackedBytes: number,
   ) {
-    this.relay = new SessionRelay(SESSION_ID, this.engine as unknown as EngineProcess, silentLogger, { maxUnackedBytes });
+    this.relay = new SessionRelay(SESSION_ID, this.engine, silentLogger, { maxUnackedBytes });
     this.host = {
       input: (_id, seq, line) => {
         if (this.agentUp) this.down.push({ kind: 'input', seq, line });
@@ -331,7 +331,7 @@ class World {
       case 'forgeAck': {
         // D5: an ack beyond what the agent sent is ignored; nothing is released.
         const before = this.relay.nextOutputSeq;
-        const sent = this.highestSent();
+        const sent = this.relay.lastSentSeq;
         this.relay.ack(sent + 1 + cmd.k);
         expect(this.relay.nextOutputSeq).toBe(before);
         this.forgedAcksIgnored++;
@@ -356,7 +356,7 @@ class World {
     }
     await tick();
     // The agent holds at most its limit plus the item that crossed it (then the engine waits).
-    expect(this.outboxBytes()).toBeLessThanOrEqual(this.maxUnacked() + 1024);
+    expect(this.relay.unackedBytes).toBeLessThanOrEqual(this.maxUnackedBytes + 1024);
   }
 
   /** Links come back, everything in flight is delivered and acked, the engine exits; all drained. */
@@ -379,19 +379,6 @@ class World {
       for (let c = 0; c < CLIENTS; c++) await this.run({ t: 'deliverClient', c, n: 1_000 });
     }
     throw new Error('the model did not quiesce');
-  }
-
-  private highestSent(): number {
-    // The relay numbers from 1; everything below nextSeq was sent (private, read for the check).
-    return (this.relay as unknown as { nextSeq: number }).nextSeq - 1;
-  }
-
-  private outboxBytes(): number {
-    return (this.relay as unknown as { outboxBytes: number }).outboxBytes;
-  }
-
-  private maxUnacked(): number {
-    return (this.relay as unknown as { limits: { maxUnackedBytes: number } }).limits.maxUnackedBytes;
   }
 }
 

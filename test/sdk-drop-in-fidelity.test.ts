@@ -2,7 +2,7 @@ import { query, type SDKMessage } from '@anthropic-ai/claude-agent-sdk';
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultInitialize, mergeInitialize, NO_CONTRIBUTION, type InitializeContribution } from '../agent/initialize-merge.js';
 import { withRemoteEngine } from '../client/remote-spawn.js';
 import type { RemoteSession, SessionItem } from '../client/remote-session.js';
@@ -12,6 +12,7 @@ import { startRig, type EngineRig } from './support/engines.js';
 import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic.js';
 import { runTether } from './support/cli.js';
 import { until } from './support/items.js';
+import { localAndRemote } from './support/local-and-remote.js';
 import { diffObservations, normalize, TETHER_CLAUDE, type Observation } from './support/side-by-side.js';
 import { startStack, withTimeout, type Stack } from './support/stack.js';
 
@@ -209,22 +210,13 @@ describe('the Python SDK through tether-claude: its argv, environment and initia
 });
 
 describe('the SDK\'s own stderr option, engine on a remote agent', () => {
-  let rig: EngineRig | undefined;
-  let fake: FakeAnthropic | undefined;
-  const dirs: TempDir[] = [];
-  afterEach(async () => {
-    await rig?.stop();
-    await fake?.close();
-    for (const d of dirs.splice(0)) d.cleanup();
-  });
+  const start = localAndRemote();
 
   it('withRemoteEngine: options.stderr receives the engine\'s stderr as it does from a local CLI', async () => {
     const unknown = '6e55a0d1-0000-4000-8000-00000000ffff';
-    fake = await startFakeAnthropic({ responses: [] });
-    dirs.push(makeTempDir('tether-stderr-cwd-'), makeTempDir('tether-stderr-home-'));
+    const { local: localOptions, rig } = await start({ responses: [] });
     let localErr = '';
-    const local = await runQuery({ pathToClaudeCodeExecutable: claudeBinaryPath(), cwd: dirs[0].path, env: claudeTestEnv({ home: dirs[1].path, baseUrl: fake.url }), resume: unknown, stderr: (t) => void (localErr += t) });
-    rig = await startRig('claude', { responses: [] });
+    const local = await runQuery({ ...localOptions, resume: unknown, stderr: (t) => void (localErr += t) });
     let remoteErr = '';
     const remote = await runQuery(withRemoteEngine({ resume: unknown, stderr: (t: string) => void (remoteErr += t) }, { gateway: rig.stack.url, token: rig.stack.token, agent: 'test-agent', cwd: rig.cwd }));
     expect(localErr).toContain(`No conversation found with session ID: ${unknown}`);

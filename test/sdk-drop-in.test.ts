@@ -2,14 +2,16 @@ import { query, type Options, type PermissionResult, type SDKMessage, type SDKUs
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { sessionOptionsFromArgs } from '../client/remote-engine.js';
+import { sessionOptionsFromArgs } from '../client/session-options-from-argv.js';
 import { remoteSpawn } from '../client/remote-spawn.js';
 import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './support/claude-cli.js';
 import { startRig, type EngineRig } from './support/engines.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeScenario } from './support/fake-anthropic.js';
+import { localAndRemote } from './support/local-and-remote.js';
+import { TETHER_CLAUDE } from './support/side-by-side.js';
 import { withTimeout } from './support/stack.js';
+import { waitFor } from './support/wait.js';
 
 /**
  * The official Agent SDK's query() against a remote engine through both drop-in routes
@@ -17,7 +19,6 @@ import { withTimeout } from './support/stack.js';
  * with the real CLI and the scripted model on the agent. The same conversation also runs
  * against a local CLI; the app must see the same message types in the same order.
  */
-const TETHER_CLAUDE = fileURLToPath(new URL('../dist/bin/tether-claude.js', import.meta.url));
 
 const LONG_STORY = Array.from({ length: 80 }, (_, i) => `word${i + 1}`).join(' ');
 
@@ -47,7 +48,6 @@ interface Run {
   interruptAnswered: boolean;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Drives one query() through the five turns in streaming input mode: the next prompt goes
@@ -77,8 +77,9 @@ async function converse(options: Options, fake: FakeAnthropic): Promise<Run> {
       if (m.type === 'system' && m.subtype === 'init' && results === INTERRUPTED_TURN) {
         // Interrupt once the model call for this turn is streaming (a few words in).
         interrupting = (async () => {
-          await until(() => fake.modelRequests().length > CALLS_BEFORE_INTERRUPTED_TURN, 15_000, 'the long answer to start');
-          await sleep(500);
+          await waitFor(() => fake.modelRequests().length > CALLS_BEFORE_INTERRUPTED_TURN, 15_000, 'the long answer to start');
+          const before = fake.textDeltasSent();
+          await waitFor(() => fake.textDeltasSent() >= before + 5, 15_000, 'a few words of the long answer');
           await withTimeout(q.interrupt(), 10_000, 'the interrupt reply');
           run.interruptAnswered = true;
         })();
@@ -97,14 +98,6 @@ async function converse(options: Options, fake: FakeAnthropic): Promise<Run> {
     q.close();
   }
   return run;
-}
-
-async function until(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(25);
-  }
 }
 
 /** The app's view of a conversation: (type, subtype) pairs, with the content block types of assistant and user messages. */
@@ -149,6 +142,9 @@ describe('Agent SDK query() through the drop-ins', () => {
     const dirs = [makeTempDir('tether-local-cwd-'), makeTempDir('tether-local-home-')];
     local = { dirs, fake, run: { messages: [], asked: [], interruptAnswered: false } };
     local.run = await converse({ pathToClaudeCodeExecutable: claudeBinaryPath(), cwd: dirs[0].path, env: claudeTestEnv({ home: dirs[1].path, baseUrl: fake.url }) }, fake);
+    // A precondition, not a test of its own: the drop-ins are compared with a reference that
+    // itself ran the whole conversation.
+    expectConversation(local.run, dirs[0].path, fake);
   }, 90_000);
 
   afterAll(async () => {
@@ -160,10 +156,6 @@ describe('Agent SDK query() through the drop-ins', () => {
     await rig?.stop();
     rig = undefined;
     stderr.length = 0;
-  });
-
-  it('a local CLI (the reference) runs the conversation', () => {
-    expectConversation(local!.run, local!.dirs[0].path, local!.fake);
   });
 
   it('pathToClaudeCodeExecutable = tether-claude (gateway over WebSocket): same messages as local', async () => {
@@ -184,15 +176,7 @@ describe('Agent SDK query() through the drop-ins', () => {
 });
 
 describe('an app without canUseTool', () => {
-  let rig: EngineRig | undefined;
-  let fake: FakeAnthropic | undefined;
-  const dirs: TempDir[] = [];
-  afterEach(async () => {
-    await rig?.stop();
-    await fake?.close();
-    for (const d of dirs.splice(0)) d.cleanup();
-    rig = fake = undefined;
-  });
+  const start = localAndRemote();
 
   it('has approvals denied as by a local CLI with no prompt tool (same messages, same tools offered)', async () => {
     const scenario: FakeScenario = { responses: [SCENARIO.responses[1], SCENARIO.responses[2]] };
@@ -201,10 +185,8 @@ describe('an app without canUseTool', () => {
       for await (const m of query({ prompt: 'Create made.txt', options })) out.push(m);
       return out;
     };
-    fake = await startFakeAnthropic(scenario);
-    dirs.push(makeTempDir('tether-local-cwd-'), makeTempDir('tether-local-home-'));
-    const localRun = await withTimeout(collect({ pathToClaudeCodeExecutable: claudeBinaryPath(), cwd: dirs[0].path, env: claudeTestEnv({ home: dirs[1].path, baseUrl: fake.url }) }), 30_000, 'the local run');
-    rig = await startRig('claude', scenario);
+    const { local, rig } = await start(scenario);
+    const localRun = await withTimeout(collect(local), 30_000, 'the local run');
     const remoteRun = await withTimeout(collect({ spawnClaudeCodeProcess: remoteSpawn({ gateway: rig.stack.url, token: rig.stack.token, agent: 'test-agent', cwd: rig.cwd }) }), 30_000, 'the remote run');
     expect(shape(remoteRun)).toEqual(shape(localRun));
     expect(shape(remoteRun)).toContain('system/permission_denied');

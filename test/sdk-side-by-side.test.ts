@@ -3,7 +3,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { diffObservations, dropKeys, REMOTE_ROUTES, startBench, type Bench, type Observation, type Route, type RunOutcome, type SdkProgram } from './support/side-by-side.js';
+import { diffObservations, dropKeys, REMOTE_ROUTES, startBench, type Bench, type Observation, type Route, type RunContext, type RunOutcome, type SdkProgram } from './support/side-by-side.js';
+import { waitFor } from './support/wait.js';
 
 /**
  * One Agent SDK program per option, run locally and through both drop-in routes at once
@@ -14,14 +15,11 @@ import { diffObservations, dropKeys, REMOTE_ROUTES, startBench, type Bench, type
  */
 
 const LONG_STORY = Array.from({ length: 60 }, (_, i) => `word${i + 1}`).join(' ');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(20);
-  }
+/** Once the story's model call has streamed a few words. */
+async function storyUnderWay(ctx: RunContext): Promise<void> {
+  await waitFor(() => ctx.modelCalls() >= 1, 15_000, 'the story to start');
+  const before = ctx.fake.textDeltasSent();
+  await waitFor(() => ctx.fake.textDeltasSent() >= before + 3, 15_000, 'a few words of the story');
 }
 
 /** Hooks that note each event they see, in order. */
@@ -107,8 +105,7 @@ const PROGRAMS: SdkProgram[] = [
     scenario: () => ({ responses: [{ text: LONG_STORY, chunk_delay_ms: 40 }, { text: 'Still here.' }] }),
     turns: ['Tell a long story', 'Still there?'],
     during: async (q, ctx) => {
-      await until(() => ctx.modelCalls() >= 1, 15_000, 'the story to start');
-      await sleep(300);
+      await storyUnderWay(ctx);
       await q.interrupt();
       ctx.notes.interruptAnswered = true;
     },
@@ -119,8 +116,7 @@ const PROGRAMS: SdkProgram[] = [
     scenario: () => ({ responses: [{ text: LONG_STORY, chunk_delay_ms: 100 }] }),
     turns: ['Tell a long story'],
     during: async (_q, ctx) => {
-      await until(() => ctx.modelCalls() >= 1, 15_000, 'the story to start');
-      await sleep(300);
+      await storyUnderWay(ctx);
       ctx.abort.abort();
     },
     mask: maskStory,

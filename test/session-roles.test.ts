@@ -3,20 +3,18 @@
  * token's scope, the session's owner and the owner's decisions (kept with the session),
  * never from the token's `sub` alone; stop and set_role check role and scope.
  */
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { processesIn } from './support/cli.js';
 import { codeOf } from './support/items.js';
 import { startRestartable, type RestartableStack } from './support/restartable-stack.js';
+import { cleanupsPerTest } from './support/cleanups.js';
+import { waitFor } from './support/wait.js';
 
 describe.each(['ws', 'grpc'] as const)('roles over %s', (t) => {
-  let stack: RestartableStack | undefined;
-  afterEach(async () => {
-    await stack?.stop();
-    stack = undefined;
-  });
+  const cleanups = cleanupsPerTest();
 
   it('a demoted controller stays a viewer when it detaches and attaches again, reconnects, and after a gateway restart', async () => {
-    stack = await startRestartable();
+    const stack = cleanups.own(await startRestartable());
     const alice = await stack.client(t, 'alice');
     const owned = await alice.createSession({ agent: 'builder' });
     expect(owned.role).toBe('owner');
@@ -58,11 +56,11 @@ describe.each(['ws', 'grpc'] as const)('roles over %s', (t) => {
   }, 60_000);
 
   it("a view-scoped token with the owner's sub attaches as a viewer and can neither stop, set roles nor send; the engine keeps running", async () => {
-    stack = await startRestartable();
+    const stack = cleanups.own(await startRestartable());
     const alice = await stack.client(t, 'alice');
     const owned = await alice.createSession({ agent: 'builder' });
     const bob = await (await stack.client(t, 'bob')).attach(owned.id);
-    const [enginePid] = processesIn(stack.cwd, 'demo-engine.js');
+    const [enginePid] = processesIn(stack.cwd, 'demo-engine/main.js');
     expect(enginePid).toBeGreaterThan(0);
 
     const lookalike = await (await stack.client(t, 'alice', ['view'])).attach(owned.id);
@@ -85,25 +83,23 @@ describe.each(['ws', 'grpc'] as const)('roles over %s', (t) => {
     const session = stack.gateway.directory.get(owned.id)!;
     expect(session.info().clients.find((c) => c.client_id === bob.clientId)?.role).toBe('controller');
     expect(session.ended).toBe(false);
-    expect(processesIn(stack.cwd, 'demo-engine.js')).toEqual([enginePid]);
+    expect(processesIn(stack.cwd, 'demo-engine/main.js')).toEqual([enginePid]);
     expect((await owned.audit()).some((e) => e.action === 'stop' || e.action === 'role_change')).toBe(false);
   }, 60_000);
 
   it('session.stop by a viewer is PERMISSION_DENIED and the engine keeps running; the owner may stop', async () => {
-    stack = await startRestartable();
+    const stack = cleanups.own(await startRestartable());
     const owned = await (await stack.client(t, 'alice')).createSession({ agent: 'builder' });
     const reader = await (await stack.client(t, 'carol')).attach(owned.id, { readOnly: true });
     expect(reader.role).toBe('viewer');
-    const [enginePid] = processesIn(stack.cwd, 'demo-engine.js');
+    const [enginePid] = processesIn(stack.cwd, 'demo-engine/main.js');
     expect(await codeOf(reader.stop())).toBe('PERMISSION_DENIED');
-    expect(processesIn(stack.cwd, 'demo-engine.js')).toEqual([enginePid]);
+    expect(processesIn(stack.cwd, 'demo-engine/main.js')).toEqual([enginePid]);
     expect(stack.gateway.directory.get(owned.id)!.ended).toBe(false);
     // Stops asked for at once share one stop toward the agent (a flood of them costs the agent nothing).
     const toAgent = vi.spyOn(stack.gateway.directory.agents.get('builder')!, 'stop');
     await Promise.all(Array.from({ length: 50 }, () => owned.stop()));
     expect(toAgent).toHaveBeenCalledTimes(1);
-    const deadline = Date.now() + 10_000;
-    while (!stack.gateway.directory.get(owned.id)!.ended && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
-    expect(stack.gateway.directory.get(owned.id)!.ended).toBe(true);
+    await waitFor(() => stack.gateway.directory.get(owned.id)!.ended, 10_000, 'the stopped session to end');
   }, 60_000);
 });

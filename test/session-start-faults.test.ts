@@ -12,20 +12,12 @@ import type { CreateProgress } from '../core/protocol/methods.js';
 import type { RemoteSession, SessionItem } from '../client/remote-session.js';
 import { TetherError } from '../core/errors.js';
 import { runTether, TETHER_CLAUDE_BIN } from './support/cli.js';
-import { isResult, until } from './support/items.js';
+import { isResult, until, rejectionOf } from './support/items.js';
 import { withTimeout } from './support/stack.js';
-import { startRig, waitUntil, type StartRig, type StartRigOptions } from './support/start-rig.js';
+import { startRig, type StartRig, type StartRigOptions } from './support/start-rig.js';
+import { waitFor } from './support/wait.js';
 
 const DEMO = [process.execPath, demoEnginePath()];
-
-async function errorOf(p: Promise<unknown>): Promise<TetherError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as TetherError;
-  }
-  throw new Error('expected a failure');
-}
 
 /** Sends one prompt and waits for its result; returns every item seen. */
 async function turn(s: RemoteSession, prompt: string, seen: SessionItem[] = []): Promise<SessionItem[]> {
@@ -46,7 +38,7 @@ describe('session start, stop and attach across link loss', () => {
   const agentAway = async (r: StartRig) => {
     r.agentProxy.refuse(true);
     r.agentProxy.cutAll();
-    await waitUntil(() => !r.stack.gateway.directory.agents.has(r.agentName), 5_000, 'the gateway to see the agent gone');
+    await waitFor(() => !r.stack.gateway.directory.agents.has(r.agentName), 5_000, 'the gateway to see the agent gone');
     return { back: () => r.agentProxy.refuse(false) };
   };
 
@@ -54,11 +46,11 @@ describe('session start, stop and attach across link loss', () => {
     it(`${transport}: a create for an agent whose link dropped waits for it, says so, then succeeds with one engine`, async () => {
       const r = await open({ transport });
       const client = await r.client();
-      expect((await errorOf(client.createSession({ agent: 'nobody-knows-me' }))).code).toBe('NOT_FOUND'); // unknown agents still fail at once
+      expect((await rejectionOf(client.createSession({ agent: 'nobody-knows-me' }))).code).toBe('NOT_FOUND'); // unknown agents still fail at once
       const away = await agentAway(r);
       const progress: CreateProgress[] = [];
       const creating = client.createSession({ agent: r.agentName, onProgress: (p) => progress.push(p) });
-      await waitUntil(() => progress.length > 0, 5_000, 'the create to say it waits');
+      await waitFor(() => progress.length > 0, 5_000, 'the create to say it waits');
       expect(progress[0]).toMatchObject({ status: 'waiting_for_agent', agent: r.agentName });
       expect(progress[0].message).toContain(`waiting for agent "${r.agentName}"`);
       expect(r.engine.pids()).toEqual([]);
@@ -68,7 +60,7 @@ describe('session start, stop and attach across link loss', () => {
       await turn(s, 'hello after the wait');
       expect(r.engine.pids()).toHaveLength(1);
       await s.stop();
-      await waitUntil(() => r.engine.alive().length === 0, 5_000, 'no engine left');
+      await waitFor(() => r.engine.alive().length === 0, 5_000, 'no engine left');
     }, 30_000);
 
     it(`${transport}: the agent's link cut while its engine spawns: the engine it reports is bound, one engine, never two`, async () => {
@@ -77,7 +69,7 @@ describe('session start, stop and attach across link loss', () => {
       for (const downMs of [0, 1_500]) {
         const before = r.engine.pids().length;
         const creating = client.createSession({ agent: r.agentName });
-        await waitUntil(() => r.engine.pids().length === before + 1, 5_000, 'the engine to be starting');
+        await waitFor(() => r.engine.pids().length === before + 1, 5_000, 'the engine to be starting');
         // Cut while it starts; with downMs the agent stays away until the engine is up.
         r.agentProxy.refuse(downMs > 0);
         r.agentProxy.cutAll();
@@ -99,16 +91,16 @@ describe('session start, stop and attach across link loss', () => {
     const peer = await client.peer();
     // The raw request: the library would retry the create, the gateway alone gives up.
     const creating = peer.request('session.create', { agent: r.agentName, options: {} }, { timeoutMs: 10_000 });
-    await waitUntil(() => r.engine.pids().length === 1, 5_000, 'the engine to be starting');
+    await waitFor(() => r.engine.pids().length === 1, 5_000, 'the engine to be starting');
     r.agentProxy.refuse(true);
     r.agentProxy.cutAll();
-    const e = await errorOf(creating);
+    const e = await rejectionOf(creating);
     expect(e.code).toBe('UNAVAILABLE');
     expect(e.message).toContain('did not come back');
     expect(r.engine.alive()).toHaveLength(1); // still starting on the agent, unreachable
     r.agentProxy.refuse(false);
-    await waitUntil(() => r.engine.alive().length === 0, 10_000, 'the unwanted engine to be stopped');
-    await waitUntil(() => r.agent.sessionCount === 0, 5_000, 'the agent to let the session go');
+    await waitFor(() => r.engine.alive().length === 0, 10_000, 'the unwanted engine to be stopped');
+    await waitFor(() => r.agent.sessionCount === 0, 5_000, 'the agent to let the session go');
     expect([...r.stack.gateway.directory.sessions.values()].filter((x) => !x.ended)).toEqual([]);
   }, 30_000);
 
@@ -120,7 +112,7 @@ describe('session start, stop and attach across link loss', () => {
     expect(b.id).toBe(a.id);
     expect((await c2.createSession({ agent: r.agentName, createId })).id).toBe(a.id);
     expect(r.engine.pids()).toHaveLength(1);
-    expect((await errorOf(c1.createSession({ agent: 'another-agent', createId }))).code).toBe('INVALID_ARGUMENT');
+    expect((await rejectionOf(c1.createSession({ agent: 'another-agent', createId }))).code).toBe('INVALID_ARGUMENT');
     // Another principal's create_id is its own.
     const other = await r.stack.client({ sub: 'someone-else' });
     expect((await other.createSession({ agent: r.agentName, createId })).id).not.toBe(a.id);
@@ -132,7 +124,7 @@ describe('session start, stop and attach across link loss', () => {
     const known = new Set(r.stack.gateway.directory.sessions.keys());
     const creating = proxied.createSession({ agent: r.agentName });
     const fresh = () => [...r.stack.gateway.directory.sessions.values()].find((x) => !known.has(x.id));
-    await waitUntil(() => fresh()?.currentState === 'idle', 10_000, 'the gateway to start the session');
+    await waitFor(() => fresh()?.currentState === 'idle', 10_000, 'the gateway to start the session');
     r.clientProxy.cutAll();
     r.clientProxy.resume('down');
     const s = await withTimeout(creating, 10_000, 'the retried create');
@@ -149,11 +141,11 @@ describe('session start, stop and attach across link loss', () => {
     const peer = await (await r.proxiedClient()).peer();
     // The raw request without create_id (what an older client sends): nobody can ask for it again.
     const creating = peer.request('session.create', { agent: r.agentName, options: {} }).catch((err: Error) => err);
-    await waitUntil(() => r.engine.pids().length === 1, 5_000, 'the engine to be starting');
+    await waitFor(() => r.engine.pids().length === 1, 5_000, 'the engine to be starting');
     r.clientProxy.cutAll();
     expect(await creating).toBeInstanceOf(Error);
-    await waitUntil(() => r.engine.alive().length === 0, 10_000, 'the engine nobody can reach to be stopped');
-    await waitUntil(() => [...r.stack.gateway.directory.sessions.values()].every((x) => x.ended), 5_000, 'its session to end');
+    await waitFor(() => r.engine.alive().length === 0, 10_000, 'the engine nobody can reach to be stopped');
+    await waitFor(() => [...r.stack.gateway.directory.sessions.values()].every((x) => x.ended), 5_000, 'its session to end');
   }, 20_000);
 
   it('tether run, tether chat --json and the SDK drop-in (tether-claude) say they wait for the agent, then run once it is back', async () => {
@@ -169,14 +161,14 @@ describe('session start, stop and attach across link loss', () => {
       const away = await agentAway(r);
       const before = r.stack.gateway.directory.sessions.size;
       const running = runTether(c.args, { env, input: c.input, bin: c.bin, timeoutMs: 20_000 });
-      await waitUntil(() => r.stack.gateway.directory.sessions.size > before, 10_000, `${c.args[0]}'s create to reach the gateway`);
+      await waitFor(() => r.stack.gateway.directory.sessions.size > before, 10_000, `${c.args[0]}'s create to reach the gateway`);
       away.back();
       const out = await running;
       expect(out.stderr).toContain(c.waiting);
       expect(out.code, out.stderr).toBe(0);
       expect(out.stdout).toContain('"type":"result"');
     }
-    await waitUntil(() => r.engine.alive().length === 0, 10_000, 'every engine stopped');
+    await waitFor(() => r.engine.alive().length === 0, 10_000, 'every engine stopped');
     expect(r.engine.pids()).toHaveLength(cases.length);
   }, 60_000);
 
@@ -208,7 +200,7 @@ describe('session start, stop and attach across link loss', () => {
       await turn(s, 'hello');
       const away = await agentAway(r);
       const stopping = s.stop();
-      await waitUntil(() => r.stack.gateway.directory.waits.waiting(r.agentName) === 1, 5_000, 'the stop to wait for the agent at the gateway');
+      await waitFor(() => r.stack.gateway.directory.waits.waiting(r.agentName) === 1, 5_000, 'the stop to wait for the agent at the gateway');
       expect(r.engine.alive()).toHaveLength(1);
       away.back();
       await withTimeout(stopping, 10_000, 'the stop to complete after the agent came back');
@@ -219,7 +211,7 @@ describe('session start, stop and attach across link loss', () => {
       const s2 = await proxied.createSession({ agent: r.agentName });
       r.clientProxy.stall('down');
       const stopping2 = s2.stop();
-      await waitUntil(() => r.stack.gateway.directory.get(s2.id)?.ended === true, 10_000, 'the engine to be stopped');
+      await waitFor(() => r.stack.gateway.directory.get(s2.id)?.ended === true, 10_000, 'the engine to be stopped');
       r.clientProxy.cutAll();
       r.clientProxy.resume('down');
       await withTimeout(stopping2, 10_000, 'the stop to be answered after the reconnect');
@@ -236,11 +228,11 @@ describe('session start, stop and attach across link loss', () => {
       r.clientProxy.stall('down');
       const session = () => r.stack.gateway.directory.get(s.id)!;
       const attaching = proxied.attach(s.id);
-      await waitUntil(() => session().info().clients.length === 2, 5_000, 'the attach to reach the gateway');
+      await waitFor(() => session().info().clients.length === 2, 5_000, 'the attach to reach the gateway');
       r.clientProxy.cutAll();
       r.clientProxy.resume('down');
       const joined = await withTimeout(attaching, 10_000, 'the attach to complete after the reconnect');
-      await waitUntil(() => session().info().clients.length === 2, 5_000, 'the cut attachment to be gone');
+      await waitFor(() => session().info().clients.length === 2, 5_000, 'the cut attachment to be gone');
       expect(session().info().clients.map((c) => c.client_id)).toContain(joined.clientId);
       const seen: SessionItem[] = [];
       await s.sendUserMessage('second');

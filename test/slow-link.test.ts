@@ -7,7 +7,7 @@
  * second or two, while the tool result takes over a minute to cross both links.
  */
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Agent } from '../agent/agent.js';
 import { GatewayClient } from '../client/gateway-client.js';
 import type { SessionItem } from '../client/remote-session.js';
@@ -16,19 +16,17 @@ import { Gateway } from '../gateway/gateway.js';
 import { startGatewayServer, type GatewayServer } from '../gateway/server.js';
 import { FaultProxy } from './support/fault-proxy.js';
 import { isResult, until } from './support/items.js';
+import { cleanupsPerTest } from './support/cleanups.js';
 
 const ENGINE = fileURLToPath(new URL('./support/big-tool-result-engine.mjs', import.meta.url));
 const TOOL_RESULT_BYTES = 1024 * 1024;
 const THROTTLE = { bytesPerSecond: 32 * 1024, latencyMs: 5, jitterMs: 60, maxBufferedBytes: 64 * 1024 };
 const HEARTBEAT = { intervalMs: 500, timeoutMs: 1_000 };
 const WS_PING = { pingIntervalMs: 1_000, pingTimeoutMs: 1_000 };
+const WS_DIAL = { ws: WS_PING };
 
 describe('slow but alive links', () => {
-  const cleanups: (() => Promise<unknown> | unknown)[] = [];
-  afterEach(async () => {
-    for (const c of cleanups.reverse()) await c();
-    cleanups.length = 0;
-  });
+  const cleanups = cleanupsPerTest();
 
   it('a 1 MiB tool result crosses two 32 KB/s links with random delays; no heartbeat cuts either link', { timeout: 180_000 }, async () => {
     const server: GatewayServer = await startGatewayServer(new Gateway({ limits: { heartbeat: HEARTBEAT } }), { port: 0, ...WS_PING });
@@ -41,10 +39,10 @@ describe('slow but alive links', () => {
     const watch = (who: string) => (s: LinkStatus) => {
       if (s.state === 'down' || (s.state === 'closed' && s.error)) downs.push(`${who}: ${s.state} ${'error' in s ? s.error?.message : ''}`);
     };
-    const agent = new Agent({ gateway: agentProxy.url('ws'), name: 'slow', engine: 'claude', engineCommand: ENGINE, engineEnv: { TETHER_TOOL_RESULT_BYTES: String(TOOL_RESULT_BYTES) }, heartbeat: HEARTBEAT, dial: WS_PING, onStatus: watch('agent') });
+    const agent = new Agent({ gateway: agentProxy.url('ws'), name: 'slow', engine: 'claude', engineCommand: ENGINE, engineEnv: { TETHER_TOOL_RESULT_BYTES: String(TOOL_RESULT_BYTES) }, heartbeat: HEARTBEAT, dial: WS_DIAL, onStatus: watch('agent') });
     await agent.start();
     cleanups.push(() => agent.shutdown(1_000));
-    const client = await GatewayClient.connect({ gateway: clientProxy.url('ws'), heartbeat: HEARTBEAT, dial: WS_PING, onStatus: watch('client') });
+    const client = await GatewayClient.connect({ gateway: clientProxy.url('ws'), heartbeat: HEARTBEAT, dial: WS_DIAL, onStatus: watch('client') });
     cleanups.push(() => client.close());
 
     const session = await client.createSession({ agent: 'slow' });

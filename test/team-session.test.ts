@@ -1,13 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { answerQuestions, asPermissionRequest, askQuestions } from '../client/permission-policy.js';
 import type { SessionItem } from '../client/remote-session.js';
-import { TetherError } from '../core/errors.js';
 import type { FakeScenario } from './support/fake-anthropic.js';
 import { startRig, type EngineRig } from './support/engines.js';
-import { isCanUseTool, isResult, isWithdrawal, until } from './support/items.js';
+import { codeOf, isCanUseTool, isResult, isWithdrawal, until } from './support/items.js';
 import { toolResults } from './support/turns.js';
+import { cleanupsPerTest } from './support/cleanups.js';
+import { waitFor } from './support/wait.js';
 
 const bashTurn = (command: string): FakeScenario => ({
   responses: [{ text: 'Running it.', tool_use: { name: 'Bash', input: { command, description: 'append a line' } } }, { text: 'Done.' }],
@@ -19,24 +20,11 @@ const SCRIPT = {
   demo: { bashPrompt: 'create a file', bash: undefined, askPrompt: 'ask me a question' },
 } as const;
 
-async function errorCode(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return 'none';
-  } catch (err) {
-    return (err as TetherError).code;
-  }
-}
-
 describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) => {
-  let rig: EngineRig | undefined;
-  afterEach(async () => {
-    await rig?.stop();
-    rig = undefined;
-  });
+  const cleanups = cleanupsPerTest();
 
   it('two controllers and a viewer: the first answer wins, the other is withdrawn and refused, the tool runs once', async () => {
-    rig = await startRig(kind, SCRIPT[kind].bash);
+    const rig = cleanups.own(await startRig(kind, SCRIPT[kind].bash));
     const [c1, c2, v] = [await rig.stack.client(), await rig.stack.client(), await rig.stack.client()];
     const s1 = await c1.createSession({ agent: 'test-agent' });
     const s2 = await c2.attach(s1.id);
@@ -52,11 +40,11 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
     expect(prompts.map((p) => (p as { line: string }).line)).toEqual(Array(3).fill((prompts[0] as { line: string }).line));
 
     // The viewer may neither answer nor prompt.
-    expect(await errorCode(sv.answer(ask.requestId, { behavior: 'allow', updatedInput: ask.input }))).toBe('PERMISSION_DENIED');
-    expect(await errorCode(sv.sendUserMessage('viewer prompt'))).toBe('PERMISSION_DENIED');
+    expect(await codeOf(sv.answer(ask.requestId, { behavior: 'allow', updatedInput: ask.input }))).toBe('PERMISSION_DENIED');
+    expect(await codeOf(sv.sendUserMessage('viewer prompt'))).toBe('PERMISSION_DENIED');
 
     await s1.answer(ask.requestId, { behavior: 'allow', updatedInput: ask.input });
-    expect(await errorCode(s2.answer(ask.requestId, { behavior: 'deny', message: 'too late' }))).toBe('FAILED_PRECONDITION');
+    expect(await codeOf(s2.answer(ask.requestId, { behavior: 'deny', message: 'too late' }))).toBe('FAILED_PRECONDITION');
     await until(i2, isWithdrawal(ask.requestId), seen[1], 10_000, 'the withdrawal');
     const results = await Promise.all([i1, i2, iv].map((it, n) => until(it, isResult, seen[n], 20_000, 'the result')));
     expect(results.every((r) => (r as { message: Record<string, unknown> }).message.is_error === false)).toBe(true);
@@ -74,7 +62,7 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
   });
 
   it('a late joiner sees every earlier turn, then the live one, with seqs increasing by one', async () => {
-    rig = await startRig(kind, { responses: [{ text: 'one' }, { text: 'two' }, { text: 'three' }, { text: 'four' }] });
+    const rig = cleanups.own(await startRig(kind, { responses: [{ text: 'one' }, { text: 'two' }, { text: 'three' }, { text: 'four' }] }));
     const c1 = await rig.stack.client();
     const s1 = await c1.createSession({ agent: 'test-agent' });
     const i1 = s1[Symbol.asyncIterator]();
@@ -95,17 +83,13 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
   });
 
   it('a prompt raised with no controller attached is answered by one who attaches later', async () => {
-    rig = await startRig(kind, SCRIPT[kind].bash);
+    const rig = cleanups.own(await startRig(kind, SCRIPT[kind].bash));
     const owner = await rig.stack.client();
     const s = await owner.createSession({ agent: 'test-agent' });
     await s.sendUserMessage(SCRIPT[kind].bashPrompt);
     await owner.detach(s);
     const watcher = await rig.stack.client();
-    const deadline = Date.now() + 20_000;
-    while ((await watcher.listSessions()).find((x) => x.id === s.id)?.pending_prompts !== 1) {
-      if (Date.now() > deadline) throw new Error('the prompt was never raised');
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await waitFor(async () => (await watcher.listSessions()).find((x) => x.id === s.id)?.pending_prompts === 1, 20_000, 'the prompt to be raised');
     const info = (await watcher.listSessions()).find((x) => x.id === s.id)!;
     expect(info.state).toBe('requires_action');
     expect(info.clients).toEqual([]);
@@ -119,7 +103,7 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
   });
 
   it('a prompt nobody answers is denied at expiry with a message the model reads', async () => {
-    rig = await startRig(kind, SCRIPT[kind].bash, { limits: { promptExpiryMs: 400 } });
+    const rig = cleanups.own(await startRig(kind, SCRIPT[kind].bash, { limits: { promptExpiryMs: 400 } }));
     const s = await (await rig.stack.client()).createSession({ agent: 'test-agent' });
     const it = s[Symbol.asyncIterator]();
     const got: SessionItem[] = [];
@@ -132,11 +116,11 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
     const denied = toolResults(messages).find((r) => r.is_error);
     expect(denied?.content).toContain('expired');
     if (rig.fake) expect(rig.fake.lastToolResults().at(-1)?.content).toContain('expired');
-    expect(await errorCode(s.answer(requestId, { behavior: 'allow', updatedInput: {} }))).toBe('FAILED_PRECONDITION');
+    expect(await codeOf(s.answer(requestId, { behavior: 'allow', updatedInput: {} }))).toBe('FAILED_PRECONDITION');
   });
 
   it('two clients using the same request_id each get exactly their own response', async () => {
-    rig = await startRig(kind);
+    const rig = cleanups.own(await startRig(kind));
     const a = await (await rig.stack.client()).createSession({ agent: 'test-agent' });
     const b = await (await rig.stack.client()).attach(a.id);
     const [ia, ib] = [a[Symbol.asyncIterator](), b[Symbol.asyncIterator]()];
@@ -160,7 +144,7 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
 
   it('AskUserQuestion: the chosen option reaches the model', async () => {
     const question = { question: 'Which database should we use?', header: 'Database', options: [{ label: 'Postgres', description: 'Relational' }, { label: 'SQLite', description: 'Embedded' }], multiSelect: false };
-    rig = await startRig(kind, { responses: [{ tool_use: { name: 'AskUserQuestion', input: { questions: [question] } } }, { text: 'Got it.' }] });
+    const rig = cleanups.own(await startRig(kind, { responses: [{ tool_use: { name: 'AskUserQuestion', input: { questions: [question] } } }, { text: 'Got it.' }] }));
     const s = await (await rig.stack.client()).createSession({ agent: 'test-agent' });
     const it = s[Symbol.asyncIterator]();
     const got: SessionItem[] = [];
@@ -180,12 +164,12 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
   });
 
   it('the owner hands control to a viewer and takes it back', async () => {
-    rig = await startRig(kind, { responses: [{ text: 'ok' }], fallback: { text: 'ok' } });
+    const rig = cleanups.own(await startRig(kind, { responses: [{ text: 'ok' }], fallback: { text: 'ok' } }));
     const owner = await (await rig.stack.client()).createSession({ agent: 'test-agent' });
     const guest = await (await rig.stack.client()).attach(owner.id, { readOnly: true });
     expect(guest.role).toBe('viewer');
-    expect(await errorCode(guest.sendUserMessage('hi'))).toBe('PERMISSION_DENIED');
-    expect(await errorCode(guest.setRole(owner.clientId, 'viewer'))).toBe('PERMISSION_DENIED');
+    expect(await codeOf(guest.sendUserMessage('hi'))).toBe('PERMISSION_DENIED');
+    expect(await codeOf(guest.setRole(owner.clientId, 'viewer'))).toBe('PERMISSION_DENIED');
     await owner.setRole(guest.clientId, 'controller');
     const ig = guest[Symbol.asyncIterator]();
     await until(ig, (i) => i.kind === 'event' && i.event.subtype === 'presence' && i.event.action === 'role_changed' && i.event.role === 'controller');
@@ -193,28 +177,24 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
     await until(ig, isResult);
     await owner.setRole(guest.clientId, 'viewer');
     await until(ig, (i) => i.kind === 'event' && i.event.subtype === 'presence' && i.event.action === 'role_changed' && i.event.role === 'viewer');
-    expect(await errorCode(guest.sendUserMessage('again'))).toBe('PERMISSION_DENIED');
+    expect(await codeOf(guest.sendUserMessage('again'))).toBe('PERMISSION_DENIED');
     const audit = await owner.audit();
     expect(audit.filter((e) => e.action === 'role_change').map((e) => e.role)).toEqual(['controller', 'viewer']);
   });
 });
 
 describe('team sessions: bad input changes nothing', () => {
-  let rig: EngineRig | undefined;
-  afterEach(async () => {
-    await rig?.stop();
-    rig = undefined;
-  });
+  const cleanups = cleanupsPerTest();
 
   it('refuses malformed input lines with typed errors and the engine keeps running', async () => {
-    rig = await startRig('demo');
+    const rig = cleanups.own(await startRig('demo'));
     const s = await (await rig.stack.client()).createSession({ agent: 'test-agent' });
-    expect(await errorCode(s.send({ type: 'user' }))).toBe('INVALID_ARGUMENT');
-    expect(await errorCode(s.send({ type: 'user', message: { role: 'user' } }))).toBe('INVALID_ARGUMENT');
-    expect(await errorCode(s.send({ type: 'bogus' }))).toBe('INVALID_ARGUMENT');
-    expect(await errorCode(s.send({ type: 'control_request', request_id: 'x' }))).toBe('INVALID_ARGUMENT');
-    expect(await errorCode(s.send({ type: 'control_response', response: { subtype: 'success', request_id: 'never-raised' } }))).toBe('NOT_FOUND');
-    expect(await errorCode(s.send({ type: 'control_cancel_request', request_id: 'not-mine' }))).toBe('NOT_FOUND');
+    expect(await codeOf(s.send({ type: 'user' }))).toBe('INVALID_ARGUMENT');
+    expect(await codeOf(s.send({ type: 'user', message: { role: 'user' } }))).toBe('INVALID_ARGUMENT');
+    expect(await codeOf(s.send({ type: 'bogus' }))).toBe('INVALID_ARGUMENT');
+    expect(await codeOf(s.send({ type: 'control_request', request_id: 'x' }))).toBe('INVALID_ARGUMENT');
+    expect(await codeOf(s.send({ type: 'control_response', response: { subtype: 'success', request_id: 'never-raised' } }))).toBe('NOT_FOUND');
+    expect(await codeOf(s.send({ type: 'control_cancel_request', request_id: 'not-mine' }))).toBe('NOT_FOUND');
     const it = s[Symbol.asyncIterator]();
     await s.sendUserMessage('still alive?');
     const r = (await until(it, isResult)) as { message: Record<string, unknown> };

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startRig, type EngineRig } from './support/engines.js';
 import { TETHER_BIN } from './support/cli.js';
+import { waitFor } from './support/wait.js';
 
 /** Strips ANSI escapes so assertions read the text a person sees. */
 const plain = (s: string) => s.replace(/\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]/g, '').replace(/\r/g, '');
@@ -31,13 +32,8 @@ describe('terminal client under a pty', () => {
     t.stdout.on('data', (d: Buffer) => (raw += d.toString()));
     const exited = new Promise<number | null>((r) => t.on('exit', (code) => r(code)));
     const see = async (text: string, from = 0, timeoutMs = 10_000) => {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const at = plain(raw).indexOf(text, from);
-        if (at >= 0) return at + text.length;
-        if (Date.now() > deadline) throw new Error(`did not see "${text}" on the terminal:\n${plain(raw).slice(-2000)}`);
-        await new Promise((r) => setTimeout(r, 25));
-      }
+      await waitFor(() => plain(raw).indexOf(text, from) >= 0, timeoutMs, () => `"${text}" on the terminal:\n${plain(raw).slice(-2000)}`);
+      return plain(raw).indexOf(text, from) + text.length;
     };
     return { rig, exited, see, type: (s: string) => t.stdin.write(s), screen: () => raw };
   }

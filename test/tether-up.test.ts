@@ -62,11 +62,11 @@ describe('tether up', () => {
     const client = await GatewayClient.connect({ gateway: url, token: env.TETHER_TOKEN, reconnect: false });
     const session = await client.createSession({ agent: 'local' });
     await session.sendUserMessage('a slow long answer please');
-    expect(processesIn(dir!.path, 'demo-engine.js').length).toBe(1);
+    expect(processesIn(dir!.path, 'demo-engine/main.js').length).toBe(1);
     const exit = await up!.stop('SIGTERM');
     await client.close();
     expect(exit.code).toBe(0);
-    expect(processesIn(dir!.path, 'demo-engine.js')).toEqual([]);
+    expect(processesIn(dir!.path, 'demo-engine/main.js')).toEqual([]);
   });
 
   it('a denied tool makes tether run say so, and an unknown agent is a clear error', async () => {

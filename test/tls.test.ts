@@ -9,6 +9,8 @@ import { makeCerts, type TestCerts } from './support/certs.js';
 import { runTether, startTether } from './support/cli.js';
 import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
+import { rejectionOf } from './support/items.js';
+import { waitFor } from './support/wait.js';
 
 let dir: TempDir;
 let certs: TestCerts;
@@ -17,15 +19,6 @@ beforeAll(() => {
   certs = makeCerts(dir.path);
 });
 afterAll(() => dir.cleanup());
-
-async function failure(p: Promise<unknown>): Promise<TetherError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as TetherError;
-  }
-  throw new Error('expected a failure');
-}
 
 /** TLS on both transports with certificates made in the test (no private keys committed). */
 describe.each(['ws', 'grpc'] as const)('TLS over %s', (transport) => {
@@ -47,7 +40,7 @@ describe.each(['ws', 'grpc'] as const)('TLS over %s', (transport) => {
     closers.push(() => ok.close());
     expect(await ok.listAgents()).toEqual([]);
 
-    const err = await failure(GatewayClient.connect({ gateway: url, dial: { connectTimeoutMs: 3_000 } }));
+    const err = await rejectionOf(GatewayClient.connect({ gateway: url, dial: { connectTimeoutMs: 3_000 } }));
     expect(err.code).toBe('UNAVAILABLE');
     expect(err.message).toMatch(transport === 'ws' ? /self.signed|unable to verify|certificate/i : /connect|certificate|deadline/i);
   });
@@ -62,8 +55,7 @@ describe.each(['ws', 'grpc'] as const)('TLS over %s', (transport) => {
         if (st.state === 'down') firstError ??= st.error;
       } });
       void agent.start().catch(() => {});
-      const deadline = Date.now() + 10_000;
-      while (!firstError && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      await waitFor(() => firstError !== undefined, 10_000, 'the agent to report its first failure');
       await agent.shutdown(0);
       return firstError;
     };

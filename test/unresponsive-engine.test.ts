@@ -6,25 +6,22 @@
  * SIGTERM, SIGKILL) ends it and leaves no process behind.
  */
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { SessionItem } from '../client/remote-session.js';
 import { runTether } from './support/cli.js';
 import { isResult, until } from './support/items.js';
 import { scrape } from './support/metrics.js';
 import { startRig, type StartRig } from './support/start-rig.js';
+import { cleanupsPerTest } from './support/cleanups.js';
 
 const DEAF = [process.execPath, fileURLToPath(new URL('./support/misbehaving-engine.mjs', import.meta.url)), '--mode', 'deaf-to-control'];
 const isState = (state: string) => (i: SessionItem) => i.kind === 'event' && i.event.subtype === 'state' && i.event.state === state;
 
 describe('an engine that stops answering', () => {
-  let rig: StartRig | undefined;
-  afterEach(async () => {
-    await rig?.stop();
-    rig = undefined;
-  });
+  const cleanups = cleanupsPerTest();
 
   it('an interrupt left unanswered marks the session unresponsive for every client, in tether sessions and the metrics; the owner stops it', async () => {
-    const r = (rig = await startRig({ transport: 'ws', engineArgv: DEAF, limits: { controlAnswerMs: 400 } }));
+    const r = cleanups.own(await startRig({ transport: 'ws', engineArgv: DEAF, limits: { controlAnswerMs: 400 } }));
     const owner = await r.client();
     const s = await owner.createSession({ agent: r.agentName });
     const watcher = await (await r.client()).attach(s.id, { readOnly: true });
@@ -59,7 +56,7 @@ describe('an engine that stops answering', () => {
   }, 30_000);
 
   it('a control request the engine answers in time leaves the session as it was', async () => {
-    const r = (rig = await startRig({ transport: 'ws', engineArgv: DEAF, limits: { controlAnswerMs: 400 } }));
+    const r = cleanups.own(await startRig({ transport: 'ws', engineArgv: DEAF, limits: { controlAnswerMs: 400 } }));
     const s = await (await r.client()).createSession({ agent: r.agentName });
     // The stand-in answers initialize: a client's own initialize is a control request like any other.
     await s.request('initialize', { hooks: null }, 5_000);

@@ -2,10 +2,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signInUrl } from '../bin/sign-in-link.js';
-import { loadKeyFile } from '../core/auth/keys.js';
-import { mintLoginCode } from '../core/auth/login-codes.js';
-import { exportedSeqs, launchChromium, openFromDashboard, pasteImage, person, screenshots, sendPrompt, signIn, startSession, TINY_PNG } from './support/browser.js';
+import { exportedSeqs, launchChromium, openFromDashboard, pasteImage, person, screenshots, sendPrompt, signIn, signInLinkFor, startSession, TINY_PNG } from './support/browser.js';
 import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './support/claude-cli.js';
 import { startTether, type Daemon } from './support/cli.js';
 import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic.js';
@@ -35,7 +32,7 @@ describe('web client (real Claude Code CLI, scripted model)', () => {
   let link: string;
   let pageUrl: string;
   let notes: string;
-  const linkFor = async (sub: string) => signInUrl(pageUrl, await mintLoginCode(loadKeyFile(join(state.path, 'gateway-key.json')), { sub }));
+  const linkFor = (sub: string) => signInLinkFor(pageUrl, state.path, sub);
 
   beforeAll(async () => {
     cwd = makeTempDir('tether-webc-cwd-');

@@ -2,10 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadKeyFile } from '../core/auth/keys.js';
-import { mintLoginCode } from '../core/auth/login-codes.js';
-import { signInUrl } from '../bin/sign-in-link.js';
-import { dropImage, exportedItems, exportedSeqs, launchChromium, openFromDashboard, pasteImage, person, screenshots, sendPrompt, signIn, startSession, TINY_PNG } from './support/browser.js';
+import { dropImage, exportedItems, exportedSeqs, launchChromium, openFromDashboard, pasteImage, person, screenshots, sendPrompt, signIn, signInLinkFor, startSession, TINY_PNG } from './support/browser.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { runTether, startTether, type Daemon } from './support/cli.js';
 
@@ -24,7 +21,13 @@ describe('web client (demo engine, tether up)', () => {
   let pageUrl: string;
 
   /** A fresh sign-in link for `sub`, minted with the gateway's key (what tether login-link does). */
-  const linkFor = async (sub: string) => signInUrl(pageUrl, await mintLoginCode(loadKeyFile(join(state.path, 'gateway-key.json')), { sub }));
+  const linkFor = (sub: string) => signInLinkFor(pageUrl, state.path, sub);
+  /** Alice, signed in, in a new session of her own (`id`). */
+  const aliceInASession = async () => {
+    const alice = await person(browser);
+    await signIn(alice.page, await linkFor('alice'));
+    return { ...alice, id: await startSession(alice.page) };
+  };
 
   beforeAll(async () => {
     cwd = makeTempDir('tether-web-cwd-');
@@ -79,9 +82,8 @@ describe('web client (demo engine, tether up)', () => {
   });
 
   it('starts a session, streams a prompt, and a permission card answered in one browser disappears from the other', async () => {
-    const alice = await person(browser);
-    await signIn(alice.page, await linkFor('alice'));
-    const id = await startSession(alice.page);
+    const alice = await aliceInASession();
+    const { id } = alice;
     await sendPrompt(alice.page, 'a slow long answer please');
     await alice.page.locator('.md.streaming').waitFor(); // text arrives as it streams…
     await alice.page.getByText('38, 39.').waitFor(); // …and ends complete
@@ -113,9 +115,7 @@ describe('web client (demo engine, tether up)', () => {
   });
 
   it('deny with a message, an AskUserQuestion option and a pasted image reach the engine', async () => {
-    const alice = await person(browser);
-    await signIn(alice.page, await linkFor('alice'));
-    await startSession(alice.page);
+    const alice = await aliceInASession();
     await sendPrompt(alice.page, 'run a file command');
     const card = alice.page.getByTestId('permission-card');
     await card.getByRole('button', { name: 'Deny with message…' }).click();
@@ -148,9 +148,7 @@ describe('web client (demo engine, tether up)', () => {
   });
 
   it('the network cut mid-stream and restored: the transcript is complete, nothing doubled', async () => {
-    const alice = await person(browser);
-    await signIn(alice.page, await linkFor('alice'));
-    await startSession(alice.page);
+    const alice = await aliceInASession();
     await sendPrompt(alice.page, 'a slow long answer please');
     await alice.page.locator('.md.streaming').waitFor();
     await alice.context.setOffline(true);
@@ -221,9 +219,8 @@ describe('web client (demo engine, tether up)', () => {
   });
 
   it("a viewer's page offers no control and says so", async () => {
-    const alice = await person(browser);
-    await signIn(alice.page, await linkFor('alice'));
-    const id = await startSession(alice.page);
+    const alice = await aliceInASession();
+    const { id } = alice;
     const viewer = await person(browser);
     await signIn(viewer.page, await linkFor('victor'));
     await openFromDashboard(viewer.page, id, 'Watch');

@@ -272,16 +272,19 @@ async function openViewer(kind, url, sessionId, fromSeq) {
   return v;
 }
 
-/** Opens n viewers on our gateway (attached read-only from `fromSeq`) or on the raw relay. */
-async function viewersOpen({ kind, url, sessionId, fromSeq, n, concurrency = 50 }) {
+/**
+ * Opens n viewers on our gateway (attached read-only from `fromSeq`) or on the raw relay;
+ * with `urls` (gateways of one cluster) viewer i goes to urls[i % urls.length].
+ */
+async function viewersOpen({ kind, url, urls = [url], sessionId, fromSeq, n, concurrency = 50 }) {
   viewers = [];
   closedViewers = 0;
   lastClose = '';
   let started = 0;
   const worker = async () => {
     while (started < n) {
-      started++;
-      viewers.push(await openViewer(kind, url, sessionId, fromSeq));
+      const at = urls[started++ % urls.length];
+      viewers.push(await openViewer(kind, at, sessionId, fromSeq));
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, n) }, worker));

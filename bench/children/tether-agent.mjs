@@ -1,10 +1,11 @@
 /**
  * Our agent as a bench child: dials the gateway (ws:// or grpc://), registers as `--name`
  * and runs `--engine` (default: bench/echo-engine.mjs) for every session. Engines are its
- * children and die with it (the agent's exit hook kills their process groups).
+ * children and die with it (the engine set's exit hook kills their process groups).
  */
 import { fileURLToPath } from 'node:url';
 import { Agent } from '../../dist/agent/agent.js';
+import { EngineSet } from '../../dist/agent/engine-set.js';
 import { argsOf, serve } from '../lib/child.mjs';
 
 const a = argsOf();
@@ -17,6 +18,8 @@ const agent = new Agent({
   cwd: process.cwd(),
   eofGraceMs: 500,
   termGraceMs: 500,
+  // Engines are this child's too: killed with it (its exit hook kills their process groups).
+  engineSet: EngineSet.killedOnExit(),
 });
 await agent.start();
 const { ready } = serve({ stats: () => ({ sessions: agent.sessionCount }) }, { onExit: () => agent.shutdown(1_000) });

@@ -3,18 +3,26 @@
  * 127.0.0.1 (ports picked by the OS), authentication off. Limits that would refuse the
  * benchmark's own load (members per session, sessions per principal, connections per gateway
  * and per address: every bench client comes from 127.0.0.1) are raised; everything else is
- * the default. Answers cpu / mem / stats over IPC.
+ * the default. With `--cluster nats://HOST:PORT` it joins a cluster on that NATS server, as
+ * `tether gateway --cluster` does (its sessions then live in JetStream). Answers cpu / mem /
+ * stats over IPC.
  */
 import { Gateway } from '../../dist/gateway/gateway.js';
 import { startGatewayServer } from '../../dist/gateway/server.js';
-import { serve } from '../lib/child.mjs';
+import { silentLogger } from '../../dist/core/logging.js';
+import { argsOf, serve } from '../lib/child.mjs';
 
+const a = argsOf();
+// Loaded only for a cluster, so the other figures run on a build without the cluster modules.
+const cluster = a.cluster ? await (await import('../../dist/gateway/cluster/cluster.js')).Cluster.join(a.cluster, silentLogger) : undefined;
 const gateway = new Gateway({
+  store: cluster?.store,
   limits: {
     maxMembers: 20_000,
     maxSessionsPerPrincipal: 1_000_000,
   },
 });
+await cluster?.attach(gateway);
 const server = await startGatewayServer(gateway, {
   host: '127.0.0.1',
   port: 0,
@@ -26,6 +34,11 @@ const { ready } = serve(
   {
     stats: () => ({ sessions: gateway.directory.sessions.size, agents: gateway.directory.agents.size, clients: gateway.directory.clients.size }),
   },
-  { onExit: () => server.close() },
+  {
+    onExit: async () => {
+      await server.close();
+      await cluster?.close();
+    },
+  },
 );
-ready({ url: server.url, grpcUrl: server.grpcUrl });
+ready({ url: server.url, grpcUrl: server.grpcUrl, gatewayId: gateway.id });

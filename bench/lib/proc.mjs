@@ -106,6 +106,16 @@ export async function startChild(script, args = [], { pin = false, execArgv = []
   return child;
 }
 
+/**
+ * Puts a process that is not a bench child (e.g. nats-server) under the same rule: killed
+ * with the children when the runner exits or is interrupted.
+ */
+export function adopt(proc, label) {
+  const entry = { proc, label };
+  live.add(entry);
+  proc.once('exit', () => live.delete(entry));
+}
+
 /** Stops children in parallel (bounded). */
 export async function stopAll(children) {
   await Promise.all(children.filter(Boolean).map((c) => c.stop()));

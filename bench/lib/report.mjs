@@ -197,6 +197,38 @@ export function report(results) {
     );
   }
 
+  // Figure 5
+  if (F.clusterFanout) {
+    const rows = [];
+    for (const [n, byKind] of Object.entries(F.clusterFanout)) {
+      const s = (kind, f) => spread((byKind[kind] ?? []).map(f));
+      const both = (f, show = cell) => `${show(s('ours', f))} / ${show(s('cluster', f))}`;
+      const one = s('ours', (x) => x.normal.throughput.deliveriesPerSec);
+      const three = s('cluster', (x) => x.normal.throughput.deliveriesPerSec);
+      const missed = (x) => x.normal.rate.missing + x.normal.throughput.missing;
+      rows.push([
+        n,
+        cell(one),
+        cell(three),
+        rfmt(ratio(three.median, one.median)),
+        both((x) => x.normal.rate.latency.p50 / 1000),
+        both((x) => x.normal.rate.latency.p99 / 1000),
+        both(missed, (v) => fmt(v.max)),
+        both((x) => x.normal.throughput.relayCpuUsPerDelivery),
+        cell(s('cluster', (x) => x.normal.throughput.othersCpuUsPerDelivery)),
+        both((x) => x.attachSeconds),
+        both(cutOf, (v) => fmt(v.max)),
+      ]);
+    }
+    parts.push(
+      `### Figure 5: fan-out over three gateways on one NATS server (JetStream): the session's agent and controller on gateway 1, viewers spread evenly over the three; against one gateway with every viewer (figure 3's setup), same run\n\n` +
+        table(
+          ['viewers', '1 gateway deliveries/s', '3 gateways deliveries/s', 'ratio', 'p50 ms @20 fps 1 / 3', 'p99 ms @20 fps 1 / 3', 'frames missed 1 / 3', 'gateway CPU µs/delivery (sum) 1 / 3', 'NATS CPU µs/delivery', 'attach until quiet, s 1 / 3', 'viewers cut 1 / 3'],
+          rows,
+        ),
+    );
+  }
+
   // Figure 4
   if (F.idle) {
     const rows = [];

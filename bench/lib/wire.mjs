@@ -15,33 +15,16 @@ export async function connectWire(url, { role = 'client', agent, onFrame, onRequ
     ws.once('error', reject);
   });
   ws.on('error', () => {});
-  const pending = new Map();
-  let nextId = 1;
+  const pending = requestTable();
   const wire = {
     ws,
     onFrame,
-    request(method, params, timeoutMs = 60_000) {
-      const id = nextId++;
-      return new Promise((resolve, reject) => {
-        const t = setTimeout(() => {
-          pending.delete(id);
-          reject(new Error(`${method}: no answer within ${timeoutMs} ms`));
-        }, timeoutMs);
-        pending.set(id, { resolve, reject, t, method });
-        ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
-      });
-    },
+    request: (method, params, timeoutMs) => pending.request(method, params, timeoutMs, (text) => ws.send(text)),
     close() {
       ws.terminate();
     },
   };
-  ws.on('close', () => {
-    for (const p of pending.values()) {
-      clearTimeout(p.t);
-      p.reject(new Error(`${p.method}: connection closed`));
-    }
-    pending.clear();
-  });
+  ws.on('close', () => pending.failAll());
   ws.on('message', (data) => {
     // The gateway serialises notifications as {"jsonrpc":"2.0","method":… and requests and
     // answers as {"jsonrpc":"2.0","id":…: byte 18 tells them apart without parsing.
@@ -64,12 +47,7 @@ export async function connectWire(url, { role = 'client', agent, onFrame, onRequ
       wire.onFrame?.(data);
       return;
     }
-    const p = pending.get(msg.id);
-    if (!p) return;
-    pending.delete(msg.id);
-    clearTimeout(p.t);
-    if (msg.error) p.reject(new Error(`${p.method}: ${msg.error.message}`));
-    else p.resolve(msg.result);
+    pending.answer(msg);
   });
   await wire.request('hello', { protocol_version: PROTOCOL_VERSION, role, capabilities: [], ...(agent ? { agent } : { software: 'tether-bench' }) });
   return wire;
@@ -84,26 +62,11 @@ export async function connectWire(url, { role = 'client', agent, onFrame, onRequ
 export async function connectChannelWire(url) {
   const { dial } = await import('../../dist/core/link/dial.js');
   const channel = await dial(url, {});
-  const pending = new Map();
-  let nextId = 1;
+  const pending = requestTable();
   const w = {
     channel,
     onFrame: undefined,
-    request(method, params, timeoutMs = 60_000) {
-      const id = nextId++;
-      return new Promise((resolve, reject) => {
-        const t = setTimeout(() => {
-          pending.delete(id);
-          reject(new Error(`${method}: no answer within ${timeoutMs} ms`));
-        }, timeoutMs);
-        pending.set(id, { resolve, reject, t, method });
-        channel.send(JSON.stringify({ jsonrpc: '2.0', id, method, params })).catch((err) => {
-          clearTimeout(t);
-          pending.delete(id);
-          reject(err);
-        });
-      });
-    },
+    request: (method, params, timeoutMs) => pending.request(method, params, timeoutMs, (text) => channel.send(text)),
     close() {
       channel.close('OK', 'bench done');
     },
@@ -119,19 +82,59 @@ export async function connectChannelWire(url) {
         channel.send(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: {} })).catch(() => {});
         continue;
       }
-      const p = pending.get(msg.id);
-      if (!p) continue;
-      pending.delete(msg.id);
-      clearTimeout(p.t);
-      if (msg.error) p.reject(new Error(`${p.method}: ${msg.error.message}`));
-      else p.resolve(msg.result);
+      pending.answer(msg);
     }
-    for (const p of pending.values()) {
-      clearTimeout(p.t);
-      p.reject(new Error(`${p.method}: connection closed`));
-    }
-    pending.clear();
+    pending.failAll();
   })();
   await w.request('hello', { protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: [], software: 'tether-bench' });
   return w;
+}
+
+/**
+ * Our requests awaiting answers, by id, each bounded by a timeout. `send(text)` may return a
+ * promise (a channel's send); its rejection fails the request at once.
+ */
+function requestTable() {
+  const pending = new Map();
+  let nextId = 1;
+  const settle = (id) => {
+    const p = pending.get(id);
+    if (p) {
+      pending.delete(id);
+      clearTimeout(p.t);
+    }
+    return p;
+  };
+  return {
+    request(method, params, timeoutMs = 60_000, send) {
+      const id = nextId++;
+      return new Promise((resolve, reject) => {
+        const t = setTimeout(() => {
+          pending.delete(id);
+          reject(new Error(`${method}: no answer within ${timeoutMs} ms`));
+        }, timeoutMs);
+        pending.set(id, { resolve, reject, t, method });
+        const text = JSON.stringify({ jsonrpc: '2.0', id, method, params });
+        // A send that throws or rejects (the connection is gone) fails this request at once.
+        Promise.resolve().then(() => send(text)).catch((err) => {
+          settle(id);
+          reject(err);
+        });
+      });
+    },
+    /** Settles the request an answer (a JSON-RPC response object) is for; others are ignored. */
+    answer(msg) {
+      const p = settle(msg.id);
+      if (!p) return;
+      if (msg.error) p.reject(new Error(`${p.method}: ${msg.error.message}`));
+      else p.resolve(msg.result);
+    },
+    /** Fails every request still waiting: the connection closed. */
+    failAll() {
+      for (const [id, p] of [...pending]) {
+        settle(id);
+        p.reject(new Error(`${p.method}: connection closed`));
+      }
+    },
+  };
 }

@@ -2,7 +2,7 @@ import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk';
 import { tetherAcpAgent } from '../../client/acp/acp-agent.js';
 import { pick, required, type Command } from '../args.js';
-import { connectFrom, connectionHelp, CONNECTION_OPTIONS, TLS_CLIENT_HELP } from '../connection-flags.js';
+import { connectFrom, connectionHelp, gatewaysFrom, CONNECTION_OPTIONS, TLS_CLIENT_HELP } from '../connection-flags.js';
 
 export const acpCommand: Command = {
   name: 'acp',
@@ -24,7 +24,7 @@ ${TLS_CLIENT_HELP}
   options: { ...CONNECTION_OPTIONS, agent: { type: 'string' }, cwd: { type: 'string' } },
   async run(v) {
     const agent = required(pick(v.agent, 'TETHER_AGENT'), '--agent (or TETHER_AGENT)');
-    required(pick(v.gateway, 'TETHER_GATEWAY'), '--gateway (or TETHER_GATEWAY)');
+    gatewaysFrom(v); // missing: said now, before the editor's first request
     const app = tetherAcpAgent({ agent, cwd: v.cwd as string | undefined, client: () => connectFrom(v, 'tether-acp') });
     const stream = acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>);
     // The editor closing our stdin ends the connection; the sessions keep running on the agent.

@@ -1,5 +1,7 @@
 import { readTokenFile } from '../../core/auth/token-file.js';
 import { Agent } from '../../agent/agent.js';
+import { EngineSet } from '../../agent/engine-set.js';
+import { standardDialers } from '../../core/link/dial.js';
 import { AGENT_CONFIG, enginePoliciesOf } from '../../agent/config.js';
 import { hostKeyFingerprint, hostKeyProof, loadOrCreateHostKey } from '../../core/auth/host-key.js';
 import { dialTlsOf } from '../../core/config/tls-keys.js';
@@ -12,16 +14,19 @@ export const agentCommand = programCommand(
     name: 'agent',
     loggerName: 'agent',
     summary: 'run an agent that dials out to a gateway and runs engines',
-    usage: `Usage: tether agent --gateway ws://HOST:PORT --name NAME [--token TOKEN] [--engine auto|claude|demo]
+    usage: `Usage: tether agent --gateway ws://HOST:PORT[,URL...] --name NAME [--token TOKEN] [--engine auto|claude|demo]
                     [--engine-command PATH] [--cwd DIR] [--label KEY=VALUE]... [--config FILE]
                     [--allow-engine-flag FLAG]... [--engine-env KEY=VALUE]... [--engine-user NAME]
 
 Runs on the build machine. Dials out (no open port needed), registers as NAME and spawns one
 engine per session. Reconnects by itself; engines keep running while the link is down.
+With several gateways (one cluster) it fails over: each retry dials the next URL, registers
+there and resumes its sessions.
 
 Options:
   --config FILE          configuration file, JSON or YAML (env TETHER_CONFIG); see below
-  --gateway URL          gateway URL (env TETHER_GATEWAY)
+  --gateway URL          gateway URL (env TETHER_GATEWAY); repeatable or comma-separated:
+                         gateways of one cluster, tried in turn when the link drops
   --name NAME            agent name (env TETHER_AGENT; default: this host's name)
   --token TOKEN          agent token (env TETHER_TOKEN)
   --token-file FILE      read the agent token from FILE (env TETHER_TOKEN_FILE)
@@ -65,10 +70,13 @@ Options:
       hostKey: hostKey?.key,
       heartbeat: { intervalMs: c.heartbeatIntervalMs, timeoutMs: c.heartbeatTimeoutMs },
       dial: dialTlsOf(c),
+      dialers: standardDialers(),
+      engineSet: EngineSet.killedOnExit(),
       logger,
       onStatus: (s) => {
-        if (s.state === 'connected') process.stderr.write(`agent ${name}: connected to ${s.hello.gateway_id}\n`);
-        if (s.state === 'down') process.stderr.write(`agent ${name}: link down (${s.error.message}); retrying in ${s.retryInMs} ms\n`);
+        const several = Array.isArray(c.gateway);
+        if (s.state === 'connected') process.stderr.write(`agent ${name}: connected to ${s.hello.gateway_id}${several ? ` at ${s.url}` : ''}\n`);
+        if (s.state === 'down') process.stderr.write(`agent ${name}: link down (${s.error.message}); retrying${several ? ` ${s.nextUrl}` : ''} in ${s.retryInMs} ms\n`);
         if (s.state === 'closed' && s.error && started) {
           // Not retryable (token refused, or another agent took over the name): stop for good.
           process.stderr.write(`agent ${name}: giving up: ${s.error.message}\n`);

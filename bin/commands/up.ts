@@ -1,6 +1,8 @@
 import { userInfo } from 'node:os';
 import { DEFAULT_GATEWAY_HOST, DEFAULT_GATEWAY_PORT, DEFAULT_GRPC_PORT } from '../../gateway/config.js';
 import { Agent } from '../../agent/agent.js';
+import { EngineSet } from '../../agent/engine-set.js';
+import { standardDialers } from '../../core/link/dial.js';
 import { enginePoliciesOf } from '../../agent/config.js';
 import { MAX_TTL_SECONDS } from '../../core/auth/duration.js';
 import { LOGIN_CODE_TTL_SECONDS, mintLoginCode } from '../../core/auth/login-codes.js';
@@ -66,6 +68,8 @@ ${STORAGE_FLAGS_HELP}
       eofGraceMs: c.engineEofGraceMs,
       termGraceMs: c.engineTermGraceMs,
       ...enginePoliciesOf(c),
+      dialers: standardDialers(),
+      engineSet: EngineSet.killedOnExit(),
       logger: logger.child({ program: 'agent' }),
     });
     await agent.start();

@@ -1,5 +1,6 @@
 import type { ErrorCode } from '../errors.js';
 import { TetherError } from '../errors.js';
+import { Wakeup } from '../util/wakeup.js';
 
 /**
  * A frame that carries bytes beside a small JSON header: an engine line travels this way,
@@ -77,6 +78,12 @@ export interface Channel extends AsyncIterable<WireFrame> {
    * use it: a peer whose bytes keep arriving is alive, however slow the link.
    */
   readonly receivedBytes: number;
+  /**
+   * Bytes received but not yet pulled by the reader. Bounded: past the inbound high-water
+   * mark the adapter stops reading its transport, so a reader that stops pulling keeps this
+   * near the mark (plus what was already on its way).
+   */
+  readonly inboundQueuedBytes: number;
   readonly isClosed: boolean;
   send(frame: OutgoingFrame): Promise<void>;
   /**
@@ -128,10 +135,14 @@ export abstract class BaseChannel implements Channel {
   private queuedBytes = 0;
   private framesBytes = 0;
   private paused = false;
-  private waiter: (() => void) | undefined;
+  private readonly wakeup = new Wakeup();
   private closeInfo: CloseInfo | undefined;
   private readonly highFrames: number;
   private readonly highBytes: number;
+
+  get inboundQueuedBytes(): number {
+    return this.queuedBytes;
+  }
 
   constructor(opts: BaseChannelOptions = {}) {
     this.maxFrameBytes = opts.maxFrameBytes ?? CHANNEL_DEFAULTS.maxFrameBytes;
@@ -211,7 +222,7 @@ export abstract class BaseChannel implements Channel {
       this.paused = true;
       this.pauseInput();
     }
-    this.wake();
+    this.wakeup.wake();
   }
 
   /** Adapters call this when the transport has ended; only the first call counts. */
@@ -220,14 +231,16 @@ export abstract class BaseChannel implements Channel {
     this.closeInfo = info;
     this.resolveClosed(info);
     this.abort.abort(new TetherError(info.code === 'OK' ? 'CANCELLED' : info.code, info.reason));
-    this.wake();
+    this.dropUnsent(new TetherError('UNAVAILABLE', `channel closed before the frame was handed over: ${info.reason}`));
+    this.wakeup.wake();
   }
 
-  private wake(): void {
-    const w = this.waiter;
-    this.waiter = undefined;
-    w?.();
-  }
+  /**
+   * Called once, as the channel settles (however it ended): an adapter that queues frames
+   * before handing them to its transport fails those with `err` here, so their send()
+   * promises reject instead of hanging. Frames already handed over are the adapter's to settle.
+   */
+  protected dropUnsent(_err: TetherError): void {}
 
   async *[Symbol.asyncIterator](): AsyncIterator<WireFrame> {
     for (;;) {
@@ -242,7 +255,7 @@ export abstract class BaseChannel implements Channel {
         continue;
       }
       if (this.closeInfo) return;
-      await new Promise<void>((resolve) => (this.waiter = resolve));
+      await this.wakeup.wait();
     }
   }
 }

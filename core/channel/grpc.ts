@@ -172,19 +172,21 @@ abstract class GrpcChannelBase extends BaseChannel {
     }
   }
 
+  /** Frames still waiting in our queue were never handed to the transport: rejected as the channel settles. */
+  protected override dropUnsent(err: TetherError): void {
+    const dropped = this.outbox;
+    this.outbox = [];
+    this.outboxBytes = 0;
+    for (const item of dropped) item.reject(err);
+  }
+
   /**
-   * Settles once; frames still waiting in our queue were never handed to the transport and
-   * are rejected now. Frames already handed over may still be flushed by an orderly end, so
-   * they are failed only when the call finishes or the close timeout passes.
+   * Settles once. Frames already handed over may still be flushed by an orderly end, so they
+   * are failed only when the call finishes or the close timeout passes.
    */
   protected override settle(info: CloseInfo): void {
     if (this.isClosed) return;
     super.settle(info);
-    const dropped = this.outbox;
-    this.outbox = [];
-    this.outboxBytes = 0;
-    const err = new TetherError('UNAVAILABLE', `channel closed before the frame was written: ${info.reason}`);
-    for (const item of dropped) item.reject(err);
     if (!this.finished) {
       this.finishTimer = setTimeout(() => this.finish('close timeout'), this.closeTimeoutMs);
       this.finishTimer.unref();

@@ -1,5 +1,5 @@
 import { TetherError, type ErrorCode } from '../errors.js';
-import { BaseChannel, frameBytes, type BaseChannelOptions, type CloseInfo, type OutgoingFrame, type Transport, type WireFrame } from './channel.js';
+import { BaseChannel, frameBytes, type BaseChannelOptions, type OutgoingFrame, type Transport, type WireFrame } from './channel.js';
 
 /**
  * An in-memory channel pair: what one side sends, the other iterates. Used by unit tests and
@@ -72,17 +72,11 @@ export class MemoryChannel extends BaseChannel {
     queueMicrotask(() => this.peer.peerClosed(code, reason));
   }
 
-  /**
-   * Frames still in our outbox were never handed over: a closed pipe drops them, like a socket,
-   * and their send() promises reject instead of hanging. Runs however the channel ended.
-   */
-  protected override settle(info: CloseInfo): void {
-    if (this.isClosed) return;
-    super.settle(info);
+  /** Frames still in our outbox were never handed over: a closed pipe drops them, like a socket. */
+  protected override dropUnsent(err: TetherError): void {
     const dropped = this.outbox;
     this.outbox = [];
     this.outboxBytes = 0;
-    const err = new TetherError('UNAVAILABLE', `channel closed before the frame was handed over: ${info.reason}`);
     for (const item of dropped) item.fail(err);
   }
 

@@ -36,7 +36,7 @@ export interface ConfigKey {
   defaultValue?: unknown;
 }
 
-type AnySchema = z.ZodType & { def: { type: string; innerType?: AnySchema; defaultValue?: unknown; shape?: Record<string, AnySchema> }; meta(): unknown };
+type AnySchema = z.ZodType & { def: { type: string; innerType?: AnySchema; in?: AnySchema; out?: AnySchema; defaultValue?: unknown; shape?: Record<string, AnySchema> }; meta(): unknown };
 
 /** TETHER_ + the path in SCREAMING_SNAKE_CASE: ['limits', 'helloTimeoutMs'] → TETHER_LIMITS_HELLO_TIMEOUT_MS. */
 export function defaultEnvName(path: string[]): string {
@@ -60,6 +60,11 @@ export function keysOf(schema: z.ZodObject, prefix: string[] = []): ConfigKey[] 
       const t = inner.def.type;
       if (t === 'default') defaultValue = inner.def.defaultValue;
       if (t === 'nullable') nullable = true;
+      if (t === 'pipe') {
+        // A preprocess or transform: the key's kind is that of the schema it wraps.
+        inner = inner.def.out!.def.type === 'transform' ? inner.def.in! : inner.def.out!;
+        continue;
+      }
       if (t !== 'default' && t !== 'prefault' && t !== 'optional' && t !== 'nullable') break;
       inner = inner.def.innerType!;
     }

@@ -1,13 +1,10 @@
-import { Client, credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
+import { Client, connectivityState, credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
 import type { Channel } from '../channel/channel.js';
 import { CHANNEL_DEFAULTS } from '../channel/channel.js';
 import { closeInfoFromStatus, GrpcClientChannel, grpcLinkOptions } from '../channel/grpc.js';
 import { loadGatewayService } from '../channel/proto.js';
 import { TetherError } from '../errors.js';
-import type { DialOptions } from './dial.js';
-
-/** Default time to connect and have the stream accepted (threats.md part 3: 20 s). */
-const CONNECT_TIMEOUT_MS = 20_000;
+import { DIAL_DEFAULTS, type DialOptions } from './dial-options.js';
 
 /**
  * Opens a gRPC channel (tether.v1.Gateway/Connect) to a grpc:// (plaintext) or grpcs://
@@ -16,8 +13,9 @@ const CONNECT_TIMEOUT_MS = 20_000;
  *
  * Resolves once the connection is ready and the gateway accepted the stream (its response
  * headers arrived), all within `connectTimeoutMs`. Rejects with UNAVAILABLE when it cannot
- * connect in time, or with the gateway's code (e.g. UNAUTHENTICATED) when it refuses the
- * stream. Each dial owns its own HTTP/2 connection, closed when the channel's call ends.
+ * connect in time or the connection attempt fails (refused, unreachable, TLS handshake: at
+ * once, as a WebSocket dial does, so the link's backoff and fail-over decide what next), or
+ * with the gateway's code (e.g. UNAUTHENTICATED) when it refuses the stream. Each dial owns its own HTTP/2 connection, closed when the channel's call ends.
  * Retries are off: they would buffer writes and hide backpressure.
  */
 export function dialGrpc(url: URL, opts: DialOptions): Promise<Channel> {
@@ -28,22 +26,22 @@ export function dialGrpc(url: URL, opts: DialOptions): Promise<Channel> {
   const target = `${url.hostname}:${url.port || (tls ? '443' : '80')}`;
   const where = `${url.protocol}//${target}`;
   const maxFrameBytes = opts.maxFrameBytes ?? CHANNEL_DEFAULTS.maxFrameBytes;
-  const timeoutMs = opts.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
+  const timeoutMs = opts.connectTimeoutMs ?? DIAL_DEFAULTS.connectTimeoutMs;
   const deadline = Date.now() + timeoutMs;
   const service = loadGatewayService();
 
   const client = new Client(target, tls ? credentials.createSsl(opts.ca ?? null, opts.tlsKey ?? null, opts.tlsCert ?? null) : credentials.createInsecure(), {
-    ...grpcLinkOptions({ maxFrameBytes }),
+    ...grpcLinkOptions({ maxFrameBytes, ...opts.grpc }),
     'grpc.enable_retries': 0,
     // One connection per dial: a lost or closed link never takes another channel with it.
     'grpc.use_local_subchannel_pool': 1,
   });
 
   return new Promise((resolve, reject) => {
-    client.waitForReady(deadline, (err) => {
+    whenReady(client, deadline, (err) => {
       if (err) {
         client.close();
-        reject(new TetherError('UNAVAILABLE', `cannot connect to ${where} within ${timeoutMs} ms: ${err.message}`));
+        reject(new TetherError('UNAVAILABLE', `cannot connect to ${where}${err === FAILED ? '' : ` within ${timeoutMs} ms`}: ${err.message}`));
         return;
       }
       const metadata = new Metadata();
@@ -82,4 +80,22 @@ export function dialGrpc(url: URL, opts: DialOptions): Promise<Channel> {
       call.once('error', onRefused);
     });
   });
+}
+
+/** The reason given when grpc-js reports the connection attempt failed (it says no more). */
+const FAILED = new Error('connection failed (refused, unreachable or TLS handshake failed)');
+
+/**
+ * Like Client.waitForReady, but gives up at the first failed attempt instead of letting
+ * grpc-js retry with its own backoff until the deadline.
+ */
+function whenReady(client: Client, deadline: number, done: (err?: Error) => void): void {
+  const channel = client.getChannel();
+  const step = () => {
+    const state = channel.getConnectivityState(true);
+    if (state === connectivityState.READY) return done();
+    if (state === connectivityState.TRANSIENT_FAILURE || state === connectivityState.SHUTDOWN) return done(FAILED);
+    channel.watchConnectivityState(state, deadline, (err) => (err ? done(err) : step()));
+  };
+  step();
 }

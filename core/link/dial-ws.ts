@@ -1,10 +1,10 @@
 import { WebSocket } from 'ws';
-import { WsChannel } from '../channel/ws.js';
+import { WS_PING_DEFAULTS, WsChannel } from '../channel/ws.js';
 import type { Channel } from '../channel/channel.js';
 import { CHANNEL_DEFAULTS } from '../channel/channel.js';
 import { codeFromHttpRefusal, TetherError } from '../errors.js';
 import { WS_PATH } from '../protocol/http-paths.js';
-import type { DialOptions } from './dial.js';
+import { DIAL_DEFAULTS, type DialOptions } from './dial-options.js';
 
 /** Opens a WebSocket channel to a ws:// or wss:// gateway URL. */
 export function dialWs(url: URL, opts: DialOptions): Promise<Channel> {
@@ -15,7 +15,7 @@ export function dialWs(url: URL, opts: DialOptions): Promise<Channel> {
     const ws = new WebSocket(target, {
       maxPayload: maxFrameBytes,
       perMessageDeflate: false,
-      handshakeTimeout: opts.connectTimeoutMs ?? 20_000,
+      handshakeTimeout: opts.connectTimeoutMs ?? DIAL_DEFAULTS.connectTimeoutMs,
       headers: opts.token ? { authorization: `Bearer ${opts.token}` } : {},
       ca: opts.ca,
       cert: opts.tlsCert,
@@ -47,8 +47,8 @@ export function dialWs(url: URL, opts: DialOptions): Promise<Channel> {
         new WsChannel(ws, url.host, {
           socket,
           maxFrameBytes,
-          pingIntervalMs: opts.pingIntervalMs ?? 15_000,
-          pingTimeoutMs: opts.pingTimeoutMs ?? 10_000,
+          pingIntervalMs: opts.ws?.pingIntervalMs ?? WS_PING_DEFAULTS.pingIntervalMs,
+          pingTimeoutMs: opts.ws?.pingTimeoutMs ?? WS_PING_DEFAULTS.pingTimeoutMs,
         }),
       );
     });

@@ -1,52 +1,65 @@
 import type { Channel } from '../channel/channel.js';
 import { TetherError } from '../errors.js';
 import { dialGrpc } from './dial-grpc.js';
+import type { DialOptions } from './dial-options.js';
 import { dialWs } from './dial-ws.js';
 
-export interface DialOptions {
-  token?: string;
-  /** PEM of a private CA to trust (wss://, grpcs://). */
-  ca?: Buffer;
-  /** PEM client certificate and key, for gateways that require mutual TLS. */
-  tlsCert?: Buffer;
-  tlsKey?: Buffer;
-  maxFrameBytes?: number;
-  connectTimeoutMs?: number;
-  pingIntervalMs?: number;
-  pingTimeoutMs?: number;
-}
+export type { DialOptions, GrpcDialSettings, WsDialSettings } from './dial-options.js';
 
-type Dialer = (url: URL, opts: DialOptions) => Promise<Channel>;
+/** Opens one channel to the gateway at a URL of its scheme. Rejects with a TetherError. */
+export type Dialer = (url: URL, opts: DialOptions) => Promise<Channel>;
 
-/** URL scheme → dialer. Transports register here; nothing above the link knows which is used. */
-const dialers = new Map<string, Dialer>([
-  ['ws:', dialWs],
-  ['wss:', dialWs],
-  ['grpc:', dialGrpc],
-  ['grpcs:', dialGrpc],
-]);
+/**
+ * URL scheme → dialer, as a value: whoever composes the program (bin/) builds one and hands
+ * it to the links that dial. Nothing above the link knows which transport is used. Immutable:
+ * {@link Dialers.with} returns a new registry, so one program's extra scheme (the gateway's
+ * in-process ACP loopback) is seen by no one else.
+ */
+export class Dialers {
+  private readonly byScheme: ReadonlyMap<string, Dialer>;
 
-/** Adds a dialer for a URL scheme (e.g. 'grpc:'). */
-export function registerDialer(scheme: string, dialer: Dialer): void {
-  dialers.set(scheme, dialer);
-}
-
-/** Parses a gateway URL, throwing INVALID_ARGUMENT with the accepted forms when it is wrong. */
-export function parseGatewayUrl(raw: string): URL {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new TetherError('INVALID_ARGUMENT', `not a gateway URL: "${raw}" (expected ws://HOST:PORT, wss://, grpc:// or grpcs://)`);
+  /** `schemes` maps a URL scheme with its colon (`'grpc:'`) to its dialer. */
+  constructor(schemes: Iterable<readonly [string, Dialer]>) {
+    this.byScheme = new Map(schemes);
   }
-  if (!dialers.has(url.protocol)) {
-    throw new TetherError('INVALID_ARGUMENT', `unsupported gateway URL scheme "${url.protocol}" in "${raw}" (supported: ${[...dialers.keys()].join(', ')})`);
+
+  /** A registry with every dialer of this one and `dialer` for `scheme` (e.g. 'tether-loopback:'). */
+  with(scheme: string, dialer: Dialer): Dialers {
+    return new Dialers([...this.byScheme, [scheme, dialer]]);
   }
-  return url;
+
+  /** Parses a gateway URL, throwing INVALID_ARGUMENT with the accepted forms when it is wrong. */
+  parse(raw: string): URL {
+    let url: URL;
+    try {
+      url = new URL(raw);
+    } catch {
+      throw new TetherError('INVALID_ARGUMENT', `not a gateway URL: "${raw}" (expected ws://HOST:PORT, wss://, grpc:// or grpcs://)`);
+    }
+    if (!this.byScheme.has(url.protocol)) {
+      throw new TetherError('INVALID_ARGUMENT', `unsupported gateway URL scheme "${url.protocol}" in "${raw}" (supported: ${[...this.byScheme.keys()].join(', ')})`);
+    }
+    return url;
+  }
+
+  /** Opens one channel to the gateway at `raw`. Rejects with a TetherError. */
+  async dial(raw: string, opts: DialOptions = {}): Promise<Channel> {
+    const url = this.parse(raw);
+    return this.byScheme.get(url.protocol)!(url, opts);
+  }
 }
 
-/** Opens one channel to the gateway at `raw`. Rejects with a TetherError. */
+/** A new registry of the house's transports: ws:, wss:, grpc:, grpcs:. */
+export function standardDialers(): Dialers {
+  return new Dialers([
+    ['ws:', dialWs],
+    ['wss:', dialWs],
+    ['grpc:', dialGrpc],
+    ['grpcs:', dialGrpc],
+  ]);
+}
+
+/** Opens one channel through the standard transports (tests and one-shot tools; programs use a {@link Dialers}). */
 export function dial(raw: string, opts: DialOptions = {}): Promise<Channel> {
-  const url = parseGatewayUrl(raw);
-  return dialers.get(url.protocol)!(url, opts);
+  return standardDialers().dial(raw, opts);
 }

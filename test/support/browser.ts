@@ -8,6 +8,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { expect } from 'vitest';
+import { signInUrl } from '../../bin/sign-in-link.js';
+import { loadKeyFile } from '../../core/auth/keys.js';
+import { mintLoginCode } from '../../core/auth/login-codes.js';
+import { stateKeyPath } from '../../core/auth/state-dir.js';
 
 /** Where the tests write their screenshots (git-ignored). */
 export const SCREENSHOT_DIR = fileURLToPath(new URL('../../test-output/screenshots/', import.meta.url));
@@ -59,25 +63,29 @@ export async function sendPrompt(page: Page, text: string): Promise<void> {
 }
 
 /** Pastes a PNG into the composer, as a clipboard paste event carrying a file. */
-export async function pasteImage(page: Page, pngBase64: string): Promise<void> {
-  await page.evaluate((b64) => {
-    const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
-    const dt = new DataTransfer();
-    dt.items.add(new File([bytes], 'dot.png', { type: 'image/png' }));
-    document.querySelector('#prompt')!.dispatchEvent(new ClipboardEvent('paste', { clipboardData: dt, bubbles: true, cancelable: true }));
-  }, pngBase64);
-  await page.locator('.attachments img').waitFor();
+export function pasteImage(page: Page, pngBase64: string): Promise<void> {
+  return putImage(page, pngBase64, 'paste');
 }
 
 /** Drops a PNG onto the composer, as a drag and drop of a file. */
-export async function dropImage(page: Page, pngBase64: string): Promise<void> {
+export function dropImage(page: Page, pngBase64: string): Promise<void> {
+  return putImage(page, pngBase64, 'drop');
+}
+
+/** Hands the composer a PNG file the way a person would (`paste` or `drop`); resolves once it shows one more attachment. */
+async function putImage(page: Page, pngBase64: string, how: 'paste' | 'drop'): Promise<void> {
   const before = await page.locator('.attachments img').count();
-  await page.evaluate((b64) => {
-    const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
-    const dt = new DataTransfer();
-    dt.items.add(new File([bytes], 'dropped.png', { type: 'image/png' }));
-    document.querySelector('form.composer')!.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
-  }, pngBase64);
+  await page.evaluate(
+    ({ b64, how }) => {
+      const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+      const dt = new DataTransfer();
+      dt.items.add(new File([bytes], how === 'paste' ? 'dot.png' : 'dropped.png', { type: 'image/png' }));
+      const init = { bubbles: true, cancelable: true };
+      if (how === 'paste') document.querySelector('#prompt')!.dispatchEvent(new ClipboardEvent('paste', { ...init, clipboardData: dt }));
+      else document.querySelector('form.composer')!.dispatchEvent(new DragEvent('drop', { ...init, dataTransfer: dt }));
+    },
+    { b64: pngBase64, how },
+  );
   await expect.poll(() => page.locator('.attachments img').count()).toBe(before + 1);
 }
 
@@ -118,4 +126,9 @@ export async function screenshots(browser: Browser, name: string, signInLink: ()
     }
   }
   return written;
+}
+
+/** A fresh single-use sign-in link for `sub` on the page at `pageUrl`, minted with the key in the gateway's state folder (what `tether login-link` does). */
+export async function signInLinkFor(pageUrl: string, stateDir: string, sub: string): Promise<string> {
+  return signInUrl(pageUrl, await mintLoginCode(loadKeyFile(stateKeyPath(stateDir)), { sub }));
 }

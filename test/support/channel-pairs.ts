@@ -175,13 +175,3 @@ export const PAIR_FACTORIES: Record<Transport, PairFactory> = {
   ws: wsPair,
   grpc: grpcPair,
 };
-
-/**
- * Test-only introspection: bytes waiting in a channel's inbound queue (BaseChannel's private
- * `queuedBytes`), to show that a reader that stops pulling keeps the receiver bounded.
- */
-export function inboundQueuedBytes(channel: Channel): number {
-  const value = (channel as unknown as { queuedBytes?: unknown }).queuedBytes;
-  if (typeof value !== 'number') throw new Error('channel has no inbound queue to inspect');
-  return value;
-}

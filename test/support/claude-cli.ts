@@ -9,6 +9,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { withTimeout } from './wait.js';
 
 /** The canonical stream-json launch (engine-protocol.md §1.1). */
 export const STREAM_JSON_ARGS: readonly string[] = [
@@ -182,7 +183,7 @@ export function spawnClaude({ cwd, env, args = STREAM_JSON_ARGS, command = claud
     });
 
   const waitForExit = (timeoutMs: number): Promise<ClaudeExit> =>
-    withTimeout(exited, timeoutMs, () => `CLI did not exit within ${timeoutMs} ms; ${describe()}`);
+    withTimeout(exited, timeoutMs, () => `the CLI to exit; ${describe()}`);
 
   return {
     child,
@@ -233,12 +234,4 @@ function parseFrame(line: string): Frame | undefined {
 function frameLabel(f: Frame): string {
   const sub = f.subtype ?? f.request?.subtype ?? f.response?.subtype;
   return sub ? `${f.type}/${sub}` : String(f.type);
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number, message: () => string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(message())), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

@@ -1,7 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterAll } from 'vitest';
+import { waitFor } from './wait.js';
 
 /** The compiled CLI (npm test builds before vitest runs). */
 export const TETHER_BIN = fileURLToPath(new URL('../../dist/bin/tether.js', import.meta.url));
@@ -59,14 +62,16 @@ export function startTether(args: string[], opts: { env?: NodeJS.ProcessEnv; cwd
     stdout: () => out,
     stderr: () => err,
     async line(prefix, timeoutMs = 15_000) {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const found = out.split('\n').find((l) => l.startsWith(prefix));
-        if (found) return found;
-        if (child.exitCode !== null) throw new Error(`tether exited (${child.exitCode}) before printing "${prefix}"\nstderr: ${err}`);
-        if (Date.now() > deadline) throw new Error(`no "${prefix}" line within ${timeoutMs} ms\nstdout: ${out}\nstderr: ${err}`);
-        await new Promise((r) => setTimeout(r, 25));
-      }
+      const found = () => out.split('\n').find((l) => l.startsWith(prefix));
+      await waitFor(
+        () => {
+          if (found() === undefined && child.exitCode !== null) throw new Error(`tether exited (${child.exitCode}) before printing "${prefix}"\nstderr: ${err}`);
+          return found() !== undefined;
+        },
+        timeoutMs,
+        () => `a "${prefix}" line\nstdout: ${out}\nstderr: ${err}`,
+      );
+      return found()!;
     },
     async stop(signal = 'SIGTERM', timeoutMs = 15_000) {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
@@ -95,4 +100,26 @@ export function processesIn(cwd: string, needle: string): number[] {
     }
   }
   return pids;
+}
+
+/**
+ * A `tether gateway` daemon in a state folder of its own, for the calling describe block:
+ * `start()` (again after a stop: same state, so keys and revocations carry over) runs it with
+ * `--port 0` and `args`, and resolves once it printed its URL. The last daemon and the folder
+ * go after the block.
+ */
+export function gatewayDaemonPerSuite(prefix: string, args: string[]): { state: string; start(): Promise<{ daemon: Daemon; url: string }> } {
+  const state = mkdtempSync(join(tmpdir(), prefix));
+  let daemon: Daemon | undefined;
+  afterAll(async () => {
+    await daemon?.stop();
+    rmSync(state, { recursive: true, force: true });
+  });
+  return {
+    state,
+    async start() {
+      daemon = startTether(['gateway', '--port', '0', '--state-dir', state, ...args]);
+      return { daemon, url: (await daemon.line('gateway: ')).slice('gateway: '.length) };
+    },
+  };
 }

@@ -5,6 +5,10 @@
  */
 import { startFakeAnthropic, type FakeAnthropic, type FakeScenario } from './fake-anthropic.js';
 import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './claude-cli.js';
+import type { GatewayClient } from '../../client/gateway-client.js';
+import type { RemoteSession, SessionItem } from '../../client/remote-session.js';
+import type { Cleanups } from './cleanups.js';
+import { until } from './items.js';
 import { startStack, type Stack, type StackOptions } from './stack.js';
 
 export interface EngineRig {
@@ -67,4 +71,21 @@ export async function startRig(
       for (const d of dirs) d.cleanup();
     },
   };
+}
+
+/**
+ * A demo rig owned by `cleanups`, one session on it, and `prompt` sent: resolves once the
+ * session produced an item `reached` accepts, with that item and the iterator to go on with.
+ */
+export async function demoSessionAt(
+  cleanups: Cleanups,
+  prompt: string,
+  reached: (item: SessionItem) => boolean,
+): Promise<{ rig: EngineRig; client: GatewayClient; session: RemoteSession; it: AsyncIterator<SessionItem>; item: SessionItem }> {
+  const rig = cleanups.own(await startRig('demo'));
+  const client = await rig.stack.client();
+  const session = await client.createSession({ agent: 'test-agent' });
+  const it = session[Symbol.asyncIterator]();
+  await session.sendUserMessage(prompt);
+  return { rig, client, session, it, item: await until(it, reached) };
 }

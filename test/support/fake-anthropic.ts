@@ -66,6 +66,8 @@ export interface FakeAnthropic {
   modelRequests(): RecordedRequest[];
   /** Every tool_result the CLI has sent in a last message, oldest first, one per tool_use_id. */
   lastToolResults(): RecordedToolResult[];
+  /** Text deltas written to the CLI so far, over every call (to act once an answer is under way). */
+  textDeltasSent(): number;
   /** Stops listening and destroys open sockets, so it resolves even mid-stream. Idempotent. */
   close(): Promise<void>;
 }
@@ -99,6 +101,7 @@ export async function startFakeAnthropic(scenario: FakeScenario): Promise<FakeAn
   const requests: RecordedRequest[] = [];
   const sockets = new Set<Socket>();
   const stopping = new AbortController();
+  let textDeltas = 0;
 
   const nextId = (prefix: string): string => `${prefix}_fake_${++idCounter}`;
 
@@ -140,7 +143,7 @@ export async function startFakeAnthropic(scenario: FakeScenario): Promise<FakeAn
     await sleep(reply.delay_ms ?? 0, stopping.signal);
     if (reply.error_status !== undefined) return sendError(res, reply.error_status, reply.error_message ?? 'scripted error');
     await streamReply(res, reply, { model, messageId: nextId('msg'), requestId: nextId('req'),
-      toolUseId: reply.tool_use?.id ?? nextId('toolu'), signal: stopping.signal });
+      toolUseId: reply.tool_use?.id ?? nextId('toolu'), signal: stopping.signal, onTextDelta: () => void textDeltas++ });
   };
 
   const server = http.createServer((req, res) => {
@@ -175,6 +178,7 @@ export async function startFakeAnthropic(scenario: FakeScenario): Promise<FakeAn
     },
     modelRequests: () => requests.filter((r) => r.stream && r.answeredWith !== 'aux'),
     lastToolResults: () => collectToolResults(requests),
+    textDeltasSent: () => textDeltas,
     close,
   };
 }
@@ -185,6 +189,8 @@ interface StreamContext {
   requestId: string;
   toolUseId: string;
   signal: AbortSignal;
+  /** Called after each text delta is written. */
+  onTextDelta?: () => void;
 }
 
 /** Writes one Messages API SSE stream; stops quietly if the client goes away (an interrupt). */
@@ -222,6 +228,7 @@ async function streamReply(res: http.ServerResponse, reply: FakeResponse, ctx: S
     const delay = reply.chunk_delay_ms ?? 0;
     for (const piece of delay > 0 ? splitWords(reply.text) : splitEven(reply.text, 3)) {
       send('content_block_delta', { index, delta: { type: 'text_delta', text: piece } });
+      ctx.onTextDelta?.();
       await sleep(delay, ctx.signal);
       if (!alive()) return;
     }

@@ -1,5 +1,7 @@
 import type { SessionItem } from '../../client/remote-session.js';
-import { withTimeout } from './stack.js';
+import { expect } from 'vitest';
+import { TetherError } from '../../core/errors.js';
+import { withTimeout } from './wait.js';
 
 /**
  * Pulls items from a session iterator into `into` until `done(item)` is true; returns that
@@ -38,12 +40,23 @@ export const isResult = isEngine('result');
 export const isWithdrawal = (requestId: string) => (i: SessionItem) =>
   i.kind === 'engine' && i.origin === 'gateway' && i.message.type === 'control_cancel_request' && i.message.request_id === requestId;
 
-/** The typed error code a promise rejects with, or 'none' when it resolves. */
+/** The typed error code a promise rejects with, 'none' when it resolves, `untyped: …` for anything but a TetherError. */
 export async function codeOf(p: Promise<unknown>): Promise<string> {
   try {
     await p;
     return 'none';
   } catch (err) {
-    return (err as { code?: string }).code ?? String(err);
+    return err instanceof TetherError ? err.code : `untyped: ${String(err)}`;
   }
+}
+
+/** The TetherError a promise rejects with; fails the test when it resolves or rejects with anything else. */
+export async function rejectionOf(p: Promise<unknown>): Promise<TetherError> {
+  try {
+    await p;
+  } catch (err) {
+    expect(err).toBeInstanceOf(TetherError);
+    return err as TetherError;
+  }
+  throw new Error('expected a rejection with a TetherError, but the call succeeded');
 }

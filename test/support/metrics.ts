@@ -14,13 +14,4 @@ export async function scrape(port: number): Promise<Map<string, number>> {
   return out;
 }
 
-/** Polls `read` until `ok` holds for its result (bounded); returns that result. */
-export async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await read();
-    if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(v instanceof Map ? Object.fromEntries(v) : v)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+export { eventually } from './wait.js';

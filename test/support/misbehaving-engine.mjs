@@ -6,6 +6,7 @@
 import { spawn } from 'node:child_process';
 import { closeSync, writeSync } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { writeAll } from './write-all.mjs';
 
 const argv = process.argv.slice(2);
 const opt = (name, fallback) => {
@@ -17,18 +18,6 @@ const mode = opt('mode', process.env.MISBEHAVE_MODE ?? 'echo');
 const out = (data) => writeAll(1, typeof data === 'string' ? Buffer.from(data) : data);
 const err = (data) => writeAll(2, Buffer.from(data));
 const frame = (obj) => out(`${JSON.stringify(obj)}\n`);
-
-function writeAll(fd, buf) {
-  let off = 0;
-  while (off < buf.length) {
-    try {
-      off += writeSync(fd, buf, off, buf.length - off);
-    } catch (e) {
-      if (e.code === 'EAGAIN') continue; // non-blocking pipe: spin until the reader catches up
-      throw e;
-    }
-  }
-}
 
 /** Calls `fn` on stdin EOF (keeps reading and ignoring stdin until then). */
 function onStdinEnd(fn) {

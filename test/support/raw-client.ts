@@ -3,11 +3,10 @@
  * given (so a test can send what our own library would refuse to build) and, unless told not
  * to read, collects the answers by id. Over ws:// or grpc://, through the real dialers.
  */
-import '../../client/gateway-client.js'; // registers the ws and grpc dialers
 import type { Channel } from '../../core/channel/channel.js';
 import { dial } from '../../core/link/dial.js';
 import { PROTOCOL_VERSION } from '../../core/protocol/version.js';
-import { withTimeout } from './stack.js';
+import { withTimeout } from './wait.js';
 
 export interface RawAnswer {
   id: number;
@@ -21,6 +20,8 @@ export interface RawClient {
   call(method: string, paramsJson: string): Promise<RawAnswer>;
   /** Sends one request and does not wait for anything. */
   fire(method: string, paramsJson?: string): Promise<void>;
+  /** How many of the gateway's heartbeat pings this client has answered (a reading client answers each). */
+  readonly pingsAnswered: number;
   close(): void;
 }
 
@@ -33,12 +34,16 @@ export async function rawClient(url: string, token: string | undefined, opts: { 
   const channel = await dial(url, { token });
   const waiting = new Map<number, (a: RawAnswer) => void>();
   let nextId = 1;
+  let pings = 0;
   const send = (id: number, method: string, paramsJson: string) => channel.send(`{"jsonrpc":"2.0","id":${id},"method":${JSON.stringify(method)},"params":${paramsJson}}`);
   const reader = async (stopAfterHello: boolean) => {
     for await (const frame of channel) {
       if (typeof frame !== 'string') continue; // binary frames carry engine lines, never answers
       const msg = JSON.parse(frame) as RawAnswer & { method?: string };
-      if (msg.method === 'ping' && msg.id !== undefined) void channel.send(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: {} })).catch(() => {});
+      if (msg.method === 'ping' && msg.id !== undefined) {
+        pings++;
+        void channel.send(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: {} })).catch(() => {});
+      }
       else if (msg.method === undefined) waiting.get(msg.id)?.(msg);
       if (stopAfterHello && msg.id === 1) return;
     }
@@ -61,6 +66,9 @@ export async function rawClient(url: string, token: string | undefined, opts: { 
       return call(method, paramsJson);
     },
     fire: (method, paramsJson = '{}') => send(nextId++, method, paramsJson),
+    get pingsAnswered() {
+      return pings;
+    },
     close: () => channel.close('OK', 'test done'),
   };
 }

@@ -34,6 +34,7 @@
 // host closed stdin, the CLI refused to start and exited on its own (64, 65, 82c, 83); the
 // recorded engine then does not wait for EOF either.
 import { appendFileSync, existsSync, readFileSync, writeSync } from 'node:fs';
+import { writeAll } from './write-all.mjs';
 
 const MISMATCH_EXIT = 70;
 /** Keys whose values differ on every run: compared for presence of the frame, not value. */
@@ -55,18 +56,6 @@ const tracePath = env.TETHER_RECORDED_TRACE;
 
 function trace(ev) {
   if (tracePath) appendFileSync(tracePath, `${JSON.stringify(ev)}\n`);
-}
-
-function writeAll(fd, buf) {
-  let off = 0;
-  while (off < buf.length) {
-    try {
-      off += writeSync(fd, buf, off, buf.length - off);
-    } catch (e) {
-      if (e.code === 'EAGAIN') continue; // non-blocking pipe: spin until the reader catches up
-      throw e;
-    }
-  }
 }
 
 function fail(message) {

@@ -18,6 +18,7 @@ import { FileAuditLog } from '../../gateway/audit-log.js';
 import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './claude-cli.js';
 import { startFakeAnthropic, type FakeAnthropic } from './fake-anthropic.js';
 import type { TransportName } from './stack.js';
+import { waitFor } from './wait.js';
 
 export const FAST_BACKOFF = { initialMs: 100, factor: 1.5, maxMs: 400, jitter: 0.2 };
 
@@ -74,13 +75,7 @@ export async function startRestartable(opts: { engine?: 'demo' | 'claude'; agent
   });
   await agent.start();
   const clients: GatewayClient[] = [];
-  const waitForAgent = async () => {
-    const deadline = Date.now() + 15_000;
-    while (!gateway.directory.agents.has('builder')) {
-      if (Date.now() > deadline) throw new Error('the agent did not come back within 15 s');
-      await new Promise((r) => setTimeout(r, 25));
-    }
-  };
+  const waitForAgent = () => waitFor(() => gateway.directory.agents.has('builder'), 15_000, 'the agent to come back');
   const stack: RestartableStack = {
     get gateway() {
       return gateway;

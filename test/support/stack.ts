@@ -156,13 +156,4 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   };
 }
 
-/** Rejects after `ms` with a message naming what was awaited. */
-export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let t: NodeJS.Timeout;
-  return Promise.race([
-    p.finally(() => clearTimeout(t)),
-    new Promise<T>((_, reject) => {
-      t = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-    }),
-  ]);
-}
+export { withTimeout } from './wait.js';

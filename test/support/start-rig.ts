@@ -13,7 +13,7 @@ import { startStack, type Stack, type TransportName } from './stack.js';
 
 export const FAST_BACKOFF = { initialMs: 20, factor: 1.5, maxMs: 150, jitter: 0.2 };
 /** Heartbeats short enough that a half-open link is noticed within about a second, on both transports. */
-export const FAST_PING = { pingIntervalMs: 300, pingTimeoutMs: 700, connectTimeoutMs: 3_000 };
+export const FAST_PING = { ws: { pingIntervalMs: 300, pingTimeoutMs: 700 }, connectTimeoutMs: 3_000 };
 export const HEARTBEAT = { intervalMs: 300, timeoutMs: 700 };
 
 export interface StartRig {
@@ -96,13 +96,4 @@ export async function startRig(o: StartRigOptions): Promise<StartRig> {
       dir.cleanup();
     },
   };
-}
-
-/** Polls `pred` until it holds; rejects after `ms` naming what was awaited. */
-export async function waitUntil(pred: () => boolean, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!pred()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }

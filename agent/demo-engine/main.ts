@@ -1,21 +1,22 @@
 // Tether demo engine: a stand-in for the Claude Code CLI that needs no Anthropic account.
 //
-//   node dist/agent/demo-engine.js -p --input-format stream-json --output-format stream-json \
+//   node dist/agent/demo-engine/main.js -p --input-format stream-json --output-format stream-json \
 //        --verbose --permission-prompt-tool stdio [--include-partial-messages] [--model M] …
 //
 // It speaks the CLI's stream-json protocol on stdin/stdout (docs/engine-protocol.md): NDJSON
 // frames, control requests (initialize, interrupt, set_model, …), can_use_tool permission
 // prompts, stream_event partial messages and one `result` per turn. Replies are scripted by
-// prompt keywords (see demo-engine-turns.ts). Unknown flags are accepted and ignored.
+// prompt keywords (see turns.ts). Unknown flags are accepted and ignored.
 
 import { randomUUID } from 'node:crypto';
 import {
   DEMO_MODEL, DEMO_VERSION, Interrupted, commandLifecycle, contextUsagePayload, controlCancel, controlError,
   controlRequest, controlSuccess, demoModels, initializePayload, isObject, parseAnswer, result, sessionStateChanged,
   system, systemInit, user, type EngineState, type Frame, type PermissionAnswer,
-} from './demo-engine-frames.js';
-import { killTools, runTurn, type TurnOutcome } from './demo-engine-turns.js';
-import { isUnknownToken, readEngineArgv } from '../core/engine-flags.js';
+} from './frames.js';
+import { killTools } from './shell.js';
+import { runTurn, type TurnOutcome } from './turns.js';
+import { isUnknownToken, readEngineArgv } from '../../core/engine-flags.js';
 
 const PERMISSION_MODES = ['acceptEdits', 'auto', 'bypassPermissions', 'default', 'dontAsk', 'plan'];
 const STREAM_CLOSED = 'Tool permission request failed: AbortError: Tool permission stream closed before response received';

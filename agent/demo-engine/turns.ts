@@ -1,4 +1,4 @@
-// Scripted turns for the demo engine (agent/demo-engine.ts).
+// Scripted turns for the demo engine (agent/demo-engine/main.ts).
 //
 // The "model" is a keyword script on the prompt text (matched at word starts, case-insensitive):
 //   file / bash / run       -> Bash tool call (can_use_tool), runs it with /bin/sh when allowed
@@ -6,12 +6,12 @@
 //   slow / long             -> ~40 text deltas 50 ms apart (to try interrupts)
 //   anything else           -> "Hello from the Tether demo engine. You said: …"
 
-import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import {
   Interrupted, assistant, isObject, newMessageId, newToolUseId, ruleAllows, streamEvent, system, toolResult, user,
   type EngineState, type Frame, type PermissionAnswer, type ResultInfo,
-} from './demo-engine-frames.js';
+} from './frames.js';
+import { BASH_TIMEOUT_MS, runShell } from './shell.js';
 
 /** What the engine lends a running turn. */
 export interface TurnHost {
@@ -34,7 +34,6 @@ const QUESTION = {
   question: 'Which color do you prefer?', header: 'Color', multiSelect: false,
   options: [{ label: 'Red', description: 'Warm and bold' }, { label: 'Blue', description: 'Calm and cool' }],
 };
-const running = new Set<ChildProcess>();
 
 type Block = { type: 'text'; chunks: string[] } | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> };
 
@@ -46,15 +45,6 @@ function say(text: string): Block {
   const chunks: string[] = [];
   for (let i = 0; i < text.length; i += size) chunks.push(text.slice(i, i + size));
   return { type: 'text', chunks: chunks.length > 0 ? chunks : [''] };
-}
-
-/** Kills every tool process still running (used on SIGTERM). */
-export function killTools(): void {
-  for (const child of running) killGroup(child);
-}
-
-function killGroup(child: ChildProcess): void {
-  try { process.kill(-(child.pid ?? NaN), 'SIGKILL'); } catch { child.kill('SIGKILL'); }
 }
 
 class Turn {
@@ -176,41 +166,23 @@ class Turn {
   }
 
   /** Runs a shell command in cwd (10 s timeout) and writes its tool_result. Returns the exit code. */
-  runBash(command: string, toolUseId: string): Promise<number> {
-    return new Promise((resolve, reject) => {
-      const child = spawn('/bin/sh', ['-c', command], { cwd: this.s.cwd, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-      running.add(child);
-      let stdout = '', stderr = '';
-      let timedOut = false, finished = false;
-      child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-      child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
-      const timer = setTimeout(() => { timedOut = true; killGroup(child); }, 10_000);
-      const onAbort = (): void => killGroup(child);
-      this.h.signal.addEventListener('abort', onAbort, { once: true });
-      const done = (code: number, spawnError?: string): void => {
-        if (finished) return;
-        finished = true;
-        clearTimeout(timer);
-        running.delete(child);
-        this.h.signal.removeEventListener('abort', onAbort);
-        if (this.h.signal.aborted) {
-          this.emit(toolResult(this.s, toolUseId, STOPPED, true, 'Error: interrupted', { non_execution_kind: 'interrupted' }));
-          this.emit(user(this.s, [{ type: 'text', text: '[Request interrupted by user for tool use]' }]));
-          return reject(new Interrupted('aborted_tools'));
-        }
-        const output = spawnError ?? [stdout.trimEnd(), stderr.trimEnd()].filter(Boolean).join('\n').slice(0, 30_000);
-        let content = output || '(Bash completed with no output)';
-        if (timedOut) content = `Command timed out after 10s\n${output}`.trimEnd();
-        else if (code !== 0) content = `Exit code ${code}\n${output}`.trimEnd();
-        const ok = code === 0 && !timedOut;
-        this.emit(toolResult(this.s, toolUseId, content, !ok,
-          { stdout, stderr, interrupted: false, isImage: false, noOutputExpected: false },
-          { permission_decision: { decision: 'accept', source: 'user_temporary' } }));
-        resolve(ok ? 0 : code || 1);
-      };
-      child.on('error', (err) => done(127, String(err)));
-      child.on('close', (code) => done(code ?? 1));
-    });
+  async runBash(command: string, toolUseId: string): Promise<number> {
+    const run = await runShell(command, this.s.cwd, this.h.signal);
+    if (this.h.signal.aborted) {
+      this.emit(toolResult(this.s, toolUseId, STOPPED, true, 'Error: interrupted', { non_execution_kind: 'interrupted' }));
+      this.emit(user(this.s, [{ type: 'text', text: '[Request interrupted by user for tool use]' }]));
+      throw new Interrupted('aborted_tools');
+    }
+    const { stdout, stderr, code, timedOut } = run;
+    const output = run.spawnError ?? [stdout.trimEnd(), stderr.trimEnd()].filter(Boolean).join('\n').slice(0, 30_000);
+    let content = output || '(Bash completed with no output)';
+    if (timedOut) content = `Command timed out after ${BASH_TIMEOUT_MS / 1000}s\n${output}`.trimEnd();
+    else if (code !== 0) content = `Exit code ${code}\n${output}`.trimEnd();
+    const ok = code === 0 && !timedOut;
+    this.emit(toolResult(this.s, toolUseId, content, !ok,
+      { stdout, stderr, interrupted: false, isImage: false, noOutputExpected: false },
+      { permission_decision: { decision: 'accept', source: 'user_temporary' } }));
+    return ok ? 0 : code || 1;
   }
 
   outcome(interrupted?: Interrupted): TurnOutcome {

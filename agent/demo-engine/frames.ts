@@ -1,4 +1,4 @@
-// Frame builders and small protocol helpers for the demo engine (agent/demo-engine.ts).
+// Frame builders and small protocol helpers for the demo engine (agent/demo-engine/main.ts).
 //
 // Shapes follow the real Claude Code CLI's stream-json output (see
 // docs/engine-protocol.md and the engine fixtures), with fewer fields.
