@@ -27,11 +27,11 @@ const deltaText = (items: SessionItem[]) => items.filter(isDelta).map((i) => ((i
 const seqsOf = (items: SessionItem[]) => items.filter((i) => i.kind !== 'reply').map((i) => (i as { seq: number }).seq);
 
 /**
- * Alice on gateway `a` creates a session and asks for the long answer, Bob on gateway `b`
- * attaches; returns once each has seen 5 streamed words.
+ * Alice on gateway `a` (and, with `list`, the others after it) creates a session and asks for
+ * the long answer, Bob on gateway `b` attaches; returns once each has seen 5 streamed words.
  */
-async function longTurnUnderWay(stack: ClusterStack, a: number, b: number) {
-  const alice = await stack.client(a, 'alice');
+async function longTurnUnderWay(stack: ClusterStack, a: number, b: number, aliceDials?: 'list') {
+  const alice = await stack.client(a, 'alice', 'ws', aliceDials);
   const bob = await stack.client(b, 'bob');
   const s1 = await alice.createSession({ agent: 'builder', options: { include_partial_messages: true } });
   const s2 = await bob.attach(s1.id);
@@ -271,5 +271,17 @@ describe('a cluster of three gateways', () => {
     seqs.forEach((v, n) => n && v !== seqs[n - 1] + 1 && expect(v, `seq after ${seqs[n - 1]}`).toBe(seqs[n - 1] + 1));
     // It moved (perhaps after Alice read the whole burst from her gateway's mirror).
     await listedWhen(alice, s.id, (i) => i.gateway === stack!.gateways[1].id, 'the session to move to the second gateway');
+  }, 120_000);
+
+  it('the agent and a client on the holding gateway dial lists of gateway URLs: that gateway is SIGKILLed, both move along their lists, nothing lost or doubled', async () => {
+    stack = await startClusterStack({ gateways: 3, scenario: LONG_TURN, agentDials: 'list' });
+    dumpLogsOnFailure(stack);
+    const { alice, s1, iters, seen } = await longTurnUnderWay(stack, 0, 2, 'list'); // Alice on the first gateway with the agent, then the others
+    const enginePids = processesIn(stack.cwd, 'claude');
+    expect((await stack.gateways[0].daemon.stop('SIGKILL')).signal).toBe('SIGKILL');
+    await Promise.all(iters.map((it, n) => until(it, isResult, seen[n], 60_000, 'the turn to finish after the kill')));
+    expectWholeTurn(seen);
+    expect(processesIn(stack.cwd, 'claude')).toEqual(enginePids);
+    await listedWhen(alice, s1.id, (i) => i.gateway === stack!.gateways[1].id, 'the session to be held by the second gateway (next in the agent\'s list)');
   }, 120_000);
 });

@@ -40,8 +40,12 @@ export interface ClusterStack {
   fake: FakeAnthropic;
   /** A client token of principal `sub`, good on every gateway. */
   token(sub: string): Promise<string>;
-  /** A client of principal `sub` on gateway `n` (reconnecting, fast backoff; WebSocket unless `grpc`); closed by stop(). */
-  client(n: number, sub: string, transport?: 'ws' | 'grpc'): Promise<GatewayClient>;
+  /**
+   * A client of principal `sub` on gateway `n` (reconnecting, fast backoff; WebSocket unless
+   * `grpc`; `list`: it also knows every other gateway's URL, after n's, and fails over along
+   * them); closed by stop().
+   */
+  client(n: number, sub: string, transport?: 'ws' | 'grpc', list?: 'list'): Promise<GatewayClient>;
   stop(): Promise<void>;
 }
 
@@ -54,9 +58,10 @@ const CLUSTER_LINE = /^cluster: \S+ \(gateway (\S+)\)$/;
 
 /**
  * `scenario`: what the scripted model answers the real CLI. `engineCommand`: a stand-in engine
- * to run instead (it speaks the CLI's stdio protocol).
+ * to run instead (it speaks the CLI's stdio protocol). `agentDials`: the balancer (default) or
+ * the list of every gateway's URL, in order (the agent fails over along it).
  */
-export async function startClusterStack(opts: { gateways: number; scenario?: FakeScenario; engineCommand?: string; gatewayArgs?: string[] }): Promise<ClusterStack> {
+export async function startClusterStack(opts: { gateways: number; scenario?: FakeScenario; engineCommand?: string; gatewayArgs?: string[]; agentDials?: 'balancer' | 'list' }): Promise<ClusterStack> {
   const dirs: TempDir[] = [];
   const temp = (prefix: string) => {
     const d = makeTempDir(prefix);
@@ -88,7 +93,7 @@ export async function startClusterStack(opts: { gateways: number; scenario?: Fak
     cleanups.push(named('fake model', () => fake.close()));
     const cwd = temp('tether-cwd-');
     const agent = new Agent({
-      gateway: balancer.url,
+      gateway: opts.agentDials === 'list' ? gateways.map((g) => g.url) : balancer.url,
       name: 'builder',
       token: await mint('agent', 'builder'),
       engine: 'claude',
@@ -118,8 +123,9 @@ export async function startClusterStack(opts: { gateways: number; scenario?: Fak
       cwd,
       fake,
       token: (sub) => mint('client', sub),
-      async client(n, sub, transport = 'ws') {
-        const c = await GatewayClient.connect({ gateway: transport === 'grpc' ? gateways[n].grpcUrl : gateways[n].url, token: await mint('client', sub), backoff: FAST_BACKOFF });
+      async client(n, sub, transport = 'ws', list) {
+        const urls = gateways.map((g) => (transport === 'grpc' ? g.grpcUrl : g.url));
+        const c = await GatewayClient.connect({ gateway: list ? [...urls.slice(n), ...urls.slice(0, n)] : urls[n], token: await mint('client', sub), backoff: FAST_BACKOFF });
         clients.push(c);
         return c;
       },
