@@ -70,7 +70,11 @@ export interface Channel extends AsyncIterable<WireFrame> {
   readonly remote: string;
   /** Largest frame, in bytes ({@link frameBytes}), that send() accepts and the peer may send us. */
   readonly maxFrameBytes: number;
-  /** Bytes accepted by send() but not yet written to the network. */
+  /**
+   * Bytes accepted by send() but not yet written to the network. An adapter that holds the
+   * frames posted in one turn of the event loop to write them together may leave them out
+   * until the turn ends (WebSocket does).
+   */
   readonly bufferedBytes: number;
   /**
    * Bytes received from the peer so far, counting frames still arriving where the transport

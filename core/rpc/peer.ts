@@ -32,7 +32,8 @@ export interface RpcPeerOptions {
    * Outbound budget, in bytes the channel holds but has not yet written (requests, replies,
    * notifications and posted frames alike). Once the channel holds more than this, the next
    * send closes it with RESOURCE_EXHAUSTED ("slow consumer") instead of queueing more: a peer
-   * that stops reading cannot grow our memory past the budget plus one message. Default: none.
+   * that stops reading cannot grow our memory past the budget plus what one turn of the event
+   * loop sends it (see Channel.bufferedBytes). Default: none.
    */
   maxBufferedBytes?: number;
   /** Called once, with the bytes held, when the budget cuts the channel. */
