@@ -45,10 +45,7 @@ async function receive(channel: Channel, n: number, ms = 5_000): Promise<WireFra
 
 describe('WebSocket write batching', () => {
   let pair: ChannelPair | undefined;
-  afterEach(async () => {
-    await pair?.cleanup();
-    pair = undefined;
-  });
+  afterEach(() => pair?.cleanup());
 
   for (const side of ['server', 'client'] as const) {
     it(`frames posted in one turn leave in one write, in order (${side} side)`, async () => {
