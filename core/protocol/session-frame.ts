@@ -18,9 +18,13 @@ const SUFFIX_BYTES = Buffer.from(SUFFIX);
 
 export type FrameOrigin = 'engine' | 'gateway';
 
+/** The start of every frame of the session serialized last: frames come in bursts of one session. */
+let lastSession = { id: '', start: '' };
+
 /** The header fields every frame starts with, in this order. */
 function header(sessionId: string, seq: number, origin: FrameOrigin): string {
-  return `${PREFIX}"session_id":${JSON.stringify(sessionId)},"seq":${seq},"origin":"${origin}"`;
+  if (lastSession.id !== sessionId || !lastSession.start) lastSession = { id: sessionId, start: `${PREFIX}"session_id":${JSON.stringify(sessionId)},"seq":` };
+  return `${lastSession.start}${seq},"origin":"${origin}"`;
 }
 
 /**
@@ -29,8 +33,13 @@ function header(sessionId: string, seq: number, origin: FrameOrigin): string {
  * only relays lines that parsed as JSON objects).
  */
 export function encodeLineFrame(sessionId: string, seq: number, origin: FrameOrigin, line: Uint8Array): Buffer {
-  const head = Buffer.from(header(sessionId, seq, origin) + MESSAGE_KEY);
-  return Buffer.concat([head, line, SUFFIX_BYTES], head.length + line.byteLength + SUFFIX_BYTES.length);
+  const head = header(sessionId, seq, origin) + MESSAGE_KEY; // ASCII, but for the session id
+  const headBytes = Buffer.byteLength(head);
+  const out = Buffer.allocUnsafe(headBytes + line.byteLength + SUFFIX_BYTES.length);
+  out.write(head, 0, 'utf8');
+  out.set(line, headBytes);
+  out.set(SUFFIX_BYTES, headBytes + line.byteLength);
+  return out;
 }
 
 /** A frame carrying a gateway event (our own small object, serialized here). */

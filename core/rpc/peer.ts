@@ -4,6 +4,7 @@ import { asTetherError, JSONRPC_PARSE_ERROR, TetherError } from '../errors.js';
 import { silentLogger, type Logger } from '../logging.js';
 import { classify, type RpcId } from '../protocol/jsonrpc.js';
 import {
+  BinaryHeaders,
   BinaryNotifications,
   Methods,
   Notifications,
@@ -104,7 +105,7 @@ export class RpcPeer {
    * (fire-and-forget, for the hot path).
    */
   postBinary<N extends BinaryNotificationName>(name: N, params: BinaryNotificationParams<N>, body: Uint8Array): boolean {
-    const frame = { header: JSON.stringify({ method: name, params }), body };
+    const frame = { header: BinaryHeaders[name](params), body };
     return this.admit() && this.channel.post(frame);
   }
 
@@ -149,6 +150,14 @@ export class RpcPeer {
     const text = JSON.stringify({ jsonrpc: '2.0', method: name, params });
     this.admit();
     return this.channel.send(text);
+  }
+
+  /**
+   * Sends a notification without a promise (hot paths: acks): false, having sent nothing, when
+   * the channel is closed, over the outbound budget (then cut) or the frame is over its limit.
+   */
+  postNotification<N extends NotificationName>(name: N, params: NotificationParams<N>): boolean {
+    return this.post(JSON.stringify({ jsonrpc: '2.0', method: name, params }));
   }
 
   /**
