@@ -65,6 +65,35 @@ export interface RawLineFrame {
  */
 export function readEngineFrame(text: string): RawLineFrame | undefined {
   if (!text.startsWith(PREFIX) || !text.endsWith(SUFFIX)) return undefined;
+  return readOwnHeader(text) ?? readAnyHeader(text);
+}
+
+const ID_START = `${PREFIX}"session_id":"`;
+const SEQ_KEY = '","seq":';
+const ORIGIN_KEYS = { engine: ',"origin":"engine"' + MESSAGE_KEY, gateway: ',"origin":"gateway"' + MESSAGE_KEY } as const;
+
+/**
+ * The header exactly as {@link encodeLineFrame} writes it, read without JSON.parse (the
+ * library reads one per frame); `undefined` for anything else, e.g. an id with escapes.
+ */
+function readOwnHeader(text: string): RawLineFrame | undefined {
+  if (!text.startsWith(ID_START)) return undefined;
+  const idEnd = text.indexOf(SEQ_KEY, ID_START.length);
+  if (idEnd < 0 || idEnd > ID_START.length + 256) return undefined;
+  const session_id = text.slice(ID_START.length, idEnd);
+  if (session_id.includes('\\') || session_id.includes('"')) return undefined;
+  let at = idEnd + SEQ_KEY.length;
+  let seq = 0;
+  const digitsFrom = at;
+  for (let c = text.charCodeAt(at); c >= 48 && c <= 57 && at - digitsFrom < 16; c = text.charCodeAt(++at)) seq = seq * 10 + (c - 48);
+  if (at === digitsFrom || (text.charCodeAt(digitsFrom) === 48 && at - digitsFrom > 1)) return undefined; // no digits, or a leading zero
+  const origin = text.startsWith(ORIGIN_KEYS.engine, at) ? 'engine' : text.startsWith(ORIGIN_KEYS.gateway, at) ? 'gateway' : undefined;
+  if (!origin) return undefined;
+  return { session_id, seq, origin, line: text.slice(at + ORIGIN_KEYS[origin].length, text.length - SUFFIX.length) };
+}
+
+/** Any header of the frame's three fields, in any order or spacing, read with JSON.parse. */
+function readAnyHeader(text: string): RawLineFrame | undefined {
   const at = text.indexOf(MESSAGE_KEY, PREFIX.length);
   if (at < 0 || at > PREFIX.length + 512) return undefined; // headers are short; a match further on is inside an event
   let head: { session_id?: unknown; seq?: unknown; origin?: unknown };
