@@ -69,6 +69,9 @@ interface WriteItem {
   reject: (err: TetherError) => void;
 }
 
+/** What a posted frame's write reports to: nobody waits on it (a failure closes the channel). */
+const ignore = (): void => {};
+
 /**
  * Maps a gRPC status received from the peer to how a channel ended (always byPeer): OK, or the
  * canonical code of the status (unknown numbers → UNAVAILABLE); grpc-js's size-limit
@@ -93,6 +96,8 @@ abstract class GrpcChannelBase extends BaseChannel {
   readonly transport: Transport = 'grpc';
   protected readonly closeTimeoutMs: number;
   private outbox: WriteItem[] = [];
+  /** Index of the next item of `outbox` to hand over: shift() on a long queue is quadratic. */
+  private outboxHead = 0;
   private outboxBytes = 0;
   private readonly inflight = new Set<WriteItem>();
   private inflightBytes = 0;
@@ -127,20 +132,34 @@ abstract class GrpcChannelBase extends BaseChannel {
   }
 
   protected write(frame: OutgoingFrame): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const bytes = frameBytes(frame);
-      const message: GatewayFrame =
-        typeof frame === 'string' ? { json: frame } : frame instanceof Uint8Array ? { json: '', jsonBytes: frame } : { json: frame.header, data: frame.body };
-      this.outbox.push({ message, bytes, resolve, reject });
-      this.outboxBytes += bytes;
-      this.pump();
-    });
+    return new Promise((resolve, reject) => this.enqueue(frame, resolve, reject));
+  }
+
+  /** No promise per frame: posted frames are the hot path (one per engine line and client). */
+  protected override writeNoWait(frame: OutgoingFrame): void {
+    this.enqueue(frame, ignore, ignore);
+  }
+
+  private enqueue(frame: OutgoingFrame, resolve: () => void, reject: (err: TetherError) => void): void {
+    const bytes = frameBytes(frame);
+    const message: GatewayFrame =
+      typeof frame === 'string' ? { json: frame } : frame instanceof Uint8Array ? { json: '', jsonBytes: frame } : { json: frame.header, data: frame.body };
+    this.outbox.push({ message, bytes, resolve, reject });
+    this.outboxBytes += bytes;
+    this.pump();
   }
 
   /** Hands queued frames to grpc-js until it asks us to wait for 'drain'. */
   private pump(): void {
-    while (!this.awaitingDrain && !this.isClosed && this.outbox.length) {
-      const item = this.outbox.shift()!;
+    while (!this.awaitingDrain && !this.isClosed && this.outboxHead < this.outbox.length) {
+      const item = this.outbox[this.outboxHead++];
+      if (this.outboxHead === this.outbox.length) {
+        this.outbox = [];
+        this.outboxHead = 0;
+      } else if (this.outboxHead >= 1024 && this.outboxHead * 2 >= this.outbox.length) {
+        this.outbox = this.outbox.slice(this.outboxHead);
+        this.outboxHead = 0;
+      }
       this.outboxBytes -= item.bytes;
       this.inflight.add(item);
       this.inflightBytes += item.bytes;
@@ -174,8 +193,9 @@ abstract class GrpcChannelBase extends BaseChannel {
 
   /** Frames still waiting in our queue were never handed to the transport: rejected as the channel settles. */
   protected override dropUnsent(err: TetherError): void {
-    const dropped = this.outbox;
+    const dropped = this.outbox.slice(this.outboxHead);
     this.outbox = [];
+    this.outboxHead = 0;
     this.outboxBytes = 0;
     for (const item of dropped) item.reject(err);
   }
