@@ -9,6 +9,7 @@ import { acrossReconnects } from './across-reconnects.js';
 import { PromptPosts } from './prompt-posts.js';
 import { asPermissionRequest, type PermissionAnswer, type PermissionRequest } from './permission-policy.js';
 import { Wakeup } from '../core/util/wakeup.js';
+import { Fifo } from '../core/util/fifo.js';
 
 /** A decision for one permission prompt; `rememberForSession` allows the tool from then on. */
 export type PermissionDecision = PermissionAnswer & { rememberForSession?: boolean };
@@ -88,7 +89,7 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
   info: SessionInfo;
   /** Highest seq delivered to this object so far. */
   lastSeq = 0;
-  private items: SessionItem[] = [];
+  private readonly items = new Fifo<SessionItem>();
   private readonly wakeup = new Wakeup();
   private ended: TetherError | 'done' | undefined;
   private readonly replies = new Map<string, { resolve: (m: Record<string, unknown>) => void; reject: (e: TetherError) => void }>();

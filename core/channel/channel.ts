@@ -1,6 +1,7 @@
 import type { ErrorCode } from '../errors.js';
 import { TetherError } from '../errors.js';
 import { Wakeup } from '../util/wakeup.js';
+import { Fifo } from '../util/fifo.js';
 
 /**
  * A frame that carries bytes beside a small JSON header: an engine line travels this way,
@@ -135,7 +136,7 @@ export abstract class BaseChannel implements Channel {
 
   private readonly abort = new AbortController();
   private resolveClosed!: (info: CloseInfo) => void;
-  private readonly queue: WireFrame[] = [];
+  private readonly queue = new Fifo<WireFrame>();
   private queuedBytes = 0;
   private framesBytes = 0;
   private paused = false;

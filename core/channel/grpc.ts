@@ -2,6 +2,7 @@ import type { ChannelOptions, ClientDuplexStream, ServerDuplexStream, StatusObje
 import { codeFromGrpc, ERROR_TABLE, TetherError, type ErrorCode } from '../errors.js';
 import { BaseChannel, frameBytes, type BaseChannelOptions, type CloseInfo, type OutgoingFrame, type Transport, type WireFrame } from './channel.js';
 import type { GatewayFrame } from './proto.js';
+import { Fifo } from '../util/fifo.js';
 
 /**
  * Bytes a gRPC message may carry beyond the frame itself. A Frame's protobuf envelope is one
@@ -95,9 +96,7 @@ export function closeInfoFromStatus(status: Pick<StatusObject, 'code' | 'details
 abstract class GrpcChannelBase extends BaseChannel {
   readonly transport: Transport = 'grpc';
   protected readonly closeTimeoutMs: number;
-  private outbox: WriteItem[] = [];
-  /** Index of the next item of `outbox` to hand over: shift() on a long queue is quadratic. */
-  private outboxHead = 0;
+  private outbox = new Fifo<WriteItem>();
   private outboxBytes = 0;
   private readonly inflight = new Set<WriteItem>();
   private inflightBytes = 0;
@@ -151,15 +150,8 @@ abstract class GrpcChannelBase extends BaseChannel {
 
   /** Hands queued frames to grpc-js until it asks us to wait for 'drain'. */
   private pump(): void {
-    while (!this.awaitingDrain && !this.isClosed && this.outboxHead < this.outbox.length) {
-      const item = this.outbox[this.outboxHead++];
-      if (this.outboxHead === this.outbox.length) {
-        this.outbox = [];
-        this.outboxHead = 0;
-      } else if (this.outboxHead >= 1024 && this.outboxHead * 2 >= this.outbox.length) {
-        this.outbox = this.outbox.slice(this.outboxHead);
-        this.outboxHead = 0;
-      }
+    while (!this.awaitingDrain && !this.isClosed && this.outbox.length) {
+      const item = this.outbox.shift()!;
       this.outboxBytes -= item.bytes;
       this.inflight.add(item);
       this.inflightBytes += item.bytes;
@@ -193,9 +185,7 @@ abstract class GrpcChannelBase extends BaseChannel {
 
   /** Frames still waiting in our queue were never handed to the transport: rejected as the channel settles. */
   protected override dropUnsent(err: TetherError): void {
-    const dropped = this.outbox.slice(this.outboxHead);
-    this.outbox = [];
-    this.outboxHead = 0;
+    const dropped = this.outbox.takeAll();
     this.outboxBytes = 0;
     for (const item of dropped) item.reject(err);
   }
