@@ -90,6 +90,14 @@ export interface Channel extends AsyncIterable<WireFrame> {
    */
   readonly inboundQueuedBytes: number;
   readonly isClosed: boolean;
+  /**
+   * The next frame received, taken off the queue, or undefined when none is queued: a reader
+   * that drains a burst this way costs one wake-up per burst, not one per frame (iteration is
+   * built on it; use one or the other).
+   */
+  read(): WireFrame | undefined;
+  /** Resolves once a frame is queued or the channel has closed (at once if so already). */
+  readable(): Promise<void>;
   send(frame: OutgoingFrame): Promise<void>;
   /**
    * Fire-and-forget send for hot paths (broadcast to many clients): no promise per frame.
@@ -247,20 +255,31 @@ export abstract class BaseChannel implements Channel {
    */
   protected dropUnsent(_err: TetherError): void {}
 
+  read(): WireFrame | undefined {
+    const frame = this.queue.shift();
+    if (frame === undefined) return undefined;
+    this.queuedBytes -= queuedSize(frame);
+    if (this.paused && this.queue.length < this.highFrames / 2 && this.queuedBytes < this.highBytes / 2) {
+      this.paused = false;
+      if (!this.closeInfo) this.resumeInput();
+    }
+    return frame;
+  }
+
+  readable(): Promise<void> {
+    if (this.queue.length || this.closeInfo) return Promise.resolve();
+    return this.wakeup.wait();
+  }
+
   async *[Symbol.asyncIterator](): AsyncIterator<WireFrame> {
     for (;;) {
-      const frame = this.queue.shift();
+      const frame = this.read();
       if (frame !== undefined) {
-        this.queuedBytes -= queuedSize(frame);
-        if (this.paused && this.queue.length < this.highFrames / 2 && this.queuedBytes < this.highBytes / 2) {
-          this.paused = false;
-          if (!this.closeInfo) this.resumeInput();
-        }
         yield frame;
         continue;
       }
       if (this.closeInfo) return;
-      await this.wakeup.wait();
+      await this.readable();
     }
   }
 }
