@@ -32,6 +32,9 @@ describe('session.frame layout', () => {
     expect(readEngineFrame(`${prefix}"session_id":"a","seq":5,"origin":"engine","extra":1,"message":${LINE}}}`)).toBeUndefined();
     const event = encodeEventFrame('a', 3, tetherEvent({ subtype: 'state', state: 'idle' })).toString('utf8');
     expect(readEngineFrame(event)).toBeUndefined();
+    // An event holding a "message" of its own (a prompt) is still an event frame, not a line.
+    const prompt = encodeEventFrame('a', 4, tetherEvent({ subtype: 'prompt', principal: 'p', client_id: 'c-1', message: { role: 'user', content: 'hi' } })).toString('utf8');
+    expect(readEngineFrame(prompt)).toBeUndefined();
     expect(readEngineFrame('{"jsonrpc":"2.0","id":1,"result":{}}')).toBeUndefined();
   });
 });

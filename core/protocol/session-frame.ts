@@ -65,18 +65,25 @@ export interface RawLineFrame {
  */
 export function readEngineFrame(text: string): RawLineFrame | undefined {
   if (!text.startsWith(PREFIX) || !text.endsWith(SUFFIX)) return undefined;
-  return readOwnHeader(text) ?? readAnyHeader(text);
+  const own = readOwnHeader(text);
+  return own === EVENT ? undefined : (own ?? readAnyHeader(text));
 }
+
+/** What {@link readOwnHeader} says of an event frame in the gateway's layout: not a line, for sure. */
+const EVENT = 'event';
 
 const ID_START = `${PREFIX}"session_id":"`;
 const SEQ_KEY = '","seq":';
 const ORIGIN_KEYS = { engine: ',"origin":"engine"' + MESSAGE_KEY, gateway: ',"origin":"gateway"' + MESSAGE_KEY } as const;
+const EVENT_KEY = ',"origin":"gateway","event":';
 
 /**
  * The header exactly as {@link encodeLineFrame} writes it, read without JSON.parse (the
- * library reads one per frame); `undefined` for anything else, e.g. an id with escapes.
+ * library reads one per frame); EVENT for an event frame as {@link encodeEventFrame} writes it
+ * (whose event may well hold a `"message"` of its own); `undefined` for anything else, e.g. an
+ * id with escapes.
  */
-function readOwnHeader(text: string): RawLineFrame | undefined {
+function readOwnHeader(text: string): RawLineFrame | typeof EVENT | undefined {
   if (!text.startsWith(ID_START)) return undefined;
   const idEnd = text.indexOf(SEQ_KEY, ID_START.length);
   if (idEnd < 0 || idEnd > ID_START.length + 256) return undefined;
@@ -88,7 +95,7 @@ function readOwnHeader(text: string): RawLineFrame | undefined {
   for (let c = text.charCodeAt(at); c >= 48 && c <= 57 && at - digitsFrom < 16; c = text.charCodeAt(++at)) seq = seq * 10 + (c - 48);
   if (at === digitsFrom || (text.charCodeAt(digitsFrom) === 48 && at - digitsFrom > 1)) return undefined; // no digits, or a leading zero
   const origin = text.startsWith(ORIGIN_KEYS.engine, at) ? 'engine' : text.startsWith(ORIGIN_KEYS.gateway, at) ? 'gateway' : undefined;
-  if (!origin) return undefined;
+  if (!origin) return text.startsWith(EVENT_KEY, at) ? EVENT : undefined;
   return { session_id, seq, origin, line: text.slice(at + ORIGIN_KEYS[origin].length, text.length - SUFFIX.length) };
 }
 
