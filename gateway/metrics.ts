@@ -90,23 +90,21 @@ export class GatewayMetrics {
     });
     this.clients = new Gauge({ name: 'tether_clients_connected', help: 'Client connections past their hello, by transport.', labelNames: ['transport'], registers });
     live('tether_session_attachments', 'Clients attached to sessions now (one client may attach to several), by transport.', 'transport', () => this.sources?.attachments() ?? {});
+    /** Relayed counts reach the counters when they are read (see relayed). */
+    const fold = () => this.foldRelayed();
     this.frames = new Counter({
       name: 'tether_relay_frames_total',
       help: 'Frames relayed: from_agent (engine lines and events), to_client (session frames, one per client), from_client (input lines), to_agent (input lines, re-sends included).',
       labelNames: ['direction'],
       registers,
-      collect() {
-        self.foldRelayed();
-      },
+      collect: fold,
     });
     this.bytes = new Counter({
       name: 'tether_relay_bytes_total',
       help: 'Bytes of the frames in tether_relay_frames_total (UTF-8), by direction.',
       labelNames: ['direction'],
       registers,
-      collect() {
-        self.foldRelayed();
-      },
+      collect: fold,
     });
     this.latency = new Histogram({
       name: 'tether_relay_latency_seconds',
