@@ -115,17 +115,22 @@ export class WsChannel extends BaseChannel {
       this.heldAtCork = this.ws.bufferedAmount;
       this.corked = true;
       this.socket.cork();
-      process.nextTick(this.uncork);
+      if (WsChannel.corkedThisTurn.push(this) === 1) process.nextTick(WsChannel.uncorkAll);
     }
     if (typeof frame === 'string') this.ws.send(frame);
     else if (frame instanceof Uint8Array) this.ws.send(frame, TEXT);
     else this.ws.send(encodeBinaryFrame(frame));
   }
 
-  /** Ends the hold of {@link writeNoWait}: the frames posted this turn go out together. */
-  private readonly uncork = (): void => {
-    this.corked = false;
-    this.socket?.uncork?.();
+  /** Channels holding this turn's frames: one tick at its end uncorks them all (at 1,000 viewers, not 1,000 ticks). */
+  private static corkedThisTurn: WsChannel[] = [];
+  private static readonly uncorkAll = (): void => {
+    const corked = WsChannel.corkedThisTurn;
+    WsChannel.corkedThisTurn = []; // a channel posting while we uncork starts the next batch
+    for (const channel of corked) {
+      channel.corked = false;
+      channel.socket?.uncork?.();
+    }
   };
 
   protected write(frame: OutgoingFrame): Promise<void> {
