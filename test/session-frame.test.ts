@@ -15,6 +15,8 @@ describe('session.frame layout', () => {
       ['s-1', 1, 'engine'],
       ['3f1c2a9e-1b2c-4d5e-8f90-123456789abc', 9_007_199_254_740_991, 'gateway'],
       ['s-1', 10, 'engine'],
+      ['s-10', 11, 'engine'], // the last id read is a prefix of this one
+      ['s-1', 12, 'engine'],
       ['q"\\é', 0, 'engine'], // escapes in the id: read through JSON.parse
     ] as const) {
       const frame = encodeLineFrame(id, seq, origin, Buffer.from(LINE));

@@ -76,6 +76,8 @@ const ID_START = `${PREFIX}"session_id":"`;
 const SEQ_KEY = '","seq":';
 const ORIGIN_KEYS = { engine: ',"origin":"engine"' + MESSAGE_KEY, gateway: ',"origin":"gateway"' + MESSAGE_KEY } as const;
 const EVENT_KEY = ',"origin":"gateway","event":';
+/** The session id read last: frames come in bursts of one session, and it need not be copied out again. */
+let lastReadId = '';
 
 /**
  * The header exactly as {@link encodeLineFrame} writes it, read without JSON.parse (the
@@ -85,10 +87,15 @@ const EVENT_KEY = ',"origin":"gateway","event":';
  */
 function readOwnHeader(text: string): RawLineFrame | typeof EVENT | undefined {
   if (!text.startsWith(ID_START)) return undefined;
-  const idEnd = text.indexOf(SEQ_KEY, ID_START.length);
-  if (idEnd < 0 || idEnd > ID_START.length + 256) return undefined;
-  const session_id = text.slice(ID_START.length, idEnd);
-  if (session_id.includes('\\') || session_id.includes('"')) return undefined;
+  let session_id = lastReadId;
+  let idEnd = ID_START.length + session_id.length;
+  if (!session_id || !text.startsWith(session_id, ID_START.length) || !text.startsWith(SEQ_KEY, idEnd)) {
+    idEnd = text.indexOf(SEQ_KEY, ID_START.length);
+    if (idEnd < 0 || idEnd > ID_START.length + 256) return undefined;
+    session_id = text.slice(ID_START.length, idEnd);
+    if (session_id.includes('\\') || session_id.includes('"')) return undefined;
+    lastReadId = session_id;
+  }
   let at = idEnd + SEQ_KEY.length;
   let seq = 0;
   const digitsFrom = at;
