@@ -8,7 +8,11 @@ import type { Principal } from './principal.js';
 import type { EngineHost, Session } from './session.js';
 import type { GatewayMetrics } from './metrics.js';
 
-/** Acks are cumulative and batched: after this many frames or this long, whichever first. */
+/**
+ * Acks are cumulative and batched: once this many frames are unacked, at the end of the turn
+ * of the event loop that read them (one ack per session for a whole burst); else after
+ * ACK_AFTER_MS.
+ */
 const ACK_EVERY_FRAMES = 32;
 const ACK_AFTER_MS = 100;
 
@@ -23,6 +27,8 @@ export class AgentLink implements EngineHost {
   readonly connectedAt = new Date().toISOString();
   private readonly unacked = new Map<string, { seq: number; count: number }>();
   private ackTimer: NodeJS.Timeout | undefined;
+  /** An ack flush is queued for the end of this turn. */
+  private flushQueued = false;
   private disposed = false;
 
   constructor(
@@ -126,7 +132,7 @@ export class AgentLink implements EngineHost {
     let now = true;
     this.whenDurable(() => {
       if (now) folded = owed.seq;
-      else this.peer.notify('session.ack', { session_id: sessionId, seq: owed.seq }).catch(() => {});
+      else this.peer.postNotification('session.ack', { session_id: sessionId, seq: owed.seq });
     });
     now = false;
     return folded;
@@ -148,8 +154,12 @@ export class AgentLink implements EngineHost {
     u.seq = seq;
     u.count++;
     this.unacked.set(sessionId, u);
-    if (u.count >= ACK_EVERY_FRAMES) this.flushAcks();
-    else if (!this.ackTimer) this.ackTimer = setTimeout(() => this.flushAcks(), ACK_AFTER_MS);
+    if (u.count >= ACK_EVERY_FRAMES) {
+      if (!this.flushQueued) {
+        this.flushQueued = true;
+        process.nextTick(this.flushAtTurnEnd); // after the rest of the burst, which the same ack covers
+      }
+    } else if (!this.ackTimer) this.ackTimer = setTimeout(() => this.flushAcks(), ACK_AFTER_MS);
   }
 
   /** The session's output ack went out folded into an input: nothing more owed for it. */
@@ -160,6 +170,11 @@ export class AgentLink implements EngineHost {
     this.ackTimer = undefined;
   }
 
+  private readonly flushAtTurnEnd = (): void => {
+    this.flushQueued = false;
+    if (!this.disposed) this.flushAcks();
+  };
+
   /** Sends every pending cumulative ack once what it covers is durable. */
   flushAcks(): void {
     clearTimeout(this.ackTimer);
@@ -168,7 +183,7 @@ export class AgentLink implements EngineHost {
     const acks = [...this.unacked].map(([sessionId, u]) => ({ session_id: sessionId, seq: u.seq }));
     this.unacked.clear();
     this.whenDurable(() => {
-      for (const ack of acks) this.peer.notify('session.ack', ack).catch(() => {});
+      for (const ack of acks) this.peer.postNotification('session.ack', ack);
     });
   }
 

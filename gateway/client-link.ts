@@ -61,7 +61,7 @@ export class ClientLink implements ProxiedClient {
     if (!this.peer.post(frame)) return;
     if (this.metrics) {
       this.metrics.relayed('to_client', frame.length);
-      if (readAtMs !== undefined) this.metrics.relayLatency(readAtMs);
+      if (readAtMs !== undefined) this.metrics.relayLatency(frame, readAtMs);
     }
   }
 

@@ -4,6 +4,7 @@ import { SessionState } from '../core/protocol/events.js';
 /** Which way a relayed frame went, seen from the gateway. */
 export const RELAY_DIRECTIONS = ['from_agent', 'to_client', 'from_client', 'to_agent'] as const;
 export type RelayDirection = (typeof RELAY_DIRECTIONS)[number];
+const DIRECTION_INDEX = Object.fromEntries(RELAY_DIRECTIONS.map((d, i) => [d, i])) as Record<RelayDirection, number>;
 
 /** How a permission prompt (any engine request waiting for a client) was settled. */
 export const PROMPT_OUTCOMES = ['allow', 'deny', 'error', 'answered', 'expired', 'cancelled', 'engine_gone', 'overflow'] as const;
@@ -60,6 +61,11 @@ export class GatewayMetrics {
   private readonly authFailures: Counter<'reason'>;
   private readonly unresponsive: Counter;
   private readonly connectionsRefused: Counter<'transport'>;
+  /** Frames and bytes relayed since the counters last read them, by RELAY_DIRECTIONS index. */
+  private readonly pendingFrames = new Float64Array(RELAY_DIRECTIONS.length);
+  private readonly pendingBytes = new Float64Array(RELAY_DIRECTIONS.length);
+  /** The frame whose relay latency was observed last (see relayLatency). */
+  private lastTimedFrame: Uint8Array | undefined;
 
   constructor(opts: GatewayMetricsOptions = {}) {
     const registers = [this.registry];
@@ -84,16 +90,25 @@ export class GatewayMetrics {
     });
     this.clients = new Gauge({ name: 'tether_clients_connected', help: 'Client connections past their hello, by transport.', labelNames: ['transport'], registers });
     live('tether_session_attachments', 'Clients attached to sessions now (one client may attach to several), by transport.', 'transport', () => this.sources?.attachments() ?? {});
+    /** Relayed counts reach the counters when they are read (see relayed). */
+    const fold = () => this.foldRelayed();
     this.frames = new Counter({
       name: 'tether_relay_frames_total',
       help: 'Frames relayed: from_agent (engine lines and events), to_client (session frames, one per client), from_client (input lines), to_agent (input lines, re-sends included).',
       labelNames: ['direction'],
       registers,
+      collect: fold,
     });
-    this.bytes = new Counter({ name: 'tether_relay_bytes_total', help: 'Bytes of the frames in tether_relay_frames_total (UTF-8), by direction.', labelNames: ['direction'], registers });
+    this.bytes = new Counter({
+      name: 'tether_relay_bytes_total',
+      help: 'Bytes of the frames in tether_relay_frames_total (UTF-8), by direction.',
+      labelNames: ['direction'],
+      registers,
+      collect: fold,
+    });
     this.latency = new Histogram({
       name: 'tether_relay_latency_seconds',
-      help: 'Engine line read by the agent until the gateway hands it to a client connection (live frames, each client).',
+      help: 'Engine line read by the agent until the gateway hands it to its clients\' connections (live frames, once per frame).',
       buckets: RELAY_LATENCY_BUCKETS_SECONDS,
       registers,
     });
@@ -138,14 +153,34 @@ export class GatewayMetrics {
     this.sources = sources;
   }
 
-  /** A frame of `bytes` bytes was relayed in `direction`. */
+  /**
+   * A frame of `bytes` bytes was relayed in `direction`. Called per frame and per client, so it
+   * only adds to plain numbers; the counters take them when they are read.
+   */
   relayed(direction: RelayDirection, bytes: number): void {
-    this.frames.inc({ direction });
-    this.bytes.inc({ direction }, bytes);
+    const i = DIRECTION_INDEX[direction];
+    this.pendingFrames[i]++;
+    this.pendingBytes[i] += bytes;
   }
 
-  /** A live engine line read by the agent at `readAtMs` (epoch ms) was just handed to a client connection. */
-  relayLatency(readAtMs: number): void {
+  /** Moves the counts {@link relayed} gathered into the counters (at scrape time). */
+  private foldRelayed(): void {
+    RELAY_DIRECTIONS.forEach((direction, i) => {
+      if (this.pendingFrames[i]) this.frames.inc({ direction }, this.pendingFrames[i]);
+      if (this.pendingBytes[i]) this.bytes.inc({ direction }, this.pendingBytes[i]);
+      this.pendingFrames[i] = 0;
+      this.pendingBytes[i] = 0;
+    });
+  }
+
+  /**
+   * The live engine line of `frame`, read by the agent at `readAtMs` (epoch ms), was just
+   * handed to a client connection. Observed once per frame: every client of a session gets the
+   * same frame (one Buffer) in one loop, so the clients after the first add nothing to it.
+   */
+  relayLatency(frame: Uint8Array, readAtMs: number): void {
+    if (frame === this.lastTimedFrame) return;
+    this.lastTimedFrame = frame;
     this.latency.observe(Math.max(0, Date.now() - readAtMs) / 1000);
   }
 

@@ -12,10 +12,29 @@ import type { BinaryFrame, Channel } from '../core/channel/channel.js';
 import { memoryChannelPair } from '../core/channel/memory.js';
 import { TetherError } from '../core/errors.js';
 import { RpcPeer } from '../core/rpc/peer.js';
+import { BinaryHeaders, BinaryNotifications, type BinaryNotificationParams } from '../core/protocol/methods.js';
 import { attachWsListener, WS_PATH } from '../gateway/listen-ws.js';
 
 const bounded = <T>(p: Promise<T>, what: string, ms = 5_000): Promise<T> =>
   Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`timed out: ${what}`)), ms).unref())]);
+
+describe('the hand-written header of session.output', () => {
+  it('is the text JSON.stringify writes, and reads back through the schema unchanged', () => {
+    const cases: BinaryNotificationParams<'session.output'>[] = [
+      { session_id: 's-1', seq: 1, meta: {} },
+      { session_id: '3f1c2a9e-1b2c-4d5e-8f90-123456789abc', seq: 2 ** 40, meta: { type: 'assistant' }, read_at_ms: 1_796_110_715_844 },
+      { session_id: 'q"\\é\u2028', seq: 7, meta: { type: 'result', subtype: 'error "x"', is_error: true }, read_at_ms: 0 },
+      { session_id: 'c', seq: 3, meta: { type: 'control_request', subtype: 'can_use_tool', request_id: 'r\n1', state: 'idle' } },
+      { session_id: 'd', seq: 4, meta: { type: 'assistant' }, read_at_ms: 5, input_ack: 9 },
+      { session_id: 'e', seq: 5, meta: {}, input_ack: 0 },
+    ];
+    for (const params of cases) {
+      const header = BinaryHeaders['session.output'](params);
+      expect(header).toBe(JSON.stringify({ method: 'session.output', params }));
+      expect(BinaryNotifications['session.output'].parse(JSON.parse(header).params)).toEqual(params);
+    }
+  });
+});
 
 describe('the WebSocket layout of a binary frame', () => {
   it('round-trips any header and body; the decoded body is a view, not a copy', () => {

@@ -108,6 +108,28 @@ describe.each(TRANSPORTS)('Channel conformance: %s', (transport) => {
     await withTimeout(sends, 5_000, 'all sends resolve');
   });
 
+  it('read() takes what was received without waiting; readable() waits for the next frame and for the close', async () => {
+    const { server, client } = await open();
+    expect(server.read()).toBeUndefined();
+    const frames = Array.from({ length: 50 }, (_, i) => notification(i, 'read'));
+    const got: WireFrame[] = [];
+    const drained = (async () => {
+      while (got.length < frames.length) {
+        await server.readable();
+        for (let f = server.read(); f !== undefined; f = server.read()) got.push(f);
+      }
+    })();
+    for (const f of frames) void client.send(f);
+    await withTimeout(drained, 5_000, 'read every frame');
+    expect(got).toEqual(frames);
+    const atClose = server.readable();
+    client.close();
+    await withTimeout(atClose, 5_000, 'readable() to resolve at the close');
+    await closedOf(server, 'server');
+    expect(server.read()).toBeUndefined();
+    await withTimeout(server.readable(), 1_000, 'readable() of a closed channel');
+  });
+
   it('post() delivers in order with send(), refuses a frame over the limit and anything after close', async () => {
     const { server, client } = await open({ maxFrameBytes: SMALL_LIMIT });
     const frames = Array.from({ length: 200 }, (_, i) => notification(i, 'post'));

@@ -96,6 +96,24 @@ describe('gateway metrics', () => {
     expect((await a.metrics.render()).contentType).toMatch(/^text\/plain/);
     await Promise.all([a.close(), b.close()]);
   });
+
+  it('counts relayed frames per client as read, and times each live frame once however many clients get it', async () => {
+    const g = new Gateway();
+    const frame = Buffer.from('{"jsonrpc":"2.0","method":"session.frame","params":{}}');
+    const other = Buffer.from(frame);
+    for (let client = 0; client < 3; client++) {
+      g.metrics.relayed('to_client', frame.length);
+      g.metrics.relayLatency(frame, Date.now());
+    }
+    g.metrics.relayLatency(other, Date.now());
+    const text = (await g.metrics.render()).body;
+    expect(text).toContain('tether_relay_frames_total{direction="to_client"} 3');
+    expect(text).toContain(`tether_relay_bytes_total{direction="to_client"} ${3 * frame.length}`);
+    expect(text).toContain('tether_relay_latency_seconds_count 2');
+    // Read twice: what was folded in stays, nothing is added again.
+    expect((await g.metrics.render()).body).toContain('tether_relay_frames_total{direction="to_client"} 3');
+    await g.close();
+  });
 });
 
 /** The named metrics have exactly these values (all compared at once, so a failure shows every difference). */

@@ -87,7 +87,9 @@ async function open({ id, kind, url, agent }) {
     const session = await client.createSession({ agent });
     h = { kind, client, session, link, onItem: () => {} };
     h.send = (obj) => void session.send(obj).catch(() => {});
-    h.isFrame = (item) => item.kind === 'engine' && item.message.type === 'assistant';
+    // The same cheap test as the raw clients' (they look at two bytes, parse nothing): an app
+    // that wants the parsed line asks for `item.message`, and pays the JSON.parse on both sides alike.
+    h.isFrame = (item) => item.kind === 'engine' && item.line.startsWith('{"type":"as');
     h.close = () => client.close();
     h.gaps = 0;
     void (async () => {

@@ -1,6 +1,7 @@
 import type { ErrorCode } from '../errors.js';
 import { TetherError } from '../errors.js';
 import { Wakeup } from '../util/wakeup.js';
+import { Fifo } from '../util/fifo.js';
 
 /**
  * A frame that carries bytes beside a small JSON header: an engine line travels this way,
@@ -70,7 +71,11 @@ export interface Channel extends AsyncIterable<WireFrame> {
   readonly remote: string;
   /** Largest frame, in bytes ({@link frameBytes}), that send() accepts and the peer may send us. */
   readonly maxFrameBytes: number;
-  /** Bytes accepted by send() but not yet written to the network. */
+  /**
+   * Bytes accepted by send() but not yet written to the network. An adapter that holds the
+   * frames posted in one turn of the event loop to write them together may leave them out
+   * until the turn ends (WebSocket does).
+   */
   readonly bufferedBytes: number;
   /**
    * Bytes received from the peer so far, counting frames still arriving where the transport
@@ -85,6 +90,14 @@ export interface Channel extends AsyncIterable<WireFrame> {
    */
   readonly inboundQueuedBytes: number;
   readonly isClosed: boolean;
+  /**
+   * The next frame received, taken off the queue, or undefined when none is queued: a reader
+   * that drains a burst this way costs one wake-up per burst, not one per frame (iteration is
+   * built on it; use one or the other).
+   */
+  read(): WireFrame | undefined;
+  /** Resolves once a frame is queued or the channel has closed (at once if so already). */
+  readable(): Promise<void>;
   send(frame: OutgoingFrame): Promise<void>;
   /**
    * Fire-and-forget send for hot paths (broadcast to many clients): no promise per frame.
@@ -131,7 +144,7 @@ export abstract class BaseChannel implements Channel {
 
   private readonly abort = new AbortController();
   private resolveClosed!: (info: CloseInfo) => void;
-  private readonly queue: WireFrame[] = [];
+  private readonly queue = new Fifo<WireFrame>();
   private queuedBytes = 0;
   private framesBytes = 0;
   private paused = false;
@@ -242,20 +255,31 @@ export abstract class BaseChannel implements Channel {
    */
   protected dropUnsent(_err: TetherError): void {}
 
+  read(): WireFrame | undefined {
+    const frame = this.queue.shift();
+    if (frame === undefined) return undefined;
+    this.queuedBytes -= queuedSize(frame);
+    if (this.paused && this.queue.length < this.highFrames / 2 && this.queuedBytes < this.highBytes / 2) {
+      this.paused = false;
+      if (!this.closeInfo) this.resumeInput();
+    }
+    return frame;
+  }
+
+  readable(): Promise<void> {
+    if (this.queue.length || this.closeInfo) return Promise.resolve();
+    return this.wakeup.wait();
+  }
+
   async *[Symbol.asyncIterator](): AsyncIterator<WireFrame> {
     for (;;) {
-      const frame = this.queue.shift();
+      const frame = this.read();
       if (frame !== undefined) {
-        this.queuedBytes -= queuedSize(frame);
-        if (this.paused && this.queue.length < this.highFrames / 2 && this.queuedBytes < this.highBytes / 2) {
-          this.paused = false;
-          if (!this.closeInfo) this.resumeInput();
-        }
         yield frame;
         continue;
       }
       if (this.closeInfo) return;
-      await this.wakeup.wait();
+      await this.readable();
     }
   }
 }

@@ -12,8 +12,13 @@ import type { GatewayFrame } from './proto.js';
 const JSON_TAG = 0x0a; // field 1, length-delimited
 const DATA_TAG = 0x12; // field 2, length-delimited
 
-/** Frame encodings by `jsonBytes`: a frame the gateway sends to many clients is encoded once. */
-const encodedText = new WeakMap<Uint8Array, Buffer>();
+/**
+ * The last frame encoded from `jsonBytes`: the gateway hands one frame to all its clients in
+ * one loop, so remembering the last one encodes it once however many there are (a WeakMap of
+ * every frame cost more in lookups and garbage collection than it saved).
+ */
+let lastText: Uint8Array | undefined;
+let lastEncoded: Buffer | undefined;
 
 function varintLength(n: number): number {
   let len = 1;
@@ -43,10 +48,7 @@ function writeField(out: Buffer, at: number, tag: number, bytes: Uint8Array): nu
 /** Encodes one Frame: `json` (or `jsonBytes`, its UTF-8 already made) and `data` when present. */
 export function encodeFrame(frame: GatewayFrame): Buffer {
   const textBytes = frame.jsonBytes;
-  if (textBytes && !frame.data) {
-    const cached = encodedText.get(textBytes);
-    if (cached) return cached;
-  }
+  if (textBytes && !frame.data && textBytes === lastText) return lastEncoded!;
   const json = textBytes ?? Buffer.from(frame.json ?? '', 'utf8');
   const data = frame.data;
   const size = (json.byteLength ? 1 + varintLength(json.byteLength) + json.byteLength : 0) + (data ? 1 + varintLength(data.byteLength) + data.byteLength : 0);
@@ -54,7 +56,10 @@ export function encodeFrame(frame: GatewayFrame): Buffer {
   let at = 0;
   if (json.byteLength) at = writeField(out, at, JSON_TAG, json); // proto3: an empty string is not written
   if (data) writeField(out, at, DATA_TAG, data); // optional: present even when empty
-  if (textBytes && !data) encodedText.set(textBytes, out);
+  if (textBytes && !data) {
+    lastText = textBytes;
+    lastEncoded = out;
+  }
   return out;
 }
 

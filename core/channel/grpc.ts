@@ -2,6 +2,7 @@ import type { ChannelOptions, ClientDuplexStream, ServerDuplexStream, StatusObje
 import { codeFromGrpc, ERROR_TABLE, TetherError, type ErrorCode } from '../errors.js';
 import { BaseChannel, frameBytes, type BaseChannelOptions, type CloseInfo, type OutgoingFrame, type Transport, type WireFrame } from './channel.js';
 import type { GatewayFrame } from './proto.js';
+import { Fifo } from '../util/fifo.js';
 
 /**
  * Bytes a gRPC message may carry beyond the frame itself. A Frame's protobuf envelope is one
@@ -69,6 +70,9 @@ interface WriteItem {
   reject: (err: TetherError) => void;
 }
 
+/** What a posted frame's write reports to: nobody waits on it (a failure closes the channel). */
+const ignore = (): void => {};
+
 /**
  * Maps a gRPC status received from the peer to how a channel ended (always byPeer): OK, or the
  * canonical code of the status (unknown numbers → UNAVAILABLE); grpc-js's size-limit
@@ -92,7 +96,7 @@ export function closeInfoFromStatus(status: Pick<StatusObject, 'code' | 'details
 abstract class GrpcChannelBase extends BaseChannel {
   readonly transport: Transport = 'grpc';
   protected readonly closeTimeoutMs: number;
-  private outbox: WriteItem[] = [];
+  private outbox = new Fifo<WriteItem>();
   private outboxBytes = 0;
   private readonly inflight = new Set<WriteItem>();
   private inflightBytes = 0;
@@ -127,14 +131,21 @@ abstract class GrpcChannelBase extends BaseChannel {
   }
 
   protected write(frame: OutgoingFrame): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const bytes = frameBytes(frame);
-      const message: GatewayFrame =
-        typeof frame === 'string' ? { json: frame } : frame instanceof Uint8Array ? { json: '', jsonBytes: frame } : { json: frame.header, data: frame.body };
-      this.outbox.push({ message, bytes, resolve, reject });
-      this.outboxBytes += bytes;
-      this.pump();
-    });
+    return new Promise((resolve, reject) => this.enqueue(frame, resolve, reject));
+  }
+
+  /** No promise per frame: posted frames are the hot path (one per engine line and client). */
+  protected override writeNoWait(frame: OutgoingFrame): void {
+    this.enqueue(frame, ignore, ignore);
+  }
+
+  private enqueue(frame: OutgoingFrame, resolve: () => void, reject: (err: TetherError) => void): void {
+    const bytes = frameBytes(frame);
+    const message: GatewayFrame =
+      typeof frame === 'string' ? { json: frame } : frame instanceof Uint8Array ? { json: '', jsonBytes: frame } : { json: frame.header, data: frame.body };
+    this.outbox.push({ message, bytes, resolve, reject });
+    this.outboxBytes += bytes;
+    this.pump();
   }
 
   /** Hands queued frames to grpc-js until it asks us to wait for 'drain'. */
@@ -174,8 +185,7 @@ abstract class GrpcChannelBase extends BaseChannel {
 
   /** Frames still waiting in our queue were never handed to the transport: rejected as the channel settles. */
   protected override dropUnsent(err: TetherError): void {
-    const dropped = this.outbox;
-    this.outbox = [];
+    const dropped = this.outbox.takeAll();
     this.outboxBytes = 0;
     for (const item of dropped) item.reject(err);
   }

@@ -1,5 +1,6 @@
 import { TetherError, type ErrorCode } from '../errors.js';
 import { BaseChannel, frameBytes, type BaseChannelOptions, type OutgoingFrame, type Transport, type WireFrame } from './channel.js';
+import { Fifo } from '../util/fifo.js';
 
 /**
  * An in-memory channel pair: what one side sends, the other iterates. Used by unit tests and
@@ -17,7 +18,7 @@ export function memoryChannelPair(opts: BaseChannelOptions = {}): [MemoryChannel
 export class MemoryChannel extends BaseChannel {
   readonly transport: Transport = 'memory';
   peer!: MemoryChannel;
-  private outbox: { frame: WireFrame; bytes: number; done: () => void; fail: (err: TetherError) => void }[] = [];
+  private outbox = new Fifo<{ frame: WireFrame; bytes: number; done: () => void; fail: (err: TetherError) => void }>();
   private outboxBytes = 0;
   private inputPaused = false;
   private flushing = false;
@@ -74,8 +75,7 @@ export class MemoryChannel extends BaseChannel {
 
   /** Frames still in our outbox were never handed over: a closed pipe drops them, like a socket. */
   protected override dropUnsent(err: TetherError): void {
-    const dropped = this.outbox;
-    this.outbox = [];
+    const dropped = this.outbox.takeAll();
     this.outboxBytes = 0;
     for (const item of dropped) item.fail(err);
   }

@@ -18,8 +18,18 @@ export interface WsChannelOptions extends BaseChannelOptions {
   pingTimeoutMs?: number;
   /** How long close() waits for the peer's close frame before destroying the socket. */
   closeTimeoutMs?: number;
-  /** The TCP (or TLS) socket under the WebSocket: its bytes read show a frame still arriving. */
-  socket?: { readonly bytesRead: number };
+  /**
+   * The TCP (or TLS) socket under the WebSocket: its bytes read show a frame still arriving,
+   * and corking it batches the frames posted in one turn of the event loop into one write.
+   */
+  socket?: WsSocket;
+}
+
+/** What the channel uses of the socket under the WebSocket. */
+export interface WsSocket {
+  readonly bytesRead: number;
+  cork?(): void;
+  uncork?(): void;
 }
 
 /** WebSocket close codes of RFC 6455 that we map to canonical codes. */
@@ -43,7 +53,11 @@ export class WsChannel extends BaseChannel {
   private pingTimer: NodeJS.Timeout | undefined;
   private pongDeadline: NodeJS.Timeout | undefined;
   private readonly closeTimeoutMs: number;
-  private readonly socket: { readonly bytesRead: number } | undefined;
+  private readonly socket: WsSocket | undefined;
+  /** Whether posted frames are being held for one write at the end of this turn. */
+  private corked = false;
+  /** What the socket held when this turn's cork began. */
+  private heldAtCork = 0;
 
   constructor(private readonly ws: WebSocket, readonly remote: string, opts: WsChannelOptions = {}) {
     super(opts);
@@ -78,20 +92,46 @@ export class WsChannel extends BaseChannel {
     if (interval > 0) this.startPing(interval, opts.pingTimeoutMs ?? interval);
   }
 
+  /** While this turn's frames are corked: what was held before them (they go out at its end). */
   get bufferedBytes(): number {
-    return this.ws.bufferedAmount;
+    return this.corked ? this.heldAtCork : this.ws.bufferedAmount;
   }
 
   override get receivedBytes(): number {
     return this.socket?.bytesRead ?? super.receivedBytes;
   }
 
-  /** No callback: ws reports a failed write by closing the socket, which settles `closed`. */
+  /**
+   * No callback: ws reports a failed write by closing the socket, which settles `closed`.
+   * Frames posted in one turn of the event loop (a burst read from the agent, relayed to this
+   * client) leave in one writev at its end instead of one syscall each: the socket is corked
+   * on the first post and uncorked on the next tick. Until then `bufferedBytes` reports what
+   * the socket held before the turn: a client that reads is not taken for a slow consumer
+   * because one turn's frames wait for the turn to end; a client that does not read shows
+   * its backlog from the next turn on (the budget holds, plus one turn's frames).
+   */
   protected override writeNoWait(frame: OutgoingFrame): void {
+    if (!this.corked && this.socket?.cork) {
+      this.heldAtCork = this.ws.bufferedAmount;
+      this.corked = true;
+      this.socket.cork();
+      if (WsChannel.corkedThisTurn.push(this) === 1) process.nextTick(WsChannel.uncorkAll);
+    }
     if (typeof frame === 'string') this.ws.send(frame);
     else if (frame instanceof Uint8Array) this.ws.send(frame, TEXT);
     else this.ws.send(encodeBinaryFrame(frame));
   }
+
+  /** Channels holding this turn's frames: one tick at its end uncorks them all (at 1,000 viewers, not 1,000 ticks). */
+  private static corkedThisTurn: WsChannel[] = [];
+  private static readonly uncorkAll = (): void => {
+    const corked = WsChannel.corkedThisTurn;
+    WsChannel.corkedThisTurn = []; // a channel posting while we uncork starts the next batch
+    for (const channel of corked) {
+      channel.corked = false;
+      channel.socket?.uncork?.();
+    }
+  };
 
   protected write(frame: OutgoingFrame): Promise<void> {
     return new Promise((resolve, reject) => {

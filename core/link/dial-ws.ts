@@ -1,5 +1,5 @@
 import { WebSocket } from 'ws';
-import { WS_PING_DEFAULTS, WsChannel } from '../channel/ws.js';
+import { WS_PING_DEFAULTS, WsChannel, type WsSocket } from '../channel/ws.js';
 import type { Channel } from '../channel/channel.js';
 import { CHANNEL_DEFAULTS } from '../channel/channel.js';
 import { codeFromHttpRefusal, TetherError } from '../errors.js';
@@ -39,7 +39,7 @@ export function dialWs(url: URL, opts: DialOptions): Promise<Channel> {
         reject(new TetherError(codeFromHttpRefusal(status), `gateway refused the connection (HTTP ${status}): ${body.trim() || res.statusMessage}`));
       });
     });
-    let socket: { readonly bytesRead: number } | undefined;
+    let socket: WsSocket | undefined;
     ws.once('upgrade', (res) => (socket = res.socket));
     ws.once('open', () => {
       ws.off('error', fail);

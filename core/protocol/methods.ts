@@ -210,6 +210,21 @@ export const BinaryNotifications = {
   }),
 } as const;
 
+/**
+ * Each binary notification's header as `JSON.stringify({ method, params })` would write it for
+ * params of its schema, serialized by hand: the agent writes one per engine line, and the
+ * generic serializer costs three times as much.
+ */
+export const BinaryHeaders: { [N in BinaryNotificationName]: (params: BinaryNotificationParams<N>) => string } = {
+  'session.output': (p) =>
+    `{"method":"session.output","params":{"session_id":${JSON.stringify(p.session_id)},"seq":${p.seq},"meta":${JSON.stringify(p.meta)}` +
+    `${p.read_at_ms === undefined ? '' : `,"read_at_ms":${p.read_at_ms}`}${p.input_ack === undefined ? '' : `,"input_ack":${p.input_ack}`}}}`,
+};
+/** Every field of session.output that its hand-written header writes: a field added to the schema and not here fails to compile. */
+const OUTPUT_HEADER_FIELDS = ['session_id', 'seq', 'meta', 'read_at_ms', 'input_ack'] as const;
+const outputHeaderComplete: Exclude<keyof BinaryNotificationParams<'session.output'>, (typeof OUTPUT_HEADER_FIELDS)[number]> extends never ? true : never = true;
+void outputHeaderComplete;
+
 export const Notifications = {
   /** agent -> gateway: an event about the engine (exit, diagnostics), in the same seq space. */
   'session.event': z.object({ session_id: id, seq, event: TetherEvent, input_ack: seq.optional() }),

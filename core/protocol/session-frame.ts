@@ -18,9 +18,13 @@ const SUFFIX_BYTES = Buffer.from(SUFFIX);
 
 export type FrameOrigin = 'engine' | 'gateway';
 
+/** The start of every frame of the session serialized last: frames come in bursts of one session. */
+let lastSession = { id: '', start: '' };
+
 /** The header fields every frame starts with, in this order. */
 function header(sessionId: string, seq: number, origin: FrameOrigin): string {
-  return `${PREFIX}"session_id":${JSON.stringify(sessionId)},"seq":${seq},"origin":"${origin}"`;
+  if (lastSession.id !== sessionId || !lastSession.start) lastSession = { id: sessionId, start: `${PREFIX}"session_id":${JSON.stringify(sessionId)},"seq":` };
+  return `${lastSession.start}${seq},"origin":"${origin}"`;
 }
 
 /**
@@ -29,8 +33,13 @@ function header(sessionId: string, seq: number, origin: FrameOrigin): string {
  * only relays lines that parsed as JSON objects).
  */
 export function encodeLineFrame(sessionId: string, seq: number, origin: FrameOrigin, line: Uint8Array): Buffer {
-  const head = Buffer.from(header(sessionId, seq, origin) + MESSAGE_KEY);
-  return Buffer.concat([head, line, SUFFIX_BYTES], head.length + line.byteLength + SUFFIX_BYTES.length);
+  const head = header(sessionId, seq, origin) + MESSAGE_KEY; // ASCII, but for the session id
+  const headBytes = Buffer.byteLength(head);
+  const out = Buffer.allocUnsafe(headBytes + line.byteLength + SUFFIX_BYTES.length);
+  out.write(head, 0, 'utf8');
+  out.set(line, headBytes);
+  out.set(SUFFIX_BYTES, headBytes + line.byteLength);
+  return out;
 }
 
 /** A frame carrying a gateway event (our own small object, serialized here). */
@@ -56,6 +65,49 @@ export interface RawLineFrame {
  */
 export function readEngineFrame(text: string): RawLineFrame | undefined {
   if (!text.startsWith(PREFIX) || !text.endsWith(SUFFIX)) return undefined;
+  const own = readOwnHeader(text);
+  return own === EVENT ? undefined : (own ?? readAnyHeader(text));
+}
+
+/** What {@link readOwnHeader} says of an event frame in the gateway's layout: not a line, for sure. */
+const EVENT = 'event';
+
+const ID_START = `${PREFIX}"session_id":"`;
+const SEQ_KEY = '","seq":';
+const ORIGIN_KEYS = { engine: ',"origin":"engine"' + MESSAGE_KEY, gateway: ',"origin":"gateway"' + MESSAGE_KEY } as const;
+const EVENT_KEY = ',"origin":"gateway","event":';
+/** The session id read last: frames come in bursts of one session, and it need not be copied out again. */
+let lastReadId = '';
+
+/**
+ * The header exactly as {@link encodeLineFrame} writes it, read without JSON.parse (the
+ * library reads one per frame); EVENT for an event frame as {@link encodeEventFrame} writes it
+ * (whose event may well hold a `"message"` of its own); `undefined` for anything else, e.g. an
+ * id with escapes.
+ */
+function readOwnHeader(text: string): RawLineFrame | typeof EVENT | undefined {
+  if (!text.startsWith(ID_START)) return undefined;
+  let session_id = lastReadId;
+  let idEnd = ID_START.length + session_id.length;
+  if (!session_id || !text.startsWith(session_id, ID_START.length) || !text.startsWith(SEQ_KEY, idEnd)) {
+    idEnd = text.indexOf(SEQ_KEY, ID_START.length);
+    if (idEnd < 0 || idEnd > ID_START.length + 256) return undefined;
+    session_id = text.slice(ID_START.length, idEnd);
+    if (session_id.includes('\\') || session_id.includes('"')) return undefined;
+    lastReadId = session_id;
+  }
+  let at = idEnd + SEQ_KEY.length;
+  let seq = 0;
+  const digitsFrom = at;
+  for (let c = text.charCodeAt(at); c >= 48 && c <= 57 && at - digitsFrom < 16; c = text.charCodeAt(++at)) seq = seq * 10 + (c - 48);
+  if (at === digitsFrom || (text.charCodeAt(digitsFrom) === 48 && at - digitsFrom > 1)) return undefined; // no digits, or a leading zero
+  const origin = text.startsWith(ORIGIN_KEYS.engine, at) ? 'engine' : text.startsWith(ORIGIN_KEYS.gateway, at) ? 'gateway' : undefined;
+  if (!origin) return text.startsWith(EVENT_KEY, at) ? EVENT : undefined;
+  return { session_id, seq, origin, line: text.slice(at + ORIGIN_KEYS[origin].length, text.length - SUFFIX.length) };
+}
+
+/** Any header of the frame's three fields, in any order or spacing, read with JSON.parse. */
+function readAnyHeader(text: string): RawLineFrame | undefined {
   const at = text.indexOf(MESSAGE_KEY, PREFIX.length);
   if (at < 0 || at > PREFIX.length + 512) return undefined; // headers are short; a match further on is inside an event
   let head: { session_id?: unknown; seq?: unknown; origin?: unknown };

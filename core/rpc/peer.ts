@@ -4,6 +4,7 @@ import { asTetherError, JSONRPC_PARSE_ERROR, TetherError } from '../errors.js';
 import { silentLogger, type Logger } from '../logging.js';
 import { classify, type RpcId } from '../protocol/jsonrpc.js';
 import {
+  BinaryHeaders,
   BinaryNotifications,
   Methods,
   Notifications,
@@ -32,7 +33,8 @@ export interface RpcPeerOptions {
    * Outbound budget, in bytes the channel holds but has not yet written (requests, replies,
    * notifications and posted frames alike). Once the channel holds more than this, the next
    * send closes it with RESOURCE_EXHAUSTED ("slow consumer") instead of queueing more: a peer
-   * that stops reading cannot grow our memory past the budget plus one message. Default: none.
+   * that stops reading cannot grow our memory past the budget plus what one turn of the event
+   * loop sends it (see Channel.bufferedBytes). Default: none.
    */
   maxBufferedBytes?: number;
   /** Called once, with the bytes held, when the budget cuts the channel. */
@@ -103,7 +105,7 @@ export class RpcPeer {
    * (fire-and-forget, for the hot path).
    */
   postBinary<N extends BinaryNotificationName>(name: N, params: BinaryNotificationParams<N>, body: Uint8Array): boolean {
-    const frame = { header: JSON.stringify({ method: name, params }), body };
+    const frame = { header: BinaryHeaders[name](params), body };
     return this.admit() && this.channel.post(frame);
   }
 
@@ -151,6 +153,14 @@ export class RpcPeer {
   }
 
   /**
+   * Sends a notification without a promise (hot paths: acks): false, having sent nothing, when
+   * the channel is closed, over the outbound budget (then cut) or the frame is over its limit.
+   */
+  postNotification<N extends NotificationName>(name: N, params: NotificationParams<N>): boolean {
+    return this.post(JSON.stringify({ jsonrpc: '2.0', method: name, params }));
+  }
+
+  /**
    * Posts one notification already serialized, as text or UTF-8 bytes (hot paths: the same
    * frame to many peers), within the outbound budget. Returns false, having sent nothing,
    * when the channel is closed (or was just cut for being over budget) or the frame is over
@@ -176,8 +186,12 @@ export class RpcPeer {
 
   /** Reads the channel until it closes; resolves with how it closed. */
   async run(): Promise<CloseInfo> {
-    for await (const frame of this.channel) this.dispatch(frame);
-    return this.channel.closed;
+    // Drains each burst in one go: one wake-up per burst instead of an async iteration per frame.
+    for (;;) {
+      for (let frame = this.channel.read(); frame !== undefined; frame = this.channel.read()) this.dispatch(frame);
+      if (this.channel.isClosed) return this.channel.closed;
+      await this.channel.readable();
+    }
   }
 
   private dispatch(frame: WireFrame): void {

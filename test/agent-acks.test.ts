@@ -1,0 +1,68 @@
+/**
+ * The gateway's acks to an agent: a burst of output read in one turn is acknowledged once, at
+ * the end of that turn, with the burst's last seq, and only after the store was made durable
+ * (`beforeAck`); a trickle below the batch size is acknowledged after ACK_AFTER_MS.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { memoryChannelPair } from '../core/channel/memory.js';
+import { silentLogger } from '../core/logging.js';
+import { RpcPeer } from '../core/rpc/peer.js';
+import { AgentLink } from '../gateway/agent-link.js';
+import { ANONYMOUS } from '../gateway/principal.js';
+
+const SESSION = 's-acks';
+
+function rig() {
+  const [gatewaySide, agentSide] = memoryChannelPair();
+  const gateway = new RpcPeer(gatewaySide);
+  const agent = new RpcPeer(agentSide);
+  const events: string[] = [];
+  const link = new AgentLink(
+    { name: 'a', host: 'h', engines: ['claude'], default_engine: 'claude', labels: {}, sessions: [] },
+    gateway,
+    new Map(),
+    silentLogger,
+    ANONYMOUS,
+    undefined,
+    () => events.push('durable'),
+  );
+  const acks: number[] = [];
+  const firstAck = new Promise<number>((resolve) =>
+    agent.onNotification('session.ack', (p) => {
+      events.push(`ack ${p.seq}`);
+      acks.push(p.seq);
+      resolve(p.seq);
+    }),
+  );
+  void gateway.run();
+  void agent.run();
+  const send = (seq: number) => agent.postBinary('session.output', { session_id: SESSION, seq, meta: { type: 'assistant' } }, Buffer.from('{"type":"assistant"}'));
+  const stop = () => {
+    link.dispose();
+    gatewaySide.close();
+  };
+  return { send, firstAck, acks, events, stop };
+}
+
+const bounded = <T>(p: Promise<T>, what: string, ms = 5_000): Promise<T> =>
+  Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`timed out: ${what}`)), ms).unref())]);
+
+describe('acks to the agent', () => {
+  let stop: (() => void) | undefined;
+  afterEach(() => stop?.());
+
+  it('acknowledge a burst once, with its last seq, after the store was made durable', async () => {
+    const r = rig();
+    stop = r.stop;
+    for (let seq = 1; seq <= 100; seq++) r.send(seq);
+    expect(await bounded(r.firstAck, 'the ack of the burst')).toBe(100);
+    expect(r.events.slice(0, 2)).toEqual(['durable', 'ack 100']);
+  });
+
+  it('acknowledge a trickle below the batch size after a short delay', async () => {
+    const r = rig();
+    stop = r.stop;
+    for (let seq = 1; seq <= 3; seq++) r.send(seq);
+    expect(await bounded(r.firstAck, 'the delayed ack')).toBe(3);
+  });
+});

@@ -1,0 +1,42 @@
+/**
+ * The session.frame layout: what encodeLineFrame writes, readEngineFrame reads back without
+ * parsing the line, by a fast path for the gateway's own header and JSON.parse for any other
+ * spelling of the same three fields; anything else is left to ordinary JSON-RPC parsing.
+ */
+import { describe, expect, it } from 'vitest';
+import { encodeEventFrame, encodeLineFrame, readEngineFrame } from '../core/protocol/session-frame.js';
+import { tetherEvent } from '../core/protocol/events.js';
+
+const LINE = '{"type" : "assistant","text":"caf\\u00e9 \\/ é"}';
+
+describe('session.frame layout', () => {
+  it('reads back what the gateway writes: the same session, seq, origin and line bytes, for one session after another', () => {
+    for (const [id, seq, origin] of [
+      ['s-1', 1, 'engine'],
+      ['3f1c2a9e-1b2c-4d5e-8f90-123456789abc', 9_007_199_254_740_991, 'gateway'],
+      ['s-1', 10, 'engine'],
+      ['s-10', 11, 'engine'], // the last id read is a prefix of this one
+      ['s-1', 12, 'engine'],
+      ['q"\\é', 0, 'engine'], // escapes in the id: read through JSON.parse
+    ] as const) {
+      const frame = encodeLineFrame(id, seq, origin, Buffer.from(LINE));
+      const text = frame.toString('utf8');
+      expect(JSON.parse(text)).toEqual({ jsonrpc: '2.0', method: 'session.frame', params: { session_id: id, seq, origin, message: JSON.parse(LINE) } });
+      expect(readEngineFrame(text)).toEqual({ session_id: id, seq, origin, line: LINE });
+    }
+  });
+
+  it('reads the same fields spelled another way, and declines what is not a line frame', () => {
+    const prefix = '{"jsonrpc":"2.0","method":"session.frame","params":{';
+    expect(readEngineFrame(`${prefix}"seq":5, "origin":"engine","session_id":"a","message":${LINE}}}`)).toEqual({ session_id: 'a', seq: 5, origin: 'engine', line: LINE });
+    expect(readEngineFrame(`${prefix}"session_id":"a","seq":05,"origin":"engine","message":${LINE}}}`)).toBeUndefined(); // not JSON
+    expect(readEngineFrame(`${prefix}"session_id":"a","seq":5,"origin":"elsewhere","message":${LINE}}}`)).toBeUndefined();
+    expect(readEngineFrame(`${prefix}"session_id":"a","seq":5,"origin":"engine","extra":1,"message":${LINE}}}`)).toBeUndefined();
+    const event = encodeEventFrame('a', 3, tetherEvent({ subtype: 'state', state: 'idle' })).toString('utf8');
+    expect(readEngineFrame(event)).toBeUndefined();
+    // An event holding a "message" of its own (a prompt) is still an event frame, not a line.
+    const prompt = encodeEventFrame('a', 4, tetherEvent({ subtype: 'prompt', principal: 'p', client_id: 'c-1', message: { role: 'user', content: 'hi' } })).toString('utf8');
+    expect(readEngineFrame(prompt)).toBeUndefined();
+    expect(readEngineFrame('{"jsonrpc":"2.0","id":1,"result":{}}')).toBeUndefined();
+  });
+});
