@@ -1,7 +1,7 @@
 /**
  * The gateway's acks to an agent: a burst of output read in one turn is acknowledged once, at
- * the end of that turn, with the burst's last seq, and only after the store was made durable
- * (`beforeAck`); a trickle below the batch size is acknowledged after ACK_AFTER_MS.
+ * the end of that turn, with the burst's last seq, and only once the store made it durable
+ * (`whenDurable`); a trickle below the batch size is acknowledged after ACK_AFTER_MS.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { memoryChannelPair } from '../core/channel/memory.js';
@@ -12,7 +12,8 @@ import { ANONYMOUS } from '../gateway/principal.js';
 
 const SESSION = 's-acks';
 
-function rig() {
+/** `whenDurable`: the store's wait (default: durable at once, as the file store after its flush). */
+function rig(whenDurable?: (send: () => void) => void) {
   const [gatewaySide, agentSide] = memoryChannelPair();
   const gateway = new RpcPeer(gatewaySide);
   const agent = new RpcPeer(agentSide);
@@ -24,7 +25,11 @@ function rig() {
     silentLogger,
     ANONYMOUS,
     undefined,
-    () => events.push('durable'),
+    whenDurable ??
+      ((send) => {
+        events.push('durable');
+        send();
+      }),
   );
   const acks: number[] = [];
   const firstAck = new Promise<number>((resolve) =>
@@ -64,5 +69,17 @@ describe('acks to the agent', () => {
     stop = r.stop;
     for (let seq = 1; seq <= 3; seq++) r.send(seq);
     expect(await bounded(r.firstAck, 'the delayed ack')).toBe(3);
+  });
+
+  it('an ack waits for a store that makes output durable later (the cluster\'s, once JetStream acknowledged it)', async () => {
+    const pending: (() => void)[] = [];
+    const r = rig((send) => pending.push(send));
+    stop = r.stop;
+    for (let seq = 1; seq <= 100; seq++) r.send(seq);
+    await new Promise((resolve) => setTimeout(resolve, 300)); // past the batch and the timer
+    expect(r.acks).toEqual([]);
+    expect(pending.length).toBeGreaterThan(0);
+    for (const send of pending.splice(0)) send();
+    expect(await bounded(r.firstAck, 'the ack once durable')).toBe(100);
   });
 });
