@@ -24,6 +24,9 @@ const LONG_TURN = { responses: [{ text: WORDS.join(' '), chunk_delay_ms: 40 }], 
 const isDelta = (i: SessionItem) => i.kind === 'engine' && i.message.type === 'stream_event' && (i.message.event as { type?: string }).type === 'content_block_delta';
 const deltaText = (items: SessionItem[]) => items.filter(isDelta).map((i) => ((i as unknown as { message: { event: { delta: { text?: string } } } }).message.event.delta.text ?? '')).join('');
 
+/** Room for the cluster stack's teardown (clients, agent, balancer, fake, gateways, NATS; each step bounded). */
+const TEARDOWN_MS = 90_000;
+
 const seqsOf = (items: SessionItem[]) => items.filter((i) => i.kind !== 'reply').map((i) => (i as { seq: number }).seq);
 
 /**
@@ -81,7 +84,7 @@ describe('a cluster of three gateways', () => {
   afterEach(async () => {
     await stack?.stop();
     stack = undefined;
-  });
+  }, TEARDOWN_MS); // each step of the stack's stop is bounded; together they may outlast the default hook timeout
 
   it('agent on the first, clients on the second and third share a session: an answer on the third is withdrawn on the second and the tool runs once', async () => {
     stack = await startClusterStack({ gateways: 3, scenario: BASH_TURN, gatewayArgs: ['--log-level', 'debug', '--log-format', 'json'] });

@@ -333,7 +333,7 @@ export class Cluster implements SessionsElsewhere {
     for (const m of this.mirrors.values()) m.close();
     this.mirrors.clear();
     this.home?.close();
-    await this.registry.retire(this.gatewayId).catch(() => {});
+    if (this.link.isUp) await this.registry.retire(this.gatewayId).catch(() => {}); // else its entry ages out (6 s): a stop never waits on an absent NATS
     await this.link.close();
   }
 }
