@@ -158,6 +158,16 @@ export class SessionDirectory {
     return s;
   }
 
+  /**
+   * For links that reach only the sessions held here (the JSON-RPC dialect): as `visible`, but
+   * a session another gateway of the cluster holds is refused FAILED_PRECONDITION naming it.
+   */
+  visibleHere(p: Principal, id: string): Session {
+    const home = this.sessions.has(id) ? undefined : this.elsewhere?.holderOf(id, p);
+    if (home) throw new TetherError('FAILED_PRECONDITION', `session ${id} is held by gateway ${home} of this cluster; this connection reaches only the sessions held by the gateway it connects to`, { gateway: home });
+    return this.visible(p, id);
+  }
+
   get(id: string): Session | undefined {
     return this.sessions.get(id);
   }

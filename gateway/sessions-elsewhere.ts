@@ -23,6 +23,8 @@ export interface SessionsElsewhere {
    * resolves undefined when no other gateway has that agent (the local create waits for it as before).
    */
   create(params: ParamsOf<'session.create'>, client: ProxiedClient, p: Principal): Promise<ResultOf<'session.create'> | undefined>;
+  /** The gateway holding the session when it is another one and `p` may see the session; else undefined. */
+  holderOf(sessionId: string, p: Principal): string | undefined;
   /** A client of this gateway left (closed its connection) while attached to a session held elsewhere. */
   left(sessionId: string, client: ProxiedClient, p: Principal): void;
   /** The fleet's sessions this principal may see: `local` (this gateway's) and the other gateways'. */

@@ -10,6 +10,8 @@ import { codeOf, isCanUseTool, isResult, isWithdrawal, until } from './support/i
 import { processesIn, runTether } from './support/cli.js';
 import { toolResults } from './support/turns.js';
 import { fileURLToPath } from 'node:url';
+import WebSocket from 'ws';
+import { withTimeout } from './support/stack.js';
 
 const BURST_ENGINE = fileURLToPath(new URL('./support/burst-engine.mjs', import.meta.url));
 
@@ -68,6 +70,25 @@ async function listedWhen(client: GatewayClient, id: string, ok: (info: SessionI
     if (info && ok(info)) return info;
     if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}: ${JSON.stringify(info)}`);
     await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** A JSON-RPC dialect client (plain `ws`) on `url`: initialize, then session_attach; resolves with that answer. */
+async function dialectAttach(url: string, token: string, sessionId: string): Promise<{ error: { message: string; data: { code: string } } }> {
+  const ws = new WebSocket(url, 'tether-jsonrpc.v1', { headers: { authorization: `Bearer ${token}` } });
+  try {
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    const answers = new Map<number, (m: unknown) => void>();
+    ws.on('message', (data) => {
+      const m = JSON.parse(String(data)) as { id?: number };
+      if (m.id !== undefined) answers.get(m.id)?.(m);
+    });
+    const request = (id: number, method: string, params: unknown) =>
+      withTimeout(new Promise<unknown>((resolve) => (answers.set(id, resolve), ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, params })))), 10_000, `the answer to ${method}`);
+    await request(1, 'initialize', { protocol_version: '1.0', capabilities: [] });
+    return (await request(2, 'session_attach', { session_id: sessionId })) as { error: { message: string; data: { code: string } } };
+  } finally {
+    ws.close();
   }
 }
 
@@ -134,6 +155,10 @@ describe('a cluster of three gateways', () => {
     expect(sessions.stdout).toMatch(new RegExp(`${s1.id}.*${g1.id}`));
     const agentsOut = await runTether(['agents', '--gateway', g2.url], { env });
     expect(agentsOut.stdout).toMatch(new RegExp(`builder.*${g1.id}`));
+    // A JSON-RPC dialect client reaches only the sessions its own gateway holds: told so, with the holder.
+    const refusal = await dialectAttach(g3.url, await stack.token('carol'), s1.id);
+    expect(refusal.error.data.code).toBe('FAILED_PRECONDITION');
+    expect(refusal.error.message).toContain(`held by gateway ${g1.id}`);
     const metrics = await (await fetch(new URL('/metrics', g1.url.replace('ws', 'http')))).text();
     expect(metrics).toContain(`tether_cluster_sessions_held{gateway="${g1.id}"} 1`);
     expect(metrics).toContain(`tether_cluster_agents_held{gateway="${g1.id}"} 1`);

@@ -249,6 +249,12 @@ export class Cluster implements SessionsElsewhere {
     }
   }
 
+  holderOf(sessionId: string, p: Principal): string | undefined {
+    const entry = this.homes.get(sessionId);
+    if (!entry || entry.home === this.gatewayId) return undefined;
+    return p.canAdmin || p.agents === undefined || p.agents.includes(entry.record.agent) ? entry.home : undefined; // no existence oracle
+  }
+
   left(sessionId: string, client: ProxiedClient, p: Principal): void {
     this.unfeed(sessionId, client.clientId);
     const entry = this.homes.get(sessionId);

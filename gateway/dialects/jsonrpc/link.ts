@@ -361,7 +361,7 @@ export class JsonRpcDialectLink implements Member {
   }
 
   private attachTo(params: Params<'session_attach'>): Obj {
-    const session = this.dir.visible(this.p, params.session_id);
+    const session = this.dir.visibleHere(this.p, params.session_id); // in a cluster: only sessions held here
     const role = session.roles.roleFor(this.p); // the gateway's decision: scope, owner, the owner's decisions
     const { view, nextSeq } = this.attach(session, role, params.from_seq);
     return { session_id: session.id, role, next_seq: nextSeq, ...(view.gap ? { gap: view.gap } : {}), ...(engines.get(session) ?? NO_ENGINE) };
