@@ -121,6 +121,17 @@ describe('docker-compose.yml, cluster profile: three gateways on one NATS server
     expect(token.command![token.command!.indexOf('--out') + 1]).toBe(agentEnv.TETHER_TOKEN_FILE);
   });
 
+  it("each gateway's variables exist in tether gateway --help and load as a gateway of the cluster", async () => {
+    const help = (await helpOf('gateway')).stdout;
+    for (const g of gateways) {
+      const env = clusterServices[g].environment!;
+      for (const name of Object.keys(env)) expect(help, `${g} ${name}`).toContain(name);
+      // The key file is another container's volume: checked above; here only what the gateway reads itself.
+      const { TETHER_KEY_FILE: _key, ...rest } = env;
+      expect(loadConfig(GATEWAY_CONFIG, { env: rest, flags: {} }).config).toMatchObject({ host: '0.0.0.0', port: 7800, grpcPort: 7801, cluster: 'nats://nats:4222' });
+    }
+  });
+
   it('declares exactly the named volumes its services use', () => {
     const used = Object.values(compose.services).flatMap((s) => (s.volumes ?? []).map((v) => v.split(':')[0]).filter((v) => !v.startsWith('.') && !v.startsWith('/') && !v.startsWith('$')));
     expect(Object.keys(compose.volumes).sort()).toEqual([...new Set(used)].sort());
