@@ -5,7 +5,7 @@
  */
 import { appendFileSync, existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { LinkStatus } from '../core/link/link.js';
 import type { RemoteSession, SessionItem } from '../client/remote-session.js';
 import { randomUUID } from 'node:crypto';
@@ -19,6 +19,7 @@ import { MAX_INPUT_DEPTH } from '../core/protocol/engine-input.js';
 import { codeOf, isResult, until } from './support/items.js';
 import { rawClient } from './support/raw-client.js';
 import { startRestartable, type RestartableStack } from './support/restartable-stack.js';
+import { FileSessionStore, type StoredFrame } from '../gateway/session-store.js';
 import { waitFor } from './support/wait.js';
 
 /** `{"type":"user",…}` whose content is `depth` arrays nested in one another. */
@@ -142,37 +143,41 @@ describe('a bad item in one session never takes down the agent', () => {
   }, 60_000);
 });
 
+/** A real file store whose frame writes can be made to fail (a full disk, a dead mount). */
+class BreakableStore extends FileSessionStore {
+  failing: ((sessionId: string, frame: string) => boolean) | undefined;
+  override appendFrame(sessionId: string, frame: StoredFrame): void {
+    if (this.failing?.(sessionId, frame.bytes.toString())) throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
+    super.appendFrame(sessionId, frame);
+  }
+}
+
 describe('agent registration is all or nothing', () => {
   it('a session that cannot be re-bound at the hello is ended alone; a hello that fails leaves no agent listed', async () => {
-    stack = await startRestartable();
+    let store!: BreakableStore;
+    stack = await startRestartable({ store: (dir) => (store = new BreakableStore(dir)) });
     const alice = await stack.client('ws', 'alice');
     const [broken, other] = [await alice.createSession({ agent: 'builder' }), await alice.createSession({ agent: 'builder' })];
-    // Re-binding the first session throws (whatever the cause) when the agent next says hello.
-    const brokenSession = stack.gateway.directory.get(broken.id)!;
-    const original = brokenSession.bindHost.bind(brokenSession);
-    const bind = vi.spyOn(brokenSession, 'bindHost').mockImplementation((host, seq) => {
-      if (host) throw new Error('cannot re-bind');
-      original(host, seq);
-    });
+    const backToIdle = (id: string, frame: string) => id === broken.id && frame.includes('"state":"idle"');
+    // Re-binding the first session fails once (its store cannot take the frame that says it is back).
+    let failures = 0;
+    store.failing = (id, frame) => backToIdle(id, frame) && ++failures === 1;
     const link = stack.gateway.directory.agents.get('builder')!;
     link.peer.channel.close('UNAVAILABLE', 'test: drop the agent link'); // the agent reconnects by itself
     await waitFor(() => stack!.gateway.directory.agents.get('builder') !== undefined && stack!.gateway.directory.agents.get('builder') !== link, 15_000, 'the agent to come back');
-    expect(bind).toHaveBeenCalled();
-    bind.mockRestore();
-    expect(brokenSession.ended).toBe(true);
+    expect(failures).toBeGreaterThan(0);
+    expect(stack.gateway.directory.get(broken.id)?.ended ?? true).toBe(true);
     const again = await stack.client('ws', 'alice');
     await turnWorks(await again.attach(other.id), 'the other session works');
 
-    // A hello whose session binding fails outright is refused, and nothing of it stays listed.
-    const dir = stack.gateway.directory as unknown as { bindAgentSessions: () => void };
-    const fail = vi.spyOn(dir, 'bindAgentSessions').mockImplementation(() => {
-      throw new Error('binding failed');
-    });
+    // A hello whose binding fails outright (the session cannot be re-bound, nor ended) is refused, and nothing of it stays listed.
+    let refusedHellos = 0;
+    store.failing = (id, frame) => id === other.id && (frame.includes('"state":"idle"') || frame.includes('"state":"ended"')) && ++refusedHellos > 0;
     const current = stack.gateway.directory.agents.get('builder')!;
     current.peer.channel.close('UNAVAILABLE', 'test: drop the agent link again');
-    await waitFor(() => fail.mock.calls.length > 0, 15_000, 'the agent to try its hello');
+    await waitFor(() => refusedHellos > 0, 15_000, 'the agent to try its hello');
     expect(stack.gateway.directory.agents.has('builder')).toBe(false);
-    fail.mockRestore();
+    store.failing = undefined; // the disk is back
     await waitFor(() => stack!.gateway.directory.agents.has('builder'), 15_000, 'the agent to register once the gateway can take it');
   }, 60_000);
 });

@@ -13,7 +13,7 @@ import { mintToken } from '../../core/auth/mint.js';
 import { TokenVerifier } from '../../core/auth/verify.js';
 import { Gateway, type GatewayLimits } from '../../gateway/gateway.js';
 import { startGatewayServer, type GatewayServer } from '../../gateway/server.js';
-import { FileSessionStore } from '../../gateway/session-store.js';
+import { FileSessionStore, type SessionStore } from '../../gateway/session-store.js';
 import { FileAuditLog } from '../../gateway/audit-log.js';
 import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './claude-cli.js';
 import { startFakeAnthropic, type FakeAnthropic } from './fake-anthropic.js';
@@ -42,7 +42,9 @@ export interface RestartableStack {
   stop(): Promise<void>;
 }
 
-export async function startRestartable(opts: { engine?: 'demo' | 'claude'; agentOptions?: Partial<AgentOptions>; limits?: Partial<GatewayLimits> } = {}): Promise<RestartableStack> {
+export async function startRestartable(
+  opts: { engine?: 'demo' | 'claude'; agentOptions?: Partial<AgentOptions>; limits?: Partial<GatewayLimits>; /** The store over the state folder (default: a FileSessionStore). */ store?: (dir: string) => SessionStore } = {},
+): Promise<RestartableStack> {
   const cwd = makeTempDir('tether-cwd-');
   const state = makeTempDir('tether-state-');
   const auditDir = makeTempDir('tether-audit-'); // beside the store, so the store folder holds only sessions
@@ -58,7 +60,7 @@ export async function startRestartable(opts: { engine?: 'demo' | 'claude'; agent
   const mint = (kind: 'agent' | 'client', sub: string, scopes?: string[]) => mintToken({ key, kind, sub, scopes, agent: kind === 'agent' ? sub : undefined, ttlSeconds: 3600 });
   let gateway!: Gateway;
   const boot = async (port = 0, grpcPort = 0): Promise<GatewayServer> => {
-    gateway = new Gateway({ store: new FileSessionStore(state.path), audit: new FileAuditLog(join(auditDir.path, 'audit.jsonl')), limits: opts.limits });
+    gateway = new Gateway({ store: opts.store?.(state.path) ?? new FileSessionStore(state.path), audit: new FileAuditLog(join(auditDir.path, 'audit.jsonl')), limits: opts.limits });
     return startGatewayServer(gateway, { port, grpcPort, auth: { verifier: new TokenVerifier({ keys: [key] }) } });
   };
   let server = await boot();
