@@ -120,7 +120,6 @@ export class JetStreamSessionStore implements SessionStore, LogSink {
     w.push(record, unit);
   }
 
-  /** A registry write counts toward whenFlushed like a record; failures are logged (retried by the next write). */
   /**
    * A write about one session outside its log (registry entry, purge): after the session's
    * earlier ones, retried until it succeeds (NATS away) or the store closes, and counted
