@@ -36,9 +36,16 @@ export class ReplayLog {
     return this.head < this.entries.length ? this.entries[this.head].seq : this.last + 1;
   }
 
-  /** For a log restored without its oldest frames: the first entry will carry `seq`. */
-  resumeAt(seq: number): void {
-    if (this.entries.length - this.head > 0 || this.last !== 0) throw new TetherError('INTERNAL', 'resumeAt on a log that already holds frames');
+  /**
+   * The next entry will carry `seq`: for a log restored without its oldest frames, or one
+   * whose source skipped frames. Whatever is held is dropped, so the log never has a hole
+   * and asking for a position before `seq` is a gap.
+   */
+  restartAt(seq: number): void {
+    if (seq <= this.last) throw new TetherError('INTERNAL', `replay log cannot restart at ${seq}: it is at ${this.last}`);
+    this.entries = [];
+    this.head = 0;
+    this.bytes = 0;
     this.last = seq - 1;
   }
 

@@ -1,4 +1,4 @@
-import { tetherEvent, type SessionState, type TetherEvent } from '../core/protocol/events.js';
+import { gapEvent, type SessionState, type TetherEvent } from '../core/protocol/events.js';
 import { encodeEventFrame, encodeLineFrame, type FrameOrigin } from '../core/protocol/session-frame.js';
 import { ReplayLog, type ReplayLogLimits } from './replay-log.js';
 import { DurableOutbox } from './durable-outbox.js';
@@ -44,7 +44,7 @@ export class SessionHistory {
     restored: readonly StoredFrame[] = [],
   ) {
     this.log = new ReplayLog(limits);
-    if (restored.length && restored[0].seq > 1) this.log.resumeAt(restored[0].seq); // the store was compacted
+    if (restored.length && restored[0].seq > 1) this.log.restartAt(restored[0].seq); // the store was compacted
     for (const f of restored) {
       this.log.append({ seq: f.seq, bytes: f.bytes });
       if (f.agentSeq !== undefined && f.agentSeq > this.lastAgentSeq) this.lastAgentSeq = f.agentSeq;
@@ -91,8 +91,7 @@ export class SessionHistory {
     const first = this.log.firstSeq;
     const gap = from < first;
     if (gap) {
-      const notice = tetherEvent({ subtype: 'gap', from_seq: from, to_seq: first - 1, message: `frames ${from}..${first - 1} are no longer held; history resumes at ${first}` });
-      send(encodeEventFrame(this.sessionId, 0, notice));
+      send(encodeEventFrame(this.sessionId, 0, gapEvent(from, first - 1)));
     }
     for (const entry of this.log.since(Math.max(from, first))) if (entry.seq <= this.outbox.releasedSeq) send(entry.bytes);
     return gap;

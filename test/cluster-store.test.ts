@@ -3,6 +3,8 @@ import { silentLogger } from '../core/logging.js';
 import { encodeLineFrame } from '../core/protocol/session-frame.js';
 import { JetStreamSessionStore } from '../gateway/cluster/jetstream-store.js';
 import { LogReader } from '../gateway/cluster/session-log.js';
+import { SessionMirror } from '../gateway/cluster/session-mirror.js';
+import { REPLAY_DEFAULTS } from '../gateway/replay-log.js';
 import { frameRecord } from '../gateway/session-store.js';
 import { NatsLink } from '../gateway/cluster/nats-link.js';
 import { ClusterRegistry } from '../gateway/cluster/registry.js';
@@ -79,6 +81,30 @@ describe('the JetStream session store', () => {
     await until(() => durable, 'the held frame to reach JetStream', 15_000);
     expect((await store.load('s1'))!.frames.map((f) => f.seq)).toEqual([1, 2]);
     expect((await store.load('s3'))?.roles).toEqual({ bob: 'viewer' });
+  });
+
+  it('a mirror on another gateway told of frames missing from the log gives its clients a gap notice and goes on', async () => {
+    store.create(record('s1'));
+    for (const seq of [1, 2, 5, 6]) store.appendFrame('s1', frame('s1', seq, `line ${seq}`)); // 3 and 4 never reached the log
+    await flushed(store);
+    const mirror = new SessionMirror(link, 's1', REPLAY_DEFAULTS, silentLogger);
+    const seen: string[] = [];
+    const member = { clientId: 'c1', principal: 'bob', transport: 'test', sendFrame: (b: Buffer) => seen.push(b.toString()), sendReply: () => {} };
+    try {
+      await mirror.attach(member, 1); // caught up: 1, 2 then the skip to 5 are read before it returns
+      store.appendFrame('s1', frame('s1', 7, 'line 7'));
+      store.appendFrame('s1', frame('s1', 10, 'line 10')); // 8 and 9 missing while a client watches
+      await until(() => seen.length === 6, 'the mirror to hand on frames up to 10');
+      const seqOf = (f: string) => (JSON.parse(f) as { params: { seq: number } }).params.seq;
+      expect(seen.map(seqOf)).toEqual([0, 5, 6, 7, 0, 10]);
+      expect(seen[0]).toMatch(/"subtype":"gap".*"from_seq":1,"to_seq":4/);
+      expect(seen[4]).toMatch(/"subtype":"gap".*"from_seq":8,"to_seq":9/);
+      const late: string[] = [];
+      await mirror.attach({ ...member, clientId: 'c2', sendFrame: (b: Buffer) => late.push(b.toString()) }, 9);
+      expect(late.map(seqOf)).toEqual([0, 10]); // the history here restarted at 10
+    } finally {
+      mirror.close();
+    }
   });
 
   it('drop removes the session log and its registry entry', async () => {

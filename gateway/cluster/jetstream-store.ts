@@ -246,5 +246,8 @@ export class JetStreamSessionStore implements SessionStore, LogSink {
 
   close(): void {
     this.closed = true;
+    // Never fired: what they wait for was not acknowledged, and nothing is published any more.
+    this.flushWaiters = [];
+    this.shareWaiters = [];
   }
 }

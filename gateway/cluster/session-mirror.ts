@@ -1,5 +1,5 @@
 import { DeliverPolicy, jetstream, type ConsumerMessages } from '@nats-io/jetstream';
-import { tetherEvent } from '../../core/protocol/events.js';
+import { gapEvent } from '../../core/protocol/events.js';
 import { encodeEventFrame } from '../../core/protocol/session-frame.js';
 import type { Logger } from '../../core/logging.js';
 import { ReplayLog, type ReplayLogLimits } from '../replay-log.js';
@@ -82,14 +82,27 @@ export class SessionMirror {
 
   private onFrame(seq: number, bytes: Buffer): void {
     if (seq <= this.history.lastSeq) return; // a message re-sent after a cut: kept once
-    if (this.history.lastSeq === 0 && seq > 1) this.history.resumeAt(seq); // older frames aged out of the stream
-    else if (seq !== this.history.lastSeq + 1) return this.log.warn({ sessionId: this.sessionId, seq, last: this.history.lastSeq }, 'session log skips a seq; frame dropped');
+    if (seq !== this.history.lastSeq + 1) this.skipTo(seq);
     this.history.append({ seq, bytes });
     for (const m of this.members.values()) {
       if (seq < m.next) continue;
       m.member.sendFrame(bytes);
       m.next = seq + 1;
     }
+  }
+
+  /**
+   * The log goes on at `seq`: at the start, older frames aged out of the stream; later, frames
+   * missing from the log (a double fault). The mirror's history restarts there and the clients
+   * already here are told which frames they will not get, as on a resume past the history.
+   */
+  private skipTo(seq: number): void {
+    const from = this.history.lastSeq + 1;
+    this.history.restartAt(seq);
+    if (from === 1) return;
+    this.log.warn({ sessionId: this.sessionId, from_seq: from, to_seq: seq - 1 }, 'session log skips frames; clients here get a gap notice');
+    const gap = encodeEventFrame(this.sessionId, 0, gapEvent(from, seq - 1));
+    for (const m of this.members.values()) if (m.next < seq) m.member.sendFrame(gap);
   }
 
   /**
@@ -100,8 +113,7 @@ export class SessionMirror {
     await Promise.race([this.ready, new Promise((r) => setTimeout(r, CATCH_UP_MS).unref())]);
     const first = this.history.firstSeq;
     if (fromSeq < first && this.history.lastSeq > 0) {
-      const gap = tetherEvent({ subtype: 'gap', from_seq: fromSeq, to_seq: first - 1, message: `frames ${fromSeq}..${first - 1} are no longer held; history resumes at ${first}` });
-      member.sendFrame(encodeEventFrame(this.sessionId, 0, gap));
+      member.sendFrame(encodeEventFrame(this.sessionId, 0, gapEvent(fromSeq, first - 1)));
     }
     const from = Math.max(fromSeq, first);
     const past = from <= this.history.lastSeq ? this.history.since(from) : [];
