@@ -2,6 +2,7 @@ import { Metadata, Server, ServerCredentials, type ServerDuplexStream, type Serv
 import type { Channel } from '../core/channel/channel.js';
 import { CHANNEL_DEFAULTS } from '../core/channel/channel.js';
 import { GRPC_DEFAULTS, GrpcServerChannel, grpcLinkOptions } from '../core/channel/grpc.js';
+import { BATCH_METADATA_KEY, batchBytesFromOffer, batchOffer } from '../core/channel/grpc-batch.js';
 import { loadGatewayService, type GatewayFrame } from '../core/channel/proto.js';
 import { asTetherError, TetherError } from '../core/errors.js';
 import { createServer as createTcpServer, type Socket } from 'node:net';
@@ -102,13 +103,16 @@ export function startGrpcListener<A = undefined>(opts: GrpcListenerOptions<A>): 
   });
   const open = new Set<Channel>();
   const service = loadGatewayService();
+  const acceptedHeaders = new Metadata();
+  acceptedHeaders.set(BATCH_METADATA_KEY, batchOffer(maxFrameBytes));
 
   server.addService(service.definition, {
     Connect: (call: ServerDuplexStream<GatewayFrame, GatewayFrame>) => {
-      const channel = new GrpcServerChannel(call, { maxFrameBytes });
+      const metadata = metadataRecord(call.metadata);
+      // Batches towards a caller that offered to take them (core/channel/grpc-batch.ts).
+      const channel = new GrpcServerChannel(call, { maxFrameBytes, batchBytes: batchBytesFromOffer(metadata[BATCH_METADATA_KEY]) });
       open.add(channel);
       void channel.closed.then(() => open.delete(channel));
-      const metadata = metadataRecord(call.metadata);
       const accept = (admitted: A) => {
         if (channel.isClosed) return; // cancelled while we decided
         try {
@@ -116,8 +120,8 @@ export function startGrpcListener<A = undefined>(opts: GrpcListenerOptions<A>): 
         } catch {
           channel.close('INTERNAL', 'gateway failed to accept the stream');
         }
-        // Response headers tell the dialer its stream was accepted.
-        if (!channel.isClosed) call.sendMetadata(new Metadata());
+        // Response headers tell the dialer its stream was accepted, and that we take batches.
+        if (!channel.isClosed) call.sendMetadata(acceptedHeaders);
       };
       const admit = opts.admit;
       if (!admit) return accept(undefined as A);

@@ -6,7 +6,7 @@
 import { loadSync, type MethodDefinition } from '@grpc/proto-loader';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decodeFrame, encodeFrame } from '../core/channel/frame-codec.js';
+import { batchEntryBytes, decodeFrame, encodeBatch, encodeFrame } from '../core/channel/frame-codec.js';
 import { findProtoRoot, PROTO_LOADER_OPTIONS, type GatewayFrame } from '../core/channel/proto.js';
 import { TetherError } from '../core/errors.js';
 
@@ -46,6 +46,33 @@ describe('Frame codec', () => {
   it('encodes the same jsonBytes once, however many times it is sent', () => {
     const bytes = Buffer.from('{"jsonrpc":"2.0"}');
     expect(encodeFrame({ json: '', jsonBytes: bytes })).toBe(encodeFrame({ json: '', jsonBytes: bytes }));
+  });
+
+  it('a batch is a Frame whose repeated `batch` holds the frames, in order, as protobufjs reads and writes it', () => {
+    fc.assert(
+      fc.property(fc.array(frames, { minLength: 1, maxLength: 8 }), (list) => {
+        const batch: GatewayFrame[] = list.map(({ json, data }) => (data === undefined ? { json } : { json, data }));
+        const encoded = batch.map((f) => encodeFrame(f));
+        const wire = encodeBatch(
+          encoded,
+          encoded.reduce((n, e) => n + batchEntryBytes(e.length), 0),
+        );
+        const theirs = reference.decode(wire);
+        expect(theirs.json).toBe('');
+        expect(theirs.batch!.map(plain)).toEqual(batch.map(plain));
+        const ours = decodeFrame(reference.encode({ json: '', batch }));
+        expect(ours.batch!.map(plain)).toEqual(batch.map(plain));
+        expect(decodeFrame(wire).batch!.map(plain)).toEqual(batch.map(plain));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('refuses a batch inside a batch (a peer could otherwise nest until the stack runs out)', () => {
+    const inner = encodeBatch([encodeFrame({ json: 'x' })], batchEntryBytes(encodeFrame({ json: 'x' }).length));
+    const outer = encodeBatch([inner], batchEntryBytes(inner.length));
+    expect(decodeFrame(inner).batch!.map(plain)).toEqual([{ json: 'x', data: undefined }]);
+    expect(() => decodeFrame(outer)).toThrow(/batch inside a batch/);
   });
 
   it('skips unknown fields and refuses truncated or malformed messages', () => {

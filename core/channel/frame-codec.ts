@@ -2,8 +2,8 @@ import { TetherError } from '../errors.js';
 import type { GatewayFrame } from './proto.js';
 
 /**
- * The protobuf wire form of tether.v1.Frame (`string json = 1; optional bytes data = 2;`),
- * written by hand because it is two fields and sits on the hot path: encoding writes each
+ * The protobuf wire form of tether.v1.Frame (`string json = 1; optional bytes data = 2;
+ * repeated Frame batch = 3;`), written by hand because it is small and sits on the hot path: encoding writes each
  * frame with one allocation (proto-loader's encoder copies `data` into a growing buffer and
  * cannot take `json` as bytes), decoding hands `data` out as a view of the received message,
  * not a copy. A test checks both against proto-loader's own codec for the same .proto.
@@ -11,6 +11,7 @@ import type { GatewayFrame } from './proto.js';
 
 const JSON_TAG = 0x0a; // field 1, length-delimited
 const DATA_TAG = 0x12; // field 2, length-delimited
+const BATCH_TAG = 0x1a; // field 3, length-delimited: one Frame of a batch
 
 /**
  * The last frame encoded from `jsonBytes`: the gateway hands one frame to all its clients in
@@ -63,6 +64,23 @@ export function encodeFrame(frame: GatewayFrame): Buffer {
   return out;
 }
 
+/** Bytes one encoded Frame of `length` bytes takes inside a batch (its tag and length prefix included). */
+export function batchEntryBytes(length: number): number {
+  return 1 + varintLength(length) + length;
+}
+
+/**
+ * One Frame whose `batch` holds the given Frames (each already encoded by {@link encodeFrame}),
+ * in order: one allocation, each frame copied once. `size` is the sum of their
+ * {@link batchEntryBytes}.
+ */
+export function encodeBatch(frames: readonly Uint8Array[], size: number): Buffer {
+  const out = Buffer.allocUnsafe(size);
+  let at = 0;
+  for (const frame of frames) at = writeField(out, at, BATCH_TAG, frame);
+  return out;
+}
+
 function readVarint(buf: Buffer, at: number): [value: number, next: number] {
   let value = 0;
   let scale = 1;
@@ -77,10 +95,15 @@ function readVarint(buf: Buffer, at: number): [value: number, next: number] {
 }
 
 /**
- * Decodes one Frame. `data` (when present) is a view of `buf`. Unknown fields are skipped, as
- * protobuf requires; a truncated or malformed message throws INVALID_ARGUMENT.
+ * Decodes one Frame. `data` (when present) is a view of `buf`, and so is the `data` of each
+ * frame of a `batch`. Unknown fields are skipped, as protobuf requires; a truncated or
+ * malformed message, or a batch inside a batch, throws INVALID_ARGUMENT.
  */
 export function decodeFrame(buf: Buffer): GatewayFrame {
+  return decode(buf, true);
+}
+
+function decode(buf: Buffer, outer: boolean): GatewayFrame {
   const frame: GatewayFrame = { json: '' };
   let at = 0;
   while (at < buf.length) {
@@ -97,6 +120,10 @@ export function decodeFrame(buf: Buffer): GatewayFrame {
     else if (tag === DATA_TAG) {
       frame.data = buf.subarray(at, at + len);
       frame._data = 'data';
+    } else if (tag === BATCH_TAG) {
+      // Not recursive beyond one level: a nested batch would let a peer run the stack out.
+      if (!outer) throw new TetherError('INVALID_ARGUMENT', 'malformed Frame: a batch inside a batch');
+      (frame.batch ??= []).push(decode(buf.subarray(at, at + len), false));
     }
     at += len;
   }

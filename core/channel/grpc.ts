@@ -3,6 +3,8 @@ import { codeFromGrpc, ERROR_TABLE, TetherError, type ErrorCode } from '../error
 import { BaseChannel, frameBytes, type BaseChannelOptions, type CloseInfo, type OutgoingFrame, type Transport, type WireFrame } from './channel.js';
 import type { GatewayFrame } from './proto.js';
 import { Fifo } from '../util/fifo.js';
+import { batchEntryBytes, encodeBatch, encodeFrame } from './frame-codec.js';
+import { BATCH_FRAME_MAX_BYTES } from './grpc-batch.js';
 
 /**
  * Bytes a gRPC message may carry beyond the frame itself. A Frame's protobuf envelope is one
@@ -55,23 +57,44 @@ export function grpcLinkOptions(opts: GrpcLinkOptions): ChannelOptions {
   };
 }
 
-/** Options of both gRPC adapters: the BaseChannel limits plus the close timeout. */
+/** Options of both gRPC adapters: the BaseChannel limits, the close timeout and batching. */
 export interface GrpcChannelOptions extends BaseChannelOptions {
   /** How long an orderly close waits for the stream to finish before cutting it (default 5 s). */
   closeTimeoutMs?: number;
+  /**
+   * Largest batch the peer takes, from its `tether-frame-batch` offer (core/channel/grpc-batch.ts);
+   * absent: the peer offered none, every frame goes in a message of its own.
+   */
+  batchBytes?: number;
 }
 
 type DuplexCall = ServerDuplexStream<GatewayFrame, GatewayFrame> | ClientDuplexStream<GatewayFrame, GatewayFrame>;
 
 interface WriteItem {
-  message: GatewayFrame;
+  /** The frame as an encoded tether.v1.Frame (the serializer takes it as it is). */
+  encoded: Buffer;
   bytes: number;
   resolve: () => void;
   reject: (err: TetherError) => void;
 }
 
+/** What one gRPC message carries: one frame, or a batch of them. */
+type WriteGroup = WriteItem | WriteItem[];
+
+/** Encodes a frame as a tether.v1.Frame; bytes already encoded as UTF-8 once for every client are encoded once too. */
+function encodeOutgoing(frame: OutgoingFrame): Buffer {
+  if (typeof frame === 'string') return encodeFrame({ json: frame });
+  if (frame instanceof Uint8Array) return encodeFrame({ json: '', jsonBytes: frame });
+  return encodeFrame({ json: frame.header, data: frame.body });
+}
+
 /** What a posted frame's write reports to: nobody waits on it (a failure closes the channel). */
 const ignore = (): void => {};
+
+function settleWrite(item: WriteItem, err: TetherError | undefined): void {
+  if (err) item.reject(err);
+  else item.resolve();
+}
 
 /**
  * Maps a gRPC status received from the peer to how a channel ended (always byPeer): OK, or the
@@ -88,25 +111,33 @@ export function closeInfoFromStatus(status: Pick<StatusObject, 'code' | 'details
 
 /**
  * The shared half of the two gRPC adapters: frames in (`data`, checked against
- * maxFrameBytes), frames out with backpressure, pause/resume. Frames wait in a local queue
- * while grpc-js reports a full write buffer (`write()` returned false) and move on at
- * 'drain'; `bufferedBytes` counts those plus frames handed to grpc-js whose write has not
- * completed (HTTP/2 flow control holds them while the peer does not read).
+ * maxFrameBytes; a batch's frames one by one), frames out with backpressure, pause/resume.
+ * Frames wait in a local queue while grpc-js reports a full write buffer (`write()` returned
+ * false) and move on at 'drain'; `bufferedBytes` counts those plus frames handed to grpc-js
+ * whose write has not completed (HTTP/2 flow control holds them while the peer does not read).
+ *
+ * Towards a peer that takes batches, frames wait in the queue until the end of the turn of the
+ * event loop they were sent in, and leave as batches of up to `batchBytes` (frames over
+ * {@link BATCH_FRAME_MAX_BYTES} alone): one gRPC message per burst instead of one per frame.
+ * They count in `bufferedBytes` from the start, as before.
  */
 abstract class GrpcChannelBase extends BaseChannel {
   readonly transport: Transport = 'grpc';
   protected readonly closeTimeoutMs: number;
   private outbox = new Fifo<WriteItem>();
   private outboxBytes = 0;
-  private readonly inflight = new Set<WriteItem>();
+  private readonly inflight = new Set<WriteGroup>();
   private inflightBytes = 0;
   private awaitingDrain = false;
   private finishTimer: NodeJS.Timeout | undefined;
   private finished = false;
+  private readonly batchBytes: number | undefined;
+  private flushDue = false;
 
   constructor(protected readonly call: DuplexCall, readonly remote: string, opts: GrpcChannelOptions) {
     super(opts);
     this.closeTimeoutMs = opts.closeTimeoutMs ?? GRPC_DEFAULTS.closeTimeoutMs;
+    this.batchBytes = opts.batchBytes;
     call.on('data', (message: GatewayFrame) => this.receive(message));
     call.on('drain', () => {
       this.awaitingDrain = false;
@@ -119,6 +150,12 @@ abstract class GrpcChannelBase extends BaseChannel {
   }
 
   private receive(message: GatewayFrame): void {
+    const batch = message?.batch;
+    if (!batch) return this.receiveOne(message);
+    for (const frame of batch) this.receiveOne(frame);
+  }
+
+  private receiveOne(message: GatewayFrame): void {
     if (this.isClosed) return;
     const json = typeof message?.json === 'string' ? message.json : '';
     const frame: WireFrame = message?._data === 'data' && message.data ? { header: json, body: message.data } : json;
@@ -141,28 +178,69 @@ abstract class GrpcChannelBase extends BaseChannel {
 
   private enqueue(frame: OutgoingFrame, resolve: () => void, reject: (err: TetherError) => void): void {
     const bytes = frameBytes(frame);
-    const message: GatewayFrame =
-      typeof frame === 'string' ? { json: frame } : frame instanceof Uint8Array ? { json: '', jsonBytes: frame } : { json: frame.header, data: frame.body };
-    this.outbox.push({ message, bytes, resolve, reject });
+    this.outbox.push({ encoded: encodeOutgoing(frame), bytes, resolve, reject });
     this.outboxBytes += bytes;
-    this.pump();
+    if (this.batchBytes === undefined) this.pump();
+    else if (!this.flushDue) {
+      this.flushDue = true;
+      if (GrpcChannelBase.dueThisTurn.push(this) === 1) process.nextTick(GrpcChannelBase.flushAll);
+    }
   }
 
-  /** Hands queued frames to grpc-js until it asks us to wait for 'drain'. */
-  private pump(): void {
-    while (!this.awaitingDrain && !this.isClosed && this.outbox.length) {
-      const item = this.outbox.shift()!;
-      this.outboxBytes -= item.bytes;
-      this.inflight.add(item);
-      this.inflightBytes += item.bytes;
-      const more = this.call.write(item.message, (err?: Error | null) => {
-        if (!this.inflight.delete(item)) return; // already failed by finish()
-        this.inflightBytes -= item.bytes;
-        if (err) item.reject(new TetherError('UNAVAILABLE', `frame not written: ${err.message}`));
-        else item.resolve();
-      });
-      if (!more) this.awaitingDrain = true;
+  /** Channels holding this turn's frames for a batch: one tick at its end sends them all. */
+  private static dueThisTurn: GrpcChannelBase[] = [];
+  private static readonly flushAll = (): void => {
+    const due = GrpcChannelBase.dueThisTurn;
+    GrpcChannelBase.dueThisTurn = []; // a channel sending while we flush starts the next turn's list
+    for (const channel of due) {
+      channel.flushDue = false;
+      channel.pump();
     }
+  };
+
+  /** A close sends this turn's frames first, as it would have without batching. */
+  override close(code: ErrorCode | 'OK' = 'OK', reason = 'closed'): void {
+    if (this.flushDue && !this.isClosed) this.pump();
+    super.close(code, reason);
+  }
+
+  /** Hands queued frames to grpc-js (in batches when the peer takes them) until it asks us to wait for 'drain'. */
+  private pump(): void {
+    const max = this.batchBytes;
+    while (!this.awaitingDrain && !this.isClosed && this.outbox.length) {
+      const first = this.outbox.shift()!;
+      let batch: WriteItem[] | undefined;
+      let size = batchEntryBytes(first.encoded.length);
+      if (max !== undefined && first.encoded.length <= BATCH_FRAME_MAX_BYTES) {
+        for (let next = this.outbox.peek(); next && next.encoded.length <= BATCH_FRAME_MAX_BYTES; next = this.outbox.peek()) {
+          const entry = batchEntryBytes(next.encoded.length);
+          if (size + entry > max) break;
+          (batch ??= [first]).push(this.outbox.shift()!);
+          size += entry;
+        }
+      }
+      if (batch) this.writeGroup(batch, encodeBatch(batch.map((item) => item.encoded), size));
+      else this.writeGroup(first, first.encoded);
+    }
+  }
+
+  /** Writes one gRPC message; the frames in it settle when grpc-js reports the write done. */
+  private writeGroup(group: WriteGroup, message: Buffer): void {
+    let bytes = 0;
+    if (Array.isArray(group)) for (const item of group) bytes += item.bytes;
+    else bytes = group.bytes;
+    this.outboxBytes -= bytes;
+    this.inflight.add(group);
+    this.inflightBytes += bytes;
+    // The serializer takes an encoded Frame as it is (core/channel/proto.ts).
+    const more = this.call.write(message as unknown as GatewayFrame, (err?: Error | null) => {
+      if (!this.inflight.delete(group)) return; // already failed by finish()
+      this.inflightBytes -= bytes;
+      const fail = err ? new TetherError('UNAVAILABLE', `frame not written: ${err.message}`) : undefined;
+      if (Array.isArray(group)) for (const item of group) settleWrite(item, fail);
+      else settleWrite(group, fail);
+    });
+    if (!more) this.awaitingDrain = true;
   }
 
   protected pauseInput(): void {
@@ -209,7 +287,10 @@ abstract class GrpcChannelBase extends BaseChannel {
     this.finished = true;
     clearTimeout(this.finishTimer);
     const err = new TetherError('UNAVAILABLE', `channel closed before the frame was written (${why})`);
-    for (const item of this.inflight) item.reject(err);
+    for (const group of this.inflight) {
+      if (Array.isArray(group)) for (const item of group) item.reject(err);
+      else group.reject(err);
+    }
     this.inflight.clear();
     this.inflightBytes = 0;
     this.onFinished();

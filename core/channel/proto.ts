@@ -29,6 +29,8 @@ export interface GatewayFrame {
   json: string;
   data?: Uint8Array;
   _data?: 'data';
+  /** Received only: the frames of a batch, in order, in place of this one (`json` is then empty, `data` absent). */
+  batch?: GatewayFrame[];
   /** Sending only: `json` already encoded as UTF-8 (see core/channel/frame-codec.ts). */
   jsonBytes?: Uint8Array;
 }
@@ -59,6 +61,11 @@ export function findProtoRoot(): string {
   throw new Error(`cannot find proto/${GATEWAY_PROTO} above ${fileURLToPath(import.meta.url)}`);
 }
 
+/** What the channels hand grpc-js: a Frame, or one they encoded with frame-codec.ts. */
+function serializeFrame(frame: GatewayFrame | Buffer): Buffer {
+  return Buffer.isBuffer(frame) ? frame : encodeFrame(frame);
+}
+
 let cached: GatewayService | undefined;
 
 /**
@@ -74,8 +81,10 @@ export function loadGatewayService(): GatewayService {
   const connect = definition?.['Connect'] as MethodDefinition<GatewayFrame, GatewayFrame> | undefined;
   if (!definition || !connect) throw new Error(`tether.v1.Gateway/Connect is missing from ${join(root, GATEWAY_PROTO)}`);
   // Our own codec of Frame on both ends (frame-codec.ts); the same method object serves the
-  // server and its clients. proto-loader's stays available to the codec's test.
-  Object.assign(connect, { requestSerialize: encodeFrame, responseSerialize: encodeFrame, requestDeserialize: decodeFrame, responseDeserialize: decodeFrame });
+  // server and its clients. proto-loader's stays available to the codec's test. The channels
+  // write Frames they encoded already (a broadcast frame once for every client, a batch once):
+  // a Buffer is taken as the encoded Frame it is.
+  Object.assign(connect, { requestSerialize: serializeFrame, responseSerialize: serializeFrame, requestDeserialize: decodeFrame, responseDeserialize: decodeFrame });
   cached = { definition, connect };
   return cached;
 }

@@ -3,6 +3,7 @@ import type { Channel } from '../channel/channel.js';
 import { CHANNEL_DEFAULTS } from '../channel/channel.js';
 import { closeInfoFromStatus, GrpcClientChannel, grpcLinkOptions } from '../channel/grpc.js';
 import { loadGatewayService } from '../channel/proto.js';
+import { BATCH_METADATA_KEY, batchBytesFromOffer, batchOffer } from '../channel/grpc-batch.js';
 import { TetherError } from '../errors.js';
 import { DIAL_DEFAULTS, type DialOptions } from './dial-options.js';
 
@@ -46,6 +47,7 @@ export function dialGrpc(url: URL, opts: DialOptions): Promise<Channel> {
       }
       const metadata = new Metadata();
       if (opts.token) metadata.set('authorization', `Bearer ${opts.token}`);
+      metadata.set(BATCH_METADATA_KEY, batchOffer(maxFrameBytes)); // we take batches (core/channel/grpc-batch.ts)
       const { connect } = service;
       const call = client.makeBidiStreamRequest(connect.path, connect.requestSerialize, connect.responseDeserialize, metadata);
 
@@ -62,9 +64,12 @@ export function dialGrpc(url: URL, opts: DialOptions): Promise<Channel> {
         client.close();
         reject(error);
       };
-      const onAccepted = () => {
+      const onAccepted = (headers: Metadata) => {
         cleanup();
-        resolve(new GrpcClientChannel(call, url.host, { maxFrameBytes, onFinished: () => client.close() }));
+        // Batches towards a gateway that offered to take them in its response headers.
+        const offer = headers.get(BATCH_METADATA_KEY)[0];
+        const batchBytes = batchBytesFromOffer(typeof offer === 'string' ? offer : undefined);
+        resolve(new GrpcClientChannel(call, url.host, { maxFrameBytes, batchBytes, onFinished: () => client.close() }));
       };
       const onRefused = (status: ServiceError | { code: number; details: string }) => {
         const info = closeInfoFromStatus(status);

@@ -16,6 +16,11 @@ export class Fifo<T> {
     this.items.push(item);
   }
 
+  /** The oldest item, left in place; undefined when empty. */
+  peek(): T | undefined {
+    return this.head < this.items.length ? this.items[this.head] : undefined;
+  }
+
   /** The oldest item, removed; undefined when empty. */
   shift(): T | undefined {
     if (this.head >= this.items.length) return undefined;
