@@ -14,6 +14,7 @@ import { findProtoRoot, PROTO_LOADER_OPTIONS, type GatewayFrame } from '../core/
 import { dialGrpc } from '../core/link/dial-grpc.js';
 import { startGrpcListener, type GrpcListener } from '../gateway/listen-grpc.js';
 import { PAIR_FACTORIES, type ChannelPair } from './support/channel-pairs.js';
+import { receiveFrames } from './support/channel-read.js';
 
 const FRAMES = 200;
 const textFrames = (n: number, pad = 100) => Array.from({ length: n }, (_, i) => `{"jsonrpc":"2.0","method":"n","params":{"i":${i},"pad":"${'x'.repeat(pad)}"}}`);
@@ -28,22 +29,6 @@ function countMessages(channel: Channel): { sizes: number[] } {
     return original(message, ...rest);
   };
   return counter;
-}
-
-async function receive(channel: Channel, n: number, ms = 5_000): Promise<WireFrame[]> {
-  const out: WireFrame[] = [];
-  const it = channel[Symbol.asyncIterator]();
-  const deadline = setTimeout(() => void it.return?.(), ms);
-  try {
-    while (out.length < n) {
-      const next = await it.next();
-      if (next.done) break;
-      out.push(next.value);
-    }
-  } finally {
-    clearTimeout(deadline);
-  }
-  return out;
 }
 
 /** tether.v1.Gateway/Connect with protobufjs's own codec: a peer built without our batches. */
@@ -65,6 +50,16 @@ function collect<T>(n: number, on: (push: (item: T) => void) => void, ms = 5_000
       }
     });
   });
+}
+
+/** 50 frames the channel sends in one turn reach the plain grpc-js `call` as 50 plain Frames, in order. */
+async function expectOneFramePerMessage(call: ServerDuplexStream<GatewayFrame, GatewayFrame> | ClientDuplexStream<GatewayFrame, GatewayFrame>, channel: Channel): Promise<void> {
+  const frames = textFrames(50);
+  const got = collect<GatewayFrame>(frames.length, (push) => call.on('data', push));
+  for (const f of frames) channel.post(f);
+  const messages = await got;
+  expect(messages.map((m) => m.json)).toEqual(frames);
+  expect(messages.every((m) => (m.batch ?? []).length === 0)).toBe(true);
 }
 
 describe('gRPC frame batches: offers', () => {
@@ -93,7 +88,7 @@ describe('gRPC frame batches between our channels', () => {
       for (const f of frames) expect(from.post(Buffer.from(f))).toBe(true);
       expect(from.bufferedBytes - before).toBe(frames.reduce((n, f) => n + frameBytes(f), 0));
       expect(messages.sizes).toEqual([]); // held to the end of the turn
-      expect(await receive(to, FRAMES)).toEqual(frames);
+      expect(await receiveFrames(to, FRAMES)).toEqual(frames);
       expect(messages.sizes.length).toBe(1);
     });
   }
@@ -105,7 +100,7 @@ describe('gRPC frame batches between our channels', () => {
     const binary = { header: '{"method":"session.output"}', body: Buffer.from('{"type":"assistant"}') };
     const frames: WireFrame[] = [...textFrames(10), binary, big, ...textFrames(10)];
     for (const f of frames) expect(pair.server.post(f)).toBe(true);
-    const got = await receive(pair.client, frames.length);
+    const got = await receiveFrames(pair.client, frames.length);
     expect(got.map((f) => (typeof f === 'string' ? f : { header: f.header, body: Buffer.from(f.body).toString() }))).toEqual(
       frames.map((f) => (typeof f === 'string' ? f : { header: f.header, body: Buffer.from(f.body).toString() })),
     );
@@ -117,7 +112,7 @@ describe('gRPC frame batches between our channels', () => {
     const frames = textFrames(50);
     for (const f of frames) pair.server.post(f);
     pair.server.close('OK', 'done');
-    expect(await receive(pair.client, frames.length + 1)).toEqual(frames);
+    expect(await receiveFrames(pair.client, frames.length + 1)).toEqual(frames);
     expect((await pair.client.closed).code).toBe('OK');
   });
 
@@ -125,7 +120,7 @@ describe('gRPC frame batches between our channels', () => {
     pair = await PAIR_FACTORIES.grpc();
     const frames = textFrames(20);
     await Promise.all(frames.map((f) => pair!.client.send(f)));
-    expect(await receive(pair.server, frames.length)).toEqual(frames);
+    expect(await receiveFrames(pair.server, frames.length)).toEqual(frames);
   });
 });
 
@@ -159,12 +154,7 @@ describe('gRPC frame batches with a peer that offers none, or a small one', () =
     cleanups.push(() => channel.close());
     const call = await calls;
     expect(call.metadata.get(BATCH_METADATA_KEY)).toEqual([batchOffer(33 * 1024 * 1024)]);
-    const frames = textFrames(50);
-    const got = collect<GatewayFrame>(frames.length, (push) => call.on('data', push));
-    for (const f of frames) channel.post(f);
-    const messages = await got;
-    expect(messages.map((m) => m.json)).toEqual(frames);
-    expect(messages.every((m) => (m.batch ?? []).length === 0)).toBe(true);
+    await expectOneFramePerMessage(call, channel);
   });
 
   it('a gateway that offers small batches gets batches no larger than its offer', async () => {
@@ -204,15 +194,10 @@ describe('gRPC frame batches with a peer that offers none, or a small one', () =
     const headers = new Promise<Metadata>((resolve) => call.once('metadata', resolve));
     const channel = await serverChannel;
     expect((await headers).get(BATCH_METADATA_KEY)).toEqual([batchOffer(33 * 1024 * 1024)]);
-    const frames = textFrames(50);
-    const got = collect<GatewayFrame>(frames.length, (push) => call.on('data', push));
-    for (const f of frames) channel.post(f);
-    const messages = await got;
-    expect(messages.map((m) => m.json)).toEqual(frames);
-    expect(messages.every((m) => (m.batch ?? []).length === 0)).toBe(true);
+    await expectOneFramePerMessage(call, channel);
     // And it may send a batch of its own: each frame arrives as if sent alone.
     const theirs = textFrames(3);
     call.write({ json: '', batch: theirs.map((json) => ({ json })) });
-    expect(await receive(channel, 3)).toEqual(theirs);
+    expect(await receiveFrames(channel, 3)).toEqual(theirs);
   });
 });

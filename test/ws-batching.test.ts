@@ -6,8 +6,9 @@
  */
 import type { Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Channel, WireFrame } from '../core/channel/channel.js';
+import type { Channel } from '../core/channel/channel.js';
 import { PAIR_FACTORIES, type ChannelPair } from './support/channel-pairs.js';
+import { receiveFrames } from './support/channel-read.js';
 
 const FRAMES = 200;
 
@@ -27,22 +28,6 @@ function countWrites(channel: Channel): { writes: number } {
   return counter;
 }
 
-async function receive(channel: Channel, n: number, ms = 5_000): Promise<WireFrame[]> {
-  const out: WireFrame[] = [];
-  const it = channel[Symbol.asyncIterator]();
-  const deadline = setTimeout(() => void it.return?.(), ms);
-  try {
-    while (out.length < n) {
-      const next = await it.next();
-      if (next.done) break;
-      out.push(next.value);
-    }
-  } finally {
-    clearTimeout(deadline);
-  }
-  return out;
-}
-
 describe('WebSocket write batching', () => {
   let pair: ChannelPair | undefined;
   afterEach(() => pair?.cleanup());
@@ -59,7 +44,7 @@ describe('WebSocket write batching', () => {
       // The turn's frames are held for one write at its end; the budget still sees the backlog before it.
       expect(from.bufferedBytes).toBe(before);
       expect(writes.writes).toBe(0);
-      const got = await receive(to, FRAMES);
+      const got = await receiveFrames(to, FRAMES);
       expect(got).toEqual(frames);
       expect(writes.writes).toBe(1);
     });
