@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { batchEntryBytes, decodeFrame, encodeBatch, encodeFrame } from '../core/channel/frame-codec.js';
 import { findProtoRoot, PROTO_LOADER_OPTIONS, type GatewayFrame } from '../core/channel/proto.js';
 import { TetherError } from '../core/errors.js';
+import { encodeLineFrame, hasFrameHeadroom } from '../core/protocol/session-frame.js';
 
 const reference = (() => {
   const pkg = loadSync('tether/v1/gateway.proto', { ...PROTO_LOADER_OPTIONS, includeDirs: [findProtoRoot()] });
@@ -41,6 +42,30 @@ describe('Frame codec', () => {
     expect(Buffer.from(back.data!).equals(data)).toBe(true);
     expect(back.data!.buffer).toBe(wire.buffer);
     expect(plain(reference.decode(wire))).toEqual(plain(back));
+  });
+
+  it('a large session frame is encoded in place: its tag and length go in the headroom in front of it, no copy', () => {
+    for (const size of [9 * 1024, 100_000, 3 * 1024 * 1024]) {
+      const line = Buffer.from(`{"type":"assistant","pad":"${'z'.repeat(size)}"}`);
+      const frame = encodeLineFrame('s-1', 7, 'engine', line);
+      expect(hasFrameHeadroom(frame)).toBe(true);
+      const wire = encodeFrame({ json: '', jsonBytes: frame });
+      expect(wire.buffer).toBe(frame.buffer); // the same memory…
+      expect(wire.byteOffset + wire.length).toBe(frame.byteOffset + frame.length);
+      expect(wire.equals(encodeFrame({ json: frame.toString() }))).toBe(true); // …the same Frame as a copy would be
+      expect(reference.decode(wire).json).toBe(frame.toString());
+      expect(encodeFrame({ json: '', jsonBytes: frame }).equals(wire)).toBe(true); // again: the same bytes
+    }
+    // Small frames share Buffer's pool (what is in front of them is not theirs): copied.
+    const small = encodeLineFrame('s-1', 8, 'engine', Buffer.from('{"type":"assistant"}'));
+    expect(hasFrameHeadroom(small)).toBe(false);
+    const copied = encodeFrame({ json: '', jsonBytes: small });
+    expect(copied.buffer === small.buffer && copied.byteOffset + copied.length === small.byteOffset + small.length).toBe(false);
+    // A Buffer that merely looks like one (own memory, free bytes in front) is not written into.
+    const lookalike = Buffer.alloc(8 + 20_000, 0x20).subarray(8);
+    const before = Buffer.from(lookalike.buffer).subarray(0, 8).toString('hex');
+    encodeFrame({ json: '', jsonBytes: lookalike });
+    expect(Buffer.from(lookalike.buffer).subarray(0, 8).toString('hex')).toBe(before);
   });
 
   it('encodes the same jsonBytes once, however many times it is sent', () => {

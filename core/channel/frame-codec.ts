@@ -1,5 +1,6 @@
 import { TetherError } from '../errors.js';
 import type { GatewayFrame } from './proto.js';
+import { hasFrameHeadroom } from '../protocol/session-frame.js';
 
 /**
  * The protobuf wire form of tether.v1.Frame (`string json = 1; optional bytes data = 2;
@@ -46,10 +47,17 @@ function writeField(out: Buffer, at: number, tag: number, bytes: Uint8Array): nu
   return at + bytes.byteLength;
 }
 
-/** Encodes one Frame: `json` (or `jsonBytes`, its UTF-8 already made) and `data` when present. */
+/**
+ * Encodes one Frame: `json` (or `jsonBytes`, its UTF-8 already made) and `data` when present.
+ * A large `jsonBytes` made by core/protocol/session-frame.ts is not copied: its tag and length
+ * go in the headroom in front of it, and the Frame is a view of the same memory.
+ */
 export function encodeFrame(frame: GatewayFrame): Buffer {
   const textBytes = frame.jsonBytes;
-  if (textBytes && !frame.data && textBytes === lastText) return lastEncoded!;
+  if (textBytes && !frame.data) {
+    if (textBytes === lastText) return lastEncoded!;
+    if (hasFrameHeadroom(textBytes)) return inHeadroom(textBytes);
+  }
   const json = textBytes ?? Buffer.from(frame.json ?? '', 'utf8');
   const data = frame.data;
   const size = (json.byteLength ? 1 + varintLength(json.byteLength) + json.byteLength : 0) + (data ? 1 + varintLength(data.byteLength) + data.byteLength : 0);
@@ -78,6 +86,15 @@ export function encodeBatch(frames: readonly Uint8Array[], size: number): Buffer
   const out = Buffer.allocUnsafe(size);
   let at = 0;
   for (const frame of frames) at = writeField(out, at, BATCH_TAG, frame);
+  return out;
+}
+
+/** `frame` as a Frame's `json` field, its tag and length written in the headroom in front of it (the same bytes every time). */
+function inHeadroom(frame: Uint8Array): Buffer {
+  const prefix = 1 + varintLength(frame.byteLength); // ≤ 6 ≤ FRAME_HEADROOM_BYTES
+  const out = Buffer.from(frame.buffer, frame.byteOffset - prefix, prefix + frame.byteLength);
+  writeVarint(out, 1, frame.byteLength);
+  out[0] = JSON_TAG;
   return out;
 }
 

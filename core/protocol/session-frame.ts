@@ -35,11 +35,33 @@ function header(sessionId: string, seq: number, origin: FrameOrigin): string {
 export function encodeLineFrame(sessionId: string, seq: number, origin: FrameOrigin, line: Uint8Array): Buffer {
   const head = header(sessionId, seq, origin) + MESSAGE_KEY; // ASCII, but for the session id
   const headBytes = Buffer.byteLength(head);
-  const out = Buffer.allocUnsafe(headBytes + line.byteLength + SUFFIX_BYTES.length);
+  const out = allocFrame(headBytes + line.byteLength + SUFFIX_BYTES.length);
   out.write(head, 0, 'utf8');
   out.set(line, headBytes);
   out.set(SUFFIX_BYTES, headBytes + line.byteLength);
   return out;
+}
+
+/**
+ * Bytes kept free in front of a large frame, so a transport can write its own short prefix
+ * there instead of copying the frame behind it (gRPC: the tag and length of the Frame field,
+ * core/channel/frame-codec.ts). Only frames of {@link HEADROOM_FROM_BYTES} and more: smaller
+ * Buffers share a pool (nothing in front of them is theirs) and copying them costs little.
+ */
+export const FRAME_HEADROOM_BYTES = 8;
+const HEADROOM_FROM_BYTES = 8 * 1024;
+const withHeadroom = new WeakSet<Uint8Array>();
+
+function allocFrame(size: number): Buffer {
+  if (size < HEADROOM_FROM_BYTES) return Buffer.allocUnsafe(size);
+  const frame = Buffer.allocUnsafe(FRAME_HEADROOM_BYTES + size).subarray(FRAME_HEADROOM_BYTES);
+  withHeadroom.add(frame);
+  return frame;
+}
+
+/** Whether the {@link FRAME_HEADROOM_BYTES} in front of `frame` are free for a transport's prefix (a frame encoded here). */
+export function hasFrameHeadroom(frame: Uint8Array): boolean {
+  return frame.byteLength >= HEADROOM_FROM_BYTES && withHeadroom.has(frame);
 }
 
 /** A frame carrying a gateway event (our own small object, serialized here). */
