@@ -27,6 +27,8 @@ describe('Frame codec', () => {
         const frame: GatewayFrame = data === undefined ? { json } : { json, data };
         expect(plain(reference.decode(encodeFrame(frame)))).toEqual(plain(frame));
         expect(plain(decodeFrame(reference.encode(frame)))).toEqual(plain(frame));
+        // The decoder reports the text's UTF-8 size from the message (the channel's limit check uses it).
+        expect(decodeFrame(reference.encode(frame)).jsonLength ?? 0).toBe(Buffer.byteLength(json));
         // Text given as its UTF-8 bytes encodes exactly as the string does.
         expect(encodeFrame({ json: '', jsonBytes: Buffer.from(json), ...(data ? { data } : {}) }).equals(encodeFrame(frame))).toBe(true);
       }),

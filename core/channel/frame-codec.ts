@@ -133,7 +133,10 @@ function decode(buf: Buffer, outer: boolean): GatewayFrame {
     else if (wire === 1 || wire === 5) len = wire === 1 ? 8 : 4;
     else throw new TetherError('INVALID_ARGUMENT', `malformed Frame: wire type ${wire}`);
     if (at + len > buf.length) throw new TetherError('INVALID_ARGUMENT', 'malformed Frame: field runs past the message');
-    if (tag === JSON_TAG) frame.json = buf.toString('utf8', at, at + len);
+    if (tag === JSON_TAG) {
+      frame.json = buf.toString('utf8', at, at + len);
+      frame.jsonLength = len;
+    }
     else if (tag === DATA_TAG) {
       frame.data = buf.subarray(at, at + len);
       frame._data = 'data';

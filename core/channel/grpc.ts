@@ -1,6 +1,6 @@
 import type { ChannelOptions, ClientDuplexStream, ServerDuplexStream, StatusObject } from '@grpc/grpc-js';
 import { codeFromGrpc, ERROR_TABLE, TetherError, type ErrorCode } from '../errors.js';
-import { BaseChannel, frameBytes, type BaseChannelOptions, type CloseInfo, type OutgoingFrame, type Transport, type WireFrame } from './channel.js';
+import { BaseChannel, BINARY_FRAME_OVERHEAD_BYTES, frameBytes, type BaseChannelOptions, type CloseInfo, type OutgoingFrame, type Transport, type WireFrame } from './channel.js';
 import type { GatewayFrame } from './proto.js';
 import { Fifo } from '../util/fifo.js';
 import { batchEntryBytes, encodeBatch, encodeFrame } from './frame-codec.js';
@@ -82,8 +82,7 @@ interface WriteItem {
 type WriteGroup = WriteItem | WriteItem[];
 
 /** Encodes a frame as a tether.v1.Frame; bytes already encoded as UTF-8 once for every client are encoded once too. */
-function encodeOutgoing(frame: OutgoingFrame): Buffer {
-  if (typeof frame === 'string') return encodeFrame({ json: frame });
+function encodeOutgoing(frame: Exclude<OutgoingFrame, string>): Buffer {
   if (frame instanceof Uint8Array) return encodeFrame({ json: '', jsonBytes: frame });
   return encodeFrame({ json: frame.header, data: frame.body });
 }
@@ -159,7 +158,9 @@ abstract class GrpcChannelBase extends BaseChannel {
     if (this.isClosed) return;
     const json = typeof message?.json === 'string' ? message.json : '';
     const frame: WireFrame = message?._data === 'data' && message.data ? { header: json, body: message.data } : json;
-    const size = frameBytes(frame);
+    // The message told the text's UTF-8 size: no second scan of a large frame to learn it.
+    const jsonBytes = message?.jsonLength ?? Buffer.byteLength(json);
+    const size = typeof frame === 'string' ? jsonBytes : BINARY_FRAME_OVERHEAD_BYTES + jsonBytes + frame.body.byteLength;
     if (size > this.maxFrameBytes) {
       this.close('RESOURCE_EXHAUSTED', `peer sent a frame of ${size} bytes, over the limit of ${this.maxFrameBytes} bytes`);
       return;
@@ -177,8 +178,10 @@ abstract class GrpcChannelBase extends BaseChannel {
   }
 
   private enqueue(frame: OutgoingFrame, resolve: () => void, reject: (err: TetherError) => void): void {
-    const bytes = frameBytes(frame);
-    this.outbox.push({ encoded: encodeOutgoing(frame), bytes, resolve, reject });
+    // Text is encoded to UTF-8 once, and measured by that.
+    const outgoing = typeof frame === 'string' ? Buffer.from(frame, 'utf8') : frame;
+    const bytes = frameBytes(outgoing);
+    this.outbox.push({ encoded: encodeOutgoing(outgoing), bytes, resolve, reject });
     this.outboxBytes += bytes;
     if (this.batchBytes === undefined) this.pump();
     else if (!this.flushDue) {

@@ -29,6 +29,8 @@ export interface GatewayFrame {
   json: string;
   data?: Uint8Array;
   _data?: 'data';
+  /** Received only: the UTF-8 bytes of `json`, as the message gave them (measuring the string again would scan it). */
+  jsonLength?: number;
   /** Received only: the frames of a batch, in order, in place of this one (`json` is then empty, `data` absent). */
   batch?: GatewayFrame[];
   /** Sending only: `json` already encoded as UTF-8 (see core/channel/frame-codec.ts). */
