@@ -15,11 +15,14 @@ describe('Fifo', () => {
     for (let i = 0; i < 2500; i++) out.push(q.shift()!);
     for (let i = 3000; i < 3100; i++) q.push(i);
     expect(q.length).toBe(600);
+    expect(q.peek()).toBe(2500); // left in place
+    expect(q.length).toBe(600);
     expect(q.shift()).toBe(2500);
     expect(q.takeAll()).toEqual(Array.from({ length: 599 }, (_, i) => 2501 + i));
     expect(out).toEqual(Array.from({ length: 2500 }, (_, i) => i));
     expect(q.length).toBe(0);
     expect(q.shift()).toBeUndefined();
+    expect(q.peek()).toBeUndefined();
   });
 
   it('drains 200,000 items in linear time', () => {
