@@ -5,7 +5,8 @@
  *   npm run bench                 full run (< 15 min)
  *   npm run bench -- --quick      smaller counts, fewer rounds (< 2 min)
  *   options: --only 1,2,3,4,5 (figures; 1 and 2 share their processes; 5 needs nats-server)
- *            --profile (CPU profiles of the gateway and the agent under load, top functions)
+ *            --profile (CPU profiles of the gateway, the agent and the driver under load, top functions)
+ *            --profiles <words> (with --profile: only the profiles whose name has one of the comma-separated words, no levers)
  *            --out <file.json> (default bench/results/latest.json; the table goes next to it as .md)
  *            --report <file.json> (re-render the tables of an earlier run, nothing is measured)
  *
@@ -554,47 +555,60 @@ function throughputRun(driver, { kind, transport, count, bytes }) {
   };
 }
 
+/** A profiled run: `iters` sequential prompt round trips of one client of `kind` on `transport`. */
+function roundTripRun(driver, { kind, transport, iters }) {
+  return async (ours) => {
+    await driver.call('open', { id: 'p', kind, url: ours.url[transport], agent: `bench-${transport}` });
+    await driver.call('latency', { id: 'p', iters, warmup: 200 }, 120_000);
+    await driver.call('close', { id: 'p' });
+  };
+}
+
 async function profile() {
-  const dir = join(BENCH_DIR, 'results', 'prof');
+  // Next to the results file (`--out`), so a run writing elsewhere leaves bench/results/ alone.
+  const dir = OUT.replace(/\.json$/, '') + '-prof';
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  const driver = await startChild('driver.mjs', [], { label: 'driver' });
   const out = {};
-  try {
-    for (const [name, run] of [
-      ['single client, 200-byte frames (ws)', throughputRun(driver, { kind: 'ours', transport: 'ws', count: 20_000, bytes: 200 })],
-      ['single client, 100 KB frames (ws)', throughputRun(driver, { kind: 'wire', transport: 'ws', count: 300, bytes: 100_000 })],
-      ['single client, 100 KB frames (grpc)', throughputRun(driver, { kind: 'wire', transport: 'grpc', count: 300, bytes: 100_000 })],
-      [
-        'fan-out to 100 viewers, 200-byte frames (ws)',
-        async (ours) => {
-          const ctrl = await driver.call('open', { id: 'p', kind: 'wire', url: ours.url.ws, agent: 'bench-ws' });
-          await driver.call('viewersOpen', { kind: 'ours', url: ours.url.ws, sessionId: ctrl.sessionId, fromSeq: ctrl.lastSeq + 1, n: 100 }, 120_000);
-          await driver.call('settle', { quietMs: 500 }, 130_000);
-          for (let i = 0; i < 3; i++) await driver.call('fanout', { ctrl: 'p', count: 1_000, bytes: 200, timeoutMs: 60_000 }, 90_000);
-          await driver.call('viewersClose');
-          await driver.call('close', { id: 'p' });
-        },
-      ],
-    ]) {
-      const sub = join(dir, String(Object.keys(out).length));
-      mkdirSync(sub, { recursive: true });
-      const transport = name.includes('(grpc)') ? 'grpc' : 'ws';
-      const ours = await startOurs({ transports: [transport], prof: sub });
-      try {
-        await run(ours);
-      } finally {
-        await ours.stop();
-      }
-      for (const proc of ['gateway', `agent-${transport}`]) {
-        const d = join(sub, proc);
-        const file = existsSync(d) ? readdirSync(d).find((f) => f.endsWith('.cpuprofile')) : undefined;
-        out[`${proc}: ${name}`] = file ? analyzeProfile(join(d, file), ROOT) : { error: 'no profile written' };
-      }
-      log(`profile: ${name} done`);
+  // `--profiles a,b` runs only the profiles whose name contains one of the words.
+  const pick = opt('profiles', '').split(',').filter(Boolean);
+  for (const [name, run] of [
+    ['single client, 200-byte frames (ws)', (driver) => throughputRun(driver, { kind: 'ours', transport: 'ws', count: 20_000, bytes: 200 })],
+    ['single client, 100 KB frames (ws)', (driver) => throughputRun(driver, { kind: 'wire', transport: 'ws', count: 300, bytes: 100_000 })],
+    ['single client, 100 KB frames (grpc)', (driver) => throughputRun(driver, { kind: 'wire', transport: 'grpc', count: 300, bytes: 100_000 })],
+    ['round trip, GatewayClient library (ws)', (driver) => roundTripRun(driver, { kind: 'ours', transport: 'ws', iters: 10_000 })],
+    ['round trip, GatewayClient library (grpc)', (driver) => roundTripRun(driver, { kind: 'ours', transport: 'grpc', iters: 10_000 })],
+    [
+      'fan-out to 100 viewers, 200-byte frames (ws)',
+      (driver) => async (ours) => {
+        const ctrl = await driver.call('open', { id: 'p', kind: 'wire', url: ours.url.ws, agent: 'bench-ws' });
+        await driver.call('viewersOpen', { kind: 'ours', url: ours.url.ws, sessionId: ctrl.sessionId, fromSeq: ctrl.lastSeq + 1, n: 100 }, 120_000);
+        await driver.call('settle', { quietMs: 500 }, 130_000);
+        for (let i = 0; i < 3; i++) await driver.call('fanout', { ctrl: 'p', count: 1_000, bytes: 200, timeoutMs: 60_000 }, 90_000);
+        await driver.call('viewersClose');
+        await driver.call('close', { id: 'p' });
+      },
+    ],
+  ]) {
+    if (pick.length && !pick.some((w) => name.includes(w))) continue;
+    const sub = join(dir, String(Object.keys(out).length));
+    mkdirSync(sub, { recursive: true });
+    const transport = name.includes('(grpc)') ? 'grpc' : 'ws';
+    // The driver (the clients) is profiled too: its own process per run, so its profile covers this run only.
+    const driver = await startChild('driver.mjs', [], { label: 'driver', execArgv: ['--cpu-prof', `--cpu-prof-dir=${join(sub, 'driver')}`] });
+    const ours = await startOurs({ transports: [transport], prof: sub });
+    try {
+      await run(driver)(ours);
+    } finally {
+      await ours.stop();
+      await driver.stop();
     }
-  } finally {
-    await driver.stop();
+    for (const proc of ['gateway', `agent-${transport}`, 'driver']) {
+      const d = join(sub, proc);
+      const file = existsSync(d) ? readdirSync(d).find((f) => f.endsWith('.cpuprofile')) : undefined;
+      out[`${proc}: ${name}`] = file ? analyzeProfile(join(d, file), ROOT) : { error: 'no profile written' };
+    }
+    log(`profile: ${name} done`);
   }
   results.figures.profile = out;
 }
@@ -618,7 +632,7 @@ async function main() {
   if (ONLY.has(3)) steps.push(['fig3', figure3]);
   if (ONLY.has(4)) steps.push(['fig4', figure4]);
   if (ONLY.has(5)) steps.push(['fig5', figure5]);
-  if (PROFILE) steps.push(['levers', levers], ['profile', profile]);
+  if (PROFILE) steps.push(...(opt('profiles') ? [] : [['levers', levers]]), ['profile', profile]);
   for (const [name, step] of steps) {
     if (overBudget()) {
       results.notes.push(`${name} skipped: time budget used up`);
