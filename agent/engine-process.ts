@@ -231,15 +231,16 @@ export class EngineProcess {
    * backpressure). Rejects with TetherError INVALID_ARGUMENT if `value` is not a plain object or
    * cannot be serialised, and FAILED_PRECONDITION if the engine has exited, is being stopped, or
    * the write failed (e.g. EPIPE because the engine closed stdin). On an engine that could not
-   * start it rejects with the start error itself ('cannot start engine "<cmd>": …').
+   * start it rejects with the start error itself ('cannot start engine "<cmd>": …'). `serialized`:
+   * `JSON.stringify(value)` when the caller has it already (it checked the line).
    */
-  write(value: Record<string, unknown>): Promise<void> {
+  write(value: Record<string, unknown>, serialized?: string): Promise<void> {
     if (!isPlainObject(value)) {
       return Promise.reject(new TetherError('INVALID_ARGUMENT', 'engine frames must be plain JSON objects'));
     }
     let text: string;
     try {
-      text = JSON.stringify(value);
+      text = serialized ?? JSON.stringify(value);
     } catch (err) {
       return Promise.reject(new TetherError('INVALID_ARGUMENT', `cannot serialise engine frame: ${errMessage(err)}`));
     }

@@ -176,8 +176,9 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
     if (seq <= this.lastInputSeq) return;
     this.lastInputSeq = seq;
     try {
-      checkEngineInput(line);
-      await this.engine.write(this.prepare(line));
+      const text = checkEngineInput(line);
+      const prepared = this.prepare(line);
+      await this.engine.write(prepared, prepared === line ? text : undefined); // serialized once, by the check
     } catch (err) {
       const e = err instanceof TetherError ? err : new TetherError('INTERNAL', String(err));
       this.log.warn({ sessionId: this.sessionId, seq, err: e.message }, 'input not written to the engine');

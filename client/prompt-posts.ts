@@ -8,6 +8,8 @@ export const POST_ANSWER_MS = 30_000;
 
 interface Waiting {
   peer: RpcPeer;
+  /** When it fails with DEADLINE_EXCEEDED (epoch ms). */
+  deadline: number;
   settle: (r: 'applied' | 'duplicate' | TetherError) => void;
 }
 
@@ -19,25 +21,51 @@ interface Waiting {
  * UNAVAILABLE, and the caller sends it again, same input id, on the next one.
  */
 export class PromptPosts {
+  /** In the order posted, so the first one is the next to pass its deadline. */
   private readonly waiting = new Map<string, Waiting>();
+  /**
+   * One timer for every post (a timer set and cleared per prompt cost more than the rest of
+   * the post), left to run out when nothing waits. Unref'd: the connection keeps the process
+   * up while posts wait, and its loss fails them.
+   */
+  private timer: NodeJS.Timeout | undefined;
 
   /** Posts one prompt on `peer`; settles as described above, or DEADLINE_EXCEEDED after {@link POST_ANSWER_MS}. */
   post(peer: RpcPeer, sessionId: string, inputId: string, line: Record<string, unknown>): Promise<'applied' | 'duplicate'> {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => w.settle(new TetherError('DEADLINE_EXCEEDED', `session.post got no answer within ${POST_ANSWER_MS} ms`)), POST_ANSWER_MS);
+      const earlier = this.waiting.get(inputId); // the same input posted again meanwhile: one answer settles both
       const w: Waiting = {
         peer,
+        deadline: Date.now() + POST_ANSWER_MS,
         settle: (r) => {
-          clearTimeout(timer);
           if (this.waiting.get(inputId) === w) this.waiting.delete(inputId);
+          earlier?.settle(r);
           if (r instanceof TetherError) reject(r);
           else resolve(r);
         },
       };
+      this.waiting.delete(inputId); // to the end, in deadline order
       this.waiting.set(inputId, w);
-      peer.notify('session.post', { session_id: sessionId, input_id: inputId, line }).catch((err) => w.settle(asTetherError(err, 'UNAVAILABLE')));
+      this.timer ??= setTimeout(this.expire, POST_ANSWER_MS).unref();
+      const params = { session_id: sessionId, input_id: inputId, line };
+      // No promise per prompt; when the post cannot go (closed, or over the frame limit) the
+      // channel's own error says why, through notify.
+      if (!peer.postNotification('session.post', params)) peer.notify('session.post', params).catch((err) => w.settle(asTetherError(err, 'UNAVAILABLE')));
     });
   }
+
+  /** Fails the posts past their deadline; runs again at the next one's. */
+  private readonly expire = (): void => {
+    this.timer = undefined;
+    const now = Date.now();
+    for (const w of this.waiting.values()) {
+      if (w.deadline > now) {
+        this.timer = setTimeout(this.expire, w.deadline - now).unref();
+        return;
+      }
+      w.settle(new TetherError('DEADLINE_EXCEEDED', `session.post got no answer within ${POST_ANSWER_MS} ms`));
+    }
+  };
 
   /** A frame's event: the echo of one of our posts answers it. `principal`: who we are. */
   onEvent(event: TetherEvent, principal: string | undefined): void {

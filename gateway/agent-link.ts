@@ -1,7 +1,7 @@
 import { TetherError } from '../core/errors.js';
 import type { Logger } from '../core/logging.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
-import type { AgentDescriptor, AgentInfo, StopSignal } from '../core/protocol/methods.js';
+import { agentInputText, type AgentDescriptor, type AgentInfo, type StopSignal } from '../core/protocol/methods.js';
 import type { EngineKind, SessionOptions } from '../core/protocol/session-options.js';
 import type { SpawnPolicy } from '../core/policy/hook.js';
 import type { Principal } from './principal.js';
@@ -25,7 +25,8 @@ export const AGENT_STOP_ANSWER_MS = 20_000;
  */
 export class AgentLink implements EngineHost {
   readonly connectedAt = new Date().toISOString();
-  private readonly unacked = new Map<string, { seq: number; count: number }>();
+  /** Output not acked yet, per session: the last seq, how many frames, since when (epoch ms). */
+  private readonly unacked = new Map<string, { seq: number; count: number; since: number }>();
   private ackTimer: NodeJS.Timeout | undefined;
   /** An ack flush is queued for the end of this turn. */
   private flushQueued = false;
@@ -104,20 +105,19 @@ export class AgentLink implements EngineHost {
    * follows on its own once durable. Throws INVALID_ARGUMENT, having sent nothing, when the
    * line cannot be serialized.
    */
-  input(sessionId: string, seq: number, line: Record<string, unknown>): void {
-    let bytes: number;
+  input(sessionId: string, seq: number, line: Record<string, unknown>, text?: string): void {
+    let lineText: string;
     try {
-      bytes = Buffer.byteLength(JSON.stringify(line));
+      lineText = text ?? JSON.stringify(line);
     } catch (err) {
       throw new TetherError('INVALID_ARGUMENT', `input ${seq} cannot be sent to the agent: ${(err as Error).message}`);
     }
     const ack = this.foldAcks ? this.takeOwedAck(sessionId) : undefined;
     this.whenInputKept(() => {
-      this.peer.notify('agent.input', { session_id: sessionId, seq, line, ack }).catch((err: unknown) => {
-        this.log.warn({ sessionId, err: String(err) }, 'input not handed to the agent link');
-      });
+      // Posted (no promise per input); a closed link keeps it pending, re-sent after the agent's next hello.
+      if (!this.peer.post(agentInputText({ session_id: sessionId, seq, ack }, lineText))) this.log.warn({ sessionId, seq }, 'input not handed to the agent link');
     });
-    this.metrics?.relayed('to_agent', bytes);
+    this.metrics?.relayed('to_agent', Buffer.byteLength(lineText));
   }
 
   /**
@@ -150,24 +150,51 @@ export class AgentLink implements EngineHost {
   }
 
   private noteForAck(sessionId: string, seq: number): void {
-    const u = this.unacked.get(sessionId) ?? { seq, count: 0 };
+    let u = this.unacked.get(sessionId);
+    if (!u) this.unacked.set(sessionId, (u = { seq, count: 0, since: Date.now() }));
     u.seq = seq;
     u.count++;
-    this.unacked.set(sessionId, u);
     if (u.count >= ACK_EVERY_FRAMES) {
       if (!this.flushQueued) {
         this.flushQueued = true;
         process.nextTick(this.flushAtTurnEnd); // after the rest of the burst, which the same ack covers
       }
-    } else if (!this.ackTimer) this.ackTimer = setTimeout(() => this.flushAcks(), ACK_AFTER_MS);
+    } else if (!this.ackTimer) this.ackTimer = setTimeout(this.flushAged, ACK_AFTER_MS);
   }
 
-  /** The session's output ack went out folded into an input: nothing more owed for it. */
+  /**
+   * The session's output ack went out folded into an input: nothing more owed for it. The
+   * timer stays (it sends only acks owed ACK_AFTER_MS): clearing it here and setting it
+   * again at the next output cost a timer per prompt round trip.
+   */
   private acked(sessionId: string): void {
     this.unacked.delete(sessionId);
-    if (this.unacked.size) return;
-    clearTimeout(this.ackTimer);
+  }
+
+  /** The timer: sends the acks owed for ACK_AFTER_MS, and runs again when the next one will be. */
+  private readonly flushAged = (): void => {
     this.ackTimer = undefined;
+    if (this.disposed) return;
+    const now = Date.now();
+    const due: { session_id: string; seq: number }[] = [];
+    let next = Infinity;
+    for (const [sessionId, u] of this.unacked) {
+      const age = now - u.since;
+      if (age >= ACK_AFTER_MS - 1) {
+        due.push({ session_id: sessionId, seq: u.seq });
+        this.unacked.delete(sessionId);
+      } else next = Math.min(next, ACK_AFTER_MS - age);
+    }
+    if (next !== Infinity) this.ackTimer = setTimeout(this.flushAged, next);
+    this.sendAcks(due);
+  };
+
+  /** Sends cumulative acks once what they cover is durable. */
+  private sendAcks(acks: { session_id: string; seq: number }[]): void {
+    if (!acks.length) return;
+    this.whenDurable(() => {
+      for (const ack of acks) this.peer.postNotification('session.ack', ack);
+    });
   }
 
   private readonly flushAtTurnEnd = (): void => {
@@ -179,12 +206,9 @@ export class AgentLink implements EngineHost {
   flushAcks(): void {
     clearTimeout(this.ackTimer);
     this.ackTimer = undefined;
-    if (!this.unacked.size) return;
     const acks = [...this.unacked].map(([sessionId, u]) => ({ session_id: sessionId, seq: u.seq }));
     this.unacked.clear();
-    this.whenDurable(() => {
-      for (const ack of acks) this.peer.postNotification('session.ack', ack);
-    });
+    this.sendAcks(acks);
   }
 
   /** Stops relaying: output and events arriving after this are dropped. Idempotent. */

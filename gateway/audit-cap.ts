@@ -12,6 +12,19 @@ export interface CutNote {
 }
 
 /**
+ * Whether {@link capStrings} would return `entry` as it is: every value a number, boolean,
+ * null, undefined or a string of at most `maxChars` (a prompt's record, the usual case, is
+ * then built without walking it).
+ */
+export function isFlatAndShort(entry: Record<string, unknown>, maxChars = AUDIT_MAX_STRING_CHARS): boolean {
+  for (const k in entry) {
+    const v = entry[k];
+    if (typeof v === 'string' ? v.length > maxChars : typeof v === 'object' && v !== null) return false;
+  }
+  return true;
+}
+
+/**
  * Copies `value` with every string longer than `maxChars` cut to its first `maxChars`
  * characters. `cut` maps the path of each cut string (`options.system_prompt`,
  * `options.extra_args[3]`) to its original length and SHA-256, so a record stays small yet

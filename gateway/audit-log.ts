@@ -4,7 +4,7 @@ import { TetherError } from '../core/errors.js';
 import type { Logger } from '../core/logging.js';
 import { AUDIT_DEFAULT_LIMIT, auditMatches, type AuditAction, type AuditQuery, type AuditRecord, type AuditResult } from '../core/protocol/audit.js';
 import { ensurePrivateDir, openPrivateAppend } from '../core/util/private-files.js';
-import { capStrings } from './audit-cap.js';
+import { capStrings, isFlatAndShort } from './audit-cap.js';
 import { scanAuditFileAsync } from './audit-reader.js';
 
 /** One audit record as a caller hands it in: who did what to which session, plus details. */
@@ -32,6 +32,7 @@ export interface AuditLog {
  * anything was) names each cut string's path, full length and SHA-256.
  */
 export function auditRecordOf(entry: AuditEntry, now = new Date()): AuditRecord {
+  if (isFlatAndShort(entry)) return { time: now.toISOString(), ...entry };
   const { value, cut } = capStrings(entry);
   const record = { time: now.toISOString(), ...(value as AuditEntry) };
   return Object.keys(cut).length ? { ...record, cut } : record;

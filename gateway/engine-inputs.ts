@@ -6,7 +6,8 @@ import type { SessionStore, StoredInput } from './session-store.js';
 
 /** The engine side of a session as the gateway sees it (the agent link). */
 export interface EngineHost {
-  input(sessionId: string, seq: number, line: Record<string, unknown>): void;
+  /** Sends one input; `text`: the line as `JSON.stringify` writes it, when the caller has it already. */
+  input(sessionId: string, seq: number, line: Record<string, unknown>, text?: string): void;
   stop(sessionId: string, reason: string, signal?: StopSignal): Promise<void>;
 }
 
@@ -86,16 +87,17 @@ export class EngineInputs {
    * (bounded) and goes out when the agent is back; nothing is dropped. `key` is the dedupe key
    * of the client input it comes from (kept with it, so a restart still answers a retry
    * `duplicate`), or GATEWAY_KEY for the gateway's own answers. Once stored, the input counts
-   * as applied: a retry of it is a duplicate even if what follows here fails.
+   * as applied: a retry of it is a duplicate even if what follows here fails. `text`: the line
+   * serialized, when the caller has it already (a client's line, checked).
    */
-  toEngine(line: Record<string, unknown>, key: string): void {
-    const bytes = JSON.stringify(line).length;
+  toEngine(line: Record<string, unknown>, key: string, text: string = JSON.stringify(line)): void {
+    const bytes = text.length;
     this.pending.assertRoom(bytes, this.sessionId);
     const seq = ++this.seq;
     this.store.appendInput(this.sessionId, { seq, key, line });
     this.pending.push({ seq, line, bytes });
     if (key !== GATEWAY_KEY) this.remember(key);
-    this.bound?.input(this.sessionId, seq, line);
+    this.bound?.input(this.sessionId, seq, line, text);
   }
 
   /** The agent link (re)bound the session, or went down (`undefined`). */

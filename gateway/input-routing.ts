@@ -33,24 +33,26 @@ export class InputRouting {
   /**
    * Applies one input line, at most once per input id; `ended`: the session can take none.
    * Throws a typed error (and changes nothing) when it is malformed or cannot be queued.
+   * `onApplied` gets the line as serialized (once, here) when it was applied.
    */
-  input(from: Actor, inputId: string, line: Record<string, unknown>, ended: boolean): 'applied' | 'duplicate' {
+  input(from: Actor, inputId: string, line: Record<string, unknown>, ended: boolean, onApplied?: (text: string) => void): 'applied' | 'duplicate' {
     // Size, depth and shape first: nothing of a line the engine cannot take is kept or broadcast.
-    const bytes = checkEngineInput(line).length;
+    const text = checkEngineInput(line);
     const key = `${from.principal}\u0000${inputId}`; // survives the client reconnecting with a new client id
     if (this.s.inputs.seen(key)) return 'duplicate';
     if (ended) throw new TetherError('FAILED_PRECONDITION', `session ${this.s.sessionId} has ended`);
-    if (line.type !== 'keep_alive') this.s.inputs.assertRoom(bytes);
-    this.route(from, line, key, inputId);
+    if (line.type !== 'keep_alive') this.s.inputs.assertRoom(text.length);
+    this.route(from, line, key, inputId, text);
     this.s.inputs.remember(key); // keep_alive stores nothing, yet a retry of it is a duplicate too
+    onApplied?.(text);
     return 'applied';
   }
 
-  /** `key`: the client's dedupe key, stored with what the line sends to the engine. */
-  private route(from: Actor, line: Record<string, unknown>, key: string, inputId: string): void {
+  /** `key`: the client's dedupe key, stored with what the line sends to the engine; `text`: the line serialized. */
+  private route(from: Actor, line: Record<string, unknown>, key: string, inputId: string, text: string): void {
     switch (line.type) {
       case 'user':
-        return this.prompt(from, line, key, inputId);
+        return this.prompt(from, line, key, inputId, text);
       case 'control_request':
         return this.forwardControlRequest(from, line, key);
       case 'control_response':
@@ -68,10 +70,10 @@ export class InputRouting {
    * A prompt: stored and queued for the engine first, then echoed to every client with the
    * sender's input id, so the echo is a true receipt (the answer to a `session.post`).
    */
-  private prompt(from: Actor, line: Record<string, unknown>, key: string, inputId: string): void {
+  private prompt(from: Actor, line: Record<string, unknown>, key: string, inputId: string, text: string): void {
     checkUserMessage(line);
     this.s.audit.audited(from.principal, 'prompt', { client_id: from.clientId, uuid: line.uuid, chars: promptChars(line) }, () => {
-      this.s.inputs.toEngine(line, key);
+      this.s.inputs.toEngine(line, key, text);
       this.s.history.append({ event: tetherEvent({ subtype: 'prompt', principal: from.principal, client_id: from.clientId, message: line.message, input_id: inputId }) });
       if (this.s.status.current === 'idle') this.s.status.set('running');
     });

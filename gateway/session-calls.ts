@@ -46,8 +46,7 @@ export async function applySessionCall<M extends SessionCall>(dir: SessionDirect
       const s = params as ParamsOf<'session.send'>;
       requireControlScope(p, 'send to sessions');
       if (s.line.type === 'control_request') checkControlAudited(dir, session.id, p, clientId, s.line, session.roleOf(clientId), session.options.cwd);
-      const status = session.input(clientId, s.input_id, s.line);
-      if (status === 'applied') metrics?.relayed('from_client', Buffer.byteLength(JSON.stringify(s.line)));
+      const status = session.input(clientId, s.input_id, s.line, metrics && ((text) => metrics.relayed('from_client', Buffer.byteLength(text))));
       return { status } as ResultOf<M>;
     }
     case 'session.set_role': {

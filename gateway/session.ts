@@ -256,11 +256,12 @@ export class Session {
   /**
    * Applies one input line from an attached client, at most once per input id. Throws a
    * typed error (and changes nothing) when the client may not send it or it is malformed.
+   * `onApplied` gets the line as serialized when it was applied.
    */
-  input(clientId: string, inputId: string, line: Record<string, unknown>): 'applied' | 'duplicate' {
+  input(clientId: string, inputId: string, line: Record<string, unknown>, onApplied?: (text: string) => void): 'applied' | 'duplicate' {
     const a = this.members.attached(clientId);
     if (a.role === 'viewer') throw new TetherError('PERMISSION_DENIED', 'viewers cannot send input to the session');
-    return this.routing.input(a.member, inputId, line, this.ended);
+    return this.routing.input(a.member, inputId, line, this.ended, onApplied);
   }
 
   /** Stops the engine (owner or controller); `signal` says how hard (core/protocol/methods.ts StopSignal). */

@@ -273,6 +273,22 @@ export const Notifications = {
   }),
 } as const;
 
+/**
+ * An `agent.input` notification as `JSON.stringify({ jsonrpc, method, params })` writes it,
+ * with `lineText` (the line as `JSON.stringify` wrote it when the gateway checked it) put in
+ * as it is: the gateway sends one per input and need not serialize the line again.
+ */
+export function agentInputText(p: Omit<NotificationParams<'agent.input'>, 'line'>, lineText: string): string {
+  return (
+    `{"jsonrpc":"2.0","method":"agent.input","params":{"session_id":${JSON.stringify(p.session_id)},"seq":${p.seq},"line":${lineText}` +
+    `${p.ack === undefined ? '' : `,"ack":${p.ack}`}}}`
+  );
+}
+/** Every field of agent.input that agentInputText writes: a field added to the schema and not there fails to compile. */
+const INPUT_TEXT_FIELDS = ['session_id', 'seq', 'line', 'ack'] as const;
+const inputTextComplete: Exclude<keyof NotificationParams<'agent.input'>, (typeof INPUT_TEXT_FIELDS)[number]> extends never ? true : never = true;
+void inputTextComplete;
+
 export type MethodName = keyof typeof Methods;
 export type NotificationName = keyof typeof Notifications;
 export type ParamsOf<M extends MethodName> = z.input<(typeof Methods)[M]['params']>;

@@ -3,6 +3,7 @@ import type { BinaryFrame, Channel, CloseInfo, OutgoingFrame, WireFrame } from '
 import { asTetherError, JSONRPC_PARSE_ERROR, TetherError } from '../errors.js';
 import { silentLogger, type Logger } from '../logging.js';
 import { classify, type RpcId } from '../protocol/jsonrpc.js';
+import { FAST_BINARY_CHECKS, FAST_NOTIFICATION_CHECKS } from '../protocol/fast-checks.js';
 import {
   BinaryHeaders,
   BinaryNotifications,
@@ -21,6 +22,10 @@ type Parsed<M extends MethodName> = z.infer<(typeof Methods)[M]['params']>;
 type RequestHandler<M extends MethodName> = (params: Parsed<M>) => ResultOf<M> | Promise<ResultOf<M>>;
 type NotificationHandler<N extends NotificationName> = (params: NotificationParams<N>) => void;
 type BinaryNotificationHandler<N extends BinaryNotificationName> = (params: BinaryNotificationParams<N>, body: Uint8Array) => void;
+
+type FastChecks = Record<string, ((params: unknown) => boolean) | undefined>;
+/** What {@link RpcPeer.checked} returns for params their schema refuses. */
+const BAD = Symbol('bad params');
 
 /** How long an outgoing request waits for its reply unless told otherwise. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
@@ -229,13 +234,10 @@ export class RpcPeer {
       this.log.debug({ method }, 'ignoring unknown binary notification');
       return;
     }
-    const parsed = schema.safeParse(header.params ?? {});
-    if (!parsed.success) {
-      this.log.warn({ method, issues: describeIssues(parsed.error) }, 'dropping binary notification with bad params');
-      return;
-    }
+    const params = this.checked('binary notification', method, header.params, schema, (FAST_BINARY_CHECKS as FastChecks)[method]);
+    if (params === BAD) return;
     try {
-      handler(parsed.data, frame.body);
+      handler(params, frame.body);
     } catch (err) {
       this.log.error({ method, err: asTetherError(err).message }, 'binary notification handler failed');
     }
@@ -248,16 +250,26 @@ export class RpcPeer {
       this.log.debug({ method }, 'ignoring unknown notification');
       return;
     }
-    const parsed = schema.safeParse(params ?? {});
-    if (!parsed.success) {
-      this.log.warn({ method, issues: describeIssues(parsed.error) }, 'dropping notification with bad params');
-      return;
-    }
+    const checked = this.checked('notification', method, params, schema, (FAST_NOTIFICATION_CHECKS as FastChecks)[method]);
+    if (checked === BAD) return;
     try {
-      handler(parsed.data);
+      handler(checked);
     } catch (err) {
       this.log.error({ method, err: asTetherError(err).message }, 'notification handler failed');
     }
+  }
+
+  /**
+   * A notification's params as its handler takes them: as they are when its fast check
+   * (core/protocol/fast-checks.ts) says the schema would return them unchanged, else as the
+   * schema returns them; BAD (logged) when the schema refuses them.
+   */
+  private checked(what: string, method: string, params: unknown, schema: z.ZodType, fast: ((p: unknown) => boolean) | undefined): unknown {
+    if (fast?.(params)) return params;
+    const parsed = schema.safeParse(params ?? {});
+    if (parsed.success) return parsed.data;
+    this.log.warn({ method, issues: describeIssues(parsed.error) }, `dropping ${what} with bad params`);
+    return BAD;
   }
 
   private handleRequest(id: RpcId, method: string, params: unknown): void {
