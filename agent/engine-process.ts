@@ -411,8 +411,20 @@ export class EngineProcess {
     this.splitter.push(chunk, this.queue);
     this.noteInvalid(before);
     this.deliver();
-    if (this.waiters.length === 0 && !this.leaderExited) this.child!.stdout.pause();
+    // Paused only if nobody waits once the reader has taken what it was given: a reader that
+    // takes each line and asks for the next at once (a prompt's answer) keeps stdout flowing,
+    // instead of a pause and a resume per line.
+    if (!this.pauseCheckQueued) {
+      this.pauseCheckQueued = true;
+      queueMicrotask(this.pauseIfNobodyWaits);
+    }
   }
+
+  private pauseCheckQueued = false;
+  private readonly pauseIfNobodyWaits = (): void => {
+    this.pauseCheckQueued = false;
+    if (this.waiters.length === 0 && !this.leaderExited && !this.stdoutClosed && !this.abandoned) this.child!.stdout.pause();
+  };
 
   private onStdoutClosed(): void {
     if (this.stdoutClosed) return;

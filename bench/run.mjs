@@ -7,6 +7,7 @@
  *   options: --only 1,2,3,4,5 (figures; 1 and 2 share their processes; 5 needs nats-server)
  *            --profile (CPU profiles of the gateway, the agent and the driver under load, top functions)
  *            --profiles <words> (with --profile: only the profiles whose name has one of the comma-separated words, no levers)
+ *            --profile-pinned (with --profile: every profiled process pinned to CPU 0)
  *            --out <file.json> (default bench/results/latest.json; the table goes next to it as .md)
  *            --report <file.json> (re-render the tables of an earlier run, nothing is measured)
  *
@@ -595,8 +596,9 @@ async function profile() {
     mkdirSync(sub, { recursive: true });
     const transport = name.includes('(grpc)') ? 'grpc' : 'ws';
     // The driver (the clients) is profiled too: its own process per run, so its profile covers this run only.
-    const driver = await startChild('driver.mjs', [], { label: 'driver', execArgv: ['--cpu-prof', `--cpu-prof-dir=${join(sub, 'driver')}`] });
-    const ours = await startOurs({ transports: [transport], prof: sub });
+    const pin = flag('profile-pinned'); // every process on CPU 0, as figure 1's pinned rounds (engines too: they inherit it)
+    const driver = await startChild('driver.mjs', [], { pin, label: 'driver', execArgv: ['--cpu-prof', `--cpu-prof-dir=${join(sub, 'driver')}`] });
+    const ours = await startOurs({ transports: [transport], prof: sub, pin });
     try {
       await run(driver)(ours);
     } finally {

@@ -5,6 +5,7 @@ import type { Logger } from '../core/logging.js';
 import { AUDIT_DEFAULT_LIMIT, auditMatches, type AuditAction, type AuditQuery, type AuditRecord, type AuditResult } from '../core/protocol/audit.js';
 import { ensurePrivateDir, openPrivateAppend } from '../core/util/private-files.js';
 import { capStrings, isFlatAndShort } from './audit-cap.js';
+import { isoNow } from '../core/util/iso-now.js';
 import { scanAuditFileAsync } from './audit-reader.js';
 
 /** One audit record as a caller hands it in: who did what to which session, plus details. */
@@ -31,10 +32,11 @@ export interface AuditLog {
  * The record as written: the time first, then the entry with long strings cut; `cut` (when
  * anything was) names each cut string's path, full length and SHA-256.
  */
-export function auditRecordOf(entry: AuditEntry, now = new Date()): AuditRecord {
-  if (isFlatAndShort(entry)) return { time: now.toISOString(), ...entry };
+export function auditRecordOf(entry: AuditEntry, now?: Date): AuditRecord {
+  const time = now ? now.toISOString() : isoNow();
+  if (isFlatAndShort(entry)) return { time, ...entry };
   const { value, cut } = capStrings(entry);
-  const record = { time: now.toISOString(), ...(value as AuditEntry) };
+  const record = { time, ...(value as AuditEntry) };
   return Object.keys(cut).length ? { ...record, cut } : record;
 }
 

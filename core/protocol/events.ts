@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isoNow } from '../util/iso-now.js';
 
 /**
  * Gateway events delivered in a session's stream beside the engine's frames. In pipe mode
@@ -103,7 +104,7 @@ export type TetherEventInput = DistributiveOmit<TetherEvent, 'type' | 'at'>;
 
 /** Builds an event with its `type` and timestamp filled in. */
 export function tetherEvent(e: TetherEventInput): TetherEvent {
-  return { type: 'tether', ...e, at: new Date().toISOString() } as TetherEvent;
+  return { type: 'tether', ...e, at: isoNow() } as TetherEvent;
 }
 
 /** The notice a client gets instead of frames `from`..`to`, which are no longer held. */
