@@ -1,5 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { SessionState } from '../core/protocol/events.js';
+import { PlainHistogram } from './plain-histogram.js';
 
 /** Which way a relayed frame went, seen from the gateway. */
 export const RELAY_DIRECTIONS = ['from_agent', 'to_client', 'from_client', 'to_agent'] as const;
@@ -49,7 +50,7 @@ export class GatewayMetrics {
   private readonly seenAgents = new Set<string>();
   private readonly frames: Counter<'direction'>;
   private readonly bytes: Counter<'direction'>;
-  private readonly latency: Histogram;
+  private readonly latency: PlainHistogram;
   private readonly clients: Gauge<'transport'>;
   private readonly promptsRaised: Counter;
   private readonly promptsSettled: Counter<'outcome'>;
@@ -106,12 +107,12 @@ export class GatewayMetrics {
       registers,
       collect: fold,
     });
-    this.latency = new Histogram({
-      name: 'tether_relay_latency_seconds',
-      help: 'Engine line read by the agent until the gateway hands it to its clients\' connections (live frames, once per frame).',
-      buckets: RELAY_LATENCY_BUCKETS_SECONDS,
+    this.latency = new PlainHistogram(
+      'tether_relay_latency_seconds',
+      'Engine line read by the agent until the gateway hands it to its clients\' connections (live frames, once per frame).',
+      RELAY_LATENCY_BUCKETS_SECONDS,
       registers,
-    });
+    );
     this.promptsRaised = counter('tether_prompts_raised_total', 'Engine requests (permission prompts, hook callbacks, ...) that waited for a client.');
     this.promptsSettled = counter(
       'tether_prompts_settled_total',
