@@ -13,6 +13,8 @@ export interface AcrossReconnectsOptions {
   attempts?: number;
   /** No new attempt starts after this long (ms, default no bound beyond `attempts`). */
   withinMs?: number;
+  /** The first attempt was made already, on `peer`, and failed with `error`: go on from the second. */
+  after?: { peer: RpcPeer; error: TetherError };
 }
 
 /**
@@ -25,17 +27,35 @@ export interface AcrossReconnectsOptions {
 export async function acrossReconnects<T>(peer: () => Promise<RpcPeer>, call: (p: RpcPeer) => Promise<T>, opts: AcrossReconnectsOptions = {}): Promise<T> {
   const until = Date.now() + (opts.withinMs ?? Infinity);
   const retry = opts.retry ?? isLinkLoss;
-  let last: TetherError | undefined;
-  for (let attempt = 0; ; attempt++) {
+  /** After attempt `attempt` failed with `e` on `p`: throws when no other may follow, else waits before the next. */
+  const failed = (e: TetherError, p: RpcPeer, attempt: number) => {
+    if (!retry(e) || attempt >= (opts.attempts ?? 20) || Date.now() >= until) throw e;
+    return Promise.race([p.channel.closed, new Promise((r) => setTimeout(r, Math.min(1_000, 25 * 2 ** attempt)))]);
+  };
+  let last = opts.after?.error;
+  if (opts.after) await failed(opts.after.error, opts.after.peer, 0);
+  for (let attempt = opts.after ? 1 : 0; ; attempt++) {
     // No next connection (the client closed, or gave up reconnecting): the cut is the answer.
     const p = last ? await peer().catch(() => Promise.reject(last)) : await peer();
     try {
       return await call(p);
     } catch (err) {
-      const e = asTetherError(err);
-      if (!retry(e) || attempt >= (opts.attempts ?? 20) || Date.now() >= until) throw e;
-      last = e;
-      await Promise.race([p.channel.closed, new Promise((r) => setTimeout(r, Math.min(1_000, 25 * 2 ** attempt)))]);
+      last = asTetherError(err);
+      await failed(last, p, attempt);
     }
   }
+}
+
+/**
+ * {@link acrossReconnects} with its first attempt made at once on `live` (the peer of a link
+ * that is up), without an async step: the hot path of a prompt. Only a failure goes the long way.
+ */
+export function atOnceThenAcrossReconnects<T>(live: RpcPeer, peer: () => Promise<RpcPeer>, call: (p: RpcPeer) => Promise<T>, opts: AcrossReconnectsOptions = {}): Promise<T> {
+  let first: Promise<T>;
+  try {
+    first = call(live);
+  } catch (err) {
+    first = Promise.reject(err);
+  }
+  return first.catch((err: unknown) => acrossReconnects(peer, call, { ...opts, after: { peer: live, error: asTetherError(err) } }));
 }

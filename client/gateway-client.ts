@@ -108,10 +108,16 @@ export class GatewayClient {
     return this.posting.has(peer);
   }
 
+  /** The live peer when the link is up now (not down, not resuming its sessions), else undefined. */
+  livePeer(): RpcPeer | undefined {
+    const p = this.link.peer;
+    return p && !p.channel.isClosed && !this.resuming ? p : undefined;
+  }
+
   /** The live peer; waits (bounded) for a reconnect when the link is down. */
   peer(): Promise<RpcPeer> {
-    const p = this.link.peer;
-    if (p && !p.channel.isClosed && !this.resuming) return Promise.resolve(p);
+    const p = this.livePeer();
+    if (p) return Promise.resolve(p);
     if (this.closed) return Promise.reject(new TetherError('CANCELLED', 'client closed'));
     return new Promise((resolve, reject) => {
       const t = setTimeout(() => reject(new TetherError('UNAVAILABLE', 'gateway unreachable')), this.opts.reconnectWaitMs ?? 30_000);

@@ -5,7 +5,7 @@ import type { AuditRecord } from '../core/protocol/audit.js';
 import type { NotificationParams, SessionInfo, StopSignal } from '../core/protocol/methods.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
 import { tetherEvent } from '../core/protocol/events.js';
-import { acrossReconnects } from './across-reconnects.js';
+import { acrossReconnects, atOnceThenAcrossReconnects } from './across-reconnects.js';
 import { PromptPosts } from './prompt-posts.js';
 import { asPermissionRequest, type PermissionAnswer, type PermissionRequest } from './permission-policy.js';
 import { Wakeup } from '../core/util/wakeup.js';
@@ -71,6 +71,8 @@ const MAX_BUFFERED_ITEMS = 100_000;
 export interface SessionTransport {
   /** The live peer, waiting for a reconnect if the link is down (bounded). */
   peer(): Promise<RpcPeer>;
+  /** The live peer when the link is up now (what peer() would resolve with at once), else undefined. */
+  livePeer?(): RpcPeer | undefined;
   /** Whether the gateway behind `peer` takes prompts as `session.post` (capability session.post.v1). */
   postsPrompts?(peer: RpcPeer): boolean;
   /** Who the gateway says we are (the token's subject). */
@@ -271,17 +273,17 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
    * Sends one engine input line (user message, control_request, control_response). Retried
    * across reconnects with the same input id until the gateway acknowledges it.
    */
-  async send(line: Record<string, unknown>, inputId: string = randomUUID()): Promise<'applied' | 'duplicate'> {
-    return acrossReconnects(
-      () => this.transport.peer(),
-      async (peer) =>
-        // A prompt's echo is its answer where the gateway allows it: one message less each way.
-        // Once the session is over, no echo can come: the request gets the gateway's precise answer.
-        line.type === 'user' && !this.ended && this.transport.postsPrompts?.(peer)
-          ? this.posts.post(peer, this.id, inputId, line)
-          : (await peer.request('session.send', { session_id: this.id, input_id: inputId, line })).status,
-      { retry: (e) => e.retryable },
-    );
+  send(line: Record<string, unknown>, inputId: string = randomUUID()): Promise<'applied' | 'duplicate'> {
+    const call = (peer: RpcPeer): Promise<'applied' | 'duplicate'> =>
+      // A prompt's echo is its answer where the gateway allows it: one message less each way.
+      // Once the session is over, no echo can come: the request gets the gateway's precise answer.
+      line.type === 'user' && !this.ended && this.transport.postsPrompts?.(peer)
+        ? this.posts.post(peer, this.id, inputId, line)
+        : peer.request('session.send', { session_id: this.id, input_id: inputId, line }).then((r) => r.status);
+    const peer = () => this.transport.peer();
+    const opts = { retry: (e: TetherError) => e.retryable };
+    const live = this.transport.livePeer?.();
+    return live ? atOnceThenAcrossReconnects(live, peer, call, opts) : acrossReconnects(peer, call, opts);
   }
 
   /** Sends a user prompt. */
