@@ -1,0 +1,91 @@
+#!/usr/bin/env node
+/**
+ * CPU per prompt round trip of each process, in the steady state: figure 1's round trip
+ * (one small user message, client → relay → agent → engine → back, one at a time) many times
+ * over, after a warm-up, for the raw WebSocket relay and for ours (gateway + agent from dist/,
+ * the GatewayClient library in this process), alternating. Longer and steadier than figure 1's
+ * rounds, so a change of a few µs per round trip shows through a loaded machine.
+ *
+ *   node bench/round-trip-cpu.mjs [--count 10000] [--rounds 2] [--pin]
+ *
+ * --pin: every process (this one included, engines too) on CPU 0, as figure 1's pinned rounds;
+ * run it under `taskset -c 0` for this process. Prints CPU µs per round trip of relay, agent
+ * and client, and the mean wall time per round trip.
+ */
+import { WebSocket } from 'ws';
+import { argsOf } from './lib/child.mjs';
+import { startChild, stopAll } from './lib/proc.mjs';
+import { GatewayClient } from '../dist/client/gateway-client.js';
+
+const a = argsOf();
+const COUNT = Number(a.count ?? 10_000);
+const WARMUP = 2_000;
+const pin = a.pin === true;
+const userLine = (i) => ({ type: 'user', message: { role: 'user', content: `ping ${i}` }, parent_tool_use_id: null, session_id: 'default' });
+/** An engine's assistant line, by its first bytes (what figure 1's clients look at). */
+const isAnswer = (b) => b[9] === 0x61 && b[10] === 0x73;
+
+/** `n` sequential round trips: `send(i)` then wait until `onAnswer` is called. */
+async function roundTrips(n, send, setOnAnswer) {
+  for (let i = 0; i < n; i++) {
+    const answered = new Promise((resolve) => setOnAnswer(resolve));
+    send(i);
+    await answered;
+  }
+}
+
+/** Warm-up, then COUNT round trips with the CPU of relay, agent and this process measured. */
+async function measure(name, relay, agent, send, setOnAnswer) {
+  await roundTrips(WARMUP, send, setOnAnswer);
+  const cpu = async () => [(await relay.call('cpu')).total, (await agent.call('cpu')).total, process.cpuUsage()];
+  const [r0, a0, c0] = await cpu();
+  const t0 = performance.now();
+  await roundTrips(COUNT, send, setOnAnswer);
+  const wall = performance.now() - t0;
+  const [r1, a1] = await cpu();
+  const c = process.cpuUsage(c0);
+  const per = (x) => (x / COUNT).toFixed(1).padStart(6);
+  console.log(`${name.padEnd(5)} relay ${per(r1 - r0)}  agent ${per(a1 - a0)}  client ${per(c.user + c.system)} µs CPU per round trip; wall ${per(wall * 1000)} µs (mean)`);
+}
+
+async function raw() {
+  const relay = await startChild('raw-relay.mjs', ['--transport', 'ws'], { pin, label: 'raw-relay' });
+  const agent = await startChild('raw-agent.mjs', ['--transport', 'ws', '--url', relay.info.url], { pin, label: 'raw-agent' });
+  const ws = new WebSocket(`${relay.info.url}/client`, { perMessageDeflate: false });
+  try {
+    await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)));
+    let onAnswer = () => {};
+    ws.on('message', (b) => isAnswer(b) && onAnswer());
+    await measure('raw', relay, agent, (i) => ws.send(JSON.stringify(userLine(i))), (f) => (onAnswer = f));
+  } finally {
+    ws.terminate();
+    await stopAll([agent, relay]);
+  }
+}
+
+async function ours() {
+  const gateway = await startChild('tether-gateway.mjs', [], { pin, label: 'gateway' });
+  const agent = await startChild('tether-agent.mjs', ['--gateway', gateway.info.url, '--name', 'bench-ws'], { pin, label: 'agent' });
+  const client = await GatewayClient.connect({ gateway: gateway.info.url });
+  try {
+    const session = await client.createSession({ agent: 'bench-ws' });
+    let onAnswer = () => {};
+    void (async () => {
+      try {
+        for await (const item of session) if (item.kind === 'engine' && item.line.startsWith('{"type":"as')) onAnswer();
+      } catch {
+        // closed
+      }
+    })();
+    await measure('ours', gateway, agent, (i) => void session.send(userLine(i)).catch(() => {}), (f) => (onAnswer = f));
+  } finally {
+    await client.close().catch(() => {});
+    await stopAll([agent, gateway]);
+  }
+}
+
+for (let r = 0; r < Number(a.rounds ?? 2); r++) {
+  await raw();
+  await ours();
+}
+process.exit(0);
