@@ -66,7 +66,10 @@ describe('gateway fail-over (a list of gateway URLs)', () => {
       expect(seen.filter(isDelta)).toHaveLength(40);
       expect(processesIn(cwd.path, 'demo-engine/main.js')).toEqual([enginePid]); // the engine was never restarted
 
-      // Both moved to B, each after at least one failed attempt on A.
+      // Both moved to B, each after at least one failed attempt on A. A link reports its state
+      // after the hooks it runs on connecting, so the frames may be read first: wait for it.
+      const onB = () => connectedUrls(agentStatus).includes(b) && clientStatus.some((s) => s.status.state === 'connected' && s.status.url === b);
+      await waitFor(onB, 5_000, () => `agent and client to report B (agent: ${connectedUrls(agentStatus).join(' ')})`);
       expect(connectedUrls(agentStatus)).toEqual([a, b]);
       expect(agentStatus.some((s) => s.state === 'down' && s.url === a && s.nextUrl === b)).toBe(true);
       const resumed = clientStatus.find((s) => s.status.state === 'connected' && s.status.url === b);
