@@ -1,8 +1,11 @@
 import type { TetherEvent } from '../core/protocol/events.js';
+import { presenceChanges } from '../core/protocol/presence.js';
 import { policyLine, viewTool } from './tool-view.js';
 
 /** Diff lines a tool call shows at most in the terminal; the rest is counted. */
 const MAX_TERMINAL_DIFF_LINES = 20;
+/** Presence changes of one event (a burst of attaches) named in its line; the rest are counted. */
+const MAX_PRESENCE_SHOWN = 5;
 
 /** Removes escape sequences and control characters from untrusted text (tool names, output). */
 export function sanitize(text: string): string {
@@ -43,8 +46,12 @@ export function diffLines(name: string, input: Record<string, unknown> | undefin
 /** A human line for a gateway event, or undefined for events not worth a line. */
 export function describeEvent(e: TetherEvent): string | undefined {
   switch (e.subtype) {
-    case 'presence':
-      return e.action === 'role_changed' ? `* ${e.principal} is now ${e.role}` : `* ${e.principal} ${e.action} (${e.role})`;
+    case 'presence': {
+      const changes = presenceChanges(e);
+      const shown = changes.slice(0, MAX_PRESENCE_SHOWN).map((c) => (c.action === 'role_changed' ? `${c.principal} is now ${c.role}` : `${c.principal} ${c.action} (${c.role})`));
+      const rest = changes.length - shown.length;
+      return `* ${shown.join(', ')}${rest > 0 ? ` and ${rest} more` : ''}`;
+    }
     case 'state':
       return e.state === 'agent-lost' ? '* the agent link is down; the engine keeps running' : e.state === 'ended' ? '* session ended' : undefined;
     case 'exited':

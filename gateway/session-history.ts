@@ -31,6 +31,8 @@ export class SessionHistory {
   /** Frames on their way to members, released once the store holds them. */
   private readonly outbox: DurableOutbox;
   private lastAgentSeq = 0;
+  /** What holds frames back to coalesce them (presence): flushed before any other frame is numbered. */
+  private held: { flush(): void } | undefined;
 
   /**
    * `deliver` hands one frame to every member attached at that moment; `restored`: frames read
@@ -68,8 +70,17 @@ export class SessionHistory {
     return true;
   }
 
+  /**
+   * Registers what holds frames back to coalesce them (PresenceBatch). It is flushed before
+   * any other frame is numbered, so the history keeps the order in which things happened.
+   */
+  holdBack(held: { flush(): void }): void {
+    this.held = held;
+  }
+
   /** Numbers one frame, stores it, keeps it for replay and queues it for every member. */
   append(body: FrameBody, readAtMs?: number): void {
+    this.held?.flush();
     const seq = this.log.lastSeq + 1;
     const bytes =
       'event' in body

@@ -1,10 +1,11 @@
 import { TetherError } from '../core/errors.js';
-import { tetherEvent, type Role } from '../core/protocol/events.js';
+import type { Role } from '../core/protocol/events.js';
 import type { SessionInfo } from '../core/protocol/methods.js';
 import type { ControlRouting } from './control-routing.js';
 import type { SessionHistory } from './session-history.js';
 import type { SessionAudit } from './session-audit.js';
 import type { RoleDecision, SessionRoles } from './session-roles.js';
+import { PresenceBatch } from './presence-batch.js';
 
 /** One attached client as the session sees it: transport-blind. */
 export interface Member {
@@ -43,12 +44,18 @@ export interface MemberParts {
 
 /**
  * Who is attached to one session and with which role: attach (history first, then the live
- * stream), detach, and the owner's role changes. Every change is audited and shown to all.
+ * stream), detach, and the owner's role changes. Every change is audited and shown to all
+ * (as `presence` events, coalesced: see PresenceBatch).
  */
 export class SessionMembers {
   private readonly all = new Map<string, Attachment>();
+  /** Presence changes on their way to everyone, coalesced (a burst of attaches is one event). */
+  private readonly presence: PresenceBatch;
 
-  constructor(private readonly s: MemberParts) {}
+  constructor(private readonly s: MemberParts) {
+    this.presence = new PresenceBatch((event) => s.history.append({ event }), () => this.all.size);
+    s.history.holdBack(this.presence);
+  }
 
   /** The attachment of `clientId`; throws FAILED_PRECONDITION when it is not attached. */
   attached(clientId: string): Attachment {
@@ -146,6 +153,6 @@ export class SessionMembers {
   }
 
   private announce(action: 'attached' | 'detached' | 'role_changed', principal: string, clientId: string, role: Role): void {
-    this.s.history.append({ event: tetherEvent({ subtype: 'presence', action, principal, client_id: clientId, role }) });
+    this.presence.add({ action, principal, client_id: clientId, role });
   }
 }

@@ -24,6 +24,7 @@ import { processesIn } from './support/cli.js';
 import { codeOf, isResult, until } from './support/items.js';
 import { rawClient } from './support/raw-client.js';
 import { record } from './support/recorder.js';
+import type { RemoteSession } from '../client/remote-session.js';
 import { startStack, withTimeout, type Stack } from './support/stack.js';
 import { waitFor, steady } from './support/wait.js';
 import { WsFrameReader } from './support/ws-frames.js';
@@ -306,18 +307,24 @@ describe('threats 2D: sequence, ack, resume', () => {
     await until(it, isResult);
     // The frames that follow the result: the state goes back to idle last.
     await until(it, (i) => i.kind === 'engine' && JSON.parse(i.line).subtype === 'session_state_changed' && JSON.parse(i.line).state === 'idle', [], 10_000, 'the idle state after the result');
-    // Every attach adds a presence frame, so the window is read again before each one.
+    // Every attach adds a presence frame (within moments: presence is coalesced), so the window
+    // is read again after each attach's own presence frame has reached it.
     const lastSeq = async () => (await owner.listSessions()).find((x) => x.id === session.id)!.last_seq;
+    const recordAttached = async (s: RemoteSession) => {
+      const rec = record(s);
+      await waitFor(() => rec.items.some((i) => i.body.includes(`"client_id":${JSON.stringify(s.clientId)}`)), 10_000, 'its own presence frame');
+      return rec;
+    };
     const last = await lastSeq();
     expect(last).toBeGreaterThan(8);
     const c = await stack.client();
     expect(await codeOf(c.attach(session.id, { fromSeq: last + 2, readOnly: true }))).toBe('INVALID_ARGUMENT');
     expect(await codeOf(c.attach(session.id, { fromSeq: last + 1000, readOnly: true }))).toBe('INVALID_ARGUMENT');
     // At last + 1: nothing replayed, only what comes after.
-    const atEnd = record(await c.attach(session.id, { fromSeq: last + 1, readOnly: true }));
+    const atEnd = await recordAttached(await c.attach(session.id, { fromSeq: last + 1, readOnly: true }));
     // At the first held frame (the log holds the newest 8): history from there, no gap.
     const firstA = (await lastSeq()) - 8 + 1;
-    const atFirst = record(await (await stack.client()).attach(session.id, { fromSeq: firstA, readOnly: true }));
+    const atFirst = await recordAttached(await (await stack.client()).attach(session.id, { fromSeq: firstA, readOnly: true }));
     // One before it: an explicit gap naming exactly the missing frame, then the history.
     const firstB = (await lastSeq()) - 8 + 1;
     const before = record(await (await stack.client()).attach(session.id, { fromSeq: firstB - 1, readOnly: true }));

@@ -12,15 +12,27 @@ export type SessionState = z.infer<typeof SessionState>;
 export const Role = z.enum(['owner', 'controller', 'viewer']);
 export type Role = z.infer<typeof Role>;
 
+/** One change of who is attached to a session, or with which role. */
+export const PresenceChange = z.object({
+  action: z.enum(['attached', 'detached', 'role_changed']),
+  principal: z.string(),
+  client_id: z.string(),
+  role: Role,
+});
+export type PresenceChange = z.infer<typeof PresenceChange>;
+
 export const TetherEvent = z.discriminatedUnion('subtype', [
   z.object({ type: z.literal('tether'), subtype: z.literal('state'), state: SessionState, at: z.string() }),
   z.object({
     type: z.literal('tether'),
     subtype: z.literal('presence'),
-    action: z.enum(['attached', 'detached', 'role_changed']),
-    principal: z.string(),
-    client_id: z.string(),
-    role: Role,
+    ...PresenceChange.shape,
+    /**
+     * Further changes carried by the same event, in the order they happened, after the one at
+     * the top level: the gateway coalesces the changes of a burst (many attaches at once) into
+     * one event. Absent when there is one change.
+     */
+    more: z.array(PresenceChange).optional(),
     at: z.string(),
   }),
   z.object({

@@ -4,6 +4,8 @@
  * receive it: the translation is cached on the frame's Buffer (the same object goes to every
  * member, and the replay log keeps it).
  */
+import type { PresenceChange } from '../../../core/protocol/events.js';
+import { presenceChanges } from '../../../core/protocol/presence.js';
 
 /** An MCP server as the engine reported it at start. */
 export interface McpServer {
@@ -83,7 +85,8 @@ function fromGatewayEvent(e: Obj): DialectEvent[] {
     case 'gap':
       return [{ kind: 'gap', from_seq: Number(e.from_seq), to_seq: Number(e.to_seq) }];
     case 'presence':
-      return [{ kind: 'presence', action: String(e.action), principal: String(e.principal), client_id: String(e.client_id), role: String(e.role) }];
+      // One notification per change, as before coalescing (a burst's changes share one event).
+      return presenceChanges(e as unknown as PresenceChange).map((c) => ({ kind: 'presence', ...c }));
     default:
       return [];
   }

@@ -5,6 +5,7 @@
  */
 import type { Connection } from './connection';
 import { readFrame, readReply, type FrameParams, type StreamItem } from './frames';
+import { presenceChanges } from '../../../core/protocol/presence.js';
 import { RpcError } from './rpc';
 import { Store } from './store';
 import { Transcript } from './transcript';
@@ -126,9 +127,11 @@ export class OpenSession {
       if (e.subtype === 'state') this.view.update({ state: e.state });
       if (e.subtype === 'presence') {
         const present = new Map(this.view.get().present);
-        if (e.action === 'detached') present.delete(e.client_id);
-        else present.set(e.client_id, { principal: e.principal, role: e.role });
-        if (e.client_id === this.clientId && e.action === 'role_changed') this.view.update({ role: e.role });
+        for (const c of presenceChanges(e)) {
+          if (c.action === 'detached') present.delete(c.client_id);
+          else present.set(c.client_id, { principal: c.principal, role: c.role });
+          if (c.client_id === this.clientId && c.action === 'role_changed') this.view.update({ role: c.role });
+        }
         this.view.update({ present });
       }
     }

@@ -5,6 +5,8 @@
  */
 import type { EngineMessage, StreamItem } from './frames';
 import { policyLine } from '../../../client/tool-view.js';
+import type { PresenceChange } from '../../../core/protocol/events.js';
+import { presenceChanges } from '../../../core/protocol/presence.js';
 
 export interface PermissionPrompt {
   requestId: string;
@@ -52,6 +54,16 @@ export class Transcript {
     this.add({ kind: 'note', text, tone });
   }
 
+  /** One presence change as a note; comings and goings of one person in a row read as one line: the latest. */
+  private presence(c: PresenceChange): void {
+    const text = c.action === 'role_changed' ? `${c.principal} is now ${c.role}` : `${c.principal} ${c.action} (${c.role})`;
+    const last = this.entries[this.entries.length - 1];
+    if (last?.kind === 'note' && last.id === this.lastPresenceId && this.lastPresenceOf === c.principal) last.text = text;
+    else this.note(text);
+    this.lastPresenceId = this.entries[this.entries.length - 1].id;
+    this.lastPresenceOf = c.principal;
+  }
+
   apply(item: StreamItem): void {
     if (item.kind === 'event') return this.event(item.event as unknown as Record<string, unknown>);
     const m = item.message;
@@ -95,16 +107,9 @@ export class Transcript {
         this.add({ kind: 'prompt', principal: String(e.principal), text, images: blocks.filter((b) => b.type === 'image').length });
         return;
       }
-      case 'presence': {
-        const text = e.action === 'role_changed' ? `${e.principal} is now ${e.role}` : `${e.principal} ${e.action} (${e.role})`;
-        // Comings and goings of one person in a row read as one line: the latest.
-        const last = this.entries[this.entries.length - 1];
-        if (last?.kind === 'note' && last.id === this.lastPresenceId && this.lastPresenceOf === e.principal) last.text = text;
-        else this.note(text);
-        this.lastPresenceId = this.entries[this.entries.length - 1].id;
-        this.lastPresenceOf = String(e.principal);
+      case 'presence':
+        for (const c of presenceChanges(e as unknown as PresenceChange)) this.presence(c);
         return;
-      }
       case 'prompt_decided': {
         const p = this.prompts.get(String(e.request_id));
         if (p) {

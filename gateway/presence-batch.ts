@@ -1,0 +1,53 @@
+import { tetherEvent, type PresenceChange, type TetherEvent } from '../core/protocol/events.js';
+
+/**
+ * How long presence changes may wait to be coalesced, per member who will receive them: a
+ * session of M members sends at most one presence event per M ms, so presence costs each
+ * session about one frame delivery per millisecond however many members attach at once (a
+ * burst of N attaches costs O(N) deliveries, not N²/2).
+ */
+export const PRESENCE_WAIT_MS_PER_MEMBER = 1;
+/** The longest a presence change waits, however large the session. */
+export const PRESENCE_MAX_WAIT_MS = 1_000;
+/** Changes one event carries at most (an event of 500 is ~60 KB); more go out at once. */
+export const PRESENCE_MAX_CHANGES = 500;
+
+/**
+ * The presence changes of one session, held briefly and appended as one `presence` event
+ * (the first change at its top level, the rest in `more`). The first change after a quiet
+ * spell goes out at the end of its turn of the event loop; later ones wait until the window
+ * since the last event has passed. The history flushes them before numbering any other frame
+ * (see SessionHistory.holdBack), so every client sees changes and frames in the order they
+ * happened, and a replay gives the same member list as the live stream did.
+ */
+export class PresenceBatch {
+  private held: PresenceChange[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private lastAt = -Infinity;
+
+  /** `append` numbers and sends one event; `members` is how many clients will receive it. */
+  constructor(
+    private readonly append: (event: TetherEvent) => void,
+    private readonly members: () => number,
+  ) {}
+
+  add(change: PresenceChange): void {
+    this.held.push(change);
+    if (this.held.length >= PRESENCE_MAX_CHANGES) return this.flush();
+    if (this.timer) return;
+    const windowMs = Math.min(PRESENCE_MAX_WAIT_MS, this.members() * PRESENCE_WAIT_MS_PER_MEMBER);
+    this.timer = setTimeout(() => this.flush(), Math.max(0, this.lastAt + windowMs - performance.now()));
+    this.timer.unref(); // a closing gateway does not wait for it: its store takes no frames then
+  }
+
+  /** Appends the held changes as one event now (nothing when none are held). */
+  flush(): void {
+    if (this.held.length === 0) return;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const [first, ...more] = this.held;
+    this.held = [];
+    this.lastAt = performance.now();
+    this.append(tetherEvent({ subtype: 'presence', ...first, ...(more.length ? { more } : {}) }));
+  }
+}

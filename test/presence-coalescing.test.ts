@@ -1,0 +1,106 @@
+import { describe, expect, it } from 'vitest';
+import { TetherEvent, type PresenceChange } from '../core/protocol/events.js';
+import { presenceChanges } from '../core/protocol/presence.js';
+import { tetherEvent } from '../core/protocol/events.js';
+import { PresenceBatch, PRESENCE_MAX_CHANGES } from '../gateway/presence-batch.js';
+import { SessionHistory } from '../gateway/session-history.js';
+import { MemorySessionStore } from '../gateway/session-store.js';
+import { REPLAY_DEFAULTS } from '../gateway/replay-log.js';
+import type { RemoteSession } from '../client/remote-session.js';
+import { startStack } from './support/stack.js';
+import { cleanupsPerTest } from './support/cleanups.js';
+import { waitFor } from './support/wait.js';
+
+/** What one frame says (the bytes every member gets), parsed. */
+const paramsOf = (bytes: Buffer) => (JSON.parse(bytes.toString('utf8')) as { params: { seq: number; event?: TetherEvent } }).params;
+
+/** A session history over the memory store, and every frame it handed to members. */
+function historyWithBatch(members = 3) {
+  const delivered: Buffer[] = [];
+  const history = new SessionHistory('s-1', new MemorySessionStore(), REPLAY_DEFAULTS, (bytes) => delivered.push(bytes));
+  const batch = new PresenceBatch((event) => history.append({ event }), () => members);
+  history.holdBack(batch);
+  return { history, batch, delivered };
+}
+
+const change = (n: number, action: PresenceChange['action'] = 'attached'): PresenceChange => ({ action, principal: `p${n}`, client_id: `c${n}`, role: 'viewer' });
+
+describe('presence coalescing (PresenceBatch)', () => {
+  it('changes of one turn become one event, in order, valid per the protocol schema', async () => {
+    const { batch, delivered } = historyWithBatch();
+    for (let n = 1; n <= 5; n++) batch.add(change(n));
+    expect(delivered).toHaveLength(0); // held until the end of the turn
+    await waitFor(() => delivered.length > 0, 5_000, 'the coalesced event');
+    await new Promise((r) => setTimeout(r, 20));
+    expect(delivered).toHaveLength(1);
+    const event = TetherEvent.parse(paramsOf(delivered[0]).event);
+    expect(event.subtype).toBe('presence');
+    expect(presenceChanges(event as Extract<TetherEvent, { subtype: 'presence' }>)).toEqual([1, 2, 3, 4, 5].map((n) => change(n)));
+  });
+
+  it('a held change goes out before any other frame, so order is kept; a lone change carries no `more`', () => {
+    const { history, batch, delivered } = historyWithBatch();
+    batch.add(change(1));
+    history.append({ event: tetherEvent({ subtype: 'state', state: 'running' }) });
+    const frames = delivered.map(paramsOf);
+    expect(frames.map((f) => [f.seq, f.event?.subtype])).toEqual([
+      [1, 'presence'],
+      [2, 'state'],
+    ]);
+    expect(frames[0].event).not.toHaveProperty('more');
+  });
+
+  it('a burst larger than one event holds goes out in events of at most PRESENCE_MAX_CHANGES', () => {
+    const { batch, delivered } = historyWithBatch();
+    for (let n = 1; n <= PRESENCE_MAX_CHANGES + 1; n++) batch.add(change(n));
+    expect(delivered).toHaveLength(1);
+    const first = paramsOf(delivered[0]).event as Extract<TetherEvent, { subtype: 'presence' }>;
+    expect(presenceChanges(first)).toHaveLength(PRESENCE_MAX_CHANGES);
+    batch.flush();
+    expect(presenceChanges(paramsOf(delivered[1]).event as Extract<TetherEvent, { subtype: 'presence' }>)).toEqual([change(PRESENCE_MAX_CHANGES + 1)]);
+  });
+});
+
+/** Every presence event a session's reader gets, collected in the background. */
+function collectPresence(s: RemoteSession): Extract<TetherEvent, { subtype: 'presence' }>[] {
+  const got: Extract<TetherEvent, { subtype: 'presence' }>[] = [];
+  void (async () => {
+    for await (const item of s) if (item.kind === 'event' && item.event.subtype === 'presence') got.push(item.event);
+  })().catch(() => {});
+  return got;
+}
+
+/** The member list a client keeps: the attach answer's, then each presence change applied in order. */
+function membersFrom(start: { client_id: string }[], events: Extract<TetherEvent, { subtype: 'presence' }>[]): string[] {
+  const ids = new Set(start.map((c) => c.client_id));
+  for (const e of events) for (const c of presenceChanges(e)) (c.action === 'detached' ? ids.delete(c.client_id) : ids.add(c.client_id));
+  return [...ids].sort();
+}
+
+describe('presence coalescing (gateway, real sockets)', () => {
+  const cleanups = cleanupsPerTest();
+  const N = 100;
+
+  it(`${N} viewers attaching at once cost O(N) presence frames, not N²/2, and every member list converges`, async () => {
+    const stack = cleanups.own(await startStack({ engine: 'demo', limits: { maxMembers: 2 * N } }));
+    const owner = await (await stack.client()).createSession({ agent: 'test-agent' });
+    const ownerEvents = collectPresence(owner);
+    const clients = await Promise.all(Array.from({ length: N }, () => stack.client()));
+    // The burst: every attach sent at once.
+    const viewers = await Promise.all(clients.map((c) => c.attach(owner.id, { readOnly: true })));
+    const events = viewers.map(collectPresence);
+    const all = [owner.clientId, ...viewers.map((v) => v.clientId)].sort();
+    const lists = () => [membersFrom(owner.info.clients, ownerEvents), ...viewers.map((v, n) => membersFrom(v.info.clients, events[n]))];
+    await waitFor(() => lists().every((l) => l.length === all.length), 20_000, 'every member list to hold all members');
+    for (const l of lists()) expect(l).toEqual(all);
+    // One presence event per attach to every member would be N²/2 (≈5,000) frames; coalesced,
+    // a session of M members sends at most one per M ms, so the burst costs about N + its duration in ms.
+    const frames = ownerEvents.length + events.reduce((sum, e) => sum + e.length, 0);
+    expect(frames).toBeLessThanOrEqual(8 * N);
+    // Replay gives the same list: a client attaching from seq 1 rebuilds it from the history alone.
+    const late = await (await stack.client()).attach(owner.id, { fromSeq: 1, readOnly: true });
+    const lateEvents = collectPresence(late);
+    await waitFor(() => membersFrom([], lateEvents).length === all.length + 1, 10_000, 'the late client to see everyone, itself last');
+    expect(membersFrom([], lateEvents)).toEqual([...all, late.clientId].sort());
+  });
+});
