@@ -1,4 +1,5 @@
 import { tetherEvent, type PresenceChange, type TetherEvent } from '../core/protocol/events.js';
+import { compactMore } from '../core/protocol/presence.js';
 
 /**
  * How long presence changes may wait to be coalesced, per member who will receive them: a
@@ -14,7 +15,8 @@ export const PRESENCE_MAX_CHANGES = 500;
 
 /**
  * The presence changes of one session, held briefly and appended as one `presence` event
- * (the first change at its top level, the rest in `more`). The first change after a quiet
+ * (the first change at its top level, the rest in `more`, each without the fields it shares
+ * with the change before it: every member gets every change, so a burst's bytes count N times). The first change after a quiet
  * spell goes out at the end of its turn of the event loop; later ones wait until the window
  * since the last event has passed. The history flushes them before numbering any other frame
  * (see SessionHistory.holdBack), so every client sees changes and frames in the order they
@@ -48,6 +50,6 @@ export class PresenceBatch {
     const [first, ...more] = this.held;
     this.held = [];
     this.lastAt = performance.now();
-    this.append(tetherEvent({ subtype: 'presence', ...first, ...(more.length ? { more } : {}) }));
+    this.append(tetherEvent({ subtype: 'presence', ...first, ...(more.length ? { more: compactMore(first, more) } : {}) }));
   }
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { TetherEvent, type PresenceChange } from '../core/protocol/events.js';
-import { presenceChanges } from '../core/protocol/presence.js';
+import { compactMore, presenceChanges } from '../core/protocol/presence.js';
+import { describeEvent } from '../client/terminal-render.js';
 import { tetherEvent } from '../core/protocol/events.js';
 import { PresenceBatch, PRESENCE_MAX_CHANGES } from '../gateway/presence-batch.js';
 import { SessionHistory } from '../gateway/session-history.js';
@@ -38,6 +39,27 @@ describe('presence coalescing (PresenceBatch)', () => {
     expect(presenceChanges(event as Extract<TetherEvent, { subtype: 'presence' }>)).toEqual([1, 2, 3, 4, 5].map((n) => change(n)));
   });
 
+  it('`more` leaves out what an entry shares with the change before it, and presenceChanges restores it', async () => {
+    const { batch, delivered } = historyWithBatch();
+    const changes: PresenceChange[] = [
+      change(1),
+      change(2),
+      { ...change(2), action: 'role_changed', role: 'controller' },
+      { ...change(3), principal: 'p2' },
+      { ...change(1), action: 'detached' },
+    ];
+    for (const c of changes) batch.add(c);
+    await waitFor(() => delivered.length > 0, 5_000, 'the coalesced event');
+    const event = TetherEvent.parse(paramsOf(delivered[0]).event) as Extract<TetherEvent, { subtype: 'presence' }>;
+    expect(event.more).toEqual([
+      { client_id: 'c2', principal: 'p2' },
+      { client_id: 'c2', action: 'role_changed', role: 'controller' },
+      { client_id: 'c3', action: 'attached', role: 'viewer' },
+      { client_id: 'c1', action: 'detached', principal: 'p1' },
+    ]);
+    expect(presenceChanges(event)).toEqual(changes);
+  });
+
   it('a held change goes out before any other frame, so order is kept; a lone change carries no `more`', () => {
     const { history, batch, delivered } = historyWithBatch();
     batch.add(change(1));
@@ -48,6 +70,13 @@ describe('presence coalescing (PresenceBatch)', () => {
       [2, 'state'],
     ]);
     expect(frames[0].event).not.toHaveProperty('more');
+  });
+
+  it('the terminal names the first changes of a burst on one line and counts the rest', () => {
+    const [first, ...rest] = [1, 2, 3, 4, 5, 6, 7].map((n) => change(n));
+    const event = tetherEvent({ subtype: 'presence', ...first, more: compactMore(first, rest) });
+    expect(describeEvent(event)).toBe('* p1 attached (viewer), p2 attached (viewer), p3 attached (viewer), p4 attached (viewer), p5 attached (viewer) and 2 more');
+    expect(describeEvent(tetherEvent({ subtype: 'presence', ...change(1), action: 'role_changed', role: 'controller' }))).toBe('* p1 is now controller');
   });
 
   it('a burst larger than one event holds goes out in events of at most PRESENCE_MAX_CHANGES', () => {

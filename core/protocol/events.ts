@@ -30,9 +30,10 @@ export const TetherEvent = z.discriminatedUnion('subtype', [
     /**
      * Further changes carried by the same event, in the order they happened, after the one at
      * the top level: the gateway coalesces the changes of a burst (many attaches at once) into
-     * one event. Absent when there is one change.
+     * one event. Absent when there is one change. An entry leaves out `action`, `principal`
+     * and `role` when they are those of the change before it (a burst is mostly alike).
      */
-    more: z.array(PresenceChange).optional(),
+    more: z.array(PresenceChange.partial({ action: true, principal: true, role: true })).optional(),
     at: z.string(),
   }),
   z.object({

@@ -1,11 +1,32 @@
 import type { PresenceChange } from './events.js';
 
+/** An entry of a presence event's `more`: fields left out are those of the change before it. */
+export type PresenceMore = Pick<PresenceChange, 'client_id'> & Partial<PresenceChange>;
+
 /**
  * Every change a `presence` event carries, in the order they happened: the one at its top
- * level, then `more` (the gateway coalesces a burst of changes into one event). Free of zod,
- * so the web client's bundle can use it too.
+ * level, then `more` (the gateway coalesces a burst of changes into one event), each entry
+ * completed from the change before it. Free of zod, so the web client's bundle can use it too.
  */
-export function presenceChanges(e: PresenceChange & { more?: readonly PresenceChange[] }): PresenceChange[] {
+export function presenceChanges(e: PresenceChange & { more?: readonly PresenceMore[] }): PresenceChange[] {
   const { action, principal, client_id, role } = e;
-  return [{ action, principal, client_id, role }, ...(e.more ?? [])];
+  const out: PresenceChange[] = [{ action, principal, client_id, role }];
+  for (const m of e.more ?? []) {
+    const prev = out[out.length - 1];
+    out.push({ action: m.action ?? prev.action, principal: m.principal ?? prev.principal, client_id: m.client_id, role: m.role ?? prev.role });
+  }
+  return out;
+}
+
+/** The `more` of an event whose first change is `first`: each entry without the fields it shares with the change before it. */
+export function compactMore(first: PresenceChange, rest: readonly PresenceChange[]): PresenceMore[] {
+  let prev = first;
+  return rest.map((c) => {
+    const m: PresenceMore = { client_id: c.client_id };
+    if (c.action !== prev.action) m.action = c.action;
+    if (c.principal !== prev.principal) m.principal = c.principal;
+    if (c.role !== prev.role) m.role = c.role;
+    prev = c;
+    return m;
+  });
 }
