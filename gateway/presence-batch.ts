@@ -16,11 +16,12 @@ export const PRESENCE_MAX_CHANGES = 500;
 /**
  * The presence changes of one session, held briefly and appended as one `presence` event
  * (the first change at its top level, the rest in `more`, each without the fields it shares
- * with the change before it: every member gets every change, so a burst's bytes count N times). The first change after a quiet
- * spell goes out at the end of its turn of the event loop; later ones wait until the window
- * since the last event has passed. The history flushes them before numbering any other frame
- * (see SessionHistory.holdBack), so every client sees changes and frames in the order they
- * happened, and a replay gives the same member list as the live stream did.
+ * with the change before it: every member gets every change, so a burst's bytes count N
+ * times). A change after a quiet spell goes out at once (before the attach answer, say);
+ * later ones wait until the window since the last event has passed and go out together. The
+ * history flushes them before numbering any other frame (see SessionHistory.holdBack), so
+ * every client sees changes and frames in the order they happened, and a replay gives the
+ * same member list as the live stream did.
  */
 export class PresenceBatch {
   private held: PresenceChange[] = [];
@@ -38,7 +39,9 @@ export class PresenceBatch {
     if (this.held.length >= PRESENCE_MAX_CHANGES) return this.flush();
     if (this.timer) return;
     const windowMs = Math.min(PRESENCE_MAX_WAIT_MS, this.members() * PRESENCE_WAIT_MS_PER_MEMBER);
-    this.timer = setTimeout(() => this.flush(), Math.max(0, this.lastAt + windowMs - performance.now()));
+    const waitMs = this.lastAt + windowMs - performance.now();
+    if (waitMs <= 0) return this.flush(); // after a quiet spell: at once, as part of the change itself
+    this.timer = setTimeout(() => this.flush(), waitMs);
     this.timer.unref(); // a closing gateway does not wait for it: its store takes no frames then
   }
 

@@ -27,20 +27,22 @@ function historyWithBatch(members = 3) {
 const change = (n: number, action: PresenceChange['action'] = 'attached'): PresenceChange => ({ action, principal: `p${n}`, client_id: `c${n}`, role: 'viewer' });
 
 describe('presence coalescing (PresenceBatch)', () => {
-  it('changes of one turn become one event, in order, valid per the protocol schema', async () => {
+  it('a change after a quiet spell goes out at once; the rest of its burst become one event, in order, valid per the protocol schema', async () => {
     const { batch, delivered } = historyWithBatch();
     for (let n = 1; n <= 5; n++) batch.add(change(n));
-    expect(delivered).toHaveLength(0); // held until the end of the turn
-    await waitFor(() => delivered.length > 0, 5_000, 'the coalesced event');
+    expect(delivered).toHaveLength(1); // the first, as part of its own change
+    expect(paramsOf(delivered[0]).event).not.toHaveProperty('more'); // a lone change carries no `more`
+    await waitFor(() => delivered.length > 1, 5_000, 'the coalesced event');
     await new Promise((r) => setTimeout(r, 20));
-    expect(delivered).toHaveLength(1);
-    const event = TetherEvent.parse(paramsOf(delivered[0]).event);
+    expect(delivered).toHaveLength(2);
+    const event = TetherEvent.parse(paramsOf(delivered[1]).event);
     expect(event.subtype).toBe('presence');
-    expect(presenceChanges(event as Extract<TetherEvent, { subtype: 'presence' }>)).toEqual([1, 2, 3, 4, 5].map((n) => change(n)));
+    expect(presenceChanges(event as Extract<TetherEvent, { subtype: 'presence' }>)).toEqual([2, 3, 4, 5].map((n) => change(n)));
   });
 
   it('`more` leaves out what an entry shares with the change before it, and presenceChanges restores it', async () => {
     const { batch, delivered } = historyWithBatch();
+    batch.add(change(9)); // opens the window: the next ones are held together
     const changes: PresenceChange[] = [
       change(1),
       change(2),
@@ -49,8 +51,8 @@ describe('presence coalescing (PresenceBatch)', () => {
       { ...change(1), action: 'detached' },
     ];
     for (const c of changes) batch.add(c);
-    await waitFor(() => delivered.length > 0, 5_000, 'the coalesced event');
-    const event = TetherEvent.parse(paramsOf(delivered[0]).event) as Extract<TetherEvent, { subtype: 'presence' }>;
+    await waitFor(() => delivered.length > 1, 5_000, 'the coalesced event');
+    const event = TetherEvent.parse(paramsOf(delivered[1]).event) as Extract<TetherEvent, { subtype: 'presence' }>;
     expect(event.more).toEqual([
       { client_id: 'c2', principal: 'p2' },
       { client_id: 'c2', action: 'role_changed', role: 'controller' },
@@ -60,16 +62,17 @@ describe('presence coalescing (PresenceBatch)', () => {
     expect(presenceChanges(event)).toEqual(changes);
   });
 
-  it('a held change goes out before any other frame, so order is kept; a lone change carries no `more`', () => {
+  it('a held change goes out before any other frame, so order is kept', () => {
     const { history, batch, delivered } = historyWithBatch();
     batch.add(change(1));
+    batch.add(change(2)); // held: within the window of the first
     history.append({ event: tetherEvent({ subtype: 'state', state: 'running' }) });
     const frames = delivered.map(paramsOf);
-    expect(frames.map((f) => [f.seq, f.event?.subtype])).toEqual([
-      [1, 'presence'],
-      [2, 'state'],
+    expect(frames.map((f) => [f.seq, f.event?.subtype, f.event?.subtype === 'presence' ? f.event.client_id : undefined])).toEqual([
+      [1, 'presence', 'c1'],
+      [2, 'presence', 'c2'],
+      [3, 'state', undefined],
     ]);
-    expect(frames[0].event).not.toHaveProperty('more');
   });
 
   it('the terminal names the first changes of a burst on one line and counts the rest', () => {
@@ -81,12 +84,11 @@ describe('presence coalescing (PresenceBatch)', () => {
 
   it('a burst larger than one event holds goes out in events of at most PRESENCE_MAX_CHANGES', () => {
     const { batch, delivered } = historyWithBatch();
-    for (let n = 1; n <= PRESENCE_MAX_CHANGES + 1; n++) batch.add(change(n));
-    expect(delivered).toHaveLength(1);
-    const first = paramsOf(delivered[0]).event as Extract<TetherEvent, { subtype: 'presence' }>;
-    expect(presenceChanges(first)).toHaveLength(PRESENCE_MAX_CHANGES);
+    for (let n = 0; n <= PRESENCE_MAX_CHANGES + 1; n++) batch.add(change(n));
+    expect(delivered).toHaveLength(2); // change 0 at once, then a full event
+    expect(presenceChanges(paramsOf(delivered[1]).event as Extract<TetherEvent, { subtype: 'presence' }>)).toHaveLength(PRESENCE_MAX_CHANGES);
     batch.flush();
-    expect(presenceChanges(paramsOf(delivered[1]).event as Extract<TetherEvent, { subtype: 'presence' }>)).toEqual([change(PRESENCE_MAX_CHANGES + 1)]);
+    expect(presenceChanges(paramsOf(delivered[2]).event as Extract<TetherEvent, { subtype: 'presence' }>)).toEqual([change(PRESENCE_MAX_CHANGES + 1)]);
   });
 });
 
