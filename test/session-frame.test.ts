@@ -39,4 +39,12 @@ describe('session.frame layout', () => {
     expect(readEngineFrame(prompt)).toBeUndefined();
     expect(readEngineFrame('{"jsonrpc":"2.0","id":1,"result":{}}')).toBeUndefined();
   });
+
+  it('an event frame owns its memory: not a slice of the shared Buffer pool, which the replay log would keep whole', () => {
+    const small = encodeEventFrame('a', 3, tetherEvent({ subtype: 'state', state: 'idle' }));
+    expect(small.byteLength).toBeLessThan(Buffer.poolSize / 2); // a size Buffer.from would have sliced from the pool
+    expect(small.byteOffset).toBe(0);
+    expect(small.buffer.byteLength).toBe(small.byteLength);
+    expect(JSON.parse(small.toString('utf8')).params.event).toMatchObject({ subtype: 'state', state: 'idle' });
+  });
 });

@@ -64,9 +64,17 @@ export function hasFrameHeadroom(frame: Uint8Array): boolean {
   return frame.byteLength >= HEADROOM_FROM_BYTES && withHeadroom.has(frame);
 }
 
-/** A frame carrying a gateway event (our own small object, serialized here). */
+/**
+ * A frame carrying a gateway event (our own small object, serialized here). Its Buffer is its
+ * own, not a slice of Node's shared 8 KB pool: an event frame may stay in the replay log for
+ * the session's life, and a pooled slice keeps its whole slab alive (an idle session's few
+ * events would pin a slab each). Events are rare; engine lines keep the pool.
+ */
 export function encodeEventFrame(sessionId: string, seq: number, event: TetherEvent): Buffer {
-  return Buffer.from(`${header(sessionId, seq, 'gateway')},"event":${JSON.stringify(event)}${SUFFIX}`);
+  const text = `${header(sessionId, seq, 'gateway')},"event":${JSON.stringify(event)}${SUFFIX}`;
+  const out = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
+  out.write(text);
+  return out;
 }
 
 /** An engine-line frame read without parsing its line. */
