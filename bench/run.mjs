@@ -406,6 +406,31 @@ const perItem = (m0, m1, n) => ({
   heapKB: (m1.heapUsed + m1.external - m0.heapUsed - m0.external) / n / 1024,
 });
 
+/**
+ * How long idle connections are left alone before the idle figure is read. Opening hundreds
+ * of connections at once grows V8's young generation (up to 16 MB of semi-spaces, resident
+ * in RSS, once per process, not per connection); V8's memory reducer gives it back after
+ * about 8 s without allocation, which no forced GC does. An idle client sits for minutes, so
+ * the figure is read after that, for ours and the raw relays alike; the reading 0.5 s after
+ * the burst is kept beside it (`burst`). The baseline before opening is read settled too.
+ */
+const IDLE_SETTLE_MS = 10_000;
+
+/** Memory of `child` once it has been idle long enough for V8 to give back its young generation. */
+async function settledMem(child) {
+  await new Promise((r) => setTimeout(r, IDLE_SETTLE_MS));
+  return memOf(child);
+}
+
+/** Memory per item 0.5 s after opening (`burst`) and once idle (the figure); `m0` read by settledMem. */
+async function idleMemory(child, m0, n) {
+  await new Promise((r) => setTimeout(r, 500));
+  const burst = perItem(m0, await memOf(child), n);
+  await new Promise((r) => setTimeout(r, IDLE_SETTLE_MS - 500));
+  const m1 = await memOf(child);
+  return { ...perItem(m0, m1, n), burst, m0, m1 };
+}
+
 async function idleClientsOurs(transport, n, driver) {
   const gw = await startChild('tether-gateway.mjs', [], { label: 'gateway' });
   const fake = await startChild('fake-agent.mjs', ['--gateway', gw.info.url, '--name', 'fake'], { label: 'fake-agent' });
@@ -416,14 +441,13 @@ async function idleClientsOurs(transport, n, driver) {
     await driver.call('idleOpen', { kind: `ours-${transport}`, url, sessionIds: ids, n: 50 }, 60_000);
     await driver.call('idleClose');
     await waitFor(async () => (await gw.call('stats')).clients === 0, 10_000);
-    const m0 = await memOf(gw);
+    const m0 = await settledMem(gw);
     const t0 = Date.now();
     await driver.call('idleOpen', { kind: `ours-${transport}`, url, sessionIds: ids, n }, 300_000);
     const openSeconds = (Date.now() - t0) / 1000;
-    await new Promise((r) => setTimeout(r, 500));
-    const m1 = await memOf(gw);
+    const mem = await idleMemory(gw, m0, n);
     await driver.call('idleClose');
-    return { n, sessions: ids.length, openSeconds, ...perItem(m0, m1, n), m0, m1 };
+    return { n, sessions: ids.length, openSeconds, ...mem };
   } finally {
     await stopAll([fake, gw]);
   }
@@ -434,13 +458,11 @@ async function idleClientsRaw(transport, n, driver) {
   try {
     await driver.call('idleOpen', { kind: `raw-${transport}`, url: relay.info.url, n: 50 }, 60_000);
     await driver.call('idleClose');
-    await new Promise((r) => setTimeout(r, 300));
-    const m0 = await memOf(relay);
+    const m0 = await settledMem(relay);
     await driver.call('idleOpen', { kind: `raw-${transport}`, url: relay.info.url, n }, 300_000);
-    await new Promise((r) => setTimeout(r, 500));
-    const m1 = await memOf(relay);
+    const mem = await idleMemory(relay, m0, n);
     await driver.call('idleClose');
-    return { n, ...perItem(m0, m1, n), m0, m1 };
+    return { n, ...mem };
   } finally {
     await relay.stop();
   }
