@@ -9,11 +9,17 @@ import type { EngineHost, Session } from './session.js';
 import type { GatewayMetrics } from './metrics.js';
 
 /**
- * Acks are cumulative and batched: once this many frames are unacked, at the end of the turn
- * of the event loop that read them (one ack per session for a whole burst); else after
- * ACK_AFTER_MS.
+ * Acks are cumulative and batched: once this many frames (or ACK_EVERY_BYTES of them) are
+ * unacked, at the end of the turn of the event loop that read them (one ack per session for a
+ * whole burst); else after ACK_AFTER_MS.
  */
 const ACK_EVERY_FRAMES = 32;
+/**
+ * Large lines are acked sooner: the agent holds each line until its ack, and a line held long
+ * enough to outlive two young-generation collections there is only freed by a full one (32
+ * frames of 100 KB were 3 MB in flight per session).
+ */
+const ACK_EVERY_BYTES = 512 * 1024;
 const ACK_AFTER_MS = 100;
 
 /** How long the gateway waits for an agent to answer agent.stop: its staged engine stop (stdin closed, SIGTERM, SIGKILL; 10 s by default) and a margin. */
@@ -25,8 +31,8 @@ export const AGENT_STOP_ANSWER_MS = 20_000;
  */
 export class AgentLink implements EngineHost {
   readonly connectedAt = new Date().toISOString();
-  /** Output not acked yet, per session: the last seq, how many frames, since when (epoch ms). */
-  private readonly unacked = new Map<string, { seq: number; count: number; since: number }>();
+  /** Output not acked yet, per session: the last seq, how many frames and bytes, since when (epoch ms). */
+  private readonly unacked = new Map<string, { seq: number; count: number; bytes: number; since: number }>();
   private ackTimer: NodeJS.Timeout | undefined;
   /** An ack flush is queued for the end of this turn. */
   private flushQueued = false;
@@ -61,7 +67,7 @@ export class AgentLink implements EngineHost {
       if (s && s.agent === this.name && s.onEngineLine(p.seq, body, p.meta, p.read_at_ms)) {
         this.metrics?.relayed('from_agent', body.byteLength);
       }
-      this.noteForAck(p.session_id, p.seq);
+      this.noteForAck(p.session_id, p.seq, body.byteLength);
     });
     peer.onNotification('session.input_ack', (p) => this.onInputAck(p.session_id, p.seq));
     peer.onNotification('session.event', (p) => {
@@ -69,7 +75,7 @@ export class AgentLink implements EngineHost {
       if (this.disposed) return;
       if (p.input_ack !== undefined) this.onInputAck(p.session_id, p.input_ack);
       if (s && s.agent === this.name && s.onEngineEvent(p.seq, p.event)) this.metrics?.relayed('from_agent', Buffer.byteLength(JSON.stringify(p.event)));
-      this.noteForAck(p.session_id, p.seq);
+      this.noteForAck(p.session_id, p.seq, 0);
     });
   }
 
@@ -149,12 +155,13 @@ export class AgentLink implements EngineHost {
     if (s && s.agent === this.name) s.onInputAck(seq);
   }
 
-  private noteForAck(sessionId: string, seq: number): void {
+  private noteForAck(sessionId: string, seq: number, bytes: number): void {
     let u = this.unacked.get(sessionId);
-    if (!u) this.unacked.set(sessionId, (u = { seq, count: 0, since: Date.now() }));
+    if (!u) this.unacked.set(sessionId, (u = { seq, count: 0, bytes: 0, since: Date.now() }));
     u.seq = seq;
     u.count++;
-    if (u.count >= ACK_EVERY_FRAMES) {
+    u.bytes += bytes;
+    if (u.count >= ACK_EVERY_FRAMES || u.bytes >= ACK_EVERY_BYTES) {
       if (!this.flushQueued) {
         this.flushQueued = true;
         process.nextTick(this.flushAtTurnEnd); // after the rest of the burst, which the same ack covers

@@ -1,4 +1,5 @@
 import { TetherError } from '../core/errors.js';
+import { ReplaySlabs, type SlabView } from './replay-slabs.js';
 
 export interface ReplayEntry {
   seq: number;
@@ -14,12 +15,21 @@ export interface ReplayLogLimits {
 /** Defaults from threats.md part 3: 10,000 frames or 8 MiB per session, whichever first. */
 export const REPLAY_DEFAULTS: ReplayLogLimits = { maxFrames: 10_000, maxBytes: 8 * 1024 * 1024 };
 
+/** An entry as held: large frames live in the log's slabs (see replay-slabs.ts). */
+interface HeldEntry extends ReplayEntry {
+  kept?: SlabView;
+}
+
 /**
  * A session's bounded history: the newest frames, oldest evicted first. Asking for a
- * position it no longer holds is a typed gap error, never a silent skip.
+ * position it no longer holds is a typed gap error, never a silent skip. Large frames are held
+ * as copies in recycled slabs (replay-slabs.ts) and handed out as fresh copies, so a slab a
+ * socket may still be sending from is never reused; an evicted frame is not kept alive.
  */
 export class ReplayLog {
-  private entries: ReplayEntry[] = [];
+  /** Live entries from `head` on; evicted slots before it are emptied at once. */
+  private entries: (HeldEntry | undefined)[] = [];
+  private readonly slabs = new ReplaySlabs();
   private head = 0; // index of the oldest live entry in `entries`
   private bytes = 0;
   private last = 0;
@@ -33,7 +43,7 @@ export class ReplayLog {
 
   /** Lowest seq still held, or lastSeq + 1 when empty. */
   get firstSeq(): number {
-    return this.head < this.entries.length ? this.entries[this.head].seq : this.last + 1;
+    return this.head < this.entries.length ? this.entries[this.head]!.seq : this.last + 1;
   }
 
   /**
@@ -51,12 +61,15 @@ export class ReplayLog {
 
   append(entry: ReplayEntry): void {
     if (entry.seq !== this.last + 1) throw new TetherError('INTERNAL', `replay log expected seq ${this.last + 1}, got ${entry.seq}`);
-    this.entries.push(entry);
+    const kept = ReplaySlabs.fits(entry.bytes.length) ? this.slabs.keep(entry.bytes) : undefined;
+    this.entries.push(kept ? { seq: entry.seq, bytes: kept.bytes, kept } : entry);
     this.bytes += entry.bytes.length;
     this.last = entry.seq;
     while (this.entries.length - this.head > this.limits.maxFrames || (this.bytes > this.limits.maxBytes && this.entries.length - this.head > 1)) {
-      this.bytes -= this.entries[this.head].bytes.length;
-      this.head++;
+      const old = this.entries[this.head]!;
+      this.entries[this.head++] = undefined; // not kept alive until the next compaction
+      this.bytes -= old.bytes.length;
+      if (old.kept) this.slabs.release(old.kept);
     }
     // Compact occasionally so the array does not grow without bound.
     if (this.head > 1024 && this.head * 2 > this.entries.length) {
@@ -80,6 +93,11 @@ export class ReplayLog {
         to_seq: this.firstSeq - 1,
       });
     }
-    return this.entries.slice(this.head + (from - this.firstSeq));
+    const out: ReplayEntry[] = [];
+    for (let i = this.head + (from - this.firstSeq); i < this.entries.length; i++) {
+      const e = this.entries[i]!;
+      out.push(e.kept ? { seq: e.seq, bytes: ReplaySlabs.copyOut(e.bytes) } : e);
+    }
+    return out;
   }
 }

@@ -11,14 +11,37 @@ const LENGTH_BYTES = BINARY_FRAME_OVERHEAD_BYTES;
 /** Largest header a peer may send; ours are a few hundred bytes. */
 export const MAX_BINARY_HEADER_BYTES = 64 * 1024;
 
+/**
+ * Bodies from this size on are not copied into one Buffer with their header: the message is
+ * written as two WebSocket fragments (the header's bytes, then the body as it is), which every
+ * receiver reassembles into the same message. A body this large spans several socket reads, so
+ * the receiver copies it once either way; the sender saves an allocation and a copy.
+ */
+export const FRAGMENT_MIN_BYTES = 64 * 1024;
+
 /** Builds the one Buffer a WebSocket binary message carries (copies the body once). */
 export function encodeBinaryFrame(frame: BinaryFrame): Buffer {
-  const headerBytes = Buffer.byteLength(frame.header);
-  const out = Buffer.allocUnsafe(LENGTH_BYTES + headerBytes + frame.body.byteLength);
-  out.writeUInt32BE(headerBytes, 0);
-  out.write(frame.header, LENGTH_BYTES, 'utf8');
-  out.set(frame.body, LENGTH_BYTES + headerBytes);
+  const out = withHead(frame.header, frame.body.byteLength);
+  out.set(frame.body, out.length - frame.body.byteLength);
   return out;
+}
+
+/** A Buffer holding the length prefix and `header`, with `room` bytes left after them. */
+function withHead(header: string, room: number): Buffer {
+  const headerBytes = Buffer.byteLength(header);
+  const out = Buffer.allocUnsafe(LENGTH_BYTES + headerBytes + room);
+  out.writeUInt32BE(headerBytes, 0);
+  out.write(header, LENGTH_BYTES, 'utf8');
+  return out;
+}
+
+/**
+ * The length prefix and header of a binary message, for a body sent as its own fragment
+ * (see {@link FRAGMENT_MIN_BYTES}): `encodeBinaryHead(f)` followed by `f.body` is
+ * `encodeBinaryFrame(f)`.
+ */
+export function encodeBinaryHead(frame: BinaryFrame): Buffer {
+  return withHead(frame.header, 0);
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { WebSocket } from 'ws';
 import { codeFromWsClose, ERROR_TABLE, type ErrorCode } from '../errors.js';
-import { decodeBinaryFrame, encodeBinaryFrame } from './binary-frame.js';
-import { BaseChannel, type BaseChannelOptions, type OutgoingFrame, type Transport } from './channel.js';
+import { decodeBinaryFrame, encodeBinaryFrame, encodeBinaryHead, FRAGMENT_MIN_BYTES } from './binary-frame.js';
+import { BaseChannel, type BaseChannelOptions, type BinaryFrame, type OutgoingFrame, type Transport } from './channel.js';
 
 /** Protocol-level ping defaults of both ends of a WebSocket link (threats.md part 3). */
 export const WS_PING_DEFAULTS = {
@@ -46,6 +46,10 @@ const RFC_CLOSE: Record<number, ErrorCode | 'OK'> = {
 
 /** Send options for JSON text already encoded as UTF-8: a text message, bytes as they are. */
 const TEXT = { binary: false } as const;
+/** The first fragment of a binary message whose body follows as its own fragment. */
+const BINARY_HEAD = { binary: true, fin: false } as const;
+/** The last fragment of a binary message. */
+const BINARY_LAST = { binary: true, fin: true } as const;
 
 /** Wraps an open `ws` socket as a Channel. The only place that knows ws's event names. */
 export class WsChannel extends BaseChannel {
@@ -119,7 +123,19 @@ export class WsChannel extends BaseChannel {
     }
     if (typeof frame === 'string') this.ws.send(frame);
     else if (frame instanceof Uint8Array) this.ws.send(frame, TEXT);
-    else this.ws.send(encodeBinaryFrame(frame));
+    else this.sendBinary(frame);
+  }
+
+  /**
+   * A binary frame as one message: with a large body, two fragments (header, then the body
+   * untouched) instead of a copy of both into one Buffer. Nothing can come between the two:
+   * both are handed to ws in this call.
+   */
+  private sendBinary(frame: BinaryFrame, done?: (err?: Error) => void): void {
+    if (frame.body.byteLength < FRAGMENT_MIN_BYTES) return done ? this.ws.send(encodeBinaryFrame(frame), done) : this.ws.send(encodeBinaryFrame(frame));
+    this.ws.send(encodeBinaryHead(frame), BINARY_HEAD);
+    if (done) this.ws.send(frame.body, BINARY_LAST, done);
+    else this.ws.send(frame.body, BINARY_LAST);
   }
 
   /** Channels holding this turn's frames: one tick at its end uncorks them all (at 1,000 viewers, not 1,000 ticks). */
@@ -138,7 +154,7 @@ export class WsChannel extends BaseChannel {
       const done = (err?: Error) => (err ? reject(err) : resolve());
       if (typeof frame === 'string') this.ws.send(frame, done);
       else if (frame instanceof Uint8Array) this.ws.send(frame, TEXT, done);
-      else this.ws.send(encodeBinaryFrame(frame), done);
+      else this.sendBinary(frame, done);
     });
   }
 

@@ -6,6 +6,24 @@ import { codeFromHttpRefusal, TetherError } from '../errors.js';
 import { WS_PATH } from '../protocol/http-paths.js';
 import { DIAL_DEFAULTS, type DialOptions } from './dial-options.js';
 
+/**
+ * Whether frames to `url` need RFC 6455 masking. Masking keeps a proxy that misreads
+ * WebSocket traffic from acting on bytes we relay (an engine line may carry text from a web
+ * page); nobody in between can read them over TLS, nor on the loopback interface. Elsewhere the
+ * mask is random as usual; there it is zero, which the protocol allows and which spares a copy
+ * of every frame (ws masks a Buffer into a new one).
+ */
+export function needsMasking(url: URL): boolean {
+  if (url.protocol === 'wss:') return false;
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  return !(host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host));
+}
+
+/** A zero masking key (see {@link needsMasking}). */
+const zeroMask = (mask: Buffer): void => {
+  mask.fill(0);
+};
+
 /** Opens a WebSocket channel to a ws:// or wss:// gateway URL. */
 export function dialWs(url: URL, opts: DialOptions): Promise<Channel> {
   const target = new URL(url.toString());
@@ -20,6 +38,7 @@ export function dialWs(url: URL, opts: DialOptions): Promise<Channel> {
       ca: opts.ca,
       cert: opts.tlsCert,
       key: opts.tlsKey,
+      ...(needsMasking(target) ? {} : { generateMask: zeroMask }),
     });
     const fail = (err: Error) => {
       ws.removeAllListeners();
