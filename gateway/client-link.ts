@@ -8,6 +8,7 @@ import type { SessionDirectory } from './session-directory.js';
 import { readAudit } from './audit-access.js';
 import { applySessionCall, type SessionCall, type SessionCallParams } from './session-calls.js';
 import type { ProxiedClient } from './sessions-elsewhere.js';
+import { frameByteLength, type FrameBytes } from '../core/protocol/session-frame.js';
 
 /**
  * Per-connection outbound budget before the peer is cut as a slow consumer. threats.md
@@ -57,10 +58,10 @@ export class ClientLink implements ProxiedClient {
     return this.peer.channel.transport;
   }
 
-  sendFrame(frame: Buffer, readAtMs?: number): void {
+  sendFrame(frame: FrameBytes, readAtMs?: number): void {
     if (!this.peer.post(frame)) return;
     if (this.metrics) {
-      this.metrics.relayed('to_client', frame.length);
+      this.metrics.relayed('to_client', frameByteLength(frame));
       if (readAtMs !== undefined) this.metrics.relayLatency(frame, readAtMs);
     }
   }

@@ -1,8 +1,9 @@
 import { whenShareable, type SessionStore } from './session-store.js';
+import type { FrameBytes } from '../core/protocol/session-frame.js';
 
 interface Held {
   seq: number;
-  bytes: Buffer;
+  bytes: FrameBytes;
   readAtMs?: number;
 }
 
@@ -23,7 +24,7 @@ export class DurableOutbox {
    */
   constructor(
     private readonly store: SessionStore,
-    private readonly deliver: (bytes: Buffer, readAtMs?: number) => void,
+    private readonly deliver: (bytes: FrameBytes, readAtMs?: number) => void,
     releasedSeq = 0,
   ) {
     this.released = releasedSeq;
@@ -35,7 +36,7 @@ export class DurableOutbox {
   }
 
   /** Queues a frame just appended to the store; it goes out once the store has written it. */
-  push(seq: number, bytes: Buffer, readAtMs?: number): void {
+  push(seq: number, bytes: FrameBytes, readAtMs?: number): void {
     this.held.push({ seq, bytes, readAtMs });
     if (this.held.length === 1) whenShareable(this.store, () => this.release());
   }

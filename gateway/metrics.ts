@@ -66,7 +66,7 @@ export class GatewayMetrics {
   private readonly pendingFrames = new Float64Array(RELAY_DIRECTIONS.length);
   private readonly pendingBytes = new Float64Array(RELAY_DIRECTIONS.length);
   /** The frame whose relay latency was observed last (see relayLatency). */
-  private lastTimedFrame: Uint8Array | undefined;
+  private lastTimedFrame: object | undefined;
 
   constructor(opts: GatewayMetricsOptions = {}) {
     const registers = [this.registry];
@@ -179,7 +179,7 @@ export class GatewayMetrics {
    * handed to a client connection. Observed once per frame: every client of a session gets the
    * same frame (one Buffer) in one loop, so the clients after the first add nothing to it.
    */
-  relayLatency(frame: Uint8Array, readAtMs: number): void {
+  relayLatency(frame: object, readAtMs: number): void {
     if (frame === this.lastTimedFrame) return;
     this.lastTimedFrame = frame;
     this.latency.observe(Math.max(0, Date.now() - readAtMs) / 1000);

@@ -1,5 +1,7 @@
 import { TetherError } from '../core/errors.js';
 import { ReplaySlabs, type SlabView } from './replay-slabs.js';
+import { TextPieces } from '../core/channel/text-pieces.js';
+import { frameBuffer, frameByteLength, type FrameBytes } from '../core/protocol/session-frame.js';
 
 export interface ReplayEntry {
   seq: number;
@@ -59,12 +61,15 @@ export class ReplayLog {
     this.last = seq - 1;
   }
 
-  append(entry: ReplayEntry): void {
+  /** Appends the next frame (large ones are copied: the caller may hand `bytes` to sockets meanwhile). */
+  append(entry: { seq: number; bytes: FrameBytes }): void {
     if (entry.seq !== this.last + 1) throw new TetherError('INTERNAL', `replay log expected seq ${this.last + 1}, got ${entry.seq}`);
-    const kept = ReplaySlabs.fits(entry.bytes.length) ? this.slabs.keep(entry.bytes) : undefined;
-    this.entries.push(kept ? { seq: entry.seq, bytes: kept.bytes, kept } : entry);
-    this.bytes += entry.bytes.length;
-    this.last = entry.seq;
+    const { seq, bytes } = entry;
+    const n = frameByteLength(bytes);
+    const kept = ReplaySlabs.fits(n) ? this.slabs.keep(bytes instanceof TextPieces ? bytes.pieces : [bytes], n) : undefined;
+    this.entries.push(kept ? { seq, bytes: kept.bytes, kept } : { seq, bytes: frameBuffer(bytes) });
+    this.bytes += n;
+    this.last = seq;
     while (this.entries.length - this.head > this.limits.maxFrames || (this.bytes > this.limits.maxBytes && this.entries.length - this.head > 1)) {
       const old = this.entries[this.head]!;
       this.entries[this.head++] = undefined; // not kept alive until the next compaction

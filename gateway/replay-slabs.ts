@@ -47,16 +47,19 @@ export class ReplaySlabs {
     return n >= SLAB_MIN_FRAME_BYTES && n <= MAX_SLAB_BYTES;
   }
 
-  /** Copies `bytes` (of a size {@link fits} accepts) into a slab. */
-  keep(bytes: Uint8Array): SlabView {
-    const n = bytes.byteLength;
+  /** Copies `pieces` (of `n` bytes in all, a size {@link fits} accepts) into a slab, one after the other. */
+  keep(pieces: readonly Uint8Array[], n: number): SlabView {
     let slab = this.slabs[this.slabs.length - 1];
     if (!slab || slab.buf.length - slab.used < n) {
       slab = { buf: this.take(n), used: 0, live: 0 };
       this.slabs.push(slab);
     }
     const view = slab.buf.subarray(slab.used, slab.used + n);
-    view.set(bytes);
+    let at = 0;
+    for (const piece of pieces) {
+      view.set(piece, at);
+      at += piece.byteLength;
+    }
     slab.used += n;
     slab.live++;
     return { bytes: view, slab };

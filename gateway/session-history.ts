@@ -1,5 +1,5 @@
 import { gapEvent, type SessionState, type TetherEvent } from '../core/protocol/events.js';
-import { encodeEventFrame, encodeLineFrame, type FrameOrigin } from '../core/protocol/session-frame.js';
+import { encodeEventFrame, encodeLineFrame, frameBuffer, type FrameBytes, type FrameOrigin } from '../core/protocol/session-frame.js';
 import { ReplayLog, type ReplayLogLimits } from './replay-log.js';
 import { DurableOutbox } from './durable-outbox.js';
 import type { SessionStore, StoredFrame } from './session-store.js';
@@ -42,7 +42,7 @@ export class SessionHistory {
     private readonly sessionId: string,
     private readonly store: SessionStore,
     limits: ReplayLogLimits,
-    deliver: (bytes: Buffer, readAtMs?: number) => void,
+    deliver: (bytes: FrameBytes, readAtMs?: number) => void,
     restored: readonly StoredFrame[] = [],
   ) {
     this.log = new ReplayLog(limits);
@@ -113,10 +113,10 @@ export class SessionHistory {
  * What a stored frame tells a restoring session about its state and pending prompts; undefined
  * for a frame that tells nothing (or that does not parse). Read once per frame at start only.
  */
-export function factOf(frame: Buffer): RestoredFact | undefined {
+export function factOf(frame: FrameBytes): RestoredFact | undefined {
   let params: { message?: { type?: string; request_id?: string; request?: { subtype?: string } }; event?: TetherEvent; origin?: string };
   try {
-    params = (JSON.parse(frame.toString('utf8')) as { params: typeof params }).params;
+    params = (JSON.parse(frameBuffer(frame).toString('utf8')) as { params: typeof params }).params;
   } catch {
     return undefined;
   }

@@ -6,6 +6,7 @@ import type { SessionHistory } from './session-history.js';
 import type { SessionAudit } from './session-audit.js';
 import type { RoleDecision, SessionRoles } from './session-roles.js';
 import { PresenceBatch } from './presence-batch.js';
+import type { FrameBytes } from '../core/protocol/session-frame.js';
 
 /** One attached client as the session sees it: transport-blind. */
 export interface Member {
@@ -17,7 +18,7 @@ export interface Member {
    * every member, so the client edge must not modify them. `readAtMs`: when the agent read the
    * engine line it carries (live engine frames only, for the relay latency).
    */
-  sendFrame(frame: Buffer, readAtMs?: number): void;
+  sendFrame(frame: FrameBytes, readAtMs?: number): void;
   /** Delivers the engine's answer to this client's own control request. */
   sendReply(sessionId: string, line: string): void;
 }
@@ -73,7 +74,7 @@ export class SessionMembers {
   }
 
   /** Hands one frame to every member attached now. */
-  deliver(bytes: Buffer, readAtMs?: number): void {
+  deliver(bytes: FrameBytes, readAtMs?: number): void {
     for (const a of this.all.values()) a.member.sendFrame(bytes, readAtMs);
   }
 

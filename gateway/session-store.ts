@@ -3,6 +3,8 @@ import { join } from 'node:path';
 import type { SessionOptions, EngineKind } from '../core/protocol/session-options.js';
 import type { RoleDecisions } from './session-roles.js';
 import { REPLAY_DEFAULTS } from './replay-log.js';
+import { TextPieces } from '../core/channel/text-pieces.js';
+import type { FrameBytes } from '../core/protocol/session-frame.js';
 
 /** What a session is, apart from its history. */
 export interface SessionRecord {
@@ -18,8 +20,11 @@ export interface SessionRecord {
 export interface StoredFrame {
   seq: number;
   agentSeq?: number;
-  /** The `session.frame` notification exactly as clients receive it (UTF-8 JSON). */
-  bytes: Buffer;
+  /**
+   * The `session.frame` notification exactly as clients receive it (UTF-8 JSON); appended
+   * large frames come in pieces, frames read back are one Buffer.
+   */
+  bytes: FrameBytes;
 }
 
 export interface StoredInput {
@@ -110,8 +115,13 @@ export class MemorySessionStore implements SessionStore {
  * embedded as they are (they are JSON), so storing a frame never escapes it.
  */
 export function frameRecord(frame: StoredFrame): Buffer {
+  return Buffer.concat(frameRecordPieces(frame));
+}
+
+/** {@link frameRecord} as pieces to write with writev: the frame's own bytes are not copied. */
+function frameRecordPieces(frame: StoredFrame): Uint8Array[] {
   const head = Buffer.from(`{"f":${frame.seq},"a":${frame.agentSeq ?? 0},"m":`);
-  return Buffer.concat([head, frame.bytes, RECORD_END], head.length + frame.bytes.length + RECORD_END.length);
+  return frame.bytes instanceof TextPieces ? [head, ...frame.bytes.pieces, RECORD_END] : [head, frame.bytes, RECORD_END];
 }
 const RECORD_END = Buffer.from('}\n');
 
@@ -167,8 +177,8 @@ export class FileSessionStore implements SessionStore {
   private closed = false;
   private readonly maxLogBytes: number;
   private readonly keepFrames: number;
-  /** Frame records held for the next group commit, per session, in order. */
-  private held = new Map<string, Buffer[]>();
+  /** Frame records held for the next group commit, per session, in order, as pieces. */
+  private held = new Map<string, Uint8Array[]>();
   private heldBytes = 0;
   private flushScheduled = false;
   /** Callbacks waiting for the frames held now to be written. */
@@ -229,11 +239,12 @@ export class FileSessionStore implements SessionStore {
    */
   appendFrame(sessionId: string, frame: StoredFrame): void {
     if (this.closed) return;
-    const record = frameRecord(frame);
+    // A large frame's record is written as its pieces (writev), a small one's as one Buffer.
+    const record = frame.bytes instanceof TextPieces ? frameRecordPieces(frame) : [frameRecord(frame)];
     const list = this.held.get(sessionId);
-    if (list) list.push(record);
-    else this.held.set(sessionId, [record]);
-    this.heldBytes += record.length;
+    if (list) list.push(...record);
+    else this.held.set(sessionId, record);
+    for (const piece of record) this.heldBytes += piece.byteLength;
     if (this.heldBytes >= GROUP_COMMIT_MAX_BYTES) this.flush();
     else if (!this.flushScheduled) {
       this.flushScheduled = true;
@@ -266,7 +277,7 @@ export class FileSessionStore implements SessionStore {
     this.heldBytes = 0;
     for (const [id, records] of held) {
       if (!this.fds.has(id) && !existsSync(join(this.dir, id))) continue; // dropped meanwhile
-      const bytes = records.reduce((n, r) => n + r.length, 0);
+      const bytes = records.reduce((n, r) => n + r.byteLength, 0);
       if ((this.bytes.get(id) ?? 0) + bytes > this.maxLogBytes && this.fds.has(id)) this.compact(id);
       const fd = this.fd(id);
       let written = 0;

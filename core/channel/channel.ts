@@ -2,6 +2,9 @@ import type { ErrorCode } from '../errors.js';
 import { TetherError } from '../errors.js';
 import { Wakeup } from '../util/wakeup.js';
 import { Fifo } from '../util/fifo.js';
+import { TextPieces } from './text-pieces.js';
+
+export { TextPieces };
 
 /**
  * A frame that carries bytes beside a small JSON header: an engine line travels this way,
@@ -18,10 +21,13 @@ export interface BinaryFrame {
 export type WireFrame = string | BinaryFrame;
 
 /**
- * What send() and post() take: a WireFrame, or JSON text already encoded as UTF-8 bytes (sent
- * as a text frame and received as a string), so one encoding can serve every client.
+ * What an adapter writes: a WireFrame, or JSON text already encoded as UTF-8 bytes (sent as a
+ * text frame and received as a string), so one encoding can serve every client.
  */
 export type OutgoingFrame = WireFrame | Uint8Array;
+
+/** What send() and post() take: an OutgoingFrame, or JSON text in {@link TextPieces}. */
+export type SendableFrame = OutgoingFrame | TextPieces;
 
 /**
  * What a binary frame costs beyond its header and body, on every transport alike: the length
@@ -31,9 +37,9 @@ export type OutgoingFrame = WireFrame | Uint8Array;
 export const BINARY_FRAME_OVERHEAD_BYTES = 4;
 
 /** Size of a frame against `maxFrameBytes`: UTF-8 bytes for text; header + body + overhead for binary. */
-export function frameBytes(frame: OutgoingFrame): number {
+export function frameBytes(frame: SendableFrame): number {
   if (typeof frame === 'string') return Buffer.byteLength(frame);
-  if (frame instanceof Uint8Array) return frame.byteLength;
+  if (frame instanceof Uint8Array || frame instanceof TextPieces) return frame.byteLength;
   return BINARY_FRAME_OVERHEAD_BYTES + Buffer.byteLength(frame.header) + frame.body.byteLength;
 }
 
@@ -98,13 +104,13 @@ export interface Channel extends AsyncIterable<WireFrame> {
   read(): WireFrame | undefined;
   /** Resolves once a frame is queued or the channel has closed (at once if so already). */
   readable(): Promise<void>;
-  send(frame: OutgoingFrame): Promise<void>;
+  send(frame: SendableFrame): Promise<void>;
   /**
    * Fire-and-forget send for hot paths (broadcast to many clients): no promise per frame.
    * Returns false, having sent nothing, when the channel is closed or the frame is over the
    * limit. A transport error later closes the channel as usual.
    */
-  post(frame: OutgoingFrame): boolean;
+  post(frame: SendableFrame): boolean;
   close(code?: ErrorCode | 'OK', reason?: string): void;
   readonly closed: Promise<CloseInfo>;
   /** Aborted when the channel closes. */
@@ -185,10 +191,19 @@ export abstract class BaseChannel implements Channel {
   protected abstract pauseInput(): void;
   protected abstract resumeInput(): void;
 
-  post(frame: OutgoingFrame): boolean {
+  post(frame: SendableFrame): boolean {
     if (this.closeInfo || !this.fits(frame)) return false;
-    this.writeNoWait(frame);
+    if (frame instanceof TextPieces) this.writePieces(frame);
+    else this.writeNoWait(frame);
     return true;
+  }
+
+  /**
+   * Writes text pieces as one message, without waiting. This default joins them (once per
+   * frame, see TextPieces.joined); an adapter that can send them as they are overrides it.
+   */
+  protected writePieces(pieces: TextPieces): void {
+    this.writeNoWait(pieces.joined());
   }
 
   /** Writes without waiting; adapters override when they can skip the per-frame callback. */
@@ -197,12 +212,12 @@ export abstract class BaseChannel implements Channel {
   }
 
   /** UTF-8 is at most 3 bytes per UTF-16 unit: only long text frames need counting. */
-  private fits(frame: OutgoingFrame): boolean {
+  private fits(frame: SendableFrame): boolean {
     if (typeof frame === 'string') return frame.length * 3 <= this.maxFrameBytes || Buffer.byteLength(frame) <= this.maxFrameBytes;
     return frameBytes(frame) <= this.maxFrameBytes;
   }
 
-  send(frame: OutgoingFrame): Promise<void> {
+  send(frame: SendableFrame): Promise<void> {
     if (this.closeInfo) {
       return Promise.reject(new TetherError('FAILED_PRECONDITION', `channel closed: ${this.closeInfo.reason}`));
     }
@@ -215,7 +230,7 @@ export abstract class BaseChannel implements Channel {
         }),
       );
     }
-    return this.write(frame);
+    return this.write(frame instanceof TextPieces ? frame.joined() : frame);
   }
 
   close(code: ErrorCode | 'OK' = 'OK', reason = 'closed'): void {

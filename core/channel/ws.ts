@@ -1,7 +1,7 @@
 import type { WebSocket } from 'ws';
 import { codeFromWsClose, ERROR_TABLE, type ErrorCode } from '../errors.js';
 import { decodeBinaryFrame, encodeBinaryFrame, encodeBinaryHead, FRAGMENT_MIN_BYTES } from './binary-frame.js';
-import { BaseChannel, type BaseChannelOptions, type BinaryFrame, type OutgoingFrame, type Transport } from './channel.js';
+import { BaseChannel, type BaseChannelOptions, type BinaryFrame, type OutgoingFrame, type TextPieces, type Transport } from './channel.js';
 
 /** Protocol-level ping defaults of both ends of a WebSocket link (threats.md part 3). */
 export const WS_PING_DEFAULTS = {
@@ -46,6 +46,9 @@ const RFC_CLOSE: Record<number, ErrorCode | 'OK'> = {
 
 /** Send options for JSON text already encoded as UTF-8: a text message, bytes as they are. */
 const TEXT = { binary: false } as const;
+/** A fragment of a text message that more fragments follow, and its last one. */
+const TEXT_MORE = { binary: false, fin: false } as const;
+const TEXT_LAST = { binary: false, fin: true } as const;
 /** The first fragment of a binary message whose body follows as its own fragment. */
 const BINARY_HEAD = { binary: true, fin: false } as const;
 /** The last fragment of a binary message. */
@@ -115,15 +118,30 @@ export class WsChannel extends BaseChannel {
    * its backlog from the next turn on (the budget holds, plus one turn's frames).
    */
   protected override writeNoWait(frame: OutgoingFrame): void {
+    this.corkTurn();
+    if (typeof frame === 'string') this.ws.send(frame);
+    else if (frame instanceof Uint8Array) this.ws.send(frame, TEXT);
+    else this.sendBinary(frame);
+  }
+
+  /**
+   * Text pieces as the fragments of one text message, in one call (nothing comes between
+   * them), batched with the turn's other frames like writeNoWait.
+   */
+  protected override writePieces(frame: TextPieces): void {
+    this.corkTurn();
+    const last = frame.pieces.length - 1;
+    frame.pieces.forEach((piece, i) => this.ws.send(piece, i === last ? TEXT_LAST : TEXT_MORE));
+  }
+
+  /** Corks the socket at the first frame of a turn; the end of the turn uncorks it (one writev). */
+  private corkTurn(): void {
     if (!this.corked && this.socket?.cork) {
       this.heldAtCork = this.ws.bufferedAmount;
       this.corked = true;
       this.socket.cork();
       if (WsChannel.corkedThisTurn.push(this) === 1) process.nextTick(WsChannel.uncorkAll);
     }
-    if (typeof frame === 'string') this.ws.send(frame);
-    else if (frame instanceof Uint8Array) this.ws.send(frame, TEXT);
-    else this.sendBinary(frame);
   }
 
   /**

@@ -1,3 +1,4 @@
+import { TextPieces } from '../channel/text-pieces.js';
 import type { TetherEvent } from './events.js';
 
 /**
@@ -28,12 +29,36 @@ function header(sessionId: string, seq: number, origin: FrameOrigin): string {
 }
 
 /**
- * A frame carrying one engine line (or a line the gateway wrote in the engine's format, such
- * as a withdrawal): one Buffer, the line copied once. `line` must be one JSON value (the agent
- * only relays lines that parsed as JSON objects).
+ * An encoded frame: one Buffer, or for a large line its pieces (the frame's start, the line as
+ * it arrived, the end), never joined on their way to a WebSocket client.
  */
-export function encodeLineFrame(sessionId: string, seq: number, origin: FrameOrigin, line: Uint8Array): Buffer {
+export type FrameBytes = Buffer | TextPieces;
+
+/**
+ * Lines from this size on are not copied into their frame: the frame is {@link TextPieces}
+ * around the line's own bytes. Below it one Buffer costs less than three fragments.
+ */
+export const LINE_PIECES_MIN_BYTES = 64 * 1024;
+
+/** Size of an encoded frame in bytes. */
+export function frameByteLength(frame: FrameBytes): number {
+  return frame instanceof TextPieces ? frame.byteLength : frame.length;
+}
+
+/** An encoded frame as one Buffer (pieces joined once, then kept): for readers that parse it. */
+export function frameBuffer(frame: FrameBytes): Buffer {
+  return frame instanceof TextPieces ? frame.joined() : frame;
+}
+
+/**
+ * A frame carrying one engine line (or a line the gateway wrote in the engine's format, such
+ * as a withdrawal): one Buffer, the line copied once, or from {@link LINE_PIECES_MIN_BYTES} on
+ * pieces that hold the line as it is (it must then not change while the frame lives). `line`
+ * must be one JSON value (the agent only relays lines that parsed as JSON objects).
+ */
+export function encodeLineFrame(sessionId: string, seq: number, origin: FrameOrigin, line: Uint8Array): FrameBytes {
   const head = header(sessionId, seq, origin) + MESSAGE_KEY; // ASCII, but for the session id
+  if (line.byteLength >= LINE_PIECES_MIN_BYTES) return new TextPieces([Buffer.from(head), line, SUFFIX_BYTES]);
   const headBytes = Buffer.byteLength(head);
   const out = allocFrame(headBytes + line.byteLength + SUFFIX_BYTES.length);
   out.write(head, 0, 'utf8');

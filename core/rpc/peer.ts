@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { BinaryFrame, Channel, CloseInfo, OutgoingFrame, WireFrame } from '../channel/channel.js';
+import type { BinaryFrame, Channel, CloseInfo, SendableFrame, WireFrame } from '../channel/channel.js';
 import { asTetherError, JSONRPC_PARSE_ERROR, TetherError } from '../errors.js';
 import { silentLogger, type Logger } from '../logging.js';
 import { classify, type RpcId } from '../protocol/jsonrpc.js';
@@ -166,12 +166,12 @@ export class RpcPeer {
   }
 
   /**
-   * Posts one notification already serialized, as text or UTF-8 bytes (hot paths: the same
-   * frame to many peers), within the outbound budget. Returns false, having sent nothing,
+   * Posts one notification already serialized, as text or UTF-8 bytes, whole or in pieces (hot
+   * paths: the same frame to many peers), within the outbound budget. Returns false, having sent nothing,
    * when the channel is closed (or was just cut for being over budget) or the frame is over
    * its limit.
    */
-  post(frame: OutgoingFrame): boolean {
+  post(frame: SendableFrame): boolean {
     return this.admit() && this.channel.post(frame);
   }
 

@@ -1,6 +1,6 @@
 import { DeliverPolicy, jetstream, type ConsumerMessages } from '@nats-io/jetstream';
 import { gapEvent } from '../../core/protocol/events.js';
-import { encodeEventFrame } from '../../core/protocol/session-frame.js';
+import { encodeEventFrame, frameBuffer } from '../../core/protocol/session-frame.js';
 import type { Logger } from '../../core/logging.js';
 import { ReplayLog, type ReplayLogLimits } from '../replay-log.js';
 import type { Member } from '../session.js';
@@ -54,7 +54,7 @@ export class SessionMirror {
   private async run(): Promise<void> {
     const subject = sessionSubject(this.sessionId);
     const reader = new LogReader((r) => {
-      if ('frame' in r) this.onFrame(r.frame.seq, r.frame.bytes);
+      if ('frame' in r) this.onFrame(r.frame.seq, frameBuffer(r.frame.bytes));
     });
     let lastStreamSeq = 0;
     this.unlisten = this.link.onChange((s) => {

@@ -29,6 +29,7 @@ import type { Member, Session } from '../../session.js';
 import { controlResponse, permissionAnswer, questionAnswer, riskLevel } from './answers.js';
 import { readMessage } from './envelope.js';
 import { translateFrame, type DialectEvent, type EngineInfo, type TranslatedFrame } from './translate.js';
+import { frameBuffer, type FrameBytes } from '../../../core/protocol/session-frame.js';
 
 type Obj = Record<string, unknown>;
 type Params<M extends DialectMethod> = z.infer<(typeof DialectRequests)[M]>;
@@ -120,9 +121,9 @@ export class JsonRpcDialectLink implements Member {
 
   // ---- from the session ---------------------------------------------------------------
 
-  sendFrame(frame: Buffer): void {
+  sendFrame(frame: FrameBytes): void {
     if (this.channel.isClosed) return;
-    const t = translateFrame(frame);
+    const t = translateFrame(frameBuffer(frame));
     const view = this.views.get(t.session_id);
     if (!view) return;
     try {
