@@ -52,6 +52,7 @@ export function attachWsListener<A = undefined>(server: Server, opts: WsListener
       const remote = `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`;
       const channel = new WsChannel(ws, remote, {
         socket: socket as Duplex & { bytesRead: number },
+        masking: 'none',
         maxFrameBytes,
         pingIntervalMs: opts.pingIntervalMs ?? WS_PING_DEFAULTS.pingIntervalMs,
         pingTimeoutMs: opts.pingTimeoutMs ?? WS_PING_DEFAULTS.pingTimeoutMs,

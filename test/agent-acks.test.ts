@@ -1,9 +1,10 @@
 /**
  * The gateway's acks to an agent: a burst of output read in one turn is acknowledged once, at
  * the end of that turn, with the burst's last seq, and only once the store made it durable
- * (`whenDurable`); a trickle below the batch size is acknowledged after ACK_AFTER_MS.
+ * (`whenDurable`), or sooner once 512 KB are unacked; a trickle below the batch size is
+ * acknowledged after ACK_AFTER_MS.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { memoryChannelPair } from '../core/channel/memory.js';
 import { silentLogger } from '../core/logging.js';
 import { RpcPeer } from '../core/rpc/peer.js';
@@ -41,7 +42,7 @@ function rig(whenDurable?: (send: () => void) => void) {
   );
   void gateway.run();
   void agent.run();
-  const send = (seq: number) => agent.postBinary('session.output', { session_id: SESSION, seq, meta: { type: 'assistant' } }, Buffer.from('{"type":"assistant"}'));
+  const send = (seq: number, body = Buffer.from('{"type":"assistant"}')) => agent.postBinary('session.output', { session_id: SESSION, seq, meta: { type: 'assistant' } }, body);
   const stop = () => {
     link.dispose();
     gatewaySide.close();
@@ -62,6 +63,19 @@ describe('acks to the agent', () => {
     for (let seq = 1; seq <= 100; seq++) r.send(seq);
     expect(await bounded(r.firstAck, 'the ack of the burst')).toBe(100);
     expect(r.events.slice(0, 2)).toEqual(['durable', 'ack 100']);
+  });
+
+  it('acknowledge a few large lines at the end of their turn, not after the delay: the agent holds each line until then', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] }); // the delayed ack never comes by itself
+    try {
+      const r = rig();
+      stop = r.stop;
+      const line = Buffer.from(`{"type":"assistant","text":"${'x'.repeat(300_000)}"}`);
+      for (let seq = 1; seq <= 2; seq++) r.send(seq, line); // 2 frames, 600 KB
+      expect(await r.firstAck).toBe(2);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('acknowledge a trickle below the batch size after a short delay', async () => {

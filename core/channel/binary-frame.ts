@@ -12,12 +12,11 @@ const LENGTH_BYTES = BINARY_FRAME_OVERHEAD_BYTES;
 export const MAX_BINARY_HEADER_BYTES = 64 * 1024;
 
 /**
- * Bodies from this size on are not copied into one Buffer with their header: the message is
- * written as two WebSocket fragments (the header's bytes, then the body as it is), which every
- * receiver reassembles into the same message. A body this large spans several socket reads, so
- * the receiver copies it once either way; the sender saves an allocation and a copy.
+ * Bodies from this size on are not copied into one Buffer with their header: where the sender
+ * may (core/channel/ws.ts writeFrame), the message's one frame is written as its head, the
+ * header's bytes, then the body as it is. Below it one Buffer costs less than several writes.
  */
-export const FRAGMENT_MIN_BYTES = 64 * 1024;
+export const UNJOINED_MIN_BYTES = 64 * 1024;
 
 /** Builds the one Buffer a WebSocket binary message carries (copies the body once). */
 export function encodeBinaryFrame(frame: BinaryFrame): Buffer {
@@ -36,8 +35,8 @@ function withHead(header: string, room: number): Buffer {
 }
 
 /**
- * The length prefix and header of a binary message, for a body sent as its own fragment
- * (see {@link FRAGMENT_MIN_BYTES}): `encodeBinaryHead(f)` followed by `f.body` is
+ * The length prefix and header of a binary message, for a body written after it unjoined
+ * (see {@link UNJOINED_MIN_BYTES}): `encodeBinaryHead(f)` followed by `f.body` is
  * `encodeBinaryFrame(f)`.
  */
 export function encodeBinaryHead(frame: BinaryFrame): Buffer {

@@ -1,6 +1,7 @@
 import type { WebSocket } from 'ws';
 import { codeFromWsClose, ERROR_TABLE, type ErrorCode } from '../errors.js';
-import { decodeBinaryFrame, encodeBinaryFrame, encodeBinaryHead, FRAGMENT_MIN_BYTES } from './binary-frame.js';
+import { decodeBinaryFrame, encodeBinaryFrame, encodeBinaryHead, UNJOINED_MIN_BYTES } from './binary-frame.js';
+import { wsFrameHead, WS_OPCODE, type FrameMasking } from './ws-frame-head.js';
 import { BaseChannel, type BaseChannelOptions, type BinaryFrame, type OutgoingFrame, type TextPieces, type Transport } from './channel.js';
 
 /** Protocol-level ping defaults of both ends of a WebSocket link (threats.md part 3). */
@@ -23,6 +24,12 @@ export interface WsChannelOptions extends BaseChannelOptions {
    * and corking it batches the frames posted in one turn of the event loop into one write.
    */
   socket?: WsSocket;
+  /**
+   * Whether this side may write a large message as one frame of its own, its pieces unjoined
+   * (ws-frame-head.ts): `none` for a server's unmasked frames, `zero-key` for a client's where
+   * masking protects nothing (dial-ws.ts needsMasking). Unset: every frame goes through ws.
+   */
+  masking?: FrameMasking;
 }
 
 /** What the channel uses of the socket under the WebSocket. */
@@ -30,6 +37,7 @@ export interface WsSocket {
   readonly bytesRead: number;
   cork?(): void;
   uncork?(): void;
+  write?(chunk: Uint8Array, cb?: (err?: Error | null) => void): boolean;
 }
 
 /** WebSocket close codes of RFC 6455 that we map to canonical codes. */
@@ -46,13 +54,7 @@ const RFC_CLOSE: Record<number, ErrorCode | 'OK'> = {
 
 /** Send options for JSON text already encoded as UTF-8: a text message, bytes as they are. */
 const TEXT = { binary: false } as const;
-/** A fragment of a text message that more fragments follow, and its last one. */
-const TEXT_MORE = { binary: false, fin: false } as const;
-const TEXT_LAST = { binary: false, fin: true } as const;
-/** The first fragment of a binary message whose body follows as its own fragment. */
-const BINARY_HEAD = { binary: true, fin: false } as const;
-/** The last fragment of a binary message. */
-const BINARY_LAST = { binary: true, fin: true } as const;
+
 
 /** Wraps an open `ws` socket as a Channel. The only place that knows ws's event names. */
 export class WsChannel extends BaseChannel {
@@ -65,11 +67,13 @@ export class WsChannel extends BaseChannel {
   private corked = false;
   /** What the socket held when this turn's cork began. */
   private heldAtCork = 0;
+  private readonly masking: FrameMasking | undefined;
 
   constructor(private readonly ws: WebSocket, readonly remote: string, opts: WsChannelOptions = {}) {
     super(opts);
     this.closeTimeoutMs = opts.closeTimeoutMs ?? 5_000;
     this.socket = opts.socket;
+    this.masking = opts.masking;
     ws.on('message', (data, isBinary) => {
       if (!isBinary) {
         this.push(data.toString());
@@ -124,14 +128,10 @@ export class WsChannel extends BaseChannel {
     else this.sendBinary(frame);
   }
 
-  /**
-   * Text pieces as the fragments of one text message, in one call (nothing comes between
-   * them), batched with the turn's other frames like writeNoWait.
-   */
+  /** Text pieces as one text message, batched with the turn's other frames like writeNoWait. */
   protected override writePieces(frame: TextPieces): void {
     this.corkTurn();
-    const last = frame.pieces.length - 1;
-    frame.pieces.forEach((piece, i) => this.ws.send(piece, i === last ? TEXT_LAST : TEXT_MORE));
+    if (!this.writeFrame(WS_OPCODE.text, frame.pieces)) this.ws.send(frame.joined(), TEXT);
   }
 
   /** Corks the socket at the first frame of a turn; the end of the turn uncorks it (one writev). */
@@ -144,16 +144,31 @@ export class WsChannel extends BaseChannel {
     }
   }
 
-  /**
-   * A binary frame as one message: with a large body, two fragments (header, then the body
-   * untouched) instead of a copy of both into one Buffer. Nothing can come between the two:
-   * both are handed to ws in this call.
-   */
+  /** A binary frame as one message: a large body is written as it is, after its head (writeFrame), where this side may. */
   private sendBinary(frame: BinaryFrame, done?: (err?: Error) => void): void {
-    if (frame.body.byteLength < FRAGMENT_MIN_BYTES) return done ? this.ws.send(encodeBinaryFrame(frame), done) : this.ws.send(encodeBinaryFrame(frame));
-    this.ws.send(encodeBinaryHead(frame), BINARY_HEAD);
-    if (done) this.ws.send(frame.body, BINARY_LAST, done);
-    else this.ws.send(frame.body, BINARY_LAST);
+    if (frame.body.byteLength >= UNJOINED_MIN_BYTES && this.writeFrame(WS_OPCODE.binary, [encodeBinaryHead(frame), frame.body], done)) return;
+    if (done) this.ws.send(encodeBinaryFrame(frame), done);
+    else this.ws.send(encodeBinaryFrame(frame));
+  }
+
+  /**
+   * Writes one message as one frame of our own: its head, then `parts` as they are, straight to
+   * the socket (no copy, no masking pass). Only where this side may (`masking`) and while the
+   * WebSocket is open; false, having written nothing, otherwise. Ordered with ws's own writes:
+   * ws writes to the socket at once (no compression, no Blobs on our sockets).
+   */
+  private writeFrame(opcode: number, parts: readonly Uint8Array[], done?: (err?: Error) => void): boolean {
+    const socket = this.socket;
+    if (!this.masking || !socket?.write || this.ws.readyState !== this.ws.OPEN) return false;
+    let bytes = 0;
+    for (const part of parts) bytes += part.byteLength;
+    const cork = !this.corked && socket.cork && socket.uncork; // one writev for the head and parts
+    if (cork) socket.cork!();
+    socket.write(wsFrameHead(opcode, bytes, this.masking));
+    const last = parts.length - 1;
+    parts.forEach((part, i) => (i === last && done ? socket.write!(part, (err) => done(err ?? undefined)) : socket.write!(part)));
+    if (cork) socket.uncork!();
+    return true;
   }
 
   /** Channels holding this turn's frames: one tick at its end uncorks them all (at 1,000 viewers, not 1,000 ticks). */

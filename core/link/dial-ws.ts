@@ -11,7 +11,7 @@ import { DIAL_DEFAULTS, type DialOptions } from './dial-options.js';
  * WebSocket traffic from acting on bytes we relay (an engine line may carry text from a web
  * page); nobody in between can read them over TLS, nor on the loopback interface. Elsewhere the
  * mask is random as usual; there it is zero, which the protocol allows and which spares a copy
- * of every frame (ws masks a Buffer into a new one).
+ * of every frame (ws masks a Buffer into a new one) and lets a large one be written unjoined.
  */
 export function needsMasking(url: URL): boolean {
   if (url.protocol === 'wss:') return false;
@@ -65,6 +65,7 @@ export function dialWs(url: URL, opts: DialOptions): Promise<Channel> {
       resolve(
         new WsChannel(ws, url.host, {
           socket,
+          masking: needsMasking(target) ? undefined : 'zero-key',
           maxFrameBytes,
           pingIntervalMs: opts.ws?.pingIntervalMs ?? WS_PING_DEFAULTS.pingIntervalMs,
           pingTimeoutMs: opts.ws?.pingTimeoutMs ?? WS_PING_DEFAULTS.pingTimeoutMs,
