@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { batchEntryBytes, decodeFrame, encodeBatch, encodeFrame } from '../core/channel/frame-codec.js';
 import { findProtoRoot, PROTO_LOADER_OPTIONS, type GatewayFrame } from '../core/channel/proto.js';
 import { TetherError } from '../core/errors.js';
-import { encodeLineFrame, hasFrameHeadroom } from '../core/protocol/session-frame.js';
+import { encodeLineFrame, frameBuffer, hasFrameHeadroom } from '../core/protocol/session-frame.js';
 
 const reference = (() => {
   const pkg = loadSync('tether/v1/gateway.proto', { ...PROTO_LOADER_OPTIONS, includeDirs: [findProtoRoot()] });
@@ -49,7 +49,7 @@ describe('Frame codec', () => {
   it('a large session frame is encoded in place: its tag and length go in the headroom in front of it, no copy', () => {
     for (const size of [9 * 1024, 100_000, 3 * 1024 * 1024]) {
       const line = Buffer.from(`{"type":"assistant","pad":"${'z'.repeat(size)}"}`);
-      const frame = encodeLineFrame('s-1', 7, 'engine', line);
+      const frame = frameBuffer(encodeLineFrame('s-1', 7, 'engine', line)); // a large line's pieces, joined as a gRPC channel gets them
       expect(hasFrameHeadroom(frame)).toBe(true);
       const wire = encodeFrame({ json: '', jsonBytes: frame });
       expect(wire.buffer).toBe(frame.buffer); // the same memory…

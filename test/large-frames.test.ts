@@ -1,7 +1,7 @@
 /**
  * Large frames without copies (docs/performance.md, "100 KB frames"): a large engine line's
  * frame travels as pieces around the line's own bytes and arrives as one message on every
- * transport; on WebSocket it is one frame of ours whose head matches what ws writes, the line's
+ * transport (joined once, with gRPC's headroom, where a transport needs one Buffer); on WebSocket it is one frame of ours whose head matches what ws writes, the line's
  * Buffer handed to the socket as it is (the agent's body too, masked by the zero key where
  * masking protects nothing); the replay log keeps large frames in recycled slabs and hands out
  * copies; the file store writes the pieces and reads the frame back byte for byte.
@@ -13,7 +13,7 @@ import type { Channel, WireFrame } from '../core/channel/channel.js';
 import { TextPieces } from '../core/channel/text-pieces.js';
 import { wsFrameHead, WS_OPCODE } from '../core/channel/ws-frame-head.js';
 import { needsMasking } from '../core/link/dial-ws.js';
-import { encodeLineFrame, LINE_PIECES_MIN_BYTES, readEngineFrame } from '../core/protocol/session-frame.js';
+import { encodeLineFrame, hasFrameHeadroom, LINE_PIECES_MIN_BYTES, readEngineFrame } from '../core/protocol/session-frame.js';
 import { ReplayLog } from '../gateway/replay-log.js';
 import { FileSessionStore } from '../gateway/session-store.js';
 import { PAIR_FACTORIES, type ChannelPair } from './support/channel-pairs.js';
@@ -81,6 +81,7 @@ describe('a large line frame as pieces', () => {
     expect((frame as TextPieces).pieces[1]).toBe(big); // not a copy
     const small = encodeLineFrame('s-1', 7, 'engine', line(LINE_PIECES_MIN_BYTES - 1));
     expect(Buffer.isBuffer(small)).toBe(true);
+    expect(hasFrameHeadroom((frame as TextPieces).joined())).toBe(true); // gRPC writes its prefix there, as for a frame encoded whole
     const text = (frame as TextPieces).joined().toString();
     expect(readEngineFrame(text)).toEqual({ session_id: 's-1', seq: 7, origin: 'engine', line: big.toString() });
     expect(JSON.parse(text).params.message.text.length).toBeGreaterThan(LINE_PIECES_MIN_BYTES - 64);

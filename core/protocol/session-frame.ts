@@ -58,7 +58,8 @@ export function frameBuffer(frame: FrameBytes): Buffer {
  */
 export function encodeLineFrame(sessionId: string, seq: number, origin: FrameOrigin, line: Uint8Array): FrameBytes {
   const head = header(sessionId, seq, origin) + MESSAGE_KEY; // ASCII, but for the session id
-  if (line.byteLength >= LINE_PIECES_MIN_BYTES) return new TextPieces([Buffer.from(head), line, SUFFIX_BYTES]);
+  // Joined (for gRPC and the like) with the headroom a transport's prefix may use, like a frame encoded here.
+  if (line.byteLength >= LINE_PIECES_MIN_BYTES) return new TextPieces([Buffer.from(head), line, SUFFIX_BYTES], allocFrame);
   const headBytes = Buffer.byteLength(head);
   const out = allocFrame(headBytes + line.byteLength + SUFFIX_BYTES.length);
   out.write(head, 0, 'utf8');
