@@ -55,7 +55,6 @@ const RFC_CLOSE: Record<number, ErrorCode | 'OK'> = {
 /** Send options for JSON text already encoded as UTF-8: a text message, bytes as they are. */
 const TEXT = { binary: false } as const;
 
-
 /** Wraps an open `ws` socket as a Channel. The only place that knows ws's event names. */
 export class WsChannel extends BaseChannel {
   readonly transport: Transport = 'ws';
