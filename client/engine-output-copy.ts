@@ -1,7 +1,7 @@
 import type { Writable } from 'node:stream';
 import { asTetherError, TetherError } from '../core/errors.js';
 import type { Logger } from '../core/logging.js';
-import type { RemoteEngineIo, RemoteExit } from './remote-engine.js';
+import type { RemoteEngineIo, RemoteExit } from './remote-engine-io.js';
 import type { RemoteSession } from './remote-session.js';
 
 /**

@@ -3,8 +3,8 @@
  * `claude` in stream-json mode (argv → session options in session-options-from-argv.ts, input
  * lines through ndjson-input.ts, engine output back through engine-output-copy.ts).
  */
-import type { Readable, Writable } from 'node:stream';
 import { asTetherError, TetherError } from '../core/errors.js';
+import type { RemoteEngineIo, RemoteExit } from './remote-engine-io.js';
 import type { DialOptions, Dialers } from '../core/link/dial.js';
 import { silentLogger, type Logger } from '../core/logging.js';
 import type { StopSignal } from '../core/protocol/methods.js';
@@ -36,25 +36,7 @@ export interface RemoteEngineTarget {
   software?: string;
 }
 
-/** The three streams of the process the SDK thinks it started. */
-export interface RemoteEngineIo {
-  /** NDJSON the SDK writes for the engine; read to its end (EOF ends the remote session). */
-  input: Readable;
-  /** Receives each engine stdout line exactly as the engine wrote it, plus `\n`. Not ended here. */
-  output: Writable;
-  /** Human diagnostics, what the CLI would print on stderr (whole lines with `\n`). */
-  diagnostics: (text: string) => void;
-  /** The environment the SDK gave the process: its SDK switches (core/protocol/sdk-env.ts) go to the engine. */
-  env?: Record<string, string | undefined>;
-}
-
-/** How the remote engine (or the bridge, when it gave up) ended. */
-export interface RemoteExit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  /** Set when the bridge itself failed (gateway unreachable, refused, link lost for good). */
-  error?: TetherError;
-}
+export type { RemoteEngineIo, RemoteExit };
 
 /** A running bridge between one SDK and one remote session. */
 export interface RemoteEngine {

@@ -1,6 +1,21 @@
 import { TetherError } from '../errors.js';
-import type { GatewayFrame } from './proto.js';
 import { hasFrameHeadroom } from '../protocol/session-frame.js';
+
+/**
+ * One Frame of tether.v1.Gateway/Connect: a JSON-RPC 2.0 message as text, or (with `data`) a
+ * binary frame's header and its bytes. `_data` is proto3's presence marker for `data`.
+ */
+export interface GatewayFrame {
+  json: string;
+  data?: Uint8Array;
+  _data?: 'data';
+  /** Received only: the UTF-8 bytes of `json`, as the message gave them (measuring the string again would scan it). */
+  jsonLength?: number;
+  /** Received only: the frames of a batch, in order, in place of this one (`json` is then empty, `data` absent). */
+  batch?: GatewayFrame[];
+  /** Sending only: `json` already encoded as UTF-8 (see encodeFrame). */
+  jsonBytes?: Uint8Array;
+}
 
 /**
  * The protobuf wire form of tether.v1.Frame (`string json = 1; optional bytes data = 2;

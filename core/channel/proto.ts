@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { decodeFrame, encodeFrame } from './frame-codec.js';
+import { decodeFrame, encodeFrame, type GatewayFrame } from './frame-codec.js';
 import { loadSync, type MethodDefinition, type Options, type ServiceDefinition } from '@grpc/proto-loader';
 
 /**
@@ -21,21 +21,7 @@ export const PROTO_LOADER_OPTIONS = {
 /** Path of the gateway proto, relative to the proto root. */
 const GATEWAY_PROTO = 'tether/v1/gateway.proto';
 
-/**
- * One Frame of tether.v1.Gateway/Connect: a JSON-RPC 2.0 message as text, or (with `data`) a
- * binary frame's header and its bytes. `_data` is proto3's presence marker for `data`.
- */
-export interface GatewayFrame {
-  json: string;
-  data?: Uint8Array;
-  _data?: 'data';
-  /** Received only: the UTF-8 bytes of `json`, as the message gave them (measuring the string again would scan it). */
-  jsonLength?: number;
-  /** Received only: the frames of a batch, in order, in place of this one (`json` is then empty, `data` absent). */
-  batch?: GatewayFrame[];
-  /** Sending only: `json` already encoded as UTF-8 (see core/channel/frame-codec.ts). */
-  jsonBytes?: Uint8Array;
-}
+export type { GatewayFrame };
 
 /** The loaded tether.v1.Gateway service. */
 export interface GatewayService {
