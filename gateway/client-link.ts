@@ -6,7 +6,8 @@ import type { Principal } from './principal.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { SessionDirectory } from './session-directory.js';
 import { readAudit } from './audit-access.js';
-import { applySessionCall, type SessionCall, type SessionCallParams } from './session-calls.js';
+import { applySessionCall } from './session-calls.js';
+import type { SessionCall, SessionCallParams } from '../core/protocol/methods.js';
 import type { ProxiedClient } from './sessions-elsewhere.js';
 import { frameByteLength, type FrameBytes } from '../core/protocol/session-frame.js';
 

@@ -1,4 +1,4 @@
-import type { ParamsOf, ResultOf } from '../core/protocol/methods.js';
+import type { ParamsOf, ResultOf, SessionCall, SessionCallParams } from '../core/protocol/methods.js';
 import type { Role } from '../core/protocol/events.js';
 import type { Principal } from './principal.js';
 import type { Member } from './session.js';
@@ -9,11 +9,6 @@ import { requireControlScope } from './session-roles.js';
 import { checkControlAudited } from './policy-gate.js';
 import { readAudit } from './audit-access.js';
 
-/** The client requests about one session, applied where the session is held. */
-export type SessionCall = 'session.attach' | 'session.detach' | 'session.send' | 'session.set_role' | 'session.stop' | 'session.audit';
-
-/** A session call's params: every one names its session (an audit query about one session does too). */
-export type SessionCallParams<M extends SessionCall> = ParamsOf<M> & { session_id: string };
 
 /** Who makes a call: the principal the door admitted, and the member frames and replies go to. */
 export interface Caller {

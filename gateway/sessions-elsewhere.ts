@@ -1,7 +1,6 @@
-import type { AgentDescriptor, AgentInfo, ParamsOf, ResultOf, SessionInfo } from '../core/protocol/methods.js';
+import type { AgentDescriptor, AgentInfo, ParamsOf, ResultOf, SessionCall, SessionCallParams, SessionInfo } from '../core/protocol/methods.js';
 import type { Principal } from './principal.js';
 import type { Member } from './session.js';
-import type { SessionCall, SessionCallParams } from './session-calls.js';
 
 /** A client of this gateway whose session is held elsewhere: it can be cut so it resumes at the session's new home. */
 export interface ProxiedClient extends Member {

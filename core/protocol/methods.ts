@@ -299,3 +299,9 @@ export type BinaryNotificationParams<N extends BinaryNotificationName> = z.infer
 
 /** What a create that waits is told: session.create_progress without the create id. */
 export type CreateProgress = Omit<NotificationParams<'session.create_progress'>, 'create_id'>;
+
+/** The client requests about one session, applied where the session is held. */
+export type SessionCall = 'session.attach' | 'session.detach' | 'session.send' | 'session.set_role' | 'session.stop' | 'session.audit';
+
+/** A session call's params: every one names its session (an audit query about one session does too). */
+export type SessionCallParams<M extends SessionCall> = ParamsOf<M> & { session_id: string };

@@ -6,7 +6,7 @@ import type { Gateway } from '../gateway.js';
 import type { Principal } from '../principal.js';
 import type { ReadinessCheck } from '../readiness.js';
 import type { ReplayLogLimits } from '../replay-log.js';
-import type { SessionCall, SessionCallParams } from '../session-calls.js';
+import type { SessionCall, SessionCallParams } from '../../core/protocol/methods.js';
 import type { SessionDirectory } from '../session-directory.js';
 import type { ProxiedClient, SessionsElsewhere } from '../sessions-elsewhere.js';
 import { decode, encode, ReplyNotice, unwrap, type CallRequest } from './cluster-wire.js';
