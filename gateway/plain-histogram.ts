@@ -1,4 +1,4 @@
-import type { Metric, Registry } from 'prom-client';
+import type { HistogramConfiguration, Metric } from 'prom-client';
 
 /**
  * A Prometheus histogram without labels whose `observe` only adds to plain numbers, for one
@@ -20,7 +20,7 @@ export class PlainHistogram {
     readonly name: string,
     readonly help: string,
     private readonly upperBounds: readonly number[],
-    registers: Registry[],
+    registers: NonNullable<HistogramConfiguration<string>['registers']>,
   ) {
     this.counts = new Float64Array(upperBounds.length + 1);
     for (const r of registers) r.registerMetric(this as unknown as Metric);

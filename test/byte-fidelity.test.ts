@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SessionItem } from '../client/remote-session.js';
 import { runTether } from './support/cli.js';
-import { isResult, until } from './support/items.js';
+import { isEngineItem, isResult, jsonAt, until } from './support/items.js';
 import { startStack, withTimeout, type Stack } from './support/stack.js';
 // @ts-expect-error -- a plain .mjs module shared with the stand-in engine
 import { oddTurn } from './support/odd-json-lines.mjs';
@@ -63,8 +63,8 @@ describe.each(['ws', 'grpc'] as const)('engine lines byte for byte over %s', (tr
     const want = expected('library big', true);
     expect(lines.length).toBe(want.length);
     lines.forEach((l, n) => expect(l === want[n], `line ${n + 1} differs (${l.length} vs ${want[n].length} chars): ${l.slice(0, 120)}`).toBe(true));
-    const assistant = items.find((i) => i.kind === 'engine' && i.message.type === 'assistant') as { message: { message: { content: { text: string }[] } } };
-    expect(assistant.message.message.content[0].text).toBe('café / library big');
+    const assistant = items.filter(isEngineItem).find((i) => i.message.type === 'assistant');
+    expect(jsonAt(assistant?.message, 'message', 'content', 0, 'text')).toBe('café / library big');
   }, 90_000);
 
   it('pipe mode (tether chat --json): stdout carries each engine line exactly', async () => {

@@ -59,7 +59,7 @@ describe('Frame codec', () => {
       expect(encodeFrame({ json: '', jsonBytes: frame }).equals(wire)).toBe(true); // again: the same bytes
     }
     // Small frames share Buffer's pool (what is in front of them is not theirs): copied.
-    const small = encodeLineFrame('s-1', 8, 'engine', Buffer.from('{"type":"assistant"}'));
+    const small = frameBuffer(encodeLineFrame('s-1', 8, 'engine', Buffer.from('{"type":"assistant"}')));
     expect(hasFrameHeadroom(small)).toBe(false);
     const copied = encodeFrame({ json: '', jsonBytes: small });
     expect(copied.buffer === small.buffer && copied.byteOffset + copied.length === small.byteOffset + small.length).toBe(false);

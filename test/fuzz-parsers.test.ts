@@ -16,6 +16,7 @@ import { TetherEvent } from '../core/protocol/events.js';
 import { PROTOCOL_VERSION } from '../core/protocol/version.js';
 import { describeIssues, RpcPeer } from '../core/rpc/peer.js';
 import { Gateway } from '../gateway/gateway.js';
+import { textFrame } from './support/channel-read.js';
 import { withTimeout } from './support/stack.js';
 import { perTest } from './support/per-test.js';
 import { waitFor } from './support/wait.js';
@@ -33,7 +34,7 @@ class RawConn {
   constructor(readonly ch: MemoryChannel) {
     void (async () => {
       for await (const frame of ch) {
-        const msg = JSON.parse(frame) as Record<string, any>; // a gateway frame that is not JSON fails here
+        const msg = JSON.parse(textFrame(frame)) as Record<string, any>; // a gateway frame that is not JSON fails here
         this.answers.push(msg);
         const w = this.waiters.get(msg.id);
         if (w && msg.id !== undefined) {

@@ -7,7 +7,7 @@ import { startGatewayServer, type GatewayServer } from '../gateway/server.js';
 import { FileSessionStore } from '../gateway/session-store.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { processesIn, startTether } from './support/cli.js';
-import { isResult, until } from './support/items.js';
+import { isEngineItem, isResult, numberAt, until } from './support/items.js';
 import { waitFor } from './support/wait.js';
 import { fileURLToPath } from 'node:url';
 import { cleanupsPerTest } from './support/cleanups.js';
@@ -150,9 +150,10 @@ describe('gateway restart', () => {
     gw = startTether(args(port));
     await gw.line('gateway: ');
     await until(it, isResult, seen, 60_000, 'the burst to finish after the kill');
-    const numbers = seen.filter(isBurst).map((i) => (i as { message: { n: number } }).message.n);
+    const bursts = seen.filter(isEngineItem).filter(isBurst);
+    const numbers = bursts.map((i) => numberAt(i.message, 'n'));
     const dup = numbers.filter((v, n) => numbers.indexOf(v) !== n);
-    expect(dup, `repeated: ${dup.slice(0, 10).join(',')}; seqs of repeats ${seen.filter((i) => isBurst(i) && dup.includes((i as { message: { n: number } }).message.n)).map((i) => (i as { seq: number }).seq).join(',')}`).toEqual([]);
+    expect(dup, `repeated: ${dup.slice(0, 10).join(',')}; seqs of repeats ${bursts.filter((i) => dup.includes(numberAt(i.message, 'n'))).map((i) => i.seq).join(',')}`).toEqual([]);
     expect(numbers.length).toBe(10_000);
     // What the client had not yet read when the gateway died came from the restarted gateway's
     // store, or from the agent, which re-sends only what was never acknowledged: no hole means

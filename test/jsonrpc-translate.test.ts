@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import { encodeEventFrame, encodeLineFrame } from '../core/protocol/session-frame.js';
+import { encodeEventFrame, encodeLineFrame, frameBuffer } from '../core/protocol/session-frame.js';
 import { tetherEvent } from '../core/protocol/events.js';
 import { translateFrame, type DialectEvent } from '../gateway/dialects/jsonrpc/translate.js';
 
@@ -25,7 +25,7 @@ function outLines(name: string): Line[] {
 }
 
 function events(lines: Line[]): DialectEvent[] {
-  return lines.flatMap((line, i) => translateFrame(encodeLineFrame('s1', i + 1, 'engine', Buffer.from(JSON.stringify(line)))).events);
+  return lines.flatMap((line, i) => translateFrame(frameBuffer(encodeLineFrame('s1', i + 1, 'engine', Buffer.from(JSON.stringify(line))))).events);
 }
 
 const of = <K extends DialectEvent['kind']>(evs: DialectEvent[], kind: K) => evs.filter((e): e is Extract<DialectEvent, { kind: K }> => e.kind === kind);
@@ -112,7 +112,7 @@ describe('JSON-RPC dialect translator over the real CLI transcripts', () => {
   });
 
   it('parses each frame once however many clients read it, and reads gateway events', () => {
-    const frame = encodeLineFrame('s1', 1, 'engine', Buffer.from('{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}}'));
+    const frame = frameBuffer(encodeLineFrame('s1', 1, 'engine', Buffer.from('{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}}')));
     const parse = vi.spyOn(JSON, 'parse');
     try {
       const first = translateFrame(frame);
@@ -128,6 +128,6 @@ describe('JSON-RPC dialect translator over the real CLI transcripts', () => {
     const exited = encodeEventFrame('s1', 3, tetherEvent({ subtype: 'exited', code: 0, signal: null, stderr_tail: '', reason: 'stopped' }));
     expect(translateFrame(exited).events).toEqual([{ kind: 'state', state: 'ended', reason: 'stopped' }]);
     // A withdrawal the gateway wrote is not a new prompt; a control_request it wrote never raises one.
-    expect(translateFrame(encodeLineFrame('s1', 4, 'gateway', Buffer.from('{"type":"control_request","request_id":"x","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{}}}'))).events).toEqual([]);
+    expect(translateFrame(frameBuffer(encodeLineFrame('s1', 4, 'gateway', Buffer.from('{"type":"control_request","request_id":"x","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{}}}')))).events).toEqual([]);
   });
 });

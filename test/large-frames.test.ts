@@ -54,7 +54,7 @@ describe('the head of a WebSocket frame we write ourselves', () => {
       for (const [opcode, binary] of [[WS_OPCODE.text, false], [WS_OPCODE.binary, true]] as const) {
         const server = Sender.frame(payload, { fin: true, rsv1: false, opcode, mask: false, readOnly: false });
         expect(wsFrameHead(opcode, n, 'none').equals(server[0]), `server ${n} ${binary}`).toBe(true);
-        const client = Sender.frame(payload, { fin: true, rsv1: false, opcode, mask: true, readOnly: false, generateMask: (m: Buffer) => m.fill(0) } as never);
+        const client = Sender.frame(payload, { fin: true, rsv1: false, opcode, mask: true, readOnly: false, generateMask: (m: Buffer) => m.fill(0) });
         expect(wsFrameHead(opcode, n, 'zero-key').equals(client[0]), `client ${n} ${binary}`).toBe(true);
       }
     }

@@ -4,15 +4,23 @@
  * cannot tell which one the gateway uses for its per-frame relay latency.
  */
 import { describe, expect, it } from 'vitest';
-import { Histogram, Registry } from 'prom-client';
+import { Histogram, Registry, type OpenMetricsContentType, type PrometheusContentType, type RegistryContentType } from 'prom-client';
 import { PlainHistogram } from '../gateway/plain-histogram.js';
 import { RELAY_LATENCY_BUCKETS_SECONDS } from '../gateway/metrics.js';
+
+/** An empty registry writing `contentType` (prom-client's types set it with setContentType, not the constructor). */
+function registryFor(contentType: RegistryContentType): Registry<PrometheusContentType> | Registry<OpenMetricsContentType> {
+  if (contentType === Registry.PROMETHEUS_CONTENT_TYPE) return new Registry();
+  const registry = new Registry<OpenMetricsContentType>();
+  registry.setContentType(contentType);
+  return registry;
+}
 
 describe('PlainHistogram', () => {
   for (const contentType of [Registry.PROMETHEUS_CONTENT_TYPE, Registry.OPENMETRICS_CONTENT_TYPE]) {
     it(`writes what prom-client's Histogram writes (${contentType.split(';')[0]})`, async () => {
-      const theirs = new Registry(contentType);
-      const ours = new Registry(contentType);
+      const theirs = registryFor(contentType);
+      const ours = registryFor(contentType);
       const h = new Histogram({ name: 'x_seconds', help: 'help "text" \\ here', buckets: RELAY_LATENCY_BUCKETS_SECONDS, registers: [theirs] });
       const p = new PlainHistogram('x_seconds', 'help "text" \\ here', RELAY_LATENCY_BUCKETS_SECONDS, [ours]);
       expect(await ours.metrics()).toBe(await theirs.metrics()); // empty

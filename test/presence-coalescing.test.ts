@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { TetherEvent, type PresenceChange } from '../core/protocol/events.js';
 import { compactMore, presenceChanges } from '../core/protocol/presence.js';
+import { frameBuffer } from '../core/protocol/session-frame.js';
 import { describeEvent } from '../client/terminal-render.js';
 import { tetherEvent } from '../core/protocol/events.js';
 import { PresenceBatch, PRESENCE_MAX_CHANGES } from '../gateway/presence-batch.js';
@@ -18,7 +19,7 @@ const paramsOf = (bytes: Buffer) => (JSON.parse(bytes.toString('utf8')) as { par
 /** A session history over the memory store, and every frame it handed to members. */
 function historyWithBatch(members = 3) {
   const delivered: Buffer[] = [];
-  const history = new SessionHistory('s-1', new MemorySessionStore(), REPLAY_DEFAULTS, (bytes) => delivered.push(bytes));
+  const history = new SessionHistory('s-1', new MemorySessionStore(), REPLAY_DEFAULTS, (bytes) => delivered.push(frameBuffer(bytes)));
   const batch = new PresenceBatch((event) => history.append({ event }), () => members);
   history.holdBack(batch);
   return { history, batch, delivered };

@@ -28,6 +28,7 @@ import { silentLogger } from '../core/logging.js';
 import type { NotificationParams } from '../core/protocol/methods.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
 import { MemoryAuditLog } from '../gateway/audit-log.js';
+import { DEFAULT_CONTROL_ANSWER_MS } from '../gateway/control-routing.js';
 import { Session, type EngineHost, type Member } from '../gateway/session.js';
 import { MemorySessionStore } from '../gateway/session-store.js';
 
@@ -174,7 +175,7 @@ class World {
       owner: 'alice',
       options: {},
       host: this.host,
-      limits: { replay: { maxFrames: replayFrames, maxBytes: 64 * 1024 * 1024 }, maxPendingPrompts: 32, promptExpiryMs: 3_600_000, maxMembers: 32 },
+      limits: { replay: { maxFrames: replayFrames, maxBytes: 64 * 1024 * 1024 }, maxPendingPrompts: 32, promptExpiryMs: 3_600_000, maxMembers: 32, controlAnswerMs: DEFAULT_CONTROL_ANSWER_MS },
       logger: silentLogger,
       audit: new MemoryAuditLog(),
       store: new MemorySessionStore(),

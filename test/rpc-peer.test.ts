@@ -1,15 +1,17 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import type { WireFrame } from '../core/channel/channel.js';
 import { memoryChannelPair, type MemoryChannel } from '../core/channel/memory.js';
 import { TetherError } from '../core/errors.js';
 import { RpcPeer } from '../core/rpc/peer.js';
 import { Gateway } from '../gateway/gateway.js';
+import { textFrame } from './support/channel-read.js';
 import { withTimeout } from './support/stack.js';
 
 /** Reads the next frame a raw channel receives, parsed. */
-async function next(it: AsyncIterator<string>): Promise<Record<string, any>> {
+async function next(it: AsyncIterator<WireFrame>): Promise<Record<string, any>> {
   const r = await withTimeout(it.next(), 2_000, 'a frame');
   if (r.done) throw new Error('channel ended');
-  return JSON.parse(r.value);
+  return JSON.parse(textFrame(r.value));
 }
 
 describe('JSON-RPC peer and the gateway door, against bad input', () => {

@@ -15,7 +15,7 @@ import type { LinkStatus } from '../core/link/link.js';
 import { Gateway } from '../gateway/gateway.js';
 import { startGatewayServer, type GatewayServer } from '../gateway/server.js';
 import { FaultProxy } from './support/fault-proxy.js';
-import { isResult, until } from './support/items.js';
+import { isEngineItem, isResult, stringAt, until } from './support/items.js';
 import { cleanupsPerTest } from './support/cleanups.js';
 
 const ENGINE = fileURLToPath(new URL('./support/big-tool-result-engine.mjs', import.meta.url));
@@ -51,8 +51,8 @@ describe('slow but alive links', () => {
     const seen: SessionItem[] = [];
     await until(session[Symbol.asyncIterator](), isResult, seen, 150_000, 'the turn with the 1 MiB tool result');
     const elapsed = Date.now() - t0;
-    const toolResult = seen.find((i) => i.kind === 'engine' && i.message.type === 'user');
-    const content = ((toolResult as { message: { message: { content: { content: string }[] } } }).message.message.content[0]).content;
+    const toolResult = seen.filter(isEngineItem).find((i) => i.message.type === 'user');
+    const content = stringAt(toolResult?.message, 'message', 'content', 0, 'content');
     console.log(`[slow-link] 1 MiB tool result over two throttled links (32 KB/s, 5-65 ms delays): turn took ${elapsed} ms; link drops: ${downs.length}`);
 
     expect(content.length).toBe(TOOL_RESULT_BYTES);

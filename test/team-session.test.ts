@@ -5,7 +5,7 @@ import { answerQuestions, asPermissionRequest, askQuestions } from '../client/pe
 import type { SessionItem } from '../client/remote-session.js';
 import type { FakeScenario } from './support/fake-anthropic.js';
 import { startRig, type EngineRig } from './support/engines.js';
-import { codeOf, isCanUseTool, isResult, isWithdrawal, until } from './support/items.js';
+import { codeOf, isCanUseTool, isReply, isResult, isWithdrawal, jsonAt, until } from './support/items.js';
 import { toolResults } from './support/turns.js';
 import { cleanupsPerTest } from './support/cleanups.js';
 import { waitFor } from './support/wait.js';
@@ -127,12 +127,12 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
     const [ga, gb]: SessionItem[][] = [[], []];
     await a.send({ type: 'control_request', request_id: 'same', request: { subtype: 'mcp_status' } });
     await b.send({ type: 'control_request', request_id: 'same', request: { subtype: 'get_binary_version' } });
-    const ra = (await until(ia, (i) => i.kind === 'reply', ga)) as { message: { response: Record<string, any> } };
-    const rb = (await until(ib, (i) => i.kind === 'reply', gb)) as { message: { response: Record<string, any> } };
-    expect(ra.message.response.request_id).toBe('same');
-    expect(rb.message.response.request_id).toBe('same');
-    expect(ra.message.response.response).toHaveProperty('mcpServers');
-    expect(rb.message.response.response).toHaveProperty('version');
+    const ra = await until(ia, isReply, ga);
+    const rb = await until(ib, isReply, gb);
+    expect(jsonAt(ra.message, 'response', 'request_id')).toBe('same');
+    expect(jsonAt(rb.message, 'response', 'request_id')).toBe('same');
+    expect(jsonAt(ra.message, 'response', 'response')).toHaveProperty('mcpServers');
+    expect(jsonAt(rb.message, 'response', 'response')).toHaveProperty('version');
     // Neither sees the other's reply, nor any engine control_response in the shared stream.
     await a.sendUserMessage('say something');
     await until(ia, isResult, ga);

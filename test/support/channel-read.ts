@@ -16,3 +16,9 @@ export async function receiveFrames(channel: Channel, n: number, ms = 5_000): Pr
   }
   return out;
 }
+
+/** A frame that must be JSON text (what the gateway answers a JSON-RPC peer with); throws on a binary frame. */
+export function textFrame(frame: WireFrame): string {
+  if (typeof frame !== 'string') throw new Error(`expected a text frame, got a binary one (header ${frame.header})`);
+  return frame;
+}

@@ -3,10 +3,32 @@ import { expect } from 'vitest';
 import { TetherError } from '../../core/errors.js';
 import { withTimeout } from './wait.js';
 
+/** An engine line as the library hands it out. */
+export type EngineItem = Extract<SessionItem, { kind: 'engine' }>;
+/** The engine's answer to this client's own control request. */
+export type ReplyItem = Extract<SessionItem, { kind: 'reply' }>;
+
+export const isEngineItem = (i: SessionItem): i is EngineItem => i.kind === 'engine';
+export const isReply = (i: SessionItem): i is ReplyItem => i.kind === 'reply';
+
 /**
  * Pulls items from a session iterator into `into` until `done(item)` is true; returns that
- * item. Bounded by `timeoutMs`.
+ * item (typed by `done` when it is a type guard). Bounded by `timeoutMs`.
  */
+export async function until<T extends SessionItem>(
+  it: AsyncIterator<SessionItem>,
+  done: (item: SessionItem) => item is T,
+  into?: SessionItem[],
+  timeoutMs?: number,
+  what?: string,
+): Promise<T>;
+export async function until(
+  it: AsyncIterator<SessionItem>,
+  done: (item: SessionItem) => boolean,
+  into?: SessionItem[],
+  timeoutMs?: number,
+  what?: string,
+): Promise<SessionItem>;
 export async function until(
   it: AsyncIterator<SessionItem>,
   done: (item: SessionItem) => boolean,
@@ -30,6 +52,32 @@ export function describe(i: SessionItem): string {
   const m = i.message;
   const sub = (m.subtype ?? (m.request as { subtype?: string } | undefined)?.subtype) as string | undefined;
   return `${i.kind}:${String(m.type)}${sub ? '/' + sub : ''}`;
+}
+
+type JsonPath = readonly (string | number)[];
+
+/** The value at `path` in parsed JSON (objects by key, arrays by index); undefined where the path leaves it. */
+export function jsonAt(value: unknown, ...path: JsonPath): unknown {
+  let at = value;
+  for (const key of path) {
+    if (at === null || typeof at !== 'object') return undefined;
+    at = (at as Record<string | number, unknown>)[key];
+  }
+  return at;
+}
+
+/** The string at `path` in parsed JSON; throws, naming the path, when it is anything else. */
+export function stringAt(value: unknown, ...path: JsonPath): string {
+  const at = jsonAt(value, ...path);
+  if (typeof at !== 'string') throw new Error(`expected a string at ${path.join('.')}, got ${typeof at}`);
+  return at;
+}
+
+/** The number at `path` in parsed JSON; throws, naming the path, when it is anything else. */
+export function numberAt(value: unknown, ...path: JsonPath): number {
+  const at = jsonAt(value, ...path);
+  if (typeof at !== 'number') throw new Error(`expected a number at ${path.join('.')}, got ${typeof at}`);
+  return at;
 }
 
 export const isEngine = (type: string, subtype?: string) => (i: SessionItem) =>

@@ -3,7 +3,7 @@
  * text (streamed, then final), thinking, tool calls with their results, permission prompts
  * with their fate, and notes (presence, roles, state, errors). Pure: no DOM, no network.
  */
-import type { EngineMessage, StreamItem } from './frames';
+import type { EngineMessage, StreamItem } from './frames.js';
 import { policyLine } from '../../../client/tool-view.js';
 import type { PresenceChange } from '../../../core/protocol/events.js';
 import { presenceChanges } from '../../../core/protocol/presence.js';
