@@ -10,6 +10,7 @@ import { applySessionCall } from './session-calls.js';
 import type { SessionCall, SessionCallParams } from '../core/protocol/methods.js';
 import type { ProxiedClient } from './sessions-elsewhere.js';
 import { frameByteLength, type FrameBytes } from '../core/protocol/session-frame.js';
+import { cutOf } from './session-members.js';
 
 /**
  * Per-connection outbound budget before the peer is cut as a slow consumer. threats.md
@@ -38,13 +39,14 @@ export class ClientLink implements ProxiedClient {
     dir.clients.set(this.clientId, principal_);
     dir.links.set(this.clientId, this);
     metrics?.clientConnected(this.transport);
-    void peer.channel.closed.then(() => {
+    void peer.channel.closed.then((info) => {
       metrics?.clientDisconnected(this.transport);
       dir.clients.delete(this.clientId);
       dir.links.delete(this.clientId);
+      const cut = cutOf(info); // revoked or expired token, slow consumer, heartbeat: audited as such
       for (const id of this.attached) {
         const local = this.dir.get(id);
-        if (local) local.detach(this.clientId);
+        if (local) local.detach(this.clientId, cut);
         else this.dir.elsewhere?.left(id, this, principal_);
       }
       this.attached.clear();

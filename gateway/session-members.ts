@@ -1,4 +1,5 @@
 import { TetherError } from '../core/errors.js';
+import type { CloseInfo } from '../core/channel/channel.js';
 import type { Role } from '../core/protocol/events.js';
 import type { SessionInfo } from '../core/protocol/methods.js';
 import type { ControlRouting } from './control-routing.js';
@@ -7,6 +8,14 @@ import type { SessionAudit } from './session-audit.js';
 import type { RoleDecision, SessionRoles } from './session-roles.js';
 import { PresenceBatch } from './presence-batch.js';
 import type { FrameBytes } from '../core/protocol/session-frame.js';
+
+/** Why a member left, for its detach record: set only when the gateway cut the connection. */
+export type Cut = { code: string; reason: string };
+
+/** The cut of a connection that ended with `info`: the gateway closed it with an error code. */
+export function cutOf(info: CloseInfo): Cut | undefined {
+  return !info.byPeer && info.code !== 'OK' ? { code: info.code, reason: info.reason } : undefined;
+}
 
 /** One attached client as the session sees it: transport-blind. */
 export interface Member {
@@ -115,10 +124,15 @@ export class SessionMembers {
     return this.s.history.lastSeq + 1;
   }
 
-  detach(clientId: string): void {
+  /**
+   * `cut`: the gateway ended the client's connection (token revoked or expired, slow consumer,
+   * heartbeat, shutdown): the record says so, with the code and reason the client was given.
+   */
+  detach(clientId: string, cut?: Cut): void {
     const a = this.all.get(clientId);
     if (!a) return;
-    this.s.audit.quietly(a.member.principal, 'detach', { client_id: clientId }); // leaving never waits on the audit
+    const details = cut ? { client_id: clientId, cut: cut.code, cut_reason: cut.reason } : { client_id: clientId };
+    this.s.audit.quietly(a.member.principal, 'detach', details); // leaving never waits on the audit
     this.all.delete(clientId);
     // Requests in flight stay mapped: a client that re-attaches with previous_client_id gets its answers.
     this.announce('detached', a.member.principal, clientId, a.role);

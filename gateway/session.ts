@@ -15,7 +15,7 @@ import { SessionStatus } from './session-status.js';
 import { factOf, SessionHistory } from './session-history.js';
 import { EngineInputs, type EngineHost } from './engine-inputs.js';
 import { SessionPrompts } from './session-prompts.js';
-import { SessionMembers, type Member } from './session-members.js';
+import { SessionMembers, type Cut, type Member } from './session-members.js';
 import { InputRouting } from './input-routing.js';
 import { OutputRouting } from './output-routing.js';
 
@@ -240,8 +240,9 @@ export class Session {
     return this.members.attach(member, role, fromSeq, previousClientId);
   }
 
-  detach(clientId: string): void {
-    this.members.detach(clientId);
+  /** See SessionMembers.detach. */
+  detach(clientId: string, cut?: Cut): void {
+    this.members.detach(clientId, cut);
   }
 
   /** See SessionMembers.setRole. */

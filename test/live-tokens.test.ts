@@ -22,6 +22,7 @@ import { TetherError } from '../core/errors.js';
 import type { LinkStatus } from '../core/link/link.js';
 import type { TokenSource } from '../core/link/token-renewal.js';
 import { Gateway } from '../gateway/gateway.js';
+import { MemoryAuditLog } from '../gateway/audit-log.js';
 import { addRevocation, RevocationList } from '../gateway/revocations.js';
 import { startGatewayServer, type GatewayServer } from '../gateway/server.js';
 import { gatewayDaemonPerSuite, runTether, startTether, TETHER_BIN } from './support/cli.js';
@@ -47,13 +48,15 @@ const mint = (kind: Role, sub: string, ttlSeconds: number) => mintToken({ key, k
 let dir: string;
 let server: GatewayServer;
 let revocations: RevocationList;
+let audit: MemoryAuditLog;
 const open: Conn[] = [];
 
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'tether-tokens-'));
   revocations = RevocationList.inStateDir(dir);
   // No clock skew: a token is closed right at its exp, so the tests stay short.
-  server = await startGatewayServer(new Gateway(), { port: 0, grpcPort: 0, auth: { verifier: new TokenVerifier({ keys: [key], clockToleranceSec: 0 }) }, revocations });
+  audit = new MemoryAuditLog();
+  server = await startGatewayServer(new Gateway({ audit }), { port: 0, grpcPort: 0, auth: { verifier: new TokenVerifier({ keys: [key], clockToleranceSec: 0 }) }, revocations });
 });
 
 afterEach(async () => {
@@ -163,6 +166,30 @@ describe.each(['ws', 'grpc'] as const)('tokens on live connections over %s', (tr
       await expect(connect(role, transport, { token })).rejects.toMatchObject({ code: 'PERMISSION_DENIED' });
       expect(await bystander.alive()).toBe(true);
     });
+  });
+
+  it('a client cut by a revocation or an expiry is audited as cut on every session it was attached to', async () => {
+    await connect('agent', transport, { token: await mint('agent', 'a1', 3600) });
+    const url = transport === 'grpc' ? server.grpcUrl! : server.url;
+    const cutBy = async (token: string, cut: () => void) => {
+      const client = await GatewayClient.connect({ gateway: url, token, reconnect: false });
+      open.push({ ended: new Promise(() => {}), downs: 0, alive: async () => true, close: () => client.close() });
+      const session = await client.createSession({ agent: 'a1' });
+      cut();
+      await waitFor(async () => (await audit.read({ session_id: session.id, action: 'detach' })).entries.length > 0, 5_000, 'the detach record');
+      return (await audit.read({ session_id: session.id, action: 'detach' })).entries[0];
+    };
+    const revoked = await mint('client', 'alice', 3600);
+    expect(await cutBy(revoked, () => addRevocation(dir, { jti: String(decodeJwt(revoked).jti) }))).toMatchObject({ principal: 'alice', cut: 'PERMISSION_DENIED', cut_reason: 'token revoked' });
+    expect(await cutBy(await mint('client', 'bob', 2), () => {})).toMatchObject({ principal: 'bob', cut: 'UNAUTHENTICATED', cut_reason: expect.stringContaining('token expired') });
+    // A client that leaves on its own is not "cut".
+    const client = await GatewayClient.connect({ gateway: url, token: await mint('client', 'carol', 3600), reconnect: false });
+    const session = await client.createSession({ agent: 'a1' });
+    await client.close();
+    await waitFor(async () => (await audit.read({ session_id: session.id, action: 'detach' })).entries.length > 0, 5_000, "carol's detach record");
+    const [left] = (await audit.read({ session_id: session.id, action: 'detach' })).entries;
+    expect(left.principal).toBe('carol');
+    expect(left).not.toHaveProperty('cut');
   });
 
   it('refuses a renewal for another principal and keeps the old token', async () => {

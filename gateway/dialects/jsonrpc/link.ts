@@ -26,6 +26,7 @@ import { checkControlAudited } from '../../policy-gate.js';
 import type { SessionDirectory } from '../../session-directory.js';
 import { requireControlScope } from '../../session-roles.js';
 import type { Member, Session } from '../../session.js';
+import { cutOf } from '../../session-members.js';
 import { controlResponse, permissionAnswer, questionAnswer, riskLevel } from './answers.js';
 import { readMessage } from './envelope.js';
 import { translateFrame, type DialectEvent, type EngineInfo, type TranslatedFrame } from './translate.js';
@@ -99,11 +100,11 @@ export class JsonRpcDialectLink implements Member {
     const timer = setTimeout(() => {
       if (!this.initialized) channel.close('DEADLINE_EXCEEDED', `no initialize within ${opts.initTimeoutMs} ms`);
     }, opts.initTimeoutMs);
-    void channel.closed.then(() => {
+    void channel.closed.then((info) => {
       clearTimeout(timer);
       opts.metrics?.clientDisconnected(this.transport);
       dir.clients.delete(this.clientId);
-      for (const v of this.views.values()) v.session.detach(this.clientId);
+      for (const v of this.views.values()) v.session.detach(this.clientId, cutOf(info));
       this.views.clear();
       this.outgoing.clear();
       this.controls.clear();
