@@ -98,6 +98,24 @@ describe('a large line frame as pieces', () => {
     });
   }
 
+  it("keeps its place among ws's own frames on a WebSocket, within one turn of the event loop and across turns", async () => {
+    // Large frames are written to the socket by us, small ones by ws: the order must be the order posted.
+    pair = await PAIR_FACTORIES.ws();
+    const sent: string[] = [];
+    const post = (f: TextPieces | string) => {
+      sent.push(typeof f === 'string' ? f : f.joined().toString());
+      expect(pair!.server.post(f)).toBe(true);
+    };
+    for (let turn = 0; turn < 3; turn++) {
+      for (let n = 0; n < 4; n++) {
+        post(`{"turn":${turn},"small":${n}}`);
+        if (n % 2 === 0) post(encodeLineFrame('s-1', turn * 10 + n, 'engine', line(LINE_PIECES_MIN_BYTES + n * 1000)) as TextPieces);
+      }
+      await new Promise((r) => setImmediate(r)); // the next posts start a new turn (a new cork)
+    }
+    for (const expected of sent) expect(await next(pair.client)).toBe(expected);
+  });
+
   it('is written to a WebSocket as one frame: our head, then the line Buffer itself', async () => {
     pair = await PAIR_FACTORIES.ws();
     const writes = socketWrites(pair.server);
