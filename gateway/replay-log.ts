@@ -38,6 +38,11 @@ export class ReplayLog {
 
   constructor(private readonly limits: ReplayLogLimits = REPLAY_DEFAULTS) {}
 
+  /** Bytes of the slabs holding its large frames (ReplaySlabs), for memory accounting. */
+  get slabBytes(): number {
+    return this.slabs.heldBytes;
+  }
+
   /** Highest seq appended so far (0 before the first). */
   get lastSeq(): number {
     return this.last;
@@ -55,6 +60,10 @@ export class ReplayLog {
    */
   restartAt(seq: number): void {
     if (seq <= this.last) throw new TetherError('INTERNAL', `replay log cannot restart at ${seq}: it is at ${this.last}`);
+    for (let i = this.head; i < this.entries.length; i++) {
+      const kept = this.entries[i]?.kept;
+      if (kept) this.slabs.release(kept);
+    }
     this.entries = [];
     this.head = 0;
     this.bytes = 0;

@@ -65,11 +65,19 @@ export class ReplaySlabs {
     return { bytes: view, slab };
   }
 
-  /** One view is no longer used; a slab with none left (and not being filled) is kept as the spare. */
+  /**
+   * One view is no longer used. A slab with none left is kept as the spare, or, while it is the
+   * one being filled, filled again from its start (else it would stay, empty, once a new slab
+   * follows it: no view would ever release it).
+   */
   release(view: SlabView): void {
     const slab = view.slab;
     slab.live--;
-    if (slab.live > 0 || slab === this.slabs[this.slabs.length - 1]) return;
+    if (slab.live > 0) return;
+    if (slab === this.slabs[this.slabs.length - 1]) {
+      slab.used = 0;
+      return;
+    }
     this.slabs.splice(this.slabs.indexOf(slab), 1);
     if (!this.spare || this.spare.length < slab.buf.length) this.spare = slab.buf;
   }

@@ -149,11 +149,33 @@ describe('the replay log with large frames', () => {
     expect(first[0].bytes.every((b) => b === 0x61)).toBe(true);
     for (let seq = 2; seq <= 1_000; seq++) log.append({ seq, bytes: encodeLineFrame('s', seq, 'engine', line(100_000, String.fromCharCode(0x41 + (seq % 26)))) });
     expect(first[0].bytes.every((b) => b === 0x61)).toBe(true); // its slab was reused meanwhile
-    const held = (log as unknown as { slabs: { heldBytes: number } }).slabs.heldBytes;
-    expect(held).toBeLessThanOrEqual(8 * 1024 * 1024 + 3 * 1024 * 1024);
+    expect(log.slabBytes).toBeLessThanOrEqual(8 * 1024 * 1024 + 3 * 1024 * 1024);
     const tail = log.since(log.firstSeq);
     expect(tail.at(-1)!.seq).toBe(1_000);
     for (const e of tail) expect(readEngineFrame(e.bytes.toString())?.line).toBe(line(100_000, String.fromCharCode(0x41 + (e.seq % 26))).toString());
+  });
+});
+
+describe('the replay log with large frames among many small ones', () => {
+  it('reuses a slab that emptied while it was still being filled (it stayed, empty, once a new one followed)', () => {
+    const log = new ReplayLog({ maxFrames: 100, maxBytes: 8 * 1024 * 1024 });
+    let seq = 0;
+    for (let cycle = 0; cycle < 2_000; cycle++) {
+      log.append({ seq: ++seq, bytes: Buffer.alloc(8 * 1024, 0x61) }); // a tool result
+      for (let n = 0; n < 100; n++) log.append({ seq: ++seq, bytes: Buffer.from(`{"delta":${n}}`) }); // evict it
+    }
+    expect(log.slabBytes).toBeLessThanOrEqual(2 * 64 * 1024); // was 16.7 MB and growing with every large frame
+  });
+
+  it('lets the slabs of what it held go when it restarts at a later seq (a mirror skipping frames)', () => {
+    const log = new ReplayLog({ maxFrames: 10_000, maxBytes: 8 * 1024 * 1024 });
+    let seq = 0;
+    for (let restart = 0; restart < 20; restart++) {
+      for (let n = 0; n < 50; n++) log.append({ seq: ++seq, bytes: Buffer.alloc(100_000, 0x61) });
+      seq += 5;
+      log.restartAt(seq + 1);
+    }
+    expect(log.slabBytes).toBeLessThanOrEqual(8 * 1024 * 1024); // was 105 MB after 20 restarts
   });
 });
 
