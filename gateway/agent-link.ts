@@ -20,7 +20,7 @@ const ACK_EVERY_FRAMES = 32;
  * frames of 100 KB were 3 MB in flight per session).
  */
 const ACK_EVERY_BYTES = 512 * 1024;
-const ACK_AFTER_MS = 100;
+export const ACK_AFTER_MS = 100;
 
 /** How long the gateway waits for an agent to answer agent.stop: its staged engine stop (stdin closed, SIGTERM, SIGKILL; 10 s by default) and a margin. */
 export const AGENT_STOP_ANSWER_MS = 20_000;

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { memoryChannelPair } from '../core/channel/memory.js';
 import { silentLogger } from '../core/logging.js';
 import { RpcPeer } from '../core/rpc/peer.js';
-import { AgentLink } from '../gateway/agent-link.js';
+import { ACK_AFTER_MS, AgentLink } from '../gateway/agent-link.js';
 import { ANONYMOUS } from '../gateway/principal.js';
 
 const SESSION = 's-acks';
@@ -63,6 +63,9 @@ describe('acks to the agent', () => {
     for (let seq = 1; seq <= 100; seq++) r.send(seq);
     expect(await bounded(r.firstAck, 'the ack of the burst')).toBe(100);
     expect(r.events.slice(0, 2)).toEqual(['durable', 'ack 100']);
+    await new Promise((resolve) => setTimeout(resolve, ACK_AFTER_MS + 50)); // past the delayed ack
+    expect(r.acks).toEqual([100]); // once
+
   });
 
   it('acknowledge a few large lines at the end of their turn, not after the delay: the agent holds each line until then', async () => {
@@ -78,11 +81,21 @@ describe('acks to the agent', () => {
     }
   });
 
-  it('acknowledge a trickle below the batch size after a short delay', async () => {
-    const r = rig();
-    stop = r.stop;
-    for (let seq = 1; seq <= 3; seq++) r.send(seq);
-    expect(await bounded(r.firstAck, 'the delayed ack')).toBe(3);
+  it('acknowledge a trickle below the batch size after a short delay, not at the end of its turn', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    try {
+      const r = rig();
+      stop = r.stop;
+      for (let seq = 1; seq <= 3; seq++) r.send(seq);
+      for (let turn = 0; turn < 5; turn++) await new Promise((resolve) => setImmediate(resolve)); // delivered, turns over
+      expect(r.acks).toEqual([]);
+      await vi.advanceTimersByTimeAsync(ACK_AFTER_MS - 2);
+      expect(r.acks).toEqual([]);
+      await vi.advanceTimersByTimeAsync(2);
+      expect(r.acks).toEqual([3]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('an ack waits for a store that makes output durable later (the cluster\'s, once JetStream acknowledged it)', async () => {

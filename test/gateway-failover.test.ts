@@ -209,6 +209,7 @@ describe('gateway fail-over (a list of gateway URLs)', () => {
 
     const statuses: LinkStatus[] = [];
     const agent = new Agent({ gateway: urls, name: 'builder', engine: 'demo', backoff: FAST_BACKOFF, onStatus: (s) => statuses.push(s) });
+    cleanups.push(() => agent.shutdown(100)); // also when an assertion below fails first
     const started = agent.start();
     const downs = () => statuses.filter((s): s is Extract<LinkStatus, { state: 'down' }> => s.state === 'down');
     await waitFor(() => downs().length >= 4, 10_000, 'two rounds of failed attempts');

@@ -23,6 +23,7 @@ describe('decoding an engine line', () => {
   it('accepts and decodes exactly what a fatal TextDecoder does', () => {
     let seed = 7;
     const rnd = (n: number) => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) % n);
+    let frames = 0;
     for (let i = 0; i < 5_000; i++) {
       const parts = [Buffer.from('{"t":"')];
       for (let k = rnd(12); k >= 0; k--) parts.push(PIECES[rnd(PIECES.length)]);
@@ -35,9 +36,26 @@ describe('decoding an engine line', () => {
         want = undefined;
       }
       const got = decodeLine(raw);
-      if (want === undefined) expect(got && got.kind === 'invalid' && got.code).toBe('INVALID_UTF8');
-      else if (got?.kind === 'frame') expect(got.line).toBe(want);
-      else expect(got && got.kind === 'invalid' && got.code).not.toBe('INVALID_UTF8'); // valid UTF-8, but not JSON
+      if (want === undefined) {
+        expect(got && got.kind === 'invalid' && got.code).toBe('INVALID_UTF8');
+        continue;
+      }
+      // Valid UTF-8: a frame exactly when the text is a JSON object, with the same text.
+      expect(got?.kind, want).toBe(isJsonObject(want) ? 'frame' : 'invalid');
+      if (got?.kind === 'frame') {
+        expect(got.line).toBe(want);
+        frames++;
+      } else expect(got && got.kind === 'invalid' && got.code).not.toBe('INVALID_UTF8');
     }
+    expect(frames).toBeGreaterThan(500); // the generator makes plenty of valid lines
   });
 });
+
+function isJsonObject(text: string): boolean {
+  try {
+    const v: unknown = JSON.parse(text);
+    return v !== null && typeof v === 'object' && !Array.isArray(v);
+  } catch {
+    return false;
+  }
+}

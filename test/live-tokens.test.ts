@@ -174,10 +174,13 @@ describe.each(['ws', 'grpc'] as const)('tokens on live connections over %s', (tr
     const cutBy = async (token: string, cut: () => void) => {
       const client = await GatewayClient.connect({ gateway: url, token, reconnect: false });
       open.push({ ended: new Promise(() => {}), downs: 0, alive: async () => true, close: () => client.close() });
-      const session = await client.createSession({ agent: 'a1' });
+      const sessions = [await client.createSession({ agent: 'a1' }), await client.createSession({ agent: 'a1' })];
       cut();
-      await waitFor(async () => (await audit.read({ session_id: session.id, action: 'detach' })).entries.length > 0, 5_000, 'the detach record');
-      return (await audit.read({ session_id: session.id, action: 'detach' })).entries[0];
+      const detaches = async () => Promise.all(sessions.map(async (s) => (await audit.read({ session_id: s.id, action: 'detach' })).entries));
+      await waitFor(async () => (await detaches()).every((d) => d.length > 0), 5_000, 'a detach record on each session');
+      const [first, second] = (await detaches()).map((d) => d[0]);
+      expect(second).toMatchObject({ principal: first.principal, cut: first.cut, cut_reason: first.cut_reason }); // every session it was on
+      return first;
     };
     const revoked = await mint('client', 'alice', 3600);
     expect(await cutBy(revoked, () => addRevocation(dir, { jti: String(decodeJwt(revoked).jti) }))).toMatchObject({ principal: 'alice', cut: 'PERMISSION_DENIED', cut_reason: 'token revoked' });

@@ -52,6 +52,9 @@ describe('a gateway restart with inputs not yet acknowledged', () => {
     await vi.waitFor(() => expect(prompts()).toBe('first\nsecond\n'), { timeout: 10_000, interval: 5 });
     // The engine has both and said nothing, so the agent's ack has had no output to ride on.
     const unconfirmed = gateway!.directory.get(session.id)?.unconfirmedInputs;
+    // The premise: the gateway goes away holding inputs the agent has not confirmed (its lone
+    // ack waits INPUT_ACK_DEFER_MS for output that never comes).
+    expect(unconfirmed, 'inputs still unconfirmed when the gateway goes away').toBeGreaterThan(0);
     await server.close();
     server = await boot(server.port);
 
