@@ -10,6 +10,7 @@ import { NatsLink } from '../gateway/cluster/nats-link.js';
 import { ClusterRegistry } from '../gateway/cluster/registry.js';
 import type { SessionRecord } from '../gateway/session-store.js';
 import { startNatsServer, type NatsServer } from './support/nats-server.js';
+import { withTimeout } from './support/wait.js';
 
 const record = (id: string): SessionRecord => ({ id, agent: 'builder', engine: 'claude', owner: 'alice', options: {}, created_at: new Date().toISOString() });
 const frame = (id: string, seq: number, text: string) => ({ seq, agentSeq: seq, bytes: encodeLineFrame(id, seq, 'engine', Buffer.from(JSON.stringify({ type: 'assistant', text }))) });
@@ -105,6 +106,14 @@ describe('the JetStream session store', () => {
     } finally {
       mirror.close();
     }
+  });
+
+  it('a registry write that fails with NATS up (over its max payload) is given up after a few tries, not retried forever holding every ack', async () => {
+    store.create({ ...record('huge'), options: { system_prompt: 'x'.repeat(2 * 1024 * 1024) } }); // over nats-server's 1 MB max_payload
+    store.appendFrame('s1', frame('s1', 1, 'another session, acked meanwhile'));
+    await withTimeout(flushed(store), 10_000, 'whenFlushed past the failing registry write');
+    expect(store.unpublishedBytes).toBe(0);
+    expect(await store.load('huge')).toBeUndefined();
   });
 
   it('drop removes the session log and its registry entry', async () => {

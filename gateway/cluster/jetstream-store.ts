@@ -17,6 +17,8 @@ export const CLUSTER_BUFFER_BYTES = 64 * 1024 * 1024;
 /** A publish unanswered this long is sent again (same message id: JetStream keeps one copy). */
 const PUBLISH_TIMEOUT_MS = 2_000;
 const RETRY_PAUSE_MS = 250;
+/** Tries of a registry write that fails while NATS is up (a retry rarely helps then). */
+const REGISTRY_ATTEMPTS_WHILE_UP = 5;
 
 /**
  * The cluster's session store: each session's history and inputs are one append-only log in
@@ -122,19 +124,25 @@ export class JetStreamSessionStore implements SessionStore, LogSink {
 
   /**
    * A write about one session outside its log (registry entry, purge): after the session's
-   * earlier ones, retried until it succeeds (NATS away) or the store closes, and counted
-   * toward whenFlushed like a record.
+   * earlier ones, counted toward whenFlushed like a record. Retried while NATS is away (until
+   * the store closes); one that fails with NATS up (too large, conflicts past updateRoles'
+   * own retries) is tried REGISTRY_ATTEMPTS_WHILE_UP times, then given up with an error
+   * logged, so it never holds up every other session's acks.
    */
   private track(sessionId: string, write: () => Promise<unknown>): void {
     const unit = ++this.nextUnit;
     this.outstanding.add(unit);
     const after = this.sideWrites.get(sessionId) ?? Promise.resolve();
     const done = after.then(async () => {
-      for (let failed = false; !this.closed && !this.linkClosed; failed = true) {
+      for (let failedWhileUp = 0, failed = false; !this.closed && !this.linkClosed; failed = true) {
         try {
           await write();
           return;
         } catch (err) {
+          if (this.link.isUp && ++failedWhileUp >= REGISTRY_ATTEMPTS_WHILE_UP) {
+            this.log.error({ sessionId, err: String(err), attempts: failedWhileUp }, 'cluster registry write failed with NATS up; given up (other gateways may not see this change)');
+            return;
+          }
           if (!failed) this.log.warn({ sessionId, err: String(err) }, 'cluster registry write failed; retrying');
           await new Promise((r) => setTimeout(r, RETRY_PAUSE_MS));
         }
