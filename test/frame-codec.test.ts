@@ -7,6 +7,7 @@ import { loadSync, type MethodDefinition } from '@grpc/proto-loader';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { batchEntryBytes, decodeFrame, encodeBatch, encodeFrame } from '../core/channel/frame-codec.js';
+import { BATCH_MAX_BYTES } from '../core/channel/grpc-batch.js';
 import { findProtoRoot, PROTO_LOADER_OPTIONS, type GatewayFrame } from '../core/channel/proto.js';
 import { TetherError } from '../core/errors.js';
 import { encodeLineFrame, frameBuffer, hasFrameHeadroom } from '../core/protocol/session-frame.js';
@@ -100,6 +101,15 @@ describe('Frame codec', () => {
     const outer = encodeBatch([inner], batchEntryBytes(inner.length));
     expect(decodeFrame(inner).batch!.map(plain)).toEqual([{ json: 'x', data: undefined }]);
     expect(() => decodeFrame(outer)).toThrow(/batch inside a batch/);
+  });
+
+  it('refuses a batch over the largest any side offers: one message must not become millions of frames', () => {
+    const empty = encodeFrame({ json: '' });
+    const entries = (n: number) => Array.from({ length: n }, () => empty);
+    const fits = BATCH_MAX_BYTES / batchEntryBytes(empty.length);
+    expect(decodeFrame(encodeBatch(entries(fits), fits * batchEntryBytes(empty.length))).batch).toHaveLength(fits);
+    const over = encodeBatch(entries(fits + 1), (fits + 1) * batchEntryBytes(empty.length));
+    expect(() => decodeFrame(over)).toThrow(expect.objectContaining({ code: 'RESOURCE_EXHAUSTED' }));
   });
 
   it('skips unknown fields and refuses truncated or malformed messages', () => {

@@ -1,4 +1,5 @@
 import { TetherError } from '../errors.js';
+import { BATCH_MAX_BYTES } from './grpc-batch.js';
 import { hasFrameHeadroom } from '../protocol/session-frame.js';
 
 /**
@@ -158,6 +159,9 @@ function decode(buf: Buffer, outer: boolean): GatewayFrame {
     } else if (tag === BATCH_TAG) {
       // Not recursive beyond one level: a nested batch would let a peer run the stack out.
       if (!outer) throw new TetherError('INVALID_ARGUMENT', 'malformed Frame: a batch inside a batch');
+      // Every side offers batches of at most BATCH_MAX_BYTES: a larger one (up to the message
+      // limit, 16 MiB of 2-byte empty entries) would be millions of frames from one message.
+      if (buf.length > BATCH_MAX_BYTES) throw new TetherError('RESOURCE_EXHAUSTED', `a batch of ${buf.length} bytes, over the ${BATCH_MAX_BYTES} bytes every side offers`);
       (frame.batch ??= []).push(decode(buf.subarray(at, at + len), false));
     }
     at += len;

@@ -197,7 +197,12 @@ abstract class GrpcChannelBase extends BaseChannel {
     GrpcChannelBase.dueThisTurn = []; // a channel sending while we flush starts the next turn's list
     for (const channel of due) {
       channel.flushDue = false;
-      channel.pump();
+      try {
+        channel.pump();
+      } catch (err) {
+        // One channel's failure must not leave the others listed after it unsent.
+        channel.close('INTERNAL', `sending a batch failed: ${String(err)}`);
+      }
     }
   };
 

@@ -177,7 +177,12 @@ export class WsChannel extends BaseChannel {
     WsChannel.corkedThisTurn = []; // a channel posting while we uncork starts the next batch
     for (const channel of corked) {
       channel.corked = false;
-      channel.socket?.uncork?.();
+      try {
+        channel.socket?.uncork?.();
+      } catch (err) {
+        // One socket's failure must not leave the others corked.
+        channel.close('INTERNAL', `writing to the socket failed: ${String(err)}`);
+      }
     }
   };
 
