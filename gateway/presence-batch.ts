@@ -45,6 +45,13 @@ export class PresenceBatch {
     this.timer.unref(); // a closing gateway does not wait for it: its store takes no frames then
   }
 
+  /** The session is gone (dropped from the gateway): held changes are dropped, nothing is appended later. */
+  dispose(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.held = [];
+  }
+
   /** Appends the held changes as one event now (nothing when none are held). */
   flush(): void {
     if (this.held.length === 0) return;

@@ -236,6 +236,7 @@ export class SessionDirectory {
     this.sessions.delete(s.id);
     s.onEnded = undefined;
     s.end();
+    s.dispose();
     this.store.drop(s.id);
     const link = this.agents.get(s.agent);
     // An engine that started after all (e.g. the spawn timed out here) is stopped; an agent away
@@ -334,6 +335,7 @@ export class SessionDirectory {
   scheduleDrop(s: Session): void {
     const t = setTimeout(() => {
       this.sessions.delete(s.id);
+      s.dispose();
       this.store.drop(s.id);
     }, this.limits.endedRetentionMs);
     t.unref();

@@ -67,6 +67,11 @@ export class SessionMembers {
     s.history.holdBack(this.presence);
   }
 
+  /** The session is being dropped: presence changes still held are not appended to a store that forgot it. */
+  dispose(): void {
+    this.presence.dispose();
+  }
+
   /** The attachment of `clientId`; throws FAILED_PRECONDITION when it is not attached. */
   attached(clientId: string): Attachment {
     const a = this.all.get(clientId);

@@ -240,6 +240,11 @@ export class Session {
     return this.members.attach(member, role, fromSeq, previousClientId);
   }
 
+  /** The directory drops the session (its store entry goes next): nothing it holds back is appended later. */
+  dispose(): void {
+    this.members.dispose();
+  }
+
   /** See SessionMembers.detach. */
   detach(clientId: string, cut?: Cut): void {
     this.members.detach(clientId, cut);

@@ -41,6 +41,15 @@ describe('presence coalescing (PresenceBatch)', () => {
     expect(presenceChanges(event as Extract<TetherEvent, { subtype: 'presence' }>)).toEqual([2, 3, 4, 5].map((n) => change(n)));
   });
 
+  it('held changes of a session being dropped are not appended later (its store entry is gone)', async () => {
+    const { batch, delivered } = historyWithBatch();
+    batch.add(change(1)); // at once
+    batch.add(change(2)); // held for the window
+    batch.dispose();
+    await new Promise((r) => setTimeout(r, 50)); // past the window of 3 members
+    expect(delivered).toHaveLength(1);
+  });
+
   it('`more` leaves out what an entry shares with the change before it, and presenceChanges restores it', async () => {
     const { batch, delivered } = historyWithBatch();
     batch.add(change(9)); // opens the window: the next ones are held together
