@@ -10,7 +10,7 @@ import { applySessionCall } from './session-calls.js';
 import type { SessionCall, SessionCallParams } from '../core/protocol/methods.js';
 import type { ProxiedClient } from './sessions-elsewhere.js';
 import { frameByteLength, type FrameBytes } from '../core/protocol/session-frame.js';
-import { cutOf } from './session-members.js';
+import { cutOf } from '../core/channel/channel.js';
 
 /**
  * Per-connection outbound budget before the peer is cut as a slow consumer. threats.md

@@ -9,7 +9,6 @@ import { requireControlScope } from './session-roles.js';
 import { checkControlAudited } from './policy-gate.js';
 import { readAudit } from './audit-access.js';
 
-
 /** Who makes a call: the principal the door admitted, and the member frames and replies go to. */
 export interface Caller {
   principal: Principal;

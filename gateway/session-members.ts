@@ -1,5 +1,4 @@
 import { TetherError } from '../core/errors.js';
-import type { CloseInfo } from '../core/channel/channel.js';
 import type { Role } from '../core/protocol/events.js';
 import type { SessionInfo } from '../core/protocol/methods.js';
 import type { ControlRouting } from './control-routing.js';
@@ -9,13 +8,8 @@ import type { RoleDecision, SessionRoles } from './session-roles.js';
 import { PresenceBatch } from './presence-batch.js';
 import type { FrameBytes } from '../core/protocol/session-frame.js';
 
-/** Why a member left, for its detach record: set only when the gateway cut the connection. */
+/** Why a member left, for its detach record: set only when the gateway cut the connection (see cutOf). */
 export type Cut = { code: string; reason: string };
-
-/** The cut of a connection that ended with `info`: the gateway closed it with an error code. */
-export function cutOf(info: CloseInfo): Cut | undefined {
-  return !info.byPeer && info.code !== 'OK' ? { code: info.code, reason: info.reason } : undefined;
-}
 
 /** One attached client as the session sees it: transport-blind. */
 export interface Member {

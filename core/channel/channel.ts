@@ -59,6 +59,11 @@ export interface CloseInfo {
   byPeer: boolean;
 }
 
+/** How a channel ended, when this side cut it with an error code (not the peer leaving, not an orderly close). */
+export function cutOf(info: CloseInfo): { code: ErrorCode; reason: string } | undefined {
+  return !info.byPeer && info.code !== 'OK' ? { code: info.code, reason: info.reason } : undefined;
+}
+
 /**
  * The seam between transports and everything above them. A channel is handed out already
  * open (and, at the gateway, already authenticated). Frames are JSON text or

@@ -26,7 +26,7 @@ import { checkControlAudited } from '../../policy-gate.js';
 import type { SessionDirectory } from '../../session-directory.js';
 import { requireControlScope } from '../../session-roles.js';
 import type { Member, Session } from '../../session.js';
-import { cutOf } from '../../session-members.js';
+import { cutOf } from '../../../core/channel/channel.js';
 import { controlResponse, permissionAnswer, questionAnswer, riskLevel } from './answers.js';
 import { readMessage } from './envelope.js';
 import { translateFrame, type DialectEvent, type EngineInfo, type TranslatedFrame } from './translate.js';
