@@ -10,6 +10,7 @@ import { silentLogger } from '../core/logging.js';
 import { RpcPeer } from '../core/rpc/peer.js';
 import { ACK_AFTER_MS, AgentLink } from '../gateway/agent-link.js';
 import { ANONYMOUS } from '../gateway/principal.js';
+import { withTimeout } from './support/wait.js';
 
 const SESSION = 's-acks';
 
@@ -50,8 +51,7 @@ function rig(whenDurable?: (send: () => void) => void) {
   return { send, firstAck, acks, events, stop };
 }
 
-const bounded = <T>(p: Promise<T>, what: string, ms = 5_000): Promise<T> =>
-  Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`timed out: ${what}`)), ms).unref())]);
+const bounded = <T>(p: Promise<T>, what: string): Promise<T> => withTimeout(p, 5_000, what);
 
 describe('acks to the agent', () => {
   let stop: (() => void) | undefined;

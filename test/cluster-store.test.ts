@@ -10,20 +10,14 @@ import { NatsLink } from '../gateway/cluster/nats-link.js';
 import { ClusterRegistry } from '../gateway/cluster/registry.js';
 import type { SessionRecord } from '../gateway/session-store.js';
 import { startNatsServer, type NatsServer } from './support/nats-server.js';
-import { withTimeout } from './support/wait.js';
+import { waitFor, withTimeout } from './support/wait.js';
 
 const record = (id: string): SessionRecord => ({ id, agent: 'builder', engine: 'claude', owner: 'alice', options: {}, created_at: new Date().toISOString() });
 const frame = (id: string, seq: number, text: string) => ({ seq, agentSeq: seq, bytes: encodeLineFrame(id, seq, 'engine', Buffer.from(JSON.stringify({ type: 'assistant', text }))) });
 const flushed = (store: JetStreamSessionStore) => new Promise<void>((resolve) => store.whenFlushed(resolve));
 
 /** Waits (bounded) for `cond`. */
-async function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+const until = (cond: () => boolean, what: string, ms = 10_000) => waitFor(cond, ms, what);
 
 /** The cluster's session store on a real nats-server with JetStream. */
 describe('the JetStream session store', () => {
