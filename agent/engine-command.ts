@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { TetherError } from '../core/errors.js';
 import type { EngineKind, SessionOptions } from '../core/protocol/session-options.js';
 import { engineFlag, flagToken } from '../core/engine-flags.js';
+import { optionFlags } from '../core/engine-choices.js';
 import { checkArgValue, checkFlagUse, type EngineFlagPolicy } from './extra-args.js';
 
 /** The flags every engine gets: stream-json both ways, permission asks over stdio. */
@@ -80,22 +81,12 @@ export function demoEnginePath(): string {
  * bypassPermissions mode only when the policy allows it.
  */
 export function optionArgs(o: SessionOptions, policy: EngineFlagPolicy = {}, agent?: string): string[] {
-  const args: string[] = [];
-  const put = (name: string, value?: string) => {
+  return optionFlags(o).map(({ name, value }) => {
     const flag = engineFlag(name)!;
     checkFlagUse(flag, value, policy, agent ?? 'this agent');
     if (value !== undefined) checkArgValue(name, value);
-    args.push(flagToken(flag, value));
-  };
-  if (o.model) put('--model', o.model);
-  if (o.permission_mode) put('--permission-mode', o.permission_mode);
-  if (o.allowed_tools?.length) put('--allowedTools', o.allowed_tools.join(','));
-  if (o.disallowed_tools?.length) put('--disallowedTools', o.disallowed_tools.join(','));
-  if (o.resume) put('--resume', o.resume);
-  if (o.system_prompt !== undefined) put('--system-prompt', o.system_prompt);
-  if (o.append_system_prompt !== undefined) put('--append-system-prompt', o.append_system_prompt);
-  if (o.include_partial_messages) put('--include-partial-messages');
-  return args;
+    return flagToken(flag, value);
+  });
 }
 
 /**

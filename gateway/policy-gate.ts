@@ -3,6 +3,7 @@ import { POLICY_CALLBACK_ID } from '../core/policy/hook.js';
 import type { Asker, Policy, ToolDecision } from '../core/policy/policy.js';
 import type { ToolCall } from '../core/policy/rules.js';
 import type { SessionOptions } from '../core/protocol/session-options.js';
+import { engineChoices } from '../core/engine-choices.js';
 import type { LineMeta } from '../core/protocol/methods.js';
 import type { Logger } from '../core/logging.js';
 import { failureCode, recordQuietly, type AuditLog } from './audit-log.js';
@@ -99,22 +100,35 @@ export function hookAuditDetails(call: PolicyHookCall, d: ToolDecision): Record<
 /**
  * Refuses (PERMISSION_DENIED, naming the rule) session options above the policy: a mode above
  * the creator's ceiling, a model off the list, a folder outside the agent's roots, or the same
- * through extra CLI arguments. Returns the options to use (the policy's model when none is named).
+ * through extra CLI arguments, judged as the CLI will read the argv the agent builds
+ * (core/engine-choices.ts): every use of each flag, whichever the CLI keeps. An unknown mode
+ * name is INVALID_ARGUMENT. Returns the options to use (the policy's model when none is named).
  */
 export function checkSessionOptions(policy: Policy, agent: string, options: SessionOptions, asker: Asker): SessionOptions {
-  const args = options.extra_args ?? [];
-  const argValue = (flag: string) => {
-    const at = args.findIndex((a) => a === flag || a.startsWith(flag + '='));
-    if (at < 0) return undefined;
-    return args[at].includes('=') ? args[at].slice(flag.length + 1) : (args[at + 1] ?? '');
-  };
-  const modes = [options.permission_mode, argValue('--permission-mode')];
-  if (args.some((a) => a === '--dangerously-skip-permissions' || a === '--allow-dangerously-skip-permissions')) modes.push('bypassPermissions');
-  for (const mode of modes) if (mode !== undefined) policy.checkMode(mode, asker);
-  for (const model of [options.model, argValue('--model'), argValue('--fallback-model')]) if (model !== undefined) policy.checkModel(model);
+  const c = engineChoices(options);
+  const modes = c.skipsPermissions ? [...c.modes, 'bypassPermissions'] : c.modes;
+  for (const mode of modes) policy.checkMode(mode, asker);
+  for (const model of [...c.models, ...c.fallbackModels]) policy.checkModel(model);
+  for (const settings of c.settings) checkSettings(policy, inlineSettings(settings), asker);
   policy.checkFolder(agent, options.cwd);
-  const model = options.model ?? argValue('--model');
-  return model === undefined && policy.defaultModel ? { ...options, model: policy.defaultModel } : options;
+  return c.models.length === 0 && policy.defaultModel ? { ...options, model: policy.defaultModel } : options;
+}
+
+/** `--settings` given as inline JSON (the CLI reads a value that parses as JSON so); a file path: undefined. */
+function inlineSettings(value: string): Record<string, unknown> | undefined {
+  try {
+    const v: unknown = JSON.parse(value);
+    return typeof v === 'object' && v !== null ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Settings that set the mode or the model, as an update_settings request or `--settings` JSON carries them. */
+function checkSettings(policy: Policy, settings: Record<string, unknown> | undefined, asker: Asker): void {
+  const s = (settings ?? {}) as { model?: unknown; permissions?: { defaultMode?: unknown } };
+  if (s.permissions?.defaultMode !== undefined) policy.checkMode(String(s.permissions.defaultMode), asker);
+  if (s.model !== undefined) policy.checkModel(s.model as string | null);
 }
 
 /** Refuses a client's control request above the policy (set_permission_mode, set_model, settings that set either). */
@@ -127,18 +141,14 @@ export function checkControlRequest(policy: Policy, request: Record<string, unkn
     case 'read_file':
       return checkDirect(policy, { tool: 'Read', input: { file_path: String(request.path ?? '') }, cwd }, 'read_file');
     case 'set_permission_mode':
-      if (typeof request.mode === 'string') policy.checkMode(request.mode, asker);
+      policy.checkMode(typeof request.mode === 'string' ? request.mode : JSON.stringify(request.mode) ?? 'undefined', asker);
       return;
     case 'set_model':
       policy.checkModel(request.model as string | null | undefined);
       return;
     case 'apply_flag_settings':
-    case 'update_settings': {
-      const s = (request.settings ?? {}) as { model?: unknown; permissions?: { defaultMode?: unknown } };
-      if (typeof s.permissions?.defaultMode === 'string') policy.checkMode(s.permissions.defaultMode, asker);
-      if (s.model !== undefined) policy.checkModel(s.model as string | null);
-      return;
-    }
+    case 'update_settings':
+      return checkSettings(policy, request.settings as Record<string, unknown> | undefined, asker);
     default:
   }
 }

@@ -118,8 +118,15 @@ export class Policy {
     return best;
   }
 
-  /** Throws PERMISSION_DENIED naming the rule when `mode` is above the asker's ceiling. */
+  /**
+   * Throws INVALID_ARGUMENT for a name that is not a permission mode (it has no place under a
+   * ceiling, so it cannot be judged), PERMISSION_DENIED naming the rule when `mode` is above
+   * the asker's ceiling.
+   */
   checkMode(mode: string, asker: Asker): void {
+    if (!(MODE_ORDER as readonly string[]).includes(mode)) {
+      throw new TetherError('INVALID_ARGUMENT', `${JSON.stringify(mode.slice(0, 64))} is not a permission mode (one of ${MODE_ORDER.join(', ')})`);
+    }
     if (!this.source.maxPermissionMode) return;
     const ceiling = this.ceilingFor(asker);
     const above = !ceiling || MODE_ORDER.indexOf(mode as Mode) > MODE_ORDER.indexOf(ceiling.mode);
