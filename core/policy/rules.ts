@@ -1,3 +1,5 @@
+import { basename, parseCommand, type ParsedCommand, type SimpleCommand } from './bash-command.js';
+
 /**
  * Permission rules in Claude Code's own syntax and semantics, parsed and matched without any
  * I/O (the gateway's central policy uses them; docs/policy.md lists the forms).
@@ -7,8 +9,10 @@
  * Bash(cmd)           exact command;  Bash(prefix:*)  the command or it followed by a space;
  * Bash(a * b)         "*" matches any run of characters, spaces included; a trailing " *"
  *                     also matches the bare command ("Bash(ls *)" matches "ls" and "ls -la",
- *                     never "lsof"). A compound command (&&, ||, ;, |, newline) matches a deny
- *                     or ask rule when any part does, and an allow rule only when every part does.
+ *                     never "lsof"). Matched on the parsed command (./bash-command.ts): each
+ *                     simple command it runs, unquoted; deny and ask match when any does (or
+ *                     its program's bare name, or the line as sent), allow only when every one
+ *                     does as written and the parser judged the whole line.
  * Read(p) / Edit(p)   gitignore-style paths: "//abs/**" absolute, "/p" and "./p" and "a/b"
  *                     from the session's working folder, "name" (no slash) at any depth under it.
  *                     Edit rules cover Edit, Write, MultiEdit and NotebookEdit; Read rules cover
@@ -87,26 +91,40 @@ function bashRule(text: string, spec: string): Rule {
     specifier: spec,
     matches(call, kind) {
       if (call.tool !== 'Bash' || typeof call.input.command !== 'string') return false;
-      const { command, parts } = commandOf(call);
-      if (kind === 'allow') return matchOne(command) && parts.every(matchOne);
-      return matchOne(command) || parts.some(matchOne);
+      const c = commandOf(call);
+      // allow: only a line the parser fully judged, each command it runs as written.
+      if (kind === 'allow') return !c.parsed.unjudgeable && c.own.length > 0 && c.own.every(matchOne);
+      // deny/ask: the line as sent, or any command it runs (wrapped ones too), as written or by the program's name alone.
+      return matchOne(c.text) || c.forms.some(matchOne);
     },
   };
 }
 
-/** A call's command and its parts, split once for all the rules it is matched against. */
-const commands = new WeakMap<ToolCall, { command: string; parts: string[] }>();
-function commandOf(call: ToolCall): { command: string; parts: string[] } {
+interface BashCall {
+  text: string;
+  parsed: ParsedCommand;
+  /** The line's own simple commands as written (not those guessed out of wrappers). */
+  own: string[];
+  /** Every simple command as written and with the program's path dropped (`/bin/rm` is rm). */
+  forms: string[];
+}
+
+/** A call's command, parsed once for all the rules it is matched against. */
+const commands = new WeakMap<ToolCall, BashCall>();
+function commandOf(call: ToolCall): BashCall {
   let c = commands.get(call);
   if (!c) {
-    const command = String(call.input.command).trim();
-    c = { command, parts: splitCommand(command) };
+    const text = String(call.input.command).trim();
+    const parsed = parseCommand(text);
+    const written = (s: SimpleCommand) => s.words.join(' ');
+    const forms = parsed.commands.flatMap((s) => (s.literalProgram ? [written(s), [basename(s.words[0]), ...s.words.slice(1)].join(' ')] : [written(s)]));
+    c = { text, parsed, own: parsed.commands.filter((s) => s.via === undefined).map(written), forms };
     commands.set(call, c);
   }
   return c;
 }
 
-/** One command (no operators) against one Bash specifier. */
+/** One simple command against one Bash specifier. */
 function bashPattern(spec: string): (command: string) => boolean {
   if (spec.endsWith(':*')) {
     const prefix = spec.slice(0, -2);
@@ -119,42 +137,6 @@ function bashPattern(spec: string): (command: string) => boolean {
   if (stars === 1 && spec.endsWith(' *')) source = `${escapeRegExp(spec.slice(0, -2))}(?: .*)?`;
   const re = new RegExp(`^${source}$`, 's');
   return (c) => re.test(c);
-}
-
-/** The simple commands of a compound one, split on &&, ||, ;, | and newlines outside quotes. */
-export function splitCommand(command: string): string[] {
-  const parts: string[] = [];
-  let cur = '';
-  let quote: string | undefined;
-  for (let i = 0; i < command.length; i++) {
-    const ch = command[i];
-    if (quote) {
-      if (ch === '\\' && quote === '"' && i + 1 < command.length) cur += ch + command[++i];
-      else cur += ch;
-      if (ch === quote) quote = undefined;
-      continue;
-    }
-    if (ch === '\\' && i + 1 < command.length) {
-      cur += ch + command[++i];
-      continue;
-    }
-    if (ch === '"' || ch === "'") quote = ch;
-    const two = command.slice(i, i + 2);
-    if (two === '&&' || two === '||') {
-      parts.push(cur);
-      cur = '';
-      i++;
-      continue;
-    }
-    if (ch === ';' || ch === '|' || ch === '\n' || ch === '&') {
-      parts.push(cur);
-      cur = '';
-      continue;
-    }
-    cur += ch;
-  }
-  parts.push(cur);
-  return parts.map((p) => p.trim()).filter((p) => p !== '');
 }
 
 // ---- paths ------------------------------------------------------------------------------

@@ -1,0 +1,167 @@
+import { Buffer } from 'node:buffer';
+import sh, { type ShNode } from 'mvdan-sh';
+
+/**
+ * A Bash tool call's command as bash will run it: parsed with mvdan/sh's bash parser (the one
+ * shfmt uses), split into every simple command it runs (lists, pipelines, subshells, blocks,
+ * loops, `$(…)`, backticks, `<(…)`, the commands inside `sh -c '…'` and `eval '…'`), each
+ * word unquoted and unescaped. What a parse cannot settle marks the command not judgeable,
+ * so no allow rule applies to it (docs/policy.md lists what).
+ */
+
+export interface SimpleCommand {
+  /** The words after unquoting, the program first; a word built by an expansion is kept as written (`$X`). */
+  words: string[];
+  /** The program's word is a plain literal (no expansion, glob or brace), so whatever runs is that name. */
+  literalProgram: boolean;
+  /**
+   * Set on a command read out of a wrapper's arguments (`sudo rm x` gives `rm x` via sudo):
+   * a guess at what the wrapper runs, for deny and ask rules only.
+   */
+  via?: string;
+}
+
+export interface ParsedCommand {
+  /** Every simple command the line runs, in source order (nested ones included). */
+  commands: SimpleCommand[];
+  /** Why an allow rule cannot apply, if anything: a parse error, eval of a variable, a function or alias defined… */
+  unjudgeable?: string;
+}
+
+/** Programs that run the program named in their arguments (a deny rule also sees that one). */
+export const WRAPPERS = new Set(['sudo', 'doas', 'env', 'command', 'builtin', 'exec', 'nohup', 'time', 'nice', 'ionice', 'timeout', 'stdbuf', 'xargs', 'setsid', 'chroot', 'unbuffer', 'watch', 'strace', 'ltrace', 'flock']);
+/** Shells whose `-c STRING` is a command line of its own. */
+const SHELLS = new Set(['sh', 'bash', 'dash', 'zsh', 'ksh', 'mksh', 'ash', 'busybox']);
+/** Nested `sh -c` / `eval` beyond this depth is not judged. */
+const MAX_DEPTH = 4;
+
+const parser = sh.syntax.NewParser();
+const { Walk, NodeType } = sh.syntax;
+
+/** Parses one Bash tool command; never throws (a command bash cannot parse is not judgeable). */
+export function parseCommand(command: string, depth = 0): ParsedCommand {
+  const src = Buffer.from(command, 'utf8');
+  let file: ShNode;
+  try {
+    file = parser.Parse(command, 'command');
+  } catch (err) {
+    return { commands: [], unjudgeable: `it does not parse as bash (${String(err).slice(0, 200)})` };
+  }
+  const out: ParsedCommand = { commands: [] };
+  const mark = (why: string) => (out.unjudgeable ??= why);
+  Walk(file, (node) => {
+    if (!node) return true;
+    switch (NodeType(node)) {
+      case 'CallExpr': {
+        const args = (node.Args as ShNode[]) ?? [];
+        if (args.length === 0) return true; // assignments only: their expansions are walked
+        const words = args.map((w) => wordText(w, src));
+        const literalProgram = isLiteralProgram(args[0]);
+        out.commands.push({ words: words.map((w) => w.text), literalProgram });
+        if (!literalProgram) mark(`the program name ${JSON.stringify(words[0].text)} is an expansion`);
+        nested(words, literalProgram, depth, out, mark);
+        if (literalProgram && WRAPPERS.has(basename(words[0].text))) unwrap(words, args, depth, out, mark);
+        return true;
+      }
+      case 'DeclClause': // export/declare/local/readonly: a builtin with its arguments as written
+        out.commands.push({ words: sourceOf(node, src).split(/\s+/), literalProgram: true });
+        return true;
+      case 'FuncDecl':
+        mark('it defines a function, which can stand in for any program name');
+        return true;
+      default:
+        return true;
+    }
+  });
+  return out;
+}
+
+/**
+ * What a wrapper may run: each tail of its arguments that starts at a word that is no option
+ * and no assignment (`timeout 5 rm x` gives `5 rm x` and `rm x`), and what those run in turn.
+ */
+function unwrap(words: Array<{ text: string; literal: boolean }>, args: ShNode[], depth: number, out: ParsedCommand, mark: (why: string) => void): void {
+  const via = basename(words[0].text);
+  for (let k = 1; k < words.length; k++) {
+    if (words[k].text.startsWith('-') || /^[A-Za-z_][A-Za-z0-9_]*=/.test(words[k].text)) continue;
+    const tail = words.slice(k);
+    const literal = isLiteralProgram(args[k]);
+    out.commands.push({ words: tail.map((w) => w.text), literalProgram: literal, via });
+    nested(tail, literal, depth, out, mark);
+  }
+}
+
+/** The commands inside `sh -c '…'` and `eval '…'`, parsed in turn (a variable there is not judgeable). */
+function nested(words: Array<{ text: string; literal: boolean }>, literalProgram: boolean, depth: number, out: ParsedCommand, mark: (why: string) => void): void {
+  if (!literalProgram) return;
+  const program = basename(words[0].text);
+  if (program === 'alias') return mark('it defines an alias');
+  let inner: Array<{ text: string; literal: boolean }> | undefined;
+  if (program === 'eval' || program === 'source' || program === '.') {
+    if (program !== 'eval') return mark(`${program} runs a script the policy cannot read`);
+    inner = words.slice(1);
+  } else if (SHELLS.has(program)) {
+    const c = words.findIndex((w, i) => i > 0 && /^-[a-zA-Z]*c[a-zA-Z]*$/.test(w.text));
+    if (c < 0) return mark(`${program} runs a script or its standard input, which the policy cannot read`);
+    inner = words.slice(c + 1, c + 2);
+  }
+  if (!inner) return;
+  if (inner.some((w) => !w.literal)) return mark(`${program} runs a command built by an expansion`);
+  if (depth >= MAX_DEPTH) return mark(`${program} nests too deep`);
+  const sub = parseCommand(inner.map((w) => w.text).join(' '), depth + 1);
+  out.commands.push(...sub.commands);
+  if (sub.unjudgeable) mark(sub.unjudgeable);
+}
+
+/** The last path segment: `/usr/bin/rm` runs rm. */
+export function basename(program: string): string {
+  return program.slice(program.lastIndexOf('/') + 1);
+}
+
+/** A word's text after quote removal; `literal` false when any part of it is an expansion. */
+function wordText(word: ShNode, src: Buffer): { text: string; literal: boolean } {
+  let text = '';
+  let literal = true;
+  for (const part of (word.Parts as ShNode[]) ?? []) {
+    const t = NodeType(part);
+    if (t === 'Lit') text += unescapeBare(String(part.Value));
+    else if (t === 'SglQuoted' && !part.Dollar) text += String(part.Value);
+    else if (t === 'DblQuoted') {
+      for (const q of (part.Parts as ShNode[]) ?? []) {
+        if (NodeType(q) === 'Lit') text += unescapeDouble(String(q.Value));
+        else {
+          text += sourceOf(q, src);
+          literal = false;
+        }
+      }
+    } else {
+      text += sourceOf(part, src); // $X, $(…), $'…', globs… as written
+      literal = false;
+    }
+  }
+  return { text, literal };
+}
+
+/** A program word bash runs as written: no expansion, and no unquoted glob or brace that could become another name. */
+function isLiteralProgram(word: ShNode): boolean {
+  return ((word.Parts as ShNode[]) ?? []).every((p) => {
+    const t = NodeType(p);
+    if (t === 'Lit') return !/[*?[{~]/.test(String(p.Value));
+    if (t === 'SglQuoted') return !p.Dollar;
+    return t === 'DblQuoted' && ((p.Parts as ShNode[]) ?? []).every((q) => NodeType(q) === 'Lit');
+  });
+}
+
+/** Outside quotes a backslash keeps the next character (a line continuation is already gone). */
+function unescapeBare(s: string): string {
+  return s.replace(/\\([\s\S])/g, '$1');
+}
+
+/** Inside double quotes a backslash escapes only $ ` " \ and newline. */
+function unescapeDouble(s: string): string {
+  return s.replace(/\\([$`"\\\n])/g, (_, c: string) => (c === '\n' ? '' : c));
+}
+
+function sourceOf(node: ShNode, src: Buffer): string {
+  return src.subarray(node.Pos().Offset(), node.End().Offset()).toString('utf8');
+}

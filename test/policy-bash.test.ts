@@ -1,0 +1,108 @@
+import { describe, expect, it } from 'vitest';
+import { parseCommand } from '../core/policy/bash-command.js';
+import { Policy } from '../core/policy/policy.js';
+import { parseRule, type RuleKind, type ToolCall } from '../core/policy/rules.js';
+
+/**
+ * Bash rules match the command bash will run, not its text (issue 27, item 7): quoting,
+ * escapes, tabs, a path to the program, and commands hidden in lists, substitutions and
+ * wrappers do not get past a deny rule; an allow rule applies only to a line fully judged.
+ */
+
+const bash = (command: string): ToolCall => ({ tool: 'Bash', input: { command }, cwd: '/srv/proj' });
+const matches = (rule: string, command: string, kind: RuleKind = 'deny') => parseRule(rule).matches(bash(command), kind);
+const programs = (command: string) => parseCommand(command).commands.map((c) => c.words.join(' '));
+
+describe('a Bash deny rule matches the parsed command', () => {
+  it.each([
+    `"rm" -rf x`,
+    `'rm' -f file`,
+    `r\\m -rf x`,
+    `rm\t-rf x`,
+    `rm \\\n -rf x`,
+    `/bin/rm -f file`,
+    `/usr/bin/rm -rf x`,
+    `echo ok; rm -f file`,
+    `echo ok && rm -f file`,
+    `false || rm x`,
+    `ls | rm x`,
+    `echo ok & rm x`,
+    `echo $(rm b)`,
+    'echo `rm b`',
+    `echo "a $(rm c)"`,
+    `x=1 rm b`,
+    `(rm b)`,
+    `{ rm b; }`,
+    `if true; then rm b; fi`,
+    `for i in 1; do rm $i; done`,
+    `cat <(rm b)`,
+    `A=$(rm q)`,
+    `export A=$(rm q)`,
+    `sudo rm -rf /`,
+    `sudo -u bob rm x`,
+    `env X=1 rm x`,
+    `timeout 5 rm x`,
+    `ls | xargs rm`,
+    `command rm x`,
+    `sh -c 'rm x'`,
+    `bash -lc "echo; rm x"`,
+    `eval 'rm x'`,
+    `sudo bash -c 'rm x'`,
+  ])('Bash(rm:*) and Bash(rm *) deny %j', (command) => {
+    expect(matches('Bash(rm:*)', command)).toBe(true);
+    expect(matches('Bash(rm *)', command)).toBe(true);
+  });
+
+  it('words inside quotes are one word and no command: no false match', () => {
+    expect(matches('Bash(rm *)', `echo "a && rm -rf x"`)).toBe(false);
+    expect(matches('Bash(rm *)', `echo 'rm x'`)).toBe(false);
+    expect(matches('Bash(rm *)', `rmdir x`)).toBe(false);
+    expect(matches('Bash(rm *)', `git commit -m "rm x"`)).toBe(false);
+    expect(programs(`echo 'x;y' "a|b" c\\;d`)).toEqual(['echo x;y a|b c;d']);
+    expect(programs(`a && b || c; d | e\nf & g`)).toEqual(['a', 'b', 'c', 'd', 'e', 'f', 'g']);
+  });
+
+  it('a rule with arguments matches the unquoted words', () => {
+    expect(matches('Bash(git push:*)', `git "push" --force`)).toBe(true);
+    expect(matches('Bash(git push:*)', `git\tpush origin`)).toBe(true);
+    expect(matches('Bash(git push:*)', `/usr/bin/git push`)).toBe(true);
+    expect(matches('Bash(rm -rf:*)', `rm '-rf' /`)).toBe(true);
+  });
+});
+
+describe('a Bash allow rule applies only when every command is allowed and the line is judged', () => {
+  const allow = (rule: string, command: string) => matches(rule, command, 'allow');
+  it('every simple command, nested ones too, must match as written', () => {
+    expect(allow('Bash(echo *)', `echo hi > made.txt`)).toBe(true);
+    expect(allow('Bash(echo *)', `echo "a b"; echo c`)).toBe(true);
+    expect(allow('Bash(echo *)', `echo $HOME`)).toBe(true); // an expanded argument, a literal program
+    expect(allow('Bash(echo *)', `echo $(rm b)`)).toBe(false);
+    expect(allow('Bash(echo *)', 'echo `rm b`')).toBe(false);
+    expect(allow('Bash(echo *)', `echo a | rm b`)).toBe(false);
+    expect(allow('Bash(git log:*)', `git log && rm -rf x`)).toBe(false);
+    expect(allow('Bash(git status)', `/tmp/x/git status`)).toBe(false); // a path is another program
+  });
+
+  it.each([
+    ['an expansion as the program', 'Bash(echo *)', `X=rm; $X -rf /`],
+    ['a glob as the program', 'Bash(echo *)', `/bin/e?ho x`],
+    ['eval of a variable', 'Bash(eval:*)', `eval "$CMD"`],
+    ['sh -c of a variable', 'Bash(sh:*)', `sh -c "$CMD"`],
+    ['a shell reading its input', 'Bash(echo *)', `echo rm x | bash`],
+    ['a function', 'Bash(ls *)', `ls() { :; }; ls`],
+    ['an alias', 'Bash(alias:*)', `alias ls='rm -rf'`],
+    ['source', 'Bash(source:*)', `source ./x.sh`],
+    ['a parse error', 'Bash(echo *)', `echo "unterminated`],
+  ])('%s makes an allow rule not apply', (_what, rule, command) => {
+    expect(allow(rule, command)).toBe(false);
+    expect(parseCommand(command).unjudgeable).toBeTruthy();
+  });
+
+  it('a wrapper is allowed only by a rule for the whole line, and what it wraps still meets deny rules', () => {
+    const p = Policy.compile({ permissions: { deny: ['Bash(rm:*)'], allow: ['Bash(sudo apt update)', 'Bash(timeout:*)'] } });
+    expect(p.decide(bash('sudo apt update'), 'default')).toEqual({ decision: 'allow', rule: 'Bash(sudo apt update)' });
+    expect(p.decide(bash('sudo rm x'), 'default')).toEqual({ decision: 'deny', rule: 'Bash(rm:*)' });
+    expect(p.decide(bash('timeout 5 /bin/rm x'), 'default')).toEqual({ decision: 'deny', rule: 'Bash(rm:*)' });
+    expect(p.decide(bash(`sudo bash -c 'ls'`), 'default')).toEqual({ decision: 'none' }); // ls under a shell needs its own allow
+  });
+});
