@@ -6,6 +6,7 @@ import { checkEngineInput } from '../core/protocol/engine-input.js';
 import type { EngineProcess, ExitInfo } from './engine-process.js';
 import { defaultInitialize, isInitializeRequest, mergeInitialize, NO_CONTRIBUTION, type InitializeContribution } from './initialize-merge.js';
 import { lineMeta } from './line-meta.js';
+import { resolvedPaths } from './policy-paths.js';
 
 /** One output item waiting for the gateway's ack. */
 export type Outgoing =
@@ -203,7 +204,10 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
       } else if (isInitAnswer(item.value)) {
         this.initWaiter?.resolve(item.value); // the agent's own handshake: never relayed
       } else {
-        this.emit({ kind: 'line', bytes: item.bytes, meta: lineMeta(item.value), readAtMs: Date.now() });
+        const meta = lineMeta(item.value);
+        const resolved = meta.subtype === 'hook_callback' ? resolvedPaths(item.value) : undefined;
+        if (resolved) meta.resolved = resolved;
+        this.emit({ kind: 'line', bytes: item.bytes, meta, readAtMs: Date.now() });
       }
       if (this.outboxBytes >= this.limits.maxUnackedBytes) {
         this.log.warn({ sessionId: this.sessionId, unacked: this.outboxBytes }, 'gateway behind; pausing engine output');

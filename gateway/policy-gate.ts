@@ -32,6 +32,8 @@ export interface PolicyHookCall {
   input: Record<string, unknown>;
   cwd: string;
   permissionMode: string | undefined;
+  /** The folder and path with symlinks followed, as the agent found them on its machine. */
+  resolved?: LineMeta['resolved'];
 }
 
 /** The policy hook's callback in this engine line, if it is one (parsed only for hook callbacks). */
@@ -55,6 +57,7 @@ export function policyHookCall(meta: LineMeta, line: Uint8Array): PolicyHookCall
     input: typeof i.tool_input === 'object' && i.tool_input !== null ? (i.tool_input as Record<string, unknown>) : {},
     cwd: str(i.cwd) ?? '/',
     permissionMode: str(i.permission_mode),
+    resolved: meta.resolved,
   };
 }
 
@@ -82,7 +85,7 @@ function cappedInput(input: unknown): unknown {
 /** The policy's decision for one hook call (only PreToolUse calls are decided). */
 export function decideHook(policy: Policy, call: PolicyHookCall): ToolDecision {
   if (call.event !== 'PreToolUse' || !call.tool) return { decision: 'none' };
-  return policy.decide({ tool: call.tool, input: call.input, cwd: call.cwd }, call.permissionMode);
+  return policy.decide({ tool: call.tool, input: call.input, cwd: call.cwd, resolved: call.resolved }, call.permissionMode);
 }
 
 /** The engine line that answers the hook with a decision (`{}`: no opinion, the engine goes on). */
@@ -94,7 +97,9 @@ export function hookAnswer(requestId: string, d: ToolDecision, reason?: string):
 
 /** The audit record's details for one decision: tool, capped input, decision, rule, mode. */
 export function hookAuditDetails(call: PolicyHookCall, d: ToolDecision): Record<string, unknown> {
-  return { tool: call.tool, tool_use_id: call.toolUseId, input: cappedInput(call.input), decision: d.decision, rule: d.rule ?? null, permission_mode: call.permissionMode ?? null, cwd: call.cwd };
+  const details: Record<string, unknown> = { tool: call.tool, tool_use_id: call.toolUseId, input: cappedInput(call.input), decision: d.decision, rule: d.rule ?? null, permission_mode: call.permissionMode ?? null, cwd: call.cwd };
+  if (call.resolved?.path !== undefined) details.resolved_path = call.resolved.path;
+  return details;
 }
 
 /**

@@ -32,6 +32,11 @@ export interface ToolCall {
   input: Record<string, unknown>;
   /** The session's working folder (the hook input's `cwd`), absolute. */
   cwd: string;
+  /**
+   * The folder and the tool's path with symlinks followed (the agent resolves them on its
+   * machine): a path rule judges both the written path and this one.
+   */
+  resolved?: { cwd: string; path?: string };
 }
 
 /** A parsed rule: its text and how it matches. */
@@ -150,28 +155,45 @@ function pathRule(text: string, tool: string, spec: string): Rule {
     text,
     tool,
     specifier: spec,
-    matches(call) {
+    matches(call, kind) {
       if (!tools.includes(call.tool)) return false;
       const p = pathsOf(call);
-      return p !== undefined && p.targets.some((t) => matchesPath(re, glob.anchored, t, p.cwd));
+      if (p === undefined) return false;
+      const hits = (w: Where) => w.targets.some((t) => matchesPath(re, glob.anchored, t, w.cwd));
+      // deny/ask: the path as written or where it really leads; allow: both (a symlink to
+      // somewhere else is not the allowed file).
+      if (kind === 'allow') return hits(p.written) && (p.real === undefined || hits(p.real));
+      return hits(p.written) || (p.real !== undefined && hits(p.real));
     },
   };
 }
 
-/** A file call's normalised targets and folder, worked out once for all the rules it is matched against. */
-const paths = new WeakMap<ToolCall, { targets: string[]; cwd: string } | undefined>();
-function pathsOf(call: ToolCall): { targets: string[]; cwd: string } | undefined {
+/** Paths of one call and the folder relative rules are anchored at. */
+interface Where {
+  targets: string[];
+  cwd: string;
+}
+
+/** A file call's normalised targets as written and as resolved, worked out once for all the rules it is matched against. */
+const paths = new WeakMap<ToolCall, { written: Where; real?: Where } | undefined>();
+function pathsOf(call: ToolCall): { written: Where; real?: Where } | undefined {
   if (paths.has(call)) return paths.get(call);
   const path = toolPath(call);
-  let out: { targets: string[]; cwd: string } | undefined;
+  let out: { written: Where; real?: Where } | undefined;
   if (path !== undefined) {
-    const abs = normalizePath(path.startsWith('/') ? path : `${call.cwd}/${path}`);
-    // A search (Grep, Glob, LS) in a folder reads what is inside it: a child stands for it too.
-    const targets = READ_TOOLS.includes(call.tool) && call.tool !== 'Read' ? [abs, `${abs === '/' ? '' : abs}/${SEARCHED_CHILD}`] : [abs];
-    out = { targets, cwd: normalizePath(call.cwd) };
+    out = { written: where(call.tool, path, call.cwd) };
+    const r = call.resolved;
+    if (r) out.real = where(call.tool, r.path ?? r.cwd, r.cwd);
   }
   paths.set(call, out);
   return out;
+}
+
+function where(tool: string, path: string, cwd: string): Where {
+  const abs = normalizePath(path.startsWith('/') ? path : `${cwd}/${path}`);
+  // A search (Grep, Glob, LS) in a folder reads what is inside it: a child stands for it too.
+  const targets = READ_TOOLS.includes(tool) && tool !== 'Read' ? [abs, `${abs === '/' ? '' : abs}/${SEARCHED_CHILD}`] : [abs];
+  return { targets, cwd: normalizePath(cwd) };
 }
 
 /** A name no real file has, standing for "anything inside the searched folder". */

@@ -116,6 +116,11 @@ export const LineMeta = z.object({
   is_error: z.boolean().optional(),
   /** For `system/session_state_changed`: the new state. */
   state: z.string().max(64).optional(),
+  /**
+   * For the policy hook's callbacks: the session folder and the tool's path with symlinks
+   * followed on the agent's machine (agent/policy-paths.ts), which the gateway cannot see.
+   */
+  resolved: z.object({ cwd: z.string().min(1).max(4096), path: z.string().min(1).max(4096).optional() }).strict().optional(),
 });
 export type LineMeta = z.infer<typeof LineMeta>;
 
