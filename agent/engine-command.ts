@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { TetherError } from '../core/errors.js';
 import type { EngineKind, SessionOptions } from '../core/protocol/session-options.js';
 import { engineFlag, flagToken } from '../core/engine-flags.js';
-import { optionFlags } from '../core/engine-choices.js';
+import { ENGINE_DEFAULT_MODE, optionFlags } from '../core/engine-choices.js';
 import { checkArgValue, checkFlagUse, type EngineFlagPolicy } from './extra-args.js';
 
 /** The flags every engine gets: stream-json both ways, permission asks over stdio. */
@@ -96,7 +96,7 @@ export function optionArgs(o: SessionOptions, policy: EngineFlagPolicy = {}, age
  */
 export function defaultModeArgs(o: SessionOptions, extraArgs: string[]): string[] {
   const chosen = o.permission_mode !== undefined || extraArgs.some((a) => a === '--permission-mode' || a.startsWith('--permission-mode='));
-  return chosen ? [] : ['--permission-mode', 'default'];
+  return chosen ? [] : ['--permission-mode', ENGINE_DEFAULT_MODE];
 }
 
 /**

@@ -8,6 +8,12 @@ import type { SessionOptions } from './protocol/session-options.js';
  * value left as that value. The gateway's policy judges these, never the strings it was sent.
  */
 
+/**
+ * The mode the agent starts an engine in when the session names none (agent/engine-command.ts
+ * `defaultModeArgs`: some CLI releases would otherwise start in `auto`).
+ */
+export const ENGINE_DEFAULT_MODE = 'default';
+
 /** The flags that map one-to-one from session options, in the order the agent passes them (before the extra arguments). */
 export function optionFlags(o: SessionOptions): Array<{ name: string; value?: string }> {
   const out: Array<{ name: string; value?: string }> = [];

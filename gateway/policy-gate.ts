@@ -1,9 +1,9 @@
 import { TetherError } from '../core/errors.js';
 import { POLICY_CALLBACK_ID } from '../core/policy/hook.js';
-import type { Asker, Policy, ToolDecision } from '../core/policy/policy.js';
+import { MODE_ORDER, type Asker, type Policy, type ToolDecision } from '../core/policy/policy.js';
 import type { ToolCall } from '../core/policy/rules.js';
 import type { SessionOptions } from '../core/protocol/session-options.js';
-import { engineChoices } from '../core/engine-choices.js';
+import { ENGINE_DEFAULT_MODE, engineChoices } from '../core/engine-choices.js';
 import type { LineMeta } from '../core/protocol/methods.js';
 import type { Logger } from '../core/logging.js';
 import { failureCode, recordQuietly, type AuditLog } from './audit-log.js';
@@ -107,7 +107,8 @@ export function hookAuditDetails(call: PolicyHookCall, d: ToolDecision): Record<
  * the creator's ceiling, a model off the list, a folder outside the agent's roots, or the same
  * through extra CLI arguments, judged as the CLI will read the argv the agent builds
  * (core/engine-choices.ts): every use of each flag, whichever the CLI keeps. An unknown mode
- * name is INVALID_ARGUMENT. Returns the options to use (the policy's model when none is named).
+ * name is INVALID_ARGUMENT. Returns the options to use: the policy's model when none is named,
+ * and the client's ceiling as the mode when none is named and the ceiling is below `default`.
  */
 export function checkSessionOptions(policy: Policy, agent: string, options: SessionOptions, asker: Asker): SessionOptions {
   const c = engineChoices(options);
@@ -116,7 +117,11 @@ export function checkSessionOptions(policy: Policy, agent: string, options: Sess
   for (const model of [...c.models, ...c.fallbackModels]) policy.checkModel(model);
   for (const settings of c.settings) checkSettings(policy, inlineSettings(settings), asker);
   policy.checkFolder(agent, options.cwd);
-  return c.models.length === 0 && policy.defaultModel ? { ...options, model: policy.defaultModel } : options;
+  let out = c.models.length === 0 && policy.defaultModel ? { ...options, model: policy.defaultModel } : options;
+  // Named no mode: the agent starts the engine in `default`; under a lower ceiling, the ceiling's.
+  const ceiling = modes.length === 0 ? policy.ceilingFor(asker) : undefined;
+  if (ceiling && MODE_ORDER.indexOf(ceiling.mode) < MODE_ORDER.indexOf(ENGINE_DEFAULT_MODE)) out = { ...out, permission_mode: ceiling.mode };
+  return out;
 }
 
 /** `--settings` given as inline JSON (the CLI reads a value that parses as JSON so); a file path: undefined. */

@@ -50,6 +50,14 @@ describe('session options are judged as the CLI reads the argv', () => {
     expect(checkSessionOptions(policy, 'a', { extra_args: ['--model=claude-ok'] }, asker).model).toBeUndefined();
   });
 
+  it('a session that names no mode under a ceiling below default starts at the ceiling, not in default', () => {
+    const low = Policy.compile({ maxPermissionMode: { '*': 'plan', admin: 'acceptEdits' } });
+    expect(checkSessionOptions(low, 'a', {}, asker).permission_mode).toBe('plan');
+    expect(checkSessionOptions(low, 'a', { extra_args: ['--permission-mode=plan'] }, asker).permission_mode).toBeUndefined();
+    expect(checkSessionOptions(low, 'a', {}, { ...asker, canAdmin: true }).permission_mode).toBeUndefined(); // default is within acceptEdits
+    expect(checkSessionOptions(Policy.EMPTY, 'a', {}, asker).permission_mode).toBeUndefined();
+  });
+
   it('inline --settings JSON that sets the mode or the model is judged like update_settings', () => {
     expect(refusal(['--settings', JSON.stringify({ permissions: { defaultMode: 'bypassPermissions' } })])?.code).toBe('PERMISSION_DENIED');
     expect(refusal(['--settings', JSON.stringify({ model: 'claude-other' })])?.code).toBe('PERMISSION_DENIED');
