@@ -106,3 +106,9 @@ describe('a Bash allow rule applies only when every command is allowed and the l
     expect(p.decide(bash(`sudo bash -c 'ls'`), 'default')).toEqual({ decision: 'none' }); // ls under a shell needs its own allow
   });
 });
+
+describe('parse errors', () => {
+  it("say where bash would stop", () => {
+    expect(parseCommand(`echo "x`).unjudgeable).toMatch(/does not parse as bash \(.*1:6: reached EOF without closing quote/);
+  });
+});

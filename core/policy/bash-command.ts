@@ -1,5 +1,6 @@
 import { Buffer } from 'node:buffer';
-import sh, { type ShNode } from 'mvdan-sh';
+import { createRequire } from 'node:module';
+import type { default as Sh, ShNode } from 'mvdan-sh';
 
 /**
  * A Bash tool call's command as bash will run it: parsed with mvdan/sh's bash parser (the one
@@ -35,21 +36,30 @@ const SHELLS = new Set(['sh', 'bash', 'dash', 'zsh', 'ksh', 'mksh', 'ash', 'busy
 /** Nested `sh -c` / `eval` beyond this depth is not judged. */
 const MAX_DEPTH = 4;
 
-const parser = sh.syntax.NewParser();
-const { Walk, NodeType } = sh.syntax;
+/** The parser, loaded on first use (a few hundred ms of start-up that only Bash rules need). */
+let sh: { parser: ReturnType<(typeof Sh)['syntax']['NewParser']>; syntax: (typeof Sh)['syntax'] } | undefined;
+function shell(): NonNullable<typeof sh> {
+  if (!sh) {
+    const { syntax } = (createRequire(import.meta.url)('mvdan-sh') as typeof Sh);
+    sh = { parser: syntax.NewParser(), syntax };
+  }
+  return sh;
+}
+const NodeType = (node: ShNode) => shell().syntax.NodeType(node);
 
 /** Parses one Bash tool command; never throws (a command bash cannot parse is not judgeable). */
 export function parseCommand(command: string, depth = 0): ParsedCommand {
   const src = Buffer.from(command, 'utf8');
   let file: ShNode;
   try {
-    file = parser.Parse(command, 'command');
+    file = shell().parser.Parse(command, 'command');
   } catch (err) {
-    return { commands: [], unjudgeable: `it does not parse as bash (${String(err).slice(0, 200)})` };
+    const e = err as { Error?: () => string };
+    return { commands: [], unjudgeable: `it does not parse as bash (${(typeof e.Error === 'function' ? e.Error() : String(err)).slice(0, 200)})` };
   }
   const out: ParsedCommand = { commands: [] };
   const mark = (why: string) => (out.unjudgeable ??= why);
-  Walk(file, (node) => {
+  shell().syntax.Walk(file, (node) => {
     if (!node) return true;
     switch (NodeType(node)) {
       case 'CallExpr': {
