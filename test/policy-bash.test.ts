@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseCommand } from '../core/policy/bash-command.js';
 import { Policy } from '../core/policy/policy.js';
@@ -18,6 +19,8 @@ describe('a Bash deny rule matches the parsed command', () => {
     `"rm" -rf x`,
     `'rm' -f file`,
     `r\\m -rf x`,
+    `\\rm x`,
+    `"r"'m' x`,
     `rm\t-rf x`,
     `rm \\\n -rf x`,
     `/bin/rm -f file`,
@@ -60,6 +63,24 @@ describe('a Bash deny rule matches the parsed command', () => {
     expect(matches('Bash(rm *)', `git commit -m "rm x"`)).toBe(false);
     expect(programs(`echo 'x;y' "a|b" c\\;d`)).toEqual(['echo x;y a|b c;d']);
     expect(programs(`a && b || c; d | e\nf & g`)).toEqual(['a', 'b', 'c', 'd', 'e', 'f', 'g']);
+  });
+
+  it('property: however rm and its arguments are quoted, escaped, spaced or pathed, Bash(rm:*) denies it', () => {
+    const quoted = (word: string) =>
+      fc.array(fc.constantFrom<'plain' | 'single' | 'double' | 'escaped'>('plain', 'single', 'double', 'escaped'), { minLength: word.length, maxLength: word.length }).map((how) =>
+        [...word].map((ch, i) => (how[i] === 'single' ? `'${ch}'` : how[i] === 'double' ? `"${ch}"` : how[i] === 'escaped' ? `\\${ch}` : ch)).join(''),
+      );
+    const gap = fc.array(fc.constantFrom(' ', '\t', ' \\\n'), { minLength: 1, maxLength: 3 }).map((g) => g.join(''));
+    const before = fc.constantFrom('', 'echo ok; ', 'true && ', 'false || ', 'ls | ', 'X=1 ', 'sudo ', 'env A=b ', '( ', 'echo $( ');
+    fc.assert(
+      fc.property(before, fc.constantFrom('', '/bin/', '/usr/bin/'), quoted('rm'), gap, quoted('-rf'), gap, quoted('x'), (pre, path, rm, g1, flag, g2, target) => {
+        const close = pre.endsWith('( ') ? ' )' : '';
+        const command = `${pre}${path}${rm}${g1}${flag}${g2}${target}${close}`;
+        expect(matches('Bash(rm:*)', command), command).toBe(true);
+        expect(matches('Bash(rm -rf:*)', command), command).toBe(true);
+      }),
+      { numRuns: 400 },
+    );
   });
 
   it('a rule with arguments matches the unquoted words', () => {
