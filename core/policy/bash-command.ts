@@ -52,7 +52,8 @@ export function parseCommand(command: string, depth = 0): ParsedCommand {
   const src = Buffer.from(command, 'utf8');
   let file: ShNode;
   try {
-    file = shell().parser.Parse(command, 'command');
+    // A nested line (sh -c, eval) is parsed while the outer tree is walked: a parser of its own.
+    file = (depth === 0 ? shell().parser : shell().syntax.NewParser()).Parse(command, 'command');
   } catch (err) {
     const e = err as { Error?: () => string };
     return { commands: [], unjudgeable: `it does not parse as bash (${(typeof e.Error === 'function' ? e.Error() : String(err)).slice(0, 200)})` };
