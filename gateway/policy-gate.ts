@@ -137,7 +137,9 @@ function inlineSettings(value: string): Record<string, unknown> | undefined {
 /** Settings that set the mode or the model, as an update_settings request or `--settings` JSON carries them. */
 function checkSettings(policy: Policy, settings: Record<string, unknown> | undefined, asker: Asker): void {
   const s = (settings ?? {}) as { model?: unknown; permissions?: { defaultMode?: unknown } };
-  if (s.permissions?.defaultMode !== undefined) policy.checkMode(String(s.permissions.defaultMode), asker);
+  const mode = s.permissions?.defaultMode;
+  // null (the setting cleared) is judged as the mode an engine starts in without one.
+  if (mode !== undefined) policy.checkMode(mode === null ? ENGINE_DEFAULT_MODE : typeof mode === 'string' ? mode : JSON.stringify(mode), asker);
   if (s.model !== undefined) policy.checkModel(s.model as string | null);
 }
 
