@@ -9,5 +9,6 @@ export default defineConfig({
     pool: 'forks',
     // Two cores: real-CLI tests are heavy, keep parallelism modest.
     maxWorkers: 2,
+    reporters: ['default', './test/support/slowest-files.ts'],
   },
 });

@@ -1,24 +1,34 @@
 #!/usr/bin/env node
 import { asTetherError } from '../core/errors.js';
 import { parseCommand, type Command } from './args.js';
-import { acpCommand } from './commands/acp.js';
-import { agentCommand } from './commands/agent.js';
-import { auditCommand } from './commands/audit.js';
-import { attachCommand } from './commands/attach.js';
-import { chatCommand } from './commands/chat.js';
-import { configCommand } from './commands/config.js';
-import { gatewayCommand } from './commands/gateway.js';
-import { keygenCommand } from './commands/keygen.js';
-import { loginLinkCommand } from './commands/login-link.js';
-import { agentsCommand, sessionsCommand } from './commands/list.js';
-import { revokeCommand } from './commands/revoke.js';
-import { runCommand } from './commands/run.js';
-import { tokenCommand } from './commands/token.js';
-import { upCommand } from './commands/up.js';
 
-const commands: Command[] = [upCommand, gatewayCommand, agentCommand, runCommand, chatCommand, attachCommand, agentsCommand, sessionsCommand, auditCommand, tokenCommand, revokeCommand, loginLinkCommand, keygenCommand, configCommand, acpCommand];
+/**
+ * The commands in help order, each loaded only when it runs (or for the top-level help): a
+ * command imports what it needs (a client needs no gateway, gRPC server or NATS), so
+ * `tether run` starts in a fraction of the time loading all of them took.
+ */
+const COMMANDS: readonly [string, () => Promise<Command>][] = [
+  ['up', async () => (await import('./commands/up.js')).upCommand],
+  ['gateway', async () => (await import('./commands/gateway.js')).gatewayCommand],
+  ['agent', async () => (await import('./commands/agent.js')).agentCommand],
+  ['run', async () => (await import('./commands/run.js')).runCommand],
+  ['chat', async () => (await import('./commands/chat.js')).chatCommand],
+  ['attach', async () => (await import('./commands/attach.js')).attachCommand],
+  ['agents', async () => (await import('./commands/list.js')).agentsCommand],
+  ['sessions', async () => (await import('./commands/list.js')).sessionsCommand],
+  ['audit', async () => (await import('./commands/audit.js')).auditCommand],
+  ['token', async () => (await import('./commands/token.js')).tokenCommand],
+  ['revoke', async () => (await import('./commands/revoke.js')).revokeCommand],
+  ['login-link', async () => (await import('./commands/login-link.js')).loginLinkCommand],
+  ['keygen', async () => (await import('./commands/keygen.js')).keygenCommand],
+  ['config', async () => (await import('./commands/config.js')).configCommand],
+  ['acp', async () => (await import('./commands/acp.js')).acpCommand],
+];
 
-const TOP_HELP = `tether: a remote gateway for coding-agent CLIs (Claude Code first)
+/** The top-level help: loads every command for its summary (help is rare; runs load one). */
+async function topHelp(): Promise<string> {
+  const commands = await Promise.all(COMMANDS.map(([, load]) => load()));
+  return `tether: a remote gateway for coding-agent CLIs (Claude Code first)
 
 Usage: tether <command> [options]
 
@@ -28,6 +38,7 @@ ${commands.map((c) => `  ${c.name.padEnd(10)} ${c.summary}`).join('\n')}
 Run "tether <command> --help" for a command's options.
 Environment: TETHER_GATEWAY, TETHER_TOKEN, TETHER_AGENT, TETHER_STATE_DIR stand in for --gateway, --token, --agent, --state-dir.
 gateway, agent and up also read --config FILE (or TETHER_CONFIG) and TETHER_* variables: see "tether config --keys".`;
+}
 
 /**
  * grpc-js passes an IP address as the TLS server name for grpcs://127.0.0.1, which Node
@@ -44,18 +55,19 @@ process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (!name || name === '--help' || name === '-h' || name === 'help') {
-    process.stdout.write(TOP_HELP + '\n');
+    process.stdout.write((await topHelp()) + '\n');
     return name ? 0 : 2;
   }
   if (name === '--version') {
     process.stdout.write('tether 0.1.0\n');
     return 0;
   }
-  const cmd = commands.find((c) => c.name === name);
-  if (!cmd) {
-    process.stderr.write(`tether: unknown command "${name}"\n\n${TOP_HELP}\n`);
+  const load = COMMANDS.find(([n]) => n === name)?.[1];
+  if (!load) {
+    process.stderr.write(`tether: unknown command "${name}"\n\n${await topHelp()}\n`);
     return 2;
   }
+  const cmd = await load();
   const { values, positionals, help } = parseCommand(cmd, rest);
   if (help) {
     process.stdout.write(cmd.usage + '\n');

@@ -98,10 +98,14 @@ describe('tether up', () => {
     expect(refused.stderr).toContain('cannot connect to ws://127.0.0.1:1');
     const scheme = await runTether(['agents', '--gateway', 'http://127.0.0.1:1']);
     expect(scheme.stderr).toContain('unsupported gateway URL scheme');
-    for (const cmd of ['up', 'gateway', 'agent', 'run', 'agents', 'sessions', 'token', 'keygen']) {
-      const help = await runTether([cmd, '--help']);
+    // Every command the top-level help lists loads (each is imported only when it runs) under its own name.
+    const top = await runTether(['--help']);
+    const listed = [...top.stdout.matchAll(/^  ([a-z-]+) {2,}/gm)].map((m) => m[1]);
+    expect(listed).toEqual(expect.arrayContaining(['up', 'gateway', 'agent', 'run', 'agents', 'sessions', 'token', 'keygen', 'audit', 'acp']));
+    const helps = await Promise.all(listed.map((cmd) => runTether([cmd, '--help'])));
+    helps.forEach((help, n) => {
       expect(help.code).toBe(0);
-      expect(help.stdout).toContain(`Usage: tether ${cmd}`);
-    }
+      expect(help.stdout).toContain(`Usage: tether ${listed[n]}`);
+    });
   });
 });
