@@ -168,12 +168,22 @@ const INITIALIZE_SAFE = new Set(
 
 function initializeClass(r: Record<string, unknown>): ControlClass {
   const classes = Object.entries(r).map(([key, value]): ControlClass => {
+    if (key === 'hooks' && value !== null && value !== undefined) return onlyCallbackHooks(value) ? 'safe' : 'runs-programs';
     if (value === undefined || value === null || INITIALIZE_SAFE.has(key)) return 'safe';
     if (key === 'settings') return settingsClass(value);
     if (key === 'mcpServers') return onlySdkServerMap(value) || isEmptyMap(value) ? 'safe' : 'runs-programs';
     return 'loads-code'; // agents, plugins, managedSettings, workspaceTrust and anything unknown
   });
   return worst(...classes);
+}
+
+/**
+ * Whether an initialize `hooks` map holds callback matchers only (`hookCallbackIds`, answered
+ * by the client over the session), not settings-style `hooks: [{type: "command", …}]` lists.
+ */
+function onlyCallbackHooks(hooks: unknown): boolean {
+  if (typeof hooks !== 'object' || hooks === null || Array.isArray(hooks)) return false;
+  return Object.values(hooks).every((matchers) => Array.isArray(matchers) && matchers.every((m) => typeof m === 'object' && m !== null && !('hooks' in m) && !('command' in m)));
 }
 
 /** What one control request lets its sender do, or undefined for a subtype Tether does not know. */
