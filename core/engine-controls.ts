@@ -172,9 +172,35 @@ function initializeClass(r: Record<string, unknown>): ControlClass {
     if (value === undefined || value === null || INITIALIZE_SAFE.has(key)) return 'safe';
     if (key === 'settings') return settingsClass(value);
     if (key === 'mcpServers') return onlySdkServerMap(value) || isEmptyMap(value) ? 'safe' : 'runs-programs';
-    return 'loads-code'; // agents, plugins, managedSettings, workspaceTrust and anything unknown
+    if (key === 'agents') return agentsClass(value);
+    return 'loads-code'; // plugins, managedSettings, workspaceTrust and anything unknown
   });
   return worst(...classes);
+}
+
+/** Subagent definition fields that only shape the subagent (its prompt, tools, model, limits). */
+const AGENT_SAFE = new Set(
+  ('description prompt tools disallowedTools model criticalSystemReminder_EXPERIMENTAL skills initialPrompt maxTurns autoCompactWindow ' +
+    'background omitClaudeMd effort observer observerMessage').split(' '),
+);
+
+/**
+ * Subagents defined in `initialize.agents` (what the Agent SDK sends for `options.agents`):
+ * prompts and tool lists are safe (their tool calls ask and meet the policy like any other);
+ * inline MCP server commands start programs, a permission mode other than default or plan
+ * runs tools unasked, `memory` keeps files beyond the session, and any other field (or a
+ * definition that is not an object, e.g. a file the CLI would read) is not safe.
+ */
+function agentsClass(agents: unknown): ControlClass {
+  if (typeof agents !== 'object' || agents === null || Array.isArray(agents)) return 'loads-code';
+  const fieldClass = ([key, value]: [string, unknown]): ControlClass => {
+    if (value === undefined || AGENT_SAFE.has(key)) return 'safe';
+    if (key === 'permissionMode') return value === 'default' || value === 'plan' ? 'safe' : value === 'bypassPermissions' ? 'bypasses-permissions' : 'widens-permissions';
+    if (key === 'mcpServers') return Array.isArray(value) && value.every((spec) => typeof spec === 'string' || onlySdkServerMap(spec)) ? 'safe' : 'runs-programs';
+    if (key === 'memory') return 'widens-files';
+    return 'loads-code';
+  };
+  return worst(...Object.values(agents).map((d) => (typeof d === 'object' && d !== null && !Array.isArray(d) ? worst(...Object.entries(d).map(fieldClass)) : 'loads-code')));
 }
 
 /**

@@ -36,13 +36,18 @@ describe('engine controls', () => {
     expect(cls({ subtype: 'mcp_toggle', serverName: 'a', enabled: true })).toBe('runs-programs');
   });
 
-  it('judges initialize by its fields: what the Agent SDK sends is safe, agents, plugins, settings and command hooks are not', () => {
+  it('judges initialize by its fields: what the Agent SDK sends is safe (subagents as prompts and tools too); plugins, settings, command hooks, subagents that start servers or skip prompts are not', () => {
     const sdk = { subtype: 'initialize', hooks: { PreToolUse: [{ matcher: 'Bash', hookCallbackIds: ['hook_0'], timeout: 60 }] }, sdkMcpServers: ['tools'], systemPrompt: ['x'], jsonSchema: undefined, title: 't' };
     expect(cls(sdk)).toBe('safe');
     expect(cls({ subtype: 'initialize', hooks: null })).toBe('safe');
     expect(cls({ ...sdk, hooks: { PreToolUse: [{ hooks: [{ type: 'command', command: 'id' }] }] } })).toBe('runs-programs');
     expect(cls({ ...sdk, mcpServers: { a: { command: 'sh' } } })).toBe('runs-programs');
-    expect(cls({ ...sdk, agents: { a: { description: 'd', prompt: 'p' } } })).toBe('loads-code');
+    expect(cls({ ...sdk, agents: { a: { description: 'd', prompt: 'p', tools: ['Read'], model: 'sonnet', mcpServers: ['tools'] } } })).toBe('safe');
+    expect(cls({ ...sdk, agents: { a: { description: 'd', prompt: 'p', mcpServers: [{ x: { command: 'sh' } }] } } })).toBe('runs-programs');
+    expect(cls({ ...sdk, agents: { a: { description: 'd', prompt: 'p', permissionMode: 'bypassPermissions' } } })).toBe('bypasses-permissions');
+    expect(cls({ ...sdk, agents: { a: { description: 'd', prompt: 'p', permissionMode: 'acceptEdits' } } })).toBe('widens-permissions');
+    expect(cls({ ...sdk, agents: { a: { description: 'd', prompt: 'p', hooks: {} } } })).toBe('loads-code');
+    expect(cls({ ...sdk, agents: '/etc/agents.json' })).toBe('loads-code');
     expect(cls({ ...sdk, plugins: [{ type: 'local', path: '/tmp/p' }] })).toBe('loads-code');
     expect(cls({ ...sdk, settings: { env: { X: '1' } } })).toBe('changes-endpoint');
     expect(cls({ ...sdk, futureField: 1 })).toBe('loads-code');
