@@ -120,6 +120,8 @@ describe('the agent owner\'s --allow-engine-control', () => {
     expect(err.code).toBe('PERMISSION_DENIED');
     expect(err.message).toContain('may be sent only by the session\'s owner');
     expect((await rejectionOf(owner.request('reload_plugins'))).message).toContain('--allow-engine-control reload_plugins');
+    const viewer = await (await rig.stack.client({ sub: 'carol' })).attach(owner.id, { readOnly: true });
+    expect((await rejectionOf(viewer.request('interrupt'))).code).toBe('PERMISSION_DENIED'); // viewers send nothing at all
     const marker = join(tmp.path, 'owner');
     const reply = (await owner.request('mcp_set_servers', { servers: stdioServer(marker) })) as { response: { response: { added?: string[] } } };
     expect(reply.response.response.added).toEqual(['x']);
