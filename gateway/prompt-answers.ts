@@ -19,6 +19,8 @@ export interface PromptCall {
   input: Record<string, unknown>;
   /** The engine's `permission_suggestions` (PermissionUpdate entries), as it sent them. */
   suggestions: Record<string, unknown>[];
+  /** A tool whose answer is a person's input by design (AskUserQuestion: the answers are added to it). */
+  interactive: boolean;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -27,7 +29,8 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 export function promptCallOf(request: Record<string, unknown> | undefined): PromptCall | undefined {
   if (!request || request.subtype !== 'can_use_tool' || typeof request.tool_name !== 'string') return undefined;
   const suggestions = Array.isArray(request.permission_suggestions) ? request.permission_suggestions.filter(isObject) : [];
-  return { tool: request.tool_name, input: isObject(request.input) ? request.input : {}, suggestions };
+  const interactive = request.requires_user_interaction === true || request.tool_name === 'AskUserQuestion';
+  return { tool: request.tool_name, input: isObject(request.input) ? request.input : {}, suggestions, interactive };
 }
 
 /** What a checked answer changes, for the audit record: the input that runs, and the rules kept. */
@@ -54,8 +57,9 @@ export function checkAnswer(policy: Policy, call: PromptCall, answer: Record<str
     effects.input = input;
     effects.inputChanged = !isDeepStrictEqual(input, call.input);
     const d = policy.decide({ tool: call.tool, input, cwd: cwd ?? '/' }, undefined);
-    // An ask rule on the input shown is what this prompt is; on a changed input it would ask people about a call nobody was shown.
-    if (d.decision === 'deny' || (d.decision === 'ask' && effects.inputChanged)) {
+    // An ask rule on the input shown is what this prompt is; on a changed input it would ask people
+    // about a call nobody was shown (unless the tool's input is the person's answer: AskUserQuestion).
+    if (d.decision === 'deny' || (d.decision === 'ask' && effects.inputChanged && !call.interactive)) {
       throw new TetherError('PERMISSION_DENIED', `the answer's updatedInput for ${call.tool} is refused: the policy's ${d.decision} rule covers it (policy rule: ${d.rule}); the prompt is still open`);
     }
   }

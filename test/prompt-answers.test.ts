@@ -28,6 +28,10 @@ describe('checkAnswer', () => {
     expect(code({ behavior: 'allow', updatedInput: 'rm -rf /' })).toBe('INVALID_ARGUMENT');
     expect(code({ behavior: 'deny', message: 'no' })).toBe('ok');
     expect(checkAnswer(policy, call, { behavior: 'allow', updatedInput: { command: 'echo other' } }, undefined)).toMatchObject({ input: { command: 'echo other' }, inputChanged: true });
+    // AskUserQuestion's answer is added to its input: an ask rule on it is what the prompt is.
+    const question = promptCallOf({ subtype: 'can_use_tool', tool_name: 'AskUserQuestion', input: { questions: [] } })!;
+    const asking = Policy.compile({ permissions: { ask: ['AskUserQuestion'] } });
+    expect(thrownBy(() => checkAnswer(asking, question, { behavior: 'allow', updatedInput: { questions: [], answers: { q: 'a' } } }, undefined))).toBeUndefined();
   });
 
   it('keeps a rule only for the session and no wider than proposed', () => {
