@@ -21,6 +21,7 @@ import { EngineProcess } from './engine-process.js';
 import { EngineSet } from './engine-set.js';
 import { engineEnvironment, type EngineEnvPolicy } from './engine-env.js';
 import { checkExtraArgs, type EngineFlagPolicy } from './extra-args.js';
+import { checkControl, type EngineControlAllowance } from '../core/engine-controls.js';
 import { probeEngineVersions } from './engine-version.js';
 import { NO_CONTRIBUTION } from './initialize-merge.js';
 import { POLICY_CONTRIBUTION } from './policy-hook.js';
@@ -50,6 +51,8 @@ export interface AgentOptions {
   engineEnvPolicy?: EngineEnvPolicy;
   /** Flags beyond the safe ones sessions may ask for (agent/extra-args.ts). */
   engineFlags?: EngineFlagPolicy;
+  /** Control requests beyond the safe ones sessions may send (core/engine-controls.ts). */
+  engineControls?: EngineControlAllowance;
   /** Folders sessions may work in (and below); empty or absent: anywhere. */
   sessionRoots?: readonly string[];
   /** The agent's host key: each hello proves it holds it (core/auth/host-key.ts). */
@@ -135,6 +138,7 @@ export class Agent {
         engine_versions: this.engineVersions,
         sessions: [...this.relays.values()].map((r) => ({ session_id: r.sessionId, next_seq: r.nextOutputSeq, last_input_seq: r.lastAppliedInputSeq })),
         host_key: this.opts.hostKey && hostKeyProof(this.opts.hostKey, this.opts.name),
+        allow_engine_controls: [...(this.opts.engineControls?.allowControls ?? [])],
       },
     };
   }
@@ -214,7 +218,11 @@ export class Agent {
       logger: log,
       engineSet: this.engineSet,
     });
-    const relay = new SessionRelay(sessionId, engine, log, undefined, { contribution: policy.hook ? POLICY_CONTRIBUTION : NO_CONTRIBUTION, clientInitializes: options.client_initialize === true });
+    const relay = new SessionRelay(sessionId, engine, log, undefined, {
+      contribution: policy.hook ? POLICY_CONTRIBUTION : NO_CONTRIBUTION,
+      clientInitializes: options.client_initialize === true,
+      checkControl: (request) => checkControl(request, this.opts.engineControls ?? {}, this.opts.name),
+    });
     this.relays.set(sessionId, relay);
     try {
       if (options.client_initialize) {

@@ -11,6 +11,7 @@ import { AGENT_INITIALIZE_TIMEOUT_MS } from './agent.js';
 import { DEFAULT_EOF_GRACE_MS, DEFAULT_TERM_GRACE_MS } from './engine-process.js';
 import { resolveEngineUser, type EngineEnvPolicy } from './engine-env.js';
 import { allowFlagProblem, type EngineFlagPolicy } from './extra-args.js';
+import { allowControlProblem, type EngineControlAllowance } from '../core/engine-controls.js';
 
 /** Where the agent keeps its host key unless hostKeyFile says otherwise. */
 export const DEFAULT_HOST_KEY_FILE = join(homedir(), '.tether', 'agent-host-key.pem');
@@ -34,6 +35,13 @@ export const ENGINE_KEYS = {
     }))
     .default([])
     .meta({ help: 'an engine flag sessions may use although it runs programs, loads code or settings, or reaches files beyond the session folder, named with or without its dashes, e.g. mcp-config (repeatable)', flag: 'allow-engine-flag' }),
+  allowEngineControls: z
+    .array(z.string().superRefine((name, ctx) => {
+      const problem = allowControlProblem(name);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    }))
+    .default([])
+    .meta({ help: "an engine control request sessions' owners may send although it starts programs, loads code or settings, changes the engine's environment or writes settings files, e.g. mcp_set_servers (repeatable)", flag: 'allow-engine-control' }),
   allowBypassPermissions: z
     .boolean()
     .default(false)
@@ -65,14 +73,16 @@ export const ENGINE_KEYS = {
 type EngineKeys = z.infer<z.ZodObject<typeof ENGINE_KEYS>>;
 
 /** The agent options that follow from the engine keys: flag policy, environment policy and session folders. */
-export function enginePoliciesOf(c: Pick<EngineKeys, 'allowEngineFlags' | 'allowBypassPermissions' | 'engineEnv' | 'engineEnvDeny' | 'engineUser' | 'sessionRoots'>): {
+export function enginePoliciesOf(c: Pick<EngineKeys, 'allowEngineFlags' | 'allowEngineControls' | 'allowBypassPermissions' | 'engineEnv' | 'engineEnvDeny' | 'engineUser' | 'sessionRoots'>): {
   engineFlags: EngineFlagPolicy;
+  engineControls: EngineControlAllowance;
   engineEnvPolicy: EngineEnvPolicy;
   sessionRoots: string[];
 } {
   return {
     sessionRoots: c.sessionRoots.map((r) => resolve(r)),
     engineFlags: { allowFlags: c.allowEngineFlags, allowBypassPermissions: c.allowBypassPermissions },
+    engineControls: { allowControls: c.allowEngineControls },
     engineEnvPolicy: { set: c.engineEnv, deny: c.engineEnvDeny, user: c.engineUser === undefined ? undefined : resolveEngineUser(c.engineUser) },
   };
 }

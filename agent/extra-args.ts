@@ -1,5 +1,5 @@
 import { TetherError } from '../core/errors.js';
-import { engineFlag, flagClassOf, flagToken, isUnknownToken, readEngineArgv, type EngineFlag, type FlagClass } from '../core/engine-flags.js';
+import { CLASS_WORDS, engineFlag, flagClassOf, flagToken, isUnknownToken, readEngineArgv, type EngineFlag } from '../core/engine-flags.js';
 
 /**
  * What a session may ask of its engine beyond the safe flags: the agent owner's choice
@@ -15,13 +15,6 @@ export interface EngineFlagPolicy {
 /** Linux's cap on one argv string (MAX_ARG_STRLEN, 32 pages, counting the NUL): longer fails exec. */
 export const MAX_ENGINE_ARG_BYTES = 128 * 1024 - 1;
 
-const WHAT: Record<Exclude<FlagClass, 'safe' | 'plumbing'>, string> = {
-  'runs-programs': 'it makes the engine start a program',
-  'loads-code': 'it loads code or settings',
-  'widens-files': "it reaches files beyond the session's folder",
-  'bypasses-permissions': 'it runs tools without asking anyone',
-};
-
 /**
  * Throws PERMISSION_DENIED, naming the flag, when the policy does not let a session use this
  * flag with this value. Returns false for the agent's own plumbing (dropped), true otherwise.
@@ -33,10 +26,10 @@ export function checkFlagUse(flag: EngineFlag, value: string | undefined, policy
   if (cls === 'bypasses-permissions') {
     if (policy.allowBypassPermissions) return true;
     const what = flag.name === '--permission-mode' ? `engine flag "${flag.name}" with "bypassPermissions"` : `engine flag "${flag.name}"`;
-    throw new TetherError('PERMISSION_DENIED', `${what} is not allowed by agent "${agent}" (${WHAT[cls]}); its owner can allow it with --allow-bypass-permissions`);
+    throw new TetherError('PERMISSION_DENIED', `${what} is not allowed by agent "${agent}" (${CLASS_WORDS[cls]}); its owner can allow it with --allow-bypass-permissions`);
   }
   if (policy.allowFlags?.includes(flag.name)) return true;
-  throw new TetherError('PERMISSION_DENIED', `engine flag "${flag.name}" is not allowed by agent "${agent}" (${WHAT[cls]}); its owner can allow it with --allow-engine-flag ${flag.name}`);
+  throw new TetherError('PERMISSION_DENIED', `engine flag "${flag.name}" is not allowed by agent "${agent}" (${CLASS_WORDS[cls]}); its owner can allow it with --allow-engine-flag ${flag.name}`);
 }
 
 /** Throws INVALID_ARGUMENT when a value cannot be one argv string (NUL, or past the kernel's cap). */

@@ -44,6 +44,11 @@ export interface RelayInit {
    * first line be something else, the agent's default goes just before it.
    */
   clientInitializes: boolean;
+  /**
+   * Throws when a client's control request may not reach the engine (core/engine-controls.ts:
+   * the owner's allowances); the relay then answers it itself. Absent: every request goes through.
+   */
+  checkControl?: (request: Record<string, unknown>) => void;
 }
 
 /** The request id the agent uses for its own initialize handshake. */
@@ -178,6 +183,7 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
     this.lastInputSeq = seq;
     try {
       const text = checkEngineInput(line);
+      if (this.refusedControl(line)) return this.sink?.ackInput(this.sessionId, seq);
       const prepared = this.prepare(line);
       await this.engine.write(prepared, prepared === line ? text : undefined); // serialized once, by the check
     } catch (err) {
@@ -186,6 +192,26 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
       this.emit({ kind: 'event', event: tetherEvent({ subtype: 'engine_error', code: 'INPUT_NOT_WRITTEN', message: e.message }) });
     }
     this.sink?.ackInput(this.sessionId, seq);
+  }
+
+  /**
+   * Defence in depth behind the gateway's own check: a client's control request the owner does
+   * not allow never reaches the engine's stdin; the relay answers it in the engine's place (a
+   * `control_response` error for its request id), so the asker gets the refusal.
+   */
+  private refusedControl(line: Record<string, unknown>): boolean {
+    if (line.type !== 'control_request' || !this.init.checkControl) return false;
+    const request = (typeof line.request === 'object' && line.request !== null ? line.request : {}) as Record<string, unknown>;
+    try {
+      this.init.checkControl(request);
+      return false;
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      this.log.warn({ sessionId: this.sessionId, subtype: String(request.subtype).slice(0, 64), err: message }, 'control request refused before the engine');
+      const answer = { type: 'control_response', response: { subtype: 'error', request_id: line.request_id, error: message } };
+      this.emit({ kind: 'line', bytes: Buffer.from(JSON.stringify(answer)), meta: lineMeta(answer), readAtMs: Date.now() });
+      return true;
+    }
   }
 
   private emit(item: { kind: 'line'; bytes: Buffer; meta: LineMeta; readAtMs: number } | { kind: 'event'; event: TetherEvent }): void {

@@ -44,7 +44,8 @@ export interface EngineFlag {
 /**
  * The flags by class and arity. Notes: `--permission-mode bypassPermissions` bypasses
  * permissions and an `--mcp-config` of in-process SDK servers only is safe (flagClassOf);
- * `--setting-sources` only narrows which of the usual settings files load; `--agents`
+ * `--setting-sources` chooses which settings files load, so a narrower list drops the owner's
+ * own settings (their deny rules and hooks): only the full `user,project,local` is safe; `--agents`
  * definitions may start MCP servers (and with --print it may name a file); `--debug` writes
  * a log on the agent's disk and `--debug-to-stderr` into the stderr tail clients see.
  */
@@ -60,7 +61,7 @@ const TABLE: Record<FlagClass, Partial<Record<FlagArity, string>>> = {
     value:
       '--model --fallback-model --permission-mode --permission-prompts --max-turns --max-budget-usd --max-thinking-tokens ' +
       '--task-budget --effort --thinking --thinking-display --system-prompt --append-system-prompt --json-schema --agent ' +
-      '--name --setting-sources --session-id --resume-session-at --resume-drops-turn',
+      '--name --session-id --resume-session-at --resume-drops-turn',
     optional: '--resume',
     variadic: '--allowedTools --disallowedTools --tools --betas',
   },
@@ -71,7 +72,7 @@ const TABLE: Record<FlagClass, Partial<Record<FlagArity, string>>> = {
   },
   'loads-code': {
     none: '--await-initialize --managed-settings-in-initialize',
-    value: '--settings --managed-settings --agents --plugin-dir --plugin-dir-no-mcp --project-config-root --initialize-fields',
+    value: '--settings --setting-sources --managed-settings --agents --plugin-dir --plugin-dir-no-mcp --project-config-root --initialize-fields',
     variadic: '--channels',
   },
   'widens-files': {
@@ -131,19 +132,41 @@ export function flagToken(flag: EngineFlag, value?: string): string {
 export function flagClassOf(flag: EngineFlag, value: string | undefined): FlagClass {
   if (flag.name === '--permission-mode' && value === 'bypassPermissions') return 'bypasses-permissions';
   if (flag.name === '--mcp-config' && value !== undefined && onlySdkServers(value)) return 'safe';
+  if (flag.name === '--setting-sources' && value !== undefined && ALL_SETTING_SOURCES.every((s) => value.split(',').includes(s))) return 'safe';
   return flag.class;
 }
 
+/** The settings files the CLI loads by default; `--setting-sources` naming all of them drops none. */
+const ALL_SETTING_SOURCES = ['user', 'project', 'local'];
+
+/** Whether a JSON `--mcp-config` value declares in-process SDK servers only. */
 function onlySdkServers(value: string): boolean {
   try {
-    const config = JSON.parse(value) as { mcpServers?: unknown };
-    const servers = config?.mcpServers;
-    if (typeof servers !== 'object' || servers === null || Array.isArray(servers)) return false;
-    return Object.values(servers).every((s) => typeof s === 'object' && s !== null && (s as { type?: unknown }).type === 'sdk');
+    return onlySdkServerMap((JSON.parse(value) as { mcpServers?: unknown })?.mcpServers);
   } catch {
     return false; // not JSON: a file path, which the CLI would read
   }
 }
+
+/**
+ * Whether a map of MCP server configs (name → config) holds in-process SDK servers only
+ * (`{"type":"sdk"}`: served by the app over the session's own messages, so nothing starts).
+ */
+export function onlySdkServerMap(servers: unknown): boolean {
+  if (typeof servers !== 'object' || servers === null || Array.isArray(servers)) return false;
+  return Object.values(servers).every((s) => typeof s === 'object' && s !== null && (s as { type?: unknown }).type === 'sdk');
+}
+
+/**
+ * What each class of flag (and of engine control, core/engine-controls.ts) lets its chooser
+ * do, in the words every refusal uses: "… is not allowed by agent "X" (WORDS); its owner …".
+ */
+export const CLASS_WORDS: Record<Exclude<FlagClass, 'safe' | 'plumbing'>, string> = {
+  'runs-programs': 'it makes the engine start a program',
+  'loads-code': 'it loads code or settings',
+  'widens-files': "it reaches files beyond the session's folder",
+  'bypasses-permissions': 'it runs tools without asking anyone',
+};
 
 /** One flag use read from argv: the flag, the spelling used, and its values (one per use). */
 export interface ParsedFlag {

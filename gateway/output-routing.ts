@@ -4,7 +4,7 @@ import type { SessionHistory } from './session-history.js';
 import type { SessionMembers } from './session-members.js';
 import type { SessionPrompts } from './session-prompts.js';
 import type { SessionStatus } from './session-status.js';
-import { policyHookCall, promptTool } from './policy-gate.js';
+import { policyHookCall, promptRequest } from './policy-gate.js';
 
 /** What output routing works with: the session's other parts. */
 export interface OutputParts {
@@ -29,7 +29,7 @@ export class OutputRouting {
     if (meta.type === 'control_response' && meta.request_id !== undefined && this.reply(meta.request_id, line)) return;
     const hook = policyHookCall(meta, line);
     if (hook) return this.s.prompts.answerPolicyHook(hook); // the policy's own: never shown to clients, so none can answer it
-    if (meta.type === 'control_request' && meta.request_id) this.s.prompts.raise(meta.request_id, meta.subtype ?? 'unknown', promptTool(meta, line));
+    if (meta.type === 'control_request' && meta.request_id) this.s.prompts.raise(meta.request_id, meta.subtype ?? 'unknown', promptRequest(meta, line));
     if (meta.type === 'control_cancel_request' && meta.request_id) this.s.prompts.withdraw(meta.request_id, 'cancelled by the engine');
     this.s.history.append({ line, origin: 'engine' }, readAtMs);
     this.s.status.follow(meta, this.s.prompts.size > 0);

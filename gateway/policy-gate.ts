@@ -7,6 +7,7 @@ import { ENGINE_DEFAULT_MODE, engineChoices } from '../core/engine-choices.js';
 import type { LineMeta } from '../core/protocol/methods.js';
 import type { Logger } from '../core/logging.js';
 import { failureCode, recordQuietly, type AuditLog } from './audit-log.js';
+import { checkControl, type EngineControlAllowance } from '../core/engine-controls.js';
 import type { PolicyProvider } from './policy-source.js';
 import type { Principal } from './principal.js';
 
@@ -61,25 +62,43 @@ export function policyHookCall(meta: LineMeta, line: Uint8Array): PolicyHookCall
   };
 }
 
-/**
- * For a can_use_tool prompt: the tool call it asks about (`tool`, `tool_use_id`, `input`
- * capped), so the audit record of a person's answer says what was decided. Parsed only for
- * can_use_tool lines.
- */
-export function promptTool(meta: LineMeta, line: Uint8Array): Record<string, unknown> | undefined {
+/** The request body of an engine control request the session raises as a prompt (parsed only for can_use_tool). */
+export function promptRequest(meta: LineMeta, line: Uint8Array): Record<string, unknown> | undefined {
   if (meta.subtype !== 'can_use_tool') return undefined;
   try {
-    const r = (JSON.parse(Buffer.from(line.buffer, line.byteOffset, line.byteLength).toString('utf8')) as { request?: Record<string, unknown> }).request ?? {};
-    return { tool: r.tool_name, tool_use_id: r.tool_use_id, input: cappedInput(r.input) };
+    return (JSON.parse(Buffer.from(line.buffer, line.byteOffset, line.byteLength).toString('utf8')) as { request?: Record<string, unknown> }).request ?? {};
   } catch {
     return undefined;
   }
 }
 
+/**
+ * For a can_use_tool prompt: the tool call it asks about (`tool`, `tool_use_id`, `input`
+ * capped), so the audit record of a person's answer says what was decided.
+ */
+export function promptTool(request: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  if (request?.subtype !== 'can_use_tool') return undefined;
+  return { tool: request.tool_name, tool_use_id: request.tool_use_id, input: cappedInput(request.input) };
+}
+
 /** A tool input for the audit: whole up to AUDIT_MAX_INPUT_CHARS serialised, else its head. */
-function cappedInput(input: unknown): unknown {
+export function cappedInput(input: unknown): unknown {
   const text = JSON.stringify(input) ?? 'null';
   return text.length <= AUDIT_MAX_INPUT_CHARS ? input : { truncated: true, chars: text.length, head: text.slice(0, AUDIT_MAX_INPUT_CHARS) };
+}
+
+/**
+ * Refuses (PERMISSION_DENIED, naming the rule) an answer to a prompt whose permission updates
+ * set a mode above the answerer's ceiling; the rest of the answer is checked against the
+ * prompt itself (gateway/prompt-answers.ts).
+ */
+export function checkAnswerModes(policy: Policy, line: Record<string, unknown>, asker: Asker): void {
+  const updates = ((line.response as { response?: { updatedPermissions?: unknown } } | undefined)?.response?.updatedPermissions ?? []) as unknown[];
+  if (!Array.isArray(updates)) return;
+  for (const u of updates) {
+    const mode = (u as { type?: unknown; mode?: unknown } | null)?.type === 'setMode' ? (u as { mode?: unknown }).mode : undefined;
+    if (typeof mode === 'string') policy.checkMode(mode, asker);
+  }
 }
 
 /** The policy's decision for one hook call (only PreToolUse calls are decided). */
@@ -172,24 +191,35 @@ function checkDirect(policy: Policy, call: ToolCall, subtype: string): void {
   }
 }
 
+/** The session a client's control request goes to, as the gate needs it. */
+export interface GateSession {
+  id: string;
+  agent: string;
+  options: { cwd?: string };
+}
+
 /**
- * {@link checkControlRequest} for a client's control request on its way to a session; a
- * refusal is recorded (action `control`, `result: "refused"`, `decided_by: "tether:policy"`).
+ * A client's control request on its way to a session, checked before anything is stored or
+ * queued: the subtype against the engine's control table and the agent owner's allowances
+ * (core/engine-controls.ts; the agent checks again), then against the central policy
+ * ({@link checkControlRequest}). A refusal is recorded (action `control`, `result: "refused"`,
+ * `decided_by: "tether:policy"`).
  */
 export function checkControlAudited(
-  dir: { policy: PolicyProvider; audit: AuditLog; log: Logger },
-  sessionId: string,
+  dir: { policy: PolicyProvider; audit: AuditLog; log: Logger; controlAllowance(agent: string): EngineControlAllowance },
+  session: GateSession,
   p: Principal,
   clientId: string,
   line: Record<string, unknown>,
   role: Asker['role'],
-  cwd?: string,
 ): void {
   const request = (typeof line.request === 'object' && line.request !== null ? line.request : {}) as Record<string, unknown>;
   try {
-    checkControlRequest(dir.policy.current, request, { ...p, role }, cwd);
+    checkControl(request, dir.controlAllowance(session.agent), session.agent, role ?? 'viewer');
+    checkControlRequest(dir.policy.current, request, { ...p, role }, session.options.cwd);
   } catch (err) {
-    const entry = { session_id: sessionId, principal: p.sub, action: 'control' as const, client_id: clientId, subtype: request.subtype, mode: request.mode, model: request.model };
+    const subtype = typeof request.subtype === 'string' ? request.subtype.slice(0, 64) : undefined;
+    const entry = { session_id: session.id, principal: p.sub, action: 'control' as const, client_id: clientId, subtype, mode: request.mode, model: request.model };
     recordQuietly(dir.audit, { ...entry, result: 'refused', code: failureCode(err), reason: (err as Error).message, decided_by: POLICY_PRINCIPAL }, dir.log);
     throw err;
   }

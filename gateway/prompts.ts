@@ -1,5 +1,6 @@
 import { TetherError } from '../core/errors.js';
 import type { PromptOutcome } from './metrics.js';
+import type { PromptCall } from './prompt-answers.js';
 
 export interface PendingPrompt {
   requestId: string;
@@ -8,6 +9,8 @@ export interface PendingPrompt {
   timer?: NodeJS.Timeout;
   /** For can_use_tool: the tool call asked about, for the audit record of its answer. */
   tool?: Record<string, unknown>;
+  /** For can_use_tool: the call and the engine's proposed rules, to check answers against. */
+  call?: PromptCall;
 }
 
 /** Told about every prompt raised and settled, with how long it waited (the gateway's metrics). */

@@ -6,7 +6,7 @@ import type { GatewayMetrics } from './metrics.js';
 import type { SessionDirectory } from './session-directory.js';
 import { stopAcrossCuts } from './session-stop.js';
 import { requireControlScope } from './session-roles.js';
-import { checkControlAudited } from './policy-gate.js';
+import { checkAnswerModes, checkControlAudited } from './policy-gate.js';
 import { readAudit } from './audit-access.js';
 
 /** Who makes a call: the principal the door admitted, and the member frames and replies go to. */
@@ -39,7 +39,8 @@ export async function applySessionCall<M extends SessionCall>(dir: SessionDirect
     case 'session.send': {
       const s = params as ParamsOf<'session.send'>;
       requireControlScope(p, 'send to sessions');
-      if (s.line.type === 'control_request') checkControlAudited(dir, session.id, p, clientId, s.line, session.roleOf(clientId), session.options.cwd);
+      if (s.line.type === 'control_request') checkControlAudited(dir, session, p, clientId, s.line, session.roleOf(clientId));
+      if (s.line.type === 'control_response') checkAnswerModes(dir.policy.current, s.line, { ...p, role: session.roleOf(clientId) });
       const status = session.input(clientId, s.input_id, s.line, metrics && ((text) => metrics.relayed('from_client', Buffer.byteLength(text))));
       return { status } as ResultOf<M>;
     }

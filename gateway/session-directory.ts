@@ -4,6 +4,7 @@ import { tetherEvent } from '../core/protocol/events.js';
 import type { AgentInfo, SessionInfo } from '../core/protocol/methods.js';
 import type { EngineKind, SessionOptions } from '../core/protocol/session-options.js';
 import type { AgentLink } from './agent-link.js';
+import type { EngineControlAllowance } from '../core/engine-controls.js';
 import type { Principal } from './principal.js';
 import { Session, type SessionLimits } from './session.js';
 import { failureCode, recordOrRefuse, recordQuietly, type AuditLog } from './audit-log.js';
@@ -87,6 +88,15 @@ export class SessionDirectory {
     clearTimeout(this.lostTimers.get(id));
     this.lostTimers.delete(id);
     return s;
+  }
+
+  /**
+   * The control requests an agent's owner allows beyond the safe ones, as its hello announced
+   * (also while the gateway waits for it to come back); none for an agent it does not know.
+   */
+  controlAllowance(agent: string): EngineControlAllowance {
+    const descriptor = this.agents.get(agent)?.descriptor ?? this.waits.awaited(agent)?.descriptor;
+    return { allowControls: descriptor?.allow_engine_controls ?? [] };
   }
 
   /** This gateway's agents, and the cluster's when in one. */

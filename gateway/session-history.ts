@@ -17,7 +17,7 @@ export type FrameBody =
 /** What one stored frame tells a session restoring itself (see {@link factOf}). */
 export type RestoredFact =
   | { kind: 'state'; state: SessionState }
-  | { kind: 'prompt'; requestId: string; subtype: string }
+  | { kind: 'prompt'; requestId: string; subtype: string; request?: Record<string, unknown> }
   | { kind: 'withdrawn'; requestId: string };
 
 /**
@@ -114,7 +114,7 @@ export class SessionHistory {
  * for a frame that tells nothing (or that does not parse). Read once per frame at start only.
  */
 export function factOf(frame: FrameBytes): RestoredFact | undefined {
-  let params: { message?: { type?: string; request_id?: string; request?: { subtype?: string } }; event?: TetherEvent; origin?: string };
+  let params: { message?: { type?: string; request_id?: string; request?: { subtype?: string } & Record<string, unknown> }; event?: TetherEvent; origin?: string };
   try {
     params = (JSON.parse(frameBuffer(frame).toString('utf8')) as { params: typeof params }).params;
   } catch {
@@ -124,7 +124,7 @@ export function factOf(frame: FrameBytes): RestoredFact | undefined {
   if (params.event?.subtype === 'exited') return { kind: 'state', state: 'ended' };
   const v = params.message;
   if (typeof v !== 'object' || v === null || typeof v.request_id !== 'string') return undefined;
-  if (v.type === 'control_request' && params.origin === 'engine') return { kind: 'prompt', requestId: v.request_id, subtype: v.request?.subtype ?? 'unknown' };
+  if (v.type === 'control_request' && params.origin === 'engine') return { kind: 'prompt', requestId: v.request_id, subtype: v.request?.subtype ?? 'unknown', request: v.request };
   if (v.type === 'control_cancel_request') return { kind: 'withdrawn', requestId: v.request_id };
   return undefined;
 }

@@ -8,7 +8,9 @@ import type { SessionHistory } from './session-history.js';
 import type { SessionStatus } from './session-status.js';
 import type { SessionAudit } from './session-audit.js';
 import type { PolicyProvider } from './policy-source.js';
-import { decideHook, hookAnswer, hookAuditDetails, POLICY_PRINCIPAL, unauditedDenial, type PolicyHookCall } from './policy-gate.js';
+import { cappedInput, decideHook, hookAnswer, hookAuditDetails, POLICY_PRINCIPAL, promptTool, unauditedDenial, type PolicyHookCall } from './policy-gate.js';
+import { checkAnswer, promptCallOf } from './prompt-answers.js';
+import { failureCode } from './audit-log.js';
 
 /** Engine control requests a client answers through the prompt book. */
 const DENY_ON_EXPIRY = 'can_use_tool';
@@ -24,6 +26,8 @@ export interface PromptParts {
   audit: SessionAudit;
   logger: Logger;
   policy: PolicyProvider;
+  /** The session's folder as its options name it (undefined: the agent's default, unknown here). */
+  cwd?: string;
 }
 
 /** Who acts: an attached client, by principal and client id. */
@@ -54,8 +58,12 @@ export class SessionPrompts {
     this.book.observer = o;
   }
 
-  /** The engine asks: the prompt waits for a client, or is denied at once when too many wait. */
-  raise(requestId: string, subtype: string, tool?: Record<string, unknown>): void {
+  /**
+   * The engine asks (`request`: the body of its control request, when known): the prompt waits
+   * for a client, or is denied at once when too many wait.
+   */
+  raise(requestId: string, subtype: string, request?: Record<string, unknown>): void {
+    const tool = promptTool(request);
     if (this.book.full) {
       this.s.logger.warn({ sessionId: this.s.sessionId, requestId }, 'too many pending prompts; denying');
       this.book.observer?.promptRaised();
@@ -66,7 +74,7 @@ export class SessionPrompts {
     }
     const timer = setTimeout(() => this.expire(requestId), this.s.expiryMs);
     timer.unref();
-    this.book.raise({ requestId, subtype, raisedAt: Date.now(), timer, tool });
+    this.book.raise({ requestId, subtype, raisedAt: Date.now(), timer, tool, call: promptCallOf(request) });
   }
 
   /** The engine withdrew its request (or a restored history says it did). */
@@ -94,12 +102,41 @@ export class SessionPrompts {
     const requestId = response.request_id;
     if (!this.book.has(requestId)) this.book.claim(requestId, by.principal); // throws the precise error
     const behavior = response.subtype === 'error' ? 'error' : String((line.response as { response?: { behavior?: unknown } }).response?.behavior ?? 'answered');
-    const tool = this.book.get(requestId)?.tool;
-    this.s.audit.audited(by.principal, 'permission_decision', { request_id: requestId, ...tool, behavior, client_id: by.clientId }, () => {
+    const prompt = this.book.get(requestId);
+    const details: Record<string, unknown> = { request_id: requestId, ...prompt?.tool, behavior, client_id: by.clientId };
+    if (prompt?.subtype === 'can_use_tool' && response.subtype === 'success') Object.assign(details, this.checkedAnswer(by, details, line));
+    this.s.audit.audited(by.principal, 'permission_decision', details, () => {
       this.book.claim(requestId, by.principal, outcomeOf(behavior));
       this.s.inputs.toEngine(line, key);
     });
     this.decided(requestId, by.principal, behavior);
+  }
+
+  /**
+   * Checks a person's answer to a can_use_tool prompt (gateway/prompt-answers.ts) before it is
+   * claimed, so a refused answer leaves the prompt open for another; the refusal is recorded.
+   * Returns what the audit record adds: the input that runs and the permissions kept.
+   */
+  private checkedAnswer(by: Actor, details: Record<string, unknown>, line: Record<string, unknown>): Record<string, unknown> {
+    const answer = ((line.response as { response?: unknown }).response ?? {}) as Record<string, unknown>;
+    const call = this.book.get(details.request_id as string)?.call;
+    try {
+      if (!call) {
+        if (answer.updatedPermissions !== undefined || (answer.updatedInput !== undefined && answer.behavior === 'allow')) {
+          throw new TetherError('FAILED_PRECONDITION', 'the tool call this prompt asks about is not known here, so an answer may not change its input or permissions; allow or deny it as asked');
+        }
+        return {};
+      }
+      const effects = checkAnswer(this.s.policy.current, call, answer, this.s.cwd);
+      const out: Record<string, unknown> = {};
+      if (effects.input) out.input = cappedInput(effects.input); // what actually runs
+      if (effects.inputChanged) out.asked_input = cappedInput(call.input);
+      if (effects.updatedPermissions) out.updated_permissions = effects.updatedPermissions;
+      return out;
+    } catch (err) {
+      this.s.audit.quietly(by.principal, 'permission_decision', { ...details, updated_input: cappedInput(answer.updatedInput), updated_permissions: answer.updatedPermissions, result: 'refused', code: failureCode(err), reason: (err as Error).message, decided_by: POLICY_PRINCIPAL });
+      throw err;
+    }
   }
 
   /**

@@ -109,7 +109,7 @@ export class Session {
       onCaughtUp: () => this.status.caughtUp(),
     });
     const parts = { sessionId: id, history: this.history, inputs: this.inputs, status: this.status, audit: this.audit, controls: this.controls };
-    this.prompts = new SessionPrompts({ ...parts, maxPending: limits.maxPendingPrompts, expiryMs: limits.promptExpiryMs, logger: init.logger, policy: init.policy ?? new StaticPolicy() });
+    this.prompts = new SessionPrompts({ ...parts, cwd: init.options.cwd, maxPending: limits.maxPendingPrompts, expiryMs: limits.promptExpiryMs, logger: init.logger, policy: init.policy ?? new StaticPolicy() });
     this.roles = new SessionRoles(init.owner, restored?.roles, (decisions) => store.saveRoles(id, decisions));
     this.metrics = init.metrics;
     this.members = new SessionMembers({ ...parts, owner: init.owner, maxMembers: limits.maxMembers, roles: this.roles, onGap: () => this.metrics?.replayGap() });
@@ -128,7 +128,7 @@ export class Session {
     for (const f of stored.frames) {
       const fact = factOf(f.bytes);
       if (fact?.kind === 'state') this.status.restore(fact.state);
-      else if (fact?.kind === 'prompt') this.prompts.raise(fact.requestId, fact.subtype);
+      else if (fact?.kind === 'prompt') this.prompts.raise(fact.requestId, fact.subtype, fact.request);
       else if (fact?.kind === 'withdrawn') this.prompts.withdraw(fact.requestId, 'withdrawn');
     }
     this.inputs.restore(stored.inputs);

@@ -111,6 +111,8 @@ describe('extra_args: the owner decides, the client asks', () => {
     ['--plugin-dir', ['--plugin-dir', '/tmp/plugin']],
     ['--debug-file', ['--debug-file', '/tmp/x']],
     ['--agents', ['--agents', '{}']],
+    ['--setting-sources= (drops the owner\'s own settings: their deny rules and hooks)', ['--setting-sources=']],
+    ['--setting-sources project', ['--setting-sources', 'project']],
   ];
   it.each(denied)('refuses %s by default with PERMISSION_DENIED naming the flag', (_what, args) => {
     const err = thrownBy(() => checkExtraArgs(args, {}, 'buildbox'));
@@ -121,9 +123,9 @@ describe('extra_args: the owner decides, the client asks', () => {
 
   it('allows what the Agent SDK passes for in-process MCP servers, and the safe flags, as --flag=value', () => {
     const sdk = JSON.stringify({ mcpServers: { tools: { type: 'sdk', name: 'tools' } } });
-    expect(checkExtraArgs(['--mcp-config', sdk, '--setting-sources=', '--max-turns', '3', '--allowed-tools', 'Read', 'Bash(git *)', '--strict-mcp-config', '-r', 'abc'])).toEqual([
+    expect(checkExtraArgs(['--mcp-config', sdk, '--setting-sources=user,project,local', '--max-turns', '3', '--allowed-tools', 'Read', 'Bash(git *)', '--strict-mcp-config', '-r', 'abc'])).toEqual([
       `--mcp-config=${sdk}`,
-      '--setting-sources=',
+      '--setting-sources=user,project,local',
       '--max-turns=3',
       '--allowedTools=Read',
       '--allowedTools=Bash(git *)',

@@ -48,7 +48,8 @@ import { startStack, TRANSPORT_PAIRS, withTimeout, type Stack, type TransportNam
  *    the suite asserts the refusal code instead and the recorded engine skips those frames and
  *    its recorded reaction to them (TETHER_RECORDED_SKIP): 60 (non-JSON line), 61 (unknown
  *    type, answer to a request nobody raised, control_request without subtype, user frame
- *    without content), 62 (JSON-RPC frames without `type`), 15 (late answer to a prompt the
+ *    without content), 40 (a control subtype core/engine-controls.ts does not list), 62
+ *    (JSON-RPC frames without `type`), 15 (late answer to a prompt the
  *    engine cancelled), 41 (keep_alive: accepted, not forwarded).
  *  - 60: the non-JSON line that killed the CLI in the capture never reaches the engine, so
  *    the replay stops there (TETHER_RECORDED_UNTIL); the engine stays alive and exits 0 at
@@ -169,6 +170,10 @@ const SPECIAL: Record<string, Special> = {
     refused: { 13: { code: 'FAILED_PRECONDITION', why: 'answer to a prompt the engine already cancelled (already decided)' } },
   },
   '18_no_permission_prompt_tool': { why: 'replayed as captured', argvDiffers: 'captured without --permission-prompt-tool stdio, which the agent always passes' },
+  '40_control_requests': {
+    why: 'a control subtype the gateway does not know is refused before the engine (issue 27), not passed through for the CLI to answer',
+    refused: { 20: { code: 'INVALID_ARGUMENT', why: 'control subtype not in core/engine-controls.ts (no_such_subtype)' } },
+  },
   '41_mcp_failed_server_and_reinitialize': {
     why: 'keep_alive is accepted and not forwarded',
     refused: { 4: { absorbed: true, why: 'keep_alive: accepted, not forwarded (docs/protocol.md)' } },

@@ -5,13 +5,19 @@ import { controlResponse, permissionAnswer, questionAnswer, riskLevel } from '..
 describe('JSON-RPC dialect answers', () => {
   const input = { command: 'ls' };
 
-  it('allow once runs the input unchanged; allow for the session adds the engine session rule for the tool', () => {
-    expect(permissionAnswer('Bash', input, { decision: 'allow', scope: 'once' })).toEqual({ behavior: 'allow', updatedInput: input });
-    expect(permissionAnswer('Bash', input, { decision: 'allow', scope: 'session' })).toEqual({
+  it('allow once runs the input unchanged; allow for the session keeps the engine\'s proposed allow rules for this session only', () => {
+    const suggestions = [
+      { type: 'addRules', rules: [{ toolName: 'Bash', ruleContent: 'ls *' }], behavior: 'allow', destination: 'localSettings' },
+      { type: 'addDirectories', directories: ['/elsewhere'], destination: 'session' },
+    ];
+    expect(permissionAnswer('Bash', input, { decision: 'allow', scope: 'once' }, suggestions)).toEqual({ behavior: 'allow', updatedInput: input });
+    expect(permissionAnswer('Bash', input, { decision: 'allow', scope: 'session' }, suggestions)).toEqual({
       behavior: 'allow',
       updatedInput: input,
-      updatedPermissions: [{ type: 'addRules', rules: [{ toolName: 'Bash' }], behavior: 'allow', destination: 'session' }],
+      updatedPermissions: [{ type: 'addRules', rules: [{ toolName: 'Bash', ruleContent: 'ls *' }], behavior: 'allow', destination: 'session' }],
     });
+    // Nothing proposed: allowed once (a rule for the whole tool would be wider than the engine asked).
+    expect(permissionAnswer('Bash', input, { decision: 'allow', scope: 'session' })).toEqual({ behavior: 'allow', updatedInput: input });
   });
 
   it('deny carries the message, or a default the model can read', () => {

@@ -16,7 +16,8 @@ export const agentCommand = programCommand(
     summary: 'run an agent that dials out to a gateway and runs engines',
     usage: `Usage: tether agent --gateway ws://HOST:PORT[,URL...] --name NAME [--token TOKEN] [--engine auto|claude|demo]
                     [--engine-command PATH] [--cwd DIR] [--label KEY=VALUE]... [--config FILE]
-                    [--allow-engine-flag FLAG]... [--engine-env KEY=VALUE]... [--engine-user NAME]
+                    [--allow-engine-flag FLAG]... [--allow-engine-control SUBTYPE]...
+                    [--engine-env KEY=VALUE]... [--engine-user NAME]
 
 Runs on the build machine. Dials out (no open port needed), registers as NAME and spawns one
 engine per session. Reconnects by itself; engines keep running while the link is down.
@@ -38,6 +39,10 @@ Options:
   --allow-engine-flag FLAG  let sessions use an engine flag that runs programs, loads code or
                          settings, or reaches files beyond the session folder (repeatable,
                          e.g. mcp-config; default: none of them)
+  --allow-engine-control SUBTYPE  let a session's owner send an engine control request that
+                         starts programs, loads code or settings, changes the engine's
+                         environment or writes settings files (repeatable, e.g. mcp_set_servers;
+                         default: none of them; core/engine-controls.ts lists them)
   --allow-bypass-permissions  let sessions run tools without asking (bypassPermissions)
   --engine-env KEY=VALUE add a variable to every engine's environment (repeatable)
   --engine-env-deny GLOB withhold matching variables from engines (repeatable; TETHER_* and

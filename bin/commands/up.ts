@@ -44,6 +44,8 @@ Options:
   --cwd DIR          working folder for the local agent's sessions (default: current folder)
   --allow-engine-flag FLAG  an engine flag sessions may use although it runs programs, loads
                      code or settings, or reaches files beyond the session folder (repeatable)
+  --allow-engine-control SUBTYPE  an engine control request a session's owner may send although
+                     it starts programs, loads code or settings (repeatable; as for tether agent)
   --allow-bypass-permissions  sessions may run tools without asking (bypassPermissions)
   --engine-env KEY=VALUE, --engine-env-deny GLOB, --engine-user NAME: as for tether agent
 ${AUTH_FLAGS_HELP}

@@ -48,6 +48,8 @@ export const AgentDescriptor = z.object({
   sessions: z.array(z.object({ session_id: id, next_seq: seq, last_input_seq: seq.default(0) })).default([]),
   /** Present when the agent holds a host key; the gateway pins its first key per agent identity. */
   host_key: HostKeyProof.optional(),
+  /** The control requests the agent's owner lets sessions send although they are not safe (core/engine-controls.ts). */
+  allow_engine_controls: z.array(z.string().max(64)).max(64).optional(),
 });
 export type AgentDescriptor = z.infer<typeof AgentDescriptor>;
 

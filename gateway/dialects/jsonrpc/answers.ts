@@ -13,11 +13,16 @@ export function riskLevel(tool: string): RiskLevel {
   return LOW_RISK.has(tool) ? 'low' : MEDIUM_RISK.has(tool) ? 'medium' : 'high';
 }
 
-/** The engine's permission answer for a dialect decision (`input` runs unchanged when allowed). */
-export function permissionAnswer(tool: string, input: Record<string, unknown>, d: PermissionDecision): Record<string, unknown> {
+/**
+ * The engine's permission answer for a dialect decision (`input` runs unchanged when allowed).
+ * Session scope keeps the allow rules the engine proposed (`suggestions`, its
+ * permission_suggestions) for this session only: the gateway accepts no wider rule and no
+ * settings file (gateway/prompt-answers.ts).
+ */
+export function permissionAnswer(tool: string, input: Record<string, unknown>, d: PermissionDecision, suggestions: unknown[] = []): Record<string, unknown> {
   if (d.decision === 'deny') return { behavior: 'deny', message: d.message ?? 'The user denied this tool call.' };
-  // Session scope: the engine's own session rule as well (what "Allow for this session" sends).
-  const rules = d.scope === 'session' ? { updatedPermissions: [{ type: 'addRules', rules: [{ toolName: tool }], behavior: 'allow', destination: 'session' }] } : {};
+  const proposed = suggestions.filter((s): s is Record<string, unknown> => typeof s === 'object' && s !== null && (s as { type?: unknown }).type === 'addRules' && (s as { behavior?: unknown }).behavior === 'allow');
+  const rules = d.scope === 'session' && proposed.length > 0 ? { updatedPermissions: proposed.map((s) => ({ ...s, destination: 'session' })) } : {};
   return { behavior: 'allow', updatedInput: input, ...rules };
 }
 

@@ -226,7 +226,7 @@ export class JsonRpcDialectLink implements Member {
     this.ask(view, e, 'permission_request', params, (reply) => {
       const d = PermissionDecision.safeParse(reply.result);
       if (!d.success) return { behavior: 'deny', message: reply.error ? `The client could not answer: ${reply.error.message}` : 'The client sent no valid decision.' };
-      return permissionAnswer(e.tool, e.input, d.data);
+      return permissionAnswer(e.tool, e.input, d.data, e.suggestions);
     });
   }
 
@@ -407,7 +407,7 @@ export class JsonRpcDialectLink implements Member {
     const line = { type: 'control_request', request_id: requestId, request };
     try {
       // The same policy gate as native clients: a mode or model above the policy never reaches the engine.
-      checkControlAudited(this.dir, view.session.id, this.p, this.clientId, line, view.session.roleOf(this.clientId), view.session.options.cwd);
+      checkControlAudited(this.dir, view.session, this.p, this.clientId, line, view.session.roleOf(this.clientId));
       view.session.input(this.clientId, randomUUID(), line);
     } catch (err) {
       this.controls.delete(requestId);

@@ -30,7 +30,7 @@ export type DialectEvent =
   | { kind: 'tool_use_start'; name: string; input: unknown; tool_use_id: string }
   | { kind: 'tool_result'; tool_use_id: string; content: string; is_error: boolean }
   | { kind: 'turn_complete'; stop_reason: string | null; status: TurnStatus; usage: { input_tokens: number; output_tokens: number }; user_message_uuids: string[] }
-  | { kind: 'permission'; request_id: string; tool: string; input: Record<string, unknown>; tool_use_id?: string; description?: string }
+  | { kind: 'permission'; request_id: string; tool: string; input: Record<string, unknown>; tool_use_id?: string; description?: string; suggestions?: unknown[] }
   | { kind: 'withdrawn'; request_id: string }
   | { kind: 'progress'; progress: Record<string, unknown> }
   | { kind: 'state'; state: string; reason?: string }
@@ -122,6 +122,7 @@ export function translateLine(line: Obj, fromEngine = true): DialectEvent[] {
           input: isObj(r.input) ? r.input : {},
           tool_use_id: typeof r.tool_use_id === 'string' ? r.tool_use_id : undefined,
           description: typeof r.description === 'string' ? r.description : undefined,
+          ...(Array.isArray(r.permission_suggestions) ? { suggestions: r.permission_suggestions } : {}),
         },
       ];
     }
