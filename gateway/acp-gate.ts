@@ -4,6 +4,7 @@ import { AGENT_METHODS } from '@agentclientprotocol/sdk';
 import type { ErrorCode } from '../core/errors.js';
 import { ERROR_TABLE } from '../core/errors.js';
 import { JSONRPC_CODES } from '../core/protocol/jsonrpc-dialect.js';
+import { replyTooLarge } from '../core/rpc/peer.js';
 import { readMessage } from './dialects/jsonrpc/envelope.js';
 
 /** The methods an editor may call on an ACP agent (stable ACP v1), by their wire names. */
@@ -28,8 +29,10 @@ export interface GatedSocket {
  * at most 128 characters or a safe integer) is answered -32600, and a request for a method ACP
  * does not define (`__proto__`, `toString`, …) -32601, here, before initialize as after; the
  * SDK would instead close the connection or never answer. Everything else passes untouched.
+ * Outbound, an answer over `maxFrameBytes` (the editor's limit as much as ours) is replaced by
+ * a RESOURCE_EXHAUSTED error to the same id, so the editor is never left waiting for it.
  */
-export function gateAcpSocket(ws: WebSocket): GatedSocket {
+export function gateAcpSocket(ws: WebSocket, maxFrameBytes: number): GatedSocket {
   const events = new EventEmitter();
   ws.on('message', (data, isBinary) => {
     if (isBinary) return void events.emit('message', data, true);
@@ -47,11 +50,19 @@ export function gateAcpSocket(ws: WebSocket): GatedSocket {
     get bufferedAmount() {
       return ws.bufferedAmount;
     },
-    send: (data) => ws.send(data),
+    send: (data) => ws.send(answerWithin(data, maxFrameBytes)),
     close: (code, reason) => ws.close(code, reason),
     on: (type, listener) => events.on(type, listener),
     off: (type, listener) => events.off(type, listener),
   };
+}
+
+/** `text`, or for an answer over the limit the RESOURCE_EXHAUSTED error that replaces it. */
+function answerWithin(text: string, maxFrameBytes: number): string {
+  const tooLarge = replyTooLarge('the request', text, maxFrameBytes);
+  if (!tooLarge) return text;
+  const msg = readMessage(text);
+  return msg.kind === 'response' ? JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: tooLarge.toJsonRpc() }) : text;
 }
 
 /** The error answer the gate sends for one frame, or undefined to let it through. */

@@ -45,7 +45,8 @@ export interface AcpConnection {
  * Each admitted connection gets its own agent. Returns a function that closes every ACP connection.
  */
 export function attachAcpListener<A>(server: Server, opts: AcpListenerOptions<A>): () => Promise<void> {
-  const wss = new WebSocketServer({ noServer: true, maxPayload: opts.maxFrameBytes ?? CHANNEL_DEFAULTS.maxFrameBytes, perMessageDeflate: false });
+  const maxFrameBytes = opts.maxFrameBytes ?? CHANNEL_DEFAULTS.maxFrameBytes;
+  const wss = new WebSocketServer({ noServer: true, maxPayload: maxFrameBytes, perMessageDeflate: false });
   // Connections get their agent per upgrade; the server-wide default is never used.
   const acp = new AcpServer({ createAgent: () => ({ connect: () => { throw new Error('no agent for this connection'); } }) });
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -67,7 +68,7 @@ export function attachAcpListener<A>(server: Server, opts: AcpListenerOptions<A>
         });
         wss.handleUpgrade(req, socket, head, (ws) => {
           wss.off('headers', onHeaders);
-          upgrade.accept(gateAcpSocket(ws));
+          upgrade.accept(gateAcpSocket(ws, maxFrameBytes));
           opts.onConnection?.(admitted, {
             remote: `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`,
             closed: new Promise((resolve) => (ws.readyState === ws.CLOSED ? resolve() : ws.once('close', () => resolve()))),

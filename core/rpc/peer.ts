@@ -54,6 +54,26 @@ function invalidRequest(why: string): { code: number; message: string; data: { c
   return { code: JSONRPC_INVALID_REQUEST, message: `invalid request: ${why}`, data: { code: 'INVALID_ARGUMENT' } };
 }
 
+/** What to do instead, for the answers that can be asked for in parts. */
+const PAGING_HINTS = new Map([
+  ['sessions.list', '; ask for pages (limit, cursor)'],
+  ['session_list', '; ask for pages (limit, cursor)'],
+]);
+
+/**
+ * The error that replaces an answer to `method` whose JSON text is over `maxFrameBytes` (it
+ * would be dropped by the channel and the caller would wait in vain), or undefined when it fits.
+ */
+export function replyTooLarge(method: string, text: string, maxFrameBytes: number, hint = PAGING_HINTS.get(method) ?? ''): TetherError | undefined {
+  if (text.length * 3 <= maxFrameBytes) return undefined; // fits however it encodes; skips counting bytes
+  const bytes = Buffer.byteLength(text);
+  if (bytes <= maxFrameBytes) return undefined;
+  return new TetherError('RESOURCE_EXHAUSTED', `the answer to ${method} is ${bytes} bytes, over the frame limit of ${maxFrameBytes}${hint}`, {
+    bytes,
+    limit: maxFrameBytes,
+  });
+}
+
 /** Short, wire-safe description of a schema failure: "path: message; …". */
 export function describeIssues(error: z.ZodError): string {
   return error.issues
@@ -306,9 +326,18 @@ export class RpcPeer {
       return;
     }
     Promise.resolve(out).then(
-      (result) => this.send({ jsonrpc: '2.0', id, result: result ?? {} }),
+      (result) => this.sendResult(id, method, result ?? {}),
       (err) => this.replyError(id, method, err),
     );
+  }
+
+  /** Sends a result; one over the frame limit is answered RESOURCE_EXHAUSTED instead (the caller is never left waiting). */
+  private sendResult(id: RpcId, method: string, result: unknown): void {
+    if (!this.admit()) return;
+    const text = JSON.stringify({ jsonrpc: '2.0', id, result });
+    const tooLarge = replyTooLarge(method, text, this.channel.maxFrameBytes);
+    if (tooLarge) return this.reply(id, tooLarge.toJsonRpc());
+    this.channel.send(text).catch((err) => this.log.debug({ err: asTetherError(err).message }, 'send failed'));
   }
 
   private replyError(id: RpcId, method: string, err: unknown): void {
