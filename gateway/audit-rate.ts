@@ -25,7 +25,7 @@ interface Held {
 /**
  * An audit trail in front of another that bounds what attaching and detaching in a loop can
  * write (issue 27, item 11): each principal's first `perWindow` attach and detach records in
- * a window (fixed, `windowMs` long) are written as usual; past that, each is counted, and when
+ * a window (`windowMs` long, from the first record after the previous one ended) are written as usual; past that, each is counted, and when
  * the window ends one record per principal, session and action says how many there were
  * (`coalesced`: the count, `first` and `last`: when, `roles`: the roles attached with). A
  * detach that ends a connection for a reason (`cut`: a revoked or expired token, a slow
@@ -83,7 +83,7 @@ export class MembershipRateAudit implements AuditLog {
   private startWindow(now: number): void {
     this.flush();
     this.written.clear();
-    this.windowStart = now - (now % this.rate.windowMs);
+    this.windowStart = now; // a window runs from the first record after the last one ended
   }
 
   private hold(entry: AuditEntry, at: string): void {

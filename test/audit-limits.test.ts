@@ -11,8 +11,10 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FileAuditLog, MemoryAuditLog } from '../gateway/audit-log.js';
 import { scanAuditFile } from '../gateway/audit-reader.js';
+import { MembershipRateAudit } from '../gateway/audit-rate.js';
 import { runTether } from './support/cli.js';
 import { startStack } from './support/stack.js';
+import { waitFor } from './support/wait.js';
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterEach(async () => {
@@ -98,4 +100,24 @@ describe('attach/detach in a loop', () => {
     // The owner's own records are untouched by the viewer's budget.
     expect((await audit.read({ principal: 'test-user', action: 'attach' })).entries).toHaveLength(1);
   }, 120_000);
+});
+
+describe('the membership rate, window by window', () => {
+  it('writes the summary when the window ends, a new window starts afresh, and cut detaches always pass', async () => {
+    const inner = new MemoryAuditLog();
+    const audit = new MembershipRateAudit(inner, { perWindow: 2, windowMs: 300 });
+    cleanups.push(() => audit.flush());
+    const attach = () => audit.record({ session_id: 's1', principal: 'v', action: 'attach', role: 'viewer' });
+    for (let i = 0; i < 5; i++) attach();
+    audit.record({ session_id: 's1', principal: 'v', action: 'detach', cut: 'PERMISSION_DENIED' });
+    audit.record({ session_id: 's1', principal: 'v', action: 'prompt' });
+    const now = async () => (await inner.read({ principal: 'v' })).entries;
+    expect((await now()).map((e) => [e.action, e.coalesced])).toEqual([['attach', undefined], ['attach', undefined], ['detach', undefined], ['prompt', undefined]]);
+    await waitFor(async () => (await now()).length === 5, 2_000, 'the summary at the end of the window');
+    expect((await now())[4]).toMatchObject({ action: 'attach', coalesced: 3, roles: ['viewer'] });
+    await waitFor(async () => {
+      attach(); // the next window's first two are written one by one again
+      return (await now()).filter((e) => e.action === 'attach' && e.coalesced === undefined).length === 4;
+    }, 2_000, 'a new window');
+  });
 });
