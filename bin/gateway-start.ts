@@ -38,6 +38,7 @@ export async function startGateway(c: GatewayRunConfig, logger: Logger, opts: { 
     logger: opts.routingLogger ?? logger,
     store: cluster?.store ?? storage.store,
     audit: storage.audit,
+    auditMembership: { perWindow: c.audit.membershipPerMinute },
     hostKeys: storage.hostKeys,
     policy: storage.policy,
     limits: gatewayLimitsOf(c.limits),

@@ -6,7 +6,8 @@ import { FileSessionStore, type SessionStore } from '../gateway/session-store.js
 import { HostKeyPins } from '../gateway/host-key-pins.js';
 import { FilePolicy } from '../gateway/policy-source.js';
 
-export const STORAGE_FLAGS_HELP = `  --audit-log FILE   audit trail, JSON lines, mode 0600 in a 0700 folder (default STATE_DIR/audit.jsonl)
+export const STORAGE_FLAGS_HELP = `  --audit-log FILE   audit trail, JSON lines, mode 0600 in a 0700 folder (default STATE_DIR/audit.jsonl);
+                     rotated past --audit-max-file-bytes (64 MiB), --audit-keep-files (10) kept
   --policy FILE      central policy, JSON or YAML: permission rules (deny/ask/allow in Claude
                      Code's syntax), maxPermissionMode, models, workingFolders; reloaded when
                      the file changes and on SIGHUP (a bad file is refused, the old policy stays)`;
@@ -21,14 +22,14 @@ export const AGENT_HOST_KEYS_FILE = 'agent-host-keys.json';
  * file's folder are made private (0700) first: created so, tightened when looser (logged at
  * warn), refused (FAILED_PRECONDITION) when another user owns them.
  */
-export function gatewayStorage(c: { stateDir: string; auditLog: string; policy?: string }, log?: Logger): { store: SessionStore; audit: AuditLog; hostKeys: HostKeyPins; policy?: FilePolicy } {
+export function gatewayStorage(c: { stateDir: string; auditLog: string; audit: { maxFileBytes: number; keepFiles: number; retentionDays: number }; policy?: string }, log?: Logger): { store: SessionStore; audit: AuditLog; hostKeys: HostKeyPins; policy?: FilePolicy } {
   for (const dir of new Set([c.stateDir, dirname(c.auditLog)])) {
     const r = ensurePrivateDir(dir);
     if (r.tightenedFrom !== undefined) log?.warn({ dir, was: '0' + r.tightenedFrom.toString(8) }, 'state folder was readable by others; tightened to 0700');
   }
   return {
     store: new FileSessionStore(join(c.stateDir, 'sessions')),
-    audit: new FileAuditLog(c.auditLog),
+    audit: new FileAuditLog(c.auditLog, c.audit, log),
     hostKeys: new HostKeyPins(join(c.stateDir, AGENT_HOST_KEYS_FILE)),
     policy: c.policy ? new FilePolicy(c.policy, log).watch() : undefined,
   };

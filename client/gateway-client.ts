@@ -4,7 +4,7 @@ import { Link, type LinkStatus } from '../core/link/link.js';
 import { standardDialers, type DialOptions, type Dialers } from '../core/link/dial.js';
 import type { GatewayTargets } from '../core/link/gateway-urls.js';
 import { silentLogger, type Logger } from '../core/logging.js';
-import type { AgentInfo, CreateProgress, SessionInfo } from '../core/protocol/methods.js';
+import { SESSIONS_PAGE_MAX, type AgentInfo, type CreateProgress, type SessionInfo } from '../core/protocol/methods.js';
 import { readEngineFrame } from '../core/protocol/session-frame.js';
 import type { EngineKind, SessionOptions } from '../core/protocol/session-options.js';
 import { CAPABILITIES, PROTOCOL_VERSION } from '../core/protocol/version.js';
@@ -133,8 +133,25 @@ export class GatewayClient {
     return (await (await this.peer()).request('agents.list', {})).agents;
   }
 
+  /**
+   * Every session this token may see, fetched a page at a time (ordered by id). Each carries
+   * only cwd, model and permission_mode of its options: {@link getSession} has them all.
+   */
   async listSessions(): Promise<SessionInfo[]> {
-    return (await (await this.peer()).request('sessions.list', {})).sessions;
+    const all: SessionInfo[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await (await this.peer()).request('sessions.list', { limit: SESSIONS_PAGE_MAX, cursor });
+      all.push(...page.sessions);
+      if (page.next_cursor !== undefined && page.next_cursor === cursor) throw new TetherError('INTERNAL', 'sessions.list returned the same page twice');
+      cursor = page.next_cursor;
+    } while (cursor !== undefined);
+    return all;
+  }
+
+  /** One session's details, its options whole (NOT_FOUND for a session this token may not see). */
+  async getSession(sessionId: string): Promise<SessionInfo> {
+    return (await (await this.peer()).request('session.info', { session_id: sessionId })).session;
   }
 
   /**

@@ -6,7 +6,7 @@ import type { Dialect } from '../core/protocol/jsonrpc-dialect.js';
 import { Door, type Admission, type DoorOptions } from './door.js';
 import { AuthFailureLimiter, ConnectionLimiter, gateConnection, type DoorLimits } from './door-limits.js';
 import type { Gateway } from './gateway.js';
-import { LiveTokens } from './live-tokens.js';
+import { LiveTokens, type Watched } from './live-tokens.js';
 import type { RevocationList } from './revocations.js';
 
 /** Options of {@link openAdmissions}. */
@@ -26,6 +26,11 @@ export interface Admissions {
   gate(transport: string, plaintextHttp: boolean): (socket: Socket) => boolean;
   /** Hands an admitted channel to routing, its token tracked (expiry, revocation, renewal through the door). */
   accept(channel: Channel, admitted: Admission, transport: string, dialect?: Dialect): void;
+  /**
+   * Watches a connection that is not a channel into routing (an `/acp` WebSocket) for its
+   * token's expiry and revocation, closed like every other connection; no-op without a token.
+   */
+  watch(connection: Watched, admitted: Admission): void;
   /** Stops tracking tokens (the server is closing). */
   dispose(): void;
 }
@@ -72,6 +77,9 @@ export function openAdmissions(gateway: Gateway, opts: AdmissionOptions): Admiss
         },
         dialect,
       );
+    },
+    watch(connection, admitted) {
+      if (admitted.token) liveTokens.track(connection, admitted.token);
     },
     dispose: () => liveTokens.dispose(),
   };

@@ -7,6 +7,7 @@ import type { GatewayMetrics } from './metrics.js';
 import type { SessionDirectory } from './session-directory.js';
 import { readAudit } from './audit-access.js';
 import { applySessionCall } from './session-calls.js';
+import { sessionsPage } from './session-pages.js';
 import type { SessionCall, SessionCallParams } from '../core/protocol/methods.js';
 import type { ProxiedClient } from './sessions-elsewhere.js';
 import { frameByteLength, type FrameBytes } from '../core/protocol/session-frame.js';
@@ -112,7 +113,7 @@ export class ClientLink implements ProxiedClient {
     const p = this.principal_;
     this.peer
       .onRequest('agents.list', async () => ({ agents: await this.dir.listAllAgents(p) }))
-      .onRequest('sessions.list', async () => ({ sessions: await this.dir.listAllSessions(p) }))
+      .onRequest('sessions.list', async (params) => sessionsPage(await this.dir.listAllSessions(p), params))
       .onRequest('session.create', async (params) => {
         if (!p.canCreate) throw new TetherError('PERMISSION_DENIED', 'this token may not create sessions');
         const elsewhere = this.dir.agents.has(params.agent) ? undefined : await this.dir.elsewhere?.create(params, this, p);
@@ -146,6 +147,7 @@ export class ClientLink implements ProxiedClient {
         this.attached.delete(params.session_id);
         return result;
       })
+      .onRequest('session.info', (params) => this.call('session.info', params))
       .onRequest('session.send', (params) => this.call('session.send', params))
       .onNotification('session.post', (params) => this.post(params))
       .onRequest('session.set_role', (params) => this.call('session.set_role', params))

@@ -12,6 +12,8 @@ import { GATEWAY_DEFAULTS, type GatewayLimits } from './gateway.js';
 import { DOOR_DEFAULTS, type DoorLimits } from './door-limits.js';
 import { readPolicyFile } from './policy-source.js';
 import { parseClusterUrl } from './cluster/cluster-url.js';
+import { AUDIT_ROTATION_DEFAULTS } from './audit-log.js';
+import { MEMBERSHIP_RATE_DEFAULTS } from './audit-rate.js';
 
 /** Where the gateway listens unless told otherwise: this machine only. */
 export const DEFAULT_GATEWAY_HOST = '127.0.0.1';
@@ -57,6 +59,31 @@ export const AUTH_KEYS = {
     .optional()
     .meta({ help: 'central policy file, JSON or YAML (permissions deny/ask/allow, maxPermissionMode, models, workingFolders); reloaded on change and on SIGHUP', flag: 'policy' }),
   auditLog: z.string().min(1).optional().meta({ help: `audit trail, JSON lines (default STATE_DIR/${AUDIT_FILE})`, flag: 'audit-log' }),
+  audit: z
+    .object({
+      maxFileBytes: z
+        .number()
+        .int()
+        .min(4096)
+        .default(AUDIT_ROTATION_DEFAULTS.maxFileBytes)
+        .meta({ help: 'the audit file is rotated (FILE.1, FILE.2, …) before a record takes it past this size', flag: 'audit-max-file-bytes' }),
+      keepFiles: positiveInt(AUDIT_ROTATION_DEFAULTS.keepFiles, 'rotated audit files kept; the oldest beyond are removed').meta({
+        help: 'rotated audit files kept; the oldest beyond are removed',
+        flag: 'audit-keep-files',
+      }),
+      retentionDays: z
+        .number()
+        .int()
+        .nonnegative()
+        .default(AUDIT_ROTATION_DEFAULTS.retentionDays)
+        .meta({ help: 'rotated audit files older than this many days are removed (0: kept by count only)', flag: 'audit-retention-days' }),
+      membershipPerMinute: positiveInt(MEMBERSHIP_RATE_DEFAULTS.perWindow, '').meta({
+        help: 'attach and detach records one principal may cause per minute; past it they are counted in one summary record per session a minute',
+        flag: 'audit-membership-per-minute',
+      }),
+    })
+    .strict()
+    .prefault({}),
   metrics: z.boolean().default(true).meta({ help: 'serve Prometheus metrics at GET /metrics on the HTTP port' }),
 };
 

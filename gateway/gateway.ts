@@ -16,6 +16,7 @@ import { DEFAULT_AGENT_WAIT_MS } from './agent-waits.js';
 import { DEFAULT_CONTROL_ANSWER_MS } from './control-routing.js';
 import { SessionDirectory, type DirectoryLimits } from './session-directory.js';
 import { MemoryAuditLog, type AuditLog } from './audit-log.js';
+import { MembershipRateAudit, type MembershipRate } from './audit-rate.js';
 import { afterFlush, MemorySessionStore, whenShareable, type SessionStore } from './session-store.js';
 import { GatewayMetrics } from './metrics.js';
 import { HostKeyPins } from './host-key-pins.js';
@@ -60,6 +61,8 @@ export interface GatewayOptions {
   logger?: Logger;
   /** Where audit records go (default: bounded in memory). */
   audit?: AuditLog;
+  /** Attach and detach records one principal may cause per window before they are counted in a summary (default MEMBERSHIP_RATE_DEFAULTS). */
+  auditMembership?: Partial<MembershipRate>;
   /** Where sessions and history are kept across restarts (default: memory only). */
   store?: SessionStore;
   limits?: Partial<GatewayLimits>;
@@ -90,6 +93,8 @@ export class Gateway {
   private readonly channels = new Set<Channel>();
   private readonly hostKeys: HostKeyPins;
   private readonly capabilities: string[];
+  /** The trail every record goes through: attach/detach loops are counted, not written one by one. */
+  private readonly audit: MembershipRateAudit;
 
   constructor(opts: GatewayOptions = {}) {
     this.capabilities = [...(opts.capabilities ?? GATEWAY_CAPABILITIES)];
@@ -98,7 +103,8 @@ export class Gateway {
     this.store = opts.store ?? new MemorySessionStore();
     this.metrics = opts.metrics ?? new GatewayMetrics();
     this.hostKeys = opts.hostKeys ?? new HostKeyPins();
-    this.directory = new SessionDirectory(this.limits, this.log, opts.audit ?? new MemoryAuditLog(), this.store, this.metrics, opts.policy);
+    this.audit = new MembershipRateAudit(opts.audit ?? new MemoryAuditLog(), opts.auditMembership, { logger: this.log });
+    this.directory = new SessionDirectory(this.limits, this.log, this.audit, this.store, this.metrics, opts.policy);
     const sessions = () => [...this.directory.sessions.values()];
     this.metrics.bindGauges({
       agents: () => countBy([...this.directory.agents.values()], (a) => a.peer.channel.transport),
@@ -221,6 +227,7 @@ export class Gateway {
     for (const ch of this.channels) ch.close('UNAVAILABLE', 'gateway shutting down');
     this.directory.dispose();
     await Promise.all([...this.channels].map((c) => c.closed));
+    this.audit.flush(); // the summaries of the window so far
     this.store.close();
   }
 }

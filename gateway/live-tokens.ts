@@ -7,6 +7,12 @@ import type { RevocationList } from './revocations.js';
 /** Longest single timer (setTimeout overflows past 2^31-1 ms and would fire at once). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
+/**
+ * A connection whose token is watched: a Channel, or an `/acp` WebSocket seen the same way.
+ * `close` ends it (idempotent); `closed` settles once it has ended, whoever ended it.
+ */
+export type Watched = Pick<Channel, 'remote' | 'close'> & { readonly closed: Promise<unknown> };
+
 interface Tracked {
   token: VerifiedToken;
   timer?: NodeJS.Timeout;
@@ -20,7 +26,7 @@ interface Tracked {
  * Connections without a token (authentication off) are never tracked.
  */
 export class LiveTokens {
-  private readonly live = new Map<Channel, Tracked>();
+  private readonly live = new Map<Watched, Tracked>();
   private readonly log: Logger;
   private readonly stopWatching: (() => void) | undefined;
 
@@ -44,7 +50,7 @@ export class LiveTokens {
   }
 
   /** Tracks a connection admitted with `token` until it closes. */
-  track(channel: Channel, token: VerifiedToken): void {
+  track(channel: Watched, token: VerifiedToken): void {
     const t: Tracked = { token };
     this.live.set(channel, t);
     this.arm(channel, t);
@@ -59,7 +65,7 @@ export class LiveTokens {
    * must be for the same principal (subject, kind, agent name and scopes): a renewal extends
    * a connection, it never changes who is on it. Throws PERMISSION_DENIED otherwise.
    */
-  renew(channel: Channel, fresh: VerifiedToken): void {
+  renew(channel: Watched, fresh: VerifiedToken): void {
     const t = this.live.get(channel);
     if (!t) throw new TetherError('FAILED_PRECONDITION', 'this connection has no token to renew (authentication is off)');
     if (!samePrincipal(t.token, fresh)) {
@@ -78,7 +84,7 @@ export class LiveTokens {
     this.live.clear();
   }
 
-  private arm(channel: Channel, t: Tracked): void {
+  private arm(channel: Watched, t: Tracked): void {
     const due = t.token.expiresAt.getTime() + this.opts.skewMs;
     const wait = due - (this.opts.now ?? Date.now)();
     if (wait > MAX_TIMER_MS) {

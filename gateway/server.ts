@@ -205,6 +205,7 @@ function attachUpgrades(http: Server, admissions: Admissions, opts: GatewayServe
     ? attachAcpListener<Admission>(http, {
         maxFrameBytes: opts.maxFrameBytes,
         admit,
+        onConnection: (admitted, connection) => admissions.watch(connection, admitted),
         agentFor: (admitted, req) =>
           acpFor({
             path: req.url ?? ACP_PATH,

@@ -33,6 +33,8 @@ export async function applySessionCall<M extends SessionCall>(dir: SessionDirect
       if (a.from_seq !== undefined) metrics?.resumed('client');
       return { session: session.info(), role, client_id: clientId, next_seq: nextSeq } as ResultOf<M>;
     }
+    case 'session.info':
+      return { session: session.info() } as ResultOf<M>;
     case 'session.detach':
       session.detach(clientId);
       return {} as ResultOf<M>;

@@ -2,7 +2,7 @@ import { TetherError } from '../core/errors.js';
 import type { Logger } from '../core/logging.js';
 import { tetherEvent } from '../core/protocol/events.js';
 import type { AgentInfo, SessionInfo } from '../core/protocol/methods.js';
-import type { EngineKind, SessionOptions } from '../core/protocol/session-options.js';
+import { assertSessionOptionsBounded, type EngineKind, type SessionOptions } from '../core/protocol/session-options.js';
 import type { AgentLink } from './agent-link.js';
 import type { EngineControlAllowance } from '../core/engine-controls.js';
 import type { Principal } from './principal.js';
@@ -192,6 +192,11 @@ export class SessionDirectory {
    * dropping (bounded), and joining an earlier create under the same `createId`.
    */
   create(p: Principal, agentName: string, engine: EngineKind | undefined, options: SessionOptions, id: string, extra: Pick<CreateRequest, 'createId' | 'onProgress'> = {}): Promise<Session> {
+    try {
+      assertSessionOptionsBounded(options); // every path to a new session comes here: native, dialect, ACP, other gateways
+    } catch (err) {
+      return Promise.reject(err);
+    }
     return this.creates.create(p, { agent: agentName, engine, options, ...extra }, id);
   }
 

@@ -145,6 +145,8 @@ describe('a cluster of three gateways', () => {
     const listed = (await bob.listSessions()).find((x) => x.id === s1.id);
     expect(listed?.gateway).toBe(g1.id);
     expect(listed?.clients.map((c) => c.principal).sort()).toEqual(['alice', 'bob']);
+    // A session's details come from its home, through any gateway.
+    expect(await bob.getSession(s1.id)).toMatchObject({ id: s1.id, owner: 'alice', agent: 'builder' });
     const agents = await alice.listAgents();
     expect(agents.map((a) => [a.name, a.gateway])).toEqual([['builder', g1.id]]);
     expect([g2.id, g3.id]).not.toContain(g1.id);

@@ -1,6 +1,7 @@
 /**
  * Issue 13, finding 3: every queue toward a peer is bounded. A client that pipelines
- * `sessions.list` and never reads used to grow the gateway past its heap limit; replies now
+ * `sessions.list` and never reads used to grow the gateway past its heap limit (listings no
+ * longer carry whole options, so it pipelines `session.info` now, the largest answer); replies now
  * count toward the same per-connection budget as session frames, the client is cut as a slow
  * consumer, and the gateway's memory stays flat. The gateway runs as its own process, so its
  * memory is measured alone (RSS from /proc, heap from its /metrics), against a baseline
@@ -18,9 +19,9 @@ import { cleanupsPerTest } from './support/cleanups.js';
 
 /** The budget the gateway is started with (its default is 64 MiB; shrunk so the test is quick). */
 const BUDGET_BYTES = 4 * 1024 * 1024;
-/** Pipelined requests: with ~0.75 MB answers, far more than the budget (about 1.5 GB in all). */
-const REQUESTS = 2_000;
-/** Sessions whose options make each `sessions.list` answer large (a 100 KB system prompt each, and tools). */
+/** Pipelined requests: with ~64 KB answers, far more than the budget (about 1.3 GB in all). */
+const REQUESTS = 20_000;
+/** Sessions whose options make each `session.info` answer large (options near their 64 KiB bound). */
 const SESSIONS = 3;
 
 /** Resident and peak-resident bytes of a process, from /proc. */
@@ -41,7 +42,7 @@ async function metric(httpUrl: string, name: string): Promise<number> {
 
 const MiB = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MiB`;
 
-describe.each(['ws', 'grpc'] as const)('a client that pipelines sessions.list and never reads (%s)', (t) => {
+describe.each(['ws', 'grpc'] as const)('a client that pipelines session.info and never reads (%s)', (t) => {
   const cleanups = cleanupsPerTest();
 
   it('is cut as a slow consumer and the gateway memory stays flat', async () => {
@@ -62,15 +63,17 @@ describe.each(['ws', 'grpc'] as const)('a client that pipelines sessions.list an
     cleanups.push(() => agent.shutdown(1_000));
     const owner = await GatewayClient.connect({ gateway: wsUrl, reconnect: false });
     cleanups.push(() => owner.close());
-    const tools = Array.from({ length: 200 }, (_, n) => `Tool${n}${'x'.repeat(240)}`);
+    const tools = Array.from({ length: 20 }, (_, n) => `Tool${n}${'x'.repeat(240)}`);
+    let info = '{}';
     for (let n = 0; n < SESSIONS; n++) {
-      await owner.createSession({ agent: 'builder', options: { system_prompt: `${n} ${'p'.repeat(100_000)}`, append_system_prompt: 'a'.repeat(100_000), allowed_tools: tools } });
+      const s = await owner.createSession({ agent: 'builder', options: { system_prompt: `${n} ${'p'.repeat(30_000)}`, append_system_prompt: 'a'.repeat(28_000), allowed_tools: tools } });
+      info = JSON.stringify({ session_id: s.id });
     }
 
     // Baseline: a well-behaved client asks the same thing, reading every answer.
     const polite = await rawClient(url, undefined);
-    const answerBytes = JSON.stringify((await polite.call('sessions.list', '{}')).result).length;
-    for (let n = 0; n < 20; n++) await polite.call('sessions.list', '{}');
+    const answerBytes = JSON.stringify((await polite.call('session.info', info)).result).length;
+    for (let n = 0; n < 20; n++) await polite.call('session.info', info);
     polite.close();
     const pid = gw.child.pid!;
     const before = memoryOf(pid);
@@ -81,7 +84,7 @@ describe.each(['ws', 'grpc'] as const)('a client that pipelines sessions.list an
     let sent = 0;
     for (; sent < REQUESTS; sent++) {
       if (rude.channel.isClosed) break;
-      await rude.fire('sessions.list').catch(() => {});
+      await rude.fire('session.info', info).catch(() => {});
     }
     await waitFor(async () => (await metric(httpUrl, 'tether_slow_client_disconnects_total')) >= 1, 30_000, 'the gateway to cut the client');
     const after = memoryOf(pid);
@@ -97,8 +100,8 @@ describe.each(['ws', 'grpc'] as const)('a client that pipelines sessions.list an
     // gateway's memory stays within its own baseline.
     expect(growth).toBeLessThan(before.rss);
     expect(heapAfter - heapBefore).toBeLessThan(before.rss); // heap samples move with GC timing: a loose bound, far below what was asked for
-    // The attack asked for far more than that (the client is cut, and stops sending, after ~2,000
-    // answers: ≈ 1.5 GB, against a gateway of ~150 MB RSS).
+    // The attack asked for far more than that (the client is cut, and stops sending, after ~20,000
+    // answers: ≈ 1.3 GB, against a gateway of ~150 MB RSS).
     expect(sent * answerBytes).toBeGreaterThan(5 * before.rss);
     // The gateway still serves everyone else.
     expect((await owner.listSessions()).length).toBe(SESSIONS);

@@ -22,7 +22,8 @@ cannot record is not applied.
 Online (the default) it asks the gateway (session.audit): a session's owner may read that
 session's records; the whole trail needs a token with the admin scope. Offline (--state-dir
 or --file) it reads the gateway's audit file itself, e.g. while the gateway is down: run it
-on the gateway's machine as the user that runs the gateway (the file is mode 0600).
+on the gateway's machine as the user that runs the gateway (the file is mode 0600); the
+rotated files beside it (FILE.1, FILE.2, …) are read too, oldest first.
 A line of the file that is not an audit record is never skipped silently: the count (and,
 offline, the line numbers) goes to stderr and the exit code is 1.
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SESSIONS_PAGE_MAX } from './methods.js';
 import { PermissionMode } from './session-options.js';
 
 /**
@@ -82,7 +83,10 @@ export const DialectRequests = {
     permission_mode: PermissionMode.optional(),
   }),
   session_attach: z.object({ session_id: sessionId, from_seq: z.number().int().nonnegative().optional() }),
-  session_list: z.object({}).default({}),
+  /** One page with `limit` (at most 500) or `cursor` (the `next_cursor` of the page before); every session without either. */
+  session_list: z
+    .object({ limit: z.number().int().min(1).max(SESSIONS_PAGE_MAX).optional(), cursor: z.string().min(1).max(256).optional() })
+    .default({}),
 } as const;
 export type DialectMethod = keyof typeof DialectRequests;
 

@@ -129,6 +129,10 @@ export type LineMeta = z.infer<typeof LineMeta>;
 /** A frame the engine reads: any JSON object (the agent re-checks it before writing). */
 export const EngineInput = z.record(z.string(), z.unknown());
 
+/** Most sessions one `sessions.list` page may ask for, and how many a page without `limit` holds. */
+export const SESSIONS_PAGE_MAX = 500;
+export const SESSIONS_PAGE_DEFAULT = 100;
+
 export const Methods = {
   // --- both roles -------------------------------------------------------------------------
   hello: { params: HelloParams, result: HelloResult },
@@ -159,7 +163,25 @@ export const Methods = {
 
   // --- client -> gateway ------------------------------------------------------------------
   'agents.list': { params: z.object({}).default({}), result: z.object({ agents: z.array(AgentInfo) }) },
-  'sessions.list': { params: z.object({}).default({}), result: z.object({ sessions: z.array(SessionInfo) }) },
+  /**
+   * The sessions this principal may see, ordered by id. Each carries only cwd, model and
+   * permission_mode of its options (session.info has them all). With `limit` (or `cursor`), one
+   * page: at most `limit` (default SESSIONS_PAGE_DEFAULT) after `cursor`, and `next_cursor`
+   * while there are more. Without either, every session in one answer (the old form): an
+   * answer over the frame limit is RESOURCE_EXHAUSTED, never silence.
+   */
+  'sessions.list': {
+    params: z
+      .object({
+        limit: z.number().int().min(1).max(SESSIONS_PAGE_MAX).optional(),
+        /** The `next_cursor` of the page before (opaque). */
+        cursor: z.string().min(1).max(256).optional(),
+      })
+      .default({}),
+    result: z.object({ sessions: z.array(SessionInfo), next_cursor: z.string().optional() }),
+  },
+  /** One session's details, its options whole. */
+  'session.info': { params: z.object({ session_id: id }), result: z.object({ session: SessionInfo }) },
   'session.create': {
     params: z.object({
       agent: z.string().min(1).max(128),
@@ -308,7 +330,7 @@ export type BinaryNotificationParams<N extends BinaryNotificationName> = z.infer
 export type CreateProgress = Omit<NotificationParams<'session.create_progress'>, 'create_id'>;
 
 /** The client requests about one session, applied where the session is held. */
-export type SessionCall = 'session.attach' | 'session.detach' | 'session.send' | 'session.set_role' | 'session.stop' | 'session.audit';
+export type SessionCall = 'session.attach' | 'session.detach' | 'session.send' | 'session.set_role' | 'session.stop' | 'session.audit' | 'session.info';
 
 /** A session call's params: every one names its session (an audit query about one session does too). */
 export type SessionCallParams<M extends SessionCall> = ParamsOf<M> & { session_id: string };

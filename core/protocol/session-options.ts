@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { TetherError } from '../errors.js';
 import { SdkEnv } from './sdk-env.js';
 
 /** Engine kinds an agent can run. */
@@ -38,3 +39,26 @@ export const SessionOptions = z
   })
   .strict();
 export type SessionOptions = z.infer<typeof SessionOptions>;
+
+/**
+ * Most a session's options may weigh, as JSON (UTF-8 bytes): every listing, attach answer,
+ * stored record and audit entry carries them, so one token must not be able to make them
+ * huge (issue 27, item 10). Refused at create with INVALID_ARGUMENT.
+ */
+export const MAX_SESSION_OPTIONS_BYTES = 64 * 1024;
+
+/** Throws INVALID_ARGUMENT, naming the size and the bound, when `options` weigh more than {@link MAX_SESSION_OPTIONS_BYTES}. */
+export function assertSessionOptionsBounded(options: SessionOptions): void {
+  const bytes = Buffer.byteLength(JSON.stringify(options));
+  if (bytes <= MAX_SESSION_OPTIONS_BYTES) return;
+  throw new TetherError('INVALID_ARGUMENT', `session options are ${bytes} bytes as JSON, over the limit of ${MAX_SESSION_OPTIONS_BYTES} (a long system prompt or extra_args? put it in a file on the agent)`, {
+    bytes,
+    limit: MAX_SESSION_OPTIONS_BYTES,
+  });
+}
+
+/** The part of a session's options that listings carry (each field bounded by the schema): the rest comes with `session.info`. */
+export function listedOptions(options: SessionOptions): SessionOptions {
+  const { cwd, model, permission_mode } = options;
+  return { ...(cwd === undefined ? {} : { cwd }), ...(model === undefined ? {} : { model }), ...(permission_mode === undefined ? {} : { permission_mode }) };
+}

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { BinaryFrame, Channel, CloseInfo, SendableFrame, WireFrame } from '../channel/channel.js';
-import { asTetherError, JSONRPC_PARSE_ERROR, TetherError } from '../errors.js';
+import { asTetherError, JSONRPC_INVALID_REQUEST, JSONRPC_PARSE_ERROR, TetherError } from '../errors.js';
 import { silentLogger, type Logger } from '../logging.js';
 import { classify, type RpcId } from '../protocol/jsonrpc.js';
 import { FAST_BINARY_CHECKS, FAST_NOTIFICATION_CHECKS } from '../protocol/fast-checks.js';
@@ -48,6 +48,31 @@ export interface RpcPeerOptions {
 
 /** The reason a peer over its outbound budget is cut with (RESOURCE_EXHAUSTED, WebSocket close 4008). */
 export const SLOW_CONSUMER_REASON = 'slow consumer: send queue over limit; resume from your last seq';
+
+/** JSON-RPC's "Invalid Request" (-32600) for a message that is not one request, notification or response. */
+function invalidRequest(why: string): { code: number; message: string; data: { code: 'INVALID_ARGUMENT' } } {
+  return { code: JSONRPC_INVALID_REQUEST, message: `invalid request: ${why}`, data: { code: 'INVALID_ARGUMENT' } };
+}
+
+/** What to do instead, for the answers that can be asked for in parts. */
+const PAGING_HINTS = new Map([
+  ['sessions.list', '; ask for pages (limit, cursor)'],
+  ['session_list', '; ask for pages (limit, cursor)'],
+]);
+
+/**
+ * The error that replaces an answer to `method` whose JSON text is over `maxFrameBytes` (it
+ * would be dropped by the channel and the caller would wait in vain), or undefined when it fits.
+ */
+export function replyTooLarge(method: string, text: string, maxFrameBytes: number, hint = PAGING_HINTS.get(method) ?? ''): TetherError | undefined {
+  if (text.length * 3 <= maxFrameBytes) return undefined; // fits however it encodes; skips counting bytes
+  const bytes = Buffer.byteLength(text);
+  if (bytes <= maxFrameBytes) return undefined;
+  return new TetherError('RESOURCE_EXHAUSTED', `the answer to ${method} is ${bytes} bytes, over the frame limit of ${maxFrameBytes}${hint}`, {
+    bytes,
+    limit: maxFrameBytes,
+  });
+}
 
 /** Short, wire-safe description of a schema failure: "path: message; …". */
 export function describeIssues(error: z.ZodError): string {
@@ -209,9 +234,13 @@ export class RpcPeer {
       this.reply(null, { code: JSONRPC_PARSE_ERROR, message: 'parse error: frame is not valid JSON', data: { code: 'INVALID_ARGUMENT' } });
       return;
     }
+    if (Array.isArray(value)) {
+      this.reply(null, invalidRequest('batches are not supported (one message per frame)'));
+      return;
+    }
     const msg = classify(value);
     if (!msg) {
-      this.reply(null, new TetherError('INVALID_ARGUMENT', 'invalid request: not a JSON-RPC 2.0 message').toJsonRpc());
+      this.reply(null, invalidRequest('not a JSON-RPC 2.0 message ("jsonrpc": "2.0", a string method, an id that is a string of at most 128 characters or a safe integer)'));
       return;
     }
     if (msg.kind === 'response') return this.settleResponse(msg.id, msg.result, msg.error);
@@ -229,7 +258,7 @@ export class RpcPeer {
     }
     const method = typeof header?.method === 'string' ? header.method : '';
     const handler = this.binaryHandlers.get(method);
-    const schema = (BinaryNotifications as Record<string, z.ZodType>)[method];
+    const schema = Object.hasOwn(BinaryNotifications, method) ? (BinaryNotifications as Record<string, z.ZodType>)[method] : undefined;
     if (!handler || !schema) {
       this.log.debug({ method }, 'ignoring unknown binary notification');
       return;
@@ -245,7 +274,7 @@ export class RpcPeer {
 
   private handleNotification(method: string, params: unknown): void {
     const handler = this.notificationHandlers.get(method);
-    const schema = (Notifications as Record<string, z.ZodType>)[method];
+    const schema = Object.hasOwn(Notifications, method) ? (Notifications as Record<string, z.ZodType>)[method] : undefined;
     if (!handler || !schema) {
       this.log.debug({ method }, 'ignoring unknown notification');
       return;
@@ -274,7 +303,8 @@ export class RpcPeer {
 
   private handleRequest(id: RpcId, method: string, params: unknown): void {
     const handler = this.requestHandlers.get(method);
-    const spec = (Methods as Record<string, { params: z.ZodType }>)[method];
+    // Own properties only: `__proto__`, `toString` and the like are unknown methods, not "send hello first".
+    const spec = Object.hasOwn(Methods, method) ? (Methods as Record<string, { params: z.ZodType }>)[method] : undefined;
     if (!spec) {
       this.reply(id, new TetherError('UNIMPLEMENTED', `unknown method: ${method}`).toJsonRpc());
       return;
@@ -296,9 +326,18 @@ export class RpcPeer {
       return;
     }
     Promise.resolve(out).then(
-      (result) => this.send({ jsonrpc: '2.0', id, result: result ?? {} }),
+      (result) => this.sendResult(id, method, result ?? {}),
       (err) => this.replyError(id, method, err),
     );
+  }
+
+  /** Sends a result; one over the frame limit is answered RESOURCE_EXHAUSTED instead (the caller is never left waiting). */
+  private sendResult(id: RpcId, method: string, result: unknown): void {
+    if (!this.admit()) return;
+    const text = JSON.stringify({ jsonrpc: '2.0', id, result });
+    const tooLarge = replyTooLarge(method, text, this.channel.maxFrameBytes);
+    if (tooLarge) return this.reply(id, tooLarge.toJsonRpc());
+    this.channel.send(text).catch((err) => this.log.debug({ err: asTetherError(err).message }, 'send failed'));
   }
 
   private replyError(id: RpcId, method: string, err: unknown): void {

@@ -50,6 +50,8 @@ export interface StackOptions {
   audit?: AuditLog;
   /** The gateway's central policy (default: no rules). */
   policy?: PolicyProvider;
+  /** The gateway's frame limit (default CHANNEL_DEFAULTS.maxFrameBytes). */
+  maxFrameBytes?: number;
 }
 
 /** How a stack authenticates. */
@@ -110,6 +112,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     port: 0,
     grpcPort: 0,
     logger: opts.logger,
+    maxFrameBytes: opts.maxFrameBytes,
     acp: acpEndpoint(), // as the CLI's gateway does
     auth: key ? { verifier: new TokenVerifier({ keys: [key], now: authOpts?.now }), allowOrigins: authOpts?.allowOrigins, login: new LoginDesk(key, { now: authOpts?.now }) } : { verifier: 'off' },
   });

@@ -19,13 +19,14 @@ import {
 } from '../../../core/protocol/jsonrpc-dialect.js';
 import { PROTOCOL_VERSION } from '../../../core/protocol/version.js';
 import type { Role } from '../../../core/protocol/events.js';
-import { describeIssues } from '../../../core/rpc/peer.js';
+import { describeIssues, replyTooLarge } from '../../../core/rpc/peer.js';
 import type { GatewayMetrics } from '../../metrics.js';
 import type { Principal } from '../../principal.js';
 import { checkControlAudited } from '../../policy-gate.js';
 import type { SessionDirectory } from '../../session-directory.js';
 import { requireControlScope } from '../../session-roles.js';
 import type { Member, Session } from '../../session.js';
+import { sessionsPage } from '../../session-pages.js';
 import { cutOf } from '../../../core/channel/channel.js';
 import { controlResponse, permissionAnswer, questionAnswer, riskLevel } from './answers.js';
 import { readMessage } from './envelope.js';
@@ -292,7 +293,7 @@ export class JsonRpcDialectLink implements Member {
       .then(() => this.handle(m, parsed.data, id))
       .then(
         (result) => {
-          if (result !== LATER) this.respond(id, result);
+          if (result !== LATER) this.respond(id, result, m);
         },
         (err) => this.fail(id, err),
       );
@@ -306,8 +307,11 @@ export class JsonRpcDialectLink implements Member {
         return this.create(params as Params<'session_create'>);
       case 'session_attach':
         return this.attachTo(params as Params<'session_attach'>);
-      case 'session_list':
-        return { sessions: this.dir.listSessions(this.p).map((s) => ({ session_id: s.id, agent: s.agent, owner: s.owner, state: s.state, created_at: s.created_at, clients: s.clients.length, pending_prompts: s.pending_prompts })) };
+      case 'session_list': {
+        const page = sessionsPage(this.dir.listSessions(this.p), params as Params<'session_list'>);
+        const sessions = page.sessions.map((s) => ({ session_id: s.id, agent: s.agent, owner: s.owner, state: s.state, created_at: s.created_at, clients: s.clients.length, pending_prompts: s.pending_prompts }));
+        return page.next_cursor === undefined ? { sessions } : { sessions, next_cursor: page.next_cursor };
+      }
       case 'user_message':
         return this.userMessage(params as Params<'user_message'>, id);
       case 'interrupt':
@@ -440,8 +444,12 @@ export class JsonRpcDialectLink implements Member {
     this.post(shared && at ? (at.frame.wire[at.index] ??= build()) : build());
   }
 
-  private respond(id: RpcId, result: unknown): void {
-    this.send({ jsonrpc: '2.0', id, result: result ?? {} });
+  /** Answers a request; an answer over the frame limit is RESOURCE_EXHAUSTED instead, never dropped. */
+  private respond(id: RpcId, result: unknown, method = 'the request'): void {
+    const text = JSON.stringify({ jsonrpc: '2.0', id, result: result ?? {} });
+    const tooLarge = replyTooLarge(method, text, this.channel.maxFrameBytes);
+    if (tooLarge) return this.fail(id, tooLarge);
+    this.post(text);
   }
 
   private fail(id: RpcId, err: unknown): void {

@@ -17,6 +17,21 @@ interface AgentInfo {
 
 const since = (iso: string) => new Date(iso).toLocaleString();
 
+/** Most sessions one page holds (the gateway's SESSIONS_PAGE_MAX). */
+const SESSIONS_PAGE = 500;
+
+/** Every session the link's token may see, a page at a time (sessions.list with limit and cursor). */
+async function allSessions(conn: Connection): Promise<SessionInfo[]> {
+  const all: SessionInfo[] = [];
+  let cursor: string | undefined;
+  do {
+    const page: { sessions: SessionInfo[]; next_cursor?: string } = await conn.request('sessions.list', cursor === undefined ? { limit: SESSIONS_PAGE } : { limit: SESSIONS_PAGE, cursor });
+    all.push(...page.sessions);
+    cursor = page.next_cursor === cursor ? undefined : page.next_cursor;
+  } while (cursor !== undefined);
+  return all;
+}
+
 export function Dashboard(props: { conn: Connection; onStart: (agent: string, options: Record<string, unknown>) => void; onAttach: (id: string, readOnly: boolean) => void }) {
   const [agents, setAgents] = useState<AgentInfo[]>([]);
   const [sessions, setSessions] = useState<SessionInfo[]>([]);
@@ -30,10 +45,10 @@ export function Dashboard(props: { conn: Connection; onStart: (agent: string, op
     let stop = false;
     const load = async () => {
       try {
-        const [a, s] = await Promise.all([props.conn.request('agents.list'), props.conn.request('sessions.list')]);
+        const [a, s] = await Promise.all([props.conn.request('agents.list'), allSessions(props.conn)]);
         if (stop) return;
         setAgents(a.agents);
-        setSessions(s.sessions);
+        setSessions(s);
       } catch {
         // The banner says when the link is down; the next round tries again.
       }
