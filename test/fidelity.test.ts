@@ -171,8 +171,11 @@ const SPECIAL: Record<string, Special> = {
   },
   '18_no_permission_prompt_tool': { why: 'replayed as captured', argvDiffers: 'captured without --permission-prompt-tool stdio, which the agent always passes' },
   '40_control_requests': {
-    why: 'a control subtype the gateway does not know is refused before the engine (issue 27), not passed through for the CLI to answer',
-    refused: { 20: { code: 'INVALID_ARGUMENT', why: 'control subtype not in core/engine-controls.ts (no_such_subtype)' } },
+    why: 'a control subtype the gateway does not know, and a permission mode that is none, are refused before the engine (issue 27), not passed through for the CLI to answer',
+    refused: {
+      11: { code: 'INVALID_ARGUMENT', why: 'set_permission_mode "bogus": not a permission mode (core/policy/policy.ts checkMode)' },
+      20: { code: 'INVALID_ARGUMENT', why: 'control subtype not in core/engine-controls.ts (no_such_subtype)' },
+    },
   },
   '41_mcp_failed_server_and_reinitialize': {
     why: 'keep_alive is accepted and not forwarded',
