@@ -11,7 +11,7 @@ import type { ConfigSpec, FinishContext } from '../core/config/load.js';
 import { GATEWAY_DEFAULTS, type GatewayLimits } from './gateway.js';
 import { DOOR_DEFAULTS, type DoorLimits } from './door-limits.js';
 import { readPolicyFile } from './policy-source.js';
-import { parseClusterUrl } from './cluster/cluster-url.js';
+import { CLUSTER_KEYS } from './cluster/cluster-keys.js';
 
 /** Where the gateway listens unless told otherwise: this machine only. */
 export const DEFAULT_GATEWAY_HOST = '127.0.0.1';
@@ -118,9 +118,7 @@ export const gatewaySchema = z
     ...TLS_KEYS,
     ...loggingKeys('info'),
     ...LIMIT_KEYS,
-    cluster: checkedString(parseClusterUrl)
-      .optional()
-      .meta({ help: "join a cluster of gateways on this NATS server with JetStream (nats://HOST:PORT): sessions, history and the fleet's registry live there; absent: a single gateway", flag: 'cluster' }),
+    ...CLUSTER_KEYS,
   })
   .strict();
 

@@ -84,6 +84,10 @@ export function addRevocation(stateDir: string, r: { jti?: string; sub?: string;
 export class RevocationList {
   private byJti = new Map<string, Revocation>();
   private bySub = new Map<string, Revocation>();
+  /** The file's revocations as last read (what a cluster publishes). */
+  private file: Revocation[] = [];
+  /** Revocations of the cluster (other gateways'), by their key in its store. */
+  private readonly shared = new Map<string, Revocation>();
   private readonly listeners = new Set<() => void>();
   private readonly log: Logger;
   private readonly onStat = () => this.reload();
@@ -102,6 +106,23 @@ export class RevocationList {
   /** The list kept in a state folder. */
   static inStateDir(stateDir: string, opts: { logger?: Logger; pollMs?: number } = {}): RevocationList {
     return new RevocationList(join(stateDir, REVOCATIONS_FILE), opts);
+  }
+
+  /** The revocations read from the file. */
+  get fromFile(): readonly Revocation[] {
+    return this.file;
+  }
+
+  /**
+   * Adds a revocation of the cluster (made on another gateway); the listeners hear it when it
+   * is new. Kept until the gateway stops: the file never lifts it.
+   */
+  addShared(r: Revocation): void {
+    const key = r.jti !== undefined ? `jti:${r.jti}` : `sub:${r.sub}:${r.at}`;
+    if (this.shared.has(key)) return;
+    this.shared.set(key, r);
+    this.load(this.file);
+    for (const fn of this.listeners) fn();
   }
 
   /** How many revocations are in force. */
@@ -144,9 +165,10 @@ export class RevocationList {
   }
 
   private load(list: Revocation[]): void {
+    this.file = list;
     const byJti = new Map<string, Revocation>();
     const bySub = new Map<string, Revocation>();
-    for (const r of list) {
+    for (const r of [...list, ...this.shared.values()]) {
       if (r.jti !== undefined) byJti.set(r.jti, r);
       else if (r.sub !== undefined) {
         const prev = bySub.get(r.sub);

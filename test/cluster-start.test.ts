@@ -25,7 +25,7 @@ describe('joining a cluster at start', () => {
     ['http://127.0.0.1:4222', 'must be a nats:// (or tls://) URL'],
     ['nats://127.0.0.1', 'needs a host and a port'],
     ['not a url', 'must be a URL like nats://HOST:4222'],
-    ['nats://user:secret@127.0.0.1:4222', 'takes no path, query or credentials'],
+    ['nats://user:secret@127.0.0.1:4222/path', 'takes no path or query'],
   ])('a bad --cluster URL (%s) is a configuration error: exit 2, the reason named, nothing started', async (url, reason) => {
     const r = await gateway(url);
     expect(r.code).toBe(2);
@@ -54,9 +54,10 @@ describe('joining a cluster at start', () => {
   it('a NATS server that cannot be reached: exit 1 with the address, before any port opens', async () => {
     const port = await freePort();
     const started = Date.now();
-    const r = await gateway(`nats://127.0.0.1:${port}`);
+    const r = await gateway(`nats://gw:secret@127.0.0.1:${port}`);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(`tether: cannot reach the cluster's NATS server at nats://127.0.0.1:${port}`);
+    expect(r.stderr).not.toContain('secret');
     expect(r.stdout).not.toContain('gateway: ');
     expect(Date.now() - started).toBeLessThan(15_000);
   });
@@ -64,7 +65,7 @@ describe('joining a cluster at start', () => {
   it('a NATS server without JetStream: exit 1 saying so, before any port opens', async () => {
     const nats = await startNatsServer({ jetstream: false });
     try {
-      const r = await gateway(nats.url);
+      const r = await gateway(nats.authUrl);
       expect(r.code).toBe(1);
       expect(r.stderr).toContain(`tether: the cluster's NATS server at ${nats.url} has no usable JetStream`);
       expect(r.stdout).not.toContain('gateway: ');
@@ -76,7 +77,7 @@ describe('joining a cluster at start', () => {
   it('a clustered gateway stops cleanly on SIGTERM, and says on /readyz that its cluster link is up until then', async () => {
     const nats = await startNatsServer();
     const state = makeTempDir('tether-state-');
-    const gw = startTether(['gateway', '--port', '0', '--grpc-port', 'off', '--auth', 'off', '--state-dir', state.path, '--cluster', nats.url]);
+    const gw = startTether(['gateway', '--port', '0', '--grpc-port', 'off', '--auth', 'off', '--state-dir', state.path, '--cluster', nats.authUrl]);
     try {
       const url = (await gw.line('gateway: ')).slice('gateway: '.length);
       expect(await gw.line('cluster: ')).toMatch(new RegExp(`^cluster: ${nats.url} \\(gateway gw-[0-9a-f]+\\)$`));

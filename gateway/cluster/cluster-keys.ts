@@ -1,0 +1,45 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { checkedString, loadableFile } from '../../core/config/common.js';
+import { pemFile } from '../../core/config/tls-keys.js';
+import { parseClusterUrl } from './cluster-url.js';
+
+/** A file that must be readable and not empty when the configuration is loaded. */
+function secretFile(path: string): void {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new Error(`cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  if (!text.trim()) throw new Error(`${path} is empty`);
+}
+
+/**
+ * The gateway's cluster keys: the NATS server and how the gateway authenticates to it
+ * (gateway/cluster/nats-auth.ts turns them into connection options and refuses a cluster
+ * without authentication unless clusterInsecureNoAuth). Secrets come from files or the
+ * environment, never from a flag (a command line is visible to every user of the machine).
+ */
+export const CLUSTER_KEYS = {
+  cluster: checkedString(parseClusterUrl)
+    .optional()
+    .meta({
+      help: "join a cluster of gateways on this NATS server with JetStream (nats://HOST:PORT, tls://HOST:PORT, credentials allowed: nats://USER:PASS@HOST:PORT): sessions, history and the fleet's registry live there; absent: a single gateway",
+      flag: 'cluster',
+    }),
+  clusterCreds: loadableFile(secretFile).optional().meta({ help: "NATS credentials file (user JWT and nkey seed, from nsc) the gateway authenticates to the cluster's NATS with", flag: 'cluster-creds' }),
+  clusterNkey: loadableFile(secretFile).optional().meta({ help: 'file holding the NATS nkey seed (SU...) the gateway authenticates with', flag: 'cluster-nkey' }),
+  clusterUser: z.string().min(1).optional().meta({ help: 'NATS user the gateway authenticates as (its password from clusterPasswordFile or TETHER_CLUSTER_PASSWORD)', flag: 'cluster-user' }),
+  clusterPasswordFile: loadableFile(secretFile).optional().meta({ help: 'file holding the NATS password of clusterUser', flag: 'cluster-password-file' }),
+  clusterPassword: z.string().min(1).optional().meta({ help: 'the NATS password of clusterUser (environment only)', secret: true }),
+  clusterTokenFile: loadableFile(secretFile).optional().meta({ help: 'file holding the NATS token the gateway authenticates with', flag: 'cluster-token-file' }),
+  clusterToken: z.string().min(1).optional().meta({ help: 'the NATS token the gateway authenticates with (environment only)', secret: true }),
+  clusterTlsCa: pemFile("trust this CA (PEM) for the cluster's NATS server (TLS)", 'cluster-tls-ca'),
+  clusterTlsCert: pemFile("client certificate (PEM) the gateway presents to the cluster's NATS server", 'cluster-tls-cert'),
+  clusterTlsKey: pemFile('private key (PEM) of clusterTlsCert', 'cluster-tls-key'),
+  clusterInsecureNoAuth: z
+    .boolean()
+    .default(false)
+    .meta({ help: "join a NATS server that asks for no authentication (refused otherwise): anyone reaching it reads every session; a warning at every start", flag: 'cluster-insecure-no-auth' }),
+};
