@@ -3,7 +3,8 @@
  * `$TETHER_TEST_NATS_SERVER`), on 127.0.0.1, a free port, and a store folder of its own. It
  * requires a user and password (random per server) unless `auth: 'none'`, as a cluster's
  * NATS must; `tls` serves TLS and requires a client certificate; `config` runs it from a
- * nats-server config file instead (its own authorization).
+ * nats-server config file instead (its own authorization: the user named there, with a random
+ * password handed to the server in the variable the file reads it from).
  * `restart()` brings it back on the same port and store (clients reconnect to the same URL and
  * JetStream keeps what it held); `stop()` ends it and removes the folder. Every wait is bounded.
  */
@@ -62,13 +63,15 @@ export interface NatsTls {
  * Starts a server on a free port (`-p -1`, the port read from its log), with JetStream unless
  * `jetstream: false` (to test a server without it).
  */
-export async function startNatsServer(opts: { jetstream?: boolean; auth?: 'user' | 'none'; tls?: NatsTls; config?: string } = {}): Promise<NatsServer> {
+export async function startNatsServer(
+  opts: { jetstream?: boolean; auth?: 'user' | 'none'; tls?: NatsTls; config?: { file: string; user: string; passwordEnv: string } } = {},
+): Promise<NatsServer> {
   const bin = natsServerBinary();
-  const user = opts.auth === 'none' || opts.config ? undefined : 'tether-gw';
+  const user = opts.config?.user ?? (opts.auth === 'none' ? undefined : 'tether-gw');
   const pass = user && randomBytes(12).toString('hex');
+  const env = opts.config && pass ? { ...process.env, [opts.config.passwordEnv]: pass } : process.env;
   const extra = [
-    ...(opts.config ? ['-c', opts.config] : []),
-    ...(user && pass ? ['--user', user, '--pass', pass] : []),
+    ...(opts.config ? ['-c', opts.config.file] : user && pass ? ['--user', user, '--pass', pass] : []),
     ...(opts.tls ? ['--tls', '--tlscert', opts.tls.cert, '--tlskey', opts.tls.key, '--tlsverify', '--tlscacert', opts.tls.ca] : []),
   ];
   const scheme = opts.tls ? 'tls' : 'nats';
@@ -80,7 +83,7 @@ export async function startNatsServer(opts: { jetstream?: boolean; auth?: 'user'
 
   const launch = async (wantPort: number): Promise<void> => {
     const js = opts.jetstream === false ? [] : ['-js'];
-    const p = spawn(bin, [...js, ...extra, '-a', '127.0.0.1', '-p', String(wantPort), '-sd', store.path], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(bin, [...js, ...extra, '-a', '127.0.0.1', '-p', String(wantPort), '-sd', store.path], { stdio: ['ignore', 'pipe', 'pipe'], env });
     child = p;
     const exited = new Promise<void>((resolve) => p.once('exit', () => resolve()));
     const started = Date.now();
