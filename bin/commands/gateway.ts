@@ -31,7 +31,7 @@ Options:
                      another with its sessions. Absent: one gateway with its own store.
                      NATS must authenticate the gateway (one of the next four, or a TLS client
                      certificate); gateways sign what they tell each other with a key derived
-                     from their shared token key (docs/deploy.md, "A cluster")
+                     from their shared token key (docs/deploy.md, "A cluster's NATS")
   --cluster-creds FILE           NATS credentials file (JWT and nkey seed)
   --cluster-nkey FILE            file with the NATS nkey seed
   --cluster-user USER            NATS user; password from --cluster-password-file FILE
