@@ -1,3 +1,4 @@
+import type { Msg } from '@nats-io/transport-node';
 import { Gauge } from 'prom-client';
 import { TetherError, asTetherError } from '../../core/errors.js';
 import type { Logger } from '../../core/logging.js';
@@ -186,15 +187,22 @@ export class Cluster implements SessionsElsewhere {
   }
 
   private async request<T>(gatewayId: string, verb: 'call' | 'release' | 'list', body: unknown, timeout: number): Promise<T> {
+    let m: Msg;
     try {
       const subject = gatewaySubject(gatewayId, verb);
       const data = encode(body);
-      const m = await this.link.nc.request(subject, data, { timeout, headers: this.mac.sealMessage(subject, data) });
-      return unwrap<T>(this.mac.openMessage(m));
+      m = await this.link.nc.request(subject, data, { timeout, headers: this.mac.sealMessage(subject, data) });
     } catch (err) {
-      if (err instanceof TetherError) throw err;
       throw new TetherError('UNAVAILABLE', `gateway ${gatewayId} did not answer (${(err as Error).message}); if it is gone, its agents are moving to another gateway`);
     }
+    try {
+      this.mac.openMessage(m);
+    } catch (err) {
+      // Not this cluster's key (a gateway with another --key, or not a gateway): never believed.
+      this.log.warn({ gateway: gatewayId, verb, err: (err as Error).message }, 'dropping an answer no gateway of this cluster sent');
+      throw new TetherError('UNAVAILABLE', `the answer from gateway ${gatewayId} was not signed with this cluster's key`);
+    }
+    return unwrap<T>(m.data);
   }
 
   private caller(client: ProxiedClient, p: Principal): CallRequest['caller'] {

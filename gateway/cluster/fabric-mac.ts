@@ -2,6 +2,7 @@ import { createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto'
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/transport-node';
 import type { TokenKey } from '../../core/auth/keys.js';
 import { TetherError } from '../../core/errors.js';
+import type { Logger } from '../../core/logging.js';
 
 /*
  * What gateways of one cluster say to each other, and what they write to JetStream, carries
@@ -122,4 +123,26 @@ function lengthOf(n: number): Buffer {
   const b = Buffer.alloc(4);
   b.writeUInt32BE(n);
   return b;
+}
+
+/** Forgeries of one kind are logged at most this often (with how many since). */
+const DROP_LOG_EVERY_MS = 10_000;
+
+/** Logs what was dropped for want of a seal, at most once per DROP_LOG_EVERY_MS: a flood of forgeries does not flood the log. */
+export class DropLog {
+  private last = 0;
+  private count = 0;
+
+  constructor(
+    private readonly log: Logger,
+    private readonly what: string,
+  ) {}
+
+  note(fields: Record<string, unknown>, now = Date.now()): void {
+    this.count++;
+    if (now - this.last < DROP_LOG_EVERY_MS) return;
+    this.last = now;
+    this.log.warn({ ...fields, dropped: this.count }, this.what);
+    this.count = 0;
+  }
 }

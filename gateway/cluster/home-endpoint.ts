@@ -10,7 +10,7 @@ import type { SessionCall, SessionCallParams } from '../../core/protocol/methods
 import type { SessionDirectory } from '../session-directory.js';
 import type { Member } from '../session.js';
 import { answer, CallRequest, decode, encode, ListRequest, ReleaseRequest, type CallerWire } from './cluster-wire.js';
-import type { FabricMac } from './fabric-mac.js';
+import { DropLog, type FabricMac } from './fabric-mac.js';
 import type { JetStreamSessionStore } from './jetstream-store.js';
 import type { NatsLink } from './nats-link.js';
 
@@ -51,6 +51,7 @@ class RemoteMember implements Member {
 export class HomeEndpoint {
   private readonly members = new Map<string, RemoteMember>();
   private readonly subs: Subscription[] = [];
+  private readonly forged: DropLog;
 
   constructor(
     private readonly link: NatsLink,
@@ -61,6 +62,7 @@ export class HomeEndpoint {
     private readonly mac: FabricMac,
     private readonly metrics?: GatewayMetrics,
   ) {
+    this.forged = new DropLog(log, 'dropping a call no gateway sent');
     this.serve('call', (m) => this.call(decode(CallRequest, m.data)));
     this.serve('release', (m) => this.release(decode(ReleaseRequest, m.data)));
     this.serve('list', (m) => this.list(decode(ListRequest, m.data).principal));
@@ -75,7 +77,7 @@ export class HomeEndpoint {
           this.mac.openMessage(m);
         } catch (err) {
           // Not from a gateway of this cluster (or a replay): not acted on, not answered.
-          this.log.warn({ verb, err: (err as Error).message }, 'dropping a call no gateway sent');
+          this.forged.note({ verb, err: (err as Error).message });
           continue;
         }
         void answer(() => handle(m)).then((body) => {

@@ -2,7 +2,7 @@ import { KvWatchInclude, Kvm, type KV, type KvEntry } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { TetherError } from '../../core/errors.js';
 import type { Logger } from '../../core/logging.js';
-import type { FabricMac } from './fabric-mac.js';
+import { DropLog, type FabricMac } from './fabric-mac.js';
 import type { RoleDecisions } from '../session-roles.js';
 import type { SessionRecord } from '../session-store.js';
 
@@ -54,8 +54,12 @@ export class ClusterRegistry {
     private readonly sessions: KV,
     private readonly gateways: KV,
     private readonly mac: FabricMac,
-    private readonly log: Logger,
-  ) {}
+    log: Logger,
+  ) {
+    this.forged = new DropLog(log, 'dropping a registry entry no gateway wrote');
+  }
+
+  private readonly forged: DropLog;
 
   static async open(nc: NatsConnection, mac: FabricMac, log: Logger): Promise<ClusterRegistry> {
     const kvm = new Kvm(nc);
@@ -74,7 +78,7 @@ export class ClusterRegistry {
     try {
       return JSON.parse(this.mac.openValue(`${bucket}/${e.key}`, e.value)) as T;
     } catch (err) {
-      this.log.warn({ bucket, key: e.key, err: (err as Error).message }, 'dropping a registry entry no gateway wrote');
+      this.forged.note({ bucket, key: e.key, err: (err as Error).message });
       return undefined;
     }
   }

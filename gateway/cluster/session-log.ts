@@ -2,7 +2,7 @@ import { headers as natsHeaders, type MsgHdrs } from '@nats-io/transport-node';
 import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { readLogRecord } from '../session-store.js';
 import type { Logger } from '../../core/logging.js';
-import { MAC_HEADER, type FabricMac, type FabricMessage } from './fabric-mac.js';
+import { DropLog, MAC_HEADER, type FabricMac, type FabricMessage } from './fabric-mac.js';
 import type { NatsLink } from './nats-link.js';
 
 /*
@@ -186,16 +186,19 @@ export interface LogCheck {
 export class LogReader {
   private carry: Buffer = Buffer.alloc(0);
   private started = false;
+  private readonly forged: DropLog;
 
   constructor(
     private readonly check: LogCheck,
     private readonly onRecord: (r: NonNullable<ReturnType<typeof readLogRecord>>) => void,
-  ) {}
+  ) {
+    this.forged = new DropLog(check.log, 'dropping a session log message no gateway wrote');
+  }
 
   push(m: FabricMessage): void {
     const continuation = m.headers?.get(CONTINUATION_HEADER) === '1';
     if (!this.check.mac.checkRecord(m, continuation)) {
-      this.check.log.warn({ subject: m.subject, bytes: m.data.length }, 'dropping a session log message no gateway wrote');
+      this.forged.note({ subject: m.subject, bytes: m.data.length });
       return;
     }
     const data = m.data;

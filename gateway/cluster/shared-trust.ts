@@ -4,7 +4,7 @@ import { TetherError } from '../../core/errors.js';
 import type { Logger } from '../../core/logging.js';
 import type { SharedPins } from '../host-key-pins.js';
 import { Revocation, type RevocationList } from '../revocations.js';
-import type { FabricMac } from './fabric-mac.js';
+import { DropLog, type FabricMac } from './fabric-mac.js';
 import type { NatsLink } from './nats-link.js';
 
 /** Revocations of the whole cluster: key `j.<hash of jti>` or `s.<hash of sub>.<ms>`, value a sealed {@link Revocation}. */
@@ -39,6 +39,7 @@ export class SharedTrust implements SharedPins {
   private stopWatch: (() => void) | undefined;
   private unlisten: (() => void) | undefined;
   private closed = false;
+  private readonly forged: DropLog;
 
   private constructor(
     private readonly link: NatsLink,
@@ -46,7 +47,9 @@ export class SharedTrust implements SharedPins {
     private readonly hostKeys: KV,
     private readonly mac: FabricMac,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.forged = new DropLog(log, 'dropping a revocation or pin no gateway wrote');
+  }
 
   static async open(link: NatsLink, mac: FabricMac, log: Logger): Promise<SharedTrust> {
     const kvm = new Kvm(link.nc);
@@ -61,7 +64,7 @@ export class SharedTrust implements SharedPins {
     try {
       return JSON.parse(this.mac.openValue(`${bucket}/${e.key}`, e.value));
     } catch (err) {
-      this.log.warn({ bucket, key: e.key, err: (err as Error).message }, 'dropping an entry no gateway wrote');
+      this.forged.note({ bucket, key: e.key, err: (err as Error).message });
       return undefined;
     }
   }
