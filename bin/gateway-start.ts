@@ -8,10 +8,8 @@ import { acpEndpoint } from './acp-endpoint.js';
 import { AUTH_OFF_WARNING, gatewayAuthFrom, type GatewayAuthSetup } from './auth-options.js';
 import { gatewayStorage } from './gateway-storage.js';
 import { Cluster } from '../gateway/cluster/cluster.js';
-import { FabricMac } from '../gateway/cluster/fabric-mac.js';
-import { natsDialOf, NO_AUTH_WARNING, type ClusterAuthConfig } from '../gateway/cluster/nats-auth.js';
-import { ensureStateKey } from '../core/auth/state-dir.js';
-import { TetherError } from '../core/errors.js';
+import type { ClusterAuthConfig } from '../gateway/cluster/nats-auth.js';
+import { joinCluster } from './cluster-join.js';
 
 /** The keys a gateway runs from: all of `tether gateway`'s; `tether up` has no host (127.0.0.1), no TLS and no cluster. */
 export type GatewayRunConfig = Omit<GatewayConfig, 'host' | 'tlsCert' | 'tlsKey' | 'tlsClientCa' | 'logLevel' | 'logFormat' | keyof ClusterAuthConfig> &
@@ -48,11 +46,18 @@ export async function startGateway(c: GatewayRunConfig, logger: Logger, opts: { 
     limits: gatewayLimitsOf(c.limits),
     metrics: new GatewayMetrics({ processMetrics: true }),
   });
-  await cluster?.attach(gateway);
   const revocations = RevocationList.inStateDir(c.stateDir, { logger });
   if (cluster) {
-    storage.hostKeys.share(cluster.trust);
-    await cluster.trust.shareRevocations(revocations);
+    try {
+      await cluster.attach(gateway);
+      // Revocations and host-key pins are the cluster's: made through any gateway, they hold on this one.
+      storage.hostKeys.share(cluster.trust);
+      await cluster.trust.shareRevocations(revocations);
+    } catch (err) {
+      revocations.close();
+      await cluster.close();
+      throw err;
+    }
   }
   const server = await startGatewayServer(gateway, {
     host: c.host,
@@ -72,27 +77,6 @@ export async function startGateway(c: GatewayRunConfig, logger: Logger, opts: { 
     throw err;
   });
   return { server, auth, cluster };
-}
-
-/**
- * Joins the cluster: NATS authentication and TLS from the cluster keys (refused without
- * authentication unless the operator said --cluster-insecure-no-auth, then warned at every
- * start), and the fabric's MAC key derived from the gateways' shared token key (the one that
- * signs tokens; with authentication off or only a JWKS, the state folder's, which every
- * gateway of the cluster must then share).
- */
-async function joinCluster(c: ClusterAuthConfig & { cluster: string; stateDir: string; keyFile?: string }, auth: GatewayAuthSetup, logger: Logger): Promise<Cluster> {
-  const dial = natsDialOf(c);
-  if (dial.method === 'none') {
-    process.stderr.write(NO_AUTH_WARNING);
-    logger.warn({ server: dial.shown }, 'cluster NATS link without authentication (--cluster-insecure-no-auth)');
-  }
-  if (!auth.signingKey && c.keyFile) {
-    throw new TetherError('FAILED_PRECONDITION', `--key ${c.keyFile} only verifies: the gateways of a cluster sign what they tell each other with a key derived from their shared signing key (a secret or private key)`);
-  }
-  const mac = FabricMac.fromTokenKey(auth.signingKey ?? ensureStateKey(c.stateDir).key);
-  logger.info({ server: dial.shown, auth: dial.method, tls: dial.tls !== undefined }, 'joining the cluster');
-  return Cluster.join(dial, mac, logger);
 }
 
 /** The lines both commands print first: where the gateway listens. */
