@@ -121,7 +121,7 @@ export class RevocationList {
     const key = r.jti !== undefined ? `jti:${r.jti}` : `sub:${r.sub}:${r.at}`;
     if (this.shared.has(key)) return;
     this.shared.set(key, r);
-    this.load(this.file);
+    index(this.byJti, this.bySub, r); // not a rebuild: a cluster's whole list arrives one by one at start
     for (const fn of this.listeners) fn();
   }
 
@@ -168,14 +168,18 @@ export class RevocationList {
     this.file = list;
     const byJti = new Map<string, Revocation>();
     const bySub = new Map<string, Revocation>();
-    for (const r of [...list, ...this.shared.values()]) {
-      if (r.jti !== undefined) byJti.set(r.jti, r);
-      else if (r.sub !== undefined) {
-        const prev = bySub.get(r.sub);
-        if (!prev || Date.parse(r.at) > Date.parse(prev.at)) bySub.set(r.sub, r); // the latest covers the earlier ones
-      }
-    }
+    for (const r of list) index(byJti, bySub, r);
+    for (const r of this.shared.values()) index(byJti, bySub, r);
     this.byJti = byJti;
     this.bySub = bySub;
+  }
+}
+
+/** Files a revocation under its jti, or its subject when it is that subject's latest. */
+function index(byJti: Map<string, Revocation>, bySub: Map<string, Revocation>, r: Revocation): void {
+  if (r.jti !== undefined) byJti.set(r.jti, r);
+  else if (r.sub !== undefined) {
+    const prev = bySub.get(r.sub);
+    if (!prev || Date.parse(r.at) > Date.parse(prev.at)) bySub.set(r.sub, r); // the latest covers the earlier ones
   }
 }

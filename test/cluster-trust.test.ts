@@ -20,7 +20,14 @@ import { GatewayClient } from '../client/gateway-client.js';
 import type { LinkStatus } from '../core/link/link.js';
 import { asTetherError, type TetherError } from '../core/errors.js';
 import { encodeLineFrame } from '../core/protocol/session-frame.js';
-import { addRevocation } from '../gateway/revocations.js';
+import { addRevocation, RevocationList } from '../gateway/revocations.js';
+import { generateTokenKey } from '../core/auth/keygen.js';
+import { silentLogger } from '../core/logging.js';
+import { FabricMac } from '../gateway/cluster/fabric-mac.js';
+import { natsDialOf } from '../gateway/cluster/nats-auth.js';
+import { NatsLink } from '../gateway/cluster/nats-link.js';
+import { SharedTrust } from '../gateway/cluster/shared-trust.js';
+import { makeTempDir } from './support/claude-cli.js';
 import { frameRecord } from '../gateway/session-store.js';
 import { startClusterStack, type ClusterStack } from './support/cluster-stack.js';
 import { isCanUseTool, isResult, until } from './support/items.js';
@@ -161,4 +168,34 @@ describe("the cluster's fabric (issue 27, items 8 and 9)", () => {
     await s.sendUserMessage('hello');
     await until(it, isResult, [], 30_000, 'a turn on the real agent');
   }, 60_000);
+
+  it("a gateway joining later has every earlier revocation of the cluster before it listens, and a pin claimed first wins", async () => {
+    const dial = natsDialOf({ cluster: stack.nats.url, clusterUser: stack.nats.user, clusterPassword: stack.nats.pass, clusterInsecureNoAuth: false });
+    const mac = FabricMac.fromTokenKey(generateTokenKey('HS256').key); // its own cluster: the stack's gateways' entries are not its
+    const dirs = [makeTempDir('tether-rev-a-'), makeTempDir('tether-rev-b-')];
+    const links = [await NatsLink.open(dial, 'test-a', silentLogger), await NatsLink.open(dial, 'test-b', silentLogger)];
+    const lists = dirs.map((d) => RevocationList.inStateDir(d.path));
+    try {
+      const [a, b] = await Promise.all(links.map((l) => SharedTrust.open(l, mac, silentLogger)));
+      const issuedAt = new Date(Date.now() - 60_000);
+      for (let n = 0; n < 50; n++) addRevocation(dirs[0].path, { jti: `jti-${n}` });
+      addRevocation(dirs[0].path, { sub: 'eve' });
+      lists[0].reload();
+      await a.shareRevocations(lists[0]);
+      await b.shareRevocations(lists[1]); // resolves once it read the bucket
+      for (const jti of ['jti-0', 'jti-49']) expect(lists[1].match({ sub: 'x', jti, issuedAt })?.jti).toBe(jti);
+      expect(lists[1].match({ sub: 'eve', jti: 'other', issuedAt })?.sub).toBe('eve');
+      expect(lists[1].match({ sub: 'x', jti: 'jti-50', issuedAt })).toBeUndefined();
+      // Two gateways pin the same identity with different keys at once: one key wins on both.
+      const [first, second] = await Promise.all([a.claim('probe/probe', 'SHA256:aaa'), b.claim('probe/probe', 'SHA256:bbb')]);
+      expect(first).toBe(second);
+      expect(await b.pinOf('probe/probe')).toBe(first);
+      a.close();
+      b.close();
+    } finally {
+      lists.forEach((l) => l.close());
+      await Promise.all(links.map((l) => l.close()));
+      dirs.forEach((d) => d.cleanup());
+    }
+  });
 });

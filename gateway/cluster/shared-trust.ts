@@ -17,6 +17,11 @@ interface PinEntry {
   fingerprint: string;
 }
 
+/** How long a joining gateway waits to have read every revocation of the cluster. */
+const LOAD_TIMEOUT_MS = 10_000;
+/** Tries of a pin whose entry another gateway writes at the same moment. */
+const CLAIM_ATTEMPTS = 3;
+
 const hashOf = (s: string) => createHash('sha256').update(s).digest('hex').slice(0, 40);
 
 /** A revocation's key: one per jti; one per subject and time (the latest of a subject covers the earlier). */
@@ -85,25 +90,33 @@ export class SharedTrust implements SharedPins {
     };
     const watch = async () => {
       this.stopWatch?.();
-      const w = await this.revocations.watch({ include: KvWatchInclude.LastValue, ignoreDeletes: true });
+      const w = await this.revocations.watch({ include: KvWatchInclude.LastValue });
       this.stopWatch = () => w.stop();
+      let caughtUp!: () => void;
+      const done = new Promise<void>((resolve) => (caughtUp = resolve));
+      if ((await this.revocations.status()).values === 0) caughtUp();
       void (async () => {
-        for await (const e of w) take(e);
+        for await (const e of w) {
+          take(e);
+          if (e.delta === 0 || e.isUpdate) caughtUp(); // the last of what the bucket held
+        }
       })().catch(() => {});
-      for await (const key of await this.revocations.keys()) {
-        const e = await this.revocations.get(key);
-        if (e) take(e); // the watch may still be catching up: what exists now is in before the gateway listens
-      }
+      return done;
     };
     const publish = () =>
       void this.publishLocal(list).catch((err: unknown) => this.log.warn({ err: String(err) }, 'cannot publish revocations to the cluster yet; retried on the next change or reconnect'));
     await this.publishLocal(list);
-    await watch();
+    // Every revocation of the cluster is in before the gateway listens: fail closed otherwise.
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new TetherError('UNAVAILABLE', `the cluster's revocations were not read within ${LOAD_TIMEOUT_MS} ms`)), LOAD_TIMEOUT_MS);
+    });
+    await Promise.race([watch(), late]).finally(() => clearTimeout(timer));
     const stopLocal = list.onChange(publish);
     const stopLink = this.link.onChange((s) => {
       if (s.kind !== 'up' || this.closed) return;
       publish();
-      void watch().catch((err: unknown) => this.log.warn({ err: String(err) }, 'cannot watch the cluster revocations again'));
+      watch().catch((err: unknown) => this.log.warn({ err: String(err) }, 'cannot watch the cluster revocations again'));
     });
     this.unlisten = () => {
       stopLocal();
@@ -134,21 +147,31 @@ export class SharedTrust implements SharedPins {
     }
   }
 
-  /** Pins `fingerprint` for `identity` unless a gateway pinned one first; returns the pin in force. */
+  /**
+   * Pins `fingerprint` for `identity` unless a gateway pinned one first; returns the pin in
+   * force. A create or a revision-checked update, so of two gateways pinning at once one
+   * wins and the other reads its pin; an entry no gateway sealed does not hold the name.
+   */
   async claim(identity: string, fingerprint: string): Promise<string> {
     const key = `p.${hashOf(identity)}`;
     const value = this.seal(HOST_KEYS_BUCKET, key, { identity, fingerprint } satisfies PinEntry);
-    try {
-      await this.hostKeys.create(key, value);
-    } catch {
+    for (let attempt = 1; attempt <= CLAIM_ATTEMPTS; attempt++) {
       const e = await this.hostKeys.get(key);
-      const v = this.open(HOST_KEYS_BUCKET, e) as PinEntry | undefined;
-      if (v) return v.fingerprint; // another gateway was first
-      if (e) await this.hostKeys.update(key, value, e.revision); // a forged or deleted entry does not hold the name
-      else throw new TetherError('UNAVAILABLE', `cannot pin the host key of ${identity} in the cluster`);
+      const pinned = this.open(HOST_KEYS_BUCKET, e) as PinEntry | undefined;
+      if (pinned) {
+        this.pinCache.set(identity, pinned.fingerprint);
+        return pinned.fingerprint; // another gateway was first
+      }
+      try {
+        if (e) await this.hostKeys.update(key, value, e.revision);
+        else await this.hostKeys.create(key, value);
+        this.pinCache.set(identity, fingerprint);
+        return fingerprint;
+      } catch {
+        // Written meanwhile: read it again.
+      }
     }
-    this.pinCache.set(identity, fingerprint);
-    return fingerprint;
+    throw new TetherError('UNAVAILABLE', `cannot pin the host key of ${identity} in the cluster (its entry kept changing)`);
   }
 
   close(): void {
