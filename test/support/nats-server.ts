@@ -68,7 +68,8 @@ export async function startNatsServer(
 ): Promise<NatsServer> {
   const bin = natsServerBinary();
   const user = opts.config?.user ?? (opts.auth === 'none' ? undefined : 'tether-gw');
-  const pass = user && randomBytes(12).toString('hex');
+  // A letter first: nats-server reads a $VARIABLE in its config as a config value (digits first would be a number).
+  const pass = user && `p${randomBytes(12).toString('hex')}`;
   const env = opts.config && pass ? { ...process.env, [opts.config.passwordEnv]: pass } : process.env;
   const extra = [
     ...(opts.config ? ['-c', opts.config.file] : user && pass ? ['--user', user, '--pass', pass] : []),
