@@ -11,7 +11,7 @@ import type { ConfigSpec, FinishContext } from '../core/config/load.js';
 import { GATEWAY_DEFAULTS, type GatewayLimits } from './gateway.js';
 import { DOOR_DEFAULTS, type DoorLimits } from './door-limits.js';
 import { readPolicyFile } from './policy-source.js';
-import { CLUSTER_KEYS } from './cluster/cluster-keys.js';
+import { checkClusterKeys, CLUSTER_KEYS } from './cluster/cluster-keys.js';
 
 /** Where the gateway listens unless told otherwise: this machine only. */
 export const DEFAULT_GATEWAY_HOST = '127.0.0.1';
@@ -162,6 +162,7 @@ export const GATEWAY_CONFIG: ConfigSpec<typeof gatewaySchema, GatewayConfig> = {
   schema: gatewaySchema,
   finish: (c, ctx) => {
     checkTls(c, ctx);
+    checkClusterKeys(c, ctx);
     return resolveGatewayKeys(c, ctx);
   },
 };

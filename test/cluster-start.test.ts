@@ -118,6 +118,20 @@ describe("authenticating to the cluster's NATS", () => {
     return ((await ready.json()) as { checks: Record<string, string> }).checks.cluster;
   };
 
+  it('cluster keys that do not go together are a configuration error: exit 2, each named, nothing started', async () => {
+    const state = makeTempDir('tether-state-');
+    try {
+      const r = await runTether(['gateway', '--port', '0', '--grpc-port', 'off', '--auth', 'off', '--state-dir', state.path, '--cluster', 'nats://gw:pw@127.0.0.1:4222', '--cluster-user', 'gw'], {
+        env: { TETHER_CLUSTER_PASSWORD: 'pw' },
+      });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain('give one way to authenticate, not --cluster-user and credentials in the URL');
+      expect(r.stdout).not.toContain('gateway: ');
+    } finally {
+      state.cleanup();
+    }
+  });
+
   it('a cluster without authentication is refused with the reason; --cluster-insecure-no-auth starts it with a warning', async () => {
     const nats = await startNatsServer({ auth: 'none' });
     const state = makeTempDir('tether-state-');
@@ -158,10 +172,12 @@ describe("authenticating to the cluster's NATS", () => {
       });
       expect(wrong.code).toBe(1);
       expect(wrong.stderr).toMatch(/cannot reach the cluster's NATS server at nats:\/\/127\.0\.0\.1:\d+: .*Authorization Violation/i);
-      const printed = await runTether(['config', '--print', '--program', 'gateway'], { env: { TETHER_CLUSTER: nats.authUrl, TETHER_CLUSTER_TOKEN: 'tok-secret-1' } });
+      const printed = await runTether(['config', '--print', '--program', 'gateway'], { env: { TETHER_CLUSTER: nats.authUrl } });
       expect(printed.stdout).not.toContain(nats.pass!);
-      expect(printed.stdout).not.toContain('tok-secret-1');
       expect(printed.stdout).toContain('nats://[redacted]@127.0.0.1');
+      const withToken = await runTether(['config', '--print', '--program', 'gateway'], { env: { TETHER_CLUSTER: nats.url, TETHER_CLUSTER_TOKEN: 'tok-secret-1' } });
+      expect(withToken.stdout).toContain('clusterToken: "[redacted]"');
+      expect(withToken.stdout).not.toContain('tok-secret-1');
     } finally {
       await nats.stop();
       dir.cleanup();

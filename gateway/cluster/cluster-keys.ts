@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { checkedString, loadableFile } from '../../core/config/common.js';
 import { pemFile } from '../../core/config/tls-keys.js';
+import type { FinishContext } from '../../core/config/load.js';
 import { parseClusterUrl } from './cluster-url.js';
 
 /** A file that must be readable and not empty when the configuration is loaded. */
@@ -43,3 +44,42 @@ export const CLUSTER_KEYS = {
     .default(false)
     .meta({ help: "join a NATS server that asks for no authentication (refused otherwise): anyone reaching it reads every session; a warning at every start", flag: 'cluster-insecure-no-auth' }),
 };
+
+/** The cluster keys as nats-auth.ts reads them (cluster-keys.ts stays free of the NATS client). */
+export interface ClusterAuthKeys {
+  cluster?: string;
+  clusterCreds?: string;
+  clusterNkey?: string;
+  clusterUser?: string;
+  clusterPasswordFile?: string;
+  clusterPassword?: string;
+  clusterTokenFile?: string;
+  clusterToken?: string;
+  clusterTlsCert?: string;
+  clusterTlsKey?: string;
+}
+
+/** What is wrong with how the cluster keys combine (two ways to authenticate, a user without a password, …), if anything. */
+export function clusterAuthProblem(c: ClusterAuthKeys): string | undefined {
+  const inUrl = c.cluster !== undefined && URL.canParse(c.cluster) && new URL(c.cluster).username !== '';
+  const ways = [
+    c.clusterCreds && '--cluster-creds',
+    c.clusterNkey && '--cluster-nkey',
+    c.clusterUser && '--cluster-user',
+    (c.clusterTokenFile || c.clusterToken) && 'a token',
+    inUrl && 'credentials in the URL',
+  ].filter(Boolean);
+  if (ways.length > 1) return `give one way to authenticate, not ${ways.join(' and ')}`;
+  if ((c.clusterPasswordFile || c.clusterPassword) && !c.clusterUser) return 'a password needs --cluster-user';
+  if (c.clusterPasswordFile && c.clusterPassword) return 'give --cluster-password-file or TETHER_CLUSTER_PASSWORD, not both';
+  if (c.clusterTokenFile && c.clusterToken) return 'give --cluster-token-file or TETHER_CLUSTER_TOKEN, not both';
+  if (c.clusterUser && !c.clusterPasswordFile && !c.clusterPassword) return '--cluster-user needs --cluster-password-file FILE or TETHER_CLUSTER_PASSWORD';
+  if ((c.clusterTlsCert === undefined) !== (c.clusterTlsKey === undefined)) return 'a TLS client certificate needs both --cluster-tls-cert and --cluster-tls-key';
+  return undefined;
+}
+
+/** Config-time check of the cluster keys: every problem is reported with the others, before anything starts (exit 2). */
+export function checkClusterKeys(c: ClusterAuthKeys & { cluster?: string }, ctx: FinishContext): void {
+  const problem = clusterAuthProblem(c);
+  if (problem) ctx.problem('cluster', `cluster authentication: ${problem}`);
+}

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { credsAuthenticator, nkeyAuthenticator, tokenAuthenticator, usernamePasswordAuthenticator, type Authenticator } from '@nats-io/transport-node';
 import { TetherError } from '../../core/errors.js';
+import { clusterAuthProblem } from './cluster-keys.js';
 import { parseClusterUrl } from './cluster-url.js';
 
 /** The gateway's keys that say how it authenticates to the cluster's NATS server (gateway/config.ts). */
@@ -54,21 +55,9 @@ export function natsDialOf(c: ClusterAuthConfig & { cluster: string }): NatsDial
   const url = parseClusterUrl(c.cluster);
   const server = `${url.hostname}:${url.port}`;
   const shown = `${url.protocol}//${server}`;
-  const bad = (why: string) => new TetherError('INVALID_ARGUMENT', `cluster authentication: ${why}`);
+  const problem = clusterAuthProblem(c);
+  if (problem) throw new TetherError('INVALID_ARGUMENT', `cluster authentication: ${problem}`);
   const fromUrl = url.username ? { user: decodeURIComponent(url.username), pass: url.password ? decodeURIComponent(url.password) : undefined } : undefined;
-  const ways = [
-    c.clusterCreds && '--cluster-creds',
-    c.clusterNkey && '--cluster-nkey',
-    c.clusterUser && '--cluster-user',
-    (c.clusterTokenFile || c.clusterToken) && 'a token',
-    fromUrl && 'credentials in the URL',
-  ].filter(Boolean);
-  if (ways.length > 1) throw bad(`give one way to authenticate, not ${ways.join(' and ')}`);
-  if ((c.clusterPasswordFile || c.clusterPassword) && !c.clusterUser) throw bad('a password needs --cluster-user');
-  if (c.clusterPasswordFile && c.clusterPassword) throw bad('give --cluster-password-file or TETHER_CLUSTER_PASSWORD, not both');
-  if (c.clusterTokenFile && c.clusterToken) throw bad('give --cluster-token-file or TETHER_CLUSTER_TOKEN, not both');
-  if (c.clusterUser && !c.clusterPasswordFile && !c.clusterPassword) throw bad('--cluster-user needs --cluster-password-file FILE or TETHER_CLUSTER_PASSWORD');
-  if ((c.clusterTlsCert === undefined) !== (c.clusterTlsKey === undefined)) throw bad('a TLS client certificate needs both --cluster-tls-cert and --cluster-tls-key');
 
   const tlsFiles = { caFile: c.clusterTlsCa, certFile: c.clusterTlsCert, keyFile: c.clusterTlsKey };
   const tls = url.protocol === 'tls:' || c.clusterTlsCa || c.clusterTlsCert ? tlsFiles : undefined;
