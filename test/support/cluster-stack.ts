@@ -1,7 +1,8 @@
 /**
- * A cluster for end-to-end tests: a real nats-server with JetStream, N `tether gateway
- * --cluster` processes (authentication on, one shared key file, so a token works on every
- * gateway), a load balancer in front of them that sends each new connection to the first
+ * A cluster for end-to-end tests: a real nats-server with JetStream (requiring a user and
+ * password, which the gateways are given as an operator would: --cluster-user and
+ * TETHER_CLUSTER_PASSWORD), N `tether gateway --cluster` processes (authentication on, one
+ * shared key file, so a token works on every gateway and they share the fabric's MAC key), a load balancer in front of them that sends each new connection to the first
  * gateway that accepts it (so an agent behind it moves when its gateway dies), and an agent
  * running the real Claude Code CLI against the scripted fake Messages API. Every process and
  * port is stopped in `stop()`.
