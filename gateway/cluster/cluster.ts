@@ -13,7 +13,7 @@ import type { ProxiedClient, SessionsElsewhere } from '../sessions-elsewhere.js'
 import { decode, encode, ReplyNotice, unwrap, type CallRequest } from './cluster-wire.js';
 import { gatewaySubject, HomeEndpoint } from './home-endpoint.js';
 import { JetStreamSessionStore } from './jetstream-store.js';
-import type { FabricMac } from './fabric-mac.js';
+import { DropLog, type FabricMac } from './fabric-mac.js';
 import type { NatsDial } from './nats-auth.js';
 import { NatsLink } from './nats-link.js';
 import { SharedTrust } from './shared-trust.js';
@@ -95,13 +95,14 @@ export class Cluster implements SessionsElsewhere {
     this.home = new HomeEndpoint(this.link, gateway.id, this.dir, this.store, this.log, this.mac, gateway.metrics);
     this.dir.elsewhere = this;
     const replies = this.link.nc.subscribe(gatewaySubject(gateway.id, 'reply'));
+    const dropped = new DropLog(this.log, 'dropping a bad or unsealed reply from another gateway');
     void (async () => {
       for await (const m of replies) {
         try {
           const r = decode(ReplyNotice, this.mac.openMessage(m));
           this.proxied.get(r.client_id)?.sendReply(r.session_id, r.line);
         } catch (err) {
-          this.log.warn({ err: String(err) }, 'dropping a bad reply from another gateway');
+          dropped.note({ err: String(err) });
         }
       }
     })();
