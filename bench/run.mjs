@@ -19,6 +19,7 @@
  * table shows medians over rounds with [min–max] and the ratio ours / baseline.
  */
 import { execSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync, existsSync, rmSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -147,7 +148,8 @@ async function startCluster({ gateways = 3 } = {}) {
   const nats = await startNats();
   const gws = [];
   try {
-    for (let i = 0; i < gateways; i++) gws.push(await startChild('tether-gateway.mjs', ['--cluster', nats.url], { label: `gateway-${i + 1}` }));
+    const secret = randomBytes(32).toString('hex'); // the gateways' shared key, as --key gives it
+    for (let i = 0; i < gateways; i++) gws.push(await startChild('tether-gateway.mjs', ['--cluster', nats.url, '--cluster-secret', secret], { label: `gateway-${i + 1}` }));
     const urls = gws.map((g) => g.info.url);
     const agent = await startChild('tether-agent.mjs', ['--gateway', urls.join(','), '--name', 'bench-ws'], { label: 'agent-ws' });
     return { gateways: gws, nats, urls, stop: () => stopAll([agent, ...gws]).finally(() => nats.stop()) };

@@ -8,10 +8,13 @@ import { acpEndpoint } from './acp-endpoint.js';
 import { AUTH_OFF_WARNING, gatewayAuthFrom, type GatewayAuthSetup } from './auth-options.js';
 import { gatewayStorage } from './gateway-storage.js';
 import { Cluster } from '../gateway/cluster/cluster.js';
+import type { ClusterAuthConfig } from '../gateway/cluster/nats-auth.js';
+import { joinCluster } from './cluster-join.js';
 
-/** The keys a gateway runs from: all of `tether gateway`'s; `tether up` has no host (127.0.0.1) and no TLS. */
-export type GatewayRunConfig = Omit<GatewayConfig, 'host' | 'tlsCert' | 'tlsKey' | 'tlsClientCa' | 'logLevel' | 'logFormat'> &
-  Partial<Pick<GatewayConfig, 'host' | 'tlsCert' | 'tlsKey' | 'tlsClientCa'>>;
+/** The keys a gateway runs from: all of `tether gateway`'s; `tether up` has no host (127.0.0.1), no TLS and no cluster. */
+export type GatewayRunConfig = Omit<GatewayConfig, 'host' | 'tlsCert' | 'tlsKey' | 'tlsClientCa' | 'logLevel' | 'logFormat' | keyof ClusterAuthConfig> &
+  Partial<Pick<GatewayConfig, 'host' | 'tlsCert' | 'tlsKey' | 'tlsClientCa'>> &
+  Partial<ClusterAuthConfig>;
 
 /** A gateway the CLI started: its listeners and what its authentication resolved to. */
 export interface StartedGateway {
@@ -32,8 +35,8 @@ export async function startGateway(c: GatewayRunConfig, logger: Logger, opts: { 
   const storage = gatewayStorage(c, logger);
   const auth = gatewayAuthFrom(c, { needSigningKey: opts.needSigningKey });
   if (auth.auth.verifier === 'off') process.stderr.write(AUTH_OFF_WARNING);
-  // Joined before anything listens: a bad or unreachable cluster stops the gateway here.
-  const cluster = c.cluster ? await Cluster.join(c.cluster, logger) : undefined;
+  // Joined before anything listens: a bad, unreachable or unauthenticated cluster stops the gateway here.
+  const cluster = c.cluster ? await joinCluster({ ...c, cluster: c.cluster, clusterInsecureNoAuth: c.clusterInsecureNoAuth ?? false }, auth, logger) : undefined;
   const gateway = new Gateway({
     logger: opts.routingLogger ?? logger,
     store: cluster?.store ?? storage.store,
@@ -44,7 +47,19 @@ export async function startGateway(c: GatewayRunConfig, logger: Logger, opts: { 
     limits: gatewayLimitsOf(c.limits),
     metrics: new GatewayMetrics({ processMetrics: true }),
   });
-  await cluster?.attach(gateway);
+  const revocations = RevocationList.inStateDir(c.stateDir, { logger });
+  if (cluster) {
+    try {
+      await cluster.attach(gateway);
+      // Revocations and host-key pins are the cluster's: made through any gateway, they hold on this one.
+      storage.hostKeys.share(cluster.trust);
+      await cluster.trust.shareRevocations(revocations);
+    } catch (err) {
+      revocations.close();
+      await cluster.close();
+      throw err;
+    }
+  }
   const server = await startGatewayServer(gateway, {
     host: c.host,
     port: c.port,
@@ -55,7 +70,7 @@ export async function startGateway(c: GatewayRunConfig, logger: Logger, opts: { 
     metrics: c.metrics,
     tls: serverTlsOf(c),
     doorLimits: doorLimitsOf(c.limits),
-    revocations: RevocationList.inStateDir(c.stateDir, { logger }),
+    revocations,
     acp: acpEndpoint(),
     readinessChecks: cluster ? [cluster.readiness] : undefined,
   }).catch(async (err: unknown) => {

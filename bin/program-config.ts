@@ -11,7 +11,8 @@ export type AnyConfigSpec = ConfigSpec<z.ZodObject, unknown>;
 export function configOptions(spec: AnyConfigSpec): OptionSpec {
   const out: OptionSpec = { config: { type: 'string' } };
   for (const k of keysOf(spec.schema)) {
-    if (k.flag) out[k.flag] = k.kind === 'list' || k.kind === 'map' ? { type: 'string', multiple: true } : { type: 'string' };
+    // A boolean key's flag stands alone (--cluster-insecure-no-auth), meaning true.
+    if (k.flag) out[k.flag] = k.kind === 'list' || k.kind === 'map' ? { type: 'string', multiple: true } : k.kind === 'boolean' ? { type: 'boolean' } : { type: 'string' };
   }
   return out;
 }

@@ -11,9 +11,9 @@ import type { ConfigSpec, FinishContext } from '../core/config/load.js';
 import { GATEWAY_DEFAULTS, type GatewayLimits } from './gateway.js';
 import { DOOR_DEFAULTS, type DoorLimits } from './door-limits.js';
 import { readPolicyFile } from './policy-source.js';
-import { parseClusterUrl } from './cluster/cluster-url.js';
 import { AUDIT_ROTATION_DEFAULTS } from './audit-log.js';
 import { MEMBERSHIP_RATE_DEFAULTS } from './audit-rate.js';
+import { checkClusterKeys, CLUSTER_KEYS } from './cluster/cluster-keys.js';
 
 /** Where the gateway listens unless told otherwise: this machine only. */
 export const DEFAULT_GATEWAY_HOST = '127.0.0.1';
@@ -145,9 +145,7 @@ export const gatewaySchema = z
     ...TLS_KEYS,
     ...loggingKeys('info'),
     ...LIMIT_KEYS,
-    cluster: checkedString(parseClusterUrl)
-      .optional()
-      .meta({ help: "join a cluster of gateways on this NATS server with JetStream (nats://HOST:PORT): sessions, history and the fleet's registry live there; absent: a single gateway", flag: 'cluster' }),
+    ...CLUSTER_KEYS,
   })
   .strict();
 
@@ -191,6 +189,7 @@ export const GATEWAY_CONFIG: ConfigSpec<typeof gatewaySchema, GatewayConfig> = {
   schema: gatewaySchema,
   finish: (c, ctx) => {
     checkTls(c, ctx);
+    checkClusterKeys(c, ctx);
     return resolveGatewayKeys(c, ctx);
   },
 };

@@ -199,8 +199,9 @@ export class Gateway {
     }
     let fingerprint: string | undefined;
     try {
-      fingerprint = this.hostKeys.check(principal.sub, agent.name, agent.host_key);
+      fingerprint = await this.hostKeys.admit(principal.sub, agent.name, agent.host_key);
     } catch (err) {
+      if (err instanceof TetherError && err.code === 'UNAVAILABLE') throw err; // the cluster's pins cannot be read now: the agent retries
       throw noteAuthFailure(log, authError('PERMISSION_DENIED', 'host_key', (err as Error).message), {}, this.countAuthFailure);
     }
     if (fingerprint) log.info({ agent: agent.name, hostKey: fingerprint }, 'agent proved its host key');

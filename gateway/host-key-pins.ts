@@ -10,9 +10,19 @@ import { verifyHostKeyProof } from '../core/auth/host-key.js';
 import { TetherError } from '../core/errors.js';
 import type { HostKeyProof } from '../core/protocol/methods.js';
 
+/** Pins kept beyond this gateway (a cluster's store): the first claim of an identity wins everywhere. */
+export interface SharedPins {
+  /** The fingerprint pinned for `identity`, if any. */
+  pinOf(identity: string): Promise<string | undefined>;
+  /** Pins `fingerprint` unless one is pinned already; returns the pin in force. */
+  claim(identity: string, fingerprint: string): Promise<string>;
+}
+
 export class HostKeyPins {
   /** Fingerprint by identity (`<token sub>/<agent name>`). */
   private readonly pins = new Map<string, string>();
+  /** In a cluster: the pins every gateway checks (the file's pins are carried over to it). */
+  private shared: SharedPins | undefined;
 
   /** In memory only without a path; otherwise loaded now and rewritten on each new pin. */
   constructor(private readonly path?: string) {
@@ -41,13 +51,33 @@ export class HostKeyPins {
     const identity = `${sub}/${agentName}`;
     const pinned = this.pins.get(identity);
     const fingerprint = proof && verifyHostKeyProof(proof, agentName, now);
-    if (pinned !== undefined && fingerprint !== pinned) {
-      throw new TetherError('PERMISSION_DENIED', `agent "${agentName}" is bound to host key ${pinned}; this hello ${fingerprint ? `proves ${fingerprint}` : 'has no host key'}`);
-    }
+    refuseUnless(agentName, pinned, fingerprint);
     if (fingerprint && pinned === undefined) {
       this.pins.set(identity, fingerprint);
       this.save();
     }
+    return fingerprint;
+  }
+
+  /** From now on the pins of `shared` (a cluster's) decide; this gateway's file pins are claimed there. */
+  share(shared: SharedPins): void {
+    this.shared = shared;
+  }
+
+  /**
+   * {@link check}, or in a cluster the same against the cluster's pins (read at each hello,
+   * so a pin made through another gateway holds here at once). UNAVAILABLE when the
+   * cluster's store cannot be read and this gateway never saw the identity's pin.
+   */
+  async admit(sub: string, agentName: string, proof: HostKeyProof | undefined, now = Date.now()): Promise<string | undefined> {
+    if (!this.shared) return this.check(sub, agentName, proof, now);
+    const identity = `${sub}/${agentName}`;
+    const fingerprint = proof && verifyHostKeyProof(proof, agentName, now);
+    let pinned = await this.shared.pinOf(identity);
+    const local = this.pins.get(identity);
+    if (pinned === undefined && local !== undefined) pinned = await this.shared.claim(identity, local);
+    if (pinned === undefined && fingerprint) pinned = await this.shared.claim(identity, fingerprint);
+    refuseUnless(agentName, pinned, fingerprint);
     return fingerprint;
   }
 
@@ -57,5 +87,12 @@ export class HostKeyPins {
     writeFileSync(tmp, JSON.stringify(Object.fromEntries(this.pins), null, 2) + '\n', { mode: 0o600 });
     chmodSync(tmp, 0o600);
     renameSync(tmp, this.path);
+  }
+}
+
+/** PERMISSION_DENIED when an identity has a pin and the hello does not prove that key. */
+function refuseUnless(agentName: string, pinned: string | undefined, fingerprint: string | undefined): void {
+  if (pinned !== undefined && fingerprint !== pinned) {
+    throw new TetherError('PERMISSION_DENIED', `agent "${agentName}" is bound to host key ${pinned}; this hello ${fingerprint ? `proves ${fingerprint}` : 'has no host key'}`);
   }
 }

@@ -84,6 +84,10 @@ export function addRevocation(stateDir: string, r: { jti?: string; sub?: string;
 export class RevocationList {
   private byJti = new Map<string, Revocation>();
   private bySub = new Map<string, Revocation>();
+  /** The file's revocations as last read (what a cluster publishes). */
+  private file: Revocation[] = [];
+  /** Revocations of the cluster (other gateways'), by their key in its store. */
+  private readonly shared = new Map<string, Revocation>();
   private readonly listeners = new Set<() => void>();
   private readonly log: Logger;
   private readonly onStat = () => this.reload();
@@ -102,6 +106,23 @@ export class RevocationList {
   /** The list kept in a state folder. */
   static inStateDir(stateDir: string, opts: { logger?: Logger; pollMs?: number } = {}): RevocationList {
     return new RevocationList(join(stateDir, REVOCATIONS_FILE), opts);
+  }
+
+  /** The revocations read from the file. */
+  get fromFile(): readonly Revocation[] {
+    return this.file;
+  }
+
+  /**
+   * Adds a revocation of the cluster (made on another gateway); the listeners hear it when it
+   * is new. Kept until the gateway stops: the file never lifts it.
+   */
+  addShared(r: Revocation): void {
+    const key = r.jti !== undefined ? `jti:${r.jti}` : `sub:${r.sub}:${r.at}`;
+    if (this.shared.has(key)) return;
+    this.shared.set(key, r);
+    index(this.byJti, this.bySub, r); // not a rebuild: a cluster's whole list arrives one by one at start
+    for (const fn of this.listeners) fn();
   }
 
   /** How many revocations are in force. */
@@ -144,16 +165,21 @@ export class RevocationList {
   }
 
   private load(list: Revocation[]): void {
+    this.file = list;
     const byJti = new Map<string, Revocation>();
     const bySub = new Map<string, Revocation>();
-    for (const r of list) {
-      if (r.jti !== undefined) byJti.set(r.jti, r);
-      else if (r.sub !== undefined) {
-        const prev = bySub.get(r.sub);
-        if (!prev || Date.parse(r.at) > Date.parse(prev.at)) bySub.set(r.sub, r); // the latest covers the earlier ones
-      }
-    }
+    for (const r of list) index(byJti, bySub, r);
+    for (const r of this.shared.values()) index(byJti, bySub, r);
     this.byJti = byJti;
     this.bySub = bySub;
+  }
+}
+
+/** Files a revocation under its jti, or its subject when it is that subject's latest. */
+function index(byJti: Map<string, Revocation>, bySub: Map<string, Revocation>, r: Revocation): void {
+  if (r.jti !== undefined) byJti.set(r.jti, r);
+  else if (r.sub !== undefined) {
+    const prev = bySub.get(r.sub);
+    if (!prev || Date.parse(r.at) > Date.parse(prev.at)) bySub.set(r.sub, r); // the latest covers the earlier ones
   }
 }

@@ -2,11 +2,16 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../core/logging.js';
 import { encodeLineFrame, frameBuffer } from '../core/protocol/session-frame.js';
 import { JetStreamSessionStore } from '../gateway/cluster/jetstream-store.js';
-import { LogReader } from '../gateway/cluster/session-log.js';
+import { headers as natsHeaders } from '@nats-io/transport-node';
+import { CONTINUATION_HEADER, LogReader } from '../gateway/cluster/session-log.js';
+import { MAC_HEADER } from '../gateway/cluster/fabric-mac.js';
 import { SessionMirror } from '../gateway/cluster/session-mirror.js';
 import { REPLAY_DEFAULTS } from '../gateway/replay-log.js';
 import { frameRecord } from '../gateway/session-store.js';
 import { NatsLink } from '../gateway/cluster/nats-link.js';
+import { natsDialOf } from '../gateway/cluster/nats-auth.js';
+import { FabricMac } from '../gateway/cluster/fabric-mac.js';
+import { generateTokenKey } from '../core/auth/keygen.js';
 import { ClusterRegistry } from '../gateway/cluster/registry.js';
 import type { SessionRecord } from '../gateway/session-store.js';
 import { startNatsServer, type NatsServer } from './support/nats-server.js';
@@ -14,6 +19,8 @@ import { waitFor, withTimeout } from './support/wait.js';
 
 const record = (id: string): SessionRecord => ({ id, agent: 'builder', engine: 'claude', owner: 'alice', options: {}, created_at: new Date().toISOString() });
 const frame = (id: string, seq: number, text: string) => ({ seq, agentSeq: seq, bytes: encodeLineFrame(id, seq, 'engine', Buffer.from(JSON.stringify({ type: 'assistant', text }))) });
+/** The fabric's MAC key, as a gateway derives it from its token key. */
+const MAC = FabricMac.fromTokenKey(generateTokenKey('HS256').key);
 const flushed = (store: JetStreamSessionStore) => new Promise<void>((resolve) => store.whenFlushed(resolve));
 
 /** Waits (bounded) for `cond`. */
@@ -26,8 +33,8 @@ describe('the JetStream session store', () => {
   let store: JetStreamSessionStore;
   beforeEach(async () => {
     nats = await startNatsServer();
-    link = await NatsLink.open(nats.url, 'test', silentLogger);
-    store = await JetStreamSessionStore.open(link, await ClusterRegistry.open(link.nc), silentLogger);
+    link = await NatsLink.open(natsDialOf({ cluster: nats.authUrl, clusterInsecureNoAuth: false }), 'test', silentLogger);
+    store = await JetStreamSessionStore.open(link, await ClusterRegistry.open(link.nc, MAC, silentLogger), silentLogger, MAC);
     store.home = 'gw-test';
   });
   afterEach(async () => {
@@ -82,7 +89,7 @@ describe('the JetStream session store', () => {
     store.create(record('s1'));
     for (const seq of [1, 2, 5, 6]) store.appendFrame('s1', frame('s1', seq, `line ${seq}`)); // 3 and 4 never reached the log
     await flushed(store);
-    const mirror = new SessionMirror(link, 's1', REPLAY_DEFAULTS, silentLogger);
+    const mirror = new SessionMirror(link, 's1', REPLAY_DEFAULTS, silentLogger, MAC);
     const seen: string[] = [];
     const member = { clientId: 'c1', principal: 'bob', transport: 'test', sendFrame: (b: Buffer) => seen.push(b.toString()), sendReply: () => {} };
     try {
@@ -121,18 +128,41 @@ describe('the JetStream session store', () => {
 });
 
 describe('reading a session log back', () => {
+  /** A log message as a gateway publishes it: sealed, marked when it continues a record. */
+  const sealed = (data: Buffer, cont: boolean) => {
+    const h = natsHeaders();
+    if (cont) h.set(CONTINUATION_HEADER, '1');
+    h.set(MAC_HEADER, MAC.sealRecord('tether.s.s', data, cont));
+    return { subject: 'tether.s.s', data, headers: h };
+  };
+  const check = { mac: MAC, log: silentLogger };
+
   it('joins a record split over messages, and skips the tail of one whose start aged out of the stream', () => {
     const seqs: number[] = [];
-    const reader = new LogReader((r) => 'frame' in r && seqs.push(r.frame.seq));
+    const reader = new LogReader(check, (r) => 'frame' in r && seqs.push(r.frame.seq));
     const one = frameRecord(frame('s', 7, 'x'.repeat(100)));
     const two = frameRecord(frame('s', 8, 'y'));
-    reader.push(one.subarray(40), true); // the tail of frame 7: its first part is gone
-    reader.push(Buffer.concat([two.subarray(0, 10)]), false);
-    reader.push(two.subarray(10), true);
+    reader.push(sealed(one.subarray(40), true)); // the tail of frame 7: its first part is gone
+    reader.push(sealed(Buffer.concat([two.subarray(0, 10)]), false));
+    reader.push(sealed(two.subarray(10), true));
     expect(seqs).toEqual([8]);
-    const whole = new LogReader((r) => 'frame' in r && seqs.push(r.frame.seq));
-    whole.push(one.subarray(0, 30), false);
-    whole.push(one.subarray(30), true);
+    const whole = new LogReader(check, (r) => 'frame' in r && seqs.push(r.frame.seq));
+    whole.push(sealed(one.subarray(0, 30), false));
+    whole.push(sealed(one.subarray(30), true));
     expect(seqs).toEqual([8, 7]);
+  });
+
+  it('drops a message no gateway sealed: unsigned, signed under another key, or moved to another subject', () => {
+    const seqs: number[] = [];
+    const reader = new LogReader(check, (r) => 'frame' in r && seqs.push(r.frame.seq));
+    const other = FabricMac.fromTokenKey(generateTokenKey('HS256').key);
+    const forged = (n: number) => frameRecord(frame('s', n, 'forged'));
+    reader.push({ subject: 'tether.s.s', data: forged(1) });
+    const h = natsHeaders();
+    h.set(MAC_HEADER, other.sealRecord('tether.s.s', forged(2), false));
+    reader.push({ subject: 'tether.s.s', data: forged(2), headers: h });
+    reader.push({ ...sealed(forged(3), false), subject: 'tether.s.t' });
+    reader.push(sealed(frameRecord(frame('s', 4, 'real')), false));
+    expect(seqs).toEqual([4]);
   });
 });

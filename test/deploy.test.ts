@@ -17,6 +17,7 @@ interface ComposeService {
   build?: unknown;
   image?: string;
   command?: string[];
+  entrypoint?: string[];
   environment?: Record<string, string>;
   healthcheck?: { test: string[] };
   depends_on?: Record<string, { condition: string }>;
@@ -95,8 +96,10 @@ describe('docker-compose.yml, cluster profile: three gateways on one NATS server
   const gateways = ['gateway-1', 'gateway-2', 'gateway-3'];
 
   it('has NATS with JetStream, three gateways of our image and an agent given all three', () => {
-    expect(Object.keys(clusterServices).sort()).toEqual(['cluster-agent', 'cluster-agent-token', 'gateway-1', 'gateway-2', 'gateway-3', 'nats']);
-    expect(clusterServices.nats.command).toEqual(expect.arrayContaining(['--jetstream', '--store_dir']));
+    expect(Object.keys(clusterServices).sort()).toEqual(['cluster-agent', 'cluster-agent-token', 'cluster-nats-password', 'gateway-1', 'gateway-2', 'gateway-3', 'nats']);
+    const natsStart = clusterServices.nats.entrypoint!.join(' ');
+    for (const arg of ['--jetstream', '--store_dir', '--config /etc/nats/tether.conf']) expect(natsStart).toContain(arg);
+    expect(clusterServices.nats.volumes).toContain('./deploy/nats-cluster.conf:/etc/nats/tether.conf:ro');
     for (const g of gateways) expect([clusterServices[g].build, clusterServices[g].command]).toEqual(['.', ['gateway']]);
     const published = gateways.flatMap((g) => clusterServices[g].ports!.map((p) => p.split(':')[0]));
     expect(new Set([...published, '7800', '7801']).size).toBe(published.length + 2); // none clashes with another or with the single gateway
@@ -127,7 +130,14 @@ describe('docker-compose.yml, cluster profile: three gateways on one NATS server
       const env = clusterServices[g].environment!;
       for (const name of Object.keys(env)) expect(help, `${g} ${name}`).toContain(name);
       // The key file is another container's volume: checked above; here only what the gateway reads itself.
-      const { TETHER_KEY_FILE: _key, ...rest } = env;
+      const { TETHER_KEY_FILE: _key, TETHER_CLUSTER_PASSWORD_FILE: passwordFile, ...rest } = env;
+      // NATS authenticates it: its user, with the password cluster-nats-password made, read from a volume NATS reads too.
+      expect(rest.TETHER_CLUSTER_USER).toBe('tether-gateway');
+      const secrets = (s: ComposeService, file: string) => s.volumes!.find((v) => file.startsWith(v.split(':')[1] + '/'))?.split(':')[0];
+      expect(secrets(clusterServices[g], passwordFile)).toBe('cluster-nats-secrets');
+      expect(clusterServices.nats.volumes).toContain('cluster-nats-secrets:/run/tether-nats:ro');
+      expect(clusterServices['cluster-nats-password'].volumes).toEqual(['cluster-nats-secrets:/secrets']);
+      rest.TETHER_CLUSTER_PASSWORD = 'p-checked-elsewhere';
       expect(loadConfig(GATEWAY_CONFIG, { env: rest, flags: {} }).config).toMatchObject({ host: '0.0.0.0', port: 7800, grpcPort: 7801, cluster: 'nats://nats:4222' });
     }
   });

@@ -4,8 +4,9 @@
  * benchmark's own load (members per session, sessions per principal, connections per gateway
  * and per address: every bench client comes from 127.0.0.1) are raised; everything else is
  * the default. With `--cluster nats://HOST:PORT` it joins a cluster on that NATS server, as
- * `tether gateway --cluster` does (its sessions then live in JetStream). Answers cpu / mem /
- * stats over IPC.
+ * `tether gateway --cluster` does (its sessions then live in JetStream; the bench's NATS asks
+ * for no authentication; `--cluster-secret` is the gateways' shared HS256 secret, hex,
+ * the fabric's MAC key is derived from). Answers cpu / mem / stats over IPC.
  */
 import { Gateway } from '../../dist/gateway/gateway.js';
 import { startGatewayServer } from '../../dist/gateway/server.js';
@@ -14,7 +15,15 @@ import { argsOf, serve } from '../lib/child.mjs';
 
 const a = argsOf();
 // Loaded only for a cluster, so the other figures run on a build without the cluster modules.
-const cluster = a.cluster ? await (await import('../../dist/gateway/cluster/cluster.js')).Cluster.join(a.cluster, silentLogger) : undefined;
+async function joinCluster(url, secret) {
+  const { Cluster } = await import('../../dist/gateway/cluster/cluster.js');
+  const { FabricMac } = await import('../../dist/gateway/cluster/fabric-mac.js');
+  const { natsDialOf } = await import('../../dist/gateway/cluster/nats-auth.js');
+  const { parseKey } = await import('../../dist/core/auth/keys.js');
+  const mac = FabricMac.fromTokenKey(parseKey(JSON.stringify({ kty: 'oct', k: Buffer.from(secret, 'hex').toString('base64url') })));
+  return Cluster.join(natsDialOf({ cluster: url, clusterInsecureNoAuth: true }), mac, silentLogger);
+}
+const cluster = a.cluster ? await joinCluster(a.cluster, a['cluster-secret']) : undefined;
 const gateway = new Gateway({
   store: cluster?.store,
   limits: {

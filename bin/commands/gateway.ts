@@ -28,7 +28,19 @@ Options:
   --cluster URL      join a cluster of gateways on a NATS server with JetStream
                      (nats://HOST:PORT): sessions and their history live in JetStream, agents
                      and clients may use any gateway, an agent whose gateway is lost moves to
-                     another with its sessions. Absent: one gateway with its own store
+                     another with its sessions. Absent: one gateway with its own store.
+                     NATS must authenticate the gateway (one of the next four, or a TLS client
+                     certificate); gateways sign what they tell each other with a key derived
+                     from their shared token key (docs/deploy.md, "A cluster's NATS")
+  --cluster-creds FILE           NATS credentials file (JWT and nkey seed)
+  --cluster-nkey FILE            file with the NATS nkey seed
+  --cluster-user USER            NATS user; password from --cluster-password-file FILE
+                                 or TETHER_CLUSTER_PASSWORD
+  --cluster-token-file FILE      NATS token (or TETHER_CLUSTER_TOKEN)
+  --cluster-tls-ca FILE          CA (PEM) of the NATS server's certificate
+  --cluster-tls-cert FILE        client certificate (PEM) for NATS, with --cluster-tls-key FILE
+  --cluster-insecure-no-auth     join a NATS server without authentication (anyone who reaches
+                                 it reads every session); warned at every start
 ${AUTH_FLAGS_HELP}
 ${STORAGE_FLAGS_HELP}
   --log-level LEVEL  trace|debug|info|warn|error (default info; env TETHER_LOG_LEVEL)
@@ -38,7 +50,7 @@ ${STORAGE_FLAGS_HELP}
   async (c, logger) => {
     const { server, auth, cluster } = await startGateway(c, logger);
     printListening(server);
-    if (cluster) process.stdout.write(`cluster: ${c.cluster} (gateway ${cluster.gatewayId})\n`);
+    if (cluster) process.stdout.write(`cluster: ${cluster.link.url} (gateway ${cluster.gatewayId})\n`);
     printKey(auth);
     if (auth.keyPath && auth.signingKey) {
       const where = c.keyFile ? `--key ${auth.keyPath}` : `--state-dir ${c.stateDir}`;

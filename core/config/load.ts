@@ -98,7 +98,8 @@ export function loadConfig<S extends z.ZodObject, T>(spec: ConfigSpec<S, T>, inp
     if (text !== undefined) apply(key, text, key.env!);
   }
   for (const key of keys) {
-    const raw = key.flag ? flags[key.flag] : undefined;
+    const given = key.flag ? flags[key.flag] : undefined;
+    const raw = typeof given === 'boolean' ? String(given) : given;
     const text = Array.isArray(raw) ? (raw.length ? (raw as string[]) : undefined) : nonEmpty(raw);
     if (text !== undefined) apply(key, text, `--${key.flag}`);
   }

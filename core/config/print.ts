@@ -5,15 +5,22 @@ import type { LoadedConfig } from './load.js';
 /** What a secret value prints as. */
 export const MASK = '[redacted]';
 
-/** A copy of the configuration with every secret key that has a value replaced by {@link MASK}. */
+/** The user and password (or token) a URL may carry, e.g. nats://USER:PASS@HOST. */
+const URL_CREDENTIALS = /^([a-z][a-z0-9+.-]*:\/\/)[^/@\s]+@/i;
+
+/**
+ * A copy of the configuration with every secret key that has a value replaced by {@link MASK},
+ * and the credentials of any URL value too.
+ */
 export function maskSecrets<T>(config: T, keys: ConfigKey[]): T {
   const copy = structuredClone(config) as Record<string, unknown>;
   for (const key of keys) {
-    if (!key.secret) continue;
     let at: Record<string, unknown> | undefined = copy;
     for (const p of key.path.slice(0, -1)) at = at?.[p] as Record<string, unknown> | undefined;
     const leaf = key.path[key.path.length - 1];
-    if (at && at[leaf] !== undefined && at[leaf] !== null) at[leaf] = MASK;
+    if (!at || at[leaf] === undefined || at[leaf] === null) continue;
+    if (key.secret) at[leaf] = MASK;
+    else if (typeof at[leaf] === 'string') at[leaf] = (at[leaf] as string).replace(URL_CREDENTIALS, `$1${MASK}@`);
   }
   return copy as T;
 }

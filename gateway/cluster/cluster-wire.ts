@@ -4,7 +4,8 @@ import { ERROR_CODES, TetherError, asTetherError } from '../../core/errors.js';
 /**
  * What gateways of one cluster say to each other over NATS (request-reply on
  * `tether.gw.<gateway id>.<verb>`). The principal travels as the door of the calling gateway
- * admitted it: gateways trust each other, so the NATS server must be reachable by gateways only.
+ * admitted it: gateways trust each other, so every message is sealed (fabric-mac.ts) and one
+ * no gateway sealed is dropped before it is decoded.
  */
 export const PrincipalWire = z.object({
   sub: z.string().max(256),

@@ -1,3 +1,4 @@
+import type { Msg } from '@nats-io/transport-node';
 import { Gauge } from 'prom-client';
 import { TetherError, asTetherError } from '../../core/errors.js';
 import type { Logger } from '../../core/logging.js';
@@ -12,7 +13,10 @@ import type { ProxiedClient, SessionsElsewhere } from '../sessions-elsewhere.js'
 import { decode, encode, ReplyNotice, unwrap, type CallRequest } from './cluster-wire.js';
 import { gatewaySubject, HomeEndpoint } from './home-endpoint.js';
 import { JetStreamSessionStore } from './jetstream-store.js';
+import { DropLog, type FabricMac } from './fabric-mac.js';
+import type { NatsDial } from './nats-auth.js';
 import { NatsLink } from './nats-link.js';
+import { SharedTrust } from './shared-trust.js';
 import { ANNOUNCE_EVERY_MS, ClusterRegistry, SESSION_TOUCH_EVERY_MS, type GatewayEntry, type SessionEntry } from './registry.js';
 import { SessionMirror } from './session-mirror.js';
 
@@ -57,23 +61,28 @@ export class Cluster implements SessionsElsewhere {
     readonly link: NatsLink,
     readonly registry: ClusterRegistry,
     readonly store: JetStreamSessionStore,
+    /** Revocations and host-key pins every gateway of the cluster checks. */
+    readonly trust: SharedTrust,
+    private readonly mac: FabricMac,
     private readonly log: Logger,
   ) {}
 
   /**
-   * Connects to NATS at `url` and opens the stream and buckets (creating them on first use).
-   * INVALID_ARGUMENT for a malformed URL, UNAVAILABLE when NATS cannot be reached: the
-   * gateway then refuses to start.
+   * Connects to NATS as `dial` says and opens the stream and buckets (creating them on first
+   * use). `mac`: the fabric's key, which every gateway of the cluster derives from the same
+   * token key. UNAVAILABLE when NATS cannot be reached or refuses the gateway: it then refuses
+   * to start.
    */
-  static async join(url: string, log: Logger): Promise<Cluster> {
-    const link = await NatsLink.open(url, 'tether-gateway', log);
+  static async join(dial: NatsDial, mac: FabricMac, log: Logger): Promise<Cluster> {
+    const link = await NatsLink.open(dial, 'tether-gateway', log);
     try {
-      const registry = await ClusterRegistry.open(link.nc);
-      const store = await JetStreamSessionStore.open(link, registry, log.child({ component: 'cluster-store' }));
-      return new Cluster(link, registry, store, log.child({ component: 'cluster' }));
+      const registry = await ClusterRegistry.open(link.nc, mac, log.child({ component: 'cluster-registry' }));
+      const store = await JetStreamSessionStore.open(link, registry, log.child({ component: 'cluster-store' }), mac);
+      const trust = await SharedTrust.open(link, mac, log.child({ component: 'cluster-trust' }));
+      return new Cluster(link, registry, store, trust, mac, log.child({ component: 'cluster' }));
     } catch (err) {
       await link.close();
-      throw new TetherError('UNAVAILABLE', `the cluster's NATS server at ${url} has no usable JetStream: ${(err as Error).message}`);
+      throw new TetherError('UNAVAILABLE', `the cluster's NATS server at ${dial.shown} has no usable JetStream: ${(err as Error).message}`);
     }
   }
 
@@ -83,16 +92,17 @@ export class Cluster implements SessionsElsewhere {
     this.dir = gateway.directory;
     this.replayLimits = gateway.limits.replay;
     this.store.home = gateway.id;
-    this.home = new HomeEndpoint(this.link, gateway.id, this.dir, this.store, this.log, gateway.metrics);
+    this.home = new HomeEndpoint(this.link, gateway.id, this.dir, this.store, this.log, this.mac, gateway.metrics);
     this.dir.elsewhere = this;
     const replies = this.link.nc.subscribe(gatewaySubject(gateway.id, 'reply'));
+    const dropped = new DropLog(this.log, 'dropping a bad or unsealed reply from another gateway');
     void (async () => {
       for await (const m of replies) {
         try {
-          const r = decode(ReplyNotice, m.data);
+          const r = decode(ReplyNotice, this.mac.openMessage(m));
           this.proxied.get(r.client_id)?.sendReply(r.session_id, r.line);
         } catch (err) {
-          this.log.warn({ err: String(err) }, 'dropping a bad reply from another gateway');
+          dropped.note({ err: String(err) });
         }
       }
     })();
@@ -178,13 +188,22 @@ export class Cluster implements SessionsElsewhere {
   }
 
   private async request<T>(gatewayId: string, verb: 'call' | 'release' | 'list', body: unknown, timeout: number): Promise<T> {
+    let m: Msg;
     try {
-      const m = await this.link.nc.request(gatewaySubject(gatewayId, verb), encode(body), { timeout });
-      return unwrap<T>(m.data);
+      const subject = gatewaySubject(gatewayId, verb);
+      const data = encode(body);
+      m = await this.link.nc.request(subject, data, { timeout, headers: this.mac.sealMessage(subject, data) });
     } catch (err) {
-      if (err instanceof TetherError) throw err;
       throw new TetherError('UNAVAILABLE', `gateway ${gatewayId} did not answer (${(err as Error).message}); if it is gone, its agents are moving to another gateway`);
     }
+    try {
+      this.mac.openMessage(m);
+    } catch (err) {
+      // Not this cluster's key (a gateway with another --key, or not a gateway): never believed.
+      this.log.warn({ gateway: gatewayId, verb, err: (err as Error).message }, 'dropping an answer no gateway of this cluster sent');
+      throw new TetherError('UNAVAILABLE', `the answer from gateway ${gatewayId} was not signed with this cluster's key`);
+    }
+    return unwrap<T>(m.data);
   }
 
   private caller(client: ProxiedClient, p: Principal): CallRequest['caller'] {
@@ -220,7 +239,7 @@ export class Cluster implements SessionsElsewhere {
   /** Starts feeding `client` the session's frames from the mirror here (made on first use). */
   private async feed(id: string, client: ProxiedClient, fromSeq?: number): Promise<void> {
     let mirror = this.mirrors.get(id);
-    if (!mirror) this.mirrors.set(id, (mirror = new SessionMirror(this.link, id, this.replayLimits, this.log)));
+    if (!mirror) this.mirrors.set(id, (mirror = new SessionMirror(this.link, id, this.replayLimits, this.log, this.mac)));
     this.proxied.set(client.clientId, client);
     await mirror.attach(client, fromSeq);
   }
@@ -336,6 +355,7 @@ export class Cluster implements SessionsElsewhere {
     this.closed = true;
     clearInterval(this.announcer);
     this.stopWatch?.();
+    this.trust.close();
     for (const m of this.mirrors.values()) m.close();
     this.mirrors.clear();
     this.home?.close();

@@ -10,6 +10,7 @@ import type { SessionCall, SessionCallParams } from '../../core/protocol/methods
 import type { SessionDirectory } from '../session-directory.js';
 import type { Member } from '../session.js';
 import { answer, CallRequest, decode, encode, ListRequest, ReleaseRequest, type CallerWire } from './cluster-wire.js';
+import { DropLog, type FabricMac } from './fabric-mac.js';
 import type { JetStreamSessionStore } from './jetstream-store.js';
 import type { NatsLink } from './nats-link.js';
 
@@ -50,6 +51,7 @@ class RemoteMember implements Member {
 export class HomeEndpoint {
   private readonly members = new Map<string, RemoteMember>();
   private readonly subs: Subscription[] = [];
+  private readonly forged: DropLog;
 
   constructor(
     private readonly link: NatsLink,
@@ -57,8 +59,10 @@ export class HomeEndpoint {
     private readonly dir: SessionDirectory,
     private readonly store: JetStreamSessionStore,
     private readonly log: Logger,
+    private readonly mac: FabricMac,
     private readonly metrics?: GatewayMetrics,
   ) {
+    this.forged = new DropLog(log, 'dropping a call no gateway sent');
     this.serve('call', (m) => this.call(decode(CallRequest, m.data)));
     this.serve('release', (m) => this.release(decode(ReleaseRequest, m.data)));
     this.serve('list', (m) => this.list(decode(ListRequest, m.data).principal));
@@ -69,9 +73,16 @@ export class HomeEndpoint {
     this.subs.push(sub);
     void (async () => {
       for await (const m of sub) {
+        try {
+          this.mac.openMessage(m);
+        } catch (err) {
+          // Not from a gateway of this cluster (or a replay): not acted on, not answered.
+          this.forged.note({ verb, err: (err as Error).message });
+          continue;
+        }
         void answer(() => handle(m)).then((body) => {
           this.log.trace({ verb, bytes: body.length }, 'answered another gateway');
-          this.send(() => m.respond(body));
+          if (m.reply) this.send(() => m.respond(body, { headers: this.mac.sealMessage(m.reply!, body) }));
         });
       }
     })();
@@ -90,7 +101,11 @@ export class HomeEndpoint {
     let m = this.members.get(c.client_id);
     if (!m) {
       m = new RemoteMember(c.client_id, c.principal.sub, `${c.transport}@${c.gateway}`, c.gateway, (gw, session_id, client_id, line) =>
-        this.send(() => this.link.nc.publish(gatewaySubject(gw, 'reply'), encode({ session_id, client_id, line }))),
+        this.send(() => {
+          const subject = gatewaySubject(gw, 'reply');
+          const body = encode({ session_id, client_id, line });
+          this.link.nc.publish(subject, body, { headers: this.mac.sealMessage(subject, body) });
+        }),
       );
       this.members.set(c.client_id, m);
       this.dir.clients.set(c.client_id, c.principal); // so an owner here can hand it control

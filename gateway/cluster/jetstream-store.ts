@@ -4,6 +4,7 @@ import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jets
 import type { Logger } from '../../core/logging.js';
 import type { RoleDecisions } from '../session-roles.js';
 import { frameRecord, inputRecord, INPUTS_KEPT, type SessionRecord, type SessionStore, type StoredFrame, type StoredInput, type StoredSession } from '../session-store.js';
+import type { FabricMac } from './fabric-mac.js';
 import type { NatsLink } from './nats-link.js';
 import type { ClusterRegistry } from './registry.js';
 import { ensureSessionsStream, LogWriter, readSessionLog, SESSIONS_STREAM, sessionSubject, type LogSink } from './session-log.js';
@@ -49,6 +50,7 @@ export class JetStreamSessionStore implements SessionStore, LogSink {
     private readonly link: NatsLink,
     private readonly registry: ClusterRegistry,
     private readonly log: Logger,
+    private readonly mac: FabricMac,
   ) {
     this.js = jetstream(link.nc, { timeout: PUBLISH_TIMEOUT_MS });
     link.onChange((s) => {
@@ -56,9 +58,9 @@ export class JetStreamSessionStore implements SessionStore, LogSink {
     });
   }
 
-  static async open(link: NatsLink, registry: ClusterRegistry, log: Logger): Promise<JetStreamSessionStore> {
+  static async open(link: NatsLink, registry: ClusterRegistry, log: Logger, mac: FabricMac): Promise<JetStreamSessionStore> {
     await ensureSessionsStream(await jetstreamManager(link.nc));
-    return new JetStreamSessionStore(link, registry, log);
+    return new JetStreamSessionStore(link, registry, log, mac);
   }
 
   /** Open until closed, and while its link to NATS is not closed for good. */
@@ -115,7 +117,7 @@ export class JetStreamSessionStore implements SessionStore, LogSink {
   private append(sessionId: string, record: Buffer): void {
     if (this.closed || this.forgotten.has(sessionId)) return;
     let w = this.writers.get(sessionId);
-    if (!w) this.writers.set(sessionId, (w = new LogWriter(this, sessionSubject(sessionId), `${this.writerId}-${sessionId}`)));
+    if (!w) this.writers.set(sessionId, (w = new LogWriter(this, sessionSubject(sessionId), `${this.writerId}-${sessionId}`, this.mac)));
     const unit = ++this.nextUnit;
     this.outstanding.add(unit);
     this.heldBytes += record.length;
@@ -159,7 +161,7 @@ export class JetStreamSessionStore implements SessionStore, LogSink {
   private readonly sideWrites = new Map<string, Promise<void>>();
 
   /** For LogWriter: one publish; false after a failure (paused first, so the caller just retries). */
-  async publish(subject: string, body: Buffer, msgID: string, headers: MsgHdrs | undefined): Promise<boolean> {
+  async publish(subject: string, body: Buffer, msgID: string, headers: MsgHdrs): Promise<boolean> {
     try {
       await this.js.publish(subject, body, { msgID, headers });
       if (this.failingSince !== undefined) this.log.info({ subject, failedMs: Date.now() - this.failingSince }, 'publishing to JetStream again');
@@ -244,7 +246,7 @@ export class JetStreamSessionStore implements SessionStore, LogSink {
     if (!entry) return undefined;
     const frames: StoredFrame[] = [];
     const inputs: StoredInput[] = [];
-    await readSessionLog(this.link, sessionId, (r) => {
+    await readSessionLog(this.link, sessionId, { mac: this.mac, log: this.log }, (r) => {
       if ('frame' in r) {
         if (!frames.length || r.frame.seq > frames[frames.length - 1].seq) frames.push(r.frame); // a re-sent message is kept once
       } else if (!inputs.length || r.input.seq > inputs[inputs.length - 1].seq) inputs.push(r.input);

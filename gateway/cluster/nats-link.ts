@@ -1,7 +1,7 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { TetherError } from '../../core/errors.js';
 import type { Logger } from '../../core/logging.js';
-import { parseClusterUrl } from './cluster-url.js';
+import type { NatsDial } from './nats-auth.js';
 
 /** How long joining waits for the NATS server before the gateway refuses to start. */
 export const CLUSTER_CONNECT_TIMEOUT_MS = 5_000;
@@ -28,13 +28,15 @@ export class NatsLink {
     void this.watch();
   }
 
-  static async open(url: string, name: string, log: Logger): Promise<NatsLink> {
-    const parsed = parseClusterUrl(url);
+  /** Connects as `dial` says (server, authentication, TLS); UNAVAILABLE when refused or unreachable. */
+  static async open(dial: NatsDial, name: string, log: Logger): Promise<NatsLink> {
+    const url = dial.shown;
     let nc: NatsConnection;
     try {
       nc = await connect({
-        servers: `${parsed.hostname}:${parsed.port}`,
-        tls: parsed.protocol === 'tls:' ? {} : undefined,
+        servers: dial.server,
+        authenticator: dial.authenticator,
+        tls: dial.tls,
         name,
         timeout: CLUSTER_CONNECT_TIMEOUT_MS,
         maxReconnectAttempts: -1,

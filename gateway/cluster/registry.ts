@@ -1,6 +1,8 @@
-import { KvWatchInclude, Kvm, type KV } from '@nats-io/kv';
+import { KvWatchInclude, Kvm, type KV, type KvEntry } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { TetherError } from '../../core/errors.js';
+import type { Logger } from '../../core/logging.js';
+import { DropLog, type FabricMac } from './fabric-mac.js';
 import type { RoleDecisions } from '../session-roles.js';
 import type { SessionRecord } from '../session-store.js';
 
@@ -40,42 +42,62 @@ export interface GatewayEntry {
   at: string;
 }
 
-const encode = (v: unknown) => JSON.stringify(v);
-
 /**
  * The fleet's registry in two JetStream key-value buckets: sessions (record, home, roles) and
  * live gateways (each re-announces itself every ANNOUNCE_EVERY_MS; its entry ages out after
  * GATEWAY_TTL_MS). A session changes home only by a revision-checked update, so two gateways
- * can never both take it.
+ * can never both take it. Every value is sealed with the fabric's MAC: one a non-gateway
+ * wrote reads as absent (logged).
  */
 export class ClusterRegistry {
   private constructor(
     private readonly sessions: KV,
     private readonly gateways: KV,
-  ) {}
+    private readonly mac: FabricMac,
+    log: Logger,
+  ) {
+    this.forged = new DropLog(log, 'dropping a registry entry no gateway wrote');
+  }
 
-  static async open(nc: NatsConnection): Promise<ClusterRegistry> {
+  private readonly forged: DropLog;
+
+  static async open(nc: NatsConnection, mac: FabricMac, log: Logger): Promise<ClusterRegistry> {
     const kvm = new Kvm(nc);
     const sessions = await kvm.create(SESSIONS_BUCKET, { history: 1, ttl: SESSION_ENTRY_TTL_MS });
     const gateways = await kvm.create(GATEWAYS_BUCKET, { history: 1, ttl: GATEWAY_TTL_MS });
-    return new ClusterRegistry(sessions, gateways);
+    return new ClusterRegistry(sessions, gateways, mac, log);
+  }
+
+  private encode(bucket: string, key: string, v: unknown): string {
+    return this.mac.sealValue(`${bucket}/${key}`, JSON.stringify(v));
+  }
+
+  /** A PUT entry's value, if a gateway sealed it; undefined (logged) otherwise. */
+  private decode<T>(bucket: string, e: KvEntry | null): T | undefined {
+    if (!e || e.operation !== 'PUT' || !e.value.length) return undefined;
+    try {
+      return JSON.parse(this.mac.openValue(`${bucket}/${e.key}`, e.value)) as T;
+    } catch (err) {
+      this.forged.note({ bucket, key: e.key, err: (err as Error).message });
+      return undefined;
+    }
   }
 
   async putSession(entry: SessionEntry): Promise<void> {
-    await this.sessions.put(entry.record.id, encode(entry));
+    await this.sessions.put(entry.record.id, this.encode(SESSIONS_BUCKET, entry.record.id, entry));
   }
 
   /** The session's entry and its revision (for a checked update); undefined when the fleet has none. */
   async getSession(id: string): Promise<{ value: SessionEntry; revision: number } | undefined> {
     const e = await this.sessions.get(id);
-    if (!e || e.operation !== 'PUT' || !e.value.length) return undefined;
-    return { value: e.json<SessionEntry>(), revision: e.revision };
+    const value = this.decode<SessionEntry>(SESSIONS_BUCKET, e);
+    return value && e ? { value, revision: e.revision } : undefined;
   }
 
   /** Makes `home` the session's home if nobody changed the entry since `revision`; ABORTED otherwise. */
   async claim(id: string, entry: SessionEntry, revision: number): Promise<void> {
     try {
-      await this.sessions.update(id, encode(entry), revision);
+      await this.sessions.update(id, this.encode(SESSIONS_BUCKET, id, entry), revision);
     } catch (err) {
       throw new TetherError('ABORTED', `session ${id} was taken by another gateway meanwhile: ${(err as Error).message}`);
     }
@@ -87,7 +109,7 @@ export class ClusterRegistry {
       const e = await this.getSession(id);
       if (!e) return;
       try {
-        await this.sessions.update(id, encode({ ...e.value, roles }), e.revision);
+        await this.sessions.update(id, this.encode(SESSIONS_BUCKET, id, { ...e.value, roles }), e.revision);
         return;
       } catch (err) {
         if (attempt >= ROLE_UPDATE_ATTEMPTS) throw err;
@@ -98,7 +120,7 @@ export class ClusterRegistry {
   /** Writes the entry again as it is, so it does not age out while its session lives. */
   async touchSession(id: string): Promise<void> {
     const e = await this.getSession(id);
-    if (e) await this.sessions.update(id, encode(e.value), e.revision);
+    if (e) await this.sessions.update(id, this.encode(SESSIONS_BUCKET, id, e.value), e.revision);
   }
 
   async deleteSession(id: string): Promise<void> {
@@ -112,13 +134,13 @@ export class ClusterRegistry {
   async watchSessions(onChange: (id: string, entry: SessionEntry | undefined) => void): Promise<() => void> {
     const w = await this.sessions.watch({ include: KvWatchInclude.LastValue });
     void (async () => {
-      for await (const e of w) onChange(e.key, e.operation === 'PUT' && e.value.length ? e.json<SessionEntry>() : undefined);
+      for await (const e of w) onChange(e.key, this.decode<SessionEntry>(SESSIONS_BUCKET, e));
     })().catch(() => {});
     return () => w.stop();
   }
 
   async announce(entry: GatewayEntry): Promise<void> {
-    await this.gateways.put(entry.id, encode(entry));
+    await this.gateways.put(entry.id, this.encode(GATEWAYS_BUCKET, entry.id, entry));
   }
 
   async retire(id: string): Promise<void> {
@@ -129,8 +151,8 @@ export class ClusterRegistry {
   async liveGateways(): Promise<GatewayEntry[]> {
     const out: GatewayEntry[] = [];
     for await (const key of await this.gateways.keys()) {
-      const e = await this.gateways.get(key);
-      if (e && e.operation === 'PUT' && e.value.length) out.push(e.json<GatewayEntry>());
+      const g = this.decode<GatewayEntry>(GATEWAYS_BUCKET, await this.gateways.get(key));
+      if (g) out.push(g);
     }
     return out;
   }

@@ -1,6 +1,8 @@
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/transport-node';
 import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { readLogRecord } from '../session-store.js';
+import type { Logger } from '../../core/logging.js';
+import { DropLog, MAC_HEADER, type FabricMac, type FabricMessage } from './fabric-mac.js';
 import type { NatsLink } from './nats-link.js';
 
 /*
@@ -57,7 +59,7 @@ export interface LogSink {
   /** Whether writing stops for good (the store closed, or its link to NATS). */
   readonly stopped: boolean;
   /** One publish; false after a failure (paused first, so the writer just retries). */
-  publish(subject: string, body: Buffer, msgID: string, headers: MsgHdrs | undefined): Promise<boolean>;
+  publish(subject: string, body: Buffer, msgID: string, headers: MsgHdrs): Promise<boolean>;
   /** These units (records, by number) are in JetStream, `bytes` of them. */
   settled(units: number[], bytes: number): void;
 }
@@ -77,6 +79,7 @@ export class LogWriter {
     private readonly sink: LogSink,
     private readonly subject: string,
     private readonly idPrefix: string,
+    private readonly mac: FabricMac,
   ) {}
 
   push(record: Buffer, unit: number): void {
@@ -117,8 +120,10 @@ export class LogWriter {
       while ((this.queue.length || this.partial) && !this.sink.stopped) {
         const m = this.take();
         const msgID = `${this.idPrefix}-${++this.sent}`;
-        const h = m.cont ? natsHeaders() : undefined;
-        h?.set(CONTINUATION_HEADER, '1');
+        // Sealed once per message (the records as they are): a reader drops what no gateway wrote.
+        const h = natsHeaders();
+        if (m.cont) h.set(CONTINUATION_HEADER, '1');
+        h.set(MAC_HEADER, this.mac.sealRecord(this.subject, m.body, m.cont));
         // The same id on every retry: JetStream keeps one copy if an ack was lost in a cut.
         while (!(await this.sink.publish(this.subject, m.body, msgID, h))) if (this.sink.stopped) return;
         this.sink.settled(m.units, m.body.length);
@@ -134,20 +139,25 @@ export class LogWriter {
  * it reached the end. Parts of a record split over messages are joined; a log whose oldest
  * messages aged out starts at the first whole record.
  */
-export async function readSessionLog(link: NatsLink, sessionId: string, onRecord: (r: NonNullable<ReturnType<typeof readLogRecord>>) => void): Promise<void> {
+export async function readSessionLog(
+  link: NatsLink,
+  sessionId: string,
+  check: LogCheck,
+  onRecord: (r: NonNullable<ReturnType<typeof readLogRecord>>) => void,
+): Promise<void> {
   const subject = sessionSubject(sessionId);
   const jsm = await jetstreamManager(link.nc);
   const info = await jsm.streams.info(SESSIONS_STREAM, { subjects_filter: subject });
   if (!info.state.subjects?.[subject]) return;
   const consumer = await jetstream(link.nc).consumers.get(SESSIONS_STREAM, { filter_subjects: subject, deliver_policy: DeliverPolicy.All });
-  const reader = new LogReader(onRecord);
+  const reader = new LogReader(check, onRecord);
   const messages = await consumer.consume();
   const stall = setTimeout(() => void messages.close(), LOAD_STALL_MS);
   let complete = false;
   try {
     for await (const m of messages) {
       stall.refresh();
-      reader.push(m.data, m.headers?.get(CONTINUATION_HEADER) === '1');
+      reader.push(m);
       if (m.info.pending === 0) {
         complete = true;
         break;
@@ -163,14 +173,35 @@ export async function readSessionLog(link: NatsLink, sessionId: string, onRecord
 /** Reading a log back gives up when no message came for this long. */
 const LOAD_STALL_MS = 5_000;
 
-/** Turns a log's messages, in order, into records (see LogWriter for the layout). */
+/** How a reader tells a gateway's message from a forged one, and where it reports the latter. */
+export interface LogCheck {
+  mac: FabricMac;
+  log: Logger;
+}
+
+/**
+ * Turns a log's messages, in order, into records (see LogWriter for the layout). A message
+ * no gateway sealed (a client of NATS that is not a gateway published it) is dropped, logged.
+ */
 export class LogReader {
   private carry: Buffer = Buffer.alloc(0);
   private started = false;
+  private readonly forged: DropLog;
 
-  constructor(private readonly onRecord: (r: NonNullable<ReturnType<typeof readLogRecord>>) => void) {}
+  constructor(
+    private readonly check: LogCheck,
+    private readonly onRecord: (r: NonNullable<ReturnType<typeof readLogRecord>>) => void,
+  ) {
+    this.forged = new DropLog(check.log, 'dropping a session log message no gateway wrote');
+  }
 
-  push(data: Uint8Array, continuation: boolean): void {
+  push(m: FabricMessage): void {
+    const continuation = m.headers?.get(CONTINUATION_HEADER) === '1';
+    if (!this.check.mac.checkRecord(m, continuation)) {
+      this.forged.note({ subject: m.subject, bytes: m.data.length });
+      return;
+    }
+    const data = m.data;
     if (!this.started && continuation) return; // the start of this record aged out of the stream
     this.started = true;
     const bytes = this.carry.length ? Buffer.concat([this.carry, data]) : Buffer.from(data);

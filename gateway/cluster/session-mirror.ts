@@ -4,7 +4,8 @@ import { encodeEventFrame, frameBuffer } from '../../core/protocol/session-frame
 import type { Logger } from '../../core/logging.js';
 import { ReplayLog, type ReplayLogLimits } from '../replay-log.js';
 import type { Member } from '../session.js';
-import { CONTINUATION_HEADER, LogReader, SESSIONS_STREAM, sessionSubject } from './session-log.js';
+import { LogReader, SESSIONS_STREAM, sessionSubject } from './session-log.js';
+import type { FabricMac } from './fabric-mac.js';
 import type { NatsLink } from './nats-link.js';
 
 /** Pause before the mirror's consumer is made again after it ended. */
@@ -35,6 +36,7 @@ export class SessionMirror {
     readonly sessionId: string,
     limits: ReplayLogLimits,
     private readonly log: Logger,
+    private readonly mac: FabricMac,
   ) {
     this.history = new ReplayLog(limits);
     void this.run().catch((err: unknown) => {
@@ -53,7 +55,7 @@ export class SessionMirror {
    */
   private async run(): Promise<void> {
     const subject = sessionSubject(this.sessionId);
-    const reader = new LogReader((r) => {
+    const reader = new LogReader({ mac: this.mac, log: this.log }, (r) => {
       if ('frame' in r) this.onFrame(r.frame.seq, frameBuffer(r.frame.bytes));
     });
     let lastStreamSeq = 0;
@@ -70,7 +72,7 @@ export class SessionMirror {
         for await (const m of this.messages) {
           if (m.seq <= lastStreamSeq) continue; // delivered again after a restart of the consumer
           lastStreamSeq = m.seq;
-          reader.push(m.data, m.headers?.get(CONTINUATION_HEADER) === '1');
+          reader.push(m);
           if (m.info.pending === 0) this.caughtUp();
         }
       } catch (err) {

@@ -1,11 +1,13 @@
 /**
- * A cluster for end-to-end tests: a real nats-server with JetStream, N `tether gateway
- * --cluster` processes (authentication on, one shared key file, so a token works on every
- * gateway), a load balancer in front of them that sends each new connection to the first
+ * A cluster for end-to-end tests: a real nats-server with JetStream (requiring a user and
+ * password, which the gateways are given as an operator would: --cluster-user and
+ * TETHER_CLUSTER_PASSWORD), N `tether gateway --cluster` processes (authentication on, one
+ * shared key file, so a token works on every gateway and they share the fabric's MAC key), a load balancer in front of them that sends each new connection to the first
  * gateway that accepts it (so an agent behind it moves when its gateway dies), and an agent
  * running the real Claude Code CLI against the scripted fake Messages API. Every process and
  * port is stopped in `stop()`.
  */
+import type { KeyObject } from 'node:crypto';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { Agent } from '../../agent/agent.js';
@@ -27,6 +29,8 @@ export interface ClusterGateway {
   grpcUrl: string;
   /** The gateway's id in the cluster (from its `cluster:` line). */
   id: string;
+  /** Its state folder (revocations, audit trail, pins). */
+  stateDir: string;
 }
 
 export interface ClusterStack {
@@ -40,6 +44,8 @@ export interface ClusterStack {
   fake: FakeAnthropic;
   /** A client token of principal `sub`, good on every gateway. */
   token(sub: string): Promise<string>;
+  /** An agent token for agent `name` (its sub), good on every gateway. */
+  agentToken(name: string): Promise<string>;
   /**
    * A client of principal `sub` on gateway `n` (reconnecting, fast backoff; WebSocket unless
    * `grpc`; `list`: it also knows every other gateway's URL, after n's, and fails over along
@@ -61,7 +67,17 @@ const CLUSTER_LINE = /^cluster: \S+ \(gateway (\S+)\)$/;
  * to run instead (it speaks the CLI's stdio protocol). `agentDials`: the balancer (default) or
  * the list of every gateway's URL, in order (the agent fails over along it).
  */
-export async function startClusterStack(opts: { gateways: number; scenario?: FakeScenario; engineCommand?: string; gatewayArgs?: string[]; agentDials?: 'balancer' | 'list' }): Promise<ClusterStack> {
+export async function startClusterStack(opts: {
+  gateways: number;
+  scenario?: FakeScenario;
+  engineCommand?: string;
+  gatewayArgs?: string[];
+  agentDials?: 'balancer' | 'list';
+  /** How the NATS server runs (default: requiring a user and password, which the gateways are given). */
+  nats?: Parameters<typeof startNatsServer>[0];
+  /** The agent's host key (default none). */
+  agentHostKey?: KeyObject;
+}): Promise<ClusterStack> {
   const dirs: TempDir[] = [];
   const temp = (prefix: string) => {
     const d = makeTempDir(prefix);
@@ -70,7 +86,7 @@ export async function startClusterStack(opts: { gateways: number; scenario?: Fak
   };
   const cleanups: (() => Promise<unknown> | unknown)[] = [];
   try {
-    const nats = await startNatsServer();
+    const nats = await startNatsServer(opts.nats);
     cleanups.push(named('nats-server', () => nats.stop()));
     const generated = generateTokenKey('HS256');
     const keyFile = join(temp('tether-key-'), 'key.jwk');
@@ -79,13 +95,18 @@ export async function startClusterStack(opts: { gateways: number; scenario?: Fak
     const gateways: ClusterGateway[] = [];
     for (let n = 0; n < opts.gateways; n++) {
       // The state folder (audit trail, pins) through the environment: --key and --state-dir exclude each other on one command line.
-      const daemon = startTether(['gateway', '--port', '0', '--grpc-port', '0', '--key', keyFile, '--cluster', nats.url, '--log-level', 'warn', ...(opts.gatewayArgs ?? [])], { env: { TETHER_STATE_DIR: temp('tether-gw-') } });
+      // NATS authentication as an operator sets it up: a user, its password in the environment.
+      const stateDir = temp('tether-gw-');
+      const natsUser = nats.user ? ['--cluster-user', nats.user] : [];
+      const daemon = startTether(['gateway', '--port', '0', '--grpc-port', '0', '--key', keyFile, '--cluster', nats.url, ...natsUser, '--log-level', 'warn', ...(opts.gatewayArgs ?? [])], {
+        env: { TETHER_STATE_DIR: stateDir, ...(nats.pass ? { TETHER_CLUSTER_PASSWORD: nats.pass } : {}) },
+      });
       cleanups.push(named(`gateway ${n}`, () => daemon.stop('SIGKILL')));
       const url = (await daemon.line('gateway: ')).slice('gateway: '.length);
       const grpcUrl = (await daemon.line('grpc: ')).slice('grpc: '.length);
       const id = CLUSTER_LINE.exec(await daemon.line('cluster: '))?.[1];
       if (!id) throw new Error(`gateway ${n} printed no cluster line: ${daemon.stdout()}`);
-      gateways.push({ daemon, url, grpcUrl, id });
+      gateways.push({ daemon, url, grpcUrl, id, stateDir });
     }
     const balancer = await startBalancer(gateways.map((g) => Number(new URL(g.url).port)));
     cleanups.push(named('balancer', () => balancer.close()));
@@ -100,6 +121,7 @@ export async function startClusterStack(opts: { gateways: number; scenario?: Fak
       engineCommand: opts.engineCommand ?? claudeBinaryPath(),
       engineEnv: claudeTestEnv({ home: temp('tether-home-'), baseUrl: fake.url }),
       cwd,
+      hostKey: opts.agentHostKey,
       backoff: FAST_BACKOFF,
       eofGraceMs: 1_000,
       termGraceMs: 1_000,
@@ -123,6 +145,7 @@ export async function startClusterStack(opts: { gateways: number; scenario?: Fak
       cwd,
       fake,
       token: (sub) => mint('client', sub),
+      agentToken: (name) => mint('agent', name),
       async client(n, sub, transport = 'ws', list) {
         const urls = gateways.map((g) => (transport === 'grpc' ? g.grpcUrl : g.url));
         const c = await GatewayClient.connect({ gateway: list ? [...urls.slice(n), ...urls.slice(0, n)] : urls[n], token: await mint('client', sub), backoff: FAST_BACKOFF });

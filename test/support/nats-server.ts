@@ -1,10 +1,15 @@
 /**
  * A real NATS server with JetStream for tests: Debian's `nats-server` (or
- * `$TETHER_TEST_NATS_SERVER`), on 127.0.0.1, a free port, and a store folder of its own.
+ * `$TETHER_TEST_NATS_SERVER`), on 127.0.0.1, a free port, and a store folder of its own. It
+ * requires a user and password (random per server) unless `auth: 'none'`, as a cluster's
+ * NATS must; `tls` serves TLS and requires a client certificate; `config` runs it from a
+ * nats-server config file instead (its own authorization: the user named there, with a random
+ * password handed to the server in the variable the file reads it from).
  * `restart()` brings it back on the same port and store (clients reconnect to the same URL and
  * JetStream keeps what it held); `stop()` ends it and removes the folder. Every wait is bounded.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { makeTempDir, type TempDir } from './claude-cli.js';
 
@@ -16,8 +21,13 @@ const START_TIMEOUT_MS = 15_000;
 const STOP_TIMEOUT_MS = 5_000;
 
 export interface NatsServer {
-  /** nats://127.0.0.1:PORT, the same across restarts. */
+  /** nats://127.0.0.1:PORT (tls:// with `tls`), the same across restarts, without credentials. */
   readonly url: string;
+  /** The user and password it requires (undefined with `auth: 'none'` or a config file). */
+  readonly user?: string;
+  readonly pass?: string;
+  /** `url` with the user and password in it (nats://USER:PASS@127.0.0.1:PORT), or `url`. */
+  readonly authUrl: string;
   readonly port: number;
   /** The JetStream store folder (kept across restarts). */
   readonly storeDir: string;
@@ -42,12 +52,30 @@ export function natsServerBinary(): string {
   throw new Error('nats-server is not installed: apt-get install nats-server (.ci/run does), or set TETHER_TEST_NATS_SERVER');
 }
 
+/** TLS for the server: its certificate and key, and the CA its clients' certificates must chain to. */
+export interface NatsTls {
+  cert: string;
+  key: string;
+  ca: string;
+}
+
 /**
  * Starts a server on a free port (`-p -1`, the port read from its log), with JetStream unless
  * `jetstream: false` (to test a server without it).
  */
-export async function startNatsServer(opts: { jetstream?: boolean } = {}): Promise<NatsServer> {
+export async function startNatsServer(
+  opts: { jetstream?: boolean; auth?: 'user' | 'none'; tls?: NatsTls; config?: { file: string; user: string; passwordEnv: string } } = {},
+): Promise<NatsServer> {
   const bin = natsServerBinary();
+  const user = opts.config?.user ?? (opts.auth === 'none' ? undefined : 'tether-gw');
+  // A letter first: nats-server reads a $VARIABLE in its config as a config value (digits first would be a number).
+  const pass = user && `p${randomBytes(12).toString('hex')}`;
+  const env = opts.config && pass ? { ...process.env, [opts.config.passwordEnv]: pass } : process.env;
+  const extra = [
+    ...(opts.config ? ['-c', opts.config.file] : user && pass ? ['--user', user, '--pass', pass] : []),
+    ...(opts.tls ? ['--tls', '--tlscert', opts.tls.cert, '--tlskey', opts.tls.key, '--tlsverify', '--tlscacert', opts.tls.ca] : []),
+  ];
+  const scheme = opts.tls ? 'tls' : 'nats';
   const store: TempDir = makeTempDir('tether-nats-');
   let logText = '';
   let child: ChildProcess | undefined;
@@ -56,7 +84,7 @@ export async function startNatsServer(opts: { jetstream?: boolean } = {}): Promi
 
   const launch = async (wantPort: number): Promise<void> => {
     const js = opts.jetstream === false ? [] : ['-js'];
-    const p = spawn(bin, [...js, '-a', '127.0.0.1', '-p', String(wantPort), '-sd', store.path], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(bin, [...js, ...extra, '-a', '127.0.0.1', '-p', String(wantPort), '-sd', store.path], { stdio: ['ignore', 'pipe', 'pipe'], env });
     child = p;
     const exited = new Promise<void>((resolve) => p.once('exit', () => resolve()));
     const started = Date.now();
@@ -95,7 +123,12 @@ export async function startNatsServer(opts: { jetstream?: boolean } = {}): Promi
   await launch(-1);
   return {
     get url() {
-      return `nats://127.0.0.1:${port}`;
+      return `${scheme}://127.0.0.1:${port}`;
+    },
+    user,
+    pass,
+    get authUrl() {
+      return user ? `${scheme}://${user}:${pass}@127.0.0.1:${port}` : `${scheme}://127.0.0.1:${port}`;
     },
     get port() {
       return port;
