@@ -43,8 +43,12 @@ export function checkMentionsAt(line: Record<string, unknown>, scope: MentionSco
     if (tilde && scope.home === undefined) refuse(mention, 'the engine has no HOME', scope);
     const abs = tilde ? join(scope.home!, mention.slice(1)) : resolve(scope.cwd, mention);
     const real = realOf(abs);
-    if (!areas.some((area) => real === area || real.startsWith(area.endsWith(sep) ? area : area + sep))) {
-      refuse(mention, `it leads to ${real}, outside the session folder ${scope.cwd}${scope.roots.length ? ` and the folders the agent lets mentions name (${scope.roots.join(', ')})` : ''}`, scope);
+    // "link/.." climbs from where the link leads when the kernel resolves it, from the link's folder when
+    // the path is normalised first: whichever the engine does, both must stay inside.
+    const raw = tilde ? scope.home + mention.slice(1) : isAbsolute(mention) ? mention : `${scope.cwd}/${mention}`;
+    for (const where of [real, physicalOf(raw)]) {
+      if (where === undefined || areas.some((area) => where === area || where.startsWith(area.endsWith(sep) ? area : area + sep))) continue;
+      refuse(mention, `it leads to ${where}, outside the session folder ${scope.cwd}${scope.roots.length ? ` and the folders the agent lets mentions name (${scope.roots.join(', ')})` : ''}`, scope);
     }
     if (!scope.judgedAsWritten) continue;
     const rel = relative(scope.cwd, abs);
@@ -55,6 +59,15 @@ export function checkMentionsAt(line: Record<string, unknown>, scope: MentionSco
 
 function refuse(mention: string, why: string, scope: MentionScope): never {
   throw new TetherError('PERMISSION_DENIED', `agent "${scope.agent}" refused the prompt: it mentions @${mention} and ${why}; the engine would read it without a tool call`);
+}
+
+/** The kernel's resolution of `path` as written (`..` after a symlink climbs from its target); undefined when it names nothing. */
+function physicalOf(path: string): string | undefined {
+  try {
+    return realpathSync.native(path);
+  } catch {
+    return undefined;
+  }
 }
 
 /**
