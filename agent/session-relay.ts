@@ -189,7 +189,8 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
       const e = err instanceof TetherError ? err : new TetherError('INTERNAL', String(err));
       const refused = e.code === 'PERMISSION_DENIED';
       this.log.warn({ sessionId: this.sessionId, seq, err: e.message }, refused ? 'input refused' : 'input not written to the engine');
-      this.emit({ kind: 'event', event: tetherEvent({ subtype: 'engine_error', code: refused ? INPUT_REFUSED : 'INPUT_NOT_WRITTEN', message: e.message }) });
+      const uuid = typeof line.uuid === 'string' ? { input_uuid: line.uuid } : {};
+      this.emit({ kind: 'event', event: tetherEvent({ subtype: 'engine_error', code: refused ? INPUT_REFUSED : 'INPUT_NOT_WRITTEN', message: e.message, ...uuid }) });
     }
     this.sink?.ackInput(this.sessionId, seq);
   }

@@ -2,6 +2,7 @@ import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as acp from '@agentclientprotocol/sdk';
+import { WebSocket } from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RemoteSession, SessionItem } from '../client/remote-session.js';
 import { Policy } from '../core/policy/policy.js';
@@ -13,7 +14,7 @@ import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { startRig, type EngineRig } from './support/engines.js';
 import { rejectionOf, until } from './support/items.js';
 import { readTurn } from './support/turns.js';
-import { withTimeout } from './support/wait.js';
+import { waitFor, withTimeout } from './support/wait.js';
 
 /**
  * Issue 27, item 6, with the real CLI and the scripted model: the engine reads an @-mentioned
@@ -154,6 +155,41 @@ describe('ACP: an editor\'s resource_link is an @-mention, judged the same way',
       expect(modelSaw(TOKEN)).toBe(false);
     } finally {
       await editor.close();
+    }
+  });
+});
+
+describe('JSON-RPC dialect: a user_message goes the same prompt path', () => {
+  it('@.env is refused at once naming the rule; an @-mention the agent refuses answers the user_message with PERMISSION_DENIED instead of hanging', async () => {
+    const ws = new WebSocket(rig.stack.wsUrl, 'tether-jsonrpc.v1', { headers: { authorization: `Bearer ${rig.stack.token}` } });
+    const answers = new Map<number, Record<string, any>>();
+    ws.on('message', (data) => {
+      const m = JSON.parse(data.toString()) as Record<string, any>;
+      if (typeof m.id === 'number' && ('result' in m || 'error' in m)) answers.set(m.id, m);
+    });
+    let next = 1;
+    const call = async (method: string, params: Record<string, unknown>) => {
+      const id = next++;
+      ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
+      await waitFor(() => answers.has(id), 20_000, `the answer to ${method}`);
+      return answers.get(id)!;
+    };
+    try {
+      await withTimeout(new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject)), 5_000, 'open');
+      await call('initialize', { protocol_version: '1.0', capabilities: ['streaming', 'permissions'] });
+      const sessionId = (await call('session_create', { agent: 'test-agent' })).result.session_id as string;
+      const denied = await call('user_message', { session_id: sessionId, content: 'summarise @.env' });
+      expect(denied.error?.data?.code).toBe('PERMISSION_DENIED');
+      expect(denied.error?.message).toContain('Read(./.env)');
+      const refused = await call('user_message', { session_id: sessionId, content: `summarise @${join(outside.path, 'agent-token')}` });
+      expect(refused.error?.data?.code).toBe('PERMISSION_DENIED');
+      expect(refused.error?.message).toContain('outside the session folder');
+      const ok = await call('user_message', { session_id: sessionId, content: 'summarise @README.md' });
+      expect(ok.result?.status).toBe('completed');
+      expect(modelSaw(TOKEN)).toBe(false);
+      expect(modelSaw(SECRET)).toBe(false);
+    } finally {
+      ws.terminate();
     }
   });
 });

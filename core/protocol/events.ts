@@ -58,6 +58,8 @@ export const TetherEvent = z.discriminatedUnion('subtype', [
     code: z.string(),
     message: z.string(),
     preview: z.string().optional(),
+    /** The `uuid` of the input the error is about (INPUT_REFUSED), when it carried one. */
+    input_uuid: z.string().optional(),
     at: z.string(),
   }),
   z.object({
