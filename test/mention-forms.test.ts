@@ -1,8 +1,9 @@
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mentionsInContent } from '../core/policy/mentions.js';
-import { claudeTestEnv, initializeClaude, makeTempDir, spawnClaude, userMessage, type ClaudeProcess, type TempDir } from './support/claude-cli.js';
+import { claudeTestEnv, initializeClaude, makeTempDir, spawnClaude, STREAM_JSON_ARGS, userMessage, type ClaudeProcess, type TempDir } from './support/claude-cli.js';
 import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic.js';
 
 /**
@@ -33,7 +34,7 @@ const CASES: Case[] = [
   ['mid-word (an e-mail address)', () => 'mail foo@word.txt please', false, []],
   ['after "(" (the CLI skips it; we judge it)', () => 'look (@paren.txt) please', false, ['paren.txt']],
   ['@file:///URI', (d) => `look at @file://${d.out}/uri.txt`, false, (d) => [`file://${d.out}/uri.txt`]],
-  ['@server:uri (an MCP resource; no server here)', () => 'look at @srv:file:///etc/hostname', false, ['srv:file:///etc/hostname']],
+  ['@server:uri (a connected MCP server\'s resource: not read in stream-json mode)', () => 'look at @memo:memo://note', false, ['memo:memo://note']],
   ['an escaped space (cut there, like trailing punctuation)', () => 'see @esc\\ aped.txt', false, ['esc']],
 ];
 const MARKED = ['plain.txt', 'dot.txt', '.env', 'with space.txt', 'qrange.txt', 'comma.txt', 'stop.txt', 'start.txt', 'tab.txt', 'nl.txt', 'block.txt', 'word.txt', 'paren.txt', 'esc aped.txt'];
@@ -57,7 +58,8 @@ describe('@-mentions the CLI reads into a stream-json prompt', () => {
     mkdirSync(join(proj.path, 'listed'));
     writeFileSync(join(proj.path, 'listed', 'inside-listed.txt'), 'not read\n');
     fake = await startFakeAnthropic({ responses: [] });
-    cli = spawnClaude({ cwd: proj.path, env: claudeTestEnv({ home: home.path, baseUrl: fake.url }) });
+    const mcp = { mcpServers: { memo: { command: process.execPath, args: [fileURLToPath(new URL('./support/mcp-resource-server.mjs', import.meta.url)), 'MARK_MCP_RESOURCE'] } } };
+    cli = spawnClaude({ cwd: proj.path, env: claudeTestEnv({ home: home.path, baseUrl: fake.url }), args: [...STREAM_JSON_ARGS, '--mcp-config', JSON.stringify(mcp)] });
     await initializeClaude(cli);
   });
   afterAll(async () => {
@@ -86,6 +88,10 @@ describe('@-mentions the CLI reads into a stream-json prompt', () => {
     if (expected[0] === 'listed') expect(sent).toContain('inside-listed.txt'); // the folder's names, not its files' text
     else if (read) expect(marks.length).toBeGreaterThan(0);
     else expect(marks).toEqual([]);
+    if (expected[0]?.startsWith('memo:')) {
+      const init = [...cli.frames].reverse().find((f) => f.type === 'system' && f.subtype === 'init');
+      expect(init?.mcp_servers).toContainEqual(expect.objectContaining({ name: 'memo', status: 'connected' })); // the server was there to read from
+    }
     if (expected[0] === 'lines.txt') expect([...new Set(marks)]).toEqual(['MARK_L2', 'MARK_L3']);
   });
 });
