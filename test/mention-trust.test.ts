@@ -10,6 +10,7 @@ import { INPUT_REFUSED } from '../core/protocol/events.js';
 import { MemoryAuditLog } from '../gateway/audit-log.js';
 import { StaticPolicy } from '../gateway/policy-source.js';
 import { spawnAcp } from './support/acp-editor.js';
+import { runTether } from './support/cli.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { startRig, type EngineRig } from './support/engines.js';
 import { rejectionOf, until } from './support/items.js';
@@ -192,4 +193,19 @@ describe('JSON-RPC dialect: a user_message goes the same prompt path', () => {
       ws.terminate();
     }
   });
+});
+
+describe('the terminal programs end a prompt the agent refused', () => {
+  it('tether chat (piped input) prints the refusal and exits once its input ended; tether run exits 1 saying why', async () => {
+    const env = { TETHER_GATEWAY: rig.stack.url, TETHER_TOKEN: rig.stack.token! };
+    const mention = `@${join(outside.path, 'agent-token')}`;
+    const chat = await runTether(['chat', '--agent', 'test-agent'], { env, input: `summarise ${mention}\n`, timeoutMs: 20_000 });
+    expect(chat.stdout).toContain(`engine error ${INPUT_REFUSED}`);
+    expect(chat.stdout).toContain(`mentions ${mention}`);
+    expect(chat.code).toBe(0);
+    const run = await runTether(['run', '--agent', 'test-agent', `summarise ${mention}`], { env, timeoutMs: 20_000 });
+    expect(run.stderr).toContain(`engine error ${INPUT_REFUSED}`);
+    expect(run.code).toBe(1);
+    expect(modelSaw(TOKEN)).toBe(false);
+  }, 60_000);
 });
