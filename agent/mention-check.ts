@@ -5,7 +5,7 @@
  * here are symlinks and `~` known, so here each mention is resolved as the engine will resolve
  * it and refused when it leads outside the folders mentions may name.
  */
-import { realpathSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { TetherError } from '../core/errors.js';
 import { mentionsInLine } from '../core/policy/mentions.js';
@@ -30,8 +30,9 @@ export interface MentionScope {
 
 /**
  * Throws PERMISSION_DENIED naming the mention and where it leads when a `user` line mentions
- * a path outside the session's folder and `roots` (after symlinks, `..` and `~`), or (under a
- * central policy) one that gets there through a symlink or `~`. Other lines pass.
+ * an existing path outside the session's folder and `roots` (after symlinks, `..` and `~`), or
+ * (under a central policy) one that gets there through a symlink or `~`. Other lines pass, and
+ * so do mentions of nothing (the engine reads nothing for them).
  */
 export function checkMentionsAt(line: Record<string, unknown>, scope: MentionScope): void {
   const mentions = mentionsInLine(line);
@@ -46,7 +47,10 @@ export function checkMentionsAt(line: Record<string, unknown>, scope: MentionSco
     // "link/.." climbs from where the link leads when the kernel resolves it, from the link's folder when
     // the path is normalised first: whichever the engine does, both must stay inside.
     const raw = tilde ? scope.home + mention.slice(1) : isAbsolute(mention) ? mention : `${scope.cwd}/${mention}`;
-    for (const where of [real, physicalOf(raw)]) {
+    const physical = physicalOf(raw);
+    // The engine reads nothing for a name that leads nowhere (pasted code such as "@/components/x").
+    if (physical === undefined && !existsSync(abs)) continue;
+    for (const where of [real, physical]) {
       if (where === undefined || areas.some((area) => where === area || where.startsWith(area.endsWith(sep) ? area : area + sep))) continue;
       refuse(mention, `it leads to ${where}, outside the session folder ${scope.cwd}${scope.roots.length ? ` and the folders the agent lets mentions name (${scope.roots.join(', ')})` : ''}`, scope);
     }

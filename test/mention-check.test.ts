@@ -30,11 +30,13 @@ describe('mentions: the parts without the engine', () => {
   });
   const scope = (over: Partial<MentionScope> = {}): MentionScope => ({ cwd: proj.path, roots: [], home: '/nonexistent-home', judgedAsWritten: false, agent: 'a1', ...over });
 
-  it('the agent: outside the folder is refused unless a --mention-root covers it; a missing file under a symlinked folder leads where the folder does', () => {
+  it('the agent: an existing file outside the folder is refused unless a --mention-root covers it, also through a symlinked folder; a missing one passes', () => {
     expect(thrown(() => checkMentionsAt(prompt(`see @${out.path}/shared.md`), scope()))?.code).toBe('PERMISSION_DENIED');
     expect(() => checkMentionsAt(prompt(`see @${out.path}/shared.md`), scope({ roots: [out.path] }))).not.toThrow();
     expect(() => checkMentionsAt(prompt('see @/etc/hostname'), scope({ roots: ['/'] }))).not.toThrow();
-    expect(thrown(() => checkMentionsAt(prompt('see @linked-dir/not-yet.txt'), scope()))?.message).toContain(`leads to ${out.path}/not-yet.txt`);
+    expect(thrown(() => checkMentionsAt(prompt('see @linked-dir/shared.md'), scope()))?.message).toContain(`leads to ${out.path}/shared.md`);
+    // A name that leads nowhere is read by nobody: pasted code like "import x from @/components/x" passes.
+    expect(() => checkMentionsAt(prompt('see @/no-such-folder/x and @linked-dir/not-yet.txt'), scope())).not.toThrow();
     expect(thrown(() => checkMentionsAt(prompt('see @~/x'), scope({ home: undefined })))?.message).toContain('no HOME');
     // deep -> OUT/inner: the kernel reads deep/../shared.md as OUT/shared.md (normalised first it would be PROJ/shared.md).
     expect(thrown(() => checkMentionsAt(prompt('see @deep/../shared.md'), scope()))?.message).toContain(`leads to ${out.path}/shared.md`);

@@ -32,7 +32,7 @@ const CASES: Case[] = [
   ['in the second text block', () => textBlocks('hi', 'see @block.txt'), true, ['block.txt']],
   ['@dir/ (listed, not read)', () => 'see @listed/ ok', true, ['listed']],
   ['mid-word (an e-mail address)', () => 'mail foo@word.txt please', false, []],
-  ['after "(" (the CLI skips it; we judge it)', () => 'look (@paren.txt) please', false, ['paren.txt']],
+  ['after "(" or a quote (code such as from \'@/lib\')', () => 'look (@paren.txt) and \'@paren.txt\'', false, []],
   ['@file:///URI', (d) => `look at @file://${d.out}/uri.txt`, false, (d) => [`file://${d.out}/uri.txt`]],
   ['@server:uri (a connected MCP server\'s resource: not read in stream-json mode)', () => 'look at @memo:memo://note', false, ['memo:memo://note']],
   ['an escaped space (cut there, like trailing punctuation)', () => 'see @esc\\ aped.txt', false, ['esc']],

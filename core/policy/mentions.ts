@@ -4,9 +4,10 @@
  * (docs/engine-protocol.md, "@-mentions"); the gateway and the agent find the mentions here and
  * judge them before the prompt reaches the engine. Pure: no I/O.
  *
- * We find a superset of what the engine reads: an "@" at the start or after any character but a
- * letter, digit or "_" (the engine: start, whitespace or 。、？！), then `"a quoted path"` or a run
- * of non-space characters without its trailing punctuation; a `#L1-5` line range is cut off.
+ * The forms are the engine's (test/mention-forms.test.ts holds them to the CLI): an "@" at the
+ * start or after white space or 。、？！ (so not in `foo@bar.com`, nor in code such as
+ * `from '@/lib'`), then `"a quoted path"` or a run of non-space characters without its trailing
+ * punctuation; a `#L1-5` line range is cut off.
  */
 
 import { TetherError } from '../errors.js';
@@ -15,6 +16,8 @@ import { TetherError } from '../errors.js';
 export const MAX_MENTIONS = 256;
 
 const WORD = /[A-Za-z0-9_]/;
+/** What may stand before a mention's "@" (besides the start of the text). */
+const BEFORE = /[\s\u3002\u3001\uFF1F\uFF01]/;
 /** A path longer than this (PATH_MAX) names no file; the bound keeps each match short. */
 const MAX_PATH_CHARS = 4096;
 const QUOTED = new RegExp(`@"([^"]{1,${MAX_PATH_CHARS}})"`, 'y');
@@ -26,7 +29,7 @@ const BARE = new RegExp(`@(\\S{1,${MAX_PATH_CHARS}})`, 'y');
  */
 function collect(text: string, out: Set<string>, seen: { n: number }): void {
   for (let at = text.indexOf('@'); at !== -1; at = text.indexOf('@', at + 1)) {
-    if (at > 0 && WORD.test(text[at - 1])) continue; // foo@bar.com is no mention
+    if (at > 0 && !BEFORE.test(text[at - 1])) continue; // foo@bar.com, '@/lib' are no mentions
     QUOTED.lastIndex = BARE.lastIndex = at;
     const quoted = QUOTED.exec(text);
     const bare = quoted ? undefined : BARE.exec(text)?.[1];
