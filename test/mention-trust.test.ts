@@ -10,7 +10,7 @@ import { INPUT_REFUSED } from '../core/protocol/events.js';
 import { MemoryAuditLog } from '../gateway/audit-log.js';
 import { StaticPolicy } from '../gateway/policy-source.js';
 import { spawnAcp } from './support/acp-editor.js';
-import { runTether } from './support/cli.js';
+import { runTether, TETHER_CLAUDE_BIN } from './support/cli.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { startRig, type EngineRig } from './support/engines.js';
 import { rejectionOf, until } from './support/items.js';
@@ -208,4 +208,13 @@ describe('the terminal programs end a prompt the agent refused', () => {
     expect(run.code).toBe(1);
     expect(modelSaw(TOKEN)).toBe(false);
   }, 60_000);
+
+  it('tether-claude (the SDK drop-in) says on stderr why the prompt was refused', async () => {
+    const env = { TETHER_GATEWAY: rig.stack.url, TETHER_TOKEN: rig.stack.token!, TETHER_AGENT: 'test-agent' };
+    const mention = `@${join(outside.path, 'agent-token')}`;
+    const input = JSON.stringify({ type: 'user', message: { role: 'user', content: `summarise ${mention}` }, parent_tool_use_id: null, session_id: '' }) + '\n';
+    const out = await runTether(['--output-format', 'stream-json', '--verbose', '--input-format', 'stream-json'], { env, input, bin: TETHER_CLAUDE_BIN, timeoutMs: 20_000 });
+    expect(out.stderr).toContain(`tether-claude: agent "test-agent" refused the prompt: it mentions ${mention}`);
+    expect(modelSaw(TOKEN)).toBe(false);
+  }, 30_000);
 });
