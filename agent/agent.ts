@@ -29,6 +29,7 @@ import type { SpawnPolicy } from '../core/policy/hook.js';
 import { SessionRelay, type OutputSink } from './session-relay.js';
 import { DeferredInputAcks } from './input-acks.js';
 import { checkSessionFolder } from './session-roots.js';
+import { checkMentionsAt, type MentionScope } from './mention-check.js';
 
 /** How long a new engine has to answer the agent's initialize, unless initializeTimeoutMs says otherwise. */
 export const AGENT_INITIALIZE_TIMEOUT_MS = 60_000;
@@ -55,6 +56,11 @@ export interface AgentOptions {
   engineControls?: EngineControlAllowance;
   /** Folders sessions may work in (and below); empty or absent: anywhere. */
   sessionRoots?: readonly string[];
+  /**
+   * Folders a prompt's @-mentions may name beyond the session's folder and `sessionRoots`
+   * (agent/mention-check.ts); `/`: anywhere. Default: none.
+   */
+  mentionRoots?: readonly string[];
   /** The agent's host key: each hello proves it holds it (core/auth/host-key.ts). */
   hostKey?: KeyObject;
   dial?: DialOptions;
@@ -205,12 +211,13 @@ export class Agent {
     const extra = checkExtraArgs(options.extra_args ?? [], flags, this.opts.name);
     const { command, args } = engineCommandLine(kind, this.engines, options, extra, flags, this.opts.name);
     const log = this.log.child({ sessionId, engine: kind });
+    // The SDK's switches only when the client asked (core/protocol/sdk-env.ts), none inherited.
+    const env = engineEnvironment(withSdkEnv({ ...this.opts.engineEnv }, options.env), this.envPolicy, withSdkEnv(process.env, undefined));
     const engine = EngineProcess.spawn({
       command,
       args,
       cwd,
-      // The SDK's switches only when the client asked (core/protocol/sdk-env.ts), none inherited.
-      env: engineEnvironment(withSdkEnv({ ...this.opts.engineEnv }, options.env), this.envPolicy, withSdkEnv(process.env, undefined)),
+      env,
       uid: this.opts.engineEnvPolicy?.user?.uid,
       gid: this.opts.engineEnvPolicy?.user?.gid,
       eofGraceMs: this.opts.eofGraceMs,
@@ -218,11 +225,19 @@ export class Agent {
       logger: log,
       engineSet: this.engineSet,
     });
-    const relay = new SessionRelay(sessionId, engine, log, undefined, {
+    const scope: MentionScope = {
+      cwd,
+      roots: [...(this.opts.sessionRoots ?? []), ...(this.opts.mentionRoots ?? [])],
+      home: env.HOME,
+      judgedAsWritten: policy.hook === true,
+      agent: this.opts.name,
+    };
+    const relayInit = {
       contribution: policy.hook ? POLICY_CONTRIBUTION : NO_CONTRIBUTION,
       clientInitializes: options.client_initialize === true,
-      checkControl: (request) => checkControl(request, this.opts.engineControls ?? {}, this.opts.name),
-    });
+      checkControl: (request: Record<string, unknown>) => checkControl(request, this.opts.engineControls ?? {}, this.opts.name),
+    };
+    const relay = new SessionRelay(sessionId, engine, log, undefined, relayInit, (line) => checkMentionsAt(line, scope));
     this.relays.set(sessionId, relay);
     try {
       if (options.client_initialize) {

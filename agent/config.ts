@@ -25,6 +25,10 @@ export const ENGINE_KEYS = {
     .array(z.string().min(1))
     .default([])
     .meta({ help: 'sessions may work only in these folders and below (repeatable; default: anywhere). The folder decides which project settings and hooks the engine loads', flag: 'session-root' }),
+  mentionRoots: z
+    .array(z.string().min(1))
+    .default([])
+    .meta({ help: "folders a prompt's @-mentions may name beyond the session's folder and the session roots (repeatable; / for anywhere). The engine reads a mentioned file into the prompt without a tool call", flag: 'mention-root' }),
   initializeTimeoutMs: positiveInt(AGENT_INITIALIZE_TIMEOUT_MS, "a new engine must answer the agent's initialize within this time"),
   engineEofGraceMs: positiveInt(DEFAULT_EOF_GRACE_MS, 'stopping an engine: wait this long after closing its stdin, then SIGTERM'),
   engineTermGraceMs: positiveInt(DEFAULT_TERM_GRACE_MS, 'stopping an engine: wait this long after SIGTERM, then SIGKILL'),
@@ -73,14 +77,16 @@ export const ENGINE_KEYS = {
 type EngineKeys = z.infer<z.ZodObject<typeof ENGINE_KEYS>>;
 
 /** The agent options that follow from the engine keys: flag policy, environment policy and session folders. */
-export function enginePoliciesOf(c: Pick<EngineKeys, 'allowEngineFlags' | 'allowEngineControls' | 'allowBypassPermissions' | 'engineEnv' | 'engineEnvDeny' | 'engineUser' | 'sessionRoots'>): {
+export function enginePoliciesOf(c: Pick<EngineKeys, 'allowEngineFlags' | 'allowEngineControls' | 'allowBypassPermissions' | 'engineEnv' | 'engineEnvDeny' | 'engineUser' | 'sessionRoots' | 'mentionRoots'>): {
   engineFlags: EngineFlagPolicy;
   engineControls: EngineControlAllowance;
   engineEnvPolicy: EngineEnvPolicy;
   sessionRoots: string[];
+  mentionRoots: string[];
 } {
   return {
     sessionRoots: c.sessionRoots.map((r) => resolve(r)),
+    mentionRoots: c.mentionRoots.map((r) => resolve(r)),
     engineFlags: { allowFlags: c.allowEngineFlags, allowBypassPermissions: c.allowBypassPermissions },
     engineControls: { allowControls: c.allowEngineControls },
     engineEnvPolicy: { set: c.engineEnv, deny: c.engineEnvDeny, user: c.engineUser === undefined ? undefined : resolveEngineUser(c.engineUser) },

@@ -1,6 +1,6 @@
 import { TetherError } from '../core/errors.js';
 import type { Logger } from '../core/logging.js';
-import { tetherEvent, type TetherEvent } from '../core/protocol/events.js';
+import { INPUT_REFUSED, tetherEvent, type TetherEvent } from '../core/protocol/events.js';
 import type { LineMeta } from '../core/protocol/methods.js';
 import { checkEngineInput } from '../core/protocol/engine-input.js';
 import type { EngineProcess, ExitInfo } from './engine-process.js';
@@ -51,6 +51,9 @@ export interface RelayInit {
   checkControl?: (request: Record<string, unknown>) => void;
 }
 
+/** A check every input passes before it is written (the agent's @-mention check); throws PERMISSION_DENIED to refuse it. */
+export type InputCheck = (line: Record<string, unknown>) => void;
+
 /** The request id the agent uses for its own initialize handshake. */
 export const AGENT_INIT_REQUEST_ID = 'tether_agent_init';
 
@@ -81,6 +84,7 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
     private readonly log: Logger,
     private readonly limits: RelayLimits = RELAY_DEFAULTS,
     private readonly init: RelayInit = { contribution: NO_CONTRIBUTION, clientInitializes: false },
+    private readonly checkInput?: InputCheck,
   ) {
     this.done = this.pump();
   }
@@ -174,8 +178,9 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
 
   /**
    * Writes one input line unless this gateway seq was already applied. A line the engine
-   * cannot take (see checkEngineInput) or that cannot be written is reported as an
-   * `engine_error` event and acknowledged all the same, so the gateway lets it go; it never
+   * cannot take (see checkEngineInput), that the input check refuses, or that cannot be
+   * written is reported as an `engine_error` event (code INPUT_REFUSED for a refusal, else
+   * INPUT_NOT_WRITTEN) and acknowledged all the same, so the gateway lets it go; it never
    * throws, so one bad input touches neither the agent nor its other sessions.
    */
   async input(seq: number, line: Record<string, unknown>): Promise<void> {
@@ -184,12 +189,15 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
     try {
       const text = checkEngineInput(line);
       if (this.refusedControl(line)) return this.sink?.ackInput(this.sessionId, seq);
+      this.checkInput?.(line);
       const prepared = this.prepare(line);
       await this.engine.write(prepared, prepared === line ? text : undefined); // serialized once, by the check
     } catch (err) {
       const e = err instanceof TetherError ? err : new TetherError('INTERNAL', String(err));
-      this.log.warn({ sessionId: this.sessionId, seq, err: e.message }, 'input not written to the engine');
-      this.emit({ kind: 'event', event: tetherEvent({ subtype: 'engine_error', code: 'INPUT_NOT_WRITTEN', message: e.message }) });
+      const refused = e.code === 'PERMISSION_DENIED';
+      this.log.warn({ sessionId: this.sessionId, seq, err: e.message }, refused ? 'input refused' : 'input not written to the engine');
+      const uuid = typeof line.uuid === 'string' ? { input_uuid: line.uuid } : {};
+      this.emit({ kind: 'event', event: tetherEvent({ subtype: 'engine_error', code: refused ? INPUT_REFUSED : 'INPUT_NOT_WRITTEN', message: e.message, ...uuid }) });
     }
     this.sink?.ackInput(this.sessionId, seq);
   }

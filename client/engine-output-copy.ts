@@ -1,6 +1,7 @@
 import type { Writable } from 'node:stream';
 import { asTetherError, TetherError } from '../core/errors.js';
 import type { Logger } from '../core/logging.js';
+import { INPUT_REFUSED } from '../core/protocol/events.js';
 import type { RemoteEngineIo, RemoteExit } from './remote-engine-io.js';
 import type { RemoteSession } from './remote-session.js';
 
@@ -36,6 +37,9 @@ export class EngineOutputCopy {
           const e = item.event;
           if (e.stderr_tail && !this.silent) this.io.diagnostics(e.stderr_tail.endsWith('\n') ? e.stderr_tail : e.stderr_tail + '\n');
           exit = { code: e.code, signal: (e.signal as NodeJS.Signals | null) ?? null };
+        } else if (item.kind === 'event' && item.event.subtype === 'engine_error' && item.event.code === INPUT_REFUSED) {
+          // The engine format has no word for a prompt refused before the engine saw it: say why on stderr.
+          if (!this.silent) this.io.diagnostics(`tether-claude: ${item.event.message}\n`);
         } else {
           this.log.debug({ sessionId: this.session.id, item }, 'gateway frame not relayed to the SDK');
         }

@@ -1,6 +1,7 @@
 import { createInterface, type Interface } from 'node:readline';
 import { Writable, type Readable } from 'node:stream';
 import { asTetherError } from '../core/errors.js';
+import { INPUT_REFUSED } from '../core/protocol/events.js';
 import { answerQuestions, asPermissionRequest, askQuestions, type PermissionRequest } from './permission-policy.js';
 import type { RemoteSession, SessionItem } from './remote-session.js';
 import { describeEvent, diffLines, oneLine, sanitize, styles, toolLine } from './terminal-render.js';
@@ -142,6 +143,7 @@ export class TerminalClient {
     if (item.kind === 'event') {
       const text = describeEvent(item.event);
       if (text) this.line(this.s.dim(sanitize(text)));
+      if (item.event.subtype === 'engine_error' && item.event.code === INPUT_REFUSED) this.turnOver(); // the agent refused a prompt: no turn comes
       if (item.event.subtype === 'prompt' && item.event.principal !== this.opts.self) {
         const content = (item.event.message as { content?: unknown } | undefined)?.content;
         this.line(this.s.cyan(`${sanitize(item.event.principal)}> `) + oneLine(content, 400));
@@ -180,10 +182,15 @@ export class TerminalClient {
     }
     if (m.type === 'result') {
       if (m.is_error === true) this.line(this.s.red(`* turn failed: ${oneLine(m.result ?? m.subtype)}`));
-      this.inFlight = Math.max(0, this.inFlight - 1);
-      if (this.inputClosed && this.inFlight === 0) this.leave?.(0);
-      this.prompt();
+      this.turnOver();
     }
+  }
+
+  /** A turn ended (its result), or a prompt was refused before it started one. */
+  private turnOver(): void {
+    this.inFlight = Math.max(0, this.inFlight - 1);
+    if (this.inputClosed && this.inFlight === 0) this.leave?.(0);
+    this.prompt();
   }
 
   /** A tool call as people read it (client/tool-view.ts): `Bash: ls -la`, an edit's diff below. */

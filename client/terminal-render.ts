@@ -7,10 +7,13 @@ const MAX_TERMINAL_DIFF_LINES = 20;
 /** Presence changes of one event (a burst of attaches) named in its line; the rest are counted. */
 const MAX_PRESENCE_SHOWN = 5;
 
-/** Removes escape sequences and control characters from untrusted text (tool names, output). */
+/**
+ * Removes escape sequences and control characters (C0, DEL, C1, zero-width and bidi marks) from
+ * untrusted text (tool names, output, audit records); keeps tabs and newlines.
+ */
 export function sanitize(text: string): string {
   // eslint-disable-next-line no-control-regex
-  return text.replace(/\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e]/g, '');
+  return text.replace(/\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e]/g, '');
 }
 
 /** One line, at most `max` characters, for tool input and output. */

@@ -2,6 +2,9 @@ import { TetherError } from '../core/errors.js';
 import { tetherEvent } from '../core/protocol/events.js';
 import { checkEngineInput } from '../core/protocol/engine-input.js';
 import { checkUserMessage, promptChars } from './session-lines.js';
+import { checkMentions, POLICY_PRINCIPAL } from './policy-gate.js';
+import { failureCode } from './audit-log.js';
+import type { PolicyProvider } from './policy-source.js';
 import type { ControlRouting } from './control-routing.js';
 import type { EngineInputs } from './engine-inputs.js';
 import type { SessionHistory } from './session-history.js';
@@ -18,6 +21,10 @@ export interface RoutingParts {
   audit: SessionAudit;
   controls: ControlRouting;
   prompts: SessionPrompts;
+  /** The central policy: its read rules judge a prompt's @-mentions. */
+  policy: PolicyProvider;
+  /** The session's working folder as the client named it (undefined: the agent's default). */
+  cwd: string | undefined;
 }
 
 /**
@@ -72,7 +79,14 @@ export class InputRouting {
    */
   private prompt(from: Actor, line: Record<string, unknown>, key: string, inputId: string, text: string): void {
     checkUserMessage(line);
-    this.s.audit.audited(from.principal, 'prompt', { client_id: from.clientId, uuid: line.uuid, chars: promptChars(line) }, () => {
+    const details = { client_id: from.clientId, uuid: line.uuid, chars: promptChars(line) };
+    try {
+      checkMentions(this.s.policy.current, line, this.s.cwd);
+    } catch (err) {
+      this.s.audit.quietly(from.principal, 'prompt', { ...details, result: 'refused', code: failureCode(err), reason: (err as Error).message, decided_by: POLICY_PRINCIPAL });
+      throw err;
+    }
+    this.s.audit.audited(from.principal, 'prompt', details, () => {
       this.s.inputs.toEngine(line, key, text);
       this.s.history.append({ event: tetherEvent({ subtype: 'prompt', principal: from.principal, client_id: from.clientId, message: line.message, input_id: inputId }) });
       if (this.s.status.current === 'idle') this.s.status.set('running');

@@ -1,7 +1,8 @@
 import { TetherError } from '../core/errors.js';
 import { POLICY_CALLBACK_ID } from '../core/policy/hook.js';
+import { mentionsInLine } from '../core/policy/mentions.js';
 import { MODE_ORDER, type Asker, type Policy, type ToolDecision } from '../core/policy/policy.js';
-import type { ToolCall } from '../core/policy/rules.js';
+import { normalizePath, type ToolCall } from '../core/policy/rules.js';
 import type { SessionOptions } from '../core/protocol/session-options.js';
 import { ENGINE_DEFAULT_MODE, engineChoices } from '../core/engine-choices.js';
 import type { LineMeta } from '../core/protocol/methods.js';
@@ -189,6 +190,40 @@ function checkDirect(policy: Policy, call: ToolCall, subtype: string): void {
   if (d.decision === 'deny' || d.decision === 'ask') {
     throw new TetherError('PERMISSION_DENIED', `${subtype} of ${call.tool} is refused: it would bypass the policy's ${d.decision} rule (policy rule: ${d.rule})`);
   }
+}
+
+/** Deepest mention judged in a session whose folder is unknown (each folder above it is a candidate). */
+export const MAX_MENTION_DEPTH = 64;
+
+/**
+ * Refuses (PERMISSION_DENIED, naming the rule and the mention) a prompt with an @-mention a deny
+ * or ask rule covers: the engine reads a mentioned file into the prompt (and lists a mentioned
+ * folder) with no tool call, so neither the policy hook nor a person would see it. Each mention
+ * is judged as the Read of a file and the LS of a folder, from the session's folder; when the
+ * session named none (the agent's default, unknown here) from every folder above the mention,
+ * so a rule anchored at the folder matches wherever it is. Paths are judged as written; the
+ * agent resolves symlinks and `~` (agent/mention-check.ts).
+ */
+export function checkMentions(policy: Policy, line: Record<string, unknown>, cwd: string | undefined): void {
+  for (const mention of mentionsInLine(line)) {
+    // Unknown folder: a relative mention is taken from "/", and judged from each folder above it.
+    const path = cwd !== undefined ? mention : normalizePath(mention.startsWith('/') ? mention : `/${mention}`);
+    for (const folder of cwd !== undefined ? [cwd] : foldersAbove(path, mention)) {
+      for (const call of [{ tool: 'Read', input: { file_path: path } }, { tool: 'LS', input: { path } }]) {
+        const d = policy.decide({ ...call, cwd: folder }, undefined);
+        if (d.decision === 'deny' || d.decision === 'ask') {
+          throw new TetherError('PERMISSION_DENIED', `the prompt mentions @${mention}, which the engine would read without a tool call; the policy's ${d.decision} rule covers it (policy rule: ${d.rule})`);
+        }
+      }
+    }
+  }
+}
+
+/** "/", "/a", "/a/b" for the absolute, normalised "/a/b/c". */
+function foldersAbove(path: string, mention: string): string[] {
+  const segments = path.split('/').slice(1, -1);
+  if (segments.length > MAX_MENTION_DEPTH) throw new TetherError('INVALID_ARGUMENT', `the prompt mentions @${mention}, deeper than ${MAX_MENTION_DEPTH} folders`, { limit: MAX_MENTION_DEPTH });
+  return segments.reduce((out, seg) => [...out, `${out.at(-1) === '/' ? '' : out.at(-1)}/${seg}`], ['/']);
 }
 
 /** The session a client's control request goes to, as the gate needs it. */

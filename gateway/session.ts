@@ -1,5 +1,5 @@
 import { TetherError } from '../core/errors.js';
-import { tetherEvent, type Role, type SessionState, type TetherEvent } from '../core/protocol/events.js';
+import { INPUT_REFUSED, tetherEvent, type Role, type SessionState, type TetherEvent } from '../core/protocol/events.js';
 import type { LineMeta, SessionInfo, StopSignal } from '../core/protocol/methods.js';
 import type { EngineKind, SessionOptions } from '../core/protocol/session-options.js';
 import type { Logger } from '../core/logging.js';
@@ -109,11 +109,12 @@ export class Session {
       onCaughtUp: () => this.status.caughtUp(),
     });
     const parts = { sessionId: id, history: this.history, inputs: this.inputs, status: this.status, audit: this.audit, controls: this.controls };
-    this.prompts = new SessionPrompts({ ...parts, cwd: init.options.cwd, maxPending: limits.maxPendingPrompts, expiryMs: limits.promptExpiryMs, logger: init.logger, policy: init.policy ?? new StaticPolicy() });
+    const policy = init.policy ?? new StaticPolicy();
+    this.prompts = new SessionPrompts({ ...parts, cwd: init.options.cwd, maxPending: limits.maxPendingPrompts, expiryMs: limits.promptExpiryMs, logger: init.logger, policy });
     this.roles = new SessionRoles(init.owner, restored?.roles, (decisions) => store.saveRoles(id, decisions));
     this.metrics = init.metrics;
     this.members = new SessionMembers({ ...parts, owner: init.owner, maxMembers: limits.maxMembers, roles: this.roles, onGap: () => this.metrics?.replayGap() });
-    this.routing = new InputRouting({ ...parts, prompts: this.prompts });
+    this.routing = new InputRouting({ ...parts, prompts: this.prompts, policy, cwd: init.options.cwd });
     this.output = new OutputRouting({ ...parts, prompts: this.prompts, members: this.members });
     if (restored) this.restore(restored);
     else store.create({ id, agent: this.agent, engine: this.engine, owner: this.owner, options: this.options, created_at: this.createdAt });
@@ -195,6 +196,8 @@ export class Session {
     if (!this.history.acceptAgentSeq(agentSeq)) return false;
     if (event.subtype === 'exited') this.end(event);
     else this.history.append({ event });
+    // A prompt the agent refused starts no turn; should one run after all, its output sets running again.
+    if (event.subtype === 'engine_error' && event.code === INPUT_REFUSED && this.status.current === 'running') this.status.set('idle');
     return true;
   }
 

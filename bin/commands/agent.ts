@@ -35,6 +35,8 @@ Options:
   --engine-command PATH  the Claude Code executable (env TETHER_ENGINE_COMMAND; default claude)
   --cwd DIR              working folder for sessions that name none (default: current folder)
   --session-root DIR     sessions may work only in DIR and below (repeatable; default: anywhere)
+  --mention-root DIR     a prompt's @-mentions may also name files in DIR and below (repeatable;
+                         / for anywhere); default: only the session folder and session roots
   --label KEY=VALUE      label shown in "tether agents" (repeatable)
   --allow-engine-flag FLAG  let sessions use an engine flag that runs programs, loads code or
                          settings, or reaches files beyond the session folder (repeatable,

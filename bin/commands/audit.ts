@@ -7,6 +7,7 @@ import { AUDIT_FILE } from '../../gateway/config.js';
 import type { Command } from '../args.js';
 import { connectFrom, connectionHelp, CONNECTION_OPTIONS, TLS_CLIENT_HELP } from '../connection-flags.js';
 import { table } from '../table.js';
+import { oneLine } from '../../client/terminal-render.js';
 
 export const auditCommand: Command = {
   name: 'audit',
@@ -121,15 +122,21 @@ function reportDamage(found: AuditScan, file: string | undefined): number {
   return 1;
 }
 
-/** Records as a table: time, session, principal, action, then the rest as key=value. */
+/**
+ * Records as a table: time, session, principal, action, then the rest as key=value. Clients
+ * chose much of it (principal names, reasons, subtypes, tool names), so each cell is one line
+ * without escape sequences or control characters: a record cannot retitle the terminal, erase
+ * lines or forge rows. (--json prints the records exactly; JSON escapes control characters.)
+ */
 export function auditTable(records: AuditRecord[]): string {
+  const cell = (text: string) => oneLine(text, Number.POSITIVE_INFINITY);
   const rows = records.map((r) => {
     const { time, session_id, principal, action, ...rest } = r;
     const details = Object.entries(rest)
       .filter(([, x]) => x !== undefined)
       .map(([k, x]) => `${k}=${typeof x === 'string' && /^[^\s"=]+$/.test(x) ? x : JSON.stringify(x)}`)
       .join(' ');
-    return [time, session_id, principal, action, details];
+    return [time, session_id, principal, action, details].map((x) => cell(String(x)));
   });
   return table(['TIME', 'SESSION', 'PRINCIPAL', 'ACTION', 'DETAILS'], rows);
 }

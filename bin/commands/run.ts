@@ -2,6 +2,7 @@ import { createInterface } from 'node:readline/promises';
 import { asPermissionRequest, askQuestions, answerQuestions, type PermissionAnswer, type PermissionRequest } from '../../client/permission-policy.js';
 import type { RemoteSession } from '../../client/remote-session.js';
 import { TetherError } from '../../core/errors.js';
+import { INPUT_REFUSED } from '../../core/protocol/events.js';
 import { PermissionMode } from '../../core/protocol/session-options.js';
 import { pick, required, type Command } from '../args.js';
 import { connectFrom, connectionHelp, CONNECTION_OPTIONS, TLS_CLIENT_HELP } from '../connection-flags.js';
@@ -82,6 +83,7 @@ async function streamTurn(session: RemoteSession, allow: Set<string>, json: bool
         return 1;
       }
       if (item.event.subtype === 'engine_error') process.stderr.write(`[engine error ${item.event.code}: ${item.event.message}]\n`);
+      if (item.event.subtype === 'engine_error' && item.event.code === INPUT_REFUSED) return 1; // the agent refused the prompt: no turn comes
       continue;
     }
     if (item.kind !== 'engine' || item.origin !== 'engine') continue;

@@ -4,9 +4,11 @@
  * from the terminal or the web. One app per ACP connection (it holds that connection's
  * sessions). What is covered and what is not: docs/acp.md.
  */
+import { fileURLToPath } from 'node:url';
 import * as acp from '@agentclientprotocol/sdk';
 import { asTetherError, ERROR_TABLE, TetherError } from '../../core/errors.js';
 import { PermissionMode } from '../../core/protocol/session-options.js';
+import { INPUT_REFUSED } from '../../core/protocol/events.js';
 import type { GatewayClient } from '../gateway-client.js';
 import { asPermissionRequest, type PermissionAnswer, type PermissionRequest } from '../permission-policy.js';
 import type { RemoteSession, SessionItem } from '../remote-session.js';
@@ -124,14 +126,32 @@ function promptText(blocks: acp.ContentBlock[]): string {
   return blocks
     .map((b) => {
       if (b.type === 'text') return b.text;
-      if (b.type === 'resource_link') return `@${b.uri}`;
+      if (b.type === 'resource_link') return mention(b.uri);
       if (b.type === 'resource') {
         const r = b.resource as { uri: string; text?: string };
-        return r.text !== undefined ? `<context ref="${r.uri}">\n${r.text}\n</context>` : `@${r.uri}`;
+        return r.text !== undefined ? `<context ref="${r.uri}">\n${r.text}\n</context>` : mention(r.uri);
       }
       throw acp.RequestError.invalidParams({ type: b.type }, `prompt content of type ${b.type} is not supported (see promptCapabilities)`);
     })
     .join('\n');
+}
+
+/**
+ * A resource as an @-mention: a file URI as its path (quoted when it holds a space), which the
+ * engine reads into the prompt (and the gateway and agent judge first: core/policy/mentions.ts);
+ * any other URI as it is.
+ */
+function mention(uri: string): string {
+  if (!uri.startsWith('file:')) return `@${uri}`;
+  let path: string;
+  try {
+    path = fileURLToPath(uri);
+  } catch {
+    throw acp.RequestError.invalidParams({ uri }, `resource URI ${uri} is not a local file path`);
+  }
+  if (!/\s/.test(path)) return `@${path}`;
+  if (path.includes('"')) throw acp.RequestError.invalidParams({ uri }, `resource path ${path} holds both a space and a quote, which an @-mention cannot spell`);
+  return `@"${path}"`;
 }
 
 /** The one agent connected to the gateway, for connections that named none. */
@@ -266,6 +286,8 @@ export function tetherAcpAgent(opts: TetherAcpOptions): acp.AgentApp {
     const inHistory = item.kind !== 'reply' && item.seq !== 0 && item.seq <= s.remote.historyEnd;
     if (item.kind === 'event') {
       if (item.event.subtype === 'exited') s.endTurn(new TetherError('UNAVAILABLE', `the engine exited (code ${item.event.code ?? 'none'})`));
+      // The agent refused the prompt before the engine saw it (an @-mention outside the session's folders): no turn comes.
+      if (item.event.subtype === 'engine_error' && item.event.code === INPUT_REFUSED && !inHistory) s.endTurn(new TetherError('PERMISSION_DENIED', item.event.message));
       return;
     }
     if (item.kind !== 'engine') return;

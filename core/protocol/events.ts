@@ -21,6 +21,13 @@ export const PresenceChange = z.object({
 });
 export type PresenceChange = z.infer<typeof PresenceChange>;
 
+/**
+ * The `engine_error` code of an input the agent refused before the engine saw it (a prompt
+ * whose @-mention leads outside the session's folders: agent/mention-check.ts). The input is
+ * accounted for (acknowledged, never re-sent); a prompt refused so starts no turn.
+ */
+export const INPUT_REFUSED = 'INPUT_REFUSED';
+
 export const TetherEvent = z.discriminatedUnion('subtype', [
   z.object({ type: z.literal('tether'), subtype: z.literal('state'), state: SessionState, at: z.string() }),
   z.object({
@@ -51,6 +58,8 @@ export const TetherEvent = z.discriminatedUnion('subtype', [
     code: z.string(),
     message: z.string(),
     preview: z.string().optional(),
+    /** The `uuid` of the input the error is about (INPUT_REFUSED), when it carried one. */
+    input_uuid: z.string().optional(),
     at: z.string(),
   }),
   z.object({

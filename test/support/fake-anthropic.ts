@@ -46,6 +46,8 @@ export interface RecordedRequest {
   lastMessage?: { role: string; content: unknown };
   /** `script[i]`, `fallback`, `aux` (small non-script answer) or `probe` (HEAD/GET/other). */
   answeredWith: string;
+  /** The request body as received: to show a text never reached "the model" in any message. */
+  raw: string;
 }
 
 /** A tool_result block the CLI sent to the model; `content` is flattened to text. */
@@ -120,26 +122,26 @@ export async function startFakeAnthropic(scenario: FakeScenario): Promise<FakeAn
     const pathname = path.split('?')[0];
 
     if (method !== 'POST') {
-      requests.push(probeRecord(method, path));
+      requests.push(probeRecord(method, path, raw));
       return sendJson(res, 200, {});
     }
     if (pathname === '/v1/messages/count_tokens') {
-      requests.push(probeRecord(method, path, 'aux'));
+      requests.push(probeRecord(method, path, raw, 'aux'));
       return sendJson(res, 200, { input_tokens: Math.max(1, Math.ceil(raw.length / 4)) });
     }
     if (pathname !== '/v1/messages') {
-      requests.push(probeRecord(method, path));
+      requests.push(probeRecord(method, path, raw));
       return sendError(res, 404, `no fake for ${pathname}`);
     }
 
     const body = parseBody(raw);
     const model = body.model ?? 'claude-fake';
     if (body.stream !== true) {
-      requests.push(messagesRecord(method, path, body, 'aux'));
+      requests.push(messagesRecord(method, path, body, raw, 'aux'));
       return sendJson(res, 200, plainMessage(nextId('msg'), model));
     }
     const { reply, label } = takeScripted();
-    requests.push(messagesRecord(method, path, body, label));
+    requests.push(messagesRecord(method, path, body, raw, label));
     await sleep(reply.delay_ms ?? 0, stopping.signal);
     if (reply.error_status !== undefined) return sendError(res, reply.error_status, reply.error_message ?? 'scripted error');
     await streamReply(res, reply, { model, messageId: nextId('msg'), requestId: nextId('req'),
@@ -260,16 +262,16 @@ function plainMessage(id: string, model: string): object {
   };
 }
 
-function probeRecord(method: string, path: string, answeredWith = 'probe'): RecordedRequest {
-  return { method, path, stream: false, messageCount: 0, toolNames: [], system: '', toolDescriptions: {}, answeredWith };
+function probeRecord(method: string, path: string, raw: string, answeredWith = 'probe'): RecordedRequest {
+  return { method, path, stream: false, messageCount: 0, toolNames: [], system: '', toolDescriptions: {}, answeredWith, raw };
 }
 
-function messagesRecord(method: string, path: string, body: MessagesBody, answeredWith: string): RecordedRequest {
+function messagesRecord(method: string, path: string, body: MessagesBody, raw: string, answeredWith: string): RecordedRequest {
   const messages = body.messages ?? [];
   // Some CLI releases append a system message after the tool results: look past it.
   const last = [...messages].reverse().find((m) => m.role !== 'system') ?? messages.at(-1);
   return {
-    method, path, answeredWith,
+    method, path, answeredWith, raw,
     model: body.model,
     stream: body.stream === true,
     maxTokens: body.max_tokens,

@@ -203,6 +203,12 @@ export class JsonRpcDialectLink implements Member {
       case 'gap':
         view.gap = { from_seq: e.from_seq, to_seq: e.to_seq };
         return;
+      case 'refused': {
+        const mine = view.turns.get(e.uuid);
+        if (mine === undefined) return;
+        view.turns.delete(e.uuid);
+        return this.fail(mine, new TetherError('PERMISSION_DENIED', e.message));
+      }
       case 'state':
         this.notify('session_state', { session_id: sid, state: e.state, ...(e.reason ? { reason: e.reason } : {}) }, true);
         if (e.state === 'ended') for (const id of view.turns.values()) this.respond(id, { status: 'error', usage: { input_tokens: 0, output_tokens: 0 } });

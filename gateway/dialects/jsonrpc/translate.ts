@@ -4,7 +4,7 @@
  * receive it: the translation is cached on the frame's Buffer (the same object goes to every
  * member, and the replay log keeps it).
  */
-import type { PresenceChange } from '../../../core/protocol/events.js';
+import { INPUT_REFUSED, type PresenceChange } from '../../../core/protocol/events.js';
 import { presenceChanges } from '../../../core/protocol/presence.js';
 
 /** An MCP server as the engine reported it at start. */
@@ -35,7 +35,9 @@ export type DialectEvent =
   | { kind: 'progress'; progress: Record<string, unknown> }
   | { kind: 'state'; state: string; reason?: string }
   | { kind: 'presence'; action: string; principal: string; client_id: string; role: string }
-  | { kind: 'gap'; from_seq: number; to_seq: number };
+  | { kind: 'gap'; from_seq: number; to_seq: number }
+  /** The agent refused the prompt sent with this uuid: no turn will answer it. */
+  | { kind: 'refused'; uuid: string; message: string };
 
 export interface TranslatedFrame {
   session_id: string;
@@ -84,6 +86,8 @@ function fromGatewayEvent(e: Obj): DialectEvent[] {
       return [{ kind: 'state', state: 'ended', reason: typeof e.reason === 'string' ? e.reason : undefined }];
     case 'gap':
       return [{ kind: 'gap', from_seq: Number(e.from_seq), to_seq: Number(e.to_seq) }];
+    case 'engine_error':
+      return e.code === INPUT_REFUSED && typeof e.input_uuid === 'string' ? [{ kind: 'refused', uuid: e.input_uuid, message: String(e.message) }] : [];
     case 'presence':
       // One notification per change, as before coalescing (a burst's changes share one event).
       return presenceChanges(e as unknown as PresenceChange).map((c) => ({ kind: 'presence', ...c }));
