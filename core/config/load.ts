@@ -99,7 +99,8 @@ export function loadConfig<S extends z.ZodObject, T>(spec: ConfigSpec<S, T>, inp
   }
   for (const key of keys) {
     const raw = key.flag ? flags[key.flag] : undefined;
-    const text = Array.isArray(raw) ? (raw.length ? (raw as string[]) : undefined) : nonEmpty(raw);
+    // A boolean key's flag is a switch: parseArgs gives `true` when it is present.
+    const text = Array.isArray(raw) ? (raw.length ? (raw as string[]) : undefined) : typeof raw === 'boolean' ? String(raw) : nonEmpty(raw);
     if (text !== undefined) apply(key, text, `--${key.flag}`);
   }
 
