@@ -17,6 +17,7 @@ import type { HeartbeatOptions } from '../core/link/heartbeat.js';
 import type { TokenSource } from '../core/link/token-renewal.js';
 import { engineCommandLine, resolveEngines, type EngineChoice, type ResolvedEngines } from './engine-command.js';
 import { withSdkEnv } from '../core/protocol/sdk-env.js';
+import { ENGINE_START_TIMEOUT_MS } from '../core/timeouts.js';
 import { EngineProcess } from './engine-process.js';
 import { EngineSet } from './engine-set.js';
 import { engineEnvironment, type EngineEnvPolicy } from './engine-env.js';
@@ -29,8 +30,8 @@ import { SessionRelay, type OutputSink } from './session-relay.js';
 import { DeferredInputAcks } from './input-acks.js';
 import { checkSessionFolder } from './session-roots.js';
 
-/** How long a new engine has to answer the agent's initialize, unless initializeTimeoutMs says otherwise. */
-export const AGENT_INITIALIZE_TIMEOUT_MS = 60_000;
+/** How long a new engine has to answer the agent's initialize, unless initializeTimeoutMs says otherwise (core/timeouts.ts orders it). */
+export const AGENT_INITIALIZE_TIMEOUT_MS = ENGINE_START_TIMEOUT_MS;
 
 export interface AgentOptions {
   /** The gateway URL, or several (gateways of one cluster): the agent fails over between them. */
