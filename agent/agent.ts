@@ -33,6 +33,9 @@ import { checkSessionFolder } from './session-roots.js';
 /** How long a new engine has to answer the agent's initialize, unless initializeTimeoutMs says otherwise (core/timeouts.ts orders it). */
 export const AGENT_INITIALIZE_TIMEOUT_MS = ENGINE_START_TIMEOUT_MS;
 
+/** What the agent offers in its hello: only what it reads back in the gateway's answer. */
+export const AGENT_CAPABILITIES: readonly string[] = [CAPABILITIES.foldedAcks];
+
 export interface AgentOptions {
   /** The gateway URL, or several (gateways of one cluster): the agent fails over between them. */
   gateway: GatewayTargets;
@@ -126,7 +129,7 @@ export class Agent {
     return {
       protocol_version: PROTOCOL_VERSION,
       role: 'agent',
-      capabilities: ['resume.v1', CAPABILITIES.foldedAcks],
+      capabilities: [...AGENT_CAPABILITIES],
       agent: {
         name: this.opts.name,
         host: hostname(),

@@ -49,6 +49,9 @@ export interface ConnectOptions {
 /** A create may wait for its agent to come back and for the engine to start, across reconnects (core/timeouts.ts). */
 const CREATE_TIMEOUT_MS = CLIENT_CREATE_WAIT_MS;
 
+/** What the client offers in its hello: only what it reads back in the gateway's answer. */
+export const CLIENT_CAPABILITIES: readonly string[] = [CAPABILITIES.sessionPost];
+
 /** Frames for sessions whose create/attach answer has not arrived yet (they come first). */
 const MAX_EARLY_FRAMES = 10_000;
 
@@ -83,7 +86,7 @@ export class GatewayClient {
       backoff: opts.backoff,
       heartbeat: opts.heartbeat,
       tokenSource: opts.tokenSource,
-      hello: () => ({ protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: ['resume.v1', CAPABILITIES.sessionPost], software: opts.software ?? 'tether-client' }),
+      hello: () => ({ protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: [...CLIENT_CAPABILITIES], software: opts.software ?? 'tether-client' }),
       setup: (peer) => this.setup(peer),
       onConnected: (peer, hello) => {
         this.principal = hello.principal;
