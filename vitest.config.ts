@@ -10,5 +10,8 @@ export default defineConfig({
     // Two cores: real-CLI tests are heavy, keep parallelism modest.
     maxWorkers: 2,
     reporters: ['default', './test/support/slowest-files.ts'],
+    // The run's seed for random fault schedules and fast-check (TETHER_TEST_SEED replays it).
+    globalSetup: ['./test/support/global-seed.ts'],
+    setupFiles: ['./test/support/seed-setup.ts'],
   },
 });
