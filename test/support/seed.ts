@@ -1,4 +1,5 @@
 import { expect, inject } from 'vitest';
+import { seedFromEnv } from './seed-value.js';
 
 /**
  * This run's seed (test/support/global-seed.ts picks it; TETHER_TEST_SEED gives it back). Every
@@ -6,7 +7,8 @@ import { expect, inject } from 'vitest';
  * failure's schedule can be replayed. Replaying gives the same choices, not the same timing:
  * a fault that needs a race may take a few runs.
  */
-export const TEST_SEED: number = inject('testSeed');
+// Under another vitest configuration (no global setup) the file picks its own, the same way.
+export const TEST_SEED: number = inject('testSeed') ?? seedFromEnv();
 
 /** Random numbers in [0, 1), each test's own: from the seed and the test's name (mulberry32). */
 export type Random = () => number;
