@@ -2,7 +2,9 @@
 # One image for the gateway and the agent: `tether` is the entry point, the command picks the
 # program (gateway, agent, token, ...). docs/deploy.md explains the compose file built on it.
 
-ARG NODE_VERSION=20
+# The image runs the current Node LTS (24); the code and the test suite are run on Node 20 too
+# (package.json engines: >=20.20.0), see the README's Tests section.
+ARG NODE_VERSION=24
 
 # --- build: dev dependencies and the TypeScript compiler --------------------------------
 FROM node:${NODE_VERSION}-bookworm-slim AS build

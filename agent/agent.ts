@@ -17,6 +17,7 @@ import type { HeartbeatOptions } from '../core/link/heartbeat.js';
 import type { TokenSource } from '../core/link/token-renewal.js';
 import { engineCommandLine, resolveEngines, type EngineChoice, type ResolvedEngines } from './engine-command.js';
 import { withSdkEnv } from '../core/protocol/sdk-env.js';
+import { ENGINE_START_TIMEOUT_MS } from '../core/timeouts.js';
 import { EngineProcess } from './engine-process.js';
 import { EngineSet } from './engine-set.js';
 import { engineEnvironment, type EngineEnvPolicy } from './engine-env.js';
@@ -31,8 +32,11 @@ import { DeferredInputAcks } from './input-acks.js';
 import { checkSessionFolder } from './session-roots.js';
 import { checkMentionsAt, type MentionScope } from './mention-check.js';
 
-/** How long a new engine has to answer the agent's initialize, unless initializeTimeoutMs says otherwise. */
-export const AGENT_INITIALIZE_TIMEOUT_MS = 60_000;
+/** How long a new engine has to answer the agent's initialize, unless initializeTimeoutMs says otherwise (core/timeouts.ts orders it). */
+export const AGENT_INITIALIZE_TIMEOUT_MS = ENGINE_START_TIMEOUT_MS;
+
+/** What the agent offers in its hello: only what it reads back in the gateway's answer. */
+export const AGENT_CAPABILITIES: readonly string[] = [CAPABILITIES.foldedAcks];
 
 export interface AgentOptions {
   /** The gateway URL, or several (gateways of one cluster): the agent fails over between them. */
@@ -134,7 +138,7 @@ export class Agent {
     return {
       protocol_version: PROTOCOL_VERSION,
       role: 'agent',
-      capabilities: ['resume.v1', CAPABILITIES.foldedAcks],
+      capabilities: [...AGENT_CAPABILITIES],
       agent: {
         name: this.opts.name,
         host: hostname(),

@@ -7,12 +7,16 @@ import type { OptionSpec } from './args.js';
 /** A program's configuration spec, whatever its schema. */
 export type AnyConfigSpec = ConfigSpec<z.ZodObject, unknown>;
 
-/** parseArgs options for a program: --config and every configuration key that has a flag (list keys repeat). */
+/**
+ * parseArgs options for a program: --config and every configuration key that has a flag
+ * (list keys repeat; a boolean key is a switch that takes no value, as --help shows it).
+ */
 export function configOptions(spec: AnyConfigSpec): OptionSpec {
   const out: OptionSpec = { config: { type: 'string' } };
   for (const k of keysOf(spec.schema)) {
-    // A boolean key's flag stands alone (--cluster-insecure-no-auth), meaning true.
-    if (k.flag) out[k.flag] = k.kind === 'list' || k.kind === 'map' ? { type: 'string', multiple: true } : k.kind === 'boolean' ? { type: 'boolean' } : { type: 'string' };
+    if (!k.flag) continue;
+    if (k.kind === 'boolean') out[k.flag] = { type: 'boolean' };
+    else out[k.flag] = k.kind === 'list' || k.kind === 'map' ? { type: 'string', multiple: true } : { type: 'string' };
   }
   return out;
 }

@@ -3,6 +3,7 @@ import { asTetherError, TetherError } from '../core/errors.js';
 import { Link, type LinkStatus } from '../core/link/link.js';
 import { standardDialers, type DialOptions, type Dialers } from '../core/link/dial.js';
 import type { GatewayTargets } from '../core/link/gateway-urls.js';
+import { CLIENT_CREATE_WAIT_MS } from '../core/timeouts.js';
 import { silentLogger, type Logger } from '../core/logging.js';
 import { SESSIONS_PAGE_MAX, type AgentInfo, type CreateProgress, type SessionInfo } from '../core/protocol/methods.js';
 import { readEngineFrame } from '../core/protocol/session-frame.js';
@@ -45,8 +46,11 @@ export interface ConnectOptions {
   tokenSource?: TokenSource;
 }
 
-/** A create may wait for its agent to come back and for the engine to start, across reconnects. */
-const CREATE_TIMEOUT_MS = 90_000;
+/** A create may wait for its agent to come back and for the engine to start, across reconnects (core/timeouts.ts). */
+const CREATE_TIMEOUT_MS = CLIENT_CREATE_WAIT_MS;
+
+/** What the client offers in its hello: only what it reads back in the gateway's answer. */
+export const CLIENT_CAPABILITIES: readonly string[] = [CAPABILITIES.sessionPost];
 
 /** Frames for sessions whose create/attach answer has not arrived yet (they come first). */
 const MAX_EARLY_FRAMES = 10_000;
@@ -82,7 +86,7 @@ export class GatewayClient {
       backoff: opts.backoff,
       heartbeat: opts.heartbeat,
       tokenSource: opts.tokenSource,
-      hello: () => ({ protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: ['resume.v1', CAPABILITIES.sessionPost], software: opts.software ?? 'tether-client' }),
+      hello: () => ({ protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: [...CLIENT_CAPABILITIES], software: opts.software ?? 'tether-client' }),
       setup: (peer) => this.setup(peer),
       onConnected: (peer, hello) => {
         this.principal = hello.principal;

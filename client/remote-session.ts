@@ -32,7 +32,7 @@ export type SessionItem =
  * closure and a context per item): with the literal, 70–78 % of the young generation survived
  * each scavenge at 100 KB frames (the lines, promoted and then freed only by full collections;
  * allocation-site pretenuring of the literal is the likely cause) and the client spent 150–190
- * µs per frame; with this class ~1 % and 80–90 µs (docs/performance.md, 100 KB frames).
+ * µs per frame; with this class ~1 % and 80–90 µs (docs/performance-notebook.md, 100 KB frames).
  */
 class EngineLineItem {
   readonly kind = 'engine' as const;

@@ -3,6 +3,7 @@ import type { Logger } from '../core/logging.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
 import { agentInputText, type AgentDescriptor, type AgentInfo, type StopSignal } from '../core/protocol/methods.js';
 import type { EngineKind, SessionOptions } from '../core/protocol/session-options.js';
+import { SPAWN_WAIT_MS } from '../core/timeouts.js';
 import type { SpawnPolicy } from '../core/policy/hook.js';
 import type { Principal } from './principal.js';
 import type { EngineHost, Session } from './session.js';
@@ -100,7 +101,7 @@ export class AgentLink implements EngineHost {
 
   spawn(sessionId: string, engine: EngineKind, options: SessionOptions, policy: SpawnPolicy = {}) {
     const params = { session_id: sessionId, engine, options, ...(policy.hook ? { policy_hook: true } : {}), ...(policy.roots ? { policy_roots: policy.roots } : {}) };
-    return this.peer.request('agent.spawn', params, { timeoutMs: 60_000 });
+    return this.peer.request('agent.spawn', params, { timeoutMs: SPAWN_WAIT_MS });
   }
 
   /**

@@ -1,9 +1,10 @@
 import { TetherError } from '../core/errors.js';
 import type { AgentDescriptor } from '../core/protocol/methods.js';
+import { AGENT_WAIT_MS } from '../core/timeouts.js';
 import type { AgentLink } from './agent-link.js';
 
 /** How long a create or stop waits for an agent whose link dropped, unless agentWaitMs says otherwise. */
-export const DEFAULT_AGENT_WAIT_MS = 30_000;
+export const DEFAULT_AGENT_WAIT_MS = AGENT_WAIT_MS;
 /** Lost agents remembered at once (the oldest is forgotten first). */
 const MAX_LOST_AGENTS = 10_000;
 

@@ -24,7 +24,7 @@ import { JsonRpcDialectLink } from './dialects/jsonrpc/link.js';
 import type { Dialect } from '../core/protocol/jsonrpc-dialect.js';
 import type { PolicyProvider } from './policy-source.js';
 
-export const GATEWAY_CAPABILITIES = ['sessions.v1', 'replay.v1', 'prompts.v1', CAPABILITIES.sessionPost, CAPABILITIES.foldedAcks];
+export const GATEWAY_CAPABILITIES: readonly string[] = [CAPABILITIES.sessionPost, CAPABILITIES.foldedAcks];
 
 export interface GatewayLimits extends DirectoryLimits {
   helloTimeoutMs: number;

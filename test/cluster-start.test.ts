@@ -6,6 +6,7 @@ import { runTether, startTether } from './support/cli.js';
 import { startNatsServer } from './support/nats-server.js';
 import { makeTempDir } from './support/claude-cli.js';
 import { makeCerts } from './support/certs.js';
+import { hasTool } from './support/tools.js';
 
 /** A port nothing listens on: bound to 0, then closed. */
 async function freePort(): Promise<number> {
@@ -17,7 +18,7 @@ async function freePort(): Promise<number> {
 }
 
 /** `tether gateway --cluster`: refused before anything listens when the cluster is unusable. */
-describe('joining a cluster at start', () => {
+describe.skipIf(!hasTool('nats-server'))('joining a cluster at start', () => {
   const gateway = (cluster: string) => {
     const state = makeTempDir('tether-state-');
     return runTether(['gateway', '--port', '0', '--grpc-port', 'off', '--auth', 'off', '--state-dir', state.path, '--cluster', cluster], { timeoutMs: 20_000 }).finally(() => state.cleanup());

@@ -16,6 +16,7 @@ import { ClusterRegistry } from '../gateway/cluster/registry.js';
 import type { SessionRecord } from '../gateway/session-store.js';
 import { startNatsServer, type NatsServer } from './support/nats-server.js';
 import { waitFor, withTimeout } from './support/wait.js';
+import { hasTool } from './support/tools.js';
 
 const record = (id: string): SessionRecord => ({ id, agent: 'builder', engine: 'claude', owner: 'alice', options: {}, created_at: new Date().toISOString() });
 const frame = (id: string, seq: number, text: string) => ({ seq, agentSeq: seq, bytes: encodeLineFrame(id, seq, 'engine', Buffer.from(JSON.stringify({ type: 'assistant', text }))) });
@@ -27,7 +28,7 @@ const flushed = (store: JetStreamSessionStore) => new Promise<void>((resolve) =>
 const until = (cond: () => boolean, what: string, ms = 10_000) => waitFor(cond, ms, what);
 
 /** The cluster's session store on a real nats-server with JetStream. */
-describe('the JetStream session store', () => {
+describe.skipIf(!hasTool('nats-server'))('the JetStream session store', () => {
   let nats: NatsServer;
   let link: NatsLink;
   let store: JetStreamSessionStore;
@@ -127,7 +128,7 @@ describe('the JetStream session store', () => {
   });
 });
 
-describe('reading a session log back', () => {
+describe.skipIf(!hasTool('nats-server'))('reading a session log back', () => {
   /** A log message as a gateway publishes it: sealed, marked when it continues a record. */
   const sealed = (data: Buffer, cont: boolean) => {
     const h = natsHeaders();

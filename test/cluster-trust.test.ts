@@ -33,6 +33,7 @@ import { startClusterStack, type ClusterStack } from './support/cluster-stack.js
 import { isCanUseTool, isResult, until } from './support/items.js';
 import { withTimeout } from './support/stack.js';
 import { waitFor } from './support/wait.js';
+import { hasTool } from './support/tools.js';
 
 const NATS_CONFIG = fileURLToPath(new URL('../deploy/nats-cluster.conf', import.meta.url));
 const BASH_TURN = {
@@ -46,7 +47,7 @@ const FORGED_TEXT = 'FORGED-BY-A-NON-GATEWAY';
 
 const seqsOf = (items: SessionItem[]) => items.filter((i) => i.kind !== 'reply').map((i) => (i as { seq: number }).seq);
 
-describe("the cluster's fabric (issue 27, items 8 and 9)", () => {
+describe.skipIf(!hasTool('nats-server'))("the cluster's fabric (issue 27, items 8 and 9)", () => {
   let stack: ClusterStack;
   const realKey = generateKeyPairSync('ed25519').privateKey;
   beforeAll(async () => {

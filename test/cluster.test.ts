@@ -12,6 +12,7 @@ import { toolResults } from './support/turns.js';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
 import { withTimeout } from './support/stack.js';
+import { hasTool } from './support/tools.js';
 
 const BURST_ENGINE = fileURLToPath(new URL('./support/burst-engine.mjs', import.meta.url));
 
@@ -100,7 +101,7 @@ function dumpLogsOnFailure(stack: ClusterStack): void {
 }
 
 /** Several gateways on one NATS server: any client on any gateway drives a session held by another. */
-describe('a cluster of three gateways', () => {
+describe.skipIf(!hasTool('nats-server'))('a cluster of three gateways', () => {
   let stack: ClusterStack | undefined;
   afterEach(async () => {
     await stack?.stop();

@@ -1,4 +1,6 @@
-import { chmodSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, copyFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { engineEnvironment, resolveEngineUser } from '../agent/engine-env.js';
 import { GatewayClient } from '../client/gateway-client.js';
@@ -7,6 +9,7 @@ import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './su
 import { startTether, type Daemon } from './support/cli.js';
 import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic.js';
 import { startStack, withTimeout, type Stack } from './support/stack.js';
+import { othersCanRun, runnableByOthers } from './support/other-user-path.js';
 import { readTurn } from './support/turns.js';
 import { waitFor } from './support/wait.js';
 
@@ -58,7 +61,7 @@ describe('an engine started by `tether agent`', () => {
   });
 
   /** Starts the stack, then the agent process with `flags`; runs `command` in Bash; returns its output. */
-  async function bashOnAgent(command: string, flags: (home: string) => string[]): Promise<{ text: string; token: string }> {
+  async function bashOnAgent(command: string, flags: (home: string) => string[], engineCommand = claudeBinaryPath()): Promise<{ text: string; token: string }> {
     fake = await startFakeAnthropic({ responses: [{ text: 'Looking.', tool_use: { id: 'toolu_env', name: 'Bash', input: { command, description: 'look around' } } }, { text: 'Done.' }] });
     stack = await startStack({ engine: 'demo' });
     const token = await stack.mint({ kind: 'agent', sub: 'envbox' });
@@ -67,7 +70,7 @@ describe('an engine started by `tether agent`', () => {
     dirs.push(home, cwd);
     chmodSync(home.path, 0o777);
     chmodSync(cwd.path, 0o777);
-    agent = startTether(['agent', '--gateway', stack.grpcUrl, '--name', 'envbox', '--engine', 'claude', '--engine-command', claudeBinaryPath(), '--cwd', cwd.path, ...flags(home.path)], {
+    agent = startTether(['agent', '--gateway', stack.grpcUrl, '--name', 'envbox', '--engine', 'claude', '--engine-command', engineCommand, '--cwd', cwd.path, ...flags(home.path)], {
       env: { ...claudeTestEnv({ home: home.path, baseUrl: fake.url }), TETHER_TOKEN: token, TETHER_LOG_LEVEL: 'warn', A_COPY_OF_THE_TOKEN: token, AWS_SECRET_ACCESS_KEY: 'not-for-engines' },
     });
     const client = await stack.client();
@@ -96,11 +99,41 @@ describe('an engine started by `tether agent`', () => {
   }, 90_000);
 
   it.skipIf(process.getuid?.() !== 0)('--engine-user runs the engine as that user', async () => {
+    // A clone in a private folder (root's home is 0700) keeps nobody out of node_modules: the
+    // engine binary is then run from a link nobody can reach (test/support/other-user-path.ts).
+    const engine = runnableByOthers(claudeBinaryPath());
+    if (engine.folder) dirs.push(engine.folder);
     // nobody's own HOME (/nonexistent) cannot hold the CLI's state: the owner gives it one.
-    const { text } = await bashOnAgent('id -u; echo "home=$HOME"', (home) => ['--engine-user', 'nobody', '--engine-env', `HOME=${home}`]);
+    const { text } = await bashOnAgent('id -u; echo "home=$HOME"', (home) => ['--engine-user', 'nobody', '--engine-env', `HOME=${home}`], engine.path);
     expect(text).toMatch(/^65534$/m);
     expect(text).toMatch(/^home=\/tmp\//m);
   }, 90_000);
+});
+
+describe.skipIf(process.getuid?.() !== 0)('an engine binary in a private folder (a clone under /root)', () => {
+  const dirs: TempDir[] = [];
+  afterEach(() => {
+    for (const d of dirs.splice(0)) d.cleanup();
+  });
+
+  it('nobody cannot run it there, and can run what runnableByOthers gives', () => {
+    const clone = makeTempDir('tether-private-clone-');
+    dirs.push(clone);
+    chmodSync(clone.path, 0o700); // as /root is
+    mkdirSync(join(clone.path, 'bin'));
+    const program = join(clone.path, 'bin', 'true');
+    copyFileSync('/bin/true', program);
+    chmodSync(program, 0o755);
+    const asNobody = (path: string) => spawnSync(path, [], { uid: 65534, gid: 65534, timeout: 10_000 });
+    expect(othersCanRun(program)).toBe(false);
+    expect(asNobody(program).error?.message).toMatch(/EACCES/);
+    const runnable = runnableByOthers(program);
+    if (runnable.folder) dirs.push(runnable.folder);
+    expect(runnable.path).not.toBe(program);
+    expect(othersCanRun(runnable.path)).toBe(true);
+    expect(asNobody(runnable.path).status).toBe(0);
+    expect(runnableByOthers('/bin/true')).toEqual({ path: '/bin/true' }); // already reachable: used as it is
+  });
 });
 
 /** Waits until the gateway lists the agent (bounded). */

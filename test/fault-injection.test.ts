@@ -16,6 +16,7 @@ import { makeTempDir } from './support/claude-cli.js';
 import { compareViews, engineOutput, record, teeEngine, type Recording, type Seen } from './support/recorder.js';
 import { startStack, withTimeout, type Stack, type TransportName } from './support/stack.js';
 import { waitFor } from './support/wait.js';
+import { randomInt, testRandom } from './support/seed.js';
 import { cleanupsPerTest, type Cleanups } from './support/cleanups.js';
 
 const FAST_BACKOFF = { initialMs: 20, factor: 1.5, maxMs: 150, jitter: 0.2 };
@@ -29,7 +30,8 @@ const AGENT = 'fault-agent';
 const totals = { runs: 0, cuts: 0, framesChecked: 0, lost: 0, duplicated: 0, changed: 0, promptsTwice: 0, promptsLost: 0, promptsAcrossCuts: 0, wireReplays: 0, agentReplays: 0 };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const rand = (lo: number, hi: number) => lo + Math.floor(Math.random() * (hi - lo + 1));
+/** The current test's fault schedule: from the run's seed (TETHER_TEST_SEED replays it). */
+const rand = (lo: number, hi: number) => randomInt(testRandom(), lo, hi);
 
 interface Run {
   stack: Stack;

@@ -15,11 +15,13 @@ import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic
 import { withTimeout } from './support/stack.js';
 import { startRig, type StartRig } from './support/start-rig.js';
 import { waitFor } from './support/wait.js';
+import { randomInt, testRandom } from './support/seed.js';
 import { cleanupsPerTest } from './support/cleanups.js';
 
 const PROMPTS = 20;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const rand = (lo: number, hi: number) => lo + Math.floor(Math.random() * (hi - lo + 1));
+/** The current test's fault schedule: from the run's seed (TETHER_TEST_SEED replays it). */
+const rand = (lo: number, hi: number) => randomInt(testRandom(), lo, hi);
 const figures: string[] = [];
 
 /** The text of a user message's content (string or blocks). */
@@ -89,7 +91,7 @@ describe('flaky network: links cut at random from the first second, real CLI', (
           await sleep(rand(80, 400));
           if (stop) break;
           const clientToo = dir.sessions.size > 0;
-          const n = (Math.random() < 0.5 || !clientToo ? rig.agentProxy.cutAll() : 0) + (clientToo && Math.random() < 0.6 ? rig.clientProxy.cutAll() : 0);
+          const n = (testRandom()() < 0.5 || !clientToo ? rig.agentProxy.cutAll() : 0) + (clientToo && testRandom()() < 0.6 ? rig.clientProxy.cutAll() : 0);
           if (n) count(n);
         }
       })();

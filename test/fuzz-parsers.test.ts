@@ -20,8 +20,9 @@ import { textFrame } from './support/channel-read.js';
 import { withTimeout } from './support/stack.js';
 import { perTest } from './support/per-test.js';
 import { waitFor } from './support/wait.js';
+import { TEST_SEED } from './support/seed.js';
 
-const SEED = Number(process.env.FC_SEED ?? Date.now() % 2_147_483_647);
+const SEED = TEST_SEED;
 const METHOD_NAMES = Object.keys(Methods);
 const NOTIFICATION_NAMES = Object.keys(Notifications);
 

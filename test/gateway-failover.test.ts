@@ -19,6 +19,7 @@ import { isResult, until } from './support/items.js';
 import { FAST_BACKOFF } from './support/restartable-stack.js';
 import { cleanupsPerTest } from './support/cleanups.js';
 import { waitFor, withTimeout } from './support/wait.js';
+import { hasTool } from './support/tools.js';
 
 const isDelta = (i: SessionItem) => i.kind === 'engine' && i.message.type === 'stream_event' && (i.message.event as { type?: string }).type === 'content_block_delta';
 const connectedUrls = (statuses: LinkStatus[]) => statuses.flatMap((s) => (s.state === 'connected' ? [s.url] : []));
@@ -27,7 +28,7 @@ const connectedUrls = (statuses: LinkStatus[]) => statuses.flatMap((s) => (s.sta
  * Losing a gateway without NATS: gateway A is SIGKILLed and gateway B starts on the same
  * file store. Agents and clients given both URLs move to B by themselves.
  */
-describe('gateway fail-over (a list of gateway URLs)', () => {
+describe.skipIf(!hasTool('nats-server'))('gateway fail-over (a list of gateway URLs)', () => {
   const cleanups = cleanupsPerTest({ tolerant: true });
   const figures: string[] = [];
   afterAll(() => figures.length && console.log(`gateway fail-over figures:\n${figures.join('\n')}`));

@@ -23,7 +23,7 @@ const ROUND_TRIPS = 20;
 /** Acknowledgements that go alone only on a timer (nothing to ride on in time): counted and reported. */
 const TIMED_ACKS = new Set(['session.ack', 'session.input_ack']);
 /** What a gateway offers without the input path's capabilities (session.post.v1, acks.folded.v1). */
-const BASE_CAPABILITIES = ['sessions.v1', 'replay.v1', 'prompts.v1'];
+const BASE_CAPABILITIES: string[] = [];
 
 const isEcho = (text: string) => (i: SessionItem) => i.kind === 'engine' && i.message.type === 'assistant' && i.line.includes(`"text":"${text}"`);
 

@@ -1,5 +1,5 @@
 /**
- * Large frames without copies (docs/performance.md, "100 KB frames"): a large engine line's
+ * Large frames without copies (docs/performance-notebook.md, "100 KB frames"): a large engine line's
  * frame travels as pieces around the line's own bytes and arrives as one message on every
  * transport (joined once, with gRPC's headroom, where a transport needs one Buffer); on WebSocket it is one frame of ours whose head matches what ws writes, the line's
  * Buffer handed to the socket as it is (the agent's body too, masked by the zero key where

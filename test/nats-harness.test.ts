@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createConnection } from 'node:net';
 import { startNatsServer, type NatsServer } from './support/nats-server.js';
+import { hasTool } from './support/tools.js';
 
 /** Whether something accepts TCP connections on the port now. */
 function accepts(port: number): Promise<boolean> {
@@ -10,7 +11,7 @@ function accepts(port: number): Promise<boolean> {
   });
 }
 
-describe('the nats-server test harness', () => {
+describe.skipIf(!hasTool('nats-server'))('the nats-server test harness', () => {
   let nats: NatsServer | undefined;
   afterEach(async () => {
     await nats?.stop();

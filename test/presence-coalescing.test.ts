@@ -1,10 +1,10 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { TetherEvent, type PresenceChange } from '../core/protocol/events.js';
 import { compactMore, presenceChanges } from '../core/protocol/presence.js';
 import { frameBuffer } from '../core/protocol/session-frame.js';
 import { describeEvent } from '../client/terminal-render.js';
 import { tetherEvent } from '../core/protocol/events.js';
-import { PresenceBatch, PRESENCE_MAX_CHANGES } from '../gateway/presence-batch.js';
+import { PresenceBatch, PRESENCE_MAX_CHANGES, PRESENCE_MAX_WAIT_MS, PRESENCE_WAIT_MS_PER_MEMBER } from '../gateway/presence-batch.js';
 import { SessionHistory } from '../gateway/session-history.js';
 import { MemorySessionStore } from '../gateway/session-store.js';
 import { REPLAY_DEFAULTS } from '../gateway/replay-log.js';
@@ -27,30 +27,46 @@ function historyWithBatch(members = 3) {
 
 const change = (n: number, action: PresenceChange['action'] = 'attached'): PresenceChange => ({ action, principal: `p${n}`, client_id: `c${n}`, role: 'viewer' });
 
+/** The window of a session of 3 members (historyWithBatch's default). */
+const WINDOW_MS = 3 * PRESENCE_WAIT_MS_PER_MEMBER;
+
 describe('presence coalescing (PresenceBatch)', () => {
-  it('a change after a quiet spell goes out at once; the rest of its burst become one event, in order, valid per the protocol schema', async () => {
+  // The batch's clock and timer are fake: what is held, and what does not come later, do not
+  // depend on how fast a loaded machine runs the test (a stall longer than the window once
+  // flushed a change early, and a sleep only suggests that nothing more comes).
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('a change after a quiet spell goes out at once; the rest of its burst become one event, in order, valid per the protocol schema', () => {
     const { batch, delivered } = historyWithBatch();
     for (let n = 1; n <= 5; n++) batch.add(change(n));
     expect(delivered).toHaveLength(1); // the first, as part of its own change
     expect(paramsOf(delivered[0]).event).not.toHaveProperty('more'); // a lone change carries no `more`
-    await waitFor(() => delivered.length > 1, 5_000, 'the coalesced event');
-    await new Promise((r) => setTimeout(r, 20));
+    vi.advanceTimersByTime(WINDOW_MS - 1);
+    expect(delivered).toHaveLength(1); // held for the whole window
+    vi.advanceTimersByTime(1);
     expect(delivered).toHaveLength(2);
+    vi.advanceTimersByTime(PRESENCE_MAX_WAIT_MS);
+    expect(delivered).toHaveLength(2); // and nothing after it
     const event = TetherEvent.parse(paramsOf(delivered[1]).event);
     expect(event.subtype).toBe('presence');
     expect(presenceChanges(event as Extract<TetherEvent, { subtype: 'presence' }>)).toEqual([2, 3, 4, 5].map((n) => change(n)));
   });
 
-  it('held changes of a session being dropped are not appended later (its store entry is gone)', async () => {
+  it('held changes of a session being dropped are not appended later (its store entry is gone)', () => {
     const { batch, delivered } = historyWithBatch();
     batch.add(change(1)); // at once
     batch.add(change(2)); // held for the window
     batch.dispose();
-    await new Promise((r) => setTimeout(r, 50)); // past the window of 3 members
+    vi.advanceTimersByTime(PRESENCE_MAX_WAIT_MS); // far past the window of 3 members
     expect(delivered).toHaveLength(1);
   });
 
-  it('`more` leaves out what an entry shares with the change before it, and presenceChanges restores it', async () => {
+  it('`more` leaves out what an entry shares with the change before it, and presenceChanges restores it', () => {
     const { batch, delivered } = historyWithBatch();
     batch.add(change(9)); // opens the window: the next ones are held together
     const changes: PresenceChange[] = [
@@ -61,7 +77,9 @@ describe('presence coalescing (PresenceBatch)', () => {
       { ...change(1), action: 'detached' },
     ];
     for (const c of changes) batch.add(c);
-    await waitFor(() => delivered.length > 1, 5_000, 'the coalesced event');
+    expect(delivered).toHaveLength(1);
+    vi.advanceTimersByTime(WINDOW_MS);
+    expect(delivered).toHaveLength(2);
     const event = TetherEvent.parse(paramsOf(delivered[1]).event) as Extract<TetherEvent, { subtype: 'presence' }>;
     expect(event.more).toEqual([
       { client_id: 'c2', principal: 'p2' },

@@ -31,9 +31,10 @@ import { MemoryAuditLog } from '../gateway/audit-log.js';
 import { DEFAULT_CONTROL_ANSWER_MS } from '../gateway/control-routing.js';
 import { Session, type EngineHost, type Member } from '../gateway/session.js';
 import { MemorySessionStore } from '../gateway/session-store.js';
+import { TEST_SEED } from './support/seed.js';
 
 const NUM_RUNS = Number(process.env.FC_RUNS ?? 1_000);
-const SEED = Number(process.env.FC_SEED ?? Date.now() % 2_147_483_647);
+const SEED = TEST_SEED;
 const CLIENTS = 3;
 const SESSION_ID = 'model-session';
 
@@ -446,7 +447,7 @@ function checkWorld(w: World, items: Awaited<ReturnType<typeof itemsOf>>[]): { g
 
 describe('seq/ack/resume model (fast-check, real relay, session, replay log and client dedupe)', () => {
   it(`holds under random interleavings of send, ack, disconnect and resume (${NUM_RUNS} runs)`, async () => {
-    console.log(`resume-model: seed=${SEED} runs=${NUM_RUNS} (reproduce with FC_SEED=${SEED})`);
+    console.log(`resume-model: seed=${SEED} runs=${NUM_RUNS} (reproduce with TETHER_TEST_SEED=${SEED})`);
     let runs = 0;
     let gapRuns = 0;
     let forged = 0;

@@ -6,6 +6,7 @@ import { exportedSeqs, launchChromium, openFromDashboard, pasteImage, person, sc
 import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './support/claude-cli.js';
 import { startTether, type Daemon } from './support/cli.js';
 import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic.js';
+import { hasTool } from './support/tools.js';
 
 const QUESTION = {
   question: 'Which database should we use?',
@@ -22,7 +23,7 @@ const COUNT = Array.from({ length: 24 }, (_, i) => `word${i + 1}`).join(' ');
  * The web client against `tether up` running the real Claude Code CLI, whose model is the
  * scripted fake Messages API: what the page sends must reach the model in the CLI's own terms.
  */
-describe('web client (real Claude Code CLI, scripted model)', () => {
+describe.skipIf(!hasTool('chromium'))('web client (real Claude Code CLI, scripted model)', () => {
   let up: Daemon;
   let fake: FakeAnthropic;
   let browser: Browser;

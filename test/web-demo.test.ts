@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropImage, exportedItems, exportedSeqs, launchChromium, openFromDashboard, pasteImage, person, screenshots, sendPrompt, signIn, signInLinkFor, startSession, TINY_PNG } from './support/browser.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { runTether, startTether, type Daemon } from './support/cli.js';
+import { hasTool } from './support/tools.js';
 
 /**
  * The web client against `tether up` with the demo engine, in headless Chromium: the printed
@@ -12,7 +13,7 @@ import { runTether, startTether, type Daemon } from './support/cli.js';
  * one of two browsers, deny with a message, AskUserQuestion, a pasted image, the network cut
  * and restored, and a viewer who can change nothing.
  */
-describe('web client (demo engine, tether up)', () => {
+describe.skipIf(!hasTool('chromium'))('web client (demo engine, tether up)', () => {
   let up: Daemon;
   let browser: Browser;
   let cwd: TempDir;

@@ -46,8 +46,8 @@ Options:
                          environment or writes settings files (repeatable, e.g. mcp_set_servers;
                          default: none of them; core/engine-controls.ts lists them)
   --allow-bypass-permissions  let sessions run tools without asking (bypassPermissions)
-  --engine-env KEY=VALUE add a variable to every engine's environment (repeatable)
-  --engine-env-deny GLOB withhold matching variables from engines (repeatable; TETHER_* and
+  --engine-env KEY=VALUE  add a variable to every engine's environment (repeatable)
+  --engine-env-deny GLOB  withhold matching variables from engines (repeatable; TETHER_* and
                          the agent token are always withheld)
   --engine-user NAME     run engines as this OS user (the agent must be root or hold CAP_SETUID)
   --host-key-file FILE   the agent's host key, made on first run (default ~/.tether/agent-host-key.pem;

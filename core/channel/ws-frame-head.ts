@@ -7,7 +7,10 @@
 /** The opcodes we write this way. */
 export const WS_OPCODE = { text: 0x1, binary: 0x2 } as const;
 
-/** How the frames of one side are masked: a server's are not; a client's by the zero key (see dial-ws.ts needsMasking). */
+/**
+ * How the frames of one side are masked: a server's are not; a client's by the zero key, only
+ * over TLS or loopback (a deviation from RFC 6455 §5.3, safe only there: see dial-ws.ts needsMasking).
+ */
 export type FrameMasking = 'none' | 'zero-key';
 
 /**

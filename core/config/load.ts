@@ -98,9 +98,9 @@ export function loadConfig<S extends z.ZodObject, T>(spec: ConfigSpec<S, T>, inp
     if (text !== undefined) apply(key, text, key.env!);
   }
   for (const key of keys) {
-    const given = key.flag ? flags[key.flag] : undefined;
-    const raw = typeof given === 'boolean' ? String(given) : given;
-    const text = Array.isArray(raw) ? (raw.length ? (raw as string[]) : undefined) : nonEmpty(raw);
+    const raw = key.flag ? flags[key.flag] : undefined;
+    // A boolean key's flag is a switch: parseArgs gives `true` when it is present.
+    const text = Array.isArray(raw) ? (raw.length ? (raw as string[]) : undefined) : typeof raw === 'boolean' ? String(raw) : nonEmpty(raw);
     if (text !== undefined) apply(key, text, `--${key.flag}`);
   }
 

@@ -9,9 +9,13 @@ import { DIAL_DEFAULTS, type DialOptions } from './dial-options.js';
 /**
  * Whether frames to `url` need RFC 6455 masking. Masking keeps a proxy that misreads
  * WebSocket traffic from acting on bytes we relay (an engine line may carry text from a web
- * page); nobody in between can read them over TLS, nor on the loopback interface. Elsewhere the
- * mask is random as usual; there it is zero, which the protocol allows and which spares a copy
- * of every frame (ws masks a Buffer into a new one) and lets a large one be written unjoined.
+ * page, chosen by whoever wrote that page). Over TLS and on the loopback interface there is no
+ * such proxy in between: only there is the key zero. That deviates from RFC 6455 §5.3, which
+ * says a client MUST pick each frame's key fresh from a strong source of randomness; a zero key
+ * is still a valid frame for every server (the mask bit is set, XOR with zero is the identity),
+ * and it spares a copy of every frame (ws masks a Buffer into a new one) and lets a large one be
+ * written unjoined. Anywhere else (plain ws:// to another host) the key is random as usual,
+ * because an intermediary there could be fed attacker-chosen bytes.
  */
 export function needsMasking(url: URL): boolean {
   if (url.protocol === 'wss:') return false;

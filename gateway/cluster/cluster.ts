@@ -15,13 +15,14 @@ import { gatewaySubject, HomeEndpoint } from './home-endpoint.js';
 import { JetStreamSessionStore } from './jetstream-store.js';
 import { DropLog, type FabricMac } from './fabric-mac.js';
 import type { NatsDial } from './nats-auth.js';
+import { CLUSTER_CALL_MS, CLUSTER_CREATE_WAIT_MS } from '../../core/timeouts.js';
 import { NatsLink } from './nats-link.js';
 import { SharedTrust } from './shared-trust.js';
 import { ANNOUNCE_EVERY_MS, ClusterRegistry, SESSION_TOUCH_EVERY_MS, type GatewayEntry, type SessionEntry } from './registry.js';
 import { SessionMirror } from './session-mirror.js';
 
 /** How long a forwarded call waits for the session's home (a stop waits for the engine). */
-const CALL_TIMEOUT_MS = 15_000;
+const CALL_TIMEOUT_MS = CLUSTER_CALL_MS;
 const STOP_TIMEOUT_MS = 45_000;
 /** How long a fleet listing waits for each other gateway. */
 const LIST_TIMEOUT_MS = 2_000;
@@ -259,7 +260,7 @@ export class Cluster implements SessionsElsewhere {
     if (!holder) return undefined;
     {
       const call: CallRequest = { method: 'session.create', params: params as Record<string, unknown>, caller: this.caller(client, p) };
-      const result = await this.request<ResultOf<'session.create'>>(holder, 'call', call, CALL_TIMEOUT_MS + 60_000);
+      const result = await this.request<ResultOf<'session.create'>>(holder, 'call', call, CLUSTER_CREATE_WAIT_MS);
       const id = result.session.id;
       const known = await this.registry.getSession(id).catch(() => undefined);
       if (known) this.homes.set(id, known.value);

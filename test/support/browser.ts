@@ -12,11 +12,12 @@ import { signInUrl } from '../../bin/sign-in-link.js';
 import { loadKeyFile } from '../../core/auth/keys.js';
 import { mintLoginCode } from '../../core/auth/login-codes.js';
 import { stateKeyPath } from '../../core/auth/state-dir.js';
+import { toolPath } from './tools.js';
 
 /** Where the tests write their screenshots (git-ignored). */
 export const SCREENSHOT_DIR = fileURLToPath(new URL('../../test-output/screenshots/', import.meta.url));
 
-export const CHROMIUM = process.env.TETHER_TEST_CHROMIUM ?? '/usr/bin/chromium';
+export const CHROMIUM = toolPath('chromium') ?? '/usr/bin/chromium';
 
 /** Bound on every wait for the page. */
 export const PAGE_TIMEOUT_MS = 20_000;

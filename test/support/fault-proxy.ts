@@ -17,6 +17,7 @@
  * `maxHistory`). close() destroys everything and stops listening.
  */
 import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { testRandom } from './seed.js';
 
 /** `up`: from the dialing side to the target; `down`: from the target back. */
 export type Direction = 'up' | 'down';
@@ -38,6 +39,8 @@ export interface FaultProxyOptions {
   latencyMs?: number;
   /** Extra random delay up to this much per chunk; order is kept (default 0). */
   jitterMs?: number;
+  /** Where the jitter's random numbers come from (default: the test's own, from the run's seed; test/support/seed.ts). */
+  random?: () => number;
   /** Bandwidth of each direction of each connection, bytes per second (default 0: unlimited). */
   bytesPerSecond?: number;
   /** Bytes held per direction per connection before the sender is paused (default 1 MiB). */
@@ -92,7 +95,7 @@ class Pipe {
     const step = o.bytesPerSecond > 0 ? THROTTLE_SLICE_BYTES : chunk.length;
     for (let off = 0; off < chunk.length; off += step) {
       const slice = chunk.subarray(off, off + step);
-      let due = Math.max(this.lastDue, Date.now() + o.latencyMs + (o.jitterMs > 0 ? Math.random() * o.jitterMs : 0));
+      let due = Math.max(this.lastDue, Date.now() + o.latencyMs + (o.jitterMs > 0 ? o.random() * o.jitterMs : 0));
       if (o.bytesPerSecond > 0) {
         due = Math.max(due, this.wireFreeAt);
         this.wireFreeAt = due + (slice.length * 1000) / o.bytesPerSecond;
@@ -273,6 +276,7 @@ export class FaultProxy {
     this.settings = {
       latencyMs: opts.latencyMs ?? 0,
       jitterMs: opts.jitterMs ?? 0,
+      random: opts.random ?? testRandom(),
       bytesPerSecond: opts.bytesPerSecond ?? 0,
       maxBufferedBytes: opts.maxBufferedBytes ?? 1024 * 1024,
       maxConnections: opts.maxConnections ?? 256,

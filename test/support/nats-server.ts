@@ -10,11 +10,9 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { makeTempDir, type TempDir } from './claude-cli.js';
+import { missingToolLine, toolPath } from './tools.js';
 
-/** Where Debian installs the server when it is not on PATH. */
-const DEBIAN_PATH = '/usr/sbin/nats-server';
 const READY_LINE = 'Server is ready';
 const LISTEN_LINE = /Listening for client connections on [^\s]*:(\d+)/;
 const START_TIMEOUT_MS = 15_000;
@@ -43,13 +41,11 @@ export interface NatsServer {
   stop(): Promise<void>;
 }
 
-/** The server binary: `$TETHER_TEST_NATS_SERVER`, `nats-server` on PATH, or Debian's path. */
+/** The server binary: `$TETHER_TEST_NATS_SERVER`, `nats-server` on PATH, or Debian's path (test/support/tools.ts). */
 export function natsServerBinary(): string {
-  const override = process.env.TETHER_TEST_NATS_SERVER;
-  if (override) return override;
-  for (const dir of (process.env.PATH ?? '').split(':')) if (dir && existsSync(`${dir}/nats-server`)) return `${dir}/nats-server`;
-  if (existsSync(DEBIAN_PATH)) return DEBIAN_PATH;
-  throw new Error('nats-server is not installed: apt-get install nats-server (.ci/run does), or set TETHER_TEST_NATS_SERVER');
+  const path = toolPath('nats-server');
+  if (!path) throw new Error(missingToolLine('nats-server'));
+  return path;
 }
 
 /** TLS for the server: its certificate and key, and the CA its clients' certificates must chain to. */

@@ -168,7 +168,7 @@ export class Connection {
     });
     let hello: { principal: string };
     try {
-      hello = await sock.request<{ principal: string }>('hello', { protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: ['resume.v1'], software: 'tether-web' });
+      hello = await sock.request<{ principal: string }>('hello', { protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: [], software: 'tether-web' });
     } catch (err) {
       sock.close(); // a refused hello leaves no socket behind
       throw err;
