@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Policy } from '../core/policy/policy.js';
-import { checkAnswer, promptCallOf, type PromptCall } from '../gateway/prompt-answers.js';
+import { checkAnswer, promptCallOf, type PromptCall } from '../gateway/session/prompt-answers.js';
 import { thrownBy } from './support/thrown.js';
 
 /** The rules of gateway/prompt-answers.ts, case by case (the real CLI's side: permission-answers.test.ts). */

@@ -1,6 +1,6 @@
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/transport-node';
 import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
-import { readLogRecord } from '../session-store.js';
+import { readLogRecord } from '../session/session-store.js';
 import type { Logger } from '../../core/logging.js';
 import { DropLog, MAC_HEADER, type FabricMac, type FabricMessage } from './fabric-mac.js';
 import type { NatsLink } from './nats-link.js';
