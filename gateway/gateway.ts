@@ -11,9 +11,9 @@ import { ClientLink, DEFAULT_SLOW_CLIENT_BYTES } from './directory/client-link.j
 import { ANONYMOUS, type Principal } from './door/principal.js';
 import { noteAuthFailure } from './door/door.js';
 import { authError } from '../core/auth/auth-error.js';
-import { REPLAY_DEFAULTS } from './session/replay-log.js';
+import { REPLAY_DEFAULTS } from './session/session.js';
 import { DEFAULT_AGENT_WAIT_MS } from './directory/agent-waits.js';
-import { DEFAULT_CONTROL_ANSWER_MS } from './session/control-routing.js';
+import { DEFAULT_CONTROL_ANSWER_MS } from './session/session.js';
 import { SessionDirectory, type DirectoryLimits } from './directory/session-directory.js';
 import { MemoryAuditLog, type AuditLog } from './audit/audit-log.js';
 import { MembershipRateAudit, type MembershipRate } from './audit/audit-rate.js';

@@ -6,7 +6,7 @@ import type { AgentDescriptor, AgentInfo, ParamsOf, ResultOf, SessionInfo } from
 import type { Gateway } from '../gateway.js';
 import type { Principal } from '../door/principal.js';
 import type { ReadinessCheck } from '../readiness.js';
-import type { ReplayLogLimits } from '../session/replay-log.js';
+import type { ReplayLogLimits } from '../session/session.js';
 import type { SessionCall, SessionCallParams } from '../../core/protocol/methods.js';
 import type { SessionDirectory } from '../directory/session-directory.js';
 import type { ProxiedClient, SessionsElsewhere } from '../directory/sessions-elsewhere.js';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { MsgHdrs } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
 import type { Logger } from '../../core/logging.js';
-import type { RoleDecisions } from '../session/session-roles.js';
+import type { RoleDecisions } from '../session/session.js';
 import { frameRecord, inputRecord, INPUTS_KEPT, type SessionRecord, type SessionStore, type StoredFrame, type StoredInput, type StoredSession } from '../session/session-store.js';
 import type { FabricMac } from './fabric-mac.js';
 import type { NatsLink } from './nats-link.js';

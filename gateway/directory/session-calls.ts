@@ -5,7 +5,7 @@ import type { Member } from '../session/session.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { SessionDirectory } from './session-directory.js';
 import { stopAcrossCuts } from './session-stop.js';
-import { requireControlScope } from '../session/session-roles.js';
+import { requireControlScope } from '../session/session.js';
 import { checkAnswerModes, checkControlAudited } from '../policy/policy-gate.js';
 import { readAudit } from './audit-access.js';
 

@@ -21,6 +21,10 @@ import { OutputRouting } from './output-routing.js';
 
 export type { EngineHost } from './engine-inputs.js';
 export type { Member } from './session-members.js';
+// The session room's face: what other rooms need of its parts comes through here.
+export { REPLAY_DEFAULTS, ReplayLog, type ReplayLogLimits } from './replay-log.js';
+export { requireControlScope, type RoleDecisions } from './session-roles.js';
+export { DEFAULT_CONTROL_ANSWER_MS } from './control-routing.js';
 
 export interface SessionLimits {
   replay: ReplayLogLimits;

@@ -24,7 +24,7 @@ import type { GatewayMetrics } from '../../metrics.js';
 import type { Principal } from '../../door/principal.js';
 import { checkControlAudited } from '../../policy/policy-gate.js';
 import type { SessionDirectory } from '../../directory/session-directory.js';
-import { requireControlScope } from '../../session/session-roles.js';
+import { requireControlScope } from '../../session/session.js';
 import type { Member, Session } from '../../session/session.js';
 import { sessionsPage } from '../../directory/session-pages.js';
 import { cutOf } from '../../../core/channel/channel.js';
