@@ -22,7 +22,7 @@ import { openAdmissions, type Admissions } from './admission.js';
 import { createHttpListener, type ServerTls } from './listen/listen-http.js';
 import { DEFAULT_GATEWAY_HOST, DEFAULT_GATEWAY_PORT } from './config.js';
 
-/** How the gateway authenticates connections (see gateway/door.ts). */
+/** How the gateway authenticates connections (see gateway/door/door.ts). */
 export interface GatewayAuthOptions {
   /** Verifies bearer tokens; 'off' admits everyone as ANONYMOUS (trusted local use only; logged as a warning). */
   verifier: TokenVerifier | 'off';

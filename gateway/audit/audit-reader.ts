@@ -30,7 +30,7 @@ const LINES_PER_YIELD = 500;
 
 /**
  * The files of the trail whose live file is `path`, oldest first: its rotated files
- * (`path.N` … `path.1`, gateway/audit-log.ts) then `path` itself, each that exists.
+ * (`path.N` … `path.1`, gateway/audit/audit-log.ts) then `path` itself, each that exists.
  */
 export function auditFilesOf(path: string): string[] {
   const base = basename(path);

@@ -6,7 +6,7 @@ import { DropLog, MAC_HEADER, type FabricMac, type FabricMessage } from './fabri
 import type { NatsLink } from './nats-link.js';
 
 /*
- * A session's log in JetStream: the file store's records (gateway/session-store.ts), in
+ * A session's log in JetStream: the file store's records (gateway/session/session-store.ts), in
  * order, as messages on the session's own subject of one stream. Written by one LogWriter per
  * session at its home gateway, read back whole (readSessionLog: a takeover) or followed
  * (SessionMirror: clients on other gateways).

@@ -57,7 +57,7 @@ export class SessionDirectory {
     private readonly store: SessionStore,
     /** Where sessions report prompts and gaps, and agent resumes are counted; none by default. */
     private readonly metrics?: GatewayMetrics,
-    /** The central policy (gateway/policy-source.ts); none: no rules, and engines get no policy hook. */
+    /** The central policy (gateway/policy/policy-source.ts); none: no rules, and engines get no policy hook. */
     policy?: PolicyProvider,
   ) {
     this.waits = new AgentWaits(this.agents, limits.agentLostTimeoutMs);

@@ -91,7 +91,7 @@ export function cappedInput(input: unknown): unknown {
 /**
  * Refuses (PERMISSION_DENIED, naming the rule) an answer to a prompt whose permission updates
  * set a mode above the answerer's ceiling; the rest of the answer is checked against the
- * prompt itself (gateway/prompt-answers.ts).
+ * prompt itself (gateway/session/prompt-answers.ts).
  */
 export function checkAnswerModes(policy: Policy, line: Record<string, unknown>, asker: Asker): void {
   const updates = ((line.response as { response?: { updatedPermissions?: unknown } } | undefined)?.response?.updatedPermissions ?? []) as unknown[];

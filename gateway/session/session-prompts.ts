@@ -113,7 +113,7 @@ export class SessionPrompts {
   }
 
   /**
-   * Checks a person's answer to a can_use_tool prompt (gateway/prompt-answers.ts) before it is
+   * Checks a person's answer to a can_use_tool prompt (gateway/session/prompt-answers.ts) before it is
    * claimed, so a refused answer leaves the prompt open for another; the refusal is recorded.
    * Returns what the audit record adds: the input that runs and the permissions kept.
    */
