@@ -8,17 +8,30 @@ const PROGRAMS = ['gateway', 'agent', 'client', 'bin'];
 /** A package's resolved path (node_modules/NAME/…) or its bare name when unresolved. */
 const pkg = (name) => `(^|node_modules/)${name}(/|$)`;
 
+/**
+ * The gateway's rooms (docs/architecture.md) and the only other gateway files each may import:
+ * imports run down, never back up or across. A room may always import its own files.
+ */
+const ROOMS = [
+  { room: 'audit', may: [] },
+  { room: 'door', may: [] },
+  { room: 'policy', may: ['audit/', 'door/principal\\.ts$'] },
+  { room: 'session', may: ['policy/', 'audit/', 'door/principal\\.ts$', 'metrics\\.ts$', 'plain-histogram\\.ts$'] },
+  { room: 'directory', may: ['session/', 'policy/', 'audit/', 'door/', 'metrics\\.ts$', 'plain-histogram\\.ts$'] },
+  { room: 'listen', may: ['door/', 'dialects/jsonrpc/envelope\\.ts$', 'metrics\\.ts$', 'plain-histogram\\.ts$', 'readiness\\.ts$'] },
+];
+
 /** Each I/O library and the only files that may import it (style.md: I/O lives at the edges). */
 const EDGES = [
   {
     name: 'ws-and-http-at-the-edges',
     module: `${pkg('ws')}|^(node:)?https?$`,
-    allowed: '^(core/channel/ws\\.ts|core/link/dial-ws\\.ts|gateway/listen-(ws|acp)\\.ts|gateway/server\\.ts|gateway/listen-http[^/]*\\.ts)$',
+    allowed: '^(core/channel/ws\\.ts|core/link/dial-ws\\.ts|gateway/listen/listen-(ws|acp)\\.ts|gateway/server\\.ts|gateway/listen/listen-http[^/]*\\.ts|gateway/door/http-answer\\.ts)$',
   },
   {
     name: 'grpc-at-the-edges',
     module: pkg('@grpc/[^/]+'),
-    allowed: '^(core/channel/(grpc|proto)\\.ts|core/link/dial-grpc\\.ts|gateway/listen-grpc\\.ts|gateway/grpc-[^/]*\\.ts)$',
+    allowed: '^(core/channel/(grpc|proto)\\.ts|core/link/dial-grpc\\.ts|gateway/listen/listen-grpc\\.ts|gateway/listen/grpc-[^/]*\\.ts)$',
   },
   {
     name: 'processes-at-the-edges',
@@ -52,6 +65,20 @@ module.exports = {
       from: { path: `^${program}/`, pathNot: '^gateway/web/' },
       to: { path: `^(${PROGRAMS.filter((p) => p !== program).join('|')})/` },
     })),
+    ...ROOMS.map(({ room, may }) => ({
+      name: `gateway-${room}-imports-down`,
+      severity: 'error',
+      comment: `gateway/${room}/ may import, of the gateway, only itself${may.length ? ` and ${may.join(', ')}` : ''}`,
+      from: { path: `^gateway/${room}/` },
+      to: { path: '^gateway/', pathNot: `^gateway/(${[`${room}/`, ...may].join('|')})` },
+    })),
+    {
+      name: 'gateway-session-behind-its-face',
+      severity: 'error',
+      comment: 'one session\'s parts are its own: other rooms import session/session.ts (Session and what it hands on) or the store port session/session-store.ts',
+      from: { pathNot: '^gateway/session/' },
+      to: { path: '^gateway/session/', pathNot: '^gateway/session/(session|session-store)\\.ts$' },
+    },
     {
       name: 'web-page-is-a-browser-program',
       severity: 'error',

@@ -5,7 +5,7 @@ import { GatewayClient } from '../client/gateway-client.js';
 import type { Channel } from '../core/channel/channel.js';
 import { TetherError } from '../core/errors.js';
 import { Dialers } from '../core/link/dial.js';
-import type { AcpLink } from '../gateway/listen-acp.js';
+import type { AcpLink } from '../gateway/listen/listen-acp.js';
 
 const SCHEME = 'tether-loopback:';
 

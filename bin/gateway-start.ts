@@ -2,7 +2,7 @@ import type { Logger } from '../core/logging.js';
 import { doorLimitsOf, gatewayLimitsOf, serverTlsOf, type GatewayConfig } from '../gateway/config.js';
 import { Gateway } from '../gateway/gateway.js';
 import { GatewayMetrics } from '../gateway/metrics.js';
-import { RevocationList } from '../gateway/revocations.js';
+import { RevocationList } from '../gateway/door/revocations.js';
 import { startGatewayServer, type GatewayServer } from '../gateway/server.js';
 import { acpEndpoint } from './acp-endpoint.js';
 import { AUTH_OFF_WARNING, gatewayAuthFrom, type GatewayAuthSetup } from './auth-options.js';

@@ -1,10 +1,10 @@
 import { dirname, join } from 'node:path';
 import type { Logger } from '../core/logging.js';
 import { ensurePrivateDir } from '../core/util/private-files.js';
-import { FileAuditLog, type AuditLog } from '../gateway/audit-log.js';
-import { FileSessionStore, type SessionStore } from '../gateway/session-store.js';
-import { HostKeyPins } from '../gateway/host-key-pins.js';
-import { FilePolicy } from '../gateway/policy-source.js';
+import { FileAuditLog, type AuditLog } from '../gateway/audit/audit-log.js';
+import { FileSessionStore, type SessionStore } from '../gateway/session/session-store.js';
+import { HostKeyPins } from '../gateway/door/host-key-pins.js';
+import { FilePolicy } from '../gateway/policy/policy-source.js';
 
 export const STORAGE_FLAGS_HELP = `  --audit-log FILE   audit trail, JSON lines, mode 0600 in a 0700 folder (default STATE_DIR/audit.jsonl);
                      rotated past --audit-max-file-bytes (64 MiB), --audit-keep-files (10) kept

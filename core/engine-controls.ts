@@ -38,7 +38,7 @@ const is = (cls: ControlClass): ControlEntry => ({ role: 'owner', class: cls });
 /**
  * Every subtype a client may send. Not safe ones also need the session's owner: the owner of
  * the agent allows them for sessions, and a session's owner (who chose its flags) uses them.
- * The central policy still judges the safe ones it has rules for (gateway/policy-gate.ts:
+ * The central policy still judges the safe ones it has rules for (gateway/policy/policy-gate.ts:
  * modes, models, mcp_call and read_file).
  */
 const CONTROLS: Record<string, ControlEntry> = {

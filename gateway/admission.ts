@@ -3,11 +3,11 @@ import type { Channel } from '../core/channel/channel.js';
 import { TetherError } from '../core/errors.js';
 import type { Logger } from '../core/logging.js';
 import type { Dialect } from '../core/protocol/jsonrpc-dialect.js';
-import { Door, type Admission, type DoorOptions } from './door.js';
-import { AuthFailureLimiter, ConnectionLimiter, gateConnection, type DoorLimits } from './door-limits.js';
+import { Door, type Admission, type DoorOptions } from './door/door.js';
+import { AuthFailureLimiter, ConnectionLimiter, gateConnection, type DoorLimits } from './door/door-limits.js';
 import type { Gateway } from './gateway.js';
-import { LiveTokens, type Watched } from './live-tokens.js';
-import type { RevocationList } from './revocations.js';
+import { LiveTokens, type Watched } from './door/live-tokens.js';
+import type { RevocationList } from './door/revocations.js';
 
 /** Options of {@link openAdmissions}. */
 export interface AdmissionOptions {

@@ -9,10 +9,10 @@ import { checkedString, loadableFile, loggingKeys, portKey, positiveInt } from '
 import { pemFile } from '../core/config/tls-keys.js';
 import type { ConfigSpec, FinishContext } from '../core/config/load.js';
 import { GATEWAY_DEFAULTS, type GatewayLimits } from './gateway.js';
-import { DOOR_DEFAULTS, type DoorLimits } from './door-limits.js';
-import { readPolicyFile } from './policy-source.js';
-import { AUDIT_ROTATION_DEFAULTS } from './audit-log.js';
-import { MEMBERSHIP_RATE_DEFAULTS } from './audit-rate.js';
+import { DOOR_DEFAULTS, type DoorLimits } from './door/door-limits.js';
+import { readPolicyFile } from './policy/policy-source.js';
+import { AUDIT_ROTATION_DEFAULTS } from './audit/audit-log.js';
+import { MEMBERSHIP_RATE_DEFAULTS } from './audit/audit-rate.js';
 import { checkClusterKeys, CLUSTER_KEYS } from './cluster/cluster-keys.js';
 
 /** Where the gateway listens unless told otherwise: this machine only. */

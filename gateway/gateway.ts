@@ -6,23 +6,23 @@ import { CAPABILITIES, PROTOCOL_VERSION, assertCompatible } from '../core/protoc
 import { RpcPeer } from '../core/rpc/peer.js';
 import { HEARTBEAT_DEFAULTS, startHeartbeat, type HeartbeatOptions } from '../core/link/heartbeat.js';
 import type { AgentDescriptor } from '../core/protocol/methods.js';
-import { AgentLink } from './agent-link.js';
-import { ClientLink, DEFAULT_SLOW_CLIENT_BYTES } from './client-link.js';
-import { ANONYMOUS, type Principal } from './principal.js';
-import { noteAuthFailure } from './door.js';
+import { AgentLink } from './directory/agent-link.js';
+import { ClientLink, DEFAULT_SLOW_CLIENT_BYTES } from './directory/client-link.js';
+import { ANONYMOUS, type Principal } from './door/principal.js';
+import { noteAuthFailure } from './door/door.js';
 import { authError } from '../core/auth/auth-error.js';
-import { REPLAY_DEFAULTS } from './replay-log.js';
-import { DEFAULT_AGENT_WAIT_MS } from './agent-waits.js';
-import { DEFAULT_CONTROL_ANSWER_MS } from './control-routing.js';
-import { SessionDirectory, type DirectoryLimits } from './session-directory.js';
-import { MemoryAuditLog, type AuditLog } from './audit-log.js';
-import { MembershipRateAudit, type MembershipRate } from './audit-rate.js';
-import { afterFlush, MemorySessionStore, whenShareable, type SessionStore } from './session-store.js';
+import { REPLAY_DEFAULTS } from './session/session.js';
+import { DEFAULT_AGENT_WAIT_MS } from './directory/agent-waits.js';
+import { DEFAULT_CONTROL_ANSWER_MS } from './session/session.js';
+import { SessionDirectory, type DirectoryLimits } from './directory/session-directory.js';
+import { MemoryAuditLog, type AuditLog } from './audit/audit-log.js';
+import { MembershipRateAudit, type MembershipRate } from './audit/audit-rate.js';
+import { afterFlush, MemorySessionStore, whenShareable, type SessionStore } from './session/session-store.js';
 import { GatewayMetrics } from './metrics.js';
-import { HostKeyPins } from './host-key-pins.js';
+import { HostKeyPins } from './door/host-key-pins.js';
 import { JsonRpcDialectLink } from './dialects/jsonrpc/link.js';
 import type { Dialect } from '../core/protocol/jsonrpc-dialect.js';
-import type { PolicyProvider } from './policy-source.js';
+import type { PolicyProvider } from './policy/policy-source.js';
 
 export const GATEWAY_CAPABILITIES: readonly string[] = [CAPABILITIES.sessionPost, CAPABILITIES.foldedAcks];
 

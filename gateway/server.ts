@@ -5,24 +5,24 @@ import type { Logger } from '../core/logging.js';
 import { silentLogger } from '../core/logging.js';
 import type { TicketOptions } from '../core/auth/tickets.js';
 import type { TokenVerifier } from '../core/auth/verify.js';
-import type { Door, Admission } from './door.js';
-import { DOOR_DEFAULTS, LISTEN_BACKLOG, type DoorLimits } from './door-limits.js';
+import type { Door, Admission } from './door/door.js';
+import { DOOR_DEFAULTS, LISTEN_BACKLOG, type DoorLimits } from './door/door-limits.js';
 import type { Gateway } from './gateway.js';
 import type { LoginDesk } from '../core/auth/login-codes.js';
-import type { RevocationList } from './revocations.js';
-import { loadWebAssets } from './listen-http-web.js';
-import { attachWsListener } from './listen-ws.js';
-import { ACP_PATH, attachAcpListener, type AcpLink } from './listen-acp.js';
+import type { RevocationList } from './door/revocations.js';
+import { loadWebAssets } from './listen/listen-http-web.js';
+import { attachWsListener } from './listen/listen-ws.js';
+import { ACP_PATH, attachAcpListener, type AcpLink } from './listen/listen-acp.js';
 import { memoryChannelPair } from '../core/channel/memory.js';
-import { startGrpcListener, type GrpcListener } from './listen-grpc.js';
-import { grpcHealthService, type GrpcHealthService } from './grpc-health.js';
+import { startGrpcListener, type GrpcListener } from './listen/listen-grpc.js';
+import { grpcHealthService, type GrpcHealthService } from './listen/grpc-health.js';
 import { DIALECT_METADATA_KEY, grpcDialect, JSONRPC_DIALECT, offersJsonRpcDialect } from '../core/protocol/jsonrpc-dialect.js';
 import { evaluateReadiness, type ReadinessCheck, type ReadinessReport } from './readiness.js';
 import { openAdmissions, type Admissions } from './admission.js';
-import { createHttpListener, type ServerTls } from './listen-http.js';
+import { createHttpListener, type ServerTls } from './listen/listen-http.js';
 import { DEFAULT_GATEWAY_HOST, DEFAULT_GATEWAY_PORT } from './config.js';
 
-/** How the gateway authenticates connections (see gateway/door.ts). */
+/** How the gateway authenticates connections (see gateway/door/door.ts). */
 export interface GatewayAuthOptions {
   /** Verifies bearer tokens; 'off' admits everyone as ANONYMOUS (trusted local use only; logged as a warning). */
   verifier: TokenVerifier | 'off';

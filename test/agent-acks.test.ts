@@ -8,8 +8,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { memoryChannelPair } from '../core/channel/memory.js';
 import { silentLogger } from '../core/logging.js';
 import { RpcPeer } from '../core/rpc/peer.js';
-import { ACK_AFTER_MS, AgentLink } from '../gateway/agent-link.js';
-import { ANONYMOUS } from '../gateway/principal.js';
+import { ACK_AFTER_MS, AgentLink } from '../gateway/directory/agent-link.js';
+import { ANONYMOUS } from '../gateway/door/principal.js';
 import { withTimeout } from './support/wait.js';
 
 const SESSION = 's-acks';

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Agent } from '../agent/agent.js';
 import { hostKeyProof, loadOrCreateHostKey, verifyHostKeyProof } from '../core/auth/host-key.js';
 import { asTetherError } from '../core/errors.js';
-import { HostKeyPins } from '../gateway/host-key-pins.js';
+import { HostKeyPins } from '../gateway/door/host-key-pins.js';
 import { thrownBy } from './support/thrown.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { startStack, withTimeout, type Stack } from './support/stack.js';

@@ -4,8 +4,8 @@
  * change (a long string, nesting) must still go through it.
  */
 import { describe, expect, it } from 'vitest';
-import { AUDIT_MAX_STRING_CHARS, capStrings, isFlatAndShort } from '../gateway/audit-cap.js';
-import { auditRecordOf, type AuditEntry } from '../gateway/audit-log.js';
+import { AUDIT_MAX_STRING_CHARS, capStrings, isFlatAndShort } from '../gateway/audit/audit-cap.js';
+import { auditRecordOf, type AuditEntry } from '../gateway/audit/audit-log.js';
 
 const base: AuditEntry = { session_id: 's-1', principal: 'alice', action: 'prompt', client_id: 'c-1', uuid: undefined, chars: 12 };
 

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { FileAuditLog } from '../gateway/audit-log.js';
+import { FileAuditLog } from '../gateway/audit/audit-log.js';
 import { cleanupsPerTest } from './support/cleanups.js';
 import { runTether } from './support/cli.js';
 

@@ -13,7 +13,7 @@ import { memoryChannelPair } from '../core/channel/memory.js';
 import { TetherError } from '../core/errors.js';
 import { RpcPeer } from '../core/rpc/peer.js';
 import { BinaryHeaders, BinaryNotifications, type BinaryNotificationParams } from '../core/protocol/methods.js';
-import { attachWsListener, WS_PATH } from '../gateway/listen-ws.js';
+import { attachWsListener, WS_PATH } from '../gateway/listen/listen-ws.js';
 
 const bounded = <T>(p: Promise<T>, what: string, ms = 5_000): Promise<T> =>
   Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`timed out: ${what}`)), ms).unref())]);

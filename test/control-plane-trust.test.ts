@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RemoteSession } from '../client/remote-session.js';
-import { MemoryAuditLog } from '../gateway/audit-log.js';
+import { MemoryAuditLog } from '../gateway/audit/audit-log.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { startRig, type EngineRig } from './support/engines.js';
 import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic.js';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ControlRouting, MAX_IN_FLIGHT, restoreRequestId } from '../gateway/control-routing.js';
+import { ControlRouting, MAX_IN_FLIGHT, restoreRequestId } from '../gateway/session/control-routing.js';
 
 describe('control routing', () => {
   it('keeps two clients apart under the same request_id and restores each id byte for byte', () => {

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { AGENT_CONFIG } from '../agent/config.js';
 import { loadConfig } from '../core/config/load.js';
 import { GATEWAY_CONFIG } from '../gateway/config.js';
-import { READYZ_PATH } from '../gateway/listen-http-ops.js';
+import { READYZ_PATH } from '../gateway/listen/listen-http-ops.js';
 import { makeTempDir } from './support/claude-cli.js';
 import { runTether } from './support/cli.js';
 

@@ -12,7 +12,7 @@ import { mintToken } from '../core/auth/mint.js';
 import { TokenVerifier } from '../core/auth/verify.js';
 import { dial } from '../core/link/dial.js';
 import { createLogger } from '../core/logging.js';
-import { addressOf, AuthFailureLimiter, ConnectionLimiter, DOOR_DEFAULTS, type DoorLimits } from '../gateway/door-limits.js';
+import { addressOf, AuthFailureLimiter, ConnectionLimiter, DOOR_DEFAULTS, type DoorLimits } from '../gateway/door/door-limits.js';
 import { Gateway, type GatewayLimits } from '../gateway/gateway.js';
 import { startGatewayServer } from '../gateway/server.js';
 import { eventually, scrape } from './support/metrics.js';

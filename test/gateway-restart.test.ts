@@ -4,7 +4,7 @@ import { GatewayClient } from '../client/gateway-client.js';
 import type { SessionItem } from '../client/remote-session.js';
 import { Gateway } from '../gateway/gateway.js';
 import { startGatewayServer, type GatewayServer } from '../gateway/server.js';
-import { FileSessionStore } from '../gateway/session-store.js';
+import { FileSessionStore } from '../gateway/session/session-store.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { processesIn, startTether } from './support/cli.js';
 import { isEngineItem, isResult, numberAt, until } from './support/items.js';

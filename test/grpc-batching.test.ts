@@ -12,7 +12,7 @@ import { frameBytes, type Channel, type WireFrame } from '../core/channel/channe
 import { BATCH_FRAME_MAX_BYTES, BATCH_METADATA_KEY, batchBytesFromOffer, batchOffer } from '../core/channel/grpc-batch.js';
 import { findProtoRoot, PROTO_LOADER_OPTIONS, type GatewayFrame } from '../core/channel/proto.js';
 import { dialGrpc } from '../core/link/dial-grpc.js';
-import { startGrpcListener, type GrpcListener } from '../gateway/listen-grpc.js';
+import { startGrpcListener, type GrpcListener } from '../gateway/listen/listen-grpc.js';
 import { PAIR_FACTORIES, type ChannelPair } from './support/channel-pairs.js';
 import { receiveFrames } from './support/channel-read.js';
 

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { PROTO_LOADER_OPTIONS } from '../core/channel/proto.js';
 import { Gateway } from '../gateway/gateway.js';
 import { startGatewayServer, type GatewayServer } from '../gateway/server.js';
-import { FileSessionStore, MemorySessionStore } from '../gateway/session-store.js';
+import { FileSessionStore, MemorySessionStore } from '../gateway/session/session-store.js';
 import { waitFor } from './support/wait.js';
 import { cleanupsPerTest } from './support/cleanups.js';
 

@@ -19,7 +19,7 @@ import { MAX_INPUT_DEPTH } from '../core/protocol/engine-input.js';
 import { codeOf, isResult, until } from './support/items.js';
 import { rawClient } from './support/raw-client.js';
 import { startRestartable, type RestartableStack } from './support/restartable-stack.js';
-import { FileSessionStore, type StoredFrame } from '../gateway/session-store.js';
+import { FileSessionStore, type StoredFrame } from '../gateway/session/session-store.js';
 import { waitFor } from './support/wait.js';
 
 /** `{"type":"user",…}` whose content is `depth` arrays nested in one another. */

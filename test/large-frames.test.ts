@@ -14,8 +14,8 @@ import { TextPieces } from '../core/channel/text-pieces.js';
 import { wsFrameHead, WS_OPCODE } from '../core/channel/ws-frame-head.js';
 import { needsMasking } from '../core/link/dial-ws.js';
 import { encodeLineFrame, hasFrameHeadroom, LINE_PIECES_MIN_BYTES, readEngineFrame } from '../core/protocol/session-frame.js';
-import { ReplayLog } from '../gateway/replay-log.js';
-import { FileSessionStore } from '../gateway/session-store.js';
+import { ReplayLog } from '../gateway/session/replay-log.js';
+import { FileSessionStore } from '../gateway/session/session-store.js';
 import { PAIR_FACTORIES, type ChannelPair } from './support/channel-pairs.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 

@@ -41,7 +41,7 @@ describe('module layering (dependency-cruiser)', () => {
     expect((await violations(ROOT)).map((v) => `${v.rule.name}: ${v.from} -> ${v.to}`)).toEqual([]);
   }, 60_000);
 
-  it('catches every import form: static, side-effect, re-export, dynamic import and require', async () => {
+  it('catches every import form: static, side-effect, re-export, dynamic import and require; and every gateway room rule', async () => {
     const files: Record<string, string> = {
       'tsconfig.json': JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', allowJs: true } }),
       'core/ok.ts': 'export const ok = 1;\n',
@@ -57,6 +57,18 @@ describe('module layering (dependency-cruiser)', () => {
       'gateway/web/src/page-ok.ts': "import { h } from 'preact';\nimport { v } from '../../../client/tool-view.js';\nexport const p = [h, v];\n",
       'client/tool-view.ts': 'export const v = 1;\n',
       'gateway/web/src/page-node.ts': "import { readFileSync } from 'node:fs';\nexport const f = readFileSync;\n",
+      // The gateway's rooms: each imports down only, and one session's parts only through its face.
+      'gateway/session/session.ts': 'export const s = 1;\n',
+      'gateway/session/session-history.ts': 'export const h = 1;\n',
+      'gateway/door/principal.ts': 'export const p = 1;\n',
+      'gateway/policy/ok.ts': "import { p } from '../door/principal.js';\nexport const ok = p;\n",
+      'gateway/audit/up.ts': "import { p } from '../door/principal.js';\nexport const a = p;\n",
+      'gateway/door/up.ts': "import { s } from '../session/session.js';\nexport const d = s;\n",
+      'gateway/policy/up.ts': "import { s } from '../session/session.js';\nexport const u = s;\n",
+      'gateway/session/up.ts': "import { r } from '../directory/reach.js';\nexport const u = r;\n",
+      'gateway/directory/reach.ts': "import { s } from '../session/session.js';\nimport { h } from '../session/session-history.js';\nexport const r = [s, h];\n",
+      'gateway/directory/up.ts': "import { l } from '../listen/up.js';\nexport const u = l;\n",
+      'gateway/listen/up.ts': "import { s } from '../session/session.js';\nexport const l = s;\n",
       'bin/ok.ts': "import { g } from '../gateway/static.js';\nimport { a } from '../agent/required.js';\nexport const both = [g, a];\n",
     };
     for (const [path, text] of Object.entries(files)) {
@@ -77,6 +89,13 @@ describe('module layering (dependency-cruiser)', () => {
         'processes-at-the-edges: agent/required.ts',
         'ws-and-http-at-the-edges: client/http.ts',
         'web-page-is-a-browser-program: gateway/web/src/page-node.ts',
+        'gateway-audit-imports-down: gateway/audit/up.ts',
+        'gateway-door-imports-down: gateway/door/up.ts',
+        'gateway-policy-imports-down: gateway/policy/up.ts',
+        'gateway-session-imports-down: gateway/session/up.ts',
+        'gateway-directory-imports-down: gateway/directory/up.ts',
+        'gateway-listen-imports-down: gateway/listen/up.ts',
+        'gateway-session-behind-its-face: gateway/directory/reach.ts',
       ].sort(),
     );
   }, 60_000);

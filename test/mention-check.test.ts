@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkMentionsAt, type MentionScope } from '../agent/mention-check.js';
 import { MAX_MENTIONS, mentionsInContent } from '../core/policy/mentions.js';
 import { Policy } from '../core/policy/policy.js';
-import { checkMentions } from '../gateway/policy-gate.js';
+import { checkMentions } from '../gateway/policy/policy-gate.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { thrownBy as thrown } from './support/thrown.js';
 

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { engineChoices } from '../core/engine-choices.js';
 import { MODE_ORDER, Policy } from '../core/policy/policy.js';
-import { checkControlRequest, checkSessionOptions } from '../gateway/policy-gate.js';
+import { checkControlRequest, checkSessionOptions } from '../gateway/policy/policy-gate.js';
 import { thrownBy } from './support/thrown.js';
 
 /**

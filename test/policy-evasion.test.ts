@@ -2,7 +2,7 @@ import { existsSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Policy } from '../core/policy/policy.js';
-import { StaticPolicy } from '../gateway/policy-source.js';
+import { StaticPolicy } from '../gateway/policy/policy-source.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { startRig, type EngineRig } from './support/engines.js';
 import type { FakeScenario } from './support/fake-anthropic.js';

@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Policy } from '../core/policy/policy.js';
 import { parseRule, RuleError, type RuleKind, type ToolCall } from '../core/policy/rules.js';
-import { checkControlRequest, checkSessionOptions } from '../gateway/policy-gate.js';
-import { FilePolicy, readPolicyFile } from '../gateway/policy-source.js';
+import { checkControlRequest, checkSessionOptions } from '../gateway/policy/policy-gate.js';
+import { FilePolicy, readPolicyFile } from '../gateway/policy/policy-source.js';
 import { withTimeout } from './support/stack.js';
 import { thrownBy } from './support/thrown.js';
 

@@ -13,7 +13,7 @@ import { GatewayClient } from '../client/gateway-client.js';
 import type { SessionItem } from '../client/remote-session.js';
 import { Gateway } from '../gateway/gateway.js';
 import { startGatewayServer, type GatewayServer } from '../gateway/server.js';
-import { FileSessionStore } from '../gateway/session-store.js';
+import { FileSessionStore } from '../gateway/session/session-store.js';
 import { makeTempDir } from './support/claude-cli.js';
 import { isResult, until } from './support/items.js';
 

@@ -27,10 +27,10 @@ import { TetherError } from '../core/errors.js';
 import { silentLogger } from '../core/logging.js';
 import type { NotificationParams } from '../core/protocol/methods.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
-import { MemoryAuditLog } from '../gateway/audit-log.js';
-import { DEFAULT_CONTROL_ANSWER_MS } from '../gateway/control-routing.js';
-import { Session, type EngineHost, type Member } from '../gateway/session.js';
-import { MemorySessionStore } from '../gateway/session-store.js';
+import { MemoryAuditLog } from '../gateway/audit/audit-log.js';
+import { DEFAULT_CONTROL_ANSWER_MS } from '../gateway/session/control-routing.js';
+import { Session, type EngineHost, type Member } from '../gateway/session/session.js';
+import { MemorySessionStore } from '../gateway/session/session-store.js';
 import { TEST_SEED } from './support/seed.js';
 
 const NUM_RUNS = Number(process.env.FC_RUNS ?? 1_000);

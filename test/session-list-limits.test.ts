@@ -13,7 +13,7 @@ import { acpEndpoint } from '../bin/acp-endpoint.js';
 import { memoryChannelPair, type MemoryChannel } from '../core/channel/memory.js';
 import { MAX_SESSION_OPTIONS_BYTES } from '../core/protocol/session-options.js';
 import { Gateway } from '../gateway/gateway.js';
-import type { Principal } from '../gateway/principal.js';
+import type { Principal } from '../gateway/door/principal.js';
 import { startGatewayServer, type GatewayServer } from '../gateway/server.js';
 import { textFrame } from './support/channel-read.js';
 import { runTether } from './support/cli.js';

@@ -2,8 +2,8 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Gateway } from '../gateway/gateway.js';
-import type { Member } from '../gateway/session.js';
-import { FileSessionStore } from '../gateway/session-store.js';
+import type { Member } from '../gateway/session/session.js';
+import { FileSessionStore } from '../gateway/session/session-store.js';
 import { encodeLineFrame, frameBuffer } from '../core/protocol/session-frame.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 

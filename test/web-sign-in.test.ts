@@ -6,7 +6,7 @@ import { generateTokenKey } from '../core/auth/keygen.js';
 import { LoginDesk, mintLoginCode } from '../core/auth/login-codes.js';
 import { mintToken } from '../core/auth/mint.js';
 import { TokenVerifier } from '../core/auth/verify.js';
-import { DEFAULT_WEB_ROOT } from '../gateway/listen-http-web.js';
+import { DEFAULT_WEB_ROOT } from '../gateway/listen/listen-http-web.js';
 import { startStack, type Stack } from './support/stack.js';
 
 /** Sign-in codes, the HTTP endpoints the page uses, the page's budget, and the shared tool view. */

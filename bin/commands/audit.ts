@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { TetherError } from '../../core/errors.js';
 import { AUDIT_DEFAULT_LIMIT, AUDIT_MAX_LIMIT, AuditAction, AuditQuery, type AuditRecord } from '../../core/protocol/audit.js';
-import { scanAuditFile, type AuditScan } from '../../gateway/audit-reader.js';
+import { scanAuditFile, type AuditScan } from '../../gateway/audit/audit-reader.js';
 import { AUDIT_FILE } from '../../gateway/config.js';
 import type { Command } from '../args.js';
 import { connectFrom, connectionHelp, CONNECTION_OPTIONS, TLS_CLIENT_HELP } from '../connection-flags.js';

@@ -1,6 +1,6 @@
 import { resolveStateDir } from '../../core/auth/state-dir.js';
 import { TetherError } from '../../core/errors.js';
-import { addRevocation, REVOCATION_POLL_MS, REVOCATIONS_FILE } from '../../gateway/revocations.js';
+import { addRevocation, REVOCATION_POLL_MS, REVOCATIONS_FILE } from '../../gateway/door/revocations.js';
 import type { Command } from '../args.js';
 
 /** `tether revoke`: adds a token (by jti) or a subject to the state folder's revocation list. */

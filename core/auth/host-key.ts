@@ -3,7 +3,7 @@
  * so that its token alone (leaked through an engine, a log or a shell history) cannot
  * register as the agent. Each agent hello carries a fresh proof (public key, time, signature
  * over the agent name and time); the gateway pins the first key it sees per agent identity
- * (gateway/host-key-pins.ts) and refuses a hello without that key.
+ * (gateway/door/host-key-pins.ts) and refuses a hello without that key.
  *
  * The proof is not bound to the connection: whoever sees a hello in clear could replay it
  * within {@link HOST_KEY_MAX_SKEW_MS}. TLS keeps hellos out of sight.

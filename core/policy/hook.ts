@@ -1,6 +1,6 @@
 /**
  * The PreToolUse hook every engine carries for the central policy: the agent registers it in
- * each initialize (agent/policy-hook.ts), the gateway answers its callbacks (gateway/policy-gate.ts).
+ * each initialize (agent/policy-hook.ts), the gateway answers its callbacks (gateway/policy/policy-gate.ts).
  * The callback id is reserved: the gateway answers every hook_callback carrying it and never
  * shows it to clients, so no client can answer in the policy's place.
  */

@@ -7,7 +7,7 @@ import { parseRule, RuleError, type Rule, type RuleKind, type ToolCall } from '.
 /**
  * The central policy, as the gateway loads it from `--policy FILE`: Claude Code's
  * `permissions` lists plus Tether's own keys. Pure: parsing, checking and deciding; loading
- * and reloading live in gateway/policy-source.ts.
+ * and reloading live in gateway/policy/policy-source.ts.
  */
 
 /** Permission modes from least to most permissive; a ceiling allows its own mode and those before it. */

@@ -3,8 +3,8 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { TetherError } from '../../core/errors.js';
 import type { Logger } from '../../core/logging.js';
 import { DropLog, type FabricMac } from './fabric-mac.js';
-import type { RoleDecisions } from '../session-roles.js';
-import type { SessionRecord } from '../session-store.js';
+import type { RoleDecisions } from '../session/session.js';
+import type { SessionRecord } from '../session/session-store.js';
 
 /** Sessions of the fleet: key = session id, value = {@link SessionEntry}. */
 export const SESSIONS_BUCKET = 'tether-sessions';

@@ -1,12 +1,12 @@
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/transport-node';
 import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
-import { readLogRecord } from '../session-store.js';
+import { readLogRecord } from '../session/session-store.js';
 import type { Logger } from '../../core/logging.js';
 import { DropLog, MAC_HEADER, type FabricMac, type FabricMessage } from './fabric-mac.js';
 import type { NatsLink } from './nats-link.js';
 
 /*
- * A session's log in JetStream: the file store's records (gateway/session-store.ts), in
+ * A session's log in JetStream: the file store's records (gateway/session/session-store.ts), in
  * order, as messages on the session's own subject of one stream. Written by one LogWriter per
  * session at its home gateway, read back whole (readSessionLog: a takeover) or followed
  * (SessionMirror: clients on other gateways).

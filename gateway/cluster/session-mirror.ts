@@ -2,8 +2,8 @@ import { DeliverPolicy, jetstream, type ConsumerMessages } from '@nats-io/jetstr
 import { gapEvent } from '../../core/protocol/events.js';
 import { encodeEventFrame, frameBuffer } from '../../core/protocol/session-frame.js';
 import type { Logger } from '../../core/logging.js';
-import { ReplayLog, type ReplayLogLimits } from '../replay-log.js';
-import type { Member } from '../session.js';
+import { ReplayLog, type ReplayLogLimits } from '../session/session.js';
+import type { Member } from '../session/session.js';
 import { LogReader, SESSIONS_STREAM, sessionSubject } from './session-log.js';
 import type { FabricMac } from './fabric-mac.js';
 import type { NatsLink } from './nats-link.js';

@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { KvWatchInclude, Kvm, type KV, type KvEntry } from '@nats-io/kv';
 import { TetherError } from '../../core/errors.js';
 import type { Logger } from '../../core/logging.js';
-import type { SharedPins } from '../host-key-pins.js';
-import { Revocation, type RevocationList } from '../revocations.js';
+import type { SharedPins } from '../door/host-key-pins.js';
+import { Revocation, type RevocationList } from '../door/revocations.js';
 import { DropLog, type FabricMac } from './fabric-mac.js';
 import type { NatsLink } from './nats-link.js';
 

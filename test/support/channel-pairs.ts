@@ -3,8 +3,8 @@ import { connect, createServer as createTcpServer, type AddressInfo, type Socket
 import type { Channel, Transport } from '../../core/channel/channel.js';
 import { MemoryChannel } from '../../core/channel/memory.js';
 import { dial } from '../../core/link/dial.js';
-import { startGrpcListener } from '../../gateway/listen-grpc.js';
-import { attachWsListener } from '../../gateway/listen-ws.js';
+import { startGrpcListener } from '../../gateway/listen/listen-grpc.js';
+import { attachWsListener } from '../../gateway/listen/listen-ws.js';
 
 /** A connected pair of channels over one transport, as the conformance suite needs it. */
 export interface ChannelPair {

@@ -14,10 +14,10 @@ import type { TokenAlg, TokenKey } from '../../core/auth/keys.js';
 import { mintToken } from '../../core/auth/mint.js';
 import { TokenVerifier } from '../../core/auth/verify.js';
 import type { Logger } from '../../core/logging.js';
-import type { AuditLog } from '../../gateway/audit-log.js';
+import type { AuditLog } from '../../gateway/audit/audit-log.js';
 import { Gateway, type GatewayLimits } from '../../gateway/gateway.js';
 import { startGatewayServer, type GatewayServer } from '../../gateway/server.js';
-import type { PolicyProvider } from '../../gateway/policy-source.js';
+import type { PolicyProvider } from '../../gateway/policy/policy-source.js';
 
 export type TransportName = 'ws' | 'grpc';
 

@@ -1,0 +1,157 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { asTetherError, TetherError } from '../../core/errors.js';
+import type { RpcPeer } from '../../core/rpc/peer.js';
+import type { ParamsOf, ResultOf } from '../../core/protocol/methods.js';
+import type { Principal } from '../door/principal.js';
+import type { GatewayMetrics } from '../metrics.js';
+import type { SessionDirectory } from './session-directory.js';
+import { readAudit } from './audit-access.js';
+import { applySessionCall } from './session-calls.js';
+import { sessionsPage } from './session-pages.js';
+import type { SessionCall, SessionCallParams } from '../../core/protocol/methods.js';
+import type { ProxiedClient } from './sessions-elsewhere.js';
+import { frameByteLength, type FrameBytes } from '../../core/protocol/session-frame.js';
+import { cutOf } from '../../core/channel/channel.js';
+
+/**
+ * Per-connection outbound budget before the peer is cut as a slow consumer. threats.md
+ * suggests a hard 32 MiB; one frame may be 33 MiB (a 16 MiB engine line at worst escaping),
+ * so the cut comes at 64 MiB: about two of the largest frames behind. The gateway gives it to
+ * every connection's RpcPeer, so frames, replies and events all count toward it.
+ */
+export const DEFAULT_SLOW_CLIENT_BYTES = 64 * 1024 * 1024;
+
+/**
+ * One connected client: answers its requests against the session directory and receives
+ * session frames as a Member. A client that stops reading is cut by its peer's outbound
+ * budget (frames, replies and events alike); it may resume from its last seq.
+ */
+export class ClientLink implements ProxiedClient {
+  readonly clientId = `c-${randomBytes(6).toString('hex')}`;
+  private readonly attached = new Set<string>();
+
+  constructor(
+    readonly peer: RpcPeer,
+    readonly principal_: Principal,
+    private readonly dir: SessionDirectory,
+    private readonly metrics?: GatewayMetrics,
+  ) {
+    this.register();
+    dir.clients.set(this.clientId, principal_);
+    dir.links.set(this.clientId, this);
+    metrics?.clientConnected(this.transport);
+    void peer.channel.closed.then((info) => {
+      metrics?.clientDisconnected(this.transport);
+      dir.clients.delete(this.clientId);
+      dir.links.delete(this.clientId);
+      const cut = cutOf(info); // revoked or expired token, slow consumer, heartbeat: audited as such
+      for (const id of this.attached) {
+        const local = this.dir.get(id);
+        if (local) local.detach(this.clientId, cut);
+        else this.dir.elsewhere?.left(id, this, principal_);
+      }
+      this.attached.clear();
+    });
+  }
+
+  get principal(): string {
+    return this.principal_.sub;
+  }
+
+  get transport(): string {
+    return this.peer.channel.transport;
+  }
+
+  sendFrame(frame: FrameBytes, readAtMs?: number): void {
+    if (!this.peer.post(frame)) return;
+    if (this.metrics) {
+      this.metrics.relayed('to_client', frameByteLength(frame));
+      if (readAtMs !== undefined) this.metrics.relayLatency(frame, readAtMs);
+    }
+  }
+
+  sendReply(sessionId: string, line: string): void {
+    this.peer.notify('session.reply', { session_id: sessionId, line }).catch(() => {});
+  }
+
+  /** Closes this client's connection so it resumes elsewhere (its session moved to another gateway). */
+  cut(reason: string): void {
+    this.peer.channel.close('UNAVAILABLE', reason);
+  }
+
+  /** A session call: applied here when this gateway holds the session, else at the gateway that does. */
+  private call<M extends SessionCall>(method: M, params: SessionCallParams<M>): Promise<ResultOf<M>> {
+    const p = this.principal_;
+    if (!this.dir.get(params.session_id)) {
+      const forwarded = this.dir.elsewhere?.forward(method, params, this, p);
+      if (forwarded) return forwarded;
+    }
+    return applySessionCall(this.dir, { principal: p, member: this }, method, params, this.metrics);
+  }
+
+  /**
+   * A prompt sent without a request: applied, its echo (carrying the input id) answers it;
+   * otherwise one session.post_result says it was a duplicate or why it was refused. Applied
+   * in arrival order (a session held here applies it before this returns).
+   */
+  private post(params: ParamsOf<'session.send'>): void {
+    const answer = (result: { status: 'duplicate' } | { error: ReturnType<TetherError['toJsonRpc']> }) =>
+      void this.peer.notify('session.post_result', { session_id: params.session_id, input_id: params.input_id, ...result }).catch(() => {});
+    if (params.line.type !== 'user') return answer({ error: new TetherError('INVALID_ARGUMENT', 'session.post carries prompts (type "user") only; send other lines with session.send').toJsonRpc() });
+    this.call('session.send', params).then(
+      (r) => r.status === 'duplicate' && answer({ status: 'duplicate' }),
+      (err: unknown) => answer({ error: asTetherError(err).toJsonRpc() }),
+    );
+  }
+
+  /** A connection that closed must not be attached to anything: it would never be detached. */
+  private assertOpen(): void {
+    if (this.peer.channel.isClosed) throw new TetherError('UNAVAILABLE', 'connection closed');
+  }
+
+  private register(): void {
+    const p = this.principal_;
+    this.peer
+      .onRequest('agents.list', async () => ({ agents: await this.dir.listAllAgents(p) }))
+      .onRequest('sessions.list', async (params) => sessionsPage(await this.dir.listAllSessions(p), params))
+      .onRequest('session.create', async (params) => {
+        if (!p.canCreate) throw new TetherError('PERMISSION_DENIED', 'this token may not create sessions');
+        const elsewhere = this.dir.agents.has(params.agent) ? undefined : await this.dir.elsewhere?.create(params, this, p);
+        if (elsewhere) {
+          this.attached.add(elsewhere.session.id); // made and attached at the gateway its agent is connected to
+          return elsewhere;
+        }
+        const session = await this.dir.create(p, params.agent, params.engine, params.options, randomUUID(), {
+          createId: params.create_id,
+          onProgress: (progress) => void this.peer.notify('session.create_progress', { ...progress, create_id: params.create_id }).catch(() => {}),
+        });
+        if (this.peer.channel.isClosed) {
+          // Gone before the answer: with a create_id it asks again on its next connection; without
+          // one nobody can ever learn of this session, so its engine is not left running.
+          if (params.create_id === undefined) void session.stop(undefined, 'its creator left before the answer').catch(() => {});
+          throw new TetherError('UNAVAILABLE', 'connection closed');
+        }
+        const role = session.roles.roleFor(p);
+        session.attach(this, role);
+        this.attached.add(session.id);
+        return { session: session.info(), role, client_id: this.clientId };
+      })
+      .onRequest('session.attach', async (params) => {
+        this.assertOpen();
+        const result = await this.call('session.attach', params);
+        this.attached.add(params.session_id);
+        return result;
+      })
+      .onRequest('session.detach', async (params) => {
+        const result = await this.call('session.detach', params);
+        this.attached.delete(params.session_id);
+        return result;
+      })
+      .onRequest('session.info', (params) => this.call('session.info', params))
+      .onRequest('session.send', (params) => this.call('session.send', params))
+      .onNotification('session.post', (params) => this.post(params))
+      .onRequest('session.set_role', (params) => this.call('session.set_role', params))
+      .onRequest('session.audit', (params) => (params.session_id === undefined ? readAudit(this.dir, p, params) : this.call('session.audit', { ...params, session_id: params.session_id })))
+      .onRequest('session.stop', (params) => this.call('session.stop', params));
+  }
+}

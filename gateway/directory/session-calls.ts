@@ -1,0 +1,62 @@
+import type { ParamsOf, ResultOf, SessionCall, SessionCallParams } from '../../core/protocol/methods.js';
+import type { Role } from '../../core/protocol/events.js';
+import type { Principal } from '../door/principal.js';
+import type { Member } from '../session/session.js';
+import type { GatewayMetrics } from '../metrics.js';
+import type { SessionDirectory } from './session-directory.js';
+import { stopAcrossCuts } from './session-stop.js';
+import { requireControlScope } from '../session/session.js';
+import { checkAnswerModes, checkControlAudited } from '../policy/policy-gate.js';
+import { readAudit } from './audit-access.js';
+
+/** Who makes a call: the principal the door admitted, and the member frames and replies go to. */
+export interface Caller {
+  principal: Principal;
+  member: Member;
+}
+
+/**
+ * Applies one session call at the gateway that holds the session: visibility, scopes, roles,
+ * policy, dedupe and audit exactly as for every client. Used by ClientLink for its own clients
+ * and by the cluster for clients of other gateways (gateway/cluster/), so both go one path.
+ */
+export async function applySessionCall<M extends SessionCall>(dir: SessionDirectory, c: Caller, method: M, params: SessionCallParams<M>, metrics?: GatewayMetrics): Promise<ResultOf<M>> {
+  const p = c.principal;
+  const clientId = c.member.clientId;
+  if (method === 'session.audit') return readAudit(dir, p, params as ParamsOf<'session.audit'>) as ResultOf<M>; // its own visibility rule
+  const session = dir.visible(p, params.session_id);
+  switch (method) {
+    case 'session.attach': {
+      const a = params as ParamsOf<'session.attach'>;
+      const role: Role = session.roles.roleFor(p, a.read_only);
+      const nextSeq = session.attach(c.member, role, a.from_seq, a.previous_client_id);
+      if (a.from_seq !== undefined) metrics?.resumed('client');
+      return { session: session.info(), role, client_id: clientId, next_seq: nextSeq } as ResultOf<M>;
+    }
+    case 'session.info':
+      return { session: session.info() } as ResultOf<M>;
+    case 'session.detach':
+      session.detach(clientId);
+      return {} as ResultOf<M>;
+    case 'session.send': {
+      const s = params as ParamsOf<'session.send'>;
+      requireControlScope(p, 'send to sessions');
+      if (s.line.type === 'control_request') checkControlAudited(dir, session, p, clientId, s.line, session.roleOf(clientId));
+      if (s.line.type === 'control_response') checkAnswerModes(dir.policy.current, s.line, { ...p, role: session.roleOf(clientId) });
+      const status = session.input(clientId, s.input_id, s.line, metrics && ((text) => metrics.relayed('from_client', Buffer.byteLength(text))));
+      return { status } as ResultOf<M>;
+    }
+    case 'session.set_role': {
+      const r = params as ParamsOf<'session.set_role'>;
+      requireControlScope(p, 'change roles');
+      session.setRole(clientId, r.client_id, r.role, (id) => dir.mayControl(id));
+      return {} as ResultOf<M>;
+    }
+    default: {
+      const s = params as ParamsOf<'session.stop'>;
+      requireControlScope(p, 'stop sessions');
+      await stopAcrossCuts(session, dir.waits, clientId, `stopped by ${p.sub}`, dir.agentWaitMs, s.signal);
+      return {} as ResultOf<M>;
+    }
+  }
+}

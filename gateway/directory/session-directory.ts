@@ -1,0 +1,373 @@
+import { TetherError } from '../../core/errors.js';
+import type { Logger } from '../../core/logging.js';
+import { tetherEvent } from '../../core/protocol/events.js';
+import type { AgentInfo, SessionInfo } from '../../core/protocol/methods.js';
+import { assertSessionOptionsBounded, type EngineKind, type SessionOptions } from '../../core/protocol/session-options.js';
+import type { AgentLink } from './agent-link.js';
+import type { EngineControlAllowance } from '../../core/engine-controls.js';
+import type { Principal } from '../door/principal.js';
+import { Session, type SessionLimits } from '../session/session.js';
+import { failureCode, recordOrRefuse, recordQuietly, type AuditLog } from '../audit/audit-log.js';
+import type { SessionStore, StoredSession } from '../session/session-store.js';
+import type { GatewayMetrics } from '../metrics.js';
+import { AgentWaits } from './agent-waits.js';
+import { PendingCreates, type CreateRequest } from './pending-creates.js';
+import { StaticPolicy, type PolicyProvider } from '../policy/policy-source.js';
+import { checkSessionOptions, POLICY_PRINCIPAL } from '../policy/policy-gate.js';
+import type { SpawnPolicy } from '../../core/policy/hook.js';
+import type { ProxiedClient, SessionsElsewhere } from './sessions-elsewhere.js';
+
+export interface DirectoryLimits extends SessionLimits {
+  /** How long a session waits for its lost agent before it is ended. */
+  agentLostTimeoutMs: number;
+  /** How long an ended session stays listed (history readable) before it is dropped. */
+  endedRetentionMs: number;
+  /** Live sessions one principal may own at once. */
+  maxSessionsPerPrincipal: number;
+  /** How long a create or stop waits for an agent whose link dropped (each time it drops). */
+  agentWaitMs: number;
+}
+
+/**
+ * The gateway's registry of agents and sessions, and the visibility rule: a session that
+ * exists but is not yours answers exactly like one that does not exist.
+ */
+export class SessionDirectory {
+  readonly agents = new Map<string, AgentLink>();
+  readonly sessions = new Map<string, Session>();
+  /** Connected clients' principals by client id (for role changes). */
+  readonly clients = new Map<string, Principal>();
+  /** Connected clients by client id, to cut those of a session that moved to another gateway. */
+  readonly links = new Map<string, ProxiedClient>();
+  private readonly lostTimers = new Map<string, NodeJS.Timeout>();
+  /** Agents whose link dropped, and waits for them to come back. */
+  readonly waits: AgentWaits;
+  private readonly creates: PendingCreates;
+  /** The central policy in force. */
+  readonly policy: PolicyProvider;
+  /** Whether engines are started with the policy's hook (the gateway was given a policy). */
+  private readonly policyHook: boolean;
+  /** Sessions and agents on the other gateways of a cluster (gateway/cluster/); none outside one. */
+  elsewhere: SessionsElsewhere | undefined;
+
+  constructor(
+    private readonly limits: DirectoryLimits,
+    readonly log: Logger,
+    readonly audit: AuditLog,
+    private readonly store: SessionStore,
+    /** Where sessions report prompts and gaps, and agent resumes are counted; none by default. */
+    private readonly metrics?: GatewayMetrics,
+    /** The central policy (gateway/policy/policy-source.ts); none: no rules, and engines get no policy hook. */
+    policy?: PolicyProvider,
+  ) {
+    this.waits = new AgentWaits(this.agents, limits.agentLostTimeoutMs);
+    this.creates = new PendingCreates(this, limits.agentWaitMs, log);
+    this.policy = policy ?? new StaticPolicy();
+    this.policyHook = policy !== undefined;
+    for (const stored of store.loadAll()) this.restore(stored);
+  }
+
+  /**
+   * A session another gateway of the cluster held, read back from the cluster's store: held
+   * here from now on, waiting for its agent (whose hello brought it) like a restored one.
+   */
+  adopt(stored: StoredSession): void {
+    if (this.sessions.has(stored.record.id)) return;
+    this.restore(stored);
+  }
+
+  /**
+   * Lets go of a session another gateway now holds: forgotten here without ending it (its
+   * engine runs on, its history stays in the cluster's store). Its clients here are cut by the caller.
+   */
+  release(id: string): Session | undefined {
+    const s = this.sessions.get(id);
+    if (!s) return undefined;
+    this.sessions.delete(id);
+    s.onEnded = undefined;
+    clearTimeout(this.lostTimers.get(id));
+    this.lostTimers.delete(id);
+    return s;
+  }
+
+  /**
+   * The control requests an agent's owner allows beyond the safe ones, as its hello announced
+   * (also while the gateway waits for it to come back); none for an agent it does not know.
+   */
+  controlAllowance(agent: string): EngineControlAllowance {
+    const descriptor = this.agents.get(agent)?.descriptor ?? this.waits.awaited(agent)?.descriptor;
+    return { allowControls: descriptor?.allow_engine_controls ?? [] };
+  }
+
+  /** This gateway's agents, and the cluster's when in one. */
+  listAllAgents(p: Principal): Promise<AgentInfo[]> {
+    const local = this.listAgents(p);
+    return this.elsewhere ? this.elsewhere.listAgents(p, local) : Promise.resolve(local);
+  }
+
+  /** This gateway's sessions, and the cluster's when in one. */
+  listAllSessions(p: Principal): Promise<SessionInfo[]> {
+    const local = this.listSessions(p);
+    return this.elsewhere ? this.elsewhere.listSessions(p, local) : Promise.resolve(local);
+  }
+
+  /** A session read back after a restart waits for its agent, bounded like a lost agent. */
+  private restore(stored: StoredSession): void {
+    const r = stored.record;
+    const session = new Session({
+      id: r.id,
+      agent: r.agent,
+      engine: r.engine,
+      owner: r.owner,
+      options: r.options,
+      host: undefined,
+      limits: this.limits,
+      logger: this.log.child({ sessionId: r.id, agent: r.agent }),
+      audit: this.audit,
+      store: this.store,
+      metrics: this.metrics,
+      restored: stored,
+      policy: this.policy,
+    });
+    session.onEnded = () => this.scheduleDrop(session);
+    this.sessions.set(r.id, session);
+    if (session.ended) this.scheduleDrop(session);
+    else this.startLostTimer(session);
+    this.log.info({ sessionId: r.id, agent: r.agent, frames: stored.frames.length }, 'session restored from the store');
+  }
+
+  private startLostTimer(s: Session): void {
+    clearTimeout(this.lostTimers.get(s.id));
+    const t = setTimeout(() => this.endSession(s, `agent did not come back within ${this.limits.agentLostTimeoutMs} ms`), this.limits.agentLostTimeoutMs);
+    t.unref();
+    this.lostTimers.set(s.id, t);
+  }
+
+  /** How long a create or stop waits for an agent whose link dropped. */
+  get agentWaitMs(): number {
+    return this.limits.agentWaitMs;
+  }
+
+  /** Whether the client with this id may take control (its token allows it). */
+  mayControl(clientId: string): boolean {
+    return this.clients.get(clientId)?.canControl ?? false;
+  }
+
+  listAgents(p: Principal): AgentInfo[] {
+    return [...this.agents.values()].filter((a) => p.canAdmin || mayUseAgent(p, a.name)).map((a) => a.info());
+  }
+
+  listSessions(p: Principal): SessionInfo[] {
+    return [...this.sessions.values()].filter((s) => this.canSee(p, s)).map((s) => s.info());
+  }
+
+  /** The session if this principal may see it; NOT_FOUND otherwise (no existence oracle). */
+  visible(p: Principal, id: string): Session {
+    const s = this.sessions.get(id);
+    if (!s || !this.canSee(p, s)) throw new TetherError('NOT_FOUND', `no session ${id}`);
+    return s;
+  }
+
+  /**
+   * For links that reach only the sessions held here (the JSON-RPC dialect): as `visible`, but
+   * a session another gateway of the cluster holds is refused FAILED_PRECONDITION naming it.
+   */
+  visibleHere(p: Principal, id: string): Session {
+    const home = this.sessions.has(id) ? undefined : this.elsewhere?.holderOf(id, p);
+    if (home) throw new TetherError('FAILED_PRECONDITION', `session ${id} is held by gateway ${home} of this cluster; this connection reaches only the sessions held by the gateway it connects to`, { gateway: home });
+    return this.visible(p, id);
+  }
+
+  get(id: string): Session | undefined {
+    return this.sessions.get(id);
+  }
+
+  /** By the token's scopes only: the owner's `sub` with a token scoped to other agents does not see it. */
+  private canSee(p: Principal, s: Session): boolean {
+    return p.canAdmin || mayUseAgent(p, s.agent);
+  }
+
+  /**
+   * Creates a session on an agent and waits until its engine is up: across the agent's link
+   * dropping (bounded), and joining an earlier create under the same `createId`.
+   */
+  create(p: Principal, agentName: string, engine: EngineKind | undefined, options: SessionOptions, id: string, extra: Pick<CreateRequest, 'createId' | 'onProgress'> = {}): Promise<Session> {
+    try {
+      assertSessionOptionsBounded(options); // every path to a new session comes here: native, dialect, ACP, other gateways
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.creates.create(p, { agent: agentName, engine, options, ...extra }, id);
+  }
+
+  /** For PendingCreates: refuses an agent this principal may not use, and sessions over its quota. */
+  checkMayCreate(p: Principal, agentName: string): void {
+    if (!mayUseAgent(p, agentName)) throw new TetherError('NOT_FOUND', `no agent named "${agentName}" is connected`);
+    const owned = [...this.sessions.values()].filter((s) => s.owner === p.sub && !s.ended).length;
+    if (owned >= this.limits.maxSessionsPerPrincipal) {
+      throw new TetherError('RESOURCE_EXHAUSTED', `${p.sub} already owns ${owned} live sessions (limit ${this.limits.maxSessionsPerPrincipal}); stop one first`);
+    }
+  }
+
+  /** For PendingCreates: a new session in state `starting`, registered and audited. */
+  open(p: Principal, agentName: string, kind: EngineKind, options: SessionOptions, id: string): Session {
+    // Recorded before anything exists: a session whose creation cannot be audited is not made.
+    const created = createdEntry(p.sub, agentName, kind, options, id);
+    try {
+      options = checkSessionOptions(this.policy.current, agentName, options, { ...p, role: 'owner' });
+    } catch (err) {
+      recordQuietly(this.audit, { ...created, result: 'refused', code: failureCode(err), reason: (err as Error).message, decided_by: POLICY_PRINCIPAL }, this.log);
+      throw err;
+    }
+    recordOrRefuse(this.audit, { ...created, options }, this.log);
+    const session = new Session({
+      id,
+      agent: agentName,
+      engine: kind,
+      owner: p.sub,
+      options,
+      host: undefined,
+      limits: this.limits,
+      logger: this.log.child({ sessionId: id, agent: agentName }),
+      audit: this.audit,
+      store: this.store,
+      metrics: this.metrics,
+      policy: this.policy,
+    });
+    this.sessions.set(id, session);
+    session.onEnded = () => this.scheduleDrop(session);
+    return session;
+  }
+
+  /** For PendingCreates: the policy's hook (when the gateway has a policy) and this agent's folders. */
+  spawnPolicy(agent: string): SpawnPolicy {
+    return { hook: this.policyHook, roots: this.policy.current.rootsFor(agent) };
+  }
+
+  /** For PendingCreates: forgets a session whose engine was not bound (audited as failed), and stops that engine if it runs. */
+  abandon(s: Session, reason: string, err: unknown): void {
+    recordQuietly(this.audit, { ...createdEntry(s.owner, s.agent, s.engine, s.options, s.id), result: 'failed', code: failureCode(err) }, this.log);
+    // Never started: nothing of it is kept, so it cannot come back after a restart.
+    this.sessions.delete(s.id);
+    s.onEnded = undefined;
+    s.end();
+    s.dispose();
+    this.store.drop(s.id);
+    const link = this.agents.get(s.agent);
+    // An engine that started after all (e.g. the spawn timed out here) is stopped; an agent away
+    // now is told when it comes back (its hello lists an engine no session here knows).
+    link?.stop(s.id, reason).catch(() => {});
+  }
+
+  /**
+   * An agent finished its hello: register it and re-bind the sessions it still runs. A live
+   * agent of the same name is superseded when the new link is the same identity (same
+   * principal sub: e.g. it reconnected before its old link was found dead), which is closed
+   * with ABORTED; another identity is refused with ALREADY_EXISTS, never a silent takeover.
+   * All or nothing: if anything after the listing fails, the agent is unlisted again and the
+   * hello fails with UNAVAILABLE (retryable).
+   */
+  agentUp(link: AgentLink): void {
+    this.admitAgent(link);
+    try {
+      this.bindAgentSessions(link);
+    } catch (err) {
+      this.agentDown(link); // all or nothing: a hello that fails leaves no agent listed
+      // Our failure, not the agent's: UNAVAILABLE, so it retries instead of giving up (and exiting).
+      throw err instanceof TetherError ? err : new TetherError('UNAVAILABLE', `the gateway could not register agent "${link.name}": ${(err as Error).message}`);
+    }
+  }
+
+  /** Checks the name is free for this identity (superseding its own older link) and lists the agent. */
+  private admitAgent(link: AgentLink): void {
+    const existing = this.agents.get(link.name);
+    if (existing) {
+      if (existing.principal.sub !== link.principal.sub) {
+        throw new TetherError('ALREADY_EXISTS', `an agent named "${link.name}" is already connected with another identity; refusing a second registration`);
+      }
+      this.log.info({ agent: link.name, principal: link.principal.sub }, 'agent superseded by a new connection of the same identity');
+      this.agentDown(existing);
+      existing.peer.channel.close('ABORTED', 'superseded by a new connection');
+    }
+    this.agents.set(link.name, link);
+  }
+
+  /**
+   * Re-binds the sessions the agent still runs, ends those it came back without, and stops
+   * engines nobody here knows. Each session is handled on its own: one that fails is ended
+   * (logged) and the others, and the agent, carry on.
+   */
+  private bindAgentSessions(link: AgentLink): void {
+    const running = new Map(link.descriptor.sessions.map((s) => [s.session_id, s.last_input_seq]));
+    for (const s of this.sessions.values()) {
+      if (s.agent !== link.name || s.ended || this.creates.isStarting(s.id)) continue; // a create in flight binds its own
+      if (running.has(s.id)) {
+        clearTimeout(this.lostTimers.get(s.id));
+        this.lostTimers.delete(s.id);
+        try {
+          s.bindHost(link, running.get(s.id));
+        } catch (err) {
+          this.log.error({ sessionId: s.id, agent: link.name, err: (err as Error).message }, 'session could not be re-bound; ending it');
+          this.endSession(s, `could not be re-bound to its agent: ${(err as Error).message}`);
+          continue;
+        }
+        this.metrics?.resumed('agent');
+      } else if (s.currentState === 'agent-lost') {
+        this.endSession(s, 'the agent came back without this session');
+      }
+    }
+    // Engines this gateway knows nothing of (its memory was lost, or the session ended and was
+    // dropped): nobody can reach them, so they are stopped rather than left running.
+    for (const id of running.keys()) {
+      const s = this.sessions.get(id);
+      if (s && s.agent === link.name && !s.ended) continue;
+      this.log.warn({ sessionId: id, agent: link.name }, 'stopping an engine no session here knows');
+      link.stop(id, 'unknown to the gateway').catch(() => {});
+    }
+    this.waits.up(link);
+  }
+
+  /** The agent's link closed: its sessions wait for it, bounded by agentLostTimeoutMs. */
+  agentDown(link: AgentLink): void {
+    if (this.agents.get(link.name) !== link) return;
+    this.agents.delete(link.name);
+    link.dispose();
+    this.waits.down(link);
+    for (const s of this.sessions.values()) {
+      if (s.agent !== link.name || s.ended || this.creates.isStarting(s.id)) continue; // a create in flight waits by itself
+      s.bindHost(undefined);
+      this.startLostTimer(s);
+    }
+  }
+
+  private endSession(s: Session, reason: string): void {
+    this.lostTimers.delete(s.id);
+    if (s.ended) return;
+    s.onEngineEvent(s.nextAgentSeq, tetherEvent({ subtype: 'exited', code: null, signal: null, stderr_tail: '', reason }));
+  }
+
+  /** Ended sessions stay listed for a while, then go. */
+  scheduleDrop(s: Session): void {
+    const t = setTimeout(() => {
+      this.sessions.delete(s.id);
+      s.dispose();
+      this.store.drop(s.id);
+    }, this.limits.endedRetentionMs);
+    t.unref();
+  }
+
+  dispose(): void {
+    this.waits.dispose();
+    for (const t of this.lostTimers.values()) clearTimeout(t);
+    this.lostTimers.clear();
+  }
+}
+
+/** The audit entry of a create (its failure adds `result` and `code`). */
+function createdEntry(owner: string, agent: string, engine: EngineKind, options: SessionOptions, id: string) {
+  return { session_id: id, principal: owner, action: 'create' as const, agent, engine, options };
+}
+
+function mayUseAgent(p: Principal, agent: string): boolean {
+  return p.agents === undefined || p.agents.includes(agent);
+}

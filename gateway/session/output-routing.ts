@@ -1,0 +1,45 @@
+import type { LineMeta } from '../../core/protocol/methods.js';
+import type { ControlRouting } from './control-routing.js';
+import type { SessionHistory } from './session-history.js';
+import type { SessionMembers } from './session-members.js';
+import type { SessionPrompts } from './session-prompts.js';
+import type { SessionStatus } from './session-status.js';
+import { policyHookCall, promptRequest } from '../policy/policy-gate.js';
+
+/** What output routing works with: the session's other parts. */
+export interface OutputParts {
+  history: SessionHistory;
+  prompts: SessionPrompts;
+  status: SessionStatus;
+  controls: ControlRouting;
+  members: SessionMembers;
+}
+
+/**
+ * Where one engine stdout line goes, read from its meta (the line itself is never parsed
+ * here): the answer to a client's own control request back to that client alone; the
+ * policy hook answered by the policy, never shown; any other line into history for every
+ * client, raising or withdrawing a prompt on the way, and moving the state.
+ */
+export class OutputRouting {
+  constructor(private readonly s: OutputParts) {}
+
+  /** One line the engine wrote (its agent seq already accepted); `readAtMs`: when the agent read it. */
+  line(line: Uint8Array, meta: LineMeta, readAtMs?: number): void {
+    if (meta.type === 'control_response' && meta.request_id !== undefined && this.reply(meta.request_id, line)) return;
+    const hook = policyHookCall(meta, line);
+    if (hook) return this.s.prompts.answerPolicyHook(hook); // the policy's own: never shown to clients, so none can answer it
+    if (meta.type === 'control_request' && meta.request_id) this.s.prompts.raise(meta.request_id, meta.subtype ?? 'unknown', promptRequest(meta, line));
+    if (meta.type === 'control_cancel_request' && meta.request_id) this.s.prompts.withdraw(meta.request_id, 'cancelled by the engine');
+    this.s.history.append({ line, origin: 'engine' }, readAtMs);
+    this.s.status.follow(meta, this.s.prompts.size > 0);
+  }
+
+  /** Sends the engine's answer to the one client that asked, with its own request id back; false when it is not such an answer. */
+  private reply(gwId: string, line: Uint8Array): boolean {
+    const text = Buffer.from(line.buffer, line.byteOffset, line.byteLength).toString('utf8'); // rare: answers to clients' own requests
+    const route = this.s.controls.answer(gwId, text, (clientId) => this.s.members.has(clientId));
+    if (route.kind === 'deliver') this.s.members.reply(route.clientId, route.line);
+    return route.kind !== 'not-ours';
+  }
+}

@@ -1,0 +1,192 @@
+import { TetherError } from '../../core/errors.js';
+import { tetherEvent } from '../../core/protocol/events.js';
+import type { Logger } from '../../core/logging.js';
+import { PromptBook, type PromptObserver } from './prompts.js';
+import { outcomeOf } from '../metrics.js';
+import { GATEWAY_KEY, type EngineInputs } from './engine-inputs.js';
+import type { SessionHistory } from './session-history.js';
+import type { SessionStatus } from './session-status.js';
+import type { SessionAudit } from './session-audit.js';
+import type { PolicyProvider } from '../policy/policy-source.js';
+import { cappedInput, decideHook, hookAnswer, hookAuditDetails, POLICY_PRINCIPAL, promptTool, unauditedDenial, type PolicyHookCall } from '../policy/policy-gate.js';
+import { checkAnswer, promptCallOf } from './prompt-answers.js';
+import { failureCode } from '../audit/audit-log.js';
+
+/** Engine control requests a client answers through the prompt book. */
+const DENY_ON_EXPIRY = 'can_use_tool';
+
+/** What the prompts of one session work with: the session's other parts. */
+export interface PromptParts {
+  sessionId: string;
+  maxPending: number;
+  expiryMs: number;
+  history: SessionHistory;
+  inputs: EngineInputs;
+  status: SessionStatus;
+  audit: SessionAudit;
+  logger: Logger;
+  policy: PolicyProvider;
+  /** The session's folder as its options name it (undefined: the agent's default, unknown here). */
+  cwd?: string;
+}
+
+/** Who acts: an attached client, by principal and client id. */
+export interface Actor {
+  principal: string;
+  clientId: string;
+}
+
+/**
+ * The life of one session's prompts: requests the engine makes to the host (can_use_tool,
+ * hook_callback, …) raised for clients, answered by the first client (audited before it is
+ * forwarded), withdrawn when the engine cancels them, denied by the gateway itself when they
+ * expire or overflow, and the policy hook answered from the central policy, never by a client.
+ */
+export class SessionPrompts {
+  private readonly book: PromptBook;
+
+  constructor(private readonly s: PromptParts) {
+    this.book = new PromptBook(s.maxPending);
+  }
+
+  get size(): number {
+    return this.book.size;
+  }
+
+  /** Told about prompts raised and settled from now on (set after a restore: restored prompts were counted by the process that raised them). */
+  set observer(o: PromptObserver | undefined) {
+    this.book.observer = o;
+  }
+
+  /**
+   * The engine asks (`request`: the body of its control request, when known): the prompt waits
+   * for a client, or is denied at once when too many wait.
+   */
+  raise(requestId: string, subtype: string, request?: Record<string, unknown>): void {
+    const tool = promptTool(request);
+    if (this.book.full) {
+      this.s.logger.warn({ sessionId: this.s.sessionId, requestId }, 'too many pending prompts; denying');
+      this.book.observer?.promptRaised();
+      this.book.observer?.promptSettled('overflow', 0);
+      this.s.audit.quietly('tether:overflow', 'permission_decision', { request_id: requestId, ...tool, behavior: 'deny', reason: 'too many pending prompts' });
+      this.answerEngine(requestId, subtype, `Denied by Tether: more than ${this.s.maxPending} requests pending`);
+      return;
+    }
+    const timer = setTimeout(() => this.expire(requestId), this.s.expiryMs);
+    timer.unref();
+    this.book.raise({ requestId, subtype, raisedAt: Date.now(), timer, tool, call: promptCallOf(request) });
+  }
+
+  /** The engine withdrew its request (or a restored history says it did). */
+  withdraw(requestId: string, why: string): void {
+    this.book.withdraw(requestId, why);
+  }
+
+  /** The engine is gone: every pending prompt is withdrawn, and clients are told. */
+  clear(why: string): void {
+    for (const p of this.book.clear(why)) this.announceWithdrawal(p.requestId);
+  }
+
+  /**
+   * A client's control_response (`line`, with the input's dedupe `key`): the first valid answer
+   * wins; it is recorded before it is forwarded, so a decision that cannot be audited is not applied.
+   */
+  answer(by: Actor, line: Record<string, unknown>, key: string): void {
+    const response = line.response as { request_id?: unknown; subtype?: unknown } | undefined;
+    if (typeof response !== 'object' || response === null || typeof response.request_id !== 'string') {
+      throw new TetherError('INVALID_ARGUMENT', 'control_response needs response.request_id naming the pending request');
+    }
+    if (response.subtype !== 'success' && response.subtype !== 'error') {
+      throw new TetherError('INVALID_ARGUMENT', 'control_response.response.subtype must be "success" or "error"');
+    }
+    const requestId = response.request_id;
+    if (!this.book.has(requestId)) this.book.claim(requestId, by.principal); // throws the precise error
+    const behavior = response.subtype === 'error' ? 'error' : String((line.response as { response?: { behavior?: unknown } }).response?.behavior ?? 'answered');
+    const prompt = this.book.get(requestId);
+    const details: Record<string, unknown> = { request_id: requestId, ...prompt?.tool, behavior, client_id: by.clientId };
+    if (prompt?.subtype === 'can_use_tool' && response.subtype === 'success') Object.assign(details, this.checkedAnswer(by, details, line));
+    this.s.audit.audited(by.principal, 'permission_decision', details, () => {
+      this.book.claim(requestId, by.principal, outcomeOf(behavior));
+      this.s.inputs.toEngine(line, key);
+    });
+    this.decided(requestId, by.principal, behavior);
+  }
+
+  /**
+   * Checks a person's answer to a can_use_tool prompt (gateway/session/prompt-answers.ts) before it is
+   * claimed, so a refused answer leaves the prompt open for another; the refusal is recorded.
+   * Returns what the audit record adds: the input that runs and the permissions kept.
+   */
+  private checkedAnswer(by: Actor, details: Record<string, unknown>, line: Record<string, unknown>): Record<string, unknown> {
+    const answer = ((line.response as { response?: unknown }).response ?? {}) as Record<string, unknown>;
+    const call = this.book.get(details.request_id as string)?.call;
+    try {
+      if (!call) {
+        if (answer.updatedPermissions !== undefined || (answer.updatedInput !== undefined && answer.behavior === 'allow')) {
+          throw new TetherError('FAILED_PRECONDITION', 'the tool call this prompt asks about is not known here, so an answer may not change its input or permissions; allow or deny it as asked');
+        }
+        return {};
+      }
+      const effects = checkAnswer(this.s.policy.current, call, answer, this.s.cwd);
+      const out: Record<string, unknown> = {};
+      if (effects.input) out.input = cappedInput(effects.input); // what actually runs
+      if (effects.inputChanged) out.asked_input = cappedInput(call.input);
+      if (effects.updatedPermissions) out.updated_permissions = effects.updatedPermissions;
+      return out;
+    } catch (err) {
+      this.s.audit.quietly(by.principal, 'permission_decision', { ...details, updated_input: cappedInput(answer.updatedInput), updated_permissions: answer.updatedPermissions, result: 'refused', code: failureCode(err), reason: (err as Error).message, decided_by: POLICY_PRINCIPAL });
+      throw err;
+    }
+  }
+
+  /**
+   * Answers the policy hook from the policy in force: recorded first (a decision that cannot
+   * be recorded becomes a deny), then shown to clients when a rule decided, then sent.
+   */
+  answerPolicyHook(call: PolicyHookCall): void {
+    const d = decideHook(this.s.policy.current, call);
+    let answer = hookAnswer(call.requestId, d);
+    try {
+      this.s.audit.record(POLICY_PRINCIPAL, 'policy_decision', hookAuditDetails(call, d));
+      if (d.decision !== 'none' && d.rule) {
+        this.s.history.append({ event: tetherEvent({ subtype: 'policy_decision', tool_use_id: call.toolUseId, tool: call.tool, decision: d.decision, rule: d.rule }) });
+      }
+    } catch (err) {
+      answer = hookAnswer(call.requestId, { decision: 'deny' }, unauditedDenial(err));
+    }
+    try {
+      this.s.inputs.toEngine(answer, GATEWAY_KEY);
+    } catch (err) {
+      // Unanswered, the hook times out and its onFailure "block" keeps the tool from running.
+      this.s.logger.error({ sessionId: this.s.sessionId, err: String(err) }, 'policy answer not queued for the engine');
+    }
+  }
+
+  private expire(requestId: string): void {
+    const p = this.book.withdraw(requestId, 'expired', 'expired');
+    if (!p) return;
+    this.s.audit.quietly('tether:expiry', 'permission_decision', { request_id: requestId, ...p.tool, behavior: 'deny', reason: 'expired' }); // denying goes ahead anyway
+    this.answerEngine(requestId, p.subtype, `Permission request expired after ${Math.round(this.s.expiryMs / 1000)} s with no answer`);
+    this.decided(requestId, 'tether:expiry', 'deny');
+  }
+
+  /** Tells clients a prompt is settled: withdrawn from their screens, who decided and how. */
+  private decided(requestId: string, decidedBy: string, behavior: string): void {
+    this.announceWithdrawal(requestId);
+    this.s.history.append({ event: tetherEvent({ subtype: 'prompt_decided', request_id: requestId, decided_by: decidedBy, behavior }) });
+    if (this.book.size === 0 && this.s.status.current === 'requires_action') this.s.status.set('running');
+  }
+
+  private announceWithdrawal(requestId: string): void {
+    this.s.history.append({ gatewayLine: { type: 'control_cancel_request', request_id: requestId } });
+  }
+
+  /** Fail-closed answer from the gateway itself: deny for permission prompts, error otherwise. */
+  private answerEngine(requestId: string, subtype: string, message: string): void {
+    const response =
+      subtype === DENY_ON_EXPIRY
+        ? { subtype: 'success', request_id: requestId, response: { behavior: 'deny', message } }
+        : { subtype: 'error', request_id: requestId, error: message };
+    this.s.inputs.toEngine({ type: 'control_response', response }, GATEWAY_KEY);
+  }
+}

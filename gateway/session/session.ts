@@ -1,0 +1,297 @@
+import { TetherError } from '../../core/errors.js';
+import { INPUT_REFUSED, tetherEvent, type Role, type SessionState, type TetherEvent } from '../../core/protocol/events.js';
+import type { LineMeta, SessionInfo, StopSignal } from '../../core/protocol/methods.js';
+import type { EngineKind, SessionOptions } from '../../core/protocol/session-options.js';
+import type { Logger } from '../../core/logging.js';
+import type { ReplayLogLimits } from './replay-log.js';
+import { failureCode, type AuditLog } from '../audit/audit-log.js';
+import type { GatewayMetrics } from '../metrics.js';
+import type { SessionStore, StoredSession } from './session-store.js';
+import { ControlRouting } from './control-routing.js';
+import { SessionRoles, type RoleDecision } from './session-roles.js';
+import { StaticPolicy, type PolicyProvider } from '../policy/policy-source.js';
+import { SessionAudit } from './session-audit.js';
+import { SessionStatus } from './session-status.js';
+import { factOf, SessionHistory } from './session-history.js';
+import { EngineInputs, type EngineHost } from './engine-inputs.js';
+import { SessionPrompts } from './session-prompts.js';
+import { SessionMembers, type Cut, type Member } from './session-members.js';
+import { InputRouting } from './input-routing.js';
+import { OutputRouting } from './output-routing.js';
+
+export type { EngineHost } from './engine-inputs.js';
+export type { Member } from './session-members.js';
+// The session room's face: what other rooms need of its parts comes through here.
+export { REPLAY_DEFAULTS, ReplayLog, type ReplayLogLimits } from './replay-log.js';
+export { requireControlScope, type RoleDecisions } from './session-roles.js';
+export { DEFAULT_CONTROL_ANSWER_MS } from './control-routing.js';
+
+export interface SessionLimits {
+  replay: ReplayLogLimits;
+  /** A control request the engine leaves unanswered this long marks the session unresponsive. */
+  controlAnswerMs: number;
+  maxPendingPrompts: number;
+  promptExpiryMs: number;
+  maxMembers: number;
+}
+
+export interface SessionInit {
+  id: string;
+  agent: string;
+  engine: EngineKind;
+  owner: string;
+  options: SessionOptions;
+  host: EngineHost | undefined;
+  limits: SessionLimits;
+  logger: Logger;
+  audit: AuditLog;
+  store: SessionStore;
+  /** History read back from the store after a restart. */
+  restored?: StoredSession;
+  /** What the session reports to the gateway's metrics (prompts, replay gaps); none by default. */
+  metrics?: SessionMetrics;
+  /** The central policy that answers the engine's policy hook (default: no rules). */
+  policy?: PolicyProvider;
+}
+
+/** The part of the gateway's metrics a session reports to. */
+export type SessionMetrics = Pick<GatewayMetrics, 'promptRaised' | 'promptSettled' | 'replayGap' | 'engineUnresponsive'>;
+
+/**
+ * One live engine session, composed of its parts: history (`session-history.ts`: frames
+ * numbered, stored, replayed), the way to the engine (`engine-inputs.ts`), who is attached
+ * (`session-members.ts`, roles in `session-roles.ts`), client input (`input-routing.ts`),
+ * engine output (`output-routing.ts`), prompts (`session-prompts.ts`), the state
+ * (`session-status.ts`) and the audit (`session-audit.ts`). This class wires them and keeps
+ * the session's life: binding to its agent, ending, stopping. Knows nothing of sockets,
+ * processes or wire text.
+ */
+export class Session {
+  readonly createdAt: string;
+  /** Called once when the session ends (the directory schedules its removal). */
+  onEnded: (() => void) | undefined;
+  /** The stop in flight toward the agent, shared by everyone who asks meanwhile. */
+  private stopping: Promise<void> | undefined;
+
+  readonly id: string;
+  readonly agent: string;
+  readonly engine: EngineKind;
+  readonly owner: string;
+  readonly options: SessionOptions;
+  /** Who gets which role: token scope, owner and the owner's decisions (kept in the store). */
+  readonly roles: SessionRoles;
+  private readonly logger: Logger;
+  private readonly metrics: SessionMetrics | undefined;
+  private readonly audit: SessionAudit;
+  private readonly status: SessionStatus;
+  private readonly history: SessionHistory;
+  private readonly inputs: EngineInputs;
+  /** Clients' control requests in flight to the engine, kept apart per client, each timed. */
+  private readonly controls: ControlRouting;
+  private readonly prompts: SessionPrompts;
+  private readonly members: SessionMembers;
+  private readonly routing: InputRouting;
+  private readonly output: OutputRouting;
+
+  constructor(init: SessionInit) {
+    const { id, store, limits, restored } = init;
+    this.id = id;
+    this.agent = init.agent;
+    this.engine = init.engine;
+    this.owner = init.owner;
+    this.options = init.options;
+    this.createdAt = restored?.record.created_at ?? new Date().toISOString();
+    this.logger = init.logger;
+    this.audit = new SessionAudit(id, init.audit, init.logger);
+    this.status = new SessionStatus((state) => this.history.append({ event: tetherEvent({ subtype: 'state', state }) }));
+    // Restored history is durable already; everything after goes out once the store holds it.
+    this.history = new SessionHistory(id, store, limits.replay, (bytes, readAtMs) => this.members.deliver(bytes, readAtMs), restored?.frames);
+    this.inputs = new EngineInputs(id, store, init.logger, init.host);
+    this.controls = new ControlRouting({
+      answerWithinMs: limits.controlAnswerMs,
+      onOverdue: (subtype, waitedMs) => this.onControlOverdue(subtype, waitedMs),
+      onCaughtUp: () => this.status.caughtUp(),
+    });
+    const parts = { sessionId: id, history: this.history, inputs: this.inputs, status: this.status, audit: this.audit, controls: this.controls };
+    const policy = init.policy ?? new StaticPolicy();
+    this.prompts = new SessionPrompts({ ...parts, cwd: init.options.cwd, maxPending: limits.maxPendingPrompts, expiryMs: limits.promptExpiryMs, logger: init.logger, policy });
+    this.roles = new SessionRoles(init.owner, restored?.roles, (decisions) => store.saveRoles(id, decisions));
+    this.metrics = init.metrics;
+    this.members = new SessionMembers({ ...parts, owner: init.owner, maxMembers: limits.maxMembers, roles: this.roles, onGap: () => this.metrics?.replayGap() });
+    this.routing = new InputRouting({ ...parts, prompts: this.prompts, policy, cwd: init.options.cwd });
+    this.output = new OutputRouting({ ...parts, prompts: this.prompts, members: this.members });
+    if (restored) this.restore(restored);
+    else store.create({ id, agent: this.agent, engine: this.engine, owner: this.owner, options: this.options, created_at: this.createdAt });
+    this.prompts.observer = init.metrics; // after the restore: restored prompts were counted by the process that raised them
+  }
+
+  /**
+   * Rebuilds state, pending prompts and input bookkeeping from the store (history itself was
+   * read back by SessionHistory). The session then waits for its agent ('agent-lost') unless it had ended.
+   */
+  private restore(stored: StoredSession): void {
+    for (const f of stored.frames) {
+      const fact = factOf(f.bytes);
+      if (fact?.kind === 'state') this.status.restore(fact.state);
+      else if (fact?.kind === 'prompt') this.prompts.raise(fact.requestId, fact.subtype, fact.request);
+      else if (fact?.kind === 'withdrawn') this.prompts.withdraw(fact.requestId, 'withdrawn');
+    }
+    this.inputs.restore(stored.inputs);
+    if (!this.ended) this.status.restore('agent-lost');
+  }
+
+  get currentState(): SessionState {
+    return this.status.current;
+  }
+
+  get ended(): boolean {
+    return this.status.current === 'ended';
+  }
+
+  /** Inputs queued for the engine that the agent has not yet confirmed written (re-sent if it reconnects). */
+  get unconfirmedInputs(): number {
+    return this.inputs.unconfirmed;
+  }
+
+  /** The next output seq the gateway expects from the agent (for agent resume). */
+  get nextAgentSeq(): number {
+    return this.history.nextAgentSeq;
+  }
+
+  info(): SessionInfo {
+    return {
+      id: this.id,
+      agent: this.agent,
+      engine: this.engine,
+      owner: this.owner,
+      state: this.status.current,
+      created_at: this.createdAt,
+      clients: this.members.info(),
+      pending_prompts: this.prompts.size,
+      last_seq: this.history.lastSeq,
+      options: this.options,
+    };
+  }
+
+  // ---- engine side ---------------------------------------------------------------------
+
+  /** The agent (re)bound this session; `host` undefined means the agent link is down. */
+  bindHost(host: EngineHost | undefined, lastInputSeq = 0): void {
+    this.inputs.bind(host);
+    if (this.ended) return;
+    // Re-send what the agent never confirmed; it applies each input seq at most once.
+    this.inputs.resendAfter(lastInputSeq);
+    if (!host) this.status.set('agent-lost');
+    else if (this.status.current === 'agent-lost' || this.status.current === 'starting') this.status.set(this.prompts.size ? 'requires_action' : 'idle');
+  }
+
+  /**
+   * One engine stdout line with the agent's seq. Returns false for a duplicate (already seen
+   * seq, e.g. replayed after a reconnect), true when applied.
+   */
+  onEngineLine(agentSeq: number, line: Uint8Array, meta: LineMeta, readAtMs?: number): boolean {
+    if (!this.history.acceptAgentSeq(agentSeq)) return false;
+    this.output.line(line, meta, readAtMs);
+    return true;
+  }
+
+  /** An agent-side event (exit, diagnostics) in the agent's seq space. */
+  onEngineEvent(agentSeq: number, event: TetherEvent): boolean {
+    if (!this.history.acceptAgentSeq(agentSeq)) return false;
+    if (event.subtype === 'exited') this.end(event);
+    else this.history.append({ event });
+    // A prompt the agent refused starts no turn; should one run after all, its output sets running again.
+    if (event.subtype === 'engine_error' && event.code === INPUT_REFUSED && this.status.current === 'running') this.status.set('idle');
+    return true;
+  }
+
+  /**
+   * Marks the session ended (engine gone): withdraws what was pending, then the state, then
+   * the exit itself last, since readers stop at `exited`.
+   */
+  end(exited?: TetherEvent): void {
+    if (this.ended) return;
+    this.audit.quietly('tether', 'ended', exited?.subtype === 'exited' ? { code: exited.code, signal: exited.signal, reason: exited.reason } : {});
+    this.prompts.clear('engine gone');
+    this.controls.clear();
+    this.status.set('ended');
+    if (exited) this.history.append({ event: exited });
+    this.onEnded?.();
+  }
+
+  /** The agent wrote every input up to `seq` to the engine. */
+  onInputAck(seq: number): void {
+    this.inputs.ack(seq);
+  }
+
+  /**
+   * The engine left a control request unanswered past the bound: the session is marked
+   * unresponsive (every client gets the state and an engine_error saying why) until it answers.
+   * Not while the agent is away: then the engine cannot answer, and the request is timed again.
+   */
+  private onControlOverdue(subtype: string, waitedMs: number): boolean {
+    if (!this.inputs.host || this.ended) return false;
+    if (this.status.current === 'unresponsive') return true;
+    const message = `the engine did not answer ${subtype} within ${Math.round(waitedMs / 1000)} s; the owner can stop the session`;
+    this.logger.warn({ sessionId: this.id, subtype, waitedMs }, 'engine unresponsive');
+    this.metrics?.engineUnresponsive();
+    this.history.append({ event: tetherEvent({ subtype: 'engine_error', code: 'UNRESPONSIVE', message }) });
+    this.status.unresponsive();
+    return true;
+  }
+
+  // ---- client side ---------------------------------------------------------------------
+
+  /** See SessionMembers.attach. */
+  attach(member: Member, role: Role, fromSeq?: number, previousClientId?: string): number {
+    return this.members.attach(member, role, fromSeq, previousClientId);
+  }
+
+  /** The directory drops the session (its store entry goes next): nothing it holds back is appended later. */
+  dispose(): void {
+    this.members.dispose();
+  }
+
+  /** See SessionMembers.detach. */
+  detach(clientId: string, cut?: Cut): void {
+    this.members.detach(clientId, cut);
+  }
+
+  /** See SessionMembers.setRole. */
+  setRole(byClientId: string, targetClientId: string, role: RoleDecision, mayControl: (clientId: string) => boolean): void {
+    this.members.setRole(byClientId, targetClientId, role, mayControl);
+  }
+
+  roleOf(clientId: string): Role | undefined {
+    return this.members.roleOf(clientId);
+  }
+
+  /**
+   * Applies one input line from an attached client, at most once per input id. Throws a
+   * typed error (and changes nothing) when the client may not send it or it is malformed.
+   * `onApplied` gets the line as serialized when it was applied.
+   */
+  input(clientId: string, inputId: string, line: Record<string, unknown>, onApplied?: (text: string) => void): 'applied' | 'duplicate' {
+    const a = this.members.attached(clientId);
+    if (a.role === 'viewer') throw new TetherError('PERMISSION_DENIED', 'viewers cannot send input to the session');
+    return this.routing.input(a.member, inputId, line, this.ended, onApplied);
+  }
+
+  /** Stops the engine (owner or controller); `signal` says how hard (core/protocol/methods.ts StopSignal). */
+  async stop(clientId: string | undefined, reason: string, signal?: StopSignal): Promise<void> {
+    if (clientId !== undefined && this.members.attached(clientId).role === 'viewer') throw new TetherError('PERMISSION_DENIED', 'viewers cannot stop the session');
+    if (this.ended) return;
+    if (this.stopping && signal === undefined) return this.stopping; // one graceful stop toward the agent, however many ask at once
+    const host = this.inputs.host;
+    if (!host) throw new TetherError('UNAVAILABLE', `the agent of session ${this.id} is not connected`);
+    const by = clientId ? (this.members.principalOf(clientId) ?? 'unknown') : 'tether';
+    this.audit.record(by, 'stop', { reason });
+    const stopped = host.stop(this.id, reason, signal).catch((err: unknown) => {
+      this.audit.quietly(by, 'stop', { reason, result: 'failed', code: failureCode(err) });
+      throw err;
+    });
+    if (signal !== undefined) return stopped; // a signal always goes through (it may escalate a graceful stop)
+    this.stopping = stopped.finally(() => (this.stopping = undefined));
+    return this.stopping;
+  }
+}
