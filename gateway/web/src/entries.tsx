@@ -44,8 +44,9 @@ export function EntryView({ e }: { e: Entry }) {
   switch (e.kind) {
     case 'prompt':
       return (
-        <div class="prompt" data-testid="prompt">
+        <div class={e.queued ? 'prompt queued' : 'prompt'} data-testid="prompt">
           <span class="sender">{e.principal}</span>
+          {e.queued && <span class="muted small" data-testid="queued"> queued: the engine reads it when the current answer ends</span>}
           <div class="prompt-text">{e.text}{e.images > 0 && <span class="muted"> [{e.images} image{e.images > 1 ? 's' : ''}]</span>}</div>
         </div>
       );

@@ -81,6 +81,7 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
         {t.entries.map((e) =>
           e.kind === 'permission' ? <PermissionCard key={e.id} prompt={e.prompt} session={session} canAnswer={canControl} answerers={answerers} /> : <EntryView key={e.id} e={e} />,
         )}
+        {t.queued.map((e) => <EntryView key={e.id} e={e} />)}
         <div ref={bottom} />
       </section>
       {canControl && <Composer session={session} />}

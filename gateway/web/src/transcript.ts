@@ -20,7 +20,7 @@ export interface PermissionPrompt {
 }
 
 export type Entry =
-  | { id: number; kind: 'prompt'; principal: string; text: string; images: number }
+  | { id: number; kind: 'prompt'; principal: string; text: string; images: number; queued?: boolean }
   | { id: number; kind: 'text'; text: string; streaming: boolean }
   | { id: number; kind: 'thinking'; text: string; streaming: boolean }
   | { id: number; kind: 'tool'; toolUseId: string; name: string; input: Record<string, unknown>; result?: { content: unknown; isError: boolean }; awaitingPermission?: boolean }
@@ -37,8 +37,16 @@ export class Transcript {
   model?: string;
   permissionMode?: string;
   private nextId = 1;
-  private liveText: Extract<Entry, { kind: 'text' }> | undefined;
-  private liveThinking: Extract<Entry, { kind: 'thinking' }> | undefined;
+  /** Streaming text and thinking blocks by `messageId:index`: deltas land in the block they belong to, whatever came between. */
+  private readonly streams = new Map<string, Extract<Entry, { kind: 'text' | 'thinking' }>>();
+  /** The API message the engine streams now (its stream events name it; message_start at least). */
+  private streamingMessage = '';
+  /** Finished blocks per API message: the engine writes one assistant frame per block, in index order. */
+  private readonly blocksDone = new Map<string, number>();
+  /** Prompts sent while a turn runs: shown below the transcript as queued until their turn starts. */
+  readonly queued: Extract<Entry, { kind: 'prompt' }>[] = [];
+  /** A turn runs: from a prompt taken (or system/init) to its result. */
+  private turnRunning = false;
   private readonly tools = new Map<string, Extract<Entry, { kind: 'tool' }>>();
   private readonly prompts = new Map<string, PermissionPrompt>();
   private lastPresenceId = 0;
@@ -69,7 +77,7 @@ export class Transcript {
     const m = item.message;
     switch (m.type) {
       case 'stream_event':
-        return this.streamEvent(obj(m.event));
+        return this.streamEvent(m, obj(m.event));
       case 'assistant':
         return this.assistant(m);
       case 'user':
@@ -79,11 +87,12 @@ export class Transcript {
       case 'control_cancel_request':
         return this.withdraw(String(m.request_id));
       case 'result':
-        this.liveText = this.liveThinking = undefined;
+        this.endTurn(m);
         if (m.is_error === true) this.note(`Turn ended: ${String(m.result ?? (Array.isArray(m.errors) ? m.errors.join('; ') : m.subtype))}`, 'error');
         return;
       case 'system':
         if (m.subtype === 'init') {
+          this.startTurn();
           if (typeof m.model === 'string') this.model = m.model;
           if (typeof m.permissionMode === 'string') this.permissionMode = m.permissionMode;
         } else if (m.subtype === 'status' && typeof m.permissionMode === 'string') {
@@ -103,8 +112,12 @@ export class Transcript {
         const content = obj(e.message).content;
         const blocks = Array.isArray(content) ? (content as Record<string, unknown>[]) : [];
         const text = typeof content === 'string' ? content : blocks.filter((b) => b.type === 'text').map((b) => String(b.text)).join('\n');
-        this.liveText = this.liveThinking = undefined;
-        this.add({ kind: 'prompt', principal: String(e.principal), text, images: blocks.filter((b) => b.type === 'image').length });
+        const prompt = { id: this.nextId++, kind: 'prompt' as const, principal: String(e.principal), text, images: blocks.filter((b) => b.type === 'image').length };
+        if (this.turnRunning || this.queued.length > 0) this.queued.push({ ...prompt, queued: true });
+        else {
+          this.entries.push(prompt);
+          this.turnRunning = true;
+        }
         return;
       }
       case 'presence':
@@ -121,6 +134,7 @@ export class Transcript {
         return;
       }
       case 'state':
+        if (e.state === 'ended') this.placeQueued(this.queued.length);
         if (e.state === 'agent-lost') this.note('The agent link is down; the engine keeps running.', 'error');
         if (e.state === 'ended') this.note('Session ended.');
         return;
@@ -142,41 +156,63 @@ export class Transcript {
     }
   }
 
-  private streamEvent(ev: Record<string, unknown>): void {
+  /** A turn starts (system/init): the first queued prompt is the one it answers; it takes its place here. */
+  private startTurn(): void {
+    if (!this.turnRunning) this.placeQueued(1);
+    this.turnRunning = true;
+  }
+
+  /** A turn ended: whatever still streams is over; queued prompts the engine folded into this turn (none left queued by its count) are placed. */
+  private endTurn(m: EngineMessage): void {
+    for (const e of this.streams.values()) e.streaming = false;
+    this.streams.clear();
+    this.turnRunning = false;
+    if (m.queued_turn_count === 0) this.placeQueued(this.queued.length);
+  }
+
+  private placeQueued(n: number): void {
+    for (const p of this.queued.splice(0, n)) this.entries.push({ ...p, queued: false });
+  }
+
+  private streamEvent(m: EngineMessage, ev: Record<string, unknown>): void {
+    if (ev.type === 'message_start') this.streamingMessage = String(obj(ev.message).id ?? m.api_message_id ?? '');
+    else if (typeof m.api_message_id === 'string') this.streamingMessage = m.api_message_id;
+    const key = `${this.streamingMessage}:${String(ev.index ?? 0)}`;
     if (ev.type === 'content_block_start') {
       const block = obj(ev.content_block);
-      if (block.type === 'text') this.liveText = this.add({ kind: 'text', text: '', streaming: true });
-      if (block.type === 'thinking') this.liveThinking = this.add({ kind: 'thinking', text: '', streaming: true });
+      if (block.type === 'text' || block.type === 'thinking') this.streams.set(key, this.add({ kind: block.type, text: '', streaming: true }));
       return;
     }
     if (ev.type !== 'content_block_delta') return;
     const d = obj(ev.delta);
-    if (d.type === 'text_delta' && typeof d.text === 'string') {
-      this.liveText ??= this.add({ kind: 'text', text: '', streaming: true });
-      this.liveText.text += d.text;
-    } else if (d.type === 'thinking_delta' && typeof d.thinking === 'string') {
-      this.liveThinking ??= this.add({ kind: 'thinking', text: '', streaming: true });
-      this.liveThinking.text += d.thinking;
-    }
+    const kind = d.type === 'text_delta' ? 'text' : d.type === 'thinking_delta' ? 'thinking' : undefined;
+    const piece = kind === 'text' ? d.text : d.thinking;
+    if (!kind || typeof piece !== 'string') return;
+    let entry = this.streams.get(key);
+    if (!entry || entry.kind !== kind) this.streams.set(key, (entry = this.add({ kind, text: '', streaming: true })));
+    entry.text += piece;
   }
 
-  /** One assistant frame per completed block: it replaces what streamed for that block. */
+  /** One assistant frame per completed block: it replaces what streamed for that block (same message id, same index). */
   private assistant(m: EngineMessage): void {
-    const content = obj(m.message).content;
+    const message = obj(m.message);
+    const id = String(message.id ?? '');
+    const content = message.content;
     for (const b of Array.isArray(content) ? (content as Record<string, unknown>[]) : []) {
-      if (b.type === 'text') {
-        const text = String(b.text ?? '');
-        if (this.liveText) Object.assign(this.liveText, { text, streaming: false });
-        else this.add({ kind: 'text', text, streaming: false });
-        this.liveText = undefined;
-      } else if (b.type === 'thinking') {
-        const text = String(b.thinking ?? '');
-        if (this.liveThinking) Object.assign(this.liveThinking, { text, streaming: false });
-        else this.add({ kind: 'thinking', text, streaming: false });
-        this.liveThinking = undefined;
+      const index = this.blocksDone.get(id) ?? 0;
+      this.blocksDone.set(id, index + 1);
+      const key = `${id}:${index}`;
+      if (b.type === 'text' || b.type === 'thinking') {
+        const text = String((b.type === 'text' ? b.text : b.thinking) ?? '');
+        // By index; an interrupted message's aborted frame may skip blocks, so else the first of its kind still streaming.
+        const at = this.streams.get(key)?.kind === b.type ? key : [...this.streams.keys()].find((k) => k.startsWith(`${id}:`) && this.streams.get(k)!.kind === b.type);
+        const streamed = at === undefined ? undefined : this.streams.get(at);
+        if (at !== undefined) this.streams.delete(at);
+        if (streamed) Object.assign(streamed, { text, streaming: false });
+        else this.add({ kind: b.type, text, streaming: false });
       } else if (b.type === 'tool_use') {
-        const id = String(b.id);
-        if (!this.tools.has(id)) this.tools.set(id, this.add({ kind: 'tool', toolUseId: id, name: String(b.name), input: obj(b.input) }));
+        const toolId = String(b.id);
+        if (!this.tools.has(toolId)) this.tools.set(toolId, this.add({ kind: 'tool', toolUseId: toolId, name: String(b.name), input: obj(b.input) }));
       }
     }
   }

@@ -1,0 +1,61 @@
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium, openFromDashboard, person, sendPrompt, signIn, signInLinkFor, startSession } from './support/browser.js';
+import { makeTempDir, type TempDir } from './support/claude-cli.js';
+import { startTether, type Daemon } from './support/cli.js';
+
+const COUNTED = `Counting slowly:${Array.from({ length: 39 }, (_, i) => ` ${i + 1}`).join(',')}.`;
+
+/** The web page's behaviour in the issue-28 cases, against `tether up` with the demo engine, in headless Chromium. */
+describe('web page (demo engine): issue 28', () => {
+  let up: Daemon;
+  let browser: Browser;
+  let cwd: TempDir;
+  let state: TempDir;
+  let pageUrl: string;
+  const linkFor = (sub: string) => signInLinkFor(pageUrl, state.path, sub);
+  const signedIn = async (sub: string, opts: { width?: number } = {}) => {
+    const p = await person(browser, opts);
+    await signIn(p.page, await linkFor(sub));
+    return p;
+  };
+
+  beforeAll(async () => {
+    cwd = makeTempDir('tether-web28-cwd-');
+    state = makeTempDir('tether-web28-state-');
+    up = startTether(['up', '--port', '0', '--engine', 'demo', '--cwd', cwd.path, '--state-dir', state.path]);
+    pageUrl = new URL((await up.line('sign-in: ')).split(' ')[1]).origin;
+    browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await up?.stop('SIGTERM');
+    cwd?.cleanup();
+    state?.cleanup();
+  });
+
+  it('a prompt sent while an answer streams: the answer finishes where it started, once; the prompt waits below as queued, then gets its own answer', async () => {
+    const alice = await signedIn('alice');
+    const id = await startSession(alice.page);
+    const bob = await signedIn('bob');
+    await openFromDashboard(bob.page, id, 'Open');
+    await sendPrompt(alice.page, 'a slow long answer please');
+    await bob.page.locator('.md.streaming').filter({ hasText: ' 3,' }).waitFor();
+    await sendPrompt(bob.page, 'hello from bob');
+    const queued = (p: typeof alice.page) => p.getByTestId('prompt').filter({ hasText: 'hello from bob' }).getByTestId('queued');
+    await Promise.all([alice.page, bob.page].map((p) => queued(p).waitFor())); // said while the answer above streams
+    for (const p of [alice.page, bob.page]) {
+      await p.getByText('You said: hello from bob').waitFor();
+      expect(await queued(p).count()).toBe(0);
+      expect(await p.locator('.md.streaming').count()).toBe(0); // no cursor left running
+      const texts = (await p.getByTestId('assistant-text').allTextContents()).map((t) => t.trim());
+      expect(texts).toEqual([COUNTED, 'Hello from the Tether demo engine. You said: hello from bob']); // the count once, above bob's prompt
+      const order = await p.locator('[data-testid=prompt], [data-testid=assistant-text]').allTextContents();
+      expect(order.map((t) => t.trim().slice(0, 24).trim())).toEqual(['alicea slow long answer', COUNTED.slice(0, 24), 'bobhello from bob', 'Hello from the Tether de']);
+    }
+    expect(alice.errors).toEqual([]);
+    expect(bob.errors).toEqual([]);
+    await bob.context.close();
+    await alice.context.close();
+  });
+});
