@@ -93,13 +93,14 @@ export class SessionPrompts {
     }
     const requestId = response.request_id;
     if (!this.book.has(requestId)) this.book.claim(requestId, by.principal); // throws the precise error
-    const behavior = response.subtype === 'error' ? 'error' : String((line.response as { response?: { behavior?: unknown } }).response?.behavior ?? 'answered');
+    const answer = (line.response as { response?: { behavior?: unknown; updatedPermissions?: unknown } }).response;
+    const behavior = response.subtype === 'error' ? 'error' : String(answer?.behavior ?? 'answered');
     const tool = this.book.get(requestId)?.tool;
     this.s.audit.audited(by.principal, 'permission_decision', { request_id: requestId, ...tool, behavior, client_id: by.clientId }, () => {
       this.book.claim(requestId, by.principal, outcomeOf(behavior));
       this.s.inputs.toEngine(line, key);
     });
-    this.decided(requestId, by.principal, behavior);
+    this.decided(requestId, by.principal, behavior, behavior === 'allow' && Array.isArray(answer?.updatedPermissions) ? answer.updatedPermissions : undefined);
   }
 
   /**
@@ -134,9 +135,9 @@ export class SessionPrompts {
   }
 
   /** Tells clients a prompt is settled: withdrawn from their screens, who decided and how. */
-  private decided(requestId: string, decidedBy: string, behavior: string): void {
+  private decided(requestId: string, decidedBy: string, behavior: string, updatedPermissions?: unknown[]): void {
     this.announceWithdrawal(requestId);
-    this.s.history.append({ event: tetherEvent({ subtype: 'prompt_decided', request_id: requestId, decided_by: decidedBy, behavior }) });
+    this.s.history.append({ event: tetherEvent({ subtype: 'prompt_decided', request_id: requestId, decided_by: decidedBy, behavior, ...(updatedPermissions ? { updated_permissions: updatedPermissions } : {}) }) });
     if (this.book.size === 0 && this.s.status.current === 'requires_action') this.s.status.set('running');
   }
 

@@ -194,7 +194,9 @@ describe('web client (demo engine, tether up)', () => {
     await sendPrompt(alice.page, 'hello while you wait');
     await expect.poll(() => alice.page.locator('#prompt').inputValue()).toBe('');
     await alice.page.getByTestId('prompt').filter({ hasText: 'hello while you wait' }).waitFor();
-    await alice.page.getByTestId('permission-card').getByRole('button', { name: 'Allow for this session' }).click();
+    const allowRule = alice.page.getByTestId('permission-card').getByTestId('allow-rule');
+    await expect(allowRule.textContent()).resolves.toBe('Allow Bash(echo *) for this session'); // the engine's proposed rule, not the whole tool
+    await allowRule.click();
     await alice.page.getByText('Done: the command ran.').waitFor();
     await alice.page.getByText('You said: hello while you wait').waitFor();
     await sendPrompt(alice.page, 'create a file again');

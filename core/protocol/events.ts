@@ -67,6 +67,8 @@ export const TetherEvent = z.discriminatedUnion('subtype', [
     request_id: z.string(),
     decided_by: z.string(),
     behavior: z.string(),
+    /** The permission updates the answer carried (`updatedPermissions`): rules it granted, shown to every member with who granted them. */
+    updated_permissions: z.array(z.unknown()).optional(),
     at: z.string(),
   }),
   z.object({

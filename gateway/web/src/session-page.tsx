@@ -51,6 +51,12 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
             ))}
           </ul>
         )}
+        {t.standingRules.length > 0 && (
+          <div class="standing-rules small" data-testid="standing-rules">
+            Allowed for this session without asking:
+            <ul>{t.standingRules.map((r) => <li key={r.rule}><code>{r.rule}</code> (by {r.grantedBy})</li>)}</ul>
+          </div>
+        )}
         {!canControl && <div class="readonly" role="note" data-testid="read-only">You are watching read-only: you see everything and can change nothing.</div>}
         <div class="controls">
           {canControl && (

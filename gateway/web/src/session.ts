@@ -50,8 +50,6 @@ export class OpenSession {
   private clientId = '';
   private nextRequest = 1;
   private readonly offs: (() => void)[] = [];
-  /** Tools a controller allowed "for this session": later prompts for them are allowed at once. */
-  readonly alwaysAllow = new Set<string>();
 
   private constructor(private readonly conn: Connection, public info: SessionInfo, role: SessionView['role']) {
     this.view = new Store<SessionView>({ role, state: info.state, version: 0, present: new Map() });
@@ -134,10 +132,6 @@ export class OpenSession {
         }
         this.view.update({ present });
       }
-    }
-    if (item.kind === 'engine' && this.canControl) {
-      const p = this.transcript.pending.get(String(item.message.request_id));
-      if (p && this.alwaysAllow.has(p.toolName)) void this.answer(p.requestId, { behavior: 'allow', updatedInput: p.input }).catch(() => {});
     }
   }
 

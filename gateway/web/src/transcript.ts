@@ -4,6 +4,7 @@
  * with their fate, and notes (presence, roles, state, errors). Pure: no DOM, no network.
  */
 import type { EngineMessage, StreamItem } from './frames.js';
+import { grantedRules, ruleLabel } from '../../../client/permission-policy.js';
 import { policyLine } from '../../../client/tool-view.js';
 import type { PresenceChange } from '../../../core/protocol/events.js';
 import { presenceChanges } from '../../../core/protocol/presence.js';
@@ -33,6 +34,8 @@ export class Transcript {
   readonly entries: Entry[] = [];
   /** Pending permission prompts by request id (also in entries). */
   readonly pending = new Map<string, PermissionPrompt>();
+  /** Rules a member allowed for the rest of the session, oldest first, with who granted them. */
+  readonly standingRules: { rule: string; grantedBy: string }[] = [];
   /** The engine's model and permission mode as last reported (system/init, status). */
   model?: string;
   permissionMode?: string;
@@ -130,6 +133,10 @@ export class Transcript {
           p.decidedBy = String(e.decided_by);
           p.behavior = String(e.behavior);
           this.settle(p);
+        }
+        for (const r of grantedRules(e.updated_permissions)) {
+          const rule = ruleLabel(r);
+          if (!this.standingRules.some((s) => s.rule === rule)) this.standingRules.push({ rule, grantedBy: String(e.decided_by) });
         }
         return;
       }
