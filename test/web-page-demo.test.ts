@@ -58,4 +58,19 @@ describe('web page (demo engine): issue 28', () => {
     await bob.context.close();
     await alice.context.close();
   });
+
+  it('reloading a tab whose address names a session that is gone: the dashboard with a plain message, still signed in', async () => {
+    const alice = await signedIn('alice');
+    await alice.page.goto(`${pageUrl}/#session=s_gone_long_ago`);
+    await alice.page.reload();
+    await alice.page.getByRole('alert').filter({ hasText: 'The session in this address is not on the gateway any more' }).waitFor();
+    await alice.page.getByRole('button', { name: 'Start session' }).waitFor();
+    await expect(alice.page.getByTestId('principal').textContent()).resolves.toBe('alice');
+    expect(await alice.page.evaluate(() => sessionStorage.getItem('tether.token'))).not.toBeNull();
+    expect(alice.page.url()).not.toContain('#session=');
+    await alice.page.reload(); // and the sign-in lasts
+    await expect(alice.page.getByTestId('principal').textContent()).resolves.toBe('alice');
+    expect(alice.errors).toEqual([]);
+    await alice.context.close();
+  });
 });

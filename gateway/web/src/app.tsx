@@ -4,6 +4,7 @@ import { Connection } from './connection';
 import { Dashboard } from './dashboard';
 import { SessionPage } from './session-page';
 import { OpenSession } from './session';
+import { openFailure } from './messages';
 import { useStore } from './store';
 
 const conn = new Connection();
@@ -33,26 +34,28 @@ export function App() {
         await conn.probe();
         const code = takeLoginCode();
         if (code) await conn.signIn(code);
-        if (conn.hasCredential) await conn.start();
-        const id = sessionInHash();
-        if (id && conn.state.get().status === 'connected') setSession(await OpenSession.attach(conn, id, false));
       } catch (err) {
-        conn.signOut('');
+        conn.signOut(''); // the sign-in code was refused: nothing to keep
         setError((err as Error).message);
-      } finally {
-        setBooting(false);
+        return setBooting(false);
       }
+      if (conn.hasCredential) await conn.start(); // only refused credentials sign out (connection.ts)
+      const id = sessionInHash();
+      // A session that cannot be opened (gone, not ours, unreachable): back to the dashboard, still signed in.
+      if (id && conn.state.get().status === 'connected') await open(() => OpenSession.attach(conn, id, false), true);
+      setBooting(false);
     })();
   }, []);
 
-  const open = async (make: () => Promise<OpenSession>) => {
+  const open = async (make: () => Promise<OpenSession>, fromAddress = false) => {
     setError(undefined);
     try {
       const s = await make();
       history.replaceState(null, '', `#session=${s.id}`);
       setSession(s);
     } catch (err) {
-      setError((err as Error).message);
+      if (fromAddress) history.replaceState(null, '', location.pathname);
+      setError(openFailure(err, fromAddress));
     }
   };
   const leave = () => {

@@ -4,6 +4,8 @@
  * and reconnection with backoff. Sessions re-attach themselves from their last seq when
  * `onReconnect` fires.
  */
+import { backoffDelay, CLIENT_BACKOFF } from '../../../core/util/backoff.js';
+import { LOGIN_PATH, TICKET_PATH, WS_PATH } from '../../../core/protocol/http-paths.js';
 import { PROTOCOL_VERSION } from '../../../core/protocol/version.js';
 import { RpcError, RpcSocket } from './rpc';
 import { Store } from './store';
@@ -11,9 +13,8 @@ import { Store } from './store';
 /** Where the tab keeps its client token (gone when the tab closes). */
 const TOKEN_KEY = 'tether.token';
 const PRINCIPAL_KEY = 'tether.principal';
-/** Reconnect pauses: 250 ms doubling to 5 s, with jitter. */
-const BACKOFF_MIN_MS = 250;
-const BACKOFF_MAX_MS = 5_000;
+/** While the browser says it is offline, the pause between tries (the online event ends it early). */
+const OFFLINE_PAUSE_MS = 5_000;
 
 export type LinkStatus = 'signed-out' | 'connecting' | 'connected' | 'down' | 'resuming';
 
@@ -44,7 +45,7 @@ export class Connection {
 
   /** Signs in with a code from a sign-in link; resolves once the token is kept. */
   async signIn(code: string): Promise<void> {
-    const res = await fetch('/v1/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code }) });
+    const res = await fetch(LOGIN_PATH, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code }) });
     if (!res.ok) throw await httpError(res);
     const body = (await res.json()) as { token: string; principal: string };
     sessionStorage.setItem(TOKEN_KEY, body.token);
@@ -58,7 +59,7 @@ export class Connection {
 
   /** Asks the gateway whether it checks tokens at all. */
   async probe(): Promise<void> {
-    const res = await fetch('/v1/login').catch(() => undefined);
+    const res = await fetch(LOGIN_PATH).catch(() => undefined);
     const body = res?.ok ? await res.json() : undefined;
     this.state.update({ auth: body?.auth !== 'off' });
   }
@@ -103,11 +104,21 @@ export class Connection {
     });
   }
 
-  /** Connects (and keeps reconnecting until signOut). Resolves after the first hello. */
+  /**
+   * Connects (and keeps reconnecting until signOut). Resolves after the first hello, or at
+   * once when that failed: refused credentials sign the tab out; anything else keeps the
+   * credential and retries in the background, the banner saying so.
+   */
   async start(): Promise<void> {
     this.stopped = false;
     this.state.update({ status: 'connecting', message: undefined });
-    await this.connectOnce(false);
+    try {
+      await this.connectOnce(false);
+    } catch (err) {
+      if (err instanceof RpcError && err.code === 'UNAUTHENTICATED') return this.signOut(`Signed out: ${err.message}`);
+      this.state.update({ status: 'down', message: `Cannot reach the gateway (${(err as Error).message}); retrying…` });
+      void this.retry();
+    }
   }
 
   /** One request on the live link; waits for a reconnect when the link is down (bounded). */
@@ -152,11 +163,11 @@ export class Connection {
   }
 
   private async wsUrl(): Promise<string> {
-    const base = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/v1/connect`;
+    const base = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}${WS_PATH}`;
     if (!this.state.get().auth) return base;
     const token = sessionStorage.getItem(TOKEN_KEY);
     if (!token) throw new RpcError('UNAUTHENTICATED', 'not signed in');
-    const res = await fetch('/v1/ticket', { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+    const res = await fetch(TICKET_PATH, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
     if (!res.ok) throw await httpError(res);
     const { ticket } = (await res.json()) as { ticket: string };
     return `${base}?ticket=${encodeURIComponent(ticket)}`;
@@ -197,10 +208,10 @@ export class Connection {
 
   private async retry(): Promise<void> {
     while (!this.stopped) {
-      const pause = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** this.attempt++) * (0.5 + Math.random() / 2);
+      const pause = backoffDelay(this.attempt++, CLIENT_BACKOFF);
       await new Promise<void>((r) => {
         this.wake = r;
-        setTimeout(r, navigator.onLine ? pause : BACKOFF_MAX_MS);
+        setTimeout(r, navigator.onLine ? pause : Math.min(pause, OFFLINE_PAUSE_MS));
       });
       this.wake = undefined;
       if (this.stopped) return;

@@ -3,14 +3,16 @@
  * answers, notifications to a handler. It never reconnects by itself: connection.ts does.
  */
 
+import { ERROR_TABLE, type ErrorCode } from '../../../core/errors.js';
+
 /** An error answer of the gateway: `code` is the canonical code (core/errors.ts). */
 export class RpcError extends Error {
   constructor(readonly code: string, message: string) {
     super(message);
   }
-  /** Whether trying again (on a new connection) can help. */
+  /** Whether trying again (on a new connection) can help: the error table's word. */
   get retryable(): boolean {
-    return this.code === 'UNAVAILABLE' || this.code === 'DEADLINE_EXCEEDED' || this.code === 'RESOURCE_EXHAUSTED' || this.code === 'ABORTED';
+    return ERROR_TABLE[this.code as ErrorCode]?.retryable ?? false;
   }
 }
 
