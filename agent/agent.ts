@@ -145,6 +145,7 @@ export class Agent {
       .onRequest('agent.stop', async (p) => {
         const relay = this.relays.get(p.session_id);
         if (!relay) throw new TetherError('NOT_FOUND', `no session ${p.session_id} on this agent`);
+        relay.stopReason ??= p.reason; // said in the exited event, so every member reads who stopped it
         await relay.engine.stop(p.signal).catch(() => {}); // an engine that never started is stopped already
         return {};
       })

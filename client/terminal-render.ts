@@ -68,6 +68,8 @@ export function describeEvent(e: TetherEvent): string | undefined {
     }
     case 'policy_decision':
       return `* ${policyLine(e.decision, sanitize(e.tool))} (rule ${sanitize(e.rule)})`;
+    case 'interrupt':
+      return `* ${sanitize(e.principal)} interrupted the turn`;
     case 'link':
       return `* ${e.message}`;
     case 'error':

@@ -206,7 +206,7 @@ describe('web client (demo engine, tether up)', () => {
     await sendPrompt(alice.page, 'a slow long answer please');
     await alice.page.locator('.md.streaming').waitFor();
     await alice.page.getByRole('button', { name: 'Interrupt' }).click();
-    await alice.page.getByTestId('note').filter({ hasText: 'Turn ended' }).waitFor();
+    await alice.page.getByTestId('note').filter({ hasText: 'alice interrupted the turn.' }).waitFor();
 
     await alice.page.getByLabel('Permission mode').selectOption('acceptEdits');
     // The engine confirms the new mode in a status frame; the picker shows it.

@@ -73,4 +73,26 @@ describe('web page (demo engine): issue 28', () => {
     expect(alice.errors).toEqual([]);
     await alice.context.close();
   });
+
+  it('an interrupt and a stop say what happened and who did it, to every member, not as errors', async () => {
+    const alice = await signedIn('alice');
+    const id = await startSession(alice.page);
+    const bob = await signedIn('bob');
+    await openFromDashboard(bob.page, id, 'Watch');
+    await sendPrompt(alice.page, 'a slow long answer please');
+    await bob.page.locator('.md.streaming').waitFor();
+    await alice.page.getByRole('button', { name: 'Interrupt' }).click();
+    for (const p of [alice.page, bob.page]) await p.locator('[data-testid=note].info').filter({ hasText: 'alice interrupted the turn.' }).waitFor();
+    alice.page.once('dialog', (d) => void d.accept());
+    await alice.page.getByRole('button', { name: 'Stop session' }).click();
+    for (const p of [alice.page, bob.page]) {
+      await p.locator('[data-testid=note].info').filter({ hasText: 'alice stopped the session.' }).waitFor();
+      const notes = await p.getByTestId('note').allTextContents();
+      expect(notes.filter((n) => /Turn ended|Engine exited|error|\[/.test(n))).toEqual([]);
+    }
+    expect(alice.errors).toEqual([]);
+    expect(bob.errors).toEqual([]);
+    await bob.context.close();
+    await alice.context.close();
+  });
 });

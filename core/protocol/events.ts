@@ -105,6 +105,14 @@ export const TetherEvent = z.discriminatedUnion('subtype', [
   }),
   z.object({
     type: z.literal('tether'),
+    /** A member interrupted the running turn (its control request reached the engine): who, for every member. */
+    subtype: z.literal('interrupt'),
+    principal: z.string(),
+    client_id: z.string(),
+    at: z.string(),
+  }),
+  z.object({
+    type: z.literal('tether'),
     subtype: z.literal('link'),
     status: z.enum(['connected', 'down', 'resuming']),
     message: z.string(),

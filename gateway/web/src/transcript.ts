@@ -8,6 +8,7 @@ import { grantedRules, ruleLabel } from '../../../client/permission-policy.js';
 import { policyLine } from '../../../client/tool-view.js';
 import type { PresenceChange } from '../../../core/protocol/events.js';
 import { presenceChanges } from '../../../core/protocol/presence.js';
+import { exitNote, turnEndNote } from './wording.js';
 
 export interface PermissionPrompt {
   requestId: string;
@@ -50,6 +51,8 @@ export class Transcript {
   readonly queued: Extract<Entry, { kind: 'prompt' }>[] = [];
   /** A turn runs: from a prompt taken (or system/init) to its result. */
   private turnRunning = false;
+  /** Who interrupted the running turn (said when it ends). */
+  private interruptedBy: string | undefined;
   private readonly tools = new Map<string, Extract<Entry, { kind: 'tool' }>>();
   private readonly prompts = new Map<string, PermissionPrompt>();
   private lastPresenceId = 0;
@@ -89,10 +92,13 @@ export class Transcript {
         return this.controlRequest(m);
       case 'control_cancel_request':
         return this.withdraw(String(m.request_id));
-      case 'result':
+      case 'result': {
         this.endTurn(m);
-        if (m.is_error === true) this.note(`Turn ended: ${String(m.result ?? (Array.isArray(m.errors) ? m.errors.join('; ') : m.subtype))}`, 'error');
+        const note = m.is_error === true ? turnEndNote(m, this.interruptedBy) : undefined;
+        if (note) this.note(note.text, note.tone);
+        this.interruptedBy = undefined;
         return;
+      }
       case 'system':
         if (m.subtype === 'init') {
           this.startTurn();
@@ -142,11 +148,15 @@ export class Transcript {
       }
       case 'state':
         if (e.state === 'ended') this.placeQueued(this.queued.length);
-        if (e.state === 'agent-lost') this.note('The agent link is down; the engine keeps running.', 'error');
-        if (e.state === 'ended') this.note('Session ended.');
+        if (e.state === 'agent-lost') this.note('The build machine is out of reach for now; the engine keeps running there.', 'error');
         return;
-      case 'exited':
-        this.note(`Engine exited (code ${String(e.code)}${e.signal ? `, signal ${String(e.signal)}` : ''})${e.reason ? `: ${String(e.reason)}` : ''}`, e.code === 0 ? 'info' : 'error');
+      case 'exited': {
+        const note = exitNote(typeof e.code === 'number' ? e.code : null, typeof e.signal === 'string' ? e.signal : null, typeof e.reason === 'string' ? e.reason : undefined);
+        this.note(note.text, note.tone);
+        return;
+      }
+      case 'interrupt':
+        if (this.turnRunning) this.interruptedBy = String(e.principal); // named on the turn's end; an idle interrupt changes nothing
         return;
       case 'engine_error':
       case 'error':
