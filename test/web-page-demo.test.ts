@@ -95,4 +95,26 @@ describe('web page (demo engine): issue 28', () => {
     await bob.context.close();
     await alice.context.close();
   });
+
+  it('the loser of a permission race is told their answer came second', async () => {
+    const alice = await signedIn('alice');
+    const id = await startSession(alice.page);
+    const bob = await signedIn('bob');
+    await openFromDashboard(bob.page, id, 'Open');
+    await sendPrompt(alice.page, 'create a file');
+    await bob.page.getByTestId('permission-card').waitFor();
+    // Bob answers while his link is away; alice answers meanwhile; his answer arrives second.
+    await bob.context.setOffline(true);
+    await bob.page.getByTestId('link-banner').waitFor();
+    await bob.page.getByTestId('permission-card').getByRole('button', { name: 'Deny', exact: true }).click();
+    await alice.page.getByTestId('permission-card').getByRole('button', { name: 'Allow', exact: true }).click();
+    await alice.page.getByText('Done: the command ran.').waitFor();
+    await bob.context.setOffline(false);
+    await bob.page.getByTestId('prompt-decided').getByTestId('late-answer').filter({ hasText: 'Your answer came second and was not used: alice had already answered.' }).waitFor();
+    await expect(bob.page.getByTestId('prompt-decided').textContent()).resolves.toContain('Bash: allowed by alice');
+    expect(await alice.page.getByTestId('late-answer').count()).toBe(0);
+    expect(bob.errors).toEqual([]);
+    await bob.context.close();
+    await alice.context.close();
+  });
 });

@@ -31,8 +31,13 @@ export function PermissionCard({ prompt: p, session, canAnswer, answerers }: { p
   }, []);
 
   if (p.status !== 'pending') {
-    const verdict = p.status === 'decided' ? `${p.behavior === 'allow' ? 'allowed' : p.behavior === 'deny' ? 'denied' : p.behavior} by ${p.decidedBy}` : 'withdrawn';
-    return <div class="note info" data-testid="prompt-decided">{p.toolName}: {verdict}</div>;
+    const verdict = p.status === 'decided' ? `${p.behavior === 'allow' ? 'allowed' : p.behavior === 'deny' ? 'denied' : p.behavior} by ${p.decidedBy}` : 'no longer needed (the engine withdrew the question)';
+    return (
+      <div class="note info" data-testid="prompt-decided">
+        {p.toolName}: {verdict}
+        {p.lateAnswer && <strong data-testid="late-answer"> Your answer came second and was not used{p.status === 'decided' ? `: ${p.decidedBy} had already answered` : ''}.</strong>}
+      </div>
+    );
   }
   const send = (response: Record<string, unknown>) => session.answer(p.requestId, response).catch((err: Error) => setError(err.message));
   const allow = () => send({ behavior: 'allow', updatedInput: p.input });

@@ -160,8 +160,13 @@ export class OpenSession {
     try {
       await this.conn.send(this.id, { type: 'control_response', response: { subtype: 'success', request_id: requestId, response } });
     } catch (err) {
-      if (err instanceof RpcError && (err.code === 'FAILED_PRECONDITION' || err.code === 'NOT_FOUND')) return; // someone else answered first
-      throw err;
+      if (!(err instanceof RpcError) || (err.code !== 'FAILED_PRECONDITION' && err.code !== 'NOT_FOUND')) throw err;
+      // Someone else answered first (or the engine withdrew it): this person is told their answer was not used.
+      const p = this.transcript.prompts.get(requestId);
+      if (p) {
+        p.lateAnswer = true;
+        this.changed();
+      }
     }
   }
 

@@ -19,6 +19,8 @@ export interface PermissionPrompt {
   status: 'pending' | 'decided' | 'withdrawn';
   decidedBy?: string;
   behavior?: string;
+  /** This page answered it too, and its answer came after the one that counted (or after the withdrawal). */
+  lateAnswer?: boolean;
 }
 
 export type Entry =
@@ -54,7 +56,8 @@ export class Transcript {
   /** Who interrupted the running turn (said when it ends). */
   private interruptedBy: string | undefined;
   private readonly tools = new Map<string, Extract<Entry, { kind: 'tool' }>>();
-  private readonly prompts = new Map<string, PermissionPrompt>();
+  /** Every permission prompt seen, by request id. */
+  readonly prompts = new Map<string, PermissionPrompt>();
   private lastPresenceId = 0;
   private lastPresenceOf = '';
 
