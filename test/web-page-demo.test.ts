@@ -117,4 +117,21 @@ describe('web page (demo engine): issue 28', () => {
     await bob.context.close();
     await alice.context.close();
   });
+
+  it('no internal words on the page: the session state and a network failure read as sentences', async () => {
+    const alice = await signedIn('alice');
+    await startSession(alice.page);
+    await sendPrompt(alice.page, 'create a file');
+    await alice.page.getByTestId('permission-card').waitFor();
+    await alice.page.getByTestId('session-state').filter({ hasText: 'waiting for an answer' }).waitFor();
+    expect(await alice.page.locator('body').textContent()).not.toMatch(/requires_action|_/);
+    await alice.context.setOffline(true);
+    const banner = alice.page.getByTestId('link-banner');
+    await expect.poll(() => banner.textContent(), { timeout: 10_000 }).toContain('retrying'); // a reconnect attempt failed
+    expect(await banner.textContent()).not.toMatch(/Failed to fetch|TypeError|\(\d+\)/);
+    await alice.context.setOffline(false);
+    await banner.waitFor({ state: 'detached' });
+    expect(alice.errors).toEqual([]);
+    await alice.context.close();
+  });
 });

@@ -35,6 +35,8 @@ describe('web page: allow for this session grants the proposed rule only (real C
         { text: 'Kept it.' },
         { text: 'Editing.', tool_use: { id: 'toolu_edit', name: 'Edit', input: { file_path: join(cwd.path, 'keep.txt'), old_string: 'precious', new_string: 'changed' } } },
         { text: 'Left it.' },
+        { text: 'Reading.', tool_use: { id: 'toolu_missing', name: 'Read', input: { path_is_missing: true } } },
+        { text: 'Not there.' },
       ],
     });
     up = startTether(['up', '--port', '0', '--engine', 'claude', '--engine-command', claudeBinaryPath(), '--cwd', cwd.path, '--state-dir', state.path], {
@@ -50,7 +52,7 @@ describe('web page: allow for this session grants the proposed rule only (real C
     for (const d of [cwd, home, state]) d?.cleanup();
   });
 
-  it('shows the rule before the click, sends only it, lists it for everyone with who granted it; an rm still asks', async () => {
+  it('shows the rule before the click, sends only it, lists it for everyone with who granted it; an rm still asks; a tool error reads without engine markup', async () => {
     const alice = await person(browser);
     await signIn(alice.page, await linkFor('alice'));
     const id = await startSession(alice.page);
@@ -86,6 +88,13 @@ describe('web page: allow for this session grants the proposed rule only (real C
     expect(await card.getByRole('button', { name: /for this session/ }).count()).toBe(0);
     await card.getByRole('button', { name: 'Deny', exact: true }).click();
     await alice.page.getByText('Left it.').waitFor();
+
+    // A failed tool's result reads without the engine's markup (issue 28, item 14).
+    await sendPrompt(alice.page, 'Read the missing file');
+    await alice.page.getByText('Not there.').waitFor();
+    const result = (await alice.page.locator('[data-testid=tool-card][data-tool=Read] .result').textContent())!;
+    expect(result).not.toContain('tool_use_error');
+    expect(result).toMatch(/^Read failed due to the following issues:\nThe required parameter `file_path` is missing/);
     expect(alice.errors).toEqual([]);
     expect(bob.errors).toEqual([]);
     await bob.context.close();

@@ -9,6 +9,7 @@ import { LOGIN_PATH, TICKET_PATH, WS_PATH } from '../../../core/protocol/http-pa
 import { PROTOCOL_VERSION } from '../../../core/protocol/version.js';
 import { RpcError, RpcSocket } from './rpc';
 import { Store } from './store';
+import { linkTrouble } from './wording';
 
 /** Where the tab keeps its client token (gone when the tab closes). */
 const TOKEN_KEY = 'tether.token';
@@ -116,7 +117,7 @@ export class Connection {
       await this.connectOnce(false);
     } catch (err) {
       if (err instanceof RpcError && err.code === 'UNAUTHENTICATED') return this.signOut(`Signed out: ${err.message}`);
-      this.state.update({ status: 'down', message: `Cannot reach the gateway (${(err as Error).message}); retrying…` });
+      this.state.update({ status: 'down', message: `Cannot reach the gateway (${linkTrouble(err)}); retrying…` });
       void this.retry();
     }
   }
@@ -202,7 +203,7 @@ export class Connection {
   private lost(sock: RpcSocket, reason: string): void {
     if (this.sock !== sock || this.stopped) return;
     this.sock = undefined;
-    this.state.update({ status: 'down', message: `Link to the gateway lost (${reason}); reconnecting…` });
+    this.state.update({ status: 'down', message: `Connection to the gateway lost (${linkTrouble(new Error(reason))}); reconnecting…` });
     void this.retry();
   }
 
@@ -221,7 +222,7 @@ export class Connection {
         return;
       } catch (err) {
         if (err instanceof RpcError && err.code === 'UNAUTHENTICATED') return this.signOut(`Signed out: ${err.message}`);
-        this.state.update({ status: 'down', message: `Link to the gateway is down (${(err as Error).message}); retrying…` });
+        this.state.update({ status: 'down', message: `Still no connection to the gateway (${linkTrouble(err)}); retrying…` });
       }
     }
   }

@@ -2,6 +2,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { Connection } from './connection';
 import type { SessionInfo } from './session';
+import { stateLabel } from './wording';
 
 /** How often the lists refresh while the dashboard shows. */
 const REFRESH_MS = 2_000;
@@ -105,7 +106,7 @@ export function Dashboard(props: { conn: Connection; onStart: (agent: string, op
                   <strong>{s.agent}</strong> <span class="mono small" title={s.id}>{s.id.slice(0, 8)}</span> <span class="mono small">{s.options.cwd ?? ''}</span>
                   {s.pending_prompts > 0 && <span class="badge" title="prompts waiting for an answer">{s.pending_prompts} waiting</span>}
                   <div class="muted small">
-                    {s.state} · owner {s.owner} · started {since(s.created_at)} · {s.clients.length ? `here: ${s.clients.map((c) => `${c.principal} (${c.role})`).join(', ')}` : 'nobody attached'}
+                    {stateLabel(s.state)} · owner {s.owner} · started {since(s.created_at)} · {s.clients.length ? `here: ${s.clients.map((c) => `${c.principal} (${c.role})`).join(', ')}` : 'nobody attached'}
                   </div>
                 </div>
                 <div class="row-actions">

@@ -1,6 +1,7 @@
 /** How each transcript entry looks. Tool calls read through client/tool-view.ts, like the terminal's. */
 import { toolResultText, viewTool, type DiffLine } from '../../../client/tool-view.js';
 import { renderMarkdown } from './markdown';
+import { plainToolResult } from './wording';
 import type { Entry } from './transcript';
 
 /** Tool results longer than this many characters (or lines) start folded. */
@@ -28,7 +29,7 @@ export function ToolSummary({ name, input, diff = true }: { name: string; input:
 }
 
 function ToolResult({ content, isError }: { content: unknown; isError: boolean }) {
-  const text = toolResultText(content);
+  const text = plainToolResult(toolResultText(content));
   const long = text.length > FOLD_CHARS || text.split('\n').length > FOLD_LINES;
   const body = <pre class={isError ? 'result error' : 'result'}>{text || '(no output)'}</pre>;
   if (!long) return body;

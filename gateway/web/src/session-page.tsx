@@ -8,6 +8,7 @@ import { download, transcriptJson, transcriptMarkdown } from './export';
 import { PermissionCard } from './permission';
 import type { OpenSession } from './session';
 import { useStore } from './store';
+import { stateLabel } from './wording';
 
 export function SessionPage({ session, onLeave }: { session: OpenSession; onLeave: () => void }) {
   const view = useStore(session.view);
@@ -37,7 +38,7 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
         <div>
           <button onClick={onLeave} aria-label="Back to the dashboard">← Sessions</button>{' '}
           <strong>{session.info.agent}</strong> <span class="mono small">{session.info.options.cwd ?? ''}</span>{' '}
-          <span class={`state state-${view.state}`} data-testid="session-state">{view.state}</span>{' '}
+          <span class={`state state-${view.state}`} data-testid="session-state">{stateLabel(view.state)}</span>{' '}
           <span class="role" data-testid="role">{view.role}</span>
         </div>
         <div class="muted small" data-testid="presence">Here: {present.length ? present.map((p) => `${p.principal} (${p.role})`).join(', ') : 'just you'}</div>

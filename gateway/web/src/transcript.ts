@@ -8,7 +8,7 @@ import { grantedRules, ruleLabel } from '../../../client/permission-policy.js';
 import { policyLine } from '../../../client/tool-view.js';
 import type { PresenceChange } from '../../../core/protocol/events.js';
 import { presenceChanges } from '../../../core/protocol/presence.js';
-import { exitNote, turnEndNote } from './wording.js';
+import { exitNote, gapNote, turnEndNote } from './wording.js';
 
 export interface PermissionPrompt {
   requestId: string;
@@ -162,11 +162,13 @@ export class Transcript {
         if (this.turnRunning) this.interruptedBy = String(e.principal); // named on the turn's end; an idle interrupt changes nothing
         return;
       case 'engine_error':
+        this.note(`The engine wrote something unreadable; it was skipped (${String(e.message)}).`, 'error');
+        return;
       case 'error':
-        this.note(`${String(e.code)}: ${String(e.message)}`, 'error');
+        this.note(String(e.message), 'error');
         return;
       case 'gap':
-        this.note(String(e.message), 'error');
+        this.note(gapNote(Number(e.from_seq), Number(e.to_seq)), 'error');
         return;
       case 'policy_decision':
         this.note(`${policyLine(e.decision as 'deny' | 'ask' | 'allow', String(e.tool))} (rule ${String(e.rule)})`, e.decision === 'deny' ? 'error' : 'info');

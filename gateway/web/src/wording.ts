@@ -32,3 +32,34 @@ export function exitNote(code: number | null, signal: string | null, reason: str
   if (code === 0) return { text: 'The engine finished; the session has ended.', tone: 'info' };
   return { text: `The engine stopped unexpectedly (${code === null ? `signal ${signal ?? 'unknown'}` : `exit code ${code}`}); the session has ended.`, tone: 'error' };
 }
+
+/** A session's state as a person reads it (the wire's `requires_action` and friends stay on the wire). */
+export function stateLabel(state: string): string {
+  const words: Record<string, string> = {
+    starting: 'starting', idle: 'idle', running: 'working', requires_action: 'waiting for an answer',
+    'agent-lost': 'build machine out of reach', unresponsive: 'engine not answering', ended: 'ended',
+  };
+  return words[state] ?? state.replace(/[_-]/g, ' ');
+}
+
+/** A tool result's text without the engine's markup: `<tool_use_error>` tags, `AbortError:` prefixes. */
+export function plainToolResult(text: string): string {
+  if (/AbortError: Tool permission stream closed/.test(text)) return 'Nobody answered the permission request before the engine stopped waiting; the tool did not run.';
+  const wrapped = /^\s*<tool_use_error>([\s\S]*)<\/tool_use_error>\s*$/.exec(text);
+  // Only the engine's own wrapper and its error class name go; a tool's output (a traceback) stays as it was.
+  return wrapped ? wrapped[1].replace(/^[A-Z][a-zA-Z]*Error: /, '').trim() : text;
+}
+
+/** Why the link is down, as a person reads it: network failures say so, not "Failed to fetch". */
+export function linkTrouble(err: unknown): string {
+  if (err instanceof TypeError) return 'the network is unreachable';
+  const m = err instanceof Error ? err.message : String(err);
+  return /^closed \(\d+\)$/.test(m) || m === '' ? 'the connection closed' : m;
+}
+
+/** The gateway's note that early frames are gone, said plainly. */
+export function gapNote(fromSeq: number, toSeq: number): string {
+  return fromSeq <= 1
+    ? 'The start of this session is no longer kept on the gateway; the transcript begins later.'
+    : `Part of this session (${toSeq - fromSeq + 1} messages) is no longer kept on the gateway and is missing here.`;
+}
