@@ -13,10 +13,11 @@ describe('web page (demo engine): issue 28', () => {
   let cwd: TempDir;
   let state: TempDir;
   let pageUrl: string;
-  const linkFor = (sub: string) => signInLinkFor(pageUrl, state.path, sub);
-  const signedIn = async (sub: string, opts: { width?: number } = {}) => {
+  const linkFor = (sub: string, scopes?: string[]) => signInLinkFor(pageUrl, state.path, sub, scopes);
+  const signedIn = async (sub: string, opts: { width?: number; scopes?: string[] } = {}) => {
     const p = await person(browser, opts);
-    await signIn(p.page, await linkFor(sub));
+    await p.page.goto(await linkFor(sub, opts.scopes));
+    await p.page.getByTestId('principal').waitFor();
     return p;
   };
 
@@ -132,6 +133,28 @@ describe('web page (demo engine): issue 28', () => {
     await alice.context.setOffline(false);
     await banner.waitFor({ state: 'detached' });
     expect(alice.errors).toEqual([]);
+    await alice.context.close();
+  });
+
+  it('controls are offered only where they can work: a view-only sign-in cannot start or open, an ended session takes no input', async () => {
+    const alice = await signedIn('alice');
+    const id = await startSession(alice.page);
+    const carol = await signedIn('carol', { scopes: ['view'] });
+    const row = carol.page.locator(`[data-session="${id}"]`);
+    await row.getByRole('button', { name: /read-only/ }).waitFor();
+    expect(await row.getByRole('button', { name: /as a controller/ }).count()).toBe(0);
+    expect(await carol.page.getByRole('button', { name: 'Start session' }).count()).toBe(0);
+    await carol.page.getByTestId('cannot-start').waitFor();
+
+    alice.page.once('dialog', (d) => void d.accept());
+    await alice.page.getByRole('button', { name: 'Stop session' }).click();
+    await alice.page.getByTestId('ended').waitFor();
+    expect(await alice.page.locator('#prompt').count()).toBe(0);
+    expect(await alice.page.locator('select').count()).toBe(0);
+    for (const name of ['Interrupt', 'Send', 'Set model', 'Stop session']) expect(await alice.page.getByRole('button', { name, exact: true }).count()).toBe(0);
+    expect(alice.errors).toEqual([]);
+    expect(carol.errors).toEqual([]);
+    await carol.context.close();
     await alice.context.close();
   });
 });

@@ -66,6 +66,8 @@ export const HelloResult = z.object({
   principal: z.string(),
   /** When this connection's token expires (ISO 8601; absent without one): renew before it with auth.renew. */
   token_expires_at: z.string().optional(),
+  /** Clients: what this token lets them do, so they offer no control they cannot use (the gateway still checks every call). */
+  may: z.object({ create: z.boolean(), control: z.boolean() }).optional(),
 });
 
 export const ClientInfo = z.object({

@@ -26,6 +26,8 @@ export interface LinkState {
   message?: string;
   /** Whether the gateway checks tokens at all (false: --auth off). */
   auth: boolean;
+  /** What the token lets this page do (from hello; both true when the gateway does not say). */
+  may: { create: boolean; control: boolean };
 }
 
 /** The error body the gateway's HTTP endpoints answer with. */
@@ -35,7 +37,7 @@ async function httpError(res: Response): Promise<RpcError> {
 }
 
 export class Connection {
-  readonly state = new Store<LinkState>({ status: 'signed-out', auth: true });
+  readonly state = new Store<LinkState>({ status: 'signed-out', auth: true, may: { create: true, control: true } });
   private sock: RpcSocket | undefined;
   private stopped = false;
   private attempt = 0;
@@ -178,9 +180,9 @@ export class Connection {
     const sock = await RpcSocket.open(await this.wsUrl(), (m, p) => {
       for (const fn of this.notified) fn(m, p);
     });
-    let hello: { principal: string };
+    let hello: { principal: string; may?: LinkState['may'] };
     try {
-      hello = await sock.request<{ principal: string }>('hello', { protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: ['resume.v1'], software: 'tether-web' });
+      hello = await sock.request<{ principal: string; may?: LinkState['may'] }>('hello', { protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: ['resume.v1'], software: 'tether-web' });
     } catch (err) {
       sock.close(); // a refused hello leaves no socket behind
       throw err;
@@ -191,7 +193,7 @@ export class Connection {
     }
     this.sock = sock;
     this.attempt = 0;
-    this.state.update({ status: isReconnect ? 'resuming' : 'connected', principal: hello.principal, message: undefined });
+    this.state.update({ status: isReconnect ? 'resuming' : 'connected', principal: hello.principal, message: undefined, may: hello.may ?? { create: true, control: true } });
     void sock.closed.then((reason) => this.lost(sock, reason));
     if (isReconnect) {
       const request: RpcSocket['request'] = (m, p) => sock.request(m, p);

@@ -1,6 +1,7 @@
 /** Agents and sessions, refreshed every few seconds; start a session, open or watch one. */
 import { useEffect, useState } from 'preact/hooks';
 import type { Connection } from './connection';
+import { useStore } from './store';
 import type { SessionInfo } from './session';
 import { stateLabel } from './wording';
 
@@ -47,6 +48,7 @@ export function Dashboard(props: { conn: Connection; onStart: (agent: string, op
     };
   }, []);
 
+  const { may } = useStore(props.conn.state);
   const chosen = agent || agents[0]?.name || '';
   const start = async (e: Event) => {
     e.preventDefault();
@@ -74,6 +76,7 @@ export function Dashboard(props: { conn: Connection; onStart: (agent: string, op
           </ul>
         )}
       </section>
+      {may.create ? (
       <section aria-labelledby="start-h">
         <h2 id="start-h">Start a session</h2>
         <form class="start" onSubmit={start}>
@@ -96,6 +99,9 @@ export function Dashboard(props: { conn: Connection; onStart: (agent: string, op
           <button type="submit" class="primary" disabled={busy || !chosen}>Start session</button>
         </form>
       </section>
+      ) : (
+        <p class="muted" data-testid="cannot-start">Your sign-in lets you watch sessions; starting one needs a sign-in with the create permission.</p>
+      )}
       <section aria-labelledby="sessions-h">
         <h2 id="sessions-h">Sessions</h2>
         {sessions.length === 0 ? <p class="muted">No session is running.</p> : (
@@ -110,7 +116,7 @@ export function Dashboard(props: { conn: Connection; onStart: (agent: string, op
                   </div>
                 </div>
                 <div class="row-actions">
-                  <button onClick={() => props.onAttach(s.id, false)} aria-label={`Open session ${s.id} as a controller`}>Open</button>
+                  {may.control && s.state !== 'ended' && <button onClick={() => props.onAttach(s.id, false)} aria-label={`Open session ${s.id} as a controller`}>Open</button>}
                   <button onClick={() => props.onAttach(s.id, true)} aria-label={`Watch session ${s.id} read-only`}>Watch</button>
                 </div>
               </li>

@@ -13,7 +13,9 @@ import { stateLabel } from './wording';
 export function SessionPage({ session, onLeave }: { session: OpenSession; onLeave: () => void }) {
   const view = useStore(session.view);
   const t = session.transcript;
-  const canControl = view.role !== 'viewer';
+  const ended = view.state === 'ended';
+  // An ended session takes no input: no composer, interrupt or pickers (answers to nothing would fail).
+  const canControl = view.role !== 'viewer' && !ended;
   const [model, setModel] = useState('');
   const [error, setError] = useState<string>();
   const bottom = useRef<HTMLDivElement>(null);
@@ -42,7 +44,7 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
           <span class="role" data-testid="role">{view.role}</span>
         </div>
         <div class="muted small" data-testid="presence">Here: {present.length ? present.map((p) => `${p.principal} (${p.role})`).join(', ') : 'just you'}</div>
-        {view.role === 'owner' && present.some((p) => p.clientId !== session.ownClientId && p.role !== 'owner') && (
+        {view.role === 'owner' && !ended && present.some((p) => p.clientId !== session.ownClientId && p.role !== 'owner') && (
           <ul class="handover" aria-label="Hand control">
             {present.filter((p) => p.clientId !== session.ownClientId && p.role !== 'owner').map((p) => (
               <li key={p.clientId}>
@@ -58,7 +60,8 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
             <ul>{t.standingRules.map((r) => <li key={r.rule}><code>{r.rule}</code> (by {r.grantedBy})</li>)}</ul>
           </div>
         )}
-        {!canControl && <div class="readonly" role="note" data-testid="read-only">You are watching read-only: you see everything and can change nothing.</div>}
+        {ended && <div class="readonly" role="note" data-testid="ended">This session has ended: you can read and export it, nothing more.</div>}
+        {view.role === 'viewer' && <div class="readonly" role="note" data-testid="read-only">You are watching read-only: you see everything and can change nothing.</div>}
         <div class="controls">
           {canControl && (
             <>
