@@ -1,6 +1,6 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium, openFromDashboard, person, sendPrompt, signIn, signInLinkFor, startSession } from './support/browser.js';
+import { SCREENSHOT_DIR, launchChromium, openFromDashboard, person, sendPrompt, signIn, signInLinkFor, startSession } from './support/browser.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { startTether, type Daemon } from './support/cli.js';
 
@@ -155,6 +155,51 @@ describe('web page (demo engine): issue 28', () => {
     expect(alice.errors).toEqual([]);
     expect(carol.errors).toEqual([]);
     await carol.context.close();
+    await alice.context.close();
+  });
+
+  it('on a 390 px phone a wide table, a long URL and an unbroken line scroll in their own boxes: the page stays the viewport wide, Send can be tapped', async () => {
+    const table = `|${'a'.repeat(60)}|${'b'.repeat(60)}|\n|-|-|\n|c|d|`;
+    const prompt = `table:\n\n${table}\n\nhttps://example.com/${'p'.repeat(150)}`;
+    for (const width of [390, 1280]) {
+      const alice = await signedIn('alice', { width });
+      await startSession(alice.page);
+      await sendPrompt(alice.page, prompt);
+      await alice.page.locator('[data-testid=assistant-text] table').waitFor();
+      const viewport = alice.page.viewportSize()!;
+      await expect(alice.page.evaluate(() => document.documentElement.scrollWidth)).resolves.toBeLessThanOrEqual(viewport.width);
+      const tableBox = alice.page.locator('[data-testid=assistant-text] table');
+      expect(await tableBox.evaluate((t) => t.scrollWidth > t.clientWidth)).toBe(true); // it scrolls, inside its box
+      for (const sel of ['header.top', 'form.composer', '#prompt']) {
+        const box = (await alice.page.locator(sel).boundingBox())!;
+        expect([sel, box.x >= 0 && box.x + box.width <= viewport.width]).toEqual([sel, true]);
+      }
+      const send = (await alice.page.getByRole('button', { name: 'Send' }).boundingBox())!;
+      expect(send.x + send.width).toBeLessThanOrEqual(viewport.width);
+      await alice.page.screenshot({ path: `${SCREENSHOT_DIR}wide-content-${width}-light.png` });
+      await sendPrompt(alice.page, 'still here');
+      await alice.page.getByText('You said: still here').waitFor();
+      expect(alice.errors).toEqual([]);
+      await alice.context.close();
+    }
+  });
+
+  it('on a 390 px phone every tap target is at least 44 px', async () => {
+    const alice = await signedIn('alice', { width: 390 });
+    const small = async () =>
+      alice.page.evaluate(() =>
+        [...document.querySelectorAll<HTMLElement>('button, select, input, textarea, summary, a[href]')]
+          .filter((el) => el.offsetParent !== null && !el.closest('.sr-only'))
+          .map((el) => ({ el: `${el.tagName.toLowerCase()} ${(el.textContent || el.getAttribute('aria-label') || el.getAttribute('name') || '').trim().slice(0, 30)}`, ...el.getBoundingClientRect().toJSON() }))
+          .filter((b) => b.height < 44 || b.width < 44)
+          .map((b) => `${b.el}: ${Math.round(b.width)}x${Math.round(b.height)}`),
+      );
+    await expect(small()).resolves.toEqual([]); // the dashboard
+    await startSession(alice.page);
+    await sendPrompt(alice.page, 'create a file');
+    await alice.page.getByTestId('permission-card').waitFor();
+    await expect(small()).resolves.toEqual([]); // a session with a permission card
+    expect(alice.errors).toEqual([]);
     await alice.context.close();
   });
 });
