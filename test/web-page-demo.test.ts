@@ -202,4 +202,55 @@ describe('web page (demo engine): issue 28', () => {
     expect(alice.errors).toEqual([]);
     await alice.context.close();
   });
+
+  it('scrolled up while an answer streams, the reader keeps their place and gets a jump to latest with a count', async () => {
+    const alice = await signedIn('alice', { width: 390 });
+    const id = await startSession(alice.page);
+    const bob = await signedIn('bob');
+    await openFromDashboard(bob.page, id, 'Open');
+    for (let i = 1; i <= 6; i++) {
+      await sendPrompt(alice.page, `filler ${i}`);
+      await alice.page.getByText(`You said: filler ${i}`).waitFor();
+    }
+    const scrollY = () => alice.page.evaluate(() => window.scrollY);
+    await sendPrompt(alice.page, 'a slow long answer please');
+    await alice.page.locator('.md.streaming').waitFor();
+    await alice.page.mouse.wheel(0, -5_000);
+    await expect.poll(scrollY).toBe(0);
+    await sendPrompt(bob.page, 'and then this'); // bob's prompt, queued behind the answer: new below
+    await alice.page.getByText('38, 39.').waitFor();
+    expect(await scrollY()).toBe(0); // still where the reader left it
+    const jump = alice.page.getByTestId('jump-latest');
+    await expect.poll(() => jump.textContent()).toMatch(/^Jump to latest \(\d+ new\)$/);
+    await jump.click();
+    await expect.poll(() => alice.page.evaluate(() => window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 48)).toBe(true);
+    expect(await jump.count()).toBe(0);
+
+    expect(alice.errors).toEqual([]);
+    await bob.context.close();
+    await alice.context.close();
+  });
+
+  it('the link banner is in sight when the page is scrolled to the bottom', async () => {
+    const alice = await signedIn('alice', { width: 390 });
+    await startSession(alice.page);
+    for (let i = 1; i <= 6; i++) {
+      await sendPrompt(alice.page, `filler ${i}`);
+      await alice.page.getByText(`You said: filler ${i}`).waitFor();
+    }
+    await alice.page.mouse.wheel(0, 10_000);
+    await expect.poll(() => alice.page.evaluate(() => window.scrollY)).toBeGreaterThan(200);
+    // At the bottom, where everyone reads, a lost link is in sight.
+    await alice.context.setOffline(true);
+    const banner = alice.page.getByTestId('link-banner');
+    await banner.waitFor();
+    const box = (await banner.boundingBox())!;
+    expect(box.y).toBeGreaterThanOrEqual(0);
+    expect(box.y + box.height).toBeLessThanOrEqual(844);
+    await alice.page.screenshot({ path: `${SCREENSHOT_DIR}link-down-bottom-390-light.png` });
+    await alice.context.setOffline(false);
+    await banner.waitFor({ state: 'detached' });
+    expect(alice.errors).toEqual([]);
+    await alice.context.close();
+  });
 });

@@ -78,15 +78,18 @@ export function App() {
   }
   return (
     <>
-      <header class="top">
-        <button class="brand" onClick={leave} aria-label="Back to the dashboard">Tether</button>
-        <span class="who" data-testid="principal">{link.principal}</span>
-        {link.auth && <button onClick={() => { void session?.close(); setSession(undefined); conn.signOut(); }}>Sign out</button>}
-      </header>
-      {link.status !== 'connected' && (
-        <div class="banner" role="status" data-testid="link-banner">{link.message ?? 'Connecting…'}</div>
-      )}
-      {error && <div class="banner error" role="alert">{error}</div>}
+      {/* Header and link status stay in sight wherever the page is scrolled (the bottom, mostly). */}
+      <div class="sticky-top">
+        <header class="top">
+          <button class="brand" onClick={leave} aria-label="Back to the dashboard">Tether</button>
+          <span class="who" data-testid="principal">{link.principal}</span>
+          {link.auth && <button onClick={() => { void session?.close(); setSession(undefined); conn.signOut(); }}>Sign out</button>}
+        </header>
+        {link.status !== 'connected' && (
+          <div class="banner" role="status" data-testid="link-banner">{link.message ?? 'Connecting…'}</div>
+        )}
+        {error && <div class="banner error" role="alert">{error}</div>}
+      </div>
       {session ? (
         <SessionPage session={session} onLeave={leave} />
       ) : (

@@ -10,6 +10,9 @@ import type { OpenSession } from './session';
 import { useStore } from './store';
 import { stateLabel } from './wording';
 
+/** How close to the bottom (px) still counts as reading at the bottom. */
+const FOLLOW_SLACK_PX = 48;
+
 export function SessionPage({ session, onLeave }: { session: OpenSession; onLeave: () => void }) {
   const view = useStore(session.view);
   const t = session.transcript;
@@ -21,10 +24,34 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
   const bottom = useRef<HTMLDivElement>(null);
   const pending = [...t.pending.values()];
 
+  // Follow the bottom only while the reader is there; scrolled up, they keep their place and get a count of what is new.
+  const following = useRef(true);
+  const [follow, setFollow] = useState(true); // what renders; the ref is what the effects read at once
+  const [seenCount, setSeenCount] = useState(0);
+  const count = t.entries.length + t.queued.length;
   useEffect(() => {
-    bottom.current?.scrollIntoView({ block: 'end' });
+    const onScroll = () => {
+      const atBottom = window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - FOLLOW_SLACK_PX;
+      if (atBottom !== following.current) {
+        following.current = atBottom;
+        setFollow(atBottom);
+        setSeenCount(t.entries.length + t.queued.length);
+      }
+    };
+    window.addEventListener('scroll', onScroll, { passive: true });
+    return () => window.removeEventListener('scroll', onScroll);
+  }, [session]);
+  useEffect(() => {
+    if (following.current) bottom.current?.scrollIntoView({ block: 'end' });
     attention(session.id, pending);
   }, [view.version]);
+  const jump = () => {
+    following.current = true;
+    setFollow(true);
+    setSeenCount(count);
+    bottom.current?.scrollIntoView({ block: 'end' });
+  };
+  const unseen = follow ? 0 : count - seenCount;
   useEffect(() => {
     const onVisible = () => attention(session.id, [...t.pending.values()]);
     document.addEventListener('visibilitychange', onVisible);
@@ -92,6 +119,11 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
           e.kind === 'permission' ? <PermissionCard key={e.id} prompt={e.prompt} session={session} canAnswer={canControl} answerers={answerers} /> : <EntryView key={e.id} e={e} />,
         )}
         {t.queued.map((e) => <EntryView key={e.id} e={e} />)}
+        {!follow && (
+          <button class="jump-latest" onClick={jump} data-testid="jump-latest">
+            Jump to latest{unseen > 0 ? ` (${unseen} new)` : ''}
+          </button>
+        )}
         <div ref={bottom} />
       </section>
       {canControl && <Composer session={session} />}
