@@ -1,5 +1,6 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HEARTBEAT_DEFAULTS } from '../core/link/heartbeat.js';
 import { SCREENSHOT_DIR, launchChromium, openFromDashboard, person, sendPrompt, signIn, signInLinkFor, startSession } from './support/browser.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { startTether, type Daemon } from './support/cli.js';
@@ -253,4 +254,32 @@ describe('web page (demo engine): issue 28', () => {
     expect(alice.errors).toEqual([]);
     await alice.context.close();
   });
+
+  it('a link that stops carrying bytes without closing is noticed within the heartbeat bound, shown, and resumed', async () => {
+    const alice = await person(browser);
+    // Every WebSocket of the page goes through this relay; stalled, it holds every message both ways and closes nothing.
+    let stalled = false;
+    await alice.page.routeWebSocket(/\/v1\/connect/, (ws) => {
+      if (stalled) return; // a new socket "opens" and then hears nothing, like the old one
+      const server = ws.connectToServer();
+      ws.onMessage((m) => void (stalled || server.send(m)));
+      server.onMessage((m) => void (stalled || ws.send(m)));
+    });
+    await signIn(alice.page, await linkFor('alice'));
+    await startSession(alice.page);
+    await sendPrompt(alice.page, 'before the stall');
+    await alice.page.getByText('You said: before the stall').waitFor();
+    stalled = true;
+    const stalledAt = Date.now();
+    const bound = HEARTBEAT_DEFAULTS.intervalMs + HEARTBEAT_DEFAULTS.timeoutMs;
+    await alice.page.getByTestId('link-banner').filter({ hasText: 'went silent' }).waitFor({ timeout: bound + 5_000 });
+    expect(Date.now() - stalledAt).toBeLessThan(bound + 3_000);
+    await alice.page.screenshot({ path: `${SCREENSHOT_DIR}link-stalled-1280-light.png` });
+    stalled = false;
+    await alice.page.getByTestId('link-banner').waitFor({ state: 'detached', timeout: 30_000 });
+    await sendPrompt(alice.page, 'after the stall');
+    await alice.page.getByText('You said: after the stall').waitFor();
+    expect(alice.errors).toEqual([]);
+    await alice.context.close();
+  }, 90_000);
 });

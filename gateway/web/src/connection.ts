@@ -4,6 +4,7 @@
  * and reconnection with backoff. Sessions re-attach themselves from their last seq when
  * `onReconnect` fires.
  */
+import { HEARTBEAT_DEFAULTS } from '../../../core/link/heartbeat.js';
 import { backoffDelay, CLIENT_BACKOFF } from '../../../core/util/backoff.js';
 import { LOGIN_PATH, TICKET_PATH, WS_PATH } from '../../../core/protocol/http-paths.js';
 import { PROTOCOL_VERSION } from '../../../core/protocol/version.js';
@@ -14,6 +15,8 @@ import { linkTrouble } from './wording';
 /** Where the tab keeps its client token (gone when the tab closes). */
 const TOKEN_KEY = 'tether.token';
 const PRINCIPAL_KEY = 'tether.principal';
+/** How often the page checks its link for silence. */
+const WATCH_TICK_MS = 1_000;
 /** While the browser says it is offline, the pause between tries (the online event ends it early). */
 const OFFLINE_PAUSE_MS = 5_000;
 
@@ -170,7 +173,7 @@ export class Connection {
     if (!this.state.get().auth) return base;
     const token = sessionStorage.getItem(TOKEN_KEY);
     if (!token) throw new RpcError('UNAUTHENTICATED', 'not signed in');
-    const res = await fetch(TICKET_PATH, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+    const res = await fetch(TICKET_PATH, { method: 'POST', headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(HEARTBEAT_DEFAULTS.timeoutMs) });
     if (!res.ok) throw await httpError(res);
     const { ticket } = (await res.json()) as { ticket: string };
     return `${base}?ticket=${encodeURIComponent(ticket)}`;
@@ -179,10 +182,10 @@ export class Connection {
   private async connectOnce(isReconnect: boolean): Promise<void> {
     const sock = await RpcSocket.open(await this.wsUrl(), (m, p) => {
       for (const fn of this.notified) fn(m, p);
-    });
+    }, HEARTBEAT_DEFAULTS.timeoutMs);
     let hello: { principal: string; may?: LinkState['may'] };
     try {
-      hello = await sock.request<{ principal: string; may?: LinkState['may'] }>('hello', { protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: ['resume.v1'], software: 'tether-web' });
+      hello = await sock.request<{ principal: string; may?: LinkState['may'] }>('hello', { protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: ['resume.v1'], software: 'tether-web' }, HEARTBEAT_DEFAULTS.timeoutMs);
     } catch (err) {
       sock.close(); // a refused hello leaves no socket behind
       throw err;
@@ -195,11 +198,38 @@ export class Connection {
     this.attempt = 0;
     this.state.update({ status: isReconnect ? 'resuming' : 'connected', principal: hello.principal, message: undefined, may: hello.may ?? { create: true, control: true } });
     void sock.closed.then((reason) => this.lost(sock, reason));
+    this.watch(sock);
     if (isReconnect) {
       const request: RpcSocket['request'] = (m, p) => sock.request(m, p);
       await Promise.allSettled([...this.reconnected].map((fn) => fn(request)));
       if (this.sock === sock) this.state.update({ status: 'connected' });
     }
+  }
+
+  /**
+   * Notices a link that stopped carrying bytes without closing (a stalled network keeps the
+   * socket open): silent for the gateway's ping interval, the page pings; no answer and no
+   * byte within the ping timeout, the link counts as lost, within the gateway's own bound.
+   */
+  private watch(sock: RpcSocket): void {
+    const { intervalMs, timeoutMs } = HEARTBEAT_DEFAULTS;
+    let probing = false;
+    const timer = window.setInterval(() => {
+      if (this.sock !== sock) return clearInterval(timer);
+      if (probing || Date.now() - sock.lastHeardAt < intervalMs) return;
+      probing = true;
+      const asked = Date.now();
+      sock.request('ping', {}, timeoutMs).then(
+        () => (probing = false),
+        () => {
+          probing = false;
+          if (this.sock !== sock || sock.lastHeardAt > asked) return;
+          clearInterval(timer);
+          this.lost(sock, 'the connection went silent');
+          sock.close();
+        },
+      );
+    }, WATCH_TICK_MS);
   }
 
   private lost(sock: RpcSocket, reason: string): void {

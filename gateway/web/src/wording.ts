@@ -53,6 +53,7 @@ export function plainToolResult(text: string): string {
 /** Why the link is down, as a person reads it: network failures say so, not "Failed to fetch". */
 export function linkTrouble(err: unknown): string {
   if (err instanceof TypeError) return 'the network is unreachable';
+  if (err instanceof DOMException && (err.name === 'TimeoutError' || err.name === 'AbortError')) return 'the gateway did not answer';
   const m = err instanceof Error ? err.message : String(err);
   return /^closed \(\d+\)$/.test(m) || m === '' ? 'the connection closed' : m;
 }
