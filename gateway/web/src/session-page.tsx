@@ -10,6 +10,9 @@ import type { OpenSession } from './session';
 import { useStore } from './store';
 import { stateLabel } from './wording';
 
+/** To the very bottom (scrollIntoView would stop short by the page's scroll padding, which reads as "scrolled up"). */
+const toBottom = () => window.scrollTo({ top: document.documentElement.scrollHeight });
+
 /** How close to the bottom (px) still counts as reading at the bottom. */
 const FOLLOW_SLACK_PX = 48;
 
@@ -21,7 +24,6 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
   const canControl = view.role !== 'viewer' && !ended;
   const [model, setModel] = useState('');
   const [error, setError] = useState<string>();
-  const bottom = useRef<HTMLDivElement>(null);
   const pending = [...t.pending.values()];
 
   // Follow the bottom only while the reader is there; scrolled up, they keep their place and get a count of what is new.
@@ -42,14 +44,14 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
     return () => window.removeEventListener('scroll', onScroll);
   }, [session]);
   useEffect(() => {
-    if (following.current) bottom.current?.scrollIntoView({ block: 'end' });
+    if (following.current) toBottom();
     attention(session.id, pending);
   }, [view.version]);
   const jump = () => {
     following.current = true;
     setFollow(true);
     setSeenCount(count);
-    bottom.current?.scrollIntoView({ block: 'end' });
+    toBottom();
   };
   const unseen = follow ? 0 : count - seenCount;
   useEffect(() => {
@@ -124,7 +126,6 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
             Jump to latest{unseen > 0 ? ` (${unseen} new)` : ''}
           </button>
         )}
-        <div ref={bottom} />
       </section>
       {canControl && <Composer session={session} />}
     </main>
