@@ -1,7 +1,7 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HEARTBEAT_DEFAULTS } from '../core/link/heartbeat.js';
-import { SCREENSHOT_DIR, launchChromium, openFromDashboard, person, sendPrompt, signIn, signInLinkFor, startSession } from './support/browser.js';
+import { SCREENSHOT_DIR, launchChromium, openFromDashboard, person, screenshots, sendPrompt, signIn, signInLinkFor, startSession } from './support/browser.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { startTether, type Daemon } from './support/cli.js';
 
@@ -177,13 +177,18 @@ describe('web page (demo engine): issue 28', () => {
       }
       const send = (await alice.page.getByRole('button', { name: 'Send' }).boundingBox())!;
       expect(send.x + send.width).toBeLessThanOrEqual(viewport.width);
-      await alice.page.screenshot({ path: `${SCREENSHOT_DIR}wide-content-${width}-light.png` });
       await sendPrompt(alice.page, 'still here');
       await alice.page.getByText('You said: still here').waitFor();
       expect(alice.errors).toEqual([]);
       await alice.context.close();
     }
-  });
+    const files = await screenshots(browser, 'wide-content', () => linkFor('alice'), async (page) => {
+      await startSession(page);
+      await sendPrompt(page, prompt);
+      await page.locator('[data-testid=assistant-text] table').waitFor();
+    });
+    expect(files).toHaveLength(4);
+  }, 60_000);
 
   it('on a 390 px phone every tap target is at least 44 px', async () => {
     const alice = await signedIn('alice', { width: 390 });

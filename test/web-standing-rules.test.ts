@@ -2,7 +2,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium, openFromDashboard, person, sendPrompt, signIn, signInLinkFor, startSession } from './support/browser.js';
+import { launchChromium, openFromDashboard, person, screenshots, sendPrompt, signIn, signInLinkFor, startSession } from './support/browser.js';
 import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './support/claude-cli.js';
 import { startTether, type Daemon } from './support/cli.js';
 import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic.js';
@@ -80,6 +80,11 @@ describe('web page: allow for this session grants the proposed rule only (real C
     await signIn(bob.page, await linkFor('bob'));
     await openFromDashboard(bob.page, id, 'Watch');
     for (const p of [alice.page, bob.page]) await p.getByTestId('standing-rules').filter({ hasText: `${rule} (by alice)` }).waitFor();
+    await screenshots(browser, 'standing-rules', () => linkFor('carol'), async (page) => {
+      await openFromDashboard(page, id, 'Watch');
+      await page.getByTestId('standing-rules').waitFor();
+      await page.evaluate(() => window.scrollTo(0, 0));
+    });
 
     // A call the engine proposed no allow rule for offers no "for this session" button.
     await sendPrompt(alice.page, 'Edit keep.txt');

@@ -225,7 +225,7 @@ export class Connection {
           probing = false;
           if (this.sock !== sock || sock.lastHeardAt > asked) return;
           clearInterval(timer);
-          this.lost(sock, 'the connection went silent');
+          this.lost(sock, `nothing arrived for ${Math.round((Date.now() - sock.lastHeardAt) / 1000)} s: it went silent`);
           sock.close();
         },
       );
