@@ -147,6 +147,10 @@ describe('web page (demo engine): issue 28', () => {
     expect(await carol.page.getByRole('button', { name: 'Start session' }).count()).toBe(0);
     await carol.page.getByTestId('cannot-start').waitFor();
 
+    // The engine refuses to switch into bypassPermissions unless it started in it: not offered.
+    const modes = await alice.page.getByLabel('Permission mode').locator('option').allTextContents();
+    expect(modes).toContain('acceptEdits');
+    expect(modes).not.toContain('bypassPermissions');
     alice.page.once('dialog', (d) => void d.accept());
     await alice.page.getByRole('button', { name: 'Stop session' }).click();
     await alice.page.getByTestId('ended').waitFor();

@@ -13,6 +13,12 @@ import { stateLabel } from './wording';
 /** To the very bottom (scrollIntoView would stop short by the page's scroll padding, which reads as "scrolled up"). */
 const toBottom = () => window.scrollTo({ top: document.documentElement.scrollHeight });
 
+/**
+ * The modes a running session can switch to: bypassPermissions only when it started in it (the
+ * engine refuses to switch into it otherwise: `bypass_not_launched`, engine-protocol.md §5.2).
+ */
+const sessionModes = (started: string | undefined) => PERMISSION_MODES.filter((m) => m !== 'bypassPermissions' || started === 'bypassPermissions');
+
 /** How close to the bottom (px) still counts as reading at the bottom. */
 const FOLLOW_SLACK_PX = 48;
 
@@ -102,7 +108,7 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
               </form>
               <label class="inline">Mode{' '}
                 <select aria-label="Permission mode" value={t.permissionMode ?? session.info.options.permission_mode ?? 'default'} onChange={(e) => act(session.control('set_permission_mode', { mode: (e.target as HTMLSelectElement).value }))}>
-                  {PERMISSION_MODES.map((m) => <option key={m} value={m}>{m}</option>)}
+                  {sessionModes(session.info.options.permission_mode).map((m) => <option key={m} value={m}>{m}</option>)}
                 </select>
               </label>
             </>
