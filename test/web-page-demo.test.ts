@@ -291,4 +291,21 @@ describe('web page (demo engine): issue 28', () => {
     expect(alice.errors).toEqual([]);
     await alice.context.close();
   }, 90_000);
+
+  it('markdown reads well: task lists, table borders, a blockquote bar, a copy button on code', async () => {
+    const alice = await signedIn('alice');
+    await alice.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: pageUrl });
+    await startSession(alice.page);
+    await sendPrompt(alice.page, 'md:\n\n- [x] done\n- [ ] todo\n\n> quoted\n\n|a|b|\n|-|-|\n|1|2|\n\n```\ncode here\n```');
+    const md = alice.page.getByTestId('assistant-text').filter({ hasText: 'quoted' });
+    await md.locator('.code-block').waitFor();
+    await expect(md.locator('.task-box').evaluateAll((els) => els.map((e) => e.getAttribute('aria-label')))).resolves.toEqual(['done', 'not done']);
+    await expect(md.locator('td').first().evaluate((e) => getComputedStyle(e).borderTopWidth)).resolves.toBe('1px');
+    await expect(md.locator('blockquote').evaluate((e) => getComputedStyle(e).borderLeftWidth)).resolves.toBe('3px');
+    await md.getByRole('button', { name: 'Copy' }).click();
+    await md.getByRole('button', { name: 'Copied' }).waitFor();
+    await expect(alice.page.evaluate(() => navigator.clipboard.readText())).resolves.toBe('code here');
+    expect(alice.errors).toEqual([]);
+    await alice.context.close();
+  });
 });

@@ -1,6 +1,6 @@
 /** How each transcript entry looks. Tool calls read through client/tool-view.ts, like the terminal's. */
 import { toolResultText, viewTool, type DiffLine } from '../../../client/tool-view.js';
-import { renderMarkdown } from './markdown';
+import { copyCodeOnClick, renderMarkdown } from './markdown';
 import { plainToolResult } from './wording';
 import type { Entry } from './transcript';
 
@@ -52,7 +52,7 @@ export function EntryView({ e }: { e: Entry }) {
         </div>
       );
     case 'text':
-      return <div class={e.streaming ? 'md streaming' : 'md'} data-testid="assistant-text" dangerouslySetInnerHTML={{ __html: renderMarkdown(e.text) }} />;
+      return <div class={e.streaming ? 'md streaming' : 'md'} data-testid="assistant-text" onClick={(ev) => copyCodeOnClick(ev)} dangerouslySetInnerHTML={{ __html: renderMarkdown(e.text) }} />;
     case 'thinking':
       return (
         <details class="thinking">
