@@ -63,6 +63,8 @@ describe('web page: allow for this session grants the proposed rule only (real C
     await allowSession.click();
     await alice.page.getByText('Logged.').waitFor();
     expect(existsSync(join(cwd.path, 'log.txt'))).toBe(true);
+    // Each finished turn says what it took (issue 28, item 17): time and tokens, from the engine's result.
+    await expect(alice.page.getByTestId('turn-summary').first().textContent()).resolves.toMatch(/^\d+\.\d s · \d+(\.\d)?k? tokens read, \d+(\.\d)?k? written/);
 
     // Another Bash command is not covered: it asks again, and denied, it does not run.
     await sendPrompt(alice.page, 'Clean up');

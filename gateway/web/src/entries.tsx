@@ -68,7 +68,7 @@ export function EntryView({ e }: { e: Entry }) {
         </div>
       );
     case 'note':
-      return <div class={`note ${e.tone}`} data-testid="note">{e.text}</div>;
+      return <div class={`note ${e.tone}`} data-testid={e.tone === 'meta' ? 'turn-summary' : 'note'}>{e.text}</div>;
     default:
       return null;
   }

@@ -8,7 +8,7 @@ import { grantedRules, ruleLabel } from '../../../client/permission-policy.js';
 import { policyLine } from '../../../client/tool-view.js';
 import type { PresenceChange } from '../../../core/protocol/events.js';
 import { presenceChanges } from '../../../core/protocol/presence.js';
-import { exitNote, gapNote, turnEndNote } from './wording.js';
+import { apiRetryNote, compactNote, exitNote, gapNote, turnEndNote, turnSummary } from './wording.js';
 
 export interface PermissionPrompt {
   requestId: string;
@@ -29,7 +29,7 @@ export type Entry =
   | { id: number; kind: 'thinking'; text: string; streaming: boolean }
   | { id: number; kind: 'tool'; toolUseId: string; name: string; input: Record<string, unknown>; result?: { content: unknown; isError: boolean }; awaitingPermission?: boolean }
   | { id: number; kind: 'permission'; prompt: PermissionPrompt }
-  | { id: number; kind: 'note'; text: string; tone: 'info' | 'error' };
+  | { id: number; kind: 'note'; text: string; tone: 'info' | 'error' | 'meta' };
 
 const obj = (v: unknown): Record<string, unknown> => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
 
@@ -53,6 +53,8 @@ export class Transcript {
   readonly queued: Extract<Entry, { kind: 'prompt' }>[] = [];
   /** A turn runs: from a prompt taken (or system/init) to its result. */
   private turnRunning = false;
+  /** The engine's cost so far (its results carry a running total per process). */
+  private costSoFar = 0;
   /** Who interrupted the running turn (said when it ends). */
   private interruptedBy: string | undefined;
   private readonly tools = new Map<string, Extract<Entry, { kind: 'tool' }>>();
@@ -67,7 +69,7 @@ export class Transcript {
     return entry;
   }
 
-  private note(text: string, tone: 'info' | 'error' = 'info'): void {
+  private note(text: string, tone: 'info' | 'error' | 'meta' = 'info'): void {
     this.add({ kind: 'note', text, tone });
   }
 
@@ -100,6 +102,9 @@ export class Transcript {
         const note = m.is_error === true ? turnEndNote(m, this.interruptedBy) : undefined;
         if (note) this.note(note.text, note.tone);
         this.interruptedBy = undefined;
+        const cost = typeof m.total_cost_usd === 'number' ? m.total_cost_usd : undefined;
+        this.note(turnSummary(m, cost === undefined ? undefined : cost - this.costSoFar), 'meta');
+        if (cost !== undefined) this.costSoFar = cost;
         return;
       }
       case 'system':
@@ -110,7 +115,9 @@ export class Transcript {
         } else if (m.subtype === 'status' && typeof m.permissionMode === 'string') {
           this.permissionMode = m.permissionMode;
         } else if (m.subtype === 'api_retry') {
-          this.note(`API error, retrying (attempt ${String(m.attempt)})`, 'error');
+          this.note(apiRetryNote(m), 'error');
+        } else if (m.subtype === 'compact_boundary') {
+          this.note(compactNote(m));
         }
         return;
       default:

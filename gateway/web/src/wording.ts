@@ -64,3 +64,30 @@ export function gapNote(fromSeq: number, toSeq: number): string {
     ? 'The start of this session is no longer kept on the gateway; the transcript begins later.'
     : `Part of this session (${toSeq - fromSeq + 1} messages) is no longer kept on the gateway and is missing here.`;
 }
+
+const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+const tokens = (n: number) => (n >= 10_000 ? `${Math.round(n / 1000)}k` : n >= 1000 ? `${(n / 1000).toFixed(1)}k` : String(n));
+
+/** One line under a finished turn: how long, how many tokens (the context it read, what it wrote), what it cost. */
+export function turnSummary(m: EngineMessage, costUsd: number | undefined): string {
+  const u = (typeof m.usage === 'object' && m.usage !== null ? m.usage : {}) as Record<string, unknown>;
+  const read = num(u.input_tokens) + num(u.cache_read_input_tokens) + num(u.cache_creation_input_tokens);
+  const parts = [`${(num(m.duration_ms) / 1000).toFixed(1)} s`, `${tokens(read)} tokens read, ${tokens(num(u.output_tokens))} written`];
+  if (costUsd !== undefined && costUsd > 0) parts.push(`$${costUsd.toFixed(4)}`);
+  return parts.join(' · ');
+}
+
+/** system/api_retry: the model's API failed and the engine tries again. */
+export function apiRetryNote(m: EngineMessage): string {
+  const status = typeof m.error_status === 'number' ? ` (HTTP ${m.error_status})` : '';
+  const wait = typeof m.retry_delay_ms === 'number' ? ` in ${Math.max(1, Math.round(m.retry_delay_ms / 1000))} s` : '';
+  const of = typeof m.max_retries === 'number' ? ` of ${m.max_retries}` : '';
+  return `The model's API failed${status}; the engine tries again${wait} (attempt ${num(m.attempt)}${of}).`;
+}
+
+/** system/compact_boundary: the engine summarised the conversation to fit the model's context. */
+export function compactNote(m: EngineMessage): string {
+  const meta = (typeof m.compact_metadata === 'object' && m.compact_metadata !== null ? m.compact_metadata : {}) as Record<string, unknown>;
+  const before = num(meta.pre_tokens);
+  return `The conversation was compacted to fit the model's context${before ? ` (it was ${tokens(before)} tokens)` : ''}; earlier details are summarised.`;
+}
