@@ -1,4 +1,6 @@
-import type { Browser } from 'playwright-core';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HEARTBEAT_DEFAULTS } from '../core/link/heartbeat.js';
 import { SCREENSHOT_DIR, launchChromium, openFromDashboard, person, screenshots, sendPrompt, signIn, signInLinkFor, startSession } from './support/browser.js';
@@ -308,4 +310,42 @@ describe('web page (demo engine): issue 28', () => {
     expect(alice.errors).toEqual([]);
     await alice.context.close();
   });
+
+  it('axe-core finds no serious or critical accessibility violation: dashboard, a session with a permission card, a viewer, light and dark, 390 and 1280 px', async () => {
+    const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+    const violations = async (page: Page, where: string) => {
+      await page.evaluate(axeSource); // through the debugger protocol: the page's CSP (script-src 'self') rightly refuses inline scripts
+      const found = await page.evaluate(async () => {
+        const axe = (window as unknown as { axe: { run: (o: unknown) => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe;
+        const r = await axe.run({ resultTypes: ['violations'] });
+        return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')}`);
+      });
+      return found.map((f) => `${where}: ${f}`);
+    };
+    const all: string[] = [];
+    const owner = await signedIn('alice');
+    const id = await startSession(owner.page);
+    await sendPrompt(owner.page, 'create a file');
+    await owner.page.getByTestId('permission-card').waitFor();
+    for (const width of [390, 1280]) {
+      for (const dark of [false, true]) {
+        const tag = `${width}${dark ? ' dark' : ''}`;
+        const p = await person(browser, { width, dark });
+        await signIn(p.page, await linkFor('bob'));
+        await p.page.locator(`[data-session="${id}"]`).waitFor();
+        all.push(...(await violations(p.page, `dashboard ${tag}`)));
+        await openFromDashboard(p.page, id, 'Open');
+        await p.page.getByTestId('permission-card').waitFor();
+        all.push(...(await violations(p.page, `session ${tag}`)));
+        await p.context.close();
+      }
+    }
+    const viewer = await signedIn('victor');
+    await openFromDashboard(viewer.page, id, 'Watch');
+    await viewer.page.getByTestId('permission-card').waitFor();
+    all.push(...(await violations(viewer.page, 'viewer')));
+    expect(all).toEqual([]);
+    await viewer.context.close();
+    await owner.context.close();
+  }, 90_000);
 });

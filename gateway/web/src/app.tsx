@@ -81,7 +81,7 @@ export function App() {
       {/* Header and link status stay in sight wherever the page is scrolled (the bottom, mostly). */}
       <div class="sticky-top">
         <header class="top">
-          <button class="brand" onClick={leave} aria-label="Back to the dashboard">Tether</button>
+          <button class="brand" onClick={leave} title="Back to the dashboard">Tether</button>
           <span class="who" data-testid="principal">{link.principal}</span>
           {link.auth && <button onClick={() => { void session?.close(); setSession(undefined); conn.signOut(); }}>Sign out</button>}
         </header>

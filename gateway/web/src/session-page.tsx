@@ -73,7 +73,7 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
     <main class="session" data-role={view.role}>
       <section class="session-head" aria-label="Session">
         <div>
-          <button onClick={onLeave} aria-label="Back to the dashboard">← Sessions</button>{' '}
+          <button onClick={onLeave} title="Back to the dashboard"><span aria-hidden="true">← </span>Sessions</button>{' '}
           <strong>{session.info.agent}</strong> <span class="mono small">{session.info.options.cwd ?? ''}</span>{' '}
           <span class={`state state-${view.state}`} data-testid="session-state">{stateLabel(view.state)}</span>{' '}
           <span class="role" data-testid="role">{view.role}</span>
