@@ -122,6 +122,17 @@ describe('web page (demo engine): issue 28', () => {
     await alice.context.close();
   });
 
+  it('a sign-in the network cuts off says so in words, not "Failed to fetch"', async () => {
+    const p = await person(browser);
+    const link = await linkFor('alice');
+    await p.page.route('**/v1/login', (r) => (r.request().method() === 'POST' ? r.abort('internetdisconnected') : r.continue()));
+    await p.page.goto(link);
+    await p.page.getByRole('alert').filter({ hasText: 'Sign-in failed: the network is unreachable' }).waitFor();
+    expect(await p.page.locator('body').textContent()).not.toMatch(/Failed to fetch|TypeError/);
+    expect(p.errors).toEqual([]);
+    await p.context.close();
+  });
+
   it('no internal words on the page: the session state and a network failure read as sentences', async () => {
     const alice = await signedIn('alice');
     await startSession(alice.page);
