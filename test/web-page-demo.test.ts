@@ -159,6 +159,15 @@ describe('web page (demo engine): issue 28', () => {
     expect(await row.getByRole('button', { name: /as a controller/ }).count()).toBe(0);
     expect(await carol.page.getByRole('button', { name: 'Start session' }).count()).toBe(0);
     await carol.page.getByTestId('cannot-start').waitFor();
+    // The owner is offered to hand control to a viewer whose sign-in allows it, not to carol.
+    await openFromDashboard(carol.page, id, 'Watch');
+    const victor = await signedIn('victor');
+    await openFromDashboard(victor.page, id, 'Watch');
+    const handover = alice.page.getByRole('list', { name: 'Hand control' });
+    await handover.getByRole('button', { name: 'Let victor control' }).waitFor();
+    await handover.getByText('carol (viewer)').waitFor();
+    expect(await handover.getByRole('button', { name: 'Let carol control' }).count()).toBe(0);
+    await victor.context.close();
 
     // The engine refuses to switch into bypassPermissions unless it started in it: not offered.
     const modes = await alice.page.getByLabel('Permission mode').locator('option').allTextContents();

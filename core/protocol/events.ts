@@ -18,6 +18,8 @@ export const PresenceChange = z.object({
   principal: z.string(),
   client_id: z.string(),
   role: Role,
+  /** Whether this client's token allows control (so an owner is not offered to hand control to a view-only one); absent: not known. */
+  may_control: z.boolean().optional(),
 });
 export type PresenceChange = z.infer<typeof PresenceChange>;
 

@@ -76,6 +76,8 @@ export const ClientInfo = z.object({
   role: Role,
   transport: z.string(),
   since: z.string(),
+  /** Whether its token allows control (absent: not known). */
+  may_control: z.boolean().optional(),
 });
 
 export const SessionInfo = z.object({

@@ -86,7 +86,8 @@ function fromGatewayEvent(e: Obj): DialectEvent[] {
       return [{ kind: 'gap', from_seq: Number(e.from_seq), to_seq: Number(e.to_seq) }];
     case 'presence':
       // One notification per change, as before coalescing (a burst's changes share one event).
-      return presenceChanges(e as unknown as PresenceChange).map((c) => ({ kind: 'presence', ...c }));
+      // `may_control` is for the owner's own clients; the dialect's presence keeps its documented fields.
+      return presenceChanges(e as unknown as PresenceChange).map(({ may_control: _, ...c }) => ({ kind: 'presence', ...c }));
     default:
       return [];
   }

@@ -84,7 +84,11 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
             {present.filter((p) => p.clientId !== session.ownClientId && p.role !== 'owner').map((p) => (
               <li key={p.clientId}>
                 {p.principal} ({p.role}){' '}
-                <button onClick={() => act(session.setRole(p.clientId, p.role === 'viewer' ? 'controller' : 'viewer'))}>{p.role === 'viewer' ? `Let ${p.principal} control` : `Make ${p.principal} a viewer`}</button>
+                {p.role === 'viewer' && p.mayControl === false ? (
+                  <span class="muted small">(their sign-in only allows watching)</span>
+                ) : (
+                  <button onClick={() => act(session.setRole(p.clientId, p.role === 'viewer' ? 'controller' : 'viewer'))}>{p.role === 'viewer' ? `Let ${p.principal} control` : `Make ${p.principal} a viewer`}</button>
+                )}
               </li>
             ))}
           </ul>
