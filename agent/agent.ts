@@ -133,6 +133,7 @@ export class Agent {
         default_engine: this.engines.defaultEngine,
         labels: this.opts.labels ?? {},
         engine_versions: this.engineVersions,
+        allows_bypass_permissions: this.opts.engineFlags?.allowBypassPermissions === true,
         sessions: [...this.relays.values()].map((r) => ({ session_id: r.sessionId, next_seq: r.nextOutputSeq, last_input_seq: r.lastAppliedInputSeq })),
         host_key: this.opts.hostKey && hostKeyProof(this.opts.hostKey, this.opts.name),
       },

@@ -169,6 +169,10 @@ describe('web page (demo engine): issue 28', () => {
     expect(await handover.getByRole('button', { name: 'Let carol control' }).count()).toBe(0);
     await victor.context.close();
 
+    // The agent (tether up without --allow-bypass-permissions) refuses bypassPermissions: the start form does not offer it.
+    const startModes = await startFormModes();
+    expect(startModes).toContain('plan');
+    expect(startModes).not.toContain('bypassPermissions');
     // The engine refuses to switch into bypassPermissions unless it started in it: not offered.
     const modes = await alice.page.getByLabel('Permission mode').locator('option').allTextContents();
     expect(modes).toContain('acceptEdits');
@@ -184,6 +188,16 @@ describe('web page (demo engine): issue 28', () => {
     await carol.context.close();
     await alice.context.close();
   });
+
+  /** The permission modes a fresh page of alice's offers on the dashboard's start form. */
+  const startFormModes = async () => {
+    const p = await signedIn('alice');
+    await p.page.locator('select[name=permission_mode] option').first().waitFor({ state: 'attached' });
+    await expect.poll(() => p.page.locator('select[name=agent] option').count()).toBe(1); // the agent list has arrived
+    const modes = await p.page.locator('select[name=permission_mode] option').allTextContents();
+    await p.context.close();
+    return modes;
+  };
 
   it('on a 390 px phone a wide table, a long URL and an unbroken line scroll in their own boxes: the page stays the viewport wide, Send can be tapped', async () => {
     const table = `|${'a'.repeat(60)}|${'b'.repeat(60)}|\n|-|-|\n|c|d|`;

@@ -15,6 +15,7 @@ interface AgentInfo {
   host: string;
   engines: string[];
   connected_at: string;
+  allows_bypass_permissions?: boolean;
 }
 
 const since = (iso: string) => new Date(iso).toLocaleString();
@@ -93,7 +94,7 @@ export function Dashboard(props: { conn: Connection; onStart: (agent: string, op
           </label>
           <label>Permission mode
             <select name="permission_mode" value={mode} onChange={(e) => setMode((e.target as HTMLSelectElement).value)}>
-              {PERMISSION_MODES.map((m) => <option key={m} value={m}>{m}</option>)}
+              {PERMISSION_MODES.filter((m) => m !== 'bypassPermissions' || agents.find((a) => a.name === chosen)?.allows_bypass_permissions !== false).map((m) => <option key={m} value={m}>{m}</option>)}
             </select>
           </label>
           <button type="submit" class="primary" disabled={busy || !chosen}>Start session</button>
