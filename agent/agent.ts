@@ -146,6 +146,7 @@ export class Agent {
         default_engine: this.engines.defaultEngine,
         labels: this.opts.labels ?? {},
         engine_versions: this.engineVersions,
+        allows_bypass_permissions: this.opts.engineFlags?.allowBypassPermissions === true,
         sessions: [...this.relays.values()].map((r) => ({ session_id: r.sessionId, next_seq: r.nextOutputSeq, last_input_seq: r.lastAppliedInputSeq })),
         host_key: this.opts.hostKey && hostKeyProof(this.opts.hostKey, this.opts.name),
         allow_engine_controls: [...(this.opts.engineControls?.allowControls ?? [])],
@@ -159,6 +160,7 @@ export class Agent {
       .onRequest('agent.stop', async (p) => {
         const relay = this.relays.get(p.session_id);
         if (!relay) throw new TetherError('NOT_FOUND', `no session ${p.session_id} on this agent`);
+        relay.stopReason ??= p.reason; // said in the exited event, so every member reads who stopped it
         await relay.engine.stop(p.signal).catch(() => {}); // an engine that never started is stopped already
         return {};
       })

@@ -68,6 +68,8 @@ export type RelayEngine = Pick<EngineProcess, 'lines' | 'write' | 'exited'>;
 
 export class SessionRelay<E extends RelayEngine = EngineProcess> {
   private nextSeq = 1;
+  /** Why the gateway asked to stop the engine (e.g. `stopped by alice`), for the exited event. */
+  stopReason: string | undefined;
   private outbox: Outgoing[] = [];
   private outboxBytes = 0;
   private lastInputSeq = 0;
@@ -253,7 +255,7 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
     );
     this.emit({
       kind: 'event',
-      event: tetherEvent({ subtype: 'exited', code: exit.code, signal: exit.signal, stderr_tail: exit.stderrTail.slice(-8192) }),
+      event: tetherEvent({ subtype: 'exited', code: exit.code, signal: exit.signal, stderr_tail: exit.stderrTail.slice(-8192), ...(this.stopReason ? { reason: this.stopReason } : {}) }),
     });
     return exit;
   }

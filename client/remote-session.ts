@@ -7,11 +7,15 @@ import type { RpcPeer } from '../core/rpc/peer.js';
 import { tetherEvent } from '../core/protocol/events.js';
 import { acrossReconnects, atOnceThenAcrossReconnects } from './across-reconnects.js';
 import { PromptPosts } from './prompt-posts.js';
-import { asPermissionRequest, type PermissionAnswer, type PermissionRequest } from './permission-policy.js';
+import { asPermissionRequest, proposedSessionRule, type PermissionAnswer, type PermissionRequest } from './permission-policy.js';
 import { Wakeup } from '../core/util/wakeup.js';
 import { Fifo } from '../core/util/fifo.js';
 
-/** A decision for one permission prompt; `rememberForSession` allows the tool from then on. */
+/**
+ * A decision for one permission prompt. `rememberForSession` (with allow) also grants, for the
+ * rest of the session, the rule the engine proposed for this call (its permission_suggestions,
+ * destination session), never the whole tool; when the engine proposed none, it grants nothing more.
+ */
 export type PermissionDecision = PermissionAnswer & { rememberForSession?: boolean };
 
 /** The app's permission callback, like the Agent SDK's canUseTool. */
@@ -113,7 +117,6 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
   private deferred: PermissionRequest[] = [];
   /** Last seq of the history sent on attach (0 for a session this client created). */
   readonly historyEnd: number;
-  private readonly rememberedTools = new Set<string>();
   /** Prompts sent as session.post, waiting for their echo. */
   private readonly posts = new PromptPosts();
 
@@ -174,8 +177,9 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
 
   /**
    * Answers every permission prompt (can_use_tool, incl. AskUserQuestion) through `handler`,
-   * like the Agent SDK's canUseTool. A decision with `rememberForSession` allows that tool
-   * for the rest of this session without asking again. Prompts still appear in the
+   * like the Agent SDK's canUseTool. A decision with `rememberForSession` also grants the rule
+   * the engine proposed for that call, for the rest of the session (the engine then asks no
+   * more for calls it covers). Prompts still appear in the
    * iteration, so a UI can show them; another controller may answer first (then ours is
    * refused as already decided, which is not an error here).
    */
@@ -185,16 +189,15 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
 
   private async decide(ask: PermissionRequest, handler: CanUseTool): Promise<void> {
     let decision: PermissionDecision;
-    if (this.rememberedTools.has(ask.toolName)) decision = { behavior: 'allow', updatedInput: ask.input };
-    else {
-      try {
-        decision = await handler(ask);
-      } catch (err) {
-        decision = { behavior: 'deny', message: `permission handler failed: ${asTetherError(err).message}` };
-      }
+    try {
+      decision = await handler(ask);
+    } catch (err) {
+      decision = { behavior: 'deny', message: `permission handler failed: ${asTetherError(err).message}` };
     }
-    if (decision.behavior === 'allow' && decision.rememberForSession) this.rememberedTools.add(ask.toolName);
-    const { rememberForSession: _r, ...answer } = decision;
+    const { rememberForSession, ...answer } = decision;
+    // The engine applies the rule itself: later calls it covers are not asked; others still are.
+    const rule = rememberForSession && answer.behavior === 'allow' ? proposedSessionRule(ask.raw) : undefined;
+    if (rule && answer.behavior === 'allow') answer.updatedPermissions = [...(answer.updatedPermissions ?? []), rule];
     await this.answer(ask.requestId, answer as PermissionAnswer).catch((err) => {
       const e = asTetherError(err);
       if (e.code !== 'FAILED_PRECONDITION' && e.code !== 'NOT_FOUND') this.enqueue({ kind: 'event', seq: 0, event: tetherEvent({ subtype: 'error', code: e.code, message: `answer to ${ask.toolName} not delivered: ${e.message}` }) });

@@ -2,7 +2,7 @@ import { createInterface, type Interface } from 'node:readline';
 import { Writable, type Readable } from 'node:stream';
 import { asTetherError } from '../core/errors.js';
 import { INPUT_REFUSED } from '../core/protocol/events.js';
-import { answerQuestions, asPermissionRequest, askQuestions, type PermissionRequest } from './permission-policy.js';
+import { answerQuestions, asPermissionRequest, askQuestions, proposedSessionRule, ruleLabel, type PermissionRequest } from './permission-policy.js';
 import type { RemoteSession, SessionItem } from './remote-session.js';
 import { describeEvent, diffLines, oneLine, sanitize, styles, toolLine } from './terminal-render.js';
 
@@ -40,7 +40,7 @@ class GatedOutput extends Writable {
 
 /**
  * The interactive terminal client for `tether chat` and `tether attach`: streams assistant
- * text, shows tool calls compactly, asks permission prompts (y / n / a = always for this
+ * text, shows tool calls compactly, asks permission prompts (y / n / a = always allow the rule the engine proposed, for this
  * session) and AskUserQuestion (a number or free text). Ctrl-C interrupts the turn; a
  * second Ctrl-C leaves (the session keeps running on the agent). Resolves with the exit code.
  */
@@ -48,7 +48,6 @@ export class TerminalClient {
   private readonly rl: Interface;
   private readonly s: ReturnType<typeof styles>;
   private readonly queue: PermissionRequest[] = [];
-  private readonly alwaysAllow = new Set<string>();
   private answers: Record<string, string> = {};
   /** The cursor is mid-line after streamed text. */
   private midLine = false;
@@ -204,10 +203,6 @@ export class TerminalClient {
       this.line(this.s.dim(`* waiting for a controller to answer: ${toolLine(ask.toolName, ask.input, styles(false))}`));
       return;
     }
-    if (this.alwaysAllow.has(ask.toolName)) {
-      void this.answer(ask, { behavior: 'allow', updatedInput: ask.input });
-      return;
-    }
     this.queue.push(ask);
     if (this.queue.length === 1) this.showHead();
   }
@@ -217,7 +212,9 @@ export class TerminalClient {
     if (!ask) return this.prompt();
     this.answers = {};
     if (ask.toolName === 'AskUserQuestion') return this.showQuestion();
-    this.line(this.s.bold(`Allow ${toolLine(ask.toolName, ask.input, styles(false))}? [y]es / [n]o / [a]lways for this session`));
+    const rule = proposedSessionRule(ask.raw);
+    const always = rule ? ` / [a]lways allow ${rule.rules.map(ruleLabel).join(', ')} for this session` : '';
+    this.line(this.s.bold(`Allow ${toolLine(ask.toolName, ask.input, styles(false))}? [y]es / [n]o${sanitize(always)}`));
     this.prompt();
   }
 
@@ -265,12 +262,11 @@ export class TerminalClient {
 
   private async onPermission(ask: PermissionRequest, reply: string): Promise<void> {
     if (reply === 'y' || reply === 'yes') return this.answer(ask, { behavior: 'allow', updatedInput: ask.input });
-    if (reply === 'a' || reply === 'always') {
-      this.alwaysAllow.add(ask.toolName);
-      return this.answer(ask, { behavior: 'allow', updatedInput: ask.input });
-    }
+    // "always" grants only the rule the engine proposed for this call, for this session (none proposed: not offered).
+    const rule = proposedSessionRule(ask.raw);
+    if (rule && (reply === 'a' || reply === 'always')) return this.answer(ask, { behavior: 'allow', updatedInput: ask.input, updatedPermissions: [rule] });
     if (reply === 'n' || reply === 'no') return this.answer(ask, { behavior: 'deny', message: 'The user denied this tool call.' });
-    this.line('please answer y, n or a');
+    this.line(rule ? 'please answer y, n or a' : 'please answer y or n');
   }
 
   private async onAnswer(ask: PermissionRequest, text: string): Promise<void> {

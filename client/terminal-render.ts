@@ -1,5 +1,6 @@
 import type { TetherEvent } from '../core/protocol/events.js';
 import { presenceChanges } from '../core/protocol/presence.js';
+import { grantedRules, ruleLabel } from './permission-policy.js';
 import { policyLine, viewTool } from './tool-view.js';
 
 /** Diff lines a tool call shows at most in the terminal; the rest is counted. */
@@ -64,9 +65,14 @@ export function describeEvent(e: TetherEvent): string | undefined {
     case 'gap':
       return `* ${e.message}`;
     case 'prompt_decided':
-      return `* ${e.decided_by} answered ${e.behavior}`;
+    {
+      const rules = grantedRules(e.updated_permissions).map(ruleLabel);
+      return `* ${e.decided_by} answered ${e.behavior}${rules.length ? `, and allowed ${sanitize(rules.join(', '))} for the rest of this session` : ''}`;
+    }
     case 'policy_decision':
       return `* ${policyLine(e.decision, sanitize(e.tool))} (rule ${sanitize(e.rule)})`;
+    case 'interrupt':
+      return `* ${sanitize(e.principal)} interrupted the turn`;
     case 'link':
       return `* ${e.message}`;
     case 'error':

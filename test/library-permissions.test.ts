@@ -1,3 +1,5 @@
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { answerQuestions, askQuestions, type PermissionRequest } from '../client/permission-policy.js';
 import type { SessionItem } from '../client/remote-session.js';
@@ -67,4 +69,34 @@ describe('library permission callback', () => {
     const results = toolResults(engineMessages(items));
     expect(results.map((r) => r.is_error)).toEqual([true, false]);
   });
+
+  it('remember-for-session grants the rule the engine proposed, not the tool: after an echo | tee, an rm still asks (real CLI)', async () => {
+    const rig = cleanups.own(
+      await startRig('claude', {
+        responses: [
+          { text: 'Logging.', tool_use: { id: 'toolu_tee', name: 'Bash', input: { command: 'echo hello | tee log.txt', description: 'log a line' } } },
+          { text: 'Logged.' },
+          { text: 'Cleaning up.', tool_use: { id: 'toolu_rm', name: 'Bash', input: { command: 'rm keep.txt', description: 'remove a file' } } },
+          { text: 'Kept it.' },
+        ],
+      }),
+    );
+    writeFileSync(join(rig.cwd, 'keep.txt'), 'precious\n');
+    const asked: string[] = [];
+    const session = await (await rig.stack.client()).createSession({
+      agent: 'test-agent',
+      canUseTool: (req) => {
+        asked.push(String(req.input.command));
+        return asked.length === 1 ? { behavior: 'allow', updatedInput: req.input, rememberForSession: true } : { behavior: 'deny', message: 'not that' };
+      },
+    });
+    const it = session[Symbol.asyncIterator]();
+    await session.sendUserMessage('Log hello');
+    await until(it, isResult);
+    expect(existsSync(join(rig.cwd, 'log.txt'))).toBe(true);
+    await session.sendUserMessage('Clean up');
+    await until(it, isResult);
+    expect(asked).toEqual(['echo hello | tee log.txt', 'rm keep.txt']);
+    expect(existsSync(join(rig.cwd, 'keep.txt'))).toBe(true);
+  }, 60_000);
 });

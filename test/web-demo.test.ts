@@ -195,7 +195,9 @@ describe.skipIf(!hasTool('chromium'))('web client (demo engine, tether up)', () 
     await sendPrompt(alice.page, 'hello while you wait');
     await expect.poll(() => alice.page.locator('#prompt').inputValue()).toBe('');
     await alice.page.getByTestId('prompt').filter({ hasText: 'hello while you wait' }).waitFor();
-    await alice.page.getByTestId('permission-card').getByRole('button', { name: 'Allow for this session' }).click();
+    const allowRule = alice.page.getByTestId('permission-card').getByTestId('allow-rule');
+    await expect(allowRule.textContent()).resolves.toBe('Allow Bash(echo *) for this session'); // the engine's proposed rule, not the whole tool
+    await allowRule.click();
     await alice.page.getByText('Done: the command ran.').waitFor();
     await alice.page.getByText('You said: hello while you wait').waitFor();
     await sendPrompt(alice.page, 'create a file again');
@@ -205,7 +207,7 @@ describe.skipIf(!hasTool('chromium'))('web client (demo engine, tether up)', () 
     await sendPrompt(alice.page, 'a slow long answer please');
     await alice.page.locator('.md.streaming').waitFor();
     await alice.page.getByRole('button', { name: 'Interrupt' }).click();
-    await alice.page.getByTestId('note').filter({ hasText: 'Turn ended' }).waitFor();
+    await alice.page.getByTestId('note').filter({ hasText: 'alice interrupted the turn.' }).waitFor();
 
     await alice.page.getByLabel('Permission mode').selectOption('acceptEdits');
     // The engine confirms the new mode in a status frame; the picker shows it.

@@ -54,4 +54,15 @@ describe('web page: frames and transcript', () => {
     presence('bob', 'attached');
     expect(t.entries.map((e) => (e.kind === 'note' ? e.text : e.kind))).toEqual(['alice attached (viewer)', 'bob attached (viewer)']);
   });
+
+  it('says in words when the model API is retried and when the conversation is compacted', () => {
+    const t = new Transcript();
+    const engine = (message: Record<string, unknown>) => t.apply({ kind: 'engine', seq: 1, origin: 'engine', message });
+    engine({ type: 'system', subtype: 'api_retry', attempt: 2, max_retries: 10, retry_delay_ms: 1200, error_status: 529, error: 'overloaded' });
+    engine({ type: 'system', subtype: 'compact_boundary', compact_metadata: { trigger: 'auto', pre_tokens: 154_000 } });
+    expect(t.entries.map((e) => (e.kind === 'note' ? e.text : e.kind))).toEqual([
+      "The model's API failed (HTTP 529); the engine tries again in 1 s (attempt 2 of 10).",
+      "The conversation was compacted to fit the model's context (it was 154k tokens); earlier details are summarised.",
+    ]);
+  });
 });

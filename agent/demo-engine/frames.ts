@@ -217,7 +217,7 @@ export class Interrupted extends Error {
 }
 
 export type PermissionAnswer =
-  | { behavior: 'allow'; updatedInput?: Record<string, unknown> }
+  | { behavior: 'allow'; updatedInput?: Record<string, unknown>; sessionRules?: string[] }
   | { behavior: 'deny'; message: string; interrupt?: boolean; failed?: boolean };
 
 /** Reads the host's answer to a can_use_tool request (the envelope's inner `response` object). */
@@ -226,12 +226,19 @@ export function parseAnswer(response: Record<string, unknown>): PermissionAnswer
     return { behavior: 'deny', message: `Tool permission request failed: Error: ${String(response.error)}`, failed: true };
   }
   const r = isObject(response.response) ? response.response : {};
-  if (r.behavior === 'allow') return { behavior: 'allow', updatedInput: isObject(r.updatedInput) ? r.updatedInput : undefined };
+  if (r.behavior === 'allow') return { behavior: 'allow', updatedInput: isObject(r.updatedInput) ? r.updatedInput : undefined, sessionRules: sessionRules(r.updatedPermissions) };
   if (r.behavior === 'deny' && typeof r.message === 'string') {
     return { behavior: 'deny', message: r.message, interrupt: r.interrupt === true };
   }
   return { behavior: 'deny', failed: true, message: "The canUseTool callback returned an invalid permission result. "
     + "Expected {behavior: 'allow', updatedInput?: object} or {behavior: 'deny', message: string}." };
+}
+
+/** The allow rules an answer's `updatedPermissions` adds for the session, as `Tool(content)` strings (like --allowedTools). */
+function sessionRules(updates: unknown): string[] {
+  if (!Array.isArray(updates)) return [];
+  return updates.filter((u) => isObject(u) && u.type === 'addRules' && u.behavior === 'allow' && u.destination === 'session' && Array.isArray(u.rules))
+    .flatMap((u) => (u.rules as unknown[]).filter(isObject).map((r) => (typeof r.ruleContent === 'string' ? `${String(r.toolName)}(${r.ruleContent})` : String(r.toolName))));
 }
 
 /** Does a --allowedTools rule (`Bash`, `Bash(echo *)`, `Bash(git log:*)`) allow this call? */

@@ -143,6 +143,7 @@ class Turn {
         subtype: 'can_use_tool', tool_name: tool, display_name: tool, input, tool_use_id: toolUseId, ...extra,
       });
       this.h.sessionState('running');
+      if (answer.behavior === 'allow') this.s.allowedTools.push(...(answer.sessionRules ?? [])); // "for this session": later calls match like --allowedTools
       return answer;
     } catch (e) {
       if (!(e instanceof Interrupted)) throw e;

@@ -18,6 +18,8 @@ export const PresenceChange = z.object({
   principal: z.string(),
   client_id: z.string(),
   role: Role,
+  /** Whether this client's token allows control (so an owner is not offered to hand control to a view-only one); absent: not known. */
+  may_control: z.boolean().optional(),
 });
 export type PresenceChange = z.infer<typeof PresenceChange>;
 
@@ -76,6 +78,8 @@ export const TetherEvent = z.discriminatedUnion('subtype', [
     request_id: z.string(),
     decided_by: z.string(),
     behavior: z.string(),
+    /** The permission updates the answer carried (`updatedPermissions`): rules it granted, shown to every member with who granted them. */
+    updated_permissions: z.array(z.unknown()).optional(),
     at: z.string(),
   }),
   z.object({
@@ -108,6 +112,14 @@ export const TetherEvent = z.discriminatedUnion('subtype', [
     message: z.string(),
     /** The input this error answers, in pipe mode (line number or input id). */
     input: z.string().optional(),
+    at: z.string(),
+  }),
+  z.object({
+    type: z.literal('tether'),
+    /** A member interrupted the running turn (its control request reached the engine): who, for every member. */
+    subtype: z.literal('interrupt'),
+    principal: z.string(),
+    client_id: z.string(),
     at: z.string(),
   }),
   z.object({

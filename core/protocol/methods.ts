@@ -44,6 +44,8 @@ export const AgentDescriptor = z.object({
   labels: z.record(z.string(), z.string()).default({}),
   /** What each engine answers to `--version`, in its own format (e.g. `2.1.332 (Claude Code)`). */
   engine_versions: EngineVersions.optional(),
+  /** Whether the agent lets sessions run in bypassPermissions (its --allow-bypass-permissions); absent: not said. */
+  allows_bypass_permissions: z.boolean().optional(),
   /** Sessions the agent still runs, with the next output seq it will send (for resume). */
   sessions: z.array(z.object({ session_id: id, next_seq: seq, last_input_seq: seq.default(0) })).default([]),
   /** Present when the agent holds a host key; the gateway pins its first key per agent identity. */
@@ -68,6 +70,8 @@ export const HelloResult = z.object({
   principal: z.string(),
   /** When this connection's token expires (ISO 8601; absent without one): renew before it with auth.renew. */
   token_expires_at: z.string().optional(),
+  /** Clients: what this token lets them do, so they offer no control they cannot use (the gateway still checks every call). */
+  may: z.object({ create: z.boolean(), control: z.boolean() }).optional(),
 });
 
 export const ClientInfo = z.object({
@@ -76,6 +80,8 @@ export const ClientInfo = z.object({
   role: Role,
   transport: z.string(),
   since: z.string(),
+  /** Whether its token allows control (absent: not known). */
+  may_control: z.boolean().optional(),
 });
 
 export const SessionInfo = z.object({
@@ -101,6 +107,8 @@ export const AgentInfo = z.object({
   default_engine: EngineKind,
   labels: z.record(z.string(), z.string()),
   engine_versions: EngineVersions.optional(),
+  /** Whether sessions on it may use bypassPermissions (absent: not said), so clients do not offer it where it is refused. */
+  allows_bypass_permissions: z.boolean().optional(),
   sessions: z.array(z.string()),
   connected_at: z.string(),
   transport: z.string(),

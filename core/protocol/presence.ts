@@ -9,14 +9,16 @@ export type PresenceMore = Pick<PresenceChange, 'client_id'> & Partial<PresenceC
  * completed from the change before it. Free of zod, so the web client's bundle can use it too.
  */
 export function presenceChanges(e: PresenceChange & { more?: readonly PresenceMore[] }): PresenceChange[] {
-  const { action, principal, client_id, role } = e;
-  const out: PresenceChange[] = [{ action, principal, client_id, role }];
+  const { action, principal, client_id, role, may_control } = e;
+  const out: PresenceChange[] = [{ action, principal, client_id, role, ...mayControl(may_control) }];
   for (const m of e.more ?? []) {
     const prev = out[out.length - 1];
-    out.push({ action: m.action ?? prev.action, principal: m.principal ?? prev.principal, client_id: m.client_id, role: m.role ?? prev.role });
+    out.push({ action: m.action ?? prev.action, principal: m.principal ?? prev.principal, client_id: m.client_id, role: m.role ?? prev.role, ...mayControl(m.may_control ?? prev.may_control) });
   }
   return out;
 }
+
+const mayControl = (v: boolean | undefined) => (v === undefined ? {} : { may_control: v });
 
 /** The `more` of an event whose first change is `first`: each entry without the fields it shares with the change before it. */
 export function compactMore(first: PresenceChange, rest: readonly PresenceChange[]): PresenceMore[] {
@@ -26,6 +28,7 @@ export function compactMore(first: PresenceChange, rest: readonly PresenceChange
     if (c.action !== prev.action) m.action = c.action;
     if (c.principal !== prev.principal) m.principal = c.principal;
     if (c.role !== prev.role) m.role = c.role;
+    if (c.may_control !== prev.may_control && c.may_control !== undefined) m.may_control = c.may_control;
     prev = c;
     return m;
   });

@@ -93,6 +93,7 @@ export class AgentLink implements EngineHost {
       default_engine: this.descriptor.default_engine,
       labels: this.descriptor.labels,
       engine_versions: this.descriptor.engine_versions,
+      ...(this.descriptor.allows_bypass_permissions === undefined ? {} : { allows_bypass_permissions: this.descriptor.allows_bypass_permissions }),
       sessions: mine,
       connected_at: this.connectedAt,
       transport: this.peer.channel.transport,

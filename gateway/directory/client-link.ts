@@ -62,6 +62,10 @@ export class ClientLink implements ProxiedClient {
     return this.peer.channel.transport;
   }
 
+  get mayControl(): boolean {
+    return this.principal_.canControl;
+  }
+
   sendFrame(frame: FrameBytes, readAtMs?: number): void {
     if (!this.peer.post(frame)) return;
     if (this.metrics) {

@@ -107,6 +107,7 @@ export class InputRouting {
         this.s.controls.forget(gwId); // refused before it reached the engine: no answer will come
         throw err;
       }
+      if (req.subtype === 'interrupt') this.s.history.append({ event: tetherEvent({ subtype: 'interrupt', principal: from.principal, client_id: from.clientId }) });
     });
   }
 }

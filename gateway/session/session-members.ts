@@ -16,6 +16,8 @@ export interface Member {
   readonly clientId: string;
   readonly principal: string;
   readonly transport: string;
+  /** Whether the client's token allows control (told to members in presence; undefined: not known here). */
+  readonly mayControl?: boolean;
   /**
    * Queues one session.frame notification for this client: the same bytes (UTF-8 JSON) go to
    * every member, so the client edge must not modify them. `readAtMs`: when the agent read the
@@ -102,6 +104,7 @@ export class SessionMembers {
       role: a.role,
       transport: a.member.transport,
       since: a.since,
+      ...(a.member.mayControl === undefined ? {} : { may_control: a.member.mayControl }),
     }));
   }
 
@@ -119,7 +122,7 @@ export class SessionMembers {
     if (this.s.history.replayTo((bytes) => member.sendFrame(bytes), from)) this.s.onGap();
     this.all.set(member.clientId, { member, role, since: new Date().toISOString() });
     if (previousClientId !== undefined) for (const line of this.s.controls.takeOver(previousClientId, member.clientId, member.principal)) member.sendReply(this.s.sessionId, line);
-    this.announce('attached', member.principal, member.clientId, role);
+    this.announce('attached', member.principal, member.clientId, role, member.mayControl);
     return this.s.history.lastSeq + 1;
   }
 
@@ -166,7 +169,7 @@ export class SessionMembers {
     }
   }
 
-  private announce(action: 'attached' | 'detached' | 'role_changed', principal: string, clientId: string, role: Role): void {
-    this.presence.add({ action, principal, client_id: clientId, role });
+  private announce(action: 'attached' | 'detached' | 'role_changed', principal: string, clientId: string, role: Role, mayControl?: boolean): void {
+    this.presence.add({ action, principal, client_id: clientId, role, ...(mayControl === undefined ? {} : { may_control: mayControl }) });
   }
 }

@@ -101,7 +101,8 @@ export class SessionPrompts {
     }
     const requestId = response.request_id;
     if (!this.book.has(requestId)) this.book.claim(requestId, by.principal); // throws the precise error
-    const behavior = response.subtype === 'error' ? 'error' : String((line.response as { response?: { behavior?: unknown } }).response?.behavior ?? 'answered');
+    const answer = (line.response as { response?: { behavior?: unknown; updatedPermissions?: unknown } }).response;
+    const behavior = response.subtype === 'error' ? 'error' : String(answer?.behavior ?? 'answered');
     const prompt = this.book.get(requestId);
     const details: Record<string, unknown> = { request_id: requestId, ...prompt?.tool, behavior, client_id: by.clientId };
     if (prompt?.subtype === 'can_use_tool' && response.subtype === 'success') Object.assign(details, this.checkedAnswer(by, details, line));
@@ -109,7 +110,7 @@ export class SessionPrompts {
       this.book.claim(requestId, by.principal, outcomeOf(behavior));
       this.s.inputs.toEngine(line, key);
     });
-    this.decided(requestId, by.principal, behavior);
+    this.decided(requestId, by.principal, behavior, behavior === 'allow' && Array.isArray(answer?.updatedPermissions) ? answer.updatedPermissions : undefined);
   }
 
   /**
@@ -171,9 +172,9 @@ export class SessionPrompts {
   }
 
   /** Tells clients a prompt is settled: withdrawn from their screens, who decided and how. */
-  private decided(requestId: string, decidedBy: string, behavior: string): void {
+  private decided(requestId: string, decidedBy: string, behavior: string, updatedPermissions?: unknown[]): void {
     this.announceWithdrawal(requestId);
-    this.s.history.append({ event: tetherEvent({ subtype: 'prompt_decided', request_id: requestId, decided_by: decidedBy, behavior }) });
+    this.s.history.append({ event: tetherEvent({ subtype: 'prompt_decided', request_id: requestId, decided_by: decidedBy, behavior, ...(updatedPermissions ? { updated_permissions: updatedPermissions } : {}) }) });
     if (this.book.size === 0 && this.s.status.current === 'requires_action') this.s.status.set('running');
   }
 

@@ -129,7 +129,7 @@ export async function screenshots(browser: Browser, name: string, signInLink: ()
   return written;
 }
 
-/** A fresh single-use sign-in link for `sub` on the page at `pageUrl`, minted with the key in the gateway's state folder (what `tether login-link` does). */
-export async function signInLinkFor(pageUrl: string, stateDir: string, sub: string): Promise<string> {
-  return signInUrl(pageUrl, await mintLoginCode(loadKeyFile(stateKeyPath(stateDir)), { sub }));
+/** A fresh single-use sign-in link for `sub` (with `scopes`, e.g. `['view']`) on the page at `pageUrl`, minted with the key in the gateway's state folder (what `tether login-link` does). */
+export async function signInLinkFor(pageUrl: string, stateDir: string, sub: string, scopes?: string[]): Promise<string> {
+  return signInUrl(pageUrl, await mintLoginCode(loadKeyFile(stateKeyPath(stateDir)), { sub, scopes }));
 }

@@ -90,7 +90,8 @@ function fromGatewayEvent(e: Obj): DialectEvent[] {
       return e.code === INPUT_REFUSED && typeof e.input_uuid === 'string' ? [{ kind: 'refused', uuid: e.input_uuid, message: String(e.message) }] : [];
     case 'presence':
       // One notification per change, as before coalescing (a burst's changes share one event).
-      return presenceChanges(e as unknown as PresenceChange).map((c) => ({ kind: 'presence', ...c }));
+      // `may_control` is for the owner's own clients; the dialect's presence keeps its documented fields.
+      return presenceChanges(e as unknown as PresenceChange).map(({ may_control: _, ...c }) => ({ kind: 'presence', ...c }));
     default:
       return [];
   }

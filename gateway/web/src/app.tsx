@@ -4,6 +4,9 @@ import { Connection } from './connection';
 import { Dashboard } from './dashboard';
 import { SessionPage } from './session-page';
 import { OpenSession } from './session';
+import { openFailure } from './messages';
+import { RpcError } from './rpc';
+import { linkTrouble } from './wording';
 import { useStore } from './store';
 
 const conn = new Connection();
@@ -33,26 +36,28 @@ export function App() {
         await conn.probe();
         const code = takeLoginCode();
         if (code) await conn.signIn(code);
-        if (conn.hasCredential) await conn.start();
-        const id = sessionInHash();
-        if (id && conn.state.get().status === 'connected') setSession(await OpenSession.attach(conn, id, false));
       } catch (err) {
-        conn.signOut('');
-        setError((err as Error).message);
-      } finally {
-        setBooting(false);
+        conn.signOut(''); // the sign-in code was refused: nothing to keep
+        setError(err instanceof RpcError ? err.message : linkTrouble(err)); // the gateway's words, or what the network did
+        return setBooting(false);
       }
+      if (conn.hasCredential) await conn.start(); // only refused credentials sign out (connection.ts)
+      const id = sessionInHash();
+      // A session that cannot be opened (gone, not ours, unreachable): back to the dashboard, still signed in.
+      if (id && conn.state.get().status === 'connected') await open(() => OpenSession.attach(conn, id, false), true);
+      setBooting(false);
     })();
   }, []);
 
-  const open = async (make: () => Promise<OpenSession>) => {
+  const open = async (make: () => Promise<OpenSession>, fromAddress = false) => {
     setError(undefined);
     try {
       const s = await make();
       history.replaceState(null, '', `#session=${s.id}`);
       setSession(s);
     } catch (err) {
-      setError((err as Error).message);
+      if (fromAddress) history.replaceState(null, '', location.pathname);
+      setError(openFailure(err, fromAddress));
     }
   };
   const leave = () => {
@@ -75,15 +80,18 @@ export function App() {
   }
   return (
     <>
-      <header class="top">
-        <button class="brand" onClick={leave} aria-label="Back to the dashboard">Tether</button>
-        <span class="who" data-testid="principal">{link.principal}</span>
-        {link.auth && <button onClick={() => { void session?.close(); setSession(undefined); conn.signOut(); }}>Sign out</button>}
-      </header>
-      {link.status !== 'connected' && (
-        <div class="banner" role="status" data-testid="link-banner">{link.message ?? 'Connecting…'}</div>
-      )}
-      {error && <div class="banner error" role="alert">{error}</div>}
+      {/* Header and link status stay in sight wherever the page is scrolled (the bottom, mostly). */}
+      <div class="sticky-top">
+        <header class="top">
+          <button class="brand" onClick={leave} title="Back to the dashboard">Tether</button>
+          <span class="who" data-testid="principal">{link.principal}</span>
+          {link.auth && <button onClick={() => { void session?.close(); setSession(undefined); conn.signOut(); }}>Sign out</button>}
+        </header>
+        {link.status !== 'connected' && (
+          <div class="banner" role="status" data-testid="link-banner">{link.message ?? 'Connecting…'}</div>
+        )}
+        {error && <div class="banner error" role="alert">{error}</div>}
+      </div>
       {session ? (
         <SessionPage session={session} onLeave={leave} />
       ) : (

@@ -4,16 +4,21 @@
  * and reconnection with backoff. Sessions re-attach themselves from their last seq when
  * `onReconnect` fires.
  */
+import { HEARTBEAT_DEFAULTS } from '../../../core/link/heartbeat.js';
+import { backoffDelay, CLIENT_BACKOFF } from '../../../core/util/backoff.js';
+import { LOGIN_PATH, TICKET_PATH, WS_PATH } from '../../../core/protocol/http-paths.js';
 import { PROTOCOL_VERSION } from '../../../core/protocol/version.js';
 import { RpcError, RpcSocket } from './rpc';
 import { Store } from './store';
+import { linkTrouble } from './wording';
 
 /** Where the tab keeps its client token (gone when the tab closes). */
 const TOKEN_KEY = 'tether.token';
 const PRINCIPAL_KEY = 'tether.principal';
-/** Reconnect pauses: 250 ms doubling to 5 s, with jitter. */
-const BACKOFF_MIN_MS = 250;
-const BACKOFF_MAX_MS = 5_000;
+/** How often the page checks its link for silence. */
+const WATCH_TICK_MS = 1_000;
+/** While the browser says it is offline, the pause between tries (the online event ends it early). */
+const OFFLINE_PAUSE_MS = 5_000;
 
 export type LinkStatus = 'signed-out' | 'connecting' | 'connected' | 'down' | 'resuming';
 
@@ -24,6 +29,8 @@ export interface LinkState {
   message?: string;
   /** Whether the gateway checks tokens at all (false: --auth off). */
   auth: boolean;
+  /** What the token lets this page do (from hello; both true when the gateway does not say). */
+  may: { create: boolean; control: boolean };
 }
 
 /** The error body the gateway's HTTP endpoints answer with. */
@@ -33,7 +40,7 @@ async function httpError(res: Response): Promise<RpcError> {
 }
 
 export class Connection {
-  readonly state = new Store<LinkState>({ status: 'signed-out', auth: true });
+  readonly state = new Store<LinkState>({ status: 'signed-out', auth: true, may: { create: true, control: true } });
   private sock: RpcSocket | undefined;
   private stopped = false;
   private attempt = 0;
@@ -44,7 +51,7 @@ export class Connection {
 
   /** Signs in with a code from a sign-in link; resolves once the token is kept. */
   async signIn(code: string): Promise<void> {
-    const res = await fetch('/v1/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code }) });
+    const res = await fetch(LOGIN_PATH, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code }) });
     if (!res.ok) throw await httpError(res);
     const body = (await res.json()) as { token: string; principal: string };
     sessionStorage.setItem(TOKEN_KEY, body.token);
@@ -58,7 +65,7 @@ export class Connection {
 
   /** Asks the gateway whether it checks tokens at all. */
   async probe(): Promise<void> {
-    const res = await fetch('/v1/login').catch(() => undefined);
+    const res = await fetch(LOGIN_PATH).catch(() => undefined);
     const body = res?.ok ? await res.json() : undefined;
     this.state.update({ auth: body?.auth !== 'off' });
   }
@@ -103,11 +110,21 @@ export class Connection {
     });
   }
 
-  /** Connects (and keeps reconnecting until signOut). Resolves after the first hello. */
+  /**
+   * Connects (and keeps reconnecting until signOut). Resolves after the first hello, or at
+   * once when that failed: refused credentials sign the tab out; anything else keeps the
+   * credential and retries in the background, the banner saying so.
+   */
   async start(): Promise<void> {
     this.stopped = false;
     this.state.update({ status: 'connecting', message: undefined });
-    await this.connectOnce(false);
+    try {
+      await this.connectOnce(false);
+    } catch (err) {
+      if (err instanceof RpcError && err.code === 'UNAUTHENTICATED') return this.signOut(`Signed out: ${err.message}`);
+      this.state.update({ status: 'down', message: `Cannot reach the gateway (${linkTrouble(err)}); retrying…` });
+      void this.retry();
+    }
   }
 
   /** One request on the live link; waits for a reconnect when the link is down (bounded). */
@@ -152,11 +169,11 @@ export class Connection {
   }
 
   private async wsUrl(): Promise<string> {
-    const base = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/v1/connect`;
+    const base = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}${WS_PATH}`;
     if (!this.state.get().auth) return base;
     const token = sessionStorage.getItem(TOKEN_KEY);
     if (!token) throw new RpcError('UNAUTHENTICATED', 'not signed in');
-    const res = await fetch('/v1/ticket', { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+    const res = await fetch(TICKET_PATH, { method: 'POST', headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(HEARTBEAT_DEFAULTS.timeoutMs) });
     if (!res.ok) throw await httpError(res);
     const { ticket } = (await res.json()) as { ticket: string };
     return `${base}?ticket=${encodeURIComponent(ticket)}`;
@@ -165,10 +182,10 @@ export class Connection {
   private async connectOnce(isReconnect: boolean): Promise<void> {
     const sock = await RpcSocket.open(await this.wsUrl(), (m, p) => {
       for (const fn of this.notified) fn(m, p);
-    });
-    let hello: { principal: string };
+    }, HEARTBEAT_DEFAULTS.timeoutMs);
+    let hello: { principal: string; may?: LinkState['may'] };
     try {
-      hello = await sock.request<{ principal: string }>('hello', { protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: [], software: 'tether-web' });
+      hello = await sock.request<{ principal: string; may?: LinkState['may'] }>('hello', { protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: [], software: 'tether-web' }, HEARTBEAT_DEFAULTS.timeoutMs);
     } catch (err) {
       sock.close(); // a refused hello leaves no socket behind
       throw err;
@@ -179,8 +196,9 @@ export class Connection {
     }
     this.sock = sock;
     this.attempt = 0;
-    this.state.update({ status: isReconnect ? 'resuming' : 'connected', principal: hello.principal, message: undefined });
+    this.state.update({ status: isReconnect ? 'resuming' : 'connected', principal: hello.principal, message: undefined, may: hello.may ?? { create: true, control: true } });
     void sock.closed.then((reason) => this.lost(sock, reason));
+    this.watch(sock);
     if (isReconnect) {
       const request: RpcSocket['request'] = (m, p) => sock.request(m, p);
       await Promise.allSettled([...this.reconnected].map((fn) => fn(request)));
@@ -188,19 +206,45 @@ export class Connection {
     }
   }
 
+  /**
+   * Notices a link that stopped carrying bytes without closing (a stalled network keeps the
+   * socket open): silent for the gateway's ping interval, the page pings; no answer and no
+   * byte within the ping timeout, the link counts as lost, within the gateway's own bound.
+   */
+  private watch(sock: RpcSocket): void {
+    const { intervalMs, timeoutMs } = HEARTBEAT_DEFAULTS;
+    let probing = false;
+    const timer = window.setInterval(() => {
+      if (this.sock !== sock) return clearInterval(timer);
+      if (probing || Date.now() - sock.lastHeardAt < intervalMs) return;
+      probing = true;
+      const asked = Date.now();
+      sock.request('ping', {}, timeoutMs).then(
+        () => (probing = false),
+        () => {
+          probing = false;
+          if (this.sock !== sock || sock.lastHeardAt > asked) return;
+          clearInterval(timer);
+          this.lost(sock, `nothing arrived for ${Math.round((Date.now() - sock.lastHeardAt) / 1000)} s: it went silent`);
+          sock.close();
+        },
+      );
+    }, WATCH_TICK_MS);
+  }
+
   private lost(sock: RpcSocket, reason: string): void {
     if (this.sock !== sock || this.stopped) return;
     this.sock = undefined;
-    this.state.update({ status: 'down', message: `Link to the gateway lost (${reason}); reconnecting…` });
+    this.state.update({ status: 'down', message: `Connection to the gateway lost (${linkTrouble(new Error(reason))}); reconnecting…` });
     void this.retry();
   }
 
   private async retry(): Promise<void> {
     while (!this.stopped) {
-      const pause = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** this.attempt++) * (0.5 + Math.random() / 2);
+      const pause = backoffDelay(this.attempt++, CLIENT_BACKOFF);
       await new Promise<void>((r) => {
         this.wake = r;
-        setTimeout(r, navigator.onLine ? pause : BACKOFF_MAX_MS);
+        setTimeout(r, navigator.onLine ? pause : Math.min(pause, OFFLINE_PAUSE_MS));
       });
       this.wake = undefined;
       if (this.stopped) return;
@@ -210,7 +254,7 @@ export class Connection {
         return;
       } catch (err) {
         if (err instanceof RpcError && err.code === 'UNAUTHENTICATED') return this.signOut(`Signed out: ${err.message}`);
-        this.state.update({ status: 'down', message: `Link to the gateway is down (${(err as Error).message}); retrying…` });
+        this.state.update({ status: 'down', message: `Still no connection to the gateway (${linkTrouble(err)}); retrying…` });
       }
     }
   }

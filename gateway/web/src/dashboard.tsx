@@ -1,7 +1,9 @@
 /** Agents and sessions, refreshed every few seconds; start a session, open or watch one. */
 import { useEffect, useState } from 'preact/hooks';
 import type { Connection } from './connection';
+import { useStore } from './store';
 import type { SessionInfo } from './session';
+import { stateLabel } from './wording';
 
 /** How often the lists refresh while the dashboard shows. */
 const REFRESH_MS = 2_000;
@@ -13,6 +15,7 @@ interface AgentInfo {
   host: string;
   engines: string[];
   connected_at: string;
+  allows_bypass_permissions?: boolean;
 }
 
 const since = (iso: string) => new Date(iso).toLocaleString();
@@ -61,6 +64,7 @@ export function Dashboard(props: { conn: Connection; onStart: (agent: string, op
     };
   }, []);
 
+  const { may } = useStore(props.conn.state);
   const chosen = agent || agents[0]?.name || '';
   const start = async (e: Event) => {
     e.preventDefault();
@@ -88,6 +92,7 @@ export function Dashboard(props: { conn: Connection; onStart: (agent: string, op
           </ul>
         )}
       </section>
+      {may.create ? (
       <section aria-labelledby="start-h">
         <h2 id="start-h">Start a session</h2>
         <form class="start" onSubmit={start}>
@@ -104,12 +109,15 @@ export function Dashboard(props: { conn: Connection; onStart: (agent: string, op
           </label>
           <label>Permission mode
             <select name="permission_mode" value={mode} onChange={(e) => setMode((e.target as HTMLSelectElement).value)}>
-              {PERMISSION_MODES.map((m) => <option key={m} value={m}>{m}</option>)}
+              {PERMISSION_MODES.filter((m) => m !== 'bypassPermissions' || agents.find((a) => a.name === chosen)?.allows_bypass_permissions !== false).map((m) => <option key={m} value={m}>{m}</option>)}
             </select>
           </label>
           <button type="submit" class="primary" disabled={busy || !chosen}>Start session</button>
         </form>
       </section>
+      ) : (
+        <p class="muted" data-testid="cannot-start">Your sign-in lets you watch sessions; starting one needs a sign-in with the create permission.</p>
+      )}
       <section aria-labelledby="sessions-h">
         <h2 id="sessions-h">Sessions</h2>
         {sessions.length === 0 ? <p class="muted">No session is running.</p> : (
@@ -120,11 +128,11 @@ export function Dashboard(props: { conn: Connection; onStart: (agent: string, op
                   <strong>{s.agent}</strong> <span class="mono small" title={s.id}>{s.id.slice(0, 8)}</span> <span class="mono small">{s.options.cwd ?? ''}</span>
                   {s.pending_prompts > 0 && <span class="badge" title="prompts waiting for an answer">{s.pending_prompts} waiting</span>}
                   <div class="muted small">
-                    {s.state} · owner {s.owner} · started {since(s.created_at)} · {s.clients.length ? `here: ${s.clients.map((c) => `${c.principal} (${c.role})`).join(', ')}` : 'nobody attached'}
+                    {stateLabel(s.state)} · owner {s.owner} · started {since(s.created_at)} · {s.clients.length ? `here: ${s.clients.map((c) => `${c.principal} (${c.role})`).join(', ')}` : 'nobody attached'}
                   </div>
                 </div>
                 <div class="row-actions">
-                  <button onClick={() => props.onAttach(s.id, false)} aria-label={`Open session ${s.id} as a controller`}>Open</button>
+                  {may.control && s.state !== 'ended' && <button onClick={() => props.onAttach(s.id, false)} aria-label={`Open session ${s.id} as a controller`}>Open</button>}
                   <button onClick={() => props.onAttach(s.id, true)} aria-label={`Watch session ${s.id} read-only`}>Watch</button>
                 </div>
               </li>

@@ -1,6 +1,7 @@
 /** How each transcript entry looks. Tool calls read through client/tool-view.ts, like the terminal's. */
 import { toolResultText, viewTool, type DiffLine } from '../../../client/tool-view.js';
-import { renderMarkdown } from './markdown';
+import { copyCodeOnClick, renderMarkdown } from './markdown';
+import { plainToolResult } from './wording';
 import type { Entry } from './transcript';
 
 /** Tool results longer than this many characters (or lines) start folded. */
@@ -28,7 +29,7 @@ export function ToolSummary({ name, input, diff = true }: { name: string; input:
 }
 
 function ToolResult({ content, isError }: { content: unknown; isError: boolean }) {
-  const text = toolResultText(content);
+  const text = plainToolResult(toolResultText(content));
   const long = text.length > FOLD_CHARS || text.split('\n').length > FOLD_LINES;
   const body = <pre class={isError ? 'result error' : 'result'}>{text || '(no output)'}</pre>;
   if (!long) return body;
@@ -44,13 +45,14 @@ export function EntryView({ e }: { e: Entry }) {
   switch (e.kind) {
     case 'prompt':
       return (
-        <div class="prompt" data-testid="prompt">
+        <div class={e.queued ? 'prompt queued' : 'prompt'} data-testid="prompt">
           <span class="sender">{e.principal}</span>
+          {e.queued && <span class="muted small" data-testid="queued"> queued: the engine reads it when the current answer ends</span>}
           <div class="prompt-text">{e.text}{e.images > 0 && <span class="muted"> [{e.images} image{e.images > 1 ? 's' : ''}]</span>}</div>
         </div>
       );
     case 'text':
-      return <div class={e.streaming ? 'md streaming' : 'md'} data-testid="assistant-text" dangerouslySetInnerHTML={{ __html: renderMarkdown(e.text) }} />;
+      return <div class={e.streaming ? 'md streaming' : 'md'} data-testid="assistant-text" onClick={(ev) => copyCodeOnClick(ev)} dangerouslySetInnerHTML={{ __html: renderMarkdown(e.text) }} />;
     case 'thinking':
       return (
         <details class="thinking">
@@ -66,7 +68,7 @@ export function EntryView({ e }: { e: Entry }) {
         </div>
       );
     case 'note':
-      return <div class={`note ${e.tone}`} data-testid="note">{e.text}</div>;
+      return <div class={`note ${e.tone}`} data-testid={e.tone === 'meta' ? 'turn-summary' : 'note'}>{e.text}</div>;
     default:
       return null;
   }

@@ -1,10 +1,11 @@
 /**
  * A pending permission prompt: the tool, its input (Edit as a diff), who may answer, and
- * Allow / Allow for this session / Deny / Deny with a message. AskUserQuestion shows its
+ * Allow / Allow the engine's proposed rule for this session / Deny / Deny with a message. AskUserQuestion shows its
  * options and a free-text answer instead. Once anyone answered, the card turns into one line
  * saying who did, for everyone.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { proposedSessionRule, ruleLabel } from '../../../client/permission-policy.js';
 import { ToolSummary } from './entries';
 import type { OpenSession } from './session';
 import type { PermissionPrompt } from './transcript';
@@ -14,11 +15,6 @@ interface Question {
   header?: string;
   options: { label: string; description?: string }[];
   multiSelect?: boolean;
-}
-
-/** What "Allow for this session" sends: the engine's session-scoped rules for this tool. */
-function sessionRules(p: PermissionPrompt): unknown[] {
-  return [{ type: 'addRules', rules: [{ toolName: p.toolName }], behavior: 'allow', destination: 'session' }];
 }
 
 export function PermissionCard({ prompt: p, session, canAnswer, answerers }: { prompt: PermissionPrompt; session: OpenSession; canAnswer: boolean; answerers: string[] }) {
@@ -35,15 +31,19 @@ export function PermissionCard({ prompt: p, session, canAnswer, answerers }: { p
   }, []);
 
   if (p.status !== 'pending') {
-    const verdict = p.status === 'decided' ? `${p.behavior === 'allow' ? 'allowed' : p.behavior === 'deny' ? 'denied' : p.behavior} by ${p.decidedBy}` : 'withdrawn';
-    return <div class="note info" data-testid="prompt-decided">{p.toolName}: {verdict}</div>;
+    const verdict = p.status === 'decided' ? `${p.behavior === 'allow' ? 'allowed' : p.behavior === 'deny' ? 'denied' : p.behavior} by ${p.decidedBy}` : 'no longer needed (the engine withdrew the question)';
+    return (
+      <div class="note info" data-testid="prompt-decided">
+        {p.toolName}: {verdict}
+        {p.lateAnswer && <strong data-testid="late-answer"> Your answer came second and was not used{p.status === 'decided' ? `: ${p.decidedBy} had already answered` : ''}.</strong>}
+      </div>
+    );
   }
   const send = (response: Record<string, unknown>) => session.answer(p.requestId, response).catch((err: Error) => setError(err.message));
   const allow = () => send({ behavior: 'allow', updatedInput: p.input });
-  const allowSession = () => {
-    session.alwaysAllow.add(p.toolName);
-    void send({ behavior: 'allow', updatedInput: p.input, updatedPermissions: sessionRules(p) });
-  };
+  // Only the rule the engine proposed for this very call, for this session; none proposed, none offered.
+  const rule = proposedSessionRule(p.request);
+  const allowSession = (r: NonNullable<typeof rule>) => send({ behavior: 'allow', updatedInput: p.input, updatedPermissions: [r] });
   const deny = (text?: string) => send({ behavior: 'deny', message: text || 'The user denied this tool call.' });
 
   if (p.toolName === 'AskUserQuestion') return <QuestionCard prompt={p} canAnswer={canAnswer} onAnswer={(answers) => send({ behavior: 'allow', updatedInput: { ...p.input, answers } })} onDismiss={() => deny('The user dismissed the question.')} />;
@@ -57,7 +57,11 @@ export function PermissionCard({ prompt: p, session, canAnswer, answerers }: { p
         <>
           <div class="actions">
             <button class="primary" onClick={allow}>Allow</button>
-            <button onClick={allowSession}>Allow for this session</button>
+            {rule && (
+              <button onClick={() => allowSession(rule)} data-testid="allow-rule">
+                Allow <code>{rule.rules.map(ruleLabel).join(', ')}</code> for this session
+              </button>
+            )}
             <button class="danger" onClick={() => deny()}>Deny</button>
             <button onClick={() => setDenying(!denying)} aria-expanded={denying}>Deny with message…</button>
           </div>

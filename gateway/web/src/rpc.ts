@@ -3,14 +3,16 @@
  * answers, notifications to a handler. It never reconnects by itself: connection.ts does.
  */
 
+import { ERROR_TABLE, type ErrorCode } from '../../../core/errors.js';
+
 /** An error answer of the gateway: `code` is the canonical code (core/errors.ts). */
 export class RpcError extends Error {
   constructor(readonly code: string, message: string) {
     super(message);
   }
-  /** Whether trying again (on a new connection) can help. */
+  /** Whether trying again (on a new connection) can help: the error table's word. */
   get retryable(): boolean {
-    return this.code === 'UNAVAILABLE' || this.code === 'DEADLINE_EXCEEDED' || this.code === 'RESOURCE_EXHAUSTED' || this.code === 'ABORTED';
+    return ERROR_TABLE[this.code as ErrorCode]?.retryable ?? false;
   }
 }
 
@@ -22,6 +24,8 @@ export class RpcSocket {
   private readonly waiting = new Map<number, { resolve: (v: any) => void; reject: (e: RpcError) => void; timer: number }>();
   /** Settles once, when the socket closed (for any reason). */
   readonly closed: Promise<string>;
+  /** When the last message arrived (the gateway's pings count): silence is how a stalled link shows. */
+  lastHeardAt = Date.now();
 
   private constructor(private readonly ws: WebSocket, onNotification: (method: string, params: any) => void) {
     this.closed = new Promise((resolve) => {
@@ -35,6 +39,7 @@ export class RpcSocket {
       });
     });
     ws.addEventListener('message', (e) => {
+      this.lastHeardAt = Date.now();
       if (typeof e.data !== 'string') return; // binary frames carry nothing the page reads
       let m: any;
       try {
@@ -56,28 +61,36 @@ export class RpcSocket {
     });
   }
 
-  /** Opens a socket to `url` and resolves once it is open (rejects if it closes first). */
-  static open(url: string, onNotification: (method: string, params: any) => void): Promise<RpcSocket> {
+  /** Opens a socket to `url` and resolves once it is open (rejects if it closes first, or after `timeoutMs`: a stalled link never opens). */
+  static open(url: string, onNotification: (method: string, params: any) => void, timeoutMs: number): Promise<RpcSocket> {
     return new Promise((resolve, reject) => {
       const ws = new WebSocket(url);
       const sock = new RpcSocket(ws, onNotification);
-      const fail = () => reject(new RpcError('UNAVAILABLE', 'could not open the WebSocket to the gateway'));
+      const timer = window.setTimeout(() => {
+        ws.close();
+        reject(new RpcError('UNAVAILABLE', 'the gateway did not answer'));
+      }, timeoutMs);
+      const fail = () => {
+        clearTimeout(timer);
+        reject(new RpcError('UNAVAILABLE', 'could not open the WebSocket to the gateway'));
+      };
       ws.addEventListener('error', fail, { once: true });
       ws.addEventListener('open', () => {
+        clearTimeout(timer);
         ws.removeEventListener('error', fail);
         resolve(sock);
       }, { once: true });
     });
   }
 
-  request<T = any>(method: string, params: unknown = {}): Promise<T> {
+  request<T = any>(method: string, params: unknown = {}, timeoutMs = REQUEST_TIMEOUT_MS): Promise<T> {
     if (this.ws.readyState !== WebSocket.OPEN) return Promise.reject(new RpcError('UNAVAILABLE', 'not connected to the gateway'));
     const id = this.nextId++;
     return new Promise<T>((resolve, reject) => {
       const timer = window.setTimeout(() => {
         this.waiting.delete(id);
-        reject(new RpcError('DEADLINE_EXCEEDED', `${method} got no answer within ${REQUEST_TIMEOUT_MS / 1000} s`));
-      }, REQUEST_TIMEOUT_MS);
+        reject(new RpcError('DEADLINE_EXCEEDED', `${method} got no answer within ${timeoutMs / 1000} s`));
+      }, timeoutMs);
       this.waiting.set(id, { resolve, reject, timer });
       this.ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
     });

@@ -8,20 +8,58 @@ import { download, transcriptJson, transcriptMarkdown } from './export';
 import { PermissionCard } from './permission';
 import type { OpenSession } from './session';
 import { useStore } from './store';
+import { stateLabel } from './wording';
+
+/** To the very bottom (scrollIntoView would stop short by the page's scroll padding, which reads as "scrolled up"). */
+const toBottom = () => window.scrollTo({ top: document.documentElement.scrollHeight });
+
+/**
+ * The modes a running session can switch to: bypassPermissions only when it started in it (the
+ * engine refuses to switch into it otherwise: `bypass_not_launched`, engine-protocol.md §5.2).
+ */
+const sessionModes = (started: string | undefined) => PERMISSION_MODES.filter((m) => m !== 'bypassPermissions' || started === 'bypassPermissions');
+
+/** How close to the bottom (px) still counts as reading at the bottom. */
+const FOLLOW_SLACK_PX = 48;
 
 export function SessionPage({ session, onLeave }: { session: OpenSession; onLeave: () => void }) {
   const view = useStore(session.view);
   const t = session.transcript;
-  const canControl = view.role !== 'viewer';
+  const ended = view.state === 'ended';
+  // An ended session takes no input: no composer, interrupt or pickers (answers to nothing would fail).
+  const canControl = view.role !== 'viewer' && !ended;
   const [model, setModel] = useState('');
   const [error, setError] = useState<string>();
-  const bottom = useRef<HTMLDivElement>(null);
   const pending = [...t.pending.values()];
 
+  // Follow the bottom only while the reader is there; scrolled up, they keep their place and get a count of what is new.
+  const following = useRef(true);
+  const [follow, setFollow] = useState(true); // what renders; the ref is what the effects read at once
+  const [seenCount, setSeenCount] = useState(0);
+  const count = t.entries.length + t.queued.length;
   useEffect(() => {
-    bottom.current?.scrollIntoView({ block: 'end' });
+    const onScroll = () => {
+      const atBottom = window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - FOLLOW_SLACK_PX;
+      if (atBottom !== following.current) {
+        following.current = atBottom;
+        setFollow(atBottom);
+        setSeenCount(t.entries.length + t.queued.length);
+      }
+    };
+    window.addEventListener('scroll', onScroll, { passive: true });
+    return () => window.removeEventListener('scroll', onScroll);
+  }, [session]);
+  useEffect(() => {
+    if (following.current) toBottom();
     attention(session.id, pending);
   }, [view.version]);
+  const jump = () => {
+    following.current = true;
+    setFollow(true);
+    setSeenCount(count);
+    toBottom();
+  };
+  const unseen = follow ? 0 : count - seenCount;
   useEffect(() => {
     const onVisible = () => attention(session.id, [...t.pending.values()]);
     document.addEventListener('visibilitychange', onVisible);
@@ -35,23 +73,34 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
     <main class="session" data-role={view.role}>
       <section class="session-head" aria-label="Session">
         <div>
-          <button onClick={onLeave} aria-label="Back to the dashboard">← Sessions</button>{' '}
+          <button onClick={onLeave} title="Back to the dashboard"><span aria-hidden="true">← </span>Sessions</button>{' '}
           <strong>{session.info.agent}</strong> <span class="mono small">{session.info.options.cwd ?? ''}</span>{' '}
-          <span class={`state state-${view.state}`} data-testid="session-state">{view.state}</span>{' '}
+          <span class={`state state-${view.state}`} data-testid="session-state">{stateLabel(view.state)}</span>{' '}
           <span class="role" data-testid="role">{view.role}</span>
         </div>
         <div class="muted small" data-testid="presence">Here: {present.length ? present.map((p) => `${p.principal} (${p.role})`).join(', ') : 'just you'}</div>
-        {view.role === 'owner' && present.some((p) => p.clientId !== session.ownClientId && p.role !== 'owner') && (
+        {view.role === 'owner' && !ended && present.some((p) => p.clientId !== session.ownClientId && p.role !== 'owner') && (
           <ul class="handover" aria-label="Hand control">
             {present.filter((p) => p.clientId !== session.ownClientId && p.role !== 'owner').map((p) => (
               <li key={p.clientId}>
                 {p.principal} ({p.role}){' '}
-                <button onClick={() => act(session.setRole(p.clientId, p.role === 'viewer' ? 'controller' : 'viewer'))}>{p.role === 'viewer' ? `Let ${p.principal} control` : `Make ${p.principal} a viewer`}</button>
+                {p.role === 'viewer' && p.mayControl === false ? (
+                  <span class="muted small">(their sign-in only allows watching)</span>
+                ) : (
+                  <button onClick={() => act(session.setRole(p.clientId, p.role === 'viewer' ? 'controller' : 'viewer'))}>{p.role === 'viewer' ? `Let ${p.principal} control` : `Make ${p.principal} a viewer`}</button>
+                )}
               </li>
             ))}
           </ul>
         )}
-        {!canControl && <div class="readonly" role="note" data-testid="read-only">You are watching read-only: you see everything and can change nothing.</div>}
+        {t.standingRules.length > 0 && (
+          <div class="standing-rules small" data-testid="standing-rules">
+            Allowed for this session without asking:
+            <ul>{t.standingRules.map((r) => <li key={r.rule}><code>{r.rule}</code> (by {r.grantedBy})</li>)}</ul>
+          </div>
+        )}
+        {ended && <div class="readonly" role="note" data-testid="ended">This session has ended: you can read and export it, nothing more.</div>}
+        {view.role === 'viewer' && <div class="readonly" role="note" data-testid="read-only">You are watching read-only: you see everything and can change nothing.</div>}
         <div class="controls">
           {canControl && (
             <>
@@ -63,7 +112,7 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
               </form>
               <label class="inline">Mode{' '}
                 <select aria-label="Permission mode" value={t.permissionMode ?? session.info.options.permission_mode ?? 'default'} onChange={(e) => act(session.control('set_permission_mode', { mode: (e.target as HTMLSelectElement).value }))}>
-                  {PERMISSION_MODES.map((m) => <option key={m} value={m}>{m}</option>)}
+                  {sessionModes(session.info.options.permission_mode).map((m) => <option key={m} value={m}>{m}</option>)}
                 </select>
               </label>
             </>
@@ -81,7 +130,12 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
         {t.entries.map((e) =>
           e.kind === 'permission' ? <PermissionCard key={e.id} prompt={e.prompt} session={session} canAnswer={canControl} answerers={answerers} /> : <EntryView key={e.id} e={e} />,
         )}
-        <div ref={bottom} />
+        {t.queued.map((e) => <EntryView key={e.id} e={e} />)}
+        {!follow && (
+          <button class="jump-latest" onClick={jump} data-testid="jump-latest">
+            Jump to latest{unseen > 0 ? ` (${unseen} new)` : ''}
+          </button>
+        )}
       </section>
       {canControl && <Composer session={session} />}
     </main>

@@ -19,7 +19,7 @@ export interface SessionInfo {
   agent: string;
   owner: string;
   state: string;
-  clients: { client_id: string; principal: string; role: string }[];
+  clients: { client_id: string; principal: string; role: string; may_control?: boolean }[];
   pending_prompts: number;
   options: { cwd?: string; model?: string; permission_mode?: string };
 }
@@ -37,8 +37,8 @@ export interface SessionView {
   state: string;
   /** Bumped on every change of the transcript. */
   version: number;
-  /** Who is attached now (from presence events). */
-  present: Map<string, { principal: string; role: string }>;
+  /** Who is attached now (from presence events); `mayControl` false: their token only lets them watch. */
+  present: Map<string, { principal: string; role: string; mayControl?: boolean }>;
 }
 
 export class OpenSession {
@@ -50,8 +50,6 @@ export class OpenSession {
   private clientId = '';
   private nextRequest = 1;
   private readonly offs: (() => void)[] = [];
-  /** Tools a controller allowed "for this session": later prompts for them are allowed at once. */
-  readonly alwaysAllow = new Set<string>();
 
   private constructor(private readonly conn: Connection, public info: SessionInfo, role: SessionView['role']) {
     this.view = new Store<SessionView>({ role, state: info.state, version: 0, present: new Map() });
@@ -87,7 +85,7 @@ export class OpenSession {
       session = new OpenSession(conn, r.session, r.role);
       session.clientId = r.client_id;
       // Who is here now; the history's presence events then keep it current.
-      session.view.update({ present: new Map(r.session.clients.map((c: SessionInfo['clients'][number]) => [c.client_id, { principal: c.principal, role: c.role }])) });
+      session.view.update({ present: new Map(r.session.clients.map((c: SessionInfo['clients'][number]) => [c.client_id, { principal: c.principal, role: c.role, mayControl: c.may_control }])) });
       session.offs.push(off, conn.onReconnect((request) => session!.reattach(request)));
       for (const f of early) if (f.session_id === session.id) session.onFrame(f);
       session.changed();
@@ -129,15 +127,11 @@ export class OpenSession {
         const present = new Map(this.view.get().present);
         for (const c of presenceChanges(e)) {
           if (c.action === 'detached') present.delete(c.client_id);
-          else present.set(c.client_id, { principal: c.principal, role: c.role });
+          else present.set(c.client_id, { principal: c.principal, role: c.role, mayControl: c.may_control ?? present.get(c.client_id)?.mayControl });
           if (c.client_id === this.clientId && c.action === 'role_changed') this.view.update({ role: c.role });
         }
         this.view.update({ present });
       }
-    }
-    if (item.kind === 'engine' && this.canControl) {
-      const p = this.transcript.pending.get(String(item.message.request_id));
-      if (p && this.alwaysAllow.has(p.toolName)) void this.answer(p.requestId, { behavior: 'allow', updatedInput: p.input }).catch(() => {});
     }
   }
 
@@ -166,8 +160,13 @@ export class OpenSession {
     try {
       await this.conn.send(this.id, { type: 'control_response', response: { subtype: 'success', request_id: requestId, response } });
     } catch (err) {
-      if (err instanceof RpcError && (err.code === 'FAILED_PRECONDITION' || err.code === 'NOT_FOUND')) return; // someone else answered first
-      throw err;
+      if (!(err instanceof RpcError) || (err.code !== 'FAILED_PRECONDITION' && err.code !== 'NOT_FOUND')) throw err;
+      // Someone else answered first (or the engine withdrew it): this person is told their answer was not used.
+      const p = this.transcript.prompts.get(requestId);
+      if (p) {
+        p.lateAnswer = true;
+        this.changed();
+      }
     }
   }
 

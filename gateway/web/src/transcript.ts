@@ -4,9 +4,11 @@
  * with their fate, and notes (presence, roles, state, errors). Pure: no DOM, no network.
  */
 import type { EngineMessage, StreamItem } from './frames.js';
+import { grantedRules, ruleLabel } from '../../../client/permission-policy.js';
 import { policyLine } from '../../../client/tool-view.js';
 import type { PresenceChange } from '../../../core/protocol/events.js';
 import { presenceChanges } from '../../../core/protocol/presence.js';
+import { apiRetryNote, compactNote, exitNote, gapNote, turnEndNote, turnSummary } from './wording.js';
 
 export interface PermissionPrompt {
   requestId: string;
@@ -17,15 +19,17 @@ export interface PermissionPrompt {
   status: 'pending' | 'decided' | 'withdrawn';
   decidedBy?: string;
   behavior?: string;
+  /** This page answered it too, and its answer came after the one that counted (or after the withdrawal). */
+  lateAnswer?: boolean;
 }
 
 export type Entry =
-  | { id: number; kind: 'prompt'; principal: string; text: string; images: number }
+  | { id: number; kind: 'prompt'; principal: string; text: string; images: number; queued?: boolean }
   | { id: number; kind: 'text'; text: string; streaming: boolean }
   | { id: number; kind: 'thinking'; text: string; streaming: boolean }
   | { id: number; kind: 'tool'; toolUseId: string; name: string; input: Record<string, unknown>; result?: { content: unknown; isError: boolean }; awaitingPermission?: boolean }
   | { id: number; kind: 'permission'; prompt: PermissionPrompt }
-  | { id: number; kind: 'note'; text: string; tone: 'info' | 'error' };
+  | { id: number; kind: 'note'; text: string; tone: 'info' | 'error' | 'meta' };
 
 const obj = (v: unknown): Record<string, unknown> => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
 
@@ -33,14 +37,29 @@ export class Transcript {
   readonly entries: Entry[] = [];
   /** Pending permission prompts by request id (also in entries). */
   readonly pending = new Map<string, PermissionPrompt>();
+  /** Rules a member allowed for the rest of the session, oldest first, with who granted them. */
+  readonly standingRules: { rule: string; grantedBy: string }[] = [];
   /** The engine's model and permission mode as last reported (system/init, status). */
   model?: string;
   permissionMode?: string;
   private nextId = 1;
-  private liveText: Extract<Entry, { kind: 'text' }> | undefined;
-  private liveThinking: Extract<Entry, { kind: 'thinking' }> | undefined;
+  /** Streaming text and thinking blocks by `messageId:index`: deltas land in the block they belong to, whatever came between. */
+  private readonly streams = new Map<string, Extract<Entry, { kind: 'text' | 'thinking' }>>();
+  /** The API message the engine streams now (its stream events name it; message_start at least). */
+  private streamingMessage = '';
+  /** Finished blocks per API message: the engine writes one assistant frame per block, in index order. */
+  private readonly blocksDone = new Map<string, number>();
+  /** Prompts sent while a turn runs: shown below the transcript as queued until their turn starts. */
+  readonly queued: Extract<Entry, { kind: 'prompt' }>[] = [];
+  /** A turn runs: from a prompt taken (or system/init) to its result. */
+  private turnRunning = false;
+  /** The engine's cost so far (its results carry a running total per process). */
+  private costSoFar = 0;
+  /** Who interrupted the running turn (said when it ends). */
+  private interruptedBy: string | undefined;
   private readonly tools = new Map<string, Extract<Entry, { kind: 'tool' }>>();
-  private readonly prompts = new Map<string, PermissionPrompt>();
+  /** Every permission prompt seen, by request id. */
+  readonly prompts = new Map<string, PermissionPrompt>();
   private lastPresenceId = 0;
   private lastPresenceOf = '';
 
@@ -50,7 +69,7 @@ export class Transcript {
     return entry;
   }
 
-  private note(text: string, tone: 'info' | 'error' = 'info'): void {
+  private note(text: string, tone: 'info' | 'error' | 'meta' = 'info'): void {
     this.add({ kind: 'note', text, tone });
   }
 
@@ -69,7 +88,7 @@ export class Transcript {
     const m = item.message;
     switch (m.type) {
       case 'stream_event':
-        return this.streamEvent(obj(m.event));
+        return this.streamEvent(m, obj(m.event));
       case 'assistant':
         return this.assistant(m);
       case 'user':
@@ -78,18 +97,27 @@ export class Transcript {
         return this.controlRequest(m);
       case 'control_cancel_request':
         return this.withdraw(String(m.request_id));
-      case 'result':
-        this.liveText = this.liveThinking = undefined;
-        if (m.is_error === true) this.note(`Turn ended: ${String(m.result ?? (Array.isArray(m.errors) ? m.errors.join('; ') : m.subtype))}`, 'error');
+      case 'result': {
+        this.endTurn(m);
+        const note = m.is_error === true ? turnEndNote(m, this.interruptedBy) : undefined;
+        if (note) this.note(note.text, note.tone);
+        this.interruptedBy = undefined;
+        const cost = typeof m.total_cost_usd === 'number' ? m.total_cost_usd : undefined;
+        this.note(turnSummary(m, cost === undefined ? undefined : cost - this.costSoFar), 'meta');
+        if (cost !== undefined) this.costSoFar = cost;
         return;
+      }
       case 'system':
         if (m.subtype === 'init') {
+          this.startTurn();
           if (typeof m.model === 'string') this.model = m.model;
           if (typeof m.permissionMode === 'string') this.permissionMode = m.permissionMode;
         } else if (m.subtype === 'status' && typeof m.permissionMode === 'string') {
           this.permissionMode = m.permissionMode;
         } else if (m.subtype === 'api_retry') {
-          this.note(`API error, retrying (attempt ${String(m.attempt)})`, 'error');
+          this.note(apiRetryNote(m), 'error');
+        } else if (m.subtype === 'compact_boundary') {
+          this.note(compactNote(m));
         }
         return;
       default:
@@ -103,8 +131,12 @@ export class Transcript {
         const content = obj(e.message).content;
         const blocks = Array.isArray(content) ? (content as Record<string, unknown>[]) : [];
         const text = typeof content === 'string' ? content : blocks.filter((b) => b.type === 'text').map((b) => String(b.text)).join('\n');
-        this.liveText = this.liveThinking = undefined;
-        this.add({ kind: 'prompt', principal: String(e.principal), text, images: blocks.filter((b) => b.type === 'image').length });
+        const prompt = { id: this.nextId++, kind: 'prompt' as const, principal: String(e.principal), text, images: blocks.filter((b) => b.type === 'image').length };
+        if (this.turnRunning || this.queued.length > 0) this.queued.push({ ...prompt, queued: true });
+        else {
+          this.entries.push(prompt);
+          this.turnRunning = true;
+        }
         return;
       }
       case 'presence':
@@ -118,21 +150,32 @@ export class Transcript {
           p.behavior = String(e.behavior);
           this.settle(p);
         }
+        for (const r of grantedRules(e.updated_permissions)) {
+          const rule = ruleLabel(r);
+          if (!this.standingRules.some((s) => s.rule === rule)) this.standingRules.push({ rule, grantedBy: String(e.decided_by) });
+        }
         return;
       }
       case 'state':
-        if (e.state === 'agent-lost') this.note('The agent link is down; the engine keeps running.', 'error');
-        if (e.state === 'ended') this.note('Session ended.');
+        if (e.state === 'ended') this.placeQueued(this.queued.length);
+        if (e.state === 'agent-lost') this.note('The build machine is out of reach for now; the engine keeps running there.', 'error');
         return;
-      case 'exited':
-        this.note(`Engine exited (code ${String(e.code)}${e.signal ? `, signal ${String(e.signal)}` : ''})${e.reason ? `: ${String(e.reason)}` : ''}`, e.code === 0 ? 'info' : 'error');
+      case 'exited': {
+        const note = exitNote(typeof e.code === 'number' ? e.code : null, typeof e.signal === 'string' ? e.signal : null, typeof e.reason === 'string' ? e.reason : undefined);
+        this.note(note.text, note.tone);
+        return;
+      }
+      case 'interrupt':
+        if (this.turnRunning) this.interruptedBy = String(e.principal); // named on the turn's end; an idle interrupt changes nothing
         return;
       case 'engine_error':
+        this.note(`The engine wrote something unreadable; it was skipped (${String(e.message)}).`, 'error');
+        return;
       case 'error':
-        this.note(`${String(e.code)}: ${String(e.message)}`, 'error');
+        this.note(String(e.message), 'error');
         return;
       case 'gap':
-        this.note(String(e.message), 'error');
+        this.note(gapNote(Number(e.from_seq), Number(e.to_seq)), 'error');
         return;
       case 'policy_decision':
         this.note(`${policyLine(e.decision as 'deny' | 'ask' | 'allow', String(e.tool))} (rule ${String(e.rule)})`, e.decision === 'deny' ? 'error' : 'info');
@@ -142,41 +185,63 @@ export class Transcript {
     }
   }
 
-  private streamEvent(ev: Record<string, unknown>): void {
+  /** A turn starts (system/init): the first queued prompt is the one it answers; it takes its place here. */
+  private startTurn(): void {
+    if (!this.turnRunning) this.placeQueued(1);
+    this.turnRunning = true;
+  }
+
+  /** A turn ended: whatever still streams is over; queued prompts the engine folded into this turn (none left queued by its count) are placed. */
+  private endTurn(m: EngineMessage): void {
+    for (const e of this.streams.values()) e.streaming = false;
+    this.streams.clear();
+    this.turnRunning = false;
+    if (m.queued_turn_count === 0) this.placeQueued(this.queued.length);
+  }
+
+  private placeQueued(n: number): void {
+    for (const p of this.queued.splice(0, n)) this.entries.push({ ...p, queued: false });
+  }
+
+  private streamEvent(m: EngineMessage, ev: Record<string, unknown>): void {
+    if (ev.type === 'message_start') this.streamingMessage = String(obj(ev.message).id ?? m.api_message_id ?? '');
+    else if (typeof m.api_message_id === 'string') this.streamingMessage = m.api_message_id;
+    const key = `${this.streamingMessage}:${String(ev.index ?? 0)}`;
     if (ev.type === 'content_block_start') {
       const block = obj(ev.content_block);
-      if (block.type === 'text') this.liveText = this.add({ kind: 'text', text: '', streaming: true });
-      if (block.type === 'thinking') this.liveThinking = this.add({ kind: 'thinking', text: '', streaming: true });
+      if (block.type === 'text' || block.type === 'thinking') this.streams.set(key, this.add({ kind: block.type, text: '', streaming: true }));
       return;
     }
     if (ev.type !== 'content_block_delta') return;
     const d = obj(ev.delta);
-    if (d.type === 'text_delta' && typeof d.text === 'string') {
-      this.liveText ??= this.add({ kind: 'text', text: '', streaming: true });
-      this.liveText.text += d.text;
-    } else if (d.type === 'thinking_delta' && typeof d.thinking === 'string') {
-      this.liveThinking ??= this.add({ kind: 'thinking', text: '', streaming: true });
-      this.liveThinking.text += d.thinking;
-    }
+    const kind = d.type === 'text_delta' ? 'text' : d.type === 'thinking_delta' ? 'thinking' : undefined;
+    const piece = kind === 'text' ? d.text : d.thinking;
+    if (!kind || typeof piece !== 'string') return;
+    let entry = this.streams.get(key);
+    if (!entry || entry.kind !== kind) this.streams.set(key, (entry = this.add({ kind, text: '', streaming: true })));
+    entry.text += piece;
   }
 
-  /** One assistant frame per completed block: it replaces what streamed for that block. */
+  /** One assistant frame per completed block: it replaces what streamed for that block (same message id, same index). */
   private assistant(m: EngineMessage): void {
-    const content = obj(m.message).content;
+    const message = obj(m.message);
+    const id = String(message.id ?? '');
+    const content = message.content;
     for (const b of Array.isArray(content) ? (content as Record<string, unknown>[]) : []) {
-      if (b.type === 'text') {
-        const text = String(b.text ?? '');
-        if (this.liveText) Object.assign(this.liveText, { text, streaming: false });
-        else this.add({ kind: 'text', text, streaming: false });
-        this.liveText = undefined;
-      } else if (b.type === 'thinking') {
-        const text = String(b.thinking ?? '');
-        if (this.liveThinking) Object.assign(this.liveThinking, { text, streaming: false });
-        else this.add({ kind: 'thinking', text, streaming: false });
-        this.liveThinking = undefined;
+      const index = this.blocksDone.get(id) ?? 0;
+      this.blocksDone.set(id, index + 1);
+      const key = `${id}:${index}`;
+      if (b.type === 'text' || b.type === 'thinking') {
+        const text = String((b.type === 'text' ? b.text : b.thinking) ?? '');
+        // By index; an interrupted message's aborted frame may skip blocks, so else the first of its kind still streaming.
+        const at = this.streams.get(key)?.kind === b.type ? key : [...this.streams.keys()].find((k) => k.startsWith(`${id}:`) && this.streams.get(k)!.kind === b.type);
+        const streamed = at === undefined ? undefined : this.streams.get(at);
+        if (at !== undefined) this.streams.delete(at);
+        if (streamed) Object.assign(streamed, { text, streaming: false });
+        else this.add({ kind: b.type, text, streaming: false });
       } else if (b.type === 'tool_use') {
-        const id = String(b.id);
-        if (!this.tools.has(id)) this.tools.set(id, this.add({ kind: 'tool', toolUseId: id, name: String(b.name), input: obj(b.input) }));
+        const toolId = String(b.id);
+        if (!this.tools.has(toolId)) this.tools.set(toolId, this.add({ kind: 'tool', toolUseId: toolId, name: String(b.name), input: obj(b.input) }));
       }
     }
   }
