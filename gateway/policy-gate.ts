@@ -63,9 +63,9 @@ export function policyHookCall(meta: LineMeta, line: Uint8Array): PolicyHookCall
   };
 }
 
-/** The request body of an engine control request the session raises as a prompt (parsed only for can_use_tool). */
+/** The request body of an engine control request the session raises as a prompt (parsed only for can_use_tool and hook_callback: their answers are checked). */
 export function promptRequest(meta: LineMeta, line: Uint8Array): Record<string, unknown> | undefined {
-  if (meta.subtype !== 'can_use_tool') return undefined;
+  if (meta.subtype !== 'can_use_tool' && meta.subtype !== 'hook_callback') return undefined;
   try {
     return (JSON.parse(Buffer.from(line.buffer, line.byteOffset, line.byteLength).toString('utf8')) as { request?: Record<string, unknown> }).request ?? {};
   } catch {

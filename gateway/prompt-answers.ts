@@ -25,12 +25,30 @@ export interface PromptCall {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** The call of a can_use_tool request body (undefined when it names no tool). */
+/**
+ * The call of a can_use_tool request body, or of a hook_callback about a tool (a client's own
+ * PreToolUse or PermissionRequest hook, whose answer may change the call too); undefined when
+ * it names no tool.
+ */
 export function promptCallOf(request: Record<string, unknown> | undefined): PromptCall | undefined {
+  if (request?.subtype === 'hook_callback' && isObject(request.input)) return promptCallOf({ ...request.input, subtype: 'can_use_tool', input: request.input.tool_input });
   if (!request || request.subtype !== 'can_use_tool' || typeof request.tool_name !== 'string') return undefined;
   const suggestions = Array.isArray(request.permission_suggestions) ? request.permission_suggestions.filter(isObject) : [];
   const interactive = request.requires_user_interaction === true || request.tool_name === 'AskUserQuestion';
   return { tool: request.tool_name, input: isObject(request.input) ? request.input : {}, suggestions, interactive };
+}
+
+/**
+ * A hook callback's answer (its output) as the permission answers it amounts to: each
+ * `updatedInput` (PreToolUse's, a PermissionRequest decision's, the older top-level one) and
+ * a PermissionRequest decision's `updatedPermissions`, each judged as an allow would be.
+ */
+export function hookAnswerEffects(output: Record<string, unknown>): Record<string, unknown>[] {
+  const specific = isObject(output.hookSpecificOutput) ? output.hookSpecificOutput : {};
+  const decision = isObject(specific.decision) ? specific.decision : {};
+  const inputs = [output.updatedInput, specific.updatedInput, decision.updatedInput].filter((v) => v !== undefined);
+  const permissions = [specific.updatedPermissions, decision.updatedPermissions].filter((v) => v !== undefined);
+  return [...inputs.map((updatedInput) => ({ behavior: 'allow', updatedInput })), ...permissions.map((updatedPermissions) => ({ updatedPermissions }))];
 }
 
 /** What a checked answer changes, for the audit record: the input that runs, and the rules kept. */
