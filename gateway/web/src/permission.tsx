@@ -16,9 +16,16 @@ interface Question {
   multiSelect?: boolean;
 }
 
-/** What "Allow for this session" sends: the engine's session-scoped rules for this tool. */
-function sessionRules(p: PermissionPrompt): unknown[] {
-  return [{ type: 'addRules', rules: [{ toolName: p.toolName }], behavior: 'allow', destination: 'session' }];
+/**
+ * What "Allow for this session" sends: the allow rules the engine proposed for this call, kept
+ * for this session only (the gateway accepts no wider rule and no settings file,
+ * gateway/prompt-answers.ts); none when it proposed none (the page still allows the tool's
+ * later calls itself).
+ */
+function sessionRules(p: PermissionPrompt): unknown[] | undefined {
+  const proposed = Array.isArray(p.request.permission_suggestions) ? (p.request.permission_suggestions as unknown[]) : [];
+  const rules = proposed.filter((s): s is Record<string, unknown> => typeof s === 'object' && s !== null && (s as { type?: unknown }).type === 'addRules' && (s as { behavior?: unknown }).behavior === 'allow');
+  return rules.length > 0 ? rules.map((s) => ({ ...s, destination: 'session' })) : undefined;
 }
 
 export function PermissionCard({ prompt: p, session, canAnswer, answerers }: { prompt: PermissionPrompt; session: OpenSession; canAnswer: boolean; answerers: string[] }) {
@@ -42,7 +49,8 @@ export function PermissionCard({ prompt: p, session, canAnswer, answerers }: { p
   const allow = () => send({ behavior: 'allow', updatedInput: p.input });
   const allowSession = () => {
     session.alwaysAllow.add(p.toolName);
-    void send({ behavior: 'allow', updatedInput: p.input, updatedPermissions: sessionRules(p) });
+    const rules = sessionRules(p);
+    void send({ behavior: 'allow', updatedInput: p.input, ...(rules ? { updatedPermissions: rules } : {}) });
   };
   const deny = (text?: string) => send({ behavior: 'deny', message: text || 'The user denied this tool call.' });
 
