@@ -2,6 +2,7 @@ import { isAbsolute, relative, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { TetherError } from '../core/errors.js';
 import type { Policy } from '../core/policy/policy.js';
+import { PATH_FIELDS } from '../core/policy/rules.js';
 
 /**
  * What a person's answer to a permission prompt (`can_use_tool`, docs/engine-protocol.md
@@ -74,6 +75,12 @@ export function checkAnswer(policy: Policy, call: PromptCall, answer: Record<str
     if (!isObject(input)) throw new TetherError('INVALID_ARGUMENT', 'updatedInput must be an object (the tool input to run)');
     effects.input = input;
     effects.inputChanged = !isDeepStrictEqual(input, call.input);
+    // Path rules judge where a path leads, which only the agent sees (the policy hook's call);
+    // an answer is judged here, as written, so it may not move the call to another path.
+    const moved = PATH_FIELDS.find((f) => !isDeepStrictEqual(input[f], call.input[f]));
+    if (moved !== undefined && !call.interactive) {
+      throw new TetherError('PERMISSION_DENIED', `the answer's updatedInput for ${call.tool} is refused: it changes ${moved}, and only the path the engine asked about was judged where it leads (symlinks); deny it and ask for the call you want; the prompt is still open`);
+    }
     const d = policy.decide({ tool: call.tool, input, cwd: cwd ?? '/' }, undefined);
     // An ask rule on the input shown is what this prompt is; on a changed input it would ask people
     // about a call nobody was shown (unless the tool's input is the person's answer: AskUserQuestion).
