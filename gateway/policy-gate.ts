@@ -9,6 +9,7 @@ import type { LineMeta } from '../core/protocol/methods.js';
 import type { Logger } from '../core/logging.js';
 import { failureCode, recordQuietly, type AuditLog } from './audit-log.js';
 import { checkControl, type EngineControlAllowance } from '../core/engine-controls.js';
+import { hookAnswerEffects } from './prompt-answers.js';
 import type { PolicyProvider } from './policy-source.js';
 import type { Principal } from './principal.js';
 
@@ -94,11 +95,16 @@ export function cappedInput(input: unknown): unknown {
  * prompt itself (gateway/prompt-answers.ts).
  */
 export function checkAnswerModes(policy: Policy, line: Record<string, unknown>, asker: Asker): void {
-  const updates = ((line.response as { response?: { updatedPermissions?: unknown } } | undefined)?.response?.updatedPermissions ?? []) as unknown[];
-  if (!Array.isArray(updates)) return;
-  for (const u of updates) {
-    const mode = (u as { type?: unknown; mode?: unknown } | null)?.type === 'setMode' ? (u as { mode?: unknown }).mode : undefined;
-    if (typeof mode === 'string') policy.checkMode(mode, asker);
+  const body = (line.response as { response?: unknown } | undefined)?.response;
+  if (typeof body !== 'object' || body === null) return;
+  const answer = body as Record<string, unknown>;
+  // A permission answer's own updates, and those a hook callback's answer carries (a PermissionRequest decision's).
+  for (const updates of [answer.updatedPermissions, ...hookAnswerEffects(answer).map((e) => e.updatedPermissions)]) {
+    if (!Array.isArray(updates)) continue;
+    for (const u of updates) {
+      const mode = (u as { type?: unknown; mode?: unknown } | null)?.type === 'setMode' ? (u as { mode?: unknown }).mode : undefined;
+      if (typeof mode === 'string') policy.checkMode(mode, asker);
+    }
   }
 }
 
