@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { Policy } from '../core/policy/policy.js';
-import { checkAnswer, promptCallOf, type PromptCall } from '../gateway/session/prompt-answers.js';
+import { checkAnswer, promptCallOf, type PromptCall } from '../gateway/policy/prompt-answers.js';
 import { thrownBy } from './support/thrown.js';
 
-/** The rules of gateway/session/prompt-answers.ts, case by case (the real CLI's side: permission-answers.test.ts). */
+/** The rules of gateway/policy/prompt-answers.ts, case by case (the real CLI's side: permission-answers.test.ts). */
 describe('checkAnswer', () => {
   const policy = Policy.compile({ permissions: { deny: ['Bash(rm *)'], ask: ['Bash(git push *)'] } });
   const call: PromptCall = promptCallOf({

@@ -215,10 +215,13 @@ function anchorOf(spec: string): { anchored: 'cwd' | 'any'; pattern: string } {
   return { anchored: body.includes('/') ? 'cwd' : 'any', pattern: spec };
 }
 
+/** The input fields that name the path a file tool acts on, the first one set counting. */
+export const PATH_FIELDS = ['file_path', 'notebook_path', 'path'] as const;
+
 /** The path a file tool acts on, from its input. */
 function toolPath(call: ToolCall): string | undefined {
   const i = call.input;
-  const p = i.file_path ?? i.notebook_path ?? i.path;
+  const p = PATH_FIELDS.map((f) => i[f]).find((v) => v !== undefined && v !== null);
   if (typeof p === 'string' && p !== '') return p;
   return READ_TOOLS.includes(call.tool) && call.tool !== 'Read' ? call.cwd : undefined; // a search without a path searches the working folder
 }

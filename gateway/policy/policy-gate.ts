@@ -9,6 +9,7 @@ import type { LineMeta } from '../../core/protocol/methods.js';
 import type { Logger } from '../../core/logging.js';
 import { failureCode, recordQuietly, type AuditLog } from '../audit/audit-log.js';
 import { checkControl, type EngineControlAllowance } from '../../core/engine-controls.js';
+import { hookAnswerEffects } from './prompt-answers.js';
 import type { PolicyProvider } from './policy-source.js';
 import type { Principal } from '../door/principal.js';
 
@@ -63,9 +64,9 @@ export function policyHookCall(meta: LineMeta, line: Uint8Array): PolicyHookCall
   };
 }
 
-/** The request body of an engine control request the session raises as a prompt (parsed only for can_use_tool). */
+/** The request body of an engine control request the session raises as a prompt (parsed only for can_use_tool and hook_callback: their answers are checked). */
 export function promptRequest(meta: LineMeta, line: Uint8Array): Record<string, unknown> | undefined {
-  if (meta.subtype !== 'can_use_tool') return undefined;
+  if (meta.subtype !== 'can_use_tool' && meta.subtype !== 'hook_callback') return undefined;
   try {
     return (JSON.parse(Buffer.from(line.buffer, line.byteOffset, line.byteLength).toString('utf8')) as { request?: Record<string, unknown> }).request ?? {};
   } catch {
@@ -91,14 +92,19 @@ export function cappedInput(input: unknown): unknown {
 /**
  * Refuses (PERMISSION_DENIED, naming the rule) an answer to a prompt whose permission updates
  * set a mode above the answerer's ceiling; the rest of the answer is checked against the
- * prompt itself (gateway/session/prompt-answers.ts).
+ * prompt itself (gateway/policy/prompt-answers.ts).
  */
 export function checkAnswerModes(policy: Policy, line: Record<string, unknown>, asker: Asker): void {
-  const updates = ((line.response as { response?: { updatedPermissions?: unknown } } | undefined)?.response?.updatedPermissions ?? []) as unknown[];
-  if (!Array.isArray(updates)) return;
-  for (const u of updates) {
-    const mode = (u as { type?: unknown; mode?: unknown } | null)?.type === 'setMode' ? (u as { mode?: unknown }).mode : undefined;
-    if (typeof mode === 'string') policy.checkMode(mode, asker);
+  const body = (line.response as { response?: unknown } | undefined)?.response;
+  if (typeof body !== 'object' || body === null) return;
+  const answer = body as Record<string, unknown>;
+  // A permission answer's own updates, and those a hook callback's answer carries (a PermissionRequest decision's).
+  for (const updates of [answer.updatedPermissions, ...hookAnswerEffects(answer).map((e) => e.updatedPermissions)]) {
+    if (!Array.isArray(updates)) continue;
+    for (const u of updates) {
+      const mode = (u as { type?: unknown; mode?: unknown } | null)?.type === 'setMode' ? (u as { mode?: unknown }).mode : undefined;
+      if (typeof mode === 'string') policy.checkMode(mode, asker);
+    }
   }
 }
 

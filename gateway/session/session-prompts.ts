@@ -9,7 +9,7 @@ import type { SessionStatus } from './session-status.js';
 import type { SessionAudit } from './session-audit.js';
 import type { PolicyProvider } from '../policy/policy-source.js';
 import { cappedInput, decideHook, hookAnswer, hookAuditDetails, POLICY_PRINCIPAL, promptTool, unauditedDenial, type PolicyHookCall } from '../policy/policy-gate.js';
-import { checkAnswer, promptCallOf } from './prompt-answers.js';
+import { checkAnswer, hookAnswerEffects, promptCallOf } from '../policy/prompt-answers.js';
 import { failureCode } from '../audit/audit-log.js';
 
 /** Engine control requests a client answers through the prompt book. */
@@ -105,7 +105,12 @@ export class SessionPrompts {
     const behavior = response.subtype === 'error' ? 'error' : String(answer?.behavior ?? 'answered');
     const prompt = this.book.get(requestId);
     const details: Record<string, unknown> = { request_id: requestId, ...prompt?.tool, behavior, client_id: by.clientId };
-    if (prompt?.subtype === 'can_use_tool' && response.subtype === 'success') Object.assign(details, this.checkedAnswer(by, details, line));
+    if (response.subtype === 'success') {
+      const body = ((line.response as { response?: unknown }).response ?? {}) as Record<string, unknown>;
+      if (prompt?.subtype === 'can_use_tool') Object.assign(details, this.checkedAnswer(by, details, body));
+      // A client's own hook may change the call as a permission answer may: checked the same way.
+      if (prompt?.subtype === 'hook_callback') for (const effect of hookAnswerEffects(body)) Object.assign(details, this.checkedAnswer(by, details, effect));
+    }
     this.s.audit.audited(by.principal, 'permission_decision', details, () => {
       this.book.claim(requestId, by.principal, outcomeOf(behavior));
       this.s.inputs.toEngine(line, key);
@@ -114,12 +119,12 @@ export class SessionPrompts {
   }
 
   /**
-   * Checks a person's answer to a can_use_tool prompt (gateway/session/prompt-answers.ts) before it is
-   * claimed, so a refused answer leaves the prompt open for another; the refusal is recorded.
+   * Checks a person's answer to a can_use_tool prompt, or what a hook callback's answer changes
+   * (gateway/policy/prompt-answers.ts), before it is claimed, so a refused answer leaves the prompt
+   * open for another; the refusal is recorded.
    * Returns what the audit record adds: the input that runs and the permissions kept.
    */
-  private checkedAnswer(by: Actor, details: Record<string, unknown>, line: Record<string, unknown>): Record<string, unknown> {
-    const answer = ((line.response as { response?: unknown }).response ?? {}) as Record<string, unknown>;
+  private checkedAnswer(by: Actor, details: Record<string, unknown>, answer: Record<string, unknown>): Record<string, unknown> {
     const call = this.book.get(details.request_id as string)?.call;
     try {
       if (!call) {

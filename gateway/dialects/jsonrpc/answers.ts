@@ -17,7 +17,7 @@ export function riskLevel(tool: string): RiskLevel {
  * The engine's permission answer for a dialect decision (`input` runs unchanged when allowed).
  * Session scope keeps the allow rules the engine proposed (`suggestions`, its
  * permission_suggestions) for this session only: the gateway accepts no wider rule and no
- * settings file (gateway/session/prompt-answers.ts).
+ * settings file (gateway/policy/prompt-answers.ts).
  */
 export function permissionAnswer(tool: string, input: Record<string, unknown>, d: PermissionDecision, suggestions: unknown[] = []): Record<string, unknown> {
   if (d.decision === 'deny') return { behavior: 'deny', message: d.message ?? 'The user denied this tool call.' };

@@ -2,6 +2,7 @@ import { isAbsolute, relative, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { TetherError } from '../../core/errors.js';
 import type { Policy } from '../../core/policy/policy.js';
+import { PATH_FIELDS } from '../../core/policy/rules.js';
 
 /**
  * What a person's answer to a permission prompt (`can_use_tool`, docs/engine-protocol.md
@@ -25,12 +26,30 @@ export interface PromptCall {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** The call of a can_use_tool request body (undefined when it names no tool). */
+/**
+ * The call of a can_use_tool request body, or of a hook_callback about a tool (a client's own
+ * PreToolUse or PermissionRequest hook, whose answer may change the call too); undefined when
+ * it names no tool.
+ */
 export function promptCallOf(request: Record<string, unknown> | undefined): PromptCall | undefined {
+  if (request?.subtype === 'hook_callback' && isObject(request.input)) return promptCallOf({ ...request.input, subtype: 'can_use_tool', input: request.input.tool_input });
   if (!request || request.subtype !== 'can_use_tool' || typeof request.tool_name !== 'string') return undefined;
   const suggestions = Array.isArray(request.permission_suggestions) ? request.permission_suggestions.filter(isObject) : [];
   const interactive = request.requires_user_interaction === true || request.tool_name === 'AskUserQuestion';
   return { tool: request.tool_name, input: isObject(request.input) ? request.input : {}, suggestions, interactive };
+}
+
+/**
+ * A hook callback's answer (its output) as the permission answers it amounts to: each
+ * `updatedInput` (PreToolUse's, a PermissionRequest decision's, the older top-level one) and
+ * a PermissionRequest decision's `updatedPermissions`, each judged as an allow would be.
+ */
+export function hookAnswerEffects(output: Record<string, unknown>): Record<string, unknown>[] {
+  const specific = isObject(output.hookSpecificOutput) ? output.hookSpecificOutput : {};
+  const decision = isObject(specific.decision) ? specific.decision : {};
+  const inputs = [output.updatedInput, specific.updatedInput, decision.updatedInput].filter((v) => v !== undefined);
+  const permissions = [specific.updatedPermissions, decision.updatedPermissions].filter((v) => v !== undefined);
+  return [...inputs.map((updatedInput) => ({ behavior: 'allow', updatedInput })), ...permissions.map((updatedPermissions) => ({ updatedPermissions }))];
 }
 
 /** What a checked answer changes, for the audit record: the input that runs, and the rules kept. */
@@ -56,6 +75,12 @@ export function checkAnswer(policy: Policy, call: PromptCall, answer: Record<str
     if (!isObject(input)) throw new TetherError('INVALID_ARGUMENT', 'updatedInput must be an object (the tool input to run)');
     effects.input = input;
     effects.inputChanged = !isDeepStrictEqual(input, call.input);
+    // Path rules judge where a path leads, which only the agent sees (the policy hook's call);
+    // an answer is judged here, as written, so it may not move the call to another path.
+    const moved = PATH_FIELDS.find((f) => !isDeepStrictEqual(input[f], call.input[f]));
+    if (moved !== undefined && !call.interactive) {
+      throw new TetherError('PERMISSION_DENIED', `the answer's updatedInput for ${call.tool} is refused: it changes ${moved}, and only the path the engine asked about was judged where it leads (symlinks); deny it and ask for the call you want; the prompt is still open`);
+    }
     const d = policy.decide({ tool: call.tool, input, cwd: cwd ?? '/' }, undefined);
     // An ask rule on the input shown is what this prompt is; on a changed input it would ask people
     // about a call nobody was shown (unless the tool's input is the person's answer: AskUserQuestion).
