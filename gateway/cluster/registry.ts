@@ -149,11 +149,13 @@ export class ClusterRegistry {
 
   /** The gateways heard of within GATEWAY_TTL_MS. */
   async liveGateways(): Promise<GatewayEntry[]> {
-    const out: GatewayEntry[] = [];
+    // A key put again while its listing runs (each gateway re-announces itself) can be listed
+    // twice: one entry per gateway, or a fleet list names that gateway's agents and sessions twice.
+    const out = new Map<string, GatewayEntry>();
     for await (const key of await this.gateways.keys()) {
       const g = this.decode<GatewayEntry>(GATEWAYS_BUCKET, await this.gateways.get(key));
-      if (g) out.push(g);
+      if (g) out.set(g.id, g);
     }
-    return out;
+    return [...out.values()];
   }
 }
