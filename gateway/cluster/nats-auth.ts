@@ -1,22 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { credsAuthenticator, nkeyAuthenticator, tokenAuthenticator, usernamePasswordAuthenticator, type Authenticator } from '@nats-io/transport-node';
 import { TetherError } from '../../core/errors.js';
-import { clusterAuthProblem } from './cluster-keys.js';
+import { clusterAuthProblem, type ClusterAuthKeys } from './cluster-keys.js';
 import { parseClusterUrl } from './cluster-url.js';
 
 /** The gateway's keys that say how it authenticates to the cluster's NATS server (gateway/config.ts). */
-export interface ClusterAuthConfig {
-  cluster?: string;
-  clusterCreds?: string;
-  clusterNkey?: string;
-  clusterUser?: string;
-  clusterPasswordFile?: string;
-  clusterPassword?: string;
-  clusterTokenFile?: string;
-  clusterToken?: string;
+export interface ClusterAuthConfig extends ClusterAuthKeys {
   clusterTlsCa?: string;
-  clusterTlsCert?: string;
-  clusterTlsKey?: string;
   clusterInsecureNoAuth: boolean;
 }
 
