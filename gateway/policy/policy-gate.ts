@@ -4,7 +4,7 @@ import { mentionsInLine } from '../../core/policy/mentions.js';
 import { MODE_ORDER, type Asker, type Policy, type ToolDecision } from '../../core/policy/policy.js';
 import { normalizePath, type ToolCall } from '../../core/policy/rules.js';
 import type { SessionOptions } from '../../core/protocol/session-options.js';
-import { ENGINE_DEFAULT_MODE, engineChoices } from '../../core/engine-choices.js';
+import { ENGINE_DEFAULT_MODE, engineChoices, subagentModels } from '../../core/engine-choices.js';
 import type { LineMeta } from '../../core/protocol/methods.js';
 import type { Logger } from '../../core/logging.js';
 import { failureCode, recordQuietly, type AuditLog } from '../audit/audit-log.js';
@@ -140,7 +140,7 @@ export function checkSessionOptions(policy: Policy, agent: string, options: Sess
   const c = engineChoices(options);
   const modes = c.skipsPermissions ? [...c.modes, 'bypassPermissions'] : c.modes;
   for (const mode of modes) policy.checkMode(mode, asker);
-  for (const model of [...c.models, ...c.fallbackModels]) policy.checkModel(model);
+  for (const model of [...c.models, ...c.fallbackModels, ...c.agentModels]) policy.checkModel(model);
   for (const settings of c.settings) checkSettings(policy, inlineSettings(settings), asker);
   policy.checkFolder(agent, options.cwd);
   let out = c.models.length === 0 && policy.defaultModel ? { ...options, model: policy.defaultModel } : options;
@@ -186,6 +186,10 @@ export function checkControlRequest(policy: Policy, request: Record<string, unkn
       return;
     case 'set_model':
       policy.checkModel(request.model as string | null | undefined);
+      return;
+    case 'initialize': // a subagent's model is a model the session runs
+      for (const model of subagentModels(request.agents)) policy.checkModel(model);
+      if (typeof request.settings === 'object' && request.settings !== null) checkSettings(policy, request.settings as Record<string, unknown>, asker);
       return;
     case 'apply_flag_settings':
     case 'update_settings':
