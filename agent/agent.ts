@@ -22,7 +22,7 @@ import { EngineProcess } from './engine-process.js';
 import { EngineSet } from './engine-set.js';
 import { engineEnvironment, type EngineEnvPolicy } from './engine-env.js';
 import { checkExtraArgs, type EngineFlagPolicy } from './extra-args.js';
-import { checkControl, type EngineControlAllowance } from '../core/engine-controls.js';
+import { checkControl, setCwdTarget, type EngineControlAllowance } from '../core/engine-controls.js';
 import { probeEngineVersions } from './engine-version.js';
 import { NO_CONTRIBUTION } from './initialize-merge.js';
 import { POLICY_CONTRIBUTION } from './policy-hook.js';
@@ -241,7 +241,14 @@ export class Agent {
     const relayInit = {
       contribution: policy.hook ? POLICY_CONTRIBUTION : NO_CONTRIBUTION,
       clientInitializes: options.client_initialize === true,
-      checkControl: (request: Record<string, unknown>) => checkControl(request, this.opts.engineControls ?? {}, this.opts.name),
+      checkControl: (request: Record<string, unknown>) => {
+        checkControl(request, this.opts.engineControls ?? {}, this.opts.name);
+        const to = setCwdTarget(request); // a move is held where a create's cwd is, symlinks followed
+        if (to === undefined) return;
+        if (!isDirectory(to)) throw new TetherError('INVALID_ARGUMENT', `set_cwd: folder ${to} does not exist on agent "${this.opts.name}"`);
+        checkSessionFolder(to, this.opts.sessionRoots ?? [], this.opts.name);
+        if (policy.roots) checkSessionFolder(to, policy.roots.folders, this.opts.name, `policy rule: ${policy.roots.rule}`);
+      },
     };
     const relay = new SessionRelay(sessionId, engine, log, undefined, relayInit, (line) => checkMentionsAt(line, scope));
     this.relays.set(sessionId, relay);

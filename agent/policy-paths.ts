@@ -1,6 +1,7 @@
 import { realpathSync } from 'node:fs';
 import { posix } from 'node:path';
 import { POLICY_CALLBACK_ID } from '../core/policy/hook.js';
+import { PATH_FIELDS } from '../core/policy/rules.js';
 import type { LineMeta } from '../core/protocol/methods.js';
 
 /**
@@ -21,7 +22,7 @@ export function resolvedPaths(value: Record<string, unknown>): LineMeta['resolve
   const input = request.input ?? {};
   if (typeof input.cwd !== 'string' || !input.cwd.startsWith('/')) return undefined;
   const tool = (typeof input.tool_input === 'object' && input.tool_input !== null ? input.tool_input : {}) as Record<string, unknown>;
-  const p = tool.file_path ?? tool.notebook_path ?? tool.path; // the field core/policy/rules.ts judges
+  const p = PATH_FIELDS.map((f) => tool[f]).find((v) => v !== undefined && v !== null); // the field core/policy/rules.ts judges
   const written = typeof p === 'string' && p !== '' ? p : undefined;
   const cwd = realPath(input.cwd);
   const path = written === undefined ? undefined : realPath(written.startsWith('/') ? written : `${input.cwd}/${written}`);

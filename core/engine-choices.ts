@@ -41,11 +41,34 @@ export interface EngineChoices {
   skipsPermissions: boolean;
   /** `--settings` values (inline JSON or a file on the agent's machine). */
   settings: string[];
+  /** Models named by subagents in `--agents` JSON (a file path names none the gateway can read). */
+  agentModels: string[];
+}
+
+/**
+ * The models subagent definitions name (`--agents` JSON, `initialize.agents`): each is a
+ * model the session runs, judged like `--model`. `inherit` (the session's own) is not one.
+ */
+export function subagentModels(agents: unknown): string[] {
+  if (typeof agents !== 'object' || agents === null || Array.isArray(agents)) return [];
+  return Object.values(agents).flatMap((d) => {
+    const model = typeof d === 'object' && d !== null ? (d as { model?: unknown }).model : undefined;
+    if (model === undefined || model === null || model === 'inherit') return [];
+    return [typeof model === 'string' ? model : JSON.stringify(model)];
+  });
+}
+
+function jsonOrUndefined(value: string): unknown {
+  try {
+    return JSON.parse(value);
+  } catch {
+    return undefined;
+  }
 }
 
 export function engineChoices(o: SessionOptions): EngineChoices {
   const argv = [...optionFlags(o).map((f) => flagToken(engineFlag(f.name)!, f.value)), ...(o.extra_args ?? [])];
-  const c: EngineChoices = { modes: [], models: [], fallbackModels: [], skipsPermissions: false, settings: [] };
+  const c: EngineChoices = { modes: [], models: [], fallbackModels: [], skipsPermissions: false, settings: [], agentModels: [] };
   // Unknown tokens are skipped: the agent refuses them before any engine starts.
   for (const item of readEngineArgv(argv)) {
     if (isUnknownToken(item)) continue;
@@ -62,6 +85,9 @@ export function engineChoices(o: SessionOptions): EngineChoices {
         break;
       case '--settings':
         if (v !== undefined) c.settings.push(v);
+        break;
+      case '--agents':
+        if (v !== undefined) c.agentModels.push(...subagentModels(jsonOrUndefined(v)));
         break;
       case '--dangerously-skip-permissions':
       case '--allow-dangerously-skip-permissions':

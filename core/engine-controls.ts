@@ -19,9 +19,12 @@ import { CLASS_WORDS, onlySdkServerMap, type FlagClass } from './engine-flags.js
  *  - `changes-endpoint`: sets the engine's environment (e.g. `ANTHROPIC_BASE_URL`, where its
  *    API key then goes);
  *  - `widens-permissions`: adds allow rules, so tools run without asking anyone;
- *  - `writes-settings`: writes a settings file of the agent's user, which every later session reads.
+ *  - `writes-settings`: writes a settings file of the agent's user, which every later session
+ *    reads (its credentials too: a login or an MCP server's OAuth tokens);
+ *  - `reaches-network`: sends the session (or opens it) to a service other than the model API
+ *    (feedback, Anthropic's cloud review, claude.ai Remote Control).
  */
-export type ControlClass = Exclude<FlagClass, 'plumbing'> | 'changes-endpoint' | 'widens-permissions' | 'writes-settings';
+export type ControlClass = Exclude<FlagClass, 'plumbing'> | 'changes-endpoint' | 'widens-permissions' | 'writes-settings' | 'reaches-network';
 
 /** The least session role that may send a subtype (viewers send no input at all). */
 export type ControlRole = 'controller' | 'owner';
@@ -79,6 +82,36 @@ const CONTROLS: Record<string, ControlEntry> = {
   set_has_subscribers: safe(),
   file_suggestions: safe(),
   register_repo_root: is('widens-files'),
+  // Known to the Agent SDK 0.3.332; each probed with the CLI 2.1.332 (docs/engine-protocol.md §5.2).
+  get_status: safe(), // version, session id, cwd, the API key's source (its name) and base URL
+  export_conversation: safe(), // the transcript as text in the answer; writes no file
+  get_plan: safe(),
+  get_memory_dialog: safe(), // lists CLAUDE.md and memory paths
+  get_skills_dialog: safe(),
+  get_sandbox_dialog: safe(),
+  get_chrome_dialog: safe(),
+  get_chrome_browsers: safe(),
+  select_chrome_browser: is('runs-programs'), // drives a browser on a machine of the agent's user
+  set_chrome_browser_hints: is('runs-programs'),
+  set_prompt_suggestions_paused: safe(),
+  prompt_draft_activity: safe(),
+  message_rated: safe(),
+  generate_session_title: safe(), // one model call; persist renames the session as rename_session does
+  side_question: safe(), // one model call without tools, answered beside the conversation
+  set_mcp_permission_mode_override: safe(), // the CLI accepts only default, auto or null: tighten-only
+  channel_enable: is('loads-code'), // an MCP server's pushed messages become the model's input
+  mcp_authenticate: is('writes-settings'), // OAuth: opens a local listener, stores the server's tokens
+  mcp_oauth_callback_url: is('writes-settings'),
+  mcp_clear_auth: is('writes-settings'),
+  claude_authenticate: is('writes-settings'), // logs the engine in: a listener on localhost, then the user's credentials file
+  claude_oauth_callback: is('writes-settings'),
+  claude_oauth_wait_for_completion: is('writes-settings'),
+  submit_feedback: is('reaches-network'), // may attach the transcript
+  submit_survey_feedback: is('reaches-network'),
+  ultrareview_launch: is('reaches-network'), // a review of the repository in Anthropic's cloud
+  remote_control: { role: 'controller', class: (r) => (r.enabled === false ? 'safe' : 'reaches-network') }, // claude.ai drives the engine past Tether
+  claim_session: is('loads-code'), // a whole session's options, for a spare started with --await-claim (the agent never does)
+  set_cwd: is('widens-files'), // moves the session (and the trust answer writes ~/.claude.json); when allowed, held to the roots (checkControlCwd)
 };
 
 /** Every subtype a client may send, for docs and the owner's allowances. */
@@ -90,10 +123,11 @@ const WORDS: Record<Exclude<ControlClass, 'safe'>, string> = {
   'changes-endpoint': "it changes the engine's environment or the endpoint its API key goes to",
   'widens-permissions': 'it lets tools run without asking anyone',
   'writes-settings': "it writes the agent user's settings files, which every later session reads",
+  'reaches-network': 'it sends the session to a service other than the model API, or lets one drive it',
 };
 
 /** Classes from least to most reach, to name the worst one a request has. */
-const ORDER: readonly ControlClass[] = ['safe', 'widens-files', 'loads-code', 'writes-settings', 'widens-permissions', 'changes-endpoint', 'runs-programs', 'bypasses-permissions'];
+const ORDER: readonly ControlClass[] = ['safe', 'widens-files', 'loads-code', 'writes-settings', 'reaches-network', 'widens-permissions', 'changes-endpoint', 'runs-programs', 'bypasses-permissions'];
 
 function worst(...classes: ControlClass[]): ControlClass {
   return classes.reduce((a, b) => (ORDER.indexOf(b) > ORDER.indexOf(a) ? b : a), 'safe');
@@ -217,6 +251,21 @@ export function controlClassOf(request: Record<string, unknown>): ControlClass |
   const entry = typeof request.subtype === 'string' && Object.hasOwn(CONTROLS, request.subtype) ? CONTROLS[request.subtype] : undefined;
   if (!entry) return undefined;
   return typeof entry.class === 'function' ? entry.class(request) : entry.class;
+}
+
+/**
+ * The folder a `set_cwd` moves the session to, undefined for any other subtype. Both sides
+ * hold it to the folders a create's `cwd` may name (the gateway: the policy's workingFolders;
+ * the agent: `--session-root` and those, symlinks followed). Only an absolute path is taken:
+ * the CLI reads a relative one from wherever earlier moves left it. INVALID_ARGUMENT otherwise.
+ */
+export function setCwdTarget(request: Record<string, unknown>): string | undefined {
+  if (request.subtype !== 'set_cwd') return undefined;
+  const path = request.path;
+  if (typeof path !== 'string' || !path.startsWith('/') || path.length > 4096 || path.includes('\0')) {
+    throw new TetherError('INVALID_ARGUMENT', `set_cwd needs an absolute folder path (got ${JSON.stringify(path)?.slice(0, 100)})`);
+  }
+  return path;
 }
 
 /** Who may send what: the agent owner's allowances (`--allow-engine-control`). */

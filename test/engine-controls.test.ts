@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { allowControlProblem, checkControl, controlClassOf, ENGINE_CONTROLS } from '../core/engine-controls.js';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { allowControlProblem, checkControl, controlClassOf, ENGINE_CONTROLS, setCwdTarget } from '../core/engine-controls.js';
 import { thrownBy } from './support/thrown.js';
 
 /** The control plane's table (core/engine-controls.ts), case by case; the real CLI's side: control-plane-trust.test.ts. */
@@ -11,11 +13,35 @@ describe('engine controls', () => {
       'initialize interrupt set_model set_permission_mode get_context_usage mcp_status get_binary_version get_session_cost list_models get_settings ' +
       'set_max_thinking_tokens rename_session apply_flag_settings rewind_files mcp_set_servers mcp_reconnect mcp_toggle mcp_call mcp_message ' +
       'mcp_read_resource stop_task background_tasks get_task_output cancel_async_message get_usage get_hooks_listing list_permission_rules ' +
-      'update_settings reload_plugins reload_skills reload_output_styles read_file seed_read_state set_color set_has_subscribers file_suggestions register_repo_root';
+      'update_settings reload_plugins reload_skills reload_output_styles read_file seed_read_state set_color set_has_subscribers file_suggestions register_repo_root ' +
+      'get_status export_conversation get_plan get_memory_dialog get_skills_dialog get_sandbox_dialog get_chrome_dialog get_chrome_browsers select_chrome_browser ' +
+      'set_chrome_browser_hints set_prompt_suggestions_paused prompt_draft_activity message_rated generate_session_title side_question ' +
+      'set_mcp_permission_mode_override channel_enable mcp_authenticate mcp_oauth_callback_url mcp_clear_auth claude_authenticate claude_oauth_callback ' +
+      'claude_oauth_wait_for_completion submit_feedback submit_survey_feedback ultrareview_launch remote_control claim_session set_cwd';
     expect([...ENGINE_CONTROLS].sort()).toEqual(documented.split(' ').sort());
     expect(cls({ subtype: 'no_such_subtype' })).toBeUndefined();
     expect(cls({ subtype: 'toString' })).toBeUndefined();
     expect(cls({})).toBeUndefined();
+  });
+
+  it('knows every control request the installed Agent SDK sends (sdk.mjs), so none is refused as unknown', () => {
+    const sdk = readFileSync(createRequire(import.meta.url).resolve('@anthropic-ai/claude-agent-sdk'), 'utf8');
+    const sent = new Set([...sdk.matchAll(/this\.request\(\{subtype:"([a-z_]+)"/g)].map((m) => m[1]));
+    expect(sent.size).toBeGreaterThan(50);
+    expect([...sent].filter((s) => !ENGINE_CONTROLS.includes(s))).toEqual([]);
+  });
+
+  it('set_cwd takes an absolute folder only, and the SDK-only subtypes are classed by what the CLI does with them', () => {
+    expect(setCwdTarget({ subtype: 'set_cwd', path: '/srv/x' })).toBe('/srv/x');
+    expect(setCwdTarget({ subtype: 'interrupt' })).toBeUndefined();
+    for (const path of ['x', '', 1, undefined, '/a\0b']) expect(thrownBy(() => setCwdTarget({ subtype: 'set_cwd', path }))?.code).toBe('INVALID_ARGUMENT');
+    expect(cls({ subtype: 'set_cwd', path: '/' })).toBe('widens-files');
+    expect(cls({ subtype: 'remote_control', enabled: false })).toBe('safe');
+    expect(cls({ subtype: 'remote_control', enabled: true })).toBe('reaches-network');
+    expect(cls({ subtype: 'claude_authenticate' })).toBe('writes-settings');
+    expect(cls({ subtype: 'set_mcp_permission_mode_override', serverName: 'x', mode: 'auto' })).toBe('safe');
+    expect(allowControlProblem('get_status')).toContain('always allowed');
+    expect(allowControlProblem('set_cwd')).toBeUndefined();
   });
 
   it('classes by value where the value decides', () => {

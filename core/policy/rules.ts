@@ -1,4 +1,4 @@
-import { basename, parseCommand, type ParsedCommand, type SimpleCommand } from './bash-command.js';
+import { parseCommand, type ParsedCommand, type SimpleCommand } from './bash-command.js';
 
 /**
  * Permission rules in Claude Code's own syntax and semantics, parsed and matched without any
@@ -110,7 +110,7 @@ interface BashCall {
   parsed: ParsedCommand;
   /** The line's own simple commands as written (not those guessed out of wrappers). */
   own: string[];
-  /** Every simple command as written and with the program's path dropped (`/bin/rm` is rm). */
+  /** Every simple command as written and by its program's name alone (`/bin/rm`, `~/bin/rm` are rm). */
   forms: string[];
 }
 
@@ -122,7 +122,7 @@ function commandOf(call: ToolCall): BashCall {
     const text = String(call.input.command).trim();
     const parsed = parseCommand(text);
     const written = (s: SimpleCommand) => s.words.join(' ');
-    const forms = parsed.commands.flatMap((s) => (s.literalProgram ? [written(s), [basename(s.words[0]), ...s.words.slice(1)].join(' ')] : [written(s)]));
+    const forms = parsed.commands.flatMap((s) => (s.name !== undefined ? [written(s), [s.name, ...s.words.slice(1)].join(' ')] : [written(s)]));
     c = { text, parsed, own: parsed.commands.filter((s) => s.via === undefined).map(written), forms };
     commands.set(call, c);
   }

@@ -4,11 +4,11 @@ import { mentionsInLine } from '../../core/policy/mentions.js';
 import { MODE_ORDER, type Asker, type Policy, type ToolDecision } from '../../core/policy/policy.js';
 import { normalizePath, type ToolCall } from '../../core/policy/rules.js';
 import type { SessionOptions } from '../../core/protocol/session-options.js';
-import { ENGINE_DEFAULT_MODE, engineChoices } from '../../core/engine-choices.js';
+import { ENGINE_DEFAULT_MODE, engineChoices, subagentModels } from '../../core/engine-choices.js';
 import type { LineMeta } from '../../core/protocol/methods.js';
 import type { Logger } from '../../core/logging.js';
 import { failureCode, recordQuietly, type AuditLog } from '../audit/audit-log.js';
-import { checkControl, type EngineControlAllowance } from '../../core/engine-controls.js';
+import { checkControl, setCwdTarget, type EngineControlAllowance } from '../../core/engine-controls.js';
 import { hookAnswerEffects } from './prompt-answers.js';
 import type { PolicyProvider } from './policy-source.js';
 import type { Principal } from '../door/principal.js';
@@ -140,7 +140,7 @@ export function checkSessionOptions(policy: Policy, agent: string, options: Sess
   const c = engineChoices(options);
   const modes = c.skipsPermissions ? [...c.modes, 'bypassPermissions'] : c.modes;
   for (const mode of modes) policy.checkMode(mode, asker);
-  for (const model of [...c.models, ...c.fallbackModels]) policy.checkModel(model);
+  for (const model of [...c.models, ...c.fallbackModels, ...c.agentModels]) policy.checkModel(model);
   for (const settings of c.settings) checkSettings(policy, inlineSettings(settings), asker);
   policy.checkFolder(agent, options.cwd);
   let out = c.models.length === 0 && policy.defaultModel ? { ...options, model: policy.defaultModel } : options;
@@ -170,8 +170,11 @@ function checkSettings(policy: Policy, settings: Record<string, unknown> | undef
 }
 
 /** Refuses a client's control request above the policy (set_permission_mode, set_model, settings that set either). */
-export function checkControlRequest(policy: Policy, request: Record<string, unknown>, asker: Asker, cwd = '/'): void {
+export function checkControlRequest(policy: Policy, request: Record<string, unknown>, asker: Asker, cwd = '/', agent?: string): void {
   switch (request.subtype) {
+    case 'set_cwd': // held to the policy's folders as a create's cwd is
+      if (agent !== undefined) policy.checkFolder(agent, setCwdTarget(request));
+      return;
     // Host requests that reach a tool or a file without a tool call (so without the hook):
     // refused when a deny or ask rule covers what they would touch.
     case 'mcp_call':
@@ -183,6 +186,10 @@ export function checkControlRequest(policy: Policy, request: Record<string, unkn
       return;
     case 'set_model':
       policy.checkModel(request.model as string | null | undefined);
+      return;
+    case 'initialize': // a subagent's model is a model the session runs
+      for (const model of subagentModels(request.agents)) policy.checkModel(model);
+      if (typeof request.settings === 'object' && request.settings !== null) checkSettings(policy, request.settings as Record<string, unknown>, asker);
       return;
     case 'apply_flag_settings':
     case 'update_settings':
@@ -257,7 +264,7 @@ export function checkControlAudited(
   const request = (typeof line.request === 'object' && line.request !== null ? line.request : {}) as Record<string, unknown>;
   try {
     checkControl(request, dir.controlAllowance(session.agent), session.agent, role ?? 'viewer');
-    checkControlRequest(dir.policy.current, request, { ...p, role }, session.options.cwd);
+    checkControlRequest(dir.policy.current, request, { ...p, role }, session.options.cwd, session.agent);
   } catch (err) {
     const subtype = typeof request.subtype === 'string' ? request.subtype.slice(0, 64) : undefined;
     const entry = { session_id: session.id, principal: p.sub, action: 'control' as const, client_id: clientId, subtype, mode: request.mode, model: request.model };
