@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // A stand-in engine for the web page's long sessions (issue 28): for "turns N" it writes N
 // finished turns (an answer in markdown and a result each) as fast as the pipe takes them;
-// for "stream" one answer streamed in deltas 300 ms apart; for "code" an answer with a
+// for "stream" one answer streamed in six deltas 300 ms apart ("stream N MS": N deltas MS ms
+// apart, at most 1,000); for "code" an answer with a
 // TypeScript code block. Bounded: at most 10,000 turns per prompt.
 import { serveEngine } from './stand-in-engine.mjs';
 
@@ -22,14 +23,16 @@ serveEngine((prompt, write) => {
     if (lines.length) write(lines.join('\n'));
   } else if (/stream/.test(prompt)) {
     const id = `msg_${turn++}`;
-    const pieces = ['Streaming ', 'one ', 'piece ', 'at ', 'a ', 'time.'];
+    const sized = /stream (\d+) (\d+)/.exec(prompt);
+    const pieces = sized ? Array.from({ length: Math.min(Number(sized[1]), 1_000) }, (_, i) => `word${i} `) : ['Streaming ', 'one ', 'piece ', 'at ', 'a ', 'time.'];
+    const gapMs = sized ? Number(sized[2]) : 300;
     write(event(id, { type: 'message_start', message: { id } }));
     write(event(id, { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }));
     let i = 0;
     const next = () => {
       if (i < pieces.length) {
         write(event(id, { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: pieces[i++] } }));
-        setTimeout(next, 300);
+        setTimeout(next, gapMs);
       } else {
         write(answer(id, pieces.join('')));
         write(result(turn));
