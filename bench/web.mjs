@@ -128,9 +128,23 @@ export async function webFigure({ rounds = 1, log = console.log } = {}) {
   return out;
 }
 
+const median = (xs) => percentile(xs, 50);
+
+/** The issue-28 targets, judged on the 2,000-turn medians. */
+export function webVerdicts(fig) {
+  const m = (k) => median(fig.long.map((x) => x[k]));
+  return [
+    { target: '2,000 turns open ≤ 1 s', value: `${m('openMs').toFixed(0)} ms`, met: m('openMs') <= 1000 },
+    { target: 'replay of ~4,000 frames on screen ≤ 3 s', value: `${m('openMs').toFixed(0)} ms`, met: m('openMs') <= 3000 },
+    { target: 'a streamed delta ≤ 16 ms of main thread', value: `${m('deltaMainThreadMs').toFixed(1)} ms`, met: m('deltaMainThreadMs') <= 16 },
+    { target: 'no long task > 50 ms while streaming', value: `${m('longestTaskMs').toFixed(0)} ms`, met: m('longestTaskMs') <= 50 },
+    { target: 'keystroke to paint p95 ≤ 50 ms', value: `${m('keyToPaintP95Ms').toFixed(0)} ms`, met: m('keyToPaintP95Ms') <= 50 },
+  ];
+}
+
 /** The table: each figure for 2,000 turns beside the 2-turn baseline (medians over rounds). */
 export function webTable(fig) {
-  const med = (xs) => percentile(xs, 50);
+  const med = median;
   const rows = [
     ['open (late joiner, replay to last answer on screen), ms', 'openMs', '≤ 1,000 (≤ 3,000 for the replay)'],
     ['main thread per streamed delta, ms', 'deltaMainThreadMs', '≤ 16'],
