@@ -45,4 +45,4 @@ if (gz > BUDGET_GZIP_BYTES) {
   console.error(`web page: ${gz} bytes gzipped, over the ${BUDGET_GZIP_BYTES}-byte budget`);
   process.exit(1);
 }
-if (process.env.TETHER_WEB_SIZES) console.log(`web page: initial load ${gz} B gzipped (${initial.join(', ')}); lazy: ${lazy.join(', ') || 'none'}`);
+console.log(`web page: initial load ${gz} B gzipped (${initial.join(', ')}); lazy: ${lazy.join(', ') || 'none'}`);
