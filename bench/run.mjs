@@ -4,7 +4,7 @@
  *
  *   npm run bench                 full run (< 15 min)
  *   npm run bench -- --quick      smaller counts, fewer rounds (< 2 min)
- *   options: --only 1,2,3,4,5 (figures; 1 and 2 share their processes; 5 needs nats-server)
+ *   options: --only 1,2,3,4,5,6 (figures; 1 and 2 share their processes; 5 needs nats-server; 6 is the web page, needs chromium: bench/web.mjs)
  *            --profile (CPU profiles of the gateway, the agent and the driver under load, top functions)
  *            --profiles <words> (with --profile: only the profiles whose name has one of the comma-separated words, no levers)
  *            --profile-pinned (with --profile: every profiled process pinned to CPU 0)
@@ -29,6 +29,7 @@ import { spread } from './lib/stats.mjs';
 import { analyzeProfile } from './lib/profile.mjs';
 import { report } from './lib/report.mjs';
 import { natsServerBinary, startNats } from './lib/nats.mjs';
+import { webFigure } from './web.mjs';
 
 const argv = process.argv.slice(2);
 const flag = (name) => argv.includes(`--${name}`);
@@ -37,7 +38,7 @@ const opt = (name, dflt) => {
   return i >= 0 && argv[i + 1] && !argv[i + 1].startsWith('--') ? argv[i + 1] : dflt;
 };
 const QUICK = flag('quick');
-const ONLY = new Set(opt('only', '1,2,3,4,5').split(',').map(Number));
+const ONLY = new Set(opt('only', '1,2,3,4,5,6').split(',').map(Number));
 const PROFILE = flag('profile');
 const ROOT = join(BENCH_DIR, '..');
 const OUT = opt('out', join(BENCH_DIR, 'results', 'latest.json'));
@@ -658,6 +659,7 @@ async function main() {
   if (ONLY.has(3)) steps.push(['fig3', figure3]);
   if (ONLY.has(4)) steps.push(['fig4', figure4]);
   if (ONLY.has(5)) steps.push(['fig5', figure5]);
+  if (ONLY.has(6)) steps.push(['web', async () => (results.figures.web = await webFigure({ rounds: QUICK ? 1 : 3, log }))]);
   if (PROFILE) steps.push(...(opt('profiles') ? [] : [['levers', levers]]), ['profile', profile]);
   for (const [name, step] of steps) {
     if (overBudget()) {

@@ -4,6 +4,7 @@
  * same-run baseline.
  */
 import { spread } from './stats.mjs';
+import { webTable, webVerdicts } from '../web.mjs';
 
 export function fmt(x) {
   if (x === undefined || x === null || Number.isNaN(x)) return 'n/a';
@@ -279,6 +280,10 @@ export function report(results) {
     }
   }
 
+  if (F.web) {
+    parts.push(`### Web page: a 2,000-turn session beside a 2-turn one (Chromium, medians of ${F.web.long.length})\n\n${webTable(F.web)}`);
+    for (const v of webVerdicts(F.web)) verdict('web', v.target, v.value, v.met);
+  }
   const met = verdicts.filter((v) => v.met).length;
   parts.push(
     `### Targets: ${met} of ${verdicts.length} met\n\n` + table(['figure', 'target', 'value', 'met'], verdicts.map((v) => [v.figure, v.target, v.value, yes(v.met)])),

@@ -1,5 +1,8 @@
 /** How each transcript entry looks. Tool calls read through client/tool-view.ts, like the terminal's. */
+import { memo } from 'preact/compat';
+import { useEffect, useRef } from 'preact/hooks';
 import { toolResultText, viewTool, type DiffLine } from '../../../client/tool-view.js';
+import { highlightIn } from './code-highlight';
 import { copyCodeOnClick, renderMarkdown } from './markdown';
 import { plainToolResult } from './wording';
 import type { Entry } from './transcript';
@@ -41,6 +44,57 @@ function ToolResult({ content, isError }: { content: unknown; isError: boolean }
   );
 }
 
+type TextEntry = Extract<Entry, { kind: 'text' }>;
+
+/** Finished messages' HTML: parsed once, also when the windowed list shows the entry again. */
+const finishedHtml = new WeakMap<TextEntry, { text: string; html: string }>();
+
+function markdownHtml(e: TextEntry): string {
+  if (e.streaming) return renderMarkdown(e.text);
+  const hit = finishedHtml.get(e);
+  if (hit?.text === e.text) return hit.html;
+  const html = renderMarkdown(e.text);
+  finishedHtml.set(e, { text: e.text, html });
+  return html;
+}
+
+/** Assistant text as markdown; its code is highlighted once the message is finished (not per delta). */
+function AssistantText({ e }: { e: TextEntry }) {
+  const ref = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    if (!e.streaming && ref.current) highlightIn(ref.current);
+  }, [e.text, e.streaming]);
+  return <div ref={ref} class={e.streaming ? 'md streaming' : 'md'} data-testid="assistant-text" onClick={(ev) => copyCodeOnClick(ev)} dangerouslySetInnerHTML={{ __html: markdownHtml(e) }} />;
+}
+
+/**
+ * What of an entry shows, at this render: the transcript changes entries in place, so this is
+ * how an unchanged entry is told apart and skipped (only the streaming message re-renders).
+ */
+export function entrySig(e: Entry): readonly unknown[] {
+  switch (e.kind) {
+    case 'prompt':
+      return [e.queued, e.text];
+    case 'text':
+    case 'thinking':
+      return [e.text, e.streaming];
+    case 'tool':
+      return [e.result, e.awaitingPermission];
+    case 'note':
+      return [e.text, e.tone];
+    default:
+      return [];
+  }
+}
+
+const sameSig = (a: readonly unknown[], b: readonly unknown[]) => a.length === b.length && a.every((v, i) => v === b[i]);
+
+/** An entry that re-renders only when what it shows changed. */
+export const MemoEntry = memo(
+  ({ e }: { e: Entry; sig: readonly unknown[] }) => <EntryView e={e} />,
+  (a, b) => a.e === b.e && sameSig(a.sig, b.sig),
+);
+
 export function EntryView({ e }: { e: Entry }) {
   switch (e.kind) {
     case 'prompt':
@@ -52,7 +106,7 @@ export function EntryView({ e }: { e: Entry }) {
         </div>
       );
     case 'text':
-      return <div class={e.streaming ? 'md streaming' : 'md'} data-testid="assistant-text" onClick={(ev) => copyCodeOnClick(ev)} dangerouslySetInnerHTML={{ __html: renderMarkdown(e.text) }} />;
+      return <AssistantText e={e} />;
     case 'thinking':
       return (
         <details class="thinking">

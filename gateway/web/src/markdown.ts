@@ -27,8 +27,13 @@ export function copyCodeOnClick(e: MouseEvent): boolean {
   return true;
 }
 
+/** How many times markdown was parsed: the tests read it (a finished message is parsed once, issue 28). */
+export const markdownStats = { parses: 0 };
+(globalThis as { __tetherMarkdown?: typeof markdownStats }).__tetherMarkdown = markdownStats;
+
 /** HTML for untrusted markdown (model output): no scripts, no event handlers, no remote loads but links. */
 export function renderMarkdown(text: string): string {
+  markdownStats.parses++;
   const html = marked.parse(text, { async: false }) as string;
   return DOMPurify.sanitize(html, { FORBID_TAGS: ['style', 'form', 'input', 'img', 'iframe'], FORBID_ATTR: ['style'] });
 }

@@ -3,11 +3,12 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { askNotifications, attention } from './attention';
 import { Composer } from './composer';
 import { PERMISSION_MODES } from './dashboard';
-import { EntryView } from './entries';
+import { EntryView, MemoEntry, entrySig } from './entries';
 import { download, transcriptJson, transcriptMarkdown } from './export';
 import { PermissionCard } from './permission';
 import type { OpenSession } from './session';
 import { useStore } from './store';
+import { WindowList } from './window-list';
 import { stateLabel } from './wording';
 
 /** To the very bottom (scrollIntoView would stop short by the page's scroll padding, which reads as "scrolled up"). */
@@ -38,8 +39,14 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
   const [seenCount, setSeenCount] = useState(0);
   const count = t.entries.length + t.queued.length;
   useEffect(() => {
+    let lastY = window.scrollY;
     const onScroll = () => {
-      const atBottom = window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - FOLLOW_SLACK_PX;
+      // Only the reader scrolling up stops the following: content that grew below since the
+      // last scroll to the bottom (frames arrive between it and this event) does not.
+      const up = window.scrollY < lastY - 1;
+      lastY = window.scrollY;
+      const atBottom = window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - FOLLOW_SLACK_PX || (following.current && !up);
+      if (atBottom && following.current) toBottom();
       if (atBottom !== following.current) {
         following.current = atBottom;
         setFollow(atBottom);
@@ -127,9 +134,12 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
         {error && <div class="error" role="alert">{error}</div>}
       </section>
       <section class="transcript" aria-label="Transcript" aria-live="polite" data-testid="transcript">
-        {t.entries.map((e) =>
-          e.kind === 'permission' ? <PermissionCard key={e.id} prompt={e.prompt} session={session} canAnswer={canControl} answerers={answerers} /> : <EntryView key={e.id} e={e} />,
-        )}
+        <WindowList
+          items={t.entries}
+          keyOf={(e) => e.id}
+          render={(e) => (e.kind === 'permission' ? <PermissionCard prompt={e.prompt} session={session} canAnswer={canControl} answerers={answerers} /> : <MemoEntry e={e} sig={entrySig(e)} />)}
+          onResize={() => following.current && toBottom()}
+        />
         {t.queued.map((e) => <EntryView key={e.id} e={e} />)}
         {!follow && (
           <button class="jump-latest" onClick={jump} data-testid="jump-latest">

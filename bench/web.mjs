@@ -1,0 +1,174 @@
+#!/usr/bin/env node
+/**
+ * The web page's figure (issue 28, item 5): headless Chromium (Debian's, driven by
+ * playwright-core) on `tether up` with the long-session stand-in engine, a session of 2,000
+ * finished turns beside a baseline of 2 turns, same run:
+ *  - open: a late joiner clicks Open until the last answer is on screen (its replay: every frame);
+ *  - per delta: main-thread time (CDP Performance.getMetrics TaskDuration) over a streamed
+ *    answer of 40 deltas 50 ms apart, divided by its deltas (idle time's own tasks included);
+ *  - long tasks (PerformanceObserver 'longtask', > 50 ms) while a second answer streams and
+ *    40 keys are typed into the composer, 25 ms apart;
+ *  - keystroke to paint: Event Timing durations of keydowns typed while it streams (the API
+ *    reports only events ≥ 16 ms; the rest count as 16 ms, an upper bound), p95.
+ * Alone: `node bench/web.mjs [--quick]`; in the runner: `npm run bench -- --only 6`.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const ENGINE = join(ROOT, 'test/support/long-session-engine.mjs');
+const CHROMIUM = process.env.TETHER_TEST_CHROMIUM ?? '/usr/bin/chromium';
+const WAIT_MS = 120_000;
+const DELTAS = 40;
+const DELTA_GAP_MS = 50;
+const KEYS = 40;
+
+const percentile = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] : NaN;
+};
+
+/** `tether up` with the stand-in engine; resolves with its page origin and a stop function. */
+async function startUp(dir) {
+  const child = spawn(process.execPath, [join(ROOT, 'dist/bin/tether.js'), 'up', '--port', '0', '--engine', 'claude', '--engine-command', ENGINE, '--cwd', dir, '--state-dir', join(dir, 'state')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const stop = () => new Promise((r) => (child.exitCode !== null ? r() : (child.once('exit', r), child.kill('SIGTERM'))));
+  const link = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('tether up did not print its sign-in link in 30 s')), 30_000);
+    createInterface({ input: child.stdout }).on('line', (l) => l.startsWith('sign-in: ') && (clearTimeout(timer), resolve(l.split(' ')[1])));
+    child.once('exit', (code) => reject(new Error(`tether up exited (${code})`)));
+  });
+  return { origin: new URL(link).origin, firstLink: link, stop };
+}
+
+async function linkFor(origin, stateDir, sub) {
+  const dist = (p) => import(pathToFileURL(join(ROOT, 'dist', p)).href);
+  const [{ signInUrl }, { loadKeyFile }, { mintLoginCode }, { stateKeyPath }] = await Promise.all([dist('bin/sign-in-link.js'), dist('core/auth/keys.js'), dist('core/auth/login-codes.js'), dist('core/auth/state-dir.js')]);
+  return signInUrl(origin, await mintLoginCode(loadKeyFile(stateKeyPath(stateDir)), { sub }));
+}
+
+async function signedIn(browser, link) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  context.setDefaultTimeout(WAIT_MS);
+  const page = await context.newPage();
+  await page.goto(link);
+  await page.getByRole('button', { name: 'Start session' }).waitFor();
+  return { context, page };
+}
+
+const lastAnswer = (page, turns) => page.getByTestId('assistant-text').filter({ hasText: `Answer ${turns - 1}:` }).waitFor({ timeout: WAIT_MS });
+
+/** One session of `turns` turns, measured. */
+async function measure(browser, turns) {
+  const dir = mkdtempSync(join(tmpdir(), 'tether-bench-web-'));
+  const up = await startUp(dir);
+  try {
+    const alice = await signedIn(browser, up.firstLink);
+    await alice.page.getByRole('button', { name: 'Start session' }).click();
+    await alice.page.locator('#prompt').waitFor();
+    const sessionId = /#session=(.+)$/.exec(alice.page.url())[1];
+    await alice.page.fill('#prompt', `turns ${turns}`);
+    await alice.page.locator('#prompt').press('Enter');
+    await lastAnswer(alice.page, turns);
+
+    // A late joiner opens it: from the click to the last answer on screen (the whole replay).
+    const bob = await signedIn(browser, await linkFor(up.origin, join(dir, 'state'), 'bob'));
+    const t0 = Date.now();
+    await bob.page.locator(`[data-session="${sessionId}"]`).getByRole('button', { name: /as a controller/ }).click();
+    await lastAnswer(bob.page, turns);
+    const openMs = Date.now() - t0;
+
+    // Bob streams an answer and types while it streams.
+    const page = bob.page;
+    const cdp = await bob.context.newCDPSession(page);
+    await cdp.send('Performance.enable');
+    await page.evaluate(() => {
+      window.__long = [];
+      window.__keys = [];
+      new PerformanceObserver((l) => window.__long.push(...l.getEntries().map((e) => e.duration))).observe({ type: 'longtask' });
+      new PerformanceObserver((l) => window.__keys.push(...l.getEntries().filter((e) => e.name === 'keydown').map((e) => e.duration))).observe({ type: 'event', durationThreshold: 16 });
+    });
+    // A streamed answer alone: main-thread time per delta.
+    const task = async () => (await cdp.send('Performance.getMetrics')).metrics.find((m) => m.name === 'TaskDuration').value * 1000;
+    const stream = async () => {
+      await page.fill('#prompt', `stream ${DELTAS} ${DELTA_GAP_MS}`);
+      await page.locator('#prompt').press('Enter');
+      await page.locator('.md.streaming').first().waitFor();
+    };
+    const finished = (n) => page.getByTestId('assistant-text').filter({ hasText: `word${DELTAS - 1}` }).nth(n).and(page.locator('.md:not(.streaming)')).waitFor({ timeout: WAIT_MS });
+    const before = await task();
+    await stream();
+    await finished(0);
+    const deltaMs = ((await task()) - before) / DELTAS; // the frame's reading, the render, layout and paint
+    // Another one, typed into while it streams: long tasks and keystroke to paint.
+    await page.evaluate(() => (window.__long = []));
+    await stream();
+    await page.locator('#prompt').pressSequentially('typing while it streams, key by key.'.padEnd(KEYS, '.').slice(0, KEYS), { delay: 25 });
+    await finished(1);
+    const { long, keys } = await page.evaluate(() => ({ long: window.__long, keys: window.__keys }));
+    const keyDurations = [...keys, ...Array(Math.max(0, KEYS - keys.length)).fill(16)];
+    await alice.context.close();
+    await bob.context.close();
+    return { turns, openMs, deltaMainThreadMs: deltaMs, longTasks: long.length, longestTaskMs: Math.max(0, ...long), keyToPaintP95Ms: percentile(keyDurations, 95) };
+  } finally {
+    await up.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The figure: the 2-turn baseline and the 2,000-turn session, `rounds` times each, alternating. */
+export async function webFigure({ rounds = 1, log = console.log } = {}) {
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'] });
+  const out = { baseline: [], long: [] };
+  try {
+    for (let r = 0; r < rounds; r++) {
+      for (const [key, turns] of r % 2 ? [['long', 2000], ['baseline', 2]] : [['baseline', 2], ['long', 2000]]) {
+        const m = await measure(browser, turns);
+        log(`web: ${turns} turns: ${JSON.stringify(m)}`);
+        out[key].push(m);
+      }
+    }
+  } finally {
+    await browser.close();
+  }
+  return out;
+}
+
+const median = (xs) => percentile(xs, 50);
+
+/** The issue-28 targets, judged on the 2,000-turn medians. */
+export function webVerdicts(fig) {
+  const m = (k) => median(fig.long.map((x) => x[k]));
+  return [
+    { target: '2,000 turns open ≤ 1 s', value: `${m('openMs').toFixed(0)} ms`, met: m('openMs') <= 1000 },
+    { target: 'replay of ~4,000 frames on screen ≤ 3 s', value: `${m('openMs').toFixed(0)} ms`, met: m('openMs') <= 3000 },
+    { target: 'a streamed delta ≤ 16 ms of main thread', value: `${m('deltaMainThreadMs').toFixed(1)} ms`, met: m('deltaMainThreadMs') <= 16 },
+    { target: 'no long task > 50 ms while streaming', value: `${m('longestTaskMs').toFixed(0)} ms`, met: m('longestTaskMs') <= 50 },
+    { target: 'keystroke to paint p95 ≤ 50 ms', value: `${m('keyToPaintP95Ms').toFixed(0)} ms`, met: m('keyToPaintP95Ms') <= 50 },
+  ];
+}
+
+/** The table: each figure for 2,000 turns beside the 2-turn baseline (medians over rounds). */
+export function webTable(fig) {
+  const med = median;
+  const rows = [
+    ['open (late joiner, replay to last answer on screen), ms', 'openMs', '≤ 1,000 (≤ 3,000 for the replay)'],
+    ['main thread per streamed delta, ms', 'deltaMainThreadMs', '≤ 16'],
+    ['long tasks (> 50 ms) while streaming', 'longTasks', '0'],
+    ['longest task while streaming, ms', 'longestTaskMs', '≤ 50'],
+    ['keystroke to paint p95, ms', 'keyToPaintP95Ms', '≤ 50'],
+  ];
+  const f = (x) => (Number.isFinite(x) ? (Math.abs(x) >= 100 ? x.toFixed(0) : x.toFixed(1)) : 'n/a');
+  const lines = ['| web page | 2 turns (baseline) | 2,000 turns | target |', '|---|---|---|---|'];
+  for (const [label, k, target] of rows) lines.push(`| ${label} | ${f(med(fig.baseline.map((m) => m[k])))} | ${f(med(fig.long.map((m) => m[k])))} | ${target} |`);
+  return lines.join('\n');
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const fig = await webFigure({ rounds: process.argv.includes('--quick') ? 1 : 3 });
+  console.log(webTable(fig));
+}
