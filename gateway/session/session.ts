@@ -119,7 +119,7 @@ export class Session {
     this.metrics = init.metrics;
     this.members = new SessionMembers({ ...parts, owner: init.owner, maxMembers: limits.maxMembers, roles: this.roles, onGap: () => this.metrics?.replayGap() });
     this.routing = new InputRouting({ ...parts, prompts: this.prompts, policy, cwd: init.options.cwd });
-    this.output = new OutputRouting({ ...parts, prompts: this.prompts, members: this.members });
+    this.output = new OutputRouting({ ...parts, prompts: this.prompts, members: this.members, policy });
     if (restored) this.restore(restored);
     else store.create({ id, agent: this.agent, engine: this.engine, owner: this.owner, options: this.options, created_at: this.createdAt });
     this.prompts.observer = init.metrics; // after the restore: restored prompts were counted by the process that raised them
