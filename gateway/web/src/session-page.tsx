@@ -108,7 +108,16 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
         {t.standingRules.length > 0 && (
           <div class="standing-rules small" data-testid="standing-rules">
             Allowed for this session without asking:
-            <ul>{t.standingRules.map((r) => <li key={r.rule}><code>{r.rule}</code> (by {r.grantedBy})</li>)}</ul>
+            <ul>
+              {t.standingRules.map((r) => (
+                <li key={r.rule}>
+                  <code>{r.rule}</code> (by {r.grantedBy})
+                  {canControl && (view.role === 'owner' || r.grantedBy === session.principal) && (
+                    <> <button class="small" onClick={() => act(session.withdrawRule(r.rule))} aria-label={`Withdraw ${r.rule}`}>Withdraw</button></>
+                  )}
+                </li>
+              ))}
+            </ul>
           </div>
         )}
         {ended && <div class="readonly" role="note" data-testid="ended">This session has ended: you can read and export it, nothing more.</div>}

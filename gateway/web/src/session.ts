@@ -154,6 +154,13 @@ export class OpenSession {
     if (item.kind === 'event') {
       const e = item.event;
       if (e.subtype === 'state') this.view.update({ state: e.state });
+      if (e.subtype === 'rule_withdrawn') {
+        // Off the list for everyone (granted again later, the transcript lists it again).
+        const rules = this.transcript.standingRules;
+        const at = rules.findIndex((r) => r.rule === e.rule);
+        if (at >= 0) rules.splice(at, 1);
+        this.transcript.entries.push({ id: -this.items.length, kind: 'note', text: `${e.withdrawn_by} withdrew ${e.rule}: it asks again`, tone: 'info' });
+      }
       if (e.subtype === 'presence') {
         const present = new Map(this.view.get().present);
         for (const c of presenceChanges(e)) {
@@ -249,6 +256,16 @@ export class OpenSession {
   /** Owner only: makes another attached client a controller or a viewer. */
   setRole(clientId: string, role: 'controller' | 'viewer'): Promise<void> {
     return this.conn.request('session.set_role', { session_id: this.id, client_id: clientId, role });
+  }
+
+  /** Withdraws a standing rule (the owner, or who granted it): the engine asks again for what it allowed. */
+  withdrawRule(rule: string): Promise<void> {
+    return this.conn.request('session.withdraw_rule', { session_id: this.id, rule });
+  }
+
+  /** Who this page signed in as (the members list names them so). */
+  get principal(): string | undefined {
+    return this.view.get().present.get(this.clientId)?.principal;
   }
 
   /** Stops the engine (the session ends for everyone). */
