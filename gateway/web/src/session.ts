@@ -49,6 +49,8 @@ export interface SessionView {
   state: string;
   /** Bumped on every change of the transcript. */
   version: number;
+  /** Bumped when the header's meter or model list changes (apart from `version`: no transcript moved, so no scroll follows). */
+  headVersion: number;
   /** Who is attached now (from presence events); `mayControl` false: their token only lets them watch. */
   present: Map<string, { principal: string; role: string; mayControl?: boolean }>;
 }
@@ -71,7 +73,7 @@ export class OpenSession {
   private readonly offs: (() => void)[] = [];
 
   private constructor(private readonly conn: Connection, public info: SessionInfo, role: SessionView['role']) {
-    this.view = new Store<SessionView>({ role, state: info.state, version: 0, present: new Map() });
+    this.view = new Store<SessionView>({ role, state: info.state, version: 0, headVersion: 0, present: new Map() });
   }
 
   get id(): string {
@@ -178,7 +180,7 @@ export class OpenSession {
     if (!this.contextStale || !this.canControl || this.view.get().state === 'ended') return;
     this.contextStale = false;
     this.ask('get_context_usage')
-      .then((r) => this.meter.onContextUsage(r) && this.changed())
+      .then((r) => this.meter.onContextUsage(r) && this.headChanged())
       .catch(() => {}); // no meter then: the engine did not say
   }
 
@@ -190,7 +192,7 @@ export class OpenSession {
     } catch {
       this.models = [];
     }
-    this.changed();
+    this.headChanged();
   }
 
   /** A control request whose answer comes back here (bounded: a silent engine rejects it). */
@@ -211,6 +213,10 @@ export class OpenSession {
         this.asks.delete(id);
       });
     });
+  }
+
+  private headChanged(): void {
+    this.view.update({ headVersion: this.view.get().headVersion + 1 });
   }
 
   private changed(): void {
