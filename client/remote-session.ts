@@ -372,6 +372,12 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
     await peer.request('session.set_role', { session_id: this.id, client_id: clientId, role });
   }
 
+  /** Withdraws a standing rule of the session (its owner, or who granted it): its calls ask again. */
+  async withdrawRule(rule: string): Promise<void> {
+    const peer = await this.transport.peer();
+    await peer.request('session.withdraw_rule', { session_id: this.id, rule });
+  }
+
   /** The session's audit records, oldest first (its owner or an admin only). */
   async audit(limit?: number): Promise<AuditRecord[]> {
     const peer = await this.transport.peer();

@@ -2,7 +2,7 @@ import { createInterface, type Interface } from 'node:readline';
 import { Writable, type Readable } from 'node:stream';
 import { asTetherError } from '../core/errors.js';
 import { INPUT_REFUSED } from '../core/protocol/events.js';
-import { answerQuestions, asPermissionRequest, askQuestions, proposedSessionRule, ruleLabel, type PermissionRequest } from './permission-policy.js';
+import { answerQuestions, asPermissionRequest, askQuestions, grantedRules, proposedSessionRule, ruleLabel, type PermissionRequest } from './permission-policy.js';
 import type { RemoteSession, SessionItem } from './remote-session.js';
 import { describeEvent, diffLines, oneLine, sanitize, styles, toolLine } from './terminal-render.js';
 
@@ -48,6 +48,8 @@ export class TerminalClient {
   private readonly rl: Interface;
   private readonly s: ReturnType<typeof styles>;
   private readonly queue: PermissionRequest[] = [];
+  /** The session's standing rules, with who granted each (`/rules`, `/unallow N`). */
+  private readonly rules: { rule: string; by: string }[] = [];
   private answers: Record<string, string> = {};
   /** The cursor is mid-line after streamed text. */
   private midLine = false;
@@ -142,6 +144,7 @@ export class TerminalClient {
     if (item.kind === 'event') {
       const text = describeEvent(item.event);
       if (text) this.line(this.s.dim(sanitize(text)));
+      this.followRules(item.event);
       if (item.event.subtype === 'engine_error' && item.event.code === INPUT_REFUSED) this.turnOver(); // the agent refused a prompt: no turn comes
       if (item.event.subtype === 'prompt' && item.event.principal !== this.opts.self) {
         const content = (item.event.message as { content?: unknown } | undefined)?.content;
@@ -245,7 +248,9 @@ export class TerminalClient {
       if (!text) return this.prompt();
       if (text === '/quit' || text === '/exit') return this.leave?.(0);
       if (this.session.role === 'viewer') return this.line(this.s.dim('* read-only: viewers cannot send prompts'));
+      if (text === '/rules') return this.listRules();
       if (text.startsWith('/model ')) await this.session.setModel(text.slice(7).trim());
+      else if (text.startsWith('/unallow ')) await this.unallow(text.slice(9).trim());
       else if (text.startsWith('/mode ')) await this.session.setPermissionMode(text.slice(6).trim());
       else {
         this.inFlight++;
@@ -258,6 +263,34 @@ export class TerminalClient {
       this.line(this.s.red(`* ${asTetherError(err).message}`));
       this.prompt();
     }
+  }
+
+  /** Keeps the standing rules list: granted by answers, withdrawn by `rule_withdrawn`. */
+  private followRules(e: { subtype: string; [k: string]: unknown }): void {
+    if (e.subtype === 'prompt_decided') {
+      for (const r of grantedRules(e.updated_permissions).map(ruleLabel)) if (!this.rules.some((s) => s.rule === r)) this.rules.push({ rule: r, by: String(e.decided_by) });
+    } else if (e.subtype === 'rule_withdrawn') {
+      const at = this.rules.findIndex((s) => s.rule === e.rule);
+      if (at >= 0) this.rules.splice(at, 1);
+    }
+  }
+
+  /** `/rules`: the standing rules, numbered for `/unallow N`. */
+  private listRules(): void {
+    if (!this.rules.length) this.line(this.s.dim('* no rules stand for this session'));
+    this.rules.forEach((r, i) => this.line(`  ${i + 1}. ${sanitize(r.rule)} ${this.s.dim(`(by ${sanitize(r.by)})`)}`));
+    this.prompt();
+  }
+
+  /** `/unallow N`: withdraws rule N (the gateway lets only the owner, or who granted it). */
+  private async unallow(arg: string): Promise<void> {
+    const r = this.rules[Number(arg) - 1];
+    if (!/^\d+$/.test(arg) || !r) {
+      this.line(this.s.red(`* no rule ${sanitize(arg)}: /rules lists them (1 to ${this.rules.length})`));
+      return this.prompt();
+    }
+    await this.session.withdrawRule(r.rule);
+    this.prompt();
   }
 
   private async onPermission(ask: PermissionRequest, reply: string): Promise<void> {

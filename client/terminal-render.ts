@@ -69,6 +69,8 @@ export function describeEvent(e: TetherEvent): string | undefined {
       const rules = grantedRules(e.updated_permissions).map(ruleLabel);
       return `* ${e.decided_by} answered ${e.behavior}${rules.length ? `, and allowed ${sanitize(rules.join(', '))} for the rest of this session` : ''}`;
     }
+    case 'rule_withdrawn':
+      return `* ${e.withdrawn_by} withdrew ${sanitize(e.rule)}: it asks again`;
     case 'policy_decision':
       return `* ${policyLine(e.decision, sanitize(e.tool))} (rule ${sanitize(e.rule)})`;
     case 'interrupt':

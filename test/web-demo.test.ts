@@ -231,7 +231,7 @@ describe.skipIf(!hasTool('chromium'))('web client (demo engine, tether up)', () 
     await sendPrompt(alice.page, 'create a file');
     await viewer.page.getByTestId('permission-card').getByText('Waiting for a controller to answer.').waitFor();
     await expect(viewer.page.getByTestId('answerers').textContent()).resolves.toBe('Who may answer: alice (the first answer counts)');
-    for (const name of ['Allow', 'Deny', 'Interrupt', 'Send', 'Set model']) expect(await viewer.page.getByRole('button', { name, exact: true }).count()).toBe(0);
+    for (const name of ['Allow', 'Deny', 'Interrupt', 'Send']) expect(await viewer.page.getByRole('button', { name, exact: true }).count()).toBe(0);
     expect(await viewer.page.locator('#prompt').count()).toBe(0);
     expect(await viewer.page.locator('select').count()).toBe(0);
     await expect(viewer.page.getByTestId('role').textContent()).resolves.toBe('viewer');

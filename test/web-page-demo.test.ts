@@ -182,7 +182,7 @@ describe('web page (demo engine): issue 28', () => {
     await alice.page.getByTestId('ended').waitFor();
     expect(await alice.page.locator('#prompt').count()).toBe(0);
     expect(await alice.page.locator('select').count()).toBe(0);
-    for (const name of ['Interrupt', 'Send', 'Set model', 'Stop session']) expect(await alice.page.getByRole('button', { name, exact: true }).count()).toBe(0);
+    for (const name of ['Interrupt', 'Send', 'Stop session']) expect(await alice.page.getByRole('button', { name, exact: true }).count()).toBe(0);
     expect(alice.errors).toEqual([]);
     expect(carol.errors).toEqual([]);
     await carol.context.close();

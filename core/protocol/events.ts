@@ -84,6 +84,14 @@ export const TetherEvent = z.discriminatedUnion('subtype', [
   }),
   z.object({
     type: z.literal('tether'),
+    subtype: z.literal('rule_withdrawn'),
+    /** A standing rule of the session as the engine names it, e.g. `Bash(echo a *)`. */
+    rule: z.string(),
+    withdrawn_by: z.string(),
+    at: z.string(),
+  }),
+  z.object({
+    type: z.literal('tether'),
     subtype: z.literal('policy_decision'),
     /** The tool call the central policy decided (the engine's tool_use id and tool name). */
     tool_use_id: z.string(),

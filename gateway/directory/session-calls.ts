@@ -52,6 +52,12 @@ export async function applySessionCall<M extends SessionCall>(dir: SessionDirect
       session.setRole(clientId, r.client_id, r.role, (id) => dir.mayControl(id));
       return {} as ResultOf<M>;
     }
+    case 'session.withdraw_rule': {
+      const r = params as ParamsOf<'session.withdraw_rule'>;
+      requireControlScope(p, 'withdraw rules');
+      session.withdrawRule(clientId, r.rule);
+      return {} as ResultOf<M>;
+    }
     default: {
       const s = params as ParamsOf<'session.stop'>;
       requireControlScope(p, 'stop sessions');

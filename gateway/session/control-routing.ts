@@ -96,12 +96,15 @@ export class ControlRouting {
     throw new TetherError('NOT_FOUND', `no control request ${JSON.stringify(origId)} of yours is pending`);
   }
 
-  /** Routes an engine control_response; `isAttached` says whether its asker is here now. */
-  answer(gwId: string, line: string, isAttached: (clientId: string) => boolean): ReplyRoute {
+  /**
+   * Routes an engine control_response; `isAttached` says whether its asker is here now;
+   * `rewrite` may change the answer to a request of that subtype (delivered or held alike).
+   */
+  answer(gwId: string, line: string, isAttached: (clientId: string) => boolean, rewrite: (subtype: string, line: string) => string = (_, l) => l): ReplyRoute {
     const m = this.inFlight.get(gwId);
     if (!m) return { kind: 'not-ours' };
     this.settle(gwId, m);
-    const reply = restoreRequestId(line, gwId, m.origId);
+    const reply = rewrite(m.subtype, restoreRequestId(line, gwId, m.origId));
     if (isAttached(m.clientId)) return { kind: 'deliver', clientId: m.clientId, line: reply };
     const held = this.held.get(m.clientId) ?? { principal: m.principal, lines: [] };
     if (held.lines.length < MAX_HELD_REPLIES) held.lines.push(reply);

@@ -5,6 +5,8 @@ import type { SessionMembers } from './session-members.js';
 import type { SessionPrompts } from './session-prompts.js';
 import type { SessionStatus } from './session-status.js';
 import { policyHookCall, promptRequest } from '../policy/policy-gate.js';
+import { policyModelList } from '../policy/model-list.js';
+import type { PolicyProvider } from '../policy/policy-source.js';
 
 /** What output routing works with: the session's other parts. */
 export interface OutputParts {
@@ -13,11 +15,13 @@ export interface OutputParts {
   status: SessionStatus;
   controls: ControlRouting;
   members: SessionMembers;
+  policy: PolicyProvider;
 }
 
 /**
  * Where one engine stdout line goes, read from its meta (the line itself is never parsed
- * here): the answer to a client's own control request back to that client alone; the
+ * here): the answer to a client's own control request back to that client alone (a model list cut to
+ * the policy's); the
  * policy hook answered by the policy, never shown; any other line into history for every
  * client, raising or withdrawing a prompt on the way, and moving the state.
  */
@@ -38,7 +42,8 @@ export class OutputRouting {
   /** Sends the engine's answer to the one client that asked, with its own request id back; false when it is not such an answer. */
   private reply(gwId: string, line: Uint8Array): boolean {
     const text = Buffer.from(line.buffer, line.byteOffset, line.byteLength).toString('utf8'); // rare: answers to clients' own requests
-    const route = this.s.controls.answer(gwId, text, (clientId) => this.s.members.has(clientId));
+    // A model list offers only what the policy lets a set_model name.
+    const route = this.s.controls.answer(gwId, text, (clientId) => this.s.members.has(clientId), (subtype, reply) => policyModelList(subtype, reply, this.s.policy.current));
     if (route.kind === 'deliver') this.s.members.reply(route.clientId, route.line);
     return route.kind !== 'not-ours';
   }

@@ -11,9 +11,17 @@ import type { PolicyProvider } from '../policy/policy-source.js';
 import { cappedInput, decideHook, hookAnswer, hookAuditDetails, POLICY_PRINCIPAL, promptTool, unauditedDenial, type PolicyHookCall } from '../policy/policy-gate.js';
 import { checkAnswer, hookAnswerEffects, promptCallOf } from '../policy/prompt-answers.js';
 import { failureCode } from '../audit/audit-log.js';
+import type { StandingRules } from './standing-rules.js';
 
 /** Engine control requests a client answers through the prompt book. */
 const DENY_ON_EXPIRY = 'can_use_tool';
+
+/** A permission answer with its `updatedPermissions` replaced. */
+function withUpdates(line: Record<string, unknown>, updates: unknown[]): Record<string, unknown> {
+  const response = line.response as Record<string, unknown>;
+  const body = (response.response ?? {}) as Record<string, unknown>;
+  return { ...line, response: { ...response, response: { ...body, updatedPermissions: updates } } };
+}
 
 /** What the prompts of one session work with: the session's other parts. */
 export interface PromptParts {
@@ -28,6 +36,10 @@ export interface PromptParts {
   policy: PolicyProvider;
   /** The session's folder as its options name it (undefined: the agent's default, unknown here). */
   cwd?: string;
+  /** The session rules members granted, and those withdrawn. */
+  standing: StandingRules;
+  /** Sets the `ask` rules of the engine's flag settings (withdrawn rules waiting for removal). */
+  setAskRules(labels: string[]): void;
 }
 
 /** Who acts: an attached client, by principal and client id. */
@@ -111,10 +123,15 @@ export class SessionPrompts {
       // A client's own hook may change the call as a permission answer may: checked the same way.
       if (prompt?.subtype === 'hook_callback') for (const effect of hookAnswerEffects(body)) Object.assign(details, this.checkedAnswer(by, details, effect));
     }
+    // An allow answer to a tool prompt removes the rules withdrawn since (only an answer can).
+    const removing = behavior === 'allow' && prompt?.subtype === DENY_ON_EXPIRY && this.s.standing.removing;
+    const sent = removing ? withUpdates(line, this.s.standing.removeWithdrawn(answer?.updatedPermissions)) : line;
     this.s.audit.audited(by.principal, 'permission_decision', details, () => {
       this.book.claim(requestId, by.principal, outcomeOf(behavior));
-      this.s.inputs.toEngine(line, key);
+      this.s.inputs.toEngine(sent, key);
     });
+    if (removing) this.s.setAskRules([]);
+    if (behavior === 'allow' && prompt?.subtype === DENY_ON_EXPIRY) this.s.standing.granting(by.principal, answer?.updatedPermissions);
     this.decided(requestId, by.principal, behavior, behavior === 'allow' && Array.isArray(answer?.updatedPermissions) ? answer.updatedPermissions : undefined);
   }
 

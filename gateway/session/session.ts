@@ -13,8 +13,9 @@ import { StaticPolicy, type PolicyProvider } from '../policy/policy-source.js';
 import { SessionAudit } from './session-audit.js';
 import { SessionStatus } from './session-status.js';
 import { factOf, SessionHistory } from './session-history.js';
-import { EngineInputs, type EngineHost } from './engine-inputs.js';
+import { EngineInputs, GATEWAY_KEY, type EngineHost } from './engine-inputs.js';
 import { SessionPrompts } from './session-prompts.js';
+import { StandingRules } from './standing-rules.js';
 import { SessionMembers, type Cut, type Member } from './session-members.js';
 import { InputRouting } from './input-routing.js';
 import { OutputRouting } from './output-routing.js';
@@ -89,6 +90,7 @@ export class Session {
   /** Clients' control requests in flight to the engine, kept apart per client, each timed. */
   private readonly controls: ControlRouting;
   private readonly prompts: SessionPrompts;
+  private readonly standing = new StandingRules();
   private readonly members: SessionMembers;
   private readonly routing: InputRouting;
   private readonly output: OutputRouting;
@@ -114,12 +116,12 @@ export class Session {
     });
     const parts = { sessionId: id, history: this.history, inputs: this.inputs, status: this.status, audit: this.audit, controls: this.controls };
     const policy = init.policy ?? new StaticPolicy();
-    this.prompts = new SessionPrompts({ ...parts, cwd: init.options.cwd, maxPending: limits.maxPendingPrompts, expiryMs: limits.promptExpiryMs, logger: init.logger, policy });
+    this.prompts = new SessionPrompts({ ...parts, cwd: init.options.cwd, maxPending: limits.maxPendingPrompts, expiryMs: limits.promptExpiryMs, logger: init.logger, policy, standing: this.standing, setAskRules: (labels) => this.setAskRules(labels) });
     this.roles = new SessionRoles(init.owner, restored?.roles, (decisions) => store.saveRoles(id, decisions));
     this.metrics = init.metrics;
     this.members = new SessionMembers({ ...parts, owner: init.owner, maxMembers: limits.maxMembers, roles: this.roles, onGap: () => this.metrics?.replayGap() });
     this.routing = new InputRouting({ ...parts, prompts: this.prompts, policy, cwd: init.options.cwd });
-    this.output = new OutputRouting({ ...parts, prompts: this.prompts, members: this.members });
+    this.output = new OutputRouting({ ...parts, prompts: this.prompts, members: this.members, policy });
     if (restored) this.restore(restored);
     else store.create({ id, agent: this.agent, engine: this.engine, owner: this.owner, options: this.options, created_at: this.createdAt });
     this.prompts.observer = init.metrics; // after the restore: restored prompts were counted by the process that raised them
@@ -260,6 +262,40 @@ export class Session {
   /** See SessionMembers.setRole. */
   setRole(byClientId: string, targetClientId: string, role: RoleDecision, mayControl: (clientId: string) => boolean): void {
     this.members.setRole(byClientId, targetClientId, role, mayControl);
+  }
+
+  /**
+   * Withdraws a standing rule of the session (StandingRules): the owner, or who granted it.
+   * Audited; every member is told; the rule's calls ask again at once.
+   */
+  withdrawRule(byClientId: string, rule: string): void {
+    const principal = this.members.principalOf(byClientId);
+    const role = this.members.roleOf(byClientId);
+    if (principal === undefined || role === undefined) throw new TetherError('FAILED_PRECONDITION', 'attach to the session first');
+    if (role === 'viewer') throw new TetherError('PERMISSION_DENIED', 'a viewer cannot withdraw rules');
+    if (this.status.current === 'ended') throw new TetherError('FAILED_PRECONDITION', `session ${this.id} has ended`);
+    const details = { client_id: byClientId, rule };
+    try {
+      this.standing.check(rule, principal, role === 'owner');
+    } catch (err) {
+      this.audit.quietly(principal, 'rule_withdrawn', { ...details, result: 'refused', code: failureCode(err), reason: (err as Error).message });
+      throw err;
+    }
+    this.audit.audited(principal, 'rule_withdrawn', details, () => {
+      this.setAskRules(this.standing.withdraw(rule, principal, role === 'owner'));
+      this.history.append({ event: tetherEvent({ subtype: 'rule_withdrawn', rule, withdrawn_by: principal }) });
+    });
+  }
+
+  /** The gateway's own apply_flag_settings: the engine's flag `ask` rules are exactly `labels` (its answer goes to no client). */
+  private setAskRules(labels: string[]): void {
+    const gwId = this.controls.open('tether:gateway', 'tether:gateway', undefined, 'apply_flag_settings');
+    try {
+      this.inputs.toEngine({ type: 'control_request', request_id: gwId, request: { subtype: 'apply_flag_settings', settings: { permissions: { ask: labels } } } }, GATEWAY_KEY);
+    } catch (err) {
+      this.controls.forget(gwId);
+      throw err;
+    }
   }
 
   roleOf(clientId: string): Role | undefined {

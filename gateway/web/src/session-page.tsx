@@ -6,7 +6,8 @@ import { PERMISSION_MODES } from './dashboard';
 import { EntryView, MemoEntry, entrySig } from './entries';
 import { download, transcriptJson, transcriptMarkdown } from './export';
 import { PermissionCard } from './permission';
-import type { OpenSession } from './session';
+import type { ModelChoice, OpenSession } from './session';
+import { contextLabel, costLabel } from './session-meter';
 import { useStore } from './store';
 import { WindowList } from './window-list';
 import { stateLabel } from './wording';
@@ -20,6 +21,10 @@ const toBottom = () => window.scrollTo({ top: document.documentElement.scrollHei
  */
 const sessionModes = (started: string | undefined) => PERMISSION_MODES.filter((m) => m !== 'bypassPermissions' || started === 'bypassPermissions');
 
+/** The picker's entry for the engine's current model (its alias or the model it resolves to); '' when none is. */
+const currentChoice = (models: ModelChoice[], current: string | undefined) =>
+  models.find((m) => m.value === current)?.value ?? models.find((m) => m.resolvedModel === current && m.value !== 'default')?.value ?? '';
+
 /** How close to the bottom (px) still counts as reading at the bottom. */
 const FOLLOW_SLACK_PX = 48;
 
@@ -29,7 +34,6 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
   const ended = view.state === 'ended';
   // An ended session takes no input: no composer, interrupt or pickers (answers to nothing would fail).
   const canControl = view.role !== 'viewer' && !ended;
-  const [model, setModel] = useState('');
   const [error, setError] = useState<string>();
   const pending = [...t.pending.values()];
 
@@ -84,6 +88,14 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
           <strong>{session.info.agent}</strong> <span class="mono small">{session.info.options.cwd ?? ''}</span>{' '}
           <span class={`state state-${view.state}`} data-testid="session-state">{stateLabel(view.state)}</span>{' '}
           <span class="role" data-testid="role">{view.role}</span>
+          {session.meter.cost !== undefined && <> <span class="small" data-testid="session-cost" title="What this session's engine has spent so far">{costLabel(session.meter.cost)}</span></>}
+          {session.meter.context && (
+            <> <span class="small context-use" data-testid="context-use">
+              <label for="context-meter">Context</label>{' '}
+              <meter id="context-meter" min={0} max={100} high={80} value={session.meter.context.percentage} />{' '}
+              {contextLabel(session.meter.context)}
+            </span></>
+          )}
         </div>
         <div class="muted small" data-testid="presence">Here: {present.length ? present.map((p) => `${p.principal} (${p.role})`).join(', ') : 'just you'}</div>
         {view.role === 'owner' && !ended && present.some((p) => p.clientId !== session.ownClientId && p.role !== 'owner') && (
@@ -103,7 +115,16 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
         {t.standingRules.length > 0 && (
           <div class="standing-rules small" data-testid="standing-rules">
             Allowed for this session without asking:
-            <ul>{t.standingRules.map((r) => <li key={r.rule}><code>{r.rule}</code> (by {r.grantedBy})</li>)}</ul>
+            <ul>
+              {t.standingRules.map((r) => (
+                <li key={r.rule}>
+                  <code>{r.rule}</code> (by {r.grantedBy})
+                  {canControl && (view.role === 'owner' || r.grantedBy === session.principal) && (
+                    <> <button class="small" onClick={() => act(session.withdrawRule(r.rule))} aria-label={`Withdraw ${r.rule}`}>Withdraw</button></>
+                  )}
+                </li>
+              ))}
+            </ul>
           </div>
         )}
         {ended && <div class="readonly" role="note" data-testid="ended">This session has ended: you can read and export it, nothing more.</div>}
@@ -112,11 +133,14 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
           {canControl && (
             <>
               <button class="danger" onClick={() => act(session.control('interrupt'))}>Interrupt</button>
-              <form class="inline" onSubmit={(e) => { e.preventDefault(); if (model.trim()) void act(session.control('set_model', { model: model.trim() })); }}>
-                <label class="sr-only" for="model">Model</label>
-                <input id="model" value={model} placeholder={t.model ?? session.info.options.model ?? 'model'} onInput={(e) => setModel((e.target as HTMLInputElement).value)} />
-                <button type="submit">Set model</button>
-              </form>
+              {session.models && session.models.length > 0 && (
+                <label class="inline">Model{' '}
+                  <select aria-label="Model" value={currentChoice(session.models, t.model ?? session.info.options.model)} onChange={(e) => act(session.control('set_model', { model: (e.target as HTMLSelectElement).value }))}>
+                    {!currentChoice(session.models, t.model ?? session.info.options.model) && <option value="" disabled>{t.model ?? 'choose a model'}</option>}
+                    {session.models.map((m) => <option key={m.value} value={m.value} title={m.description}>{m.displayName ?? m.value}</option>)}
+                  </select>
+                </label>
+              )}
               <label class="inline">Mode{' '}
                 <select aria-label="Permission mode" value={t.permissionMode ?? session.info.options.permission_mode ?? 'default'} onChange={(e) => act(session.control('set_permission_mode', { mode: (e.target as HTMLSelectElement).value }))}>
                   {sessionModes(session.info.options.permission_mode).map((m) => <option key={m} value={m}>{m}</option>)}

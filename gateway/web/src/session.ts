@@ -7,8 +7,20 @@ import type { Connection } from './connection';
 import { readFrame, readReply, type FrameParams, type StreamItem } from './frames';
 import { presenceChanges } from '../../../core/protocol/presence.js';
 import { RpcError } from './rpc';
+import { SessionMeter } from './session-meter';
 import { Store } from './store';
 import { Transcript } from './transcript';
+
+/** How long the page waits for the engine's answer to a request of its own (a model list, the context use). */
+const ASK_TIMEOUT_MS = 30_000;
+
+/** A model the engine offers (its list_models answer, cut by the gateway to the policy's list). */
+export interface ModelChoice {
+  value: string;
+  resolvedModel?: string;
+  displayName?: string;
+  description?: string;
+}
 
 /** Frames kept for a session whose create/attach answer has not arrived yet (they come first). */
 const MAX_EARLY_FRAMES = 20_000;
@@ -37,6 +49,8 @@ export interface SessionView {
   state: string;
   /** Bumped on every change of the transcript. */
   version: number;
+  /** Bumped when the header's meter or model list changes (apart from `version`: no transcript moved, so no scroll follows). */
+  headVersion: number;
   /** Who is attached now (from presence events); `mayControl` false: their token only lets them watch. */
   present: Map<string, { principal: string; role: string; mayControl?: boolean }>;
 }
@@ -46,13 +60,20 @@ export class OpenSession {
   /** Every stream item, in order (export as JSON). */
   readonly items: StreamItem[] = [];
   readonly view: Store<SessionView>;
+  /** The session's cost and context use, for the header. */
+  readonly meter = new SessionMeter();
+  /** The models a controller may pick; undefined until the engine listed them. */
+  models?: ModelChoice[];
   lastSeq = 0;
+  /** A turn ended since the context use was last asked for. */
+  private contextStale = false;
+  private readonly asks = new Map<string, { resolve: (r: unknown) => void; reject: (e: Error) => void }>();
   private clientId = '';
   private nextRequest = 1;
   private readonly offs: (() => void)[] = [];
 
   private constructor(private readonly conn: Connection, public info: SessionInfo, role: SessionView['role']) {
-    this.view = new Store<SessionView>({ role, state: info.state, version: 0, present: new Map() });
+    this.view = new Store<SessionView>({ role, state: info.state, version: 0, headVersion: 0, present: new Map() });
   }
 
   get id(): string {
@@ -89,6 +110,8 @@ export class OpenSession {
       session.offs.push(off, conn.onReconnect((request) => session!.reattach(request)));
       for (const f of early) if (f.session_id === session.id) session.onFrame(f);
       session.changed();
+      session.afterFrames();
+      if (session.canControl && session.view.get().state !== 'ended') void session.loadModels();
       return session;
     } catch (err) {
       off();
@@ -101,9 +124,15 @@ export class OpenSession {
     if (method === 'session.frame') {
       this.onFrame(params);
       this.changed();
+      this.afterFrames();
     } else if (method === 'session.reply') {
       const reply = readReply(params);
-      const r = reply?.response as { subtype?: string; error?: string } | undefined;
+      const r = reply?.response as { subtype?: string; error?: string; request_id?: string; response?: unknown } | undefined;
+      const ask = typeof r?.request_id === 'string' ? this.asks.get(r.request_id) : undefined;
+      if (ask) {
+        this.asks.delete(r!.request_id!);
+        return r!.subtype === 'success' ? ask.resolve(r!.response) : ask.reject(new Error(r!.error ?? 'the engine refused'));
+      }
       if (r?.subtype === 'error') {
         this.transcript.entries.push({ id: -Date.now(), kind: 'note', text: `The engine refused: ${r.error ?? 'error'}`, tone: 'error' });
         this.changed();
@@ -120,9 +149,20 @@ export class OpenSession {
     if (!item) return;
     this.items.push(item);
     this.transcript.apply(item);
+    if (item.kind === 'engine' && item.message.type === 'result') {
+      this.meter.onResult(item.message.total_cost_usd);
+      this.contextStale = true;
+    }
     if (item.kind === 'event') {
       const e = item.event;
       if (e.subtype === 'state') this.view.update({ state: e.state });
+      if (e.subtype === 'rule_withdrawn') {
+        // Off the list for everyone (granted again later, the transcript lists it again).
+        const rules = this.transcript.standingRules;
+        const at = rules.findIndex((r) => r.rule === e.rule);
+        if (at >= 0) rules.splice(at, 1);
+        this.transcript.entries.push({ id: -this.items.length, kind: 'note', text: `${e.withdrawn_by} withdrew ${e.rule}: it asks again`, tone: 'info' });
+      }
       if (e.subtype === 'presence') {
         const present = new Map(this.view.get().present);
         for (const c of presenceChanges(e)) {
@@ -133,6 +173,50 @@ export class OpenSession {
         this.view.update({ present });
       }
     }
+  }
+
+  /** After a turn ended (not on a timer): asks the engine how full its context is, for the meter. */
+  private afterFrames(): void {
+    if (!this.contextStale || !this.canControl || this.view.get().state === 'ended') return;
+    this.contextStale = false;
+    this.ask('get_context_usage')
+      .then((r) => this.meter.onContextUsage(r) && this.headChanged())
+      .catch(() => {}); // no meter then: the engine did not say
+  }
+
+  /** Asks the engine for its models (the gateway leaves only those the policy allows). */
+  private async loadModels(): Promise<void> {
+    try {
+      const r = (await this.ask('list_models')) as { models?: unknown };
+      this.models = Array.isArray(r?.models) ? (r.models as ModelChoice[]).filter((m) => typeof m?.value === 'string') : [];
+    } catch {
+      this.models = [];
+    }
+    this.headChanged();
+  }
+
+  /** A control request whose answer comes back here (bounded: a silent engine rejects it). */
+  private ask(subtype: string, fields: Record<string, unknown> = {}): Promise<unknown> {
+    const id = `web_${this.nextRequest++}_${crypto.randomUUID().slice(0, 8)}`;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.asks.delete(id);
+        reject(new Error(`the engine did not answer ${subtype} within ${ASK_TIMEOUT_MS / 1000} s`));
+      }, ASK_TIMEOUT_MS);
+      const settle = <T,>(f: (v: T) => void) => (v: T) => {
+        clearTimeout(timer);
+        f(v);
+      };
+      this.asks.set(id, { resolve: settle(resolve), reject: settle(reject) });
+      this.conn.send(this.id, { type: 'control_request', request_id: id, request: { subtype, ...fields } }).catch((err: Error) => {
+        this.asks.get(id)?.reject(err);
+        this.asks.delete(id);
+      });
+    });
+  }
+
+  private headChanged(): void {
+    this.view.update({ headVersion: this.view.get().headVersion + 1 });
   }
 
   private changed(): void {
@@ -180,6 +264,16 @@ export class OpenSession {
     return this.conn.request('session.set_role', { session_id: this.id, client_id: clientId, role });
   }
 
+  /** Withdraws a standing rule (the owner, or who granted it): the engine asks again for what it allowed. */
+  withdrawRule(rule: string): Promise<void> {
+    return this.conn.request('session.withdraw_rule', { session_id: this.id, rule });
+  }
+
+  /** Who this page signed in as (the members list names them so). */
+  get principal(): string | undefined {
+    return this.view.get().present.get(this.clientId)?.principal;
+  }
+
   /** Stops the engine (the session ends for everyone). */
   stop(): Promise<void> {
     return this.conn.request('session.stop', { session_id: this.id });
@@ -193,6 +287,8 @@ export class OpenSession {
   /** Leaves the session (it keeps running). */
   async close(): Promise<void> {
     for (const off of this.offs.splice(0)) off();
+    for (const a of this.asks.values()) a.reject(new Error('the session was closed'));
+    this.asks.clear();
     await this.conn.request('session.detach', { session_id: this.id }).catch(() => {});
   }
 }

@@ -1,0 +1,90 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium, person, sendPrompt, signIn, signInLinkFor, startSession } from './support/browser.js';
+import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './support/claude-cli.js';
+import { startTether, type Daemon } from './support/cli.js';
+import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic.js';
+import { hasTool } from './support/tools.js';
+
+/**
+ * The session header on the web page against the real Claude Code CLI (scripted model): the
+ * model picker offers the engine's own models cut to the policy's `models` list, and nothing
+ * typed; after each turn the header shows the context use and the session's cost (issue 28,
+ * items 15 and 17).
+ */
+describe.skipIf(!hasTool('chromium'))('web page: the session header (real Claude Code CLI)', () => {
+  let up: Daemon;
+  let fake: FakeAnthropic;
+  let browser: Browser;
+  let cwd: TempDir;
+  let home: TempDir;
+  let state: TempDir;
+  let pageUrl: string;
+
+  beforeAll(async () => {
+    cwd = makeTempDir('tether-webh-cwd-');
+    home = makeTempDir('tether-webh-home-');
+    state = makeTempDir('tether-webh-state-');
+    const policy = join(state.path, '..', `${state.path.split('/').pop()}-policy.json`);
+    // "sonnet" by the engine's alias; haiku only by its full name, which the engine's alias resolves to.
+    writeFileSync(policy, JSON.stringify({ models: ['sonnet', 'claude-haiku-*'] }));
+    fake = await startFakeAnthropic({ responses: [{ text: 'First answer.' }, { text: 'Second answer.' }] });
+    up = startTether(['up', '--port', '0', '--engine', 'claude', '--engine-command', claudeBinaryPath(), '--cwd', cwd.path, '--state-dir', state.path, '--policy', policy], {
+      env: claudeTestEnv({ home: home.path, baseUrl: fake.url }),
+    });
+    pageUrl = new URL((await up.line('sign-in: ', 30_000)).split(' ')[1]).origin;
+    browser = await launchChromium();
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await up?.stop('SIGTERM');
+    await fake?.close();
+    for (const d of [cwd, home, state]) d?.cleanup();
+  });
+
+  it("the model picker lists the engine's models the policy allows, nothing else and no free text; a pick reaches the engine", async () => {
+    const alice = await person(browser);
+    await signIn(alice.page, await signInLinkFor(pageUrl, state.path, 'alice'));
+    await startSession(alice.page);
+    const picker = alice.page.getByRole('combobox', { name: 'Model' });
+    await picker.waitFor();
+    const options = await picker.locator('option:not([disabled])').evaluateAll((os) => os.map((o) => [(o as HTMLOptionElement).value, o.textContent]));
+    expect(options).toEqual([
+      ['sonnet', 'Sonnet'],
+      ['claude-haiku-5-5', 'Haiku'],
+    ]);
+    expect(await alice.page.getByRole('textbox', { name: 'Model' }).count()).toBe(0);
+
+    await picker.selectOption('claude-haiku-5-5');
+    await sendPrompt(alice.page, 'Hello');
+    await alice.page.getByText('First answer.').waitFor();
+    expect(fake.modelRequests().at(-1)?.model).toBe('claude-haiku-5-5');
+    expect(alice.errors).toEqual([]);
+  });
+
+  it("after each turn the header shows the context use (a meter) and the session's cost", async () => {
+    const alice = await person(browser);
+    await signIn(alice.page, await signInLinkFor(pageUrl, state.path, 'alice'));
+    await startSession(alice.page);
+    expect(await alice.page.getByTestId('context-use').count()).toBe(0); // nothing before a turn: no guess
+    await sendPrompt(alice.page, 'Hello');
+    await alice.page.getByText('Second answer.').waitFor();
+    const context = alice.page.getByTestId('context-use');
+    await context.waitFor();
+    expect(await context.textContent()).toMatch(/^Context\s+\d+(\.\d)?k of \d+(\.\d)?[kM] tokens \(\d+%\)$/);
+    const meter = Number(await context.locator('meter').getAttribute('value'));
+    expect(meter).toBeGreaterThanOrEqual(0);
+    expect(meter).toBeLessThanOrEqual(100);
+    const cost = alice.page.getByTestId('session-cost');
+    const first = (await cost.textContent())!;
+    expect(first).toMatch(/^\$0\.\d*[1-9]\d*$/);
+    // The next turn adds to the cost (the engine's running total), and the meter is asked again.
+    await sendPrompt(alice.page, 'Again');
+    await alice.page.getByText('OK.').waitFor();
+    await expect.poll(() => cost.textContent()).not.toBe(first);
+    expect(Number((await cost.textContent())!.slice(1))).toBeGreaterThan(Number(first.slice(1)));
+    expect(alice.errors).toEqual([]);
+  });
+});
