@@ -262,10 +262,13 @@ describe('web page (demo engine): issue 28', () => {
     await sendPrompt(alice.page, 'a slow long answer please');
     await alice.page.locator('.md.streaming').waitFor();
     await alice.page.mouse.wheel(0, -5_000);
-    await expect.poll(scrollY).toBe(0);
+    // At the top, give or take what the browser's scroll anchoring adds when a row above the
+    // view is measured or the header's meter appears (the content in view stays put).
+    const NEAR_TOP = 60;
+    await expect.poll(scrollY).toBeLessThan(NEAR_TOP);
     await sendPrompt(bob.page, 'and then this'); // bob's prompt, queued behind the answer: new below
     await alice.page.getByText('38, 39.').waitFor();
-    expect(await scrollY()).toBe(0); // still where the reader left it
+    expect(await scrollY()).toBeLessThan(NEAR_TOP); // still where the reader left it, not pulled to the bottom
     const jump = alice.page.getByTestId('jump-latest');
     await expect.poll(() => jump.textContent()).toMatch(/^Jump to latest \(\d+ new\)$/);
     await jump.click();
