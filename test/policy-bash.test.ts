@@ -133,48 +133,6 @@ describe('forms the review found past a deny rule (issue 27 follow-up)', () => {
   });
 });
 
-describe('forms the review found past a deny rule (issue 27 follow-up)', () => {
-  it.each([
-    `$'rm' -rf x`,
-    `$'r\\x6d' x`,
-    `$'\\162\\155' x`,
-    `r$'m' x`,
-    `busybox rm -rf x`,
-    `/bin/busybox rm x`,
-    `busybox sh -c 'rm x'`,
-    `toybox rm x`,
-    `script -c 'rm -rf x' /dev/null`,
-    `script -qc "rm x" /dev/null`,
-    `script --command 'rm x'`,
-    `script --command='rm x'`,
-    `trap 'rm -rf x' EXIT`,
-    `trap -- 'rm x' INT TERM`,
-    `~/bin/rm x`,
-    `~bob/bin/rm x`,
-    `$HOME/bin/rm x`,
-    `"$HOME"/bin/rm x`,
-    `sudo ~/bin/rm x`,
-  ])('Bash(rm:*) denies %j', (command) => {
-    expect(matches('Bash(rm:*)', command)).toBe(true);
-    if (command.includes('-rf')) expect(matches('Bash(rm -rf:*)', command)).toBe(true);
-  });
-
-  it('no false match: a trap that lists, a name that is not rm, a path built by an expansion after the slash', () => {
-    expect(matches('Bash(rm:*)', `trap -p EXIT`)).toBe(false);
-    expect(matches('Bash(rm:*)', `trap 'echo bye' EXIT`)).toBe(false);
-    expect(matches('Bash(rm:*)', `~/bin/rmdir x`)).toBe(false);
-    expect(matches('Bash(rm:*)', `script -c 'echo rm' /dev/null`)).toBe(false);
-    expect(parseCommand(`~/bin/$X y`).commands[0].name).toBeUndefined();
-    expect(parseCommand(`~/bin/r* y`).commands[0].name).toBeUndefined();
-  });
-
-  it('a program under ~ or $HOME is still not judged for allow rules; $\'…\' is an ordinary quote', () => {
-    expect(matches('Bash(~/bin/ls:*)', `~/bin/ls`, 'allow')).toBe(false);
-    expect(matches('Bash(echo *)', `$'echo' hi`, 'allow')).toBe(true);
-    expect(programs(`echo $'a\\tb\\'c'`)).toEqual(['echo a\tb\'c']);
-  });
-});
-
 describe('a Bash allow rule applies only when every command is allowed and the line is judged', () => {
   const allow = (rule: string, command: string) => matches(rule, command, 'allow');
   it('every simple command, nested ones too, must match as written', () => {
