@@ -12,14 +12,14 @@ describe('checkAnswer', () => {
     input: { command: 'echo hi > made.txt' },
     permission_suggestions: [
       { type: 'addRules', rules: [{ toolName: 'Bash', ruleContent: 'echo hi *' }], behavior: 'allow', destination: 'localSettings' },
-      { type: 'addDirectories', directories: ['/work/repo'], destination: 'session' },
+      { type: 'addDirectories', directories: ['/srv/checkout'], destination: 'session' },
       { type: 'setMode', mode: 'acceptEdits', destination: 'session' },
     ],
   })!;
   const rule = (ruleContent?: string) => ({ type: 'addRules', rules: [{ toolName: 'Bash', ...(ruleContent === undefined ? {} : { ruleContent }) }], behavior: 'allow', destination: 'session' });
   const allow = (extra: Record<string, unknown>) => ({ behavior: 'allow', updatedInput: call.input, ...extra });
   /** The error code of checking `answer` in session folder `cwd` (null: not known at the gateway), or 'ok'. */
-  const code = (answer: Record<string, unknown>, cwd: string | null = '/work/repo') => thrownBy(() => checkAnswer(policy, call, answer, cwd ?? undefined))?.code ?? 'ok';
+  const code = (answer: Record<string, unknown>, cwd: string | null = '/srv/checkout') => thrownBy(() => checkAnswer(policy, call, answer, cwd ?? undefined))?.code ?? 'ok';
 
   it('judges updatedInput as the call: deny always, ask when it changed the input shown', () => {
     expect(code({ behavior: 'allow', updatedInput: { command: 'rm -rf /' } })).toBe('PERMISSION_DENIED');
@@ -49,9 +49,9 @@ describe('checkAnswer', () => {
 
   it('folders only as proposed and inside the session folder; modes only as proposed', () => {
     const dirs = (d: string) => allow({ updatedPermissions: [{ type: 'addDirectories', directories: [d], destination: 'session' }] });
-    expect(code(dirs('/work/repo'))).toBe('ok');
-    expect(code(dirs('/work/repo'), '/work/repo/sub')).toBe('PERMISSION_DENIED');
-    expect(code(dirs('/work/repo'), null)).toBe('PERMISSION_DENIED');
+    expect(code(dirs('/srv/checkout'))).toBe('ok');
+    expect(code(dirs('/srv/checkout'), '/srv/checkout/sub')).toBe('PERMISSION_DENIED');
+    expect(code(dirs('/srv/checkout'), null)).toBe('PERMISSION_DENIED');
     expect(code(dirs('/'))).toBe('PERMISSION_DENIED');
     expect(code(allow({ updatedPermissions: [{ type: 'setMode', mode: 'acceptEdits', destination: 'session' }] }))).toBe('ok');
     expect(code(allow({ updatedPermissions: [{ type: 'setMode', mode: 'bypassPermissions', destination: 'session' }] }))).toBe('PERMISSION_DENIED');

@@ -1,12 +1,11 @@
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium, person, sendPrompt, signIn, signInLinkFor, startSession } from './support/browser.js';
-import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './support/claude-cli.js';
-import { startTether, type Daemon } from './support/cli.js';
-import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic.js';
+import { person, sendPrompt, signIn, signInLinkFor, startSession } from './support/browser.js';
+import type { TempDir } from './support/claude-cli.js';
+import type { Daemon } from './support/cli.js';
+import type { FakeAnthropic } from './support/fake-anthropic.js';
 import { hasTool } from './support/tools.js';
+import { startWebClaudeRig, type WebClaudeRig } from './support/web-claude-rig.js';
 
 /**
  * The session header on the web page against the real Claude Code CLI (scripted model): the
@@ -23,26 +22,12 @@ describe.skipIf(!hasTool('chromium'))('web page: the session header (real Claude
   let state: TempDir;
   let pageUrl: string;
 
+  let rig: WebClaudeRig;
   beforeAll(async () => {
-    cwd = makeTempDir('tether-webh-cwd-');
-    home = makeTempDir('tether-webh-home-');
-    state = makeTempDir('tether-webh-state-');
-    const policy = join(state.path, '..', `${state.path.split('/').pop()}-policy.json`);
-    // "sonnet" by the engine's alias; haiku only by its full name, which the engine's alias resolves to.
-    writeFileSync(policy, JSON.stringify({ models: ['sonnet', 'claude-haiku-*'] }));
-    fake = await startFakeAnthropic({ responses: [{ text: 'First answer.' }, { text: 'Second answer.' }] });
-    up = startTether(['up', '--port', '0', '--engine', 'claude', '--engine-command', claudeBinaryPath(), '--cwd', cwd.path, '--state-dir', state.path, '--policy', policy], {
-      env: claudeTestEnv({ home: home.path, baseUrl: fake.url }),
-    });
-    pageUrl = new URL((await up.line('sign-in: ', 30_000)).split(' ')[1]).origin;
-    browser = await launchChromium();
+    rig = await startWebClaudeRig('webh', { responses: [{ text: 'First answer.' }, { text: 'Second answer.' }], policy: { models: ['sonnet', 'claude-haiku-*'] } });
+    ({ up, fake, browser, cwd, home, state, pageUrl } = rig);
   }, 60_000);
-  afterAll(async () => {
-    await browser?.close();
-    await up?.stop('SIGTERM');
-    await fake?.close();
-    for (const d of [cwd, home, state]) d?.cleanup();
-  });
+  afterAll(() => rig?.close());
 
   it("the model picker lists the engine's models the policy allows, nothing else and no free text; a pick reaches the engine", async () => {
     const alice = await person(browser);

@@ -1,18 +1,20 @@
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium, openFromDashboard, person, screenshots, sendPrompt, signIn, signInLinkFor, startSession } from './support/browser.js';
-import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './support/claude-cli.js';
-import { startTether, type Daemon } from './support/cli.js';
-import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic.js';
+import { openFromDashboard, person, screenshots, sendPrompt, signIn, signInLinkFor, startSession } from './support/browser.js';
+import type { TempDir } from './support/claude-cli.js';
+import type { Daemon } from './support/cli.js';
+import type { FakeAnthropic } from './support/fake-anthropic.js';
+import { hasTool } from './support/tools.js';
+import { startWebClaudeRig, type WebClaudeRig } from './support/web-claude-rig.js';
 
 /**
  * "Allow for this session" on the web page, against the real Claude Code CLI (scripted model):
  * it grants the rule the engine proposed for that call, shown before the click, listed for
  * every member with who granted it; a different command still asks.
  */
-describe('web page: allow for this session grants the proposed rule only (real Claude Code CLI)', () => {
+describe.skipIf(!hasTool('chromium'))('web page: allow for this session grants the proposed rule only (real Claude Code CLI)', () => {
   let up: Daemon;
   let fake: FakeAnthropic;
   let browser: Browser;
@@ -22,35 +24,21 @@ describe('web page: allow for this session grants the proposed rule only (real C
   let pageUrl: string;
   const linkFor = (sub: string) => signInLinkFor(pageUrl, state.path, sub);
 
+  let rig: WebClaudeRig;
   beforeAll(async () => {
-    cwd = makeTempDir('tether-webr-cwd-');
-    home = makeTempDir('tether-webr-home-');
-    state = makeTempDir('tether-webr-state-');
-    writeFileSync(join(cwd.path, 'keep.txt'), 'precious\n');
-    fake = await startFakeAnthropic({
-      responses: [
+    rig = await startWebClaudeRig('webr', { responses: (cwd) => [
         { text: 'Logging.', tool_use: { id: 'toolu_tee', name: 'Bash', input: { command: 'echo hello | tee log.txt', description: 'log a line' } } },
         { text: 'Logged.' },
         { text: 'Cleaning up.', tool_use: { id: 'toolu_rm', name: 'Bash', input: { command: 'rm keep.txt', description: 'remove a file' } } },
         { text: 'Kept it.' },
-        { text: 'Editing.', tool_use: { id: 'toolu_edit', name: 'Edit', input: { file_path: join(cwd.path, 'keep.txt'), old_string: 'precious', new_string: 'changed' } } },
+        { text: 'Editing.', tool_use: { id: 'toolu_edit', name: 'Edit', input: { file_path: join(cwd, 'keep.txt'), old_string: 'precious', new_string: 'changed' } } },
         { text: 'Left it.' },
         { text: 'Reading.', tool_use: { id: 'toolu_missing', name: 'Read', input: { path_is_missing: true } } },
         { text: 'Not there.' },
-      ],
-    });
-    up = startTether(['up', '--port', '0', '--engine', 'claude', '--engine-command', claudeBinaryPath(), '--cwd', cwd.path, '--state-dir', state.path], {
-      env: claudeTestEnv({ home: home.path, baseUrl: fake.url }),
-    });
-    pageUrl = new URL((await up.line('sign-in: ', 30_000)).split(' ')[1]).origin;
-    browser = await launchChromium();
+      ], files: { 'keep.txt': 'precious\n' } });
+    ({ up, fake, browser, cwd, home, state, pageUrl } = rig);
   }, 60_000);
-  afterAll(async () => {
-    await browser?.close();
-    await up?.stop('SIGTERM');
-    await fake?.close();
-    for (const d of [cwd, home, state]) d?.cleanup();
-  });
+  afterAll(() => rig?.close());
 
   it('shows the rule before the click, sends only it, lists it for everyone with who granted it; an rm still asks; a tool error reads without engine markup', async () => {
     const alice = await person(browser);

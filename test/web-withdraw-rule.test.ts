@@ -6,12 +6,13 @@ import { loadKeyFile } from '../core/auth/keys.js';
 import { AUDIT_FILE } from '../gateway/config.js';
 import { mintToken } from '../core/auth/mint.js';
 import { stateKeyPath } from '../core/auth/state-dir.js';
-import { launchChromium, openFromDashboard, person, sendPrompt, signIn, signInLinkFor, startSession } from './support/browser.js';
-import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './support/claude-cli.js';
-import { startTether, type Daemon } from './support/cli.js';
-import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic.js';
+import { openFromDashboard, person, sendPrompt, signIn, signInLinkFor, startSession } from './support/browser.js';
+import type { TempDir } from './support/claude-cli.js';
+import type { Daemon } from './support/cli.js';
+import type { FakeAnthropic } from './support/fake-anthropic.js';
 import { rawClient } from './support/raw-client.js';
 import { hasTool } from './support/tools.js';
+import { startWebClaudeRig, type WebClaudeRig } from './support/web-claude-rig.js';
 
 /** The same command each time (the engine judges a redirect as a file write of its own, so none here), told apart by its description. */
 const echo = (id: string, what: string) => ({ text: `Writing ${what}.`, tool_use: { id, name: 'Bash', input: { command: 'touch out.txt', description: `write ${what}` } } });
@@ -32,30 +33,17 @@ describe.skipIf(!hasTool('chromium'))('web page: withdrawing a standing rule (re
   let pageUrl: string;
   const linkFor = (sub: string) => signInLinkFor(pageUrl, state.path, sub);
 
+  let rig: WebClaudeRig;
   beforeAll(async () => {
-    cwd = makeTempDir('tether-webw-cwd-');
-    home = makeTempDir('tether-webw-home-');
-    state = makeTempDir('tether-webw-state-');
-    fake = await startFakeAnthropic({
-      responses: [
+    rig = await startWebClaudeRig('webw', { responses: [
         echo('toolu_1', 'one'), { text: 'One written.' },
         echo('toolu_2', 'two'), { text: 'Two written.' },
         echo('toolu_3', 'three'), { text: 'Three written.' },
         echo('toolu_4', 'four'), { text: 'Four written.' },
-      ],
-    });
-    up = startTether(['up', '--port', '0', '--engine', 'claude', '--engine-command', claudeBinaryPath(), '--cwd', cwd.path, '--state-dir', state.path], {
-      env: claudeTestEnv({ home: home.path, baseUrl: fake.url }),
-    });
-    pageUrl = new URL((await up.line('sign-in: ', 30_000)).split(' ')[1]).origin;
-    browser = await launchChromium();
+      ] });
+    ({ up, fake, browser, cwd, home, state, pageUrl } = rig);
   }, 60_000);
-  afterAll(async () => {
-    await browser?.close();
-    await up?.stop('SIGTERM');
-    await fake?.close();
-    for (const d of [cwd, home, state]) d?.cleanup();
-  });
+  afterAll(() => rig?.close());
 
   it('the owner withdraws a rule and the same command asks again; a controller who did not grant it cannot', async () => {
     const alice = await person(browser);
