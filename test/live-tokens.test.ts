@@ -248,7 +248,7 @@ describe('--token-file on the command line', () => {
         await new Promise((r) => setTimeout(r, 250));
       }
       proc.stdin.write(JSON.stringify({ type: 'user', message: { role: 'user', content: 'still there?' } }) + '\n');
-      await waitFor(() => out.includes('"type":"result"'), 15_000, 'a result after the expiries');
+      await waitFor(() => out.includes('"type":"result"'), 15_000, () => `a result after the expiries\nchat stdout: ${out.slice(-2000)}\nchat stderr: ${err.slice(-2000)}\nagent stderr: ${agent.stderr().slice(-2000)}`);
       proc.stdin.end();
       expect(await withTimeout(exited, 15_000, 'chat to exit')).toBe(0);
       expect(err).not.toMatch(/link down|token expired/);
