@@ -62,7 +62,7 @@ module.exports = {
       name: `${program}-meets-others-only-through-core`,
       severity: 'error',
       comment: 'the programs meet only on the wire; only bin/ (the composition root) imports several',
-      from: { path: `^${program}/`, pathNot: '^gateway/web/' },
+      from: { path: `^${program}/`, pathNot: '^client/web/' },
       to: { path: `^(${PROGRAMS.filter((p) => p !== program).join('|')})/` },
     })),
     ...ROOMS.map(({ room, may }) => ({
@@ -83,9 +83,9 @@ module.exports = {
       name: 'web-page-is-a-browser-program',
       severity: 'error',
       comment:
-        'gateway/web is the page the gateway serves, a client running in a browser: it may use the wire types of core/protocol, the error table, the clients\' backoff and heartbeat bound, the tool view and the session-rule reading it shares with the terminal client, and its UI libraries, nothing of Node',
-      from: { path: '^gateway/web/' },
-      to: { pathNot: `^(gateway/web/|core/protocol/|core/errors\\.ts$|core/util/backoff\\.ts$|core/link/heartbeat\\.ts$|client/tool-view\\.ts$|client/permission-policy\\.ts$)|${pkg('(preact|marked|dompurify)')}` },
+        'client/web is the page the gateway serves, a client running in a browser: it may use the wire types of core/protocol, the error table, the clients\' backoff and heartbeat bound, the tool view and the session-rule reading it shares with the terminal client, and its UI libraries, nothing of Node',
+      from: { path: '^client/web/' },
+      to: { pathNot: `^(client/web/|core/protocol/|core/errors\\.ts$|core/util/backoff\\.ts$|core/link/heartbeat\\.ts$|client/tool-view\\.ts$|client/permission-policy\\.ts$)|${pkg('(preact|marked|dompurify)')}` },
     },
     {
       name: 'not-to-unresolvable',

@@ -19,7 +19,7 @@ COPY gateway ./gateway
 COPY agent ./agent
 COPY client ./client
 COPY proto ./proto
-# The web page (gateway/web) is bundled by this script into dist/web.
+# The web page (client/web) is bundled by this script into dist/web.
 COPY scripts/build-web.mjs ./scripts/build-web.mjs
 RUN npm run build
 

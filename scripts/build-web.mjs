@@ -1,4 +1,4 @@
-// Builds the web page the gateway serves at `/` (gateway/web → dist/web): one minified
+// Builds the web page the gateway serves at `/` (client/web → dist/web): one minified
 // JavaScript bundle (esbuild; Preact, marked and DOMPurify bundled, nothing from a CDN), the
 // code highlighter as a chunk of its own (loaded only when a code block shows), the stylesheet
 // and index.html, all flat in dist/web. Fails when the initial load is over its gzipped budget.
@@ -9,7 +9,7 @@ import { basename, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const src = `${root}gateway/web/`;
+const src = `${root}client/web/`;
 const out = `${root}dist/web/`;
 /** The page's budget: everything it loads, gzipped (issue 17). */
 const BUDGET_GZIP_BYTES = 250 * 1024;

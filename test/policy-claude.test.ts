@@ -8,7 +8,7 @@ import { withRemoteEngine } from '../client/remote-spawn.js';
 import type { RemoteSession } from '../client/remote-session.js';
 import { describeEvent } from '../client/terminal-render.js';
 import type { TetherEvent } from '../core/protocol/events.js';
-import { Transcript } from '../gateway/web/src/transcript.js';
+import { Transcript } from '../client/web/src/transcript.js';
 import { TetherError } from '../core/errors.js';
 import { Policy } from '../core/policy/policy.js';
 import type { AuditRecord } from '../core/protocol/audit.js';

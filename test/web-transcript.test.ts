@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { readFrame, readReply } from '../gateway/web/src/frames.js';
-import { Transcript } from '../gateway/web/src/transcript.js';
+import { readFrame, readReply } from '../client/web/src/frames.js';
+import { Transcript } from '../client/web/src/transcript.js';
 
 /** The page's reading of the stream, without a browser: frames.ts and transcript.ts are pure. */
 describe('web page: frames and transcript', () => {

@@ -1,9 +1,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ERROR_CODES, ERROR_TABLE } from '../core/errors.js';
-import { RpcError } from '../gateway/web/src/rpc.js';
+import { RpcError } from '../client/web/src/rpc.js';
 
-const SRC = new URL('../gateway/web/src/', import.meta.url);
+const SRC = new URL('../client/web/src/', import.meta.url);
 
 /** The page keeps no copies of wire facts: it reads them from their one home in core/. */
 describe('web page: wire facts from core/', () => {

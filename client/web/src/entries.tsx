@@ -1,7 +1,7 @@
 /** How each transcript entry looks. Tool calls read through client/tool-view.ts, like the terminal's. */
 import { memo } from 'preact/compat';
 import { useEffect, useRef } from 'preact/hooks';
-import { toolResultText, viewTool, type DiffLine } from '../../../client/tool-view.js';
+import { toolResultText, viewTool, type DiffLine } from '../../tool-view.js';
 import { highlightIn } from './code-highlight';
 import { copyCodeOnClick, renderMarkdown } from './markdown';
 import { plainToolResult } from './wording';

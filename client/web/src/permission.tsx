@@ -5,7 +5,7 @@
  * saying who did, for everyone.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { proposedSessionRule, ruleLabel } from '../../../client/permission-policy.js';
+import { proposedSessionRule, ruleLabel } from '../../permission-policy.js';
 import { ToolSummary } from './entries';
 import type { OpenSession } from './session';
 import type { PermissionPrompt } from './transcript';

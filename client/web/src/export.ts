@@ -1,5 +1,5 @@
 /** The transcript as a file: Markdown for people, JSON (every stream item) for programs. */
-import { toolResultText, viewTool } from '../../../client/tool-view.js';
+import { toolResultText, viewTool } from '../../tool-view.js';
 import type { OpenSession } from './session';
 
 export function transcriptMarkdown(s: OpenSession): string {

@@ -4,8 +4,8 @@
  * with their fate, and notes (presence, roles, state, errors). Pure: no DOM, no network.
  */
 import type { EngineMessage, StreamItem } from './frames.js';
-import { grantedRules, ruleLabel } from '../../../client/permission-policy.js';
-import { policyLine } from '../../../client/tool-view.js';
+import { grantedRules, ruleLabel } from '../../permission-policy.js';
+import { policyLine } from '../../tool-view.js';
 import type { PresenceChange } from '../../../core/protocol/events.js';
 import { presenceChanges } from '../../../core/protocol/presence.js';
 import { apiRetryNote, compactNote, exitNote, gapNote, turnEndNote, turnSummary } from './wording.js';
