@@ -6,7 +6,7 @@ import type { GatewayTargets } from '../core/link/gateway-urls.js';
 import { CLIENT_CREATE_WAIT_MS } from '../core/timeouts.js';
 import { silentLogger, type Logger } from '../core/logging.js';
 import { SESSIONS_PAGE_MAX, type AgentInfo, type CreateProgress, type SessionInfo } from '../core/protocol/methods.js';
-import { readEngineFrame } from '../core/protocol/session-frame.js';
+import { readEngineFrame } from '../core/wire/session-frame.js';
 import type { EngineKind, SessionOptions } from '../core/protocol/session-options.js';
 import { CAPABILITIES, PROTOCOL_VERSION } from '../core/protocol/version.js';
 import type { RpcPeer } from '../core/rpc/peer.js';

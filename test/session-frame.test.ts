@@ -4,7 +4,7 @@
  * spelling of the same three fields; anything else is left to ordinary JSON-RPC parsing.
  */
 import { describe, expect, it } from 'vitest';
-import { encodeEventFrame, encodeLineFrame, readEngineFrame } from '../core/protocol/session-frame.js';
+import { encodeEventFrame, encodeLineFrame, readEngineFrame } from '../core/wire/session-frame.js';
 import { tetherEvent } from '../core/protocol/events.js';
 
 const LINE = '{"type" : "assistant","text":"caf\\u00e9 \\/ é"}';

@@ -1,10 +1,11 @@
 import type { ChannelOptions, ClientDuplexStream, ServerDuplexStream, StatusObject } from '@grpc/grpc-js';
 import { codeFromGrpc, ERROR_TABLE, TetherError, type ErrorCode } from '../errors.js';
-import { BaseChannel, BINARY_FRAME_OVERHEAD_BYTES, frameBytes, type BaseChannelOptions, type CloseInfo, type OutgoingFrame, type Transport, type WireFrame } from './channel.js';
-import type { GatewayFrame } from './proto.js';
+import { BaseChannel, type BaseChannelOptions, type CloseInfo, type Transport } from './channel.js';
+import { BINARY_FRAME_OVERHEAD_BYTES, frameBytes, type OutgoingFrame, type WireFrame } from '../wire/frame.js';
+import type { GatewayFrame } from '../wire/grpc-frame.js';
 import { Fifo } from '../util/fifo.js';
-import { batchEntryBytes, encodeBatch, encodeFrame } from './frame-codec.js';
-import { BATCH_FRAME_MAX_BYTES } from './grpc-batch.js';
+import { batchEntryBytes, encodeBatch, encodeFrame } from '../wire/grpc-frame.js';
+import { BATCH_FRAME_MAX_BYTES } from '../wire/grpc-batch.js';
 
 /**
  * Bytes a gRPC message may carry beyond the frame itself. A Frame's protobuf envelope is one
@@ -62,7 +63,7 @@ export interface GrpcChannelOptions extends BaseChannelOptions {
   /** How long an orderly close waits for the stream to finish before cutting it (default 5 s). */
   closeTimeoutMs?: number;
   /**
-   * Largest batch the peer takes, from its `tether-frame-batch` offer (core/channel/grpc-batch.ts);
+   * Largest batch the peer takes, from its `tether-frame-batch` offer (core/wire/grpc-batch.ts);
    * absent: the peer offered none, every frame goes in a message of its own.
    */
   batchBytes?: number;

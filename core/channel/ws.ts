@@ -1,8 +1,10 @@
 import type { WebSocket } from 'ws';
 import { codeFromWsClose, ERROR_TABLE, type ErrorCode } from '../errors.js';
-import { decodeBinaryFrame, encodeBinaryFrame, encodeBinaryHead, UNJOINED_MIN_BYTES } from './binary-frame.js';
-import { wsFrameHead, WS_OPCODE, type FrameMasking } from './ws-frame-head.js';
-import { BaseChannel, type BaseChannelOptions, type BinaryFrame, type OutgoingFrame, type TextPieces, type Transport } from './channel.js';
+import { decodeBinaryFrame, encodeBinaryFrame, encodeBinaryHead, UNJOINED_MIN_BYTES } from '../wire/binary-frame.js';
+import { wsFrameHead, WS_OPCODE, type FrameMasking } from '../wire/ws-frame-head.js';
+import { BaseChannel, type BaseChannelOptions, type Transport } from './channel.js';
+import type { BinaryFrame, OutgoingFrame } from '../wire/frame.js';
+import type { TextPieces } from '../wire/text-pieces.js';
 
 /** Protocol-level ping defaults of both ends of a WebSocket link (threats.md part 3). */
 export const WS_PING_DEFAULTS = {

@@ -2,8 +2,9 @@ import { Metadata, Server, ServerCredentials, type ServerDuplexStream, type Serv
 import type { Channel } from '../../core/channel/channel.js';
 import { CHANNEL_DEFAULTS } from '../../core/channel/channel.js';
 import { GRPC_DEFAULTS, GrpcServerChannel, grpcLinkOptions } from '../../core/channel/grpc.js';
-import { BATCH_METADATA_KEY, batchBytesFromOffer, batchOffer } from '../../core/channel/grpc-batch.js';
-import { loadGatewayService, type GatewayFrame } from '../../core/channel/proto.js';
+import { BATCH_METADATA_KEY, batchBytesFromOffer, batchOffer } from '../../core/wire/grpc-batch.js';
+import { loadGatewayService } from '../../core/channel/proto.js';
+import type { GatewayFrame } from '../../core/wire/grpc-frame.js';
 import { asTetherError, TetherError } from '../../core/errors.js';
 import { createServer as createTcpServer, type Socket } from 'node:net';
 
@@ -109,7 +110,7 @@ export function startGrpcListener<A = undefined>(opts: GrpcListenerOptions<A>): 
   server.addService(service.definition, {
     Connect: (call: ServerDuplexStream<GatewayFrame, GatewayFrame>) => {
       const metadata = metadataRecord(call.metadata);
-      // Batches towards a caller that offered to take them (core/channel/grpc-batch.ts).
+      // Batches towards a caller that offered to take them (core/wire/grpc-batch.ts).
       const channel = new GrpcServerChannel(call, { maxFrameBytes, batchBytes: batchBytesFromOffer(metadata[BATCH_METADATA_KEY]) });
       open.add(channel);
       void channel.closed.then(() => open.delete(channel));

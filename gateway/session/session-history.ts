@@ -1,5 +1,5 @@
 import { gapEvent, type SessionState, type TetherEvent } from '../../core/protocol/events.js';
-import { encodeEventFrame, encodeLineFrame, frameBuffer, type FrameBytes, type FrameOrigin } from '../../core/protocol/session-frame.js';
+import { encodeEventFrame, encodeLineFrame, frameBuffer, type FrameBytes, type FrameOrigin } from '../../core/wire/session-frame.js';
 import { ReplayLog, type ReplayLogLimits } from './replay-log.js';
 import { DurableOutbox } from './durable-outbox.js';
 import type { SessionStore, StoredFrame } from './session-store.js';
@@ -7,7 +7,7 @@ import type { SessionStore, StoredFrame } from './session-store.js';
 /**
  * What a frame says, before it is encoded: an engine line as the engine wrote it, a line the
  * gateway writes in the engine's format (a withdrawal), or a gateway event. Only this module
- * turns it into wire text (through `core/protocol/session-frame.ts`), once for every client.
+ * turns it into wire text (through `core/wire/session-frame.ts`), once for every client.
  */
 export type FrameBody =
   | { line: Uint8Array; origin: FrameOrigin }

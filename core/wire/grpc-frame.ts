@@ -1,6 +1,6 @@
 import { TetherError } from '../errors.js';
 import { BATCH_MAX_BYTES } from './grpc-batch.js';
-import { hasFrameHeadroom } from '../protocol/session-frame.js';
+import { hasFrameHeadroom } from './session-frame.js';
 
 /**
  * One Frame of tether.v1.Gateway/Connect: a JSON-RPC 2.0 message as text, or (with `data`) a
@@ -65,7 +65,7 @@ function writeField(out: Buffer, at: number, tag: number, bytes: Uint8Array): nu
 
 /**
  * Encodes one Frame: `json` (or `jsonBytes`, its UTF-8 already made) and `data` when present.
- * A large `jsonBytes` made by core/protocol/session-frame.ts is not copied: its tag and length
+ * A large `jsonBytes` made by session-frame.ts is not copied: its tag and length
  * go in the headroom in front of it, and the Frame is a view of the same memory.
  */
 export function encodeFrame(frame: GatewayFrame): Buffer {

@@ -1,5 +1,4 @@
-import { TextPieces } from '../channel/text-pieces.js';
-import type { TetherEvent } from './events.js';
+import { TextPieces } from './text-pieces.js';
 
 /**
  * The one layout of a `session.frame` notification, as the gateway writes it for every client.
@@ -18,6 +17,15 @@ const SUFFIX = '}}';
 const SUFFIX_BYTES = Buffer.from(SUFFIX);
 
 export type FrameOrigin = 'engine' | 'gateway';
+
+/**
+ * A gateway event, as {@link encodeEventFrame} takes it: a `TetherEvent` (its schema is in
+ * core/protocol/events.ts; this folder lies below core/protocol and does not import it).
+ */
+export interface GatewayEvent {
+  readonly type: 'tether';
+  readonly subtype: string;
+}
 
 /** The start of every frame of the session serialized last: frames come in bursts of one session. */
 let lastSession = { id: '', start: '' };
@@ -71,7 +79,7 @@ export function encodeLineFrame(sessionId: string, seq: number, origin: FrameOri
 /**
  * Bytes kept free in front of a large frame, so a transport can write its own short prefix
  * there instead of copying the frame behind it (gRPC: the tag and length of the Frame field,
- * core/channel/frame-codec.ts). Only frames of {@link HEADROOM_FROM_BYTES} and more: smaller
+ * core/wire/grpc-frame.ts). Only frames of {@link HEADROOM_FROM_BYTES} and more: smaller
  * Buffers share a pool (nothing in front of them is theirs) and copying them costs little.
  */
 export const FRAME_HEADROOM_BYTES = 8;
@@ -96,7 +104,7 @@ export function hasFrameHeadroom(frame: Uint8Array): boolean {
  * the session's life, and a pooled slice keeps its whole slab alive (an idle session's few
  * events would pin a slab each). Events are rare; engine lines keep the pool.
  */
-export function encodeEventFrame(sessionId: string, seq: number, event: TetherEvent): Buffer {
+export function encodeEventFrame(sessionId: string, seq: number, event: GatewayEvent): Buffer {
   const text = `${header(sessionId, seq, 'gateway')},"event":${JSON.stringify(event)}${SUFFIX}`;
   const out = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
   out.write(text);

@@ -6,11 +6,11 @@
 import { loadSync, type MethodDefinition } from '@grpc/proto-loader';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { batchEntryBytes, decodeFrame, encodeBatch, encodeFrame } from '../core/channel/frame-codec.js';
-import { BATCH_MAX_BYTES } from '../core/channel/grpc-batch.js';
-import { findProtoRoot, PROTO_LOADER_OPTIONS, type GatewayFrame } from '../core/channel/proto.js';
+import { batchEntryBytes, decodeFrame, encodeBatch, encodeFrame, type GatewayFrame } from '../core/wire/grpc-frame.js';
+import { BATCH_MAX_BYTES } from '../core/wire/grpc-batch.js';
+import { findProtoRoot, PROTO_LOADER_OPTIONS } from '../core/channel/proto.js';
 import { TetherError } from '../core/errors.js';
-import { encodeLineFrame, frameBuffer, hasFrameHeadroom } from '../core/protocol/session-frame.js';
+import { encodeLineFrame, frameBuffer, hasFrameHeadroom } from '../core/wire/session-frame.js';
 
 const reference = (() => {
   const pkg = loadSync('tether/v1/gateway.proto', { ...PROTO_LOADER_OPTIONS, includeDirs: [findProtoRoot()] });
