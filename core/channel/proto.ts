@@ -52,6 +52,11 @@ function serializeFrame(frame: GatewayFrame | Buffer): Buffer {
   return Buffer.isBuffer(frame) ? frame : encodeFrame(frame);
 }
 
+/**
+ * The service loaded once. Module state, but no cache that changes: a pure function of the
+ * package's own proto files, the same object for every listener and dialer, never written after
+ * the first load (that one load sets its serializers).
+ */
 let cached: GatewayService | undefined;
 
 /**
