@@ -28,8 +28,9 @@ export function cutOf(info: CloseInfo): { code: ErrorCode; reason: string } | un
 
 /**
  * The seam between transports and everything above them. A channel is handed out already
- * open (and, at the gateway, already authenticated). Frames are JSON text or
- * {@link BinaryFrame}s (a header with bytes); each arrives as the kind it was sent.
+ * open (and, at the gateway, already authenticated). Frames are JSON text or BinaryFrames (a
+ * header with bytes; what a frame is and weighs: core/wire/frame.ts); each arrives as the kind
+ * it was sent.
  *
  * - Reading is pull-style: iterate the channel. While nobody pulls, the adapter stops reading
  *   the socket once its bounded inbound queue is full (backpressure reaches the peer).
