@@ -58,6 +58,23 @@ module.exports = {
       from: { path: '^core/' },
       to: { path: `^(${PROGRAMS.join('|')})/` },
     },
+    {
+      name: 'core-wire-at-the-bottom',
+      severity: 'error',
+      comment: 'core/wire/ is the one home of a frame (layout, codecs, fast checks), below the channels and the protocol: of core/ it imports only itself and the error table',
+      from: { path: '^core/wire/' },
+      to: { path: '^core/', pathNot: '^core/(wire/|errors\\.ts$)' },
+    },
+    ...[
+      ['channel', 'protocol'],
+      ['protocol', 'channel'],
+    ].map(([from, to]) => ({
+      name: `core-${from}-imports-no-${to}`,
+      severity: 'error',
+      comment: 'the channels (the seam) and the protocol (the schemas) both stand on core/wire/ and import neither each other',
+      from: { path: `^core/${from}/` },
+      to: { path: `^core/${to}/` },
+    })),
     ...['gateway', 'agent', 'client'].map((program) => ({
       name: `${program}-meets-others-only-through-core`,
       severity: 'error',

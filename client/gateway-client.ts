@@ -6,7 +6,7 @@ import type { GatewayTargets } from '../core/link/gateway-urls.js';
 import { CLIENT_CREATE_WAIT_MS } from '../core/timeouts.js';
 import { silentLogger, type Logger } from '../core/logging.js';
 import { SESSIONS_PAGE_MAX, type AgentInfo, type CreateProgress, type SessionInfo } from '../core/protocol/methods.js';
-import { readEngineFrame } from '../core/protocol/session-frame.js';
+import { EngineFrameReader } from '../core/wire/session-frame.js';
 import type { EngineKind, SessionOptions } from '../core/protocol/session-options.js';
 import { CAPABILITIES, PROTOCOL_VERSION } from '../core/protocol/version.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
@@ -227,8 +227,9 @@ export class GatewayClient {
 
   private setup(peer: RpcPeer): void {
     // Engine-line frames: the line is sliced out as the engine wrote it, never parsed here.
+    const frames = new EngineFrameReader(); // this connection's: it remembers the session id read last
     peer.onRawText((text) => {
-      const f = readEngineFrame(text);
+      const f = frames.read(text);
       if (f) this.routeFrame(f);
       return f !== undefined;
     });

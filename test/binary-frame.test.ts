@@ -5,10 +5,11 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { decodeBinaryFrame, encodeBinaryFrame, MAX_BINARY_HEADER_BYTES } from '../core/channel/binary-frame.js';
+import { decodeBinaryFrame, encodeBinaryFrame, MAX_BINARY_HEADER_BYTES } from '../core/wire/binary-frame.js';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { BinaryFrame, Channel } from '../core/channel/channel.js';
+import type { Channel } from '../core/channel/channel.js';
+import type { BinaryFrame } from '../core/wire/frame.js';
 import { memoryChannelPair } from '../core/channel/memory.js';
 import { TetherError } from '../core/errors.js';
 import { RpcPeer } from '../core/rpc/peer.js';

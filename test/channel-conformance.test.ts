@@ -4,8 +4,10 @@
  * close, abrupt loss, pending sends at close, and a slow consumer. Every wait is bounded.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { BinaryFrame, Channel, CloseInfo, Transport, WireFrame } from '../core/channel/channel.js';
-import { BINARY_FRAME_OVERHEAD_BYTES, CHANNEL_DEFAULTS, frameBytes } from '../core/channel/channel.js';
+import type { Channel, CloseInfo, Transport } from '../core/channel/channel.js';
+import type { BinaryFrame, WireFrame } from '../core/wire/frame.js';
+import { CHANNEL_DEFAULTS } from '../core/channel/channel.js';
+import { BINARY_FRAME_OVERHEAD_BYTES, frameBytes } from '../core/wire/frame.js';
 import { TetherError } from '../core/errors.js';
 import { PAIR_FACTORIES, type ChannelPair, type PairOptions } from './support/channel-pairs.js';
 import { steady, waitFor, withTimeout } from './support/wait.js';

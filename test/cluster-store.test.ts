@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../core/logging.js';
-import { encodeLineFrame, frameBuffer } from '../core/protocol/session-frame.js';
+import { encodeLineFrame, frameBuffer } from '../core/wire/session-frame.js';
 import { JetStreamSessionStore } from '../gateway/cluster/jetstream-store.js';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import { CONTINUATION_HEADER, LogReader } from '../gateway/cluster/session-log.js';

@@ -19,7 +19,7 @@ import type { SessionItem } from '../client/remote-session.js';
 import { GatewayClient } from '../client/gateway-client.js';
 import type { LinkStatus } from '../core/link/link.js';
 import { asTetherError, type TetherError } from '../core/errors.js';
-import { encodeLineFrame } from '../core/protocol/session-frame.js';
+import { encodeLineFrame } from '../core/wire/session-frame.js';
 import { addRevocation, RevocationList } from '../gateway/door/revocations.js';
 import { generateTokenKey } from '../core/auth/keygen.js';
 import { silentLogger } from '../core/logging.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { z } from 'zod';
-import { FAST_BINARY_CHECKS, FAST_NOTIFICATION_CHECKS } from '../core/protocol/fast-checks.js';
-import { agentInputText, BinaryNotifications, Notifications, type NotificationParams } from '../core/protocol/methods.js';
+import { FAST_BINARY_CHECKS, FAST_NOTIFICATION_CHECKS } from '../core/wire/fast-checks.js';
+import { agentInputText, BinaryNotifications, Notifications, type BinaryNotificationName, type NotificationName, type NotificationParams } from '../core/protocol/methods.js';
 import { classify, classifyBySchema } from '../core/protocol/jsonrpc.js';
 
 /**
@@ -124,6 +124,14 @@ describe('fast checks of the hot messages agree with their schemas', () => {
 
   it('has a test case for every method it checks', () => {
     expect(Object.keys({ ...FAST_NOTIFICATION_CHECKS, ...FAST_BINARY_CHECKS }).sort()).toEqual(Object.keys(GOOD).sort());
+  });
+
+  it('keys each check by a method of its own table (core/wire does not import the schemas, so this ties the names)', () => {
+    // Checked by tsc too: a check under a name that is no method of its table does not compile here.
+    const json: readonly NotificationName[] = Object.keys(FAST_NOTIFICATION_CHECKS) as (keyof typeof FAST_NOTIFICATION_CHECKS)[];
+    const binary: readonly BinaryNotificationName[] = Object.keys(FAST_BINARY_CHECKS) as (keyof typeof FAST_BINARY_CHECKS)[];
+    for (const name of json) expect(Object.keys(Notifications), name).toContain(name);
+    for (const name of binary) expect(Object.keys(BinaryNotifications), name).toContain(name);
   });
 });
 

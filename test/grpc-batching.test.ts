@@ -1,5 +1,5 @@
 /**
- * gRPC frame batches (core/channel/grpc-batch.ts): towards a peer that offered to take them,
+ * gRPC frame batches (core/wire/grpc-batch.ts): towards a peer that offered to take them,
  * the frames a channel sends in one turn of the event loop leave in as few gRPC messages as
  * the offered size allows (large frames alone), in order, counted in `bufferedBytes` from the
  * start; a close right after sends them first. A peer that offered nothing (an older build)
@@ -8,9 +8,11 @@
 import { Client, credentials, Metadata, Server, ServerCredentials, type ServerDuplexStream, type ClientDuplexStream, type MethodDefinition } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { afterEach, describe, expect, it } from 'vitest';
-import { frameBytes, type Channel, type WireFrame } from '../core/channel/channel.js';
-import { BATCH_FRAME_MAX_BYTES, BATCH_METADATA_KEY, batchBytesFromOffer, batchOffer } from '../core/channel/grpc-batch.js';
-import { findProtoRoot, PROTO_LOADER_OPTIONS, type GatewayFrame } from '../core/channel/proto.js';
+import { type Channel } from '../core/channel/channel.js';
+import { frameBytes, type WireFrame } from '../core/wire/frame.js';
+import { BATCH_FRAME_MAX_BYTES, BATCH_METADATA_KEY, batchBytesFromOffer, batchOffer } from '../core/wire/grpc-batch.js';
+import { findProtoRoot, PROTO_LOADER_OPTIONS } from '../core/channel/proto.js';
+import type { GatewayFrame } from '../core/wire/grpc-frame.js';
 import { dialGrpc } from '../core/link/dial-grpc.js';
 import { startGrpcListener, type GrpcListener } from '../gateway/listen/listen-grpc.js';
 import { PAIR_FACTORIES, type ChannelPair } from './support/channel-pairs.js';

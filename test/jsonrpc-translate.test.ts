@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import { encodeEventFrame, encodeLineFrame, frameBuffer } from '../core/protocol/session-frame.js';
+import { encodeEventFrame, encodeLineFrame, frameBuffer } from '../core/wire/session-frame.js';
 import { tetherEvent } from '../core/protocol/events.js';
 import { translateFrame, type DialectEvent } from '../gateway/dialects/jsonrpc/translate.js';
 

@@ -9,11 +9,12 @@
 import type { Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Sender } from 'ws';
-import type { Channel, WireFrame } from '../core/channel/channel.js';
-import { TextPieces } from '../core/channel/text-pieces.js';
-import { wsFrameHead, WS_OPCODE } from '../core/channel/ws-frame-head.js';
+import type { Channel } from '../core/channel/channel.js';
+import type { WireFrame } from '../core/wire/frame.js';
+import { TextPieces } from '../core/wire/text-pieces.js';
+import { wsFrameHead, WS_OPCODE } from '../core/wire/ws-frame-head.js';
 import { needsMasking } from '../core/link/dial-ws.js';
-import { encodeLineFrame, hasFrameHeadroom, LINE_PIECES_MIN_BYTES, readEngineFrame } from '../core/protocol/session-frame.js';
+import { encodeLineFrame, hasFrameHeadroom, LINE_PIECES_MIN_BYTES, readEngineFrame } from '../core/wire/session-frame.js';
 import { ReplayLog } from '../gateway/session/replay-log.js';
 import { FileSessionStore } from '../gateway/session/session-store.js';
 import { PAIR_FACTORIES, type ChannelPair } from './support/channel-pairs.js';

@@ -41,7 +41,7 @@ describe('module layering (dependency-cruiser)', () => {
     expect((await violations(ROOT)).map((v) => `${v.rule.name}: ${v.from} -> ${v.to}`)).toEqual([]);
   }, 60_000);
 
-  it('catches every import form: static, side-effect, re-export, dynamic import and require; and every gateway room rule', async () => {
+  it('catches every import form: static, side-effect, re-export, dynamic import and require; every gateway room rule; and core/wire under the channels and the protocol', async () => {
     const files: Record<string, string> = {
       'tsconfig.json': JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', allowJs: true } }),
       'core/ok.ts': 'export const ok = 1;\n',
@@ -70,6 +70,14 @@ describe('module layering (dependency-cruiser)', () => {
       'gateway/directory/up.ts': "import { l } from '../listen/up.js';\nexport const u = l;\n",
       'gateway/listen/up.ts': "import { s } from '../session/session.js';\nexport const l = s;\n",
       'bin/ok.ts': "import { g } from '../gateway/static.js';\nimport { a } from '../agent/required.js';\nexport const both = [g, a];\n",
+      // core/wire is below the channels and the protocol, which import neither each other.
+      'core/errors.ts': 'export const e = 1;\n',
+      'core/wire/frame.ts': "import { e } from '../errors.js';\nexport const f = e;\n",
+      'core/wire/up.ts': "import { c } from '../channel/channel.js';\nimport { m } from '../protocol/methods.js';\nexport const u = [c, m];\n",
+      'core/channel/channel.ts': "import { f } from '../wire/frame.js';\nexport const c = f;\n",
+      'core/channel/across.ts': "import { m } from '../protocol/methods.js';\nexport const a = m;\n",
+      'core/protocol/methods.ts': "import { f } from '../wire/frame.js';\nexport const m = f;\n",
+      'core/protocol/across.ts': "import type { c } from '../channel/channel.js';\nexport type A = typeof c;\n",
     };
     for (const [path, text] of Object.entries(files)) {
       mkdirSync(join(scratch, dirname(path)), { recursive: true });
@@ -96,6 +104,10 @@ describe('module layering (dependency-cruiser)', () => {
         'gateway-directory-imports-down: gateway/directory/up.ts',
         'gateway-listen-imports-down: gateway/listen/up.ts',
         'gateway-session-behind-its-face: gateway/directory/reach.ts',
+        'core-wire-at-the-bottom: core/wire/up.ts',
+        'core-wire-at-the-bottom: core/wire/up.ts',
+        'core-channel-imports-no-protocol: core/channel/across.ts',
+        'core-protocol-imports-no-channel: core/protocol/across.ts',
       ].sort(),
     );
   }, 60_000);

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { TetherEvent, type PresenceChange } from '../core/protocol/events.js';
 import { compactMore, presenceChanges } from '../core/protocol/presence.js';
-import { frameBuffer } from '../core/protocol/session-frame.js';
+import { frameBuffer } from '../core/wire/session-frame.js';
 import { describeEvent } from '../client/terminal-render.js';
 import { tetherEvent } from '../core/protocol/events.js';
 import { PresenceBatch, PRESENCE_MAX_CHANGES, PRESENCE_MAX_WAIT_MS, PRESENCE_WAIT_MS_PER_MEMBER } from '../gateway/session/presence-batch.js';

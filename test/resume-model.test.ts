@@ -20,7 +20,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ExitInfo } from '../agent/engine-process.js';
 import type { EngineLine } from '../agent/line-splitter.js';
-import { readEngineFrame } from '../core/protocol/session-frame.js';
+import { readEngineFrame } from '../core/wire/session-frame.js';
 import { SessionRelay, type Outgoing } from '../agent/session-relay.js';
 import { RemoteSession } from '../client/remote-session.js';
 import { TetherError } from '../core/errors.js';

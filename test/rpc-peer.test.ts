@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { WireFrame } from '../core/channel/channel.js';
+import type { WireFrame } from '../core/wire/frame.js';
 import { memoryChannelPair, type MemoryChannel } from '../core/channel/memory.js';
 import { TetherError } from '../core/errors.js';
 import { RpcPeer } from '../core/rpc/peer.js';

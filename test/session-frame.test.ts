@@ -1,16 +1,18 @@
 /**
- * The session.frame layout: what encodeLineFrame writes, readEngineFrame reads back without
+ * The session.frame layout: what a SessionFrameWriter writes, an EngineFrameReader reads back without
  * parsing the line, by a fast path for the gateway's own header and JSON.parse for any other
  * spelling of the same three fields; anything else is left to ordinary JSON-RPC parsing.
  */
 import { describe, expect, it } from 'vitest';
-import { encodeEventFrame, encodeLineFrame, readEngineFrame } from '../core/protocol/session-frame.js';
+import { encodeEventFrame, encodeLineFrame, EngineFrameReader, readEngineFrame, SessionFrameWriter } from '../core/wire/session-frame.js';
 import { tetherEvent } from '../core/protocol/events.js';
 
 const LINE = '{"type" : "assistant","text":"caf\\u00e9 \\/ é"}';
 
 describe('session.frame layout', () => {
   it('reads back what the gateway writes: the same session, seq, origin and line bytes, for one session after another', () => {
+    const reader = new EngineFrameReader(); // one for all: it remembers the id read last
+    const writers = new Map<string, SessionFrameWriter>();
     for (const [id, seq, origin] of [
       ['s-1', 1, 'engine'],
       ['3f1c2a9e-1b2c-4d5e-8f90-123456789abc', 9_007_199_254_740_991, 'gateway'],
@@ -19,10 +21,30 @@ describe('session.frame layout', () => {
       ['s-1', 12, 'engine'],
       ['q"\\é', 0, 'engine'], // escapes in the id: read through JSON.parse
     ] as const) {
-      const frame = encodeLineFrame(id, seq, origin, Buffer.from(LINE));
+      const writer = writers.get(id) ?? writers.set(id, new SessionFrameWriter(id)).get(id)!;
+      const frame = writer.encodeLine(seq, origin, Buffer.from(LINE));
       const text = frame.toString('utf8');
       expect(JSON.parse(text)).toEqual({ jsonrpc: '2.0', method: 'session.frame', params: { session_id: id, seq, origin, message: JSON.parse(LINE) } });
-      expect(readEngineFrame(text)).toEqual({ session_id: id, seq, origin, line: LINE });
+      expect(reader.read(text)).toEqual({ session_id: id, seq, origin, line: LINE });
+      // The one-off functions write and read the same bytes as the session's writer and the connection's reader.
+      expect(encodeLineFrame(id, seq, origin, Buffer.from(LINE)).toString('utf8')).toBe(text);
+      expect(readEngineFrame(text)).toEqual(reader.read(text));
+    }
+  });
+
+  it('keeps what a writer or a reader remembers to itself: interleaved sessions and connections read right', () => {
+    const [a, b] = [new SessionFrameWriter('s-1'), new SessionFrameWriter('s-10')];
+    const [readerA, readerB] = [new EngineFrameReader(), new EngineFrameReader()];
+    const event = { type: 'tether', subtype: 'state', state: 'idle', at: 'now' } as const;
+    for (let seq = 1; seq <= 4; seq++) {
+      const fromA = a.encodeLine(seq, 'engine', Buffer.from(LINE)).toString('utf8');
+      const fromB = b.encodeLine(seq, 'gateway', Buffer.from(LINE)).toString('utf8');
+      expect(readerA.read(fromA)).toEqual({ session_id: 's-1', seq, origin: 'engine', line: LINE });
+      expect(readerB.read(fromB)).toEqual({ session_id: 's-10', seq, origin: 'gateway', line: LINE });
+      expect(readerA.read(fromB)).toEqual({ session_id: 's-10', seq, origin: 'gateway', line: LINE }); // 's-1' is a prefix of 's-10'
+      expect(readerB.read(fromA)).toEqual({ session_id: 's-1', seq, origin: 'engine', line: LINE });
+      expect(JSON.parse(a.encodeEvent(seq, event).toString('utf8')).params).toEqual({ session_id: 's-1', seq, origin: 'gateway', event });
+      expect(JSON.parse(b.encodeEvent(seq, event).toString('utf8')).params).toEqual({ session_id: 's-10', seq, origin: 'gateway', event });
     }
   });
 

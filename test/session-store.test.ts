@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Gateway } from '../gateway/gateway.js';
 import type { Member } from '../gateway/session/session.js';
 import { FileSessionStore } from '../gateway/session/session-store.js';
-import { encodeLineFrame, frameBuffer } from '../core/protocol/session-frame.js';
+import { encodeLineFrame, frameBuffer } from '../core/wire/session-frame.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 
 /** A frame whose line is not in JSON.stringify's form: the store must keep its bytes as they are. */

@@ -2,46 +2,8 @@ import type { ErrorCode } from '../errors.js';
 import { TetherError } from '../errors.js';
 import { Wakeup } from '../util/wakeup.js';
 import { Fifo } from '../util/fifo.js';
-import { TextPieces } from './text-pieces.js';
-
-export { TextPieces };
-
-/**
- * A frame that carries bytes beside a small JSON header: an engine line travels this way,
- * never escaped into JSON text. The header is ours (who, which seq, what kind); the body is
- * opaque to every channel. On WebSocket it is one binary message, on gRPC a `bytes` field
- * beside the header (see {@link ./binary-frame.ts} and proto/tether/v1/gateway.proto).
- */
-export interface BinaryFrame {
-  readonly header: string;
-  readonly body: Uint8Array;
-}
-
-/** What a channel carries, and what iterating it yields: JSON text, or a header with bytes. */
-export type WireFrame = string | BinaryFrame;
-
-/**
- * What an adapter writes: a WireFrame, or JSON text already encoded as UTF-8 bytes (sent as a
- * text frame and received as a string), so one encoding can serve every client.
- */
-export type OutgoingFrame = WireFrame | Uint8Array;
-
-/** What send() and post() take: an OutgoingFrame, or JSON text in {@link TextPieces}. */
-export type SendableFrame = OutgoingFrame | TextPieces;
-
-/**
- * What a binary frame costs beyond its header and body, on every transport alike: the length
- * prefix of the WebSocket layout. Counting it everywhere lets WebSocket's own `maxPayload`
- * enforce the one limit for text and binary frames.
- */
-export const BINARY_FRAME_OVERHEAD_BYTES = 4;
-
-/** Size of a frame against `maxFrameBytes`: UTF-8 bytes for text; header + body + overhead for binary. */
-export function frameBytes(frame: SendableFrame): number {
-  if (typeof frame === 'string') return Buffer.byteLength(frame);
-  if (frame instanceof Uint8Array || frame instanceof TextPieces) return frame.byteLength;
-  return BINARY_FRAME_OVERHEAD_BYTES + Buffer.byteLength(frame.header) + frame.body.byteLength;
-}
+import { TextPieces } from '../wire/text-pieces.js';
+import { BINARY_FRAME_OVERHEAD_BYTES, frameBytes, type OutgoingFrame, type SendableFrame, type WireFrame } from '../wire/frame.js';
 
 /** Cheap size used for queue accounting: UTF-16 units for text, bytes for binary. */
 function queuedSize(frame: WireFrame): number {
@@ -66,8 +28,9 @@ export function cutOf(info: CloseInfo): { code: ErrorCode; reason: string } | un
 
 /**
  * The seam between transports and everything above them. A channel is handed out already
- * open (and, at the gateway, already authenticated). Frames are JSON text or
- * {@link BinaryFrame}s (a header with bytes); each arrives as the kind it was sent.
+ * open (and, at the gateway, already authenticated). Frames are JSON text or BinaryFrames (a
+ * header with bytes; what a frame is and weighs: core/wire/frame.ts); each arrives as the kind
+ * it was sent.
  *
  * - Reading is pull-style: iterate the channel. While nobody pulls, the adapter stops reading
  *   the socket once its bounded inbound queue is full (backpressure reaches the peer).

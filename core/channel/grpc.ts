@@ -1,10 +1,11 @@
 import type { ChannelOptions, ClientDuplexStream, ServerDuplexStream, StatusObject } from '@grpc/grpc-js';
 import { codeFromGrpc, ERROR_TABLE, TetherError, type ErrorCode } from '../errors.js';
-import { BaseChannel, BINARY_FRAME_OVERHEAD_BYTES, frameBytes, type BaseChannelOptions, type CloseInfo, type OutgoingFrame, type Transport, type WireFrame } from './channel.js';
-import type { GatewayFrame } from './proto.js';
+import { BaseChannel, type BaseChannelOptions, type CloseInfo, type Transport } from './channel.js';
+import { BINARY_FRAME_OVERHEAD_BYTES, frameBytes, type OutgoingFrame, type WireFrame } from '../wire/frame.js';
 import { Fifo } from '../util/fifo.js';
-import { batchEntryBytes, encodeBatch, encodeFrame } from './frame-codec.js';
-import { BATCH_FRAME_MAX_BYTES } from './grpc-batch.js';
+import { EndOfTurn, type TurnEnd } from './end-of-turn.js';
+import { batchEntryBytes, encodeBatch, FrameEncoder, type GatewayFrame } from '../wire/grpc-frame.js';
+import { BATCH_FRAME_MAX_BYTES } from '../wire/grpc-batch.js';
 
 /**
  * Bytes a gRPC message may carry beyond the frame itself. A Frame's protobuf envelope is one
@@ -62,10 +63,20 @@ export interface GrpcChannelOptions extends BaseChannelOptions {
   /** How long an orderly close waits for the stream to finish before cutting it (default 5 s). */
   closeTimeoutMs?: number;
   /**
-   * Largest batch the peer takes, from its `tether-frame-batch` offer (core/channel/grpc-batch.ts);
+   * Largest batch the peer takes, from its `tether-frame-batch` offer (core/wire/grpc-batch.ts);
    * absent: the peer offered none, every frame goes in a message of its own.
    */
   batchBytes?: number;
+  /**
+   * Where this channel lists itself to send its batches at the end of a turn: a listener hands
+   * one to all its channels, so one tick flushes them all. Default: one of its own.
+   */
+  endOfTurn?: EndOfTurn;
+  /**
+   * Encodes the channel's frames: a listener hands one to all its channels, so a frame posted
+   * to every client is encoded once. Default: one of its own.
+   */
+  encoder?: FrameEncoder;
 }
 
 type DuplexCall = ServerDuplexStream<GatewayFrame, GatewayFrame> | ClientDuplexStream<GatewayFrame, GatewayFrame>;
@@ -80,12 +91,6 @@ interface WriteItem {
 
 /** What one gRPC message carries: one frame, or a batch of them. */
 type WriteGroup = WriteItem | WriteItem[];
-
-/** Encodes a frame as a tether.v1.Frame; bytes already encoded as UTF-8 once for every client are encoded once too. */
-function encodeOutgoing(frame: Exclude<OutgoingFrame, string>): Buffer {
-  if (frame instanceof Uint8Array) return encodeFrame({ json: '', jsonBytes: frame });
-  return encodeFrame({ json: frame.header, data: frame.body });
-}
 
 /** What a posted frame's write reports to: nobody waits on it (a failure closes the channel). */
 const ignore = (): void => {};
@@ -120,7 +125,7 @@ export function closeInfoFromStatus(status: Pick<StatusObject, 'code' | 'details
  * {@link BATCH_FRAME_MAX_BYTES} alone): one gRPC message per burst instead of one per frame.
  * They count in `bufferedBytes` from the start, as before.
  */
-abstract class GrpcChannelBase extends BaseChannel {
+abstract class GrpcChannelBase extends BaseChannel implements TurnEnd {
   readonly transport: Transport = 'grpc';
   protected readonly closeTimeoutMs: number;
   private outbox = new Fifo<WriteItem>();
@@ -132,11 +137,15 @@ abstract class GrpcChannelBase extends BaseChannel {
   private finished = false;
   private readonly batchBytes: number | undefined;
   private flushDue = false;
+  private readonly endOfTurn: EndOfTurn;
+  private readonly encoder: FrameEncoder;
 
   constructor(protected readonly call: DuplexCall, readonly remote: string, opts: GrpcChannelOptions) {
     super(opts);
     this.closeTimeoutMs = opts.closeTimeoutMs ?? GRPC_DEFAULTS.closeTimeoutMs;
     this.batchBytes = opts.batchBytes;
+    this.endOfTurn = opts.endOfTurn ?? new EndOfTurn();
+    this.encoder = opts.encoder ?? new FrameEncoder();
     call.on('data', (message: GatewayFrame) => this.receive(message));
     call.on('drain', () => {
       this.awaitingDrain = false;
@@ -181,30 +190,31 @@ abstract class GrpcChannelBase extends BaseChannel {
     // Text is encoded to UTF-8 once, and measured by that.
     const outgoing = typeof frame === 'string' ? Buffer.from(frame, 'utf8') : frame;
     const bytes = frameBytes(outgoing);
-    this.outbox.push({ encoded: encodeOutgoing(outgoing), bytes, resolve, reject });
+    this.outbox.push({ encoded: this.encodeOutgoing(outgoing), bytes, resolve, reject });
     this.outboxBytes += bytes;
     if (this.batchBytes === undefined) this.pump();
     else if (!this.flushDue) {
       this.flushDue = true;
-      if (GrpcChannelBase.dueThisTurn.push(this) === 1) process.nextTick(GrpcChannelBase.flushAll);
+      this.endOfTurn.add(this);
     }
   }
 
-  /** Channels holding this turn's frames for a batch: one tick at its end sends them all. */
-  private static dueThisTurn: GrpcChannelBase[] = [];
-  private static readonly flushAll = (): void => {
-    const due = GrpcChannelBase.dueThisTurn;
-    GrpcChannelBase.dueThisTurn = []; // a channel sending while we flush starts the next turn's list
-    for (const channel of due) {
-      channel.flushDue = false;
-      try {
-        channel.pump();
-      } catch (err) {
-        // One channel's failure must not leave the others listed after it unsent.
-        channel.close('INTERNAL', `sending a batch failed: ${String(err)}`);
-      }
+  /** Encodes a frame as a tether.v1.Frame; bytes already encoded as UTF-8 once for every client are encoded once too. */
+  private encodeOutgoing(frame: Exclude<OutgoingFrame, string>): Buffer {
+    if (frame instanceof Uint8Array) return this.encoder.encode({ json: '', jsonBytes: frame });
+    return this.encoder.encode({ json: frame.header, data: frame.body });
+  }
+
+  /** The end of a turn this channel held frames in (its EndOfTurn calls it): they leave in batches. */
+  endTurn(): void {
+    this.flushDue = false;
+    try {
+      this.pump();
+    } catch (err) {
+      // One channel's failure must not leave the others of the turn unsent.
+      this.close('INTERNAL', `sending a batch failed: ${String(err)}`);
     }
-  };
+  }
 
   /** A close sends this turn's frames first, as it would have without batching. */
   override close(code: ErrorCode | 'OK' = 'OK', reason = 'closed'): void {

@@ -1,5 +1,6 @@
 import { TetherError, type ErrorCode } from '../errors.js';
-import { BaseChannel, frameBytes, type BaseChannelOptions, type OutgoingFrame, type Transport, type WireFrame } from './channel.js';
+import { BaseChannel, type BaseChannelOptions, type Transport } from './channel.js';
+import { frameBytes, type OutgoingFrame, type WireFrame } from '../wire/frame.js';
 import { Fifo } from '../util/fifo.js';
 
 /**

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { decodeFrame, encodeFrame, type GatewayFrame } from './frame-codec.js';
+import { decodeFrame, encodeFrame, type GatewayFrame } from '../wire/grpc-frame.js';
 import { loadSync, type MethodDefinition, type Options, type ServiceDefinition } from '@grpc/proto-loader';
 
 /**
@@ -20,8 +20,6 @@ export const PROTO_LOADER_OPTIONS = {
 
 /** Path of the gateway proto, relative to the proto root. */
 const GATEWAY_PROTO = 'tether/v1/gateway.proto';
-
-export type { GatewayFrame };
 
 /** The loaded tether.v1.Gateway service. */
 export interface GatewayService {
@@ -49,11 +47,16 @@ export function findProtoRoot(): string {
   throw new Error(`cannot find proto/${GATEWAY_PROTO} above ${fileURLToPath(import.meta.url)}`);
 }
 
-/** What the channels hand grpc-js: a Frame, or one they encoded with frame-codec.ts. */
+/** What the channels hand grpc-js: a Frame, or one they encoded with core/wire/grpc-frame.ts. */
 function serializeFrame(frame: GatewayFrame | Buffer): Buffer {
   return Buffer.isBuffer(frame) ? frame : encodeFrame(frame);
 }
 
+/**
+ * The service loaded once. Module state, but no cache that changes: a pure function of the
+ * package's own proto files, the same object for every listener and dialer, never written after
+ * the first load (that one load sets its serializers).
+ */
 let cached: GatewayService | undefined;
 
 /**
@@ -68,7 +71,7 @@ export function loadGatewayService(): GatewayService {
   const definition = pkg['tether.v1.Gateway'] as ServiceDefinition | undefined;
   const connect = definition?.['Connect'] as MethodDefinition<GatewayFrame, GatewayFrame> | undefined;
   if (!definition || !connect) throw new Error(`tether.v1.Gateway/Connect is missing from ${join(root, GATEWAY_PROTO)}`);
-  // Our own codec of Frame on both ends (frame-codec.ts); the same method object serves the
+  // Our own codec of Frame on both ends (core/wire/grpc-frame.ts); the same method object serves the
   // server and its clients. proto-loader's stays available to the codec's test. The channels
   // write Frames they encoded already (a broadcast frame once for every client, a batch once):
   // a Buffer is taken as the encoded Frame it is.

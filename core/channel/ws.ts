@@ -1,8 +1,11 @@
 import type { WebSocket } from 'ws';
 import { codeFromWsClose, ERROR_TABLE, type ErrorCode } from '../errors.js';
-import { decodeBinaryFrame, encodeBinaryFrame, encodeBinaryHead, UNJOINED_MIN_BYTES } from './binary-frame.js';
-import { wsFrameHead, WS_OPCODE, type FrameMasking } from './ws-frame-head.js';
-import { BaseChannel, type BaseChannelOptions, type BinaryFrame, type OutgoingFrame, type TextPieces, type Transport } from './channel.js';
+import { decodeBinaryFrame, encodeBinaryFrame, encodeBinaryHead, UNJOINED_MIN_BYTES } from '../wire/binary-frame.js';
+import { wsFrameHead, WS_OPCODE, type FrameMasking } from '../wire/ws-frame-head.js';
+import { BaseChannel, type BaseChannelOptions, type Transport } from './channel.js';
+import { EndOfTurn, type TurnEnd } from './end-of-turn.js';
+import type { BinaryFrame, OutgoingFrame } from '../wire/frame.js';
+import type { TextPieces } from '../wire/text-pieces.js';
 
 /** Protocol-level ping defaults of both ends of a WebSocket link (threats.md part 3). */
 export const WS_PING_DEFAULTS = {
@@ -30,6 +33,11 @@ export interface WsChannelOptions extends BaseChannelOptions {
    * masking protects nothing (dial-ws.ts needsMasking). Unset: every frame goes through ws.
    */
   masking?: FrameMasking;
+  /**
+   * Where this channel lists itself to be uncorked at the end of a turn: a listener hands one
+   * to all its channels, so one tick uncorks them all. Default: one of its own.
+   */
+  endOfTurn?: EndOfTurn;
 }
 
 /** What the channel uses of the socket under the WebSocket. */
@@ -56,7 +64,7 @@ const RFC_CLOSE: Record<number, ErrorCode | 'OK'> = {
 const TEXT = { binary: false } as const;
 
 /** Wraps an open `ws` socket as a Channel. The only place that knows ws's event names. */
-export class WsChannel extends BaseChannel {
+export class WsChannel extends BaseChannel implements TurnEnd {
   readonly transport: Transport = 'ws';
   private pingTimer: NodeJS.Timeout | undefined;
   private pongDeadline: NodeJS.Timeout | undefined;
@@ -67,12 +75,14 @@ export class WsChannel extends BaseChannel {
   /** What the socket held when this turn's cork began. */
   private heldAtCork = 0;
   private readonly masking: FrameMasking | undefined;
+  private readonly endOfTurn: EndOfTurn;
 
   constructor(private readonly ws: WebSocket, readonly remote: string, opts: WsChannelOptions = {}) {
     super(opts);
     this.closeTimeoutMs = opts.closeTimeoutMs ?? 5_000;
     this.socket = opts.socket;
     this.masking = opts.masking;
+    this.endOfTurn = opts.endOfTurn ?? new EndOfTurn();
     ws.on('message', (data, isBinary) => {
       if (!isBinary) {
         this.push(data.toString());
@@ -139,7 +149,7 @@ export class WsChannel extends BaseChannel {
       this.heldAtCork = this.ws.bufferedAmount;
       this.corked = true;
       this.socket.cork();
-      if (WsChannel.corkedThisTurn.push(this) === 1) process.nextTick(WsChannel.uncorkAll);
+      this.endOfTurn.add(this);
     }
   }
 
@@ -170,21 +180,16 @@ export class WsChannel extends BaseChannel {
     return true;
   }
 
-  /** Channels holding this turn's frames: one tick at its end uncorks them all (at 1,000 viewers, not 1,000 ticks). */
-  private static corkedThisTurn: WsChannel[] = [];
-  private static readonly uncorkAll = (): void => {
-    const corked = WsChannel.corkedThisTurn;
-    WsChannel.corkedThisTurn = []; // a channel posting while we uncork starts the next batch
-    for (const channel of corked) {
-      channel.corked = false;
-      try {
-        channel.socket?.uncork?.();
-      } catch (err) {
-        // One socket's failure must not leave the others corked.
-        channel.close('INTERNAL', `writing to the socket failed: ${String(err)}`);
-      }
+  /** The end of a turn this channel corked in (its EndOfTurn calls it): this turn's frames leave in one write. */
+  endTurn(): void {
+    this.corked = false;
+    try {
+      this.socket?.uncork?.();
+    } catch (err) {
+      // One socket's failure must not leave the others of the turn corked.
+      this.close('INTERNAL', `writing to the socket failed: ${String(err)}`);
     }
-  };
+  }
 
   protected write(frame: OutgoingFrame): Promise<void> {
     return new Promise((resolve, reject) => {

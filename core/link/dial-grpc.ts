@@ -3,7 +3,7 @@ import type { Channel } from '../channel/channel.js';
 import { CHANNEL_DEFAULTS } from '../channel/channel.js';
 import { closeInfoFromStatus, GrpcClientChannel, grpcLinkOptions } from '../channel/grpc.js';
 import { loadGatewayService } from '../channel/proto.js';
-import { BATCH_METADATA_KEY, batchBytesFromOffer, batchOffer } from '../channel/grpc-batch.js';
+import { BATCH_METADATA_KEY, batchBytesFromOffer, batchOffer } from '../wire/grpc-batch.js';
 import { TetherError } from '../errors.js';
 import { DIAL_DEFAULTS, type DialOptions } from './dial-options.js';
 
@@ -47,7 +47,7 @@ export function dialGrpc(url: URL, opts: DialOptions): Promise<Channel> {
       }
       const metadata = new Metadata();
       if (opts.token) metadata.set('authorization', `Bearer ${opts.token}`);
-      metadata.set(BATCH_METADATA_KEY, batchOffer(maxFrameBytes)); // we take batches (core/channel/grpc-batch.ts)
+      metadata.set(BATCH_METADATA_KEY, batchOffer(maxFrameBytes)); // we take batches (core/wire/grpc-batch.ts)
       const { connect } = service;
       const call = client.makeBidiStreamRequest(connect.path, connect.requestSerialize, connect.responseDeserialize, metadata);
 

@@ -285,7 +285,7 @@ export const Notifications = {
   /**
    * gateway -> client: one frame of a session's stream: an engine line as the raw JSON value
    * `message` (always the last member, exactly as the engine wrote it), or a gateway event.
-   * The gateway writes it in one layout, core/protocol/session-frame.ts.
+   * The gateway writes it in one layout, core/wire/session-frame.ts.
    */
   'session.frame': z.object({
     session_id: id,

@@ -34,6 +34,7 @@ export type SdkEnvSwitch = (typeof SDK_ENV_SWITCHES)[number];
 /** Longest value accepted for one switch (a W3C tracestate is at most 512 characters). */
 export const SDK_ENV_MAX_VALUE_CHARS = 1024;
 
+/** The allow-list as a set: an immutable table, built once and never added to. */
 const SWITCHES: ReadonlySet<string> = new Set(SDK_ENV_SWITCHES);
 
 /** The `env` session option: allow-listed keys only, short printable values. */

@@ -1,9 +1,10 @@
 import type { z } from 'zod';
-import type { BinaryFrame, Channel, CloseInfo, SendableFrame, WireFrame } from '../channel/channel.js';
+import type { Channel, CloseInfo } from '../channel/channel.js';
+import type { BinaryFrame, SendableFrame, WireFrame } from '../wire/frame.js';
 import { asTetherError, JSONRPC_INVALID_REQUEST, JSONRPC_PARSE_ERROR, TetherError } from '../errors.js';
 import { silentLogger, type Logger } from '../logging.js';
 import { classify, type RpcId } from '../protocol/jsonrpc.js';
-import { FAST_BINARY_CHECKS, FAST_NOTIFICATION_CHECKS } from '../protocol/fast-checks.js';
+import { FAST_BINARY_CHECKS, FAST_NOTIFICATION_CHECKS } from '../wire/fast-checks.js';
 import {
   BinaryHeaders,
   BinaryNotifications,
@@ -290,7 +291,7 @@ export class RpcPeer {
 
   /**
    * A notification's params as its handler takes them: as they are when its fast check
-   * (core/protocol/fast-checks.ts) says the schema would return them unchanged, else as the
+   * (core/wire/fast-checks.ts) says the schema would return them unchanged, else as the
    * schema returns them; BAD (logged) when the schema refuses them.
    */
   private checked(what: string, method: string, params: unknown, schema: z.ZodType, fast: ((p: unknown) => boolean) | undefined): unknown {

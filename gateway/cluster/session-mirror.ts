@@ -1,6 +1,6 @@
 import { DeliverPolicy, jetstream, type ConsumerMessages } from '@nats-io/jetstream';
 import { gapEvent } from '../../core/protocol/events.js';
-import { encodeEventFrame, frameBuffer } from '../../core/protocol/session-frame.js';
+import { encodeEventFrame, frameBuffer } from '../../core/wire/session-frame.js';
 import type { Logger } from '../../core/logging.js';
 import { ReplayLog, type ReplayLogLimits } from '../session/session.js';
 import type { Member } from '../session/session.js';

@@ -10,7 +10,7 @@ import { applySessionCall } from './session-calls.js';
 import { sessionsPage } from './session-pages.js';
 import type { SessionCall, SessionCallParams } from '../../core/protocol/methods.js';
 import type { ProxiedClient } from './sessions-elsewhere.js';
-import { frameByteLength, type FrameBytes } from '../../core/protocol/session-frame.js';
+import { frameByteLength, type FrameBytes } from '../../core/wire/session-frame.js';
 import { cutOf } from '../../core/channel/channel.js';
 
 /**

@@ -2,8 +2,10 @@ import { Metadata, Server, ServerCredentials, type ServerDuplexStream, type Serv
 import type { Channel } from '../../core/channel/channel.js';
 import { CHANNEL_DEFAULTS } from '../../core/channel/channel.js';
 import { GRPC_DEFAULTS, GrpcServerChannel, grpcLinkOptions } from '../../core/channel/grpc.js';
-import { BATCH_METADATA_KEY, batchBytesFromOffer, batchOffer } from '../../core/channel/grpc-batch.js';
-import { loadGatewayService, type GatewayFrame } from '../../core/channel/proto.js';
+import { BATCH_METADATA_KEY, batchBytesFromOffer, batchOffer } from '../../core/wire/grpc-batch.js';
+import { loadGatewayService } from '../../core/channel/proto.js';
+import { FrameEncoder, type GatewayFrame } from '../../core/wire/grpc-frame.js';
+import { EndOfTurn } from '../../core/channel/end-of-turn.js';
 import { asTetherError, TetherError } from '../../core/errors.js';
 import { createServer as createTcpServer, type Socket } from 'node:net';
 
@@ -103,14 +105,17 @@ export function startGrpcListener<A = undefined>(opts: GrpcListenerOptions<A>): 
   });
   const open = new Set<Channel>();
   const service = loadGatewayService();
+  // Shared by this listener's channels: one tick flushes all their batches, a frame posted to every client is encoded once.
+  const endOfTurn = new EndOfTurn();
+  const encoder = new FrameEncoder();
   const acceptedHeaders = new Metadata();
   acceptedHeaders.set(BATCH_METADATA_KEY, batchOffer(maxFrameBytes));
 
   server.addService(service.definition, {
     Connect: (call: ServerDuplexStream<GatewayFrame, GatewayFrame>) => {
       const metadata = metadataRecord(call.metadata);
-      // Batches towards a caller that offered to take them (core/channel/grpc-batch.ts).
-      const channel = new GrpcServerChannel(call, { maxFrameBytes, batchBytes: batchBytesFromOffer(metadata[BATCH_METADATA_KEY]) });
+      // Batches towards a caller that offered to take them (core/wire/grpc-batch.ts).
+      const channel = new GrpcServerChannel(call, { maxFrameBytes, batchBytes: batchBytesFromOffer(metadata[BATCH_METADATA_KEY]), endOfTurn, encoder });
       open.add(channel);
       void channel.closed.then(() => open.delete(channel));
       const accept = (admitted: A) => {

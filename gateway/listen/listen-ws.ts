@@ -2,6 +2,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { WS_PING_DEFAULTS, WsChannel } from '../../core/channel/ws.js';
+import { EndOfTurn } from '../../core/channel/end-of-turn.js';
 import { WS_PATH } from '../../core/protocol/http-paths.js';
 import type { Channel } from '../../core/channel/channel.js';
 import { CHANNEL_DEFAULTS } from '../../core/channel/channel.js';
@@ -47,12 +48,14 @@ export function attachWsListener<A = undefined>(server: Server, opts: WsListener
     // The JSON-RPC dialect is chosen by subprotocol; it is answered so the client knows it was understood.
     handleProtocols: (offered) => (offered.has(JSONRPC_SUBPROTOCOL) ? JSONRPC_SUBPROTOCOL : false),
   });
+  const endOfTurn = new EndOfTurn(); // shared by this listener's channels: one tick uncorks them all
   const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer, admitted: A) => {
     wss.handleUpgrade(req, socket, head, (ws) => {
       const remote = `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`;
       const channel = new WsChannel(ws, remote, {
         socket: socket as Duplex & { bytesRead: number },
         masking: 'none',
+        endOfTurn,
         maxFrameBytes,
         pingIntervalMs: opts.pingIntervalMs ?? WS_PING_DEFAULTS.pingIntervalMs,
         pingTimeoutMs: opts.pingTimeoutMs ?? WS_PING_DEFAULTS.pingTimeoutMs,

@@ -1,5 +1,5 @@
 import { whenShareable, type SessionStore } from './session-store.js';
-import type { FrameBytes } from '../../core/protocol/session-frame.js';
+import type { FrameBytes } from '../../core/wire/session-frame.js';
 
 interface Held {
   seq: number;

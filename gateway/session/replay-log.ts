@@ -1,7 +1,7 @@
 import { TetherError } from '../../core/errors.js';
 import { ReplaySlabs, type SlabView } from './replay-slabs.js';
-import { TextPieces } from '../../core/channel/text-pieces.js';
-import { frameBuffer, frameByteLength, type FrameBytes } from '../../core/protocol/session-frame.js';
+import { TextPieces } from '../../core/wire/text-pieces.js';
+import { frameBuffer, frameByteLength, type FrameBytes } from '../../core/wire/session-frame.js';
 
 export interface ReplayEntry {
   seq: number;

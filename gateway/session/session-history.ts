@@ -1,5 +1,5 @@
 import { gapEvent, type SessionState, type TetherEvent } from '../../core/protocol/events.js';
-import { encodeEventFrame, encodeLineFrame, frameBuffer, type FrameBytes, type FrameOrigin } from '../../core/protocol/session-frame.js';
+import { frameBuffer, SessionFrameWriter, type FrameBytes, type FrameOrigin } from '../../core/wire/session-frame.js';
 import { ReplayLog, type ReplayLogLimits } from './replay-log.js';
 import { DurableOutbox } from './durable-outbox.js';
 import type { SessionStore, StoredFrame } from './session-store.js';
@@ -7,7 +7,7 @@ import type { SessionStore, StoredFrame } from './session-store.js';
 /**
  * What a frame says, before it is encoded: an engine line as the engine wrote it, a line the
  * gateway writes in the engine's format (a withdrawal), or a gateway event. Only this module
- * turns it into wire text (through `core/protocol/session-frame.ts`), once for every client.
+ * turns it into wire text (through `core/wire/session-frame.ts`), once for every client.
  */
 export type FrameBody =
   | { line: Uint8Array; origin: FrameOrigin }
@@ -33,6 +33,8 @@ export class SessionHistory {
   private lastAgentSeq = 0;
   /** What holds frames back to coalesce them (presence): flushed before any other frame is numbered. */
   private held: { flush(): void } | undefined;
+  /** Encodes this session's frames (its header start made once). */
+  private readonly frames: SessionFrameWriter;
 
   /**
    * `deliver` hands one frame to every member attached at that moment; `restored`: frames read
@@ -46,6 +48,7 @@ export class SessionHistory {
     restored: readonly StoredFrame[] = [],
   ) {
     this.log = new ReplayLog(limits);
+    this.frames = new SessionFrameWriter(sessionId);
     if (restored.length && restored[0].seq > 1) this.log.restartAt(restored[0].seq); // the store was compacted
     for (const f of restored) {
       this.log.append({ seq: f.seq, bytes: f.bytes });
@@ -84,10 +87,10 @@ export class SessionHistory {
     const seq = this.log.lastSeq + 1;
     const bytes =
       'event' in body
-        ? encodeEventFrame(this.sessionId, seq, body.event)
+        ? this.frames.encodeEvent(seq, body.event)
         : 'line' in body
-          ? encodeLineFrame(this.sessionId, seq, body.origin, body.line)
-          : encodeLineFrame(this.sessionId, seq, 'gateway', Buffer.from(JSON.stringify(body.gatewayLine)));
+          ? this.frames.encodeLine(seq, body.origin, body.line)
+          : this.frames.encodeLine(seq, 'gateway', Buffer.from(JSON.stringify(body.gatewayLine)));
     this.store.appendFrame(this.sessionId, { seq, agentSeq: this.lastAgentSeq, bytes });
     this.log.append({ seq, bytes });
     this.outbox.push(seq, bytes, readAtMs);
@@ -102,7 +105,7 @@ export class SessionHistory {
     const first = this.log.firstSeq;
     const gap = from < first;
     if (gap) {
-      send(encodeEventFrame(this.sessionId, 0, gapEvent(from, first - 1)));
+      send(this.frames.encodeEvent(0, gapEvent(from, first - 1)));
     }
     for (const entry of this.log.since(Math.max(from, first))) if (entry.seq <= this.outbox.releasedSeq) send(entry.bytes);
     return gap;

@@ -6,7 +6,7 @@ import type { SessionHistory } from './session-history.js';
 import type { SessionAudit } from './session-audit.js';
 import type { RoleDecision, SessionRoles } from './session-roles.js';
 import { PresenceBatch } from './presence-batch.js';
-import type { FrameBytes } from '../../core/protocol/session-frame.js';
+import type { FrameBytes } from '../../core/wire/session-frame.js';
 
 /** Why a member left, for its detach record: set only when the gateway cut the connection (see cutOf). */
 export type Cut = { code: string; reason: string };

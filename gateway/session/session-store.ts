@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import type { SessionOptions, EngineKind } from '../../core/protocol/session-options.js';
 import type { RoleDecisions } from './session-roles.js';
 import { REPLAY_DEFAULTS } from './replay-log.js';
-import { TextPieces } from '../../core/channel/text-pieces.js';
-import type { FrameBytes } from '../../core/protocol/session-frame.js';
+import { TextPieces } from '../../core/wire/text-pieces.js';
+import type { FrameBytes } from '../../core/wire/session-frame.js';
 
 /** What a session is, apart from its history. */
 export interface SessionRecord {

@@ -1,4 +1,5 @@
-import type { Channel, WireFrame } from '../../core/channel/channel.js';
+import type { Channel } from '../../core/channel/channel.js';
+import type { WireFrame } from '../../core/wire/frame.js';
 
 /** The next `n` frames a channel yields (fewer if it ends, or when `ms` passes first). */
 export async function receiveFrames(channel: Channel, n: number, ms = 5_000): Promise<WireFrame[]> {

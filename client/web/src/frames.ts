@@ -1,7 +1,7 @@
 /**
  * The one place the page reads a `session.frame` (and `session.reply`) notification. An
  * engine frame carries the engine's line as a raw JSON value (`message`, protocol 2.0; see
- * core/protocol/session-frame.ts), which the socket's one JSON.parse already turned into an
+ * core/wire/session-frame.ts), which the socket's one JSON.parse already turned into an
  * object; an escaped string (`line`, as session.reply still carries) is parsed here.
  */
 import type { TetherEvent } from '../../../core/protocol/events.js';

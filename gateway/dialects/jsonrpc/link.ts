@@ -31,7 +31,7 @@ import { cutOf } from '../../../core/channel/channel.js';
 import { controlResponse, permissionAnswer, questionAnswer, riskLevel } from './answers.js';
 import { readMessage } from './envelope.js';
 import { translateFrame, type DialectEvent, type EngineInfo, type TranslatedFrame } from './translate.js';
-import { frameBuffer, type FrameBytes } from '../../../core/protocol/session-frame.js';
+import { frameBuffer, type FrameBytes } from '../../../core/wire/session-frame.js';
 
 type Obj = Record<string, unknown>;
 type Params<M extends DialectMethod> = z.infer<(typeof DialectRequests)[M]>;

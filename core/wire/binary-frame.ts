@@ -1,5 +1,5 @@
 import { TetherError } from '../errors.js';
-import { BINARY_FRAME_OVERHEAD_BYTES, type BinaryFrame } from './channel.js';
+import { BINARY_FRAME_OVERHEAD_BYTES, type BinaryFrame } from './frame.js';
 
 /**
  * The WebSocket layout of a {@link BinaryFrame}: one binary message holding a 4-byte

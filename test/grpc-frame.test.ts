@@ -6,11 +6,11 @@
 import { loadSync, type MethodDefinition } from '@grpc/proto-loader';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { batchEntryBytes, decodeFrame, encodeBatch, encodeFrame } from '../core/channel/frame-codec.js';
-import { BATCH_MAX_BYTES } from '../core/channel/grpc-batch.js';
-import { findProtoRoot, PROTO_LOADER_OPTIONS, type GatewayFrame } from '../core/channel/proto.js';
+import { batchEntryBytes, decodeFrame, encodeBatch, encodeFrame, FrameEncoder, type GatewayFrame } from '../core/wire/grpc-frame.js';
+import { BATCH_MAX_BYTES } from '../core/wire/grpc-batch.js';
+import { findProtoRoot, PROTO_LOADER_OPTIONS } from '../core/channel/proto.js';
 import { TetherError } from '../core/errors.js';
-import { encodeLineFrame, frameBuffer, hasFrameHeadroom } from '../core/protocol/session-frame.js';
+import { encodeLineFrame, frameBuffer, hasFrameHeadroom } from '../core/wire/session-frame.js';
 
 const reference = (() => {
   const pkg = loadSync('tether/v1/gateway.proto', { ...PROTO_LOADER_OPTIONS, includeDirs: [findProtoRoot()] });
@@ -71,9 +71,25 @@ describe('Frame codec', () => {
     expect(Buffer.from(lookalike.buffer).subarray(0, 8).toString('hex')).toBe(before);
   });
 
-  it('encodes the same jsonBytes once, however many times it is sent', () => {
+  it('an encoder encodes the same jsonBytes once, however many times (and channels) it is sent; each encoder keeps its own', () => {
     const bytes = Buffer.from('{"jsonrpc":"2.0"}');
-    expect(encodeFrame({ json: '', jsonBytes: bytes })).toBe(encodeFrame({ json: '', jsonBytes: bytes }));
+    const other = Buffer.from('{"jsonrpc":"2.0","id":1}');
+    const [listener, elsewhere] = [new FrameEncoder(), new FrameEncoder()];
+    const once = listener.encode({ json: '', jsonBytes: bytes });
+    expect(listener.encode({ json: '', jsonBytes: bytes })).toBe(once);
+    expect(once.equals(encodeFrame({ json: '', jsonBytes: bytes }))).toBe(true);
+    // Another encoder (another listener) neither sees nor disturbs what this one remembers.
+    const theirs = elsewhere.encode({ json: '', jsonBytes: other });
+    expect(theirs).not.toBe(once);
+    expect(listener.encode({ json: '', jsonBytes: bytes })).toBe(once);
+    // A new frame replaces the one remembered; a binary frame (with data) is never remembered.
+    const next = listener.encode({ json: '', jsonBytes: other });
+    expect(next.equals(theirs)).toBe(true);
+    expect(listener.encode({ json: '', jsonBytes: bytes })).not.toBe(once);
+    const binary = { json: '{}', jsonBytes: bytes, data: Buffer.from('x') };
+    expect(listener.encode(binary)).not.toBe(listener.encode(binary));
+    // encodeFrame itself remembers nothing.
+    expect(encodeFrame({ json: '', jsonBytes: bytes })).not.toBe(encodeFrame({ json: '', jsonBytes: bytes }));
   });
 
   it('a batch is a Frame whose repeated `batch` holds the frames, in order, as protobufjs reads and writes it', () => {

@@ -1,6 +1,6 @@
 import { TetherError } from '../errors.js';
 import { BATCH_MAX_BYTES } from './grpc-batch.js';
-import { hasFrameHeadroom } from '../protocol/session-frame.js';
+import { hasFrameHeadroom } from './session-frame.js';
 
 /**
  * One Frame of tether.v1.Gateway/Connect: a JSON-RPC 2.0 message as text, or (with `data`) a
@@ -30,14 +30,6 @@ const JSON_TAG = 0x0a; // field 1, length-delimited
 const DATA_TAG = 0x12; // field 2, length-delimited
 const BATCH_TAG = 0x1a; // field 3, length-delimited: one Frame of a batch
 
-/**
- * The last frame encoded from `jsonBytes`: the gateway hands one frame to all its clients in
- * one loop, so remembering the last one encodes it once however many there are (a WeakMap of
- * every frame cost more in lookups and garbage collection than it saved).
- */
-let lastText: Uint8Array | undefined;
-let lastEncoded: Buffer | undefined;
-
 function varintLength(n: number): number {
   let len = 1;
   while (n >= 128) {
@@ -65,15 +57,12 @@ function writeField(out: Buffer, at: number, tag: number, bytes: Uint8Array): nu
 
 /**
  * Encodes one Frame: `json` (or `jsonBytes`, its UTF-8 already made) and `data` when present.
- * A large `jsonBytes` made by core/protocol/session-frame.ts is not copied: its tag and length
+ * A large `jsonBytes` made by session-frame.ts is not copied: its tag and length
  * go in the headroom in front of it, and the Frame is a view of the same memory.
  */
 export function encodeFrame(frame: GatewayFrame): Buffer {
   const textBytes = frame.jsonBytes;
-  if (textBytes && !frame.data) {
-    if (textBytes === lastText) return lastEncoded!;
-    if (hasFrameHeadroom(textBytes)) return inHeadroom(textBytes);
-  }
+  if (textBytes && !frame.data && hasFrameHeadroom(textBytes)) return inHeadroom(textBytes);
   const json = textBytes ?? Buffer.from(frame.json ?? '', 'utf8');
   const data = frame.data;
   const size = (json.byteLength ? 1 + varintLength(json.byteLength) + json.byteLength : 0) + (data ? 1 + varintLength(data.byteLength) + data.byteLength : 0);
@@ -81,11 +70,30 @@ export function encodeFrame(frame: GatewayFrame): Buffer {
   let at = 0;
   if (json.byteLength) at = writeField(out, at, JSON_TAG, json); // proto3: an empty string is not written
   if (data) writeField(out, at, DATA_TAG, data); // optional: present even when empty
-  if (textBytes && !data) {
-    lastText = textBytes;
-    lastEncoded = out;
-  }
   return out;
+}
+
+/**
+ * {@link encodeFrame} for the channels of one listener (it makes one and hands it to each),
+ * remembering the last Frame it encoded from `jsonBytes`: the gateway hands one frame to all
+ * its clients in one loop, so it is encoded once however many there are (a WeakMap of every
+ * frame cost more in lookups and garbage collection than it saved). The bytes must not change
+ * once sent, as a frame's never do.
+ */
+export class FrameEncoder {
+  private lastText: Uint8Array | undefined;
+  private lastEncoded: Buffer | undefined;
+
+  encode(frame: GatewayFrame): Buffer {
+    const textBytes = frame.data ? undefined : frame.jsonBytes;
+    if (textBytes && textBytes === this.lastText) return this.lastEncoded!;
+    const out = encodeFrame(frame);
+    if (textBytes) {
+      this.lastText = textBytes;
+      this.lastEncoded = out;
+    }
+    return out;
+  }
 }
 
 /** Bytes one encoded Frame of `length` bytes takes inside a batch (its tag and length prefix included). */

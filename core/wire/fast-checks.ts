@@ -1,15 +1,18 @@
-import type { BinaryNotificationName, NotificationName } from './methods.js';
-
 /**
  * Hand-written checks in front of the zod schemas of the messages every prompt round trip
  * carries (zod costs about as much per message as the rest of their handling). The schemas in
- * methods.ts stay the one definition: a check here says yes only to a value its schema would
- * return unchanged (the same keys, the same values), so the value can be used as it is; it
- * says no to everything else, valid or not, and the schema then decides (its defaults, its
- * errors). test/fast-checks.test.ts holds every check to its schema over generated values.
+ * core/protocol/methods.ts stay the one definition: a check here says yes only to a value its
+ * schema would return unchanged (the same keys, the same values), so the value can be used as
+ * it is; it says no to everything else, valid or not, and the schema then decides (its
+ * defaults, its errors). test/fast-checks.test.ts holds every check to its schema over
+ * generated values, and each table's keys to the method names of methods.ts (this folder lies
+ * below core/protocol and does not import it).
  */
 
-/** `id` of methods.ts: a string of 1 to 128 UTF-16 units. */
+/** A check of one method's params: true only where its schema would return them unchanged. */
+export type FastCheck = (params: unknown) => boolean;
+
+/** `id` of core/protocol/methods.ts: a string of 1 to 128 UTF-16 units. */
 const isId = (v: unknown): v is string => typeof v === 'string' && v.length >= 1 && v.length <= 128;
 
 /** `seq` of methods.ts: a safe integer ≥ 0. */
@@ -35,12 +38,13 @@ function onlyKeys(v: Record<string, unknown>, keys: ReadonlySet<string>): boolea
 /** `EngineInput`: any JSON object. */
 const isEngineInput = isJsonObject;
 
-const POST_KEYS = new Set(['session_id', 'input_id', 'line']);
-const INPUT_KEYS = new Set(['session_id', 'seq', 'line', 'ack']);
-const OUTPUT_KEYS = new Set(['session_id', 'seq', 'meta', 'read_at_ms', 'input_ack']);
-const META_KEYS = new Set(['type', 'subtype', 'request_id', 'is_error', 'state']);
-const FRAME_KEYS = new Set(['session_id', 'seq', 'origin', 'event']);
-const PROMPT_KEYS = new Set(['type', 'subtype', 'principal', 'client_id', 'message', 'input_id', 'at']);
+/** Immutable tables (never added to), so safe to share as module values. */
+const POST_KEYS: ReadonlySet<string> = new Set(['session_id', 'input_id', 'line']);
+const INPUT_KEYS: ReadonlySet<string> = new Set(['session_id', 'seq', 'line', 'ack']);
+const OUTPUT_KEYS: ReadonlySet<string> = new Set(['session_id', 'seq', 'meta', 'read_at_ms', 'input_ack']);
+const META_KEYS: ReadonlySet<string> = new Set(['type', 'subtype', 'request_id', 'is_error', 'state']);
+const FRAME_KEYS: ReadonlySet<string> = new Set(['session_id', 'seq', 'origin', 'event']);
+const PROMPT_KEYS: ReadonlySet<string> = new Set(['type', 'subtype', 'principal', 'client_id', 'message', 'input_id', 'at']);
 
 /** The `prompt` event of `TetherEvent` (events.ts): the echo of every prompt. */
 function isPromptEvent(v: unknown): boolean {
@@ -69,15 +73,15 @@ function isLineMeta(v: unknown): boolean {
 }
 
 /** Checks of JSON notifications' params, by method (those a prompt round trip carries). */
-export const FAST_NOTIFICATION_CHECKS: { readonly [N in NotificationName]?: (params: unknown) => boolean } = {
+export const FAST_NOTIFICATION_CHECKS = {
   'session.post': (p) => isJsonObject(p) && onlyKeys(p, POST_KEYS) && isId(p.session_id) && isId(p.input_id) && isEngineInput(p.line),
   /** A frame carrying the echo of a prompt (frames carrying lines are read without parsing, session-frame.ts). */
   'session.frame': (p) => isJsonObject(p) && onlyKeys(p, FRAME_KEYS) && isId(p.session_id) && isSeq(p.seq) && p.origin === 'gateway' && isPromptEvent(p.event),
   'agent.input': (p) => isJsonObject(p) && onlyKeys(p, INPUT_KEYS) && isId(p.session_id) && isSeq(p.seq) && isEngineInput(p.line) && (p.ack === undefined || isSeq(p.ack)),
-};
+} as const satisfies Readonly<Record<string, FastCheck>>;
 
 /** Checks of binary notifications' header params, by method. */
-export const FAST_BINARY_CHECKS: { readonly [N in BinaryNotificationName]?: (params: unknown) => boolean } = {
+export const FAST_BINARY_CHECKS = {
   'session.output': (p) =>
     isJsonObject(p) &&
     onlyKeys(p, OUTPUT_KEYS) &&
@@ -86,4 +90,4 @@ export const FAST_BINARY_CHECKS: { readonly [N in BinaryNotificationName]?: (par
     isLineMeta(p.meta) &&
     (p.read_at_ms === undefined || isSeq(p.read_at_ms)) &&
     (p.input_ack === undefined || isSeq(p.input_ack)),
-};
+} as const satisfies Readonly<Record<string, FastCheck>>;
