@@ -13,7 +13,7 @@ import { ANONYMOUS } from '../gateway/door/principal.js';
 import { Durability } from '../gateway/session/session.js';
 import { MemorySessionStore, type SessionStore } from '../gateway/session/session-store.js';
 import { HeldStore } from './support/held-store.js';
-import { withTimeout } from './support/wait.js';
+import { waitFor, withTimeout } from './support/wait.js';
 
 const SESSION = 's-acks';
 
@@ -112,7 +112,7 @@ describe('acks to the agent', () => {
     const store = new HeldStore();
     const r = rig(store);
     stop = r.stop;
-    const arrived = (n: number, what: string) => bounded((async () => { while (r.inputs.length < n) await new Promise((resolve) => setTimeout(resolve, 5)); })(), what);
+    const arrived = (n: number, what: string) => waitFor(() => r.inputs.length >= n, 5_000, what);
     store.appendInput(SESSION, { seq: 1, key: 'k1', line: { type: 'user' } });
     r.link.input(SESSION, 1, { type: 'user' });
     await new Promise((resolve) => setTimeout(resolve, 50));
