@@ -211,7 +211,7 @@ export class Gateway {
     // In a cluster, the sessions this agent runs that another gateway held are brought here first.
     await this.directory.elsewhere?.beforeAgent(agent);
     if (greeted()) throw new TetherError('FAILED_PRECONDITION', 'hello was already exchanged on this connection');
-    const link = new AgentLink(agent, peer, this.directory, log.child({ agent: agent.name }), principal, this.metrics, this.durability, foldAcks);
+    const link = new AgentLink(agent, peer, this.directory, log.child({ agent: agent.name }), principal, this.durability, this.metrics, foldAcks);
     try {
       this.directory.agentUp(link); // refuses another identity's live name; supersedes the same identity's link
     } catch (err) {

@@ -28,7 +28,6 @@ function rig(store: SessionStore = new MemorySessionStore()) {
     { get: () => undefined, liveSessionIdsOf: () => [] },
     silentLogger,
     ANONYMOUS,
-    undefined,
     new Durability(store),
   );
   const acks: number[] = [];

@@ -6,8 +6,7 @@ import type { EngineKind, SessionOptions } from '../../core/protocol/session-opt
 import { SPAWN_WAIT_MS } from '../../core/timeouts.js';
 import type { SpawnPolicy } from '../../core/policy/hook.js';
 import type { Principal } from '../door/principal.js';
-import { Durability, type EngineHost, type Session } from '../session/session.js';
-import { MemorySessionStore } from '../session/session-store.js';
+import type { Durability, EngineHost, Session } from '../session/session.js';
 import type { GatewayMetrics } from '../metrics.js';
 
 /**
@@ -34,9 +33,6 @@ export interface LinkSessions {
   liveSessionIdsOf(agent: string): string[];
 }
 
-/** Durable at once: for a gateway that keeps nothing. */
-const AT_ONCE = new Durability(new MemorySessionStore());
-
 /**
  * One connected agent as the gateway sees it: the engine host for its sessions. Translates
  * the agent's notifications into session calls and session calls into agent requests.
@@ -57,9 +53,9 @@ export class AgentLink implements EngineHost {
     private readonly log: Logger,
     /** Who authenticated this link; a later link of the same `sub` supersedes it. */
     readonly principal: Principal,
-    private readonly metrics?: GatewayMetrics,
     /** When acks may go to the agent and inputs to the engine: the gateway's one answer over its store. */
-    private readonly durability: Durability = AT_ONCE,
+    private readonly durability: Durability,
+    private readonly metrics?: GatewayMetrics,
     /** The agent takes output acks folded into agent.input (capability acks.folded.v1). */
     private readonly foldAcks = false,
   ) {
