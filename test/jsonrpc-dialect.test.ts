@@ -298,6 +298,7 @@ describe('JSON-RPC dialect with the real CLI: questions, shared prompts, viewers
     expect(info.result.tools).toEqual(expect.arrayContaining(['Bash', 'Read', 'AskUserQuestion']));
     expect(typeof info.result.model).toBe('string');
     expect(Array.isArray(info.result.mcp_servers)).toBe(true);
+    expect(case_.rig.stack.gateway.directory.get(sessionId)!.engineInfo).toEqual({ model: info.result.model, tools: info.result.tools, mcp_servers: info.result.mcp_servers }); // kept on the session: it dies with it
 
     // The viewer drops off; it will resume from the last seq it saw.
     const lastSeen = Math.max(...viewerPipe.client.received.map((m) => m.params?.seq ?? 0));
