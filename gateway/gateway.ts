@@ -11,13 +11,13 @@ import { ClientLink, DEFAULT_SLOW_CLIENT_BYTES } from './directory/client-link.j
 import { ANONYMOUS, type Principal } from './door/principal.js';
 import { noteAuthFailure } from './door/door.js';
 import { authError } from '../core/auth/auth-error.js';
-import { REPLAY_DEFAULTS } from './session/session.js';
+import { Durability, REPLAY_DEFAULTS } from './session/session.js';
 import { DEFAULT_AGENT_WAIT_MS } from './directory/agent-waits.js';
 import { DEFAULT_CONTROL_ANSWER_MS } from './session/session.js';
 import { SessionDirectory, type DirectoryLimits } from './directory/session-directory.js';
 import { MemoryAuditLog, type AuditLog } from './audit/audit-log.js';
 import { MembershipRateAudit, type MembershipRate } from './audit/audit-rate.js';
-import { afterFlush, MemorySessionStore, whenShareable, type SessionStore } from './session/session-store.js';
+import { MemorySessionStore, type SessionStore } from './session/session-store.js';
 import { GatewayMetrics } from './metrics.js';
 import { HostKeyPins } from './door/host-key-pins.js';
 import { JsonRpcDialectLink } from './dialects/jsonrpc/link.js';
@@ -88,6 +88,8 @@ export class Gateway {
   readonly directory: SessionDirectory;
   readonly limits: GatewayLimits;
   readonly store: SessionStore;
+  /** When what is appended to `store` may be acked to agents and shown: the one answer, shared by every link and session. */
+  readonly durability: Durability;
   readonly metrics: GatewayMetrics;
   private readonly log: Logger;
   private readonly channels = new Set<Channel>();
@@ -101,13 +103,14 @@ export class Gateway {
     this.log = opts.logger ?? silentLogger;
     this.limits = { ...GATEWAY_DEFAULTS, ...opts.limits };
     this.store = opts.store ?? new MemorySessionStore();
+    this.durability = new Durability(this.store);
     this.metrics = opts.metrics ?? new GatewayMetrics();
     this.hostKeys = opts.hostKeys ?? new HostKeyPins();
     this.audit = new MembershipRateAudit(opts.audit ?? new MemoryAuditLog(), opts.auditMembership, { logger: this.log });
-    this.directory = new SessionDirectory(this.limits, this.log, this.audit, this.store, this.metrics, opts.policy);
-    const sessions = () => [...this.directory.sessions.values()];
+    this.directory = new SessionDirectory(this.limits, this.log, this.audit, this.store, this.durability, this.metrics, opts.policy);
+    const sessions = () => this.directory.sessionList();
     this.metrics.bindGauges({
-      agents: () => countBy([...this.directory.agents.values()], (a) => a.peer.channel.transport),
+      agents: () => countBy(this.directory.agentList(), (a) => a.peer.channel.transport),
       sessions: () => countBy(sessions(), (s) => s.currentState),
       attachments: () => countBy(sessions().flatMap((s) => s.info().clients), (c) => c.transport),
     });
@@ -208,10 +211,7 @@ export class Gateway {
     // In a cluster, the sessions this agent runs that another gateway held are brought here first.
     await this.directory.elsewhere?.beforeAgent(agent);
     if (greeted()) throw new TetherError('FAILED_PRECONDITION', 'hello was already exchanged on this connection');
-    const link = new AgentLink(agent, peer, this.directory.sessions, log.child({ agent: agent.name }), principal, this.metrics, (send) => afterFlush(this.store, send), foldAcks, (send) => {
-      this.store.flush();
-      whenShareable(this.store, send);
-    });
+    const link = new AgentLink(agent, peer, this.directory, log.child({ agent: agent.name }), principal, this.durability, this.metrics, foldAcks);
     try {
       this.directory.agentUp(link); // refuses another identity's live name; supersedes the same identity's link
     } catch (err) {

@@ -159,11 +159,11 @@ describe.each(['ws', 'grpc'] as const)('authentication over %s', (transport) => 
   function state() {
     const dir = stack.gateway.directory;
     return {
-      agents: [...dir.agents.keys()],
-      link: dir.agents.get('test-agent'),
-      sessions: [...dir.sessions.keys()],
-      clients: dir.clients.size,
-      witnessSeq: dir.sessions.get(witness.id)!.info().last_seq,
+      agents: dir.agentList().map((a) => a.name),
+      link: dir.agent('test-agent'),
+      sessions: dir.sessionList().map((s) => s.id),
+      clients: dir.clientCount,
+      witnessSeq: dir.get(witness.id)!.info().last_seq,
     };
   }
 
@@ -183,14 +183,14 @@ describe.each(['ws', 'grpc'] as const)('authentication over %s', (transport) => 
 
   /** Expects a token to be accepted: the client lists the test agent, then leaves (and the gateway saw it go). */
   async function accepted(token: string): Promise<void> {
-    const clients = stack.gateway.directory.clients.size;
+    const clients = stack.gateway.directory.clientCount;
     const c = await GatewayClient.connect({ gateway: url, token, reconnect: false, logger });
     try {
       expect((await c.listAgents()).map((a) => a.name)).toEqual(['test-agent']);
     } finally {
       await c.close();
     }
-    await waitFor(() => stack.gateway.directory.clients.size === clients, 5_000, 'the gateway to see the client leave');
+    await waitFor(() => stack.gateway.directory.clientCount === clients, 5_000, 'the gateway to see the client leave');
   }
 
   const otherRsa = generateTokenKey('RS256').key;
@@ -268,16 +268,16 @@ describe.each(['ws', 'grpc'] as const)('authentication over %s', (transport) => 
   it('refuses a second agent with the same name and another identity; the live one keeps its registration', async () => {
     const token = track(await stack.mint({ kind: 'agent', sub: 'impostor', agent: 'test-agent' }));
     await agentRefused('test-agent', token, 'ALREADY_EXISTS', 'another identity');
-    expect(stack.gateway.directory.agents.get('test-agent')!.principal.sub).toBe('test-agent');
+    expect(stack.gateway.directory.agent('test-agent')!.principal.sub).toBe('test-agent');
   });
 
   it('the same identity supersedes its own older link (closed with ABORTED)', async () => {
     const token = track(await stack.mint({ kind: 'agent', sub: 'builder-1', agent: 'builder' }));
     const first = await rawAgent(url, token, 'builder');
-    const firstLink = stack.gateway.directory.agents.get('builder');
+    const firstLink = stack.gateway.directory.agent('builder');
     const second = await rawAgent(url, token, 'builder');
     expect(await first.closed).toMatchObject({ code: 'ABORTED', reason: 'superseded by a new connection' });
-    expect(stack.gateway.directory.agents.get('builder')).not.toBe(firstLink);
+    expect(stack.gateway.directory.agent('builder')).not.toBe(firstLink);
     const other = track(await stack.mint({ kind: 'agent', sub: 'builder-2', agent: 'builder' }));
     expect((await rejectionOf(rawAgent(url, other, 'builder'))).code).toBe('ALREADY_EXISTS');
     second.peer.channel.close('OK', 'done');
@@ -295,11 +295,11 @@ describe.each(['ws', 'grpc'] as const)('authentication over %s', (transport) => 
     const viewer = await stack.client({ sub: 'victor', scopes: ['view'] });
     const watching = await viewer.attach(session.id);
     expect(watching.role).toBe('viewer');
-    const seqBefore = stack.gateway.directory.sessions.get(session.id)!.info().last_seq;
+    const seqBefore = stack.gateway.directory.get(session.id)!.info().last_seq;
     expect(await codeOf(watching.sendUserMessage('let me in'))).toBe('PERMISSION_DENIED');
     expect(await codeOf(watching.answer(ask.requestId, { behavior: 'allow', updatedInput: ask.input }))).toBe('PERMISSION_DENIED');
     expect(await codeOf(watching.send({ type: 'control_request', request_id: 'stop-it', request: { subtype: 'interrupt' } }))).toBe('PERMISSION_DENIED');
-    const info = stack.gateway.directory.sessions.get(session.id)!.info();
+    const info = stack.gateway.directory.get(session.id)!.info();
     expect(info.pending_prompts).toBe(1);
     expect(info.last_seq).toBe(seqBefore);
 
@@ -375,16 +375,16 @@ describe('browsers: one-time tickets and Origin', () => {
     const token = track(await stack.mint({ kind: 'client', sub: 'webby' }));
     const t = await ticket(undefined, token);
     const client = await GatewayClient.connect({ gateway: `${wsUrl}/v1/connect?ticket=${t}`, reconnect: false, logger });
-    const before = stack.gateway.directory.clients.size;
+    const before = stack.gateway.directory.clientCount;
     const session = await client.createSession({ agent: 'test-agent' });
     expect(session.info.owner).toBe('webby');
     await client.close();
-    await waitFor(() => stack.gateway.directory.clients.size === before - 1, 5_000, 'the ticket client to leave');
+    await waitFor(() => stack.gateway.directory.clientCount === before - 1, 5_000, 'the ticket client to leave');
 
     const again = await rawUpgrade(wsUrl, `/v1/connect?ticket=${t}`, {});
     expect(again.status).toBe(401);
     expect(again.body).toContain('ticket already used');
-    expect(stack.gateway.directory.clients.size).toBe(before - 1);
+    expect(stack.gateway.directory.clientCount).toBe(before - 1);
     expect(lines.some((l) => l.includes('ticket=[redacted]'))).toBe(true);
   });
 

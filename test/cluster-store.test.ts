@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../core/logging.js';
 import { encodeLineFrame, frameBuffer } from '../core/wire/session-frame.js';
 import { JetStreamSessionStore } from '../gateway/cluster/jetstream-store.js';
+import { Durability } from '../gateway/session/session.js';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import { CONTINUATION_HEADER, LogReader } from '../gateway/cluster/session-log.js';
 import { MAC_HEADER } from '../gateway/cluster/fabric-mac.js';
@@ -22,7 +23,7 @@ const record = (id: string): SessionRecord => ({ id, agent: 'builder', engine: '
 const frame = (id: string, seq: number, text: string) => ({ seq, agentSeq: seq, bytes: encodeLineFrame(id, seq, 'engine', Buffer.from(JSON.stringify({ type: 'assistant', text }))) });
 /** The fabric's MAC key, as a gateway derives it from its token key. */
 const MAC = FabricMac.fromTokenKey(generateTokenKey('HS256').key);
-const flushed = (store: JetStreamSessionStore) => new Promise<void>((resolve) => store.whenFlushed(resolve));
+const flushed = (store: JetStreamSessionStore) => new Promise<void>((resolve) => store.whenWritten(resolve));
 
 /** Waits (bounded) for `cond`. */
 const until = (cond: () => boolean, what: string, ms = 10_000) => waitFor(cond, ms, what);
@@ -63,7 +64,8 @@ describe.skipIf(!hasTool('nats-server'))('the JetStream session store', () => {
     expect(await store.load('s2')).toBeUndefined(); // no record was created for it
   });
 
-  it('whenFlushed waits for JetStream: not while NATS is down (frames are still shareable then), at once after it is back; nothing lost, registry writes included', async () => {
+  it('Durability over it: an ack waits for JetStream (not while NATS is down, at once after it is back) while frames may still be shown meanwhile; nothing lost, registry writes included', async () => {
+    const durability = new Durability(store);
     store.create(record('s1'));
     store.appendFrame('s1', frame('s1', 1, 'before'));
     await flushed(store);
@@ -74,8 +76,8 @@ describe.skipIf(!hasTool('nats-server'))('the JetStream session store', () => {
     store.saveRoles('s3', { bob: 'viewer' });
     let durable = false;
     let shareable = false;
-    store.whenFlushed(() => (durable = true));
-    store.whenShareable(() => (shareable = true));
+    durability.mayAck(() => (durable = true));
+    durability.mayShow(() => (shareable = true));
     expect(shareable).toBe(true); // the gateway keeps serving its own clients
     await new Promise((r) => setTimeout(r, 500));
     expect(durable).toBe(false); // the agent is not acked
@@ -113,7 +115,7 @@ describe.skipIf(!hasTool('nats-server'))('the JetStream session store', () => {
   it('a registry write that fails with NATS up (over its max payload) is given up after a few tries, not retried forever holding every ack', async () => {
     store.create({ ...record('huge'), options: { system_prompt: 'x'.repeat(2 * 1024 * 1024) } }); // over nats-server's 1 MB max_payload
     store.appendFrame('s1', frame('s1', 1, 'another session, acked meanwhile'));
-    await withTimeout(flushed(store), 10_000, 'whenFlushed past the failing registry write');
+    await withTimeout(flushed(store), 10_000, 'whenWritten past the failing registry write');
     expect(store.unpublishedBytes).toBe(0);
     expect(await store.load('huge')).toBeUndefined();
   });

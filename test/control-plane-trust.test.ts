@@ -132,7 +132,7 @@ describe('the agent owner\'s --allow-engine-control', () => {
 
   it('the agent refuses what it does not allow even when the gateway lets it through (defence in depth)', async () => {
     // A gateway that believes the agent allows more than it does (an older or mistaken gateway).
-    rig.stack.gateway.directory.agents.get('test-agent')!.descriptor.allow_engine_controls = ['mcp_set_servers', 'apply_flag_settings'];
+    rig.stack.gateway.directory.agent('test-agent')!.descriptor.allow_engine_controls = ['mcp_set_servers', 'apply_flag_settings'];
     const marker = join(tmp.path, 'through-the-gateway');
     const session = await (await rig.stack.client()).createSession({ agent: 'test-agent' });
     const err = await rejectionOf(session.request('apply_flag_settings', { settings: { statusLine: { type: 'command', command: `touch ${marker}` }, hooks: {} } }));

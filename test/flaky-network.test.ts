@@ -49,7 +49,7 @@ describe('flaky network: links cut at random from the first second, real CLI', (
       // The agent's link is down as the command starts: its create lands while the agent reconnects.
       rig.agentProxy.refuse(true);
       rig.agentProxy.cutAll();
-      await waitFor(() => !dir.agents.has(rig.agentName), 5_000, 'the gateway to see the agent gone');
+      await waitFor(() => dir.agent(rig.agentName) === undefined, 5_000, 'the gateway to see the agent gone');
 
       const chat = spawn(process.execPath, [TETHER_BIN, 'chat', '--agent', rig.agentName, '--json'], {
         env: { ...process.env, TETHER_GATEWAY: rig.clientProxy.url(transport), TETHER_TOKEN: rig.stack.token },
@@ -80,7 +80,7 @@ describe('flaky network: links cut at random from the first second, real CLI', (
         if (!bound) cuts.beforeBound += n;
       };
       count(1);
-      void waitFor(() => dir.sessions.size > 0, 20_000, 'the create').then(async () => {
+      void waitFor(() => dir.sessionList().length > 0, 20_000, 'the create').then(async () => {
         await sleep(300);
         rig.agentProxy.refuse(false);
         await waitFor(() => rig.engine.pids().length > 0, 20_000, 'the engine to spawn');
@@ -90,7 +90,7 @@ describe('flaky network: links cut at random from the first second, real CLI', (
         while (!stop) {
           await sleep(rand(80, 400));
           if (stop) break;
-          const clientToo = dir.sessions.size > 0;
+          const clientToo = dir.sessionList().length > 0;
           const n = (testRandom()() < 0.5 || !clientToo ? rig.agentProxy.cutAll() : 0) + (clientToo && testRandom()() < 0.6 ? rig.clientProxy.cutAll() : 0);
           if (n) count(n);
         }
@@ -103,7 +103,7 @@ describe('flaky network: links cut at random from the first second, real CLI', (
       const fail = (what: string) => (err: Error) => {
         throw new Error(`${err.message} (${what}); results ${results.length}; cuts ${JSON.stringify(cuts)}; chat stderr:\n${stderr.slice(-3000)}`);
       };
-      await waitFor(() => [...dir.sessions.values()].some((s) => s.currentState !== 'starting'), 30_000, 'the session to start').catch(fail('start'));
+      await waitFor(() => dir.sessionList().some((s) => s.currentState !== 'starting'), 30_000, 'the session to start').catch(fail('start'));
       bound = true;
       atBound = { agent: rig.agentProxy.cutsDone, client: rig.clientProxy.cutsDone };
       const boundAfterMs = Date.now() - started;
@@ -124,7 +124,7 @@ describe('flaky network: links cut at random from the first second, real CLI', (
       expect(results).toHaveLength(PROMPTS);
       expect(results.every((r) => r.is_error === false)).toBe(true);
       // One session, one engine, and none left.
-      expect([...dir.sessions.values()].filter((s) => s.agent === rig.agentName)).toHaveLength(1);
+      expect(dir.sessionList().filter((s) => s.agent === rig.agentName)).toHaveLength(1);
       expect(rig.engine.pids()).toHaveLength(1);
       await waitFor(() => rig.engine.alive().length === 0, 10_000, 'no engine left');
       const total = cuts.agent + cuts.client;

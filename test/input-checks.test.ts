@@ -102,7 +102,7 @@ describe('a bad item in one session never takes down the agent', () => {
     await stack.restart(() => appendFileSync(join(state, poisoned.id, 'log.ndjson'), `{"i":99,"k":"alice\\u0000evil","l":${deepUserText(100_000)}}\n`));
 
     expect(statuses).not.toContain('closed');
-    expect(stack.gateway.directory.agents.get('builder')?.peer.channel.isClosed).toBe(false);
+    expect(stack.gateway.directory.agent('builder')?.peer.channel.isClosed).toBe(false);
     expect(stack.agent.sessionCount).toBe(2);
     const again = await stack.client('ws', 'alice');
     await turnWorks(await again.attach(other.id), 'the other session works after the restart');
@@ -162,9 +162,9 @@ describe('agent registration is all or nothing', () => {
     // Re-binding the first session fails once (its store cannot take the frame that says it is back).
     let failures = 0;
     store.failing = (id, frame) => backToIdle(id, frame) && ++failures === 1;
-    const link = stack.gateway.directory.agents.get('builder')!;
+    const link = stack.gateway.directory.agent('builder')!;
     link.peer.channel.close('UNAVAILABLE', 'test: drop the agent link'); // the agent reconnects by itself
-    await waitFor(() => stack!.gateway.directory.agents.get('builder') !== undefined && stack!.gateway.directory.agents.get('builder') !== link, 15_000, 'the agent to come back');
+    await waitFor(() => stack!.gateway.directory.agent('builder') !== undefined && stack!.gateway.directory.agent('builder') !== link, 15_000, 'the agent to come back');
     expect(failures).toBeGreaterThan(0);
     expect(stack.gateway.directory.get(broken.id)?.ended ?? true).toBe(true);
     const again = await stack.client('ws', 'alice');
@@ -173,12 +173,12 @@ describe('agent registration is all or nothing', () => {
     // A hello whose binding fails outright (the session cannot be re-bound, nor ended) is refused, and nothing of it stays listed.
     let refusedHellos = 0;
     store.failing = (id, frame) => id === other.id && (frame.includes('"state":"idle"') || frame.includes('"state":"ended"')) && ++refusedHellos > 0;
-    const current = stack.gateway.directory.agents.get('builder')!;
+    const current = stack.gateway.directory.agent('builder')!;
     current.peer.channel.close('UNAVAILABLE', 'test: drop the agent link again');
     await waitFor(() => refusedHellos > 0, 15_000, 'the agent to try its hello');
-    expect(stack.gateway.directory.agents.has('builder')).toBe(false);
+    expect(stack.gateway.directory.agent('builder')).toBeUndefined();
     store.failing = undefined; // the disk is back
-    await waitFor(() => stack!.gateway.directory.agents.has('builder'), 15_000, 'the agent to register once the gateway can take it');
+    await waitFor(() => stack!.gateway.directory.agent('builder') !== undefined, 15_000, 'the agent to register once the gateway can take it');
   }, 60_000);
 });
 

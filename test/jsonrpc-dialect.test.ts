@@ -298,6 +298,7 @@ describe('JSON-RPC dialect with the real CLI: questions, shared prompts, viewers
     expect(info.result.tools).toEqual(expect.arrayContaining(['Bash', 'Read', 'AskUserQuestion']));
     expect(typeof info.result.model).toBe('string');
     expect(Array.isArray(info.result.mcp_servers)).toBe(true);
+    expect(case_.rig.stack.gateway.directory.get(sessionId)!.engineInfo).toEqual({ model: info.result.model, tools: info.result.tools, mcp_servers: info.result.mcp_servers }); // kept on the session: it dies with it
 
     // The viewer drops off; it will resume from the last seq it saw.
     const lastSeen = Math.max(...viewerPipe.client.received.map((m) => m.params?.seq ?? 0));
@@ -362,9 +363,9 @@ describe('JSON-RPC dialect: malformed input and the printed URL', () => {
     await pipe.client.request('initialize', { protocol_version: '1.0' });
     pipe.client.sendRaw(JSON.stringify({ jsonrpc: '2.0', id: 'c', method: 'session_create', params: { agent: 'test-agent' } }));
     pipe.close();
-    const sessions = case_.rig.stack.gateway.directory.sessions;
-    await waitFor(() => [...sessions.values()].some((x) => x.ended), 5_000, 'the session to end');
-    expect([...sessions.values()].map((x) => x.currentState)).toEqual(['ended']);
+    const dir = case_.rig.stack.gateway.directory;
+    await waitFor(() => dir.sessionList().some((x) => x.ended), 5_000, 'the session to end');
+    expect(dir.sessionList().map((x) => x.currentState)).toEqual(['ended']);
   });
 
   it('session_attach from a position the gateway no longer holds says so (gap) and replays the rest', async () => {

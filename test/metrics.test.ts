@@ -73,7 +73,7 @@ describe('gateway metrics', () => {
     // A refused token.
     await expect(GatewayClient.connect({ gateway: stack.url, token: 'not-a-token', reconnect: false })).rejects.toThrow();
     // The agent's link is cut; it reconnects and resumes its session.
-    stack.gateway.directory.agents.get('test-agent')!.peer.channel.close('UNAVAILABLE', 'test: cut the agent link');
+    stack.gateway.directory.agent('test-agent')!.peer.channel.close('UNAVAILABLE', 'test: cut the agent link');
     const after = await eventually(() => scrape(port), (v) => v.get('tether_agent_reconnects_total') === 1 && v.get('tether_agents_connected{transport="ws"}') === 1, 'the agent to come back');
 
     expectMetrics(after, {

@@ -6,6 +6,7 @@ import { describeEvent } from '../client/terminal-render.js';
 import { tetherEvent } from '../core/protocol/events.js';
 import { PresenceBatch, PRESENCE_MAX_CHANGES, PRESENCE_MAX_WAIT_MS, PRESENCE_WAIT_MS_PER_MEMBER } from '../gateway/session/presence-batch.js';
 import { SessionHistory } from '../gateway/session/session-history.js';
+import { Durability } from '../gateway/session/durability.js';
 import { MemorySessionStore } from '../gateway/session/session-store.js';
 import { REPLAY_DEFAULTS } from '../gateway/session/replay-log.js';
 import type { RemoteSession } from '../client/remote-session.js';
@@ -19,7 +20,8 @@ const paramsOf = (bytes: Buffer) => (JSON.parse(bytes.toString('utf8')) as { par
 /** A session history over the memory store, and every frame it handed to members. */
 function historyWithBatch(members = 3) {
   const delivered: Buffer[] = [];
-  const history = new SessionHistory('s-1', new MemorySessionStore(), REPLAY_DEFAULTS, (bytes) => delivered.push(frameBuffer(bytes)));
+  const store = new MemorySessionStore();
+  const history = new SessionHistory('s-1', store, new Durability(store), REPLAY_DEFAULTS, (bytes) => delivered.push(frameBuffer(bytes)));
   const batch = new PresenceBatch((event) => history.append({ event }), () => members);
   history.holdBack(batch);
   return { history, batch, delivered };

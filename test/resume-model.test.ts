@@ -29,7 +29,7 @@ import type { NotificationParams } from '../core/protocol/methods.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
 import { MemoryAuditLog } from '../gateway/audit/audit-log.js';
 import { DEFAULT_CONTROL_ANSWER_MS } from '../gateway/session/control-routing.js';
-import { Session, type EngineHost, type Member } from '../gateway/session/session.js';
+import { Durability, Session, type EngineHost, type Member } from '../gateway/session/session.js';
 import { MemorySessionStore } from '../gateway/session/session-store.js';
 import { TEST_SEED } from './support/seed.js';
 
@@ -169,6 +169,7 @@ class World {
       },
       stop: async () => {},
     };
+    const store = new MemorySessionStore();
     this.session = new Session({
       id: SESSION_ID,
       agent: 'model-agent',
@@ -179,7 +180,8 @@ class World {
       limits: { replay: { maxFrames: replayFrames, maxBytes: 64 * 1024 * 1024 }, maxPendingPrompts: 32, promptExpiryMs: 3_600_000, maxMembers: 32, controlAnswerMs: DEFAULT_CONTROL_ANSWER_MS },
       logger: silentLogger,
       audit: new MemoryAuditLog(),
-      store: new MemorySessionStore(),
+      store,
+      durability: new Durability(store),
     });
     this.session.attach(
       {

@@ -68,14 +68,14 @@ describe('JSON-RPC peer and the gateway door, against bad input', () => {
     expect(early.error.message).toContain('hello first');
     const closed = await withTimeout(raw!.closed, 2_000, 'hello timeout');
     expect(closed.code).toBe('DEADLINE_EXCEEDED');
-    expect(gateway!.directory.agents.size).toBe(0);
+    expect(gateway!.directory.agentList().length).toBe(0);
   });
 
   it('an agent hello without a descriptor is refused and registers nothing', async () => {
     const { send, it } = connect();
     await send({ jsonrpc: '2.0', id: 1, method: 'hello', params: { protocol_version: '2.0', role: 'agent' } });
     expect((await next(it)).error.data.code).toBe('INVALID_ARGUMENT');
-    expect(gateway!.directory.agents.size).toBe(0);
+    expect(gateway!.directory.agentList().length).toBe(0);
   });
 
   it('fails pending requests when the channel closes, and times requests out', async () => {

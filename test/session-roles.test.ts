@@ -97,7 +97,7 @@ describe.each(['ws', 'grpc'] as const)('roles over %s', (t) => {
     expect(processesIn(stack.cwd, 'demo-engine/main.js')).toEqual([enginePid]);
     expect(stack.gateway.directory.get(owned.id)!.ended).toBe(false);
     // Stops asked for at once share one stop toward the agent (a flood of them costs the agent nothing).
-    const toAgent = vi.spyOn(stack.gateway.directory.agents.get('builder')!, 'stop');
+    const toAgent = vi.spyOn(stack.gateway.directory.agent('builder')!, 'stop');
     await Promise.all(Array.from({ length: 50 }, () => owned.stop()));
     expect(toAgent).toHaveBeenCalledTimes(1);
     await waitFor(() => stack.gateway.directory.get(owned.id)!.ended, 10_000, 'the stopped session to end');

@@ -38,7 +38,7 @@ describe('session start, stop and attach across link loss', () => {
   const agentAway = async (r: StartRig) => {
     r.agentProxy.refuse(true);
     r.agentProxy.cutAll();
-    await waitFor(() => !r.stack.gateway.directory.agents.has(r.agentName), 5_000, 'the gateway to see the agent gone');
+    await waitFor(() => r.stack.gateway.directory.agent(r.agentName) === undefined, 5_000, 'the gateway to see the agent gone');
     return { back: () => r.agentProxy.refuse(false) };
   };
 
@@ -79,7 +79,7 @@ describe('session start, stop and attach across link loss', () => {
         expect(r.engine.pids()).toHaveLength(before + 1);
         expect(r.engine.alive()).toHaveLength(before + 1);
       }
-      const sessions = [...r.stack.gateway.directory.sessions.values()].filter((x) => x.agent === r.agentName);
+      const sessions = r.stack.gateway.directory.sessionList().filter((x) => x.agent === r.agentName);
       expect(sessions.map((x) => x.currentState)).toEqual(['idle', 'idle']);
       expect(r.agent.sessionCount).toBe(2);
     }, 40_000);
@@ -101,7 +101,7 @@ describe('session start, stop and attach across link loss', () => {
     r.agentProxy.refuse(false);
     await waitFor(() => r.engine.alive().length === 0, 10_000, 'the unwanted engine to be stopped');
     await waitFor(() => r.agent.sessionCount === 0, 5_000, 'the agent to let the session go');
-    expect([...r.stack.gateway.directory.sessions.values()].filter((x) => !x.ended)).toEqual([]);
+    expect(r.stack.gateway.directory.sessionList().filter((x) => !x.ended)).toEqual([]);
   }, 30_000);
 
   it('a create retried under the same create_id gets the same session and one engine, also when the answer was cut off', async () => {
@@ -121,9 +121,9 @@ describe('session start, stop and attach across link loss', () => {
     // The answer never reaches the client: its link is cut once the gateway has bound the engine.
     const proxied = await r.proxiedClient();
     r.clientProxy.stall('down');
-    const known = new Set(r.stack.gateway.directory.sessions.keys());
+    const known = new Set(r.stack.gateway.directory.sessionList().map((s) => s.id));
     const creating = proxied.createSession({ agent: r.agentName });
-    const fresh = () => [...r.stack.gateway.directory.sessions.values()].find((x) => !known.has(x.id));
+    const fresh = () => r.stack.gateway.directory.sessionList().find((x) => !known.has(x.id));
     await waitFor(() => fresh()?.currentState === 'idle', 10_000, 'the gateway to start the session');
     r.clientProxy.cutAll();
     r.clientProxy.resume('down');
@@ -145,7 +145,7 @@ describe('session start, stop and attach across link loss', () => {
     r.clientProxy.cutAll();
     expect(await creating).toBeInstanceOf(Error);
     await waitFor(() => r.engine.alive().length === 0, 10_000, 'the engine nobody can reach to be stopped');
-    await waitFor(() => [...r.stack.gateway.directory.sessions.values()].every((x) => x.ended), 5_000, 'its session to end');
+    await waitFor(() => r.stack.gateway.directory.sessionList().every((x) => x.ended), 5_000, 'its session to end');
   }, 20_000);
 
   it('tether run, tether chat --json and the SDK drop-in (tether-claude) say they wait for the agent, then run once it is back', async () => {
@@ -159,9 +159,9 @@ describe('session start, stop and attach across link loss', () => {
     ];
     for (const c of cases) {
       const away = await agentAway(r);
-      const before = r.stack.gateway.directory.sessions.size;
+      const before = r.stack.gateway.directory.sessionList().length;
       const running = runTether(c.args, { env, input: c.input, bin: c.bin, timeoutMs: 20_000 });
-      await waitFor(() => r.stack.gateway.directory.sessions.size > before, 10_000, `${c.args[0]}'s create to reach the gateway`);
+      await waitFor(() => r.stack.gateway.directory.sessionList().length > before, 10_000, `${c.args[0]}'s create to reach the gateway`);
       away.back();
       const out = await running;
       expect(out.stderr).toContain(c.waiting);

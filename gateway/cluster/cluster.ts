@@ -93,7 +93,7 @@ export class Cluster implements SessionsElsewhere {
     this.dir = gateway.directory;
     this.replayLimits = gateway.limits.replay;
     this.store.home = gateway.id;
-    this.home = new HomeEndpoint(this.link, gateway.id, this.dir, this.store, this.log, this.mac, gateway.metrics);
+    this.home = new HomeEndpoint(this.link, gateway.id, this.dir, this.store, gateway.durability, this.log, this.mac, gateway.metrics);
     this.dir.elsewhere = this;
     const replies = this.link.nc.subscribe(gatewaySubject(gateway.id, 'reply'));
     const dropped = new DropLog(this.log, 'dropping a bad or unsealed reply from another gateway');
@@ -142,8 +142,8 @@ export class Cluster implements SessionsElsewhere {
         },
       });
     gauge('tether_cluster_link_up', "Whether this gateway is connected to the cluster's NATS server (1) or not (0).", () => (this.link.isUp ? 1 : 0));
-    gauge('tether_cluster_sessions_held', 'Sessions this gateway holds (their agents are connected here), by gateway id.', () => this.dir.sessions.size);
-    gauge('tether_cluster_agents_held', 'Agents connected to this gateway, by gateway id.', () => this.dir.agents.size);
+    gauge('tether_cluster_sessions_held', 'Sessions this gateway holds (their agents are connected here), by gateway id.', () => this.dir.sessionList().length);
+    gauge('tether_cluster_agents_held', 'Agents connected to this gateway, by gateway id.', () => this.dir.agentList().length);
     gauge('tether_cluster_unpublished_bytes', 'Session records appended but not yet acknowledged by JetStream.', () => this.store.unpublishedBytes);
   }
 
@@ -151,12 +151,12 @@ export class Cluster implements SessionsElsewhere {
   private async announce(): Promise<void> {
     if (this.closed || !this.link.isUp) return;
     try {
-      await this.registry.announce({ id: this.gatewayId, agents: [...this.dir.agents.keys()], sessions: [...this.dir.sessions.keys()], at: new Date().toISOString() });
+      await this.registry.announce({ id: this.gatewayId, agents: this.dir.agentList().map((a) => a.name), sessions: this.dir.sessionList().map((s) => s.id), at: new Date().toISOString() });
       this.live = await this.registry.liveGateways();
       this.home.dropMembersOf(new Set(this.live.map((g) => g.id)));
       if (Date.now() - this.touchedAt >= SESSION_TOUCH_EVERY_MS) {
         this.touchedAt = Date.now();
-        for (const id of this.dir.sessions.keys()) await this.registry.touchSession(id).catch(() => {}); // kept from ageing out
+        for (const s of this.dir.sessionList()) await this.registry.touchSession(s.id).catch(() => {}); // kept from ageing out
       }
     } catch (err) {
       this.log.debug({ err: String(err) }, 'cluster announce failed; next in a moment');

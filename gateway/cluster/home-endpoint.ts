@@ -8,7 +8,7 @@ import type { Principal } from '../door/principal.js';
 import { applySessionCall } from '../directory/session-calls.js';
 import type { SessionCall, SessionCallParams } from '../../core/protocol/methods.js';
 import type { SessionDirectory } from '../directory/session-directory.js';
-import type { Member } from '../session/session.js';
+import type { Durability, Member } from '../session/session.js';
 import { answer, CallRequest, decode, encode, ListRequest, ReleaseRequest, type CallerWire } from './cluster-wire.js';
 import { DropLog, type FabricMac } from './fabric-mac.js';
 import type { JetStreamSessionStore } from './jetstream-store.js';
@@ -58,6 +58,8 @@ export class HomeEndpoint {
     private readonly gatewayId: string,
     private readonly dir: SessionDirectory,
     private readonly store: JetStreamSessionStore,
+    /** The gateway's, over `store`: a session is let go once all of it is written. */
+    private readonly durability: Durability,
     private readonly log: Logger,
     private readonly mac: FabricMac,
     private readonly metrics?: GatewayMetrics,
@@ -108,7 +110,7 @@ export class HomeEndpoint {
         }),
       );
       this.members.set(c.client_id, m);
-      this.dir.clients.set(c.client_id, c.principal); // so an owner here can hand it control
+      this.dir.addClient(c.client_id, c.principal); // so an owner here can hand it control
     }
     return m;
   }
@@ -116,7 +118,7 @@ export class HomeEndpoint {
   private forgetIfIdle(m: RemoteMember): void {
     if (m.sessions.size) return;
     this.members.delete(m.clientId);
-    this.dir.clients.delete(m.clientId);
+    this.dir.removeClient(m.clientId);
   }
 
   private async call(req: CallRequest): Promise<unknown> {
@@ -155,7 +157,7 @@ export class HomeEndpoint {
    */
   private async release(req: { session_id: string; to: string }): Promise<unknown> {
     this.releaseLocal(req.session_id, `session ${req.session_id} moved to gateway ${req.to}`);
-    await new Promise<void>((resolve) => this.store.whenFlushed(resolve));
+    await new Promise<void>((resolve) => this.durability.mayAck(resolve)); // what may be acked is in JetStream
     return {};
   }
 
@@ -166,7 +168,7 @@ export class HomeEndpoint {
     this.store.forget(sessionId);
     this.log.info({ sessionId, reason }, 'session released to another gateway');
     for (const c of s.info().clients) {
-      this.dir.links.get(c.client_id)?.cut(reason);
+      this.dir.cutClient(c.client_id, reason);
       const remote = this.members.get(c.client_id);
       if (remote) {
         remote.sessions.delete(sessionId);

@@ -25,10 +25,10 @@ const REGISTRY_ATTEMPTS_WHILE_UP = 5;
  * The cluster's session store: each session's history and inputs are one append-only log in
  * JetStream (subject `tether.s.<id>`, the file store's record layout), its record, home and
  * role decisions in the registry's key-value bucket. Writes are queued and published in the
- * background; `whenFlushed` fires once JetStream has acknowledged everything appended before
+ * background; `whenWritten` fires once JetStream has acknowledged everything appended before
  * it, and the gateway acks an agent only then. While NATS is away the records wait (retried
  * in order, never dropped) and, up to CLUSTER_BUFFER_BYTES, frames are still shown to local
- * clients (`whenShareable`). Sessions are not read back at start: a gateway loads one when
+ * clients (`whenShowable`). Sessions are not read back at start: a gateway loads one when
  * its agent arrives (`load`).
  */
 export class JetStreamSessionStore implements SessionStore, LogSink {
@@ -126,7 +126,7 @@ export class JetStreamSessionStore implements SessionStore, LogSink {
 
   /**
    * A write about one session outside its log (registry entry, purge): after the session's
-   * earlier ones, counted toward whenFlushed like a record. Retried while NATS is away (until
+   * earlier ones, counted toward whenWritten like a record. Retried while NATS is away (until
    * the store closes); one that fails with NATS up (too large, conflicts past updateRoles'
    * own retries) is tried REGISTRY_ATTEMPTS_WHILE_UP times, then given up with an error
    * logged, so it never holds up every other session's acks.
@@ -190,18 +190,16 @@ export class JetStreamSessionStore implements SessionStore, LogSink {
     for (const w of ready) w.done();
   }
 
-  /** Publishing runs all the time; nothing to push. */
-  flush(): void {}
-
-  whenFlushed(done: () => void): void {
+  /** Publishing runs all the time: `done` fires once JetStream acknowledged everything appended so far. */
+  whenWritten(done: () => void): void {
     if (!this.outstanding.size) return done();
     this.flushWaiters.push({ upTo: this.nextUnit, done });
   }
 
   private shareWaiters: (() => void)[] = [];
 
-  /** In order: a caller never overtakes one still waiting. */
-  whenShareable(done: () => void): void {
+  /** At once while NATS is away and within CLUSTER_BUFFER_BYTES; else once written. In order: a caller never overtakes one still waiting. */
+  whenShowable(done: () => void): void {
     if (!this.link.isUp && this.heldBytes <= CLUSTER_BUFFER_BYTES && !this.shareWaiters.length) return done();
     let fired = false;
     const once = () => {
@@ -210,7 +208,7 @@ export class JetStreamSessionStore implements SessionStore, LogSink {
       done();
     };
     this.shareWaiters.push(once);
-    this.whenFlushed(() => {
+    this.whenWritten(() => {
       this.shareWaiters = this.shareWaiters.filter((w) => w !== once);
       once();
     });

@@ -6,7 +6,7 @@ import type { EngineKind, SessionOptions } from '../../core/protocol/session-opt
 import { SPAWN_WAIT_MS } from '../../core/timeouts.js';
 import type { SpawnPolicy } from '../../core/policy/hook.js';
 import type { Principal } from '../door/principal.js';
-import type { EngineHost, Session } from '../session/session.js';
+import type { Durability, EngineHost, Session } from '../session/session.js';
 import type { GatewayMetrics } from '../metrics.js';
 
 /**
@@ -26,6 +26,13 @@ export const ACK_AFTER_MS = 100;
 /** How long the gateway waits for an agent to answer agent.stop: its staged engine stop (stdin closed, SIGTERM, SIGKILL; 10 s by default) and a margin. */
 export const AGENT_STOP_ANSWER_MS = 20_000;
 
+/** The sessions an agent link reaches (the directory's). */
+export interface LinkSessions {
+  get(id: string): Session | undefined;
+  /** Ids of the sessions this agent runs that have not ended. */
+  liveSessionIdsOf(agent: string): string[];
+}
+
 /**
  * One connected agent as the gateway sees it: the engine host for its sessions. Translates
  * the agent's notifications into session calls and session calls into agent requests.
@@ -42,23 +49,15 @@ export class AgentLink implements EngineHost {
   constructor(
     readonly descriptor: AgentDescriptor,
     readonly peer: RpcPeer,
-    private readonly sessions: Map<string, Session>,
+    private readonly sessions: LinkSessions,
     private readonly log: Logger,
     /** Who authenticated this link; a later link of the same `sub` supersedes it. */
     readonly principal: Principal,
+    /** When acks may go to the agent and inputs to the engine: the gateway's one answer over its store. */
+    private readonly durability: Durability,
     private readonly metrics?: GatewayMetrics,
-    /**
-     * Makes what the agent sent durable and calls `send` once it is (at once for the file
-     * store; once JetStream acknowledged it for the cluster's), so an ack never outruns the store.
-     */
-    private readonly whenDurable: (send: () => void) => void = (send) => send(),
     /** The agent takes output acks folded into agent.input (capability acks.folded.v1). */
     private readonly foldAcks = false,
-    /**
-     * Calls `send` once an input may go to the engine: once the store holds it (the cluster's
-     * store also while NATS is briefly away, so the gateway keeps serving its own sessions).
-     */
-    private readonly whenInputKept: (send: () => void) => void = whenDurable,
   ) {
     peer.onBinaryNotification('session.output', (p, body) => {
       const s = this.sessions.get(p.session_id);
@@ -85,7 +84,7 @@ export class AgentLink implements EngineHost {
   }
 
   info(): AgentInfo {
-    const mine = [...this.sessions.values()].filter((s) => s.agent === this.name && !s.ended).map((s) => s.id);
+    const mine = this.sessions.liveSessionIdsOf(this.name);
     return {
       name: this.name,
       host: this.descriptor.host,
@@ -106,12 +105,12 @@ export class AgentLink implements EngineHost {
   }
 
   /**
-   * Sends one input once the store holds it (at once with the file store): a gateway killed
-   * right after cannot leave the engine with an input its successor does not know, and would
-   * apply again when the client retries. Inputs leave in order. The session's output ack rides
-   * along when the agent takes it and it is durable at once (the file store); otherwise it
-   * follows on its own once durable. Throws INVALID_ARGUMENT, having sent nothing, when the
-   * line cannot be serialized.
+   * Sends one input once Durability says it may be shown (the file store wrote it before this
+   * is called): a gateway killed right after cannot leave the engine with an input its
+   * successor does not know, and would apply again when the client retries. Inputs leave in
+   * order. The session's output ack rides along when the agent takes it and it may be acked
+   * now; otherwise it follows on its own once it may. Throws INVALID_ARGUMENT, having sent
+   * nothing, when the line cannot be serialized.
    */
   input(sessionId: string, seq: number, line: Record<string, unknown>, text?: string): void {
     let lineText: string;
@@ -121,7 +120,7 @@ export class AgentLink implements EngineHost {
       throw new TetherError('INVALID_ARGUMENT', `input ${seq} cannot be sent to the agent: ${(err as Error).message}`);
     }
     const ack = this.foldAcks ? this.takeOwedAck(sessionId) : undefined;
-    this.whenInputKept(() => {
+    this.durability.mayShow(() => {
       // Posted (no promise per input); a closed link keeps it pending, re-sent after the agent's next hello.
       if (!this.peer.post(agentInputText({ session_id: sessionId, seq, ack }, lineText))) this.log.warn({ sessionId, seq }, 'input not handed to the agent link');
     });
@@ -138,7 +137,7 @@ export class AgentLink implements EngineHost {
     this.acked(sessionId);
     let folded: number | undefined;
     let now = true;
-    this.whenDurable(() => {
+    this.durability.mayAck(() => {
       if (now) folded = owed.seq;
       else this.peer.postNotification('session.ack', { session_id: sessionId, seq: owed.seq });
     });
@@ -201,7 +200,7 @@ export class AgentLink implements EngineHost {
   /** Sends cumulative acks once what they cover is durable. */
   private sendAcks(acks: { session_id: string; seq: number }[]): void {
     if (!acks.length) return;
-    this.whenDurable(() => {
+    this.durability.mayAck(() => {
       for (const ack of acks) this.peer.postNotification('session.ack', ack);
     });
   }

@@ -24,7 +24,8 @@ export class AgentWaits {
   private readonly waiters = new Set<{ name: string; wake: (link: AgentLink) => void; fail: (e: TetherError) => void }>();
 
   constructor(
-    private readonly agents: ReadonlyMap<string, AgentLink>,
+    /** The connected agent of that name (the directory's). */
+    private readonly agentNamed: (name: string) => AgentLink | undefined,
     /** How long after its link dropped an agent still counts as awaited (the agent-lost grace). */
     private readonly graceMs: number,
   ) {}
@@ -59,7 +60,7 @@ export class AgentWaits {
    * UNAVAILABLE at `deadline` (epoch ms).
    */
   linkOf(name: string, deadline: number): Promise<AgentLink> {
-    const now = this.agents.get(name);
+    const now = this.agentNamed(name);
     if (now && !now.peer.channel.isClosed) return Promise.resolve(now);
     const waitedMs = Math.max(0, deadline - Date.now());
     return new Promise((resolve, reject) => {

@@ -37,13 +37,11 @@ export class ClientLink implements ProxiedClient {
     private readonly metrics?: GatewayMetrics,
   ) {
     this.register();
-    dir.clients.set(this.clientId, principal_);
-    dir.links.set(this.clientId, this);
+    dir.addClient(this.clientId, principal_, this);
     metrics?.clientConnected(this.transport);
     void peer.channel.closed.then((info) => {
       metrics?.clientDisconnected(this.transport);
-      dir.clients.delete(this.clientId);
-      dir.links.delete(this.clientId);
+      dir.removeClient(this.clientId);
       const cut = cutOf(info); // revoked or expired token, slow consumer, heartbeat: audited as such
       for (const id of this.attached) {
         const local = this.dir.get(id);
@@ -120,7 +118,7 @@ export class ClientLink implements ProxiedClient {
       .onRequest('sessions.list', async (params) => sessionsPage(await this.dir.listAllSessions(p), params))
       .onRequest('session.create', async (params) => {
         if (!p.canCreate) throw new TetherError('PERMISSION_DENIED', 'this token may not create sessions');
-        const elsewhere = this.dir.agents.has(params.agent) ? undefined : await this.dir.elsewhere?.create(params, this, p);
+        const elsewhere = this.dir.agent(params.agent) ? undefined : await this.dir.elsewhere?.create(params, this, p);
         if (elsewhere) {
           this.attached.add(elsewhere.session.id); // made and attached at the gateway its agent is connected to
           return elsewhere;

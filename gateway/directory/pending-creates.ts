@@ -26,7 +26,8 @@ export interface CreateRequest {
 
 /** What creating needs from the session directory. */
 export interface CreateHost {
-  readonly agents: ReadonlyMap<string, AgentLink>;
+  /** The connected agent of that name. */
+  agent(name: string): AgentLink | undefined;
   readonly waits: AgentWaits;
   get(id: string): Session | undefined;
   /** Throws the typed error when `p` may not start a session on this agent now. */
@@ -113,7 +114,7 @@ export class PendingCreates {
   }
 
   private async start(p: Principal, req: CreateRequest, id: string, tell: ((p: CreateProgress) => void) | undefined): Promise<Session> {
-    const live = this.host.agents.get(req.agent);
+    const live = this.host.agent(req.agent);
     const descriptor = live?.descriptor ?? this.host.waits.awaited(req.agent)?.descriptor;
     this.host.checkMayCreate(p, req.agent);
     if (!descriptor) throw new TetherError('NOT_FOUND', `no agent named "${req.agent}" is connected`);
@@ -137,7 +138,7 @@ export class PendingCreates {
   private async bindEngine(session: Session, kind: EngineKind, options: SessionOptions, tell: ((p: CreateProgress) => void) | undefined): Promise<void> {
     const name = session.agent;
     for (let attempt = 1; ; attempt++) {
-      let link = this.host.agents.get(name);
+      let link = this.host.agent(name);
       if (!link || link.peer.channel.isClosed) {
         const message = `waiting for agent "${name}" to come back (its link dropped); up to ${Math.round(this.waitMs / 1000)} s`;
         this.log.info({ sessionId: session.id, agent: name }, 'create waiting for its agent');
@@ -166,11 +167,11 @@ export class PendingCreates {
       // Spawned, but the link may have dropped since: then the next hello reports it.
       if (this.isCurrent(link)) break;
     }
-    session.bindHost(this.host.agents.get(name));
+    session.bindHost(this.host.agent(name));
   }
 
   private isCurrent(link: AgentLink): boolean {
-    return this.host.agents.get(link.name) === link && !link.peer.channel.isClosed;
+    return this.host.agent(link.name) === link && !link.peer.channel.isClosed;
   }
 }
 

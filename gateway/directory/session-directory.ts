@@ -9,6 +9,7 @@ import type { Principal } from '../door/principal.js';
 import { Session, type SessionLimits } from '../session/session.js';
 import { failureCode, recordOrRefuse, recordQuietly, type AuditLog } from '../audit/audit-log.js';
 import type { SessionStore, StoredSession } from '../session/session-store.js';
+import type { Durability } from '../session/session.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { AgentWaits } from './agent-waits.js';
 import { PendingCreates, type CreateRequest } from './pending-creates.js';
@@ -29,17 +30,21 @@ export interface DirectoryLimits extends SessionLimits {
 }
 
 /**
- * The gateway's registry of agents and sessions, and the visibility rule: a session that
- * exists but is not yours answers exactly like one that does not exist.
+ * The gateway's registry of agents, sessions and clients, and the visibility rule: a session
+ * that exists but is not yours answers exactly like one that does not exist. Its indexes are
+ * its own: other modules go through the methods below, which keep them in step (a session
+ * removed is gone from every index, its timer included; a client removed is gone from both
+ * of its own).
  */
 export class SessionDirectory {
-  readonly agents = new Map<string, AgentLink>();
-  readonly sessions = new Map<string, Session>();
-  /** Connected clients' principals by client id (for role changes). */
-  readonly clients = new Map<string, Principal>();
-  /** Connected clients by client id, to cut those of a session that moved to another gateway. */
-  readonly links = new Map<string, ProxiedClient>();
-  private readonly lostTimers = new Map<string, NodeJS.Timeout>();
+  private readonly agents = new Map<string, AgentLink>();
+  private readonly sessions = new Map<string, Session>();
+  /** Connected clients' principals by client id (for role changes), local and other gateways'. */
+  private readonly clients = new Map<string, Principal>();
+  /** This gateway's connected clients that can be cut (a session of theirs moved to another gateway). */
+  private readonly links = new Map<string, ProxiedClient>();
+  /** The one timer a session has here, by id: waiting for its lost agent, or until an ended one is dropped. */
+  private readonly timers = new Map<string, NodeJS.Timeout>();
   /** Agents whose link dropped, and waits for them to come back. */
   readonly waits: AgentWaits;
   private readonly creates: PendingCreates;
@@ -55,12 +60,14 @@ export class SessionDirectory {
     readonly log: Logger,
     readonly audit: AuditLog,
     private readonly store: SessionStore,
+    /** When what sessions append to `store` may be shown (the gateway's one Durability over it). */
+    private readonly durability: Durability,
     /** Where sessions report prompts and gaps, and agent resumes are counted; none by default. */
     private readonly metrics?: GatewayMetrics,
     /** The central policy (gateway/policy/policy-source.ts); none: no rules, and engines get no policy hook. */
     policy?: PolicyProvider,
   ) {
-    this.waits = new AgentWaits(this.agents, limits.agentLostTimeoutMs);
+    this.waits = new AgentWaits((name) => this.agents.get(name), limits.agentLostTimeoutMs);
     this.creates = new PendingCreates(this, limits.agentWaitMs, log);
     this.policy = policy ?? new StaticPolicy();
     this.policyHook = policy !== undefined;
@@ -82,12 +89,79 @@ export class SessionDirectory {
    */
   release(id: string): Session | undefined {
     const s = this.sessions.get(id);
-    if (!s) return undefined;
-    this.sessions.delete(id);
-    s.onEnded = undefined;
-    clearTimeout(this.lostTimers.get(id));
-    this.lostTimers.delete(id);
+    if (s) this.remove(s);
     return s;
+  }
+
+  /** Takes a session out of every index: it is not found, listed, ended by a timer or dropped by one here any more. */
+  private remove(s: Session): void {
+    if (this.sessions.get(s.id) !== s) return;
+    this.sessions.delete(s.id);
+    s.onEnded = undefined;
+    this.clearTimer(s.id);
+  }
+
+  private setTimer(id: string, ms: number, fire: () => void): void {
+    this.clearTimer(id);
+    const t = setTimeout(() => {
+      this.timers.delete(id);
+      fire();
+    }, ms);
+    t.unref();
+    this.timers.set(id, t);
+  }
+
+  private clearTimer(id: string): void {
+    clearTimeout(this.timers.get(id));
+    this.timers.delete(id);
+  }
+
+  /** The connected agent of that name; undefined when none is (one waited for included). */
+  agent(name: string): AgentLink | undefined {
+    return this.agents.get(name);
+  }
+
+  /** The agents connected now. */
+  agentList(): AgentLink[] {
+    return [...this.agents.values()];
+  }
+
+  /** The sessions held here now, ended ones still listed included. */
+  sessionList(): Session[] {
+    return [...this.sessions.values()];
+  }
+
+  /** Ids of the sessions this agent runs that have not ended. */
+  liveSessionIdsOf(agent: string): string[] {
+    return this.sessionList()
+      .filter((s) => s.agent === agent && !s.ended)
+      .map((s) => s.id);
+  }
+
+  /**
+   * A client connected (to this gateway, or to another one of the cluster calling here): its
+   * principal decides whether it may be handed control; `link`, for this gateway's own, lets
+   * it be cut when a session of it moves. Removed with removeClient.
+   */
+  addClient(clientId: string, principal: Principal, link?: ProxiedClient): void {
+    this.clients.set(clientId, principal);
+    if (link) this.links.set(clientId, link);
+  }
+
+  /** A client left: gone from every index. Idempotent. */
+  removeClient(clientId: string): void {
+    this.clients.delete(clientId);
+    this.links.delete(clientId);
+  }
+
+  /** Clients known here now. */
+  get clientCount(): number {
+    return this.clients.size;
+  }
+
+  /** Closes this gateway's connection of that client so it resumes elsewhere; nothing for another gateway's. */
+  cutClient(clientId: string, reason: string): void {
+    this.links.get(clientId)?.cut(reason);
   }
 
   /**
@@ -125,6 +199,7 @@ export class SessionDirectory {
       logger: this.log.child({ sessionId: r.id, agent: r.agent }),
       audit: this.audit,
       store: this.store,
+      durability: this.durability,
       metrics: this.metrics,
       restored: stored,
       policy: this.policy,
@@ -137,10 +212,7 @@ export class SessionDirectory {
   }
 
   private startLostTimer(s: Session): void {
-    clearTimeout(this.lostTimers.get(s.id));
-    const t = setTimeout(() => this.endSession(s, `agent did not come back within ${this.limits.agentLostTimeoutMs} ms`), this.limits.agentLostTimeoutMs);
-    t.unref();
-    this.lostTimers.set(s.id, t);
+    this.setTimer(s.id, this.limits.agentLostTimeoutMs, () => this.endSession(s, `agent did not come back within ${this.limits.agentLostTimeoutMs} ms`));
   }
 
   /** How long a create or stop waits for an agent whose link dropped. */
@@ -231,6 +303,7 @@ export class SessionDirectory {
       logger: this.log.child({ sessionId: id, agent: agentName }),
       audit: this.audit,
       store: this.store,
+      durability: this.durability,
       metrics: this.metrics,
       policy: this.policy,
     });
@@ -248,8 +321,7 @@ export class SessionDirectory {
   abandon(s: Session, reason: string, err: unknown): void {
     recordQuietly(this.audit, { ...createdEntry(s.owner, s.agent, s.engine, s.options, s.id), result: 'failed', code: failureCode(err) }, this.log);
     // Never started: nothing of it is kept, so it cannot come back after a restart.
-    this.sessions.delete(s.id);
-    s.onEnded = undefined;
+    this.remove(s);
     s.end();
     s.dispose();
     this.store.drop(s.id);
@@ -302,8 +374,7 @@ export class SessionDirectory {
     for (const s of this.sessions.values()) {
       if (s.agent !== link.name || s.ended || this.creates.isStarting(s.id)) continue; // a create in flight binds its own
       if (running.has(s.id)) {
-        clearTimeout(this.lostTimers.get(s.id));
-        this.lostTimers.delete(s.id);
+        this.clearTimer(s.id);
         try {
           s.bindHost(link, running.get(s.id));
         } catch (err) {
@@ -341,25 +412,24 @@ export class SessionDirectory {
   }
 
   private endSession(s: Session, reason: string): void {
-    this.lostTimers.delete(s.id);
+    this.clearTimer(s.id);
     if (s.ended) return;
     s.onEngineEvent(s.nextAgentSeq, tetherEvent({ subtype: 'exited', code: null, signal: null, stderr_tail: '', reason }));
   }
 
-  /** Ended sessions stay listed for a while, then go. */
-  scheduleDrop(s: Session): void {
-    const t = setTimeout(() => {
-      this.sessions.delete(s.id);
+  /** Ended sessions stay listed for a while, then go (unless removed meanwhile, e.g. released to another gateway). */
+  private scheduleDrop(s: Session): void {
+    this.setTimer(s.id, this.limits.endedRetentionMs, () => {
+      this.remove(s);
       s.dispose();
       this.store.drop(s.id);
-    }, this.limits.endedRetentionMs);
-    t.unref();
+    });
   }
 
   dispose(): void {
     this.waits.dispose();
-    for (const t of this.lostTimers.values()) clearTimeout(t);
-    this.lostTimers.clear();
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.timers.clear();
   }
 }
 

@@ -1,5 +1,10 @@
+<<<<<<< HEAD
 import { whenShareable, type SessionStore } from './session-store.js';
 import type { FrameBytes } from '../../core/wire/session-frame.js';
+=======
+import type { Durability } from './durability.js';
+import type { FrameBytes } from '../../core/wire/session-frame.js';
+>>>>>>> directory
 
 interface Held {
   seq: number;
@@ -8,11 +13,11 @@ interface Held {
 }
 
 /**
- * A session's frames on their way to its members, released only once the store holds them.
- * The file store writes frames in bursts (group commit); a frame a client saw but the store
- * lost in a crash would be numbered again after the restart, so no member sees a frame before
- * it is durable. With a store that writes at once (or keeps nothing) frames go out at once.
- * Frames leave in seq order, each exactly once per member.
+ * A session's frames on their way to its members, released only once Durability says they may
+ * be shown. The file store writes frames in bursts (group commit); a frame a client saw but
+ * the store lost in a crash would be numbered again after the restart, so no member sees a
+ * frame before it is durable. With a store that keeps nothing frames go out at once. Frames
+ * leave in seq order, each exactly once per member.
  */
 export class DurableOutbox {
   private held: Held[] = [];
@@ -23,7 +28,7 @@ export class DurableOutbox {
    * the last seq of history already durable (a restored session's).
    */
   constructor(
-    private readonly store: SessionStore,
+    private readonly durability: Durability,
     private readonly deliver: (bytes: FrameBytes, readAtMs?: number) => void,
     releasedSeq = 0,
   ) {
@@ -35,10 +40,10 @@ export class DurableOutbox {
     return this.released;
   }
 
-  /** Queues a frame just appended to the store; it goes out once the store has written it. */
+  /** Queues a frame just appended to the store; it goes out once it may be shown. */
   push(seq: number, bytes: FrameBytes, readAtMs?: number): void {
     this.held.push({ seq, bytes, readAtMs });
-    if (this.held.length === 1) whenShareable(this.store, () => this.release());
+    if (this.held.length === 1) this.durability.mayShow(() => this.release());
   }
 
   private release(): void {

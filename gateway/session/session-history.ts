@@ -2,6 +2,7 @@ import { gapEvent, type SessionState, type TetherEvent } from '../../core/protoc
 import { frameBuffer, SessionFrameWriter, type FrameBytes, type FrameOrigin } from '../../core/wire/session-frame.js';
 import { ReplayLog, type ReplayLogLimits } from './replay-log.js';
 import { DurableOutbox } from './durable-outbox.js';
+import type { Durability } from './durability.js';
 import type { SessionStore, StoredFrame } from './session-store.js';
 
 /**
@@ -37,12 +38,14 @@ export class SessionHistory {
   private readonly frames: SessionFrameWriter;
 
   /**
-   * `deliver` hands one frame to every member attached at that moment; `restored`: frames read
-   * back from the store after a restart (durable already, so they are not written again).
+   * `deliver` hands one frame to every member attached at that moment, once `durability` says
+   * it may be shown; `restored`: frames read back from the store after a restart (durable
+   * already, so they are not written again).
    */
   constructor(
     private readonly sessionId: string,
     private readonly store: SessionStore,
+    durability: Durability,
     limits: ReplayLogLimits,
     deliver: (bytes: FrameBytes, readAtMs?: number) => void,
     restored: readonly StoredFrame[] = [],
@@ -54,7 +57,7 @@ export class SessionHistory {
       this.log.append({ seq: f.seq, bytes: f.bytes });
       if (f.agentSeq !== undefined && f.agentSeq > this.lastAgentSeq) this.lastAgentSeq = f.agentSeq;
     }
-    this.outbox = new DurableOutbox(store, deliver, this.log.lastSeq);
+    this.outbox = new DurableOutbox(durability, deliver, this.log.lastSeq);
   }
 
   get lastSeq(): number {

@@ -44,10 +44,10 @@ export interface StoredSession {
 
 /**
  * Where sessions and their history live so they survive a gateway restart. Frames may be
- * held briefly and written in a burst (group commit), but `flush()` writes everything held,
- * and the gateway flushes before it acknowledges output to the agent: a killed gateway loses
- * nothing the agent has let go of. Inputs are written at once. Behind this interface so a
- * distributed backend (NATS JetStream) can replace the embedded one.
+ * held briefly and written in a burst (group commit); inputs are written at once. When what
+ * was appended may be acked or shown is asked only through the session's Durability
+ * (`durability.ts`), which reads `whenWritten` (and `whenShowable`). Behind this interface so
+ * a distributed backend (NATS JetStream) can replace the embedded one.
  */
 export interface SessionStore {
   readonly kind: string;
@@ -56,34 +56,23 @@ export interface SessionStore {
   create(record: SessionRecord): void;
   appendFrame(sessionId: string, frame: StoredFrame): void;
   appendInput(sessionId: string, input: StoredInput): void;
-  /** Writes every frame held for a group commit; returns when they are written. */
-  flush(): void;
-  /** Runs `done` once every frame appended so far is written: at once when none is held. */
-  whenFlushed(done: () => void): void;
   /**
-   * Runs `done` once the frames appended so far may be shown to clients; whenFlushed when
-   * absent. A store that holds frames while its backend is briefly away (the cluster's,
-   * bounded) may say yes earlier, so the sessions it holds keep serving their clients; the
-   * agent's acks still wait for whenFlushed.
+   * Runs `done` once everything appended so far is written (a `kill -9` keeps it): at once
+   * when nothing is held, else when the store's own write of it is confirmed (the file
+   * store's group commit, at the latest at the end of this turn; JetStream's acknowledgement).
    */
-  whenShareable?(done: () => void): void;
+  whenWritten(done: () => void): void;
+  /**
+   * Runs `done` once what was appended so far may be shown though not yet written; absent:
+   * only once written. The cluster's store says yes early while NATS is briefly away (bounded),
+   * so the gateway keeps serving its own sessions.
+   */
+  whenShowable?(done: () => void): void;
   /** Replaces the session's role decisions (the whole set, written before it returns). */
   saveRoles(sessionId: string, roles: RoleDecisions): void;
   drop(sessionId: string): void;
   loadAll(): StoredSession[];
   close(): void;
-}
-
-/** Flushes `store`, then calls `done` once everything appended to it so far is written. */
-export function afterFlush(store: SessionStore, done: () => void): void {
-  store.flush();
-  store.whenFlushed(done);
-}
-
-/** Calls `done` once what was appended to `store` so far may be shown (whenShareable, or whenFlushed); flushes nothing. */
-export function whenShareable(store: SessionStore, done: () => void): void {
-  if (store.whenShareable) store.whenShareable(done);
-  else store.whenFlushed(done);
 }
 
 /** No persistence: sessions live as long as the process. */
@@ -96,8 +85,8 @@ export class MemorySessionStore implements SessionStore {
   create(): void {}
   appendFrame(): void {}
   appendInput(): void {}
-  flush(): void {}
-  whenFlushed(done: () => void): void {
+  /** Keeps nothing, so there is nothing to wait for. */
+  whenWritten(done: () => void): void {
     done();
   }
   saveRoles(): void {}
@@ -234,8 +223,8 @@ export class FileSessionStore implements SessionStore {
 
   /**
    * Holds the frame's record for a group commit: written with the others of its burst at the
-   * next flush(), which runs before any ack to the agent, at the end of this turn of the
-   * event loop, or once 1 MiB is held, whichever comes first.
+   * end of this turn of the event loop, or once 1 MiB is held, whichever comes first (acks to
+   * the agent and showing wait for it through whenWritten).
    */
   appendFrame(sessionId: string, frame: StoredFrame): void {
     if (this.closed) return;
@@ -257,7 +246,7 @@ export class FileSessionStore implements SessionStore {
     this.append(sessionId, inputRecord(input));
   }
 
-  whenFlushed(done: () => void): void {
+  whenWritten(done: () => void): void {
     if (this.heldBytes) this.waiters.push(done);
     else done();
   }

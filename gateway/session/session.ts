@@ -7,6 +7,8 @@ import type { ReplayLogLimits } from './replay-log.js';
 import { failureCode, type AuditLog } from '../audit/audit-log.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { SessionStore, StoredSession } from './session-store.js';
+import type { Durability } from './durability.js';
+import type { EngineInfo } from './engine-info.js';
 import { ControlRouting } from './control-routing.js';
 import { SessionRoles, type RoleDecision } from './session-roles.js';
 import { StaticPolicy, type PolicyProvider } from '../policy/policy-source.js';
@@ -26,6 +28,8 @@ export type { Member } from './session-members.js';
 export { REPLAY_DEFAULTS, ReplayLog, type ReplayLogLimits } from './replay-log.js';
 export { requireControlScope, type RoleDecisions } from './session-roles.js';
 export { DEFAULT_CONTROL_ANSWER_MS } from './control-routing.js';
+export { Durability } from './durability.js';
+export type { EngineInfo, McpServer } from './engine-info.js';
 
 export interface SessionLimits {
   replay: ReplayLogLimits;
@@ -47,6 +51,8 @@ export interface SessionInit {
   logger: Logger;
   audit: AuditLog;
   store: SessionStore;
+  /** When what the session appended to `store` may be shown (the gateway's one Durability over it). */
+  durability: Durability;
   /** History read back from the store after a restart. */
   restored?: StoredSession;
   /** What the session reports to the gateway's metrics (prompts, replay gaps); none by default. */
@@ -71,6 +77,12 @@ export class Session {
   readonly createdAt: string;
   /** Called once when the session ends (the directory schedules its removal). */
   onEnded: (() => void) | undefined;
+  /**
+   * What the engine told of itself in system/init, as the JSON-RPC dialect read it from the
+   * frames (for its `initialize` and `session_attach` answers); undefined until one did.
+   * Kept here so it lives and dies with the session.
+   */
+  engineInfo: EngineInfo | undefined;
   /** The stop in flight toward the agent, shared by everyone who asks meanwhile. */
   private stopping: Promise<void> | undefined;
 
@@ -107,7 +119,7 @@ export class Session {
     this.audit = new SessionAudit(id, init.audit, init.logger);
     this.status = new SessionStatus((state) => this.history.append({ event: tetherEvent({ subtype: 'state', state }) }));
     // Restored history is durable already; everything after goes out once the store holds it.
-    this.history = new SessionHistory(id, store, limits.replay, (bytes, readAtMs) => this.members.deliver(bytes, readAtMs), restored?.frames);
+    this.history = new SessionHistory(id, store, init.durability, limits.replay, (bytes, readAtMs) => this.members.deliver(bytes, readAtMs), restored?.frames);
     this.inputs = new EngineInputs(id, store, init.logger, init.host);
     this.controls = new ControlRouting({
       answerWithinMs: limits.controlAnswerMs,

@@ -77,7 +77,7 @@ export async function startRestartable(
   });
   await agent.start();
   const clients: GatewayClient[] = [];
-  const waitForAgent = () => waitFor(() => gateway.directory.agents.has('builder'), 15_000, 'the agent to come back');
+  const waitForAgent = () => waitFor(() => gateway.directory.agent('builder') !== undefined, 15_000, 'the agent to come back');
   const stack: RestartableStack = {
     get gateway() {
       return gateway;

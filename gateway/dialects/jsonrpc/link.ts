@@ -38,9 +38,6 @@ type Params<M extends DialectMethod> = z.infer<(typeof DialectRequests)[M]>;
 type PermissionEvent = Extract<DialectEvent, { kind: 'permission' }>;
 type RpcError = { code: number; message: string; data?: unknown };
 
-/** What dialect clients learned of each session's engine (system/init), for `initialize` and `session_attach`. */
-const engines = new WeakMap<Session, EngineInfo>();
-
 const NO_ENGINE: EngineInfo = { model: null, tools: [], mcp_servers: [] };
 /** A handler's result that is sent later (user_message answers when its turn ends). */
 const LATER = Symbol('later');
@@ -96,7 +93,7 @@ export class JsonRpcDialectLink implements Member {
     private readonly log: Logger,
     private readonly opts: { slowClientBytes: number; initTimeoutMs: number; metrics?: GatewayMetrics },
   ) {
-    dir.clients.set(this.clientId, p);
+    dir.addClient(this.clientId, p);
     opts.metrics?.clientConnected(this.transport);
     const timer = setTimeout(() => {
       if (!this.initialized) channel.close('DEADLINE_EXCEEDED', `no initialize within ${opts.initTimeoutMs} ms`);
@@ -104,7 +101,7 @@ export class JsonRpcDialectLink implements Member {
     void channel.closed.then((info) => {
       clearTimeout(timer);
       opts.metrics?.clientDisconnected(this.transport);
-      dir.clients.delete(this.clientId);
+      dir.removeClient(this.clientId);
       for (const v of this.views.values()) v.session.detach(this.clientId, cutOf(info));
       this.views.clear();
       this.outgoing.clear();
@@ -157,7 +154,7 @@ export class JsonRpcDialectLink implements Member {
     const sid = view.session.id;
     switch (e.kind) {
       case 'engine':
-        engines.set(view.session, { model: e.model, tools: e.tools, mcp_servers: e.mcp_servers });
+        view.session.engineInfo = { model: e.model, tools: e.tools, mcp_servers: e.mcp_servers };
         return;
       case 'message_start':
         view.messageId = e.message_id;
@@ -347,14 +344,14 @@ export class JsonRpcDialectLink implements Member {
       capabilities: [...this.caps],
       principal: this.p.sub,
       client_id: this.clientId,
-      ...(session ? engines.get(session) : this.latestEngine()) ?? NO_ENGINE,
+      ...(session ? session.engineInfo : this.latestEngine()) ?? NO_ENGINE,
     };
   }
 
   /** The engine of the newest session this client may see that reported one. */
   private latestEngine(): EngineInfo | undefined {
     let found: EngineInfo | undefined;
-    for (const s of this.dir.listSessions(this.p)) found = engines.get(this.dir.visible(this.p, s.id)) ?? found;
+    for (const s of this.dir.listSessions(this.p)) found = this.dir.visible(this.p, s.id).engineInfo ?? found;
     return found;
   }
 
@@ -376,7 +373,7 @@ export class JsonRpcDialectLink implements Member {
     const session = this.dir.visibleHere(this.p, params.session_id); // in a cluster: only sessions held here
     const role = session.roles.roleFor(this.p); // the gateway's decision: scope, owner, the owner's decisions
     const { view, nextSeq } = this.attach(session, role, params.from_seq);
-    return { session_id: session.id, role, next_seq: nextSeq, ...(view.gap ? { gap: view.gap } : {}), ...(engines.get(session) ?? NO_ENGINE) };
+    return { session_id: session.id, role, next_seq: nextSeq, ...(view.gap ? { gap: view.gap } : {}), ...(session.engineInfo ?? NO_ENGINE) };
   }
 
   /** Attaches with a fresh view; prompts replayed from history are raised only if still open afterwards. */

@@ -6,19 +6,10 @@
  */
 import { INPUT_REFUSED, type PresenceChange } from '../../../core/protocol/events.js';
 import { presenceChanges } from '../../../core/protocol/presence.js';
+import type { EngineInfo } from '../../session/session.js';
 
-/** An MCP server as the engine reported it at start. */
-export interface McpServer {
-  name: string;
-  status?: string;
-}
-
-/** What the engine told about itself in system/init. */
-export interface EngineInfo {
-  model: string | null;
-  tools: string[];
-  mcp_servers: McpServer[];
-}
+/** What the engine told about itself in system/init: the session keeps it (`Session.engineInfo`). */
+export type { EngineInfo } from '../../session/session.js';
 
 export type TurnStatus = 'completed' | 'interrupted' | 'error';
 
