@@ -1,10 +1,5 @@
-<<<<<<< HEAD
-import { whenShareable, type SessionStore } from './session-store.js';
-import type { FrameBytes } from '../../core/wire/session-frame.js';
-=======
 import type { Durability } from './durability.js';
 import type { FrameBytes } from '../../core/wire/session-frame.js';
->>>>>>> directory
 
 interface Held {
   seq: number;
