@@ -185,12 +185,11 @@ export class RpcEngine<M extends MethodTable = MethodTable, N extends MethodTabl
       return this.failed(id, method, err);
     }
     if (out === LATER) return;
-    if (out instanceof Promise) {
-      out.then(
-        (result) => (result === LATER ? undefined : this.respond(id, method, result)),
-        (err) => this.failed(id, method, err),
-      );
-    } else this.respond(id, method, out);
+    // Answered a microtask later even when the value is at hand: what the handler queued in its own microtasks goes first.
+    Promise.resolve(out).then(
+      (result) => (result === LATER ? undefined : this.respond(id, method, result)),
+      (err) => this.failed(id, method, err),
+    );
   }
 
   private onNotificationMessage(method: string, params: unknown): void {
