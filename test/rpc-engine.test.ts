@@ -4,6 +4,7 @@
  * with bad input, correlation, timeouts and a peer that stops reading is what all three do.
  * Every wait is bounded; every channel is closed after each test.
  */
+import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { memoryChannelPair, type MemoryChannel } from '../core/channel/memory.js';
@@ -237,6 +238,13 @@ describe('the JSON-RPC engine (core/rpc/engine.ts)', () => {
     expect(engine.postNotification('note', chunk)).toBe(false);
     expect(engine.admit()).toBe(false);
     expect(cuts).toHaveLength(1);
+  });
+
+  it('uses no global of Node (the layering rule sees imports only): the web page runs it in a browser', () => {
+    for (const f of ['engine.ts', 'envelope.ts']) {
+      const code = readFileSync(new URL(`../core/rpc/${f}`, import.meta.url), 'utf8').replace(/\/\*\*[\s\S]*?\*\/|\/\/.*$/gm, ''); // comments may name them
+      expect([f, code.match(/\b(Buffer|process|NodeJS|global|require|__dirname)\b/g)]).toEqual([f, null]);
+    }
   });
 
   it('counts UTF-8 bytes without Node as Buffer.byteLength does', () => {
