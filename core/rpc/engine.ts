@@ -93,7 +93,6 @@ export interface RpcEngineOptions<M extends MethodTable, N extends MethodTable> 
 const silent: RpcLog = { debug() {}, warn() {}, error() {} };
 
 interface Pending {
-  method: string;
   resolve: (result: unknown) => void;
   reject: (err: TetherError) => void;
   timer?: ReturnType<typeof setTimeout>;
@@ -234,7 +233,7 @@ export class RpcEngine<M extends MethodTable = MethodTable, N extends MethodTabl
     const id = this.opts.idPrefix === undefined ? n : `${this.opts.idPrefix}${n}`;
     const timeoutMs = opts.timeoutMs ?? this.timeoutMs;
     const reply = new Promise<unknown>((resolve, reject) => {
-      const entry: Pending = { method, resolve, reject };
+      const entry: Pending = { resolve, reject };
       if (timeoutMs > 0) {
         entry.timer = setTimeout(() => {
           this.pending.delete(id);
