@@ -18,8 +18,11 @@ const ROOMS = [
   { room: 'policy', may: ['audit/', 'door/principal\\.ts$'] },
   { room: 'session', may: ['policy/', 'audit/', 'door/principal\\.ts$', 'metrics\\.ts$', 'plain-histogram\\.ts$'] },
   { room: 'directory', may: ['session/', 'policy/', 'audit/', 'door/', 'metrics\\.ts$', 'plain-histogram\\.ts$'] },
-  { room: 'listen', may: ['door/', 'dialects/jsonrpc/envelope\\.ts$', 'metrics\\.ts$', 'plain-histogram\\.ts$', 'readiness\\.ts$'] },
+  { room: 'listen', may: ['door/', 'metrics\\.ts$', 'plain-histogram\\.ts$', 'readiness\\.ts$'] },
 ];
+
+/** The JSON-RPC engine's modules: they run in the browser too (the web page bundles them). */
+const BROWSER_RPC = '^core/rpc/(engine|envelope)\\.ts$';
 
 /** Each I/O library and the only files that may import it (style.md: I/O lives at the edges). */
 const EDGES = [
@@ -100,9 +103,16 @@ module.exports = {
       name: 'web-page-is-a-browser-program',
       severity: 'error',
       comment:
-        'client/web is the page the gateway serves, a client running in a browser: it may use the wire types of core/protocol, the error table, the clients\' backoff and heartbeat bound, the tool view and the session-rule reading it shares with the terminal client, and its UI libraries, nothing of Node',
+        'client/web is the page the gateway serves, a client running in a browser: it may use the wire types of core/protocol, the error table, the JSON-RPC engine, the clients\' backoff and heartbeat bound, the tool view and the session-rule reading it shares with the terminal client, and its UI libraries, nothing of Node',
       from: { path: '^client/web/' },
-      to: { pathNot: `^(client/web/|core/protocol/|core/errors\\.ts$|core/util/backoff\\.ts$|core/link/heartbeat\\.ts$|client/tool-view\\.ts$|client/permission-policy\\.ts$)|${pkg('(preact|marked|dompurify)')}` },
+      to: { pathNot: `^(client/web/|core/protocol/|core/errors\\.ts$|${BROWSER_RPC}|core/util/backoff\\.ts$|core/link/heartbeat\\.ts$|client/tool-view\\.ts$|client/permission-policy\\.ts$)|${pkg('(preact|marked|dompurify)')}` },
+    },
+    {
+      name: 'rpc-engine-runs-in-a-browser',
+      severity: 'error',
+      comment: 'the JSON-RPC engine serves the gateway, the agent, the client library and the web page: it imports only itself and the error table, nothing of Node (zod only as types)',
+      from: { path: BROWSER_RPC },
+      to: { pathNot: `${BROWSER_RPC}|^core/errors\\.ts$` },
     },
     {
       name: 'not-to-unresolvable',

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { z } from 'zod';
 import { FAST_BINARY_CHECKS, FAST_NOTIFICATION_CHECKS } from '../core/wire/fast-checks.js';
 import { agentInputText, BinaryNotifications, Notifications, type BinaryNotificationName, type NotificationName, type NotificationParams } from '../core/protocol/methods.js';
-import { classify, classifyBySchema } from '../core/protocol/jsonrpc.js';
+import { classifyBySchema } from '../core/protocol/jsonrpc.js';
+import { classify } from '../core/rpc/envelope.js';
 
 /**
  * The hand-written checks of the round trip's hot messages against their zod schemas (the one

@@ -11,6 +11,7 @@ import { readTurn } from './support/turns.js';
 import { FaultProxy } from './support/fault-proxy.js';
 import { perTest } from './support/per-test.js';
 import { waitFor } from './support/wait.js';
+import { SLOW_CONSUMER_REASON } from '../core/rpc/engine.js';
 
 /**
  * The JSON-RPC dialect driven by a thin client written here with nothing but `ws` (or
@@ -344,8 +345,9 @@ describe('JSON-RPC dialect: malformed input and the printed URL', () => {
     expect((await errorAfter('{not json')).error.code).toBe(-32700);
     expect((await errorAfter('{not json')).id).toBeNull();
     expect((await errorAfter('[1,2]')).error.code).toBe(-32600);
-    expect((await errorAfter('{"jsonrpc":"1.0","id":"raw-3","method":"initialize"}'))).toMatchObject({ id: "raw-3", error: { code: -32600 } });
-    expect((await errorAfter('{"jsonrpc":"2.0","id":"raw-4","method":42}'))).toMatchObject({ id: "raw-4", error: { code: -32600 } });
+    // Invalid Request is answered with id null (docs/protocol.md, as JSON-RPC 2.0 says), even when the id was readable.
+    expect((await errorAfter('{"jsonrpc":"1.0","id":"raw-3","method":"initialize"}'))).toMatchObject({ id: null, error: { code: -32600 } });
+    expect((await errorAfter('{"jsonrpc":"2.0","id":"raw-4","method":42}'))).toMatchObject({ id: null, error: { code: -32600 } });
     expect((await c.request('no_such_method', {})).error.code).toBe(-32601);
     expect((await c.request('initialize', { capabilities: 'all' })).error.code).toBe(-32602);
     expect((await c.request('initialize', { protocol_version: '9.0' })).error.code).toBe(-32602);
@@ -400,7 +402,7 @@ describe('JSON-RPC dialect: malformed input and the printed URL', () => {
     const sessionId = (await reader.client.request('session_create', { agent: 'test-agent' })).result.session_id;
     const { client_id } = (await slow.client.request('initialize', { protocol_version: '1.0', capabilities: ['streaming'] })).result;
     await slow.client.request('session_attach', { session_id: sessionId });
-    const closed = new Promise<number>((resolve) => slow.ws.once('close', (code) => resolve(code)));
+    const closed = new Promise<{ code: number; reason: string }>((resolve) => slow.ws.once('close', (code, reason) => resolve({ code, reason: String(reason) })));
     proxy.stall('down');
     const gw = case_.rig.stack.gateway.directory.get(sessionId)!;
     for (let n = 0; n < 12 && gw.roleOf(client_id) !== undefined; n++) {
@@ -408,7 +410,7 @@ describe('JSON-RPC dialect: malformed input and the printed URL', () => {
     }
     expect(gw.roleOf(client_id)).toBeUndefined();
     proxy.resume('down');
-    expect(await closed).toBe(4008);
+    expect(await closed).toEqual({ code: 4008, reason: SLOW_CONSUMER_REASON }); // the one rule and reason of core/rpc/engine.ts
     expect((await reader.client.request('user_message', { session_id: sessionId, content: 'still there?' })).result.status).toBe('completed');
   }, 90_000);
 

@@ -1,8 +1,10 @@
 import { z } from 'zod';
+import type { RpcId as Id, RpcMessage } from '../rpc/envelope.js';
 
 /** JSON-RPC 2.0 envelopes. Method payloads are validated separately (methods.ts). */
 export const RpcId = z.union([z.string().max(128), z.number().int()]);
-export type RpcId = z.infer<typeof RpcId>;
+/** The same as the hand-written reader's (core/rpc/envelope.ts). */
+export type RpcId = Id;
 
 export const RpcRequest = z.object({
   jsonrpc: z.literal('2.0'),
@@ -23,36 +25,17 @@ export const RpcErrorObject = z.object({
   data: z.unknown().optional(),
 });
 
+/** A response: an error (id null when the peer could not read ours) or a result. */
 export const RpcResponse = z.union([
-  z.object({ jsonrpc: z.literal('2.0'), id: RpcId, result: z.unknown() }),
   z.object({ jsonrpc: z.literal('2.0'), id: RpcId.nullable(), error: RpcErrorObject }),
+  z.object({ jsonrpc: z.literal('2.0'), id: RpcId, result: z.unknown() }),
 ]);
 
-export type RpcMessage =
-  | { kind: 'request'; id: RpcId; method: string; params: unknown }
-  | { kind: 'notification'; method: string; params: unknown }
-  | { kind: 'response'; id: RpcId | null; result?: unknown; error?: z.infer<typeof RpcErrorObject> };
-
 /**
- * Classifies a parsed JSON value as one JSON-RPC message, or returns undefined. Requests and
- * notifications of the usual form are read by hand (every message goes through here); the
- * schemas above decide everything else, and test/fast-checks.test.ts holds the two to the same answers.
+ * One JSON-RPC message by the schemas alone: the definition that the hand-written `classify`
+ * (core/rpc/envelope.ts, which every peer reads with) is tested against. A response carries
+ * `result` or `error`, never both.
  */
-export function classify(value: unknown): RpcMessage | undefined {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
-  const v = value as Record<string, unknown>;
-  if ('method' in v) {
-    const method = v.method;
-    if (v.jsonrpc === '2.0' && typeof method === 'string' && method.length >= 1 && method.length <= 128) {
-      if (!('id' in v)) return { kind: 'notification', method, params: v.params };
-      const id = v.id;
-      if (Number.isSafeInteger(id) || (typeof id === 'string' && id.length <= 128)) return { kind: 'request', id: id as RpcId, method, params: v.params };
-    }
-  }
-  return classifyBySchema(v);
-}
-
-/** {@link classify} by the schemas alone: the definition the hand-written part is tested against. */
 export function classifyBySchema(value: unknown): RpcMessage | undefined {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
   const v = value as Record<string, unknown>;
@@ -64,6 +47,7 @@ export function classifyBySchema(value: unknown): RpcMessage | undefined {
     const n = RpcNotification.safeParse(v);
     return n.success ? { kind: 'notification', method: n.data.method, params: n.data.params } : undefined;
   }
+  if ('result' in v === 'error' in v) return undefined;
   const res = RpcResponse.safeParse(v);
   if (!res.success) return undefined;
   return 'error' in res.data

@@ -4,8 +4,8 @@ import { AGENT_METHODS } from '@agentclientprotocol/sdk';
 import type { ErrorCode } from '../../core/errors.js';
 import { ERROR_TABLE } from '../../core/errors.js';
 import { JSONRPC_CODES } from '../../core/protocol/jsonrpc-dialect.js';
-import { replyTooLarge } from '../../core/rpc/peer.js';
-import { readMessage } from '../dialects/jsonrpc/envelope.js';
+import { replyTooLarge } from '../../core/rpc/engine.js';
+import { readMessage } from '../../core/rpc/envelope.js';
 
 /** The methods an editor may call on an ACP agent (stable ACP v1), by their wire names. */
 const ACP_AGENT_METHODS: ReadonlySet<string> = new Set(Object.values(AGENT_METHODS));
@@ -68,7 +68,7 @@ function answerWithin(text: string, maxFrameBytes: number): string {
 /** The error answer the gate sends for one frame, or undefined to let it through. */
 function refusalOf(text: string): Record<string, unknown> | undefined {
   const msg = readMessage(text);
-  if (msg.kind === 'invalid') return { jsonrpc: '2.0', id: msg.id, error: { code: msg.code, message: msg.message } };
+  if (msg.kind === 'invalid') return { jsonrpc: '2.0', id: null, error: { code: msg.code, message: msg.message, data: { code: 'INVALID_ARGUMENT' } } };
   if (msg.kind === 'request' && !ACP_AGENT_METHODS.has(msg.method)) {
     return { jsonrpc: '2.0', id: msg.id, error: { code: JSONRPC_CODES.methodNotFound, message: `method not found: ${msg.method}` } };
   }

@@ -5,7 +5,7 @@ import { Dashboard } from './dashboard';
 import { SessionPage } from './session-page';
 import { OpenSession } from './session';
 import { openFailure } from './messages';
-import { RpcError } from './rpc';
+import { TetherError } from '../../../core/errors.js';
 import { linkTrouble } from './wording';
 import { useStore } from './store';
 
@@ -38,7 +38,7 @@ export function App() {
         if (code) await conn.signIn(code);
       } catch (err) {
         conn.signOut(''); // the sign-in code was refused: nothing to keep
-        setError(err instanceof RpcError ? err.message : linkTrouble(err)); // the gateway's words, or what the network did
+        setError(err instanceof TetherError ? err.message : linkTrouble(err)); // the gateway's words, or what the network did
         return setBooting(false);
       }
       if (conn.hasCredential) await conn.start(); // only refused credentials sign out (connection.ts)

@@ -8,7 +8,8 @@ import { HEARTBEAT_DEFAULTS } from '../../../core/link/heartbeat.js';
 import { backoffDelay, CLIENT_BACKOFF } from '../../../core/util/backoff.js';
 import { LOGIN_PATH, TICKET_PATH, WS_PATH } from '../../../core/protocol/http-paths.js';
 import { PROTOCOL_VERSION } from '../../../core/protocol/version.js';
-import { RpcError, RpcSocket } from './rpc';
+import { ERROR_CODES, TetherError, type ErrorCode } from '../../../core/errors.js';
+import { RpcSocket } from './rpc';
 import { Store } from './store';
 import { linkTrouble } from './wording';
 
@@ -34,9 +35,11 @@ export interface LinkState {
 }
 
 /** The error body the gateway's HTTP endpoints answer with. */
-async function httpError(res: Response): Promise<RpcError> {
+async function httpError(res: Response): Promise<TetherError> {
   const body = await res.json().catch(() => undefined);
-  return new RpcError(String(body?.error?.code ?? (res.status === 401 ? 'UNAUTHENTICATED' : 'UNAVAILABLE')), String(body?.error?.message ?? `HTTP ${res.status}`));
+  const named = body?.error?.code;
+  const code: ErrorCode = (ERROR_CODES as readonly unknown[]).includes(named) ? named : res.status === 401 ? 'UNAUTHENTICATED' : 'UNAVAILABLE';
+  return new TetherError(code, String(body?.error?.message ?? `HTTP ${res.status}`));
 }
 
 export class Connection {
@@ -121,7 +124,7 @@ export class Connection {
     try {
       await this.connectOnce(false);
     } catch (err) {
-      if (err instanceof RpcError && err.code === 'UNAUTHENTICATED') return this.signOut(`Signed out: ${err.message}`);
+      if (err instanceof TetherError && err.code === 'UNAUTHENTICATED') return this.signOut(`Signed out: ${err.message}`);
       this.state.update({ status: 'down', message: `Cannot reach the gateway (${linkTrouble(err)}); retrying…` });
       void this.retry();
     }
@@ -143,7 +146,7 @@ export class Connection {
         await this.request('session.send', { session_id: sessionId, input_id: inputId, line });
         return;
       } catch (err) {
-        if (!(err instanceof RpcError) || !err.retryable || attempt >= 10) throw err;
+        if (!(err instanceof TetherError) || !err.retryable || attempt >= 10) throw err;
         await new Promise((r) => setTimeout(r, Math.min(2_000, 100 * 2 ** attempt)));
       }
     }
@@ -152,8 +155,8 @@ export class Connection {
   private async live(): Promise<RpcSocket> {
     const deadline = Date.now() + 30_000;
     while (!this.sock || this.state.get().status !== 'connected') {
-      if (this.stopped) throw new RpcError('UNAUTHENTICATED', 'signed out');
-      if (Date.now() > deadline) throw new RpcError('UNAVAILABLE', 'the gateway is not reachable');
+      if (this.stopped) throw new TetherError('UNAUTHENTICATED', 'signed out');
+      if (Date.now() > deadline) throw new TetherError('UNAVAILABLE', 'the gateway is not reachable');
       await new Promise<void>((resolve) => {
         const off = this.state.subscribe(() => {
           off();
@@ -172,7 +175,7 @@ export class Connection {
     const base = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}${WS_PATH}`;
     if (!this.state.get().auth) return base;
     const token = sessionStorage.getItem(TOKEN_KEY);
-    if (!token) throw new RpcError('UNAUTHENTICATED', 'not signed in');
+    if (!token) throw new TetherError('UNAUTHENTICATED', 'not signed in');
     const res = await fetch(TICKET_PATH, { method: 'POST', headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(HEARTBEAT_DEFAULTS.timeoutMs) });
     if (!res.ok) throw await httpError(res);
     const { ticket } = (await res.json()) as { ticket: string };
@@ -253,7 +256,7 @@ export class Connection {
         await this.connectOnce(true);
         return;
       } catch (err) {
-        if (err instanceof RpcError && err.code === 'UNAUTHENTICATED') return this.signOut(`Signed out: ${err.message}`);
+        if (err instanceof TetherError && err.code === 'UNAUTHENTICATED') return this.signOut(`Signed out: ${err.message}`);
         this.state.update({ status: 'down', message: `Still no connection to the gateway (${linkTrouble(err)}); retrying…` });
       }
     }

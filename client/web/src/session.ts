@@ -6,7 +6,7 @@
 import type { Connection } from './connection';
 import { readFrame, readReply, type FrameParams, type StreamItem } from './frames';
 import { presenceChanges } from '../../../core/protocol/presence.js';
-import { RpcError } from './rpc';
+import { TetherError } from '../../../core/errors.js';
 import { SessionMeter } from './session-meter';
 import { Store } from './store';
 import { Transcript } from './transcript';
@@ -244,7 +244,7 @@ export class OpenSession {
     try {
       await this.conn.send(this.id, { type: 'control_response', response: { subtype: 'success', request_id: requestId, response } });
     } catch (err) {
-      if (!(err instanceof RpcError) || (err.code !== 'FAILED_PRECONDITION' && err.code !== 'NOT_FOUND')) throw err;
+      if (!(err instanceof TetherError) || (err.code !== 'FAILED_PRECONDITION' && err.code !== 'NOT_FOUND')) throw err;
       // Someone else answered first (or the engine withdrew it): this person is told their answer was not used.
       const p = this.transcript.prompts.get(requestId);
       if (p) {

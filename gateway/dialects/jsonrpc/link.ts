@@ -3,13 +3,11 @@ import type { z } from 'zod';
 import type { Channel } from '../../../core/channel/channel.js';
 import { asTetherError, TetherError } from '../../../core/errors.js';
 import type { Logger } from '../../../core/logging.js';
-import type { RpcId } from '../../../core/protocol/jsonrpc.js';
 import {
   DIALECT_CAPABILITIES,
   DIALECT_CLIENT_REQUESTS,
   DIALECT_NOTIFICATIONS,
   DialectRequests,
-  JSONRPC_CODES,
   JSONRPC_DIALECT_VERSION,
   PermissionDecision,
   QuestionAnswer,
@@ -19,7 +17,8 @@ import {
 } from '../../../core/protocol/jsonrpc-dialect.js';
 import { PROTOCOL_VERSION } from '../../../core/protocol/version.js';
 import type { Role } from '../../../core/protocol/events.js';
-import { describeIssues, replyTooLarge } from '../../../core/rpc/peer.js';
+import { LATER, RpcEngine } from '../../../core/rpc/engine.js';
+import type { RpcId } from '../../../core/rpc/envelope.js';
 import type { GatewayMetrics } from '../../metrics.js';
 import type { Principal } from '../../door/principal.js';
 import { checkControlAudited } from '../../policy/policy-gate.js';
@@ -29,18 +28,16 @@ import type { Member, Session } from '../../session/session.js';
 import { sessionsPage } from '../../directory/session-pages.js';
 import { cutOf } from '../../../core/channel/channel.js';
 import { controlResponse, permissionAnswer, questionAnswer, riskLevel } from './answers.js';
-import { readMessage } from './envelope.js';
 import { translateFrame, type DialectEvent, type EngineInfo, type TranslatedFrame } from './translate.js';
 import { frameBuffer, type FrameBytes } from '../../../core/wire/session-frame.js';
 
 type Obj = Record<string, unknown>;
 type Params<M extends DialectMethod> = z.infer<(typeof DialectRequests)[M]>;
 type PermissionEvent = Extract<DialectEvent, { kind: 'permission' }>;
-type RpcError = { code: number; message: string; data?: unknown };
+/** How the client answered one of our requests: a result, or its error. */
+type ClientReply = { result?: unknown; error?: Error };
 
 const NO_ENGINE: EngineInfo = { model: null, tools: [], mcp_servers: [] };
-/** A handler's result that is sent later (user_message answers when its turn ends). */
-const LATER = Symbol('later');
 /** Message ids remembered as streamed, per session, before the oldest is forgotten. */
 const MAX_STREAMED_IDS = 64;
 
@@ -65,6 +62,8 @@ interface SessionView {
 /** One of the client's requests waiting for the engine's control_response. */
 interface PendingControl {
   id: RpcId;
+  /** The client's method (its name in a too-large answer). */
+  method: string;
   result: (response: Obj) => unknown;
 }
 
@@ -80,8 +79,9 @@ export class JsonRpcDialectLink implements Member {
   private caps = new Set<DialectCapability>();
   private initialized = false;
   private readonly views = new Map<string, SessionView>();
-  private readonly outgoing = new Map<string, (reply: { result?: unknown; error?: RpcError }) => void>();
   private readonly controls = new Map<string, PendingControl>();
+  /** JSON-RPC over the channel: our requests to the client are "g-N" and wait as long as the prompt is open. */
+  private readonly rpc: RpcEngine<typeof DialectRequests>;
   private nextId = 1;
   /** The session frame and event being applied: notifications carry its seq, and share its wire text. */
   private current: { frame: TranslatedFrame; index: number } | undefined;
@@ -93,6 +93,17 @@ export class JsonRpcDialectLink implements Member {
     private readonly log: Logger,
     private readonly opts: { slowClientBytes: number; initTimeoutMs: number; metrics?: GatewayMetrics },
   ) {
+    this.rpc = new RpcEngine(channel, {
+      methods: DialectRequests,
+      unavailableHint: 'send initialize first',
+      idPrefix: 'g-',
+      requestTimeoutMs: 0,
+      maxBufferedBytes: opts.slowClientBytes,
+      onSlowConsumer: () => opts.metrics?.slowClientCut(this.transport),
+      onPosted: (text) => opts.metrics?.relayed('to_client', Buffer.byteLength(text)),
+      logger: log.child({ client: this.clientId }),
+    });
+    this.rpc.handle('initialize', (params) => this.initialize(params));
     dir.addClient(this.clientId, p);
     opts.metrics?.clientConnected(this.transport);
     const timer = setTimeout(() => {
@@ -104,8 +115,8 @@ export class JsonRpcDialectLink implements Member {
       dir.removeClient(this.clientId);
       for (const v of this.views.values()) v.session.detach(this.clientId, cutOf(info));
       this.views.clear();
-      this.outgoing.clear();
       this.controls.clear();
+      this.rpc.end(info.reason);
     });
     void this.read();
   }
@@ -146,8 +157,8 @@ export class JsonRpcDialectLink implements Member {
     const pending = typeof r?.request_id === 'string' ? this.controls.get(r.request_id) : undefined;
     if (!r || !pending) return;
     this.controls.delete(r.request_id as string);
-    if (r.subtype === 'success') this.respond(pending.id, pending.result(isObj(r.response) ? r.response : {}));
-    else this.fail(pending.id, new TetherError('FAILED_PRECONDITION', `the engine refused: ${String(r.error ?? 'unknown error')}`));
+    if (r.subtype === 'success') this.rpc.respond(pending.id, pending.method, pending.result(isObj(r.response) ? r.response : {}));
+    else this.rpc.fail(pending.id, new TetherError('FAILED_PRECONDITION', `the engine refused: ${String(r.error ?? 'unknown error')}`));
   }
 
   private apply(view: SessionView, e: DialectEvent): void {
@@ -177,7 +188,7 @@ export class JsonRpcDialectLink implements Member {
           const mine = view.turns.get(uuid);
           if (mine === undefined) continue;
           view.turns.delete(uuid);
-          this.respond(mine, { status: e.status, usage: e.usage });
+          this.rpc.respond(mine, 'user_message', { status: e.status, usage: e.usage });
         }
         return;
       }
@@ -190,7 +201,7 @@ export class JsonRpcDialectLink implements Member {
         const ours = view.prompts.get(e.request_id);
         if (ours === undefined) return;
         view.prompts.delete(e.request_id);
-        this.outgoing.delete(ours);
+        this.rpc.cancel(ours);
         return this.notify('permission_withdrawn', { session_id: sid, id: ours });
       }
       case 'progress':
@@ -204,11 +215,11 @@ export class JsonRpcDialectLink implements Member {
         const mine = view.turns.get(e.uuid);
         if (mine === undefined) return;
         view.turns.delete(e.uuid);
-        return this.fail(mine, new TetherError('PERMISSION_DENIED', e.message));
+        return this.rpc.fail(mine, new TetherError('PERMISSION_DENIED', e.message));
       }
       case 'state':
         this.notify('session_state', { session_id: sid, state: e.state, ...(e.reason ? { reason: e.reason } : {}) }, true);
-        if (e.state === 'ended') for (const id of view.turns.values()) this.respond(id, { status: 'error', usage: { input_tokens: 0, output_tokens: 0 } });
+        if (e.state === 'ended') for (const id of view.turns.values()) this.rpc.respond(id, 'user_message', { status: 'error', usage: { input_tokens: 0, output_tokens: 0 } });
         if (e.state === 'ended') view.turns.clear();
         return;
     }
@@ -235,15 +246,18 @@ export class JsonRpcDialectLink implements Member {
   }
 
   /** Sends the client a request for one engine prompt; its reply is turned into the engine's answer. */
-  private ask(view: SessionView, e: PermissionEvent, method: keyof typeof DIALECT_CLIENT_REQUESTS, params: Obj, toAnswer: (reply: { result?: unknown; error?: RpcError }) => Obj): void {
+  private ask(view: SessionView, e: PermissionEvent, method: keyof typeof DIALECT_CLIENT_REQUESTS, params: Obj, toAnswer: (reply: ClientReply) => Obj): void {
     if (!this.caps.has(DIALECT_CLIENT_REQUESTS[method])) return; // left to clients that asked for it
-    const id = `g-${this.nextId++}`;
-    view.prompts.set(e.request_id, id);
-    this.outgoing.set(id, (reply) => {
-      view.prompts.delete(e.request_id);
-      this.answer(view, e.request_id, toAnswer(reply));
-    });
-    this.send({ jsonrpc: '2.0', id, method, params });
+    const { id, reply } = this.rpc.call(method, params);
+    view.prompts.set(e.request_id, String(id));
+    void reply
+      .then((result): ClientReply => ({ result }), (error: Error): ClientReply => ({ error }))
+      .then((r) => {
+        // Withdrawn meanwhile (cancelled), or this client left: its prompt stays the session's, unanswered by it.
+        if (this.channel.isClosed || view.prompts.get(e.request_id) !== String(id)) return;
+        view.prompts.delete(e.request_id);
+        this.answer(view, e.request_id, toAnswer(r));
+      });
   }
 
   /** Answers an engine prompt through the session: audited, first answer wins, a late one is dropped. */
@@ -259,53 +273,20 @@ export class JsonRpcDialectLink implements Member {
 
   private async read(): Promise<void> {
     for await (const frame of this.channel) {
-      try {
-        if (typeof frame === 'string') this.onText(frame);
-        else this.error(null, JSONRPC_CODES.invalidRequest, 'invalid request: this dialect is JSON text, one message per frame');
-      } catch (err) {
-        // One bad message never ends the connection; the next one is read as usual.
-        this.log.error({ err: asTetherError(err).message }, 'dialect message handling failed');
-      }
+      if (typeof frame === 'string') this.rpc.receive(frame);
+      else this.rpc.refuse('this dialect is JSON text, one message per frame');
     }
   }
 
-  private onText(text: string): void {
-    const msg = readMessage(text);
-    switch (msg.kind) {
-      case 'request':
-        return this.onRequest(msg.id, msg.method, msg.params);
-      case 'response': {
-        const settle = this.outgoing.get(String(msg.id));
-        this.outgoing.delete(String(msg.id));
-        return settle?.({ result: msg.result, error: msg.error });
-      }
-      case 'invalid':
-        return this.error(msg.id, msg.code, msg.message);
-      case 'notification':
-        return;
+  /** The dialect's requests past initialize, served once the client said initialize. */
+  private serve(): void {
+    for (const method of Object.keys(DialectRequests) as DialectMethod[]) {
+      if (method !== 'initialize') this.rpc.handle(method, (params, id) => this.handle(method, params, id)); // initialize is served from the start
     }
   }
 
-  private onRequest(id: RpcId, method: string, params: unknown): void {
-    if (!Object.hasOwn(DialectRequests, method)) return this.error(id, JSONRPC_CODES.methodNotFound, `method not found: ${method}`);
-    const m = method as DialectMethod;
-    if (!this.initialized && m !== 'initialize') return this.fail(id, new TetherError('FAILED_PRECONDITION', 'send initialize first'));
-    const parsed = DialectRequests[m].safeParse(params ?? {});
-    if (!parsed.success) return this.error(id, JSONRPC_CODES.invalidParams, `invalid params for ${method}: ${describeIssues(parsed.error)}`);
-    Promise.resolve()
-      .then(() => this.handle(m, parsed.data, id))
-      .then(
-        (result) => {
-          if (result !== LATER) this.respond(id, result, m);
-        },
-        (err) => this.fail(id, err),
-      );
-  }
-
-  private handle(method: DialectMethod, params: unknown, id: RpcId): unknown {
+  private handle(method: Exclude<DialectMethod, 'initialize'>, params: unknown, id: RpcId): unknown {
     switch (method) {
-      case 'initialize':
-        return this.initialize(params as Params<'initialize'>);
       case 'session_create':
         return this.create(params as Params<'session_create'>);
       case 'session_attach':
@@ -336,6 +317,7 @@ export class JsonRpcDialectLink implements Member {
       throw new TetherError('INVALID_ARGUMENT', `protocol_version ${params.protocol_version} is not supported: this gateway speaks ${JSONRPC_DIALECT_VERSION}`);
     }
     this.caps = new Set(params.capabilities.filter((c): c is DialectCapability => (DIALECT_CAPABILITIES as readonly string[]).includes(c)));
+    if (!this.initialized) this.serve();
     this.initialized = true;
     const session = params.session_id === undefined ? undefined : this.dir.visible(this.p, params.session_id);
     return {
@@ -410,7 +392,7 @@ export class JsonRpcDialectLink implements Member {
   private control(sessionId: string, id: RpcId, request: Obj, result: PendingControl['result']): typeof LATER {
     const view = this.viewOf(sessionId);
     const requestId = `dialect-${this.nextId++}`;
-    this.controls.set(requestId, { id, result });
+    this.controls.set(requestId, { id, method: request.subtype as string, result });
     const line = { type: 'control_request', request_id: requestId, request };
     try {
       // The same policy gate as native clients: a mode or model above the policy never reaches the engine.
@@ -444,43 +426,7 @@ export class JsonRpcDialectLink implements Member {
     if (feature !== null && !this.caps.has(feature)) return;
     const at = this.current;
     const build = () => JSON.stringify({ jsonrpc: '2.0', method, params: at?.frame.seq ? { ...params, seq: at.frame.seq } : params });
-    this.post(shared && at ? (at.frame.wire[at.index] ??= build()) : build());
-  }
-
-  /** Answers a request; an answer over the frame limit is RESOURCE_EXHAUSTED instead, never dropped. */
-  private respond(id: RpcId, result: unknown, method = 'the request'): void {
-    const text = JSON.stringify({ jsonrpc: '2.0', id, result: result ?? {} });
-    const tooLarge = replyTooLarge(method, text, this.channel.maxFrameBytes);
-    if (tooLarge) return this.fail(id, tooLarge);
-    this.post(text);
-  }
-
-  private fail(id: RpcId, err: unknown): void {
-    const e = asTetherError(err);
-    if (e.code === 'INTERNAL') this.log.error({ err: e.message }, 'dialect request failed');
-    this.send({ jsonrpc: '2.0', id, error: e.toJsonRpc() });
-  }
-
-  private error(id: RpcId | null, code: number, message: string): void {
-    this.send({ jsonrpc: '2.0', id, error: { code, message } });
-  }
-
-  private send(msg: Obj): void {
-    this.post(JSON.stringify(msg));
-  }
-
-  /** Queues one message's text, cutting a client that stopped reading. */
-  private post(text: string): void {
-    const ch = this.channel;
-    if (ch.isClosed) return;
-    if (ch.bufferedBytes > this.opts.slowClientBytes) {
-      this.log.warn({ client: this.clientId, buffered: ch.bufferedBytes }, 'cutting slow consumer');
-      ch.close('RESOURCE_EXHAUSTED', 'slow consumer: send queue over limit; attach again with from_seq');
-      this.opts.metrics?.slowClientCut(this.transport);
-      return;
-    }
-    ch.post(text);
-    this.opts.metrics?.relayed('to_client', Buffer.byteLength(text));
+    this.rpc.post(shared && at ? (at.frame.wire[at.index] ??= build()) : build());
   }
 }
 
