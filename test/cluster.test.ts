@@ -1,106 +1,16 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it, onTestFailed } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { asPermissionRequest } from '../client/permission-policy.js';
 import type { SessionItem } from '../client/remote-session.js';
-import type { GatewayClient } from '../client/gateway-client.js';
-import type { SessionInfo } from '../core/protocol/methods.js';
 import { startClusterStack, type ClusterStack } from './support/cluster-stack.js';
+import { BASH_TURN, WORDS, LONG_TURN, isDelta, deltaText, TEARDOWN_MS, seqsOf, longTurnUnderWay, expectWholeTurn, dialectAttach, dumpLogsOnFailure } from './support/cluster-turns.js';
 import { codeOf, isCanUseTool, isResult, isWithdrawal, until } from './support/items.js';
 import { processesIn, runTether } from './support/cli.js';
 import { toolResults } from './support/turns.js';
-import { fileURLToPath } from 'node:url';
-import WebSocket from 'ws';
-import { withTimeout } from './support/stack.js';
 import { hasTool } from './support/tools.js';
 
-const BURST_ENGINE = fileURLToPath(new URL('./support/burst-engine.mjs', import.meta.url));
-
-const BASH_TURN = {
-  responses: [{ text: 'Running it.', tool_use: { name: 'Bash', input: { command: 'echo hi >> made.txt', description: 'append a line' } } }, { text: 'Done.' }],
-  fallback: { text: 'ok' },
-};
-
-/** A long answer streamed word by word, so a gateway can be killed in the middle of it. */
-const WORDS = Array.from({ length: 80 }, (_, n) => `w${n}`);
-const LONG_TURN = { responses: [{ text: WORDS.join(' '), chunk_delay_ms: 40 }], fallback: { text: 'ok' } };
-const isDelta = (i: SessionItem) => i.kind === 'engine' && i.message.type === 'stream_event' && (i.message.event as { type?: string }).type === 'content_block_delta';
-const deltaText = (items: SessionItem[]) => items.filter(isDelta).map((i) => ((i as unknown as { message: { event: { delta: { text?: string } } } }).message.event.delta.text ?? '')).join('');
-
-/** Room for the cluster stack's teardown (clients, agent, balancer, fake, gateways, NATS; each step bounded). */
-const TEARDOWN_MS = 90_000;
-
-const seqsOf = (items: SessionItem[]) => items.filter((i) => i.kind !== 'reply').map((i) => (i as { seq: number }).seq);
-
-/**
- * Alice on gateway `a` (and, with `list`, the others after it) creates a session and asks for
- * the long answer, Bob on gateway `b` attaches; returns once each has seen 5 streamed words.
- */
-async function longTurnUnderWay(stack: ClusterStack, a: number, b: number, aliceDials?: 'list') {
-  const alice = await stack.client(a, 'alice', 'ws', aliceDials);
-  const bob = await stack.client(b, 'bob');
-  const s1 = await alice.createSession({ agent: 'builder', options: { include_partial_messages: true } });
-  const s2 = await bob.attach(s1.id);
-  const iters = [s1, s2].map((s) => s[Symbol.asyncIterator]());
-  const seen: SessionItem[][] = [[], []];
-  await s1.sendUserMessage('a long answer please');
-  await Promise.all(iters.map(async (it, n) => {
-    for (let k = 0; k < 5; k++) await until(it, isDelta, seen[n], 30_000, 'the stream to be under way');
-  }));
-  return { alice, bob, s1, iters, seen };
-}
-
-/** Each client saw the whole turn: seqs one by one (none lost, none doubled), every word exactly once, the same last seq. */
-function expectWholeTurn(seen: SessionItem[][]): void {
-  for (const list of seen) {
-    const seqs = seqsOf(list);
-    seqs.forEach((v, n) => n && expect(v, `seq after ${seqs[n - 1]}`).toBe(seqs[n - 1] + 1));
-    expect(deltaText(list)).toBe(WORDS.join(' '));
-  }
-  expect(seqsOf(seen[1]).at(-1)).toBe(seqsOf(seen[0]).at(-1));
-}
-
-/**
- * Polls `client`'s listing until the session's entry satisfies `ok` (bounded); a listing that
- * fails because the connection was just cut (the session moved) is asked again.
- */
-async function listedWhen(client: GatewayClient, id: string, ok: (info: SessionInfo) => boolean, what: string, ms = 30_000): Promise<SessionInfo> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const info = (await client.listSessions().catch(() => [])).find((x) => x.id === id);
-    if (info && ok(info)) return info;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}: ${JSON.stringify(info)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-/** A JSON-RPC dialect client (plain `ws`) on `url`: initialize, then session_attach; resolves with that answer. */
-async function dialectAttach(url: string, token: string, sessionId: string): Promise<{ error: { message: string; data: { code: string } } }> {
-  const ws = new WebSocket(url, 'tether-jsonrpc.v1', { headers: { authorization: `Bearer ${token}` } });
-  try {
-    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
-    const answers = new Map<number, (m: unknown) => void>();
-    ws.on('message', (data) => {
-      const m = JSON.parse(String(data)) as { id?: number };
-      if (m.id !== undefined) answers.get(m.id)?.(m);
-    });
-    const request = (id: number, method: string, params: unknown) =>
-      withTimeout(new Promise<unknown>((resolve) => (answers.set(id, resolve), ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, params })))), 10_000, `the answer to ${method}`);
-    await request(1, 'initialize', { protocol_version: '1.0', capabilities: [] });
-    return (await request(2, 'session_attach', { session_id: sessionId })) as { error: { message: string; data: { code: string } } };
-  } finally {
-    ws.close();
-  }
-}
-
-/** A failed test prints what each gateway logged. */
-function dumpLogsOnFailure(stack: ClusterStack): void {
-  onTestFailed(() => {
-    for (const g of stack.gateways) process.stderr.write(`--- ${g.id} (${g.url})\n${g.daemon.stderr()}\n`);
-  });
-}
-
-/** Several gateways on one NATS server: any client on any gateway drives a session held by another. */
+/** Several gateways on one NATS server: any client on any gateway drives a session held by another (a gateway SIGKILLed: cluster-sigkill.test.ts). */
 describe.skipIf(!hasTool('nats-server'))('a cluster of three gateways', () => {
   let stack: ClusterStack | undefined;
   afterEach(async () => {
@@ -168,27 +78,6 @@ describe.skipIf(!hasTool('nats-server'))('a cluster of three gateways', () => {
     expect(metrics).toContain(`tether_cluster_link_up{gateway="${g1.id}"} 1`);
   }, 120_000);
 
-  it('the first gateway is SIGKILLed mid-stream: the agent moves, the engine is not restarted, both clients resume with no frame lost or doubled', async () => {
-    stack = await startClusterStack({ gateways: 3, scenario: LONG_TURN });
-    dumpLogsOnFailure(stack);
-    const { bob, s1, iters: [i1, i2], seen } = await longTurnUnderWay(stack, 1, 2);
-    const arrivals: number[][] = [[], []];
-    const watch = (n: number) => (i: SessionItem) => (arrivals[n].push(Date.now()), false);
-    const enginePids = processesIn(stack.cwd, 'claude');
-    expect(enginePids).toHaveLength(1);
-
-    const killedAt = Date.now();
-    expect((await stack.gateways[0].daemon.stop('SIGKILL')).signal).toBe('SIGKILL');
-    await Promise.all([i1, i2].map((it, n) => until(it, (i) => (watch(n)(i), isResult(i)), seen[n], 60_000, 'the turn to finish after the kill')));
-    const resumedMs = seen.map((list, n) => arrivals[n][0] - killedAt);
-
-    expectWholeTurn(seen);
-    expect(processesIn(stack.cwd, 'claude')).toEqual(enginePids); // the same engine all along
-    const listed = (await bob.listSessions()).find((x) => x.id === s1.id);
-    expect([stack.gateways[1].id, stack.gateways[2].id]).toContain(listed?.gateway);
-    process.stdout.write(`fail-over: clients resumed ${resumedMs.join(' ms and ')} ms after the SIGKILL; frames lost 0, doubled 0\n`);
-  }, 120_000);
-
   it('NATS restarted mid-session: the gateway holding it keeps serving its own clients, the other catches up, nothing lost or doubled', async () => {
     stack = await startClusterStack({ gateways: 2, scenario: LONG_TURN });
     dumpLogsOnFailure(stack);
@@ -213,36 +102,6 @@ describe.skipIf(!hasTool('nats-server'))('a cluster of three gateways', () => {
     await until(late[Symbol.asyncIterator](), isResult, got, 20_000, 'the whole turn from JetStream');
     expect(deltaText(got)).toBe(WORDS.join(' '));
     expect(seqsOf(got)[0]).toBe(1);
-  }, 120_000);
-
-  it('a pending permission prompt and the owner\'s role decisions survive the SIGKILL of the gateway holding the session; the tool runs once', async () => {
-    stack = await startClusterStack({ gateways: 3, scenario: BASH_TURN });
-    dumpLogsOnFailure(stack);
-    const alice = await stack.client(1, 'alice');
-    const bob = await stack.client(2, 'bob');
-    const s1 = await alice.createSession({ agent: 'builder' });
-    const s2 = await bob.attach(s1.id);
-    await s1.setRole(s2.clientId, 'viewer'); // decided on the first gateway, kept in the registry
-    const [i1, i2] = [s1, s2].map((s) => s[Symbol.asyncIterator]());
-    const seen: SessionItem[][] = [[], []];
-    await s1.sendUserMessage('append a line');
-    const prompts = await Promise.all([i1, i2].map((it, n) => until(it, isCanUseTool, seen[n], 30_000, 'the permission prompt')));
-    const ask = asPermissionRequest((prompts[0] as { message: Record<string, unknown> }).message)!;
-    const enginePids = processesIn(stack.cwd, 'claude');
-
-    expect((await stack.gateways[0].daemon.stop('SIGKILL')).signal).toBe('SIGKILL');
-    // Both resume on their gateways; the session is held by the second now, its prompt still pending.
-    const info = await listedWhen(bob, s1.id, (i) => i.gateway !== stack!.gateways[0].id && i.state === 'requires_action' && i.clients.length === 2, 'the session to come back with its prompt');
-    expect(info.pending_prompts).toBe(1);
-    expect(info.clients.find((c) => c.principal === 'bob')?.role).toBe('viewer');
-    expect(await codeOf(s2.answer(ask.requestId, { behavior: 'allow', updatedInput: ask.input }))).toBe('PERMISSION_DENIED');
-    await s1.answer(ask.requestId, { behavior: 'allow', updatedInput: ask.input });
-    await Promise.all([i1, i2].map((it, n) => until(it, isResult, seen[n], 30_000, 'the result after the fail-over')));
-    expect(readFileSync(join(stack.cwd, 'made.txt'), 'utf8')).toBe('hi\n');
-    expect(processesIn(stack.cwd, 'claude')).toEqual(enginePids);
-    for (const list of seen) seqsOf(list).forEach((v, n, all) => n && expect(v).toBe(all[n - 1] + 1));
-    const engineMessages = seen[0].filter((i) => i.kind === 'engine' && i.origin === 'engine').map((i) => (i as { message: Record<string, unknown> }).message);
-    expect(toolResults(engineMessages).filter((r) => !r.is_error)).toHaveLength(1);
   }, 120_000);
 
   it('the agent loses only its link to the gateway holding the session (which stays up): the session moves, that gateway lets go, every client resumes', async () => {
@@ -281,38 +140,4 @@ describe.skipIf(!hasTool('nats-server'))('a cluster of three gateways', () => {
     process.stdout.write(`remote client vs local client, ${later.length} frames: +${pct(0.5)} ms median, +${pct(0.95)} ms p95\n`);
     expect(Number(pct(0.5))).toBeLessThan(250); // a sanity bound on a shared machine, not a benchmark
   }, 60_000);
-
-  it('a SIGKILL of the holding gateway during a burst of 10,000 frames: the client on another gateway gets each exactly once, in order (acks never outrun JetStream)', async () => {
-    stack = await startClusterStack({ gateways: 2, engineCommand: BURST_ENGINE });
-    dumpLogsOnFailure(stack);
-    const alice = await stack.client(1, 'alice');
-    const s = await alice.createSession({ agent: 'builder' });
-    const seen: SessionItem[] = [];
-    const it = s[Symbol.asyncIterator]();
-    const isBurst = (i: SessionItem) => i.kind === 'engine' && i.message.type === 'assistant';
-    await s.sendUserMessage('burst 10000');
-    let read = 0;
-    await until(it, (i) => isBurst(i) && ++read === 1500, seen, 30_000, 'the burst to be under way');
-    expect((await stack.gateways[0].daemon.stop('SIGKILL')).signal).toBe('SIGKILL');
-    await until(it, isResult, seen, 60_000, 'the burst to finish after the kill');
-    const numbers = seen.filter(isBurst).map((i) => (i as unknown as { message: { n: number } }).message.n);
-    expect(numbers.length).toBe(10_000);
-    numbers.forEach((v, n) => v !== n && expect(v, `frame ${n}`).toBe(n));
-    const seqs = seqsOf(seen);
-    seqs.forEach((v, n) => n && v !== seqs[n - 1] + 1 && expect(v, `seq after ${seqs[n - 1]}`).toBe(seqs[n - 1] + 1));
-    // It moved (perhaps after Alice read the whole burst from her gateway's mirror).
-    await listedWhen(alice, s.id, (i) => i.gateway === stack!.gateways[1].id, 'the session to move to the second gateway');
-  }, 120_000);
-
-  it('the agent and a client on the holding gateway dial lists of gateway URLs: that gateway is SIGKILLed, both move along their lists, nothing lost or doubled', async () => {
-    stack = await startClusterStack({ gateways: 3, scenario: LONG_TURN, agentDials: 'list' });
-    dumpLogsOnFailure(stack);
-    const { alice, s1, iters, seen } = await longTurnUnderWay(stack, 0, 2, 'list'); // Alice on the first gateway with the agent, then the others
-    const enginePids = processesIn(stack.cwd, 'claude');
-    expect((await stack.gateways[0].daemon.stop('SIGKILL')).signal).toBe('SIGKILL');
-    await Promise.all(iters.map((it, n) => until(it, isResult, seen[n], 60_000, 'the turn to finish after the kill')));
-    expectWholeTurn(seen);
-    expect(processesIn(stack.cwd, 'claude')).toEqual(enginePids);
-    await listedWhen(alice, s1.id, (i) => i.gateway === stack!.gateways[1].id, 'the session to be held by the second gateway (next in the agent\'s list)');
-  }, 120_000);
 });

@@ -54,10 +54,28 @@ const open: Conn[] = [];
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'tether-tokens-'));
   revocations = RevocationList.inStateDir(dir);
-  // No clock skew: a token is closed right at its exp, so the tests stay short.
   audit = new MemoryAuditLog();
-  server = await startGatewayServer(new Gateway({ audit }), { port: 0, grpcPort: 0, auth: { verifier: new TokenVerifier({ keys: [key], clockToleranceSec: 0 }) }, revocations });
+  // No clock skew: a token is closed right at its exp, so the tests stay short.
+  server = await startGateway(0);
 });
+
+/** This file's gateway, closing a connection `clockToleranceSec` after its token's exp. */
+function startGateway(clockToleranceSec: number): Promise<GatewayServer> {
+  return startGatewayServer(new Gateway({ audit }), { port: 0, grpcPort: 0, auth: { verifier: new TokenVerifier({ keys: [key], clockToleranceSec }) }, revocations });
+}
+
+/**
+ * The renewal tests' gateway allows 2 s past exp (a real one allows 30 s). With none, a 2-s
+ * token (about 1.3 s of it left once minted and read, as exp is in whole seconds) leaves a
+ * renewal at 3/4 of that about 0.3 s to be read, sent and answered: less than a loaded
+ * machine's delays (measured: a 0.4-s round trip, a timer 0.2 s late; with 1 s of slack a
+ * renewal was still missed once on a machine loaded tenfold), so the link was cut now and
+ * then. Without renewing, a link is still cut within 4 s, inside each test's 5 s.
+ */
+async function allowRenewalSlack(): Promise<void> {
+  await server.close();
+  server = await startGateway(2);
+}
 
 afterEach(async () => {
   await Promise.all(open.splice(0).map((c) => c.close()));
@@ -122,6 +140,7 @@ describe.each(['ws', 'grpc'] as const)('tokens on live connections over %s', (tr
     });
 
     it('stays open past several expiries when it renews (auth.renew) from a token source', async () => {
+      await allowRenewalSlack();
       let minted = 0;
       const conn = await connect(role, transport, {
         tokenSource: () => {
@@ -171,11 +190,11 @@ describe.each(['ws', 'grpc'] as const)('tokens on live connections over %s', (tr
   it('a client cut by a revocation or an expiry is audited as cut on every session it was attached to', async () => {
     await connect('agent', transport, { token: await mint('agent', 'a1', 3600) });
     const url = transport === 'grpc' ? server.grpcUrl! : server.url;
-    const cutBy = async (token: string, cut: () => void) => {
+    const cutBy = async (token: string, cut: (client: GatewayClient) => unknown) => {
       const client = await GatewayClient.connect({ gateway: url, token, reconnect: false });
       open.push({ ended: new Promise(() => {}), downs: 0, alive: async () => true, close: () => client.close() });
       const sessions = [await client.createSession({ agent: 'a1' }), await client.createSession({ agent: 'a1' })];
-      cut();
+      await cut(client);
       const detaches = async () => Promise.all(sessions.map(async (s) => (await audit.read({ session_id: s.id, action: 'detach' })).entries));
       await waitFor(async () => (await detaches()).every((d) => d.length > 0), 5_000, 'a detach record on each session');
       const [first, second] = (await detaches()).map((d) => d[0]);
@@ -184,7 +203,10 @@ describe.each(['ws', 'grpc'] as const)('tokens on live connections over %s', (tr
     };
     const revoked = await mint('client', 'alice', 3600);
     expect(await cutBy(revoked, () => addRevocation(dir, { jti: String(decodeJwt(revoked).jti) }))).toMatchObject({ principal: 'alice', cut: 'PERMISSION_DENIED', cut_reason: 'token revoked' });
-    expect(await cutBy(await mint('client', 'bob', 2), () => {})).toMatchObject({ principal: 'bob', cut: 'UNAUTHENTICATED', cut_reason: expect.stringContaining('token expired') });
+    // bob's token turns short only once his sessions are open (a 2-s token at the dial expired
+    // before the two creates were answered on a loaded machine).
+    const shorten = async (client: GatewayClient) => (await client.peer()).request('auth.renew', { token: await mint('client', 'bob', 2) });
+    expect(await cutBy(await mint('client', 'bob', 3600), shorten)).toMatchObject({ principal: 'bob', cut: 'UNAUTHENTICATED', cut_reason: expect.stringContaining('token expired') });
     // A client that leaves on its own is not "cut".
     const client = await GatewayClient.connect({ gateway: url, token: await mint('client', 'carol', 3600), reconnect: false });
     const session = await client.createSession({ agent: 'a1' });
@@ -210,6 +232,7 @@ describe.each(['ws', 'grpc'] as const)('tokens on live connections over %s', (tr
 
 describe('--token-file on the command line', () => {
   it('tether agent and tether chat --json renew from their token files and keep their links past several expiries', { timeout: 120_000 }, async () => {
+    await allowRenewalSlack();
     const files = { agent: join(dir, 'agent.token'), client: join(dir, 'client.token') };
     const put = (path: string, token: string) => {
       writeFileSync(`${path}.tmp`, token + '\n');
@@ -228,7 +251,7 @@ describe('--token-file on the command line', () => {
     try {
       // chat refuses an agent that is not connected (a clear error, by design): start it once the agent is.
       // 45 s: a node process starting on a busy 2-core machine.
-      await waitFor(async () => (await gatewayAgents()).includes('cli-agent'), 45_000, 'the agent to register');
+      await waitFor(async () => (await gatewayAgents()).includes('cli-agent'), 45_000, () => `the agent to register\nagent stderr: ${agent.stderr().slice(-2000)}`);
       const proc = spawn(process.execPath, [TETHER_BIN, 'chat', '--json', '--gateway', server.url, '--token-file', files.client, '--agent', 'cli-agent'], { stdio: ['pipe', 'pipe', 'pipe'] });
       chat = proc;
       proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -258,6 +281,30 @@ describe('--token-file on the command line', () => {
       chat?.kill('SIGKILL');
       await agent.stop();
     }
+  });
+});
+
+describe('a link with a token source', () => {
+  it('cut for an expired token (a renewal missed) dials again with a fresh token instead of ending', async () => {
+    const first = await mint('client', 'alice', 3);
+    const firstExpMs = decodeJwt(first).exp! * 1000;
+    // Nothing newer until the first token has expired: its renewal cannot happen.
+    const source = () => (Date.now() < firstExpMs ? first : mint('client', 'alice', 3600));
+    const statuses: LinkStatus[] = [];
+    const client = await GatewayClient.connect({ gateway: server.url, tokenSource: source, onStatus: (s) => statuses.push(s) });
+    open.push({ ended: new Promise(() => {}), downs: 0, alive: async () => true, close: () => client.close() });
+    const states = () => statuses.map((s) => s.state).join(' ');
+    await waitFor(
+      () => {
+        if (statuses.some((s) => s.state === 'closed')) throw new Error(`the link ended (states: ${states()})`);
+        return statuses.at(-1)?.state === 'connected' && statuses.some((s) => s.state === 'down');
+      },
+      10_000,
+      () => `a drop and a reconnect (states: ${states()})`,
+    );
+    const down = statuses.find((s) => s.state === 'down');
+    expect(down?.state === 'down' && down.error.message).toContain('token expired');
+    expect(await client.listAgents()).toEqual([]);
   });
 });
 

@@ -153,7 +153,10 @@ export class Link {
           this.closing = true;
           return;
         }
-        error = new TetherError(info.code === 'OK' ? 'UNAVAILABLE' : info.code, `link lost: ${info.reason}`);
+        // Cut for an expired token (a renewal missed: a suspended machine, a loaded one): with a
+        // token source the next dial reads a fresh token, so that is a drop, not the end.
+        const expired = info.code === 'UNAUTHENTICATED' && this.opts.tokenSource !== undefined;
+        error = new TetherError(info.code === 'OK' || expired ? 'UNAVAILABLE' : info.code, `link lost: ${info.reason}`);
       } catch (err) {
         error = asTetherError(err, 'UNAVAILABLE');
       }

@@ -61,6 +61,8 @@ const named = (what: string, step: () => Promise<unknown>) => () => withTimeout(
 
 /** The `cluster:` line a gateway prints: `cluster: URL (gateway ID)`. */
 const CLUSTER_LINE = /^cluster: \S+ \(gateway (\S+)\)$/;
+/** A gateway process (node) starting while the rest of the suite runs beside it on a busy 2-core machine (15 s was missed with two cluster files at once under load). */
+const GATEWAY_START_MS = 45_000;
 
 /**
  * `scenario`: what the scripted model answers the real CLI. `engineCommand`: a stand-in engine
@@ -102,7 +104,7 @@ export async function startClusterStack(opts: {
         env: { TETHER_STATE_DIR: stateDir, ...(nats.pass ? { TETHER_CLUSTER_PASSWORD: nats.pass } : {}) },
       });
       cleanups.push(named(`gateway ${n}`, () => daemon.stop('SIGKILL')));
-      const url = (await daemon.line('gateway: ')).slice('gateway: '.length);
+      const url = (await daemon.line('gateway: ', GATEWAY_START_MS)).slice('gateway: '.length);
       const grpcUrl = (await daemon.line('grpc: ')).slice('grpc: '.length);
       const id = CLUSTER_LINE.exec(await daemon.line('cluster: '))?.[1];
       if (!id) throw new Error(`gateway ${n} printed no cluster line: ${daemon.stdout()}`);

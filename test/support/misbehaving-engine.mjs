@@ -180,6 +180,13 @@ const MODES = {
   },
 };
 
+// The agent's `--version` probe at start is answered as the CLI answers it: the modes that
+// ignore stdin EOF would otherwise hold every agent start for the probe's 10-s bound.
+if (argv.at(-1) === '--version') {
+  out('0.0.0 (misbehaving stand-in)\n');
+  process.exit(0);
+}
+
 const run = MODES[mode];
 if (!run) {
   err(`unknown mode ${mode}\n`);
