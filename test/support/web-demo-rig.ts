@@ -1,0 +1,50 @@
+import type { Browser } from 'playwright-core';
+import { launchChromium, person, signInLinkFor } from './browser.js';
+import { makeTempDir } from './claude-cli.js';
+import { startTether, type Daemon } from './cli.js';
+
+/** `tether up` with the demo engine, and a Chromium to drive its page. */
+export interface WebDemoRig {
+  up: Daemon;
+  browser: Browser;
+  /** The page's origin. */
+  pageUrl: string;
+  /** A single-use sign-in link for `sub` (with `scopes`, e.g. `['view']`). */
+  linkFor(sub: string, scopes?: string[]): Promise<string>;
+  /** A person signed in as `sub`, on the dashboard. */
+  signedIn(sub: string, opts?: { width?: number; dark?: boolean; scopes?: string[] }): Promise<Awaited<ReturnType<typeof person>>>;
+  /** Stops everything it started and removes its folders; safe to call twice. */
+  close(): Promise<void>;
+}
+
+/** Starts the rig (bounded: `tether up` must print its sign-in line within 30 s). */
+export async function startWebDemoRig(name: string): Promise<WebDemoRig> {
+  const cwd = makeTempDir(`tether-${name}-cwd-`);
+  const state = makeTempDir(`tether-${name}-state-`);
+  const started: { up?: Daemon; browser?: Browser } = {};
+  let closing: Promise<void> | undefined;
+  // Once: a second call waits for the first.
+  const close = () =>
+    (closing ??= (async () => {
+      await started.browser?.close();
+      await started.up?.stop('SIGTERM');
+      cwd.cleanup();
+      state.cleanup();
+    })());
+  try {
+    const up = (started.up = startTether(['up', '--port', '0', '--engine', 'demo', '--cwd', cwd.path, '--state-dir', state.path]));
+    const pageUrl = new URL((await up.line('sign-in: ', 30_000)).split(' ')[1]).origin;
+    const browser = (started.browser = await launchChromium());
+    const linkFor = (sub: string, scopes?: string[]) => signInLinkFor(pageUrl, state.path, sub, scopes);
+    const signedIn: WebDemoRig['signedIn'] = async (sub, opts = {}) => {
+      const p = await person(browser, opts);
+      await p.page.goto(await linkFor(sub, opts.scopes));
+      await p.page.getByTestId('principal').waitFor();
+      return p;
+    };
+    return { up, browser, pageUrl, linkFor, signedIn, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
