@@ -1,5 +1,5 @@
 /** One session: who is here, the controls, the transcript with its prompts, the composer. */
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { announce } from './announcer';
 import { askNotifications, attention } from './attention';
 import { Composer } from './composer';
@@ -61,10 +61,14 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
     window.addEventListener('scroll', onScroll, { passive: true });
     return () => window.removeEventListener('scroll', onScroll);
   }, [session]);
+  // Following, the page moves to the bottom before it paints: a streamed delta costs one frame, not
+  // a frame with the new words below the view and then a second one scrolled.
+  useLayoutEffect(() => {
+    if (following.current) toBottom();
+  }, [view.version]);
   // What happened since the page opened is said aloud once (what was there before is on the page).
   const said = useRef(t.announcement.count);
   useEffect(() => {
-    if (following.current) toBottom();
     attention(session.id, pending);
     if (t.announcement.count > said.current) announce(t.announcement.text);
     said.current = t.announcement.count;
