@@ -25,6 +25,8 @@ describe('web page: a 2,000-turn session', () => {
   let alice: Awaited<ReturnType<typeof person>>;
   let sessionId: string;
   const highlighterLoads: string[] = [];
+  /** The control requests alice's page sent, by subtype (the stand-in engine answers none of them). */
+  const asked: string[] = [];
   const linkFor = (sub: string) => signInLinkFor(pageUrl, state.path, sub);
 
   beforeAll(async () => {
@@ -35,6 +37,10 @@ describe('web page: a 2,000-turn session', () => {
     browser = await launchChromium();
     alice = await person(browser);
     alice.page.on('request', (r) => r.url().endsWith('/highlighter.js') && highlighterLoads.push(r.url()));
+    alice.page.on('websocket', (ws) => ws.on('framesent', (f) => {
+      const subtype = /"type":"control_request".*?"subtype":"(\w+)"/.exec(String(f.payload))?.[1];
+      if (subtype) asked.push(subtype);
+    }));
     await signIn(alice.page, await linkFor('alice'));
     sessionId = await startSession(alice.page);
     await sendPrompt(alice.page, `turns ${TURNS}`);
@@ -56,6 +62,12 @@ describe('web page: a 2,000-turn session', () => {
     await alice.page.getByTestId('assistant-text').filter({ hasText: 'Answer 0:' }).waitFor();
     expect(await alice.page.getByTestId('assistant-text').count()).toBeLessThan(150);
     expect(alice.errors).toEqual([]);
+  });
+
+  it('asks the engine for its context use one question at a time: 2,000 turns ending in a burst do not send 2,000 questions', () => {
+    // Each unanswered question waits its timeout (30 s) before the next; the old page sent one per finished turn.
+    expect(asked.filter((s) => s === 'get_context_usage').length).toBeGreaterThanOrEqual(1);
+    expect(asked.filter((s) => s === 'get_context_usage').length).toBeLessThanOrEqual(3);
   });
 
   it('parses a finished answer once: scrolled away and back, nothing is parsed again', async () => {

@@ -1,17 +1,24 @@
 import type { Browser } from 'playwright-core';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HEARTBEAT_DEFAULTS } from '../core/link/heartbeat.js';
 import { SCREENSHOT_DIR, openFromDashboard, person, sendPrompt, signIn, startSession } from './support/browser.js';
-import { webDemoRig } from './support/web-demo-rig.js';
+import { startWebDemoRig, type WebDemoRig } from './support/web-demo-rig.js';
 
 const COUNTED = `Counting slowly:${Array.from({ length: 39 }, (_, i) => ` ${i + 1}`).join(',')}.`;
 
 /** The web page's behaviour in the issue-28 cases (sessions, their wording, the link), against `tether up` with the demo engine, in headless Chromium (layout and accessibility: web-page-demo-layout.test.ts). */
 describe('web page (demo engine): issue 28', () => {
-  const rig = webDemoRig();
-  const { linkFor, signedIn } = rig;
-  let browser: Browser, pageUrl: string; // the rig's, once it has started
-  beforeAll(() => void ({ browser, pageUrl } = rig));
+  let rig: WebDemoRig;
+  let browser: Browser;
+  let pageUrl: string;
+  const linkFor = (sub: string, scopes?: string[]) => rig.linkFor(sub, scopes);
+  const signedIn = (sub: string, opts: { width?: number; scopes?: string[] } = {}) => rig.signedIn(sub, opts);
+
+  beforeAll(async () => {
+    rig = await startWebDemoRig('web28');
+    ({ browser, pageUrl } = rig);
+  }, 60_000);
+  afterAll(() => rig?.close());
 
   it('a prompt sent while an answer streams: the answer finishes where it started, once; the prompt waits below as queued, then gets its own answer', async () => {
     const alice = await signedIn('alice');
@@ -197,36 +204,48 @@ describe('web page (demo engine): issue 28', () => {
     await alice.context.close();
   });
 
-  it('a link that stops carrying bytes without closing is noticed within the heartbeat bound, shown, and resumed', async () => {
-    const alice = await person(browser);
-    // The page's clock runs as usual but can jump: the test skips the heartbeat bound instead of waiting it out.
-    await alice.page.clock.install();
-    // Every WebSocket of the page goes through this relay; stalled, it holds every message both ways and closes nothing.
-    let stalled = false;
-    await alice.page.routeWebSocket(/\/v1\/connect/, (ws) => {
-      if (stalled) return; // a new socket "opens" and then hears nothing, like the old one
-      const server = ws.connectToServer();
-      ws.onMessage((m) => void (stalled || server.send(m)));
-      server.onMessage((m) => void (stalled || ws.send(m)));
-    });
-    await signIn(alice.page, await linkFor('alice'));
-    await startSession(alice.page);
-    await sendPrompt(alice.page, 'before the stall');
-    await alice.page.getByText('You said: before the stall').waitFor();
-    stalled = true;
-    const silent = alice.page.getByTestId('link-banner').filter({ hasText: 'went silent' });
-    // Silent for the ping interval: the page pings, and nothing is declared lost yet.
-    await alice.page.clock.fastForward(HEARTBEAT_DEFAULTS.intervalMs);
-    await expect(silent.count()).resolves.toBe(0);
-    // The ping's timeout passes unanswered too (the whole heartbeat bound): now it is.
-    await alice.page.clock.fastForward(HEARTBEAT_DEFAULTS.timeoutMs);
-    await silent.waitFor({ timeout: 5_000 });
-    await alice.page.screenshot({ path: `${SCREENSHOT_DIR}link-stalled-1280-light.png` });
-    stalled = false;
-    await alice.page.getByTestId('link-banner').waitFor({ state: 'detached', timeout: 30_000 });
-    await sendPrompt(alice.page, 'after the stall');
-    await alice.page.getByText('You said: after the stall').waitFor();
-    expect(alice.errors).toEqual([]);
-    await alice.context.close();
+  it('a link that stops carrying bytes without closing is noticed within the heartbeat bound, shown in sight (390 and 1280 px, light and dark), and resumed', async () => {
+    // The four views at once.
+    const stallAndResume = async (width: number, dark: boolean) => {
+      const alice = await person(browser, { width, dark });
+      // The page's clock runs as usual but can jump: the test skips the heartbeat bound instead of waiting it out.
+      await alice.page.clock.install();
+      // Every WebSocket of the page goes through this relay; stalled, it holds every message both ways and closes nothing.
+      let stalled = false;
+      await alice.page.routeWebSocket(/\/v1\/connect/, (ws) => {
+        if (stalled) return; // a new socket "opens" and then hears nothing, like the old one
+        const server = ws.connectToServer();
+        ws.onMessage((m) => void (stalled || server.send(m)));
+        server.onMessage((m) => void (stalled || ws.send(m)));
+      });
+      await signIn(alice.page, await linkFor('alice'));
+      await startSession(alice.page);
+      await sendPrompt(alice.page, 'before the stall');
+      await alice.page.getByText('You said: before the stall').waitFor();
+      stalled = true;
+      const silent = alice.page.getByTestId('link-banner').filter({ hasText: 'went silent' });
+      // Silent for the ping interval: the page pings, and nothing is declared lost yet.
+      await alice.page.clock.fastForward(HEARTBEAT_DEFAULTS.intervalMs);
+      await expect(silent.count()).resolves.toBe(0);
+      // The ping's timeout passes unanswered too (the whole heartbeat bound): now it is.
+      await alice.page.clock.fastForward(HEARTBEAT_DEFAULTS.timeoutMs);
+      await silent.waitFor({ timeout: 5_000 });
+      // What the screenshot shows: the banner (the reason, or the retry after it) in the viewport, the page no wider than it.
+      const banner = alice.page.getByTestId('link-banner');
+      await expect(banner.textContent()).resolves.toMatch(/went silent|Reconnecting and resuming|Still no connection/);
+      const viewport = alice.page.viewportSize()!;
+      const box = (await banner.boundingBox())!;
+      expect([box.x >= 0, box.y >= 0, box.x + box.width <= viewport.width, box.y + box.height <= viewport.height]).toEqual([true, true, true, true]);
+      await expect(banner.evaluate((b) => b.scrollWidth <= b.clientWidth)).resolves.toBe(true); // its words wrap, none cut off
+      await expect(alice.page.evaluate(() => document.documentElement.scrollWidth)).resolves.toBeLessThanOrEqual(viewport.width);
+      await alice.page.screenshot({ path: `${SCREENSHOT_DIR}link-stalled-${width}-${dark ? 'dark' : 'light'}.png` });
+      stalled = false;
+      await alice.page.getByTestId('link-banner').waitFor({ state: 'detached', timeout: 30_000 });
+      await sendPrompt(alice.page, 'after the stall');
+      await alice.page.getByText('You said: after the stall').waitFor();
+      expect(alice.errors).toEqual([]);
+      await alice.context.close();
+    };
+    await Promise.all([1280, 390].flatMap((width) => [false, true].map((dark) => stallAndResume(width, dark))));
   }, 90_000);
 });

@@ -72,8 +72,10 @@ describe.skipIf(!hasTool('chromium'))('web page: allow for this session grants t
     for (const p of [alice.page, bob.page]) await p.getByTestId('standing-rules').filter({ hasText: `${rule} (by alice)` }).waitFor();
     await screenshots(browser, 'standing-rules', () => linkFor('carol'), async (page) => {
       await openFromDashboard(page, id, 'Watch');
-      await page.getByTestId('standing-rules').waitFor();
+      await page.getByTestId('standing-rules').filter({ hasText: `${rule} (by alice)` }).waitFor();
       await page.evaluate(() => window.scrollTo(0, 0));
+      const box = (await page.getByTestId('standing-rules').boundingBox())!;
+      expect(box.y + box.height).toBeLessThanOrEqual(page.viewportSize()!.height); // the list, in sight
     });
 
     // A call the engine proposed no allow rule for offers no "for this session" button.

@@ -111,7 +111,7 @@ export async function exportedSeqs(page: Page): Promise<number[]> {
   return (await exportedItems(page)).map((i) => i.seq).filter((s) => s !== 0);
 }
 
-/** Screenshots one view at 1280 and 390 px, light and dark: `NAME-1280-light.png` and so on. */
+/** Screenshots one view at 1280 and 390 px, light and dark: `NAME-1280-light.png` and so on; each after `prepare` waited for what it shows, and the page no wider than the viewport. */
 export async function screenshots(browser: Browser, name: string, signInLink: () => Promise<string>, prepare: (page: Page) => Promise<void>): Promise<string[]> {
   mkdirSync(SCREENSHOT_DIR, { recursive: true });
   const written: string[] = [];
@@ -120,6 +120,8 @@ export async function screenshots(browser: Browser, name: string, signInLink: ()
       const p = await person(browser, { width, dark });
       await signIn(p.page, await signInLink());
       await prepare(p.page);
+      // Whatever it shows, the page is no wider than the viewport (wide content scrolls in its own box).
+      expect([name, width, await p.page.evaluate(() => document.documentElement.scrollWidth <= innerWidth)]).toEqual([name, width, true]);
       const file = join(SCREENSHOT_DIR, `${name}-${width}-${dark ? 'dark' : 'light'}.png`);
       await p.page.screenshot({ path: file }); // the viewport, as a person sees it (sticky header and composer in place)
       written.push(file);

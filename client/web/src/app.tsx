@@ -1,5 +1,6 @@
 /** The page: sign-in, then the dashboard or one session, with the link banner above. */
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { LiveRegion, announce } from './announcer';
 import { Connection } from './connection';
 import { Dashboard } from './dashboard';
 import { SessionPage } from './session-page';
@@ -24,11 +25,29 @@ function sessionInHash(): string | undefined {
   return /^#session=([\w.-]+)$/.exec(location.hash)?.[1];
 }
 
+/** The page with its live region, which stays through every view (sign-in, dashboard, session). */
 export function App() {
+  return (
+    <>
+      <Views />
+      <LiveRegion />
+    </>
+  );
+}
+
+function Views() {
   const link = useStore(conn.state);
   const [booting, setBooting] = useState(true);
   const [error, setError] = useState<string>();
   const [session, setSession] = useState<OpenSession>();
+
+  // The link's changes are said aloud: lost (with why) and back; the retries between are not.
+  const wasDown = useRef(false);
+  useEffect(() => {
+    if (link.status === 'down' && !wasDown.current) announce(link.message ?? 'The connection to the gateway was lost.');
+    else if (link.status === 'connected' && wasDown.current) announce('Connected to the gateway again.');
+    if (link.status === 'down' || link.status === 'connected') wasDown.current = link.status === 'down';
+  }, [link.status]);
 
   useEffect(() => {
     void (async () => {
@@ -88,7 +107,7 @@ export function App() {
           {link.auth && <button onClick={() => { void session?.close(); setSession(undefined); conn.signOut(); }}>Sign out</button>}
         </header>
         {link.status !== 'connected' && (
-          <div class="banner" role="status" data-testid="link-banner">{link.message ?? 'Connecting…'}</div>
+          <div class="banner" data-testid="link-banner">{link.message ?? 'Connecting…'}</div>
         )}
         {error && <div class="banner error" role="alert">{error}</div>}
       </div>

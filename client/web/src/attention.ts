@@ -7,7 +7,7 @@ let notified = new Set<string>();
 
 export function attention(sessionId: string, pending: { requestId: string; toolName: string }[]): void {
   if (!document.hidden || pending.length === 0) {
-    document.title = BASE_TITLE;
+    if (document.title !== BASE_TITLE) document.title = BASE_TITLE; // called on every frame: write only a change
     if (!pending.length) notified = new Set();
     return;
   }

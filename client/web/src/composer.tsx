@@ -1,9 +1,11 @@
 /**
  * The prompt box: Enter sends, Shift+Enter breaks the line; images pasted or dropped become
  * image content blocks. It stays usable while a permission prompt is pending (the engine
- * queues the message).
+ * queues the message). The text lives in the textarea itself (uncontrolled): a keystroke
+ * renders nothing, and the page's re-renders (a streamed delta each) skip the composer.
  */
-import { useState } from 'preact/hooks';
+import { memo } from 'preact/compat';
+import { useRef, useState } from 'preact/hooks';
 import type { ImageAttachment, OpenSession } from './session';
 
 /** Largest image accepted (the Messages API's own limit is 5 MB per image). */
@@ -21,8 +23,8 @@ function readImage(file: File): Promise<ImageAttachment> {
   });
 }
 
-export function Composer({ session }: { session: OpenSession }) {
-  const [text, setText] = useState('');
+export const Composer = memo(function Composer({ session }: { session: OpenSession }) {
+  const box = useRef<HTMLTextAreaElement>(null);
   const [images, setImages] = useState<ImageAttachment[]>([]);
   const [error, setError] = useState<string>();
   const [sending, setSending] = useState(false);
@@ -36,12 +38,14 @@ export function Composer({ session }: { session: OpenSession }) {
     }
   };
   const send = async () => {
+    const text = box.current?.value ?? '';
     if (!text.trim() && !images.length) return;
     setSending(true);
     setError(undefined);
     try {
       await session.sendPrompt(text.trim(), images);
-      setText('');
+      // What was typed meanwhile stays; what was sent goes.
+      if (box.current) box.current.value = box.current.value.startsWith(text) ? box.current.value.slice(text.length) : box.current.value;
       setImages([]);
     } catch (err) {
       setError((err as Error).message);
@@ -72,9 +76,8 @@ export function Composer({ session }: { session: OpenSession }) {
           id="prompt"
           name="prompt"
           rows={2}
-          value={text}
+          ref={box}
           placeholder="Message the agent (Enter sends, Shift+Enter for a new line; paste or drop images)"
-          onInput={(e) => setText((e.target as HTMLTextAreaElement).value)}
           onKeyDown={(e) => {
             if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
               e.preventDefault();
@@ -94,4 +97,4 @@ export function Composer({ session }: { session: OpenSession }) {
       {error && <div class="error" role="alert">{error}</div>}
     </form>
   );
-}
+});

@@ -1,5 +1,6 @@
 /** One session: who is here, the controls, the transcript with its prompts, the composer. */
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
+import { announce } from './announcer';
 import { askNotifications, attention } from './attention';
 import { Composer } from './composer';
 import { PERMISSION_MODES } from './dashboard';
@@ -60,10 +61,25 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
     window.addEventListener('scroll', onScroll, { passive: true });
     return () => window.removeEventListener('scroll', onScroll);
   }, [session]);
-  useEffect(() => {
+  // Following, the page moves to the bottom before it paints: a streamed delta costs one frame, not
+  // a frame with the new words below the view and then a second one scrolled.
+  useLayoutEffect(() => {
     if (following.current) toBottom();
-    attention(session.id, pending);
   }, [view.version]);
+  // What happened since the page opened is said aloud once (what was there before is on the page).
+  const said = useRef(t.announcement.count);
+  useEffect(() => {
+    attention(session.id, pending);
+    if (t.announcement.count > said.current) announce(t.announcement.text);
+    said.current = t.announcement.count;
+  }, [view.version]);
+  // Opened, the focus goes to the session's heading (the button that opened it is gone), unless
+  // a permission card took it; no scroll, the page keeps to the bottom.
+  const main = useRef<HTMLElement>(null);
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => {
+    if (!main.current?.contains(document.activeElement)) heading.current?.focus({ preventScroll: true });
+  }, [session]);
   const jump = () => {
     following.current = true;
     setFollow(true);
@@ -81,11 +97,13 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
   const present = [...view.present.entries()].map(([clientId, p]) => ({ clientId, ...p }));
   const answerers = [...new Set(present.filter((p) => p.role !== 'viewer').map((p) => p.principal))];
   return (
-    <main class="session" data-role={view.role}>
+    <main class="session" data-role={view.role} ref={main}>
       <section class="session-head" aria-label="Session">
         <div>
           <button onClick={onLeave} title="Back to the dashboard"><span aria-hidden="true">← </span>Sessions</button>{' '}
-          <strong>{session.info.agent}</strong> <span class="mono small">{session.info.options.cwd ?? ''}</span>{' '}
+          <h1 class="session-title" ref={heading} tabIndex={-1} data-testid="session-heading">
+            <span class="sr-only">Session on </span>{session.info.agent}{session.info.options.cwd && <> <span class="mono small">{session.info.options.cwd}</span></>}
+          </h1>{' '}
           <span class={`state state-${view.state}`} data-testid="session-state">{stateLabel(view.state)}</span>{' '}
           <span class="role" data-testid="role">{view.role}</span>
           {session.meter.cost !== undefined && <> <span class="small" data-testid="session-cost" title="What this session's engine has spent so far">{costLabel(session.meter.cost)}</span></>}
@@ -157,7 +175,7 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
         </div>
         {error && <div class="error" role="alert">{error}</div>}
       </section>
-      <section class="transcript" aria-label="Transcript" aria-live="polite" data-testid="transcript">
+      <section class="transcript" aria-label="Transcript" data-testid="transcript">
         <WindowList
           items={t.entries}
           keyOf={(e) => e.id}

@@ -67,6 +67,9 @@ export class OpenSession {
   lastSeq = 0;
   /** A turn ended since the context use was last asked for. */
   private contextStale = false;
+  /** A context-use question is out: one at a time (a burst of 2,000 finished turns asks once, not 2,000 times). */
+  private contextAsking = false;
+  private closed = false;
   private readonly asks = new Map<string, { resolve: (r: unknown) => void; reject: (e: Error) => void }>();
   private clientId = '';
   private nextRequest = 1;
@@ -177,11 +180,16 @@ export class OpenSession {
 
   /** After a turn ended (not on a timer): asks the engine how full its context is, for the meter. */
   private afterFrames(): void {
-    if (!this.contextStale || !this.canControl || this.view.get().state === 'ended') return;
+    if (!this.contextStale || this.contextAsking || this.closed || !this.canControl || this.view.get().state === 'ended') return;
     this.contextStale = false;
+    this.contextAsking = true;
     this.ask('get_context_usage')
       .then((r) => this.meter.onContextUsage(r) && this.headChanged())
-      .catch(() => {}); // no meter then: the engine did not say
+      .catch(() => {}) // no meter then: the engine did not say
+      .finally(() => {
+        this.contextAsking = false;
+        this.afterFrames(); // turns that ended meanwhile: asked once more
+      });
   }
 
   /** Asks the engine for its models (the gateway leaves only those the policy allows). */
@@ -286,6 +294,7 @@ export class OpenSession {
 
   /** Leaves the session (it keeps running). */
   async close(): Promise<void> {
+    this.closed = true;
     for (const off of this.offs.splice(0)) off();
     for (const a of this.asks.values()) a.reject(new Error('the session was closed'));
     this.asks.clear();

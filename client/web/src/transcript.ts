@@ -62,6 +62,12 @@ export class Transcript {
   readonly prompts = new Map<string, PermissionPrompt>();
   private lastPresenceId = 0;
   private lastPresenceOf = '';
+  /** The latest thing worth saying aloud (a turn's end, a permission request, the session's end); `count` grows with each. */
+  announcement = { count: 0, text: '' };
+
+  private say(text: string): void {
+    this.announcement = { count: this.announcement.count + 1, text };
+  }
 
   private add<K extends Entry['kind']>(e: Omit<Extract<Entry, { kind: K }>, 'id'> & { kind: K }): Extract<Entry, { kind: K }> {
     const entry = { ...e, id: this.nextId++ } as Extract<Entry, { kind: K }>;
@@ -101,6 +107,7 @@ export class Transcript {
         this.endTurn(m);
         const note = m.is_error === true ? turnEndNote(m, this.interruptedBy) : undefined;
         if (note) this.note(note.text, note.tone);
+        this.say(note?.text ?? 'Answer finished.');
         this.interruptedBy = undefined;
         const cost = typeof m.total_cost_usd === 'number' ? m.total_cost_usd : undefined;
         this.note(turnSummary(m, cost === undefined ? undefined : cost - this.costSoFar), 'meta');
@@ -163,6 +170,7 @@ export class Transcript {
       case 'exited': {
         const note = exitNote(typeof e.code === 'number' ? e.code : null, typeof e.signal === 'string' ? e.signal : null, typeof e.reason === 'string' ? e.reason : undefined);
         this.note(note.text, note.tone);
+        this.say(note.text);
         return;
       }
       case 'interrupt':
@@ -264,6 +272,7 @@ export class Transcript {
     const tool = this.tools.get(String(req.tool_use_id));
     if (tool) tool.awaitingPermission = true;
     this.add({ kind: 'permission', prompt });
+    this.say(prompt.toolName === 'AskUserQuestion' ? 'The model asks a question.' : `Permission needed: ${prompt.toolName}.`);
   }
 
   private withdraw(requestId: string): void {

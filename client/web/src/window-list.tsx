@@ -25,7 +25,10 @@ export function WindowList<T>({ items, keyOf, render, onResize }: { items: reado
       cancelAnimationFrame(frame);
       frame = requestAnimationFrame(() => {
         const top = -(box.current?.getBoundingClientRect().top ?? 0);
-        setView((v) => (Math.abs(v.top + OVERSCAN_PX - top) < 1 && v.bottom - v.top === innerHeight + 2 * OVERSCAN_PX ? v : { top: top - OVERSCAN_PX, bottom: top + innerHeight + OVERSCAN_PX }));
+        // The rendered rows stay while the view keeps half the overscan on each side: a page that
+        // follows a streaming answer down a few pixels a delta does not re-render its list each time.
+        const inside = (v: typeof view) => top >= v.top + OVERSCAN_PX / 2 && top + innerHeight <= v.bottom - OVERSCAN_PX / 2 && v.bottom - v.top === innerHeight + 2 * OVERSCAN_PX;
+        setView((v) => (inside(v) ? v : { top: top - OVERSCAN_PX, bottom: top + innerHeight + OVERSCAN_PX }));
       });
     };
     onScroll();
