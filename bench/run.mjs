@@ -25,7 +25,6 @@ import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { connect } from 'node:net';
 import { ALL_CPUS, BENCH_DIR, hasTaskset, liveCount, setAffinity, startChild, stopAll } from './lib/proc.mjs';
-import { spread } from './lib/stats.mjs';
 import { analyzeProfile } from './lib/profile.mjs';
 import { report } from './lib/report.mjs';
 import { natsServerBinary, startNats } from './lib/nats.mjs';

@@ -3,7 +3,7 @@
  * `claude` in stream-json mode (argv → session options in session-options-from-argv.ts, input
  * lines through ndjson-input.ts, engine output back through engine-output-copy.ts).
  */
-import { asTetherError, TetherError } from '../core/errors.js';
+import { asTetherError, } from '../core/errors.js';
 import type { RemoteEngineIo, RemoteExit } from './remote-engine-io.js';
 import type { DialOptions, Dialers } from '../core/link/dial.js';
 import { silentLogger, type Logger } from '../core/logging.js';

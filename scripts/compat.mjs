@@ -363,7 +363,7 @@ function updateDoc(row) {
     if (cells && /^\d/.test(cells[0])) rows.set(cells[0], cells);
   }
   const previous = rows.get(row[0]);
-  if (previous && previous[HEADER.length - 1]) row[HEADER.length - 1] = previous[HEADER.length - 1];
+  if (previous?.[HEADER.length - 1]) row[HEADER.length - 1] = previous[HEADER.length - 1];
   rows.set(row[0], row);
   const sorted = [...rows.values()].sort((a, b) => compareVersions(b[0], a[0]));
   const table = [

@@ -17,7 +17,6 @@ import { ensureStateKey } from '../core/auth/state-dir.js';
 import { TicketBook } from '../core/auth/tickets.js';
 import { TOKEN_TYP } from '../core/auth/token-kinds.js';
 import { TokenVerifier } from '../core/auth/verify.js';
-import { TetherError } from '../core/errors.js';
 import { rejectionOf } from './support/items.js';
 
 /**

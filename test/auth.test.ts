@@ -9,7 +9,6 @@ import { GatewayClient } from '../client/gateway-client.js';
 import { loadGatewayService } from '../core/channel/proto.js';
 import { generateTokenKey } from '../core/auth/keygen.js';
 import { TOKEN_TYP } from '../core/auth/token-kinds.js';
-import { TetherError } from '../core/errors.js';
 import { dial } from '../core/link/dial.js';
 import { createLogger } from '../core/logging.js';
 import { PROTOCOL_VERSION } from '../core/protocol/version.js';

@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import type { Channel } from '../core/channel/channel.js';
 import type { BinaryFrame } from '../core/wire/frame.js';
 import { memoryChannelPair } from '../core/channel/memory.js';
-import { TetherError } from '../core/errors.js';
+import type { TetherError } from '../core/errors.js';
 import { RpcPeer } from '../core/rpc/peer.js';
 import { BinaryHeaders, BinaryNotifications, type BinaryNotificationParams } from '../core/protocol/methods.js';
 import { attachWsListener, WS_PATH } from '../gateway/listen/listen-ws.js';

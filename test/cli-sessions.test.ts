@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { demoSessionAt, startRig, type EngineRig } from './support/engines.js';
-import { isCanUseTool, isResult, until } from './support/items.js';
+import { demoSessionAt, startRig, } from './support/engines.js';
+import { isCanUseTool, isResult, } from './support/items.js';
 import { runTether, TETHER_BIN } from './support/cli.js';
 import { waitFor, withTimeout } from './support/wait.js';
 import { cleanupsPerTest } from './support/cleanups.js';
@@ -34,7 +34,7 @@ describe('pipe mode', () => {
   });
 
   it('attach --json --read-only --from-seq: history from that seq, then live; input refused for a viewer', async () => {
-    const { rig, client, session: s, it } = await demoSessionAt(cleanups, 'first turn', isResult);
+    const { rig, session: s } = await demoSessionAt(cleanups, 'first turn', isResult);
     const child = spawn(process.execPath, [TETHER_BIN, 'attach', s.id, '--json', '--read-only', '--from-seq', '3'], {
       env: { ...process.env, TETHER_GATEWAY: rig.stack.url, TETHER_TOKEN: rig.stack.token },
       stdio: ['pipe', 'pipe', 'pipe'],
@@ -58,7 +58,7 @@ describe('pipe mode', () => {
   });
 
   it('sessions --json lists id, agent, owner, state, clients and pending prompts', async () => {
-    const { rig, client, session: s, it } = await demoSessionAt(cleanups, 'create a file', isCanUseTool);
+    const { rig, session: s } = await demoSessionAt(cleanups, 'create a file', isCanUseTool);
     const r = await runTether(['sessions', '--json'], { env: { TETHER_GATEWAY: rig.stack.url, TETHER_TOKEN: rig.stack.token } });
     const [row] = JSON.parse(r.stdout) as Record<string, any>[];
     expect(row).toMatchObject({ id: s.id, agent: 'test-agent', state: 'requires_action', pending_prompts: 1 });

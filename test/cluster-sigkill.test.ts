@@ -23,14 +23,14 @@ describe.skipIf(!hasTool('nats-server'))('a cluster of three gateways: the gatew
     dumpLogsOnFailure(stack);
     const { bob, s1, iters: [i1, i2], seen } = await longTurnUnderWay(stack, 1, 2);
     const arrivals: number[][] = [[], []];
-    const watch = (n: number) => (i: SessionItem) => (arrivals[n].push(Date.now()), false);
+    const watch = (n: number) => (_item: SessionItem) => (arrivals[n].push(Date.now()), false);
     const enginePids = processesIn(stack.cwd, 'claude');
     expect(enginePids).toHaveLength(1);
 
     const killedAt = Date.now();
     expect((await stack.gateways[0].daemon.stop('SIGKILL')).signal).toBe('SIGKILL');
     await Promise.all([i1, i2].map((it, n) => until(it, (i) => (watch(n)(i), isResult(i)), seen[n], 60_000, 'the turn to finish after the kill')));
-    const resumedMs = seen.map((list, n) => arrivals[n][0] - killedAt);
+    const resumedMs = seen.map((_list, n) => arrivals[n][0] - killedAt);
 
     expectWholeTurn(seen);
     expect(processesIn(stack.cwd, 'claude')).toEqual(enginePids); // the same engine all along

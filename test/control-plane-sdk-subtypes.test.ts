@@ -14,7 +14,7 @@ import { rejectionOf } from './support/items.js';
  */
 
 type Reply = { response: { subtype: string; response?: Record<string, any> } };
-const statusCwd = (r: Reply) => (r.response.response?.sections as Array<{ rows: Array<{ label: string; value: string }> }>).flatMap((s) => s.rows).find((row) => row.label === 'cwd')?.value;
+const statusCwd = (r: Reply) => ((r.response.response?.sections ?? []) as Array<{ rows: Array<{ label: string; value: string }> }>).flatMap((s) => s.rows).find((row) => row.label === 'cwd')?.value;
 
 describe('subtypes the Agent SDK knows, by default', () => {
   let rig: EngineRig;

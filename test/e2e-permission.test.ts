@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { startRig, WRITE_FILE, type EngineRig } from './support/engines.js';
+import { startRig, WRITE_FILE, } from './support/engines.js';
 import { TRANSPORT_PAIRS } from './support/stack.js';
 import { readTurn, toolResults } from './support/turns.js';
 import { cleanupsPerTest } from './support/cleanups.js';

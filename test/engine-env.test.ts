@@ -3,7 +3,7 @@ import { chmodSync, copyFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { engineEnvironment, resolveEngineUser } from '../agent/engine-env.js';
-import { GatewayClient } from '../client/gateway-client.js';
+import type { GatewayClient } from '../client/gateway-client.js';
 import { thrownBy } from './support/thrown.js';
 import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './support/claude-cli.js';
 import { startTether, type Daemon } from './support/cli.js';

@@ -226,12 +226,12 @@ describe('session options are data, never flags', () => {
         // Read back as the CLI reads it: every option value is the value of its own flag.
         const read = [...readEngineArgv(rest)];
         expect(read.some(isUnknownToken)).toBe(false);
-        const valueOf = (name: string) => (read as ParsedFlag[]).filter((i) => i.flag.name === name).map((i) => i.value);
-        if (o.model) expect(valueOf('--model')).toContain(o.model);
-        if (o.resume) expect(valueOf('--resume')).toContain(o.resume);
-        if (o.system_prompt !== undefined) expect(valueOf('--system-prompt')).toContain(o.system_prompt);
-        if (o.append_system_prompt !== undefined) expect(valueOf('--append-system-prompt')).toContain(o.append_system_prompt);
-        if (o.allowed_tools?.length) expect(valueOf('--allowedTools')).toContain(o.allowed_tools.join(','));
+        const valuesOf = (name: string) => (read as ParsedFlag[]).filter((i) => i.flag.name === name).map((i) => i.value);
+        if (o.model) expect(valuesOf('--model')).toContain(o.model);
+        if (o.resume) expect(valuesOf('--resume')).toContain(o.resume);
+        if (o.system_prompt !== undefined) expect(valuesOf('--system-prompt')).toContain(o.system_prompt);
+        if (o.append_system_prompt !== undefined) expect(valuesOf('--append-system-prompt')).toContain(o.append_system_prompt);
+        if (o.allowed_tools?.length) expect(valuesOf('--allowedTools')).toContain(o.allowed_tools.join(','));
       }),
       { numRuns: 400 },
     );

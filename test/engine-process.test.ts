@@ -290,7 +290,7 @@ describe('EngineProcess', () => {
   });
 
   it('ignore-sigterm: stop() escalates to SIGKILL after termGraceMs', async () => {
-    const { engine, it } = await startReady('ignore-sigterm', { eofGraceMs: 300, termGraceMs: 300 });
+    const { engine } = await startReady('ignore-sigterm', { eofGraceMs: 300, termGraceMs: 300 });
     const t0 = performance.now();
     const info = await withTimeout(engine.stop(), 5000, 'stop');
     const elapsed = performance.now() - t0;
@@ -420,7 +420,7 @@ describe('EngineProcess', () => {
       await expect(echo.write(value as Record<string, unknown>)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     }
 
-    const { engine, it } = await startReady('no-stdin', { eofGraceMs: 100, termGraceMs: 300 });
+    const { engine } = await startReady('no-stdin', { eofGraceMs: 100, termGraceMs: 300 });
     const err = await withTimeout(engine.write({ type: 'user' }), 5000, 'write').then(
       () => undefined,
       (e: unknown) => e,
@@ -439,7 +439,7 @@ describe('EngineProcess', () => {
     const back = frame(await pulled);
     expect((back.got as { pad: string }).pad.length).toBe(pad.length);
 
-    const { engine, it } = await startReady('no-read');
+    const { engine } = await startReady('no-read');
     let state = 'pending';
     const write = engine.write({ type: 'big', pad }).then(
       () => (state = 'resolved'),

@@ -6,7 +6,7 @@
  * with a canonical code (never INTERNAL); the connection stays usable afterwards.
  */
 import fc from 'fast-check';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { LineSplitter, PREVIEW_MAX_CHARS, type EngineLine } from '../agent/line-splitter.js';
 import { memoryChannelPair, type MemoryChannel } from '../core/channel/memory.js';
 import { ERROR_CODES, JSONRPC_PARSE_ERROR } from '../core/errors.js';

@@ -8,7 +8,7 @@
 import { Client, credentials, Metadata, Server, ServerCredentials, type ServerDuplexStream, type ClientDuplexStream, type MethodDefinition } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Channel } from '../core/channel/channel.js';
+import type { Channel } from '../core/channel/channel.js';
 import { frameBytes, type WireFrame } from '../core/wire/frame.js';
 import { BATCH_FRAME_MAX_BYTES, BATCH_METADATA_KEY, batchBytesFromOffer, batchOffer } from '../core/wire/grpc-batch.js';
 import { findProtoRoot, PROTO_LOADER_OPTIONS } from '../core/channel/proto.js';

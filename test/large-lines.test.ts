@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { SessionItem } from '../client/remote-session.js';
 import { isResult, until } from './support/items.js';
-import { startStack, type Stack } from './support/stack.js';
+import { startStack, } from './support/stack.js';
 import { cleanupsPerTest } from './support/cleanups.js';
 
 const ENGINE = fileURLToPath(new URL('./support/big-line-engine.mjs', import.meta.url));

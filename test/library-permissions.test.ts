@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { answerQuestions, askQuestions, type PermissionRequest } from '../client/permission-policy.js';
 import type { SessionItem } from '../client/remote-session.js';
-import { demoSessionAt, startRig, type EngineRig } from './support/engines.js';
+import { demoSessionAt, startRig, } from './support/engines.js';
 import { isCanUseTool, isResult, until } from './support/items.js';
 import { toolResults } from './support/turns.js';
 import { cleanupsPerTest } from './support/cleanups.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { prettyLine } from '../core/log-pretty.js';
 import { createLogger } from '../core/logging.js';
-import { startRig, type EngineRig } from './support/engines.js';
+import { startRig, } from './support/engines.js';
 import { readTurn } from './support/turns.js';
 import { cleanupsPerTest } from './support/cleanups.js';
 

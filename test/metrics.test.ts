@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { GatewayClient } from '../client/gateway-client.js';
 import { Gateway } from '../gateway/gateway.js';
-import { startRig, WRITE_FILE, type EngineRig } from './support/engines.js';
+import { startRig, WRITE_FILE, } from './support/engines.js';
 import { eventually, scrape } from './support/metrics.js';
 import { readTurn } from './support/turns.js';
 import { cleanupsPerTest } from './support/cleanups.js';

@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { GatewayClient } from '../client/gateway-client.js';
-import { TetherError } from '../core/errors.js';
+import type { TetherError } from '../core/errors.js';
 import { FileAuditLog } from '../gateway/audit/audit-log.js';
 import { runTether, startTether, type Daemon } from './support/cli.js';
 import { cleanupsPerTest } from './support/cleanups.js';

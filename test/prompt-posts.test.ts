@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { memoryChannelPair } from '../core/channel/memory.js';
-import { TetherError } from '../core/errors.js';
+import type { TetherError } from '../core/errors.js';
 import { tetherEvent } from '../core/protocol/events.js';
 import { RpcPeer } from '../core/rpc/peer.js';
 import { POST_ANSWER_MS, PromptPosts } from '../client/prompt-posts.js';

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { WireFrame } from '../core/wire/frame.js';
 import { memoryChannelPair, type MemoryChannel } from '../core/channel/memory.js';
-import { TetherError } from '../core/errors.js';
+import type { TetherError } from '../core/errors.js';
 import { RpcPeer } from '../core/rpc/peer.js';
 import { Gateway } from '../gateway/gateway.js';
 import { textFrame } from './support/channel-read.js';

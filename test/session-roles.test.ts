@@ -6,7 +6,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { processesIn } from './support/cli.js';
 import { codeOf } from './support/items.js';
-import { startRestartable, type RestartableStack } from './support/restartable-stack.js';
+import { startRestartable, } from './support/restartable-stack.js';
 import { cleanupsPerTest } from './support/cleanups.js';
 import { waitFor } from './support/wait.js';
 

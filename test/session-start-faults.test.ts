@@ -10,7 +10,6 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { demoEnginePath } from '../agent/engine-command.js';
 import type { CreateProgress } from '../core/protocol/methods.js';
 import type { RemoteSession, SessionItem } from '../client/remote-session.js';
-import { TetherError } from '../core/errors.js';
 import { runTether, TETHER_CLAUDE_BIN } from './support/cli.js';
 import { isResult, until, rejectionOf } from './support/items.js';
 import { withTimeout } from './support/stack.js';

@@ -8,7 +8,7 @@ import { GatewayClient } from '../client/gateway-client.js';
 import type { LinkStatus } from '../core/link/link.js';
 import { FaultProxy } from './support/fault-proxy.js';
 import { compareViews, record } from './support/recorder.js';
-import { startStack, withTimeout, type Stack } from './support/stack.js';
+import { startStack, withTimeout, } from './support/stack.js';
 import { waitFor } from './support/wait.js';
 import { cleanupsPerTest } from './support/cleanups.js';
 

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { answerQuestions, asPermissionRequest, askQuestions } from '../client/permission-policy.js';
 import type { SessionItem } from '../client/remote-session.js';
 import type { FakeScenario } from './support/fake-anthropic.js';
-import { startRig, type EngineRig } from './support/engines.js';
+import { startRig, } from './support/engines.js';
 import { codeOf, isCanUseTool, isReply, isResult, isWithdrawal, jsonAt, until } from './support/items.js';
 import { toolResults } from './support/turns.js';
 import { cleanupsPerTest } from './support/cleanups.js';

@@ -100,7 +100,7 @@ describe('tether up', () => {
     expect(scheme.stderr).toContain('unsupported gateway URL scheme');
     // Every command the top-level help lists loads (each is imported only when it runs) under its own name.
     const top = await runTether(['--help']);
-    const listed = [...top.stdout.matchAll(/^  ([a-z-]+) {2,}/gm)].map((m) => m[1]);
+    const listed = [...top.stdout.matchAll(/^ {2}([a-z-]+) {2,}/gm)].map((m) => m[1]);
     expect(listed).toEqual(expect.arrayContaining(['up', 'gateway', 'agent', 'run', 'agents', 'sessions', 'token', 'keygen', 'audit', 'acp']));
     const helps = await Promise.all(listed.map((cmd) => runTether([cmd, '--help'])));
     helps.forEach((help, n) => {

@@ -25,7 +25,7 @@ import { codeOf, isResult, until } from './support/items.js';
 import { rawClient } from './support/raw-client.js';
 import { record } from './support/recorder.js';
 import type { RemoteSession } from '../client/remote-session.js';
-import { startStack, withTimeout, type Stack } from './support/stack.js';
+import { startStack, withTimeout, } from './support/stack.js';
 import { waitFor, steady } from './support/wait.js';
 import { WsFrameReader } from './support/ws-frames.js';
 import { cleanupsPerTest } from './support/cleanups.js';

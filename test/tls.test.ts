@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Agent } from '../agent/agent.js';
 import { GatewayClient } from '../client/gateway-client.js';
-import { TetherError } from '../core/errors.js';
+import type { TetherError } from '../core/errors.js';
 import { Gateway } from '../gateway/gateway.js';
 import { startGatewayServer, type GatewayServer } from '../gateway/server.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';

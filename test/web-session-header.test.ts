@@ -2,7 +2,6 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { person, sendPrompt, signIn, signInLinkFor, startSession } from './support/browser.js';
 import type { TempDir } from './support/claude-cli.js';
-import type { Daemon } from './support/cli.js';
 import type { FakeAnthropic } from './support/fake-anthropic.js';
 import { hasTool } from './support/tools.js';
 import { startWebClaudeRig, type WebClaudeRig } from './support/web-claude-rig.js';
@@ -14,18 +13,15 @@ import { startWebClaudeRig, type WebClaudeRig } from './support/web-claude-rig.j
  * items 15 and 17).
  */
 describe.skipIf(!hasTool('chromium'))('web page: the session header (real Claude Code CLI)', () => {
-  let up: Daemon;
   let fake: FakeAnthropic;
   let browser: Browser;
-  let cwd: TempDir;
-  let home: TempDir;
-  let state: TempDir;
   let pageUrl: string;
+  let state: TempDir;
 
   let rig: WebClaudeRig;
   beforeAll(async () => {
     rig = await startWebClaudeRig('webh', { responses: [{ text: 'First answer.' }, { text: 'Second answer.' }], policy: { models: ['sonnet', 'claude-haiku-*'] } });
-    ({ up, fake, browser, cwd, home, state, pageUrl } = rig);
+    ({ fake, browser, pageUrl, state } = rig);
   }, 60_000);
   afterAll(() => rig?.close());
 

@@ -69,7 +69,7 @@ let initDone;
 const initialized = new Promise((r) => (initDone = r));
 let carry = null;
 engine.stdout.on('data', (chunk) => {
-  let buf = carry ? Buffer.concat([carry, chunk]) : chunk;
+  const buf = carry ? Buffer.concat([carry, chunk]) : chunk;
   let start = 0;
   let nl;
   while ((nl = buf.indexOf(10, start)) >= 0) {

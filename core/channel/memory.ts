@@ -1,4 +1,4 @@
-import { TetherError, type ErrorCode } from '../errors.js';
+import type { TetherError, ErrorCode } from '../errors.js';
 import { BaseChannel, type BaseChannelOptions, type Transport } from './channel.js';
 import { frameBytes, type OutgoingFrame, type WireFrame } from '../wire/frame.js';
 import { Fifo } from '../util/fifo.js';

@@ -69,7 +69,7 @@ export function loadGatewayService(): GatewayService {
   const root = findProtoRoot();
   const pkg = loadSync(GATEWAY_PROTO, { ...PROTO_LOADER_OPTIONS, includeDirs: [root] });
   const definition = pkg['tether.v1.Gateway'] as ServiceDefinition | undefined;
-  const connect = definition?.['Connect'] as MethodDefinition<GatewayFrame, GatewayFrame> | undefined;
+  const connect = definition?.Connect as MethodDefinition<GatewayFrame, GatewayFrame> | undefined;
   if (!definition || !connect) throw new Error(`tether.v1.Gateway/Connect is missing from ${join(root, GATEWAY_PROTO)}`);
   // Our own codec of Frame on both ends (core/wire/grpc-frame.ts); the same method object serves the
   // server and its clients. proto-loader's stays available to the codec's test. The channels

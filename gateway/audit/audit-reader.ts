@@ -119,6 +119,7 @@ function tailOf(path: string, maxBytes: number): Part[] & { truncated: boolean }
 }
 
 /** Opens one part, hands its lines to `run`, closes it; a file rotated away since it was listed is skipped. */
+// biome-ignore lint/suspicious/noConfusingVoidType: `run` is sync or async; void is its result either way
 function withPart<R extends void | Promise<void>>(part: Part, scanner: Scanner, run: (lines: LineSource) => R): R | void {
   let fd: number;
   try {

@@ -74,7 +74,7 @@ export class ClusterRegistry {
 
   /** A PUT entry's value, if a gateway sealed it; undefined (logged) otherwise. */
   private decode<T>(bucket: string, e: KvEntry | null): T | undefined {
-    if (!e || e.operation !== 'PUT' || !e.value.length) return undefined;
+    if (e?.operation !== 'PUT' || !e.value.length) return undefined;
     try {
       return JSON.parse(this.mac.openValue(`${bucket}/${e.key}`, e.value)) as T;
     } catch (err) {

@@ -65,7 +65,7 @@ export class SharedTrust implements SharedPins {
 
   /** A PUT entry's JSON, when a gateway sealed it; undefined (logged) otherwise. */
   private open(bucket: string, e: KvEntry | null): unknown {
-    if (!e || e.operation !== 'PUT' || !e.value.length) return undefined;
+    if (e?.operation !== 'PUT' || !e.value.length) return undefined;
     try {
       return JSON.parse(this.mac.openValue(`${bucket}/${e.key}`, e.value));
     } catch (err) {

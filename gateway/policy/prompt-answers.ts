@@ -33,7 +33,7 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  */
 export function promptCallOf(request: Record<string, unknown> | undefined): PromptCall | undefined {
   if (request?.subtype === 'hook_callback' && isObject(request.input)) return promptCallOf({ ...request.input, subtype: 'can_use_tool', input: request.input.tool_input });
-  if (!request || request.subtype !== 'can_use_tool' || typeof request.tool_name !== 'string') return undefined;
+  if (request?.subtype !== 'can_use_tool' || typeof request.tool_name !== 'string') return undefined;
   const suggestions = Array.isArray(request.permission_suggestions) ? request.permission_suggestions.filter(isObject) : [];
   const interactive = request.requires_user_interaction === true || request.tool_name === 'AskUserQuestion';
   return { tool: request.tool_name, input: isObject(request.input) ? request.input : {}, suggestions, interactive };

@@ -18,7 +18,7 @@ const done = () => {
   process.stdout.write(JSON.stringify(summary) + '\n');
   process.exit(0);
 };
-const statusOf = (text) => (text.match(/^HTTP\/1\.1 (\d{3})/) ?? [, 'none'])[1];
+const statusOf = (text) => (text.match(/^HTTP\/1\.1 (\d{3})/) ?? [null, 'none'])[1];
 
 for (let i = 0; i < rawCount; i++) {
   pending++;

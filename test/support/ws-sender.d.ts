@@ -16,6 +16,7 @@ declare module 'ws' {
     readOnly?: boolean;
   }
 
+  // biome-ignore lint/complexity/noStaticOnlyClass: declares ws's own class as it is
   export class Sender {
     /** The frame for `data`: its head first, then the payload unless it was copied behind the head. */
     static frame(data: Buffer, options: SenderFrameOptions): Buffer[];

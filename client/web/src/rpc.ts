@@ -7,6 +7,9 @@
 import { ERROR_TABLE, TetherError } from '../../../core/errors.js';
 import { RpcEngine, type RpcTransport } from '../../../core/rpc/engine.js';
 
+// biome-ignore lint/suspicious/noExplicitAny: a notification's params, read per method by the page (the gateway's schemas checked them)
+type NotificationParams = any;
+
 /** Longest wait for one answer. */
 const REQUEST_TIMEOUT_MS = 60_000;
 
@@ -47,7 +50,7 @@ export class RpcSocket {
   /** When the last message arrived (the gateway's pings count): silence is how a stalled link shows. */
   lastHeardAt = Date.now();
 
-  private constructor(private readonly ws: WebSocket, onNotification: (method: string, params: any) => void) {
+  private constructor(private readonly ws: WebSocket, onNotification: (method: string, params: NotificationParams) => void) {
     this.rpc = new RpcEngine(socketTransport(ws), {
       methods: SERVED,
       otherNotification: onNotification,
@@ -68,7 +71,7 @@ export class RpcSocket {
   }
 
   /** Opens a socket to `url` and resolves once it is open (rejects if it closes first, or after `timeoutMs`: a stalled link never opens). */
-  static open(url: string, onNotification: (method: string, params: any) => void, timeoutMs: number): Promise<RpcSocket> {
+  static open(url: string, onNotification: (method: string, params: NotificationParams) => void, timeoutMs: number): Promise<RpcSocket> {
     return new Promise((resolve, reject) => {
       const ws = new WebSocket(url);
       const sock = new RpcSocket(ws, onNotification);
@@ -90,6 +93,7 @@ export class RpcSocket {
   }
 
   /** One request; rejects with a TetherError (the gateway's, DEADLINE_EXCEEDED, or UNAVAILABLE when the socket is not open or closes first). */
+  // biome-ignore lint/suspicious/noExplicitAny: a caller names the result it expects, unchecked as JSON.parse is
   request<T = any>(method: string, params: unknown = {}, timeoutMs = REQUEST_TIMEOUT_MS): Promise<T> {
     return this.rpc.request(method, params, { timeoutMs }) as Promise<T>;
   }
