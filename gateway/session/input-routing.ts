@@ -1,5 +1,5 @@
 import { TetherError } from '../../core/errors.js';
-import { tetherEvent } from '../../core/protocol/events.js';
+import { PromptPriority, tetherEvent } from '../../core/protocol/events.js';
 import { checkEngineInput } from '../../core/protocol/engine-input.js';
 import { checkUserMessage, promptChars } from './session-lines.js';
 import { checkMentions, POLICY_PRINCIPAL } from '../policy/policy-gate.js';
@@ -11,6 +11,8 @@ import type { SessionHistory } from './session-history.js';
 import type { SessionStatus } from './session-status.js';
 import type { SessionAudit } from './session-audit.js';
 import type { Actor, SessionPrompts } from './session-prompts.js';
+import type { PromptQueue } from './prompt-queue.js';
+import { stampUserMessage } from './turn-authors.js';
 
 /** What input routing works with: the session's other parts. */
 export interface RoutingParts {
@@ -21,11 +23,16 @@ export interface RoutingParts {
   audit: SessionAudit;
   controls: ControlRouting;
   prompts: SessionPrompts;
+  /** Prompts sent while a turn runs, waiting for theirs. */
+  queue: PromptQueue;
   /** The central policy: its read rules judge a prompt's @-mentions. */
   policy: PolicyProvider;
   /** The session's working folder as the client named it (undefined: the agent's default). */
   cwd: string | undefined;
 }
+
+/** While the session is in one of these, a turn runs: a prompt sent now waits in the queue. */
+const TURN_STATES: ReadonlySet<string> = new Set(['running', 'requires_action', 'unresponsive']);
 
 /**
  * One session's client input, from a client allowed to send it to the engine: checked (size,
@@ -77,9 +84,10 @@ export class InputRouting {
    * A prompt: stored and queued for the engine first, then echoed to every client with the
    * sender's input id, so the echo is a true receipt (the answer to a `session.post`).
    */
-  private prompt(from: Actor, line: Record<string, unknown>, key: string, inputId: string, text: string): void {
-    checkUserMessage(line);
-    const details = { client_id: from.clientId, uuid: line.uuid, chars: promptChars(line) };
+  private prompt(from: Actor, sent: Record<string, unknown>, key: string, inputId: string, text: string): void {
+    checkUserMessage(sent);
+    const { line, queued } = this.queuing(sent);
+    const details = { client_id: from.clientId, uuid: line.uuid, chars: promptChars(line), ...(queued ? { priority: line.priority } : {}) };
     try {
       checkMentions(this.s.policy.current, line, this.s.cwd);
     } catch (err) {
@@ -87,10 +95,32 @@ export class InputRouting {
       throw err;
     }
     this.s.audit.audited(from.principal, 'prompt', details, () => {
-      this.s.inputs.toEngine(line, key, text);
-      this.s.history.append({ event: tetherEvent({ subtype: 'prompt', principal: from.principal, client_id: from.clientId, message: line.message, input_id: inputId }) });
+      const uuid = line.uuid as string;
+      const priority = line.priority as PromptPriority | undefined;
+      this.s.inputs.toEngine(line, key, line === sent ? text : undefined);
+      this.s.history.append({ event: tetherEvent({ subtype: 'prompt', principal: from.principal, client_id: from.clientId, message: line.message, input_id: inputId, uuid, ...(queued ? { queued, priority } : {}) }) });
+      if (queued) this.s.queue.add({ uuid, principal: from.principal, client_id: from.clientId, priority: priority ?? 'later', message: line.message });
       if (this.s.status.current === 'idle') this.s.status.set('running');
     });
+  }
+
+  /**
+   * The prompt as it goes to the engine: with a uuid, and, when a turn runs, queued with its
+   * sender's priority (`later` unless they asked to steer or fold in). Checked before anything is kept.
+   */
+  private queuing(sent: Record<string, unknown>): { line: Record<string, unknown>; queued: boolean } {
+    if (sent.priority !== undefined && !PromptPriority.safeParse(sent.priority).success) {
+      throw new TetherError('INVALID_ARGUMENT', `priority must be one of ${PromptPriority.options.join(', ')} (got ${JSON.stringify(sent.priority)})`);
+    }
+    const queued = TURN_STATES.has(this.s.status.current) && this.s.queue.tracking;
+    const line = { ...sent };
+    const uuid = stampUserMessage(line);
+    if (queued) {
+      line.priority ??= 'later';
+      this.s.queue.assertRoom(uuid);
+    }
+    // Unchanged: the caller's serialization goes to the engine as it is.
+    return { line: line.uuid === sent.uuid && line.priority === sent.priority ? sent : line, queued };
   }
 
   private forwardControlRequest(from: Actor, line: Record<string, unknown>, key: string): void {
@@ -107,7 +137,9 @@ export class InputRouting {
         this.s.controls.forget(gwId); // refused before it reached the engine: no answer will come
         throw err;
       }
-      if (req.subtype === 'interrupt') this.s.history.append({ event: tetherEvent({ subtype: 'interrupt', principal: from.principal, client_id: from.clientId }) });
+      // A stop that cancels the queue says so: the engine drops every queued prompt with it.
+      const cleared = req.subtype === 'interrupt' && req.cancel_queued === true ? this.s.queue.clear(from.principal) : undefined;
+      if (req.subtype === 'interrupt') this.s.history.append({ event: tetherEvent({ subtype: 'interrupt', principal: from.principal, client_id: from.clientId, ...(cleared === undefined ? {} : { cleared }) }) });
     });
   }
 }

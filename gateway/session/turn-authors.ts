@@ -1,0 +1,14 @@
+import { randomUUID } from 'node:crypto';
+
+/**
+ * Stamps a user message the gateway forwards to the engine with a `uuid` when its sender gave
+ * none: the engine's handle on the prompt (its `command_lifecycle` frames, a withdrawal with
+ * `cancel_async_message`, the result's `user_message_uuids`). Returns the uuid.
+ *
+ * The meeting point of issue #31's two halves: the queue needs the uuid; the approval half
+ * adds the message's origin here (who sent it) when the branches merge.
+ */
+export function stampUserMessage(line: Record<string, unknown>): string {
+  if (typeof line.uuid !== 'string' || line.uuid === '') line.uuid = randomUUID();
+  return line.uuid as string;
+}
