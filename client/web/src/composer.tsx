@@ -1,10 +1,11 @@
 /**
  * The prompt box: Enter sends, Shift+Enter breaks the line; images pasted or dropped become
- * image content blocks. It stays usable while a permission prompt is pending (the engine
- * queues the message).
+ * image content blocks. It stays usable while a turn runs or a permission prompt is pending:
+ * the prompt is queued (Queue), or cuts into the running turn (Steer).
  */
 import { useState } from 'preact/hooks';
 import type { ImageAttachment, OpenSession } from './session';
+import { useStore } from './store';
 
 /** Largest image accepted (the Messages API's own limit is 5 MB per image). */
 const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
@@ -35,12 +36,14 @@ export function Composer({ session }: { session: OpenSession }) {
       setError((err as Error).message);
     }
   };
-  const send = async () => {
+  // While a turn runs a prompt waits in the queue; a controller may steer instead (it cuts into the turn).
+  const running = useStore(session.view).state === 'running';
+  const send = async (steer = false) => {
     if (!text.trim() && !images.length) return;
     setSending(true);
     setError(undefined);
     try {
-      await session.sendPrompt(text.trim(), images);
+      await session.sendPrompt(text.trim(), images, steer);
       setText('');
       setImages([]);
     } catch (err) {
@@ -89,7 +92,8 @@ export function Composer({ session }: { session: OpenSession }) {
             }
           }}
         />
-        <button type="submit" class="primary" disabled={sending}>Send</button>
+        <button type="submit" class="primary" disabled={sending} title={running ? 'Queued: it runs when the current turn ends' : undefined}>Send</button>
+        {running && <button type="button" disabled={sending} onClick={() => void send(true)} title="Cut into the running turn now instead of waiting for it to end">Steer</button>}
       </div>
       {error && <div class="error" role="alert">{error}</div>}
     </form>

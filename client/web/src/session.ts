@@ -231,12 +231,17 @@ export class OpenSession {
     this.view.update({ role: r.role, state: r.session.state });
   }
 
-  /** Sends a prompt: text, and images as image content blocks. */
-  sendPrompt(text: string, images: ImageAttachment[] = []): Promise<void> {
+  /** Sends a prompt: text, and images as image content blocks; `steer`: it cuts into the running turn (priority `now`). */
+  sendPrompt(text: string, images: ImageAttachment[] = [], steer = false): Promise<void> {
     const content: unknown = images.length
       ? [...(text ? [{ type: 'text', text }] : []), ...images.map((i) => ({ type: 'image', source: { type: 'base64', media_type: i.mediaType, data: i.data } }))]
       : text;
-    return this.conn.send(this.id, { type: 'user', message: { role: 'user', content }, parent_tool_use_id: null, session_id: 'default' });
+    return this.conn.send(this.id, { type: 'user', message: { role: 'user', content }, parent_tool_use_id: null, session_id: 'default', ...(steer ? { priority: 'now' } : {}) });
+  }
+
+  /** Withdraws a queued prompt before it starts (its author, or the owner). */
+  withdrawPrompt(uuid: string): Promise<void> {
+    return this.conn.request('session.withdraw_prompt', { session_id: this.id, uuid });
   }
 
   /** Answers a permission prompt (first answer wins; a late one is "already decided"). */
