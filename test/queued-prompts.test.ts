@@ -85,6 +85,21 @@ describe.each([
     expect(audit.map((e) => [e.principal, e.result ?? 'ok', e.uuid])).toEqual([['carol', 'refused', b.uuid], ['bob', 'ok', b.uuid], ['carol', 'refused', c.uuid]]);
   }, 120_000);
 
+  it('a member who attaches later reads the queue from history; a viewer sees it and cannot withdraw; a bad priority is refused', async () => {
+    const { rig, owner, bob } = await teamMidTurn([SLOW]);
+    const b = await bob.send('BOB_QUEUED');
+    expect((await rejectionOf(bob.send('bad', { priority: 'soon' as 'now' }))).code).toBe('INVALID_ARGUMENT');
+    const viewer = await (await rig.stack.client({ sub: 'vera' })).attach(owner.id, { readOnly: true });
+    const late = await (await rig.stack.client({ sub: 'dave' })).attach(owner.id);
+    for (const s of [viewer, late]) {
+      await until(s[Symbol.asyncIterator](), queuedEvent((e) => e.prompts.length === 1), [], 20_000, 'the queue from history');
+      expect(s.queued().map((p) => [p.uuid, p.principal])).toEqual([[b.uuid, 'bob']]);
+    }
+    const refused = await rejectionOf(viewer.withdraw(b.uuid));
+    expect(refused.code).toBe('PERMISSION_DENIED');
+    expect(refused.message).toContain('viewer');
+  }, 120_000);
+
   it('a steer (priority now) cuts into the running turn at once, and every member sees where and by whom', async () => {
     const { rig, bob, its, seen } = await teamMidTurn([SLOW, { text: 'steered answer' }]);
     const steer = await bob.send('STEER_TEXT', { priority: 'now' });
