@@ -148,7 +148,7 @@ export const TetherEvent = z.discriminatedUnion('subtype', [
     message: z.unknown(),
     /** The sender's input id: the sender's answer to a `session.post` (absent from older gateways). */
     input_id: z.string().optional(),
-    /** The prompt's uuid (the gateway stamps one when the sender gave none). */
+    /** The prompt's uuid: the sender's, or the one the gateway stamped on a queued prompt. */
     uuid: z.string().optional(),
     /** Sent while a turn ran: it waits in the queue (see the `queued` event) until it starts. */
     queued: z.boolean().optional(),

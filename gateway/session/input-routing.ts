@@ -95,32 +95,31 @@ export class InputRouting {
       throw err;
     }
     this.s.audit.audited(from.principal, 'prompt', details, () => {
-      const uuid = line.uuid as string;
+      const uuid = typeof line.uuid === 'string' ? line.uuid : undefined;
       const priority = line.priority as PromptPriority | undefined;
       this.s.inputs.toEngine(line, key, line === sent ? text : undefined);
       this.s.history.append({ event: tetherEvent({ subtype: 'prompt', principal: from.principal, client_id: from.clientId, message: line.message, input_id: inputId, uuid, ...(queued ? { queued, priority } : {}) }) });
-      if (queued) this.s.queue.add({ uuid, principal: from.principal, client_id: from.clientId, priority: priority ?? 'later', message: line.message });
+      if (queued) this.s.queue.add({ uuid: uuid!, principal: from.principal, client_id: from.clientId, priority: priority ?? 'later', message: line.message });
       if (this.s.status.current === 'idle') this.s.status.set('running');
     });
   }
 
   /**
-   * The prompt as it goes to the engine: with a uuid, and, when a turn runs, queued with its
-   * sender's priority (`later` unless they asked to steer or fold in). Checked before anything is kept.
+   * The prompt as it goes to the engine. While a turn runs it is queued: stamped with a uuid
+   * (the engine's handle on it) and its sender's priority (`later` unless they asked to steer
+   * or fold in). Otherwise it goes as sent: a uuid makes the CLI write `command_lifecycle`
+   * frames, which a bare CLI fed the same line would not (the SDK drop-in's fidelity).
+   * Checked before anything is kept.
    */
   private queuing(sent: Record<string, unknown>): { line: Record<string, unknown>; queued: boolean } {
     if (sent.priority !== undefined && !PromptPriority.safeParse(sent.priority).success) {
       throw new TetherError('INVALID_ARGUMENT', `priority must be one of ${PromptPriority.options.join(', ')} (got ${JSON.stringify(sent.priority)})`);
     }
     const queued = TURN_STATES.has(this.s.status.current) && this.s.queue.tracking;
-    const line = { ...sent };
-    const uuid = stampUserMessage(line);
-    if (queued) {
-      line.priority ??= 'later';
-      this.s.queue.assertRoom(uuid);
-    }
-    // Unchanged: the caller's serialization goes to the engine as it is.
-    return { line: line.uuid === sent.uuid && line.priority === sent.priority ? sent : line, queued };
+    if (!queued) return { line: sent, queued };
+    const line = { ...sent, priority: sent.priority ?? 'later' };
+    this.s.queue.assertRoom(stampUserMessage(line));
+    return { line, queued };
   }
 
   private forwardControlRequest(from: Actor, line: Record<string, unknown>, key: string): void {

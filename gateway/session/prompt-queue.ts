@@ -19,8 +19,9 @@ const RANK: Record<PromptPriority, number> = { now: 0, next: 1, later: 2 };
 export class PromptQueue {
   private readonly prompts: QueuedPrompt[] = [];
   /**
-   * The engine tells when a prompt starts (it wrote a `command_lifecycle` frame): only then are
-   * prompts queued here, so an engine that never does (a stand-in) leaves no prompt stuck.
+   * The engine speaks the CLI's turns (it wrote a turn's `system/init`, or a `command_lifecycle`
+   * frame), so it tells when a uuid-stamped prompt starts: only then are prompts queued here,
+   * and an engine that never does (a stand-in) leaves no prompt stuck.
    */
   private engineTracks = false;
 
@@ -81,6 +82,7 @@ export class PromptQueue {
    * transcript (`turnRunning`: it joins the running turn), `cancelled` withdraws it.
    */
   follow(meta: LineMeta, turnRunning: boolean): void {
+    if (meta.type === 'system' && meta.subtype === 'init') this.engineTracks = true;
     if (meta.type !== 'command_lifecycle' || meta.command_uuid === undefined) return;
     this.engineTracks = true;
     const at = this.prompts.findIndex((p) => p.uuid === meta.command_uuid);

@@ -6,7 +6,9 @@ import { randomUUID } from 'node:crypto';
  * `cancel_async_message`, the result's `user_message_uuids`). Returns the uuid.
  *
  * The meeting point of issue #31's two halves: the queue needs the uuid; the approval half
- * adds the message's origin here (who sent it) when the branches merge.
+ * adds the message's origin here (who sent it) when the branches merge. The queue stamps only
+ * prompts it queues: a uuid makes the CLI write `command_lifecycle` frames, which a bare CLI fed
+ * the client's own line would not (test/sdk-drop-in-fidelity.test.ts compares the two).
  */
 export function stampUserMessage(line: Record<string, unknown>): string {
   if (typeof line.uuid !== 'string' || line.uuid === '') line.uuid = randomUUID();
