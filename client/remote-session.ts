@@ -5,6 +5,7 @@ import type { AuditRecord } from '../core/protocol/audit.js';
 import type { NotificationParams, SessionInfo, StopSignal } from '../core/protocol/methods.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
 import { tetherEvent } from '../core/protocol/events.js';
+import { QUEUED_PRIORITY } from '../core/protocol/prompt-priority.js';
 import { acrossReconnects, atOnceThenAcrossReconnects } from './across-reconnects.js';
 import { PromptPosts } from './prompt-posts.js';
 import { asPermissionRequest, proposedSessionRule, type PermissionAnswer, type PermissionRequest } from './permission-policy.js';
@@ -20,7 +21,7 @@ export type PermissionDecision = PermissionAnswer & { rememberForSession?: boole
 
 /** How {@link RemoteSession.send} sends a prompt. */
 export interface SendOptions {
-  /** Where it goes while a turn runs (default at the gateway: `later`). */
+  /** Where it goes while a turn runs (default `later`: it waits for the running turn to end). */
   priority?: PromptPriority;
   /** The prompt's uuid (default: a fresh one). */
   uuid?: string;
@@ -303,8 +304,8 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
   }
 
   /**
-   * Sends a prompt: `priority` says where it goes when a turn runs (the gateway queues it
-   * `later` by default; `now` steers the running turn, `next` may be folded into it). Resolves
+   * Sends a prompt: `priority` says where it goes when a turn runs (`later` by default: it
+   * waits in the queue; `now` steers the running turn, `next` may be folded into it). Resolves
    * with the prompt's uuid, which {@link withdraw} names while it is queued.
    */
   send(text: string, opts?: SendOptions): Promise<{ status: 'applied' | 'duplicate'; uuid: string }>;
@@ -318,7 +319,7 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
     const o = typeof opts === 'object' ? opts : {};
     const uuid = o.uuid ?? randomUUID();
     const line = userLine(what, { uuid });
-    if (o.priority) line.priority = o.priority;
+    line.priority = o.priority ?? QUEUED_PRIORITY;
     return this.sendLine(line).then((status) => ({ status, uuid }));
   }
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { isoNow } from '../util/iso-now.js';
+import { PROMPT_PRIORITIES } from './prompt-priority.js';
 
 /**
  * Gateway events delivered in a session's stream beside the engine's frames. In pipe mode
@@ -30,13 +31,8 @@ export type PresenceChange = z.infer<typeof PresenceChange>;
  */
 export const INPUT_REFUSED = 'INPUT_REFUSED';
 
-/**
- * Where a prompt sent while a turn runs goes (the engine's `priority`, docs/engine-protocol.md
- * section 3.2): `later` waits for its own turn after the running one (the gateway's default),
- * `next` may be folded into the running turn at its next tool round, `now` cuts the running
- * step and runs at once (a steer).
- */
-export const PromptPriority = z.enum(['now', 'next', 'later']);
+/** A prompt's `priority` (core/protocol/prompt-priority.ts). */
+export const PromptPriority = z.enum(PROMPT_PRIORITIES);
 export type PromptPriority = z.infer<typeof PromptPriority>;
 
 /** One prompt waiting for its turn, as every member sees it. */
@@ -148,7 +144,7 @@ export const TetherEvent = z.discriminatedUnion('subtype', [
     message: z.unknown(),
     /** The sender's input id: the sender's answer to a `session.post` (absent from older gateways). */
     input_id: z.string().optional(),
-    /** The prompt's uuid: the sender's, or the one the gateway stamped on a queued prompt. */
+    /** The prompt's uuid, when its sender gave one (Tether's clients do). */
     uuid: z.string().optional(),
     /** Sent while a turn ran: it waits in the queue (see the `queued` event) until it starts. */
     queued: z.boolean().optional(),

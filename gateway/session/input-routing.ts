@@ -1,5 +1,6 @@
 import { TetherError } from '../../core/errors.js';
 import { PromptPriority, tetherEvent } from '../../core/protocol/events.js';
+import { ENGINE_DEFAULT_PRIORITY } from '../../core/protocol/prompt-priority.js';
 import { checkEngineInput } from '../../core/protocol/engine-input.js';
 import { checkUserMessage, promptChars } from './session-lines.js';
 import { checkMentions, POLICY_PRINCIPAL } from '../policy/policy-gate.js';
@@ -12,7 +13,6 @@ import type { SessionStatus } from './session-status.js';
 import type { SessionAudit } from './session-audit.js';
 import type { Actor, SessionPrompts } from './session-prompts.js';
 import type { PromptQueue } from './prompt-queue.js';
-import { stampUserMessage } from './turn-authors.js';
 
 /** What input routing works with: the session's other parts. */
 export interface RoutingParts {
@@ -84,9 +84,9 @@ export class InputRouting {
    * A prompt: stored and queued for the engine first, then echoed to every client with the
    * sender's input id, so the echo is a true receipt (the answer to a `session.post`).
    */
-  private prompt(from: Actor, sent: Record<string, unknown>, key: string, inputId: string, text: string): void {
-    checkUserMessage(sent);
-    const { line, queued } = this.queuing(sent);
+  private prompt(from: Actor, line: Record<string, unknown>, key: string, inputId: string, text: string): void {
+    checkUserMessage(line);
+    const queued = this.queuing(line);
     const details = { client_id: from.clientId, uuid: line.uuid, chars: promptChars(line), ...(queued ? { priority: line.priority } : {}) };
     try {
       checkMentions(this.s.policy.current, line, this.s.cwd);
@@ -97,29 +97,26 @@ export class InputRouting {
     this.s.audit.audited(from.principal, 'prompt', details, () => {
       const uuid = typeof line.uuid === 'string' ? line.uuid : undefined;
       const priority = line.priority as PromptPriority | undefined;
-      this.s.inputs.toEngine(line, key, line === sent ? text : undefined);
+      this.s.inputs.toEngine(line, key, text);
       this.s.history.append({ event: tetherEvent({ subtype: 'prompt', principal: from.principal, client_id: from.clientId, message: line.message, input_id: inputId, uuid, ...(queued ? { queued, priority } : {}) }) });
-      if (queued) this.s.queue.add({ uuid: uuid!, principal: from.principal, client_id: from.clientId, priority: priority ?? 'later', message: line.message });
+      if (queued) this.s.queue.add({ uuid: uuid!, principal: from.principal, client_id: from.clientId, priority: priority ?? ENGINE_DEFAULT_PRIORITY, message: line.message });
       if (this.s.status.current === 'idle') this.s.status.set('running');
     });
   }
 
   /**
-   * The prompt as it goes to the engine. While a turn runs it is queued: stamped with a uuid
-   * (the engine's handle on it) and its sender's priority (`later` unless they asked to steer
-   * or fold in). Otherwise it goes as sent: a uuid makes the CLI write `command_lifecycle`
-   * frames, which a bare CLI fed the same line would not (the SDK drop-in's fidelity).
-   * Checked before anything is kept.
+   * Whether the prompt waits in the queue: sent while a turn runs, with a `uuid` (the engine's
+   * handle on it, for its start and a withdrawal). The line goes to the engine as sent, never
+   * rewritten (a raw stream-json client gets a bare CLI's behaviour); Tether's own clients
+   * send a uuid and `later` unless their sender steers. Checked before anything is kept.
    */
-  private queuing(sent: Record<string, unknown>): { line: Record<string, unknown>; queued: boolean } {
-    if (sent.priority !== undefined && !PromptPriority.safeParse(sent.priority).success) {
-      throw new TetherError('INVALID_ARGUMENT', `priority must be one of ${PromptPriority.options.join(', ')} (got ${JSON.stringify(sent.priority)})`);
+  private queuing(line: Record<string, unknown>): boolean {
+    if (line.priority !== undefined && !PromptPriority.safeParse(line.priority).success) {
+      throw new TetherError('INVALID_ARGUMENT', `priority must be one of ${PromptPriority.options.join(', ')} (got ${JSON.stringify(line.priority)})`);
     }
-    const queued = TURN_STATES.has(this.s.status.current) && this.s.queue.tracking;
-    if (!queued) return { line: sent, queued };
-    const line = { ...sent, priority: sent.priority ?? 'later' };
-    this.s.queue.assertRoom(stampUserMessage(line));
-    return { line, queued };
+    const queued = TURN_STATES.has(this.s.status.current) && this.s.queue.tracking && typeof line.uuid === 'string' && line.uuid !== '';
+    if (queued) this.s.queue.assertRoom(line.uuid as string);
+    return queued;
   }
 
   private forwardControlRequest(from: Actor, line: Record<string, unknown>, key: string): void {

@@ -6,6 +6,7 @@
 import type { Connection } from './connection';
 import { readFrame, readReply, type FrameParams, type StreamItem } from './frames';
 import { presenceChanges } from '../../../core/protocol/presence.js';
+import { QUEUED_PRIORITY } from '../../../core/protocol/prompt-priority.js';
 import { RpcError } from './rpc';
 import { SessionMeter } from './session-meter';
 import { Store } from './store';
@@ -236,7 +237,8 @@ export class OpenSession {
     const content: unknown = images.length
       ? [...(text ? [{ type: 'text', text }] : []), ...images.map((i) => ({ type: 'image', source: { type: 'base64', media_type: i.mediaType, data: i.data } }))]
       : text;
-    return this.conn.send(this.id, { type: 'user', message: { role: 'user', content }, parent_tool_use_id: null, session_id: 'default', ...(steer ? { priority: 'now' } : {}) });
+    // A uuid (the engine's handle: it can be withdrawn while queued) and where it goes while a turn runs.
+    return this.conn.send(this.id, { type: 'user', message: { role: 'user', content }, parent_tool_use_id: null, session_id: 'default', uuid: crypto.randomUUID(), priority: steer ? 'now' : QUEUED_PRIORITY });
   }
 
   /** Withdraws a queued prompt before it starts (its author, or the owner). */

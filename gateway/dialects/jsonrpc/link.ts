@@ -19,6 +19,7 @@ import {
 } from '../../../core/protocol/jsonrpc-dialect.js';
 import { PROTOCOL_VERSION } from '../../../core/protocol/version.js';
 import type { Role } from '../../../core/protocol/events.js';
+import { QUEUED_PRIORITY } from '../../../core/protocol/prompt-priority.js';
 import { describeIssues, replyTooLarge } from '../../../core/rpc/peer.js';
 import type { GatewayMetrics } from '../../metrics.js';
 import type { Principal } from '../../door/principal.js';
@@ -424,7 +425,7 @@ export class JsonRpcDialectLink implements Member {
     const view = this.viewOf(params.session_id);
     // The uuid comes back in the result's user_message_uuids: that result ends this request's turn.
     const uuid = params.uuid ?? randomUUID();
-    const line = { type: 'user', message: { role: 'user', content: params.content }, parent_tool_use_id: null, session_id: 'default', uuid, ...(params.priority ? { priority: params.priority } : {}) };
+    const line = { type: 'user', message: { role: 'user', content: params.content }, parent_tool_use_id: null, session_id: 'default', uuid, priority: params.priority ?? QUEUED_PRIORITY };
     if (view.session.input(this.clientId, uuid, line) === 'duplicate') throw new TetherError('INVALID_ARGUMENT', `uuid ${uuid} was sent before: each user_message needs a fresh one`);
     view.turns.set(uuid, id);
     return LATER;
