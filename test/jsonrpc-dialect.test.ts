@@ -235,8 +235,9 @@ describe.each(['ws', 'grpc'] as const)('JSON-RPC dialect over %s, real CLI', (tr
     expect(old.client.received.some((m) => m.method === 'permission_request' || m.method === 'progress')).toBe(false);
   }, 120_000);
 
-  it('queue: a prompt sent mid-turn is queued with its author and priority (queued notification); the owner withdraws one; a withdrawn user_message is answered "withdrawn"; a queued one runs next', async () => {
-    case_.rig = await startRig('claude', { responses: [{ text: 'one two three four five six seven eight nine ten', chunk_delay_ms: 200 }, { text: 'queue answered' }], fallback: { text: 'OK.' } });
+  it('queue: a prompt sent mid-turn is queued with its author and priority (queued notification); the owner withdraws one; a withdrawn user_message is answered "withdrawn"; a queued one runs next; interrupt with clear_queue clears the rest', async () => {
+    const slow = { text: 'one two three four five six seven eight nine ten', chunk_delay_ms: 200 };
+    case_.rig = await startRig('claude', { responses: [slow, { text: 'queue answered' }, slow], fallback: { text: 'OK.' } });
     const pipe = transport === 'ws' ? await dialWs(case_.rig.stack.wsUrl, case_.rig.stack.token) : await dialGrpc(case_.rig.stack.grpcUrl, case_.rig.stack.token);
     pipes.push(pipe);
     const c = pipe.client;
@@ -269,6 +270,18 @@ describe.each(['ws', 'grpc'] as const)('JSON-RPC dialect over %s, real CLI', (tr
     expect(started.params).toMatchObject({ prompts: [], change: { uuids: [mine], by: 'test-user' } });
     for (const text of ['BOB_QUEUED', 'MINE_WITHDRAWN']) expect(fake.requests.some((r) => r.raw.includes(text))).toBe(false);
     expect(fake.modelRequests().at(-1)!.raw).toContain('MINE_QUEUED');
+
+    // A stop that clears the queue: the cleared user_message is answered withdrawn, the running one interrupted.
+    const deltas = fake.textDeltasSent();
+    const running = c.request('user_message', { session_id: sessionId, content: 'a slow one' });
+    await waitFor(() => fake.textDeltasSent() > deltas, 30_000, 'the third answer to stream');
+    const cleared = c.request('user_message', { session_id: sessionId, content: 'CLEARED_BY_STOP' });
+    await c.waitFor((m) => m.method === 'queued' && m.params.prompts.some((p: Msg) => p.content === 'CLEARED_BY_STOP'), 20_000, 'the prompt queued');
+    expect((await c.request('interrupt', { session_id: sessionId, clear_queue: true })).result).toEqual({});
+    expect((await cleared).result.status).toBe('withdrawn');
+    expect((await running).result.status).toBe('interrupted');
+    expect(c.notifications('queued').at(-1)!.params.change).toMatchObject({ action: 'cleared', by: 'test-user' });
+    expect(fake.requests.some((r) => r.raw.includes('CLEARED_BY_STOP'))).toBe(false);
   }, 120_000);
 });
 
