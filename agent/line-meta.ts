@@ -28,6 +28,10 @@ export function lineMeta(value: Record<string, unknown>): LineMeta {
       meta.subtype = str(value.subtype)?.slice(0, 128);
       if (typeof value.is_error === 'boolean') meta.is_error = value.is_error;
       break;
+    case 'command_lifecycle':
+      meta.command_uuid = str(value.command_uuid)?.slice(0, 256);
+      meta.state = str(value.state)?.slice(0, 64);
+      break;
     default:
       meta.subtype = str(value.subtype)?.slice(0, 128);
       if (type === 'system' && value.subtype === 'session_state_changed') meta.state = str(value.state)?.slice(0, 64);

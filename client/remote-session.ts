@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { asTetherError, TetherError } from '../core/errors.js';
-import type { Role, TetherEvent } from '../core/protocol/events.js';
+import type { PromptPriority, QueuedPrompt, Role, TetherEvent } from '../core/protocol/events.js';
 import type { AuditRecord } from '../core/protocol/audit.js';
 import type { NotificationParams, SessionInfo, StopSignal } from '../core/protocol/methods.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
 import { tetherEvent } from '../core/protocol/events.js';
+import { QUEUED_PRIORITY } from '../core/protocol/prompt-priority.js';
 import { acrossReconnects, atOnceThenAcrossReconnects } from './across-reconnects.js';
 import { PromptPosts } from './prompt-posts.js';
 import { asPermissionRequest, proposedSessionRule, type PermissionAnswer, type PermissionRequest } from './permission-policy.js';
@@ -17,6 +18,21 @@ import { Fifo } from '../core/util/fifo.js';
  * destination session), never the whole tool; when the engine proposed none, it grants nothing more.
  */
 export type PermissionDecision = PermissionAnswer & { rememberForSession?: boolean };
+
+/** How {@link RemoteSession.send} sends a prompt. */
+export interface SendOptions {
+  /** Where it goes while a turn runs (default `later`: it waits for the running turn to end). */
+  priority?: PromptPriority;
+  /** The prompt's uuid (default: a fresh one). */
+  uuid?: string;
+}
+
+/** A user frame for the engine. */
+function userLine(content: string | unknown[], opts: { parentToolUseId?: string | null; uuid?: string }): Record<string, unknown> {
+  const line: Record<string, unknown> = { type: 'user', message: { role: 'user', content }, parent_tool_use_id: opts.parentToolUseId ?? null, session_id: 'default' };
+  if (opts.uuid) line.uuid = opts.uuid;
+  return line;
+}
 
 /** The app's permission callback, like the Agent SDK's canUseTool. */
 export type CanUseTool = (request: PermissionRequest) => PermissionDecision | Promise<PermissionDecision>;
@@ -119,6 +135,8 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
   readonly historyEnd: number;
   /** Prompts sent as session.post, waiting for their echo. */
   private readonly posts = new PromptPosts();
+  /** The session's queued prompts, from the last `queued` event. */
+  private queue: QueuedPrompt[] = [];
 
   constructor(
     private readonly transport: SessionTransport,
@@ -143,6 +161,7 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
     }
     if (f.event) {
       if (f.event.subtype === 'state') this.info.state = f.event.state;
+      if (f.event.subtype === 'queued') this.queue = f.event.prompts;
       this.posts.onEvent(f.event, this.transport.principal);
       this.enqueue({ kind: 'event', seq: f.seq, event: f.event });
       if (f.event.subtype === 'exited') this.finish('done');
@@ -285,10 +304,41 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
   }
 
   /**
+   * Sends a prompt: `priority` says where it goes when a turn runs (`later` by default: it
+   * waits in the queue; `now` steers the running turn, `next` may be folded into it). Resolves
+   * with the prompt's uuid, which {@link withdraw} names while it is queued.
+   */
+  send(text: string, opts?: SendOptions): Promise<{ status: 'applied' | 'duplicate'; uuid: string }>;
+  /**
    * Sends one engine input line (user message, control_request, control_response). Retried
    * across reconnects with the same input id until the gateway acknowledges it.
    */
-  send(line: Record<string, unknown>, inputId: string = randomUUID()): Promise<'applied' | 'duplicate'> {
+  send(line: Record<string, unknown>, inputId?: string): Promise<'applied' | 'duplicate'>;
+  send(what: string | Record<string, unknown>, opts?: string | SendOptions): Promise<unknown> {
+    if (typeof what !== 'string') return this.sendLine(what, typeof opts === 'string' ? opts : undefined);
+    const o = typeof opts === 'object' ? opts : {};
+    const uuid = o.uuid ?? randomUUID();
+    const line = userLine(what, { uuid });
+    line.priority = o.priority ?? QUEUED_PRIORITY;
+    return this.sendLine(line).then((status) => ({ status, uuid }));
+  }
+
+  /** The prompts queued in this session, in the order they will run, each with its author (as of the last frame read). */
+  queued(): QueuedPrompt[] {
+    return this.queue.map((p) => ({ ...p }));
+  }
+
+  /**
+   * Withdraws a queued prompt (its author, or the session's owner) before it starts. Resolves
+   * once the gateway sent the withdrawal; the queue shows it gone once the engine confirms.
+   * PERMISSION_DENIED for anyone else, FAILED_PRECONDITION once it started.
+   */
+  async withdraw(uuid: string): Promise<void> {
+    const peer = await this.transport.peer();
+    await peer.request('session.withdraw_prompt', { session_id: this.id, uuid });
+  }
+
+  private sendLine(line: Record<string, unknown>, inputId: string = randomUUID()): Promise<'applied' | 'duplicate'> {
     const call = (peer: RpcPeer): Promise<'applied' | 'duplicate'> =>
       // A prompt's echo is its answer where the gateway allows it: one message less each way.
       // Once the session is over, no echo can come: the request gets the gateway's precise answer.
@@ -303,14 +353,7 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
 
   /** Sends a user prompt. */
   sendUserMessage(content: string | unknown[], opts: { parentToolUseId?: string | null; uuid?: string } = {}): Promise<'applied' | 'duplicate'> {
-    const line: Record<string, unknown> = {
-      type: 'user',
-      message: { role: 'user', content },
-      parent_tool_use_id: opts.parentToolUseId ?? null,
-      session_id: 'default',
-    };
-    if (opts.uuid) line.uuid = opts.uuid;
-    return this.send(line);
+    return this.sendLine(userLine(content, opts));
   }
 
   /** Sends a control_request and resolves with the engine's control_response to it. */
@@ -325,7 +368,7 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
       t.unref();
     });
     try {
-      await this.send({ type: 'control_request', request_id: requestId, request: { subtype, ...fields } });
+      await this.sendLine({ type: 'control_request', request_id: requestId, request: { subtype, ...fields } });
     } catch (err) {
       this.replies.delete(requestId);
       answered.catch(() => {}); // never settles now; the send's own error is the answer
@@ -334,8 +377,9 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
     return answered;
   }
 
-  interrupt() {
-    return this.request('interrupt');
+  /** Interrupts the running turn; `clearQueue` also drops every queued prompt (`cancel_queued`), and every member is told how many. */
+  interrupt(opts: { clearQueue?: boolean } = {}) {
+    return this.request('interrupt', opts.clearQueue ? { cancel_queued: true } : {});
   }
   setModel(model: string | null) {
     return this.request('set_model', { model });
@@ -363,7 +407,7 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
 
   /** Answers a permission prompt (can_use_tool) with the engine's own answer shape. */
   answer(requestId: string, response: { behavior: 'allow'; updatedInput: Record<string, unknown>; updatedPermissions?: unknown[] } | { behavior: 'deny'; message: string; interrupt?: boolean }) {
-    return this.send({ type: 'control_response', response: { subtype: 'success', request_id: requestId, response } });
+    return this.sendLine({ type: 'control_response', response: { subtype: 'success', request_id: requestId, response } });
   }
 
   /** Owner only: makes another attached client a controller or a viewer. */

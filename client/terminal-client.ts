@@ -1,10 +1,12 @@
+import { randomUUID } from 'node:crypto';
 import { createInterface, type Interface } from 'node:readline';
 import { Writable, type Readable } from 'node:stream';
 import { asTetherError } from '../core/errors.js';
-import { INPUT_REFUSED } from '../core/protocol/events.js';
+import { INPUT_REFUSED, type QueuedPrompt } from '../core/protocol/events.js';
 import { answerQuestions, asPermissionRequest, askQuestions, grantedRules, proposedSessionRule, ruleLabel, type PermissionRequest } from './permission-policy.js';
 import type { RemoteSession, SessionItem } from './remote-session.js';
 import { describeEvent, diffLines, oneLine, sanitize, styles, toolLine } from './terminal-render.js';
+import { queuedText } from './queue-view.js';
 
 export interface TerminalOptions {
   input: Readable;
@@ -41,8 +43,11 @@ class GatedOutput extends Writable {
 /**
  * The interactive terminal client for `tether chat` and `tether attach`: streams assistant
  * text, shows tool calls compactly, asks permission prompts (y / n / a = always allow the rule the engine proposed, for this
- * session) and AskUserQuestion (a number or free text). Ctrl-C interrupts the turn; a
- * second Ctrl-C leaves (the session keeps running on the agent). Resolves with the exit code.
+ * session) and AskUserQuestion (a number or free text). A prompt typed while a turn runs is
+ * queued: the queue is listed above the prompt line (`/queue`), `/withdraw N` takes one back,
+ * `/steer TEXT` cuts into the running turn. Ctrl-C interrupts the turn; a second one clears
+ * the queue too when prompts wait, else leaves (the session keeps running on the agent).
+ * Resolves with the exit code.
  */
 export class TerminalClient {
   private readonly rl: Interface;
@@ -59,8 +64,10 @@ export class TerminalClient {
   /** tty only: readline's view of the terminal, and whether its prompt line is on screen now. */
   private readonly gate: GatedOutput | undefined;
   private promptShown = false;
-  /** Prompts this client sent whose turn has not ended yet. */
-  private inFlight = 0;
+  /** The uuids of prompts this client sent whose turn has not ended yet (nor were they withdrawn). */
+  private readonly inFlight = new Set<string>();
+  /** The session's queued prompts, in the order they will run (the last `queued` event). */
+  private queued: QueuedPrompt[] = [];
   private inputClosed = false;
   private leaving = false;
   private leave: ((code: number) => void) | undefined;
@@ -116,7 +123,7 @@ export class TerminalClient {
     this.rl.on('close', () => {
       // Piped input ended: let the turns it started finish first.
       this.inputClosed = true;
-      if (this.inFlight === 0) this.leave?.(0);
+      if (this.inFlight.size === 0) this.leave?.(0);
     });
     this.prompt();
     const reading = this.readStream().then((code) => this.leave?.(code));
@@ -145,8 +152,10 @@ export class TerminalClient {
       const text = describeEvent(item.event);
       if (text) this.line(this.s.dim(sanitize(text)));
       this.followRules(item.event);
-      if (item.event.subtype === 'engine_error' && item.event.code === INPUT_REFUSED) this.turnOver(); // the agent refused a prompt: no turn comes
-      if (item.event.subtype === 'prompt' && item.event.principal !== this.opts.self) {
+      if (item.event.subtype === 'engine_error' && item.event.code === INPUT_REFUSED) this.turnOver([item.event.input_uuid]); // the agent refused a prompt: no turn comes
+      if (item.event.subtype === 'queued') this.followQueue(item.event.prompts, item.event.change);
+      // A queued prompt shows in the transcript when it starts (followQueue), not now.
+      if (item.event.subtype === 'prompt' && item.event.principal !== this.opts.self && !item.event.queued) {
         const content = (item.event.message as { content?: unknown } | undefined)?.content;
         this.line(this.s.cyan(`${sanitize(item.event.principal)}> `) + oneLine(content, 400));
       }
@@ -184,14 +193,37 @@ export class TerminalClient {
     }
     if (m.type === 'result') {
       if (m.is_error === true) this.line(this.s.red(`* turn failed: ${oneLine(m.result ?? m.subtype)}`));
-      this.turnOver();
+      const uuids = Array.isArray(m.user_message_uuids) ? (m.user_message_uuids as unknown[]) : [];
+      // An engine that names no prompt on its result: the oldest of ours was answered.
+      this.turnOver(uuids.length ? uuids : [...this.inFlight].slice(0, 1));
     }
   }
 
-  /** A turn ended (its result), or a prompt was refused before it started one. */
-  private turnOver(): void {
-    this.inFlight = Math.max(0, this.inFlight - 1);
-    if (this.inputClosed && this.inFlight === 0) this.leave?.(0);
+  /** A turn ended (its result), or prompts were refused or withdrawn before they started one. */
+  private turnOver(uuids: unknown[]): void {
+    for (const u of uuids) if (typeof u === 'string') this.inFlight.delete(u);
+    if (this.inputClosed && this.inFlight.size === 0) this.leave?.(0);
+    this.prompt();
+  }
+
+  /** The queue changed: a prompt that started is shown in the transcript; the queue is listed above the prompt line. */
+  private followQueue(prompts: QueuedPrompt[], change: { action: string; uuids: string[] }): void {
+    const before = this.queued;
+    this.queued = prompts;
+    if (change.action === 'started') {
+      for (const p of before.filter((q) => change.uuids.includes(q.uuid))) this.line(this.s.cyan(`${sanitize(p.principal)}> `) + oneLine(queuedText(p), 400));
+    }
+    if (change.action === 'withdrawn' || change.action === 'cleared') this.turnOver(change.uuids.filter((u) => this.inFlight.has(u)));
+    if (change.action !== 'started') this.listQueue(false);
+  }
+
+  /** The queued prompts, numbered for `/withdraw N`; `always`: say so when none wait. */
+  private listQueue(always: boolean): void {
+    if (!this.queued.length && always) this.line(this.s.dim('* no prompts are queued'));
+    this.queued.forEach((p, i) => {
+      const note = p.withdrawing ? ' (withdrawing)' : p.priority !== 'later' ? ` (${p.priority})` : '';
+      this.line(this.s.dim(`  queued ${i + 1}. ${sanitize(p.principal)}: `) + oneLine(queuedText(p), 120) + this.s.dim(note));
+    });
     this.prompt();
   }
 
@@ -249,20 +281,38 @@ export class TerminalClient {
       if (text === '/quit' || text === '/exit') return this.leave?.(0);
       if (this.session.role === 'viewer') return this.line(this.s.dim('* read-only: viewers cannot send prompts'));
       if (text === '/rules') return this.listRules();
+      if (text === '/queue') return this.listQueue(true);
       if (text.startsWith('/model ')) await this.session.setModel(text.slice(7).trim());
       else if (text.startsWith('/unallow ')) await this.unallow(text.slice(9).trim());
       else if (text.startsWith('/mode ')) await this.session.setPermissionMode(text.slice(6).trim());
-      else {
-        this.inFlight++;
-        await this.session.sendUserMessage(text).catch((err) => {
-          this.inFlight--;
-          throw err;
-        });
-      }
+      else if (text.startsWith('/withdraw ')) await this.withdrawQueued(text.slice(10).trim());
+      else if (text.startsWith('/steer ')) await this.sendPrompt(text.slice(7).trim(), 'now');
+      else await this.sendPrompt(text);
     } catch (err) {
       this.line(this.s.red(`* ${asTetherError(err).message}`));
       this.prompt();
     }
+  }
+
+  /** Sends a prompt (`now`: a steer); its turn, or its withdrawal, ends it. */
+  private async sendPrompt(text: string, priority?: 'now'): Promise<void> {
+    const uuid = randomUUID();
+    this.inFlight.add(uuid);
+    await this.session.send(text, { uuid, priority }).catch((err) => {
+      this.inFlight.delete(uuid);
+      throw err;
+    });
+  }
+
+  /** `/withdraw N`: withdraws queued prompt N (the gateway lets only its author, or the owner). */
+  private async withdrawQueued(arg: string): Promise<void> {
+    const p = this.queued[Number(arg) - 1];
+    if (!/^\d+$/.test(arg) || !p) {
+      this.line(this.s.red(`* no queued prompt ${sanitize(arg)}: /queue lists them (1 to ${this.queued.length})`));
+      return this.prompt();
+    }
+    await this.session.withdraw(p.uuid);
+    this.prompt();
   }
 
   /** Keeps the standing rules list: granted by answers, withdrawn by `rule_withdrawn`. */
@@ -321,17 +371,23 @@ export class TerminalClient {
     this.showHead();
   }
 
-  /** Ctrl-C: interrupt the running turn; a second one (or one while idle) leaves. */
+  /**
+   * Ctrl-C: interrupt the running turn. A second one soon after stops and clears the queue
+   * when prompts wait (the stop says how many it cleared); otherwise (or while idle) it leaves.
+   */
   ctrlC(): void {
     const now = Date.now();
+    const again = now - this.lastCtrlC < DOUBLE_CTRL_C_MS;
     const busy = this.session.info.state === 'running' || this.session.info.state === 'requires_action';
-    if (now - this.lastCtrlC < DOUBLE_CTRL_C_MS || !busy || this.session.role === 'viewer') {
+    const waiting = this.queued.length;
+    if (this.session.role === 'viewer' || (again && waiting === 0) || (!again && !busy)) {
       this.line(this.s.dim('* leaving; the session keeps running on the agent'));
       this.leave?.(130);
       return;
     }
     this.lastCtrlC = now;
-    this.line(this.s.dim('* interrupting (Ctrl-C again to leave)'));
-    this.session.interrupt().catch((err) => this.line(this.s.red(`* ${asTetherError(err).message}`)));
+    if (again) this.line(this.s.dim(`* stopping and clearing the queue (${waiting} waiting)`));
+    else this.line(this.s.dim(waiting ? `* interrupting; the queued prompts (${waiting}) run next: Ctrl-C again to stop them too and clear the queue` : '* interrupting (Ctrl-C again to leave)'));
+    this.session.interrupt({ clearQueue: again }).catch((err) => this.line(this.s.red(`* ${asTetherError(err).message}`)));
   }
 }

@@ -2,6 +2,7 @@ import type { TetherEvent } from '../core/protocol/events.js';
 import { presenceChanges } from '../core/protocol/presence.js';
 import { grantedRules, ruleLabel } from './permission-policy.js';
 import { policyLine, viewTool } from './tool-view.js';
+import { queueChangeText, stopText } from './queue-view.js';
 
 /** Diff lines a tool call shows at most in the terminal; the rest is counted. */
 const MAX_TERMINAL_DIFF_LINES = 20;
@@ -74,7 +75,11 @@ export function describeEvent(e: TetherEvent): string | undefined {
     case 'policy_decision':
       return `* ${policyLine(e.decision, sanitize(e.tool))} (rule ${sanitize(e.rule)})`;
     case 'interrupt':
-      return `* ${sanitize(e.principal)} interrupted the turn`;
+      return `* ${sanitize(stopText(e.principal, e.cleared))}`;
+    case 'queued': {
+      const text = queueChangeText(e.change);
+      return text && `* ${sanitize(text)}`;
+    }
     case 'link':
       return `* ${e.message}`;
     case 'error':

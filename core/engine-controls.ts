@@ -26,8 +26,11 @@ import { CLASS_WORDS, onlySdkServerMap, type FlagClass } from './engine-flags.js
  */
 export type ControlClass = Exclude<FlagClass, 'plumbing'> | 'changes-endpoint' | 'widens-permissions' | 'writes-settings' | 'reaches-network';
 
-/** The least session role that may send a subtype (viewers send no input at all). */
-export type ControlRole = 'controller' | 'owner';
+/**
+ * The least session role that may send a subtype (viewers send no input at all); `gateway`:
+ * no client may, the gateway sends it on a member's behalf after its own check.
+ */
+export type ControlRole = 'controller' | 'owner' | 'gateway';
 
 /** One subtype: the role it needs when it is safe, and its class (or how its value decides). */
 interface ControlEntry {
@@ -69,7 +72,7 @@ const CONTROLS: Record<string, ControlEntry> = {
   stop_task: safe(),
   background_tasks: safe(),
   get_task_output: safe(),
-  cancel_async_message: safe(),
+  cancel_async_message: { role: 'gateway', class: 'safe' }, // withdraws anyone's queued prompt: session.withdraw_prompt checks who may
   get_usage: safe(),
   get_hooks_listing: safe(),
   list_permission_rules: safe(),
@@ -292,6 +295,9 @@ export function checkControl(request: Record<string, unknown>, allowance: Engine
     throw new TetherError('PERMISSION_DENIED', `engine control "${subtype}" is not allowed by agent "${agent}" (${WORDS[cls]}); its owner can allow it with --allow-engine-control ${subtype}`);
   }
   const needs: ControlRole = cls === 'safe' ? entry.role : 'owner';
+  if (role !== undefined && needs === 'gateway') {
+    throw new TetherError('PERMISSION_DENIED', `engine control "${subtype}" is sent only by the gateway, on behalf of a member it checked: withdraw a queued prompt with session.withdraw_prompt (its author or the session's owner)`);
+  }
   if (role !== undefined && needs === 'owner' && role !== 'owner') {
     throw new TetherError('PERMISSION_DENIED', `engine control "${subtype}" may be sent only by the session's owner${cls === 'safe' ? '' : ` (${WORDS[cls]})`}; this client is a ${role}`);
   }

@@ -10,6 +10,7 @@ import { startRig, type EngineRig } from './support/engines.js';
 import { runTether } from './support/cli.js';
 import { withTimeout } from './support/stack.js';
 import { waitFor } from './support/wait.js';
+import { isResult, until } from './support/items.js';
 
 const bash = (id: string, file: string) => ({ text: `Running ${id}.`, tool_use: { id, name: 'Bash', input: { command: `echo hi > ${file}`, description: `write ${file}` } } });
 
@@ -132,6 +133,39 @@ describe('tether acp: the ACP SDK client drives the real CLI through gateway and
     const r = await withTimeout(prompt, 30_000, 'the cancelled prompt');
     expect(r.stopReason).toBe('cancelled');
     expect(agentText(editor.updates)).not.toContain('word199');
+  }, 120_000);
+
+  it('the editor\'s prompt while a teammate\'s turn runs is queued and answered by its own turn; session/cancel while it waits withdraws it and leaves the teammate\'s turn running', async () => {
+    const { rig, editor } = await start();
+    await editor.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+    const { sessionId } = await editor.agent.request(acp.methods.agent.session.new, { cwd: '/editor/project', mcpServers: [] });
+    const slow = { text: 'one two three four five six seven eight nine ten', chunk_delay_ms: 200 };
+    rig.fake!.setScenario({ responses: [slow, { text: 'EDITOR_ANSWER' }, slow], fallback: { text: 'OK.' } });
+    const bob = await (await rig.stack.client({ sub: 'bob' })).attach(sessionId);
+    const bobItems = bob[Symbol.asyncIterator]();
+    const seen: SessionItem[] = [];
+    const bobResult = () => until(bobItems, isResult, seen, 30_000, 'a turn to end');
+    await bob.send('teammate prompt');
+    await waitFor(() => rig.fake!.textDeltasSent() > 0, 30_000, 'bob\'s turn to stream');
+
+    const r1 = await withTimeout(editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'editor prompt' }] }), 60_000, 'the queued prompt');
+    expect(r1.stopReason).toBe('end_turn');
+    expect(agentText(editor.updates)).toContain('EDITOR_ANSWER'); // its own answer, not bob's turn's end
+    expect(rig.fake!.modelRequests()[1].raw).toContain('editor prompt');
+
+    const deltas = rig.fake!.textDeltasSent();
+    await bob.send('another teammate prompt');
+    await waitFor(() => rig.fake!.textDeltasSent() > deltas, 30_000, 'bob\'s second turn to stream');
+    const waiting = editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'WITHDRAWN_EDITOR' }] });
+    await until(bobItems, (i) => i.kind === 'event' && i.event.subtype === 'queued' && i.event.change.action === 'queued', seen, 20_000, 'the editor\'s prompt queued');
+    await editor.agent.notify(acp.methods.agent.session.cancel, { sessionId });
+    expect((await withTimeout(waiting, 30_000, 'the withdrawn prompt')).stopReason).toBe('cancelled');
+    // Bob's turn was not interrupted: it ends as it would have, and the withdrawn prompt never reached the model.
+    const results = () => seen.filter(isResult) as { message: Record<string, unknown> }[];
+    while (results().length < 3) await bobResult(); // bob's, the editor's, bob's second
+    expect(results()[2].message).toMatchObject({ subtype: 'success', is_error: false });
+    expect(seen.some((i) => i.kind === 'event' && i.event.subtype === 'interrupt')).toBe(false);
+    expect(rig.fake!.requests.some((r) => r.raw.includes('WITHDRAWN_EDITOR'))).toBe(false);
   }, 120_000);
 
   it('a permission prompt answered by a teammate is withdrawn in the editor', async () => {

@@ -91,6 +91,16 @@ describe('engine controls', () => {
     expect(thrownBy(() => checkControl({ subtype: 'nope' }, {}, 'buildbox', 'owner'))?.code).toBe('INVALID_ARGUMENT');
   });
 
+  it('cancel_async_message is the gateway\'s own: no client role may send it (session.withdraw_prompt checks who may), the agent passes it', () => {
+    const cancel = { subtype: 'cancel_async_message', message_uuid: 'u1' };
+    for (const role of ['owner', 'controller', 'viewer']) {
+      const refused = thrownBy(() => checkControl(cancel, { allowControls: ['cancel_async_message'] }, 'buildbox', role));
+      expect(refused?.code).toBe('PERMISSION_DENIED');
+      expect(refused?.message).toContain('session.withdraw_prompt');
+    }
+    expect(thrownBy(() => checkControl(cancel, {}, 'buildbox'))).toBeUndefined(); // the agent knows no roles: the gateway's own request passes
+  });
+
   it('checks an owner\'s --allow-engine-control entry', () => {
     expect(allowControlProblem('mcp_set_servers')).toBeUndefined();
     expect(allowControlProblem('update_settings')).toBeUndefined();

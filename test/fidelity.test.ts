@@ -90,7 +90,7 @@ const AGENT_INIT = { type: 'control_request', request_id: AGENT_INIT_REQUEST_ID,
 const EOF_NOTE = 'host closed stdin (EOF)';
 const SIGTERM_NOTE = 'host sent SIGTERM';
 const SIGINT_NOTE = 'host sent SIGINT';
-const GATEWAY_EVENT_SUBTYPES = new Set(['state', 'presence', 'prompt', 'prompt_decided', 'exited', 'interrupt']);
+const GATEWAY_EVENT_SUBTYPES = new Set(['state', 'presence', 'prompt', 'prompt_decided', 'exited', 'interrupt', 'queued']);
 
 /** Every client transport × agent transport (a replay costs well under a second). */
 const PAIRS: { client: TransportName; agent: TransportName }[] = TRANSPORT_PAIRS;

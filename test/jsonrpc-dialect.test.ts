@@ -235,6 +235,55 @@ describe.each(['ws', 'grpc'] as const)('JSON-RPC dialect over %s, real CLI', (tr
     await old.client.waitFor((m) => m.method === 'turn_complete' && old.client.notifications('turn_complete').length === 2, 10_000, 'the second turn_complete');
     expect(old.client.received.some((m) => m.method === 'permission_request' || m.method === 'progress')).toBe(false);
   }, 120_000);
+
+  it('queue: a prompt sent mid-turn is queued with its author and priority (queued notification); the owner withdraws one; a withdrawn user_message is answered "withdrawn"; a queued one runs next; interrupt with clear_queue clears the rest', async () => {
+    const slow = { text: 'one two three four five six seven eight nine ten', chunk_delay_ms: 200 };
+    case_.rig = await startRig('claude', { responses: [slow, { text: 'queue answered' }, slow], fallback: { text: 'OK.' } });
+    const pipe = transport === 'ws' ? await dialWs(case_.rig.stack.wsUrl, case_.rig.stack.token) : await dialGrpc(case_.rig.stack.grpcUrl, case_.rig.stack.token);
+    pipes.push(pipe);
+    const c = pipe.client;
+    expect((await c.request('initialize', { protocol_version: '1.0', capabilities: ['queue'] })).result.capabilities).toEqual(['queue']);
+    const sessionId: string = (await c.request('session_create', { agent: 'test-agent' })).result.session_id;
+    const bob = await (await case_.rig.stack.client({ sub: 'bob' })).attach(sessionId);
+    const fake = case_.rig.fake!;
+
+    const first = c.request('user_message', { session_id: sessionId, content: 'first prompt' });
+    await waitFor(() => fake.textDeltasSent() > 0, 30_000, 'the first answer to stream');
+    const b = await bob.send('BOB_QUEUED');
+    const mine = '11111111-1111-4111-8111-111111111111';
+    const gone = '22222222-2222-4222-8222-222222222222';
+    const queuedReply = c.request('user_message', { session_id: sessionId, content: 'MINE_QUEUED', uuid: mine, priority: 'later' });
+    const goneReply = c.request('user_message', { session_id: sessionId, content: 'MINE_WITHDRAWN', uuid: gone });
+    const three = await c.waitFor((m) => m.method === 'queued' && m.params.prompts.length === 3, 20_000, 'three queued');
+    expect(three.params.prompts.map((p: Msg) => [p.principal, p.content, p.priority])).toEqual([['bob', 'BOB_QUEUED', 'later'], ['test-user', 'MINE_QUEUED', 'later'], ['test-user', 'MINE_WITHDRAWN', 'later']]);
+    expect(three.params.prompts[0].uuid).toBe(b.uuid);
+
+    // The owner may withdraw anyone's; a withdrawn user_message is answered at once.
+    expect((await c.request('withdraw', { session_id: sessionId, uuid: b.uuid })).result).toEqual({});
+    expect((await c.request('withdraw', { session_id: sessionId, uuid: gone })).result).toEqual({});
+    expect((await goneReply).result).toEqual({ status: 'withdrawn', usage: { input_tokens: 0, output_tokens: 0 } });
+    const refused = await c.request('withdraw', { session_id: sessionId, uuid: 'no-such-prompt' });
+    expect(refused.error.data.code).toBe('FAILED_PRECONDITION');
+
+    expect((await first).result.status).toBe('completed');
+    expect((await queuedReply).result.status).toBe('completed');
+    const started = await c.waitFor((m) => m.method === 'queued' && m.params.change.action === 'started', 20_000, 'the queued prompt to start');
+    expect(started.params).toMatchObject({ prompts: [], change: { uuids: [mine], by: 'test-user' } });
+    for (const text of ['BOB_QUEUED', 'MINE_WITHDRAWN']) expect(fake.requests.some((r) => r.raw.includes(text))).toBe(false);
+    expect(fake.modelRequests().at(-1)!.raw).toContain('MINE_QUEUED');
+
+    // A stop that clears the queue: the cleared user_message is answered withdrawn, the running one interrupted.
+    const deltas = fake.textDeltasSent();
+    const running = c.request('user_message', { session_id: sessionId, content: 'a slow one' });
+    await waitFor(() => fake.textDeltasSent() > deltas, 30_000, 'the third answer to stream');
+    const cleared = c.request('user_message', { session_id: sessionId, content: 'CLEARED_BY_STOP' });
+    await c.waitFor((m) => m.method === 'queued' && m.params.prompts.some((p: Msg) => p.content === 'CLEARED_BY_STOP'), 20_000, 'the prompt queued');
+    expect((await c.request('interrupt', { session_id: sessionId, clear_queue: true })).result).toEqual({});
+    expect((await cleared).result.status).toBe('withdrawn');
+    expect((await running).result.status).toBe('interrupted');
+    expect(c.notifications('queued').at(-1)!.params.change).toMatchObject({ action: 'cleared', by: 'test-user' });
+    expect(fake.requests.some((r) => r.raw.includes('CLEARED_BY_STOP'))).toBe(false);
+  }, 120_000);
 });
 
 describe('JSON-RPC dialect with the real CLI: questions, shared prompts, viewers, interrupt, model and mode', () => {

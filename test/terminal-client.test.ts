@@ -65,6 +65,32 @@ describe('terminal client under a pty', () => {
     expect(sessions[0].state).not.toBe('ended');
   });
 
+  it('lists prompts typed mid-turn as queued above the prompt line; /withdraw takes one back; Ctrl-C twice stops and clears the queue, saying so', async () => {
+    const { see, type, screen } = await chat();
+    let mark = await see('attached to session');
+    type('a slow long answer please\r');
+    mark = await see('Counting slowly: 1, 2', mark);
+    type('queued slow two\r');
+    mark = await see('queued 1. test-user: queued slow two', mark);
+    type('queued slow three\r');
+    type('queued slow four\r');
+    mark = await see('queued 3. test-user: queued slow four', mark);
+    type('/withdraw 1\r');
+    mark = await see('test-user withdrew a queued prompt', mark);
+    mark = await see('queued 1. test-user: queued slow three', mark);
+    type('\x03');
+    mark = await see('the queued prompts (2) run next', mark);
+    mark = await see('test-user> queued slow three', mark); // it left the queue for the transcript
+    type('\x03');
+    mark = await see('stopping and clearing the queue (1 waiting)', mark);
+    mark = await see('stopped by test-user; 1 queued prompt cleared', mark);
+    type('after the stop\r');
+    await see('You said: after the stop', mark);
+    const seen = plain(screen());
+    expect(seen).not.toContain('test-user> queued slow two');
+    expect(seen).not.toContain('test-user> queued slow four');
+  });
+
   it('keeps what you type out of output that arrives meanwhile, and redraws the prompt below it', async () => {
     const { see, type, screen } = await chat();
     let mark = await see('attached to session');

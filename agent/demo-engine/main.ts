@@ -180,11 +180,22 @@ function onControlRequest(msg: Record<string, unknown>): void {
     case 'initialize':
       return emit(controlSuccess(id, initializePayload(state, isObject(req.hooks), current !== null),
         { pending_permission_requests: [], pending_user_dialog_requests: [] }));
-    case 'interrupt':
+    case 'interrupt': {
       cancelPending();
-      ok({ still_queued: [] });
+      // As the CLI: cancel_queued drops the queue (each prompt cancelled); otherwise it runs on.
+      const dropped = req.cancel_queued === true ? queue.splice(0) : [];
+      for (const p of dropped) if (p.uuid) emit(commandLifecycle(state, p.uuid, 'cancelled'));
+      ok(req.cancel_queued === true ? { still_queued: [], cancelled: dropped.flatMap((p) => (p.uuid ? [p.uuid] : [])) } : { still_queued: queue.flatMap((p) => (p.uuid ? [p.uuid] : [])) });
       current?.abort();
       return;
+    }
+    case 'cancel_async_message': {
+      const at = queue.findIndex((p) => p.uuid !== undefined && p.uuid === req.message_uuid);
+      if (at < 0) return ok({ cancelled: false });
+      queue.splice(at, 1);
+      emit(commandLifecycle(state, req.message_uuid as string, 'cancelled'));
+      return ok({ cancelled: true, message_uuid: req.message_uuid });
+    }
     case 'set_model': {
       const model = typeof req.model === 'string' && req.model !== 'default' ? req.model : DEMO_MODEL;
       state.model = model;

@@ -5,6 +5,7 @@
  * sessions). What is covered and what is not: docs/acp.md.
  */
 import { fileURLToPath } from 'node:url';
+import { randomUUID } from 'node:crypto';
 import * as acp from '@agentclientprotocol/sdk';
 import { asTetherError, ERROR_TABLE, TetherError } from '../../core/errors.js';
 import { PermissionMode } from '../../core/protocol/session-options.js';
@@ -55,6 +56,8 @@ interface Turn {
   resolve: (r: acp.PromptResponse) => void;
   reject: (e: unknown) => void;
   cancelled: boolean;
+  /** The prompt's uuid: the result that names it ends this turn (a teammate's turn may run first). */
+  uuid: string;
 }
 
 /** One ACP session: its Tether session and the state of the turn in flight. */
@@ -226,9 +229,11 @@ export function tetherAcpAgent(opts: TetherAcpOptions): acp.AgentApp {
       const s = find(params.sessionId);
       if (s.turn) throw acp.RequestError.invalidRequest(undefined, 'a prompt turn is already running in this session');
       const content = promptText(params.prompt);
-      const done = new Promise<acp.PromptResponse>((resolve, reject) => (s.turn = { resolve, reject, cancelled: false }));
+      const uuid = randomUUID();
+      const done = new Promise<acp.PromptResponse>((resolve, reject) => (s.turn = { resolve, reject, cancelled: false, uuid }));
       try {
-        await s.remote.sendUserMessage(content);
+        // Sent while a teammate's turn runs, it is queued and runs after it (the gateway says so: `queued`).
+        await s.remote.send(content, { uuid });
       } catch (err) {
         s.turn = undefined;
         throw acpError(asTetherError(err));
@@ -239,6 +244,9 @@ export function tetherAcpAgent(opts: TetherAcpOptions): acp.AgentApp {
       const s = sessions.get(params.sessionId);
       if (!s?.turn) return;
       s.turn.cancelled = true;
+      // Still queued behind a teammate's turn: withdraw it and leave their turn alone (the
+      // gateway knows; it refuses once the prompt started, and then the turn is ours to stop).
+      if (await s.remote.withdraw(s.turn.uuid).then(() => true, () => false)) return;
       for (const ac of s.pending.values()) ac.abort();
       await s.remote.interrupt().catch(() => {});
     })
@@ -288,6 +296,10 @@ export function tetherAcpAgent(opts: TetherAcpOptions): acp.AgentApp {
       if (item.event.subtype === 'exited') s.endTurn(new TetherError('UNAVAILABLE', `the engine exited (code ${item.event.code ?? 'none'})`));
       // The agent refused the prompt before the engine saw it (an @-mention outside the session's folders): no turn comes.
       if (item.event.subtype === 'engine_error' && item.event.code === INPUT_REFUSED && !inHistory) s.endTurn(new TetherError('PERMISSION_DENIED', item.event.message));
+      // Withdrawn (a cancel while queued) or cleared by someone's stop: it never ran.
+      const e = item.event;
+      const gone = e.subtype === 'queued' && (e.change.action === 'withdrawn' || e.change.action === 'cleared') && s.turn !== undefined && e.change.uuids.includes(s.turn.uuid);
+      if (gone) s.endTurn({ stopReason: 'cancelled' });
       return;
     }
     if (item.kind !== 'engine') return;
@@ -305,7 +317,9 @@ export function tetherAcpAgent(opts: TetherAcpOptions): acp.AgentApp {
       return;
     }
     if (m.type === 'result') {
-      s.endTurn({ stopReason: stopReason(m, s.turn?.cancelled ?? false) });
+      // Only the turn that answered this editor's prompt ends it (an engine that names none: any).
+      const uuids = Array.isArray(m.user_message_uuids) ? m.user_message_uuids : [];
+      if (s.turn && (uuids.length === 0 || uuids.includes(s.turn.uuid))) s.endTurn({ stopReason: stopReason(m, s.turn.cancelled) });
       return;
     }
     for (const u of s.updates.read(m)) void s.notify(u);

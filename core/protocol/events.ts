@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { isoNow } from '../util/iso-now.js';
+import { PROMPT_PRIORITIES } from './prompt-priority.js';
 
 /**
  * Gateway events delivered in a session's stream beside the engine's frames. In pipe mode
@@ -29,6 +30,38 @@ export type PresenceChange = z.infer<typeof PresenceChange>;
  * accounted for (acknowledged, never re-sent); a prompt refused so starts no turn.
  */
 export const INPUT_REFUSED = 'INPUT_REFUSED';
+
+/** A prompt's `priority` (core/protocol/prompt-priority.ts). */
+export const PromptPriority = z.enum(PROMPT_PRIORITIES);
+export type PromptPriority = z.infer<typeof PromptPriority>;
+
+/** One prompt waiting for its turn, as every member sees it. */
+export const QueuedPrompt = z.object({
+  /** The prompt's uuid (the engine's handle): what a withdrawal names. */
+  uuid: z.string(),
+  /** Its author. */
+  principal: z.string(),
+  client_id: z.string(),
+  priority: PromptPriority,
+  /** The user message as sent to the engine (its `message` field). */
+  message: z.unknown(),
+  /** A withdrawal was asked (by this principal) and the engine has not confirmed it yet. */
+  withdrawing: z.string().optional(),
+});
+export type QueuedPrompt = z.infer<typeof QueuedPrompt>;
+
+/** What changed the queue: a prompt queued, one started (folded into the running turn or a turn of its own), withdrawn, or the queue cleared by a stop. */
+export const QueueChange = z.object({
+  action: z.enum(['queued', 'started', 'withdrawing', 'withdrawn', 'cleared']),
+  uuids: z.array(z.string()),
+  /** Who withdrew or cleared; for `started`, the prompt's author. */
+  by: z.string().optional(),
+  /** `started` only: it joined the turn that was running (a tool round's boundary) rather than starting its own. */
+  folded: z.boolean().optional(),
+  /** `started` only: it was a steer (priority `now`): the running step was cut for it. */
+  steer: z.boolean().optional(),
+});
+export type QueueChange = z.infer<typeof QueueChange>;
 
 export const TetherEvent = z.discriminatedUnion('subtype', [
   z.object({ type: z.literal('tether'), subtype: z.literal('state'), state: SessionState, at: z.string() }),
@@ -111,6 +144,19 @@ export const TetherEvent = z.discriminatedUnion('subtype', [
     message: z.unknown(),
     /** The sender's input id: the sender's answer to a `session.post` (absent from older gateways). */
     input_id: z.string().optional(),
+    /** The prompt's uuid, when its sender gave one (Tether's clients do). */
+    uuid: z.string().optional(),
+    /** Sent while a turn ran: it waits in the queue (see the `queued` event) until it starts. */
+    queued: z.boolean().optional(),
+    priority: PromptPriority.optional(),
+    at: z.string(),
+  }),
+  z.object({
+    type: z.literal('tether'),
+    /** The session's queue of prompts, whole, after each change: in the order they will run. */
+    subtype: z.literal('queued'),
+    prompts: z.array(QueuedPrompt),
+    change: QueueChange,
     at: z.string(),
   }),
   z.object({
@@ -128,6 +174,8 @@ export const TetherEvent = z.discriminatedUnion('subtype', [
     subtype: z.literal('interrupt'),
     principal: z.string(),
     client_id: z.string(),
+    /** How many queued prompts the stop cleared (`cancel_queued`); absent when it left the queue. */
+    cleared: z.number().int().nonnegative().optional(),
     at: z.string(),
   }),
   z.object({

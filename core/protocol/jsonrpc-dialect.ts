@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { SESSIONS_PAGE_MAX } from './methods.js';
 import { PermissionMode } from './session-options.js';
+import { PromptPriority } from './events.js';
 
 /**
  * The JSON-RPC dialect for thin frontends (docs/jsonrpc-dialect.md): plain JSON-RPC 2.0
@@ -37,7 +38,7 @@ export function offersJsonRpcDialect(header: string | undefined): boolean {
  * Optional features; the gateway sends a notification or request of a feature only when the
  * client listed it in `initialize`. `turn_complete` and responses are always sent.
  */
-export const DIALECT_CAPABILITIES = ['streaming', 'tools', 'permissions', 'questions', 'progress', 'presence', 'session_state'] as const;
+export const DIALECT_CAPABILITIES = ['streaming', 'tools', 'permissions', 'questions', 'progress', 'presence', 'session_state', 'queue'] as const;
 export type DialectCapability = (typeof DIALECT_CAPABILITIES)[number];
 
 /**
@@ -53,6 +54,7 @@ export const DIALECT_NOTIFICATIONS = {
   presence: 'presence',
   progress: 'progress',
   permission_withdrawn: null,
+  queued: 'queue',
 } as const satisfies Record<string, DialectCapability | null>;
 export type DialectNotification = keyof typeof DIALECT_NOTIFICATIONS;
 
@@ -72,8 +74,14 @@ export const DialectRequests = {
   user_message: z.object({
     session_id: sessionId,
     content: z.union([z.string().min(1).max(1_000_000), z.array(z.record(z.string(), z.unknown())).min(1).max(100)]),
+    /** Where it goes while a turn runs (default `later`; `now` steers). */
+    priority: PromptPriority.optional(),
+    /** The prompt's uuid, which `withdraw` names (default: one the gateway chooses, shown in `queued`). */
+    uuid: z.string().uuid().optional(),
   }),
-  interrupt: z.object({ session_id: sessionId }),
+  interrupt: z.object({ session_id: sessionId, clear_queue: z.boolean().optional() }),
+  /** Withdraws a queued prompt (its author or the session's owner) before it starts. */
+  withdraw: z.object({ session_id: sessionId, uuid: z.string().min(1).max(256) }),
   set_model: z.object({ session_id: sessionId, model: z.string().min(1).max(256).nullable() }),
   set_permission_mode: z.object({ session_id: sessionId, mode: PermissionMode }),
   session_create: z.object({

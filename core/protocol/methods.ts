@@ -124,8 +124,10 @@ export const LineMeta = z.object({
   request_id: z.string().max(256).optional(),
   /** For `result` frames: the engine's verdict (is_error). */
   is_error: z.boolean().optional(),
-  /** For `system/session_state_changed`: the new state. */
+  /** For `system/session_state_changed`: the new state; for `command_lifecycle`: the prompt's (queued, started, completed, cancelled). */
   state: z.string().max(64).optional(),
+  /** For `command_lifecycle`: the uuid of the prompt it is about. */
+  command_uuid: z.string().max(256).optional(),
   /**
    * For the policy hook's callbacks: the session folder and the tool's path with symlinks
    * followed on the agent's machine (agent/policy-paths.ts), which the gateway cannot see.
@@ -226,6 +228,11 @@ export const Methods = {
   /** Withdraws a standing rule of the session (the owner, or who granted it); its calls ask again. */
   'session.withdraw_rule': {
     params: z.object({ session_id: id, rule: z.string().min(1).max(4096) }),
+    result: z.object({}),
+  },
+  /** Withdraws a queued prompt before it starts (its author, or the session's owner). */
+  'session.withdraw_prompt': {
+    params: z.object({ session_id: id, uuid: z.string().min(1).max(256) }),
     result: z.object({}),
   },
   /** The audit trail, filtered; without session_id (the whole trail) admins only. */
@@ -343,7 +350,7 @@ export type BinaryNotificationParams<N extends BinaryNotificationName> = z.infer
 export type CreateProgress = Omit<NotificationParams<'session.create_progress'>, 'create_id'>;
 
 /** The client requests about one session, applied where the session is held. */
-export type SessionCall = 'session.attach' | 'session.detach' | 'session.send' | 'session.set_role' | 'session.withdraw_rule' | 'session.stop' | 'session.audit' | 'session.info';
+export type SessionCall = 'session.attach' | 'session.detach' | 'session.send' | 'session.set_role' | 'session.withdraw_rule' | 'session.withdraw_prompt' | 'session.stop' | 'session.audit' | 'session.info';
 
 /** A session call's params: every one names its session (an audit query about one session does too). */
 export type SessionCallParams<M extends SessionCall> = ParamsOf<M> & { session_id: string };

@@ -58,6 +58,11 @@ export async function applySessionCall<M extends SessionCall>(dir: SessionDirect
       session.withdrawRule(clientId, r.rule);
       return {} as ResultOf<M>;
     }
+    case 'session.withdraw_prompt': {
+      requireControlScope(p, 'withdraw prompts');
+      session.withdrawPrompt(clientId, (params as ParamsOf<'session.withdraw_prompt'>).uuid);
+      return {} as ResultOf<M>;
+    }
     default: {
       const s = params as ParamsOf<'session.stop'>;
       requireControlScope(p, 'stop sessions');

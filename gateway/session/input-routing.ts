@@ -1,5 +1,6 @@
 import { TetherError } from '../../core/errors.js';
-import { tetherEvent } from '../../core/protocol/events.js';
+import { PromptPriority, tetherEvent } from '../../core/protocol/events.js';
+import { ENGINE_DEFAULT_PRIORITY } from '../../core/protocol/prompt-priority.js';
 import { checkEngineInput } from '../../core/protocol/engine-input.js';
 import { checkUserMessage, promptChars } from './session-lines.js';
 import { checkMentions, POLICY_PRINCIPAL } from '../policy/policy-gate.js';
@@ -11,6 +12,7 @@ import type { SessionHistory } from './session-history.js';
 import type { SessionStatus } from './session-status.js';
 import type { SessionAudit } from './session-audit.js';
 import type { Actor, SessionPrompts } from './session-prompts.js';
+import type { PromptQueue } from './prompt-queue.js';
 
 /** What input routing works with: the session's other parts. */
 export interface RoutingParts {
@@ -21,11 +23,16 @@ export interface RoutingParts {
   audit: SessionAudit;
   controls: ControlRouting;
   prompts: SessionPrompts;
+  /** Prompts sent while a turn runs, waiting for theirs. */
+  queue: PromptQueue;
   /** The central policy: its read rules judge a prompt's @-mentions. */
   policy: PolicyProvider;
   /** The session's working folder as the client named it (undefined: the agent's default). */
   cwd: string | undefined;
 }
+
+/** While the session is in one of these, a turn runs: a prompt sent now waits in the queue. */
+const TURN_STATES: ReadonlySet<string> = new Set(['running', 'requires_action', 'unresponsive']);
 
 /**
  * One session's client input, from a client allowed to send it to the engine: checked (size,
@@ -79,7 +86,8 @@ export class InputRouting {
    */
   private prompt(from: Actor, line: Record<string, unknown>, key: string, inputId: string, text: string): void {
     checkUserMessage(line);
-    const details = { client_id: from.clientId, uuid: line.uuid, chars: promptChars(line) };
+    const queued = this.queuing(line);
+    const details = { client_id: from.clientId, uuid: line.uuid, chars: promptChars(line), ...(queued ? { priority: line.priority } : {}) };
     try {
       checkMentions(this.s.policy.current, line, this.s.cwd);
     } catch (err) {
@@ -87,10 +95,28 @@ export class InputRouting {
       throw err;
     }
     this.s.audit.audited(from.principal, 'prompt', details, () => {
+      const uuid = typeof line.uuid === 'string' ? line.uuid : undefined;
+      const priority = line.priority as PromptPriority | undefined;
       this.s.inputs.toEngine(line, key, text);
-      this.s.history.append({ event: tetherEvent({ subtype: 'prompt', principal: from.principal, client_id: from.clientId, message: line.message, input_id: inputId }) });
+      this.s.history.append({ event: tetherEvent({ subtype: 'prompt', principal: from.principal, client_id: from.clientId, message: line.message, input_id: inputId, uuid, ...(queued ? { queued, priority } : {}) }) });
+      if (queued) this.s.queue.add({ uuid: uuid!, principal: from.principal, client_id: from.clientId, priority: priority ?? ENGINE_DEFAULT_PRIORITY, message: line.message });
       if (this.s.status.current === 'idle') this.s.status.set('running');
     });
+  }
+
+  /**
+   * Whether the prompt waits in the queue: sent while a turn runs, with a `uuid` (the engine's
+   * handle on it, for its start and a withdrawal). The line goes to the engine as sent, never
+   * rewritten (a raw stream-json client gets a bare CLI's behaviour); Tether's own clients
+   * send a uuid and `later` unless their sender steers. Checked before anything is kept.
+   */
+  private queuing(line: Record<string, unknown>): boolean {
+    if (line.priority !== undefined && !PromptPriority.safeParse(line.priority).success) {
+      throw new TetherError('INVALID_ARGUMENT', `priority must be one of ${PromptPriority.options.join(', ')} (got ${JSON.stringify(line.priority)})`);
+    }
+    const queued = TURN_STATES.has(this.s.status.current) && this.s.queue.tracking && typeof line.uuid === 'string' && line.uuid !== '';
+    if (queued) this.s.queue.assertRoom(line.uuid as string);
+    return queued;
   }
 
   private forwardControlRequest(from: Actor, line: Record<string, unknown>, key: string): void {
@@ -107,7 +133,9 @@ export class InputRouting {
         this.s.controls.forget(gwId); // refused before it reached the engine: no answer will come
         throw err;
       }
-      if (req.subtype === 'interrupt') this.s.history.append({ event: tetherEvent({ subtype: 'interrupt', principal: from.principal, client_id: from.clientId }) });
+      // A stop that cancels the queue says so: the engine drops every queued prompt with it.
+      const cleared = req.subtype === 'interrupt' && req.cancel_queued === true ? this.s.queue.clear(from.principal) : undefined;
+      if (req.subtype === 'interrupt') this.s.history.append({ event: tetherEvent({ subtype: 'interrupt', principal: from.principal, client_id: from.clientId, ...(cleared === undefined ? {} : { cleared }) }) });
     });
   }
 }

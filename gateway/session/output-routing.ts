@@ -4,6 +4,7 @@ import type { SessionHistory } from './session-history.js';
 import type { SessionMembers } from './session-members.js';
 import type { SessionPrompts } from './session-prompts.js';
 import type { SessionStatus } from './session-status.js';
+import type { PromptQueue } from './prompt-queue.js';
 import { policyHookCall, promptRequest } from '../policy/policy-gate.js';
 import { policyModelList } from '../policy/model-list.js';
 import type { PolicyProvider } from '../policy/policy-source.js';
@@ -16,6 +17,7 @@ export interface OutputParts {
   controls: ControlRouting;
   members: SessionMembers;
   policy: PolicyProvider;
+  queue: PromptQueue;
 }
 
 /**
@@ -35,6 +37,8 @@ export class OutputRouting {
     if (hook) return this.s.prompts.answerPolicyHook(hook); // the policy's own: never shown to clients, so none can answer it
     if (meta.type === 'control_request' && meta.request_id) this.s.prompts.raise(meta.request_id, meta.subtype ?? 'unknown', promptRequest(meta, line));
     if (meta.type === 'control_cancel_request' && meta.request_id) this.s.prompts.withdraw(meta.request_id, 'cancelled by the engine');
+    // A queued prompt that starts leaves the queue just before the engine says so.
+    this.s.queue.follow(meta, this.s.status.current !== 'idle');
     this.s.history.append({ line, origin: 'engine' }, readAtMs);
     this.s.status.follow(meta, this.s.prompts.size > 0);
   }

@@ -21,6 +21,7 @@ import { StandingRules } from './standing-rules.js';
 import { SessionMembers, type Cut, type Member } from './session-members.js';
 import { InputRouting } from './input-routing.js';
 import { OutputRouting } from './output-routing.js';
+import { PromptQueue } from './prompt-queue.js';
 
 export type { EngineHost } from './engine-inputs.js';
 export type { Member } from './session-members.js';
@@ -103,6 +104,7 @@ export class Session {
   private readonly controls: ControlRouting;
   private readonly prompts: SessionPrompts;
   private readonly standing = new StandingRules();
+  private readonly queue: PromptQueue;
   private readonly members: SessionMembers;
   private readonly routing: InputRouting;
   private readonly output: OutputRouting;
@@ -132,8 +134,9 @@ export class Session {
     this.roles = new SessionRoles(init.owner, restored?.roles, (decisions) => store.saveRoles(id, decisions));
     this.metrics = init.metrics;
     this.members = new SessionMembers({ ...parts, owner: init.owner, maxMembers: limits.maxMembers, roles: this.roles, onGap: () => this.metrics?.replayGap() });
-    this.routing = new InputRouting({ ...parts, prompts: this.prompts, policy, cwd: init.options.cwd });
-    this.output = new OutputRouting({ ...parts, prompts: this.prompts, members: this.members, policy });
+    this.queue = new PromptQueue(this.history);
+    this.routing = new InputRouting({ ...parts, prompts: this.prompts, queue: this.queue, policy, cwd: init.options.cwd });
+    this.output = new OutputRouting({ ...parts, prompts: this.prompts, members: this.members, policy, queue: this.queue });
     if (restored) this.restore(restored);
     else store.create({ id, agent: this.agent, engine: this.engine, owner: this.owner, options: this.options, created_at: this.createdAt });
     this.prompts.observer = init.metrics; // after the restore: restored prompts were counted by the process that raised them
@@ -299,11 +302,42 @@ export class Session {
     });
   }
 
+  /**
+   * Withdraws a queued prompt before it starts: its author or the session's owner (checked
+   * here; clients cannot send `cancel_async_message` themselves). Audited; every member sees
+   * it marked, then gone once the engine confirms (`command_lifecycle` cancelled). A prompt
+   * that started meanwhile runs, and is shown so.
+   */
+  withdrawPrompt(byClientId: string, uuid: string): void {
+    const a = this.members.attached(byClientId);
+    if (a.role === 'viewer') throw new TetherError('PERMISSION_DENIED', 'a viewer cannot withdraw prompts');
+    if (this.ended) throw new TetherError('FAILED_PRECONDITION', `session ${this.id} has ended`);
+    const principal = a.member.principal;
+    const details = { client_id: byClientId, uuid };
+    try {
+      this.queue.beginWithdraw(uuid, principal, a.role === 'owner');
+    } catch (err) {
+      this.audit.quietly(principal, 'prompt_withdrawn', { ...details, result: 'refused', code: failureCode(err), reason: (err as Error).message });
+      throw err;
+    }
+    try {
+      this.audit.audited(principal, 'prompt_withdrawn', details, () => this.toEngineAsGateway('cancel_async_message', { message_uuid: uuid }));
+    } catch (err) {
+      this.queue.abortWithdraw(uuid);
+      throw err;
+    }
+  }
+
   /** The gateway's own apply_flag_settings: the engine's flag `ask` rules are exactly `labels` (its answer goes to no client). */
   private setAskRules(labels: string[]): void {
-    const gwId = this.controls.open('tether:gateway', 'tether:gateway', undefined, 'apply_flag_settings');
+    this.toEngineAsGateway('apply_flag_settings', { settings: { permissions: { ask: labels } } });
+  }
+
+  /** A control request of the gateway's own (its answer goes to no client). */
+  private toEngineAsGateway(subtype: string, fields: Record<string, unknown>): void {
+    const gwId = this.controls.open('tether:gateway', 'tether:gateway', undefined, subtype);
     try {
-      this.inputs.toEngine({ type: 'control_request', request_id: gwId, request: { subtype: 'apply_flag_settings', settings: { permissions: { ask: labels } } } }, GATEWAY_KEY);
+      this.inputs.toEngine({ type: 'control_request', request_id: gwId, request: { subtype, ...fields } }, GATEWAY_KEY);
     } catch (err) {
       this.controls.forget(gwId);
       throw err;

@@ -1,12 +1,14 @@
 /**
  * The prompt box: Enter sends, Shift+Enter breaks the line; images pasted or dropped become
- * image content blocks. It stays usable while a permission prompt is pending (the engine
- * queues the message). The text lives in the textarea itself (uncontrolled): a keystroke
- * renders nothing, and the page's re-renders (a streamed delta each) skip the composer.
+ * image content blocks. It stays usable while a turn runs or a permission prompt is pending:
+ * the prompt is queued (Queue), or cuts into the running turn (Steer). The text lives in the
+ * textarea itself (uncontrolled): a keystroke renders nothing, and the page's re-renders (a
+ * streamed delta each) skip the composer.
  */
 import { memo } from 'preact/compat';
 import { useRef, useState } from 'preact/hooks';
 import type { ImageAttachment, OpenSession } from './session';
+import { useStoreSelect } from './store';
 
 /** Largest image accepted (the Messages API's own limit is 5 MB per image). */
 const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
@@ -37,13 +39,16 @@ export const Composer = memo(function Composer({ session }: { session: OpenSessi
       setError((err as Error).message);
     }
   };
-  const send = async () => {
+  // While a turn runs a prompt waits in the queue; a controller may steer instead (it cuts into the turn).
+  // Only a change of "running" re-renders the composer, not every streamed delta.
+  const running = useStoreSelect(session.view, (v) => v.state === 'running');
+  const send = async (steer = false) => {
     const text = box.current?.value ?? '';
     if (!text.trim() && !images.length) return;
     setSending(true);
     setError(undefined);
     try {
-      await session.sendPrompt(text.trim(), images);
+      await session.sendPrompt(text.trim(), images, steer);
       // What was typed meanwhile stays; what was sent goes.
       if (box.current) box.current.value = box.current.value.startsWith(text) ? box.current.value.slice(text.length) : box.current.value;
       setImages([]);
@@ -92,7 +97,8 @@ export const Composer = memo(function Composer({ session }: { session: OpenSessi
             }
           }}
         />
-        <button type="submit" class="primary" disabled={sending}>Send</button>
+        <button type="submit" class="primary" disabled={sending} title={running ? 'Queued: it runs when the current turn ends' : undefined}>Send</button>
+        {running && <button type="button" disabled={sending} onClick={() => void send(true)} title="Cut into the running turn now instead of waiting for it to end">Steer</button>}
       </div>
       {error && <div class="error" role="alert">{error}</div>}
     </form>

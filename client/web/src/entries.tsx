@@ -74,7 +74,7 @@ function AssistantText({ e }: { e: TextEntry }) {
 export function entrySig(e: Entry): readonly unknown[] {
   switch (e.kind) {
     case 'prompt':
-      return [e.queued, e.text];
+      return [e.queued, e.text, e.withdrawing];
     case 'text':
     case 'thinking':
       return [e.text, e.streaming];
@@ -101,7 +101,7 @@ export function EntryView({ e }: { e: Entry }) {
       return (
         <div class={e.queued ? 'prompt queued' : 'prompt'} data-testid="prompt">
           <span class="sender">{e.principal}</span>
-          {e.queued && <span class="muted small" data-testid="queued"> queued: the engine reads it when the current answer ends</span>}
+          {e.queued && <span class="muted small" data-testid="queued"> {e.withdrawing ? `queued: being withdrawn by ${e.withdrawing}` : e.priority === 'now' ? 'queued: steers the running turn' : 'queued: the engine reads it when the current answer ends'}</span>}
           <div class="prompt-text">{e.text}{e.images > 0 && <span class="muted"> [{e.images} image{e.images > 1 ? 's' : ''}]</span>}</div>
         </div>
       );

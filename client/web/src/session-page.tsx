@@ -151,6 +151,7 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
           {canControl && (
             <>
               <button class="danger" onClick={() => act(session.control('interrupt'))}>Interrupt</button>
+              {t.queued.length > 0 && <button class="danger" onClick={() => act(session.control('interrupt', { cancel_queued: true }))}>Interrupt and clear the queue ({t.queued.length})</button>}
               {session.models && session.models.length > 0 && (
                 <label class="inline">Model{' '}
                   <select aria-label="Model" value={currentChoice(session.models, t.model ?? session.info.options.model)} onChange={(e) => act(session.control('set_model', { model: (e.target as HTMLSelectElement).value }))}>
@@ -182,7 +183,18 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
           render={(e) => (e.kind === 'permission' ? <PermissionCard prompt={e.prompt} session={session} canAnswer={canControl} answerers={answerers} /> : <MemoEntry e={e} sig={entrySig(e)} />)}
           onResize={() => following.current && toBottom()}
         />
-        {t.queued.map((e) => <EntryView key={e.id} e={e} />)}
+        {t.queued.length > 0 && (
+          <ol class="queue" aria-label="Queued prompts" data-testid="queue">
+            {t.queued.map((e) => (
+              <li key={e.id} data-testid="queued-prompt">
+                <EntryView e={e} />
+                {canControl && e.uuid && !e.withdrawing && (view.role === 'owner' || e.principal === session.principal) && (
+                  <button class="small" onClick={() => act(session.withdrawPrompt(e.uuid!))} aria-label={`Withdraw ${e.principal}'s queued prompt`}>Withdraw</button>
+                )}
+              </li>
+            ))}
+          </ol>
+        )}
         {!follow && (
           <button class="jump-latest" onClick={jump} data-testid="jump-latest">
             Jump to latest{unseen > 0 ? ` (${unseen} new)` : ''}

@@ -7,6 +7,7 @@ import type { Connection } from './connection';
 import { readFrame, readReply, type FrameParams, type StreamItem } from './frames';
 import { presenceChanges } from '../../../core/protocol/presence.js';
 import { TetherError } from '../../../core/errors.js';
+import { QUEUED_PRIORITY } from '../../../core/protocol/prompt-priority.js';
 import { SessionMeter } from './session-meter';
 import { Store } from './store';
 import { Transcript } from './transcript';
@@ -239,12 +240,18 @@ export class OpenSession {
     this.view.update({ role: r.role, state: r.session.state });
   }
 
-  /** Sends a prompt: text, and images as image content blocks. */
-  sendPrompt(text: string, images: ImageAttachment[] = []): Promise<void> {
+  /** Sends a prompt: text, and images as image content blocks; `steer`: it cuts into the running turn (priority `now`). */
+  sendPrompt(text: string, images: ImageAttachment[] = [], steer = false): Promise<void> {
     const content: unknown = images.length
       ? [...(text ? [{ type: 'text', text }] : []), ...images.map((i) => ({ type: 'image', source: { type: 'base64', media_type: i.mediaType, data: i.data } }))]
       : text;
-    return this.conn.send(this.id, { type: 'user', message: { role: 'user', content }, parent_tool_use_id: null, session_id: 'default' });
+    // A uuid (the engine's handle: it can be withdrawn while queued) and where it goes while a turn runs.
+    return this.conn.send(this.id, { type: 'user', message: { role: 'user', content }, parent_tool_use_id: null, session_id: 'default', uuid: crypto.randomUUID(), priority: steer ? 'now' : QUEUED_PRIORITY });
+  }
+
+  /** Withdraws a queued prompt before it starts (its author, or the owner). */
+  withdrawPrompt(uuid: string): Promise<void> {
+    return this.conn.request('session.withdraw_prompt', { session_id: this.id, uuid });
   }
 
   /** Answers a permission prompt (first answer wins; a late one is "already decided"). */

@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 
 /** A value the page shows, with change notification (the page's only state container). */
 export class Store<T> {
@@ -25,4 +25,22 @@ export function useStore<T>(store: Store<T>): T {
   const [, bump] = useState(0);
   useEffect(() => store.subscribe(() => bump((n) => n + 1)), [store]);
   return store.get();
+}
+
+/** Re-renders the calling component only when `select` of the store's value changes (Object.is). */
+export function useStoreSelect<T, S>(store: Store<T>, select: (value: T) => S): S {
+  const [, bump] = useState(0);
+  const picked = select(store.get());
+  const last = useRef(picked);
+  last.current = picked;
+  const pick = useRef(select);
+  pick.current = select;
+  useEffect(
+    () =>
+      store.subscribe(() => {
+        if (!Object.is(pick.current(store.get()), last.current)) bump((n) => n + 1);
+      }),
+    [store],
+  );
+  return picked;
 }

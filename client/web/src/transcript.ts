@@ -6,7 +6,8 @@
 import type { EngineMessage, StreamItem } from './frames.js';
 import { grantedRules, ruleLabel } from '../../permission-policy.js';
 import { policyLine } from '../../tool-view.js';
-import type { PresenceChange } from '../../../core/protocol/events.js';
+import type { PresenceChange, QueueChange, QueuedPrompt } from '../../../core/protocol/events.js';
+import { queueChangeText, stopText } from '../../queue-view.js';
 import { presenceChanges } from '../../../core/protocol/presence.js';
 import { apiRetryNote, compactNote, exitNote, gapNote, turnEndNote, turnSummary } from './wording.js';
 
@@ -24,7 +25,7 @@ export interface PermissionPrompt {
 }
 
 export type Entry =
-  | { id: number; kind: 'prompt'; principal: string; text: string; images: number; queued?: boolean }
+  | { id: number; kind: 'prompt'; principal: string; text: string; images: number; queued?: boolean; uuid?: string; priority?: string; withdrawing?: string }
   | { id: number; kind: 'text'; text: string; streaming: boolean }
   | { id: number; kind: 'thinking'; text: string; streaming: boolean }
   | { id: number; kind: 'tool'; toolUseId: string; name: string; input: Record<string, unknown>; result?: { content: unknown; isError: boolean }; awaitingPermission?: boolean }
@@ -49,7 +50,7 @@ export class Transcript {
   private streamingMessage = '';
   /** Finished blocks per API message: the engine writes one assistant frame per block, in index order. */
   private readonly blocksDone = new Map<string, number>();
-  /** Prompts sent while a turn runs: shown below the transcript as queued until their turn starts. */
+  /** Prompts sent while a turn runs, in the order they will run (the gateway's `queued` events): shown below the transcript until they start. */
   readonly queued: Extract<Entry, { kind: 'prompt' }>[] = [];
   /** A turn runs: from a prompt taken (or system/init) to its result. */
   private turnRunning = false;
@@ -104,7 +105,7 @@ export class Transcript {
       case 'control_cancel_request':
         return this.withdraw(String(m.request_id));
       case 'result': {
-        this.endTurn(m);
+        this.endTurn();
         const note = m.is_error === true ? turnEndNote(m, this.interruptedBy) : undefined;
         if (note) this.note(note.text, note.tone);
         this.say(note?.text ?? 'Answer finished.');
@@ -139,11 +140,28 @@ export class Transcript {
         const blocks = Array.isArray(content) ? (content as Record<string, unknown>[]) : [];
         const text = typeof content === 'string' ? content : blocks.filter((b) => b.type === 'text').map((b) => String(b.text)).join('\n');
         const prompt = { id: this.nextId++, kind: 'prompt' as const, principal: String(e.principal), text, images: blocks.filter((b) => b.type === 'image').length };
-        if (this.turnRunning || this.queued.length > 0) this.queued.push({ ...prompt, queued: true });
+        // The gateway says whether it waits in the queue; its `queued` event places it.
+        if (e.queued === true) this.queued.push({ ...prompt, queued: true, uuid: String(e.uuid), priority: String(e.priority ?? 'later') });
         else {
           this.entries.push(prompt);
           this.turnRunning = true;
         }
+        return;
+      }
+      case 'queued': {
+        const change = e.change as QueueChange;
+        const now = e.prompts as QueuedPrompt[];
+        if (change.action === 'started') {
+          const note = queueChangeText(change);
+          if (note && (change.steer || change.folded)) this.note(note);
+          for (const p of this.takeQueued(change.uuids)) this.entries.push({ ...p, queued: false, withdrawing: undefined });
+        } else if (change.action === 'withdrawn' || change.action === 'cleared') {
+          this.takeQueued(change.uuids);
+          if (change.action === 'withdrawn') this.note(queueChangeText(change)!);
+        }
+        for (const p of this.queued) p.withdrawing = now.find((q) => q.uuid === p.uuid)?.withdrawing;
+        // Order as the gateway says (a `now` or `next` goes ahead of `later` ones).
+        this.queued.sort((a, b) => now.findIndex((q) => q.uuid === a.uuid) - now.findIndex((q) => q.uuid === b.uuid));
         return;
       }
       case 'presence':
@@ -164,7 +182,7 @@ export class Transcript {
         return;
       }
       case 'state':
-        if (e.state === 'ended') this.placeQueued(this.queued.length);
+        if (e.state === 'ended' && this.queued.length) this.note(`${this.queued.splice(0).length} queued prompt(s) never ran: the session ended.`);
         if (e.state === 'agent-lost') this.note('The build machine is out of reach for now; the engine keeps running there.', 'error');
         return;
       case 'exited': {
@@ -174,7 +192,8 @@ export class Transcript {
         return;
       }
       case 'interrupt':
-        if (this.turnRunning) this.interruptedBy = String(e.principal); // named on the turn's end; an idle interrupt changes nothing
+        if (typeof e.cleared === 'number') this.note(`${stopText(String(e.principal), e.cleared)}.`);
+        else if (this.turnRunning) this.interruptedBy = String(e.principal); // named on the turn's end; an idle interrupt changes nothing
         return;
       case 'engine_error':
         this.note(`The engine wrote something unreadable; it was skipped (${String(e.message)}).`, 'error');
@@ -193,22 +212,23 @@ export class Transcript {
     }
   }
 
-  /** A turn starts (system/init): the first queued prompt is the one it answers; it takes its place here. */
+  /** A turn starts (system/init). */
   private startTurn(): void {
-    if (!this.turnRunning) this.placeQueued(1);
     this.turnRunning = true;
   }
 
-  /** A turn ended: whatever still streams is over; queued prompts the engine folded into this turn (none left queued by its count) are placed. */
-  private endTurn(m: EngineMessage): void {
+  /** A turn ended: whatever still streams is over. */
+  private endTurn(): void {
     for (const e of this.streams.values()) e.streaming = false;
     this.streams.clear();
     this.turnRunning = false;
-    if (m.queued_turn_count === 0) this.placeQueued(this.queued.length);
   }
 
-  private placeQueued(n: number): void {
-    for (const p of this.queued.splice(0, n)) this.entries.push({ ...p, queued: false });
+  /** Takes the queued prompts with these uuids off the queue, in queue order. */
+  private takeQueued(uuids: string[]): Extract<Entry, { kind: 'prompt' }>[] {
+    const taken = this.queued.filter((p) => p.uuid !== undefined && uuids.includes(p.uuid));
+    for (const p of taken) this.queued.splice(this.queued.indexOf(p), 1);
+    return taken;
   }
 
   private streamEvent(m: EngineMessage, ev: Record<string, unknown>): void {

@@ -19,6 +19,7 @@ import { PROTOCOL_VERSION } from '../../../core/protocol/version.js';
 import type { Role } from '../../../core/protocol/events.js';
 import { LATER, RpcEngine } from '../../../core/rpc/engine.js';
 import type { RpcId } from '../../../core/rpc/envelope.js';
+import { QUEUED_PRIORITY } from '../../../core/protocol/prompt-priority.js';
 import type { GatewayMetrics } from '../../metrics.js';
 import type { Principal } from '../../door/principal.js';
 import { checkControlAudited } from '../../policy/policy-gate.js';
@@ -217,6 +218,20 @@ export class JsonRpcDialectLink implements Member {
         view.turns.delete(e.uuid);
         return this.rpc.fail(mine, new TetherError('PERMISSION_DENIED', e.message));
       }
+      case 'queued': {
+        const prompts = e.prompts.map((q) => ({ uuid: q.uuid, principal: q.principal, priority: q.priority, content: (q.message as { content?: unknown } | undefined)?.content, ...(q.withdrawing ? { withdrawing: q.withdrawing } : {}) }));
+        this.notify('queued', { session_id: sid, prompts, change: e.change }, true);
+        // A prompt withdrawn or cleared before it ran: no turn will answer its user_message.
+        if (e.change.action === 'withdrawn' || e.change.action === 'cleared') {
+          for (const uuid of e.change.uuids) {
+            const mine = view.turns.get(uuid);
+            if (mine === undefined) continue;
+            view.turns.delete(uuid);
+            this.rpc.respond(mine, 'user_message', { status: 'withdrawn', usage: { input_tokens: 0, output_tokens: 0 } });
+          }
+        }
+        return;
+      }
       case 'state':
         this.notify('session_state', { session_id: sid, state: e.state, ...(e.reason ? { reason: e.reason } : {}) }, true);
         if (e.state === 'ended') for (const id of view.turns.values()) this.rpc.respond(id, 'user_message', { status: 'error', usage: { input_tokens: 0, output_tokens: 0 } });
@@ -298,8 +313,15 @@ export class JsonRpcDialectLink implements Member {
       }
       case 'user_message':
         return this.userMessage(params as Params<'user_message'>, id);
-      case 'interrupt':
-        return this.control((params as Params<'interrupt'>).session_id, id, { subtype: 'interrupt' }, () => ({}));
+      case 'interrupt': {
+        const { session_id, clear_queue } = params as Params<'interrupt'>;
+        return this.control(session_id, id, { subtype: 'interrupt', ...(clear_queue ? { cancel_queued: true } : {}) }, () => ({}));
+      }
+      case 'withdraw': {
+        const { session_id, uuid } = params as Params<'withdraw'>;
+        this.viewOf(session_id).session.withdrawPrompt(this.clientId, uuid);
+        return {};
+      }
       case 'set_model': {
         const { session_id, model } = params as Params<'set_model'>;
         return this.control(session_id, id, { subtype: 'set_model', model }, (r) => ({ model: typeof r.model === 'string' ? r.model : model }));
@@ -381,9 +403,9 @@ export class JsonRpcDialectLink implements Member {
   private userMessage(params: Params<'user_message'>, id: RpcId): typeof LATER {
     const view = this.viewOf(params.session_id);
     // The uuid comes back in the result's user_message_uuids: that result ends this request's turn.
-    const uuid = randomUUID();
-    const line = { type: 'user', message: { role: 'user', content: params.content }, parent_tool_use_id: null, session_id: 'default', uuid };
-    view.session.input(this.clientId, uuid, line);
+    const uuid = params.uuid ?? randomUUID();
+    const line = { type: 'user', message: { role: 'user', content: params.content }, parent_tool_use_id: null, session_id: 'default', uuid, priority: params.priority ?? QUEUED_PRIORITY };
+    if (view.session.input(this.clientId, uuid, line) === 'duplicate') throw new TetherError('INVALID_ARGUMENT', `uuid ${uuid} was sent before: each user_message needs a fresh one`);
     view.turns.set(uuid, id);
     return LATER;
   }

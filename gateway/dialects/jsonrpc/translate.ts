@@ -4,7 +4,7 @@
  * receive it: the translation is cached on the frame's Buffer (the same object goes to every
  * member, and the replay log keeps it).
  */
-import { INPUT_REFUSED, type PresenceChange } from '../../../core/protocol/events.js';
+import { INPUT_REFUSED, type PresenceChange, type QueueChange, type QueuedPrompt } from '../../../core/protocol/events.js';
 import { presenceChanges } from '../../../core/protocol/presence.js';
 import type { EngineInfo } from '../../session/session.js';
 
@@ -28,7 +28,9 @@ export type DialectEvent =
   | { kind: 'presence'; action: string; principal: string; client_id: string; role: string }
   | { kind: 'gap'; from_seq: number; to_seq: number }
   /** The agent refused the prompt sent with this uuid: no turn will answer it. */
-  | { kind: 'refused'; uuid: string; message: string };
+  | { kind: 'refused'; uuid: string; message: string }
+  /** The session's queue of prompts after a change (the `queued` event). */
+  | { kind: 'queued'; prompts: QueuedPrompt[]; change: QueueChange };
 
 export interface TranslatedFrame {
   session_id: string;
@@ -79,6 +81,8 @@ function fromGatewayEvent(e: Obj): DialectEvent[] {
       return [{ kind: 'gap', from_seq: Number(e.from_seq), to_seq: Number(e.to_seq) }];
     case 'engine_error':
       return e.code === INPUT_REFUSED && typeof e.input_uuid === 'string' ? [{ kind: 'refused', uuid: e.input_uuid, message: String(e.message) }] : [];
+    case 'queued':
+      return [{ kind: 'queued', prompts: e.prompts as QueuedPrompt[], change: e.change as QueueChange }];
     case 'presence':
       // One notification per change, as before coalescing (a burst's changes share one event).
       // `may_control` is for the owner's own clients; the dialect's presence keeps its documented fields.
