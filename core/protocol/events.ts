@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { isoNow } from '../util/iso-now.js';
+import { TurnAttribution } from './turn-approval.js';
 
 /**
  * Gateway events delivered in a session's stream beside the engine's frames. In pipe mode
@@ -100,6 +101,27 @@ export const TetherEvent = z.discriminatedUnion('subtype', [
     decision: z.enum(['deny', 'ask', 'allow']),
     /** The rule that decided, as written in the policy file, e.g. `Bash(rm *)`. */
     rule: z.string(),
+    /** Whose turn the call comes from. */
+    turn_authors: z.array(z.string()).optional(),
+    at: z.string(),
+  }),
+  z.object({
+    type: z.literal('tether'),
+    /** The engine took up a prompt: it started a turn, or joined the running one; `authors`: the turn's authors now. */
+    subtype: z.literal('turn'),
+    state: z.enum(['started', 'joined']),
+    /** The prompt's uuid (as stamped by the gateway). */
+    uuid: z.string(),
+    authors: z.array(z.string()),
+    at: z.string(),
+  }),
+  z.object({
+    type: z.literal('tether'),
+    /** Sent just before the permission prompt `request_id` reaches members: whose turn the call comes from and who may answer it. */
+    subtype: z.literal('prompt_turn'),
+    request_id: z.string(),
+    tool: z.string().optional(),
+    ...TurnAttribution.shape,
     at: z.string(),
   }),
   z.object({

@@ -11,6 +11,7 @@ import type { SessionHistory } from './session-history.js';
 import type { SessionStatus } from './session-status.js';
 import type { SessionAudit } from './session-audit.js';
 import type { Actor, SessionPrompts } from './session-prompts.js';
+import { stampUserMessage, type TurnAuthors } from './turn-authors.js';
 
 /** What input routing works with: the session's other parts. */
 export interface RoutingParts {
@@ -25,6 +26,8 @@ export interface RoutingParts {
   policy: PolicyProvider;
   /** The session's working folder as the client named it (undefined: the agent's default). */
   cwd: string | undefined;
+  /** Who sent each prompt, by its uuid: the turn's authors. */
+  turns: TurnAuthors;
 }
 
 /**
@@ -42,7 +45,9 @@ export class InputRouting {
    * Throws a typed error (and changes nothing) when it is malformed or cannot be queued.
    * `onApplied` gets the line as serialized (once, here) when it was applied.
    */
-  input(from: Actor, inputId: string, line: Record<string, unknown>, ended: boolean, onApplied?: (text: string) => void): 'applied' | 'duplicate' {
+  input(from: Actor, inputId: string, given: Record<string, unknown>, ended: boolean, onApplied?: (text: string) => void): 'applied' | 'duplicate' {
+    // Every prompt carries a uuid and an origin, so its turn has an author (turn-authors.ts).
+    const line = given.type === 'user' ? stampUserMessage(given) : given;
     // Size, depth and shape first: nothing of a line the engine cannot take is kept or broadcast.
     const text = checkEngineInput(line);
     const key = `${from.principal}\u0000${inputId}`; // survives the client reconnecting with a new client id
@@ -86,6 +91,7 @@ export class InputRouting {
       this.s.audit.quietly(from.principal, 'prompt', { ...details, result: 'refused', code: failureCode(err), reason: (err as Error).message, decided_by: POLICY_PRINCIPAL });
       throw err;
     }
+    this.s.turns.sent(line.uuid as string, from.principal);
     this.s.audit.audited(from.principal, 'prompt', details, () => {
       this.s.inputs.toEngine(line, key, text);
       this.s.history.append({ event: tetherEvent({ subtype: 'prompt', principal: from.principal, client_id: from.clientId, message: line.message, input_id: inputId }) });

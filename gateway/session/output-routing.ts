@@ -7,6 +7,8 @@ import type { SessionStatus } from './session-status.js';
 import { policyHookCall, promptRequest } from '../policy/policy-gate.js';
 import { policyModelList } from '../policy/model-list.js';
 import type { PolicyProvider } from '../policy/policy-source.js';
+import type { TurnAuthors } from './turn-authors.js';
+import { tetherEvent } from '../../core/protocol/events.js';
 
 /** What output routing works with: the session's other parts. */
 export interface OutputParts {
@@ -16,6 +18,7 @@ export interface OutputParts {
   controls: ControlRouting;
   members: SessionMembers;
   policy: PolicyProvider;
+  turns: TurnAuthors;
 }
 
 /**
@@ -37,6 +40,9 @@ export class OutputRouting {
     if (meta.type === 'control_cancel_request' && meta.request_id) this.s.prompts.withdraw(meta.request_id, 'cancelled by the engine');
     this.s.history.append({ line, origin: 'engine' }, readAtMs);
     this.s.status.follow(meta, this.s.prompts.size > 0);
+    if (meta.type === 'result') this.s.turns.ended();
+    const turn = meta.type === 'command_lifecycle' ? this.s.turns.lifecycle(line) : undefined;
+    if (turn) this.s.history.append({ event: tetherEvent({ subtype: 'turn', ...turn }) });
   }
 
   /** Sends the engine's answer to the one client that asked, with its own request id back; false when it is not such an answer. */

@@ -1,7 +1,7 @@
 import { TetherError } from '../../core/errors.js';
 import { tetherEvent } from '../../core/protocol/events.js';
 import type { Logger } from '../../core/logging.js';
-import { PromptBook, type PromptObserver } from './prompts.js';
+import { PromptBook, type PendingPrompt, type PromptObserver } from './prompts.js';
 import { outcomeOf } from '../metrics.js';
 import { GATEWAY_KEY, type EngineInputs } from './engine-inputs.js';
 import type { SessionHistory } from './session-history.js';
@@ -12,6 +12,9 @@ import { cappedInput, decideHook, hookAnswer, hookAuditDetails, POLICY_PRINCIPAL
 import { checkAnswer, hookAnswerEffects, promptCallOf } from '../policy/prompt-answers.js';
 import { failureCode } from '../audit/audit-log.js';
 import type { StandingRules } from './standing-rules.js';
+import type { TurnAuthors } from './turn-authors.js';
+import type { TurnApproval, TurnAttribution } from '../../core/protocol/turn-approval.js';
+import { approvalNeeded, approvalRefusal, approvalText, effectiveApproval, turnName, type ApprovalNeed } from '../../core/policy/turn-approval.js';
 
 /** Engine control requests a client answers through the prompt book. */
 const DENY_ON_EXPIRY = 'can_use_tool';
@@ -40,7 +43,16 @@ export interface PromptParts {
   standing: StandingRules;
   /** Sets the `ask` rules of the engine's flag settings (withdrawn rules waiting for removal). */
   setAskRules(labels: string[]): void;
+  /** Whose turn the engine runs. */
+  turns: TurnAuthors;
+  owner: string;
+  agent: string;
+  /** The session's own turnApproval, asked for at create (held to the policy's there). */
+  turnApproval: TurnApproval | undefined;
 }
+
+/** The tool whose answer is a person's input by design: whoever is asked answers it, whatever the turn. */
+const INTERACTIVE_TOOL = 'AskUserQuestion';
 
 /** Who acts: an attached client, by principal and client id. */
 export interface Actor {
@@ -86,7 +98,38 @@ export class SessionPrompts {
     }
     const timer = setTimeout(() => this.expire(requestId), this.s.expiryMs);
     timer.unref();
-    this.book.raise({ requestId, subtype, raisedAt: Date.now(), timer, tool, call: promptCallOf(request) });
+    const call = promptCallOf(request);
+    const turnAuthors = subtype === DENY_ON_EXPIRY ? [...this.s.turns.current] : undefined;
+    this.book.raise({ requestId, subtype, raisedAt: Date.now(), timer, tool, call, turnAuthors });
+    if (turnAuthors) this.s.history.append({ event: tetherEvent({ subtype: 'prompt_turn', request_id: requestId, tool: call?.tool, ...this.attribution(turnAuthors, call?.interactive) }) });
+  }
+
+  /** The setting in force and the approval a call of a turn by `authors` needs (undefined: any controller). */
+  private approval(authors: readonly string[]): { setting: TurnApproval; need: ApprovalNeed | undefined } {
+    const policy = this.s.policy.current;
+    const setting = effectiveApproval(policy.turnApprovalFor(this.s.agent).setting, this.s.turnApproval, policy.groups);
+    return { setting, need: approvalNeeded(setting, { owner: this.s.owner, authors }) };
+  }
+
+  /** Whose turn a call comes from and who may answer it, as members and the audit see it. */
+  private attribution(authors: readonly string[], interactive = false): TurnAttribution {
+    const need = interactive ? undefined : this.approval(authors).need;
+    return { turn_authors: [...authors], ...(need ? { approval: { needs: need.kind, may_answer: need.mayAnswer } } : {}) };
+  }
+
+  /**
+   * Refuses (PERMISSION_DENIED, recorded) an answer to a tool prompt from someone the turn's
+   * approval setting does not let answer it: the call's own author, or a controller who is not
+   * the owner or an approver. The prompt stays open for those who may.
+   */
+  private checkApprover(by: Actor, prompt: PendingPrompt | undefined, details: Record<string, unknown>): void {
+    if (prompt?.subtype !== DENY_ON_EXPIRY || !prompt.turnAuthors || prompt.call?.interactive) return;
+    const { setting, need } = this.approval(prompt.turnAuthors);
+    if (!need) return;
+    const why = approvalRefusal(need, setting, by.principal, { owner: this.s.owner, authors: prompt.turnAuthors }, this.s.policy.current.groups);
+    if (why === undefined) return;
+    this.s.audit.quietly(by.principal, 'permission_decision', { ...details, result: 'refused', code: 'PERMISSION_DENIED', reason: why, decided_by: POLICY_PRINCIPAL, turn_approval: approvalText(setting) });
+    throw new TetherError('PERMISSION_DENIED', why, { may_answer: need.mayAnswer });
   }
 
   /** The engine withdrew its request (or a restored history says it did). */
@@ -116,7 +159,8 @@ export class SessionPrompts {
     const answer = (line.response as { response?: { behavior?: unknown; updatedPermissions?: unknown } }).response;
     const behavior = response.subtype === 'error' ? 'error' : String(answer?.behavior ?? 'answered');
     const prompt = this.book.get(requestId);
-    const details: Record<string, unknown> = { request_id: requestId, ...prompt?.tool, behavior, client_id: by.clientId };
+    const details: Record<string, unknown> = { request_id: requestId, ...prompt?.tool, behavior, client_id: by.clientId, ...(prompt?.turnAuthors ? { turn_authors: prompt.turnAuthors } : {}) };
+    this.checkApprover(by, prompt, details);
     if (response.subtype === 'success') {
       const body = ((line.response as { response?: unknown }).response ?? {}) as Record<string, unknown>;
       if (prompt?.subtype === 'can_use_tool') Object.assign(details, this.checkedAnswer(by, details, body));
@@ -167,12 +211,24 @@ export class SessionPrompts {
    * be recorded becomes a deny), then shown to clients when a rule decided, then sent.
    */
   answerPolicyHook(call: PolicyHookCall): void {
-    const d = decideHook(this.s.policy.current, call);
-    let answer = hookAnswer(call.requestId, d);
+    const authors = [...this.s.turns.current];
+    let d = decideHook(this.s.policy.current, call);
+    let reason: string | undefined;
+    // A call in someone else's turn that needs another's approval asks, whatever the engine's own
+    // allow rules (its session rules, settings, --allowedTools) would let through: an `ask` from the
+    // hook makes the engine prompt even for a pre-approved tool (docs/engine-protocol.md, section 8).
+    if (d.decision === 'none' && call.event === 'PreToolUse' && call.tool !== INTERACTIVE_TOOL) {
+      const { setting, need } = this.approval(authors);
+      if (need) {
+        d = { decision: 'ask', rule: `turnApproval = ${approvalText(setting)}` };
+        reason = `Tether: this call comes from ${turnName(authors)}; it needs ${need.kind === 'owner' ? "the owner's approval" : `the approval of ${need.mayAnswer.join(' or ')}`}`;
+      }
+    }
+    let answer = hookAnswer(call.requestId, d, reason);
     try {
-      this.s.audit.record(POLICY_PRINCIPAL, 'policy_decision', hookAuditDetails(call, d));
+      this.s.audit.record(POLICY_PRINCIPAL, 'policy_decision', { ...hookAuditDetails(call, d), turn_authors: authors });
       if (d.decision !== 'none' && d.rule) {
-        this.s.history.append({ event: tetherEvent({ subtype: 'policy_decision', tool_use_id: call.toolUseId, tool: call.tool, decision: d.decision, rule: d.rule }) });
+        this.s.history.append({ event: tetherEvent({ subtype: 'policy_decision', tool_use_id: call.toolUseId, tool: call.tool, decision: d.decision, rule: d.rule, turn_authors: authors }) });
       }
     } catch (err) {
       answer = hookAnswer(call.requestId, { decision: 'deny' }, unauditedDenial(err));
@@ -188,7 +244,7 @@ export class SessionPrompts {
   private expire(requestId: string): void {
     const p = this.book.withdraw(requestId, 'expired', 'expired');
     if (!p) return;
-    this.s.audit.quietly('tether:expiry', 'permission_decision', { request_id: requestId, ...p.tool, behavior: 'deny', reason: 'expired' }); // denying goes ahead anyway
+    this.s.audit.quietly('tether:expiry', 'permission_decision', { request_id: requestId, ...p.tool, behavior: 'deny', reason: 'expired', ...(p.turnAuthors ? { turn_authors: p.turnAuthors } : {}) }); // denying goes ahead anyway
     this.answerEngine(requestId, p.subtype, `Permission request expired after ${Math.round(this.s.expiryMs / 1000)} s with no answer`);
     this.decided(requestId, 'tether:expiry', 'deny');
   }

@@ -19,6 +19,7 @@ import { StandingRules } from './standing-rules.js';
 import { SessionMembers, type Cut, type Member } from './session-members.js';
 import { InputRouting } from './input-routing.js';
 import { OutputRouting } from './output-routing.js';
+import { TurnAuthors } from './turn-authors.js';
 
 export type { EngineHost } from './engine-inputs.js';
 export type { Member } from './session-members.js';
@@ -91,6 +92,8 @@ export class Session {
   private readonly controls: ControlRouting;
   private readonly prompts: SessionPrompts;
   private readonly standing = new StandingRules();
+  /** Who sent each prompt, and whose turn the engine runs. */
+  private readonly turns = new TurnAuthors();
   private readonly members: SessionMembers;
   private readonly routing: InputRouting;
   private readonly output: OutputRouting;
@@ -116,12 +119,13 @@ export class Session {
     });
     const parts = { sessionId: id, history: this.history, inputs: this.inputs, status: this.status, audit: this.audit, controls: this.controls };
     const policy = init.policy ?? new StaticPolicy();
-    this.prompts = new SessionPrompts({ ...parts, cwd: init.options.cwd, maxPending: limits.maxPendingPrompts, expiryMs: limits.promptExpiryMs, logger: init.logger, policy, standing: this.standing, setAskRules: (labels) => this.setAskRules(labels) });
+    const turn = { turns: this.turns, owner: init.owner, agent: init.agent, turnApproval: init.options.turn_approval };
+    this.prompts = new SessionPrompts({ ...parts, ...turn, cwd: init.options.cwd, maxPending: limits.maxPendingPrompts, expiryMs: limits.promptExpiryMs, logger: init.logger, policy, standing: this.standing, setAskRules: (labels) => this.setAskRules(labels) });
     this.roles = new SessionRoles(init.owner, restored?.roles, (decisions) => store.saveRoles(id, decisions));
     this.metrics = init.metrics;
     this.members = new SessionMembers({ ...parts, owner: init.owner, maxMembers: limits.maxMembers, roles: this.roles, onGap: () => this.metrics?.replayGap() });
-    this.routing = new InputRouting({ ...parts, prompts: this.prompts, policy, cwd: init.options.cwd });
-    this.output = new OutputRouting({ ...parts, prompts: this.prompts, members: this.members, policy });
+    this.routing = new InputRouting({ ...parts, prompts: this.prompts, policy, cwd: init.options.cwd, turns: this.turns });
+    this.output = new OutputRouting({ ...parts, prompts: this.prompts, members: this.members, policy, turns: this.turns });
     if (restored) this.restore(restored);
     else store.create({ id, agent: this.agent, engine: this.engine, owner: this.owner, options: this.options, created_at: this.createdAt });
     this.prompts.observer = init.metrics; // after the restore: restored prompts were counted by the process that raised them

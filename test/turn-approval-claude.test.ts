@@ -1,0 +1,87 @@
+/**
+ * Issue 31, approval by someone else: the real Claude Code CLI with the scripted model, on
+ * WebSocket and gRPC. Whose prompt caused a tool call decides who must approve it, and
+ * neither the author's own Allow nor a session rule the author granted earlier lets it run.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { asPermissionRequest, proposedSessionRule, type PermissionRequest } from '../client/permission-policy.js';
+import type { RemoteSession, SessionItem } from '../client/remote-session.js';
+import type { TetherEvent } from '../core/protocol/events.js';
+import { MemoryAuditLog } from '../gateway/audit/audit-log.js';
+import { cleanupsPerTest } from './support/cleanups.js';
+import { startRig } from './support/engines.js';
+import type { FakeResponse } from './support/fake-anthropic.js';
+import { isCanUseTool, isResult, rejectionOf, until } from './support/items.js';
+
+/** One turn in which the model runs `command` with Bash, then says it is done. */
+const bashTurn = (id: string, command: string): FakeResponse[] => [{ text: 'Running it.', tool_use: { id, name: 'Bash', input: { command, description: 'append a line' } } }, { text: 'Done.' }];
+
+/** Appends a line to log.txt without a shell redirect (the engine asks for every redirect to a file, rule or not). */
+const APPEND = `node -e "require('fs').appendFileSync('log.txt', 'one\\n')"`;
+
+const eventsOf = (items: SessionItem[], subtype: string) => items.flatMap((i) => (i.kind === 'event' && i.event.subtype === subtype ? [i.event as TetherEvent & Record<string, unknown>] : []));
+
+async function nextPrompt(it: AsyncIterator<SessionItem>, seen: SessionItem[]): Promise<PermissionRequest> {
+  const item = (await until(it, isCanUseTool, seen, 60_000, 'the permission prompt')) as { message: Record<string, unknown> };
+  return asPermissionRequest(item.message)!;
+}
+
+describe.each(['ws', 'grpc'] as const)('turn approval with the real CLI over %s', (t) => {
+  const cleanups = cleanupsPerTest();
+
+  it("turnApproval owner: bob's Allow of a call from his own turn is refused with the reason, a session rule he granted earlier does not skip it, the owner's Allow runs it exactly once, all in the audit with the turn's author", async () => {
+    const audit = new MemoryAuditLog();
+    const scenario = { responses: [...bashTurn('toolu_owner', APPEND), ...bashTurn('toolu_bob', APPEND)] };
+    const rig = cleanups.own(await startRig('claude', scenario, { clientTransport: t, agentTransport: t, audit }));
+    const owner = await (await rig.stack.client({ sub: 'olive' })).createSession({ agent: 'test-agent', options: { cwd: rig.cwd, turn_approval: 'owner' } });
+    const bob = await (await rig.stack.client({ sub: 'bob' })).attach(owner.id);
+    expect(bob.role).toBe('controller');
+    const [io, ib] = [owner[Symbol.asyncIterator](), bob[Symbol.asyncIterator]()];
+    const [so, sb]: SessionItem[][] = [[], []];
+
+    // The owner's turn: bob may answer it, and grants the engine's proposed rule for the session.
+    await owner.sendUserMessage('append one');
+    const first = await nextPrompt(ib, sb);
+    expect(proposedSessionRule(first.raw)).toBeDefined();
+    // The rule and the session's own folder (the command writes a file there): with both, the engine asks no more for it.
+    const forSession = ((first.raw.permission_suggestions ?? []) as Record<string, unknown>[]).map((s) => ({ ...s, destination: 'session' }));
+    await bob.answer(first.requestId, { behavior: 'allow', updatedInput: first.input, updatedPermissions: forSession });
+    await until(ib, isResult, sb, 60_000, "the owner's turn to end");
+    await until(io, isResult, so, 60_000, "the owner's turn to end");
+
+    // Bob's turn: the same command, covered by the rule bob granted, still asks, and only the owner may answer.
+    await bob.sendUserMessage('append one again');
+    const second = await nextPrompt(io, so);
+    const card = eventsOf(so, 'prompt_turn').find((e) => e.request_id === second.requestId);
+    expect(card).toMatchObject({ tool: 'Bash', turn_authors: ['bob'], approval: { needs: 'owner', may_answer: ['olive'] } });
+    const refused = await rejectionOf(bob.answer(second.requestId, { behavior: 'allow', updatedInput: second.input }));
+    expect(refused.code).toBe('PERMISSION_DENIED');
+    expect(refused.message).toContain("needs the owner's approval: this call comes from your turn");
+    expect(readFileSync(join(rig.cwd, 'log.txt'), 'utf8')).toBe('one\n'); // waiting: not run
+    await owner.answer(second.requestId, { behavior: 'allow', updatedInput: second.input });
+    await until(io, isResult, so, 60_000, "bob's turn to end");
+
+    expect(readFileSync(join(rig.cwd, 'log.txt'), 'utf8')).toBe('one\none\n');
+    const bobResults = rig.fake!.lastToolResults().filter((r) => r.tool_use_id === 'toolu_bob');
+    expect(bobResults).toEqual([expect.objectContaining({ is_error: false })]);
+    expect(eventsOf(so, 'turn').map((e) => [e.state, e.authors])).toEqual([
+      ['started', ['olive']],
+      ['started', ['bob']],
+    ]);
+
+    const decisions = (await audit.read({ action: 'permission_decision' })).entries;
+    expect(decisions).toEqual([
+      expect.objectContaining({ principal: 'bob', request_id: first.requestId, behavior: 'allow', turn_authors: ['olive'] }),
+      expect.objectContaining({ principal: 'bob', request_id: second.requestId, result: 'refused', code: 'PERMISSION_DENIED', turn_authors: ['bob'] }),
+      expect.objectContaining({ principal: 'olive', request_id: second.requestId, behavior: 'allow', turn_authors: ['bob'] }),
+    ]);
+    const hook = (await audit.read({ action: 'policy_decision' })).entries.filter((e) => e.tool === 'Bash');
+    expect(hook.map((e) => [e.decision, e.turn_authors])).toEqual([
+      ['none', ['olive']],
+      ['ask', ['bob']],
+    ]);
+    await owner.stop();
+  }, 180_000);
+});
