@@ -8,6 +8,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { asPermissionRequest, proposedSessionRule, type PermissionRequest } from '../client/permission-policy.js';
 import type { RemoteSession, SessionItem } from '../client/remote-session.js';
+import { describeEvent } from '../client/terminal-render.js';
+import { mayAnswer, promptTurnText } from '../client/turn-view.js';
+import { Transcript, type Entry } from '../client/web/src/transcript.js';
 import type { TetherEvent } from '../core/protocol/events.js';
 import { MemoryAuditLog } from '../gateway/audit/audit-log.js';
 import { cleanupsPerTest } from './support/cleanups.js';
@@ -56,6 +59,14 @@ describe.each(['ws', 'grpc'] as const)('turn approval with the real CLI over %s'
     const second = await nextPrompt(io, so);
     const card = eventsOf(so, 'prompt_turn').find((e) => e.request_id === second.requestId);
     expect(card).toMatchObject({ tool: 'Bash', turn_authors: ['bob'], approval: { needs: 'owner', may_answer: ['olive'] } });
+    // As the terminal client prints it, and as the web page's permission card shows it (to bob).
+    expect(describeEvent(card!)).toBe("* Bash, in bob's turn; needs the owner's approval (olive)");
+    const page = new Transcript();
+    for (const i of so) if (i.kind === 'event' || i.kind === 'engine') page.apply(i.kind === 'event' ? { kind: 'event', seq: i.seq, event: i.event } : { kind: 'engine', seq: i.seq, origin: i.origin, message: i.message });
+    const shown = page.entries.find((e) => e.kind === 'permission' && e.prompt.requestId === second.requestId) as Extract<Entry, { kind: 'permission' }>;
+    expect(shown.prompt.turn).toEqual({ turn_authors: ['bob'], approval: { needs: 'owner', may_answer: ['olive'] } });
+    expect(promptTurnText(shown.prompt.toolName, shown.prompt.turn!, 'bob')).toBe("Bash, in your turn; needs the owner's approval (olive)");
+    expect([mayAnswer(shown.prompt.turn, 'bob'), mayAnswer(shown.prompt.turn, 'olive')]).toEqual([false, true]);
     const refused = await rejectionOf(bob.answer(second.requestId, { behavior: 'allow', updatedInput: second.input }));
     expect(refused.code).toBe('PERMISSION_DENIED');
     expect(refused.message).toContain("needs the owner's approval: this call comes from your turn");
@@ -81,6 +92,55 @@ describe.each(['ws', 'grpc'] as const)('turn approval with the real CLI over %s'
     expect(hook.map((e) => [e.decision, e.turn_authors])).toEqual([
       ['none', ['olive']],
       ['ask', ['bob']],
+    ]);
+    await owner.stop();
+  }, 180_000);
+
+  it("per-person rules: alice's \"allow for this session\" answers her later turns but not bob's; the owner's rule holds for everyone's turns", async () => {
+    const audit = new MemoryAuditLog();
+    const touch = (id: string, file: string) => bashTurn(id, `touch ${file}`);
+    const scenario = { responses: [...touch('toolu_a1', 'a.txt'), ...touch('toolu_a2', 'a.txt'), ...touch('toolu_b1', 'a.txt'), ...touch('toolu_o1', 'o.txt'), ...touch('toolu_b2', 'o.txt')] };
+    const rig = cleanups.own(await startRig('claude', scenario, { clientTransport: t, agentTransport: t, audit }));
+    const owner = await (await rig.stack.client({ sub: 'olive' })).createSession({ agent: 'test-agent', options: { cwd: rig.cwd } });
+    const alice = await (await rig.stack.client({ sub: 'alice' })).attach(owner.id);
+    const bob = await (await rig.stack.client({ sub: 'bob' })).attach(owner.id);
+    const io = owner[Symbol.asyncIterator]();
+    const seen: SessionItem[] = [];
+    const turnEnds = () => until(io, isResult, seen, 60_000, 'the turn to end');
+    const grant = async (who: RemoteSession, ask: PermissionRequest) => who.answer(ask.requestId, { behavior: 'allow', updatedInput: ask.input, updatedPermissions: [proposedSessionRule(ask.raw)] });
+
+    await alice.sendUserMessage('touch a');
+    await grant(alice, await nextPrompt(io, seen));
+    await turnEnds();
+    await alice.sendUserMessage('touch a again');
+    await turnEnds(); // her rule answered: nobody was asked
+    await bob.sendUserMessage('touch a, bob');
+    const bobs = await nextPrompt(io, seen); // alice's rule is hers: bob's call asks people
+    await bob.answer(bobs.requestId, { behavior: 'deny', message: 'not now' });
+    await turnEnds();
+    await owner.sendUserMessage('touch o');
+    await grant(owner, await nextPrompt(io, seen));
+    await turnEnds();
+    await bob.sendUserMessage('touch o, bob');
+    await turnEnds(); // the owner's rule is for everyone
+
+    const results = Object.fromEntries(rig.fake!.lastToolResults().map((r) => [r.tool_use_id, r.is_error === true]));
+    expect(results).toEqual({ toolu_a1: false, toolu_a2: false, toolu_b1: true, toolu_o1: false, toolu_b2: false });
+    const decided = eventsOf(seen, 'prompt_decided').map((e) => [e.decided_by, e.behavior, e.rule ?? null, e.granted_for ?? null]);
+    expect(decided).toEqual([
+      ['alice', 'allow', null, 'alice'],
+      ['alice', 'allow', 'Bash(touch a.txt)', null],
+      ['bob', 'deny', null, null],
+      ['olive', 'allow', null, '*'],
+      ['olive', 'allow', 'Bash(touch o.txt)', null],
+    ]);
+    const decisions = (await audit.read({ action: 'permission_decision' })).entries;
+    expect(decisions.map((e) => [e.principal, e.behavior, e.turn_authors, e.granted_by ?? null])).toEqual([
+      ['alice', 'allow', ['alice'], null],
+      ['tether:rule', 'allow', ['alice'], 'alice'],
+      ['bob', 'deny', ['bob'], null],
+      ['olive', 'allow', ['olive'], null],
+      ['tether:rule', 'allow', ['bob'], 'olive'],
     ]);
     await owner.stop();
   }, 180_000);

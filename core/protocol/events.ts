@@ -81,6 +81,10 @@ export const TetherEvent = z.discriminatedUnion('subtype', [
     behavior: z.string(),
     /** The permission updates the answer carried (`updatedPermissions`): rules it granted, shown to every member with who granted them. */
     updated_permissions: z.array(z.unknown()).optional(),
+    /** Whose turns the session rules it granted hold for: its grantor's name, or `*` (everyone: the owner's rules). */
+    granted_for: z.string().optional(),
+    /** The standing rule that answered (then `decided_by` is the rule's grantor, and no person was asked). */
+    rule: z.string().optional(),
     at: z.string(),
   }),
   z.object({

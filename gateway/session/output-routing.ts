@@ -36,7 +36,10 @@ export class OutputRouting {
     if (meta.type === 'control_response' && meta.request_id !== undefined && this.reply(meta.request_id, line)) return;
     const hook = policyHookCall(meta, line);
     if (hook) return this.s.prompts.answerPolicyHook(hook); // the policy's own: never shown to clients, so none can answer it
-    if (meta.type === 'control_request' && meta.request_id) this.s.prompts.raise(meta.request_id, meta.subtype ?? 'unknown', promptRequest(meta, line));
+    if (meta.type === 'control_request' && meta.request_id) {
+      this.s.prompts.raise(meta.request_id, meta.subtype ?? 'unknown', promptRequest(meta, line));
+      if (meta.subtype === 'can_use_tool' && this.s.prompts.raisedLive(meta.request_id)) return; // a standing rule answered: members see its decision only
+    }
     if (meta.type === 'control_cancel_request' && meta.request_id) this.s.prompts.withdraw(meta.request_id, 'cancelled by the engine');
     this.s.history.append({ line, origin: 'engine' }, readAtMs);
     this.s.status.follow(meta, this.s.prompts.size > 0);

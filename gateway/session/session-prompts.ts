@@ -11,10 +11,16 @@ import type { PolicyProvider } from '../policy/policy-source.js';
 import { cappedInput, decideHook, hookAnswer, hookAuditDetails, POLICY_PRINCIPAL, promptTool, unauditedDenial, type PolicyHookCall } from '../policy/policy-gate.js';
 import { checkAnswer, hookAnswerEffects, promptCallOf } from '../policy/prompt-answers.js';
 import { failureCode } from '../audit/audit-log.js';
-import type { StandingRules } from './standing-rules.js';
+import { engineUpdates, type StandingRules } from './standing-rules.js';
 import type { TurnAuthors } from './turn-authors.js';
 import type { TurnApproval, TurnAttribution } from '../../core/protocol/turn-approval.js';
 import { approvalNeeded, approvalRefusal, approvalText, effectiveApproval, turnName, type ApprovalNeed } from '../../core/policy/turn-approval.js';
+
+/** The audit principal of an answer a standing rule gave (the record names the rule and its grantor). */
+const RULE_PRINCIPAL = 'tether:rule';
+
+/** `granted_for` of a rule the owner granted: every member's turns. */
+const GRANTED_FOR_EVERYONE = '*';
 
 /** Engine control requests a client answers through the prompt book. */
 const DENY_ON_EXPIRY = 'can_use_tool';
@@ -41,8 +47,6 @@ export interface PromptParts {
   cwd?: string;
   /** The session rules members granted, and those withdrawn. */
   standing: StandingRules;
-  /** Sets the `ask` rules of the engine's flag settings (withdrawn rules waiting for removal). */
-  setAskRules(labels: string[]): void;
   /** Whose turn the engine runs. */
   turns: TurnAuthors;
   owner: string;
@@ -101,7 +105,18 @@ export class SessionPrompts {
     const call = promptCallOf(request);
     const turnAuthors = subtype === DENY_ON_EXPIRY ? [...this.s.turns.current] : undefined;
     this.book.raise({ requestId, subtype, raisedAt: Date.now(), timer, tool, call, turnAuthors });
-    if (turnAuthors) this.s.history.append({ event: tetherEvent({ subtype: 'prompt_turn', request_id: requestId, tool: call?.tool, ...this.attribution(turnAuthors, call?.interactive) }) });
+  }
+
+  /**
+   * A tool prompt the engine just raised, before members see it: answered at once by a standing
+   * rule that covers it for its turn (then members never see the prompt, only its decision; true),
+   * or announced with whose turn it comes from and who may answer (`prompt_turn`; false).
+   */
+  raisedLive(requestId: string): boolean {
+    if (this.answerByRule(requestId)) return true;
+    const p = this.book.get(requestId);
+    if (p?.turnAuthors) this.s.history.append({ event: tetherEvent({ subtype: 'prompt_turn', request_id: requestId, tool: p.call?.tool, ...this.attribution(p.turnAuthors, p.call?.interactive) }) });
+    return false;
   }
 
   /** The setting in force and the approval a call of a turn by `authors` needs (undefined: any controller). */
@@ -167,16 +182,44 @@ export class SessionPrompts {
       // A client's own hook may change the call as a permission answer may: checked the same way.
       if (prompt?.subtype === 'hook_callback') for (const effect of hookAnswerEffects(body)) Object.assign(details, this.checkedAnswer(by, details, effect));
     }
-    // An allow answer to a tool prompt removes the rules withdrawn since (only an answer can).
-    const removing = behavior === 'allow' && prompt?.subtype === DENY_ON_EXPIRY && this.s.standing.removing;
-    const sent = removing ? withUpdates(line, this.s.standing.removeWithdrawn(answer?.updatedPermissions)) : line;
+    // Session allow rules stay here, per person (standing-rules.ts): the engine's would hold for everyone's turns.
+    const updates = behavior === 'allow' && prompt?.subtype === DENY_ON_EXPIRY && Array.isArray(answer?.updatedPermissions) ? answer.updatedPermissions : undefined;
+    const sent = updates ? withUpdates(line, engineUpdates(updates)) : line;
+    const forEveryone = by.principal === this.s.owner;
     this.s.audit.audited(by.principal, 'permission_decision', details, () => {
       this.book.claim(requestId, by.principal, outcomeOf(behavior));
       this.s.inputs.toEngine(sent, key);
     });
-    if (removing) this.s.setAskRules([]);
-    if (behavior === 'allow' && prompt?.subtype === DENY_ON_EXPIRY) this.s.standing.granting(by.principal, answer?.updatedPermissions);
-    this.decided(requestId, by.principal, behavior, behavior === 'allow' && Array.isArray(answer?.updatedPermissions) ? answer.updatedPermissions : undefined);
+    if (updates) this.s.standing.granting(by.principal, updates, forEveryone);
+    this.decided(requestId, by.principal, behavior, updates ? { updated_permissions: updates, granted_for: forEveryone ? GRANTED_FOR_EVERYONE : by.principal } : {});
+  }
+
+  /**
+   * A tool prompt a standing rule covers for its turn (standing-rules.ts) is answered by the
+   * gateway, allowed as the rule's grantor allowed it. The grantor must be someone who may
+   * approve calls of that turn (turnApproval). False: people decide.
+   */
+  private answerByRule(requestId: string): boolean {
+    const p = this.book.get(requestId);
+    if (p?.subtype !== DENY_ON_EXPIRY || !p.call || p.call.interactive || !p.turnAuthors) return false;
+    const authors = p.turnAuthors;
+    const { setting, need } = this.approval(authors);
+    const groups = this.s.policy.current.groups;
+    const mayApprove = (grantor: string) => !need || approvalRefusal(need, setting, grantor, { owner: this.s.owner, authors }, groups) === undefined;
+    const rule = this.s.standing.allowing({ tool: p.call.tool, input: p.call.input, cwd: this.s.cwd ?? '/' }, authors, mayApprove);
+    if (!rule) return false;
+    const line = { type: 'control_response', response: { subtype: 'success', request_id: requestId, response: { behavior: 'allow', updatedInput: p.call.input } } };
+    try {
+      this.s.audit.audited(RULE_PRINCIPAL, 'permission_decision', { request_id: requestId, ...p.tool, behavior: 'allow', turn_authors: authors, rule: rule.label, granted_by: rule.grantedBy }, () => {
+        this.book.claim(requestId, RULE_PRINCIPAL, 'answered');
+        this.s.inputs.toEngine(line, GATEWAY_KEY);
+      });
+    } catch (err) {
+      this.s.logger.warn({ sessionId: this.s.sessionId, err: String(err) }, 'a standing rule could not answer; the prompt waits for people');
+      return false;
+    }
+    this.decided(requestId, rule.grantedBy, 'allow', { rule: rule.label }, false);
+    return true;
   }
 
   /**
@@ -249,10 +292,10 @@ export class SessionPrompts {
     this.decided(requestId, 'tether:expiry', 'deny');
   }
 
-  /** Tells clients a prompt is settled: withdrawn from their screens, who decided and how. */
-  private decided(requestId: string, decidedBy: string, behavior: string, updatedPermissions?: unknown[]): void {
-    this.announceWithdrawal(requestId);
-    this.s.history.append({ event: tetherEvent({ subtype: 'prompt_decided', request_id: requestId, decided_by: decidedBy, behavior, ...(updatedPermissions ? { updated_permissions: updatedPermissions } : {}) }) });
+  /** Tells clients a prompt is settled: withdrawn from their screens (`shown`: it reached them), who decided and how. */
+  private decided(requestId: string, decidedBy: string, behavior: string, extra: { updated_permissions?: unknown[]; granted_for?: string; rule?: string } = {}, shown = true): void {
+    if (shown) this.announceWithdrawal(requestId);
+    this.s.history.append({ event: tetherEvent({ subtype: 'prompt_decided', request_id: requestId, decided_by: decidedBy, behavior, ...extra }) });
     if (this.book.size === 0 && this.s.status.current === 'requires_action') this.s.status.set('running');
   }
 

@@ -13,7 +13,7 @@ import { StaticPolicy, type PolicyProvider } from '../policy/policy-source.js';
 import { SessionAudit } from './session-audit.js';
 import { SessionStatus } from './session-status.js';
 import { factOf, SessionHistory } from './session-history.js';
-import { EngineInputs, GATEWAY_KEY, type EngineHost } from './engine-inputs.js';
+import { EngineInputs, type EngineHost } from './engine-inputs.js';
 import { SessionPrompts } from './session-prompts.js';
 import { StandingRules } from './standing-rules.js';
 import { SessionMembers, type Cut, type Member } from './session-members.js';
@@ -120,7 +120,7 @@ export class Session {
     const parts = { sessionId: id, history: this.history, inputs: this.inputs, status: this.status, audit: this.audit, controls: this.controls };
     const policy = init.policy ?? new StaticPolicy();
     const turn = { turns: this.turns, owner: init.owner, agent: init.agent, turnApproval: init.options.turn_approval };
-    this.prompts = new SessionPrompts({ ...parts, ...turn, cwd: init.options.cwd, maxPending: limits.maxPendingPrompts, expiryMs: limits.promptExpiryMs, logger: init.logger, policy, standing: this.standing, setAskRules: (labels) => this.setAskRules(labels) });
+    this.prompts = new SessionPrompts({ ...parts, ...turn, cwd: init.options.cwd, maxPending: limits.maxPendingPrompts, expiryMs: limits.promptExpiryMs, logger: init.logger, policy, standing: this.standing });
     this.roles = new SessionRoles(init.owner, restored?.roles, (decisions) => store.saveRoles(id, decisions));
     this.metrics = init.metrics;
     this.members = new SessionMembers({ ...parts, owner: init.owner, maxMembers: limits.maxMembers, roles: this.roles, onGap: () => this.metrics?.replayGap() });
@@ -286,20 +286,9 @@ export class Session {
       throw err;
     }
     this.audit.audited(principal, 'rule_withdrawn', details, () => {
-      this.setAskRules(this.standing.withdraw(rule, principal, role === 'owner'));
+      this.standing.withdraw(rule, principal, role === 'owner');
       this.history.append({ event: tetherEvent({ subtype: 'rule_withdrawn', rule, withdrawn_by: principal }) });
     });
-  }
-
-  /** The gateway's own apply_flag_settings: the engine's flag `ask` rules are exactly `labels` (its answer goes to no client). */
-  private setAskRules(labels: string[]): void {
-    const gwId = this.controls.open('tether:gateway', 'tether:gateway', undefined, 'apply_flag_settings');
-    try {
-      this.inputs.toEngine({ type: 'control_request', request_id: gwId, request: { subtype: 'apply_flag_settings', settings: { permissions: { ask: labels } } } }, GATEWAY_KEY);
-    } catch (err) {
-      this.controls.forget(gwId);
-      throw err;
-    }
   }
 
   roleOf(clientId: string): Role | undefined {
