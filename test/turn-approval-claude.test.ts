@@ -12,7 +12,9 @@ import { describeEvent } from '../client/terminal-render.js';
 import { mayAnswer, promptTurnText } from '../client/turn-view.js';
 import { Transcript, type Entry } from '../client/web/src/transcript.js';
 import type { TetherEvent } from '../core/protocol/events.js';
+import { Policy } from '../core/policy/policy.js';
 import { MemoryAuditLog } from '../gateway/audit/audit-log.js';
+import { StaticPolicy } from '../gateway/policy/policy-source.js';
 import { cleanupsPerTest } from './support/cleanups.js';
 import { startRig } from './support/engines.js';
 import type { FakeResponse } from './support/fake-anthropic.js';
@@ -34,11 +36,13 @@ async function nextPrompt(it: AsyncIterator<SessionItem>, seen: SessionItem[]): 
 describe.each(['ws', 'grpc'] as const)('turn approval with the real CLI over %s', (t) => {
   const cleanups = cleanupsPerTest();
 
-  it("turnApproval owner: bob's Allow of a call from his own turn is refused with the reason, a session rule he granted earlier does not skip it, the owner's Allow runs it exactly once, all in the audit with the turn's author", async () => {
+  it.each(['the session at create', 'the policy file'] as const)("turnApproval owner (from %s): bob's Allow of a call from his own turn is refused with the reason, a session rule he granted earlier does not skip it, the owner's Allow runs it exactly once, all in the audit with the turn's author", async (from) => {
     const audit = new MemoryAuditLog();
     const scenario = { responses: [...bashTurn('toolu_owner', APPEND), ...bashTurn('toolu_bob', APPEND)] };
-    const rig = cleanups.own(await startRig('claude', scenario, { clientTransport: t, agentTransport: t, audit }));
-    const owner = await (await rig.stack.client({ sub: 'olive' })).createSession({ agent: 'test-agent', options: { cwd: rig.cwd, turn_approval: 'owner' } });
+    const policy = from === 'the policy file' ? new StaticPolicy(Policy.compile({ turnApproval: 'owner' })) : undefined;
+    const rig = cleanups.own(await startRig('claude', scenario, { clientTransport: t, agentTransport: t, audit, policy }));
+    const options = { cwd: rig.cwd, ...(policy ? {} : { turn_approval: 'owner' as const }) };
+    const owner = await (await rig.stack.client({ sub: 'olive' })).createSession({ agent: 'test-agent', options });
     const bob = await (await rig.stack.client({ sub: 'bob' })).attach(owner.id);
     expect(bob.role).toBe('controller');
     const [io, ib] = [owner[Symbol.asyncIterator](), bob[Symbol.asyncIterator]()];
