@@ -100,6 +100,29 @@ describe.each(['ws', 'grpc'] as const)('turn approval with the real CLI over %s'
     await owner.stop();
   }, 180_000);
 
+  it('turnApproval approvers: the author is refused and told who may answer; an approver who is not the owner answers', async () => {
+    const audit = new MemoryAuditLog();
+    const rig = cleanups.own(await startRig('claude', { responses: bashTurn('toolu_b', APPEND) }, { clientTransport: t, agentTransport: t, audit }));
+    const owner = await (await rig.stack.client({ sub: 'olive' })).createSession({ agent: 'test-agent', options: { cwd: rig.cwd, turn_approval: { approvers: ['carol'] } } });
+    const bob = await (await rig.stack.client({ sub: 'bob' })).attach(owner.id);
+    const carol = await (await rig.stack.client({ sub: 'carol' })).attach(owner.id);
+    const ic = carol[Symbol.asyncIterator]();
+    const seen: SessionItem[] = [];
+    await bob.sendUserMessage('append one');
+    const ask = await nextPrompt(ic, seen);
+    expect(eventsOf(seen, 'prompt_turn').at(-1)).toMatchObject({ turn_authors: ['bob'], approval: { needs: 'approvers', may_answer: ['olive', 'carol'] } });
+    const refused = await rejectionOf(bob.answer(ask.requestId, { behavior: 'allow', updatedInput: ask.input }));
+    expect(refused.message).toBe('needs the approval of the owner (olive) or of an approver (carol): this call comes from your turn');
+    await carol.answer(ask.requestId, { behavior: 'allow', updatedInput: ask.input });
+    await until(ic, isResult, seen, 60_000, "bob's turn to end");
+    expect(readFileSync(join(rig.cwd, 'log.txt'), 'utf8')).toBe('one\n');
+    expect((await audit.read({ action: 'permission_decision' })).entries.map((e) => [e.principal, e.result ?? e.behavior, e.turn_authors])).toEqual([
+      ['bob', 'refused', ['bob']],
+      ['carol', 'allow', ['bob']],
+    ]);
+    await owner.stop();
+  }, 180_000);
+
   it("per-person rules: alice's \"allow for this session\" answers her later turns but not bob's; the owner's rule holds for everyone's turns", async () => {
     const audit = new MemoryAuditLog();
     const touch = (id: string, file: string) => bashTurn(id, `touch ${file}`);
