@@ -10,6 +10,7 @@ import { approvalNeeded, approvalRefusal, atLeastAsStrict, effectiveApproval } f
 import { SessionOptions } from '../core/protocol/session-options.js';
 import type { TurnApproval } from '../core/protocol/turn-approval.js';
 import { MAX_REMEMBERED_UUIDS, stampUserMessage, TurnAuthors, UNKNOWN_AUTHOR } from '../gateway/session/turn-authors.js';
+import { engineUpdates, StandingRules } from '../gateway/session/standing-rules.js';
 
 const codeOf = (f: () => unknown): string => {
   try {
@@ -104,27 +105,65 @@ describe('turn authors', () => {
 
   it('a turn is started by one message, joined by those folded into it, ended by the result; a queued message starts the next', () => {
     const turns = new TurnAuthors();
-    turns.sent(U(1), 'olive');
-    turns.sent(U(2), 'bob');
-    turns.sent(U(3), 'carol');
+    turns.sent(U(1), 'olive', true);
+    turns.sent(U(2), 'bob', false);
+    turns.sent(U(3), 'carol', true);
     expect(turns.current).toEqual([]);
-    expect(turns.lifecycle(lifecycle(U(1), 'queued'))).toBeUndefined();
-    expect(turns.lifecycle(lifecycle(U(1)))).toEqual({ state: 'started', uuid: U(1), authors: ['olive'] });
-    expect(turns.lifecycle(lifecycle(U(2)))).toEqual({ state: 'joined', uuid: U(2), authors: ['olive', 'bob'] }); // folded mid-turn
+    expect(turns.lifecycle(lifecycle(U(1), 'queued'))).toEqual({ ours: true }); // the gateway's own uuid: the line stays at the gateway
+    expect(turns.lifecycle(lifecycle(U(1)))).toEqual({ change: { state: 'started', uuid: U(1), authors: ['olive'] }, ours: true });
+    expect(turns.lifecycle(lifecycle(U(2)))).toEqual({ change: { state: 'joined', uuid: U(2), authors: ['olive', 'bob'] }, ours: false }); // folded mid-turn; bob chose his uuid
     turns.ended();
     expect(turns.current).toEqual([]);
-    expect(turns.lifecycle(lifecycle(U(3)))).toEqual({ state: 'started', uuid: U(3), authors: ['carol'] });
+    expect(turns.lifecycle(lifecycle(U(3)))?.change).toEqual({ state: 'started', uuid: U(3), authors: ['carol'] });
     turns.ended();
-    expect(turns.lifecycle(lifecycle(U(9)))?.authors).toEqual([UNKNOWN_AUTHOR]); // not sent through here: fails closed
-    expect(turns.lifecycle(Buffer.from('{not json'))).toBeUndefined();
+    expect(turns.lifecycle(lifecycle(U(9)))).toEqual({ change: { state: 'started', uuid: U(9), authors: [UNKNOWN_AUTHOR] }, ours: false }); // not sent through here: fails closed
+    expect(turns.lifecycle(Buffer.from('{not json'))).toEqual({ ours: false });
   });
 
   it("refuses a uuid another member's message used; remembers a bounded number", () => {
     const turns = new TurnAuthors();
-    turns.sent(U(1), 'olive');
-    turns.sent(U(1), 'olive'); // the same sender again is no theft
-    expect(codeOf(() => turns.sent(U(1), 'bob'))).toBe('ALREADY_EXISTS');
-    for (let n = 2; n <= MAX_REMEMBERED_UUIDS + 1; n++) turns.sent(U(n), 'olive');
-    expect(turns.lifecycle(lifecycle(U(1)))?.authors).toEqual([UNKNOWN_AUTHOR]);
+    turns.sent(U(1), 'olive', false);
+    turns.sent(U(1), 'olive', false); // the same sender again is no theft
+    expect(codeOf(() => turns.sent(U(1), 'bob', false))).toBe('ALREADY_EXISTS');
+    for (let n = 2; n <= MAX_REMEMBERED_UUIDS + 1; n++) turns.sent(U(n), 'olive', true);
+    expect(turns.lifecycle(lifecycle(U(1)))?.change?.authors).toEqual([UNKNOWN_AUTHOR]);
+  });
+});
+
+describe('standing rules, per person', () => {
+  const grant = (ruleContent: string) => [{ type: 'addRules', rules: [{ toolName: 'Bash', ruleContent }], behavior: 'allow', destination: 'session' }];
+  const bash = (command: string) => ({ tool: 'Bash', input: { command }, cwd: '/w' });
+  const anyone = () => true;
+
+  it("a member's rule answers only their own turns, the owner's everyone's, and only while its grantor may approve the turn", () => {
+    const rules = new StandingRules();
+    rules.granting('alice', grant('npm test'), false);
+    rules.granting('olive', grant('ls *'), true);
+    expect(rules.allowing(bash('npm test'), ['alice'], anyone)?.grantedBy).toBe('alice');
+    expect(rules.allowing(bash('npm test'), ['bob'], anyone)).toBeUndefined();
+    expect(rules.allowing(bash('npm test'), ['alice', 'bob'], anyone)).toBeUndefined(); // bob's prompt joined her turn
+    expect(rules.allowing(bash('npm test'), [], anyone)).toBeUndefined();
+    expect(rules.allowing(bash('ls -la'), ['bob'], anyone)?.grantedBy).toBe('olive');
+    expect(rules.allowing(bash('ls -la'), ['bob'], (g) => g !== 'olive')).toBeUndefined();
+    expect(rules.allowing(bash('npm test && rm -rf x'), ['alice'], anyone)).toBeUndefined();
+  });
+
+  it('a wildcard rule never answers a command with a redirect (the engine asks about those)', () => {
+    const rules = new StandingRules();
+    rules.granting('alice', grant('echo one *'), false);
+    expect(rules.allowing(bash('echo one two'), ['alice'], anyone)?.label).toBe('Bash(echo one *)');
+    expect(rules.allowing(bash('echo one >> log.txt'), ['alice'], anyone)).toBeUndefined();
+    expect(rules.allowing(bash('echo one "a>b"'), ['alice'], anyone)).toBeUndefined(); // the cautious reading: people decide
+  });
+
+  it('is withdrawn by its grantor or the owner only; the engine never gets session allow rules', () => {
+    const rules = new StandingRules();
+    rules.granting('alice', grant('npm test'), false);
+    expect(codeOf(() => rules.withdraw('Bash(npm test)', 'bob', false))).toBe('PERMISSION_DENIED');
+    expect(codeOf(() => rules.withdraw('Bash(npm test)', 'olive', true))).toBe('ok');
+    expect(rules.allowing(bash('npm test'), ['alice'], anyone)).toBeUndefined();
+    expect(codeOf(() => rules.withdraw('Bash(npm test)', 'olive', true))).toBe('NOT_FOUND');
+    const dirs = { type: 'addDirectories', directories: ['/w'], destination: 'session' };
+    expect(engineUpdates([...grant('npm test'), dirs, { ...grant('x')[0], destination: 'localSettings' }])).toEqual([dirs, { ...grant('x')[0], destination: 'localSettings' }]);
   });
 });

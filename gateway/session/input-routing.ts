@@ -54,17 +54,17 @@ export class InputRouting {
     if (this.s.inputs.seen(key)) return 'duplicate';
     if (ended) throw new TetherError('FAILED_PRECONDITION', `session ${this.s.sessionId} has ended`);
     if (line.type !== 'keep_alive') this.s.inputs.assertRoom(text.length);
-    this.route(from, line, key, inputId, text);
+    this.route(from, line, key, inputId, text, given.type === 'user' && given.uuid === undefined);
     this.s.inputs.remember(key); // keep_alive stores nothing, yet a retry of it is a duplicate too
     onApplied?.(text);
     return 'applied';
   }
 
-  /** `key`: the client's dedupe key, stored with what the line sends to the engine; `text`: the line serialized. */
-  private route(from: Actor, line: Record<string, unknown>, key: string, inputId: string, text: string): void {
+  /** `key`: the client's dedupe key, stored with what the line sends to the engine; `text`: the line serialized; `stamped`: the gateway made the prompt's uuid. */
+  private route(from: Actor, line: Record<string, unknown>, key: string, inputId: string, text: string, stamped: boolean): void {
     switch (line.type) {
       case 'user':
-        return this.prompt(from, line, key, inputId, text);
+        return this.prompt(from, line, key, inputId, text, stamped);
       case 'control_request':
         return this.forwardControlRequest(from, line, key);
       case 'control_response':
@@ -82,7 +82,7 @@ export class InputRouting {
    * A prompt: stored and queued for the engine first, then echoed to every client with the
    * sender's input id, so the echo is a true receipt (the answer to a `session.post`).
    */
-  private prompt(from: Actor, line: Record<string, unknown>, key: string, inputId: string, text: string): void {
+  private prompt(from: Actor, line: Record<string, unknown>, key: string, inputId: string, text: string, stamped: boolean): void {
     checkUserMessage(line);
     const details = { client_id: from.clientId, uuid: line.uuid, chars: promptChars(line) };
     try {
@@ -91,7 +91,7 @@ export class InputRouting {
       this.s.audit.quietly(from.principal, 'prompt', { ...details, result: 'refused', code: failureCode(err), reason: (err as Error).message, decided_by: POLICY_PRINCIPAL });
       throw err;
     }
-    this.s.turns.sent(line.uuid as string, from.principal);
+    this.s.turns.sent(line.uuid as string, from.principal, stamped);
     this.s.audit.audited(from.principal, 'prompt', details, () => {
       this.s.inputs.toEngine(line, key, text);
       this.s.history.append({ event: tetherEvent({ subtype: 'prompt', principal: from.principal, client_id: from.clientId, message: line.message, input_id: inputId }) });

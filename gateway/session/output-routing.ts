@@ -41,11 +41,12 @@ export class OutputRouting {
       if (meta.subtype === 'can_use_tool' && this.s.prompts.raisedLive(meta.request_id)) return; // a standing rule answered: members see its decision only
     }
     if (meta.type === 'control_cancel_request' && meta.request_id) this.s.prompts.withdraw(meta.request_id, 'cancelled by the engine');
-    this.s.history.append({ line, origin: 'engine' }, readAtMs);
+    // Whose turn runs (turn-authors.ts); lifecycle lines of the gateway's own uuids stay here, told as `turn` events.
+    const lifecycle = meta.type === 'command_lifecycle' ? this.s.turns.lifecycle(line) : undefined;
+    if (!lifecycle?.ours) this.s.history.append({ line, origin: 'engine' }, readAtMs);
     this.s.status.follow(meta, this.s.prompts.size > 0);
     if (meta.type === 'result') this.s.turns.ended();
-    const turn = meta.type === 'command_lifecycle' ? this.s.turns.lifecycle(line) : undefined;
-    if (turn) this.s.history.append({ event: tetherEvent({ subtype: 'turn', ...turn }) });
+    if (lifecycle?.change) this.s.history.append({ event: tetherEvent({ subtype: 'turn', ...lifecycle.change }) });
   }
 
   /** Sends the engine's answer to the one client that asked, with its own request id back; false when it is not such an answer. */

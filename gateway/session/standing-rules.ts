@@ -62,7 +62,7 @@ export class StandingRules {
   allowing(call: ToolCall, authors: readonly string[], mayApprove: (grantor: string) => boolean): StandingRule | undefined {
     for (const r of this.granted.values()) {
       const forTurn = r.forEveryone || (authors.length > 0 && authors.every((a) => a === r.grantedBy));
-      if (forTurn && r.matcher?.matches(call, 'allow') && mayApprove(r.grantedBy)) return r;
+      if (forTurn && r.matcher?.matches(call, 'allow') && !redirectPastWildcard(r, call) && mayApprove(r.grantedBy)) return r;
     }
     return undefined;
   }
@@ -80,6 +80,16 @@ export class StandingRules {
     if (!isOwner && g.grantedBy !== by) throw new TetherError('PERMISSION_DENIED', `only the session owner or ${g.grantedBy}, who granted it, may withdraw ${label}`);
     return g;
   }
+}
+
+/**
+ * A Bash command that may write through a redirect (`>` anywhere in it, quoted or not: the
+ * cautious reading) under a wildcard rule: the engine asks about those whatever the rule (seen
+ * with the real CLI: `echo one >> log.txt` under `Bash(echo one *)`), so the gateway does not
+ * answer them either.
+ */
+function redirectPastWildcard(r: StandingRule, call: ToolCall): boolean {
+  return r.matcher?.tool === 'Bash' && (r.matcher.specifier ?? '*').includes('*') && String(call.input.command ?? '').includes('>');
 }
 
 function matcherOf(label: string): Rule | undefined {

@@ -41,17 +41,19 @@ export interface TurnChange {
 
 /** The sender of each forwarded message by uuid, and the authors of the turn the engine is running. */
 export class TurnAuthors {
-  private readonly senders = new Map<string, string>();
+  /** Sender by uuid, and whether the gateway made the uuid (the client sent none). */
+  private readonly senders = new Map<string, { principal: string; stamped: boolean }>();
   private running: string[] | undefined;
 
   /**
-   * A message of `principal` goes to the engine with `uuid`. Throws ALREADY_EXISTS when
-   * another principal's message used that uuid (it would take their turn's authorship).
+   * A message of `principal` goes to the engine with `uuid` (`stamped`: made by the gateway).
+   * Throws ALREADY_EXISTS when another principal's message used that uuid (it would take their
+   * turn's authorship).
    */
-  sent(uuid: string, principal: string): void {
-    const earlier = this.senders.get(uuid);
+  sent(uuid: string, principal: string, stamped: boolean): void {
+    const earlier = this.senders.get(uuid)?.principal;
     if (earlier !== undefined && earlier !== principal) throw new TetherError('ALREADY_EXISTS', `another member's message already used uuid ${uuid}; leave uuid out and the gateway stamps one`);
-    this.senders.set(uuid, principal);
+    this.senders.set(uuid, { principal, stamped });
     if (this.senders.size > MAX_REMEMBERED_UUIDS) this.senders.delete(this.senders.keys().next().value as string);
   }
 
@@ -60,21 +62,29 @@ export class TurnAuthors {
     return this.running ?? [];
   }
 
-  /** One `command_lifecycle` line of the engine: returns the change when a message started (a turn, or joining the running one). */
-  lifecycle(line: Uint8Array): TurnChange | undefined {
+  /**
+   * One `command_lifecycle` line of the engine: `change` when a message started (a turn, or
+   * joining the running one); `ours` when its uuid is one the gateway stamped, so the line is
+   * the gateway's doing, not something the client asked for (members are told by the `turn`
+   * event instead: a client such as the SDK drop-in sees the frames a local CLI would write).
+   */
+  lifecycle(line: Uint8Array): { change?: TurnChange; ours: boolean } {
     let v: { command_uuid?: unknown; state?: unknown };
     try {
       v = JSON.parse(Buffer.from(line.buffer, line.byteOffset, line.byteLength).toString('utf8'));
     } catch {
-      return undefined;
+      return { ours: false };
     }
-    if (v.state !== 'started' || typeof v.command_uuid !== 'string') return undefined;
-    const sender = this.senders.get(v.command_uuid) ?? UNKNOWN_AUTHOR;
+    if (typeof v.command_uuid !== 'string') return { ours: false };
+    const sent = this.senders.get(v.command_uuid);
+    const ours = sent?.stamped === true;
+    if (v.state !== 'started') return { ours };
+    const sender = sent?.principal ?? UNKNOWN_AUTHOR;
     const state = this.running === undefined ? 'started' : 'joined';
     const authors = this.running ?? [];
     if (!authors.includes(sender)) authors.push(sender);
     this.running = authors;
-    return { state, uuid: v.command_uuid, authors: [...authors] };
+    return { change: { state, uuid: v.command_uuid, authors: [...authors] }, ours };
   }
 
   /** The engine's `result`: the turn is over. */
