@@ -25,8 +25,9 @@ export interface OutputParts {
  * Where one engine stdout line goes, read from its meta (the line itself is never parsed
  * here): the answer to a client's own control request back to that client alone (a model list cut to
  * the policy's); the
- * policy hook answered by the policy, never shown; any other line into history for every
- * client, raising or withdrawing a prompt on the way, and moving the state.
+ * policy hook answered by the policy, never shown; a tool prompt a standing rule answers, never
+ * shown; any other line into history for every client, raising or withdrawing a prompt on the
+ * way, following whose turn runs (`command_lifecycle`, `result`), and moving the state.
  */
 export class OutputRouting {
   constructor(private readonly s: OutputParts) {}

@@ -45,7 +45,7 @@ export interface PromptParts {
   policy: PolicyProvider;
   /** The session's folder as its options name it (undefined: the agent's default, unknown here). */
   cwd?: string;
-  /** The session rules members granted, and those withdrawn. */
+  /** The session rules members granted, kept per person (the engine never gets them). */
   standing: StandingRules;
   /** Whose turn the engine runs. */
   turns: TurnAuthors;
