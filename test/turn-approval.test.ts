@@ -99,6 +99,7 @@ describe('turn authors', () => {
     expect(stamped.uuid).toMatch(/^[0-9a-f-]{36}$/);
     expect(stamped.origin).toEqual({ kind: 'human' });
     expect(stampUserMessage({ type: 'user', uuid: U(1), origin: { kind: 'channel', server: 's' } })).toMatchObject({ uuid: U(1), origin: { kind: 'channel', server: 's' } });
+    expect(stampUserMessage({ type: 'user' }, false)).not.toHaveProperty('origin'); // an SDK drop-in session: as its app sent it
     expect(codeOf(() => stampUserMessage({ type: 'user', uuid: 'not-a-uuid' }))).toBe('INVALID_ARGUMENT');
     expect(codeOf(() => stampUserMessage({ type: 'user', uuid: 7 }))).toBe('INVALID_ARGUMENT');
   });

@@ -28,6 +28,12 @@ export interface RoutingParts {
   cwd: string | undefined;
   /** Who sent each prompt, by its uuid: the turn's authors. */
   turns: TurnAuthors;
+  /**
+   * Whether prompts get the origin `{kind: "human"}` when they name none: not when the client
+   * brings the engine's initialize (the SDK drop-in speaks for itself, and its app must see what
+   * a local CLI would write, where the origin would show on the turn's frames).
+   */
+  stampOrigin: boolean;
 }
 
 /**
@@ -47,7 +53,7 @@ export class InputRouting {
    */
   input(from: Actor, inputId: string, given: Record<string, unknown>, ended: boolean, onApplied?: (text: string) => void): 'applied' | 'duplicate' {
     // Every prompt carries a uuid and an origin, so its turn has an author (turn-authors.ts).
-    const line = given.type === 'user' ? stampUserMessage(given) : given;
+    const line = given.type === 'user' ? stampUserMessage(given, this.s.stampOrigin) : given;
     // Size, depth and shape first: nothing of a line the engine cannot take is kept or broadcast.
     const text = checkEngineInput(line);
     const key = `${from.principal}\u0000${inputId}`; // survives the client reconnecting with a new client id
