@@ -99,7 +99,6 @@ describe('turn authors', () => {
     expect(stamped.uuid).toMatch(/^[0-9a-f-]{36}$/);
     expect(stamped.origin).toEqual({ kind: 'human' });
     expect(stampUserMessage({ type: 'user', uuid: U(1), origin: { kind: 'channel', server: 's' } })).toMatchObject({ uuid: U(1), origin: { kind: 'channel', server: 's' } });
-    expect(stampUserMessage({ type: 'user' }, false)).not.toHaveProperty('origin'); // an SDK drop-in session: as its app sent it
     expect(codeOf(() => stampUserMessage({ type: 'user', uuid: 'not-a-uuid' }))).toBe('INVALID_ARGUMENT');
     expect(codeOf(() => stampUserMessage({ type: 'user', uuid: 7 }))).toBe('INVALID_ARGUMENT');
   });
@@ -155,6 +154,9 @@ describe('standing rules, per person', () => {
     expect(rules.allowing(bash('echo one two'), ['alice'], anyone)?.label).toBe('Bash(echo one *)');
     expect(rules.allowing(bash('echo one >> log.txt'), ['alice'], anyone)).toBeUndefined();
     expect(rules.allowing(bash('echo one "a>b"'), ['alice'], anyone)).toBeUndefined(); // the cautious reading: people decide
+    rules.granting('alice', grant('echo two > b.txt'), false); // an exact rule grants that very command, redirect and all
+    expect(rules.allowing(bash('echo two > b.txt'), ['alice'], anyone)?.label).toBe('Bash(echo two > b.txt)');
+    expect(rules.allowing(bash('echo two > c.txt'), ['alice'], anyone)).toBeUndefined();
   });
 
   it('is withdrawn by its grantor or the owner only; the engine never gets session allow rules', () => {

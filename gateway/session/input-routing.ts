@@ -29,11 +29,12 @@ export interface RoutingParts {
   /** Who sent each prompt, by its uuid: the turn's authors. */
   turns: TurnAuthors;
   /**
-   * Whether prompts get the origin `{kind: "human"}` when they name none: not when the client
-   * brings the engine's initialize (the SDK drop-in speaks for itself, and its app must see what
-   * a local CLI would write, where the origin would show on the turn's frames).
+   * Whether prompts are stamped (stampUserMessage): not when the client brings the engine's
+   * initialize (the SDK drop-in speaks for itself, and its app must see what a local CLI would
+   * write: the engine echoes an origin, and adds fields for a uuid, on the turn's result). Its
+   * prompts without a uuid then have no known author (approval fails closed).
    */
-  stampOrigin: boolean;
+  stamp: boolean;
 }
 
 /**
@@ -53,14 +54,14 @@ export class InputRouting {
    */
   input(from: Actor, inputId: string, given: Record<string, unknown>, ended: boolean, onApplied?: (text: string) => void): 'applied' | 'duplicate' {
     // Every prompt carries a uuid and an origin, so its turn has an author (turn-authors.ts).
-    const line = given.type === 'user' ? stampUserMessage(given, this.s.stampOrigin) : given;
+    const line = given.type === 'user' && this.s.stamp ? stampUserMessage(given) : given;
     // Size, depth and shape first: nothing of a line the engine cannot take is kept or broadcast.
     const text = checkEngineInput(line);
     const key = `${from.principal}\u0000${inputId}`; // survives the client reconnecting with a new client id
     if (this.s.inputs.seen(key)) return 'duplicate';
     if (ended) throw new TetherError('FAILED_PRECONDITION', `session ${this.s.sessionId} has ended`);
     if (line.type !== 'keep_alive') this.s.inputs.assertRoom(text.length);
-    this.route(from, line, key, inputId, text, given.type === 'user' && given.uuid === undefined);
+    this.route(from, line, key, inputId, text, line.uuid !== given.uuid);
     this.s.inputs.remember(key); // keep_alive stores nothing, yet a retry of it is a duplicate too
     onApplied?.(text);
     return 'applied';
@@ -97,7 +98,7 @@ export class InputRouting {
       this.s.audit.quietly(from.principal, 'prompt', { ...details, result: 'refused', code: failureCode(err), reason: (err as Error).message, decided_by: POLICY_PRINCIPAL });
       throw err;
     }
-    this.s.turns.sent(line.uuid as string, from.principal, stamped);
+    if (typeof line.uuid === 'string') this.s.turns.sent(line.uuid, from.principal, stamped);
     this.s.audit.audited(from.principal, 'prompt', details, () => {
       this.s.inputs.toEngine(line, key, text);
       this.s.history.append({ event: tetherEvent({ subtype: 'prompt', principal: from.principal, client_id: from.clientId, message: line.message, input_id: inputId }) });

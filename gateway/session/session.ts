@@ -124,7 +124,7 @@ export class Session {
     this.roles = new SessionRoles(init.owner, restored?.roles, (decisions) => store.saveRoles(id, decisions));
     this.metrics = init.metrics;
     this.members = new SessionMembers({ ...parts, owner: init.owner, maxMembers: limits.maxMembers, roles: this.roles, onGap: () => this.metrics?.replayGap() });
-    this.routing = new InputRouting({ ...parts, prompts: this.prompts, policy, cwd: init.options.cwd, turns: this.turns, stampOrigin: init.options.client_initialize !== true });
+    this.routing = new InputRouting({ ...parts, prompts: this.prompts, policy, cwd: init.options.cwd, turns: this.turns, stamp: init.options.client_initialize !== true });
     this.output = new OutputRouting({ ...parts, prompts: this.prompts, members: this.members, policy, turns: this.turns });
     if (restored) this.restore(restored);
     else store.create({ id, agent: this.agent, engine: this.engine, owner: this.owner, options: this.options, created_at: this.createdAt });

@@ -62,7 +62,7 @@ export class StandingRules {
   allowing(call: ToolCall, authors: readonly string[], mayApprove: (grantor: string) => boolean): StandingRule | undefined {
     for (const r of this.granted.values()) {
       const forTurn = r.forEveryone || (authors.length > 0 && authors.every((a) => a === r.grantedBy));
-      if (forTurn && r.matcher?.matches(call, 'allow') && !redirectPastWildcard(r, call) && mayApprove(r.grantedBy)) return r;
+      if (forTurn && (exactCommand(r, call) || (r.matcher?.matches(call, 'allow') && !redirectPastWildcard(r, call))) && mayApprove(r.grantedBy)) return r;
     }
     return undefined;
   }
@@ -86,10 +86,15 @@ export class StandingRules {
  * A Bash command that may write through a redirect (`>` anywhere in it, quoted or not: the
  * cautious reading) under a wildcard rule: the engine asks about those whatever the rule (seen
  * with the real CLI: `echo one >> log.txt` under `Bash(echo one *)`), so the gateway does not
- * answer them either.
+ * answer them either (an exact rule, the command as written, does: {@link exactCommand}).
  */
 function redirectPastWildcard(r: StandingRule, call: ToolCall): boolean {
   return r.matcher?.tool === 'Bash' && (r.matcher.specifier ?? '*').includes('*') && String(call.input.command ?? '').includes('>');
+}
+
+/** A Bash rule without a wildcard that is the command exactly as written (redirects and all): it grants that very command. */
+function exactCommand(r: StandingRule, call: ToolCall): boolean {
+  return r.matcher?.tool === 'Bash' && r.matcher.specifier !== undefined && !r.matcher.specifier.includes('*') && call.tool === 'Bash' && call.input.command === r.matcher.specifier;
 }
 
 function matcherOf(label: string): Rule | undefined {

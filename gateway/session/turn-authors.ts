@@ -20,17 +20,16 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * A user message as the gateway forwards it: its own `uuid` kept (it must be a UUID), else a
- * fresh one; with `origin` true, `{kind: "human"}` as its origin when it names none (the engine
- * treats a message without an origin as unattributed, and echoes the origin on the turn's
- * frames). The one place a user message is stamped: prompts, queued prompts and steers all pass
- * here. Throws INVALID_ARGUMENT for a uuid that is not a UUID.
+ * fresh one; `{kind: "human"}` as its origin when it names none (the engine treats a message
+ * without an origin as unattributed). The one place a user message is stamped: prompts, queued
+ * prompts and steers all pass here. Throws INVALID_ARGUMENT for a uuid that is not a UUID.
  */
-export function stampUserMessage(line: Record<string, unknown>, origin = true): Record<string, unknown> & { uuid: string } {
+export function stampUserMessage(line: Record<string, unknown>): Record<string, unknown> & { uuid: string } {
   if (line.uuid !== undefined && (typeof line.uuid !== 'string' || !UUID.test(line.uuid))) {
     throw new TetherError('INVALID_ARGUMENT', 'a user message\'s uuid must be a UUID (or left out: the gateway stamps one)');
   }
   const uuid = (line.uuid as string | undefined) ?? randomUUID();
-  return { ...line, uuid, ...(origin && line.origin === undefined ? { origin: { kind: 'human' } } : {}) };
+  return { ...line, uuid, ...(line.origin === undefined ? { origin: { kind: 'human' } } : {}) };
 }
 
 /** A change of the running turn's authors, as every member is told. */
