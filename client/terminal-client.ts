@@ -4,6 +4,7 @@ import { Writable, type Readable } from 'node:stream';
 import { asTetherError } from '../core/errors.js';
 import { INPUT_REFUSED, type QueuedPrompt } from '../core/protocol/events.js';
 import { answerQuestions, asPermissionRequest, askQuestions, grantedRules, proposedSessionRule, ruleLabel, type PermissionRequest } from './permission-policy.js';
+import { grantedForText } from './turn-view.js';
 import type { RemoteSession, SessionItem } from './remote-session.js';
 import { describeEvent, diffLines, oneLine, sanitize, styles, toolLine } from './terminal-render.js';
 import { queuedText } from './queue-view.js';
@@ -54,7 +55,7 @@ export class TerminalClient {
   private readonly s: ReturnType<typeof styles>;
   private readonly queue: PermissionRequest[] = [];
   /** The session's standing rules, with who granted each (`/rules`, `/unallow N`). */
-  private readonly rules: { rule: string; by: string }[] = [];
+  private readonly rules: { rule: string; by: string; for: string }[] = [];
   private answers: Record<string, string> = {};
   /** The cursor is mid-line after streamed text. */
   private midLine = false;
@@ -318,7 +319,8 @@ export class TerminalClient {
   /** Keeps the standing rules list: granted by answers, withdrawn by `rule_withdrawn`. */
   private followRules(e: { subtype: string; [k: string]: unknown }): void {
     if (e.subtype === 'prompt_decided') {
-      for (const r of grantedRules(e.updated_permissions).map(ruleLabel)) if (!this.rules.some((s) => s.rule === r)) this.rules.push({ rule: r, by: String(e.decided_by) });
+      const by = String(e.decided_by);
+      for (const r of grantedRules(e.updated_permissions).map(ruleLabel)) if (!this.rules.some((s) => s.rule === r)) this.rules.push({ rule: r, by, for: grantedForText(e.granted_for, by) });
     } else if (e.subtype === 'rule_withdrawn') {
       const at = this.rules.findIndex((s) => s.rule === e.rule);
       if (at >= 0) this.rules.splice(at, 1);
@@ -328,7 +330,7 @@ export class TerminalClient {
   /** `/rules`: the standing rules, numbered for `/unallow N`. */
   private listRules(): void {
     if (!this.rules.length) this.line(this.s.dim('* no rules stand for this session'));
-    this.rules.forEach((r, i) => this.line(`  ${i + 1}. ${sanitize(r.rule)} ${this.s.dim(`(by ${sanitize(r.by)})`)}`));
+    this.rules.forEach((r, i) => this.line(`  ${i + 1}. ${sanitize(r.rule)} ${this.s.dim(`(by ${sanitize(r.by)}, for ${sanitize(r.for)})`)}`));
     this.prompt();
   }
 

@@ -1,6 +1,7 @@
 import type { TetherEvent } from '../core/protocol/events.js';
 import { presenceChanges } from '../core/protocol/presence.js';
 import { grantedRules, ruleLabel } from './permission-policy.js';
+import { grantedForText, promptTurnText } from './turn-view.js';
 import { policyLine, viewTool } from './tool-view.js';
 import { queueChangeText, stopText } from './queue-view.js';
 
@@ -67,9 +68,12 @@ export function describeEvent(e: TetherEvent): string | undefined {
       return `* ${e.message}`;
     case 'prompt_decided':
     {
+      if (e.rule) return `* ${sanitize(e.decided_by)}'s standing rule ${sanitize(e.rule)} answered ${e.behavior}`;
       const rules = grantedRules(e.updated_permissions).map(ruleLabel);
-      return `* ${e.decided_by} answered ${e.behavior}${rules.length ? `, and allowed ${sanitize(rules.join(', '))} for the rest of this session` : ''}`;
+      return `* ${e.decided_by} answered ${e.behavior}${rules.length ? `, and allowed ${sanitize(rules.join(', '))} for the rest of this session, for ${sanitize(grantedForText(e.granted_for, e.decided_by))}` : ''}`;
     }
+    case 'prompt_turn':
+      return `* ${sanitize(promptTurnText(e.tool, e))}`;
     case 'rule_withdrawn':
       return `* ${e.withdrawn_by} withdrew ${sanitize(e.rule)}: it asks again`;
     case 'policy_decision':

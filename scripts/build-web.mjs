@@ -41,6 +41,13 @@ const staticChunks = app.imports.filter((i) => i.kind === 'import-statement').ma
 const initial = ['index.html', 'styles.css', 'app.js', ...staticChunks];
 const gz = initial.reduce((n, f) => n + gzipOf(f), 0);
 const lazy = app.imports.filter((i) => i.kind === 'dynamic-import').map((i) => `${basename(i.path)} ${gzipOf(basename(i.path))} B`);
+// zod is the gateway's and the library's schema checker; in the page it would triple the load
+// (a value import of a core/protocol schema module pulls it in; type imports are fine).
+const zodIn = Object.keys(result.metafile.inputs).filter((p) => /(^|\/)node_modules\/zod\//.test(p));
+if (zodIn.length) {
+  console.error(`web page: zod is bundled (${zodIn.length} files); import only types or zod-free modules of core/protocol into client/web`);
+  process.exit(1);
+}
 if (gz > BUDGET_GZIP_BYTES) {
   console.error(`web page: ${gz} bytes gzipped, over the ${BUDGET_GZIP_BYTES}-byte budget`);
   process.exit(1);

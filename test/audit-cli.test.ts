@@ -56,8 +56,8 @@ describe('tether audit', () => {
     // On a terminal the default is a table (script(1) gives the command a pseudo-terminal).
     if (existsSync('/usr/bin/script')) {
       const tty = execFileSync('/usr/bin/script', ['-qc', `${process.execPath} ${TETHER_BIN} audit --state-dir ${state.path} --action create`, '/dev/null'], { timeout: 15_000 }).toString();
-      expect(tty.split(/\r?\n/)[0]).toMatch(/^TIME\s+SESSION\s+PRINCIPAL\s+ACTION\s+DETAILS$/);
-      expect(tty).toMatch(new RegExp(`${s.id}\\s+${owner}\\s+create\\s+agent=local engine=demo options=`));
+      expect(tty.split(/\r?\n/)[0]).toMatch(/^TIME\s+SESSION\s+PRINCIPAL\s+ACTION\s+TURN\s+DETAILS$/);
+      expect(tty).toMatch(new RegExp(`${s.id}\\s+${owner}\\s+create\\s+-\\s+agent=local engine=demo options=`));
     }
 
     const second = await up(state.path, cwd.path);
@@ -76,9 +76,10 @@ describe('tether audit', () => {
 
     const table = await runTether(['audit', '--session', s.id, '--table'], { env });
     const rows = table.stdout.trimEnd().split('\n');
-    expect(rows[0]).toMatch(/^TIME\s+SESSION\s+PRINCIPAL\s+ACTION\s+DETAILS$/);
+    expect(rows[0]).toMatch(/^TIME\s+SESSION\s+PRINCIPAL\s+ACTION\s+TURN\s+DETAILS$/);
     expect(rows).toHaveLength(1 + 9);
-    expect(rows[4]).toMatch(new RegExp(`${s.id}\\s+${owner}\\s+permission_decision\\s+.*behavior=allow`));
+    // TURN: whose prompt the decided call came from.
+    expect(rows[4]).toMatch(new RegExp(`${s.id}\\s+${owner}\\s+permission_decision\\s+${owner}\\s+.*behavior=allow`));
 
     const denied = await runTether(['audit', '--action', 'create'], { env });
     expect(denied.code).toBe(1);

@@ -30,7 +30,7 @@ describe('tether audit: client-supplied strings on a terminal', () => {
     expect(shown.stdout).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e]/); // only newlines end rows
     const rows = shown.stdout.split('\n').filter(Boolean);
     expect(rows).toHaveLength(4); // the header and one row per record: the reason's newline forged none
-    expect(rows[1]).toMatch(/s1\s+mallory0;pwned\s+attach\s+client_id=c1$/);
+    expect(rows[1]).toMatch(/s1\s+mallory0;pwned\s+attach\s+-\s+client_id=c1$/);
     expect(rows[2]).toContain('subtype="set_model\\u001b[2K\\r"'); // JSON-quoted (\r is white space): the escapes as text
     expect(rows[3]).toContain('tool=Bash2J');
 

@@ -10,7 +10,15 @@ import { AGENT_INIT_REQUEST_ID } from '../agent/session-relay.js';
 import type { GatewayClient } from '../client/gateway-client.js';
 import type { RemoteSession, SessionItem } from '../client/remote-session.js';
 import { asTetherError } from '../core/errors.js';
+import { engineUpdates } from '../gateway/session/standing-rules.js';
 import { startStack, TRANSPORT_PAIRS, withTimeout, type Stack, type TransportName } from './support/stack.js';
+
+/** A recorded permission answer as the engine gets it through Tether: without its session allow rules. */
+function withoutSessionAllows(f: Record<string, unknown>): Record<string, unknown> {
+  const response = f.response as { response?: { updatedPermissions?: unknown } } | undefined;
+  const updates = response?.response?.updatedPermissions;
+  return Array.isArray(updates) ? { ...f, response: { ...response, response: { ...response!.response, updatedPermissions: engineUpdates(updates) } } } : f;
+}
 
 /**
  * Engine fidelity (issue 10). Every real CLI transcript in test/fixtures/engine is played
@@ -19,7 +27,9 @@ import { startStack, TRANSPORT_PAIRS, withTimeout, type Stack, type TransportNam
  * point the transcript shows (after the engine frames that preceded it arrived). Checked per
  * transcript and transport pair:
  *  (a) the engine received exactly the transcript's host frames (JSON equal, key order aside),
- *      except the request_id rewrites docs/protocol.md lists: the agent's own initialize
+ *      except what docs/protocol.md lists: user frames stamped with a uuid and an origin when
+ *      they had none, an answer's session allow rules kept at the gateway, and the request_id
+ *      rewrites: the agent's own initialize
  *      (`tether_agent_init`) and `tether-N` for a client's control_request/cancel (added
  *      when the client sent none, 61, whose answer then comes back without one);
  *  (b) the client received every engine frame byte for byte as the engine wrote it, in order;
@@ -90,7 +100,7 @@ const AGENT_INIT = { type: 'control_request', request_id: AGENT_INIT_REQUEST_ID,
 const EOF_NOTE = 'host closed stdin (EOF)';
 const SIGTERM_NOTE = 'host sent SIGTERM';
 const SIGINT_NOTE = 'host sent SIGINT';
-const GATEWAY_EVENT_SUBTYPES = new Set(['state', 'presence', 'prompt', 'prompt_decided', 'exited', 'interrupt', 'queued']);
+const GATEWAY_EVENT_SUBTYPES = new Set(['state', 'presence', 'prompt', 'prompt_decided', 'prompt_turn', 'turn', 'exited', 'interrupt', 'queued']);
 
 /** Every client transport × agent transport (a replay costs well under a second). */
 const PAIRS: { client: TransportName; agent: TransportName }[] = TRANSPORT_PAIRS;
@@ -682,7 +692,16 @@ function compareRun(plan: Plan, hostLines: string[], trace: Frame[], collector: 
         }
         continue;
       }
-      cmp(canon(actual) === canon(f), () => `${where}: expected ${short(JSON.stringify(f))}, got ${short(actualLine)}`);
+      if (f.type === 'user') {
+        // Documented stamp (docs/protocol.md): a uuid when the frame had none (whose turn it is), an origin when it named none.
+        const uuid = actual.uuid;
+        const ok = typeof uuid === 'string' && (f.uuid === undefined || f.uuid === uuid) && canon({ ...f, uuid, origin: f.origin ?? { kind: 'human' } }) === canon(actual);
+        cmp(ok, () => `${where}: expected ${short(JSON.stringify(f))} stamped with a uuid and an origin, got ${short(actualLine)}`);
+        continue;
+      }
+      // Documented: an answer's session allow rules stay at the gateway (docs/policy.md, per-person rules).
+      const sent = f.type === 'control_response' ? withoutSessionAllows(f) : f;
+      cmp(canon(actual) === canon(sent), () => `${where}: expected ${short(JSON.stringify(sent))}, got ${short(actualLine)}`);
       continue;
     }
     if (e.dir !== 'out' || plan.reactions.has(e.index)) continue;

@@ -34,7 +34,7 @@ describe('terminal client: /rules and /unallow', () => {
     input.write('a\n');
     await saw('One done.');
     input.write('/rules\n');
-    const listing = /  1\. (Bash\(touch[^)]*\)) \(by (\S+)\)/;
+    const listing = /  1\. (Bash\(touch[^)]*\)) \(by (\S+), for everyone\)/; // the owner granted it: for every member's turns
     await saw(listing);
     const rule = listing.exec(printed)![1];
     input.write('Touch two\n');

@@ -196,7 +196,7 @@ describe.skipIf(!hasTool('chromium'))('web client (demo engine, tether up)', () 
     await expect.poll(() => alice.page.locator('#prompt').inputValue()).toBe('');
     await alice.page.getByTestId('prompt').filter({ hasText: 'hello while you wait' }).waitFor();
     const allowRule = alice.page.getByTestId('permission-card').getByTestId('allow-rule');
-    await expect(allowRule.textContent()).resolves.toBe('Allow Bash(echo *) for this session'); // the engine's proposed rule, not the whole tool
+    await expect(allowRule.textContent()).resolves.toBe("Allow Bash(echo 'hello from tether' > tether-demo.txt) for this session"); // the engine's proposed rule, not the whole tool
     await allowRule.click();
     await alice.page.getByText('Done: the command ran.').waitFor();
     await alice.page.getByText('You said: hello while you wait').waitFor();

@@ -69,10 +69,10 @@ describe.skipIf(!hasTool('chromium'))('web page: allow for this session grants t
     const bob = await person(browser);
     await signIn(bob.page, await linkFor('bob'));
     await openFromDashboard(bob.page, id, 'Watch');
-    for (const p of [alice.page, bob.page]) await p.getByTestId('standing-rules').filter({ hasText: `${rule} (by alice)` }).waitFor();
+    for (const p of [alice.page, bob.page]) await p.getByTestId('standing-rules').filter({ hasText: `${rule} (by alice, for everyone)` }).waitFor();
     await screenshots(browser, 'standing-rules', () => linkFor('carol'), async (page) => {
       await openFromDashboard(page, id, 'Watch');
-      await page.getByTestId('standing-rules').filter({ hasText: `${rule} (by alice)` }).waitFor();
+      await page.getByTestId('standing-rules').filter({ hasText: `${rule} (by alice, for everyone)` }).waitFor();
       await page.evaluate(() => window.scrollTo(0, 0));
       const box = (await page.getByTestId('standing-rules').boundingBox())!;
       expect(box.y + box.height).toBeLessThanOrEqual(page.viewportSize()!.height); // the list, in sight

@@ -67,7 +67,7 @@ describe.skipIf(!hasTool('chromium'))('web page: withdrawing a standing rule (re
     const bob = await person(browser);
     await signIn(bob.page, await linkFor('bob'));
     await openFromDashboard(bob.page, id, 'Open');
-    await bob.page.getByTestId('standing-rules').filter({ hasText: `${rule} (by alice)` }).waitFor();
+    await bob.page.getByTestId('standing-rules').filter({ hasText: `${rule} (by alice, for everyone)` }).waitFor();
     expect(await bob.page.getByRole('button', { name: `Withdraw ${rule}` }).count()).toBe(0);
     const token = await mintToken({ key: loadKeyFile(stateKeyPath(state.path)), kind: 'client', sub: 'bob', ttlSeconds: 600 });
     const raw = await rawClient(pageUrl.replace(/^http/, 'ws'), token);

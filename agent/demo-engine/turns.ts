@@ -207,7 +207,8 @@ async function fileScript(t: Turn): Promise<void> {
   const answer = await t.permission('Bash', input, id, {
     description: input.description,
     permission_suggestions: [
-      { type: 'addRules', rules: [{ toolName: 'Bash', ruleContent: 'echo *' }], behavior: 'allow', destination: 'localSettings' },
+      // The command itself, as the real CLI proposes for a command that writes through a redirect (a wildcard rule would not cover the redirect).
+      { type: 'addRules', rules: [{ toolName: 'Bash', ruleContent: DEMO_COMMAND }], behavior: 'allow', destination: 'localSettings' },
       { type: 'addDirectories', directories: [t.s.cwd], destination: 'session' },
     ],
     blocked_path: join(t.s.cwd, 'tether-demo.txt'),

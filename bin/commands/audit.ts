@@ -28,7 +28,9 @@ rotated files beside it (FILE.1, FILE.2, …) are read too, oldest first.
 A line of the file that is not an audit record is never skipped silently: the count (and,
 offline, the line numbers) goes to stderr and the exit code is 1.
 
-Output: a table on a terminal (or --table); JSON lines otherwise (or --json).
+Output: a table on a terminal (or --table); JSON lines otherwise (or --json). The table's
+TURN column says whose turn a tool call came from (turn_authors: the principals whose prompts
+started or joined it; "-" for records about no tool call).
 
 Options:
   SESSION, --session ID  only this session's records
@@ -123,7 +125,7 @@ function reportDamage(found: AuditScan, file: string | undefined): number {
 }
 
 /**
- * Records as a table: time, session, principal, action, then the rest as key=value. Clients
+ * Records as a table: time, session, principal, action, whose turn, then the rest as key=value. Clients
  * chose much of it (principal names, reasons, subtypes, tool names), so each cell is one line
  * without escape sequences or control characters: a record cannot retitle the terminal, erase
  * lines or forge rows. (--json prints the records exactly; JSON escapes control characters.)
@@ -131,12 +133,14 @@ function reportDamage(found: AuditScan, file: string | undefined): number {
 export function auditTable(records: AuditRecord[]): string {
   const cell = (text: string) => oneLine(text, Number.POSITIVE_INFINITY);
   const rows = records.map((r) => {
-    const { time, session_id, principal, action, ...rest } = r;
+    const { time, session_id, principal, action, turn_authors, ...rest } = r;
     const details = Object.entries(rest)
       .filter(([, x]) => x !== undefined)
       .map(([k, x]) => `${k}=${typeof x === 'string' && /^[^\s"=]+$/.test(x) ? x : JSON.stringify(x)}`)
       .join(' ');
-    return [time, session_id, principal, action, details].map((x) => cell(String(x)));
+    // Whose turn a tool call came from (issue 31): "-" for records that are not about one.
+    const turn = Array.isArray(turn_authors) ? turn_authors.join(',') || '?' : '-';
+    return [time, session_id, principal, action, turn, details].map((x) => cell(String(x)));
   });
-  return table(['TIME', 'SESSION', 'PRINCIPAL', 'ACTION', 'DETAILS'], rows);
+  return table(['TIME', 'SESSION', 'PRINCIPAL', 'ACTION', 'TURN', 'DETAILS'], rows);
 }

@@ -3,11 +3,12 @@ import { pick, required, type Command } from '../args.js';
 import { connectFrom, connectionHelp, TLS_CLIENT_HELP, TOKEN_FILE_HELP } from '../connection-flags.js';
 import { printCreateProgress } from '../create-progress.js';
 import { drive, linkReporter, SESSION_DRIVE_OPTIONS } from '../session-drive.js';
+import { TURN_APPROVAL_HELP, TURN_APPROVAL_OPTION, turnApprovalOf } from '../turn-approval-flag.js';
 
 export const chatCommand: Command = {
   name: 'chat',
   summary: 'start a session on an agent and talk to it (interactive, or --json for scripts)',
-  usage: `Usage: tether chat --agent NAME [--token-file FILE] [--cwd DIR] [--model M] [--permission-mode MODE] [--json [--client-initialize]]
+  usage: `Usage: tether chat --agent NAME [--token-file FILE] [--cwd DIR] [--model M] [--permission-mode MODE] [--turn-approval WHO] [--json [--client-initialize]]
 
 Starts a new session on the agent and attaches to it as its owner.
 Interactive: type prompts; permission prompts ask y / n / a (always for this session);
@@ -29,16 +30,18 @@ ${TOKEN_FILE_HELP}
   --cwd DIR                working folder on the agent
   --model M                model for the engine
   --permission-mode MODE   initial permission mode
+${TURN_APPROVAL_HELP}
   --json                   pipe mode
   --client-initialize      pipe mode: your first line is the engine's initialize
 ${TLS_CLIENT_HELP}
   -h, --help               show this help`,
-  options: { ...SESSION_DRIVE_OPTIONS, agent: { type: 'string' }, cwd: { type: 'string' }, model: { type: 'string' }, 'permission-mode': { type: 'string' }, 'client-initialize': { type: 'boolean' } },
+  options: { ...SESSION_DRIVE_OPTIONS, agent: { type: 'string' }, cwd: { type: 'string' }, model: { type: 'string' }, 'permission-mode': { type: 'string' }, 'client-initialize': { type: 'boolean' }, ...TURN_APPROVAL_OPTION },
   async run(v) {
     const json = v.json === true;
     const clientInitialize = v['client-initialize'] === true;
     if (clientInitialize && !json) throw new TetherError('INVALID_ARGUMENT', '--client-initialize needs --json (pipe mode)');
     const agent = required(pick(v.agent, 'TETHER_AGENT'), '--agent (or TETHER_AGENT)');
+    const turnApproval = turnApprovalOf(v['turn-approval']);
     const client = await connectFrom(v, 'tether-chat', linkReporter(json));
     try {
       const session = await client.createSession({
@@ -50,6 +53,7 @@ ${TLS_CLIENT_HELP}
           permission_mode: v['permission-mode'] as never,
           include_partial_messages: !json,
           ...(clientInitialize ? { client_initialize: true } : {}),
+          ...(turnApproval ? { turn_approval: turnApproval } : {}),
         },
       });
       if (!json) process.stderr.write(`session: ${session.id}\n`);

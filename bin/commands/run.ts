@@ -7,12 +7,13 @@ import { PermissionMode } from '../../core/protocol/session-options.js';
 import { pick, required, type Command } from '../args.js';
 import { connectFrom, connectionHelp, CONNECTION_OPTIONS, TLS_CLIENT_HELP } from '../connection-flags.js';
 import { printCreateProgress } from '../create-progress.js';
+import { TURN_APPROVAL_HELP, TURN_APPROVAL_OPTION, turnApprovalOf } from '../turn-approval-flag.js';
 
 export const runCommand: Command = {
   name: 'run',
   summary: 'open a session, send one prompt, stream the answer',
   usage: `Usage: tether run --gateway URL --token TOKEN --agent NAME [--cwd DIR] [--model M]
-                  [--permission-mode MODE] [--allow TOOL]... [--json] PROMPT
+                  [--permission-mode MODE] [--turn-approval WHO] [--allow TOOL]... [--json] PROMPT
 
 Opens a session on the agent, sends PROMPT, streams the assistant's text to stdout and exits
 0 when the turn succeeds, non-zero otherwise. Tool calls and results go to stderr.
@@ -23,6 +24,7 @@ ${connectionHelp(27)}
   --cwd DIR                working folder on the agent
   --model M                model for the engine
   --permission-mode MODE   default, acceptEdits, plan, dontAsk, bypassPermissions, ...
+${TURN_APPROVAL_HELP}
   --allow TOOL             approve permission prompts for TOOL (repeatable). Other prompts:
                            asked y/n on a terminal, denied otherwise
   --json                   print the engine's messages as NDJSON instead of text
@@ -36,6 +38,7 @@ ${TLS_CLIENT_HELP}
     'permission-mode': { type: 'string' },
     allow: { type: 'string', multiple: true },
     json: { type: 'boolean' },
+    ...TURN_APPROVAL_OPTION,
   },
   allowPositionals: true,
   async run(v, positionals) {
@@ -44,6 +47,7 @@ ${TLS_CLIENT_HELP}
     const agent = required(pick(v.agent, 'TETHER_AGENT'), '--agent (or TETHER_AGENT)');
     const mode = v['permission-mode'] === undefined ? undefined : PermissionMode.safeParse(v['permission-mode']);
     if (mode && !mode.success) throw new TetherError('INVALID_ARGUMENT', `--permission-mode must be one of ${PermissionMode.options.join(', ')}`);
+    const turnApproval = turnApprovalOf(v['turn-approval']);
     const json = v.json === true;
     const client = await connectFrom(v, 'tether-run');
     let session: RemoteSession | undefined;
@@ -51,7 +55,7 @@ ${TLS_CLIENT_HELP}
       session = await client.createSession({
         agent,
         onProgress: printCreateProgress,
-        options: { cwd: v.cwd as string | undefined, model: v.model as string | undefined, permission_mode: mode?.data, include_partial_messages: !json },
+        options: { cwd: v.cwd as string | undefined, model: v.model as string | undefined, permission_mode: mode?.data, include_partial_messages: !json, ...(turnApproval ? { turn_approval: turnApproval } : {}) },
       });
       const s = session;
       const allow = new Set((v.allow as string[] | undefined) ?? []);

@@ -2,7 +2,9 @@ import { posix } from 'node:path';
 import { z } from 'zod';
 import { TetherError } from '../errors.js';
 import { PermissionMode } from '../protocol/session-options.js';
+import { TurnApproval } from '../protocol/turn-approval.js';
 import { parseRule, RuleError, type Rule, type RuleKind, type ToolCall } from './rules.js';
+import { approvalText, atLeastAsStrict, checkGroups, type Groups } from './turn-approval.js';
 
 /**
  * The central policy, as the gateway loads it from `--policy FILE`: Claude Code's
@@ -29,6 +31,12 @@ export const PolicyFile = z
     models: z.array(z.string().min(1).max(256)).min(1).max(1000).optional(),
     /** Per agent name ("*": every agent): absolute folders sessions must work in or under. */
     workingFolders: z.record(z.string().min(1).max(128), z.array(z.string().min(1).max(4096)).min(1)).optional(),
+    /** Who approves tool calls in a turn whose author is not the owner (core/policy/turn-approval.ts); default anyController. */
+    turnApproval: TurnApproval.optional(),
+    /** Per agent name: its sessions' turnApproval instead of the gateway-wide one. */
+    turnApprovalByAgent: z.record(z.string().min(1).max(128), TurnApproval).optional(),
+    /** Named groups of principals, for `group:NAME` in approvers. */
+    groups: z.record(z.string().min(1).max(128), z.array(z.string().min(1).max(256)).max(10_000)).optional(),
   })
   .strict();
 export type PolicyFile = z.infer<typeof PolicyFile>;
@@ -82,7 +90,35 @@ export class Policy {
         if (!root.startsWith('/')) throw new TetherError('INVALID_ARGUMENT', `${where}: workingFolders.${agent}[${n}] ${JSON.stringify(root)}: must be an absolute path`);
       });
     }
+    if (file.turnApproval) checkGroups(file.turnApproval, file.groups ?? {}, `${where}: turnApproval`);
+    for (const [agent, a] of Object.entries(file.turnApprovalByAgent ?? {})) checkGroups(a, file.groups ?? {}, `${where}: turnApprovalByAgent.${agent}`);
     return new Policy(file, rules);
+  }
+
+  /** The policy's groups (for `group:NAME` approvers). */
+  get groups(): Groups {
+    return this.source.groups ?? {};
+  }
+
+  /** Who approves calls in others' turns on this agent's sessions, with the key that says so. */
+  turnApprovalFor(agent: string): { setting: TurnApproval; rule: string } {
+    const own = this.source.turnApprovalByAgent?.[agent];
+    if (own) return { setting: own, rule: `turnApprovalByAgent.${agent} = ${approvalText(own)}` };
+    const all = this.source.turnApproval ?? 'anyController';
+    return { setting: all, rule: `turnApproval = ${approvalText(all)}` };
+  }
+
+  /**
+   * Throws PERMISSION_DENIED naming the rule when a session asks for a turnApproval that lets
+   * someone approve whom the policy's would not (a session may only be stricter), and
+   * INVALID_ARGUMENT when it names a group the policy does not define.
+   */
+  checkTurnApproval(agent: string, asked: TurnApproval | undefined): void {
+    if (asked === undefined) return;
+    checkGroups(asked, this.groups, 'turn_approval');
+    const floor = this.turnApprovalFor(agent);
+    if (atLeastAsStrict(asked, floor.setting, this.groups)) return;
+    throw new TetherError('PERMISSION_DENIED', `turn approval "${approvalText(asked)}" is less strict than the policy's (policy rule: ${floor.rule}); a session may only ask for a stricter one (anyController < approvers < owner)`);
   }
 
   /**

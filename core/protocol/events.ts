@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { isoNow } from '../util/iso-now.js';
 import { PROMPT_PRIORITIES } from './prompt-priority.js';
+import { TurnAttribution } from './turn-approval.js';
 
 /**
  * Gateway events delivered in a session's stream beside the engine's frames. In pipe mode
@@ -113,6 +114,10 @@ export const TetherEvent = z.discriminatedUnion('subtype', [
     behavior: z.string(),
     /** The permission updates the answer carried (`updatedPermissions`): rules it granted, shown to every member with who granted them. */
     updated_permissions: z.array(z.unknown()).optional(),
+    /** Whose turns the session rules it granted hold for: its grantor's name, or `*` (everyone: the owner's rules). */
+    granted_for: z.string().optional(),
+    /** The standing rule that answered (then `decided_by` is the rule's grantor, and no person was asked). */
+    rule: z.string().optional(),
     at: z.string(),
   }),
   z.object({
@@ -133,6 +138,27 @@ export const TetherEvent = z.discriminatedUnion('subtype', [
     decision: z.enum(['deny', 'ask', 'allow']),
     /** The rule that decided, as written in the policy file, e.g. `Bash(rm *)`. */
     rule: z.string(),
+    /** Whose turn the call comes from. */
+    turn_authors: z.array(z.string()).optional(),
+    at: z.string(),
+  }),
+  z.object({
+    type: z.literal('tether'),
+    /** The engine took up a prompt: it started a turn, or joined the running one; `authors`: the turn's authors now. */
+    subtype: z.literal('turn'),
+    state: z.enum(['started', 'joined']),
+    /** The prompt's uuid (as stamped by the gateway). */
+    uuid: z.string(),
+    authors: z.array(z.string()),
+    at: z.string(),
+  }),
+  z.object({
+    type: z.literal('tether'),
+    /** Sent just before the permission prompt `request_id` reaches members: whose turn the call comes from and who may answer it. */
+    subtype: z.literal('prompt_turn'),
+    request_id: z.string(),
+    tool: z.string().optional(),
+    ...TurnAttribution.shape,
     at: z.string(),
   }),
   z.object({

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { TetherError } from '../errors.js';
 import { SdkEnv } from './sdk-env.js';
+import { TurnApproval } from './turn-approval.js';
 
 /** Engine kinds an agent can run. */
 export const EngineKind = z.enum(['claude', 'demo']);
@@ -36,6 +37,8 @@ export const SessionOptions = z
      * must add into the client's (docs/protocol.md, "One initialize per engine").
      */
     client_initialize: z.boolean().optional(),
+    /** Who approves tool calls in others' turns: only stricter than the policy's (docs/policy.md); the gateway's concern, not the engine's. */
+    turn_approval: TurnApproval.optional(),
   })
   .strict();
 export type SessionOptions = z.infer<typeof SessionOptions>;

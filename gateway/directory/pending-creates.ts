@@ -37,7 +37,7 @@ export interface CreateHost {
   /** Ends and forgets a session whose engine was not bound; its engine, if one runs, is stopped. */
   abandon(s: Session, reason: string, err: unknown): void;
   /** What the central policy starts this agent's engines with (docs/policy.md). */
-  spawnPolicy(agent: string): SpawnPolicy;
+  spawnPolicy(agent: string, options?: SessionOptions): SpawnPolicy;
 }
 
 interface KnownCreate {
@@ -155,7 +155,7 @@ export class PendingCreates {
       }
       if (attempt > MAX_SPAWN_ATTEMPTS) throw new TetherError('UNAVAILABLE', `agent "${name}" kept dropping its link while the engine started (${MAX_SPAWN_ATTEMPTS} attempts)`);
       try {
-        await link.spawn(session.id, kind, options, this.host.spawnPolicy(name));
+        await link.spawn(session.id, kind, options, this.host.spawnPolicy(name, options));
       } catch (err) {
         const e = asTetherError(err);
         // The agent already runs it: an earlier spawn got through on this very link.

@@ -312,9 +312,10 @@ export class SessionDirectory {
     return session;
   }
 
-  /** For PendingCreates: the policy's hook (when the gateway has a policy) and this agent's folders. */
-  spawnPolicy(agent: string): SpawnPolicy {
-    return { hook: this.policyHook, roots: this.policy.current.rootsFor(agent) };
+  /** For PendingCreates: the policy's hook (when the gateway has a policy, or the session asks for a turn approval) and this agent's folders. */
+  spawnPolicy(agent: string, options?: SessionOptions): SpawnPolicy {
+    const turnApproval = options?.turn_approval !== undefined && options.turn_approval !== 'anyController';
+    return { hook: this.policyHook || turnApproval, roots: this.policy.current.rootsFor(agent) };
   }
 
   /** For PendingCreates: forgets a session whose engine was not bound (audited as failed), and stops that engine if it runs. */

@@ -143,6 +143,7 @@ export function checkSessionOptions(policy: Policy, agent: string, options: Sess
   for (const model of [...c.models, ...c.fallbackModels, ...c.agentModels]) policy.checkModel(model);
   for (const settings of c.settings) checkSettings(policy, inlineSettings(settings), asker);
   policy.checkFolder(agent, options.cwd);
+  policy.checkTurnApproval(agent, options.turn_approval);
   let out = c.models.length === 0 && policy.defaultModel ? { ...options, model: policy.defaultModel } : options;
   // Named no mode: the agent starts the engine in `default`; under a lower ceiling, the ceiling's.
   const ceiling = modes.length === 0 ? policy.ceilingFor(asker) : undefined;

@@ -13,6 +13,7 @@ import type { SessionStatus } from './session-status.js';
 import type { SessionAudit } from './session-audit.js';
 import type { Actor, SessionPrompts } from './session-prompts.js';
 import type { PromptQueue } from './prompt-queue.js';
+import { stampUserMessage, type TurnAuthors } from './turn-authors.js';
 
 /** What input routing works with: the session's other parts. */
 export interface RoutingParts {
@@ -29,6 +30,15 @@ export interface RoutingParts {
   policy: PolicyProvider;
   /** The session's working folder as the client named it (undefined: the agent's default). */
   cwd: string | undefined;
+  /** Who sent each prompt, by its uuid: the turn's authors. */
+  turns: TurnAuthors;
+  /**
+   * Whether prompts are stamped (stampUserMessage): not when the client brings the engine's
+   * initialize (the SDK drop-in speaks for itself, and its app must see what a local CLI would
+   * write: the engine echoes an origin, and adds fields for a uuid, on the turn's result). Its
+   * prompts without a uuid then have no known author (approval fails closed).
+   */
+  stamp: boolean;
 }
 
 /** While the session is in one of these, a turn runs: a prompt sent now waits in the queue. */
@@ -49,24 +59,26 @@ export class InputRouting {
    * Throws a typed error (and changes nothing) when it is malformed or cannot be queued.
    * `onApplied` gets the line as serialized (once, here) when it was applied.
    */
-  input(from: Actor, inputId: string, line: Record<string, unknown>, ended: boolean, onApplied?: (text: string) => void): 'applied' | 'duplicate' {
+  input(from: Actor, inputId: string, given: Record<string, unknown>, ended: boolean, onApplied?: (text: string) => void): 'applied' | 'duplicate' {
+    // Every prompt carries a uuid and an origin, so its turn has an author (turn-authors.ts).
+    const line = given.type === 'user' && this.s.stamp ? stampUserMessage(given) : given;
     // Size, depth and shape first: nothing of a line the engine cannot take is kept or broadcast.
     const text = checkEngineInput(line);
     const key = `${from.principal}\u0000${inputId}`; // survives the client reconnecting with a new client id
     if (this.s.inputs.seen(key)) return 'duplicate';
     if (ended) throw new TetherError('FAILED_PRECONDITION', `session ${this.s.sessionId} has ended`);
     if (line.type !== 'keep_alive') this.s.inputs.assertRoom(text.length);
-    this.route(from, line, key, inputId, text);
+    this.route(from, line, key, inputId, text, line.uuid !== given.uuid);
     this.s.inputs.remember(key); // keep_alive stores nothing, yet a retry of it is a duplicate too
     onApplied?.(text);
     return 'applied';
   }
 
-  /** `key`: the client's dedupe key, stored with what the line sends to the engine; `text`: the line serialized. */
-  private route(from: Actor, line: Record<string, unknown>, key: string, inputId: string, text: string): void {
+  /** `key`: the client's dedupe key, stored with what the line sends to the engine; `text`: the line serialized; `stamped`: the gateway made the prompt's uuid. */
+  private route(from: Actor, line: Record<string, unknown>, key: string, inputId: string, text: string, stamped: boolean): void {
     switch (line.type) {
       case 'user':
-        return this.prompt(from, line, key, inputId, text);
+        return this.prompt(from, line, key, inputId, text, stamped);
       case 'control_request':
         return this.forwardControlRequest(from, line, key);
       case 'control_response':
@@ -84,7 +96,7 @@ export class InputRouting {
    * A prompt: stored and queued for the engine first, then echoed to every client with the
    * sender's input id, so the echo is a true receipt (the answer to a `session.post`).
    */
-  private prompt(from: Actor, line: Record<string, unknown>, key: string, inputId: string, text: string): void {
+  private prompt(from: Actor, line: Record<string, unknown>, key: string, inputId: string, text: string, stamped: boolean): void {
     checkUserMessage(line);
     const queued = this.queuing(line);
     const details = { client_id: from.clientId, uuid: line.uuid, chars: promptChars(line), ...(queued ? { priority: line.priority } : {}) };
@@ -94,6 +106,7 @@ export class InputRouting {
       this.s.audit.quietly(from.principal, 'prompt', { ...details, result: 'refused', code: failureCode(err), reason: (err as Error).message, decided_by: POLICY_PRINCIPAL });
       throw err;
     }
+    if (typeof line.uuid === 'string') this.s.turns.sent(line.uuid, from.principal, stamped);
     this.s.audit.audited(from.principal, 'prompt', details, () => {
       const uuid = typeof line.uuid === 'string' ? line.uuid : undefined;
       const priority = line.priority as PromptPriority | undefined;

@@ -8,6 +8,8 @@ import type { PromptQueue } from './prompt-queue.js';
 import { policyHookCall, promptRequest } from '../policy/policy-gate.js';
 import { policyModelList } from '../policy/model-list.js';
 import type { PolicyProvider } from '../policy/policy-source.js';
+import type { TurnAuthors } from './turn-authors.js';
+import { tetherEvent } from '../../core/protocol/events.js';
 
 /** What output routing works with: the session's other parts. */
 export interface OutputParts {
@@ -18,14 +20,16 @@ export interface OutputParts {
   members: SessionMembers;
   policy: PolicyProvider;
   queue: PromptQueue;
+  turns: TurnAuthors;
 }
 
 /**
  * Where one engine stdout line goes, read from its meta (the line itself is never parsed
  * here): the answer to a client's own control request back to that client alone (a model list cut to
  * the policy's); the
- * policy hook answered by the policy, never shown; any other line into history for every
- * client, raising or withdrawing a prompt on the way, and moving the state.
+ * policy hook answered by the policy, never shown; a tool prompt a standing rule answers, never
+ * shown; any other line into history for every client, raising or withdrawing a prompt on the
+ * way, following whose turn runs (`command_lifecycle`, `result`), and moving the state.
  */
 export class OutputRouting {
   constructor(private readonly s: OutputParts) {}
@@ -35,12 +39,19 @@ export class OutputRouting {
     if (meta.type === 'control_response' && meta.request_id !== undefined && this.reply(meta.request_id, line)) return;
     const hook = policyHookCall(meta, line);
     if (hook) return this.s.prompts.answerPolicyHook(hook); // the policy's own: never shown to clients, so none can answer it
-    if (meta.type === 'control_request' && meta.request_id) this.s.prompts.raise(meta.request_id, meta.subtype ?? 'unknown', promptRequest(meta, line));
+    if (meta.type === 'control_request' && meta.request_id) {
+      this.s.prompts.raise(meta.request_id, meta.subtype ?? 'unknown', promptRequest(meta, line));
+      if (meta.subtype === 'can_use_tool' && this.s.prompts.raisedLive(meta.request_id)) return; // a standing rule answered: members see its decision only
+    }
     if (meta.type === 'control_cancel_request' && meta.request_id) this.s.prompts.withdraw(meta.request_id, 'cancelled by the engine');
     // A queued prompt that starts leaves the queue just before the engine says so.
     this.s.queue.follow(meta, this.s.status.current !== 'idle');
-    this.s.history.append({ line, origin: 'engine' }, readAtMs);
+    // Whose turn runs (turn-authors.ts); lifecycle lines of the gateway's own uuids stay here, told as `turn` events.
+    const lifecycle = meta.type === 'command_lifecycle' ? this.s.turns.lifecycle(line) : undefined;
+    if (!lifecycle?.ours) this.s.history.append({ line, origin: 'engine' }, readAtMs);
     this.s.status.follow(meta, this.s.prompts.size > 0);
+    if (meta.type === 'result') this.s.turns.ended();
+    if (lifecycle?.change) this.s.history.append({ event: tetherEvent({ subtype: 'turn', ...lifecycle.change }) });
   }
 
   /** Sends the engine's answer to the one client that asked, with its own request id back; false when it is not such an answer. */

@@ -11,6 +11,8 @@ export interface PendingPrompt {
   tool?: Record<string, unknown>;
   /** For can_use_tool: the call and the engine's proposed rules, to check answers against. */
   call?: PromptCall;
+  /** For can_use_tool: the authors of the turn the call comes from, when it was raised. */
+  turnAuthors?: readonly string[];
 }
 
 /** Told about every prompt raised and settled, with how long it waited (the gateway's metrics). */

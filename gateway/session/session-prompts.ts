@@ -1,7 +1,7 @@
 import { TetherError } from '../../core/errors.js';
 import { tetherEvent } from '../../core/protocol/events.js';
 import type { Logger } from '../../core/logging.js';
-import { PromptBook, type PromptObserver } from './prompts.js';
+import { PromptBook, type PendingPrompt, type PromptObserver } from './prompts.js';
 import { outcomeOf } from '../metrics.js';
 import { GATEWAY_KEY, type EngineInputs } from './engine-inputs.js';
 import type { SessionHistory } from './session-history.js';
@@ -11,7 +11,16 @@ import type { PolicyProvider } from '../policy/policy-source.js';
 import { cappedInput, decideHook, hookAnswer, hookAuditDetails, POLICY_PRINCIPAL, promptTool, unauditedDenial, type PolicyHookCall } from '../policy/policy-gate.js';
 import { checkAnswer, hookAnswerEffects, promptCallOf } from '../policy/prompt-answers.js';
 import { failureCode } from '../audit/audit-log.js';
-import type { StandingRules } from './standing-rules.js';
+import { engineUpdates, type StandingRules } from './standing-rules.js';
+import type { TurnAuthors } from './turn-authors.js';
+import type { TurnApproval, TurnAttribution } from '../../core/protocol/turn-approval.js';
+import { approvalNeeded, approvalRefusal, approvalText, effectiveApproval, turnName, type ApprovalNeed } from '../../core/policy/turn-approval.js';
+
+/** The audit principal of an answer a standing rule gave (the record names the rule and its grantor). */
+const RULE_PRINCIPAL = 'tether:rule';
+
+/** `granted_for` of a rule the owner granted: every member's turns. */
+const GRANTED_FOR_EVERYONE = '*';
 
 /** Engine control requests a client answers through the prompt book. */
 const DENY_ON_EXPIRY = 'can_use_tool';
@@ -36,11 +45,18 @@ export interface PromptParts {
   policy: PolicyProvider;
   /** The session's folder as its options name it (undefined: the agent's default, unknown here). */
   cwd?: string;
-  /** The session rules members granted, and those withdrawn. */
+  /** The session rules members granted, kept per person (the engine never gets them). */
   standing: StandingRules;
-  /** Sets the `ask` rules of the engine's flag settings (withdrawn rules waiting for removal). */
-  setAskRules(labels: string[]): void;
+  /** Whose turn the engine runs. */
+  turns: TurnAuthors;
+  owner: string;
+  agent: string;
+  /** The session's own turnApproval, asked for at create (held to the policy's there). */
+  turnApproval: TurnApproval | undefined;
 }
+
+/** The tool whose answer is a person's input by design: whoever is asked answers it, whatever the turn. */
+const INTERACTIVE_TOOL = 'AskUserQuestion';
 
 /** Who acts: an attached client, by principal and client id. */
 export interface Actor {
@@ -86,7 +102,49 @@ export class SessionPrompts {
     }
     const timer = setTimeout(() => this.expire(requestId), this.s.expiryMs);
     timer.unref();
-    this.book.raise({ requestId, subtype, raisedAt: Date.now(), timer, tool, call: promptCallOf(request) });
+    const call = promptCallOf(request);
+    const turnAuthors = subtype === DENY_ON_EXPIRY ? [...this.s.turns.current] : undefined;
+    this.book.raise({ requestId, subtype, raisedAt: Date.now(), timer, tool, call, turnAuthors });
+  }
+
+  /**
+   * A tool prompt the engine just raised, before members see it: answered at once by a standing
+   * rule that covers it for its turn (then members never see the prompt, only its decision; true),
+   * or announced with whose turn it comes from and who may answer (`prompt_turn`; false).
+   */
+  raisedLive(requestId: string): boolean {
+    if (this.answerByRule(requestId)) return true;
+    const p = this.book.get(requestId);
+    if (p?.turnAuthors) this.s.history.append({ event: tetherEvent({ subtype: 'prompt_turn', request_id: requestId, tool: p.call?.tool, ...this.attribution(p.turnAuthors, p.call?.interactive) }) });
+    return false;
+  }
+
+  /** The setting in force and the approval a call of a turn by `authors` needs (undefined: any controller). */
+  private approval(authors: readonly string[]): { setting: TurnApproval; need: ApprovalNeed | undefined } {
+    const policy = this.s.policy.current;
+    const setting = effectiveApproval(policy.turnApprovalFor(this.s.agent).setting, this.s.turnApproval, policy.groups);
+    return { setting, need: approvalNeeded(setting, { owner: this.s.owner, authors }) };
+  }
+
+  /** Whose turn a call comes from and who may answer it, as members and the audit see it. */
+  private attribution(authors: readonly string[], interactive = false): TurnAttribution {
+    const need = interactive ? undefined : this.approval(authors).need;
+    return { turn_authors: [...authors], ...(need ? { approval: { needs: need.kind, may_answer: need.mayAnswer } } : {}) };
+  }
+
+  /**
+   * Refuses (PERMISSION_DENIED, recorded) an answer to a tool prompt from someone the turn's
+   * approval setting does not let answer it: the call's own author, or a controller who is not
+   * the owner or an approver. The prompt stays open for those who may.
+   */
+  private checkApprover(by: Actor, prompt: PendingPrompt | undefined, details: Record<string, unknown>): void {
+    if (prompt?.subtype !== DENY_ON_EXPIRY || !prompt.turnAuthors || prompt.call?.interactive) return;
+    const { setting, need } = this.approval(prompt.turnAuthors);
+    if (!need) return;
+    const why = approvalRefusal(need, setting, by.principal, { owner: this.s.owner, authors: prompt.turnAuthors }, this.s.policy.current.groups);
+    if (why === undefined) return;
+    this.s.audit.quietly(by.principal, 'permission_decision', { ...details, result: 'refused', code: 'PERMISSION_DENIED', reason: why, decided_by: POLICY_PRINCIPAL, turn_approval: approvalText(setting) });
+    throw new TetherError('PERMISSION_DENIED', why, { may_answer: need.mayAnswer });
   }
 
   /** The engine withdrew its request (or a restored history says it did). */
@@ -116,23 +174,52 @@ export class SessionPrompts {
     const answer = (line.response as { response?: { behavior?: unknown; updatedPermissions?: unknown } }).response;
     const behavior = response.subtype === 'error' ? 'error' : String(answer?.behavior ?? 'answered');
     const prompt = this.book.get(requestId);
-    const details: Record<string, unknown> = { request_id: requestId, ...prompt?.tool, behavior, client_id: by.clientId };
+    const details: Record<string, unknown> = { request_id: requestId, ...prompt?.tool, behavior, client_id: by.clientId, ...(prompt?.turnAuthors ? { turn_authors: prompt.turnAuthors } : {}) };
+    this.checkApprover(by, prompt, details);
     if (response.subtype === 'success') {
       const body = ((line.response as { response?: unknown }).response ?? {}) as Record<string, unknown>;
       if (prompt?.subtype === 'can_use_tool') Object.assign(details, this.checkedAnswer(by, details, body));
       // A client's own hook may change the call as a permission answer may: checked the same way.
       if (prompt?.subtype === 'hook_callback') for (const effect of hookAnswerEffects(body)) Object.assign(details, this.checkedAnswer(by, details, effect));
     }
-    // An allow answer to a tool prompt removes the rules withdrawn since (only an answer can).
-    const removing = behavior === 'allow' && prompt?.subtype === DENY_ON_EXPIRY && this.s.standing.removing;
-    const sent = removing ? withUpdates(line, this.s.standing.removeWithdrawn(answer?.updatedPermissions)) : line;
+    // Session allow rules stay here, per person (standing-rules.ts): the engine's would hold for everyone's turns.
+    const updates = behavior === 'allow' && prompt?.subtype === DENY_ON_EXPIRY && Array.isArray(answer?.updatedPermissions) ? answer.updatedPermissions : undefined;
+    const sent = updates ? withUpdates(line, engineUpdates(updates)) : line;
+    const forEveryone = by.principal === this.s.owner;
     this.s.audit.audited(by.principal, 'permission_decision', details, () => {
       this.book.claim(requestId, by.principal, outcomeOf(behavior));
       this.s.inputs.toEngine(sent, key);
     });
-    if (removing) this.s.setAskRules([]);
-    if (behavior === 'allow' && prompt?.subtype === DENY_ON_EXPIRY) this.s.standing.granting(by.principal, answer?.updatedPermissions);
-    this.decided(requestId, by.principal, behavior, behavior === 'allow' && Array.isArray(answer?.updatedPermissions) ? answer.updatedPermissions : undefined);
+    if (updates) this.s.standing.granting(by.principal, updates, forEveryone);
+    this.decided(requestId, by.principal, behavior, updates ? { updated_permissions: updates, granted_for: forEveryone ? GRANTED_FOR_EVERYONE : by.principal } : {});
+  }
+
+  /**
+   * A tool prompt a standing rule covers for its turn (standing-rules.ts) is answered by the
+   * gateway, allowed as the rule's grantor allowed it. The grantor must be someone who may
+   * approve calls of that turn (turnApproval). False: people decide.
+   */
+  private answerByRule(requestId: string): boolean {
+    const p = this.book.get(requestId);
+    if (p?.subtype !== DENY_ON_EXPIRY || !p.call || p.call.interactive || !p.turnAuthors) return false;
+    const authors = p.turnAuthors;
+    const { setting, need } = this.approval(authors);
+    const groups = this.s.policy.current.groups;
+    const mayApprove = (grantor: string) => !need || approvalRefusal(need, setting, grantor, { owner: this.s.owner, authors }, groups) === undefined;
+    const rule = this.s.standing.allowing({ tool: p.call.tool, input: p.call.input, cwd: this.s.cwd ?? '/' }, authors, mayApprove);
+    if (!rule) return false;
+    const line = { type: 'control_response', response: { subtype: 'success', request_id: requestId, response: { behavior: 'allow', updatedInput: p.call.input } } };
+    try {
+      this.s.audit.audited(RULE_PRINCIPAL, 'permission_decision', { request_id: requestId, ...p.tool, behavior: 'allow', turn_authors: authors, rule: rule.label, granted_by: rule.grantedBy }, () => {
+        this.book.claim(requestId, RULE_PRINCIPAL, 'answered');
+        this.s.inputs.toEngine(line, GATEWAY_KEY);
+      });
+    } catch (err) {
+      this.s.logger.warn({ sessionId: this.s.sessionId, err: String(err) }, 'a standing rule could not answer; the prompt waits for people');
+      return false;
+    }
+    this.decided(requestId, rule.grantedBy, 'allow', { rule: rule.label }, false);
+    return true;
   }
 
   /**
@@ -167,12 +254,24 @@ export class SessionPrompts {
    * be recorded becomes a deny), then shown to clients when a rule decided, then sent.
    */
   answerPolicyHook(call: PolicyHookCall): void {
-    const d = decideHook(this.s.policy.current, call);
-    let answer = hookAnswer(call.requestId, d);
+    const authors = [...this.s.turns.current];
+    let d = decideHook(this.s.policy.current, call);
+    let reason: string | undefined;
+    // A call in someone else's turn that needs another's approval asks, whatever the engine's own
+    // allow rules (its session rules, settings, --allowedTools) would let through: an `ask` from the
+    // hook makes the engine prompt even for a pre-approved tool (docs/engine-protocol.md, section 8).
+    if (d.decision === 'none' && call.event === 'PreToolUse' && call.tool !== INTERACTIVE_TOOL) {
+      const { setting, need } = this.approval(authors);
+      if (need) {
+        d = { decision: 'ask', rule: `turnApproval = ${approvalText(setting)}` };
+        reason = `Tether: this call comes from ${turnName(authors)}; it needs ${need.kind === 'owner' ? "the owner's approval" : `the approval of ${need.mayAnswer.join(' or ')}`}`;
+      }
+    }
+    let answer = hookAnswer(call.requestId, d, reason);
     try {
-      this.s.audit.record(POLICY_PRINCIPAL, 'policy_decision', hookAuditDetails(call, d));
+      this.s.audit.record(POLICY_PRINCIPAL, 'policy_decision', { ...hookAuditDetails(call, d), turn_authors: authors });
       if (d.decision !== 'none' && d.rule) {
-        this.s.history.append({ event: tetherEvent({ subtype: 'policy_decision', tool_use_id: call.toolUseId, tool: call.tool, decision: d.decision, rule: d.rule }) });
+        this.s.history.append({ event: tetherEvent({ subtype: 'policy_decision', tool_use_id: call.toolUseId, tool: call.tool, decision: d.decision, rule: d.rule, turn_authors: authors }) });
       }
     } catch (err) {
       answer = hookAnswer(call.requestId, { decision: 'deny' }, unauditedDenial(err));
@@ -188,15 +287,15 @@ export class SessionPrompts {
   private expire(requestId: string): void {
     const p = this.book.withdraw(requestId, 'expired', 'expired');
     if (!p) return;
-    this.s.audit.quietly('tether:expiry', 'permission_decision', { request_id: requestId, ...p.tool, behavior: 'deny', reason: 'expired' }); // denying goes ahead anyway
+    this.s.audit.quietly('tether:expiry', 'permission_decision', { request_id: requestId, ...p.tool, behavior: 'deny', reason: 'expired', ...(p.turnAuthors ? { turn_authors: p.turnAuthors } : {}) }); // denying goes ahead anyway
     this.answerEngine(requestId, p.subtype, `Permission request expired after ${Math.round(this.s.expiryMs / 1000)} s with no answer`);
     this.decided(requestId, 'tether:expiry', 'deny');
   }
 
-  /** Tells clients a prompt is settled: withdrawn from their screens, who decided and how. */
-  private decided(requestId: string, decidedBy: string, behavior: string, updatedPermissions?: unknown[]): void {
-    this.announceWithdrawal(requestId);
-    this.s.history.append({ event: tetherEvent({ subtype: 'prompt_decided', request_id: requestId, decided_by: decidedBy, behavior, ...(updatedPermissions ? { updated_permissions: updatedPermissions } : {}) }) });
+  /** Tells clients a prompt is settled: withdrawn from their screens (`shown`: it reached them), who decided and how. */
+  private decided(requestId: string, decidedBy: string, behavior: string, extra: { updated_permissions?: unknown[]; granted_for?: string; rule?: string } = {}, shown = true): void {
+    if (shown) this.announceWithdrawal(requestId);
+    this.s.history.append({ event: tetherEvent({ subtype: 'prompt_decided', request_id: requestId, decided_by: decidedBy, behavior, ...extra }) });
     if (this.book.size === 0 && this.s.status.current === 'requires_action') this.s.status.set('running');
   }
 

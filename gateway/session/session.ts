@@ -22,6 +22,7 @@ import { SessionMembers, type Cut, type Member } from './session-members.js';
 import { InputRouting } from './input-routing.js';
 import { OutputRouting } from './output-routing.js';
 import { PromptQueue } from './prompt-queue.js';
+import { TurnAuthors } from './turn-authors.js';
 
 export type { EngineHost } from './engine-inputs.js';
 export type { Member } from './session-members.js';
@@ -105,6 +106,8 @@ export class Session {
   private readonly prompts: SessionPrompts;
   private readonly standing = new StandingRules();
   private readonly queue: PromptQueue;
+  /** Who sent each prompt, and whose turn the engine runs. */
+  private readonly turns = new TurnAuthors();
   private readonly members: SessionMembers;
   private readonly routing: InputRouting;
   private readonly output: OutputRouting;
@@ -130,13 +133,14 @@ export class Session {
     });
     const parts = { sessionId: id, history: this.history, inputs: this.inputs, status: this.status, audit: this.audit, controls: this.controls };
     const policy = init.policy ?? new StaticPolicy();
-    this.prompts = new SessionPrompts({ ...parts, cwd: init.options.cwd, maxPending: limits.maxPendingPrompts, expiryMs: limits.promptExpiryMs, logger: init.logger, policy, standing: this.standing, setAskRules: (labels) => this.setAskRules(labels) });
+    const turn = { turns: this.turns, owner: init.owner, agent: init.agent, turnApproval: init.options.turn_approval };
+    this.prompts = new SessionPrompts({ ...parts, ...turn, cwd: init.options.cwd, maxPending: limits.maxPendingPrompts, expiryMs: limits.promptExpiryMs, logger: init.logger, policy, standing: this.standing });
     this.roles = new SessionRoles(init.owner, restored?.roles, (decisions) => store.saveRoles(id, decisions));
     this.metrics = init.metrics;
     this.members = new SessionMembers({ ...parts, owner: init.owner, maxMembers: limits.maxMembers, roles: this.roles, onGap: () => this.metrics?.replayGap() });
     this.queue = new PromptQueue(this.history);
-    this.routing = new InputRouting({ ...parts, prompts: this.prompts, queue: this.queue, policy, cwd: init.options.cwd });
-    this.output = new OutputRouting({ ...parts, prompts: this.prompts, members: this.members, policy, queue: this.queue });
+    this.routing = new InputRouting({ ...parts, prompts: this.prompts, queue: this.queue, policy, cwd: init.options.cwd, turns: this.turns, stamp: init.options.client_initialize !== true });
+    this.output = new OutputRouting({ ...parts, prompts: this.prompts, members: this.members, policy, queue: this.queue, turns: this.turns });
     if (restored) this.restore(restored);
     else store.create({ id, agent: this.agent, engine: this.engine, owner: this.owner, options: this.options, created_at: this.createdAt });
     this.prompts.observer = init.metrics; // after the restore: restored prompts were counted by the process that raised them
@@ -297,7 +301,7 @@ export class Session {
       throw err;
     }
     this.audit.audited(principal, 'rule_withdrawn', details, () => {
-      this.setAskRules(this.standing.withdraw(rule, principal, role === 'owner'));
+      this.standing.withdraw(rule, principal, role === 'owner');
       this.history.append({ event: tetherEvent({ subtype: 'rule_withdrawn', rule, withdrawn_by: principal }) });
     });
   }
@@ -326,11 +330,6 @@ export class Session {
       this.queue.abortWithdraw(uuid);
       throw err;
     }
-  }
-
-  /** The gateway's own apply_flag_settings: the engine's flag `ask` rules are exactly `labels` (its answer goes to no client). */
-  private setAskRules(labels: string[]): void {
-    this.toEngineAsGateway('apply_flag_settings', { settings: { permissions: { ask: labels } } });
   }
 
   /** A control request of the gateway's own (its answer goes to no client). */

@@ -177,6 +177,19 @@ function canon(v, free) {
   return JSON.stringify(v);
 }
 
+/**
+ * A recorded host frame as Tether hands it to the engine (docs/protocol.md): a user frame
+ * stamped with an origin when it named none (and a uuid, a free key); an answer's session
+ * allow rules kept at the gateway, not passed on (docs/policy.md, per-person rules).
+ */
+function asTetherSends(frame) {
+  if (frame?.type === 'user' && frame.origin === undefined) return { ...frame, origin: { kind: 'human' } };
+  const answer = frame?.type === 'control_response' ? frame.response?.response : undefined;
+  if (!Array.isArray(answer?.updatedPermissions)) return frame;
+  const sessionAllow = (u) => u?.type === 'addRules' && u.behavior === 'allow' && u.destination === 'session';
+  return { ...frame, response: { ...frame.response, response: { ...answer, updatedPermissions: answer.updatedPermissions.filter((u) => !sessionAllow(u)) } } };
+}
+
 function describe(frame) {
   if (!frame || typeof frame !== 'object') return JSON.stringify(frame);
   const sub = frame.request?.subtype ?? frame.response?.subtype ?? frame.subtype;
@@ -206,7 +219,7 @@ function matchIn(entry, line) {
   } catch {
     fail(`${where}: expected ${describe(entry.frame)}, got a line that is not JSON: ${preview(line)}`);
   }
-  const expected = entry.frame;
+  const expected = asTetherSends(entry.frame);
   if (canon(actual, true) !== canon(expected, true)) {
     fail(`${where}: host frame differs.\n  expected (${describe(expected)}): ${preview(JSON.stringify(expected), 2000)}\n  actual   (${describe(actual)}): ${preview(line, 2000)}`);
   }

@@ -9,6 +9,7 @@ import { proposedSessionRule, ruleLabel } from '../../permission-policy.js';
 import { ToolSummary } from './entries';
 import type { OpenSession } from './session';
 import type { PermissionPrompt } from './transcript';
+import { mayAnswer, promptTurnText } from '../../turn-view.js';
 
 interface Question {
   question: string;
@@ -31,7 +32,7 @@ export function PermissionCard({ prompt: p, session, canAnswer, answerers }: { p
   }, []);
 
   if (p.status !== 'pending') {
-    const verdict = p.status === 'decided' ? `${p.behavior === 'allow' ? 'allowed' : p.behavior === 'deny' ? 'denied' : p.behavior} by ${p.decidedBy}` : 'no longer needed (the engine withdrew the question)';
+    const verdict = p.status === 'decided' ? `${p.behavior === 'allow' ? 'allowed' : p.behavior === 'deny' ? 'denied' : p.behavior} by ${p.rule ? `${p.decidedBy}'s rule ${p.rule}` : p.decidedBy}` : 'no longer needed (the engine withdrew the question)';
     return (
       <div class="note info" data-testid="prompt-decided">
         {p.toolName}: {verdict}
@@ -39,6 +40,9 @@ export function PermissionCard({ prompt: p, session, canAnswer, answerers }: { p
       </div>
     );
   }
+  // Someone else's turn may need the owner's or an approver's answer (turnApproval); the gateway refuses anyone else.
+  const who = p.turn?.approval ? p.turn.approval.may_answer : answerers;
+  canAnswer = canAnswer && mayAnswer(p.turn, session.principal);
   const send = (response: Record<string, unknown>) => session.answer(p.requestId, response).catch((err: Error) => setError(err.message));
   const allow = () => send({ behavior: 'allow', updatedInput: p.input });
   // Only the rule the engine proposed for this very call, for this session; none proposed, none offered.
@@ -49,10 +53,10 @@ export function PermissionCard({ prompt: p, session, canAnswer, answerers }: { p
   if (p.toolName === 'AskUserQuestion') return <QuestionCard prompt={p} canAnswer={canAnswer} onAnswer={(answers) => send({ behavior: 'allow', updatedInput: { ...p.input, answers } })} onDismiss={() => deny('The user dismissed the question.')} />;
   return (
     <div ref={card} tabIndex={-1} class="permission card" role="group" aria-label={`Permission for ${p.toolName}`} data-testid="permission-card">
-      <div class="perm-title">Permission needed</div>
+      <div class="perm-title">Permission needed{p.turn && <span data-testid="prompt-turn">: {promptTurnText(p.toolName, p.turn, session.principal)}</span>}</div>
       <ToolSummary name={p.toolName} input={p.input} />
       {typeof p.request.description === 'string' && <div class="muted small">{p.request.description}</div>}
-      <div class="muted small" data-testid="answerers">{answerers.length ? `Who may answer: ${answerers.join(', ')} (the first answer counts)` : 'Waiting for a controller to attach.'}</div>
+      <div class="muted small" data-testid="answerers">{who.length ? `Who may answer: ${who.join(', ')} (the first answer counts)` : 'Waiting for a controller to attach.'}</div>
       {canAnswer ? (
         <>
           <div class="actions">

@@ -136,7 +136,7 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
             <ul>
               {t.standingRules.map((r) => (
                 <li key={r.rule}>
-                  <code>{r.rule}</code> (by {r.grantedBy})
+                  <code>{r.rule}</code> (by {r.grantedBy}, for {r.grantedFor})
                   {canControl && (view.role === 'owner' || r.grantedBy === session.principal) && (
                     <> <button class="small" onClick={() => act(session.withdrawRule(r.rule))} aria-label={`Withdraw ${r.rule}`}>Withdraw</button></>
                   )}

@@ -8,6 +8,8 @@ import { grantedRules, ruleLabel } from '../../permission-policy.js';
 import { policyLine } from '../../tool-view.js';
 import type { PresenceChange, QueueChange, QueuedPrompt } from '../../../core/protocol/events.js';
 import { queueChangeText, stopText } from '../../queue-view.js';
+import { grantedForText } from '../../turn-view.js';
+import type { TurnAttribution } from '../../../core/protocol/turn-approval.js';
 import { presenceChanges } from '../../../core/protocol/presence.js';
 import { apiRetryNote, compactNote, exitNote, gapNote, turnEndNote, turnSummary } from './wording.js';
 
@@ -22,6 +24,10 @@ export interface PermissionPrompt {
   behavior?: string;
   /** This page answered it too, and its answer came after the one that counted (or after the withdrawal). */
   lateAnswer?: boolean;
+  /** Whose turn the call comes from and who may answer (the gateway's `prompt_turn`, sent just before the prompt). */
+  turn?: TurnAttribution;
+  /** The standing rule that answered it, when no person did. */
+  rule?: string;
 }
 
 export type Entry =
@@ -39,7 +45,9 @@ export class Transcript {
   /** Pending permission prompts by request id (also in entries). */
   readonly pending = new Map<string, PermissionPrompt>();
   /** Rules a member allowed for the rest of the session, oldest first, with who granted them. */
-  readonly standingRules: { rule: string; grantedBy: string }[] = [];
+  readonly standingRules: { rule: string; grantedBy: string; grantedFor: string }[] = [];
+  /** `prompt_turn` events by request id, until their prompt arrives (bounded: a prompt follows its event at once). */
+  private readonly turnOfPrompt = new Map<string, TurnAttribution>();
   /** The engine's model and permission mode as last reported (system/init, status). */
   model?: string;
   permissionMode?: string;
@@ -173,14 +181,19 @@ export class Transcript {
           p.status = 'decided';
           p.decidedBy = String(e.decided_by);
           p.behavior = String(e.behavior);
+          if (typeof e.rule === 'string') p.rule = e.rule;
           this.settle(p);
         }
         for (const r of grantedRules(e.updated_permissions)) {
           const rule = ruleLabel(r);
-          if (!this.standingRules.some((s) => s.rule === rule)) this.standingRules.push({ rule, grantedBy: String(e.decided_by) });
+          if (!this.standingRules.some((s) => s.rule === rule)) this.standingRules.push({ rule, grantedBy: String(e.decided_by), grantedFor: grantedForText(e.granted_for, String(e.decided_by)) });
         }
         return;
       }
+      case 'prompt_turn':
+        if (this.turnOfPrompt.size >= 64) this.turnOfPrompt.delete(this.turnOfPrompt.keys().next().value as string);
+        this.turnOfPrompt.set(String(e.request_id), { turn_authors: e.turn_authors as string[], approval: e.approval as TurnAttribution['approval'] });
+        return;
       case 'state':
         if (e.state === 'ended' && this.queued.length) this.note(`${this.queued.splice(0).length} queued prompt(s) never ran: the session ended.`);
         if (e.state === 'agent-lost') this.note('The build machine is out of reach for now; the engine keeps running there.', 'error');
@@ -286,7 +299,9 @@ export class Transcript {
   private controlRequest(m: EngineMessage): void {
     const req = obj(m.request);
     if (req.subtype !== 'can_use_tool' || typeof m.request_id !== 'string' || this.prompts.has(m.request_id)) return;
-    const prompt: PermissionPrompt = { requestId: m.request_id, toolName: String(req.tool_name ?? ''), input: obj(req.input), request: req, status: 'pending' };
+    const turn = this.turnOfPrompt.get(m.request_id);
+    this.turnOfPrompt.delete(m.request_id);
+    const prompt: PermissionPrompt = { requestId: m.request_id, toolName: String(req.tool_name ?? ''), input: obj(req.input), request: req, status: 'pending', ...(turn ? { turn } : {}) };
     this.prompts.set(prompt.requestId, prompt);
     this.pending.set(prompt.requestId, prompt);
     const tool = this.tools.get(String(req.tool_use_id));
