@@ -27,7 +27,7 @@ import { probeEngineVersions } from './engine-version.js';
 import { NO_CONTRIBUTION } from './initialize-merge.js';
 import { POLICY_CONTRIBUTION } from './policy-hook.js';
 import type { SpawnPolicy } from '../core/policy/hook.js';
-import { SessionRelay, type OutputSink } from './session-relay.js';
+import { SessionRelay, type OutputSink, type RelayStart } from './session-relay.js';
 import { DeferredInputAcks } from './input-acks.js';
 import { checkSessionFolder } from './session-roots.js';
 import { checkMentionsAt, type MentionScope } from './mention-check.js';
@@ -156,7 +156,10 @@ export class Agent {
 
   private setup(peer: RpcPeer): void {
     peer
-      .onRequest('agent.spawn', (p) => this.spawn(p.session_id, p.engine ?? this.engines.defaultEngine, p.options, peer, { hook: p.policy_hook === true, roots: p.policy_roots }))
+      .onRequest('agent.spawn', (p) => {
+        const start = p.continue_at && { nextSeq: p.continue_at.next_seq, lastInputSeq: p.continue_at.last_input_seq };
+        return this.spawn(p.session_id, p.engine ?? this.engines.defaultEngine, p.options, peer, { hook: p.policy_hook === true, roots: p.policy_roots }, start);
+      })
       .onRequest('agent.stop', async (p) => {
         const relay = this.relays.get(p.session_id);
         if (!relay) throw new TetherError('NOT_FOUND', `no session ${p.session_id} on this agent`);
@@ -204,8 +207,10 @@ export class Agent {
   /**
    * Starts one engine for `peer`'s request. The relay is registered at once, so a hello sent
    * while the engine starts (the link dropped meanwhile) lists it and the gateway can bind it.
+   * `start`: the engine continues a session whose engine died with an earlier agent process
+   * (its transcript named by `options.resume`), so its relay continues the session's numbering.
    */
-  private async spawn(sessionId: string, kind: EngineKind, options: SessionOptions, peer: RpcPeer, policy: SpawnPolicy) {
+  private async spawn(sessionId: string, kind: EngineKind, options: SessionOptions, peer: RpcPeer, policy: SpawnPolicy, start?: RelayStart) {
     if (this.stopping) throw new TetherError('UNAVAILABLE', 'agent is shutting down');
     if (this.relays.has(sessionId)) throw new TetherError('ALREADY_EXISTS', `session ${sessionId} already runs here`);
     if (!this.engines.engines.includes(kind)) throw new TetherError('FAILED_PRECONDITION', `this agent cannot run engine "${kind}"`);
@@ -250,7 +255,7 @@ export class Agent {
         if (policy.roots) checkSessionFolder(to, policy.roots.folders, this.opts.name, `policy rule: ${policy.roots.rule}`);
       },
     };
-    const relay = new SessionRelay(sessionId, engine, log, undefined, relayInit, (line) => checkMentionsAt(line, scope));
+    const relay = new SessionRelay(sessionId, engine, log, undefined, relayInit, (line) => checkMentionsAt(line, scope), start);
     this.relays.set(sessionId, relay);
     try {
       if (options.client_initialize) {

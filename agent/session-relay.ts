@@ -51,6 +51,12 @@ export interface RelayInit {
   checkControl?: (request: Record<string, unknown>) => void;
 }
 
+/** The gateway's numbering a relay continues: its next output seq, and the last input seq the session's engine took. */
+export interface RelayStart {
+  nextSeq: number;
+  lastInputSeq: number;
+}
+
 /** A check every input passes before it is written (the agent's @-mention check); throws PERMISSION_DENIED to refuse it. */
 export type InputCheck = (line: Record<string, unknown>) => void;
 
@@ -87,7 +93,13 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
     private readonly limits: RelayLimits = RELAY_DEFAULTS,
     private readonly init: RelayInit = { contribution: NO_CONTRIBUTION, clientInitializes: false },
     private readonly checkInput?: InputCheck,
+    /** Where an engine that continues a session (after an agent restart) picks up the session's numbering. */
+    start?: RelayStart,
   ) {
+    if (start) {
+      this.nextSeq = start.nextSeq;
+      this.lastInputSeq = start.lastInputSeq;
+    }
     this.done = this.pump();
   }
 

@@ -97,6 +97,10 @@ export const SessionInfo = z.object({
   options: SessionOptions,
   /** In a cluster: the gateway that holds the session (its agent's). */
   gateway: z.string().optional(),
+  /** The session's agent is away (its link dropped or it restarted) since then (ISO time); absent while it is connected. */
+  agent_away_since: z.string().optional(),
+  /** While the agent is away: inputs waiting for it (bounded), sent when it is back. */
+  queued_inputs: z.number().int().nonnegative().optional(),
 });
 export type SessionInfo = z.infer<typeof SessionInfo>;
 
@@ -126,6 +130,8 @@ export const LineMeta = z.object({
   is_error: z.boolean().optional(),
   /** For `system/session_state_changed`: the new state. */
   state: z.string().max(64).optional(),
+  /** For `system/init`: the engine's own session id, which `--resume` takes after an agent restart. */
+  engine_session_id: z.string().max(256).optional(),
   /**
    * For the policy hook's callbacks: the session folder and the tool's path with symlinks
    * followed on the agent's machine (agent/policy-paths.ts), which the gateway cannot see.
@@ -161,6 +167,12 @@ export const Methods = {
       policy_hook: z.boolean().optional(),
       /** The policy's working folders for this agent, checked again on its machine through symlinks. */
       policy_roots: z.object({ rule: z.string().max(8192), folders: z.array(z.string().min(1).max(4096)).min(1).max(1000) }).optional(),
+      /**
+       * The session outlived its engine (the agent restarted): the new engine continues the
+       * session's numbering, output at `next_seq`, inputs after `last_input_seq` (docs/protocol.md,
+       * "A session across agent restarts"). `options.resume` names the transcript.
+       */
+      continue_at: z.object({ next_seq: seq, last_input_seq: z.number().int().nonnegative() }).strict().optional(),
     }),
     result: z.object({ pid: z.number().int(), engine: EngineKind, engine_version: z.string().optional() }),
   },

@@ -83,6 +83,13 @@ export class Session {
    * Kept here so it lives and dies with the session.
    */
   engineInfo: EngineInfo | undefined;
+  /**
+   * The engine's own session id (its system/init says it), which `--resume` takes when the
+   * agent comes back without the engine; undefined before the engine's first turn.
+   */
+  engineSessionId: string | undefined;
+  /** When the agent's link was lost (epoch ms); undefined while the session has its agent. */
+  private lostAtMs: number | undefined;
   /** The stop in flight toward the agent, shared by everyone who asks meanwhile. */
   private stopping: Promise<void> | undefined;
 
@@ -149,9 +156,12 @@ export class Session {
       if (fact?.kind === 'state') this.status.restore(fact.state);
       else if (fact?.kind === 'prompt') this.prompts.raise(fact.requestId, fact.subtype, fact.request);
       else if (fact?.kind === 'withdrawn') this.prompts.withdraw(fact.requestId, 'withdrawn');
+      else if (fact?.kind === 'engine_session') this.engineSessionId = fact.engineSessionId;
     }
     this.inputs.restore(stored.inputs);
-    if (!this.ended) this.status.restore('agent-lost');
+    if (this.ended) return;
+    this.status.restore('agent-lost');
+    this.lostAtMs = Date.now();
   }
 
   get currentState(): SessionState {
@@ -172,7 +182,13 @@ export class Session {
     return this.history.nextAgentSeq;
   }
 
+  /** Since when the session has been without its agent (ISO time); undefined while it has it. */
+  get agentAwaySince(): string | undefined {
+    return this.lostAtMs === undefined ? undefined : new Date(this.lostAtMs).toISOString();
+  }
+
   info(): SessionInfo {
+    const away = this.agentAwaySince;
     return {
       id: this.id,
       agent: this.agent,
@@ -184,6 +200,7 @@ export class Session {
       pending_prompts: this.prompts.size,
       last_seq: this.history.lastSeq,
       options: this.options,
+      ...(away && !this.ended ? { agent_away_since: away, queued_inputs: this.inputs.unconfirmed } : {}),
     };
   }
 
@@ -195,8 +212,49 @@ export class Session {
     if (this.ended) return;
     // Re-send what the agent never confirmed; it applies each input seq at most once.
     this.inputs.resendAfter(lastInputSeq);
+    if (host) this.lostAtMs = undefined;
+    else this.lostAtMs ??= Date.now();
     if (!host) this.status.set('agent-lost');
     else if (this.status.current === 'agent-lost' || this.status.current === 'starting') this.status.set(this.prompts.size ? 'requires_action' : 'idle');
+  }
+
+  /**
+   * Where a new engine continues this session when its agent came back without the old one:
+   * the transcript to resume (undefined before the engine's first turn: nothing to resume),
+   * the agent seq its output continues at, and the last input the old engine confirmed.
+   */
+  continuation(): { engineSessionId: string | undefined; nextSeq: number; lastInputSeq: number } {
+    return { engineSessionId: this.engineSessionId ?? this.options.resume, nextSeq: this.history.nextAgentSeq, lastInputSeq: this.inputs.confirmedSeq };
+  }
+
+  /**
+   * The agent started a new engine on this session's transcript (docs/protocol.md, "A session
+   * across agent restarts"). What the old engine had asked (prompts, control requests) is
+   * withdrawn, since the new one never asked it; every member is told, with the gap and
+   * whether a turn was cut short; then the inputs the old engine never confirmed go to the new
+   * one, once each (the agent applies each input seq at most once).
+   */
+  engineResumed(host: EngineHost): void {
+    if (this.ended) return;
+    const gapMs = this.lostAtMs === undefined ? 0 : Math.max(0, Date.now() - this.lostAtMs);
+    const cut = this.status.turnCutShort;
+    const resent = this.inputs.unconfirmed;
+    this.audit.quietly('tether', 'engine_resumed', { gap_ms: gapMs, interrupted_turn: cut, resent_inputs: resent });
+    this.prompts.clear('engine restarted');
+    this.controls.clear();
+    const message = `engine resumed after the agent restarted (${Math.round(gapMs / 1000)} s without an engine)${cut ? '; the turn that was running was interrupted' : ''}`;
+    this.history.append({ event: tetherEvent({ subtype: 'engine_resumed', gap_ms: gapMs, interrupted_turn: cut, resent_inputs: resent, message }) });
+    this.bindHost(host, this.inputs.confirmedSeq);
+  }
+
+  /** Ends the session: its engine could not be started again after the agent restarted (`detail`: the engine's or agent's words). */
+  resumeFailed(detail: string): void {
+    this.end(tetherEvent({ subtype: 'exited', code: null, signal: null, stderr_tail: '', reason: this.resumeFailure(detail) }));
+  }
+
+  private resumeFailure(detail: string): string {
+    const what = this.engineSessionId === undefined ? 'a new engine could not be started' : `the engine's transcript ${this.engineSessionId} could not be resumed`;
+    return `the agent restarted and ${what}: ${detail.trim().slice(-2000) || 'no reason given'}`;
   }
 
   /**
@@ -205,6 +263,7 @@ export class Session {
    */
   onEngineLine(agentSeq: number, line: Uint8Array, meta: LineMeta, readAtMs?: number): boolean {
     if (!this.history.acceptAgentSeq(agentSeq)) return false;
+    if (meta.engine_session_id !== undefined) this.engineSessionId = meta.engine_session_id;
     this.output.line(line, meta, readAtMs);
     return true;
   }
@@ -212,7 +271,8 @@ export class Session {
   /** An agent-side event (exit, diagnostics) in the agent's seq space. */
   onEngineEvent(agentSeq: number, event: TetherEvent): boolean {
     if (!this.history.acceptAgentSeq(agentSeq)) return false;
-    if (event.subtype === 'exited') this.end(event);
+    // An engine that exits before the session is bound again is one started after an agent restart.
+    if (event.subtype === 'exited') this.end(!this.inputs.host && event.reason === undefined ? { ...event, reason: this.resumeFailure(event.stderr_tail) } : event);
     else this.history.append({ event });
     // A prompt the agent refused starts no turn; should one run after all, its output sets running again.
     if (event.subtype === 'engine_error' && event.code === INPUT_REFUSED && this.status.current === 'running') this.status.set('idle');
