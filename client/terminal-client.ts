@@ -251,6 +251,7 @@ export class TerminalClient {
       if (text === '/rules') return this.listRules();
       if (text.startsWith('/model ')) await this.session.setModel(text.slice(7).trim());
       else if (text.startsWith('/unallow ')) await this.unallow(text.slice(9).trim());
+      else if (text.startsWith('/owner ')) await this.handOver(text.slice(7).trim());
       else if (text.startsWith('/mode ')) await this.session.setPermissionMode(text.slice(6).trim());
       else {
         this.inFlight++;
@@ -279,6 +280,13 @@ export class TerminalClient {
   private listRules(): void {
     if (!this.rules.length) this.line(this.s.dim('* no rules stand for this session'));
     this.rules.forEach((r, i) => this.line(`  ${i + 1}. ${sanitize(r.rule)} ${this.s.dim(`(by ${sanitize(r.by)})`)}`));
+    this.prompt();
+  }
+
+  /** `/owner NAME`: hands the session to NAME (owner only; the gateway checks and audits it). */
+  private async handOver(principal: string): Promise<void> {
+    await this.session.setOwner(principal);
+    this.line(this.s.dim(`* ${sanitize(principal)} owns this session now; you stay on as a controller`));
     this.prompt();
   }
 

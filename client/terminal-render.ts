@@ -75,6 +75,10 @@ export function describeEvent(e: TetherEvent): string | undefined {
       return `* ${policyLine(e.decision, sanitize(e.tool))} (rule ${sanitize(e.rule)})`;
     case 'interrupt':
       return `* ${sanitize(e.principal)} interrupted the turn`;
+    case 'engine_resumed':
+      return `* ${sanitize(e.message)}`;
+    case 'owner_changed':
+      return `* ${sanitize(e.previous_owner)} handed the session to ${sanitize(e.owner)}`;
     case 'link':
       return `* ${e.message}`;
     case 'error':

@@ -132,6 +132,14 @@ export const TetherEvent = z.discriminatedUnion('subtype', [
   }),
   z.object({
     type: z.literal('tether'),
+    /** The owner handed the session to another principal (session.set_owner). */
+    subtype: z.literal('owner_changed'),
+    owner: z.string(),
+    previous_owner: z.string(),
+    at: z.string(),
+  }),
+  z.object({
+    type: z.literal('tether'),
     /** The agent came back without the session's engine and started a new one on its transcript (`--resume`): same session, same seqs. */
     subtype: z.literal('engine_resumed'),
     /** How long the session had no engine, from the agent's link loss to the new engine's start (ms). */

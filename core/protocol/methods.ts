@@ -235,6 +235,15 @@ export const Methods = {
     params: z.object({ session_id: id, client_id: z.string().min(1).max(64), role: z.enum(['controller', 'viewer']) }),
     result: z.object({}),
   },
+  /**
+   * The owner hands the session to another principal: an attached member's, or one the gateway
+   * knows (a connected client's, a session owner's). Audited, kept in the session's history (so
+   * it survives a restart), told to every member; the old owner's attachments become controllers.
+   */
+  'session.set_owner': {
+    params: z.object({ session_id: id, owner: z.string().min(1).max(256) }),
+    result: z.object({}),
+  },
   /** Withdraws a standing rule of the session (the owner, or who granted it); its calls ask again. */
   'session.withdraw_rule': {
     params: z.object({ session_id: id, rule: z.string().min(1).max(4096) }),
@@ -355,7 +364,7 @@ export type BinaryNotificationParams<N extends BinaryNotificationName> = z.infer
 export type CreateProgress = Omit<NotificationParams<'session.create_progress'>, 'create_id'>;
 
 /** The client requests about one session, applied where the session is held. */
-export type SessionCall = 'session.attach' | 'session.detach' | 'session.send' | 'session.set_role' | 'session.withdraw_rule' | 'session.stop' | 'session.audit' | 'session.info';
+export type SessionCall = 'session.attach' | 'session.detach' | 'session.send' | 'session.set_role' | 'session.set_owner' | 'session.withdraw_rule' | 'session.stop' | 'session.audit' | 'session.info';
 
 /** A session call's params: every one names its session (an audit query about one session does too). */
 export type SessionCallParams<M extends SessionCall> = ParamsOf<M> & { session_id: string };

@@ -52,6 +52,12 @@ export async function applySessionCall<M extends SessionCall>(dir: SessionDirect
       session.setRole(clientId, r.client_id, r.role, (id) => dir.mayControl(id));
       return {} as ResultOf<M>;
     }
+    case 'session.set_owner': {
+      const r = params as ParamsOf<'session.set_owner'>;
+      requireControlScope(p, 'hand sessions over');
+      session.setOwner(clientId, r.owner, (sub) => dir.knowsPrincipal(sub));
+      return {} as ResultOf<M>;
+    }
     case 'session.withdraw_rule': {
       const r = params as ParamsOf<'session.withdraw_rule'>;
       requireControlScope(p, 'withdraw rules');

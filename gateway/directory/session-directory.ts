@@ -213,12 +213,20 @@ export class SessionDirectory {
   }
 
   private startLostTimer(s: Session): void {
-    this.setTimer(s.id, this.limits.agentLostTimeoutMs, () => this.endSession(s, `agent did not come back within ${this.limits.agentLostTimeoutMs} ms`));
+    const wait = this.limits.agentLostTimeoutMs;
+    this.setTimer(s.id, wait, () => this.endSession(s, `the agent was away longer than the gateway keeps a session waiting (${wait} ms, limits.agentLostTimeoutMs; away since ${s.agentAwaySince ?? 'unknown'})`));
   }
 
   /** How long a create or stop waits for an agent whose link dropped. */
   get agentWaitMs(): number {
     return this.limits.agentWaitMs;
+  }
+
+  /** Whether `sub` is a principal this gateway knows: a connected client's, or a session owner's (a session may be handed to it). */
+  knowsPrincipal(sub: string): boolean {
+    for (const p of this.clients.values()) if (p.sub === sub) return true;
+    for (const s of this.sessions.values()) if (s.owner === sub) return true;
+    return false;
   }
 
   /** Whether the client with this id may take control (its token allows it). */

@@ -20,7 +20,8 @@ export type RestoredFact =
   | { kind: 'state'; state: SessionState }
   | { kind: 'prompt'; requestId: string; subtype: string; request?: Record<string, unknown> }
   | { kind: 'withdrawn'; requestId: string }
-  | { kind: 'engine_session'; engineSessionId: string };
+  | { kind: 'engine_session'; engineSessionId: string }
+  | { kind: 'owner'; owner: string };
 
 /**
  * A session's ordered history: every frame numbered, appended to the store and the bounded
@@ -129,6 +130,7 @@ export function factOf(frame: FrameBytes): RestoredFact | undefined {
   }
   if (params.event?.subtype === 'state') return { kind: 'state', state: params.event.state };
   if (params.event?.subtype === 'exited') return { kind: 'state', state: 'ended' };
+  if (params.event?.subtype === 'owner_changed') return { kind: 'owner', owner: params.event.owner };
   const v = params.message;
   if (typeof v !== 'object' || v === null) return undefined;
   if (v.type === 'system' && v.subtype === 'init' && typeof v.session_id === 'string') return { kind: 'engine_session', engineSessionId: v.session_id.slice(0, 256) };

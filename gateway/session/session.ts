@@ -96,7 +96,6 @@ export class Session {
   readonly id: string;
   readonly agent: string;
   readonly engine: EngineKind;
-  readonly owner: string;
   readonly options: SessionOptions;
   /** Who gets which role: token scope, owner and the owner's decisions (kept in the store). */
   readonly roles: SessionRoles;
@@ -119,7 +118,6 @@ export class Session {
     this.id = id;
     this.agent = init.agent;
     this.engine = init.engine;
-    this.owner = init.owner;
     this.options = init.options;
     this.createdAt = restored?.record.created_at ?? new Date().toISOString();
     this.logger = init.logger;
@@ -138,11 +136,11 @@ export class Session {
     this.prompts = new SessionPrompts({ ...parts, cwd: init.options.cwd, maxPending: limits.maxPendingPrompts, expiryMs: limits.promptExpiryMs, logger: init.logger, policy, standing: this.standing, setAskRules: (labels) => this.setAskRules(labels) });
     this.roles = new SessionRoles(init.owner, restored?.roles, (decisions) => store.saveRoles(id, decisions));
     this.metrics = init.metrics;
-    this.members = new SessionMembers({ ...parts, owner: init.owner, maxMembers: limits.maxMembers, roles: this.roles, onGap: () => this.metrics?.replayGap() });
+    this.members = new SessionMembers({ ...parts, maxMembers: limits.maxMembers, roles: this.roles, onGap: () => this.metrics?.replayGap() });
     this.routing = new InputRouting({ ...parts, prompts: this.prompts, policy, cwd: init.options.cwd });
     this.output = new OutputRouting({ ...parts, prompts: this.prompts, members: this.members, policy });
     if (restored) this.restore(restored);
-    else store.create({ id, agent: this.agent, engine: this.engine, owner: this.owner, options: this.options, created_at: this.createdAt });
+    else store.create({ id, agent: this.agent, engine: this.engine, owner: init.owner, options: this.options, created_at: this.createdAt });
     this.prompts.observer = init.metrics; // after the restore: restored prompts were counted by the process that raised them
   }
 
@@ -157,11 +155,17 @@ export class Session {
       else if (fact?.kind === 'prompt') this.prompts.raise(fact.requestId, fact.subtype, fact.request);
       else if (fact?.kind === 'withdrawn') this.prompts.withdraw(fact.requestId, 'withdrawn');
       else if (fact?.kind === 'engine_session') this.engineSessionId = fact.engineSessionId;
+      else if (fact?.kind === 'owner') this.roles.setOwner(fact.owner);
     }
     this.inputs.restore(stored.inputs);
     if (this.ended) return;
     this.status.restore('agent-lost');
     this.lostAtMs = Date.now();
+  }
+
+  /** Who owns the session now: its creator, or whom an owner handed it to. */
+  get owner(): string {
+    return this.roles.owner;
   }
 
   get currentState(): SessionState {
@@ -329,6 +333,16 @@ export class Session {
   /** See SessionMembers.detach. */
   detach(clientId: string, cut?: Cut): void {
     this.members.detach(clientId, cut);
+  }
+
+  /**
+   * The owner hands the session over (SessionMembers.handOver); every member reads it in an
+   * `owner_changed` event, which is also how a restarted gateway knows the owner.
+   */
+  setOwner(byClientId: string, to: string, known: (principal: string) => boolean): void {
+    if (this.ended) throw new TetherError('FAILED_PRECONDITION', `session ${this.id} has ended`);
+    const from = this.members.handOver(byClientId, to, known);
+    this.history.append({ event: tetherEvent({ subtype: 'owner_changed', owner: to, previous_owner: from }) });
   }
 
   /** See SessionMembers.setRole. */
