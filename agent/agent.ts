@@ -278,20 +278,44 @@ export class Agent {
   }
 
   /**
+   * A graceful restart (`tether agent --drain-ms`, on SIGTERM): new sessions are refused, inputs
+   * that would start a turn stay at the gateway, running turns may finish for up to `limitMs`;
+   * then the engines stop without ending their sessions, the gateway gets up to `flushMs` to ack
+   * what they wrote, and the link closes. The next agent process of this identity resumes each
+   * session on its transcript (docs/protocol.md, "A session across agent restarts"). Idempotent.
+   */
+  async drain(limitMs: number, flushMs = 10_000): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    const relays = [...this.relays.values()];
+    for (const r of relays) r.holdNewTurns();
+    const deadline = Date.now() + limitMs;
+    while (relays.some((r) => r.turnRunning) && Date.now() < deadline) await sleep(50);
+    this.log.info({ sessions: relays.length, cutShort: relays.filter((r) => r.turnRunning).length }, 'handing sessions to the next agent process');
+    for (const r of relays) r.handOver();
+    await this.stopAndFlush(flushMs);
+  }
+
+  /**
    * Graceful stop: refuse new sessions, stop every engine (staged), give the gateway up to
    * `flushMs` to ack what they wrote, then close the link. Idempotent.
    */
   async shutdown(flushMs = 10_000): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
+    await this.stopAndFlush(flushMs);
+  }
+
+  /** Stops every engine (staged), waits up to `flushMs` for the gateway to ack their output, closes the link. */
+  private async stopAndFlush(flushMs: number): Promise<void> {
     await Promise.allSettled([...this.relays.values()].map((r) => r.engine.stop()));
     const deadline = Date.now() + flushMs;
-    while ([...this.relays.values()].some((r) => !r.drained) && this.link.peer && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    while ([...this.relays.values()].some((r) => !r.drained) && this.link.peer && Date.now() < deadline) await sleep(50);
     await this.link.close();
   }
 }
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function isDirectory(path: string): boolean {
   try {

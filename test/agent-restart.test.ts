@@ -45,7 +45,8 @@ describe('a session across an agent restart (real CLI)', () => {
     }
   }
 
-  async function setUp(): Promise<{ client: GatewayClient; startAgent: () => Promise<void> }> {
+  /** The stack, and the agent process started with `flags` (again by `startAgent`). */
+  async function setUp(flags: string[] = []): Promise<{ client: GatewayClient; startAgent: () => Promise<void> }> {
     stack = await startStack({ engine: 'demo' });
     const token = await stack.mint({ kind: 'agent', sub: 'builder', agent: 'builder' });
     const homeDir = makeTempDir('tether-restart-home-');
@@ -55,7 +56,7 @@ describe('a session across an agent restart (real CLI)', () => {
     home = homeDir.path;
     const client = await stack.client();
     const startAgent = async () => {
-      agent = startTether(['agent', '--gateway', stack!.url, '--name', 'builder', '--engine', 'claude', '--engine-command', claudeBinaryPath(), '--cwd', cwd], {
+      agent = startTether(['agent', '--gateway', stack!.url, '--name', 'builder', '--engine', 'claude', '--engine-command', claudeBinaryPath(), '--cwd', cwd, ...flags], {
         env: { ...claudeTestEnv({ home, baseUrl: fake!.url }), TETHER_TOKEN: token, TETHER_LOG_LEVEL: 'warn' },
       });
       await waitFor(async () => (await client.listAgents()).some((a) => a.name === 'builder'), 45_000, () => `agent builder to register: ${agent?.stderr()}`);
@@ -141,6 +142,33 @@ describe('a session across an agent restart (real CLI)', () => {
     expect(last).toHaveLength(1);
     expect(last[0].raw).toContain('Count slowly to a thousand.');
     expect(asked('Count slowly to a thousand.')).toHaveLength(1); // the cut turn never ran again
+  }, 240_000);
+
+  it('a graceful restart (SIGTERM with --drain-ms) lets the running turn finish, and the next agent process resumes the session', async () => {
+    fake = await startFakeAnthropic({ responses: [{ text: `Counting: ${'one two three four five '.repeat(8)}done.`, chunk_delay_ms: 60 }, { text: 'Still here.' }] });
+    const { client, startAgent } = await setUp(['--drain-ms', '60000']);
+    const session = await client.createSession({ agent: 'builder' });
+    const items = session[Symbol.asyncIterator]();
+    await session.sendUserMessage('Count to five, eight times.');
+    const running = readTurn(session, () => undefined, items, 90_000);
+    await waitFor(() => fake!.textDeltasSent() > 2, 60_000, 'the answer to be under way');
+    const exit = await agent!.stop('SIGTERM', 60_000); // waits for the turn, then hands the session over
+    expect(exit.code).toBe(0);
+    const first = await running;
+    expect(first.result.is_error).toBe(false);
+    expect(JSON.stringify(first.messages)).toContain('done.');
+    await waitFor(async () => (await client.listSessions()).find((s) => s.id === session.id)?.state === 'agent-lost', 15_000, 'the session to wait for its agent');
+
+    await startAgent();
+    await session.sendUserMessage('Are you still there?');
+    const second = await readTurn(session, () => undefined, items, 90_000);
+    expect(second.result.is_error).toBe(false);
+    expect(resumedEvents([...first.items, ...second.items])).toMatchObject([{ interrupted_turn: false }]);
+    const last = asked('Are you still there?');
+    expect(last).toHaveLength(1);
+    expect(last[0].raw).toContain('Count to five, eight times.');
+    expect(last[0].raw).toContain('done.');
+    expect(asked('Count to five, eight times.')).toHaveLength(1);
   }, 240_000);
 
   it('a transcript that cannot be resumed ends the session with the reason', async () => {
