@@ -146,6 +146,7 @@ export class TerminalClient {
       if (text) this.line(this.s.dim(sanitize(text)));
       this.followRules(item.event);
       if (item.event.subtype === 'engine_error' && item.event.code === INPUT_REFUSED) this.turnOver(); // the agent refused a prompt: no turn comes
+      if (item.event.subtype === 'engine_resumed' && item.event.interrupted_turn) this.turnOver(); // the cut turn's result never comes
       if (item.event.subtype === 'prompt' && item.event.principal !== this.opts.self) {
         const content = (item.event.message as { content?: unknown } | undefined)?.content;
         this.line(this.s.cyan(`${sanitize(item.event.principal)}> `) + oneLine(content, 400));
