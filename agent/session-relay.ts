@@ -84,6 +84,8 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
   private initWaiter: { resolve: (v: Record<string, unknown>) => void; reject: (e: Error) => void } | undefined;
   /** Whether an initialize (the agent's or the client's) was written to the engine. */
   private engineInitialized = false;
+  /** The engine's own session id (its system/init says it): the transcript's name. */
+  engineSessionId: string | undefined;
   /** User messages written to the engine whose turn has not ended (a `result`) yet. */
   private openTurns = 0;
   /** A graceful restart: the first input held back (with every one after it) for the next engine. */
@@ -285,6 +287,7 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
       } else {
         const meta = lineMeta(item.value);
         if (meta.type === 'result') this.openTurns = Math.max(0, this.openTurns - 1);
+        if (meta.engine_session_id !== undefined) this.engineSessionId = meta.engine_session_id;
         const resolved = meta.subtype === 'hook_callback' ? resolvedPaths(item.value) : undefined;
         if (resolved) meta.resolved = resolved;
         this.emit({ kind: 'line', bytes: item.bytes, meta, readAtMs: Date.now() });

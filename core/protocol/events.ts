@@ -132,6 +132,16 @@ export const TetherEvent = z.discriminatedUnion('subtype', [
   }),
   z.object({
     type: z.literal('tether'),
+    /** The session moved to another agent (session.move): its engine there resumed the transcript. */
+    subtype: z.literal('moved'),
+    from_agent: z.string(),
+    to_agent: z.string(),
+    cwd: z.string().optional(),
+    moved_by: z.string(),
+    at: z.string(),
+  }),
+  z.object({
+    type: z.literal('tether'),
     /** The owner handed the session to another principal (session.set_owner). */
     subtype: z.literal('owner_changed'),
     owner: z.string(),

@@ -99,9 +99,13 @@ export class AgentLink implements EngineHost {
     };
   }
 
-  /** Starts a session's engine; `continueAt`: a new engine for a session whose engine died with the agent's process (gateway/directory/engine-resume.ts). */
-  spawn(sessionId: string, engine: EngineKind, options: SessionOptions, policy: SpawnPolicy = {}, continueAt?: ParamsOf<'agent.spawn'>['continue_at']) {
-    const params = { session_id: sessionId, engine, options, ...(policy.hook ? { policy_hook: true } : {}), ...(policy.roots ? { policy_roots: policy.roots } : {}), ...(continueAt ? { continue_at: continueAt } : {}) };
+  /**
+   * Starts a session's engine; `continueAt`: a new engine for a session that had one (its
+   * agent restarted: gateway/directory/engine-resume.ts; or it moved: session-move.ts, which
+   * also hands over the `transcript`).
+   */
+  spawn(sessionId: string, engine: EngineKind, options: SessionOptions, policy: SpawnPolicy = {}, continueAt?: ParamsOf<'agent.spawn'>['continue_at'], transcript?: ParamsOf<'agent.spawn'>['transcript']) {
+    const params = { session_id: sessionId, engine, options, ...(policy.hook ? { policy_hook: true } : {}), ...(policy.roots ? { policy_roots: policy.roots } : {}), ...(continueAt ? { continue_at: continueAt } : {}), ...(transcript ? { transcript } : {}) };
     return this.peer.request('agent.spawn', params, { timeoutMs: SPAWN_WAIT_MS });
   }
 

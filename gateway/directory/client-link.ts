@@ -154,6 +154,7 @@ export class ClientLink implements ProxiedClient {
       .onNotification('session.post', (params) => this.post(params))
       .onRequest('session.set_role', (params) => this.call('session.set_role', params))
       .onRequest('session.set_owner', (params) => this.call('session.set_owner', params))
+      .onRequest('session.move', (params) => this.call('session.move', params))
       .onRequest('session.withdraw_rule', (params) => this.call('session.withdraw_rule', params))
       .onRequest('session.audit', (params) => (params.session_id === undefined ? readAudit(this.dir, p, params) : this.call('session.audit', { ...params, session_id: params.session_id })))
       .onRequest('session.stop', (params) => this.call('session.stop', params));

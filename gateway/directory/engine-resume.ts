@@ -14,6 +14,15 @@ export interface ResumeDeps {
 }
 
 /**
+ * The options of an engine that continues a session: `resume` names the transcript (none: a
+ * fresh engine), and the agent's own initialize replaces the client's, which went to the old one.
+ */
+export function resumedOptions(options: SessionOptions, engineSessionId: string | undefined): SessionOptions {
+  const { client_initialize: _dropped, ...rest } = options;
+  return engineSessionId === undefined ? rest : { ...rest, resume: engineSessionId };
+}
+
+/**
  * An agent came back (same identity) without the engine of a session it ran: its process
  * restarted, or its machine did. Asks it to start a new engine on the session's transcript
  * (`--resume <engine session id>`, same folder, same options) continuing the session's
@@ -24,9 +33,7 @@ export interface ResumeDeps {
 export function resumeEngine(link: AgentLink, s: Session, deps: ResumeDeps): void {
   if (!deps.isCurrent(link) || s.currentState !== 'agent-lost') return; // ended, or bound, meanwhile
   const c = s.continuation();
-  // The client's own initialize went to the old engine; the new one gets the agent's.
-  const { client_initialize: _dropped, ...rest } = s.options;
-  const options: SessionOptions = c.engineSessionId === undefined ? rest : { ...rest, resume: c.engineSessionId };
+  const options = resumedOptions(s.options, c.engineSessionId);
   const log = deps.log.child({ sessionId: s.id, agent: link.name });
   log.info({ engineSessionId: c.engineSessionId, nextSeq: c.nextSeq, lastInputSeq: c.lastInputSeq }, 'agent came back without the engine; resuming it');
   link.spawn(s.id, s.engine, options, deps.spawnPolicy(link.name), { next_seq: c.nextSeq, last_input_seq: c.lastInputSeq }).then(

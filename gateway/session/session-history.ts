@@ -21,7 +21,8 @@ export type RestoredFact =
   | { kind: 'prompt'; requestId: string; subtype: string; request?: Record<string, unknown> }
   | { kind: 'withdrawn'; requestId: string }
   | { kind: 'engine_session'; engineSessionId: string }
-  | { kind: 'owner'; owner: string };
+  | { kind: 'owner'; owner: string }
+  | { kind: 'moved'; agent: string; cwd?: string };
 
 /**
  * A session's ordered history: every frame numbered, appended to the store and the bounded
@@ -131,6 +132,7 @@ export function factOf(frame: FrameBytes): RestoredFact | undefined {
   if (params.event?.subtype === 'state') return { kind: 'state', state: params.event.state };
   if (params.event?.subtype === 'exited') return { kind: 'state', state: 'ended' };
   if (params.event?.subtype === 'owner_changed') return { kind: 'owner', owner: params.event.owner };
+  if (params.event?.subtype === 'moved') return { kind: 'moved', agent: params.event.to_agent, cwd: params.event.cwd };
   const v = params.message;
   if (typeof v !== 'object' || v === null) return undefined;
   if (v.type === 'system' && v.subtype === 'init' && typeof v.session_id === 'string') return { kind: 'engine_session', engineSessionId: v.session_id.slice(0, 256) };

@@ -94,9 +94,11 @@ export class Session {
   private stopping: Promise<void> | undefined;
 
   readonly id: string;
-  readonly agent: string;
+  /** The agent that runs the engine (session.move changes it). */
+  agent: string;
   readonly engine: EngineKind;
-  readonly options: SessionOptions;
+  /** The options the engine runs with (a move may change the folder). */
+  options: SessionOptions;
   /** Who gets which role: token scope, owner and the owner's decisions (kept in the store). */
   readonly roles: SessionRoles;
   private readonly logger: Logger;
@@ -156,6 +158,7 @@ export class Session {
       else if (fact?.kind === 'withdrawn') this.prompts.withdraw(fact.requestId, 'withdrawn');
       else if (fact?.kind === 'engine_session') this.engineSessionId = fact.engineSessionId;
       else if (fact?.kind === 'owner') this.roles.setOwner(fact.owner);
+      else if (fact?.kind === 'moved') this.moved(fact.agent, fact.cwd);
     }
     this.inputs.restore(stored.inputs);
     if (this.ended) return;
@@ -249,6 +252,24 @@ export class Session {
     const message = `engine resumed after the agent restarted (${Math.round(gapMs / 1000)} s without an engine)${cut ? '; the turn that was running was interrupted' : ''}`;
     this.history.append({ event: tetherEvent({ subtype: 'engine_resumed', gap_ms: gapMs, interrupted_turn: cut, resent_inputs: resent, message }) });
     this.bindHost(host, this.inputs.confirmedSeq);
+  }
+
+  /**
+   * The session leaves its agent for `agent` (session.move; the engine there is being started on
+   * the transcript): inputs wait for the new engine; every member reads the `moved` event, which is
+   * also how a restarted gateway knows where the session runs. Bind the new engine with
+   * {@link bindHost} and {@link Session.continuation}'s input seq.
+   */
+  moveTo(agent: string, cwd: string | undefined, by: string): void {
+    const from = this.agent;
+    this.inputs.bind(undefined);
+    this.moved(agent, cwd);
+    this.history.append({ event: tetherEvent({ subtype: 'moved', from_agent: from, to_agent: agent, ...(cwd === undefined ? {} : { cwd }), moved_by: by }) });
+  }
+
+  private moved(agent: string, cwd: string | undefined): void {
+    this.agent = agent;
+    if (cwd !== undefined) this.options = { ...this.options, cwd };
   }
 
   /** Ends the session: its engine could not be started again after the agent restarted (`detail`: the engine's or agent's words). */
