@@ -1,6 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import { statSync } from 'node:fs';
-import { hostname } from 'node:os';
+import { homedir, hostname } from 'node:os';
 import { resolve as resolvePath } from 'node:path';
 import { hostKeyProof } from '../core/auth/host-key.js';
 import { TetherError } from '../core/errors.js';
@@ -27,9 +27,10 @@ import { probeEngineVersions } from './engine-version.js';
 import { NO_CONTRIBUTION } from './initialize-merge.js';
 import { POLICY_CONTRIBUTION } from './policy-hook.js';
 import type { SpawnPolicy } from '../core/policy/hook.js';
-import { SessionRelay, type OutputSink } from './session-relay.js';
+import { SessionRelay, type OutputSink, type RelayStart } from './session-relay.js';
 import { DeferredInputAcks } from './input-acks.js';
 import { checkSessionFolder } from './session-roots.js';
+import { readTranscript, writeTranscript } from './transcript.js';
 import { checkMentionsAt, type MentionScope } from './mention-check.js';
 
 /** How long a new engine has to answer the agent's initialize, unless initializeTimeoutMs says otherwise (core/timeouts.ts orders it). */
@@ -91,6 +92,8 @@ export interface AgentOptions {
 export class Agent {
   readonly engines: ResolvedEngines;
   private readonly relays = new Map<string, SessionRelay>();
+  /** Where each session's engine keeps its transcript: its folder and HOME. */
+  private readonly places = new Map<string, { cwd: string; home: string }>();
   private readonly link: Link;
   private readonly log: Logger;
   private sink: OutputSink | undefined;
@@ -156,7 +159,11 @@ export class Agent {
 
   private setup(peer: RpcPeer): void {
     peer
-      .onRequest('agent.spawn', (p) => this.spawn(p.session_id, p.engine ?? this.engines.defaultEngine, p.options, peer, { hook: p.policy_hook === true, roots: p.policy_roots }))
+      .onRequest('agent.spawn', (p) => {
+        const start = p.continue_at && { nextSeq: p.continue_at.next_seq, lastInputSeq: p.continue_at.last_input_seq };
+        return this.spawn(p.session_id, p.engine ?? this.engines.defaultEngine, p.options, peer, { hook: p.policy_hook === true, roots: p.policy_roots }, start, p.transcript);
+      })
+      .onRequest('agent.export', (p) => this.exportSession(p.session_id))
       .onRequest('agent.stop', async (p) => {
         const relay = this.relays.get(p.session_id);
         if (!relay) throw new TetherError('NOT_FOUND', `no session ${p.session_id} on this agent`);
@@ -175,7 +182,10 @@ export class Agent {
   private acked(sessionId: string, seq: number): void {
     const relay = this.relays.get(sessionId);
     relay?.ack(seq);
-    if (relay?.drained && relay.engine.hasExited) this.relays.delete(sessionId);
+    if (relay?.drained && relay.engine.hasExited) {
+      this.relays.delete(sessionId);
+      this.places.delete(sessionId);
+    }
   }
 
   /** `foldAcks`: the gateway folds acks both ways (capability acks.folded.v1): ours ride on our output. */
@@ -204,8 +214,10 @@ export class Agent {
   /**
    * Starts one engine for `peer`'s request. The relay is registered at once, so a hello sent
    * while the engine starts (the link dropped meanwhile) lists it and the gateway can bind it.
+   * `start`: the engine continues a session whose engine died with an earlier agent process
+   * (its transcript named by `options.resume`), so its relay continues the session's numbering.
    */
-  private async spawn(sessionId: string, kind: EngineKind, options: SessionOptions, peer: RpcPeer, policy: SpawnPolicy) {
+  private async spawn(sessionId: string, kind: EngineKind, options: SessionOptions, peer: RpcPeer, policy: SpawnPolicy, start?: RelayStart, transcript?: { engine_session_id: string; jsonl: string }) {
     if (this.stopping) throw new TetherError('UNAVAILABLE', 'agent is shutting down');
     if (this.relays.has(sessionId)) throw new TetherError('ALREADY_EXISTS', `session ${sessionId} already runs here`);
     if (!this.engines.engines.includes(kind)) throw new TetherError('FAILED_PRECONDITION', `this agent cannot run engine "${kind}"`);
@@ -219,6 +231,9 @@ export class Agent {
     const log = this.log.child({ sessionId, engine: kind });
     // The SDK's switches only when the client asked (core/protocol/sdk-env.ts), none inherited.
     const env = engineEnvironment(withSdkEnv({ ...this.opts.engineEnv }, options.env), this.envPolicy, withSdkEnv(process.env, undefined));
+    const home = env.HOME ?? homedir();
+    // A session moved here: its transcript goes where this engine looks for it (`--resume` in options).
+    if (transcript) writeTranscript(home, cwd, transcript.engine_session_id, transcript.jsonl);
     const engine = EngineProcess.spawn({
       command,
       args,
@@ -250,8 +265,9 @@ export class Agent {
         if (policy.roots) checkSessionFolder(to, policy.roots.folders, this.opts.name, `policy rule: ${policy.roots.rule}`);
       },
     };
-    const relay = new SessionRelay(sessionId, engine, log, undefined, relayInit, (line) => checkMentionsAt(line, scope));
+    const relay = new SessionRelay(sessionId, engine, log, undefined, relayInit, (line) => checkMentionsAt(line, scope), start);
     this.relays.set(sessionId, relay);
+    this.places.set(sessionId, { cwd, home });
     try {
       if (options.client_initialize) {
         // The client's own initialize is the engine's one (agent/initialize-merge.ts); a CLI
@@ -273,20 +289,63 @@ export class Agent {
   }
 
   /**
+   * A move to another agent (session.move): at a turn boundary (else FAILED_PRECONDITION), reads
+   * the engine's transcript, then stops the engine without reporting its exit (the session goes
+   * on at the other agent). Resolves with the transcript once the engine has stopped.
+   */
+  private async exportSession(sessionId: string): Promise<{ engine_session_id: string; jsonl: string }> {
+    const relay = this.relays.get(sessionId);
+    const place = this.places.get(sessionId);
+    if (!relay || !place) throw new TetherError('NOT_FOUND', `no session ${sessionId} on this agent`);
+    if (relay.turnRunning) throw new TetherError('FAILED_PRECONDITION', 'a turn is running; a session moves between turns');
+    if (!relay.engineSessionId) throw new TetherError('FAILED_PRECONDITION', 'the engine has run no turn yet: there is no transcript to move');
+    const jsonl = readTranscript(place.home, place.cwd, relay.engineSessionId);
+    relay.holdNewTurns();
+    relay.handOver();
+    await relay.engine.stop().catch(() => {});
+    if (relay.drained) this.relays.delete(sessionId);
+    return { engine_session_id: relay.engineSessionId, jsonl };
+  }
+
+  /**
+   * A graceful restart (`tether agent --drain-ms`, on SIGTERM): new sessions are refused, inputs
+   * that would start a turn stay at the gateway, running turns may finish for up to `limitMs`;
+   * then the engines stop without ending their sessions, the gateway gets up to `flushMs` to ack
+   * what they wrote, and the link closes. The next agent process of this identity resumes each
+   * session on its transcript (docs/protocol.md, "A session across agent restarts and moves"). Idempotent.
+   */
+  async drain(limitMs: number, flushMs = 10_000): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    const relays = [...this.relays.values()];
+    for (const r of relays) r.holdNewTurns();
+    const deadline = Date.now() + limitMs;
+    while (relays.some((r) => r.turnRunning) && Date.now() < deadline) await sleep(50);
+    this.log.info({ sessions: relays.length, cutShort: relays.filter((r) => r.turnRunning).length }, 'handing sessions to the next agent process');
+    for (const r of relays) r.handOver();
+    await this.stopAndFlush(flushMs);
+  }
+
+  /**
    * Graceful stop: refuse new sessions, stop every engine (staged), give the gateway up to
    * `flushMs` to ack what they wrote, then close the link. Idempotent.
    */
   async shutdown(flushMs = 10_000): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
+    await this.stopAndFlush(flushMs);
+  }
+
+  /** Stops every engine (staged), waits up to `flushMs` for the gateway to ack their output, closes the link. */
+  private async stopAndFlush(flushMs: number): Promise<void> {
     await Promise.allSettled([...this.relays.values()].map((r) => r.engine.stop()));
     const deadline = Date.now() + flushMs;
-    while ([...this.relays.values()].some((r) => !r.drained) && this.link.peer && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    while ([...this.relays.values()].some((r) => !r.drained) && this.link.peer && Date.now() < deadline) await sleep(50);
     await this.link.close();
   }
 }
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function isDirectory(path: string): boolean {
   try {

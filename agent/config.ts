@@ -32,6 +32,12 @@ export const ENGINE_KEYS = {
   initializeTimeoutMs: positiveInt(AGENT_INITIALIZE_TIMEOUT_MS, "a new engine must answer the agent's initialize within this time"),
   engineEofGraceMs: positiveInt(DEFAULT_EOF_GRACE_MS, 'stopping an engine: wait this long after closing its stdin, then SIGTERM'),
   engineTermGraceMs: positiveInt(DEFAULT_TERM_GRACE_MS, 'stopping an engine: wait this long after SIGTERM, then SIGKILL'),
+  drainMs: z
+    .number()
+    .int()
+    .nonnegative()
+    .optional()
+    .meta({ help: 'a graceful restart: on SIGTERM, running turns may finish for up to this long, then the engines stop and their sessions wait at the gateway for the next agent process, which resumes them (default: SIGTERM ends the sessions)', flag: 'drain-ms' }),
   allowEngineFlags: z
     .array(z.string().transform((name) => (name.startsWith('-') ? name : `--${name}`)).superRefine((name, ctx) => {
       const problem = allowFlagProblem(name);

@@ -35,6 +35,8 @@ export function lineMeta(value: Record<string, unknown>): LineMeta {
     default:
       meta.subtype = str(value.subtype)?.slice(0, 128);
       if (type === 'system' && value.subtype === 'session_state_changed') meta.state = str(value.state)?.slice(0, 64);
+      // The id `--resume` takes: the gateway keeps it so an agent restart can continue the transcript.
+      if (type === 'system' && value.subtype === 'init') meta.engine_session_id = str(value.session_id)?.slice(0, 256);
   }
   return meta;
 }

@@ -51,6 +51,12 @@ export interface RelayInit {
   checkControl?: (request: Record<string, unknown>) => void;
 }
 
+/** The gateway's numbering a relay continues: its next output seq, and the last input seq the session's engine took. */
+export interface RelayStart {
+  nextSeq: number;
+  lastInputSeq: number;
+}
+
 /** A check every input passes before it is written (the agent's @-mention check); throws PERMISSION_DENIED to refuse it. */
 export type InputCheck = (line: Record<string, unknown>) => void;
 
@@ -78,6 +84,15 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
   private initWaiter: { resolve: (v: Record<string, unknown>) => void; reject: (e: Error) => void } | undefined;
   /** Whether an initialize (the agent's or the client's) was written to the engine. */
   private engineInitialized = false;
+  /** The engine's own session id (its system/init says it): the transcript's name. */
+  engineSessionId: string | undefined;
+  /** User messages written to the engine whose turn has not ended (a `result`) yet. */
+  private openTurns = 0;
+  /** A graceful restart: the first input held back (with every one after it) for the next engine. */
+  private heldFrom: number | undefined;
+  private holding = false;
+  /** The engine stops for a graceful restart: its exit is not reported (the session waits for the next agent). */
+  private handingOver = false;
   readonly done: Promise<ExitInfo>;
 
   constructor(
@@ -87,7 +102,13 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
     private readonly limits: RelayLimits = RELAY_DEFAULTS,
     private readonly init: RelayInit = { contribution: NO_CONTRIBUTION, clientInitializes: false },
     private readonly checkInput?: InputCheck,
+    /** Where an engine that continues a session (after an agent restart) picks up the session's numbering. */
+    start?: RelayStart,
   ) {
+    if (start) {
+      this.nextSeq = start.nextSeq;
+      this.lastInputSeq = start.lastInputSeq;
+    }
     this.done = this.pump();
   }
 
@@ -132,6 +153,25 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
       this.resumePump = undefined;
       r?.();
     }
+  }
+
+  /** Whether a turn the engine was given has not ended yet. */
+  get turnRunning(): boolean {
+    return this.openTurns > 0;
+  }
+
+  /**
+   * A graceful restart begins: from the first user message on, inputs are neither written nor
+   * acknowledged, so the gateway keeps them for the engine the next agent process resumes.
+   * What a running turn needs (a permission answer, an interrupt) still goes through.
+   */
+  holdNewTurns(): void {
+    this.holding = true;
+  }
+
+  /** The engine is about to stop for a graceful restart: its exit is not reported, so the session is not ended. */
+  handOver(): void {
+    this.handingOver = true;
   }
 
   /** Whether everything sent was acked (used to finish shutdown). */
@@ -187,6 +227,10 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
    */
   async input(seq: number, line: Record<string, unknown>): Promise<void> {
     if (seq <= this.lastInputSeq) return;
+    if (this.holding && (this.heldFrom !== undefined || line.type === 'user')) {
+      this.heldFrom ??= seq;
+      return;
+    }
     this.lastInputSeq = seq;
     try {
       const text = checkEngineInput(line);
@@ -194,6 +238,7 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
       this.checkInput?.(line);
       const prepared = this.prepare(line);
       await this.engine.write(prepared, prepared === line ? text : undefined); // serialized once, by the check
+      if (line.type === 'user') this.openTurns++;
     } catch (err) {
       const e = err instanceof TetherError ? err : new TetherError('INTERNAL', String(err));
       const refused = e.code === 'PERMISSION_DENIED';
@@ -241,6 +286,8 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
         this.initWaiter?.resolve(item.value); // the agent's own handshake: never relayed
       } else {
         const meta = lineMeta(item.value);
+        if (meta.type === 'result') this.openTurns = Math.max(0, this.openTurns - 1);
+        if (meta.engine_session_id !== undefined) this.engineSessionId = meta.engine_session_id;
         const resolved = meta.subtype === 'hook_callback' ? resolvedPaths(item.value) : undefined;
         if (resolved) meta.resolved = resolved;
         this.emit({ kind: 'line', bytes: item.bytes, meta, readAtMs: Date.now() });
@@ -253,6 +300,7 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
     const exit = await this.engine.exited.catch(
       (err: Error): ExitInfo => ({ code: null, signal: null, stderrTail: err.message }), // never started
     );
+    if (this.handingOver) return exit;
     this.emit({
       kind: 'event',
       event: tetherEvent({ subtype: 'exited', code: exit.code, signal: exit.signal, stderr_tail: exit.stderrTail.slice(-8192), ...(this.stopReason ? { reason: this.stopReason } : {}) }),

@@ -14,6 +14,7 @@ const COMMANDS: readonly [string, () => Promise<Command>][] = [
   ['run', async () => (await import('./commands/run.js')).runCommand],
   ['chat', async () => (await import('./commands/chat.js')).chatCommand],
   ['attach', async () => (await import('./commands/attach.js')).attachCommand],
+  ['move', async () => (await import('./commands/move.js')).moveCommand],
   ['agents', async () => (await import('./commands/list.js')).agentsCommand],
   ['sessions', async () => (await import('./commands/list.js')).sessionsCommand],
   ['audit', async () => (await import('./commands/audit.js')).auditCommand],

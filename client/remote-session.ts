@@ -416,6 +416,12 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
     await peer.request('session.set_role', { session_id: this.id, client_id: clientId, role });
   }
 
+  /** Owner only: hands the session to `principal` (a member, or a principal the gateway knows); the caller stays on as a controller. */
+  async setOwner(principal: string): Promise<void> {
+    const peer = await this.transport.peer();
+    await peer.request('session.set_owner', { session_id: this.id, owner: principal });
+  }
+
   /** Withdraws a standing rule of the session (its owner, or who granted it): its calls ask again. */
   async withdrawRule(rule: string): Promise<void> {
     const peer = await this.transport.peer();

@@ -155,6 +155,7 @@ export class TerminalClient {
       this.followRules(item.event);
       if (item.event.subtype === 'engine_error' && item.event.code === INPUT_REFUSED) this.turnOver([item.event.input_uuid]); // the agent refused a prompt: no turn comes
       if (item.event.subtype === 'queued') this.followQueue(item.event.prompts, item.event.change);
+      if (item.event.subtype === 'engine_resumed' && item.event.interrupted_turn) this.turnOver([...this.inFlight].filter((u) => !this.queued.some((q) => q.uuid === u))); // the cut turn's result never comes; queued prompts still run
       // A queued prompt shows in the transcript when it starts (followQueue), not now.
       if (item.event.subtype === 'prompt' && item.event.principal !== this.opts.self && !item.event.queued) {
         const content = (item.event.message as { content?: unknown } | undefined)?.content;
@@ -285,6 +286,7 @@ export class TerminalClient {
       if (text === '/queue') return this.listQueue(true);
       if (text.startsWith('/model ')) await this.session.setModel(text.slice(7).trim());
       else if (text.startsWith('/unallow ')) await this.unallow(text.slice(9).trim());
+      else if (text.startsWith('/owner ')) await this.handOver(text.slice(7).trim());
       else if (text.startsWith('/mode ')) await this.session.setPermissionMode(text.slice(6).trim());
       else if (text.startsWith('/withdraw ')) await this.withdrawQueued(text.slice(10).trim());
       else if (text.startsWith('/steer ')) await this.sendPrompt(text.slice(7).trim(), 'now');
@@ -331,6 +333,13 @@ export class TerminalClient {
   private listRules(): void {
     if (!this.rules.length) this.line(this.s.dim('* no rules stand for this session'));
     this.rules.forEach((r, i) => this.line(`  ${i + 1}. ${sanitize(r.rule)} ${this.s.dim(`(by ${sanitize(r.by)}, for ${sanitize(r.for)})`)}`));
+    this.prompt();
+  }
+
+  /** `/owner NAME`: hands the session to NAME (owner only; the gateway checks and audits it). */
+  private async handOver(principal: string): Promise<void> {
+    await this.session.setOwner(principal);
+    this.line(this.s.dim(`* ${sanitize(principal)} owns this session now; you stay on as a controller`));
     this.prompt();
   }
 

@@ -84,6 +84,10 @@ export function describeEvent(e: TetherEvent): string | undefined {
       const text = queueChangeText(e.change);
       return text && `* ${sanitize(text)}`;
     }
+    case 'engine_resumed':
+      return `* ${sanitize(e.message)}`;
+    case 'owner_changed':
+      return `* ${sanitize(e.previous_owner)} handed the session to ${sanitize(e.owner)}`;
     case 'link':
       return `* ${e.message}`;
     case 'error':

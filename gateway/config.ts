@@ -120,7 +120,11 @@ export const LIMIT_KEYS = {
       controlAnswerMs: positiveInt(GATEWAY_DEFAULTS.controlAnswerMs, 'a control request (e.g. interrupt) the engine leaves unanswered this long marks the session unresponsive'),
       maxClientsPerSession: positiveInt(GATEWAY_DEFAULTS.maxMembers, 'clients attached to one session at once'),
       maxSessionsPerPrincipal: positiveInt(GATEWAY_DEFAULTS.maxSessionsPerPrincipal, 'live sessions one principal may own'),
-      agentLostTimeoutMs: positiveInt(GATEWAY_DEFAULTS.agentLostTimeoutMs, 'a session waits this long for its lost agent, then ends'),
+      // Bounded by what one Node timer can wait (about 24.8 days): a longer one would fire at once.
+      agentLostTimeoutMs: z.number().int().positive().max(2 ** 31 - 1).default(GATEWAY_DEFAULTS.agentLostTimeoutMs).meta({
+        help: 'a session whose agent is away (link lost, restarting, asleep) waits this long for it, prompts queued, then ends with the reason (default 24 h)',
+        flag: 'agent-lost-timeout-ms',
+      }),
       agentWaitMs: positiveInt(GATEWAY_DEFAULTS.agentWaitMs, 'a create or stop for an agent whose link dropped waits this long for it to come back'),
       endedRetentionMs: positiveInt(GATEWAY_DEFAULTS.endedRetentionMs, 'an ended session stays listed (history readable) this long'),
       replayMaxFrames: positiveInt(GATEWAY_DEFAULTS.replay.maxFrames, 'history frames kept per session'),

@@ -33,6 +33,12 @@ export interface GatewayLimits extends DirectoryLimits {
   heartbeat: HeartbeatOptions;
 }
 
+/**
+ * How long a session waits for its agent (a laptop asleep, an outage, a restart) before it
+ * ends: a day, so an agent away overnight finds its sessions and their queued prompts.
+ */
+export const AGENT_AWAY_DEFAULT_MS = 24 * 3_600_000;
+
 /** Defaults from threats.md part 3, each overridable. */
 export const GATEWAY_DEFAULTS: GatewayLimits = {
   replay: REPLAY_DEFAULTS,
@@ -40,7 +46,7 @@ export const GATEWAY_DEFAULTS: GatewayLimits = {
   promptExpiryMs: 10 * 60_000,
   controlAnswerMs: DEFAULT_CONTROL_ANSWER_MS,
   maxMembers: 32,
-  agentLostTimeoutMs: 10 * 60_000,
+  agentLostTimeoutMs: AGENT_AWAY_DEFAULT_MS,
   agentWaitMs: DEFAULT_AGENT_WAIT_MS,
   endedRetentionMs: 10 * 60_000,
   maxSessionsPerPrincipal: 32,

@@ -171,6 +171,22 @@ describe('web page (demo engine): issue 28', () => {
     await alice.context.close();
   });
 
+  it('the owner hands the session to a member (issue 32): roles swap on both pages and the transcript says who handed it to whom', async () => {
+    const alice = await signedIn('alice');
+    const id = await startSession(alice.page);
+    const victor = await signedIn('victor');
+    await openFromDashboard(victor.page, id, 'Open');
+    const handover = alice.page.getByRole('list', { name: 'Hand control' });
+    await handover.getByRole('button', { name: 'Make victor the owner' }).click();
+    await expect.poll(() => victor.page.getByTestId('role').textContent(), { timeout: 10_000 }).toBe('owner');
+    await expect.poll(() => alice.page.getByTestId('role').textContent(), { timeout: 10_000 }).toBe('controller');
+    await alice.page.getByText('alice handed the session to victor.').waitFor();
+    expect(alice.errors).toEqual([]);
+    expect(victor.errors).toEqual([]);
+    await victor.context.close();
+    await alice.context.close();
+  });
+
   /** The permission modes a fresh page of alice's offers on the dashboard's start form. */
   const startFormModes = async () => {
     const p = await signedIn('alice');

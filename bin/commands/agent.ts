@@ -95,7 +95,7 @@ Options:
     if (hostKey && c.hostKeyFile) process.stdout.write(`host key: ${hostKeyFingerprint(hostKeyProof(hostKey.key, name).public_key)} (${c.hostKeyFile}${hostKey.created ? ', created now' : ''})\n`);
     await agent.start();
     started = true;
-    await onShutdown(() => agent.shutdown());
+    await onShutdown(() => (c.drainMs === undefined ? agent.shutdown() : agent.drain(c.drainMs)));
     return 0;
   },
 );

@@ -14,6 +14,7 @@ Starts a new session on the agent and attaches to it as its owner.
 Interactive: type prompts; permission prompts ask y / n / a (always for this session);
 AskUserQuestion takes a number or your own answer; Ctrl-C interrupts the turn, a second
 Ctrl-C leaves (the session keeps running; tether attach brings you back). /model M, /mode M,
+/rules, /unallow N, /owner NAME (hand the session to NAME; you stay on as a controller) and
 /quit work too.
 --json (pipe mode): reads JSON lines in the engine's input format on stdin (user messages,
 control_request, control_response) and writes one JSON line per session frame on stdout:

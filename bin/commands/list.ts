@@ -43,7 +43,7 @@ export const sessionsCommand: Command = {
       s.agent,
       s.engine,
       s.owner,
-      s.state,
+      s.agent_away_since ? `${s.state} (agent away since ${s.agent_away_since}${s.queued_inputs ? `, ${s.queued_inputs} queued` : ''})` : s.state,
       s.clients.map((c) => `${c.principal}(${c.role})`).join(',') || '-',
       String(s.pending_prompts),
     ]),

@@ -88,6 +88,10 @@ async function streamTurn(session: RemoteSession, allow: Set<string>, json: bool
       }
       if (item.event.subtype === 'engine_error') process.stderr.write(`[engine error ${item.event.code}: ${item.event.message}]\n`);
       if (item.event.subtype === 'engine_error' && item.event.code === INPUT_REFUSED) return 1; // the agent refused the prompt: no turn comes
+      if (item.event.subtype === 'engine_resumed' && item.event.interrupted_turn) {
+        process.stderr.write(`${item.event.message}\n`); // the cut turn's result never comes
+        return 1;
+      }
       continue;
     }
     if (item.kind !== 'engine' || item.origin !== 'engine') continue;

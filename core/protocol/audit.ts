@@ -7,7 +7,7 @@ import { z } from 'zod';
  */
 
 /** What a record says happened. Each is written before it takes effect. */
-export const AuditAction = z.enum(['create', 'attach', 'detach', 'prompt', 'permission_decision', 'policy_decision', 'control', 'role_change', 'rule_withdrawn', 'prompt_withdrawn', 'stop', 'ended']);
+export const AuditAction = z.enum(['create', 'attach', 'detach', 'prompt', 'permission_decision', 'policy_decision', 'control', 'role_change', 'rule_withdrawn', 'prompt_withdrawn', 'stop', 'ended', 'engine_resumed', 'owner_change', 'move']);
 export type AuditAction = z.infer<typeof AuditAction>;
 
 /**

@@ -206,6 +206,37 @@ export const TetherEvent = z.discriminatedUnion('subtype', [
   }),
   z.object({
     type: z.literal('tether'),
+    /** The session moved to another agent (session.move): its engine there resumed the transcript. */
+    subtype: z.literal('moved'),
+    from_agent: z.string(),
+    to_agent: z.string(),
+    cwd: z.string().optional(),
+    moved_by: z.string(),
+    at: z.string(),
+  }),
+  z.object({
+    type: z.literal('tether'),
+    /** The owner handed the session to another principal (session.set_owner). */
+    subtype: z.literal('owner_changed'),
+    owner: z.string(),
+    previous_owner: z.string(),
+    at: z.string(),
+  }),
+  z.object({
+    type: z.literal('tether'),
+    /** The agent came back without the session's engine and started a new one on its transcript (`--resume`): same session, same seqs. */
+    subtype: z.literal('engine_resumed'),
+    /** How long the session had no engine, from the agent's link loss to the new engine's start (ms). */
+    gap_ms: z.number().int().nonnegative(),
+    /** A turn was running when the old engine died: it was cut short, and its result never comes. */
+    interrupted_turn: z.boolean(),
+    /** Inputs the old engine never acknowledged, handed to the new one (each once). */
+    resent_inputs: z.number().int().nonnegative(),
+    message: z.string(),
+    at: z.string(),
+  }),
+  z.object({
+    type: z.literal('tether'),
     subtype: z.literal('link'),
     status: z.enum(['connected', 'down', 'resuming']),
     message: z.string(),

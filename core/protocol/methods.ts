@@ -97,6 +97,10 @@ export const SessionInfo = z.object({
   options: SessionOptions,
   /** In a cluster: the gateway that holds the session (its agent's). */
   gateway: z.string().optional(),
+  /** The session's agent is away (its link dropped or it restarted) since then (ISO time); absent while it is connected. */
+  agent_away_since: z.string().optional(),
+  /** While the agent is away: inputs waiting for it (bounded), sent when it is back. */
+  queued_inputs: z.number().int().nonnegative().optional(),
 });
 export type SessionInfo = z.infer<typeof SessionInfo>;
 
@@ -128,6 +132,8 @@ export const LineMeta = z.object({
   state: z.string().max(64).optional(),
   /** For `command_lifecycle`: the uuid of the prompt it is about. */
   command_uuid: z.string().max(256).optional(),
+  /** For `system/init`: the engine's own session id, which `--resume` takes after an agent restart. */
+  engine_session_id: z.string().max(256).optional(),
   /**
    * For the policy hook's callbacks: the session folder and the tool's path with symlinks
    * followed on the agent's machine (agent/policy-paths.ts), which the gateway cannot see.
@@ -163,8 +169,24 @@ export const Methods = {
       policy_hook: z.boolean().optional(),
       /** The policy's working folders for this agent, checked again on its machine through symlinks. */
       policy_roots: z.object({ rule: z.string().max(8192), folders: z.array(z.string().min(1).max(4096)).min(1).max(1000) }).optional(),
+      /**
+       * The session outlived its engine (the agent restarted): the new engine continues the
+       * session's numbering, output at `next_seq`, inputs after `last_input_seq` (docs/protocol.md,
+       * "A session across agent restarts and moves"). `options.resume` names the transcript.
+       */
+      continue_at: z.object({ next_seq: seq, last_input_seq: z.number().int().nonnegative() }).strict().optional(),
+      /** A session moved here from another agent: its engine's transcript, written where the engine looks before it starts with `--resume`. */
+      transcript: z.object({ engine_session_id: z.string().min(1).max(64), jsonl: z.string().max(8 * 1024 * 1024) }).strict().optional(),
     }),
     result: z.object({ pid: z.number().int(), engine: EngineKind, engine_version: z.string().optional() }),
+  },
+  /**
+   * A move: at a turn boundary, the agent hands over the engine's transcript and stops the
+   * engine without reporting its exit (the session goes on at another agent).
+   */
+  'agent.export': {
+    params: z.object({ session_id: id }),
+    result: z.object({ engine_session_id: z.string(), jsonl: z.string() }),
   },
   'agent.stop': {
     params: z.object({ session_id: id, reason: z.string().max(256).optional(), signal: StopSignal.optional() }),
@@ -223,6 +245,24 @@ export const Methods = {
   'session.stop': { params: z.object({ session_id: id, signal: StopSignal.optional() }), result: z.object({}) },
   'session.set_role': {
     params: z.object({ session_id: id, client_id: z.string().min(1).max(64), role: z.enum(['controller', 'viewer']) }),
+    result: z.object({}),
+  },
+  /**
+   * The owner hands the session to another principal: an attached member's, or one the gateway
+   * knows (a connected client's, a session owner's). Audited, kept in the session's history (so
+   * it survives a restart), told to every member; the old owner's attachments become controllers.
+   */
+  /**
+   * The owner (or an admin) moves the session to another agent, at a turn boundary: the engine's
+   * transcript goes through the gateway and the target resumes it in `cwd` (default: the same
+   * path). Same session, same seqs; every member reads the `moved` event.
+   */
+  'session.move': {
+    params: z.object({ session_id: id, agent: z.string().min(1).max(256), cwd: z.string().min(1).max(4096).optional() }),
+    result: z.object({}),
+  },
+  'session.set_owner': {
+    params: z.object({ session_id: id, owner: z.string().min(1).max(256) }),
     result: z.object({}),
   },
   /** Withdraws a standing rule of the session (the owner, or who granted it); its calls ask again. */
@@ -350,7 +390,7 @@ export type BinaryNotificationParams<N extends BinaryNotificationName> = z.infer
 export type CreateProgress = Omit<NotificationParams<'session.create_progress'>, 'create_id'>;
 
 /** The client requests about one session, applied where the session is held. */
-export type SessionCall = 'session.attach' | 'session.detach' | 'session.send' | 'session.set_role' | 'session.withdraw_rule' | 'session.withdraw_prompt' | 'session.stop' | 'session.audit' | 'session.info';
+export type SessionCall = 'session.attach' | 'session.detach' | 'session.send' | 'session.set_role' | 'session.set_owner' | 'session.move' | 'session.withdraw_rule' | 'session.withdraw_prompt' | 'session.stop' | 'session.audit' | 'session.info';
 
 /** A session call's params: every one names its session (an audit query about one session does too). */
 export type SessionCallParams<M extends SessionCall> = ParamsOf<M> & { session_id: string };

@@ -42,7 +42,7 @@ const isEngineInput = isJsonObject;
 const POST_KEYS: ReadonlySet<string> = new Set(['session_id', 'input_id', 'line']);
 const INPUT_KEYS: ReadonlySet<string> = new Set(['session_id', 'seq', 'line', 'ack']);
 const OUTPUT_KEYS: ReadonlySet<string> = new Set(['session_id', 'seq', 'meta', 'read_at_ms', 'input_ack']);
-const META_KEYS: ReadonlySet<string> = new Set(['type', 'subtype', 'request_id', 'is_error', 'state']);
+const META_KEYS: ReadonlySet<string> = new Set(['type', 'subtype', 'request_id', 'is_error', 'state', 'engine_session_id']);
 const FRAME_KEYS: ReadonlySet<string> = new Set(['session_id', 'seq', 'origin', 'event']);
 const PROMPT_KEYS: ReadonlySet<string> = new Set(['type', 'subtype', 'principal', 'client_id', 'message', 'input_id', 'at']);
 
@@ -68,7 +68,8 @@ function isLineMeta(v: unknown): boolean {
     (v.subtype === undefined || isShort(v.subtype, 128)) &&
     (v.request_id === undefined || isShort(v.request_id, 256)) &&
     (v.is_error === undefined || typeof v.is_error === 'boolean') &&
-    (v.state === undefined || isShort(v.state, 64))
+    (v.state === undefined || isShort(v.state, 64)) &&
+    (v.engine_session_id === undefined || isShort(v.engine_session_id, 256))
   );
 }
 

@@ -26,7 +26,7 @@ export const CallerWire = z.object({
 });
 export type CallerWire = z.infer<typeof CallerWire>;
 
-export const CALL_METHODS = ['session.create', 'session.attach', 'session.detach', 'session.send', 'session.set_role', 'session.withdraw_rule', 'session.withdraw_prompt', 'session.stop', 'session.audit', 'session.info'] as const;
+export const CALL_METHODS = ['session.create', 'session.attach', 'session.detach', 'session.send', 'session.set_role', 'session.set_owner', 'session.move', 'session.withdraw_rule', 'session.withdraw_prompt', 'session.stop', 'session.audit', 'session.info'] as const;
 
 /** `call`: one client request about a session (or a create), applied at the gateway that holds it. */
 export const CallRequest = z.object({

@@ -1,7 +1,7 @@
 import { TetherError } from '../../core/errors.js';
 import type { Logger } from '../../core/logging.js';
 import type { RpcPeer } from '../../core/rpc/peer.js';
-import { agentInputText, type AgentDescriptor, type AgentInfo, type StopSignal } from '../../core/protocol/methods.js';
+import { agentInputText, type AgentDescriptor, type AgentInfo, type ParamsOf, type StopSignal } from '../../core/protocol/methods.js';
 import type { EngineKind, SessionOptions } from '../../core/protocol/session-options.js';
 import { SPAWN_WAIT_MS } from '../../core/timeouts.js';
 import type { SpawnPolicy } from '../../core/policy/hook.js';
@@ -99,8 +99,13 @@ export class AgentLink implements EngineHost {
     };
   }
 
-  spawn(sessionId: string, engine: EngineKind, options: SessionOptions, policy: SpawnPolicy = {}) {
-    const params = { session_id: sessionId, engine, options, ...(policy.hook ? { policy_hook: true } : {}), ...(policy.roots ? { policy_roots: policy.roots } : {}) };
+  /**
+   * Starts a session's engine; `continueAt`: a new engine for a session that had one (its
+   * agent restarted: gateway/directory/engine-resume.ts; or it moved: session-move.ts, which
+   * also hands over the `transcript`).
+   */
+  spawn(sessionId: string, engine: EngineKind, options: SessionOptions, policy: SpawnPolicy = {}, continueAt?: ParamsOf<'agent.spawn'>['continue_at'], transcript?: ParamsOf<'agent.spawn'>['transcript']) {
+    const params = { session_id: sessionId, engine, options, ...(policy.hook ? { policy_hook: true } : {}), ...(policy.roots ? { policy_roots: policy.roots } : {}), ...(continueAt ? { continue_at: continueAt } : {}), ...(transcript ? { transcript } : {}) };
     return this.peer.request('agent.spawn', params, { timeoutMs: SPAWN_WAIT_MS });
   }
 

@@ -153,6 +153,8 @@ export class ClientLink implements ProxiedClient {
       .onRequest('session.send', (params) => this.call('session.send', params))
       .onNotification('session.post', (params) => this.post(params))
       .onRequest('session.set_role', (params) => this.call('session.set_role', params))
+      .onRequest('session.set_owner', (params) => this.call('session.set_owner', params))
+      .onRequest('session.move', (params) => this.call('session.move', params))
       .onRequest('session.withdraw_rule', (params) => this.call('session.withdraw_rule', params))
       .onRequest('session.withdraw_prompt', (params) => this.call('session.withdraw_prompt', params))
       .onRequest('session.audit', (params) => (params.session_id === undefined ? readAudit(this.dir, p, params) : this.call('session.audit', { ...params, session_id: params.session_id })))

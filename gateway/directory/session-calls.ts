@@ -8,6 +8,7 @@ import { stopAcrossCuts } from './session-stop.js';
 import { requireControlScope } from '../session/session.js';
 import { checkAnswerModes, checkControlAudited } from '../policy/policy-gate.js';
 import { readAudit } from './audit-access.js';
+import { moveSession } from './session-move.js';
 
 /** Who makes a call: the principal the door admitted, and the member frames and replies go to. */
 export interface Caller {
@@ -50,6 +51,18 @@ export async function applySessionCall<M extends SessionCall>(dir: SessionDirect
       const r = params as ParamsOf<'session.set_role'>;
       requireControlScope(p, 'change roles');
       session.setRole(clientId, r.client_id, r.role, (id) => dir.mayControl(id));
+      return {} as ResultOf<M>;
+    }
+    case 'session.move': {
+      const r = params as ParamsOf<'session.move'>;
+      requireControlScope(p, 'move sessions');
+      await moveSession(dir, p, session, r.agent, r.cwd);
+      return {} as ResultOf<M>;
+    }
+    case 'session.set_owner': {
+      const r = params as ParamsOf<'session.set_owner'>;
+      requireControlScope(p, 'hand sessions over');
+      session.setOwner(clientId, r.owner, (sub) => dir.knowsPrincipal(sub));
       return {} as ResultOf<M>;
     }
     case 'session.withdraw_rule': {

@@ -12,6 +12,7 @@ import type { SessionStore, StoredSession } from '../session/session-store.js';
 import type { Durability } from '../session/session.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { AgentWaits } from './agent-waits.js';
+import { resumeEngine } from './engine-resume.js';
 import { PendingCreates, type CreateRequest } from './pending-creates.js';
 import { StaticPolicy, type PolicyProvider } from '../policy/policy-source.js';
 import { checkSessionOptions, POLICY_PRINCIPAL } from '../policy/policy-gate.js';
@@ -212,12 +213,20 @@ export class SessionDirectory {
   }
 
   private startLostTimer(s: Session): void {
-    this.setTimer(s.id, this.limits.agentLostTimeoutMs, () => this.endSession(s, `agent did not come back within ${this.limits.agentLostTimeoutMs} ms`));
+    const wait = this.limits.agentLostTimeoutMs;
+    this.setTimer(s.id, wait, () => this.endSession(s, `the agent was away longer than the gateway keeps a session waiting (${wait} ms, limits.agentLostTimeoutMs; away since ${s.agentAwaySince ?? 'unknown'})`));
   }
 
   /** How long a create or stop waits for an agent whose link dropped. */
   get agentWaitMs(): number {
     return this.limits.agentWaitMs;
+  }
+
+  /** Whether `sub` is a principal this gateway knows: a connected client's, or a session owner's (a session may be handed to it). */
+  knowsPrincipal(sub: string): boolean {
+    for (const p of this.clients.values()) if (p.sub === sub) return true;
+    for (const s of this.sessions.values()) if (s.owner === sub) return true;
+    return false;
   }
 
   /** Whether the client with this id may take control (its token allows it). */
@@ -366,7 +375,8 @@ export class SessionDirectory {
   }
 
   /**
-   * Re-binds the sessions the agent still runs, ends those it came back without, and stops
+   * Re-binds the sessions the agent still runs, resumes the engines of those it came back
+   * without (gateway/directory/engine-resume.ts), and stops
    * engines nobody here knows. Each session is handled on its own: one that fails is ended
    * (logged) and the others, and the agent, carry on.
    */
@@ -385,7 +395,9 @@ export class SessionDirectory {
         }
         this.metrics?.resumed('agent');
       } else if (s.currentState === 'agent-lost') {
-        this.endSession(s, 'the agent came back without this session');
+        this.clearTimer(s.id);
+        // After the hello's answer, which the agent reads before any request of ours.
+        setImmediate(() => resumeEngine(link, s, { spawnPolicy: (a) => this.spawnPolicy(a), isCurrent: (l) => this.agents.get(l.name) === l, log: this.log }));
       }
     }
     // Engines this gateway knows nothing of (its memory was lost, or the session ended and was

@@ -50,6 +50,12 @@ export class EngineInputs {
     return this.pending.size;
   }
 
+  /** The last input seq the engine confirmed: it wrote every input up to here. */
+  get confirmedSeq(): number {
+    const oldest = this.pending.oldestSeq;
+    return oldest === undefined ? this.seq : oldest - 1;
+  }
+
   /** Takes back the inputs read from the store after a restart: pending until the agent says otherwise. */
   restore(inputs: readonly StoredInput[]): void {
     for (const i of inputs) {

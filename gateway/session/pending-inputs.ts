@@ -26,6 +26,11 @@ export class PendingInputs {
     return this.items.length;
   }
 
+  /** The seq of the oldest input waiting, if any. */
+  get oldestSeq(): number | undefined {
+    return this.items[0]?.seq;
+  }
+
   /** Throws RESOURCE_EXHAUSTED, changing nothing, when `bytes` more would pass a bound. */
   assertRoom(bytes: number, sessionId: string): void {
     if (this.items.length >= MAX_PENDING_INPUTS || this.bytes + bytes > MAX_PENDING_INPUT_BYTES) {

@@ -19,7 +19,10 @@ export type FrameBody =
 export type RestoredFact =
   | { kind: 'state'; state: SessionState }
   | { kind: 'prompt'; requestId: string; subtype: string; request?: Record<string, unknown> }
-  | { kind: 'withdrawn'; requestId: string };
+  | { kind: 'withdrawn'; requestId: string }
+  | { kind: 'engine_session'; engineSessionId: string }
+  | { kind: 'owner'; owner: string }
+  | { kind: 'moved'; agent: string; cwd?: string };
 
 /**
  * A session's ordered history: every frame numbered, appended to the store and the bounded
@@ -120,7 +123,7 @@ export class SessionHistory {
  * for a frame that tells nothing (or that does not parse). Read once per frame at start only.
  */
 export function factOf(frame: FrameBytes): RestoredFact | undefined {
-  let params: { message?: { type?: string; request_id?: string; request?: { subtype?: string } & Record<string, unknown> }; event?: TetherEvent; origin?: string };
+  let params: { message?: { type?: string; subtype?: string; session_id?: string; request_id?: string; request?: { subtype?: string } & Record<string, unknown> }; event?: TetherEvent; origin?: string };
   try {
     params = (JSON.parse(frameBuffer(frame).toString('utf8')) as { params: typeof params }).params;
   } catch {
@@ -128,8 +131,12 @@ export function factOf(frame: FrameBytes): RestoredFact | undefined {
   }
   if (params.event?.subtype === 'state') return { kind: 'state', state: params.event.state };
   if (params.event?.subtype === 'exited') return { kind: 'state', state: 'ended' };
+  if (params.event?.subtype === 'owner_changed') return { kind: 'owner', owner: params.event.owner };
+  if (params.event?.subtype === 'moved') return { kind: 'moved', agent: params.event.to_agent, cwd: params.event.cwd };
   const v = params.message;
-  if (typeof v !== 'object' || v === null || typeof v.request_id !== 'string') return undefined;
+  if (typeof v !== 'object' || v === null) return undefined;
+  if (v.type === 'system' && v.subtype === 'init' && typeof v.session_id === 'string') return { kind: 'engine_session', engineSessionId: v.session_id.slice(0, 256) };
+  if (typeof v.request_id !== 'string') return undefined;
   if (v.type === 'control_request' && params.origin === 'engine') return { kind: 'prompt', requestId: v.request_id, subtype: v.request?.subtype ?? 'unknown', request: v.request };
   if (v.type === 'control_cancel_request') return { kind: 'withdrawn', requestId: v.request_id };
   return undefined;

@@ -38,7 +38,6 @@ export interface Attachment {
 /** What the members of one session work with: the session's other parts. */
 export interface MemberParts {
   sessionId: string;
-  owner: string;
   maxMembers: number;
   history: SessionHistory;
   audit: SessionAudit;
@@ -155,7 +154,7 @@ export class SessionMembers {
     if (target.role === 'owner') throw new TetherError('FAILED_PRECONDITION', 'an owner attachment keeps its role');
     if (role === 'controller' && !mayControl(targetClientId)) throw new TetherError('PERMISSION_DENIED', `${target.member.principal}'s token does not allow control`);
     const principal = target.member.principal;
-    const own = principal === this.s.owner;
+    const own = principal === this.s.roles.owner;
     const changed = [...this.all.values()].filter(
       (a) => (own ? a === target : a.member.principal === principal) && a.role !== 'owner' && a.role !== role && (role === 'viewer' || mayControl(a.member.clientId)),
     );
@@ -167,6 +166,30 @@ export class SessionMembers {
       a.role = role;
       this.announce('role_changed', principal, a.member.clientId, role);
     }
+  }
+
+  /**
+   * The owner hands the session to `to`: an attached member's principal, or one `known` says
+   * the gateway knows (else NOT_FOUND). Audited before it takes effect; then the old owner's
+   * owner attachments become controllers and the new owner's controller attachments owners
+   * (viewers stay viewers), each change shown to all. Returns the previous owner.
+   */
+  handOver(byClientId: string, to: string, known: (principal: string) => boolean): string {
+    const by = this.attached(byClientId);
+    if (by.role !== 'owner') throw new TetherError('PERMISSION_DENIED', 'only the session owner can hand it over');
+    const from = this.s.roles.owner;
+    if (to === from) throw new TetherError('FAILED_PRECONDITION', `${to} already owns session ${this.s.sessionId}`);
+    const member = [...this.all.values()].some((a) => a.member.principal === to);
+    if (!member && !known(to)) throw new TetherError('NOT_FOUND', `${to} is neither a member of session ${this.s.sessionId} nor a principal this gateway knows`);
+    this.s.audit.record(by.member.principal, 'owner_change', { previous_owner: from, owner: to });
+    this.s.roles.setOwner(to);
+    for (const a of this.all.values()) {
+      const role = a.role === 'owner' && a.member.principal === from ? 'controller' : a.role === 'controller' && a.member.principal === to ? 'owner' : undefined;
+      if (!role) continue;
+      a.role = role;
+      this.announce('role_changed', a.member.principal, a.member.clientId, role);
+    }
+    return from;
   }
 
   private announce(action: 'attached' | 'detached' | 'role_changed', principal: string, clientId: string, role: Role, mayControl?: boolean): void {

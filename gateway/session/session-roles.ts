@@ -28,11 +28,22 @@ export class SessionRoles {
   private readonly decisions: Map<string, RoleDecision>;
 
   constructor(
-    readonly owner: string,
+    private currentOwner: string,
     restored: RoleDecisions = {},
     private readonly persist: (decisions: RoleDecisions) => void = () => {},
   ) {
     this.decisions = new Map(Object.entries(restored).filter(([, r]) => r === 'controller' || r === 'viewer'));
+  }
+
+  /** The session's owner now (session.set_owner may hand it over). */
+  get owner(): string {
+    return this.currentOwner;
+  }
+
+  /** Makes `principal` the owner; a decision kept about it goes (an owner's attachments follow their tokens). */
+  setOwner(principal: string): void {
+    this.currentOwner = principal;
+    if (this.decisions.delete(principal)) this.persist(Object.fromEntries(this.decisions));
   }
 
   /** The role a client with principal `p` gets when it attaches (or creates the session). */

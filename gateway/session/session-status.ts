@@ -10,6 +10,8 @@ export class SessionStatus {
   private state: SessionState = 'starting';
   /** The state to go back to once an unresponsive engine answers again. */
   private answeringState: SessionState = 'idle';
+  /** The state the session was in when its agent was lost (kept until the next loss). */
+  private lostFrom: SessionState | undefined;
 
   constructor(private readonly announce: (state: SessionState) => void) {}
 
@@ -19,7 +21,13 @@ export class SessionStatus {
 
   /** A state read back from history after a restart: taken as it is, not announced again. */
   restore(state: SessionState): void {
+    if (state === 'agent-lost' && this.state !== 'agent-lost') this.lostFrom = this.state;
     this.state = state;
+  }
+
+  /** Whether a turn was under way when the agent was lost (its engine died with it: the turn was cut short). */
+  get turnCutShort(): boolean {
+    return this.lostFrom === 'running' || this.lostFrom === 'requires_action' || this.lostFrom === 'unresponsive';
   }
 
   /** `answering`: the change comes from the engine answering again (it may leave `unresponsive`). */
@@ -29,6 +37,7 @@ export class SessionStatus {
       this.answeringState = state;
       return;
     }
+    if (state === 'agent-lost') this.lostFrom = this.state;
     this.state = state;
     this.announce(state);
   }

@@ -85,14 +85,22 @@ export class Session {
    * Kept here so it lives and dies with the session.
    */
   engineInfo: EngineInfo | undefined;
+  /**
+   * The engine's own session id (its system/init says it), which `--resume` takes when the
+   * agent comes back without the engine; undefined before the engine's first turn.
+   */
+  engineSessionId: string | undefined;
+  /** When the agent's link was lost (epoch ms); undefined while the session has its agent. */
+  private lostAtMs: number | undefined;
   /** The stop in flight toward the agent, shared by everyone who asks meanwhile. */
   private stopping: Promise<void> | undefined;
 
   readonly id: string;
-  readonly agent: string;
+  /** The agent that runs the engine (session.move changes it). */
+  agent: string;
   readonly engine: EngineKind;
-  readonly owner: string;
-  readonly options: SessionOptions;
+  /** The options the engine runs with (a move may change the folder). */
+  options: SessionOptions;
   /** Who gets which role: token scope, owner and the owner's decisions (kept in the store). */
   readonly roles: SessionRoles;
   private readonly logger: Logger;
@@ -117,7 +125,6 @@ export class Session {
     this.id = id;
     this.agent = init.agent;
     this.engine = init.engine;
-    this.owner = init.owner;
     this.options = init.options;
     this.createdAt = restored?.record.created_at ?? new Date().toISOString();
     this.logger = init.logger;
@@ -133,16 +140,26 @@ export class Session {
     });
     const parts = { sessionId: id, history: this.history, inputs: this.inputs, status: this.status, audit: this.audit, controls: this.controls };
     const policy = init.policy ?? new StaticPolicy();
-    const turn = { turns: this.turns, owner: init.owner, agent: init.agent, turnApproval: init.options.turn_approval };
-    this.prompts = new SessionPrompts({ ...parts, ...turn, cwd: init.options.cwd, maxPending: limits.maxPendingPrompts, expiryMs: limits.promptExpiryMs, logger: init.logger, policy, standing: this.standing });
+    const owner = () => this.roles.owner;
+    this.prompts = new SessionPrompts({
+      ...parts,
+      turns: this.turns,
+      agent: init.agent,
+      turnApproval: init.options.turn_approval,
+      cwd: init.options.cwd, maxPending: limits.maxPendingPrompts, expiryMs: limits.promptExpiryMs, logger: init.logger, policy, standing: this.standing,
+      // Read when a call is judged: the owner can hand the session over (session.set_owner).
+      get owner() {
+        return owner();
+      },
+    });
     this.roles = new SessionRoles(init.owner, restored?.roles, (decisions) => store.saveRoles(id, decisions));
     this.metrics = init.metrics;
-    this.members = new SessionMembers({ ...parts, owner: init.owner, maxMembers: limits.maxMembers, roles: this.roles, onGap: () => this.metrics?.replayGap() });
+    this.members = new SessionMembers({ ...parts, maxMembers: limits.maxMembers, roles: this.roles, onGap: () => this.metrics?.replayGap() });
     this.queue = new PromptQueue(this.history);
     this.routing = new InputRouting({ ...parts, prompts: this.prompts, queue: this.queue, policy, cwd: init.options.cwd, turns: this.turns, stamp: init.options.client_initialize !== true });
     this.output = new OutputRouting({ ...parts, prompts: this.prompts, members: this.members, policy, queue: this.queue, turns: this.turns });
     if (restored) this.restore(restored);
-    else store.create({ id, agent: this.agent, engine: this.engine, owner: this.owner, options: this.options, created_at: this.createdAt });
+    else store.create({ id, agent: this.agent, engine: this.engine, owner: init.owner, options: this.options, created_at: this.createdAt });
     this.prompts.observer = init.metrics; // after the restore: restored prompts were counted by the process that raised them
   }
 
@@ -156,9 +173,19 @@ export class Session {
       if (fact?.kind === 'state') this.status.restore(fact.state);
       else if (fact?.kind === 'prompt') this.prompts.raise(fact.requestId, fact.subtype, fact.request);
       else if (fact?.kind === 'withdrawn') this.prompts.withdraw(fact.requestId, 'withdrawn');
+      else if (fact?.kind === 'engine_session') this.engineSessionId = fact.engineSessionId;
+      else if (fact?.kind === 'owner') this.roles.setOwner(fact.owner);
+      else if (fact?.kind === 'moved') this.moved(fact.agent, fact.cwd);
     }
     this.inputs.restore(stored.inputs);
-    if (!this.ended) this.status.restore('agent-lost');
+    if (this.ended) return;
+    this.status.restore('agent-lost');
+    this.lostAtMs = Date.now();
+  }
+
+  /** Who owns the session now: its creator, or whom an owner handed it to. */
+  get owner(): string {
+    return this.roles.owner;
   }
 
   get currentState(): SessionState {
@@ -179,7 +206,13 @@ export class Session {
     return this.history.nextAgentSeq;
   }
 
+  /** Since when the session has been without its agent (ISO time); undefined while it has it. */
+  get agentAwaySince(): string | undefined {
+    return this.lostAtMs === undefined ? undefined : new Date(this.lostAtMs).toISOString();
+  }
+
   info(): SessionInfo {
+    const away = this.agentAwaySince;
     return {
       id: this.id,
       agent: this.agent,
@@ -191,6 +224,7 @@ export class Session {
       pending_prompts: this.prompts.size,
       last_seq: this.history.lastSeq,
       options: this.options,
+      ...(away && !this.ended ? { agent_away_since: away, queued_inputs: this.inputs.unconfirmed } : {}),
     };
   }
 
@@ -202,8 +236,67 @@ export class Session {
     if (this.ended) return;
     // Re-send what the agent never confirmed; it applies each input seq at most once.
     this.inputs.resendAfter(lastInputSeq);
+    if (host) this.lostAtMs = undefined;
+    else this.lostAtMs ??= Date.now();
     if (!host) this.status.set('agent-lost');
     else if (this.status.current === 'agent-lost' || this.status.current === 'starting') this.status.set(this.prompts.size ? 'requires_action' : 'idle');
+  }
+
+  /**
+   * Where a new engine continues this session when its agent came back without the old one:
+   * the transcript to resume (undefined before the engine's first turn: nothing to resume),
+   * the agent seq its output continues at, and the last input the old engine confirmed.
+   */
+  continuation(): { engineSessionId: string | undefined; nextSeq: number; lastInputSeq: number } {
+    return { engineSessionId: this.engineSessionId ?? this.options.resume, nextSeq: this.history.nextAgentSeq, lastInputSeq: this.inputs.confirmedSeq };
+  }
+
+  /**
+   * The agent started a new engine on this session's transcript (docs/protocol.md, "A session
+   * across agent restarts"). What the old engine had asked (prompts, control requests) is
+   * withdrawn, since the new one never asked it; every member is told, with the gap and
+   * whether a turn was cut short; then the inputs the old engine never confirmed go to the new
+   * one, once each (the agent applies each input seq at most once).
+   */
+  engineResumed(host: EngineHost): void {
+    if (this.ended) return;
+    const gapMs = this.lostAtMs === undefined ? 0 : Math.max(0, Date.now() - this.lostAtMs);
+    const cut = this.status.turnCutShort;
+    const resent = this.inputs.unconfirmed;
+    this.audit.quietly('tether', 'engine_resumed', { gap_ms: gapMs, interrupted_turn: cut, resent_inputs: resent });
+    this.prompts.clear('engine restarted');
+    this.controls.clear();
+    const message = `engine resumed after the agent restarted (${Math.round(gapMs / 1000)} s without an engine)${cut ? '; the turn that was running was interrupted' : ''}`;
+    this.history.append({ event: tetherEvent({ subtype: 'engine_resumed', gap_ms: gapMs, interrupted_turn: cut, resent_inputs: resent, message }) });
+    this.bindHost(host, this.inputs.confirmedSeq);
+  }
+
+  /**
+   * The session leaves its agent for `agent` (session.move; the engine there is being started on
+   * the transcript): inputs wait for the new engine; every member reads the `moved` event, which is
+   * also how a restarted gateway knows where the session runs. Bind the new engine with
+   * {@link bindHost} and {@link Session.continuation}'s input seq.
+   */
+  moveTo(agent: string, cwd: string | undefined, by: string): void {
+    const from = this.agent;
+    this.inputs.bind(undefined);
+    this.moved(agent, cwd);
+    this.history.append({ event: tetherEvent({ subtype: 'moved', from_agent: from, to_agent: agent, ...(cwd === undefined ? {} : { cwd }), moved_by: by }) });
+  }
+
+  private moved(agent: string, cwd: string | undefined): void {
+    this.agent = agent;
+    if (cwd !== undefined) this.options = { ...this.options, cwd };
+  }
+
+  /** Ends the session: its engine could not be started again after the agent restarted (`detail`: the engine's or agent's words). */
+  resumeFailed(detail: string): void {
+    this.end(tetherEvent({ subtype: 'exited', code: null, signal: null, stderr_tail: '', reason: this.resumeFailure(detail) }));
+  }
+
+  private resumeFailure(detail: string): string {
+    const what = this.engineSessionId === undefined ? 'a new engine could not be started' : `the engine's transcript ${this.engineSessionId} could not be resumed`;
+    return `the agent restarted and ${what}: ${detail.trim().slice(-2000) || 'no reason given'}`;
   }
 
   /**
@@ -212,6 +305,7 @@ export class Session {
    */
   onEngineLine(agentSeq: number, line: Uint8Array, meta: LineMeta, readAtMs?: number): boolean {
     if (!this.history.acceptAgentSeq(agentSeq)) return false;
+    if (meta.engine_session_id !== undefined) this.engineSessionId = meta.engine_session_id;
     this.output.line(line, meta, readAtMs);
     return true;
   }
@@ -219,7 +313,8 @@ export class Session {
   /** An agent-side event (exit, diagnostics) in the agent's seq space. */
   onEngineEvent(agentSeq: number, event: TetherEvent): boolean {
     if (!this.history.acceptAgentSeq(agentSeq)) return false;
-    if (event.subtype === 'exited') this.end(event);
+    // An engine that exits before the session is bound again is one started after an agent restart.
+    if (event.subtype === 'exited') this.end(!this.inputs.host && event.reason === undefined ? { ...event, reason: this.resumeFailure(event.stderr_tail) } : event);
     else this.history.append({ event });
     // A prompt the agent refused starts no turn; should one run after all, its output sets running again.
     if (event.subtype === 'engine_error' && event.code === INPUT_REFUSED && this.status.current === 'running') this.status.set('idle');
@@ -276,6 +371,16 @@ export class Session {
   /** See SessionMembers.detach. */
   detach(clientId: string, cut?: Cut): void {
     this.members.detach(clientId, cut);
+  }
+
+  /**
+   * The owner hands the session over (SessionMembers.handOver); every member reads it in an
+   * `owner_changed` event, which is also how a restarted gateway knows the owner.
+   */
+  setOwner(byClientId: string, to: string, known: (principal: string) => boolean): void {
+    if (this.ended) throw new TetherError('FAILED_PRECONDITION', `session ${this.id} has ended`);
+    const from = this.members.handOver(byClientId, to, known);
+    this.history.append({ event: tetherEvent({ subtype: 'owner_changed', owner: to, previous_owner: from }) });
   }
 
   /** See SessionMembers.setRole. */

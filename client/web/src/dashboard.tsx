@@ -128,7 +128,7 @@ export function Dashboard(props: { conn: Connection; onStart: (agent: string, op
                   <strong>{s.agent}</strong> <span class="mono small" title={s.id}>{s.id.slice(0, 8)}</span> <span class="mono small">{s.options.cwd ?? ''}</span>
                   {s.pending_prompts > 0 && <span class="badge" title="prompts waiting for an answer">{s.pending_prompts} waiting</span>}
                   <div class="muted small">
-                    {stateLabel(s.state)} · owner {s.owner} · started {since(s.created_at)} · {s.clients.length ? `here: ${s.clients.map((c) => `${c.principal} (${c.role})`).join(', ')}` : 'nobody attached'}
+                    {stateLabel(s.state)}{s.agent_away_since && <span data-testid="agent-away"> (agent away since {since(s.agent_away_since)}{s.queued_inputs ? `, ${s.queued_inputs} prompt${s.queued_inputs === 1 ? '' : 's'} queued` : ''})</span>} · owner {s.owner} · started {since(s.created_at)} · {s.clients.length ? `here: ${s.clients.map((c) => `${c.principal} (${c.role})`).join(', ')}` : 'nobody attached'}
                   </div>
                 </div>
                 <div class="row-actions">

@@ -126,6 +126,7 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
                 ) : (
                   <button onClick={() => act(session.setRole(p.clientId, p.role === 'viewer' ? 'controller' : 'viewer'))}>{p.role === 'viewer' ? `Let ${p.principal} control` : `Make ${p.principal} a viewer`}</button>
                 )}
+                {p.principal !== session.principal && <> <button onClick={() => act(session.setOwner(p.principal))}>{`Make ${p.principal} the owner`}</button></>}
               </li>
             ))}
           </ul>

@@ -35,6 +35,10 @@ export interface SessionInfo {
   clients: { client_id: string; principal: string; role: string; may_control?: boolean }[];
   pending_prompts: number;
   options: { cwd?: string; model?: string; permission_mode?: string };
+  /** The agent is away since then (ISO time); absent while it is connected. */
+  agent_away_since?: string;
+  /** While it is away: prompts queued for it. */
+  queued_inputs?: number;
 }
 
 /** An image for a prompt, as the engine's content block wants it. */
@@ -277,6 +281,11 @@ export class OpenSession {
   /** Owner only: makes another attached client a controller or a viewer. */
   setRole(clientId: string, role: 'controller' | 'viewer'): Promise<void> {
     return this.conn.request('session.set_role', { session_id: this.id, client_id: clientId, role });
+  }
+
+  /** Owner only: hands the session to another principal; this client stays on as a controller. */
+  setOwner(principal: string): Promise<void> {
+    return this.conn.request('session.set_owner', { session_id: this.id, owner: principal });
   }
 
   /** Withdraws a standing rule (the owner, or who granted it): the engine asks again for what it allowed. */

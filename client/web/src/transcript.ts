@@ -204,6 +204,13 @@ export class Transcript {
         this.say(note.text);
         return;
       }
+      case 'engine_resumed':
+        if (e.interrupted_turn) this.endTurn(); // its result never comes
+        this.note(`The build machine's agent restarted; the engine picked the conversation up again after ${Math.round(Number(e.gap_ms) / 1000)} s.${e.interrupted_turn ? ' The turn that was running was cut short.' : ''}`, e.interrupted_turn ? 'error' : 'info');
+        return;
+      case 'owner_changed':
+        this.note(`${String(e.previous_owner)} handed the session to ${String(e.owner)}.`, 'info');
+        return;
       case 'interrupt':
         if (typeof e.cleared === 'number') this.note(`${stopText(String(e.principal), e.cleared)}.`);
         else if (this.turnRunning) this.interruptedBy = String(e.principal); // named on the turn's end; an idle interrupt changes nothing
