@@ -9,3 +9,13 @@ export const WS_PATH = '/v1/connect';
 export const TICKET_PATH = '/v1/ticket';
 /** POST: a web sign-in code traded for a client token (GET: whether sign-in by link is on). */
 export const LOGIN_PATH = '/v1/login';
+/** GET: starts a sign-in with the gateway's identity provider (a redirect to it). */
+export const OIDC_START_PATH = '/v1/oidc/start';
+/** GET: where the identity provider sends the browser back (the redirect URI to register). */
+export const OIDC_CALLBACK_PATH = '/v1/oidc/callback';
+/** POST: ends this browser's sign-in, in every tab. */
+export const LOGOUT_PATH = '/v1/logout';
+/** POST: the signed-in page hands `tether login` a one-time code (answer: the loopback URL to go to). */
+export const CLI_LOGIN_PATH = '/v1/cli-login';
+/** POST: `tether login` trades that code and its verifier for a client token. */
+export const CLI_TOKEN_PATH = '/v1/cli-token';
