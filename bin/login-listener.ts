@@ -25,8 +25,8 @@ export async function listenForLogin(state: string, timeoutMs: number): Promise<
     const page = (status: number, text: string) =>
       res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'content-security-policy': "default-src 'none'" }).end(`<!doctype html><meta charset="utf-8"><title>tether login</title><p>${text}</p>`);
     if (url.pathname !== '/callback' || !got || url.searchParams.get('state') !== state) return page(400, 'This is not the sign-in this terminal is waiting for.');
+    res.on('finish', () => settle.resolve(got)); // closed only once the browser has its answer
     page(200, 'Signed in. You can close this tab and go back to the terminal.');
-    settle.resolve(got);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

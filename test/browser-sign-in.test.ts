@@ -159,7 +159,7 @@ describe('the door and the browser sign-in cookie', () => {
     expect(ok.status).toBe(200);
     expect(ok.headers.get('access-control-allow-credentials')).toBeNull();
     const none = await fetch(`${base}/v1/ticket`, { method: 'POST', headers: { origin: base } });
-    expect(await none.json()).toEqual({ error: { code: 'UNAUTHENTICATED', message: 'not signed in', reason: 'no_session' } });
+    expect(await none.json()).toEqual({ error: { code: 'UNAUTHENTICATED', message: "not signed in (send a client token as Authorization: Bearer, or sign in on the gateway's page)", reason: 'no_session' } });
     expect((await fetch(`${base}/v1/logout`, { method: 'POST', headers })).status).toBe(403);
     const out = await fetch(`${base}/v1/logout`, { method: 'POST', headers: { ...headers, origin: base } });
     expect(out.status).toBe(204);

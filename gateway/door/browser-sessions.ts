@@ -82,7 +82,7 @@ export class BrowserSessions {
    * which in plain words.
    */
   use(cookie: string | undefined): BrowserSession {
-    if (!cookie) throw new TetherError('UNAUTHENTICATED', 'not signed in', { reason: 'no_session' });
+    if (!cookie) throw new TetherError('UNAUTHENTICATED', "not signed in (send a client token as Authorization: Bearer, or sign in on the gateway's page)", { reason: 'no_session' });
     const key = hash(cookie);
     const s = this.byHash.get(key);
     if (!s) throw new TetherError('UNAUTHENTICATED', 'this browser’s sign-in has ended (signed out, revoked, or the gateway restarted): sign in again', { reason: 'signed_out' });

@@ -204,8 +204,8 @@ export class Door {
 
   /** The token of the browser sign-in a cookie holds; a revoked one is ended here. */
   private browserToken(req: DoorRequest): VerifiedToken {
-    if (req.origin === undefined) throw authError('PERMISSION_DENIED', 'origin', "a browser sign-in buys tickets only for the gateway's page (the request has no Origin)");
     const s = this.browser!.use(req.cookie);
+    if (req.origin === undefined) throw authError('PERMISSION_DENIED', 'origin', "a browser sign-in buys tickets only for the gateway's page (the request has no Origin)");
     if (this.isRevoked(s.token)) {
       this.browser!.end(req.cookie, 'revoked (tether revoke)');
       throw authError('UNAUTHENTICATED', 'signed_out', 'your sign-in was revoked on this gateway (tether revoke): sign in again');
