@@ -151,20 +151,20 @@ describe.skipIf(!hasTool('chromium'))('web sign-in with an identity provider (oi
     for (const p of [mallory, alice, eve, carol]) await p.context.close();
   }, 120_000);
 
-  it('tether login: the browser hands the terminal a token through its loopback listener; tether sessions uses it; tether logout forgets it', async () => {
-    const alice = await person(browser);
-    await signInAs(alice.page, 'alice');
-    await alice.page.getByRole('button', { name: 'Start session' }).waitFor();
+  it('tether login: the browser signs in, hands the terminal a token through its loopback listener; tether sessions uses it; tether logout forgets it', async () => {
+    const alice = await person(browser); // not signed in yet: the page signs her in first and comes back to the request
     const login = startTether(['login', '--gateway', wsUrl, '--no-browser'], { env: env() });
     try {
       const open = (await login.line('open: ')).slice('open: '.length);
       expect(open).toMatch(new RegExp(`^${origin}/#cli-login=\\d+\\.[\\w-]{43}\\.[\\w-]+$`));
-      const tab = await alice.context.newPage(); // as a browser opens it: a new tab, signed in by the cookie
-      await tab.goto(open);
-      await tab.getByText('asks to act as').waitFor();
-      await tab.getByRole('button', { name: 'Allow' }).click();
-      await tab.getByText('Signed in. You can close this tab').waitFor();
-      const code = new URL(tab.url()).searchParams.get('code')!;
+      await alice.page.goto(open);
+      await alice.page.getByRole('button', { name: 'Sign in with Test IdP' }).click();
+      await signInAtIdp(alice.page, 'alice', origin);
+      await alice.page.getByText('asks to act as').waitFor();
+      expect(await alice.page.getByRole('strong').textContent()).toBe('Alice Adams');
+      await alice.page.getByRole('button', { name: 'Allow' }).click();
+      await alice.page.getByText('Signed in. You can close this tab').waitFor();
+      const code = new URL(alice.page.url()).searchParams.get('code')!;
       expect(await login.stop('SIGCONT', 20_000)).toEqual({ code: 0, signal: null }); // it exits by itself once signed in
       expect(login.stdout()).toContain(`signed in to ${origin} as alice`);
       // The code was good once, and only with the terminal's verifier.

@@ -8,7 +8,7 @@ import { identityFromClaims, type ClaimRules } from './oidc-claims.js';
 export const OIDC_DEFAULTS = {
   /** A sign-in must come back from the identity provider within this. */
   pendingTtlMs: 10 * 60_000,
-  /** Sign-ins in progress at most; beyond, RESOURCE_EXHAUSTED. */
+  /** Sign-ins in progress at most; beyond, the oldest is dropped (a flood of starts cannot lock everyone out). */
   maxPending: 10_000,
   /** The identity provider's discovery, token and userinfo answers must come within this. */
   requestTimeoutSec: 10,
@@ -73,7 +73,7 @@ export class OidcSignIn {
   async begin(redirectUri: string, returnTo: string): Promise<{ url: string; state: string }> {
     const config = await this.discovered();
     this.sweep();
-    if (this.pending.size >= OIDC_DEFAULTS.maxPending) throw new TetherError('RESOURCE_EXHAUSTED', 'too many sign-ins in progress; try again in a few minutes');
+    if (this.pending.size >= OIDC_DEFAULTS.maxPending) this.pending.delete(this.pending.keys().next().value!); // the oldest: a Map keeps insertion order
     const verifier = oidc.randomPKCECodeVerifier();
     const state = oidc.randomState();
     const nonce = oidc.randomNonce();
