@@ -146,10 +146,11 @@ export const OIDC_KEYS = {
 };
 
 /** Checks the OIDC keys go together. */
-export function checkOidc(c: { oidc: { issuer?: string; clientId?: string; clientSecretFile?: string; clientSecret?: string; scopes: Record<string, string[]> } }, ctx: FinishContext): void {
+export function checkOidc(c: { auth: 'on' | 'off'; oidc: { issuer?: string; clientId?: string; clientSecretFile?: string; clientSecret?: string; scopes: Record<string, string[]> } }, ctx: FinishContext): void {
   const o = c.oidc;
   if ((o.issuer === undefined) !== (o.clientId === undefined)) ctx.problem(o.issuer ? 'oidc.clientId' : 'oidc.issuer', 'sign-in with an identity provider needs both --oidc-issuer and --oidc-client-id');
   if (o.clientSecretFile && o.clientSecret) ctx.problem('oidc.clientSecret', 'give --oidc-client-secret-file or TETHER_OIDC_CLIENT_SECRET, not both');
+  if (o.issuer && c.auth === 'off') ctx.problem('oidc.issuer', 'sign-in with an identity provider needs authentication on (--auth on)');
   if (o.issuer && Object.keys(o.scopes).length === 0) ctx.problem('oidc.scopes', 'nobody could use the gateway: map at least one group or claim value to scopes (or "*" for everyone) in the config file');
 }
 

@@ -132,6 +132,7 @@ describe('the oidc configuration keys', () => {
     expect(problemsOf({ 'oidc-issuer': 'http://idp.example.com', 'oidc-client-id': 'x' }, { TETHER_OIDC_SCOPES: 'a=view' })).toEqual([
       'oidc.issuer (from --oidc-issuer): must be an https URL (http only on this machine), got "http://idp.example.com"',
     ]);
+    expect(problemsOf({ 'oidc-issuer': 'https://idp.example.com', 'oidc-client-id': 'x', auth: 'off' }, { TETHER_OIDC_SCOPES: 'a=view' })).toEqual(['oidc.issuer (from --oidc-issuer): sign-in with an identity provider needs authentication on (--auth on)']);
     const ok = loadConfig(GATEWAY_CONFIG, { flags: { 'oidc-issuer': 'http://127.0.0.1:9', 'oidc-client-id': 'x', 'oidc-principal-claim': 'email' }, env: { TETHER_OIDC_SCOPES: 'eng=control agent:box,*=view' } });
     expect(ok.config.oidc).toMatchObject({ principalClaim: 'email', groupsClaim: 'groups', scopes: { eng: ['control', 'agent:box'], '*': ['view'] } });
   });
