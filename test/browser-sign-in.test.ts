@@ -104,6 +104,27 @@ describe('tether login codes', () => {
   });
 });
 
+describe('tether login --device', () => {
+  it('is pending until a person approves the code, then gives the token once; unknown, used and old codes are refused', async () => {
+    let now = 1_700_000_000_000;
+    const key = generateTokenKey('HS256').key;
+    const desk = new CliLoginDesk(key, () => now);
+    const d = desk.startDevice();
+    expect(d).toMatchObject({ userCode: expect.stringMatching(/^[B-Z]{4}-[B-Z]{4}$/), expiresIn: 600, interval: 2 });
+    expect(await desk.pollDevice(d.deviceCode)).toBe('pending');
+    expect(() => desk.approveDevice('ZZZZ-ZZZZ', { sub: 'eve', scopes: [], via: 'link' })).toThrow('no terminal is waiting for this code');
+    desk.approveDevice(` ${d.userCode.toLowerCase()} `, { sub: 'alice', scopes: ['view'], via: 'oidc' });
+    expect(() => desk.approveDevice(d.userCode, { sub: 'eve', scopes: [], via: 'link' })).toThrow('no terminal is waiting'); // approved once
+    const r = await desk.pollDevice(d.deviceCode);
+    expect(r).toMatchObject({ sub: 'alice', expiresIn: 7 * 24 * 3600 });
+    await expect(desk.pollDevice(d.deviceCode)).rejects.toMatchObject({ code: 'UNAUTHENTICATED', details: { reason: 'cli_code' } });
+    const late = desk.startDevice();
+    now += 600_001;
+    expect(() => desk.approveDevice(late.userCode, { sub: 'alice', scopes: [], via: 'link' })).toThrow('older than 10 minutes');
+    await expect(desk.pollDevice(late.deviceCode)).rejects.toThrow('unknown, used or expired');
+  });
+});
+
 describe('the oidc configuration keys', () => {
   let dir: TempDir;
   beforeAll(() => (dir = makeTempDir('tether-oidc-config-')));

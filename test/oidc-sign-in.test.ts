@@ -189,4 +189,32 @@ describe.skipIf(!hasTool('chromium'))('web sign-in with an identity provider (oi
     expect(after.stderr).toContain('no token');
     await alice.context.close();
   }, 90_000);
+
+  it('tether login --device: a person signed in on another device types the code the terminal shows; the terminal gets its token', async () => {
+    const device = startTether(['login', '--device', '--gateway', wsUrl], { env: env() });
+    try {
+      expect(await device.line('open: ')).toBe(`open: ${origin}/#device`);
+      const code = (await device.line('code: ')).slice('code: '.length);
+      expect(code).toMatch(/^[B-Z]{4}-[B-Z]{4}$/);
+      const alice = await person(browser);
+      await alice.page.goto(`${origin}/#device`);
+      await alice.page.getByRole('button', { name: 'Sign in with Test IdP' }).click();
+      await signInAtIdp(alice.page, 'alice', origin);
+      const typed = alice.page.getByLabel('Code the terminal shows');
+      await typed.fill('BBBB-BBBB');
+      await alice.page.getByRole('button', { name: 'Allow' }).click();
+      await alice.page.getByRole('alert').filter({ hasText: 'no terminal is waiting for this code' }).waitFor();
+      await typed.fill(code.toLowerCase().replace('-', ' ')); // as a person might type it
+      await alice.page.getByRole('button', { name: 'Allow' }).click();
+      await alice.page.getByText('The terminal is signed in as').waitFor();
+      expect(await device.stop('SIGCONT', 20_000)).toEqual({ code: 0, signal: null }); // it exits by itself once approved
+      expect(device.stdout()).toContain(`signed in to ${origin} as alice`);
+      await alice.context.close();
+    } finally {
+      await device.stop('SIGKILL');
+    }
+    const sessions = await runTether(['sessions', '--gateway', wsUrl], { env: env() });
+    expect(sessions.stderr).toBe('');
+    expect(sessions.code).toBe(0);
+  }, 90_000);
 });

@@ -19,3 +19,7 @@ export const LOGOUT_PATH = '/v1/logout';
 export const CLI_LOGIN_PATH = '/v1/cli-login';
 /** POST: `tether login` trades that code and its verifier for a client token. */
 export const CLI_TOKEN_PATH = '/v1/cli-token';
+/** POST: `tether login --device` starts a sign-in a person approves on another device (answer: the device code and the code to type). */
+export const DEVICE_PATH = '/v1/device';
+/** POST: the signed-in page approves a `tether login --device` by the code the terminal shows. */
+export const DEVICE_APPROVE_PATH = '/v1/device/approve';

@@ -77,20 +77,54 @@ export class WebSignIn {
   cliCode(req: DoorRequest, challenge: string): Promise<{ code: string; sub: string }> {
     return this.opts.guard(req, async () => {
       this.needBrowserPage(req);
-      if (!this.opts.cli) throw new TetherError('FAILED_PRECONDITION', 'tether login is off on this gateway (it has no key that can sign tokens)');
+      const cli = this.needCli();
       const s = this.opts.browser!.use(req.cookie);
-      return { code: this.opts.cli.issue(s.identity, challenge), sub: s.identity.sub };
+      return { code: cli.issue(s.identity, challenge), sub: s.identity.sub };
     });
   }
 
   /** POST /v1/cli-token: `tether login` trades its code and verifier for a client token. */
   cliToken(req: DoorRequest, code: string, verifier: string): Promise<{ token: string; expires_in: number; principal: string }> {
     return this.opts.guard(req, async () => {
-      if (!this.opts.cli) throw new TetherError('FAILED_PRECONDITION', 'tether login is off on this gateway (it has no key that can sign tokens)');
-      const r = await this.opts.cli.redeem(code, verifier);
+      const r = await this.needCli().redeem(code, verifier);
       this.log.info({ remote: req.remote, principal: r.sub, event: 'auth.sign_in', via: 'cli' }, 'tether login signed in');
       return { token: r.token, expires_in: r.expiresIn, principal: r.sub };
     });
+  }
+
+  /** POST /v1/device: `tether login --device` starts; no credential needed (what it starts is worthless until a signed-in person approves it). */
+  deviceStart(req: DoorRequest): Promise<{ device_code: string; user_code: string; expires_in: number; interval: number }> {
+    return this.opts.guard(req, async () => {
+      const d = this.needCli().startDevice();
+      return { device_code: d.deviceCode, user_code: d.userCode, expires_in: d.expiresIn, interval: d.interval };
+    });
+  }
+
+  /** POST /v1/device/approve: the signed-in page approves the terminal showing `userCode` as this browser's person. Origin required. */
+  deviceApprove(req: DoorRequest, userCode: string): Promise<{ principal: string }> {
+    return this.opts.guard(req, async () => {
+      this.needBrowserPage(req);
+      const cli = this.needCli();
+      const s = this.opts.browser!.use(req.cookie);
+      cli.approveDevice(userCode, s.identity);
+      this.log.info({ remote: req.remote, principal: s.identity.sub, event: 'auth.device_approved' }, 'a terminal sign-in approved');
+      return { principal: s.identity.sub };
+    });
+  }
+
+  /** POST /v1/cli-token with a device code: `{pending: true}` until approved, then the token, once. */
+  devicePoll(req: DoorRequest, deviceCode: string): Promise<{ pending: true } | { token: string; expires_in: number; principal: string }> {
+    return this.opts.guard(req, async () => {
+      const r = await this.needCli().pollDevice(deviceCode);
+      if (r === 'pending') return { pending: true as const };
+      this.log.info({ remote: req.remote, principal: r.sub, event: 'auth.sign_in', via: 'device' }, 'tether login --device signed in');
+      return { token: r.token, expires_in: r.expiresIn, principal: r.sub };
+    });
+  }
+
+  private needCli(): CliLoginDesk {
+    if (!this.opts.cli) throw new TetherError('FAILED_PRECONDITION', 'tether login is off on this gateway (it has no key that can sign tokens)');
+    return this.opts.cli;
   }
 
   private needOidc(): OidcSignIn {

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { asTetherError, httpStatusOf, TetherError } from '../../core/errors.js';
-import { CLI_LOGIN_PATH, CLI_TOKEN_PATH, LOGOUT_PATH, OIDC_CALLBACK_PATH, OIDC_START_PATH } from '../../core/protocol/http-paths.js';
+import { CLI_LOGIN_PATH, CLI_TOKEN_PATH, DEVICE_APPROVE_PATH, DEVICE_PATH, LOGOUT_PATH, OIDC_CALLBACK_PATH, OIDC_START_PATH } from '../../core/protocol/http-paths.js';
 import type { Door, DoorRequest } from '../door/door.js';
 import { cookieOf, keepsSecureCookies, SESSION_COOKIE, setCookie, STATE_COOKIE } from './http-cookies.js';
 import { errorBody, readBody } from './listen-http-login.js';
@@ -22,12 +22,15 @@ const CLI_STATE = /^[\w-]{16,128}$/;
  * - `POST /v1/logout` → 204, the sign-in ended in every tab and the cookie deleted.
  * - `POST /v1/cli-login` `{"challenge", "port", "state"}` (the page, signed in) → 200
  *   `{"redirect", "principal"}`: the `tether login` listener's URL on 127.0.0.1 with a one-time code.
- * - `POST /v1/cli-token` `{"code", "code_verifier"}` (`tether login`) → 200 `{"token", "expires_in", "principal"}`.
+ * - `POST /v1/cli-token` `{"code", "code_verifier"}` (`tether login`) → 200 `{"token", "expires_in", "principal"}`;
+ *   `{"device_code"}` (`tether login --device`) → 200 `{"pending": true}` until approved, then the same.
+ * - `POST /v1/device` (`tether login --device`) → 200 `{"device_code", "user_code", "expires_in", "interval"}`.
+ * - `POST /v1/device/approve` `{"user_code"}` (the page, signed in) → 200 `{"principal"}`.
  */
 export function handleSignInRequest(door: Door, origin: () => string, req: IncomingMessage, res: ServerResponse): boolean {
   const url = new URL(req.url ?? '/', 'http://gateway');
   const path = url.pathname;
-  if (![OIDC_START_PATH, OIDC_CALLBACK_PATH, LOGOUT_PATH, CLI_LOGIN_PATH, CLI_TOKEN_PATH].includes(path)) return false;
+  if (![OIDC_START_PATH, OIDC_CALLBACK_PATH, LOGOUT_PATH, CLI_LOGIN_PATH, CLI_TOKEN_PATH, DEVICE_PATH, DEVICE_APPROVE_PATH].includes(path)) return false;
   const get = path === OIDC_START_PATH || path === OIDC_CALLBACK_PATH;
   if (req.method !== (get ? 'GET' : 'POST')) {
     req.resume();
@@ -47,7 +50,7 @@ export function handleSignInRequest(door: Door, origin: () => string, req: Incom
   const failJson = (err: unknown) => json(httpStatusOf(asTetherError(err).code), errorBody(err));
   const clearState = setCookie(STATE_COOKIE, '', 0, 'Lax');
   const failPage = (err: unknown) => refusalPage(res, err, clearState);
-  if (path !== CLI_LOGIN_PATH && path !== CLI_TOKEN_PATH) req.resume(); // no body read
+  if (![CLI_LOGIN_PATH, CLI_TOKEN_PATH, DEVICE_APPROVE_PATH].includes(path)) req.resume(); // no body read
   switch (path) {
     case OIDC_START_PATH:
       if (!keepsSecureCookies(req)) {
@@ -89,8 +92,21 @@ export function handleSignInRequest(door: Door, origin: () => string, req: Incom
       readBody(req, MAX_BODY_BYTES)
         .then((text) => {
           const b = jsonBody(text);
-          if (typeof b.code !== 'string' || typeof b.code_verifier !== 'string') throw new TetherError('INVALID_ARGUMENT', 'the body must be {"code": "…", "code_verifier": "…"}');
+          if (typeof b.device_code === 'string') return door.web.devicePoll(doorReq, b.device_code);
+          if (typeof b.code !== 'string' || typeof b.code_verifier !== 'string') throw new TetherError('INVALID_ARGUMENT', 'the body must be {"code": "…", "code_verifier": "…"} or {"device_code": "…"}');
           return door.web.cliToken(doorReq, b.code, b.code_verifier);
+        })
+        .then((r) => json(200, r), failJson);
+      break;
+    case DEVICE_PATH:
+      door.web.deviceStart(doorReq).then((r) => json(200, r), failJson);
+      break;
+    case DEVICE_APPROVE_PATH:
+      readBody(req, MAX_BODY_BYTES)
+        .then((text) => {
+          const b = jsonBody(text);
+          if (typeof b.user_code !== 'string' || b.user_code.length > 32) throw new TetherError('INVALID_ARGUMENT', 'the body must be {"user_code": "XXXX-XXXX"}');
+          return door.web.deviceApprove(doorReq, b.user_code);
         })
         .then((r) => json(200, r), failJson);
       break;

@@ -7,7 +7,7 @@
  */
 import { HEARTBEAT_DEFAULTS } from '../../../core/link/heartbeat.js';
 import { backoffDelay, CLIENT_BACKOFF } from '../../../core/util/backoff.js';
-import { CLI_LOGIN_PATH, LOGIN_PATH, LOGOUT_PATH, OIDC_START_PATH, TICKET_PATH, WS_PATH } from '../../../core/protocol/http-paths.js';
+import { CLI_LOGIN_PATH, DEVICE_APPROVE_PATH, LOGIN_PATH, LOGOUT_PATH, OIDC_START_PATH, TICKET_PATH, WS_PATH } from '../../../core/protocol/http-paths.js';
 import { PROTOCOL_VERSION } from '../../../core/protocol/version.js';
 import { ERROR_CODES, TetherError, type ErrorCode } from '../../../core/errors.js';
 import { RpcSocket } from './rpc';
@@ -100,6 +100,11 @@ export class Connection {
   /** `tether login` on this computer: a one-time code for its loopback listener; resolves with the URL to go to. */
   async cliLogin(port: number, challenge: string, state: string): Promise<string> {
     return (await post<{ redirect: string }>(CLI_LOGIN_PATH, { port, challenge, state })).redirect;
+  }
+
+  /** `tether login --device` elsewhere: approves the terminal showing `userCode` as this browser's person. */
+  async approveDevice(userCode: string): Promise<void> {
+    await post(DEVICE_APPROVE_PATH, { user_code: userCode });
   }
 
   /** Forgets the credential and closes the link. */
