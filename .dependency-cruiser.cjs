@@ -29,7 +29,7 @@ const EDGES = [
   {
     name: 'ws-and-http-at-the-edges',
     module: `${pkg('ws')}|^(node:)?https?$`,
-    allowed: '^(core/channel/ws\\.ts|core/link/dial-ws\\.ts|gateway/listen/listen-(ws|acp)\\.ts|gateway/server\\.ts|gateway/listen/listen-http[^/]*\\.ts|gateway/door/http-answer\\.ts)$',
+    allowed: '^(core/channel/ws\\.ts|core/link/dial-ws\\.ts|gateway/listen/listen-(ws|acp)\\.ts|gateway/server\\.ts|gateway/listen/listen-http[^/]*\\.ts|gateway/listen/http-cookies\\.ts|gateway/door/http-answer\\.ts|bin/login-listener\\.ts)$',
   },
   {
     name: 'grpc-at-the-edges',
@@ -39,8 +39,9 @@ const EDGES = [
   {
     name: 'processes-at-the-edges',
     module: '^(node:)?child_process$',
-    allowed: '^agent/(engine-process|engine-version|demo-engine/shell)\\.ts$',
+    allowed: '^(agent/(engine-process|engine-version|demo-engine/shell)|bin/open-browser)\\.ts$',
   },
+  { name: 'openid-client-in-the-door', module: pkg('openid-client'), allowed: '^gateway/door/oidc-sign-in\\.ts$' },
   { name: 'jose-in-core-auth', module: pkg('jose'), allowed: '^core/auth/' },
   { name: 'nats-in-the-gateway-cluster', module: pkg('@nats-io/[^/]+'), allowed: '^gateway/cluster/' },
 ];

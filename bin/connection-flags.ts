@@ -10,6 +10,7 @@ import { readTokenFile } from '../core/auth/token-file.js';
 import { TetherError } from '../core/errors.js';
 import { pick, required } from './args.js';
 import { standardDialers } from '../core/link/dial.js';
+import { storedTokenFor } from './credentials.js';
 
 /** TLS options every client command takes (wss:// and grpcs:// with a private CA, mutual TLS). */
 export const TLS_CLIENT_OPTIONS = {
@@ -36,7 +37,7 @@ export const CONNECTION_OPTIONS = {
 export function connectionHelp(column: number): string {
   return [
     ['--gateway URL', 'gateway URL (env TETHER_GATEWAY); several: repeat or use commas'],
-    ['--token TOKEN', 'client token (env TETHER_TOKEN)'],
+    ['--token TOKEN', 'client token (env TETHER_TOKEN; else the one tether login kept)'],
   ]
     .map(([flag, text]) => `  ${flag}`.padEnd(column) + text)
     .join('\n');
@@ -70,9 +71,11 @@ export function gatewaysFrom(v: Record<string, unknown>): string[] {
 export async function connectFrom(v: Record<string, unknown>, software: string, onStatus?: ConnectOptions['onStatus']): Promise<GatewayClient> {
   const tokenFile = v['token-file'] as string | undefined;
   if (tokenFile !== undefined && v.token !== undefined) throw new TetherError('INVALID_ARGUMENT', 'use --token or --token-file, not both');
+  const gateways = gatewaysFrom(v);
   return GatewayClient.connect({
-    gateway: gatewaysFrom(v),
-    token: tokenFile === undefined ? pick(v.token, 'TETHER_TOKEN') : undefined,
+    gateway: gateways,
+    // --token, then TETHER_TOKEN, then what tether login kept for this gateway.
+    token: tokenFile === undefined ? (pick(v.token, 'TETHER_TOKEN') ?? storedTokenFor(gateways)) : undefined,
     tokenSource: tokenFile === undefined ? undefined : () => readTokenFile(tokenFile),
     dial: {
       ca: pem(pick(v.ca, 'TETHER_CA'), '--ca'),

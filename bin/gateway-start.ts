@@ -33,7 +33,7 @@ export interface StartedGateway {
  */
 export async function startGateway(c: GatewayRunConfig, logger: Logger, opts: { needSigningKey?: boolean; routingLogger?: Logger } = {}): Promise<StartedGateway> {
   const storage = gatewayStorage(c, logger);
-  const auth = gatewayAuthFrom(c, { needSigningKey: opts.needSigningKey });
+  const auth = gatewayAuthFrom(c, { needSigningKey: opts.needSigningKey, logger: logger.child({ component: 'oidc' }) });
   if (auth.auth.verifier === 'off') process.stderr.write(AUTH_OFF_WARNING);
   // Joined before anything listens: a bad, unreachable or unauthenticated cluster stops the gateway here.
   const cluster = c.cluster ? await joinCluster({ ...c, cluster: c.cluster, clusterInsecureNoAuth: c.clusterInsecureNoAuth ?? false }, auth, logger) : undefined;

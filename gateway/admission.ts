@@ -12,7 +12,7 @@ import type { RevocationList } from './door/revocations.js';
 /** Options of {@link openAdmissions}. */
 export interface AdmissionOptions {
   /** How connections authenticate; absent: authentication is off (logged as a warning). */
-  auth?: Pick<DoorOptions, 'verifier' | 'allowOrigins' | 'tickets' | 'login'>;
+  auth?: Pick<DoorOptions, 'verifier' | 'allowOrigins' | 'tickets' | 'login' | 'browser' | 'web'>;
   limits: DoorLimits;
   revocations?: RevocationList;
   logger: Logger;
@@ -52,6 +52,8 @@ export function openAdmissions(gateway: Gateway, opts: AdmissionOptions): Admiss
   });
   if (!door.authEnabled) log.warn('authentication is OFF: anyone who can reach this gateway can run sessions on its agents');
   const liveTokens = new LiveTokens({ skewMs: door.clockToleranceMs, now: () => door.nowMs(), revocations: opts.revocations, logger: log.child({ component: 'tokens' }) });
+  // A browser sign-in that ends (sign-out in any tab, revocation, lifetime) ends every tab's connection.
+  const stopEnding = door.browser?.onEnd((jti, why) => liveTokens.closeJti(jti, why));
   return {
     door,
     gate: (transport, plaintextHttp) => (socket) =>
@@ -81,6 +83,9 @@ export function openAdmissions(gateway: Gateway, opts: AdmissionOptions): Admiss
     watch(connection, admitted) {
       if (admitted.token) liveTokens.track(connection, admitted.token);
     },
-    dispose: () => liveTokens.dispose(),
+    dispose: () => {
+      stopEnding?.();
+      liveTokens.dispose();
+    },
   };
 }

@@ -13,7 +13,10 @@ import { DOOR_DEFAULTS, type DoorLimits } from './door/door-limits.js';
 import { readPolicyFile } from './policy/policy-source.js';
 import { AUDIT_ROTATION_DEFAULTS } from './audit/audit-log.js';
 import { MEMBERSHIP_RATE_DEFAULTS } from './audit/audit-rate.js';
-import { checkClusterKeys, CLUSTER_KEYS } from './cluster/cluster-keys.js';
+import { checkClusterKeys, CLUSTER_KEYS, secretFile } from './cluster/cluster-keys.js';
+import { checkScopes } from '../core/auth/scopes.js';
+import { BROWSER_SESSION_DEFAULTS } from './door/browser-sessions.js';
+import { OIDC_DEFAULTS } from './door/oidc-sign-in.js';
 
 /** Where the gateway listens unless told otherwise: this machine only. */
 export const DEFAULT_GATEWAY_HOST = '127.0.0.1';
@@ -87,6 +90,70 @@ export const AUTH_KEYS = {
   metrics: z.boolean().default(true).meta({ help: 'serve Prometheus metrics at GET /metrics on the HTTP port' }),
 };
 
+/** What `tether config --print` says above `oidc.scopes`. */
+const OIDC_SCOPES_NOTE = `who may use the gateway after signing in with the identity provider: { "<group or claim value>": [scopes] }.
+ A person gets the union of the scopes of every key that is one of their groups (the groupsClaim claim) or their principal
+ (the principalClaim claim, e.g. an email); "*" matches everyone. Scopes: view, create, control, admin, agent:NAME (agent:* every agent).
+ Someone matching no key is refused. Example: { "platform-team": ["control", "create", "agent:buildbox"], "everyone": ["view"] }`;
+
+/** Sign-in with an identity provider (OpenID Connect) and the browser sign-in cookie. */
+export const OIDC_KEYS = {
+  oidc: z
+    .object({
+      issuer: z
+        .string()
+        .superRefine((url, ctx) => {
+          const u = URL.canParse(url) ? new URL(url) : undefined;
+          const loopback = u?.protocol === 'http:' && ['127.0.0.1', 'localhost', '[::1]'].includes(u.hostname);
+          if (!u || (u.protocol !== 'https:' && !loopback)) ctx.addIssue({ code: 'custom', message: `must be an https URL (http only on this machine), got ${JSON.stringify(url)}` });
+        })
+        .optional()
+        .meta({ help: "the identity provider's issuer URL (OpenID Connect discovery): the page offers \"Sign in with NAME\"", flag: 'oidc-issuer' }),
+      clientId: z.string().min(1).optional().meta({ help: 'the client id registered with the identity provider (redirect URI: https://HOST:PORT/v1/oidc/callback)', flag: 'oidc-client-id' }),
+      clientSecretFile: loadableFile(secretFile).optional().meta({ help: 'file holding the client secret (or TETHER_OIDC_CLIENT_SECRET); none: a public client (PKCE only)', flag: 'oidc-client-secret-file' }),
+      clientSecret: z.string().min(1).optional().meta({ help: 'the client secret (no flag: a command line is visible to every user)', secret: true }),
+      principalClaim: z.string().min(1).default('sub').meta({ help: 'the ID token claim that names the person (e.g. email); audit records keep it', flag: 'oidc-principal-claim' }),
+      groupsClaim: z.string().min(1).default('groups').meta({ help: "the claim listing the person's groups, matched against oidc.scopes", flag: 'oidc-groups-claim' }),
+      name: z.string().min(1).max(64).optional().meta({ help: "the identity provider's name on the page's button (default the issuer's host)", flag: 'oidc-name' }),
+      redirectUri: z
+        .string()
+        .superRefine((url, ctx) => {
+          if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) ctx.addIssue({ code: 'custom', message: `must be an http(s) URL, got ${JSON.stringify(url)}` });
+        })
+        .optional()
+        .meta({ help: "the redirect URI registered with the identity provider, when the gateway is reached through another address (a proxy); default its own origin + /v1/oidc/callback", flag: 'oidc-redirect-uri' }),
+      requestScopes: z.array(z.string().min(1)).default(OIDC_DEFAULTS.requestScopes).meta({ help: 'the OAuth scopes asked of the identity provider' }),
+      scopes: z
+        .record(
+          z.string().min(1),
+          z.preprocess(
+            (v) => (typeof v === 'string' ? v.split(/\s+/).filter(Boolean) : v), // a variable's GROUP=SCOPE SCOPE
+            z.array(checkedString((scope) => checkScopes([scope]))).min(1),
+          ),
+        )
+        .default({})
+        .meta({ help: 'group or claim value → scopes, in the config file (in the variable: GROUP=SCOPE SCOPE,GROUP=SCOPE); see tether config --print', note: OIDC_SCOPES_NOTE }),
+    })
+    .strict()
+    .prefault({}),
+  browserSignIn: z
+    .object({
+      idleTimeoutMs: positiveInt(BROWSER_SESSION_DEFAULTS.idleMs, '').meta({ help: "a browser's sign-in (the cookie every tab shares) that bought no WebSocket ticket for this long ends", flag: 'browser-idle-timeout-ms' }),
+      lifetimeMs: positiveInt(BROWSER_SESSION_DEFAULTS.absoluteMs, '').meta({ help: "a browser's sign-in ends this long after it began, its connections too", flag: 'browser-lifetime-ms' }),
+    })
+    .strict()
+    .prefault({}),
+};
+
+/** Checks the OIDC keys go together. */
+export function checkOidc(c: { auth: 'on' | 'off'; oidc: { issuer?: string; clientId?: string; clientSecretFile?: string; clientSecret?: string; scopes: Record<string, string[]> } }, ctx: FinishContext): void {
+  const o = c.oidc;
+  if ((o.issuer === undefined) !== (o.clientId === undefined)) ctx.problem(o.issuer ? 'oidc.clientId' : 'oidc.issuer', 'sign-in with an identity provider needs both --oidc-issuer and --oidc-client-id');
+  if (o.clientSecretFile && o.clientSecret) ctx.problem('oidc.clientSecret', 'give --oidc-client-secret-file or TETHER_OIDC_CLIENT_SECRET, not both');
+  if (o.issuer && c.auth === 'off') ctx.problem('oidc.issuer', 'sign-in with an identity provider needs authentication on (--auth on)');
+  if (o.issuer && Object.keys(o.scopes).length === 0) ctx.problem('oidc.scopes', 'nobody could use the gateway: map at least one group or claim value to scopes (or "*" for everyone) in the config file');
+}
+
 /** TLS on both listeners (wss:// and grpcs://), and mutual TLS when a client CA is given. */
 export const TLS_KEYS = {
   tlsCert: pemFile('serve TLS on both ports with this certificate chain (PEM): wss:// and grpcs://', 'tls-cert'),
@@ -146,6 +213,7 @@ export const gatewaySchema = z
     host: z.string().min(1).default(DEFAULT_GATEWAY_HOST).meta({ help: 'address to listen on (0.0.0.0 or :: for every interface)', flag: 'host' }),
     ...LISTEN_KEYS,
     ...AUTH_KEYS,
+    ...OIDC_KEYS,
     ...TLS_KEYS,
     ...loggingKeys('info'),
     ...LIMIT_KEYS,
@@ -193,6 +261,7 @@ export const GATEWAY_CONFIG: ConfigSpec<typeof gatewaySchema, GatewayConfig> = {
   schema: gatewaySchema,
   finish: (c, ctx) => {
     checkTls(c, ctx);
+    checkOidc(c, ctx);
     checkClusterKeys(c, ctx);
     return resolveGatewayKeys(c, ctx);
   },

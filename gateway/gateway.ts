@@ -167,7 +167,7 @@ export class Gateway {
         channel.close('UNAVAILABLE', reason);
       });
       log.info({ role: hello.role, agent: hello.agent?.name }, 'peer connected');
-      return { protocol_version: PROTOCOL_VERSION, gateway_id: this.id, capabilities: this.capabilities, principal: principal.sub, token_expires_at: auth?.expiresAt.toISOString(), ...(hello.role === 'client' ? { may: { create: principal.canCreate, control: principal.canControl } } : {}) };
+      return { protocol_version: PROTOCOL_VERSION, gateway_id: this.id, capabilities: this.capabilities, principal: principal.sub, ...(principal.name ? { principal_name: principal.name } : {}), token_expires_at: auth?.expiresAt.toISOString(), ...(hello.role === 'client' ? { may: { create: principal.canCreate, control: principal.canControl } } : {}) };
     });
     void peer.run().then((info) => {
       clearTimeout(helloTimer);

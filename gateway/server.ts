@@ -9,6 +9,8 @@ import type { Door, Admission } from './door/door.js';
 import { DOOR_DEFAULTS, LISTEN_BACKLOG, type DoorLimits } from './door/door-limits.js';
 import type { Gateway } from './gateway.js';
 import type { LoginDesk } from '../core/auth/login-codes.js';
+import type { BrowserSessions } from './door/browser-sessions.js';
+import type { WebSignInOptions } from './door/web-sign-in.js';
 import type { RevocationList } from './door/revocations.js';
 import { loadWebAssets } from './listen/listen-http-web.js';
 import { attachWsListener } from './listen/listen-ws.js';
@@ -32,6 +34,10 @@ export interface GatewayAuthOptions {
   tickets?: TicketOptions;
   /** Web sign-in codes traded for client tokens (POST /v1/login); absent: the page cannot sign in by link. */
   login?: LoginDesk;
+  /** Browser sign-ins: one cookie per browser that buys tickets for every tab; absent: each tab keeps its own token. */
+  browser?: BrowserSessions;
+  /** Sign-in with an identity provider and `tether login`. */
+  web?: Omit<WebSignInOptions, 'browser' | 'guard' | 'login'>;
 }
 
 export interface GatewayServerOptions {
@@ -108,12 +114,12 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
   const limits = { ...DOOR_DEFAULTS, ...opts.doorLimits };
   const admissions = openAdmissions(gateway, { auth: opts.auth, limits, revocations: opts.revocations, logger: log });
   const wantGrpc = opts.grpcPort !== undefined && opts.grpcPort !== null;
-  const state: { grpc?: GrpcListener; closing?: Promise<void> } = {};
+  const state: { grpc?: GrpcListener; closing?: Promise<void>; origin?: string } = {};
   const readiness = readinessOf(gateway, admissions.door, opts.readinessChecks ?? [], () =>
     state.closing ? 'shutting down' : !http.listening ? 'HTTP/WebSocket listener not bound' : wantGrpc && !state.grpc ? 'gRPC listener not bound' : undefined,
   );
   const http = createHttpListener(
-    { ops: { readiness, metrics: opts.metrics === false ? undefined : gateway.metrics }, door: admissions.door, web: opts.webRoot === false ? false : loadWebAssets(opts.webRoot) },
+    { ops: { readiness, metrics: opts.metrics === false ? undefined : gateway.metrics }, door: admissions.door, web: opts.webRoot === false ? false : loadWebAssets(opts.webRoot), origin: () => state.origin ?? '' },
     limits,
     opts.tls,
   );
@@ -131,6 +137,7 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
   }
   const urls = gatewayUrls(host, port, state.grpc?.port, opts.tls !== undefined);
   admissions.door.allowOrigin(urls.origin); // same-origin pages of the gateway itself
+  state.origin = urls.origin;
   const ready = readiness();
   log.info({ ready: ready.ready, checks: ready.checks }, ready.ready ? 'gateway ready' : 'gateway listening but not ready');
   return {

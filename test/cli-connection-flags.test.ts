@@ -34,8 +34,8 @@ describe('connection flags', () => {
   });
 
   it('prints the two lines, --gateway saying it takes several', () => {
-    expect(connectionHelp(18)).toBe('  --gateway URL   gateway URL (env TETHER_GATEWAY); several: repeat or use commas\n  --token TOKEN   client token (env TETHER_TOKEN)');
-    expect(connectionHelp(27)).toBe('  --gateway URL            gateway URL (env TETHER_GATEWAY); several: repeat or use commas\n  --token TOKEN            client token (env TETHER_TOKEN)');
+    expect(connectionHelp(18)).toBe('  --gateway URL   gateway URL (env TETHER_GATEWAY); several: repeat or use commas\n  --token TOKEN   client token (env TETHER_TOKEN; else the one tether login kept)');
+    expect(connectionHelp(27)).toBe('  --gateway URL            gateway URL (env TETHER_GATEWAY); several: repeat or use commas\n  --token TOKEN            client token (env TETHER_TOKEN; else the one tether login kept)');
   });
 
   it('--gateway repeats: every client command gets each one', () => {

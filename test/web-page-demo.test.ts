@@ -52,7 +52,7 @@ describe('web page (demo engine): issue 28', () => {
     await alice.page.getByRole('alert').filter({ hasText: 'The session in this address is not on the gateway any more' }).waitFor();
     await alice.page.getByRole('button', { name: 'Start session' }).waitFor();
     await expect(alice.page.getByTestId('principal').textContent()).resolves.toBe('alice');
-    expect(await alice.page.evaluate(() => sessionStorage.getItem('tether.token'))).not.toBeNull();
+    expect((await alice.context.cookies()).map((c) => c.name)).toContain('__Host-tether_session'); // the browser's sign-in, for every tab
     expect(alice.page.url()).not.toContain('#session=');
     await alice.page.reload(); // and the sign-in lasts
     await expect(alice.page.getByTestId('principal').textContent()).resolves.toBe('alice');

@@ -13,6 +13,7 @@ export const gatewayCommand = programCommand(
     summary: 'run a gateway that agents and clients connect to',
     usage: `Usage: tether gateway [--host ${DEFAULT_GATEWAY_HOST}] [--port ${DEFAULT_GATEWAY_PORT}] [--grpc-port ${DEFAULT_GRPC_PORT}] [--state-dir DIR | --key FILE]
                       [--jwks-url URL] [--auth on|off] [--allow-origin ORIGIN]... [--log-level info]
+                      [--oidc-issuer URL --oidc-client-id ID [--oidc-client-secret-file FILE]]
                       [--cluster nats://HOST:PORT] [--config FILE]
 
 Runs the gateway: agents dial out to it, clients connect to it, it routes sessions. Every

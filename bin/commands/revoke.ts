@@ -12,7 +12,8 @@ export const revokeCommand: Command = {
 Adds a revocation to STATE_DIR/${REVOCATIONS_FILE} (kept across restarts). A gateway running
 with that state folder reads it within ${REVOCATION_POLL_MS} ms, closes every live connection
 that holds a matching token (PERMISSION_DENIED, WebSocket close 4403, "token revoked") and
-refuses it from then on. In a cluster that gateway publishes it to the cluster's store, and
+refuses it from then on. A revocation by --sub also ends that subject's browser sign-ins
+(every tab is signed out) and terminal sign-ins' tokens issued up to now. In a cluster that gateway publishes it to the cluster's store, and
 every other gateway does the same within a second.
 
 Options:

@@ -31,6 +31,12 @@ export type AuthFailureReason =
   | 'host_key'
   | 'rate_limited'
   | 'revoked'
+  | 'no_session'
+  | 'signed_out'
+  | 'oidc_state'
+  | 'oidc_refused'
+  | 'no_scopes'
+  | 'cli_code'
   | 'internal';
 
 /** A refused credential: a TetherError whose details carry the reason. */

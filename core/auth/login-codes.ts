@@ -60,7 +60,7 @@ export class LoginDesk {
    * an expired, forged or malformed code is refused with UNAUTHENTICATED (reason
    * `login_used` for a second use).
    */
-  async redeem(code: string): Promise<{ token: string; expiresIn: number; sub: string }> {
+  async redeem(code: string): Promise<{ token: string; expiresIn: number; sub: string; scopes: string[] }> {
     if (claimedKind(code, 'sign-in code') !== 'login') throw authError('UNAUTHENTICATED', 'wrong_type', 'not a sign-in code (tether up and tether login-link print them)');
     const now = this.now();
     let payload: Record<string, unknown>;
@@ -84,7 +84,7 @@ export class LoginDesk {
     const sub = String(payload.sub);
     const scope = typeof payload.scope === 'string' ? payload.scope.split(' ').filter(Boolean) : [];
     const token = await mintToken({ key: this.key, kind: 'client', sub, scopes: scope, ttlSeconds: this.tokenTtl, now });
-    return { token, expiresIn: this.tokenTtl, sub };
+    return { token, expiresIn: this.tokenTtl, sub, scopes: scope };
   }
 
   private sweep(nowMs: number): void {

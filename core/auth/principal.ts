@@ -6,6 +6,8 @@
 export interface Principal {
   /** Subject: a person, service or agent name. Shown in presence and audit. */
   sub: string;
+  /** A display name from the identity provider (`name` claim), where one is known; audit keeps `sub`. */
+  name?: string;
   /** Which hello role this principal may take. */
   kind: 'agent' | 'client' | 'any';
   /** For agent principals: the one agent name it may register as (undefined: any). */

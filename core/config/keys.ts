@@ -14,6 +14,8 @@ export interface KeyMeta {
   env?: string | false;
   /** Masked by `tether config --print`; never logged. */
   secret?: boolean;
+  /** How to read the value, printed above the key by `tether config --print` (a key whose shape needs explaining). */
+  note?: string;
 }
 
 /** How text from a flag or an environment variable becomes a value of the key's type. */
@@ -29,6 +31,8 @@ export interface ConfigKey {
   flag?: string;
   env?: string;
   secret: boolean;
+  /** See {@link KeyMeta.note}. */
+  note?: string;
   kind: KeyKind;
   /** `null` is allowed (written `off` in a flag or variable). */
   nullable: boolean;
@@ -80,6 +84,7 @@ export function keysOf(schema: z.ZodObject, prefix: string[] = []): ConfigKey[] 
       flag: meta.flag,
       env: meta.env === false ? undefined : (meta.env ?? defaultEnvName(path)),
       secret: meta.secret === true,
+      note: meta.note,
       kind: kindOf(inner.def.type),
       nullable,
       defaultValue,

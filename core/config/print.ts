@@ -37,12 +37,24 @@ export function renderConfig(loaded: LoadedConfig<unknown>, opts: { json?: boole
   if (opts.json) return JSON.stringify(shown, null, 2) + '\n';
   const doc = new Document(shown);
   doc.commentBefore = ` effective configuration of tether ${loaded.program}${loaded.file ? ` (config file ${loaded.file})` : ''}; secrets masked`;
+  for (const key of loaded.keys) {
+    const name = key.note ? keyNodeAt(doc, key.path) : undefined;
+    if (name) name.commentBefore = ` ${key.note}`;
+  }
   for (const [name, source] of Object.entries(loaded.sources)) {
     const node = doc.getIn(name.split('.'), true) as Node | undefined;
     if (node && isScalar(node)) node.comment = ` ${source}`;
     else if (node) node.commentBefore = ` ${source}`;
   }
   return doc.toString({ lineWidth: 0 });
+}
+
+/** The key node of the map entry at `path`: a comment on it prints above the key. */
+function keyNodeAt(doc: Document, path: string[]): Node | undefined {
+  const parent = path.length > 1 ? doc.getIn(path.slice(0, -1), true) : doc.contents;
+  const items = (parent as { items?: { key: unknown }[] } | null)?.items;
+  const key = items?.find((p) => isScalar(p.key) && p.key.value === path[path.length - 1])?.key;
+  return isScalar(key) ? key : undefined;
 }
 
 function valueAt(obj: unknown, path: string[]): unknown {

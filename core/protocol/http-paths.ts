@@ -9,3 +9,17 @@ export const WS_PATH = '/v1/connect';
 export const TICKET_PATH = '/v1/ticket';
 /** POST: a web sign-in code traded for a client token (GET: whether sign-in by link is on). */
 export const LOGIN_PATH = '/v1/login';
+/** GET: starts a sign-in with the gateway's identity provider (a redirect to it). */
+export const OIDC_START_PATH = '/v1/oidc/start';
+/** GET: where the identity provider sends the browser back (the redirect URI to register). */
+export const OIDC_CALLBACK_PATH = '/v1/oidc/callback';
+/** POST: ends this browser's sign-in, in every tab. */
+export const LOGOUT_PATH = '/v1/logout';
+/** POST: the signed-in page hands `tether login` a one-time code (answer: the loopback URL to go to). */
+export const CLI_LOGIN_PATH = '/v1/cli-login';
+/** POST: `tether login` trades that code and its verifier for a client token. */
+export const CLI_TOKEN_PATH = '/v1/cli-token';
+/** POST: `tether login --device` starts a sign-in a person approves on another device (answer: the device code and the code to type). */
+export const DEVICE_PATH = '/v1/device';
+/** POST: the signed-in page approves a `tether login --device` by the code the terminal shows. */
+export const DEVICE_APPROVE_PATH = '/v1/device/approve';

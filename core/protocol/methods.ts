@@ -68,6 +68,8 @@ export const HelloResult = z.object({
   gateway_id: z.string(),
   capabilities: z.array(z.string()),
   principal: z.string(),
+  /** The principal's display name from the identity provider, where known (a browser signed in with it); `principal` stays the stable subject. */
+  principal_name: z.string().optional(),
   /** When this connection's token expires (ISO 8601; absent without one): renew before it with auth.renew. */
   token_expires_at: z.string().optional(),
   /** Clients: what this token lets them do, so they offer no control they cannot use (the gateway still checks every call). */

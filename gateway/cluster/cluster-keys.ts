@@ -5,8 +5,8 @@ import { pemFile } from '../../core/config/tls-keys.js';
 import type { FinishContext } from '../../core/config/load.js';
 import { parseClusterUrl } from './cluster-url.js';
 
-/** A file that must be readable and not empty when the configuration is loaded. */
-function secretFile(path: string): void {
+/** A file that must be readable and not empty when the configuration is loaded (also the OIDC client secret's). */
+export function secretFile(path: string): void {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');

@@ -8,6 +8,8 @@ import { scrubUrl, silentLogger, type Logger } from '../../core/logging.js';
 import { addressOf, type AuthFailureLimiter, type Reservation } from './door-limits.js';
 import { ANONYMOUS, type Principal } from './principal.js';
 import type { RevocationList } from './revocations.js';
+import type { BrowserSessions } from './browser-sessions.js';
+import { WebSignIn, type WebSignInOptions } from './web-sign-in.js';
 
 /**
  * Counts a refused credential with `count` (the gateway's metrics: `tether_auth_failures_total`
@@ -38,6 +40,10 @@ export interface DoorOptions {
   failures?: AuthFailureLimiter;
   /** Revoked tokens (`tether revoke`), refused like bad ones. */
   revocations?: RevocationList;
+  /** Browser sign-ins (the cookie that buys tickets); absent: tickets only for bearer tokens. */
+  browser?: BrowserSessions;
+  /** Sign-in with an identity provider and `tether login` (web-sign-in.ts). */
+  web?: Omit<WebSignInOptions, 'browser' | 'guard' | 'login' | 'logger'>;
 }
 
 /** What the door decided for one connection. */
@@ -60,18 +66,25 @@ export interface DoorRequest {
   ticket?: string;
   /** The request path, for logs (query scrubbed of tickets before it is logged). */
   path?: string;
+  /** The browser sign-in cookie's value (HTTP endpoints only; never a WebSocket's). */
+  cookie?: string;
 }
 
 /**
  * Authentication at the door, before any gateway state exists for a connection: checks the
  * Origin against the allow list (even with authentication off: a page elsewhere must never
  * drive a local gateway), then a one-time ticket or the bearer token, and resolves with the
- * principal routing will use. Cookies are never looked at. Every refusal is counted through
+ * principal routing will use. A browser sign-in cookie is looked at only where it buys a
+ * ticket (POST /v1/ticket, Origin required) and by the sign-in endpoints. Every refusal is counted through
  * `onAuthFailure` and logged (warn, `event: "auth.failed"`) with its reason, never with the
  * token or ticket.
  */
 export class Door {
   readonly tickets: TicketBook;
+  /** Browser sign-ins (absent: none on this gateway). */
+  readonly browser: BrowserSessions | undefined;
+  /** The browser's sign-in endpoints: link, identity provider, sign-out, `tether login`. */
+  readonly web: WebSignIn;
   private readonly origins = new Set<string>();
   private readonly log: Logger;
 
@@ -79,6 +92,10 @@ export class Door {
     this.log = opts.logger ?? silentLogger;
     this.tickets = new TicketBook(opts.tickets);
     for (const o of opts.allowOrigins ?? []) this.allowOrigin(o);
+    this.browser = opts.verifier === 'off' ? undefined : opts.browser;
+    this.web = new WebSignIn({ ...opts.web, login: opts.login, browser: this.browser, logger: this.log, guard: (req, work) => this.guard(req, work) });
+    // A revocation ends the browser sign-ins it covers at once, not only at their next ticket.
+    opts.revocations?.onChange(() => this.browser?.endWhere((s) => this.isRevoked(s.token), 'revoked (tether revoke)'));
   }
 
   /** Whether tokens are checked (false: --auth off). */
@@ -145,45 +162,72 @@ export class Door {
   }
 
   /**
-   * POST /v1/ticket: a one-time ticket for the client token in `req.authorization`, bound
-   * to its principal and to `req.origin`. Refusals are counted and logged like admit()'s.
+   * POST /v1/ticket: a one-time ticket for the client token in `req.authorization`, or, with
+   * no Authorization, for the browser sign-in in `req.cookie` (then an allowed Origin is
+   * required: the cookie serves the gateway's page only). Bound to its principal and to
+   * `req.origin`. Refusals are counted and logged like admit()'s.
    */
   async issueTicket(req: DoorRequest): Promise<{ ticket: string; expires_in: number }> {
+    return this.guard(req, async () => {
+      const verified = req.authorization === undefined && this.browser ? this.browserToken(req) : await this.bearer(req);
+      const { ticket, expiresIn } = await this.tickets.issue(verified.principal, normalizeOrigin(req.origin ?? ''), verified);
+      return { ticket, expires_in: expiresIn };
+    });
+  }
+
+  /**
+   * Runs one sign-in or ticket request at the door: the Origin checked, refused with
+   * FAILED_PRECONDITION when authentication is off, the address's failure budget taken
+   * (refunded when `work` succeeds); a refusal is counted and logged like admit()'s.
+   */
+  async guard<T>(req: DoorRequest, work: () => Promise<T>): Promise<T> {
     let reserved: Reservation | undefined;
     try {
       this.checkOrigin(req.origin);
-      if (this.opts.verifier === 'off') throw new TetherError('FAILED_PRECONDITION', 'authentication is off on this gateway: connect without a ticket');
+      if (this.opts.verifier === 'off') throw new TetherError('FAILED_PRECONDITION', 'authentication is off on this gateway: connect without a ticket or sign-in');
       reserved = this.opts.failures?.take(addressOf(req.remote));
-      const verified = await this.opts.verifier.verify(bearerToken(req.authorization));
-      if (verified.kind !== 'client') throw authError('PERMISSION_DENIED', 'wrong_type', 'tickets are for clients: this is an agent token');
-      this.checkRevoked(verified);
+      const result = await work();
       reserved?.refund();
-      const { ticket, expiresIn } = await this.tickets.issue(verified.principal, normalizeOrigin(req.origin ?? ''), verified);
-      return { ticket, expires_in: expiresIn };
+      return result;
     } catch (err) {
       throw this.refused(req, err, reserved);
     }
   }
 
+  private async bearer(req: DoorRequest): Promise<VerifiedToken> {
+    if (this.opts.verifier === 'off') throw new TetherError('FAILED_PRECONDITION', 'authentication is off');
+    const verified = await this.opts.verifier.verify(bearerToken(req.authorization));
+    if (verified.kind !== 'client') throw authError('PERMISSION_DENIED', 'wrong_type', 'tickets are for clients: this is an agent token');
+    this.checkRevoked(verified);
+    return verified;
+  }
+
+  /** The token of the browser sign-in a cookie holds; a revoked one is ended here. */
+  private browserToken(req: DoorRequest): VerifiedToken {
+    const s = this.browser!.use(req.cookie);
+    if (req.origin === undefined) throw authError('PERMISSION_DENIED', 'origin', "a browser sign-in buys tickets only for the gateway's page (the request has no Origin)");
+    if (this.isRevoked(s.token)) {
+      this.browser!.end(req.cookie, 'revoked (tether revoke)');
+      throw authError('UNAUTHENTICATED', 'signed_out', 'your sign-in was revoked on this gateway (tether revoke): sign in again');
+    }
+    return s.token;
+  }
+
   /**
    * POST /v1/login: trades a single-use sign-in code for a client token (the web page keeps
-   * it for the tab). Refusals are counted and logged like admit()'s; FAILED_PRECONDITION when
+   * it for the tab) and, where browser sign-ins are on and `withCookie` (the browser keeps
+   * Secure cookies), a browser sign-in whose cookie every tab shares.
+   * Refusals are counted and logged like admit()'s; FAILED_PRECONDITION when
    * this gateway has no sign-in desk (authentication off, or no key that can sign).
    */
-  async signIn(req: DoorRequest, code: string): Promise<{ token: string; expires_in: number; principal: string }> {
-    let reserved: Reservation | undefined;
-    try {
-      this.checkOrigin(req.origin);
-      if (this.opts.verifier === 'off') throw new TetherError('FAILED_PRECONDITION', 'authentication is off on this gateway: the page needs no sign-in');
+  async signIn(req: DoorRequest, code: string, withCookie = false): Promise<{ body: { token: string; expires_in: number; principal: string }; cookie?: string }> {
+    return this.guard(req, async () => {
       if (!this.opts.login) throw new TetherError('FAILED_PRECONDITION', 'web sign-in is off on this gateway (it has no key that can sign tokens)');
-      reserved = this.opts.failures?.take(addressOf(req.remote)); // sign-in codes are guessable secrets too
       const r = await this.opts.login.redeem(code);
-      reserved?.refund();
       this.log.info({ transport: req.transport, remote: req.remote, principal: r.sub, event: 'auth.sign_in' }, 'signed in with a sign-in link');
-      return { token: r.token, expires_in: r.expiresIn, principal: r.sub };
-    } catch (err) {
-      throw this.refused(req, err, reserved);
-    }
+      const cookie = withCookie ? this.browser?.create({ sub: r.sub, scopes: r.scopes, via: 'link' }) : undefined;
+      return { body: { token: r.token, expires_in: r.expiresIn, principal: r.sub }, cookie };
+    });
   }
 
   /** Whether a request with this Origin header may proceed (no Origin: yes, the token decides). */
@@ -193,8 +237,12 @@ export class Door {
     return normal !== undefined && this.origins.has(normal);
   }
 
+  private isRevoked(token: VerifiedToken): boolean {
+    return this.opts.revocations?.match({ sub: token.principal.sub, jti: token.jti, issuedAt: token.issuedAt }) !== undefined;
+  }
+
   private checkRevoked(token: VerifiedToken): void {
-    if (this.opts.revocations?.match({ sub: token.principal.sub, jti: token.jti, issuedAt: token.issuedAt })) {
+    if (this.isRevoked(token)) {
       throw authError('PERMISSION_DENIED', 'revoked', 'token revoked (tether revoke)');
     }
   }

@@ -77,6 +77,18 @@ export class LiveTokens {
     this.log.debug({ remote: channel.remote, sub: fresh.principal.sub, expiresAt: fresh.expiresAt.toISOString() }, 'token renewed');
   }
 
+  /**
+   * Closes every live connection admitted with the token `jti` (a browser sign-in that
+   * ended: signed out, expired, revoked) with UNAUTHENTICATED, saying `why`.
+   */
+  closeJti(jti: string, why: string): void {
+    for (const [channel, t] of this.live) {
+      if (t.token.jti !== jti) continue;
+      this.log.info({ remote: channel.remote, sub: t.token.principal.sub, why }, 'browser sign-in ended; closing its connection');
+      channel.close('UNAUTHENTICATED', `your sign-in ended: ${why}`);
+    }
+  }
+
   /** Stops watching revocations and every expiry timer (connections are closed by their owner). */
   dispose(): void {
     this.stopWatching?.();

@@ -4,6 +4,7 @@ import type { Door } from '../door/door.js';
 import { DEADLINE_CHECK_INTERVAL_MS, type DoorLimits } from '../door/door-limits.js';
 import { handleLoginRequest } from './listen-http-login.js';
 import { handleOpsRequest, type OpsEndpoints } from './listen-http-ops.js';
+import { handleSignInRequest } from './listen-http-sign-in.js';
 import { handleTicketRequest } from './listen-http-ticket.js';
 import { handleWebRequest, type WebAssets } from './listen-http-web.js';
 
@@ -20,11 +21,13 @@ export interface HttpRoutes {
   door: Door;
   /** The web page at `/`: false serves none; undefined, a page that is not built (`/` says how to build it). */
   web: WebAssets | undefined | false;
+  /** The gateway's own origin (scheme://host:port), known once it listens: the default OIDC redirect URI's. */
+  origin: () => string;
 }
 
 /**
  * The HTTP(S) server under the gateway's port, not yet listening: /healthz, /readyz and
- * /metrics, POST /v1/ticket and /v1/login, the web page, and 404 JSON for anything else
+ * /metrics, POST /v1/ticket and /v1/login, the browser sign-in endpoints (listen-http-sign-in.ts), the web page, and 404 JSON for anything else
  * (WebSocket upgrades are attached by their listeners). Headers must arrive within
  * `headersTimeoutMs` and a request within `requestTimeoutMs` (slowloris, half-open TCP).
  */
@@ -33,6 +36,7 @@ export function createHttpListener(routes: HttpRoutes, limits: Pick<DoorLimits, 
     if (handleOpsRequest(routes.ops, req, res)) return;
     if (handleTicketRequest(routes.door, req, res)) return;
     if (handleLoginRequest(routes.door, req, res)) return;
+    if (handleSignInRequest(routes.door, routes.origin, req, res)) return;
     if (routes.web !== false && handleWebRequest(routes.web, req, res)) return;
     res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}');
   };

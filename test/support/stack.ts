@@ -10,6 +10,7 @@ import { acpEndpoint } from '../../bin/acp-endpoint.js';
 import { GatewayClient } from '../../client/gateway-client.js';
 import { generateTokenKey } from '../../core/auth/keygen.js';
 import { LoginDesk } from '../../core/auth/login-codes.js';
+import { BrowserSessions } from '../../gateway/door/browser-sessions.js';
 import type { TokenAlg, TokenKey } from '../../core/auth/keys.js';
 import { mintToken } from '../../core/auth/mint.js';
 import { TokenVerifier } from '../../core/auth/verify.js';
@@ -114,7 +115,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     logger: opts.logger,
     maxFrameBytes: opts.maxFrameBytes,
     acp: acpEndpoint(), // as the CLI's gateway does
-    auth: key ? { verifier: new TokenVerifier({ keys: [key], now: authOpts?.now }), allowOrigins: authOpts?.allowOrigins, login: new LoginDesk(key, { now: authOpts?.now }) } : { verifier: 'off' },
+    auth: key ? { verifier: new TokenVerifier({ keys: [key], now: authOpts?.now }), allowOrigins: authOpts?.allowOrigins, login: new LoginDesk(key, { now: authOpts?.now }), browser: new BrowserSessions() } : { verifier: 'off' },
   });
   const urlFor = (t: TransportName | undefined) => (t === 'grpc' ? server.grpcUrl! : server.url);
   const url = urlFor(opts.clientTransport);

@@ -9,6 +9,7 @@ import { openFailure } from './messages';
 import { TetherError } from '../../../core/errors.js';
 import { linkTrouble } from './wording';
 import { useStore } from './store';
+import { CliLoginPanel, cliLoginInHash, type CliLoginAsk } from './cli-login';
 
 const conn = new Connection();
 
@@ -40,6 +41,7 @@ function Views() {
   const [booting, setBooting] = useState(true);
   const [error, setError] = useState<string>();
   const [session, setSession] = useState<OpenSession>();
+  const [cliAsk, setCliAsk] = useState<CliLoginAsk | undefined>(cliLoginInHash);
 
   // The link's changes are said aloud: lost (with why) and back; the retries between are not.
   const wasDown = useRef(false);
@@ -60,7 +62,7 @@ function Views() {
         setError(err instanceof TetherError ? err.message : linkTrouble(err)); // the gateway's words, or what the network did
         return setBooting(false);
       }
-      if (conn.hasCredential) await conn.start(); // only refused credentials sign out (connection.ts)
+      await conn.start(); // with no credential the sign-in page; only refused credentials sign out with a message (connection.ts)
       const id = sessionInHash();
       // A session that cannot be opened (gone, not ours, unreachable): back to the dashboard, still signed in.
       if (id && conn.state.get().status === 'connected') await open(() => OpenSession.attach(conn, id, false), true);
@@ -91,11 +93,23 @@ function Views() {
       <main class="center signin">
         <h1>Tether</h1>
         {error ? <p class="error" role="alert">Sign-in failed: {error}</p> : link.message ? <p>{link.message}</p> : null}
-        <p>Open the sign-in link that <code>tether up</code> printed, or ask for one on the gateway's server:</p>
+        {link.oidc && (
+          <p>
+            <button onClick={() => conn.signInWithProvider(cliAsk ? location.hash : '')}>Sign in with {link.oidc.name}</button>
+          </p>
+        )}
+        <p>{link.oidc ? 'Or open' : 'Open'} the sign-in link that <code>tether up</code> printed, or ask for one on the gateway's server:</p>
         <pre>tether login-link --sub YOUR-NAME --url {location.origin}</pre>
-        <p class="muted">A link works once and for a few minutes; this tab keeps its sign-in until it closes.</p>
+        <p class="muted">A link works once and for a few minutes; this browser stays signed in, in every tab, until you sign out.</p>
       </main>
     );
+  }
+  if (cliAsk && link.status === 'connected') {
+    const done = () => {
+      history.replaceState(null, '', location.pathname);
+      setCliAsk(undefined);
+    };
+    return <CliLoginPanel conn={conn} ask={cliAsk} who={link.name ?? link.principal ?? ''} onDone={done} />;
   }
   return (
     <>
@@ -103,8 +117,8 @@ function Views() {
       <div class="sticky-top">
         <header class="top">
           <button class="brand" onClick={leave} title="Back to the dashboard">Tether</button>
-          <span class="who" data-testid="principal">{link.principal}</span>
-          {link.auth && <button onClick={() => { void session?.close(); setSession(undefined); conn.signOut(); }}>Sign out</button>}
+          <span class="who" data-testid="principal" title={link.name ? link.principal : undefined}>{link.name ?? link.principal}</span>
+          {link.auth && <button onClick={() => { void session?.close(); setSession(undefined); void conn.logOut(); }}>Sign out</button>}
         </header>
         {link.status !== 'connected' && (
           <div class="banner" data-testid="link-banner">{link.message ?? 'Connecting…'}</div>

@@ -1,12 +1,13 @@
 /**
- * The page's link to the gateway: the client credential kept for this tab (sessionStorage),
- * a fresh single-use ticket for every WebSocket (POST /v1/ticket, docs/protocol.md), hello,
- * and reconnection with backoff. Sessions re-attach themselves from their last seq when
- * `onReconnect` fires.
+ * The page's link to the gateway: the credential (this browser's sign-in cookie, which every
+ * tab shares and no script can read; or, where the browser keeps no cookie, a client token
+ * kept for this tab in sessionStorage), a fresh single-use ticket for every WebSocket
+ * (POST /v1/ticket, docs/protocol.md), hello, and reconnection with backoff. Sessions
+ * re-attach themselves from their last seq when `onReconnect` fires.
  */
 import { HEARTBEAT_DEFAULTS } from '../../../core/link/heartbeat.js';
 import { backoffDelay, CLIENT_BACKOFF } from '../../../core/util/backoff.js';
-import { LOGIN_PATH, TICKET_PATH, WS_PATH } from '../../../core/protocol/http-paths.js';
+import { CLI_LOGIN_PATH, DEVICE_APPROVE_PATH, LOGIN_PATH, LOGOUT_PATH, OIDC_START_PATH, TICKET_PATH, WS_PATH } from '../../../core/protocol/http-paths.js';
 import { PROTOCOL_VERSION } from '../../../core/protocol/version.js';
 import { ERROR_CODES, TetherError, type ErrorCode } from '../../../core/errors.js';
 import { RpcSocket } from './rpc';
@@ -26,6 +27,10 @@ export type LinkStatus = 'signed-out' | 'connecting' | 'connected' | 'down' | 'r
 export interface LinkState {
   status: LinkStatus;
   principal?: string;
+  /** The person's display name from the identity provider, where known. */
+  name?: string;
+  /** The identity provider the page may offer ("Sign in with NAME"), if the gateway has one. */
+  oidc?: { name: string };
   /** Why the page is signed out or the link is down, for the person. */
   message?: string;
   /** Whether the gateway checks tokens at all (false: --auth off). */
@@ -39,7 +44,15 @@ async function httpError(res: Response): Promise<TetherError> {
   const body = await res.json().catch(() => undefined);
   const named = body?.error?.code;
   const code: ErrorCode = (ERROR_CODES as readonly unknown[]).includes(named) ? named : res.status === 401 ? 'UNAUTHENTICATED' : 'UNAVAILABLE';
-  return new TetherError(code, String(body?.error?.message ?? `HTTP ${res.status}`));
+  const reason = body?.error?.reason;
+  return new TetherError(code, String(body?.error?.message ?? `HTTP ${res.status}`), typeof reason === 'string' ? { reason } : undefined);
+}
+
+/** JSON POST to one of the gateway's endpoints (the sign-in cookie goes with it: same origin); its refusal as a TetherError. */
+async function post<T>(path: string, body?: unknown): Promise<T> {
+  const res = await fetch(path, { method: 'POST', headers: body === undefined ? {} : { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(HEARTBEAT_DEFAULTS.timeoutMs) });
+  if (!res.ok) throw await httpError(res);
+  return (res.status === 204 ? undefined : await res.json()) as T;
 }
 
 export class Connection {
@@ -52,25 +65,46 @@ export class Connection {
   private wake: (() => void) | undefined;
   private readonly reconnected = new Set<(request: RpcSocket['request']) => Promise<void>>();
 
-  /** Signs in with a code from a sign-in link; resolves once the token is kept. */
+  /**
+   * Signs in with a code from a sign-in link. Where the gateway set this browser's sign-in
+   * cookie (every tab shares it, Sign out ends it everywhere), the token is not kept; where
+   * the browser keeps no cookie (plain http off this machine), the tab keeps the token.
+   */
   async signIn(code: string): Promise<void> {
     const res = await fetch(LOGIN_PATH, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code }) });
     if (!res.ok) throw await httpError(res);
-    const body = (await res.json()) as { token: string; principal: string };
+    const body = (await res.json()) as { token: string; principal: string; browser_session?: boolean };
+    if (body.browser_session) return;
     sessionStorage.setItem(TOKEN_KEY, body.token);
     sessionStorage.setItem(PRINCIPAL_KEY, body.principal);
   }
 
-  /** Whether the tab holds a credential (or the gateway needs none). */
-  get hasCredential(): boolean {
-    return !this.state.get().auth || sessionStorage.getItem(TOKEN_KEY) !== null;
-  }
-
-  /** Asks the gateway whether it checks tokens at all. */
+  /** Asks the gateway whether it checks tokens at all, and which identity provider it offers. */
   async probe(): Promise<void> {
     const res = await fetch(LOGIN_PATH).catch(() => undefined);
     const body = res?.ok ? await res.json() : undefined;
-    this.state.update({ auth: body?.auth !== 'off' });
+    this.state.update({ auth: body?.auth !== 'off', oidc: typeof body?.oidc?.name === 'string' ? { name: body.oidc.name } : undefined });
+  }
+
+  /** Goes to the identity provider's sign-in; the page comes back to `returnTo` (a hash of ours) signed in. */
+  signInWithProvider(returnTo = ''): void {
+    location.assign(`${OIDC_START_PATH}${returnTo ? `?return=${encodeURIComponent(returnTo)}` : ''}`);
+  }
+
+  /** Sign out: ends this browser's sign-in on the gateway (every tab's link closes), then here. */
+  async logOut(): Promise<void> {
+    await post(LOGOUT_PATH).catch(() => undefined); // signed out here whatever the gateway said
+    this.signOut();
+  }
+
+  /** `tether login` on this computer: a one-time code for its loopback listener; resolves with the URL to go to. */
+  async cliLogin(port: number, challenge: string, state: string): Promise<string> {
+    return (await post<{ redirect: string }>(CLI_LOGIN_PATH, { port, challenge, state })).redirect;
+  }
+
+  /** `tether login --device` elsewhere: approves the terminal showing `userCode` as this browser's person. */
+  async approveDevice(userCode: string): Promise<void> {
+    await post(DEVICE_APPROVE_PATH, { user_code: userCode });
   }
 
   /** Forgets the credential and closes the link. */
@@ -124,6 +158,8 @@ export class Connection {
     try {
       await this.connectOnce(false);
     } catch (err) {
+      // No sign-in in this browser yet: the sign-in page, with nothing to apologise for.
+      if (err instanceof TetherError && err.details?.reason === 'no_session') return this.signOut('');
       if (err instanceof TetherError && err.code === 'UNAUTHENTICATED') return this.signOut(`Signed out: ${err.message}`);
       this.state.update({ status: 'down', message: `Cannot reach the gateway (${linkTrouble(err)}); retrying…` });
       void this.retry();
@@ -174,9 +210,9 @@ export class Connection {
   private async wsUrl(): Promise<string> {
     const base = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}${WS_PATH}`;
     if (!this.state.get().auth) return base;
+    // The tab's own token where it has one, else this browser's sign-in cookie (sent by the browser, same origin).
     const token = sessionStorage.getItem(TOKEN_KEY);
-    if (!token) throw new TetherError('UNAUTHENTICATED', 'not signed in');
-    const res = await fetch(TICKET_PATH, { method: 'POST', headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(HEARTBEAT_DEFAULTS.timeoutMs) });
+    const res = await fetch(TICKET_PATH, { method: 'POST', headers: token ? { authorization: `Bearer ${token}` } : {}, signal: AbortSignal.timeout(HEARTBEAT_DEFAULTS.timeoutMs) });
     if (!res.ok) throw await httpError(res);
     const { ticket } = (await res.json()) as { ticket: string };
     return `${base}?ticket=${encodeURIComponent(ticket)}`;
@@ -186,9 +222,9 @@ export class Connection {
     const sock = await RpcSocket.open(await this.wsUrl(), (m, p) => {
       for (const fn of this.notified) fn(m, p);
     }, HEARTBEAT_DEFAULTS.timeoutMs);
-    let hello: { principal: string; may?: LinkState['may'] };
+    let hello: { principal: string; principal_name?: string; may?: LinkState['may'] };
     try {
-      hello = await sock.request<{ principal: string; may?: LinkState['may'] }>('hello', { protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: [], software: 'tether-web' }, HEARTBEAT_DEFAULTS.timeoutMs);
+      hello = await sock.request<{ principal: string; principal_name?: string; may?: LinkState['may'] }>('hello', { protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: [], software: 'tether-web' }, HEARTBEAT_DEFAULTS.timeoutMs);
     } catch (err) {
       sock.close(); // a refused hello leaves no socket behind
       throw err;
@@ -199,7 +235,7 @@ export class Connection {
     }
     this.sock = sock;
     this.attempt = 0;
-    this.state.update({ status: isReconnect ? 'resuming' : 'connected', principal: hello.principal, message: undefined, may: hello.may ?? { create: true, control: true } });
+    this.state.update({ status: isReconnect ? 'resuming' : 'connected', principal: hello.principal, name: hello.principal_name, message: undefined, may: hello.may ?? { create: true, control: true } });
     void sock.closed.then((reason) => this.lost(sock, reason));
     this.watch(sock);
     if (isReconnect) {
