@@ -351,9 +351,13 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
     return live ? atOnceThenAcrossReconnects(live, peer, call, opts) : acrossReconnects(peer, call, opts);
   }
 
-  /** Sends a user prompt. */
+  /**
+   * Sends a user prompt, with a uuid of its own (made here unless given): the engine then tells
+   * when it takes the prompt up (command_lifecycle), and every member sees those lines as the
+   * engine wrote them (the gateway holds back only the lines about uuids it made itself).
+   */
   sendUserMessage(content: string | unknown[], opts: { parentToolUseId?: string | null; uuid?: string } = {}): Promise<'applied' | 'duplicate'> {
-    return this.sendLine(userLine(content, opts));
+    return this.sendLine(userLine(content, { ...opts, uuid: opts.uuid ?? randomUUID() }));
   }
 
   /** Sends a control_request and resolves with the engine's control_response to it. */

@@ -1,7 +1,8 @@
-// `npm test`: the build, then the vitest suite, with the test tree's type check beside both.
+// `npm test`: the build, then the vitest suite, with the test tree's type check and Biome's
+// format and lint check (`biome ci`, about a second) beside both.
 // The type check starts with the build (which keeps one core busy) rather than with the suite
 // (which keeps both busy), so it costs the least wall time there; its report is printed after
-// the suite's so the two never interleave. Exits non-zero if any of the three fails.
+// the suite's so the two never interleave. Exits non-zero if any of the four fails.
 // Arguments go to vitest (`npm test -- FILE`).
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -9,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 const bin = (path) => fileURLToPath(new URL(`../node_modules/${path}`, import.meta.url));
 const tsc = bin('typescript/bin/tsc');
 const vitest = bin('vitest/vitest.mjs');
+const biome = bin('@biomejs/biome/bin/biome');
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
 /** Runs `command`; resolves with its exit code and, when `capture`, its output. */
@@ -25,10 +27,14 @@ function run(command, args, capture) {
 }
 
 const typecheck = run(process.execPath, [tsc, '-p', 'tsconfig.test.json'], true);
+const style = run(process.execPath, [biome, 'ci', '--colors=off', '.'], true);
 const build = await run(npm, ['run', 'build', '--silent'], false);
 const suite = build.code === 0 ? await run(process.execPath, [vitest, 'run', ...process.argv.slice(2)], false) : build;
 if (build.code !== 0) process.stdout.write('\nThe build failed (npm run build): no tests were run.\n');
 const types = await typecheck;
 if (types.code !== 0) process.stdout.write(`\nThe test tree does not type-check (tsc -p tsconfig.test.json):\n${types.out}`);
 else process.stdout.write('\nThe test tree type-checks (tsc -p tsconfig.test.json).\n');
-process.exit(suite.code || types.code);
+const styled = await style;
+if (styled.code !== 0) process.stdout.write(`\nThe tree is not formatted or has lint findings (biome ci; npm run format fixes the formatting):\n${styled.out}`);
+else process.stdout.write('The tree is formatted and lint-clean (biome ci).\n');
+process.exit(suite.code || types.code || styled.code);

@@ -6,6 +6,32 @@ import type { SessionHistory } from './session-history.js';
 /** Most prompts one session holds queued; more are refused until some start or are withdrawn. */
 export const MAX_QUEUED_PROMPTS = 64;
 
+/**
+ * How much of a queued prompt's text each `queued` event repeats. Every change re-sends the
+ * whole queue, so full prompts would cost O(n²) bytes (32 prompts of 512 KiB sent mid-turn made
+ * 260 MiB of events); the full prompt is in its own `prompt` event already.
+ */
+export const QUEUED_PREVIEW_CHARS = 1_000;
+
+/** A prompt's message as the queue shows it: text cut at QUEUED_PREVIEW_CHARS, images without their data. */
+export function queuedPreview(message: unknown): unknown {
+  const cut = (t: string) => (t.length > QUEUED_PREVIEW_CHARS ? `${t.slice(0, QUEUED_PREVIEW_CHARS)}…` : t);
+  const m = message as { role?: unknown; content?: unknown } | undefined;
+  if (typeof m?.content === 'string') return { ...m, content: cut(m.content) };
+  if (!Array.isArray(m?.content)) return message;
+  let left = QUEUED_PREVIEW_CHARS;
+  const content = m.content.map((b: unknown) => {
+    const block = b as { type?: unknown; text?: unknown };
+    if (block?.type === 'text' && typeof block.text === 'string') {
+      const text = block.text.length > left ? `${block.text.slice(0, Math.max(left, 0))}…` : block.text;
+      left -= block.text.length;
+      return { type: 'text', text };
+    }
+    return { type: typeof block?.type === 'string' ? block.type : 'unknown' };
+  });
+  return { ...m, content };
+}
+
 /** The engine takes `now` first, then `next`, then `later`, each in arrival order (docs/engine-protocol.md 3.2). */
 const RANK: Record<PromptPriority, number> = { now: 0, next: 1, later: 2 };
 
@@ -46,7 +72,7 @@ export class PromptQueue {
   add(prompt: QueuedPrompt): void {
     this.assertRoom(prompt.uuid);
     const at = this.prompts.findIndex((p) => RANK[p.priority] > RANK[prompt.priority]);
-    this.prompts.splice(at < 0 ? this.prompts.length : at, 0, prompt);
+    this.prompts.splice(at < 0 ? this.prompts.length : at, 0, { ...prompt, message: queuedPreview(prompt.message) });
     this.announce({ action: 'queued', uuids: [prompt.uuid], by: prompt.principal });
   }
 
