@@ -29,7 +29,8 @@ const EDGES = [
   {
     name: 'ws-and-http-at-the-edges',
     module: `${pkg('ws')}|^(node:)?https?$`,
-    allowed: '^(core/channel/ws\\.ts|core/link/dial-ws\\.ts|gateway/listen/listen-(ws|acp)\\.ts|gateway/server\\.ts|gateway/listen/listen-http[^/]*\\.ts|gateway/listen/http-cookies\\.ts|gateway/door/http-answer\\.ts|bin/login-listener\\.ts)$',
+    allowed:
+      '^(core/channel/ws\\.ts|core/link/dial-ws\\.ts|gateway/listen/listen-(ws|acp)\\.ts|gateway/server\\.ts|gateway/listen/listen-http[^/]*\\.ts|gateway/listen/http-cookies\\.ts|gateway/door/http-answer\\.ts|bin/login-listener\\.ts)$',
   },
   {
     name: 'grpc-at-the-edges',
@@ -65,7 +66,8 @@ module.exports = {
     {
       name: 'core-wire-at-the-bottom',
       severity: 'error',
-      comment: 'core/wire/ is the one home of a frame (layout, codecs, fast checks), below the channels and the protocol: of core/ it imports only itself and the error table',
+      comment:
+        'core/wire/ is the one home of a frame (layout, codecs, fast checks), below the channels and the protocol: of core/ it imports only itself and the error table',
       from: { path: '^core/wire/' },
       to: { path: '^core/', pathNot: '^core/(wire/|errors\\.ts$)' },
     },
@@ -96,7 +98,8 @@ module.exports = {
     {
       name: 'gateway-session-behind-its-face',
       severity: 'error',
-      comment: 'one session\'s parts are its own: other rooms import session/session.ts (Session and what it hands on) or the store port session/session-store.ts',
+      comment:
+        "one session's parts are its own: other rooms import session/session.ts (Session and what it hands on) or the store port session/session-store.ts",
       from: { pathNot: '^gateway/session/' },
       to: { path: '^gateway/session/', pathNot: '^gateway/session/(session|session-store)\\.ts$' },
     },
@@ -104,14 +107,17 @@ module.exports = {
       name: 'web-page-is-a-browser-program',
       severity: 'error',
       comment:
-        'client/web is the page the gateway serves, a client running in a browser: it may use the wire types of core/protocol, the error table, the JSON-RPC engine, the clients\' backoff and heartbeat bound, the tool view, the session-rule reading and the queue and turn wording it shares with the terminal client, and its UI libraries, nothing of Node',
+        "client/web is the page the gateway serves, a client running in a browser: it may use the wire types of core/protocol, the error table, the JSON-RPC engine, the clients' backoff and heartbeat bound, the tool view, the session-rule reading and the queue and turn wording it shares with the terminal client, and its UI libraries, nothing of Node",
       from: { path: '^client/web/' },
-      to: { pathNot: `^(client/web/|core/protocol/|core/errors\\.ts$|${BROWSER_RPC}|core/util/backoff\\.ts$|core/link/heartbeat\\.ts$|client/tool-view\\.ts$|client/permission-policy\\.ts$|client/queue-view\\.ts$|client/turn-view\\.ts$)|${pkg('(preact|marked|dompurify)')}` },
+      to: {
+        pathNot: `^(client/web/|core/protocol/|core/errors\\.ts$|${BROWSER_RPC}|core/util/backoff\\.ts$|core/link/heartbeat\\.ts$|client/tool-view\\.ts$|client/permission-policy\\.ts$|client/queue-view\\.ts$|client/turn-view\\.ts$)|${pkg('(preact|marked|dompurify)')}`,
+      },
     },
     {
       name: 'rpc-engine-runs-in-a-browser',
       severity: 'error',
-      comment: 'the JSON-RPC engine serves the gateway, the agent, the client library and the web page: it imports only itself and the error table, nothing of Node (zod only as types)',
+      comment:
+        'the JSON-RPC engine serves the gateway, the agent, the client library and the web page: it imports only itself and the error table, nothing of Node (zod only as types)',
       from: { path: BROWSER_RPC },
       to: { pathNot: `${BROWSER_RPC}|^core/errors\\.ts$` },
     },
@@ -128,7 +134,11 @@ module.exports = {
     exclude: { path: '^(dist|node_modules|test)/' },
     tsConfig: { fileName: 'tsconfig.json' },
     tsPreCompilationDeps: true,
-    enhancedResolveOptions: { extensions: ['.ts', '.tsx', '.js', '.mjs', '.cjs', '.json'], exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'] },
+    enhancedResolveOptions: {
+      extensions: ['.ts', '.tsx', '.js', '.mjs', '.cjs', '.json'],
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default'],
+    },
     moduleSystems: ['es6', 'cjs'],
   },
 };

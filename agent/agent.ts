@@ -150,7 +150,11 @@ export class Agent {
         labels: this.opts.labels ?? {},
         engine_versions: this.engineVersions,
         allows_bypass_permissions: this.opts.engineFlags?.allowBypassPermissions === true,
-        sessions: [...this.relays.values()].map((r) => ({ session_id: r.sessionId, next_seq: r.nextOutputSeq, last_input_seq: r.lastAppliedInputSeq })),
+        sessions: [...this.relays.values()].map((r) => ({
+          session_id: r.sessionId,
+          next_seq: r.nextOutputSeq,
+          last_input_seq: r.lastAppliedInputSeq,
+        })),
         host_key: this.opts.hostKey && hostKeyProof(this.opts.hostKey, this.opts.name),
         allow_engine_controls: [...(this.opts.engineControls?.allowControls ?? [])],
       },
@@ -161,7 +165,15 @@ export class Agent {
     peer
       .onRequest('agent.spawn', (p) => {
         const start = p.continue_at && { nextSeq: p.continue_at.next_seq, lastInputSeq: p.continue_at.last_input_seq };
-        return this.spawn(p.session_id, p.engine ?? this.engines.defaultEngine, p.options, peer, { hook: p.policy_hook === true, roots: p.policy_roots }, start, p.transcript);
+        return this.spawn(
+          p.session_id,
+          p.engine ?? this.engines.defaultEngine,
+          p.options,
+          peer,
+          { hook: p.policy_hook === true, roots: p.policy_roots },
+          start,
+          p.transcript,
+        );
       })
       .onRequest('agent.export', (p) => this.exportSession(p.session_id))
       .onRequest('agent.stop', async (p) => {
@@ -199,7 +211,12 @@ export class Agent {
       send: (sessionId, item) => {
         const input_ack = acks?.take(sessionId);
         // Either way the item stays in the relay's outbox until acked, and is re-sent after a reconnect.
-        if (item.kind === 'line') peer.postBinary('session.output', { session_id: sessionId, seq: item.seq, meta: item.meta, read_at_ms: item.readAtMs, input_ack }, item.bytes);
+        if (item.kind === 'line')
+          peer.postBinary(
+            'session.output',
+            { session_id: sessionId, seq: item.seq, meta: item.meta, read_at_ms: item.readAtMs, input_ack },
+            item.bytes,
+          );
         else peer.notify('session.event', { session_id: sessionId, seq: item.seq, event: item.event, input_ack }).catch(() => {});
       },
       ackInput: (sessionId, seq) => (acks ? acks.note(sessionId, seq) : ackAlone(sessionId, seq)),
@@ -217,7 +234,15 @@ export class Agent {
    * `start`: the engine continues a session whose engine died with an earlier agent process
    * (its transcript named by `options.resume`), so its relay continues the session's numbering.
    */
-  private async spawn(sessionId: string, kind: EngineKind, options: SessionOptions, peer: RpcPeer, policy: SpawnPolicy, start?: RelayStart, transcript?: { engine_session_id: string; jsonl: string }) {
+  private async spawn(
+    sessionId: string,
+    kind: EngineKind,
+    options: SessionOptions,
+    peer: RpcPeer,
+    policy: SpawnPolicy,
+    start?: RelayStart,
+    transcript?: { engine_session_id: string; jsonl: string },
+  ) {
     if (this.stopping) throw new TetherError('UNAVAILABLE', 'agent is shutting down');
     if (this.relays.has(sessionId)) throw new TetherError('ALREADY_EXISTS', `session ${sessionId} already runs here`);
     if (!this.engines.engines.includes(kind)) throw new TetherError('FAILED_PRECONDITION', `this agent cannot run engine "${kind}"`);
@@ -260,7 +285,8 @@ export class Agent {
         checkControl(request, this.opts.engineControls ?? {}, this.opts.name);
         const to = setCwdTarget(request); // a move is held where a create's cwd is, symlinks followed
         if (to === undefined) return;
-        if (!isDirectory(to)) throw new TetherError('INVALID_ARGUMENT', `set_cwd: folder ${to} does not exist on agent "${this.opts.name}"`);
+        if (!isDirectory(to))
+          throw new TetherError('INVALID_ARGUMENT', `set_cwd: folder ${to} does not exist on agent "${this.opts.name}"`);
         checkSessionFolder(to, this.opts.sessionRoots ?? [], this.opts.name);
         if (policy.roots) checkSessionFolder(to, policy.roots.folders, this.opts.name, `policy rule: ${policy.roots.rule}`);
       },
@@ -298,7 +324,8 @@ export class Agent {
     const place = this.places.get(sessionId);
     if (!relay || !place) throw new TetherError('NOT_FOUND', `no session ${sessionId} on this agent`);
     if (relay.turnRunning) throw new TetherError('FAILED_PRECONDITION', 'a turn is running; a session moves between turns');
-    if (!relay.engineSessionId) throw new TetherError('FAILED_PRECONDITION', 'the engine has run no turn yet: there is no transcript to move');
+    if (!relay.engineSessionId)
+      throw new TetherError('FAILED_PRECONDITION', 'the engine has run no turn yet: there is no transcript to move');
     const jsonl = readTranscript(place.home, place.cwd, relay.engineSessionId);
     relay.holdNewTurns();
     relay.handOver();
@@ -321,7 +348,10 @@ export class Agent {
     for (const r of relays) r.holdNewTurns();
     const deadline = Date.now() + limitMs;
     while (relays.some((r) => r.turnRunning) && Date.now() < deadline) await sleep(50);
-    this.log.info({ sessions: relays.length, cutShort: relays.filter((r) => r.turnRunning).length }, 'handing sessions to the next agent process');
+    this.log.info(
+      { sessions: relays.length, cutShort: relays.filter((r) => r.turnRunning).length },
+      'handing sessions to the next agent process',
+    );
     for (const r of relays) r.handOver();
     await this.stopAndFlush(flushMs);
   }

@@ -33,7 +33,12 @@ export interface ResolvedEngines {
 
 /** Finds an executable on PATH (or checks an explicit path). */
 export function findExecutable(command: string, pathEnv = process.env.PATH ?? ''): string | undefined {
-  const candidates = command.includes('/') ? [command] : pathEnv.split(delimiter).filter(Boolean).map((d) => join(d, command));
+  const candidates = command.includes('/')
+    ? [command]
+    : pathEnv
+        .split(delimiter)
+        .filter(Boolean)
+        .map((d) => join(d, command));
   for (const c of candidates) {
     try {
       accessSync(c, constants.X_OK);
@@ -53,11 +58,25 @@ export function resolveEngines(choice: EngineChoice, engineCommand = process.env
   const claude = findExecutable(engineCommand);
   if (choice === 'demo') return { engines: ['demo'], defaultEngine: 'demo', explanation: 'demo engine (chosen with --engine demo)' };
   if (choice === 'claude') {
-    if (!claude) throw new TetherError('FAILED_PRECONDITION', `engine "claude" requested but "${engineCommand}" is not an executable on PATH (set --engine-command or TETHER_ENGINE_COMMAND)`);
+    if (!claude)
+      throw new TetherError(
+        'FAILED_PRECONDITION',
+        `engine "claude" requested but "${engineCommand}" is not an executable on PATH (set --engine-command or TETHER_ENGINE_COMMAND)`,
+      );
     return { engines: ['claude', 'demo'], defaultEngine: 'claude', claudeCommand: claude, explanation: `claude (${claude})` };
   }
-  if (claude) return { engines: ['claude', 'demo'], defaultEngine: 'claude', claudeCommand: claude, explanation: `claude (${claude}), found on PATH` };
-  return { engines: ['demo'], defaultEngine: 'demo', explanation: `demo engine ("${engineCommand}" not found on PATH; install Claude Code or pass --engine-command to use the real CLI)` };
+  if (claude)
+    return {
+      engines: ['claude', 'demo'],
+      defaultEngine: 'claude',
+      claudeCommand: claude,
+      explanation: `claude (${claude}), found on PATH`,
+    };
+  return {
+    engines: ['demo'],
+    defaultEngine: 'demo',
+    explanation: `demo engine ("${engineCommand}" not found on PATH; install Claude Code or pass --engine-command to use the real CLI)`,
+  };
 }
 
 /** The demo engine's entry point, relative to agent/ (source and dist alike). */
@@ -103,7 +122,14 @@ export function defaultModeArgs(o: SessionOptions, extraArgs: string[]): string[
  * The command line for one session's engine: the agent's plumbing, the session options and
  * the extra arguments already checked by {@link checkExtraArgs} (with the same policy).
  */
-export function engineCommandLine(kind: EngineKind, engines: ResolvedEngines, o: SessionOptions, extraArgs: string[] = [], policy: EngineFlagPolicy = {}, agent?: string): { command: string; args: string[] } {
+export function engineCommandLine(
+  kind: EngineKind,
+  engines: ResolvedEngines,
+  o: SessionOptions,
+  extraArgs: string[] = [],
+  policy: EngineFlagPolicy = {},
+  agent?: string,
+): { command: string; args: string[] } {
   const args = [...STREAM_JSON_FLAGS, ...defaultModeArgs(o, extraArgs), ...optionArgs(o, policy, agent), ...extraArgs];
   if (kind === 'demo') return { command: process.execPath, args: [demoEnginePath(), ...args] };
   if (!engines.claudeCommand) throw new TetherError('FAILED_PRECONDITION', 'this agent has no claude engine');

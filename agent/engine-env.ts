@@ -28,7 +28,11 @@ export interface EngineEnvPolicy {
  * agent itself sets for engines) and the owner's `set`; then without the owner's `deny` globs
  * and without any variable whose value carries a secret, whatever its source.
  */
-export function engineEnvironment(extra: NodeJS.ProcessEnv, policy: EngineEnvPolicy = {}, base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+export function engineEnvironment(
+  extra: NodeJS.ProcessEnv,
+  policy: EngineEnvPolicy = {},
+  base: NodeJS.ProcessEnv = process.env,
+): NodeJS.ProcessEnv {
   const deny = (policy.deny ?? []).map(globToRegExp);
   const secrets = (policy.secrets ?? []).map((s) => s?.trim()).filter((s): s is string => !!s && s.length >= MIN_SECRET_CHARS);
   const inherited = Object.fromEntries(Object.entries(base).filter(([key]) => !key.toUpperCase().startsWith(TETHER_ENV_PREFIX)));
@@ -64,16 +68,34 @@ export interface EngineUser {
  * switch to it: only root (or the user itself) can. FAILED_PRECONDITION with a clear reason
  * otherwise, so the agent refuses to start rather than failing every session.
  */
-export function resolveEngineUser(spec: string, passwd = readPasswd(), ownUid = process.getuid?.(), canSwitch = hasSetIdCapabilities()): EngineUser {
+export function resolveEngineUser(
+  spec: string,
+  passwd = readPasswd(),
+  ownUid = process.getuid?.(),
+  canSwitch = hasSetIdCapabilities(),
+): EngineUser {
   const numeric = /^(\d+)(?::(\d+))?$/.exec(spec);
   const entry = passwd.find((u) => (numeric ? u.uid === Number(numeric[1]) : u.name === spec));
   let user: EngineUser;
-  if (numeric) user = { name: entry?.name ?? spec, uid: Number(numeric[1]), gid: numeric[2] !== undefined ? Number(numeric[2]) : (entry?.gid ?? Number(numeric[1])), home: entry?.home ?? '/' };
+  if (numeric)
+    user = {
+      name: entry?.name ?? spec,
+      uid: Number(numeric[1]),
+      gid: numeric[2] !== undefined ? Number(numeric[2]) : (entry?.gid ?? Number(numeric[1])),
+      home: entry?.home ?? '/',
+    };
   else if (entry) user = entry;
-  else throw new TetherError('FAILED_PRECONDITION', `engine user "${spec}" is not in /etc/passwd (give UID[:GID] for a user only your directory service knows)`);
+  else
+    throw new TetherError(
+      'FAILED_PRECONDITION',
+      `engine user "${spec}" is not in /etc/passwd (give UID[:GID] for a user only your directory service knows)`,
+    );
   if (ownUid === undefined) throw new TetherError('FAILED_PRECONDITION', '--engine-user needs a POSIX system');
   if (ownUid !== 0 && ownUid !== user.uid && !canSwitch) {
-    throw new TetherError('FAILED_PRECONDITION', `cannot run engines as "${user.name}" (uid ${user.uid}): the agent runs as uid ${ownUid} without CAP_SETUID and CAP_SETGID and may not switch users; run the agent as root (or grant it those capabilities), or drop --engine-user`);
+    throw new TetherError(
+      'FAILED_PRECONDITION',
+      `cannot run engines as "${user.name}" (uid ${user.uid}): the agent runs as uid ${ownUid} without CAP_SETUID and CAP_SETGID and may not switch users; run the agent as root (or grant it those capabilities), or drop --engine-user`,
+    );
   }
   return user;
 }

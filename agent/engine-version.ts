@@ -24,7 +24,9 @@ export async function probeEngineVersions(engines: ResolvedEngines, env: NodeJS.
 function versionOf(command: string, env: NodeJS.ProcessEnv): Promise<string | undefined> {
   return new Promise((resolve) => {
     const child = execFile(command, ['--version'], { env, timeout: ENGINE_VERSION_TIMEOUT_MS, maxBuffer: 64 * 1024 }, (err, stdout) => {
-      const line = String(stdout ?? '').split('\n')[0]?.trim();
+      const line = String(stdout ?? '')
+        .split('\n')[0]
+        ?.trim();
       resolve(!err && line ? line.slice(0, 256) : undefined);
     });
     child.stdin?.end(); // an engine that reads stdin instead of answering sees EOF at once

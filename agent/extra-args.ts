@@ -26,17 +26,26 @@ export function checkFlagUse(flag: EngineFlag, value: string | undefined, policy
   if (cls === 'bypasses-permissions') {
     if (policy.allowBypassPermissions) return true;
     const what = flag.name === '--permission-mode' ? `engine flag "${flag.name}" with "bypassPermissions"` : `engine flag "${flag.name}"`;
-    throw new TetherError('PERMISSION_DENIED', `${what} is not allowed by agent "${agent}" (${CLASS_WORDS[cls]}); its owner can allow it with --allow-bypass-permissions`);
+    throw new TetherError(
+      'PERMISSION_DENIED',
+      `${what} is not allowed by agent "${agent}" (${CLASS_WORDS[cls]}); its owner can allow it with --allow-bypass-permissions`,
+    );
   }
   if (policy.allowFlags?.includes(flag.name)) return true;
-  throw new TetherError('PERMISSION_DENIED', `engine flag "${flag.name}" is not allowed by agent "${agent}" (${CLASS_WORDS[cls]}); its owner can allow it with --allow-engine-flag ${flag.name}`);
+  throw new TetherError(
+    'PERMISSION_DENIED',
+    `engine flag "${flag.name}" is not allowed by agent "${agent}" (${CLASS_WORDS[cls]}); its owner can allow it with --allow-engine-flag ${flag.name}`,
+  );
 }
 
 /** Throws INVALID_ARGUMENT when a value cannot be one argv string (NUL, or past the kernel's cap). */
 export function checkArgValue(flag: string, value: string): void {
   if (value.includes('\0')) throw new TetherError('INVALID_ARGUMENT', `the value of engine flag "${flag}" contains a NUL character`);
   if (Buffer.byteLength(value) + flag.length + 1 > MAX_ENGINE_ARG_BYTES) {
-    throw new TetherError('INVALID_ARGUMENT', `the value of engine flag "${flag}" is longer than one command-line argument may be (${MAX_ENGINE_ARG_BYTES} bytes)`);
+    throw new TetherError(
+      'INVALID_ARGUMENT',
+      `the value of engine flag "${flag}" is longer than one command-line argument may be (${MAX_ENGINE_ARG_BYTES} bytes)`,
+    );
   }
 }
 
@@ -52,10 +61,13 @@ export function checkExtraArgs(args: readonly string[], policy: EngineFlagPolicy
     if (isUnknownToken(item)) {
       const name = item.flag?.name ?? (item.token.startsWith('--') ? item.token.split('=')[0] : item.token.slice(0, 64));
       const why =
-        item.problem === 'unknown' ? 'is not a flag this agent knows'
-        : item.problem === 'positional' ? 'is not a flag (values go with their flag)'
-        : item.problem === 'needs-value' ? 'needs a value'
-        : 'takes no value';
+        item.problem === 'unknown'
+          ? 'is not a flag this agent knows'
+          : item.problem === 'positional'
+            ? 'is not a flag (values go with their flag)'
+            : item.problem === 'needs-value'
+              ? 'needs a value'
+              : 'takes no value';
       throw new TetherError('INVALID_ARGUMENT', `engine argument "${name}" ${why}`);
     }
     if (!checkFlagUse(item.flag, item.value, policy, agent)) continue;
@@ -73,7 +85,9 @@ export function allowFlagProblem(name: string): string | undefined {
   const flag = engineFlag(name);
   if (!flag) return `"${name}" is not a flag of the engine's command line (core/engine-flags.ts lists them)`;
   if (flag.name !== name) return `use the flag's canonical name ${flag.name}`;
-  if (flag.class === 'bypasses-permissions') return `"${name}" skips permission prompts: use allowBypassPermissions (--allow-bypass-permissions) instead`;
-  if (flag.class === 'safe' || flag.class === 'plumbing') return `"${name}" is always allowed (or set by the agent itself); nothing to allow`;
+  if (flag.class === 'bypasses-permissions')
+    return `"${name}" skips permission prompts: use allowBypassPermissions (--allow-bypass-permissions) instead`;
+  if (flag.class === 'safe' || flag.class === 'plumbing')
+    return `"${name}" is always allowed (or set by the agent itself); nothing to allow`;
   return undefined;
 }

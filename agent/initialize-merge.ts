@@ -41,14 +41,19 @@ export function isInitializeRequest(line: Record<string, unknown>): boolean {
  * engine's first initialize: a later one with `hooks: null` keeps the engine's current set
  * (which already holds the contribution), so it is left null.
  */
-export function mergeInitialize(request: Record<string, unknown>, contribution: InitializeContribution, first: boolean): Record<string, unknown> {
+export function mergeInitialize(
+  request: Record<string, unknown>,
+  contribution: InitializeContribution,
+  first: boolean,
+): Record<string, unknown> {
   const own = contribution.hooks ?? {};
   if (Object.keys(own).length === 0) return request;
   const clientHooks = request.hooks;
   if ((clientHooks === null || clientHooks === undefined) && !first) return request;
   const merged: Record<string, unknown[]> = {};
   if (clientHooks && typeof clientHooks === 'object' && !Array.isArray(clientHooks)) {
-    for (const [event, matchers] of Object.entries(clientHooks as Record<string, unknown>)) merged[event] = Array.isArray(matchers) ? [...matchers] : [];
+    for (const [event, matchers] of Object.entries(clientHooks as Record<string, unknown>))
+      merged[event] = Array.isArray(matchers) ? [...matchers] : [];
   }
   for (const [event, matchers] of Object.entries(own)) merged[event] = [...(merged[event] ?? []), ...matchers];
   return { ...request, hooks: merged };

@@ -52,17 +52,25 @@ export function checkMentionsAt(line: Record<string, unknown>, scope: MentionSco
     if (physical === undefined && !existsSync(abs)) continue;
     for (const where of [real, physical]) {
       if (where === undefined || areas.some((area) => where === area || where.startsWith(area.endsWith(sep) ? area : area + sep))) continue;
-      refuse(mention, `it leads to ${where}, outside the session folder ${scope.cwd}${scope.roots.length ? ` and the folders the agent lets mentions name (${scope.roots.join(', ')})` : ''}`, scope);
+      refuse(
+        mention,
+        `it leads to ${where}, outside the session folder ${scope.cwd}${scope.roots.length ? ` and the folders the agent lets mentions name (${scope.roots.join(', ')})` : ''}`,
+        scope,
+      );
     }
     if (!scope.judgedAsWritten) continue;
     const rel = relative(scope.cwd, abs);
     const asWritten = rel === '..' || rel.startsWith('..' + sep) || isAbsolute(rel) ? abs : join(cwdReal, rel);
-    if (tilde || real !== asWritten) refuse(mention, `it reaches ${real} through ${tilde ? '~' : 'a symlink'}, and the policy judged only the name as written`, scope);
+    if (tilde || real !== asWritten)
+      refuse(mention, `it reaches ${real} through ${tilde ? '~' : 'a symlink'}, and the policy judged only the name as written`, scope);
   }
 }
 
 function refuse(mention: string, why: string, scope: MentionScope): never {
-  throw new TetherError('PERMISSION_DENIED', `agent "${scope.agent}" refused the prompt: it mentions @${mention} and ${why}; the engine would read it without a tool call`);
+  throw new TetherError(
+    'PERMISSION_DENIED',
+    `agent "${scope.agent}" refused the prompt: it mentions @${mention} and ${why}; the engine would read it without a tool call`,
+  );
 }
 
 /** The kernel's resolution of `path` as written (`..` after a symlink climbs from its target); undefined when it names nothing. */

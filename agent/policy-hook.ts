@@ -7,4 +7,6 @@ import type { InitializeContribution } from './initialize-merge.js';
  * the client's own included, so no client can remove it. The gateway answers its callbacks.
  * Contributed only to engines the gateway starts with `policy_hook: true`.
  */
-export const POLICY_CONTRIBUTION: InitializeContribution = Object.freeze({ hooks: { PreToolUse: [{ ...POLICY_HOOK_MATCHER, hookCallbackIds: [...POLICY_HOOK_MATCHER.hookCallbackIds] }] } });
+export const POLICY_CONTRIBUTION: InitializeContribution = Object.freeze({
+  hooks: { PreToolUse: [{ ...POLICY_HOOK_MATCHER, hookCallbackIds: [...POLICY_HOOK_MATCHER.hookCallbackIds] }] },
+});

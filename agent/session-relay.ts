@@ -4,7 +4,13 @@ import { INPUT_REFUSED, tetherEvent, type TetherEvent } from '../core/protocol/e
 import type { LineMeta } from '../core/protocol/methods.js';
 import { checkEngineInput } from '../core/protocol/engine-input.js';
 import type { EngineProcess, ExitInfo } from './engine-process.js';
-import { defaultInitialize, isInitializeRequest, mergeInitialize, NO_CONTRIBUTION, type InitializeContribution } from './initialize-merge.js';
+import {
+  defaultInitialize,
+  isInitializeRequest,
+  mergeInitialize,
+  NO_CONTRIBUTION,
+  type InitializeContribution,
+} from './initialize-merge.js';
 import { lineMeta } from './line-meta.js';
 import { resolvedPaths } from './policy-paths.js';
 
@@ -186,10 +192,18 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
   initialize(timeoutMs: number): Promise<Record<string, unknown>> {
     const answered = new Promise<Record<string, unknown>>((resolve, reject) => {
       this.initWaiter = { resolve, reject };
-      const t = setTimeout(() => reject(new TetherError('DEADLINE_EXCEEDED', `engine did not answer initialize within ${timeoutMs} ms`)), timeoutMs);
+      const t = setTimeout(
+        () => reject(new TetherError('DEADLINE_EXCEEDED', `engine did not answer initialize within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
       t.unref();
       void this.done.then((exit) =>
-        reject(new TetherError('FAILED_PRECONDITION', `engine exited during start-up (code ${exit.code}, signal ${exit.signal}): ${exit.stderrTail.trim().slice(-2000) || 'no stderr'}`)),
+        reject(
+          new TetherError(
+            'FAILED_PRECONDITION',
+            `engine exited during start-up (code ${exit.code}, signal ${exit.signal}): ${exit.stderrTail.trim().slice(-2000) || 'no stderr'}`,
+          ),
+        ),
       );
     });
     this.writeAgentInitialize().catch((err: Error) => this.initWaiter?.reject(err));
@@ -199,7 +213,11 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
   /** The agent's own initialize; its answer is consumed by the pump, never relayed. */
   private writeAgentInitialize(): Promise<void> {
     this.engineInitialized = true;
-    return this.engine.write({ type: 'control_request', request_id: AGENT_INIT_REQUEST_ID, request: defaultInitialize(this.init.contribution) });
+    return this.engine.write({
+      type: 'control_request',
+      request_id: AGENT_INIT_REQUEST_ID,
+      request: defaultInitialize(this.init.contribution),
+    });
   }
 
   /**
@@ -244,7 +262,10 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
       const refused = e.code === 'PERMISSION_DENIED';
       this.log.warn({ sessionId: this.sessionId, seq, err: e.message }, refused ? 'input refused' : 'input not written to the engine');
       const uuid = typeof line.uuid === 'string' ? { input_uuid: line.uuid } : {};
-      this.emit({ kind: 'event', event: tetherEvent({ subtype: 'engine_error', code: refused ? INPUT_REFUSED : 'INPUT_NOT_WRITTEN', message: e.message, ...uuid }) });
+      this.emit({
+        kind: 'event',
+        event: tetherEvent({ subtype: 'engine_error', code: refused ? INPUT_REFUSED : 'INPUT_NOT_WRITTEN', message: e.message, ...uuid }),
+      });
     }
     this.sink?.ackInput(this.sessionId, seq);
   }
@@ -262,7 +283,10 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
       return false;
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
-      this.log.warn({ sessionId: this.sessionId, subtype: String(request.subtype).slice(0, 64), err: message }, 'control request refused before the engine');
+      this.log.warn(
+        { sessionId: this.sessionId, subtype: String(request.subtype).slice(0, 64), err: message },
+        'control request refused before the engine',
+      );
       const answer = { type: 'control_response', response: { subtype: 'error', request_id: line.request_id, error: message } };
       this.emit({ kind: 'line', bytes: Buffer.from(JSON.stringify(answer)), meta: lineMeta(answer), readAtMs: Date.now() });
       return true;
@@ -272,7 +296,10 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
   private emit(item: { kind: 'line'; bytes: Buffer; meta: LineMeta; readAtMs: number } | { kind: 'event'; event: TetherEvent }): void {
     const seq = this.nextSeq++;
     // Built field by field: an object spread here cost more than the rest of emit.
-    const full: Outgoing = item.kind === 'line' ? { seq, kind: 'line', bytes: item.bytes, meta: item.meta, readAtMs: item.readAtMs } : { seq, kind: 'event', event: item.event };
+    const full: Outgoing =
+      item.kind === 'line'
+        ? { seq, kind: 'line', bytes: item.bytes, meta: item.meta, readAtMs: item.readAtMs }
+        : { seq, kind: 'event', event: item.event };
     this.outbox.push(full);
     this.outboxBytes += sizeOf(full);
     this.sink?.send(this.sessionId, full);
@@ -281,7 +308,10 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
   private async pump(): Promise<ExitInfo> {
     for await (const item of this.engine.lines()) {
       if (item.kind === 'invalid') {
-        this.emit({ kind: 'event', event: tetherEvent({ subtype: 'engine_error', code: item.code, message: item.message, preview: item.preview }) });
+        this.emit({
+          kind: 'event',
+          event: tetherEvent({ subtype: 'engine_error', code: item.code, message: item.message, preview: item.preview }),
+        });
       } else if (isInitAnswer(item.value)) {
         this.initWaiter?.resolve(item.value); // the agent's own handshake: never relayed
       } else {
@@ -303,7 +333,13 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
     if (this.handingOver) return exit;
     this.emit({
       kind: 'event',
-      event: tetherEvent({ subtype: 'exited', code: exit.code, signal: exit.signal, stderr_tail: exit.stderrTail.slice(-8192), ...(this.stopReason ? { reason: this.stopReason } : {}) }),
+      event: tetherEvent({
+        subtype: 'exited',
+        code: exit.code,
+        signal: exit.signal,
+        stderr_tail: exit.stderrTail.slice(-8192),
+        ...(this.stopReason ? { reason: this.stopReason } : {}),
+      }),
     });
     return exit;
   }

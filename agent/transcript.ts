@@ -14,7 +14,8 @@ export function projectFolder(home: string, cwd: string): string {
 }
 
 function checkId(id: string): void {
-  if (!ENGINE_SESSION_ID.test(id)) throw new TetherError('INVALID_ARGUMENT', `engine session id ${JSON.stringify(id.slice(0, 80))} is not one the engine writes`);
+  if (!ENGINE_SESSION_ID.test(id))
+    throw new TetherError('INVALID_ARGUMENT', `engine session id ${JSON.stringify(id.slice(0, 80))} is not one the engine writes`);
 }
 
 /**
@@ -30,18 +31,22 @@ export function readTranscript(home: string, cwd: string, id: string): string {
   try {
     if (statSync(first).isFile()) file = first;
   } catch {
-    file = readdirSafe(root).map((d) => join(root, d, `${id}.jsonl`)).find((f) => isFile(f));
+    file = readdirSafe(root)
+      .map((d) => join(root, d, `${id}.jsonl`))
+      .find((f) => isFile(f));
   }
   if (!file) throw new TetherError('NOT_FOUND', `no transcript of engine session ${id} under ${root}`);
   const bytes = statSync(file).size;
-  if (bytes > MAX_TRANSCRIPT_BYTES) throw new TetherError('RESOURCE_EXHAUSTED', `the transcript is ${bytes} bytes, over the ${MAX_TRANSCRIPT_BYTES} a move carries`);
+  if (bytes > MAX_TRANSCRIPT_BYTES)
+    throw new TetherError('RESOURCE_EXHAUSTED', `the transcript is ${bytes} bytes, over the ${MAX_TRANSCRIPT_BYTES} a move carries`);
   return readFileSync(file, 'utf8');
 }
 
 /** Writes a transcript where the engine started in `cwd` with this HOME looks for it (mode 0600). */
 export function writeTranscript(home: string, cwd: string, id: string, jsonl: string): string {
   checkId(id);
-  if (Buffer.byteLength(jsonl) > MAX_TRANSCRIPT_BYTES) throw new TetherError('RESOURCE_EXHAUSTED', `the transcript is over the ${MAX_TRANSCRIPT_BYTES} bytes a move carries`);
+  if (Buffer.byteLength(jsonl) > MAX_TRANSCRIPT_BYTES)
+    throw new TetherError('RESOURCE_EXHAUSTED', `the transcript is over the ${MAX_TRANSCRIPT_BYTES} bytes a move carries`);
   const folder = projectFolder(home, cwd);
   mkdirSync(folder, { recursive: true, mode: 0o700 });
   const file = join(folder, `${id}.jsonl`);

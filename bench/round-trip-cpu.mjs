@@ -21,7 +21,12 @@ const a = argsOf();
 const COUNT = Number(a.count ?? 10_000);
 const WARMUP = 2_000;
 const pin = a.pin === true;
-const userLine = (i) => ({ type: 'user', message: { role: 'user', content: `ping ${i}` }, parent_tool_use_id: null, session_id: 'default' });
+const userLine = (i) => ({
+  type: 'user',
+  message: { role: 'user', content: `ping ${i}` },
+  parent_tool_use_id: null,
+  session_id: 'default',
+});
 /** An engine's assistant line, by its first bytes (what figure 1's clients look at). */
 const isAnswer = (b) => b[9] === 0x61 && b[10] === 0x73;
 
@@ -45,7 +50,9 @@ async function measure(name, relay, agent, send, setOnAnswer) {
   const [r1, a1] = await cpu();
   const c = process.cpuUsage(c0);
   const per = (x) => (x / COUNT).toFixed(1).padStart(6);
-  console.log(`${name.padEnd(5)} relay ${per(r1 - r0)}  agent ${per(a1 - a0)}  client ${per(c.user + c.system)} µs CPU per round trip; wall ${per(wall * 1000)} µs (mean)`);
+  console.log(
+    `${name.padEnd(5)} relay ${per(r1 - r0)}  agent ${per(a1 - a0)}  client ${per(c.user + c.system)} µs CPU per round trip; wall ${per(wall * 1000)} µs (mean)`,
+  );
 }
 
 async function raw() {
@@ -56,7 +63,13 @@ async function raw() {
     await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)));
     let onAnswer = () => {};
     ws.on('message', (b) => isAnswer(b) && onAnswer());
-    await measure('raw', relay, agent, (i) => ws.send(JSON.stringify(userLine(i))), (f) => (onAnswer = f));
+    await measure(
+      'raw',
+      relay,
+      agent,
+      (i) => ws.send(JSON.stringify(userLine(i))),
+      (f) => (onAnswer = f),
+    );
   } finally {
     ws.terminate();
     await stopAll([agent, relay]);
@@ -77,7 +90,13 @@ async function ours() {
         // closed
       }
     })();
-    await measure('ours', gateway, agent, (i) => void session.send(userLine(i)).catch(() => {}), (f) => (onAnswer = f));
+    await measure(
+      'ours',
+      gateway,
+      agent,
+      (i) => void session.send(userLine(i)).catch(() => {}),
+      (f) => (onAnswer = f),
+    );
   } finally {
     await client.close().catch(() => {});
     await stopAll([agent, gateway]);

@@ -89,7 +89,9 @@ function machineInfo() {
   };
   let rev;
   try {
-    rev = execSync('git rev-parse --short HEAD', { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+    rev = execSync('git rev-parse --short HEAD', { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] })
+      .toString()
+      .trim();
   } catch {
     rev = undefined;
   }
@@ -149,7 +151,8 @@ async function startCluster({ gateways = 3 } = {}) {
   const gws = [];
   try {
     const secret = randomBytes(32).toString('hex'); // the gateways' shared key, as --key gives it
-    for (let i = 0; i < gateways; i++) gws.push(await startChild('tether-gateway.mjs', ['--cluster', nats.url, '--cluster-secret', secret], { label: `gateway-${i + 1}` }));
+    for (let i = 0; i < gateways; i++)
+      gws.push(await startChild('tether-gateway.mjs', ['--cluster', nats.url, '--cluster-secret', secret], { label: `gateway-${i + 1}` }));
     const urls = gws.map((g) => g.info.url);
     const agent = await startChild('tether-agent.mjs', ['--gateway', urls.join(','), '--name', 'bench-ws'], { label: 'agent-ws' });
     return { gateways: gws, nats, urls, stop: () => stopAll([agent, ...gws]).finally(() => nats.stop()) };
@@ -163,7 +166,10 @@ async function startCluster({ gateways = 3 } = {}) {
 /** The raw relay and raw agent of one transport. */
 async function startRaw(transport, { pin = false } = {}) {
   const relay = await startChild('raw-relay.mjs', ['--transport', transport], { pin, label: `raw-relay-${transport}` });
-  const agent = await startChild('raw-agent.mjs', ['--transport', transport, '--url', relay.info.url], { pin, label: `raw-agent-${transport}` });
+  const agent = await startChild('raw-agent.mjs', ['--transport', transport, '--url', relay.info.url], {
+    pin,
+    label: `raw-agent-${transport}`,
+  });
   return { relay, agent, url: relay.info.url, stop: () => stopAll([agent, relay]) };
 }
 
@@ -194,8 +200,24 @@ async function latencyAndThroughput(withLatency, withThroughput, ssh) {
       const ids = [`raw-${t}`, `ours-${t}`, `wire-${t}`];
       return ids.map((_, i) => ids[(i + r) % ids.length]);
     };
-    const relayOf = (id) => (id.startsWith('ours') || id.startsWith('wire') ? ours.gw : id === `raw-ws` ? raw.ws.relay : id === 'raw-grpc' ? raw.grpc.relay : undefined);
-    const agentOf = (id) => (id.endsWith('-ws') && !id.startsWith('raw') ? ours.agents.ws : id.endsWith('-grpc') && !id.startsWith('raw') ? ours.agents.grpc : id === 'raw-ws' ? raw.ws.agent : id === 'raw-grpc' ? raw.grpc.agent : undefined);
+    const relayOf = (id) =>
+      id.startsWith('ours') || id.startsWith('wire')
+        ? ours.gw
+        : id === `raw-ws`
+          ? raw.ws.relay
+          : id === 'raw-grpc'
+            ? raw.grpc.relay
+            : undefined;
+    const agentOf = (id) =>
+      id.endsWith('-ws') && !id.startsWith('raw')
+        ? ours.agents.ws
+        : id.endsWith('-grpc') && !id.startsWith('raw')
+          ? ours.agents.grpc
+          : id === 'raw-ws'
+            ? raw.ws.agent
+            : id === 'raw-grpc'
+              ? raw.grpc.agent
+              : undefined;
     /** Runs one measurement and adds the CPU each process spent on it, per unit of work. */
     const withCpu = async (id, per, run) => {
       const who = { relay: relayOf(id), agent: agentOf(id), client: driver };
@@ -214,7 +236,9 @@ async function latencyAndThroughput(withLatency, withThroughput, ssh) {
       return res;
     };
     const latRun = (id) =>
-      withCpu(id, { name: 'PerRtt', count: () => C.latency.iters + C.latency.warmup }, () => driver.call('latency', { id, iters: C.latency.iters, warmup: C.latency.warmup }));
+      withCpu(id, { name: 'PerRtt', count: () => C.latency.iters + C.latency.warmup }, () =>
+        driver.call('latency', { id, iters: C.latency.iters, warmup: C.latency.warmup }),
+      );
     if (withLatency) {
       // Each round: every process (threads and engines included) pinned to CPU 0, then unpinned.
       const lat = { pinned: Object.fromEntries(targets.map((k) => [k, []])), unpinned: Object.fromEntries(targets.map((k) => [k, []])) };
@@ -246,11 +270,15 @@ async function latencyAndThroughput(withLatency, withThroughput, ssh) {
         for (let r = 0; r < C.throughput.rounds && !overBudget(); r++) {
           for (const t of ['ws', 'grpc']) {
             for (const id of orderOf(t, r)) {
-              runs[id].push(await withCpu(id, { name: 'PerFrame', count: () => count }, () => driver.call('throughput', { id, count, bytes }, 90_000)));
+              runs[id].push(
+                await withCpu(id, { name: 'PerFrame', count: () => count }, () => driver.call('throughput', { id, count, bytes }, 90_000)),
+              );
             }
           }
           for (const id of targets.filter((x) => x === 'stdio' || x === 'ssh')) {
-            runs[id].push(await withCpu(id, { name: 'PerFrame', count: () => count }, () => driver.call('throughput', { id, count, bytes }, 90_000)));
+            runs[id].push(
+              await withCpu(id, { name: 'PerFrame', count: () => count }, () => driver.call('throughput', { id, count, bytes }, 90_000)),
+            );
           }
         }
         tp[size] = runs;
@@ -282,7 +310,16 @@ async function fanoutStack(kind) {
     // The session's home is gateway-1 (its agent and controller are there); a third of the
     // viewers are on it, the others on gateways 2 and 3, which read the session from JetStream.
     const s = await startCluster();
-    return { relays: s.gateways, others: [s.nats], url: s.urls[0], viewerUrls: s.urls, viewerKind: 'ours', ctrlKind: 'wire', agent: 'bench-ws', stop: s.stop };
+    return {
+      relays: s.gateways,
+      others: [s.nats],
+      url: s.urls[0],
+      viewerUrls: s.urls,
+      viewerKind: 'ours',
+      ctrlKind: 'wire',
+      agent: 'bench-ws',
+      stop: s.stop,
+    };
   }
   const s = await startRaw('ws');
   return { relays: [s.relay], url: s.url, viewerKind: 'raw', ctrlKind: 'raw-ws', stop: s.stop };
@@ -296,7 +333,11 @@ async function fanoutOnce(kind, n, driver, { slowTest = false } = {}) {
   try {
     const ctrl = await driver.call('open', { id: `ctrl-${kind}`, kind: stack.ctrlKind, url: stack.url, agent: stack.agent });
     const t0 = Date.now();
-    await driver.call('viewersOpen', { kind: stack.viewerKind, urls: stack.viewerUrls ?? [stack.url], sessionId: ctrl.sessionId, fromSeq: (ctrl.lastSeq ?? 0) + 1, n }, 180_000);
+    await driver.call(
+      'viewersOpen',
+      { kind: stack.viewerKind, urls: stack.viewerUrls ?? [stack.url], sessionId: ctrl.sessionId, fromSeq: (ctrl.lastSeq ?? 0) + 1, n },
+      180_000,
+    );
     // Until every viewer has had all its presence frames (N²/2 of them for ours).
     const settled = await driver.call('settle', { quietMs: 500, maxMs: 120_000 }, 130_000);
     const attachSeconds = (Date.now() - t0) / 1000;
@@ -310,7 +351,18 @@ async function fanoutOnce(kind, n, driver, { slowTest = false } = {}) {
       tp.relayCpuUsPerDelivery = ((await cpuSum(stack.relays)) - c0) / Math.max(1, tp.delivered);
       if (stack.others) tp.othersCpuUsPerDelivery = ((await cpuSum(stack.others)) - n0) / Math.max(1, tp.delivered);
       await driver.call('settle', { quietMs: 250, maxMs: 30_000 }, 40_000);
-      const rate = await driver.call('fanout', { ctrl: `ctrl-${kind}`, count: C.fanout.rate * rateSeconds, bytes: 200, rate: C.fanout.rate, record: true, timeoutMs: rateSeconds * 1000 + 15_000 }, 120_000);
+      const rate = await driver.call(
+        'fanout',
+        {
+          ctrl: `ctrl-${kind}`,
+          count: C.fanout.rate * rateSeconds,
+          bytes: 200,
+          rate: C.fanout.rate,
+          record: true,
+          timeoutMs: rateSeconds * 1000 + 15_000,
+        },
+        120_000,
+      );
       return { throughput: tp, rate };
     };
     out.normal = await measure();
@@ -598,16 +650,26 @@ async function profile() {
   // `--profiles a,b` runs only the profiles whose name contains one of the words.
   const pick = opt('profiles', '').split(',').filter(Boolean);
   for (const [name, run] of [
-    ['single client, 200-byte frames (ws)', (driver) => throughputRun(driver, { kind: 'ours', transport: 'ws', count: 20_000, bytes: 200 })],
+    [
+      'single client, 200-byte frames (ws)',
+      (driver) => throughputRun(driver, { kind: 'ours', transport: 'ws', count: 20_000, bytes: 200 }),
+    ],
     ['single client, 100 KB frames (ws)', (driver) => throughputRun(driver, { kind: 'wire', transport: 'ws', count: 300, bytes: 100_000 })],
-    ['single client, 100 KB frames (grpc)', (driver) => throughputRun(driver, { kind: 'wire', transport: 'grpc', count: 300, bytes: 100_000 })],
+    [
+      'single client, 100 KB frames (grpc)',
+      (driver) => throughputRun(driver, { kind: 'wire', transport: 'grpc', count: 300, bytes: 100_000 }),
+    ],
     ['round trip, GatewayClient library (ws)', (driver) => roundTripRun(driver, { kind: 'ours', transport: 'ws', iters: 10_000 })],
     ['round trip, GatewayClient library (grpc)', (driver) => roundTripRun(driver, { kind: 'ours', transport: 'grpc', iters: 10_000 })],
     [
       'fan-out to 100 viewers, 200-byte frames (ws)',
       (driver) => async (ours) => {
         const ctrl = await driver.call('open', { id: 'p', kind: 'wire', url: ours.url.ws, agent: 'bench-ws' });
-        await driver.call('viewersOpen', { kind: 'ours', url: ours.url.ws, sessionId: ctrl.sessionId, fromSeq: ctrl.lastSeq + 1, n: 100 }, 120_000);
+        await driver.call(
+          'viewersOpen',
+          { kind: 'ours', url: ours.url.ws, sessionId: ctrl.sessionId, fromSeq: ctrl.lastSeq + 1, n: 100 },
+          120_000,
+        );
         await driver.call('settle', { quietMs: 500 }, 130_000);
         for (let i = 0; i < 3; i++) await driver.call('fanout', { ctrl: 'p', count: 1_000, bytes: 200, timeoutMs: 60_000 }, 90_000);
         await driver.call('viewersClose');
@@ -621,7 +683,11 @@ async function profile() {
     const transport = name.includes('(grpc)') ? 'grpc' : 'ws';
     // The driver (the clients) is profiled too: its own process per run, so its profile covers this run only.
     const pin = flag('profile-pinned'); // every process on CPU 0, as figure 1's pinned rounds (engines too: they inherit it)
-    const driver = await startChild('driver.mjs', [], { pin, label: 'driver', execArgv: ['--cpu-prof', `--cpu-prof-dir=${join(sub, 'driver')}`] });
+    const driver = await startChild('driver.mjs', [], {
+      pin,
+      label: 'driver',
+      execArgv: ['--cpu-prof', `--cpu-prof-dir=${join(sub, 'driver')}`],
+    });
     const ours = await startOurs({ transports: [transport], prof: sub, pin });
     try {
       await run(driver)(ours);
@@ -649,7 +715,9 @@ async function waitFor(pred, timeoutMs) {
 }
 
 async function main() {
-  log(`tether bench (${results.mode}); ${results.machine.cpus} CPUs, node ${results.machine.node}, ws ${results.machine.ws}, grpc-js ${results.machine.grpc}, bufferutil ${results.machine.bufferutil}`);
+  log(
+    `tether bench (${results.mode}); ${results.machine.cpus} CPUs, node ${results.machine.node}, ws ${results.machine.ws}, grpc-js ${results.machine.grpc}, bufferutil ${results.machine.bufferutil}`,
+  );
   const ssh = await sshAvailable();
   results.ssh = ssh;
   if (!ssh.ok) log(`ssh baseline: n/a (${ssh.why})`);

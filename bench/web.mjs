@@ -35,11 +35,31 @@ const percentile = (xs, p) => {
 
 /** `tether up` with the stand-in engine; resolves with its page origin and a stop function. */
 async function startUp(dir) {
-  const child = spawn(process.execPath, [join(ROOT, 'dist/bin/tether.js'), 'up', '--port', '0', '--engine', 'claude', '--engine-command', ENGINE, '--cwd', dir, '--state-dir', join(dir, 'state')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [
+      join(ROOT, 'dist/bin/tether.js'),
+      'up',
+      '--port',
+      '0',
+      '--engine',
+      'claude',
+      '--engine-command',
+      ENGINE,
+      '--cwd',
+      dir,
+      '--state-dir',
+      join(dir, 'state'),
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   const stop = () => new Promise((r) => (child.exitCode !== null ? r() : (child.once('exit', r), child.kill('SIGTERM'))));
   const link = await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('tether up did not print its sign-in link in 30 s')), 30_000);
-    createInterface({ input: child.stdout }).on('line', (l) => l.startsWith('sign-in: ') && (clearTimeout(timer), resolve(l.split(' ')[1])));
+    createInterface({ input: child.stdout }).on(
+      'line',
+      (l) => l.startsWith('sign-in: ') && (clearTimeout(timer), resolve(l.split(' ')[1])),
+    );
     child.once('exit', (code) => reject(new Error(`tether up exited (${code})`)));
   });
   return { origin: new URL(link).origin, firstLink: link, stop };
@@ -47,7 +67,12 @@ async function startUp(dir) {
 
 async function linkFor(origin, stateDir, sub) {
   const dist = (p) => import(pathToFileURL(join(ROOT, 'dist', p)).href);
-  const [{ signInUrl }, { loadKeyFile }, { mintLoginCode }, { stateKeyPath }] = await Promise.all([dist('bin/sign-in-link.js'), dist('core/auth/keys.js'), dist('core/auth/login-codes.js'), dist('core/auth/state-dir.js')]);
+  const [{ signInUrl }, { loadKeyFile }, { mintLoginCode }, { stateKeyPath }] = await Promise.all([
+    dist('bin/sign-in-link.js'),
+    dist('core/auth/keys.js'),
+    dist('core/auth/login-codes.js'),
+    dist('core/auth/state-dir.js'),
+  ]);
   return signInUrl(origin, await mintLoginCode(loadKeyFile(stateKeyPath(stateDir)), { sub }));
 }
 
@@ -60,7 +85,11 @@ async function signedIn(browser, link) {
   return { context, page };
 }
 
-const lastAnswer = (page, turns) => page.getByTestId('assistant-text').filter({ hasText: `Answer ${turns - 1}:` }).waitFor({ timeout: WAIT_MS });
+const lastAnswer = (page, turns) =>
+  page
+    .getByTestId('assistant-text')
+    .filter({ hasText: `Answer ${turns - 1}:` })
+    .waitFor({ timeout: WAIT_MS });
 
 /** One session of `turns` turns, measured. */
 async function measure(browser, turns) {
@@ -78,7 +107,10 @@ async function measure(browser, turns) {
     // A late joiner opens it: from the click to the last answer on screen (the whole replay).
     const bob = await signedIn(browser, await linkFor(up.origin, join(dir, 'state'), 'bob'));
     const t0 = Date.now();
-    await bob.page.locator(`[data-session="${sessionId}"]`).getByRole('button', { name: /as a controller/ }).click();
+    await bob.page
+      .locator(`[data-session="${sessionId}"]`)
+      .getByRole('button', { name: /as a controller/ })
+      .click();
     await lastAnswer(bob.page, turns);
     const openMs = Date.now() - t0;
 
@@ -90,7 +122,14 @@ async function measure(browser, turns) {
       window.__long = [];
       window.__keys = [];
       new PerformanceObserver((l) => window.__long.push(...l.getEntries().map((e) => e.duration))).observe({ type: 'longtask' });
-      new PerformanceObserver((l) => window.__keys.push(...l.getEntries().filter((e) => e.name === 'keydown').map((e) => e.duration))).observe({ type: 'event', durationThreshold: 16 });
+      new PerformanceObserver((l) =>
+        window.__keys.push(
+          ...l
+            .getEntries()
+            .filter((e) => e.name === 'keydown')
+            .map((e) => e.duration),
+        ),
+      ).observe({ type: 'event', durationThreshold: 16 });
     });
     // A streamed answer alone: main-thread time per delta.
     const task = async () => (await cdp.send('Performance.getMetrics')).metrics.find((m) => m.name === 'TaskDuration').value * 1000;
@@ -99,7 +138,13 @@ async function measure(browser, turns) {
       await page.locator('#prompt').press('Enter');
       await page.locator('.md.streaming').first().waitFor();
     };
-    const finished = (n) => page.getByTestId('assistant-text').filter({ hasText: `word${DELTAS - 1}` }).nth(n).and(page.locator('.md:not(.streaming)')).waitFor({ timeout: WAIT_MS });
+    const finished = (n) =>
+      page
+        .getByTestId('assistant-text')
+        .filter({ hasText: `word${DELTAS - 1}` })
+        .nth(n)
+        .and(page.locator('.md:not(.streaming)'))
+        .waitFor({ timeout: WAIT_MS });
     const before = await task();
     await stream();
     await finished(0);
@@ -113,7 +158,14 @@ async function measure(browser, turns) {
     const keyDurations = [...keys, ...Array(Math.max(0, KEYS - keys.length)).fill(16)];
     await alice.context.close();
     await bob.context.close();
-    return { turns, openMs, deltaMainThreadMs: deltaMs, longTasks: long.length, longestTaskMs: Math.max(0, ...long), keyToPaintP95Ms: percentile(keyDurations, 95) };
+    return {
+      turns,
+      openMs,
+      deltaMainThreadMs: deltaMs,
+      longTasks: long.length,
+      longestTaskMs: Math.max(0, ...long),
+      keyToPaintP95Ms: percentile(keyDurations, 95),
+    };
   } finally {
     await up.stop();
     rmSync(dir, { recursive: true, force: true });
@@ -122,11 +174,22 @@ async function measure(browser, turns) {
 
 /** The figure: the 2-turn baseline and the 2,000-turn session, `rounds` times each, alternating. */
 export async function webFigure({ rounds = 1, log = console.log } = {}) {
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'] });
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'],
+  });
   const out = { baseline: [], long: [] };
   try {
     for (let r = 0; r < rounds; r++) {
-      for (const [key, turns] of r % 2 ? [['long', 2000], ['baseline', 2]] : [['baseline', 2], ['long', 2000]]) {
+      for (const [key, turns] of r % 2
+        ? [
+            ['long', 2000],
+            ['baseline', 2],
+          ]
+        : [
+            ['baseline', 2],
+            ['long', 2000],
+          ]) {
         const m = await measure(browser, turns);
         log(`web: ${turns} turns: ${JSON.stringify(m)}`);
         out[key].push(m);
@@ -146,7 +209,11 @@ export function webVerdicts(fig) {
   return [
     { target: '2,000 turns open ≤ 1 s', value: `${m('openMs').toFixed(0)} ms`, met: m('openMs') <= 1000 },
     { target: 'replay of ~4,000 frames on screen ≤ 3 s', value: `${m('openMs').toFixed(0)} ms`, met: m('openMs') <= 3000 },
-    { target: 'a streamed delta ≤ 16 ms of main thread', value: `${m('deltaMainThreadMs').toFixed(1)} ms`, met: m('deltaMainThreadMs') <= 16 },
+    {
+      target: 'a streamed delta ≤ 16 ms of main thread',
+      value: `${m('deltaMainThreadMs').toFixed(1)} ms`,
+      met: m('deltaMainThreadMs') <= 16,
+    },
     { target: 'no long task > 50 ms while streaming', value: `${m('longestTaskMs').toFixed(0)} ms`, met: m('longestTaskMs') <= 50 },
     { target: 'keystroke to paint p95 ≤ 50 ms', value: `${m('keyToPaintP95Ms').toFixed(0)} ms`, met: m('keyToPaintP95Ms') <= 50 },
   ];
@@ -164,7 +231,8 @@ export function webTable(fig) {
   ];
   const f = (x) => (Number.isFinite(x) ? (Math.abs(x) >= 100 ? x.toFixed(0) : x.toFixed(1)) : 'n/a');
   const lines = ['| web page | 2 turns (baseline) | 2,000 turns | target |', '|---|---|---|---|'];
-  for (const [label, k, target] of rows) lines.push(`| ${label} | ${f(med(fig.baseline.map((m) => m[k])))} | ${f(med(fig.long.map((m) => m[k])))} | ${target} |`);
+  for (const [label, k, target] of rows)
+    lines.push(`| ${label} | ${f(med(fig.baseline.map((m) => m[k])))} | ${f(med(fig.long.map((m) => m[k])))} | ${target} |`);
   return lines.join('\n');
 }
 

@@ -19,11 +19,16 @@ export function acpEndpoint(): (link: AcpLink) => AgentConnector {
   /** In-process links from `/acp` connections into the gateway serving them, by loopback id. */
   const loopbacks = new Map<string, () => Channel>();
   // Its clients dial this gateway in-process, and nothing else.
-  const dialers = new Dialers([[SCHEME, async (url) => {
-    const open = loopbacks.get(url.host);
-    if (!open) throw new TetherError('UNAVAILABLE', 'the ACP connection is closed');
-    return open();
-  }]]);
+  const dialers = new Dialers([
+    [
+      SCHEME,
+      async (url) => {
+        const open = loopbacks.get(url.host);
+        if (!open) throw new TetherError('UNAVAILABLE', 'the ACP connection is closed');
+        return open();
+      },
+    ],
+  ]);
   return (link) => {
     const query = new URL(link.path, 'http://acp').searchParams;
     const id = randomUUID();

@@ -78,7 +78,8 @@ export function gatewayAuthFrom(c: AuthConfig, opts: { needSigningKey?: boolean;
   } else if (!c.jwksUrl || opts.needSigningKey) {
     ({ key, path: keyPath, created } = ensureStateKey(c.stateDir));
   }
-  if (opts.needSigningKey && !key?.signKey) throw new TetherError('INVALID_ARGUMENT', `${keyPath} holds a public key: tether up mints tokens and needs the private key or secret`);
+  if (opts.needSigningKey && !key?.signKey)
+    throw new TetherError('INVALID_ARGUMENT', `${keyPath} holds a public key: tether up mints tokens and needs the private key or secret`);
   const verifier = new TokenVerifier({ keys: key ? [key] : [], jwks: c.jwksUrl ? remoteKeySet(c.jwksUrl) : undefined });
   // A key that can sign also trades web sign-in codes for client tokens (POST /v1/login).
   const login = key?.signKey ? new LoginDesk(key) : undefined;

@@ -13,14 +13,21 @@ import type { GatewayAuthSetup } from './auth-options.js';
  * signs tokens; with authentication off or only a JWKS, the state folder's, which every
  * gateway of the cluster must then share).
  */
-export async function joinCluster(c: ClusterAuthConfig & { cluster: string; stateDir: string; keyFile?: string }, auth: GatewayAuthSetup, logger: Logger): Promise<Cluster> {
+export async function joinCluster(
+  c: ClusterAuthConfig & { cluster: string; stateDir: string; keyFile?: string },
+  auth: GatewayAuthSetup,
+  logger: Logger,
+): Promise<Cluster> {
   const dial = natsDialOf(c);
   if (dial.method === 'none') {
     process.stderr.write(NO_AUTH_WARNING);
     logger.warn({ server: dial.shown }, 'cluster NATS link without authentication (--cluster-insecure-no-auth)');
   }
   if (!auth.signingKey && c.keyFile) {
-    throw new TetherError('FAILED_PRECONDITION', `--key ${c.keyFile} only verifies: the gateways of a cluster sign what they tell each other with a key derived from their shared signing key (a secret or private key)`);
+    throw new TetherError(
+      'FAILED_PRECONDITION',
+      `--key ${c.keyFile} only verifies: the gateways of a cluster sign what they tell each other with a key derived from their shared signing key (a secret or private key)`,
+    );
   }
   const mac = FabricMac.fromTokenKey(auth.signingKey ?? ensureStateKey(c.stateDir).key);
   logger.info({ server: dial.shown, auth: dial.method, tls: dial.tls !== undefined }, 'joining the cluster');

@@ -54,7 +54,10 @@ function pem(path: string | undefined, what: string): Buffer | undefined {
   try {
     return readFileSync(path);
   } catch (err) {
-    throw new TetherError('INVALID_ARGUMENT', `cannot read ${what} ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new TetherError(
+      'INVALID_ARGUMENT',
+      `cannot read ${what} ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
   }
 }
 
@@ -68,7 +71,11 @@ export function gatewaysFrom(v: Record<string, unknown>): string[] {
 }
 
 /** Connects to the gateway the connection flags (or TETHER_* variables) name; INVALID_ARGUMENT for a missing or unreadable one. */
-export async function connectFrom(v: Record<string, unknown>, software: string, onStatus?: ConnectOptions['onStatus']): Promise<GatewayClient> {
+export async function connectFrom(
+  v: Record<string, unknown>,
+  software: string,
+  onStatus?: ConnectOptions['onStatus'],
+): Promise<GatewayClient> {
   const tokenFile = v['token-file'] as string | undefined;
   if (tokenFile !== undefined && v.token !== undefined) throw new TetherError('INVALID_ARGUMENT', 'use --token or --token-file, not both');
   const gateways = gatewaysFrom(v);

@@ -31,7 +31,11 @@ export function gatewayOrigin(url: string): string {
     throw new TetherError('INVALID_ARGUMENT', `not a gateway URL: ${JSON.stringify(url.slice(0, 200))}`);
   }
   const scheme = { 'ws:': 'http:', 'http:': 'http:', 'wss:': 'https:', 'https:': 'https:' }[u.protocol];
-  if (!scheme) throw new TetherError('INVALID_ARGUMENT', `tether login needs the gateway's WebSocket or web address (ws://, wss://, http://, https://), got ${u.protocol}//`);
+  if (!scheme)
+    throw new TetherError(
+      'INVALID_ARGUMENT',
+      `tether login needs the gateway's WebSocket or web address (ws://, wss://, http://, https://), got ${u.protocol}//`,
+    );
   return `${scheme}//${u.host}`;
 }
 

@@ -7,12 +7,15 @@ import { startGatewayServer, type GatewayServer } from '../gateway/server.js';
 import { acpEndpoint } from './acp-endpoint.js';
 import { AUTH_OFF_WARNING, gatewayAuthFrom, type GatewayAuthSetup } from './auth-options.js';
 import { gatewayStorage } from './gateway-storage.js';
-import { Cluster } from '../gateway/cluster/cluster.js';
+import type { Cluster } from '../gateway/cluster/cluster.js';
 import type { ClusterAuthConfig } from '../gateway/cluster/nats-auth.js';
 import { joinCluster } from './cluster-join.js';
 
 /** The keys a gateway runs from: all of `tether gateway`'s; `tether up` has no host (127.0.0.1), no TLS and no cluster. */
-export type GatewayRunConfig = Omit<GatewayConfig, 'host' | 'tlsCert' | 'tlsKey' | 'tlsClientCa' | 'logLevel' | 'logFormat' | keyof ClusterAuthConfig> &
+export type GatewayRunConfig = Omit<
+  GatewayConfig,
+  'host' | 'tlsCert' | 'tlsKey' | 'tlsClientCa' | 'logLevel' | 'logFormat' | keyof ClusterAuthConfig
+> &
   Partial<Pick<GatewayConfig, 'host' | 'tlsCert' | 'tlsKey' | 'tlsClientCa'>> &
   Partial<ClusterAuthConfig>;
 
@@ -31,12 +34,18 @@ export interface StartedGateway {
  * listeners with revocations and the `/acp` endpoint. `needSigningKey` (up): the key must be
  * able to mint tokens. `routingLogger`: the routing core's logger (default `logger`).
  */
-export async function startGateway(c: GatewayRunConfig, logger: Logger, opts: { needSigningKey?: boolean; routingLogger?: Logger } = {}): Promise<StartedGateway> {
+export async function startGateway(
+  c: GatewayRunConfig,
+  logger: Logger,
+  opts: { needSigningKey?: boolean; routingLogger?: Logger } = {},
+): Promise<StartedGateway> {
   const storage = gatewayStorage(c, logger);
   const auth = gatewayAuthFrom(c, { needSigningKey: opts.needSigningKey, logger: logger.child({ component: 'oidc' }) });
   if (auth.auth.verifier === 'off') process.stderr.write(AUTH_OFF_WARNING);
   // Joined before anything listens: a bad, unreachable or unauthenticated cluster stops the gateway here.
-  const cluster = c.cluster ? await joinCluster({ ...c, cluster: c.cluster, clusterInsecureNoAuth: c.clusterInsecureNoAuth ?? false }, auth, logger) : undefined;
+  const cluster = c.cluster
+    ? await joinCluster({ ...c, cluster: c.cluster, clusterInsecureNoAuth: c.clusterInsecureNoAuth ?? false }, auth, logger)
+    : undefined;
   const gateway = new Gateway({
     logger: opts.routingLogger ?? logger,
     store: cluster?.store ?? storage.store,

@@ -22,10 +22,14 @@ export const AGENT_HOST_KEYS_FILE = 'agent-host-keys.json';
  * file's folder are made private (0700) first: created so, tightened when looser (logged at
  * warn), refused (FAILED_PRECONDITION) when another user owns them.
  */
-export function gatewayStorage(c: { stateDir: string; auditLog: string; audit: { maxFileBytes: number; keepFiles: number; retentionDays: number }; policy?: string }, log?: Logger): { store: SessionStore; audit: AuditLog; hostKeys: HostKeyPins; policy?: FilePolicy } {
+export function gatewayStorage(
+  c: { stateDir: string; auditLog: string; audit: { maxFileBytes: number; keepFiles: number; retentionDays: number }; policy?: string },
+  log?: Logger,
+): { store: SessionStore; audit: AuditLog; hostKeys: HostKeyPins; policy?: FilePolicy } {
   for (const dir of new Set([c.stateDir, dirname(c.auditLog)])) {
     const r = ensurePrivateDir(dir);
-    if (r.tightenedFrom !== undefined) log?.warn({ dir, was: '0' + r.tightenedFrom.toString(8) }, 'state folder was readable by others; tightened to 0700');
+    if (r.tightenedFrom !== undefined)
+      log?.warn({ dir, was: '0' + r.tightenedFrom.toString(8) }, 'state folder was readable by others; tightened to 0700');
   }
   return {
     store: new FileSessionStore(join(c.stateDir, 'sessions')),

@@ -23,8 +23,15 @@ export async function listenForLogin(state: string, timeoutMs: number): Promise<
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const got = url.searchParams.get('code');
     const page = (status: number, text: string) =>
-      res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'content-security-policy': "default-src 'none'" }).end(`<!doctype html><meta charset="utf-8"><title>tether login</title><p>${text}</p>`);
-    if (url.pathname !== '/callback' || !got || url.searchParams.get('state') !== state) return page(400, 'This is not the sign-in this terminal is waiting for.');
+      res
+        .writeHead(status, {
+          'content-type': 'text/html; charset=utf-8',
+          'cache-control': 'no-store',
+          'content-security-policy': "default-src 'none'",
+        })
+        .end(`<!doctype html><meta charset="utf-8"><title>tether login</title><p>${text}</p>`);
+    if (url.pathname !== '/callback' || !got || url.searchParams.get('state') !== state)
+      return page(400, 'This is not the sign-in this terminal is waiting for.');
     res.on('finish', () => settle.resolve(got)); // closed only once the browser has its answer
     page(200, 'Signed in. You can close this tab and go back to the terminal.');
   });
@@ -32,7 +39,13 @@ export async function listenForLogin(state: string, timeoutMs: number): Promise<
     server.once('error', reject);
     server.listen(0, '127.0.0.1', resolve);
   });
-  const timer = setTimeout(() => settle.reject(new TetherError('DEADLINE_EXCEEDED', `no sign-in came back within ${Math.round(timeoutMs / 1000)} s: run tether login again`)), timeoutMs);
+  const timer = setTimeout(
+    () =>
+      settle.reject(
+        new TetherError('DEADLINE_EXCEEDED', `no sign-in came back within ${Math.round(timeoutMs / 1000)} s: run tether login again`),
+      ),
+    timeoutMs,
+  );
   const close = () => {
     clearTimeout(timer);
     server.close();

@@ -12,7 +12,8 @@ export function signInUrl(pageUrl: string, code: string): string {
   } catch {
     throw new TetherError('INVALID_ARGUMENT', `--url must be the gateway's web address, like http://gateway-host:7800, got "${pageUrl}"`);
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new TetherError('INVALID_ARGUMENT', `--url must start with http:// or https://, got "${pageUrl}"`);
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    throw new TetherError('INVALID_ARGUMENT', `--url must start with http:// or https://, got "${pageUrl}"`);
   return `${u.origin}/#login=${code}`;
 }
 

@@ -72,11 +72,12 @@ async function main(argv: string[]): Promise<number> {
   }
   // The SDK may close its end of our stdout first; that is not a crash.
   process.stdout.on('error', (err) => logger.debug({ err: String(err) }, 'stdout closed'));
-  const engine = startRemoteEngine(
-    { gateway, agent, token: env('TETHER_TOKEN'), cwd: env('TETHER_CWD'), dialers, logger },
-    argv,
-    { input: process.stdin, output: process.stdout, diagnostics: (text) => void process.stderr.write(text), env: process.env },
-  );
+  const engine = startRemoteEngine({ gateway, agent, token: env('TETHER_TOKEN'), cwd: env('TETHER_CWD'), dialers, logger }, argv, {
+    input: process.stdin,
+    output: process.stdout,
+    diagnostics: (text) => void process.stderr.write(text),
+    env: process.env,
+  });
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals) => {
     // First signal: stop the remote session (SIGTERM reaches the engine at once, as it would a

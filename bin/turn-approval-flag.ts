@@ -13,7 +13,13 @@ export const TURN_APPROVAL_HELP = `  --turn-approval WHO      who approves tool 
 export function turnApprovalOf(value: unknown): TurnApproval | undefined {
   if (value === undefined) return undefined;
   const text = String(value);
-  const parsed = TurnApproval.safeParse(text.startsWith('approvers:') ? { approvers: text.slice('approvers:'.length).split(',').filter(Boolean) } : text);
-  if (!parsed.success) throw new TetherError('INVALID_ARGUMENT', `--turn-approval must be owner, anyController or approvers:NAME[,NAME...] (not ${JSON.stringify(text.slice(0, 100))})`);
+  const parsed = TurnApproval.safeParse(
+    text.startsWith('approvers:') ? { approvers: text.slice('approvers:'.length).split(',').filter(Boolean) } : text,
+  );
+  if (!parsed.success)
+    throw new TetherError(
+      'INVALID_ARGUMENT',
+      `--turn-approval must be owner, anyController or approvers:NAME[,NAME...] (not ${JSON.stringify(text.slice(0, 100))})`,
+    );
   return parsed.data;
 }

@@ -3,13 +3,23 @@ import { ENGINE_KEYS } from '../agent/config.js';
 import { loadKeyFile } from '../core/auth/keys.js';
 import { loggingKeys } from '../core/config/common.js';
 import type { ConfigSpec } from '../core/config/load.js';
-import { AUTH_KEYS, checkOidc, LIMIT_KEYS, LISTEN_KEYS, OIDC_KEYS, resolveGatewayKeys, type ResolvedGatewayKeys } from '../gateway/config.js';
+import {
+  AUTH_KEYS,
+  checkOidc,
+  LIMIT_KEYS,
+  LISTEN_KEYS,
+  OIDC_KEYS,
+  resolveGatewayKeys,
+  type ResolvedGatewayKeys,
+} from '../gateway/config.js';
 
 /**
  * The `tether up` schema: the gateway's keys (it always listens on 127.0.0.1) and the engine
  * keys of its one local agent. Logs default to warn: `up` is an interactive command.
  */
-export const upSchema = z.object({ ...LISTEN_KEYS, ...AUTH_KEYS, ...OIDC_KEYS, ...ENGINE_KEYS, ...loggingKeys('warn'), ...LIMIT_KEYS }).strict();
+export const upSchema = z
+  .object({ ...LISTEN_KEYS, ...AUTH_KEYS, ...OIDC_KEYS, ...ENGINE_KEYS, ...loggingKeys('warn'), ...LIMIT_KEYS })
+  .strict();
 
 /** `tether up`'s configuration after loading. */
 export type UpConfig = ResolvedGatewayKeys<z.infer<typeof upSchema>>;

@@ -24,7 +24,11 @@ export interface AcrossReconnectsOptions {
  * waits for the dying link to close (or a short, growing pause), so retries go out on the
  * next connection instead of using up every attempt on the dying one.
  */
-export async function acrossReconnects<T>(peer: () => Promise<RpcPeer>, call: (p: RpcPeer) => Promise<T>, opts: AcrossReconnectsOptions = {}): Promise<T> {
+export async function acrossReconnects<T>(
+  peer: () => Promise<RpcPeer>,
+  call: (p: RpcPeer) => Promise<T>,
+  opts: AcrossReconnectsOptions = {},
+): Promise<T> {
   const until = Date.now() + (opts.withinMs ?? Infinity);
   const retry = opts.retry ?? isLinkLoss;
   /** After attempt `attempt` failed with `e` on `p`: throws when no other may follow, else waits before the next. */
@@ -50,7 +54,12 @@ export async function acrossReconnects<T>(peer: () => Promise<RpcPeer>, call: (p
  * {@link acrossReconnects} with its first attempt made at once on `live` (the peer of a link
  * that is up), without an async step: the hot path of a prompt. Only a failure goes the long way.
  */
-export function atOnceThenAcrossReconnects<T>(live: RpcPeer, peer: () => Promise<RpcPeer>, call: (p: RpcPeer) => Promise<T>, opts: AcrossReconnectsOptions = {}): Promise<T> {
+export function atOnceThenAcrossReconnects<T>(
+  live: RpcPeer,
+  peer: () => Promise<RpcPeer>,
+  call: (p: RpcPeer) => Promise<T>,
+  opts: AcrossReconnectsOptions = {},
+): Promise<T> {
   let first: Promise<T>;
   try {
     first = call(live);

@@ -86,7 +86,12 @@ export class GatewayClient {
       backoff: opts.backoff,
       heartbeat: opts.heartbeat,
       tokenSource: opts.tokenSource,
-      hello: () => ({ protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: [...CLIENT_CAPABILITIES], software: opts.software ?? 'tether-client' }),
+      hello: () => ({
+        protocol_version: PROTOCOL_VERSION,
+        role: 'client',
+        capabilities: [...CLIENT_CAPABILITIES],
+        software: opts.software ?? 'tether-client',
+      }),
       setup: (peer) => this.setup(peer),
       onConnected: (peer, hello) => {
         this.principal = hello.principal;
@@ -147,7 +152,8 @@ export class GatewayClient {
     do {
       const page = await (await this.peer()).request('sessions.list', { limit: SESSIONS_PAGE_MAX, cursor });
       all.push(...page.sessions);
-      if (page.next_cursor !== undefined && page.next_cursor === cursor) throw new TetherError('INTERNAL', 'sessions.list returned the same page twice');
+      if (page.next_cursor !== undefined && page.next_cursor === cursor)
+        throw new TetherError('INTERNAL', 'sessions.list returned the same page twice');
       cursor = page.next_cursor;
     } while (cursor !== undefined);
     return all;
@@ -176,7 +182,11 @@ export class GatewayClient {
     const params = { agent: args.agent, engine: args.engine, options: args.options ?? {}, create_id: createId };
     if (args.onProgress) this.progress.set(createId, args.onProgress);
     try {
-      const r = await acrossReconnects(() => this.peer(), (peer) => peer.request('session.create', params, { timeoutMs: CREATE_TIMEOUT_MS }), { withinMs: CREATE_TIMEOUT_MS, attempts: 100 });
+      const r = await acrossReconnects(
+        () => this.peer(),
+        (peer) => peer.request('session.create', params, { timeoutMs: CREATE_TIMEOUT_MS }),
+        { withinMs: CREATE_TIMEOUT_MS, attempts: 100 },
+      );
       const session = new RemoteSession(this, r, false);
       session.setPermissionHandler(args.canUseTool);
       return this.adopt(session);
@@ -235,7 +245,13 @@ export class GatewayClient {
     });
     // Event frames, and line frames in another layout (a line re-serialized: not byte-exact).
     peer.onNotification('session.frame', (f) =>
-      this.routeFrame({ session_id: f.session_id, seq: f.seq, origin: f.origin, event: f.event, line: f.message && JSON.stringify(f.message) }),
+      this.routeFrame({
+        session_id: f.session_id,
+        seq: f.seq,
+        origin: f.origin,
+        event: f.event,
+        line: f.message && JSON.stringify(f.message),
+      }),
     );
     peer.onNotification('session.reply', (r) => this.sessions.get(r.session_id)?.onReply(r));
     peer.onNotification('session.post_result', (r) => this.sessions.get(r.session_id)?.onPostResult(r));
@@ -243,7 +259,8 @@ export class GatewayClient {
       for (const s of this.sessions.values()) s.onLinkLost(peer);
     });
     peer.onNotification('session.create_progress', (p) => {
-      if (p.create_id !== undefined) this.progress.get(p.create_id)?.({ session_id: p.session_id, agent: p.agent, status: p.status, message: p.message });
+      if (p.create_id !== undefined)
+        this.progress.get(p.create_id)?.({ session_id: p.session_id, agent: p.agent, status: p.status, message: p.message });
     });
   }
 
@@ -262,7 +279,12 @@ export class GatewayClient {
     this.resuming = true;
     for (const s of this.sessions.values()) {
       try {
-        const r = await peer.request('session.attach', { session_id: s.id, from_seq: s.lastSeq + 1, read_only: s.readOnly, previous_client_id: s.clientId });
+        const r = await peer.request('session.attach', {
+          session_id: s.id,
+          from_seq: s.lastSeq + 1,
+          read_only: s.readOnly,
+          previous_client_id: s.clientId,
+        });
         s.role = r.role;
         s.clientId = r.client_id;
       } catch (err) {

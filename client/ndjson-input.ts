@@ -31,7 +31,12 @@ export interface NdjsonInput {
  * backpressure hold). Blank lines are skipped; everything else that cannot be sent goes to
  * the caller's `handlers`. Used by pipe mode and by the SDK drop-in's bridge.
  */
-export function sendNdjsonInput(session: Pick<RemoteSession, 'send'>, input: Readable, handlers: NdjsonInputHandlers, log: Logger = silentLogger): NdjsonInput {
+export function sendNdjsonInput(
+  session: Pick<RemoteSession, 'send'>,
+  input: Readable,
+  handlers: NdjsonInputHandlers,
+  log: Logger = silentLogger,
+): NdjsonInput {
   const rl = createInterface({ input, crlfDelay: Infinity });
   const close = (): void => rl.close();
   const failed = new Promise<'eof'>((resolve) =>

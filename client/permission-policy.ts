@@ -27,7 +27,10 @@ export interface SessionRuleUpdate {
 }
 
 const isRule = (r: unknown): r is PermissionRule =>
-  typeof r === 'object' && r !== null && typeof (r as PermissionRule).toolName === 'string' && ['string', 'undefined'].includes(typeof (r as PermissionRule).ruleContent);
+  typeof r === 'object' &&
+  r !== null &&
+  typeof (r as PermissionRule).toolName === 'string' &&
+  ['string', 'undefined'].includes(typeof (r as PermissionRule).ruleContent);
 
 /**
  * What "allow for this session" may grant: the first allow rule the engine itself proposed for
@@ -37,7 +40,9 @@ const isRule = (r: unknown): r is PermissionRule =>
  */
 export function proposedSessionRule(request: Record<string, unknown>): SessionRuleUpdate | undefined {
   const suggestions = Array.isArray(request.permission_suggestions) ? (request.permission_suggestions as Record<string, unknown>[]) : [];
-  const s = suggestions.find((u) => u?.type === 'addRules' && u.behavior === 'allow' && Array.isArray(u.rules) && u.rules.length > 0 && u.rules.every(isRule));
+  const s = suggestions.find(
+    (u) => u?.type === 'addRules' && u.behavior === 'allow' && Array.isArray(u.rules) && u.rules.length > 0 && u.rules.every(isRule),
+  );
   return s ? { ...(s as unknown as SessionRuleUpdate), destination: 'session' } : undefined;
 }
 

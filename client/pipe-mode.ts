@@ -20,7 +20,14 @@ export async function runPipe(session: RemoteSession, input: Readable, output: W
   const event = (e: TetherEvent) => write(JSON.stringify(e));
   let ended = false;
   const notSent = (lineNo: number, what: string): void => {
-    event(tetherEvent({ subtype: 'error', code: 'INVALID_ARGUMENT', message: `input line ${lineNo} is ${what}; nothing was sent`, input: `line ${lineNo}` }));
+    event(
+      tetherEvent({
+        subtype: 'error',
+        code: 'INVALID_ARGUMENT',
+        message: `input line ${lineNo} is ${what}; nothing was sent`,
+        input: `line ${lineNo}`,
+      }),
+    );
   };
   const inputDone = sendNdjsonInput(session, input, {
     notJson: (lineNo) => {

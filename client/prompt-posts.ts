@@ -50,7 +50,8 @@ export class PromptPosts {
       const params = { session_id: sessionId, input_id: inputId, line };
       // No promise per prompt; when the post cannot go (closed, or over the frame limit) the
       // channel's own error says why, through notify.
-      if (!peer.postNotification('session.post', params)) peer.notify('session.post', params).catch((err) => w.settle(asTetherError(err, 'UNAVAILABLE')));
+      if (!peer.postNotification('session.post', params))
+        peer.notify('session.post', params).catch((err) => w.settle(asTetherError(err, 'UNAVAILABLE')));
     });
   }
 
@@ -80,7 +81,8 @@ export class PromptPosts {
 
   /** `peer`'s connection is gone: its posts fail with UNAVAILABLE, to be sent again. */
   linkLost(peer: RpcPeer): void {
-    for (const w of [...this.waiting.values()]) if (w.peer === peer) w.settle(new TetherError('UNAVAILABLE', 'the connection closed before the prompt was answered'));
+    for (const w of [...this.waiting.values()])
+      if (w.peer === peer) w.settle(new TetherError('UNAVAILABLE', 'the connection closed before the prompt was answered'));
   }
 
   /** The session is over: every post fails with `err`. */

@@ -16,7 +16,11 @@ export function stopText(principal: string, cleared: number | undefined): string
 export function queueChangeText(change: QueueChange): string | undefined {
   switch (change.action) {
     case 'started':
-      return change.steer ? `${change.by} steered: the running turn was cut here` : change.folded ? `${change.by}'s queued prompt joined the running turn here` : `${change.by}'s queued prompt started`;
+      return change.steer
+        ? `${change.by} steered: the running turn was cut here`
+        : change.folded
+          ? `${change.by}'s queued prompt joined the running turn here`
+          : `${change.by}'s queued prompt started`;
     case 'withdrawn':
       return `${change.by} withdrew a queued prompt`;
     default:
@@ -29,5 +33,9 @@ export function queuedText(p: QueuedPrompt): string {
   const content = (p.message as { content?: unknown } | undefined)?.content;
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
-  return content.map((b) => (typeof b === 'object' && b !== null && typeof (b as { text?: unknown }).text === 'string' ? (b as { text: string }).text : '')).join(' ');
+  return content
+    .map((b) =>
+      typeof b === 'object' && b !== null && typeof (b as { text?: unknown }).text === 'string' ? (b as { text: string }).text : '',
+    )
+    .join(' ');
 }

@@ -3,7 +3,7 @@
  * `claude` in stream-json mode (argv → session options in session-options-from-argv.ts, input
  * lines through ndjson-input.ts, engine output back through engine-output-copy.ts).
  */
-import { asTetherError, } from '../core/errors.js';
+import { asTetherError } from '../core/errors.js';
 import type { RemoteEngineIo, RemoteExit } from './remote-engine-io.js';
 import type { DialOptions, Dialers } from '../core/link/dial.js';
 import { silentLogger, type Logger } from '../core/logging.js';
@@ -91,8 +91,21 @@ export function startRemoteEngine(target: RemoteEngineTarget, args: readonly str
       const options: SessionOptions = { ...sessionOptionsFromArgs(args, target.cwd), client_initialize: true };
       const env = pickSdkEnv(io.env ?? {});
       if (Object.keys(env).length) options.env = env;
-      client = await GatewayClient.connect({ gateway: target.gateway, token: target.token, dial: target.dial, dialers: target.dialers, logger: log, reconnect: true, software: target.software ?? 'tether-claude' });
-      session = await client.createSession({ agent: target.agent, engine: target.engine, options, onProgress: (p) => io.diagnostics(`tether-claude: ${p.message}\n`) });
+      client = await GatewayClient.connect({
+        gateway: target.gateway,
+        token: target.token,
+        dial: target.dial,
+        dialers: target.dialers,
+        logger: log,
+        reconnect: true,
+        software: target.software ?? 'tether-claude',
+      });
+      session = await client.createSession({
+        agent: target.agent,
+        engine: target.engine,
+        options,
+        onProgress: (p) => io.diagnostics(`tether-claude: ${p.message}\n`),
+      });
       log.debug({ sessionId: session.id }, 'remote session created');
     } catch (err) {
       await client?.close();
@@ -106,18 +119,23 @@ export function startRemoteEngine(target: RemoteEngineTarget, args: readonly str
     // immediate exit; nothing the engine writes after that line reaches the output. Values
     // that are not objects are skipped, as the CLI skips them.
     let badLine = false;
-    const reader = sendNdjsonInput(session, io.input, {
-      notJson: (_lineNo, text, err) => {
-        io.diagnostics(`Error parsing streaming input line (${text.length} chars): ${String(err)}\n`);
-        return 'stop';
+    const reader = sendNdjsonInput(
+      session,
+      io.input,
+      {
+        notJson: (_lineNo, text, err) => {
+          io.diagnostics(`Error parsing streaming input line (${text.length} chars): ${String(err)}\n`);
+          return 'stop';
+        },
+        notObject: () => {},
+        refused: (_lineNo, line, err) => {
+          const e = asTetherError(err);
+          log.warn({ code: e.code, type: line.type }, 'input line refused');
+          io.diagnostics(`tether-claude: input line refused (${e.code}): ${e.message}\n`);
+        },
       },
-      notObject: () => {},
-      refused: (_lineNo, line, err) => {
-        const e = asTetherError(err);
-        log.warn({ code: e.code, type: line.type }, 'input line refused');
-        io.diagnostics(`tether-claude: input line refused (${e.code}): ${e.message}\n`);
-      },
-    }, log);
+      log,
+    );
     const input = reader.done.then(async (how): Promise<RemoteExit> => {
       if (how === 'eof') {
         void requestStop();

@@ -29,7 +29,12 @@ export interface SendOptions {
 
 /** A user frame for the engine. */
 function userLine(content: string | unknown[], opts: { parentToolUseId?: string | null; uuid?: string }): Record<string, unknown> {
-  const line: Record<string, unknown> = { type: 'user', message: { role: 'user', content }, parent_tool_use_id: opts.parentToolUseId ?? null, session_id: 'default' };
+  const line: Record<string, unknown> = {
+    type: 'user',
+    message: { role: 'user', content },
+    parent_tool_use_id: opts.parentToolUseId ?? null,
+    session_id: 'default',
+  };
   if (opts.uuid) line.uuid = opts.uuid;
   return line;
 }
@@ -219,7 +224,12 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
     if (rule && answer.behavior === 'allow') answer.updatedPermissions = [...(answer.updatedPermissions ?? []), rule];
     await this.answer(ask.requestId, answer as PermissionAnswer).catch((err) => {
       const e = asTetherError(err);
-      if (e.code !== 'FAILED_PRECONDITION' && e.code !== 'NOT_FOUND') this.enqueue({ kind: 'event', seq: 0, event: tetherEvent({ subtype: 'error', code: e.code, message: `answer to ${ask.toolName} not delivered: ${e.message}` }) });
+      if (e.code !== 'FAILED_PRECONDITION' && e.code !== 'NOT_FOUND')
+        this.enqueue({
+          kind: 'event',
+          seq: 0,
+          event: tetherEvent({ subtype: 'error', code: e.code, message: `answer to ${ask.toolName} not delivered: ${e.message}` }),
+        });
     });
   }
 
@@ -246,7 +256,10 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
     if (waiter) {
       this.replies.delete(id as string);
       const response = message.response as { subtype?: string; error?: string };
-      if (response.subtype === 'error') waiter.reject(new TetherError('FAILED_PRECONDITION', `engine refused the request: ${response.error ?? 'error'}`, { reply: message }));
+      if (response.subtype === 'error')
+        waiter.reject(
+          new TetherError('FAILED_PRECONDITION', `engine refused the request: ${response.error ?? 'error'}`, { reply: message }),
+        );
       else waiter.resolve(message);
     }
     this.enqueue({ kind: 'reply', line: r.line, message });
@@ -266,7 +279,12 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
   private enqueue(item: SessionItem): void {
     if (this.ended) return;
     if (this.items.length >= MAX_BUFFERED_ITEMS) {
-      this.finish(new TetherError('RESOURCE_EXHAUSTED', `reader fell ${MAX_BUFFERED_ITEMS} items behind; reattach with fromSeq ${this.lastSeq - this.items.length + 1}`));
+      this.finish(
+        new TetherError(
+          'RESOURCE_EXHAUSTED',
+          `reader fell ${MAX_BUFFERED_ITEMS} items behind; reattach with fromSeq ${this.lastSeq - this.items.length + 1}`,
+        ),
+      );
       return;
     }
     this.items.push(item);
@@ -356,7 +374,10 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
    * when it takes the prompt up (command_lifecycle), and every member sees those lines as the
    * engine wrote them (the gateway holds back only the lines about uuids it made itself).
    */
-  sendUserMessage(content: string | unknown[], opts: { parentToolUseId?: string | null; uuid?: string } = {}): Promise<'applied' | 'duplicate'> {
+  sendUserMessage(
+    content: string | unknown[],
+    opts: { parentToolUseId?: string | null; uuid?: string } = {},
+  ): Promise<'applied' | 'duplicate'> {
     return this.sendLine(userLine(content, { ...opts, uuid: opts.uuid ?? randomUUID() }));
   }
 
@@ -410,7 +431,12 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
   }
 
   /** Answers a permission prompt (can_use_tool) with the engine's own answer shape. */
-  answer(requestId: string, response: { behavior: 'allow'; updatedInput: Record<string, unknown>; updatedPermissions?: unknown[] } | { behavior: 'deny'; message: string; interrupt?: boolean }) {
+  answer(
+    requestId: string,
+    response:
+      | { behavior: 'allow'; updatedInput: Record<string, unknown>; updatedPermissions?: unknown[] }
+      | { behavior: 'deny'; message: string; interrupt?: boolean },
+  ) {
     return this.sendLine({ type: 'control_response', response: { subtype: 'success', request_id: requestId, response } });
   }
 
@@ -445,6 +471,10 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
    */
   async stop(signal?: StopSignal): Promise<void> {
     const params = { session_id: this.id, ...(signal && signal !== 'eof' ? { signal } : {}) };
-    await acrossReconnects(() => this.transport.peer(), (peer) => peer.request('session.stop', params, { timeoutMs: STOP_TIMEOUT_MS }), { withinMs: STOP_TIMEOUT_MS });
+    await acrossReconnects(
+      () => this.transport.peer(),
+      (peer) => peer.request('session.stop', params, { timeoutMs: STOP_TIMEOUT_MS }),
+      { withinMs: STOP_TIMEOUT_MS },
+    );
   }
 }

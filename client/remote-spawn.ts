@@ -67,7 +67,12 @@ class RemoteEngineProcess extends EventEmitter implements RemoteProcess {
     super();
     const log = target.logger;
     const diagnostics = target.stderr ?? ((text: string) => log?.warn({ stderr: text.trimEnd() }, 'remote engine stderr'));
-    this.engine = startRemoteEngine({ ...target, software: 'tether-remote-spawn' }, request.args, { input: this.stdin, output: this.stdout, diagnostics, env: request.env });
+    this.engine = startRemoteEngine({ ...target, software: 'tether-remote-spawn' }, request.args, {
+      input: this.stdin,
+      output: this.stdout,
+      diagnostics,
+      env: request.env,
+    });
     const onAbort = () => {
       if (!this.kill('SIGTERM')) return;
       const reason: unknown = request.signal?.reason;
@@ -124,6 +129,9 @@ export function remoteSpawn(options: RemoteSpawnOptions): (request: SpawnRequest
  * stderr (the engine's stderr tail at exit) and the bridge's diagnostics: the SDK hands
  * `stderr` only to processes it spawns itself. `target.stderr`, when given, wins.
  */
-export function withRemoteEngine<O extends { stderr?: (data: string) => void }>(options: O, target: RemoteSpawnOptions): O & { spawnClaudeCodeProcess: (request: SpawnRequest) => RemoteProcess } {
+export function withRemoteEngine<O extends { stderr?: (data: string) => void }>(
+  options: O,
+  target: RemoteSpawnOptions,
+): O & { spawnClaudeCodeProcess: (request: SpawnRequest) => RemoteProcess } {
   return { ...options, spawnClaudeCodeProcess: remoteSpawn({ ...target, stderr: target.stderr ?? options.stderr }) };
 }

@@ -15,12 +15,21 @@ export async function remoteEngineVersion(target: RemoteEngineTarget, timeoutMs 
   let client: GatewayClient | undefined;
   let timer: NodeJS.Timeout | undefined;
   const lookup = (async () => {
-    client = await GatewayClient.connect({ gateway: target.gateway, token: target.token, dial: target.dial, dialers: target.dialers, logger: target.logger, reconnect: false, software: target.software ?? 'tether-claude' });
+    client = await GatewayClient.connect({
+      gateway: target.gateway,
+      token: target.token,
+      dial: target.dial,
+      dialers: target.dialers,
+      logger: target.logger,
+      reconnect: false,
+      software: target.software ?? 'tether-claude',
+    });
     const agent = (await client.listAgents()).find((a) => a.name === target.agent);
     if (!agent) throw new TetherError('NOT_FOUND', `agent "${target.agent}" is not connected to the gateway`);
     const engine = target.engine ?? agent.default_engine;
     const version = agent.engine_versions?.[engine];
-    if (!version) throw new TetherError('FAILED_PRECONDITION', `agent "${target.agent}" did not report the version of its "${engine}" engine`);
+    if (!version)
+      throw new TetherError('FAILED_PRECONDITION', `agent "${target.agent}" did not report the version of its "${engine}" engine`);
     return version;
   })();
   const deadline = new Promise<never>((_, reject) => {

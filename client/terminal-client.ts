@@ -3,7 +3,15 @@ import { createInterface, type Interface } from 'node:readline';
 import { Writable, type Readable } from 'node:stream';
 import { asTetherError } from '../core/errors.js';
 import { INPUT_REFUSED, type QueuedPrompt } from '../core/protocol/events.js';
-import { answerQuestions, asPermissionRequest, askQuestions, grantedRules, proposedSessionRule, ruleLabel, type PermissionRequest } from './permission-policy.js';
+import {
+  answerQuestions,
+  asPermissionRequest,
+  askQuestions,
+  grantedRules,
+  proposedSessionRule,
+  ruleLabel,
+  type PermissionRequest,
+} from './permission-policy.js';
 import { grantedForText } from './turn-view.js';
 import type { RemoteSession, SessionItem } from './remote-session.js';
 import { describeEvent, diffLines, oneLine, sanitize, styles, toolLine } from './terminal-render.js';
@@ -73,7 +81,10 @@ export class TerminalClient {
   private leaving = false;
   private leave: ((code: number) => void) | undefined;
 
-  constructor(private readonly session: RemoteSession, private readonly opts: TerminalOptions) {
+  constructor(
+    private readonly session: RemoteSession,
+    private readonly opts: TerminalOptions,
+  ) {
     this.s = styles(opts.tty);
     this.gate = opts.tty ? new GatedOutput(opts.output) : undefined;
     this.rl = createInterface({ input: opts.input, output: this.gate, terminal: opts.tty });
@@ -112,7 +123,9 @@ export class TerminalClient {
 
   async run(): Promise<number> {
     const role = this.session.role === 'viewer' ? 'a viewer (read-only)' : `the ${this.session.role}`;
-    this.line(this.s.dim(`* attached to session ${this.session.id} on ${this.session.info.agent} as ${role}; Ctrl-C interrupts, twice leaves`));
+    this.line(
+      this.s.dim(`* attached to session ${this.session.id} on ${this.session.info.agent} as ${role}; Ctrl-C interrupts, twice leaves`),
+    );
     const done = new Promise<number>((resolve) => {
       this.leave = (code) => {
         this.leaving = true;
@@ -155,7 +168,8 @@ export class TerminalClient {
       this.followRules(item.event);
       if (item.event.subtype === 'engine_error' && item.event.code === INPUT_REFUSED) this.turnOver([item.event.input_uuid]); // the agent refused a prompt: no turn comes
       if (item.event.subtype === 'queued') this.followQueue(item.event.prompts, item.event.change);
-      if (item.event.subtype === 'engine_resumed' && item.event.interrupted_turn) this.turnOver([...this.inFlight].filter((u) => !this.queued.some((q) => q.uuid === u))); // the cut turn's result never comes; queued prompts still run
+      if (item.event.subtype === 'engine_resumed' && item.event.interrupted_turn)
+        this.turnOver([...this.inFlight].filter((u) => !this.queued.some((q) => q.uuid === u))); // the cut turn's result never comes; queued prompts still run
       // A queued prompt shows in the transcript when it starts (followQueue), not now.
       if (item.event.subtype === 'prompt' && item.event.principal !== this.opts.self && !item.event.queued) {
         const content = (item.event.message as { content?: unknown } | undefined)?.content;
@@ -178,7 +192,7 @@ export class TerminalClient {
       return;
     }
     if (m.type === 'assistant') {
-      for (const block of ((m.message as { content?: Record<string, unknown>[] })?.content ?? [])) {
+      for (const block of (m.message as { content?: Record<string, unknown>[] })?.content ?? []) {
         if (block.type === 'text' && !this.streamedText) this.line(sanitize(String(block.text)));
         else if (block.type === 'text' && this.midLine) this.line('');
         if (block.type === 'tool_use') this.toolCall(String(block.name), block.input as Record<string, unknown>);
@@ -213,7 +227,8 @@ export class TerminalClient {
     const before = this.queued;
     this.queued = prompts;
     if (change.action === 'started') {
-      for (const p of before.filter((q) => change.uuids.includes(q.uuid))) this.line(this.s.cyan(`${sanitize(p.principal)}> `) + oneLine(queuedText(p), 400));
+      for (const p of before.filter((q) => change.uuids.includes(q.uuid)))
+        this.line(this.s.cyan(`${sanitize(p.principal)}> `) + oneLine(queuedText(p), 400));
     }
     if (change.action === 'withdrawn' || change.action === 'cleared') this.turnOver(change.uuids.filter((u) => this.inFlight.has(u)));
     if (change.action !== 'started') this.listQueue(false);
@@ -260,7 +275,9 @@ export class TerminalClient {
     const q = askQuestions(ask.input)[Object.keys(this.answers).length];
     if (!q) return;
     this.line(this.s.bold(`? ${sanitize(q.question)}`));
-    q.options.forEach((o, i) => this.line(`  ${i + 1}. ${sanitize(o.label)}${o.description ? this.s.dim(` - ${sanitize(o.description)}`) : ''}`));
+    q.options.forEach((o, i) =>
+      this.line(`  ${i + 1}. ${sanitize(o.label)}${o.description ? this.s.dim(` - ${sanitize(o.description)}`) : ''}`),
+    );
     this.line(this.s.dim('  (a number, or type your own answer)'));
     this.prompt();
   }
@@ -322,7 +339,8 @@ export class TerminalClient {
   private followRules(e: { subtype: string; [k: string]: unknown }): void {
     if (e.subtype === 'prompt_decided') {
       const by = String(e.decided_by);
-      for (const r of grantedRules(e.updated_permissions).map(ruleLabel)) if (!this.rules.some((s) => s.rule === r)) this.rules.push({ rule: r, by, for: grantedForText(e.granted_for, by) });
+      for (const r of grantedRules(e.updated_permissions).map(ruleLabel))
+        if (!this.rules.some((s) => s.rule === r)) this.rules.push({ rule: r, by, for: grantedForText(e.granted_for, by) });
     } else if (e.subtype === 'rule_withdrawn') {
       const at = this.rules.findIndex((s) => s.rule === e.rule);
       if (at >= 0) this.rules.splice(at, 1);
@@ -332,7 +350,9 @@ export class TerminalClient {
   /** `/rules`: the standing rules, numbered for `/unallow N`. */
   private listRules(): void {
     if (!this.rules.length) this.line(this.s.dim('* no rules stand for this session'));
-    this.rules.forEach((r, i) => this.line(`  ${i + 1}. ${sanitize(r.rule)} ${this.s.dim(`(by ${sanitize(r.by)}, for ${sanitize(r.for)})`)}`));
+    this.rules.forEach((r, i) =>
+      this.line(`  ${i + 1}. ${sanitize(r.rule)} ${this.s.dim(`(by ${sanitize(r.by)}, for ${sanitize(r.for)})`)}`),
+    );
     this.prompt();
   }
 
@@ -358,7 +378,8 @@ export class TerminalClient {
     if (reply === 'y' || reply === 'yes') return this.answer(ask, { behavior: 'allow', updatedInput: ask.input });
     // "always" grants only the rule the engine proposed for this call, for this session (none proposed: not offered).
     const rule = proposedSessionRule(ask.raw);
-    if (rule && (reply === 'a' || reply === 'always')) return this.answer(ask, { behavior: 'allow', updatedInput: ask.input, updatedPermissions: [rule] });
+    if (rule && (reply === 'a' || reply === 'always'))
+      return this.answer(ask, { behavior: 'allow', updatedInput: ask.input, updatedPermissions: [rule] });
     if (reply === 'n' || reply === 'no') return this.answer(ask, { behavior: 'deny', message: 'The user denied this tool call.' });
     this.line(rule ? 'please answer y, n or a' : 'please answer y or n');
   }
@@ -398,7 +419,14 @@ export class TerminalClient {
     }
     this.lastCtrlC = now;
     if (again) this.line(this.s.dim(`* stopping and clearing the queue (${waiting} waiting)`));
-    else this.line(this.s.dim(waiting ? `* interrupting; the queued prompts (${waiting}) run next: Ctrl-C again to stop them too and clear the queue` : '* interrupting (Ctrl-C again to leave)'));
+    else
+      this.line(
+        this.s.dim(
+          waiting
+            ? `* interrupting; the queued prompts (${waiting}) run next: Ctrl-C again to stop them too and clear the queue`
+            : '* interrupting (Ctrl-C again to leave)',
+        ),
+      );
     this.session.interrupt({ clearQueue: again }).catch((err) => this.line(this.s.red(`* ${asTetherError(err).message}`)));
   }
 }

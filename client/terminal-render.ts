@@ -54,20 +54,25 @@ export function describeEvent(e: TetherEvent): string | undefined {
   switch (e.subtype) {
     case 'presence': {
       const changes = presenceChanges(e);
-      const shown = changes.slice(0, MAX_PRESENCE_SHOWN).map((c) => (c.action === 'role_changed' ? `${c.principal} is now ${c.role}` : `${c.principal} ${c.action} (${c.role})`));
+      const shown = changes
+        .slice(0, MAX_PRESENCE_SHOWN)
+        .map((c) => (c.action === 'role_changed' ? `${c.principal} is now ${c.role}` : `${c.principal} ${c.action} (${c.role})`));
       const rest = changes.length - shown.length;
       return `* ${shown.join(', ')}${rest > 0 ? ` and ${rest} more` : ''}`;
     }
     case 'state':
-      return e.state === 'agent-lost' ? '* the agent link is down; the engine keeps running' : e.state === 'ended' ? '* session ended' : undefined;
+      return e.state === 'agent-lost'
+        ? '* the agent link is down; the engine keeps running'
+        : e.state === 'ended'
+          ? '* session ended'
+          : undefined;
     case 'exited':
       return `* engine exited (code ${e.code}, signal ${e.signal})${e.reason ? `: ${e.reason}` : ''}`;
     case 'engine_error':
       return `* engine error ${e.code}: ${e.message}`;
     case 'gap':
       return `* ${e.message}`;
-    case 'prompt_decided':
-    {
+    case 'prompt_decided': {
       if (e.rule) return `* ${sanitize(e.decided_by)}'s standing rule ${sanitize(e.rule)} answered ${e.behavior}`;
       const rules = grantedRules(e.updated_permissions).map(ruleLabel);
       return `* ${e.decided_by} answered ${e.behavior}${rules.length ? `, and allowed ${sanitize(rules.join(', '))} for the rest of this session, for ${sanitize(grantedForText(e.granted_for, e.decided_by))}` : ''}`;

@@ -50,7 +50,10 @@ export function viewTool(name: string, input: Record<string, unknown> | undefine
       return { name, summary: path ?? compact(i), path, diff: lineDiff(str(i.old_string) ?? '', str(i.new_string) ?? '') };
     case 'MultiEdit': {
       const edits = Array.isArray(i.edits) ? (i.edits as Record<string, unknown>[]) : [];
-      const diff = edits.flatMap((e, n) => [...(n > 0 ? [{ op: ' ' as const, text: '…' }] : []), ...lineDiff(str(e.old_string) ?? '', str(e.new_string) ?? '')]);
+      const diff = edits.flatMap((e, n) => [
+        ...(n > 0 ? [{ op: ' ' as const, text: '…' }] : []),
+        ...lineDiff(str(e.old_string) ?? '', str(e.new_string) ?? ''),
+      ]);
       return { name, summary: path ?? compact(i), path, diff };
     }
     case 'Glob':
@@ -67,7 +70,14 @@ export function viewTool(name: string, input: Record<string, unknown> | undefine
       return { name, summary: Array.isArray(i.todos) ? `${i.todos.length} to-do item${i.todos.length === 1 ? '' : 's'}` : compact(i) };
     case 'AskUserQuestion': {
       const qs = Array.isArray(i.questions) ? (i.questions as { question?: unknown }[]) : [];
-      return { name, summary: qs.map((q) => str(q.question) ?? '').filter(Boolean).join(' / ') || compact(i) };
+      return {
+        name,
+        summary:
+          qs
+            .map((q) => str(q.question) ?? '')
+            .filter(Boolean)
+            .join(' / ') || compact(i),
+      };
     }
     default:
       return { name, summary: compact(i) };
@@ -117,5 +127,9 @@ export function toolResultText(content: unknown): string {
 
 /** What the central policy did with a tool call, in words (terminal and web). */
 export function policyLine(decision: 'deny' | 'ask' | 'allow', tool: string): string {
-  return decision === 'deny' ? `policy denied ${tool}` : decision === 'ask' ? `policy asks people before ${tool}` : `policy allowed ${tool}`;
+  return decision === 'deny'
+    ? `policy denied ${tool}`
+    : decision === 'ask'
+      ? `policy asks people before ${tool}`
+      : `policy allowed ${tool}`;
 }

@@ -15,7 +15,9 @@ export function promptTurnText(tool: string | undefined, a: TurnAttribution, vie
 /** "needs the owner's approval (olive)" / "needs the approval of olive or carol"; undefined when any controller may answer. */
 export function approvalNeedText(a: TurnAttribution): string | undefined {
   if (!a.approval) return undefined;
-  return a.approval.needs === 'owner' ? `needs the owner's approval (${a.approval.may_answer[0]})` : `needs the approval of ${a.approval.may_answer.join(' or ')}`;
+  return a.approval.needs === 'owner'
+    ? `needs the owner's approval (${a.approval.may_answer[0]})`
+    : `needs the approval of ${a.approval.may_answer.join(' or ')}`;
 }
 
 /** Whether `principal` is among those who may answer (a group entry: perhaps, the gateway decides). */

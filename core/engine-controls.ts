@@ -24,7 +24,12 @@ import { CLASS_WORDS, onlySdkServerMap, type FlagClass } from './engine-flags.js
  *  - `reaches-network`: sends the session (or opens it) to a service other than the model API
  *    (feedback, Anthropic's cloud review, claude.ai Remote Control).
  */
-export type ControlClass = Exclude<FlagClass, 'plumbing'> | 'changes-endpoint' | 'widens-permissions' | 'writes-settings' | 'reaches-network';
+export type ControlClass =
+  | Exclude<FlagClass, 'plumbing'>
+  | 'changes-endpoint'
+  | 'widens-permissions'
+  | 'writes-settings'
+  | 'reaches-network';
 
 /**
  * The least session role that may send a subtype (viewers send no input at all); `gateway`:
@@ -130,7 +135,17 @@ const WORDS: Record<Exclude<ControlClass, 'safe'>, string> = {
 };
 
 /** Classes from least to most reach, to name the worst one a request has. */
-const ORDER: readonly ControlClass[] = ['safe', 'widens-files', 'loads-code', 'writes-settings', 'reaches-network', 'widens-permissions', 'changes-endpoint', 'runs-programs', 'bypasses-permissions'];
+const ORDER: readonly ControlClass[] = [
+  'safe',
+  'widens-files',
+  'loads-code',
+  'writes-settings',
+  'reaches-network',
+  'widens-permissions',
+  'changes-endpoint',
+  'runs-programs',
+  'bypasses-permissions',
+];
 
 function worst(...classes: ControlClass[]): ControlClass {
   return classes.reduce((a, b) => (ORDER.indexOf(b) > ORDER.indexOf(a) ? b : a), 'safe');
@@ -185,7 +200,9 @@ function settingsClass(settings: unknown): ControlClass {
     if (key !== 'permissions') return SETTINGS_KEYS[key] ?? 'loads-code';
     if (typeof value !== 'object' || value === null) return 'loads-code';
     return worst(
-      ...Object.entries(value as Record<string, unknown>).map(([k, v]) => (k === 'defaultMode' && v === 'bypassPermissions' ? 'bypasses-permissions' : (PERMISSIONS_KEYS[k] ?? 'loads-code'))),
+      ...Object.entries(value as Record<string, unknown>).map(([k, v]) =>
+        k === 'defaultMode' && v === 'bypassPermissions' ? 'bypasses-permissions' : (PERMISSIONS_KEYS[k] ?? 'loads-code'),
+      ),
     );
   });
   return worst(...classes);
@@ -197,10 +214,12 @@ function settingsClass(settings: unknown): ControlClass {
  * commands would do what `--agents`, `--plugin-dir`, `--settings` and `--mcp-config` do.
  */
 const INITIALIZE_SAFE = new Set(
-  ('subtype hooks sdkMcpServers sdkMcpServerConfigs sdkMcpServerManifests jsonSchema systemPrompt appendSystemPrompt planModeInstructions ' +
+  (
+    'subtype hooks sdkMcpServers sdkMcpServerConfigs sdkMcpServerManifests jsonSchema systemPrompt appendSystemPrompt planModeInstructions ' +
     'systemPromptSnapshot appendSubagentSystemPrompt toolAliases codeRunningMcpTools excludeDynamicSections title skills ' +
     'webSearchIsolationExemptMcpServers promptSuggestions agentProgressSummaries forwardSubagentText supportedDialogKinds ' +
-    'perTaskStopAffordance rapidFollowupPreempt forwardNestedSubagentToolCalls offersBypassSwitchBack keepsBypassHeld disallowedTools').split(' '),
+    'perTaskStopAffordance rapidFollowupPreempt forwardNestedSubagentToolCalls offersBypassSwitchBack keepsBypassHeld disallowedTools'
+  ).split(' '),
 );
 
 function initializeClass(r: Record<string, unknown>): ControlClass {
@@ -217,8 +236,10 @@ function initializeClass(r: Record<string, unknown>): ControlClass {
 
 /** Subagent definition fields that only shape the subagent (its prompt, tools, model, limits). */
 const AGENT_SAFE = new Set(
-  ('description prompt tools disallowedTools model criticalSystemReminder_EXPERIMENTAL skills initialPrompt maxTurns autoCompactWindow ' +
-    'background omitClaudeMd effort observer observerMessage').split(' '),
+  (
+    'description prompt tools disallowedTools model criticalSystemReminder_EXPERIMENTAL skills initialPrompt maxTurns autoCompactWindow ' +
+    'background omitClaudeMd effort observer observerMessage'
+  ).split(' '),
 );
 
 /**
@@ -232,12 +253,22 @@ function agentsClass(agents: unknown): ControlClass {
   if (typeof agents !== 'object' || agents === null || Array.isArray(agents)) return 'loads-code';
   const fieldClass = ([key, value]: [string, unknown]): ControlClass => {
     if (value === undefined || AGENT_SAFE.has(key)) return 'safe';
-    if (key === 'permissionMode') return value === 'default' || value === 'plan' ? 'safe' : value === 'bypassPermissions' ? 'bypasses-permissions' : 'widens-permissions';
-    if (key === 'mcpServers') return Array.isArray(value) && value.every((spec) => typeof spec === 'string' || onlySdkServerMap(spec)) ? 'safe' : 'runs-programs';
+    if (key === 'permissionMode')
+      return value === 'default' || value === 'plan'
+        ? 'safe'
+        : value === 'bypassPermissions'
+          ? 'bypasses-permissions'
+          : 'widens-permissions';
+    if (key === 'mcpServers')
+      return Array.isArray(value) && value.every((spec) => typeof spec === 'string' || onlySdkServerMap(spec)) ? 'safe' : 'runs-programs';
     if (key === 'memory') return 'widens-files';
     return 'loads-code';
   };
-  return worst(...Object.values(agents).map((d) => (typeof d === 'object' && d !== null && !Array.isArray(d) ? worst(...Object.entries(d).map(fieldClass)) : 'loads-code')));
+  return worst(
+    ...Object.values(agents).map((d) =>
+      typeof d === 'object' && d !== null && !Array.isArray(d) ? worst(...Object.entries(d).map(fieldClass)) : 'loads-code',
+    ),
+  );
 }
 
 /**
@@ -246,7 +277,10 @@ function agentsClass(agents: unknown): ControlClass {
  */
 function onlyCallbackHooks(hooks: unknown): boolean {
   if (typeof hooks !== 'object' || hooks === null || Array.isArray(hooks)) return false;
-  return Object.values(hooks).every((matchers) => Array.isArray(matchers) && matchers.every((m) => typeof m === 'object' && m !== null && !('hooks' in m) && !('command' in m)));
+  return Object.values(hooks).every(
+    (matchers) =>
+      Array.isArray(matchers) && matchers.every((m) => typeof m === 'object' && m !== null && !('hooks' in m) && !('command' in m)),
+  );
 }
 
 /** What one control request lets its sender do, or undefined for a subtype Tether does not know. */
@@ -288,18 +322,30 @@ export function checkControl(request: Record<string, unknown>, allowance: Engine
   const cls = controlClassOf(request);
   if (cls === undefined) {
     const name = typeof subtype === 'string' ? subtype.slice(0, 64) : String(subtype);
-    throw new TetherError('INVALID_ARGUMENT', `engine control "${name}" is not one this gateway knows (core/engine-controls.ts lists them); it was not sent`);
+    throw new TetherError(
+      'INVALID_ARGUMENT',
+      `engine control "${name}" is not one this gateway knows (core/engine-controls.ts lists them); it was not sent`,
+    );
   }
   const entry = CONTROLS[subtype as string];
   if (cls !== 'safe' && !allowance.allowControls?.includes(subtype as string)) {
-    throw new TetherError('PERMISSION_DENIED', `engine control "${subtype}" is not allowed by agent "${agent}" (${WORDS[cls]}); its owner can allow it with --allow-engine-control ${subtype}`);
+    throw new TetherError(
+      'PERMISSION_DENIED',
+      `engine control "${subtype}" is not allowed by agent "${agent}" (${WORDS[cls]}); its owner can allow it with --allow-engine-control ${subtype}`,
+    );
   }
   const needs: ControlRole = cls === 'safe' ? entry.role : 'owner';
   if (role !== undefined && needs === 'gateway') {
-    throw new TetherError('PERMISSION_DENIED', `engine control "${subtype}" is sent only by the gateway, on behalf of a member it checked: withdraw a queued prompt with session.withdraw_prompt (its author or the session's owner)`);
+    throw new TetherError(
+      'PERMISSION_DENIED',
+      `engine control "${subtype}" is sent only by the gateway, on behalf of a member it checked: withdraw a queued prompt with session.withdraw_prompt (its author or the session's owner)`,
+    );
   }
   if (role !== undefined && needs === 'owner' && role !== 'owner') {
-    throw new TetherError('PERMISSION_DENIED', `engine control "${subtype}" may be sent only by the session's owner${cls === 'safe' ? '' : ` (${WORDS[cls]})`}; this client is a ${role}`);
+    throw new TetherError(
+      'PERMISSION_DENIED',
+      `engine control "${subtype}" may be sent only by the session's owner${cls === 'safe' ? '' : ` (${WORDS[cls]})`}; this client is a ${role}`,
+    );
   }
 }
 

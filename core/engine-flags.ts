@@ -72,7 +72,8 @@ const TABLE: Record<FlagClass, Partial<Record<FlagArity, string>>> = {
   },
   'loads-code': {
     none: '--await-initialize --managed-settings-in-initialize',
-    value: '--settings --setting-sources --managed-settings --agents --plugin-dir --plugin-dir-no-mcp --project-config-root --initialize-fields',
+    value:
+      '--settings --setting-sources --managed-settings --agents --plugin-dir --plugin-dir-no-mcp --project-config-root --initialize-fields',
     variadic: '--channels',
   },
   'widens-files': {
@@ -115,7 +116,8 @@ export function engineFlag(spelling: string): EngineFlag | undefined {
 }
 
 /** Whether a token is an option to the CLI's parser (commander: longer than `-`, starts with `-`). */
-export const looksLikeFlag = (token: string | undefined): token is string => token !== undefined && token.length > 1 && token.startsWith('-');
+export const looksLikeFlag = (token: string | undefined): token is string =>
+  token !== undefined && token.length > 1 && token.startsWith('-');
 
 /** `--flag=value` (or the bare flag): the one form in which a value can never be read as a flag. */
 export function flagToken(flag: EngineFlag, value?: string): string {
@@ -132,7 +134,8 @@ export function flagToken(flag: EngineFlag, value?: string): string {
 export function flagClassOf(flag: EngineFlag, value: string | undefined): FlagClass {
   if (flag.name === '--permission-mode' && value === 'bypassPermissions') return 'bypasses-permissions';
   if (flag.name === '--mcp-config' && value !== undefined && onlySdkServers(value)) return 'safe';
-  if (flag.name === '--setting-sources' && value !== undefined && ALL_SETTING_SOURCES.every((s) => value.split(',').includes(s))) return 'safe';
+  if (flag.name === '--setting-sources' && value !== undefined && ALL_SETTING_SOURCES.every((s) => value.split(',').includes(s)))
+    return 'safe';
   return flag.class;
 }
 

@@ -36,7 +36,9 @@ export function scrubUrl(url: string): string {
  * or 'auto' — the default — when stderr is a terminal). A `destination` always gets JSON.
  * Secrets are redacted ({@link REDACT_PATHS}) before either form is written.
  */
-export function createLogger(opts: { level?: string; name?: string; format?: 'auto' | 'json' | 'pretty'; destination?: DestinationStream } = {}): Logger {
+export function createLogger(
+  opts: { level?: string; name?: string; format?: 'auto' | 'json' | 'pretty'; destination?: DestinationStream } = {},
+): Logger {
   const options: LoggerOptions = {
     name: opts.name,
     level: opts.level ?? process.env.TETHER_LOG_LEVEL ?? 'info',
@@ -46,7 +48,10 @@ export function createLogger(opts: { level?: string; name?: string; format?: 'au
   if (opts.destination) return pino(options, opts.destination);
   const format = opts.format ?? 'auto';
   const pretty = format === 'pretty' || (format === 'auto' && process.stderr.isTTY === true);
-  return pino(options, pretty ? prettyDestination(process.stderr, process.stderr.isTTY === true) : pino.destination({ fd: 2, sync: false }));
+  return pino(
+    options,
+    pretty ? prettyDestination(process.stderr, process.stderr.isTTY === true) : pino.destination({ fd: 2, sync: false }),
+  );
 }
 
 /** A logger that writes nothing: the default for library code. */

@@ -51,7 +51,12 @@ export function openAdmissions(gateway: Gateway, opts: AdmissionOptions): Admiss
     revocations: opts.revocations,
   });
   if (!door.authEnabled) log.warn('authentication is OFF: anyone who can reach this gateway can run sessions on its agents');
-  const liveTokens = new LiveTokens({ skewMs: door.clockToleranceMs, now: () => door.nowMs(), revocations: opts.revocations, logger: log.child({ component: 'tokens' }) });
+  const liveTokens = new LiveTokens({
+    skewMs: door.clockToleranceMs,
+    now: () => door.nowMs(),
+    revocations: opts.revocations,
+    logger: log.child({ component: 'tokens' }),
+  });
   // A browser sign-in that ends (sign-out in any tab, revocation, lifetime) ends every tab's connection.
   const stopEnding = door.browser?.onEnd((jti, why) => liveTokens.closeJti(jti, why));
   return {

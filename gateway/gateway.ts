@@ -118,7 +118,11 @@ export class Gateway {
     this.metrics.bindGauges({
       agents: () => countBy(this.directory.agentList(), (a) => a.peer.channel.transport),
       sessions: () => countBy(sessions(), (s) => s.currentState),
-      attachments: () => countBy(sessions().flatMap((s) => s.info().clients), (c) => c.transport),
+      attachments: () =>
+        countBy(
+          sessions().flatMap((s) => s.info().clients),
+          (c) => c.transport,
+        ),
     });
   }
 
@@ -142,7 +146,10 @@ export class Gateway {
         if (role !== 'agent') this.metrics.slowClientCut(channel.transport);
       },
     });
-    const helloTimer = setTimeout(() => channel.close('DEADLINE_EXCEEDED', `no hello within ${this.limits.helloTimeoutMs} ms`), this.limits.helloTimeoutMs);
+    const helloTimer = setTimeout(
+      () => channel.close('DEADLINE_EXCEEDED', `no hello within ${this.limits.helloTimeoutMs} ms`),
+      this.limits.helloTimeoutMs,
+    );
     let greeted = false;
     peer.onRequest('ping', () => ({}));
     peer.onRequest('auth.renew', async ({ token }) => {
@@ -157,7 +164,8 @@ export class Gateway {
         const message = `token is for ${a(principal.kind)}, not ${a(hello.role)} (${a(hello.role)} needs ${a(hello.role)} token)`;
         throw noteAuthFailure(log, authError('PERMISSION_DENIED', 'wrong_kind', message), {}, this.countAuthFailure);
       }
-      if (hello.role === 'agent') await this.helloAgent(peer, principal, hello.agent, log, this.agreed(hello.capabilities, CAPABILITIES.foldedAcks), () => greeted);
+      if (hello.role === 'agent')
+        await this.helloAgent(peer, principal, hello.agent, log, this.agreed(hello.capabilities, CAPABILITIES.foldedAcks), () => greeted);
       else new ClientLink(peer, principal, this.directory, this.metrics);
       role = hello.role;
       greeted = true;
@@ -167,7 +175,15 @@ export class Gateway {
         channel.close('UNAVAILABLE', reason);
       });
       log.info({ role: hello.role, agent: hello.agent?.name }, 'peer connected');
-      return { protocol_version: PROTOCOL_VERSION, gateway_id: this.id, capabilities: this.capabilities, principal: principal.sub, ...(principal.name ? { principal_name: principal.name } : {}), token_expires_at: auth?.expiresAt.toISOString(), ...(hello.role === 'client' ? { may: { create: principal.canCreate, control: principal.canControl } } : {}) };
+      return {
+        protocol_version: PROTOCOL_VERSION,
+        gateway_id: this.id,
+        capabilities: this.capabilities,
+        principal: principal.sub,
+        ...(principal.name ? { principal_name: principal.name } : {}),
+        token_expires_at: auth?.expiresAt.toISOString(),
+        ...(hello.role === 'client' ? { may: { create: principal.canCreate, control: principal.canControl } } : {}),
+      };
     });
     void peer.run().then((info) => {
       clearTimeout(helloTimer);
@@ -185,7 +201,12 @@ export class Gateway {
   private acceptDialect(channel: Channel, principal: Principal, log: Logger): void {
     void channel.closed.then(() => this.channels.delete(channel));
     if (principal.kind === 'agent') {
-      noteAuthFailure(log, authError('PERMISSION_DENIED', 'wrong_kind', 'token is for an agent, not a client (the JSON-RPC dialect is for clients)'), {}, this.countAuthFailure);
+      noteAuthFailure(
+        log,
+        authError('PERMISSION_DENIED', 'wrong_kind', 'token is for an agent, not a client (the JSON-RPC dialect is for clients)'),
+        {},
+        this.countAuthFailure,
+      );
       channel.close('PERMISSION_DENIED', 'token is for an agent, not a client');
       return;
     }
@@ -201,10 +222,26 @@ export class Gateway {
    * `foldAcks`: the agent takes output acks folded into agent.input (capability acks.folded.v1).
    * `greeted`: whether another hello finished on this connection meanwhile (a cluster's takeover awaits).
    */
-  private async helloAgent(peer: RpcPeer, principal: Principal, agent: AgentDescriptor | undefined, log: Logger, foldAcks: boolean, greeted: () => boolean): Promise<void> {
+  private async helloAgent(
+    peer: RpcPeer,
+    principal: Principal,
+    agent: AgentDescriptor | undefined,
+    log: Logger,
+    foldAcks: boolean,
+    greeted: () => boolean,
+  ): Promise<void> {
     if (!agent) throw new TetherError('INVALID_ARGUMENT', 'an agent hello must describe the agent (params.agent)');
     if (principal.agentName !== undefined && principal.agentName !== agent.name) {
-      throw noteAuthFailure(log, authError('PERMISSION_DENIED', 'wrong_agent', `this token may register only as agent "${principal.agentName}", not "${agent.name}"`), {}, this.countAuthFailure);
+      throw noteAuthFailure(
+        log,
+        authError(
+          'PERMISSION_DENIED',
+          'wrong_agent',
+          `this token may register only as agent "${principal.agentName}", not "${agent.name}"`,
+        ),
+        {},
+        this.countAuthFailure,
+      );
     }
     let fingerprint: string | undefined;
     try {
@@ -217,12 +254,22 @@ export class Gateway {
     // In a cluster, the sessions this agent runs that another gateway held are brought here first.
     await this.directory.elsewhere?.beforeAgent(agent);
     if (greeted()) throw new TetherError('FAILED_PRECONDITION', 'hello was already exchanged on this connection');
-    const link = new AgentLink(agent, peer, this.directory, log.child({ agent: agent.name }), principal, this.durability, this.metrics, foldAcks);
+    const link = new AgentLink(
+      agent,
+      peer,
+      this.directory,
+      log.child({ agent: agent.name }),
+      principal,
+      this.durability,
+      this.metrics,
+      foldAcks,
+    );
     try {
       this.directory.agentUp(link); // refuses another identity's live name; supersedes the same identity's link
     } catch (err) {
       link.dispose(); // a refused link must not relay anything its peer sends later
-      if (err instanceof TetherError && err.code === 'ALREADY_EXISTS') noteAuthFailure(log, new TetherError(err.code, err.message, { reason: 'agent_taken' }), {}, this.countAuthFailure);
+      if (err instanceof TetherError && err.code === 'ALREADY_EXISTS')
+        noteAuthFailure(log, new TetherError(err.code, err.message, { reason: 'agent_taken' }), {}, this.countAuthFailure);
       throw err;
     }
     this.metrics.agentRegistered(agent.name);

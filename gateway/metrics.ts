@@ -70,8 +70,10 @@ export class GatewayMetrics {
 
   constructor(opts: GatewayMetricsOptions = {}) {
     const registers = [this.registry];
-    const counter = <L extends string = string>(name: string, help: string, labelNames: L[] = []) => new Counter<L>({ name, help, labelNames, registers });
-    const histogram = <L extends string = string>(name: string, help: string, buckets: number[], labelNames: L[] = []) => new Histogram<L>({ name, help, buckets, labelNames, registers });
+    const counter = <L extends string = string>(name: string, help: string, labelNames: L[] = []) =>
+      new Counter<L>({ name, help, labelNames, registers });
+    const histogram = <L extends string = string>(name: string, help: string, buckets: number[], labelNames: L[] = []) =>
+      new Histogram<L>({ name, help, buckets, labelNames, registers });
     /** A gauge read at scrape time: `counts` gives its value for each value of its one label. */
     const live = (name: string, help: string, label: string, counts: () => Record<string, number>) =>
       new Gauge({
@@ -84,13 +86,28 @@ export class GatewayMetrics {
           for (const [value, n] of Object.entries(counts())) this.set({ [label]: value }, n);
         },
       });
-    live('tether_agents_connected', 'Agents registered with the gateway now, by transport.', 'transport', () => this.sources?.agents() ?? {});
+    live(
+      'tether_agents_connected',
+      'Agents registered with the gateway now, by transport.',
+      'transport',
+      () => this.sources?.agents() ?? {},
+    );
     live('tether_sessions', 'Sessions the gateway holds now, by state (ended ones stay listed for a while).', 'state', () => {
       const counts = this.sources?.sessions() ?? {};
       return Object.fromEntries(SessionState.options.map((state) => [state, counts[state] ?? 0]));
     });
-    this.clients = new Gauge({ name: 'tether_clients_connected', help: 'Client connections past their hello, by transport.', labelNames: ['transport'], registers });
-    live('tether_session_attachments', 'Clients attached to sessions now (one client may attach to several), by transport.', 'transport', () => this.sources?.attachments() ?? {});
+    this.clients = new Gauge({
+      name: 'tether_clients_connected',
+      help: 'Client connections past their hello, by transport.',
+      labelNames: ['transport'],
+      registers,
+    });
+    live(
+      'tether_session_attachments',
+      'Clients attached to sessions now (one client may attach to several), by transport.',
+      'transport',
+      () => this.sources?.attachments() ?? {},
+    );
     /** Relayed counts reach the counters when they are read (see relayed). */
     const fold = () => this.foldRelayed();
     this.frames = new Counter({
@@ -109,28 +126,51 @@ export class GatewayMetrics {
     });
     this.latency = new PlainHistogram(
       'tether_relay_latency_seconds',
-      'Engine line read by the agent until the gateway hands it to its clients\' connections (live frames, once per frame).',
+      "Engine line read by the agent until the gateway hands it to its clients' connections (live frames, once per frame).",
       RELAY_LATENCY_BUCKETS_SECONDS,
       registers,
     );
-    this.promptsRaised = counter('tether_prompts_raised_total', 'Engine requests (permission prompts, hook callbacks, ...) that waited for a client.');
+    this.promptsRaised = counter(
+      'tether_prompts_raised_total',
+      'Engine requests (permission prompts, hook callbacks, ...) that waited for a client.',
+    );
     this.promptsSettled = counter(
       'tether_prompts_settled_total',
       'Prompts settled, by outcome: allow, deny, error, answered (other answers), expired, cancelled (by the engine), engine_gone, overflow (denied: too many pending).',
       ['outcome'],
     );
-    this.promptWait = histogram('tether_prompt_decision_seconds', 'Time from a prompt being raised to its settlement, by outcome.', PROMPT_DECISION_BUCKETS_SECONDS, ['outcome']);
+    this.promptWait = histogram(
+      'tether_prompt_decision_seconds',
+      'Time from a prompt being raised to its settlement, by outcome.',
+      PROMPT_DECISION_BUCKETS_SECONDS,
+      ['outcome'],
+    );
     this.reconnects = counter('tether_agent_reconnects_total', 'Agent registrations under a name this gateway has seen before.');
-    this.resumes = counter('tether_resumes_total', 'Resumes: role=agent, a session re-bound to its reconnected agent; role=client, an attach from a given seq.', ['role']);
+    this.resumes = counter(
+      'tether_resumes_total',
+      'Resumes: role=agent, a session re-bound to its reconnected agent; role=client, an attach from a given seq.',
+      ['role'],
+    );
     this.gaps = counter('tether_replay_gaps_total', 'Attaches that asked for history no longer held (a gap notice was sent).');
-    this.slowCuts = counter('tether_slow_client_disconnects_total', 'Clients cut because their send queue passed the limit, by transport.', ['transport']);
+    this.slowCuts = counter(
+      'tether_slow_client_disconnects_total',
+      'Clients cut because their send queue passed the limit, by transport.',
+      ['transport'],
+    );
     this.authFailures = counter(
       'tether_auth_failures_total',
       'Refused credentials, by reason (core/auth/auth-error.ts); reason="rate_limited": refused unread, the address had spent its failures.',
       ['reason'],
     );
-    this.connectionsRefused = counter('tether_connections_refused_total', 'TCP connections ended at once because a connection cap (whole gateway, or one address) was reached, by listener.', ['transport']);
-    this.unresponsive = counter('tether_engine_unresponsive_total', 'Sessions marked unresponsive: their engine left a control request (e.g. interrupt) unanswered past the bound.');
+    this.connectionsRefused = counter(
+      'tether_connections_refused_total',
+      'TCP connections ended at once because a connection cap (whole gateway, or one address) was reached, by listener.',
+      ['transport'],
+    );
+    this.unresponsive = counter(
+      'tether_engine_unresponsive_total',
+      'Sessions marked unresponsive: their engine left a control request (e.g. interrupt) unanswered past the bound.',
+    );
     for (const direction of RELAY_DIRECTIONS) {
       this.frames.inc({ direction }, 0);
       this.bytes.inc({ direction }, 0);
@@ -186,13 +226,19 @@ export class GatewayMetrics {
   }
 
   /** A client finished its hello. */
-  clientConnected(transport: string): void { this.clients.inc({ transport }); }
+  clientConnected(transport: string): void {
+    this.clients.inc({ transport });
+  }
 
   /** A client's connection closed. */
-  clientDisconnected(transport: string): void { this.clients.dec({ transport }); }
+  clientDisconnected(transport: string): void {
+    this.clients.dec({ transport });
+  }
 
   /** The engine asked something a client must answer. */
-  promptRaised(): void { this.promptsRaised.inc(); }
+  promptRaised(): void {
+    this.promptsRaised.inc();
+  }
 
   /** A prompt raised `waitedMs` ago was settled. */
   promptSettled(outcome: PromptOutcome, waitedMs: number): void {
@@ -210,22 +256,34 @@ export class GatewayMetrics {
   }
 
   /** A session was resumed by its agent or by a client. */
-  resumed(role: 'agent' | 'client'): void { this.resumes.inc({ role }); }
+  resumed(role: 'agent' | 'client'): void {
+    this.resumes.inc({ role });
+  }
 
   /** An attach asked for history that is no longer held. */
-  replayGap(): void { this.gaps.inc(); }
+  replayGap(): void {
+    this.gaps.inc();
+  }
 
   /** A client was cut as a slow consumer. */
-  slowClientCut(transport: string): void { this.slowCuts.inc({ transport }); }
+  slowClientCut(transport: string): void {
+    this.slowCuts.inc({ transport });
+  }
 
   /** A credential was refused at the door or at hello. */
-  authFailure(reason: string): void { this.authFailures.inc({ reason }); }
+  authFailure(reason: string): void {
+    this.authFailures.inc({ reason });
+  }
 
   /** A session's engine left a control request unanswered past the bound. */
-  engineUnresponsive(): void { this.unresponsive.inc(); }
+  engineUnresponsive(): void {
+    this.unresponsive.inc();
+  }
 
   /** A TCP connection was ended at a connection cap. */
-  connectionRefused(transport: string): void { this.connectionsRefused.inc({ transport }); }
+  connectionRefused(transport: string): void {
+    this.connectionsRefused.inc({ transport });
+  }
 
   /** The Prometheus text exposition of every metric, and its content type. */
   async render(): Promise<{ contentType: string; body: string }> {

@@ -37,12 +37,25 @@ export class PlainHistogram {
   }
 
   /** What the registry writes: the cumulative buckets, then the sum and the count. */
-  get(): { name: string; help: string; type: 'histogram'; aggregator: 'sum'; values: { metricName: string; labels: Record<string, string | number>; value: number }[] } {
+  get(): {
+    name: string;
+    help: string;
+    type: 'histogram';
+    aggregator: 'sum';
+    values: { metricName: string; labels: Record<string, string | number>; value: number }[];
+  } {
     if (this.noSeries) return { name: this.name, help: this.help, type: 'histogram', aggregator: 'sum', values: [] };
     let cumulative = 0;
-    const values = this.upperBounds.map((le, i) => ({ metricName: `${this.name}_bucket`, labels: { le } as Record<string, string | number>, value: (cumulative += this.counts[i]) }));
+    const values = this.upperBounds.map((le, i) => ({
+      metricName: `${this.name}_bucket`,
+      labels: { le } as Record<string, string | number>,
+      value: (cumulative += this.counts[i]),
+    }));
     values.push({ metricName: `${this.name}_bucket`, labels: { le: '+Inf' }, value: this.count });
-    values.push({ metricName: `${this.name}_sum`, labels: {}, value: this.sum }, { metricName: `${this.name}_count`, labels: {}, value: this.count });
+    values.push(
+      { metricName: `${this.name}_sum`, labels: {}, value: this.sum },
+      { metricName: `${this.name}_count`, labels: {}, value: this.count },
+    );
     return { name: this.name, help: this.help, type: 'histogram', aggregator: 'sum', values };
   }
 

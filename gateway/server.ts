@@ -116,10 +116,21 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
   const wantGrpc = opts.grpcPort !== undefined && opts.grpcPort !== null;
   const state: { grpc?: GrpcListener; closing?: Promise<void>; origin?: string } = {};
   const readiness = readinessOf(gateway, admissions.door, opts.readinessChecks ?? [], () =>
-    state.closing ? 'shutting down' : !http.listening ? 'HTTP/WebSocket listener not bound' : wantGrpc && !state.grpc ? 'gRPC listener not bound' : undefined,
+    state.closing
+      ? 'shutting down'
+      : !http.listening
+        ? 'HTTP/WebSocket listener not bound'
+        : wantGrpc && !state.grpc
+          ? 'gRPC listener not bound'
+          : undefined,
   );
   const http = createHttpListener(
-    { ops: { readiness, metrics: opts.metrics === false ? undefined : gateway.metrics }, door: admissions.door, web: opts.webRoot === false ? false : loadWebAssets(opts.webRoot), origin: () => state.origin ?? '' },
+    {
+      ops: { readiness, metrics: opts.metrics === false ? undefined : gateway.metrics },
+      door: admissions.door,
+      web: opts.webRoot === false ? false : loadWebAssets(opts.webRoot),
+      origin: () => state.origin ?? '',
+    },
     limits,
     opts.tls,
   );
@@ -204,7 +215,8 @@ function attachUpgrades(http: Server, admissions: Admissions, opts: GatewayServe
     pingIntervalMs: opts.pingIntervalMs,
     pingTimeoutMs: opts.pingTimeoutMs,
     admit,
-    onChannel: (channel, req, admitted) => admissions.accept(channel, admitted, 'ws', offersJsonRpcDialect(req.headers['sec-websocket-protocol']) ? 'jsonrpc' : 'native'),
+    onChannel: (channel, req, admitted) =>
+      admissions.accept(channel, admitted, 'ws', offersJsonRpcDialect(req.headers['sec-websocket-protocol']) ? 'jsonrpc' : 'native'),
     otherPaths: opts.acp ? [ACP_PATH] : [],
   });
   const acpFor = opts.acp;
@@ -231,16 +243,25 @@ function attachUpgrades(http: Server, admissions: Admissions, opts: GatewayServe
 }
 
 /** The gRPC listener beside the HTTP port, with grpc.health.v1.Health; streams pass the door, their dialect named by metadata. */
-function startGrpcEdge(admissions: Admissions, opts: GatewayServerOptions & { host: string; grpcPort: number }, health: GrpcHealthService): Promise<GrpcListener> {
+function startGrpcEdge(
+  admissions: Admissions,
+  opts: GatewayServerOptions & { host: string; grpcPort: number },
+  health: GrpcHealthService,
+): Promise<GrpcListener> {
   return startGrpcListener<Admission>({
     host: opts.host,
     port: opts.grpcPort,
     maxFrameBytes: opts.maxFrameBytes,
     tls: opts.tls,
-    admit: (metadata, remote) => admissions.door.admit({ transport: 'grpc', remote, authorization: metadata.authorization, origin: metadata.origin }),
+    admit: (metadata, remote) =>
+      admissions.door.admit({ transport: 'grpc', remote, authorization: metadata.authorization, origin: metadata.origin }),
     onChannel: (channel, metadata, admitted) => {
       const dialect = grpcDialect(metadata[DIALECT_METADATA_KEY]);
-      if (!dialect) return channel.close('INVALID_ARGUMENT', `unknown ${DIALECT_METADATA_KEY} ${JSON.stringify(metadata[DIALECT_METADATA_KEY].slice(0, 64))} (this gateway speaks ${JSONRPC_DIALECT})`);
+      if (!dialect)
+        return channel.close(
+          'INVALID_ARGUMENT',
+          `unknown ${DIALECT_METADATA_KEY} ${JSON.stringify(metadata[DIALECT_METADATA_KEY].slice(0, 64))} (this gateway speaks ${JSONRPC_DIALECT})`,
+        );
       admissions.accept(channel, admitted, 'grpc', dialect);
     },
     onConnection: admissions.gate('grpc', false),
@@ -268,7 +289,12 @@ function closeHttp(http: Server): Promise<void> {
 }
 
 /** What the gateway prints and allows: its URLs per listener, and the origin of its own page. */
-function gatewayUrls(host: string, port: number, grpcPort: number | undefined, tls: boolean): { url: string; pageUrl: string; grpcUrl?: string; origin: string } {
+function gatewayUrls(
+  host: string,
+  port: number,
+  grpcPort: number | undefined,
+  tls: boolean,
+): { url: string; pageUrl: string; grpcUrl?: string; origin: string } {
   const urlHost = host.includes(':') ? `[${host}]` : host;
   const origin = `${tls ? 'https' : 'http'}://${urlHost}:${port}`;
   return {

@@ -26,7 +26,7 @@ const FIXTURES = join(ROOT, 'test', 'fixtures', 'engine');
  */
 const NOT_SCRIPTED = {
   '82c_session_id_in_use': 'depends on session state the original capture left in its shared HOME',
-  '91_api_error_401': 'the fake answers the CLI\'s side calls successfully, so the 401 turn goes differently',
+  '91_api_error_401': "the fake answers the CLI's side calls successfully, so the 401 turn goes differently",
 };
 const SCRIPTED = readdirSync(FIXTURES)
   .filter((f) => f.endsWith('.ndjson'))
@@ -52,14 +52,17 @@ Options:
 function cliPath() {
   const require = createRequire(import.meta.url);
   const sdk = createRequire(require.resolve('@anthropic-ai/claude-agent-sdk'));
-  for (const p of [`@anthropic-ai/claude-agent-sdk-${process.platform}-${process.arch}`, `@anthropic-ai/claude-agent-sdk-${process.platform}-${process.arch}-musl`]) {
+  for (const p of [
+    `@anthropic-ai/claude-agent-sdk-${process.platform}-${process.arch}`,
+    `@anthropic-ai/claude-agent-sdk-${process.platform}-${process.arch}-musl`,
+  ]) {
     try {
       return sdk.resolve(`${p}/claude`);
     } catch {
       // next candidate
     }
   }
-  throw new Error('no CLI binary found in the SDK\'s platform packages: pass --cli PATH');
+  throw new Error("no CLI binary found in the SDK's platform packages: pass --cli PATH");
 }
 
 /** The scripted fake Messages API, compiled from its TypeScript source for this process. */
@@ -100,7 +103,10 @@ function shapeOf(lines) {
 const keyOf = (f) => [f.type, f.subtype ?? f.request?.subtype ?? f.response?.subtype ?? ''].join('/');
 
 function readTranscript(name) {
-  const lines = readFileSync(join(FIXTURES, `${name}.ndjson`), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const lines = readFileSync(join(FIXTURES, `${name}.ndjson`), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
   const meta = JSON.parse(readFileSync(join(FIXTURES, `${name}.meta.json`), 'utf8'));
   return { lines, meta };
 }
@@ -112,8 +118,13 @@ async function capture(name, cli, fakeModule, sharedHome) {
   const cwd = mkdtempSync(join(tmpdir(), 'tether-capture-cwd-'));
   const fake = await fakeModule.startFakeAnthropic(fakeScenario(meta.fake_scenario));
   const env = {
-    PATH: process.env.PATH, LANG: 'C.UTF-8', TERM: 'dumb', HOME: home,
-    ANTHROPIC_API_KEY: 'sk-test', ANTHROPIC_BASE_URL: fake.url, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    PATH: process.env.PATH,
+    LANG: 'C.UTF-8',
+    TERM: 'dumb',
+    HOME: home,
+    ANTHROPIC_API_KEY: 'sk-test',
+    ANTHROPIC_BASE_URL: fake.url,
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
     ...meta.env_added,
   };
   const t0 = Date.now();
@@ -140,12 +151,14 @@ async function capture(name, cli, fakeModule, sharedHome) {
     wake();
   });
   let exit;
-  const exited = new Promise((res) => child.once('close', (code, signal) => {
-    lines.push({ dir: 'exit', t_ms: t(), code, signal });
-    exit = { code, signal };
-    res(exit);
-    wake();
-  }));
+  const exited = new Promise((res) =>
+    child.once('close', (code, signal) => {
+      lines.push({ dir: 'exit', t_ms: t(), code, signal });
+      exit = { code, signal };
+      res(exit);
+      wake();
+    }),
+  );
   const until = (cond, what) =>
     new Promise((res, rej) => {
       const check = () => {
@@ -211,7 +224,10 @@ async function capture(name, cli, fakeModule, sharedHome) {
   }
 
   const placeholders = [
-    [cwd, '/workspace'], [cwd.replace(/[^A-Za-z0-9]/g, '-'), '-workspace'], [home, '/home/user'], [fake.url.replace(/^http:\/\/127\.0\.0\.1:/, ':'), ':PORT'],
+    [cwd, '/workspace'],
+    [cwd.replace(/[^A-Za-z0-9]/g, '-'), '-workspace'],
+    [home, '/home/user'],
+    [fake.url.replace(/^http:\/\/127\.0\.0\.1:/, ':'), ':PORT'],
   ];
   const scrub = (value) => {
     let text = JSON.stringify(value);
@@ -225,7 +241,14 @@ async function capture(name, cli, fakeModule, sharedHome) {
     argv: ['/opt/claude/claude', ...meta.argv.slice(1)],
     exit_code: exit.code,
     stderr_tail: scrub(stderr.trim()),
-    fake_requests: fake.requests.map((r) => ({ path: r.path, model: r.model, stream: r.stream, n_messages: r.messageCount, n_tools: r.toolNames.length, answered_with: r.answeredWith })),
+    fake_requests: fake.requests.map((r) => ({
+      path: r.path,
+      model: r.model,
+      stream: r.stream,
+      n_messages: r.messageCount,
+      n_tools: r.toolNames.length,
+      answered_with: r.answeredWith,
+    })),
     max_stdout_line_bytes: maxLine,
     captured_with: { cli: cli.replace(ROOT, '.'), at: new Date().toISOString() },
   };
@@ -236,12 +259,25 @@ async function capture(name, cli, fakeModule, sharedHome) {
 }
 
 async function main() {
-  const { values } = parseArgs({ options: { cli: { type: 'string' }, only: { type: 'string' }, out: { type: 'string' }, check: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } });
+  const { values } = parseArgs({
+    options: {
+      cli: { type: 'string' },
+      only: { type: 'string' },
+      out: { type: 'string' },
+      check: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
   if (values.help) {
     process.stdout.write(USAGE + '\n');
     return 0;
   }
-  const names = values.only ? values.only.split(',').map((s) => s.trim()).filter(Boolean) : SCRIPTED;
+  const names = values.only
+    ? values.only
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : SCRIPTED;
   for (const n of names) if (!existsSync(join(FIXTURES, `${n}.ndjson`))) throw new Error(`no transcript ${n} in test/fixtures/engine`);
   const cli = values.cli ?? cliPath();
   const out = values.out ? resolve(values.out) : mkdtempSync(join(tmpdir(), 'tether-capture-'));

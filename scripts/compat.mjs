@@ -16,7 +16,18 @@
  * network, no binary for this platform).
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,7 +36,12 @@ const SDK = '@anthropic-ai/claude-agent-sdk';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const DOC = join(ROOT, 'docs', 'compatibility.md');
 /** The tests that spawn the real CLI (test/fidelity.test.ts replays recordings; not here). */
-const REAL_CLI_TESTS = ['test/fake-anthropic.test.ts', 'test/e2e-permission.test.ts', 'test/team-session.test.ts', 'test/sdk-drop-in.test.ts'];
+const REAL_CLI_TESTS = [
+  'test/fake-anthropic.test.ts',
+  'test/e2e-permission.test.ts',
+  'test/team-session.test.ts',
+  'test/sdk-drop-in.test.ts',
+];
 const DEFAULT_TIMEOUT_MIN = 20;
 const INSTALL_TIMEOUT_MS = 20 * 60_000;
 const REGISTRY_TIMEOUT_MS = 60_000;
@@ -74,18 +90,39 @@ function parseArgs(argv) {
     return v;
   };
   for (let i = 0; i < argv.length; i++) {
-    const [arg, inline] = argv[i].startsWith('--') && argv[i].includes('=') ? [argv[i].slice(0, argv[i].indexOf('=')), argv[i].slice(argv[i].indexOf('=') + 1)] : [argv[i], undefined];
+    const [arg, inline] =
+      argv[i].startsWith('--') && argv[i].includes('=')
+        ? [argv[i].slice(0, argv[i].indexOf('=')), argv[i].slice(argv[i].indexOf('=') + 1)]
+        : [argv[i], undefined];
     const take = () => (inline !== undefined ? inline : value(i++, arg));
     switch (arg) {
-      case '-h': case '--help': o.help = true; break;
-      case '--cli': o.cli = take(); break;
-      case '--cache': o.cache = resolve(take()); break;
-      case '--refresh': o.refresh = true; break;
-      case '--timeout': o.timeoutMin = Number(take()); break;
-      case '--files': o.files = take().split(',').filter(Boolean); break;
-      case '--no-doc': o.doc = false; break;
-      case '--no-build': o.build = false; break;
-      default: throw new CompatError(`unknown argument "${argv[i]}" (see --help)`, 2);
+      case '-h':
+      case '--help':
+        o.help = true;
+        break;
+      case '--cli':
+        o.cli = take();
+        break;
+      case '--cache':
+        o.cache = resolve(take());
+        break;
+      case '--refresh':
+        o.refresh = true;
+        break;
+      case '--timeout':
+        o.timeoutMin = Number(take());
+        break;
+      case '--files':
+        o.files = take().split(',').filter(Boolean);
+        break;
+      case '--no-doc':
+        o.doc = false;
+        break;
+      case '--no-build':
+        o.build = false;
+        break;
+      default:
+        throw new CompatError(`unknown argument "${argv[i]}" (see --help)`, 2);
     }
   }
   if (o.help) return o;
@@ -115,14 +152,19 @@ function run(command, args, { cwd = ROOT, env = process.env, timeoutMs, echo = f
     let timedOut = false;
     const onData = (which) => (chunk) => {
       const s = chunk.toString('utf8');
-      if (which === 'out') stdout += s; else stderr += s;
+      if (which === 'out') stdout += s;
+      else stderr += s;
       if (echo) (which === 'out' ? process.stdout : process.stderr).write(s);
       log?.write(s);
     };
     child.stdout.on('data', onData('out'));
     child.stderr.on('data', onData('err'));
     const killGroup = (signal) => {
-      try { process.kill(-child.pid, signal); } catch { /* already gone */ }
+      try {
+        process.kill(-child.pid, signal);
+      } catch {
+        /* already gone */
+      }
     };
     activeChildren.add(killGroup);
     let killTimer;
@@ -131,7 +173,9 @@ function run(command, args, { cwd = ROOT, env = process.env, timeoutMs, echo = f
       killGroup('SIGTERM');
       killTimer = setTimeout(() => killGroup('SIGKILL'), KILL_GRACE_MS);
     }, timeoutMs);
-    child.on('error', (err) => { stderr += String(err); });
+    child.on('error', (err) => {
+      stderr += String(err);
+    });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
       clearTimeout(killTimer);
@@ -167,9 +211,15 @@ function registryProblem(what, r) {
 /** The exact version `spec` names, asking the registry (a cached exact version needs no network). */
 async function resolveVersion(spec, cacheRoot) {
   if (/^\d+\.\d+\.\d+(-[\w.]+)?$/.test(spec) && isInstalled(join(cacheRoot, spec))) return spec;
-  const r = await run('npm', ['view', `${SDK}@${spec}`, 'version', '--json', '--fetch-retries=1', '--fetch-retry-mintimeout=2000', '--fetch-retry-maxtimeout=5000'],
-    { timeoutMs: REGISTRY_TIMEOUT_MS });
-  const unknown = new CompatError(`${SDK}@${spec} is not a published version or dist-tag (list them with: npm view ${SDK} versions --json)`, 3);
+  const r = await run(
+    'npm',
+    ['view', `${SDK}@${spec}`, 'version', '--json', '--fetch-retries=1', '--fetch-retry-mintimeout=2000', '--fetch-retry-maxtimeout=5000'],
+    { timeoutMs: REGISTRY_TIMEOUT_MS },
+  );
+  const unknown = new CompatError(
+    `${SDK}@${spec} is not a published version or dist-tag (list them with: npm view ${SDK} versions --json)`,
+    3,
+  );
   if (r.code !== 0 || r.timedOut) throw registryProblem(`looking up ${SDK}@${spec}`, r) ?? unknown;
   const out = r.stdout.trim();
   if (!out) throw unknown;
@@ -204,8 +254,11 @@ async function ensureInstalled(version, cacheRoot, refresh) {
   writeFileSync(join(partial, 'package.json'), `${JSON.stringify({ name: 'tether-compat-cache', private: true }, null, 2)}\n`);
   console.log(`compat: installing ${SDK}@${version} into ${dir} (a few hundred MB) ...`);
   const started = Date.now();
-  const r = await run('npm', ['install', '--prefix', partial, '--no-save', '--no-audit', '--no-fund', '--no-package-lock', '--loglevel=error', `${SDK}@${version}`],
-    { cwd: partial, timeoutMs: INSTALL_TIMEOUT_MS });
+  const r = await run(
+    'npm',
+    ['install', '--prefix', partial, '--no-save', '--no-audit', '--no-fund', '--no-package-lock', '--loglevel=error', `${SDK}@${version}`],
+    { cwd: partial, timeoutMs: INSTALL_TIMEOUT_MS },
+  );
   const installMs = Date.now() - started;
   if (r.code !== 0 || r.timedOut) {
     rmSync(partial, { recursive: true, force: true });
@@ -214,7 +267,10 @@ async function ensureInstalled(version, cacheRoot, refresh) {
   const binary = findBinary(partial);
   if (!binary) {
     rmSync(partial, { recursive: true, force: true });
-    throw new CompatError(`${SDK}@${version} installed, but it has no native CLI for ${process.platform}-${process.arch} (expected ${SDK}-${process.platform}-${process.arch}/claude)`, 3);
+    throw new CompatError(
+      `${SDK}@${version} installed, but it has no native CLI for ${process.platform}-${process.arch} (expected ${SDK}-${process.platform}-${process.arch}/claude)`,
+      3,
+    );
   }
   writeFileSync(join(partial, MARKER), `${JSON.stringify({ version, installed_at: new Date().toISOString() }, null, 2)}\n`);
   rmSync(dir, { recursive: true, force: true });
@@ -226,7 +282,11 @@ async function ensureInstalled(version, cacheRoot, refresh) {
 async function cliVersion(binary) {
   const home = mkdtempSync(join(tmpdir(), 'tether-compat-home-'));
   try {
-    const r = await run(binary, ['--version'], { env: { PATH: process.env.PATH ?? '', HOME: home, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1' }, cwd: home, timeoutMs: VERSION_TIMEOUT_MS });
+    const r = await run(binary, ['--version'], {
+      env: { PATH: process.env.PATH ?? '', HOME: home, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1' },
+      cwd: home,
+      timeoutMs: VERSION_TIMEOUT_MS,
+    });
     if (r.code !== 0) throw new CompatError(`${binary} --version failed (exit ${r.code ?? r.signal}): ${tail(r.stderr, 400)}`, 3);
     return firstLine(r.stdout.trim());
   } finally {
@@ -245,14 +305,25 @@ async function runTests(binary, files, timeoutMin, logPath) {
   const work = mkdtempSync(join(tmpdir(), 'tether-compat-'));
   const jsonPath = join(work, 'vitest.json');
   const log = createLog(logPath);
-  const args = [join(ROOT, 'node_modules', 'vitest', 'vitest.mjs'), 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${jsonPath}`, ...files];
+  const args = [
+    join(ROOT, 'node_modules', 'vitest', 'vitest.mjs'),
+    'run',
+    '--reporter=default',
+    '--reporter=json',
+    `--outputFile.json=${jsonPath}`,
+    ...files,
+  ];
   console.log(`compat: vitest run ${files.join(' ')}  (TETHER_TEST_CLAUDE=${binary}, limit ${timeoutMin} min, log ${logPath})`);
   const started = Date.now();
   let sinceTicks;
   const r = await run(process.execPath, args, {
     env: { ...process.env, TETHER_TEST_CLAUDE: binary, NO_COLOR: '1', FORCE_COLOR: undefined },
-    timeoutMs: timeoutMin * 60_000, echo: true, log,
-    onSpawn: (child) => { sinceTicks = processStartTicks(child.pid); },
+    timeoutMs: timeoutMin * 60_000,
+    echo: true,
+    log,
+    onSpawn: (child) => {
+      sinceTicks = processStartTicks(child.pid);
+    },
   });
   const wallMs = Date.now() - started;
   log.end();
@@ -285,13 +356,17 @@ function processStartTicks(pid) {
  */
 async function reapStrays(binary, sinceTicks) {
   const target = realpathSync(binary);
-  const find = () => readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number).filter((pid) => {
-    try {
-      return readlinkSync(`/proc/${pid}/exe`) === target && (processStartTicks(pid) ?? -1) >= sinceTicks;
-    } catch {
-      return false; // gone, or not ours to read
-    }
-  });
+  const find = () =>
+    readdirSync('/proc')
+      .filter((d) => /^\d+$/.test(d))
+      .map(Number)
+      .filter((pid) => {
+        try {
+          return readlinkSync(`/proc/${pid}/exe`) === target && (processStartTicks(pid) ?? -1) >= sinceTicks;
+        } catch {
+          return false; // gone, or not ours to read
+        }
+      });
   let strays;
   try {
     strays = find();
@@ -300,7 +375,14 @@ async function reapStrays(binary, sinceTicks) {
   }
   if (strays.length === 0) return;
   console.log(`compat: stopping ${strays.length} CLI process(es) this run left behind: ${strays.join(' ')}`);
-  const signal = (sig) => strays.forEach((pid) => { try { process.kill(pid, sig); } catch { /* already gone */ } });
+  const signal = (sig) =>
+    strays.forEach((pid) => {
+      try {
+        process.kill(pid, sig);
+      } catch {
+        /* already gone */
+      }
+    });
   signal('SIGTERM');
   const deadline = Date.now() + KILL_GRACE_MS;
   while (Date.now() < deadline && find().length > 0) await new Promise((r) => setTimeout(r, 200));
@@ -311,14 +393,22 @@ async function reapStrays(binary, sinceTicks) {
 function createLog(path) {
   mkdirSync(dirname(path), { recursive: true });
   let text = '';
-  return { write: (s) => { text += s; }, end: () => writeFileSync(path, text) };
+  return {
+    write: (s) => {
+      text += s;
+    },
+    end: () => writeFileSync(path, text),
+  };
 }
 
 /** Counts and failing names from vitest's JSON report (file-level errors count as failures). */
 function summarize(report, r) {
   const out = { passed: 0, failed: 0, skipped: 0, failures: [], timedOut: r.timedOut, wallMs: r.wallMs, exitCode: r.code };
   if (!report) {
-    out.failures.push({ name: r.timedOut ? 'the run timed out before vitest wrote its report' : `vitest wrote no report (exit ${r.code ?? r.signal})`, message: tail(r.stderr, 400) });
+    out.failures.push({
+      name: r.timedOut ? 'the run timed out before vitest wrote its report' : `vitest wrote no report (exit ${r.code ?? r.signal})`,
+      message: tail(r.stderr, 400),
+    });
     out.failed = 1;
     return out;
   }
@@ -345,7 +435,10 @@ function docFailures(failures) {
   if (failures.length === 0) return '—';
   const perFile = new Map();
   for (const f of failures) {
-    const file = f.name.split(' > ')[0].replace(/^test\//, '').replace(/\.test\.ts( \(file\))?$/, '');
+    const file = f.name
+      .split(' > ')[0]
+      .replace(/^test\//, '')
+      .replace(/\.test\.ts( \(file\))?$/, '');
     perFile.set(file, (perFile.get(file) ?? 0) + 1);
   }
   return [...perFile].map(([file, n]) => `${file} ×${n}`).join(', ');
@@ -356,7 +449,8 @@ function updateDoc(row) {
   const doc = existsSync(DOC) ? readFileSync(DOC, 'utf8') : `# Compatibility with Claude Code CLI versions\n\n${ROWS_START}\n${ROWS_END}\n`;
   const start = doc.indexOf(ROWS_START);
   const end = doc.indexOf(ROWS_END);
-  if (start < 0 || end < start) throw new CompatError(`${DOC} has no ${ROWS_START} … ${ROWS_END} block; add one where the table belongs`, 2);
+  if (start < 0 || end < start)
+    throw new CompatError(`${DOC} has no ${ROWS_START} … ${ROWS_END} block; add one where the table belongs`, 2);
   const rows = new Map();
   for (const line of doc.slice(start + ROWS_START.length, end).split('\n')) {
     const cells = splitRow(line);
@@ -381,7 +475,10 @@ function updateDoc(row) {
 function splitRow(line) {
   const t = line.trim();
   if (!t.startsWith('|') || !t.endsWith('|')) return undefined;
-  return t.slice(1, -1).split(/(?<!\\)\|/).map((c) => c.trim());
+  return t
+    .slice(1, -1)
+    .split(/(?<!\\)\|/)
+    .map((c) => c.trim());
 }
 
 const cell = (s) => String(s).replace(/\r?\n/g, ' ').replace(/\|/g, '\\|');
@@ -398,7 +495,12 @@ function compareVersions(a, b) {
   return 0;
 }
 
-const firstLine = (s) => String(s).split('\n').find((l) => l.trim())?.trim().slice(0, 300) ?? '';
+const firstLine = (s) =>
+  String(s)
+    .split('\n')
+    .find((l) => l.trim())
+    ?.trim()
+    .slice(0, 300) ?? '';
 const tail = (s, n) => String(s).trim().slice(-n);
 // eslint-disable-next-line no-control-regex
 const stripAnsi = (s) => String(s).replace(/\u001b\[[0-9;]*m/g, '');
@@ -427,7 +529,9 @@ async function main() {
   console.log(`SDK:        ${SDK}@${version}`);
   console.log(`CLI:        ${cli}  (${binary})`);
   if (installMs) console.log(`install:    ${formatMs(installMs)}`);
-  console.log(`tests:      ${res.passed} passed, ${res.failed} failed, ${res.skipped} skipped (${total} total) in ${formatMs(res.wallMs)}${res.timedOut ? ' — TIMED OUT' : ''}`);
+  console.log(
+    `tests:      ${res.passed} passed, ${res.failed} failed, ${res.skipped} skipped (${total} total) in ${formatMs(res.wallMs)}${res.timedOut ? ' — TIMED OUT' : ''}`,
+  );
   for (const f of res.failures) console.log(`  FAIL ${f.name}${f.message ? `\n       ${f.message}` : ''}`);
   console.log(`log:        ${join(dir, 'last-run.log')}`);
 
@@ -435,7 +539,15 @@ async function main() {
     const failing = docFailures(res.failures);
     const counts = `${res.passed} / ${res.failed} / ${res.skipped}${res.timedOut ? ' (timed out)' : ''}`;
     const partial = o.files === REAL_CLI_TESTS ? '' : ` (only ${o.files.join(', ')})`;
-    updateDoc([version, cell(cli.replace(/\s*\(Claude Code\)\s*$/, '')), counts + partial, formatMs(res.wallMs), new Date().toISOString().slice(0, 10), cell(failing), '']);
+    updateDoc([
+      version,
+      cell(cli.replace(/\s*\(Claude Code\)\s*$/, '')),
+      counts + partial,
+      formatMs(res.wallMs),
+      new Date().toISOString().slice(0, 10),
+      cell(failing),
+      '',
+    ]);
     console.log(`doc:        ${relative(ROOT, DOC)} updated`);
   }
   return res.failed === 0 && !res.timedOut ? 0 : 1;
@@ -444,7 +556,7 @@ async function main() {
 main().then(
   (code) => process.exit(code),
   (err) => {
-    console.error(`compat: ${err instanceof CompatError ? err.message : err?.stack ?? err}`);
+    console.error(`compat: ${err instanceof CompatError ? err.message : (err?.stack ?? err)}`);
     process.exit(err instanceof CompatError ? err.exitCode : 2);
   },
 );

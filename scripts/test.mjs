@@ -27,7 +27,7 @@ function run(command, args, capture) {
 }
 
 const typecheck = run(process.execPath, [tsc, '-p', 'tsconfig.test.json'], true);
-const style = run(process.execPath, [biome, 'ci', '--colors=off', '.'], true);
+const style = run(process.execPath, [biome, 'ci', '--colors=off', '--error-on-warnings', '.'], true);
 const build = await run(npm, ['run', 'build', '--silent'], false);
 const suite = build.code === 0 ? await run(process.execPath, [vitest, 'run', ...process.argv.slice(2)], false) : build;
 if (build.code !== 0) process.stdout.write('\nThe build failed (npm run build): no tests were run.\n');
@@ -35,6 +35,7 @@ const types = await typecheck;
 if (types.code !== 0) process.stdout.write(`\nThe test tree does not type-check (tsc -p tsconfig.test.json):\n${types.out}`);
 else process.stdout.write('\nThe test tree type-checks (tsc -p tsconfig.test.json).\n');
 const styled = await style;
-if (styled.code !== 0) process.stdout.write(`\nThe tree is not formatted or has lint findings (biome ci; npm run format fixes the formatting):\n${styled.out}`);
+if (styled.code !== 0)
+  process.stdout.write(`\nThe tree is not formatted or has lint findings (biome ci; npm run format fixes the formatting):\n${styled.out}`);
 else process.stdout.write('The tree is formatted and lint-clean (biome ci).\n');
 process.exit(suite.code || types.code || styled.code);

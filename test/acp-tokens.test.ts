@@ -46,7 +46,9 @@ async function openAcp(token: string) {
   sockets.push(ws);
   const told: Record<string, any>[] = [];
   ws.on('message', (d) => told.push(JSON.parse(String(d))));
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: String(reason) })));
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    ws.on('close', (code, reason) => resolve({ code, reason: String(reason) })),
+  );
   await withTimeout(new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject)), 5_000, 'the /acp upgrade');
   ws.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: 1, clientCapabilities: {} } }));
   await withTimeout(
@@ -70,7 +72,10 @@ describe('/acp and the token it was opened with', () => {
     const closed = await withTimeout(acp.closed, 1_000, 'the /acp close after tether revoke');
     console.log(`[acp-tokens] revoked: closed ${Date.now() - t0} ms after tether revoke returned`);
     expect(closed).toEqual({ code: 4403, reason: 'token revoked' });
-    expect(acp.told.find((m) => m.method === ACP_CLOSING_NOTIFICATION)?.params).toEqual({ code: 'PERMISSION_DENIED', message: 'token revoked' });
+    expect(acp.told.find((m) => m.method === ACP_CLOSING_NOTIFICATION)?.params).toEqual({
+      code: 'PERMISSION_DENIED',
+      message: 'token revoked',
+    });
     expect(other.told.some((m) => m.method === ACP_CLOSING_NOTIFICATION)).toBe(false); // another token's connection stays
   }, 30_000);
 

@@ -12,12 +12,17 @@ import { withTimeout } from './support/stack.js';
 import { waitFor } from './support/wait.js';
 import { isResult, until } from './support/items.js';
 
-const bash = (id: string, file: string) => ({ text: `Running ${id}.`, tool_use: { id, name: 'Bash', input: { command: `echo hi > ${file}`, description: `write ${file}` } } });
+const bash = (id: string, file: string) => ({
+  text: `Running ${id}.`,
+  tool_use: { id, name: 'Bash', input: { command: `echo hi > ${file}`, description: `write ${file}` } },
+});
 
 /** What one update stands for, compactly, for order checks. */
 const kindOf = (n: acp.SessionNotification) => {
   const u = n.update;
-  return u.sessionUpdate === 'tool_call' || u.sessionUpdate === 'tool_call_update' ? `${u.sessionUpdate}:${u.status ?? ''}` : u.sessionUpdate;
+  return u.sessionUpdate === 'tool_call' || u.sessionUpdate === 'tool_call_update'
+    ? `${u.sessionUpdate}:${u.status ?? ''}`
+    : u.sessionUpdate;
 };
 
 /** Collapses runs of the same kind, so streamed chunks read as one step. */
@@ -52,7 +57,6 @@ const answersOnlyWhenWithdrawn = (_req: unknown, signal: AbortSignal) =>
   });
 
 describe('tether acp: the ACP SDK client drives the real CLI through gateway and agent', () => {
-
   const start = async () => {
     rig = await startRig('claude');
     editor = spawnAcp(['--agent', 'test-agent', '--gateway', rig.stack.url], { TETHER_TOKEN: rig.stack.token });
@@ -61,7 +65,10 @@ describe('tether acp: the ACP SDK client drives the real CLI through gateway and
 
   it('initialize, session/new, a streamed prompt, Bash allowed then rejected, and a teammate sees the turn', async () => {
     const { rig, editor } = await start();
-    const init = await editor.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+    const init = await editor.agent.request(acp.methods.agent.initialize, {
+      protocolVersion: acp.PROTOCOL_VERSION,
+      clientCapabilities: {},
+    });
     expect(init.protocolVersion).toBe(acp.PROTOCOL_VERSION);
     expect(init.agentCapabilities?.loadSession).toBe(true);
     expect(init.agentCapabilities?.promptCapabilities?.image).toBe(false);
@@ -78,11 +85,19 @@ describe('tether acp: the ACP SDK client drives the real CLI through gateway and
 
     // 1. A plain prompt: text streamed as agent_message_chunk, then the answer.
     rig.fake!.setScenario({ responses: [{ thinking: 'The user says hi.', text: 'Hello from the remote model.' }] });
-    const r1 = await withTimeout(editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'hi' }] }), 60_000, 'first prompt');
+    const r1 = await withTimeout(
+      editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'hi' }] }),
+      60_000,
+      'first prompt',
+    );
     expect(r1.stopReason).toBe('end_turn');
     expect(agentText(editor.updates)).toBe('Hello from the remote model.');
     expect(steps(editor.updates)).toEqual(['agent_thought_chunk', 'agent_message_chunk']);
-    expect(editor.updates.map((n) => (n.update.sessionUpdate === 'agent_thought_chunk' && n.update.content.type === 'text' ? n.update.content.text : '')).join('')).toBe('The user says hi.');
+    expect(
+      editor.updates
+        .map((n) => (n.update.sessionUpdate === 'agent_thought_chunk' && n.update.content.type === 'text' ? n.update.content.text : ''))
+        .join(''),
+    ).toBe('The user says hi.');
     expect(editor.updates.every((u) => u.sessionId === sessionId)).toBe(true);
 
     // 2. Bash: the editor is asked and allows; the file appears in the agent's cwd.
@@ -94,10 +109,21 @@ describe('tether acp: the ACP SDK client drives the real CLI through gateway and
       expect(req.toolCall.title).toContain('echo hi > allowed.txt');
       return select('allow');
     };
-    const r2 = await withTimeout(editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'write it' }] }), 60_000, 'allowed prompt');
+    const r2 = await withTimeout(
+      editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'write it' }] }),
+      60_000,
+      'allowed prompt',
+    );
     expect(r2.stopReason).toBe('end_turn');
     expect(existsSync(join(rig.cwd, 'allowed.txt'))).toBe(true);
-    expect(steps(editor.updates)).toEqual(['agent_message_chunk', 'tool_call:pending', 'tool_call_update:pending', 'tool_call_update:in_progress', 'tool_call_update:completed', 'agent_message_chunk']);
+    expect(steps(editor.updates)).toEqual([
+      'agent_message_chunk',
+      'tool_call:pending',
+      'tool_call_update:pending',
+      'tool_call_update:in_progress',
+      'tool_call_update:completed',
+      'agent_message_chunk',
+    ]);
     expect(agentText(editor.updates)).toBe('Running toolu_a.Done.');
     const call = editor.updates.find((u) => u.update.sessionUpdate === 'tool_call')!.update as acp.ToolCall;
     expect(call).toMatchObject({ toolCallId: 'toolu_a', kind: 'execute' });
@@ -106,7 +132,11 @@ describe('tether acp: the ACP SDK client drives the real CLI through gateway and
     editor.updates.length = 0;
     rig.fake!.setScenario({ responses: [bash('toolu_b', 'rejected.txt'), { text: 'Understood.' }] });
     editor.onPermission = async () => select('reject');
-    const r3 = await withTimeout(editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'write another' }] }), 60_000, 'rejected prompt');
+    const r3 = await withTimeout(
+      editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'write another' }] }),
+      60_000,
+      'rejected prompt',
+    );
     expect(r3.stopReason).toBe('end_turn');
     expect(existsSync(join(rig.cwd, 'rejected.txt'))).toBe(false);
     expect(steps(editor.updates)).toContain('tool_call_update:failed');
@@ -115,7 +145,11 @@ describe('tether acp: the ACP SDK client drives the real CLI through gateway and
     expect(editor.permissionRequests).toHaveLength(2);
 
     // The teammate saw the same turns: the prompts and the assistant's words.
-    const lines = () => seen.filter((i) => i.kind === 'engine').map((i) => (i as { line: string }).line).join('\n');
+    const lines = () =>
+      seen
+        .filter((i) => i.kind === 'engine')
+        .map((i) => (i as { line: string }).line)
+        .join('\n');
     await waitFor(() => lines().includes('Understood.'), 10_000, 'the teammate to see the last turn');
     expect(lines()).toContain('Hello from the remote model.');
     expect(lines()).toContain('"can_use_tool"');
@@ -126,7 +160,10 @@ describe('tether acp: the ACP SDK client drives the real CLI through gateway and
     const { rig, editor } = await start();
     await editor.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
     const { sessionId } = await editor.agent.request(acp.methods.agent.session.new, { cwd: '/editor/project', mcpServers: [] });
-    rig.fake!.setScenario({ responses: [{ text: Array.from({ length: 200 }, (_, i) => `word${i}`).join(' '), chunk_delay_ms: 50 }], fallback: { text: 'after' } });
+    rig.fake!.setScenario({
+      responses: [{ text: Array.from({ length: 200 }, (_, i) => `word${i}`).join(' '), chunk_delay_ms: 50 }],
+      fallback: { text: 'after' },
+    });
     const prompt = editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'talk a lot' }] });
     await editor.waitFor((u) => agentText(u).includes('word2'), 'the first streamed words');
     await editor.agent.notify(acp.methods.agent.session.cancel, { sessionId });
@@ -135,7 +172,7 @@ describe('tether acp: the ACP SDK client drives the real CLI through gateway and
     expect(agentText(editor.updates)).not.toContain('word199');
   }, 120_000);
 
-  it('the editor\'s prompt while a teammate\'s turn runs is queued and answered by its own turn; session/cancel while it waits withdraws it and leaves the teammate\'s turn running', async () => {
+  it("the editor's prompt while a teammate's turn runs is queued and answered by its own turn; session/cancel while it waits withdraws it and leaves the teammate's turn running", async () => {
     const { rig, editor } = await start();
     await editor.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
     const { sessionId } = await editor.agent.request(acp.methods.agent.session.new, { cwd: '/editor/project', mcpServers: [] });
@@ -146,18 +183,31 @@ describe('tether acp: the ACP SDK client drives the real CLI through gateway and
     const seen: SessionItem[] = [];
     const bobResult = () => until(bobItems, isResult, seen, 30_000, 'a turn to end');
     await bob.send('teammate prompt');
-    await waitFor(() => rig.fake!.textDeltasSent() > 0, 30_000, 'bob\'s turn to stream');
+    await waitFor(() => rig.fake!.textDeltasSent() > 0, 30_000, "bob's turn to stream");
 
-    const r1 = await withTimeout(editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'editor prompt' }] }), 60_000, 'the queued prompt');
+    const r1 = await withTimeout(
+      editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'editor prompt' }] }),
+      60_000,
+      'the queued prompt',
+    );
     expect(r1.stopReason).toBe('end_turn');
     expect(agentText(editor.updates)).toContain('EDITOR_ANSWER'); // its own answer, not bob's turn's end
     expect(rig.fake!.modelRequests()[1].raw).toContain('editor prompt');
 
     const deltas = rig.fake!.textDeltasSent();
     await bob.send('another teammate prompt');
-    await waitFor(() => rig.fake!.textDeltasSent() > deltas, 30_000, 'bob\'s second turn to stream');
-    const waiting = editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'WITHDRAWN_EDITOR' }] });
-    await until(bobItems, (i) => i.kind === 'event' && i.event.subtype === 'queued' && i.event.change.action === 'queued', seen, 20_000, 'the editor\'s prompt queued');
+    await waitFor(() => rig.fake!.textDeltasSent() > deltas, 30_000, "bob's second turn to stream");
+    const waiting = editor.agent.request(acp.methods.agent.session.prompt, {
+      sessionId,
+      prompt: [{ type: 'text', text: 'WITHDRAWN_EDITOR' }],
+    });
+    await until(
+      bobItems,
+      (i) => i.kind === 'event' && i.event.subtype === 'queued' && i.event.change.action === 'queued',
+      seen,
+      20_000,
+      "the editor's prompt queued",
+    );
     await editor.agent.notify(acp.methods.agent.session.cancel, { sessionId });
     expect((await withTimeout(waiting, 30_000, 'the withdrawn prompt')).stopReason).toBe('cancelled');
     // Bob's turn was not interrupted: it ends as it would have, and the withdrawn prompt never reached the model.
@@ -194,10 +244,30 @@ describe('tether acp: the ACP SDK client drives the real CLI through gateway and
   }, 120_000);
 });
 
-const QUESTION = { question: 'Which database?', header: 'Database', multiSelect: false, options: [{ label: 'Postgres', description: 'the big one' }, { label: 'SQLite', description: 'a file' }] };
+const QUESTION = {
+  question: 'Which database?',
+  header: 'Database',
+  multiSelect: false,
+  options: [
+    { label: 'Postgres', description: 'the big one' },
+    { label: 'SQLite', description: 'a file' },
+  ],
+};
 const ASK_SCENARIO = {
   responses: [
-    { text: 'Planning.', tool_use: { id: 'toolu_todo', name: 'TodoWrite', input: { todos: [{ content: 'Pick a database', status: 'in_progress', activeForm: 'Picking' }, { content: 'Migrate', status: 'pending', activeForm: 'Migrating' }] } } },
+    {
+      text: 'Planning.',
+      tool_use: {
+        id: 'toolu_todo',
+        name: 'TodoWrite',
+        input: {
+          todos: [
+            { content: 'Pick a database', status: 'in_progress', activeForm: 'Picking' },
+            { content: 'Migrate', status: 'pending', activeForm: 'Migrating' },
+          ],
+        },
+      },
+    },
     { text: 'One question.', tool_use: { id: 'toolu_ask', name: 'AskUserQuestion', input: { questions: [QUESTION] } } },
     { text: 'SQLite it is.' },
   ],
@@ -208,7 +278,9 @@ describe('tether acp: modes, plans and AskUserQuestion', () => {
     const { rig, editor, sessionId } = await openSession({ elicitation: { form: {} } });
     await editor.agent.request(acp.methods.agent.session.setMode, { sessionId, modeId: 'acceptEdits' });
     expect(editor.updates.at(-1)?.update).toEqual({ sessionUpdate: 'current_mode_update', currentModeId: 'acceptEdits' });
-    await expect(editor.agent.request(acp.methods.agent.session.setMode, { sessionId, modeId: 'no-such-mode' })).rejects.toMatchObject({ code: -32602 });
+    await expect(editor.agent.request(acp.methods.agent.session.setMode, { sessionId, modeId: 'no-such-mode' })).rejects.toMatchObject({
+      code: -32602,
+    });
 
     rig.fake!.setScenario(ASK_SCENARIO);
     editor.onElicit = async (req) => {
@@ -216,7 +288,11 @@ describe('tether acp: modes, plans and AskUserQuestion', () => {
       expect(props.q0).toMatchObject({ type: 'string', enum: ['Postgres', 'SQLite'] });
       return { action: 'accept', content: { q0: 'SQLite' } };
     };
-    const r = await withTimeout(editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'ask me' }] }), 60_000, 'the question turn');
+    const r = await withTimeout(
+      editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'ask me' }] }),
+      60_000,
+      'the question turn',
+    );
     expect(r.stopReason).toBe('end_turn');
     expect(editor.elicitations).toHaveLength(1);
     expect(editor.permissionRequests).toHaveLength(0);
@@ -237,7 +313,11 @@ describe('tether acp: modes, plans and AskUserQuestion', () => {
       expect(req.options.map((o) => o.name)).toEqual(['Postgres', 'SQLite', 'Decline']);
       return select(req.options[1].optionId);
     };
-    const r = await withTimeout(editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'ask me' }] }), 60_000, 'the question turn');
+    const r = await withTimeout(
+      editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'ask me' }] }),
+      60_000,
+      'the question turn',
+    );
     expect(r.stopReason).toBe('end_turn');
     expect(editor.permissionRequests).toHaveLength(1);
     expect(rig.fake!.lastToolResults().find((t) => t.tool_use_id === 'toolu_ask')?.content).toContain('SQLite');
@@ -255,8 +335,12 @@ describe('tether acp: bad input', () => {
 
     editor = spawnAcp(['--agent', 'x', '--gateway', 'ws://127.0.0.1:1'], {});
     await editor.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
-    await expect(editor.agent.request(acp.methods.agent.session.new, { cwd: '/p', mcpServers: [] })).rejects.toMatchObject({ data: { code: 'UNAVAILABLE' } });
-    await expect(editor.agent.request(acp.methods.agent.session.prompt, { sessionId: 'nope', prompt: [{ type: 'text', text: 'x' }] })).rejects.toMatchObject({ code: -32002 });
+    await expect(editor.agent.request(acp.methods.agent.session.new, { cwd: '/p', mcpServers: [] })).rejects.toMatchObject({
+      data: { code: 'UNAVAILABLE' },
+    });
+    await expect(
+      editor.agent.request(acp.methods.agent.session.prompt, { sessionId: 'nope', prompt: [{ type: 'text', text: 'x' }] }),
+    ).rejects.toMatchObject({ code: -32002 });
   }, 60_000);
 
   it('session/cancel while a permission request is open withdraws it in the editor and the tool never runs', async () => {
@@ -293,22 +377,39 @@ describe('tether acp: session/load', () => {
     await first.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
     const { sessionId } = await first.agent.request(acp.methods.agent.session.new, { cwd: '/editor/project', mcpServers: [] });
     rig.fake!.setScenario({ responses: [{ text: 'Remember the number 42.' }] });
-    await withTimeout(first.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'a number?' }] }), 60_000, 'first editor prompt');
+    await withTimeout(
+      first.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'a number?' }] }),
+      60_000,
+      'first editor prompt',
+    );
     await first.close(); // the editor goes away; the Tether session stays
     expect(first.exitCode?.()).toBe(0); // tether acp ends by itself on stdin EOF
 
     editor = spawnAcp(args, env);
-    const init = await editor.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+    const init = await editor.agent.request(acp.methods.agent.initialize, {
+      protocolVersion: acp.PROTOCOL_VERSION,
+      clientCapabilities: {},
+    });
     expect(init.agentCapabilities?.loadSession).toBe(true);
-    await withTimeout(editor.agent.request(acp.methods.agent.session.load, { sessionId, cwd: '/editor/project', mcpServers: [] }), 30_000, 'session/load');
+    await withTimeout(
+      editor.agent.request(acp.methods.agent.session.load, { sessionId, cwd: '/editor/project', mcpServers: [] }),
+      30_000,
+      'session/load',
+    );
     expect(agentText(editor.updates)).toBe('Remember the number 42.'); // all of it before the answer
     editor.updates.length = 0;
     rig.fake!.setScenario({ responses: [{ text: 'It was 42.' }] });
-    const r = await withTimeout(editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'which?' }] }), 60_000, 'prompt after load');
+    const r = await withTimeout(
+      editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'which?' }] }),
+      60_000,
+      'prompt after load',
+    );
     expect(r.stopReason).toBe('end_turn');
     expect(agentText(editor.updates)).toBe('It was 42.');
     // A session that does not exist is ACP's "resource not found".
-    await expect(editor.agent.request(acp.methods.agent.session.load, { sessionId: 'no-such-session', cwd: '/x', mcpServers: [] })).rejects.toMatchObject({ code: -32002 });
+    await expect(
+      editor.agent.request(acp.methods.agent.session.load, { sessionId: 'no-such-session', cwd: '/x', mcpServers: [] }),
+    ).rejects.toMatchObject({ code: -32002 });
   }, 180_000);
 });
 
@@ -325,9 +426,11 @@ const upgradeStatus = (url: string) =>
   });
 
 describe('/acp at the gateway (experimental): the same SDK client over its own WebSocket client stream', () => {
-
   const dialAcp = (url: string, token?: string) => {
-    const stream = createWebSocketStream(url, { WebSocket: WebSocket as unknown as WebSocketConstructor, headers: token ? { authorization: `Bearer ${token}` } : {} });
+    const stream = createWebSocketStream(url, {
+      WebSocket: WebSocket as unknown as WebSocketConstructor,
+      headers: token ? { authorization: `Bearer ${token}` } : {},
+    });
     return connectEditor(stream, async () => {});
   };
 
@@ -337,13 +440,23 @@ describe('/acp at the gateway (experimental): the same SDK client over its own W
     const sub = join(rig.cwd, 'sub');
     mkdirSync(sub);
     editor = dialAcp(`${httpUrl}/acp?agent=test-agent&cwd=${encodeURIComponent(sub)}`, rig.stack.token);
-    const init = await withTimeout(editor.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} }), 10_000, 'initialize over /acp');
+    const init = await withTimeout(
+      editor.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} }),
+      10_000,
+      'initialize over /acp',
+    );
     expect(init.agentInfo?.name).toBe('tether');
     const { sessionId } = await editor.agent.request(acp.methods.agent.session.new, { cwd: '/editor/project', mcpServers: [] });
     expect((await (await rig.stack.client()).listSessions()).map((s) => s.id)).toContain(sessionId);
-    rig.fake!.setScenario({ responses: [bash('toolu_ws', 'over-ws.txt'), bash('toolu_ws2', 'again.txt'), { text: 'Done over WebSocket.' }] });
+    rig.fake!.setScenario({
+      responses: [bash('toolu_ws', 'over-ws.txt'), bash('toolu_ws2', 'again.txt'), { text: 'Done over WebSocket.' }],
+    });
     editor.onPermission = async () => select('allow_always');
-    const r = await withTimeout(editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'write it' }] }), 60_000, 'prompt over /acp');
+    const r = await withTimeout(
+      editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'write it' }] }),
+      60_000,
+      'prompt over /acp',
+    );
     expect(r.stopReason).toBe('end_turn');
     expect(existsSync(join(sub, 'over-ws.txt'))).toBe(true); // in the folder cwd= named
     expect(existsSync(join(sub, 'again.txt'))).toBe(true);
@@ -351,7 +464,11 @@ describe('/acp at the gateway (experimental): the same SDK client over its own W
     expect(agentText(editor.updates)).toContain('Done over WebSocket.');
     // The 101 names the connection, as the transport proposal asks.
     const raw = new WebSocket(`${httpUrl}/acp?agent=test-agent`, { headers: { authorization: `Bearer ${rig.stack.token}` } });
-    const id = await withTimeout(new Promise<string | undefined>((resolve) => raw.on('upgrade', (r) => resolve(r.headers['acp-connection-id'] as string | undefined))), 10_000, 'the 101');
+    const id = await withTimeout(
+      new Promise<string | undefined>((resolve) => raw.on('upgrade', (r) => resolve(r.headers['acp-connection-id'] as string | undefined))),
+      10_000,
+      'the 101',
+    );
     raw.terminate();
     expect(id).toMatch(/\S+/);
   }, 120_000);
@@ -363,7 +480,11 @@ describe('/acp at the gateway (experimental): the same SDK client over its own W
     const { ticket } = (await res.json()) as { ticket: string };
     const url = `${rig.stack.wsUrl}/acp?agent=test-agent&ticket=${encodeURIComponent(ticket)}`;
     editor = dialAcp(url);
-    await withTimeout(editor.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} }), 10_000, 'initialize with a ticket');
+    await withTimeout(
+      editor.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} }),
+      10_000,
+      'initialize with a ticket',
+    );
     const { sessionId } = await editor.agent.request(acp.methods.agent.session.new, { cwd: '/p', mcpServers: [] });
     expect((await (await rig.stack.client()).listSessions()).map((s) => s.id)).toContain(sessionId);
     expect(await upgradeStatus(url)).toBe(401);

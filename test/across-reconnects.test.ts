@@ -42,7 +42,9 @@ describe('atOnceThenAcrossReconnects', () => {
       const live = peerPair();
       const next = () => Promise.resolve(peerPair());
       const a = await atOnceThenAcrossReconnects(live, next, hot.call, { attempts }).catch((e: TetherError) => e.code);
-      const b = await acrossReconnects(() => Promise.resolve(cold.seen.length ? peerPair() : live), cold.call, { attempts }).catch((e: TetherError) => e.code);
+      const b = await acrossReconnects(() => Promise.resolve(cold.seen.length ? peerPair() : live), cold.call, { attempts }).catch(
+        (e: TetherError) => e.code,
+      );
       expect(a).toBe(b);
       expect(hot.seen.length).toBe(cold.seen.length);
       expect(hot.seen[0]).toBe(live);
@@ -53,7 +55,9 @@ describe('atOnceThenAcrossReconnects', () => {
   it('throws a refusal at once, asking for no other connection', async () => {
     let asked = 0;
     const { seen, call } = scripted([new TetherError('PERMISSION_DENIED', 'no')]);
-    await expect(atOnceThenAcrossReconnects(peerPair(), () => (asked++, Promise.resolve(peerPair())), call)).rejects.toMatchObject({ code: 'PERMISSION_DENIED' });
+    await expect(atOnceThenAcrossReconnects(peerPair(), () => (asked++, Promise.resolve(peerPair())), call)).rejects.toMatchObject({
+      code: 'PERMISSION_DENIED',
+    });
     expect([seen.length, asked]).toEqual([1, 0]);
   });
 });

@@ -41,7 +41,8 @@ function rig(store: SessionStore = new MemorySessionStore()) {
   );
   void gateway.run();
   void agent.run();
-  const send = (seq: number, body = Buffer.from('{"type":"assistant"}')) => agent.postBinary('session.output', { session_id: SESSION, seq, meta: { type: 'assistant' } }, body);
+  const send = (seq: number, body = Buffer.from('{"type":"assistant"}')) =>
+    agent.postBinary('session.output', { session_id: SESSION, seq, meta: { type: 'assistant' } }, body);
   const stop = () => {
     link.dispose();
     gatewaySide.close();
@@ -62,7 +63,6 @@ describe('acks to the agent', () => {
     expect(await bounded(r.firstAck, 'the ack of the burst')).toBe(100);
     await new Promise((resolve) => setTimeout(resolve, ACK_AFTER_MS + 50)); // past the delayed ack
     expect(r.acks).toEqual([100]); // once
-
   });
 
   it('acknowledge a few large lines at the end of their turn, not after the delay: the agent holds each line until then', async () => {
@@ -95,7 +95,7 @@ describe('acks to the agent', () => {
     }
   });
 
-  it('an ack waits until the store has written what it covers (the file store\'s group commit, JetStream\'s acknowledgement)', async () => {
+  it("an ack waits until the store has written what it covers (the file store's group commit, JetStream's acknowledgement)", async () => {
     const store = new HeldStore();
     const r = rig(store);
     stop = r.stop;
@@ -107,7 +107,7 @@ describe('acks to the agent', () => {
     expect(await bounded(r.firstAck, 'the ack once written')).toBe(100);
   });
 
-  it('an input goes to the engine once it may be shown: after its write, or ahead of it where the store shows ahead (the cluster\'s, NATS away); its ack still waits', async () => {
+  it("an input goes to the engine once it may be shown: after its write, or ahead of it where the store shows ahead (the cluster's, NATS away); its ack still waits", async () => {
     const store = new HeldStore();
     const r = rig(store);
     stop = r.stop;

@@ -18,7 +18,12 @@ import { HeldStore } from './support/held-store.js';
 
 const ID = 'sess-away';
 const HOUR = 3_600_000;
-const prompt = { type: 'user', message: { role: 'user', content: 'sent while the agent was away' }, parent_tool_use_id: null, session_id: 'default' };
+const prompt = {
+  type: 'user',
+  message: { role: 'user', content: 'sent while the agent was away' },
+  parent_tool_use_id: null,
+  session_id: 'default',
+};
 
 /** The session as the store holds it, waiting for its agent. */
 const stored = (): StoredSession => ({
@@ -64,10 +69,14 @@ describe('an agent away for a long time (fake clock)', () => {
     vi.useRealTimers();
   });
 
-  const events = () => store.frames.filter((f) => f.sessionId === ID).flatMap((f) => {
-    const event = (JSON.parse(Buffer.from(f.frame.bytes as Uint8Array).toString('utf8')) as { params: { event?: TetherEvent } }).params.event;
-    return event ? [event] : [];
-  });
+  const events = () =>
+    store.frames
+      .filter((f) => f.sessionId === ID)
+      .flatMap((f) => {
+        const event = (JSON.parse(Buffer.from(f.frame.bytes as Uint8Array).toString('utf8')) as { params: { event?: TetherEvent } }).params
+          .event;
+        return event ? [event] : [];
+      });
 
   it('keeps the session and a prompt sent meanwhile for 23 h; back without its engine, the engine is resumed and the prompt runs once', async () => {
     expect(GATEWAY_DEFAULTS.agentLostTimeoutMs).toBe(AGENT_AWAY_DEFAULT_MS);
@@ -77,8 +86,16 @@ describe('an agent away for a long time (fake clock)', () => {
     const before = standInLink([ID]);
     dir.agentUp(before.link);
     // One turn: the engine's system/init names its session id, which --resume takes later.
-    s.onEngineLine(1, Buffer.from(JSON.stringify({ type: 'system', subtype: 'init', session_id: 'engine-1' })), { type: 'system', subtype: 'init', engine_session_id: 'engine-1' });
-    s.onEngineLine(2, Buffer.from(JSON.stringify({ type: 'result', subtype: 'success', is_error: false })), { type: 'result', subtype: 'success', is_error: false });
+    s.onEngineLine(1, Buffer.from(JSON.stringify({ type: 'system', subtype: 'init', session_id: 'engine-1' })), {
+      type: 'system',
+      subtype: 'init',
+      engine_session_id: 'engine-1',
+    });
+    s.onEngineLine(2, Buffer.from(JSON.stringify({ type: 'result', subtype: 'success', is_error: false })), {
+      type: 'result',
+      subtype: 'success',
+      is_error: false,
+    });
     expect(s.currentState).toBe('idle');
 
     dir.agentDown(before.link); // the laptop goes to sleep
@@ -93,7 +110,9 @@ describe('an agent away for a long time (fake clock)', () => {
     const { link, spawned, inputs } = standInLink();
     dir.agentUp(link);
     await vi.waitFor(() => expect(s.currentState).toBe('idle'), { timeout: 2_000 });
-    expect(spawned).toEqual([[ID, 'demo', { cwd: '/work', resume: 'engine-1' }, { hook: false, roots: undefined }, { next_seq: 3, last_input_seq: 0 }]]);
+    expect(spawned).toEqual([
+      [ID, 'demo', { cwd: '/work', resume: 'engine-1' }, { hook: false, roots: undefined }, { next_seq: 3, last_input_seq: 0 }],
+    ]);
     expect(inputs).toEqual([{ seq: 1, line: { ...prompt, uuid: expect.any(String), origin: { kind: 'human' } } }]); // stamped with its author's turn (turn-authors.ts)
     expect(before.inputs).toEqual([]); // never sent to the link that was gone
     const resumed = events().find((e) => e.subtype === 'engine_resumed');
@@ -112,6 +131,8 @@ describe('an agent away for a long time (fake clock)', () => {
     expect(s.currentState).toBe('agent-lost');
     vi.advanceTimersByTime(1);
     expect(s.ended).toBe(true);
-    expect(events().find((e) => e.subtype === 'exited')).toMatchObject({ reason: expect.stringContaining('the agent was away longer than the gateway keeps a session waiting (86400000 ms') });
+    expect(events().find((e) => e.subtype === 'exited')).toMatchObject({
+      reason: expect.stringContaining('the agent was away longer than the gateway keeps a session waiting (86400000 ms'),
+    });
   });
 });

@@ -42,7 +42,7 @@ describe('host key pins', () => {
     expect(() => verifyHostKeyProof(forged, 'a', now)).toThrow(/does not verify/);
   });
 
-  it('keep pins in a 0600 file across restarts; the agent\'s key file is 0600 and reused', () => {
+  it("keep pins in a 0600 file across restarts; the agent's key file is 0600 and reused", () => {
     const dir = makeTempDir('tether-pins-');
     dirs.push(dir);
     const path = join(dir.path, 'agent-host-keys.json');
@@ -59,8 +59,7 @@ describe('host key pins', () => {
   });
 });
 
-
-describe.each(['ws', 'grpc'] as const)('an impostor with the agent\'s own token, over %s', (transport) => {
+describe.each(['ws', 'grpc'] as const)("an impostor with the agent's own token, over %s", (transport) => {
   let stack: Stack | undefined;
   const impostors: Agent[] = [];
   afterEach(async () => {
@@ -74,16 +73,37 @@ describe.each(['ws', 'grpc'] as const)('an impostor with the agent\'s own token,
     // The real agent runs with this token and its own host key; the impostor gets the token.
     await stack.agent.shutdown(500); // the stack's own agent: replaced by one whose token the test holds
     const token = await stack.mint({ kind: 'agent', sub: 'test-agent' });
-    const real = new Agent({ gateway: transport === 'grpc' ? stack.grpcUrl : stack.wsUrl, name: 'test-agent', token, engine: 'demo', hostKey: newKey(), eofGraceMs: 500, termGraceMs: 500 });
+    const real = new Agent({
+      gateway: transport === 'grpc' ? stack.grpcUrl : stack.wsUrl,
+      name: 'test-agent',
+      token,
+      engine: 'demo',
+      hostKey: newKey(),
+      eofGraceMs: 500,
+      termGraceMs: 500,
+    });
     impostors.push(real); // stopped in teardown like the others
     await real.start();
     const client = await stack.client();
     const session = await client.createSession({ agent: 'test-agent' });
 
     for (const hostKey of [undefined, newKey()]) {
-      const impostor = new Agent({ gateway: transport === 'grpc' ? stack.grpcUrl : stack.wsUrl, name: 'test-agent', token, engine: 'demo', hostKey });
+      const impostor = new Agent({
+        gateway: transport === 'grpc' ? stack.grpcUrl : stack.wsUrl,
+        name: 'test-agent',
+        token,
+        engine: 'demo',
+        hostKey,
+      });
       impostors.push(impostor);
-      const err = await withTimeout(impostor.start().then(() => undefined, (e: unknown) => asTetherError(e)), 10_000, 'the impostor\'s hello');
+      const err = await withTimeout(
+        impostor.start().then(
+          () => undefined,
+          (e: unknown) => asTetherError(e),
+        ),
+        10_000,
+        "the impostor's hello",
+      );
       expect(err?.code, hostKey ? 'a different host key' : 'no host key').toBe('PERMISSION_DENIED');
       expect(err?.message).toContain('bound to host key');
     }
@@ -92,7 +112,11 @@ describe.each(['ws', 'grpc'] as const)('an impostor with the agent\'s own token,
     expect((await client.listAgents()).filter((a) => a.name === 'test-agent')).toHaveLength(1);
     expect(real.sessionCount).toBe(1);
     await session.sendUserMessage('hello');
-    const turn = await withTimeout(readTurn(session, () => ({ behavior: 'deny', message: 'no' })), 20_000, 'a turn on the real agent');
+    const turn = await withTimeout(
+      readTurn(session, () => ({ behavior: 'deny', message: 'no' })),
+      20_000,
+      'a turn on the real agent',
+    );
     expect(turn.result.is_error).toBe(false);
   });
 });

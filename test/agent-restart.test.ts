@@ -56,10 +56,30 @@ describe('a session across an agent restart (real CLI)', () => {
     home = homeDir.path;
     const client = await stack.client();
     const startAgent = async () => {
-      agent = startTether(['agent', '--gateway', stack!.url, '--name', 'builder', '--engine', 'claude', '--engine-command', claudeBinaryPath(), '--cwd', cwd, ...flags], {
-        env: { ...claudeTestEnv({ home, baseUrl: fake!.url }), TETHER_TOKEN: token, TETHER_LOG_LEVEL: 'warn' },
-      });
-      await waitFor(async () => (await client.listAgents()).some((a) => a.name === 'builder'), 45_000, () => `agent builder to register: ${agent?.stderr()}`);
+      agent = startTether(
+        [
+          'agent',
+          '--gateway',
+          stack!.url,
+          '--name',
+          'builder',
+          '--engine',
+          'claude',
+          '--engine-command',
+          claudeBinaryPath(),
+          '--cwd',
+          cwd,
+          ...flags,
+        ],
+        {
+          env: { ...claudeTestEnv({ home, baseUrl: fake!.url }), TETHER_TOKEN: token, TETHER_LOG_LEVEL: 'warn' },
+        },
+      );
+      await waitFor(
+        async () => (await client.listAgents()).some((a) => a.name === 'builder'),
+        45_000,
+        () => `agent builder to register: ${agent?.stderr()}`,
+      );
     };
     await startAgent();
     return { client, startAgent };
@@ -69,11 +89,20 @@ describe('a session across an agent restart (real CLI)', () => {
   async function crash(client: GatewayClient, sessionId: string): Promise<void> {
     await agent!.stop('SIGKILL', 5_000);
     killEngines();
-    await waitFor(async () => (await client.listSessions()).find((s) => s.id === sessionId)?.state === 'agent-lost', 15_000, 'the session to lose its agent');
+    await waitFor(
+      async () => (await client.listSessions()).find((s) => s.id === sessionId)?.state === 'agent-lost',
+      15_000,
+      'the session to lose its agent',
+    );
   }
 
   /** Reads items until one satisfies `stop` (included) or the session's stream ends; bounded. */
-  function readUntil(items: AsyncIterator<SessionItem>, stop: (i: SessionItem) => boolean, ms: number, what: string): Promise<SessionItem[]> {
+  function readUntil(
+    items: AsyncIterator<SessionItem>,
+    stop: (i: SessionItem) => boolean,
+    ms: number,
+    what: string,
+  ): Promise<SessionItem[]> {
     const seen: SessionItem[] = [];
     const run = async () => {
       for (;;) {
@@ -88,7 +117,10 @@ describe('a session across an agent restart (real CLI)', () => {
 
   /** Requests the model got whose last user message contains `text`. */
   const asked = (text: string) => fake!.modelRequests().filter((r) => JSON.stringify(r.lastMessage ?? '').includes(text));
-  const resumedEvents = (items: SessionItem[]) => items.flatMap((i) => (i.kind === 'event' && i.event.subtype === 'engine_resumed' ? [i.event as Extract<TetherEvent, { subtype: 'engine_resumed' }>] : []));
+  const resumedEvents = (items: SessionItem[]) =>
+    items.flatMap((i) =>
+      i.kind === 'event' && i.event.subtype === 'engine_resumed' ? [i.event as Extract<TetherEvent, { subtype: 'engine_resumed' }>] : [],
+    );
 
   it('between turns: a prompt sent while the agent is away is queued, then answered by the resumed engine with the earlier conversation', async () => {
     fake = await startFakeAnthropic({ responses: [{ text: 'Noted: the word is PLUM.' }, { text: 'The word was PLUM.' }] });
@@ -124,7 +156,12 @@ describe('a session across an agent restart (real CLI)', () => {
   }, 240_000);
 
   it('mid-turn: the cut turn is reported interrupted, and the next prompt is answered in the same conversation', async () => {
-    fake = await startFakeAnthropic({ responses: [{ text: `Counting: ${'one two three four five '.repeat(40)}`, chunk_delay_ms: 100 }, { text: 'Picking up where we were.' }] });
+    fake = await startFakeAnthropic({
+      responses: [
+        { text: `Counting: ${'one two three four five '.repeat(40)}`, chunk_delay_ms: 100 },
+        { text: 'Picking up where we were.' },
+      ],
+    });
     const { client, startAgent } = await setUp();
     const session = await client.createSession({ agent: 'builder' });
     const items = session[Symbol.asyncIterator]();
@@ -133,7 +170,12 @@ describe('a session across an agent restart (real CLI)', () => {
     await crash(client, session.id);
     await startAgent();
 
-    const seen = await readUntil(items, (i) => i.kind === 'event' && i.event.subtype === 'engine_resumed', 60_000, 'the engine_resumed event');
+    const seen = await readUntil(
+      items,
+      (i) => i.kind === 'event' && i.event.subtype === 'engine_resumed',
+      60_000,
+      'the engine_resumed event',
+    );
     expect(resumedEvents(seen)[0]).toMatchObject({ interrupted_turn: true, resent_inputs: 0 });
     await session.sendUserMessage('Go on.');
     const turn = await readTurn(session, () => undefined, items, 90_000);
@@ -145,7 +187,9 @@ describe('a session across an agent restart (real CLI)', () => {
   }, 240_000);
 
   it('a graceful restart (SIGTERM with --drain-ms) lets the running turn finish, and the next agent process resumes the session', async () => {
-    fake = await startFakeAnthropic({ responses: [{ text: `Counting: ${'one two three four five '.repeat(8)}done.`, chunk_delay_ms: 60 }, { text: 'Still here.' }] });
+    fake = await startFakeAnthropic({
+      responses: [{ text: `Counting: ${'one two three four five '.repeat(8)}done.`, chunk_delay_ms: 60 }, { text: 'Still here.' }],
+    });
     const { client, startAgent } = await setUp(['--drain-ms', '60000']);
     const session = await client.createSession({ agent: 'builder' });
     const items = session[Symbol.asyncIterator]();
@@ -157,7 +201,11 @@ describe('a session across an agent restart (real CLI)', () => {
     const first = await running;
     expect(first.result.is_error).toBe(false);
     expect(JSON.stringify(first.messages)).toContain('done.');
-    await waitFor(async () => (await client.listSessions()).find((s) => s.id === session.id)?.state === 'agent-lost', 15_000, 'the session to wait for its agent');
+    await waitFor(
+      async () => (await client.listSessions()).find((s) => s.id === session.id)?.state === 'agent-lost',
+      15_000,
+      'the session to wait for its agent',
+    );
 
     await startAgent();
     await session.sendUserMessage('Are you still there?');
@@ -183,7 +231,8 @@ describe('a session across an agent restart (real CLI)', () => {
     rmSync(join(home, '.claude', 'projects'), { recursive: true, force: true });
     await startAgent();
     const seen = await readUntil(items, (i) => i.kind === 'event' && i.event.subtype === 'exited', 60_000, 'the session to end');
-    const exited = seen.at(-1)?.kind === 'event' ? (seen.at(-1) as { event: Extract<TetherEvent, { subtype: 'exited' }> }).event : undefined;
+    const exited =
+      seen.at(-1)?.kind === 'event' ? (seen.at(-1) as { event: Extract<TetherEvent, { subtype: 'exited' }> }).event : undefined;
     expect(exited?.reason).toMatch(/the agent restarted and the engine's transcript .* could not be resumed: .*No conversation found/s);
   }, 240_000);
 });

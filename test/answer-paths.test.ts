@@ -25,7 +25,11 @@ describe('an answer cannot move a tool call to another path', () => {
   beforeAll(async () => {
     guarded = makeTempDir('tether-guarded-');
     const protectedDir = realpathSync(guarded.path);
-    rig = await startRig('claude', { responses: [] }, { policy: new StaticPolicy(Policy.compile({ permissions: { deny: [`Edit(/${protectedDir}/**)`] } })) });
+    rig = await startRig(
+      'claude',
+      { responses: [] },
+      { policy: new StaticPolicy(Policy.compile({ permissions: { deny: [`Edit(/${protectedDir}/**)`] } })) },
+    );
   });
   afterAll(async () => {
     await rig?.stop();
@@ -53,13 +57,17 @@ describe('an answer cannot move a tool call to another path', () => {
     symlinkSync(guarded.path, join(cwd, 'link'));
     const session = await (await rig.stack.client()).createSession({ agent: 'test-agent', options: { cwd } });
     const asked = { file_path: join(cwd, 'ok.txt'), content: 'fine' };
-    rig.fake!.setScenario({ responses: [{ text: 'Writing.', tool_use: { id: 'toolu_write', name: 'Write', input: asked } }, { text: 'Done.' }] });
+    rig.fake!.setScenario({
+      responses: [{ text: 'Writing.', tool_use: { id: 'toolu_write', name: 'Write', input: asked } }, { text: 'Done.' }],
+    });
     const items = session[Symbol.asyncIterator]();
     await session.sendUserMessage('write a file');
     const ask = await firstPrompt(items);
     expect(ask.toolName).toBe('Write');
 
-    const err = await rejectionOf(session.answer(ask.requestId, { behavior: 'allow', updatedInput: { file_path: join(cwd, 'link', 'planted.txt'), content: 'owned' } }));
+    const err = await rejectionOf(
+      session.answer(ask.requestId, { behavior: 'allow', updatedInput: { file_path: join(cwd, 'link', 'planted.txt'), content: 'owned' } }),
+    );
     expect(err.code).toBe('PERMISSION_DENIED');
     expect(err.message).toContain('file_path');
     await session.answer(ask.requestId, { behavior: 'allow', updatedInput: ask.input }); // still open

@@ -9,7 +9,11 @@ import { isCanUseTool, isResult, until } from './support/items.js';
 import { cleanupsPerTest } from './support/cleanups.js';
 
 /** JSON lines printed by `tether audit --json`, each parsed (a non-JSON line fails the test). */
-const lines = (out: string) => out.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, any>);
+const lines = (out: string) =>
+  out
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Record<string, any>);
 
 /** `tether audit` as an operator uses it: against a gateway, after a restart, and offline while it is down. */
 describe('tether audit', () => {
@@ -51,18 +55,44 @@ describe('tether audit', () => {
     expect(offline.code).toBe(0);
     const all = lines(offline.stdout);
     const owner = all[0].principal as string;
-    expect(all.filter((e) => e.session_id === s.id).map((e) => e.action)).toEqual(['create', 'attach', 'prompt', 'permission_decision', 'prompt', 'permission_decision', 'stop', 'ended', 'detach']);
+    expect(all.filter((e) => e.session_id === s.id).map((e) => e.action)).toEqual([
+      'create',
+      'attach',
+      'prompt',
+      'permission_decision',
+      'prompt',
+      'permission_decision',
+      'stop',
+      'ended',
+      'detach',
+    ]);
 
     // On a terminal the default is a table (script(1) gives the command a pseudo-terminal).
     if (existsSync('/usr/bin/script')) {
-      const tty = execFileSync('/usr/bin/script', ['-qc', `${process.execPath} ${TETHER_BIN} audit --state-dir ${state.path} --action create`, '/dev/null'], { timeout: 15_000 }).toString();
+      const tty = execFileSync(
+        '/usr/bin/script',
+        ['-qc', `${process.execPath} ${TETHER_BIN} audit --state-dir ${state.path} --action create`, '/dev/null'],
+        { timeout: 15_000 },
+      ).toString();
       expect(tty.split(/\r?\n/)[0]).toMatch(/^TIME\s+SESSION\s+PRINCIPAL\s+ACTION\s+TURN\s+DETAILS$/);
       expect(tty).toMatch(new RegExp(`${s.id}\\s+${owner}\\s+create\\s+-\\s+agent=local engine=demo options=`));
     }
 
     const second = await up(state.path, cwd.path);
     const env = { TETHER_GATEWAY: second.url, TETHER_TOKEN: second.token };
-    const admin = await runTether(['token', '--state-dir', state.path, '--role', 'client', '--sub', 'auditor', '--scope', 'admin', '--ttl', '5m']);
+    const admin = await runTether([
+      'token',
+      '--state-dir',
+      state.path,
+      '--role',
+      'client',
+      '--sub',
+      'auditor',
+      '--scope',
+      'admin',
+      '--ttl',
+      '5m',
+    ]);
     const adminEnv = { TETHER_GATEWAY: second.url, TETHER_TOKEN: admin.stdout.trim() };
 
     // The owner reads its session (SESSION, JSON lines when stdout is not a terminal).
@@ -94,7 +124,16 @@ describe('tether audit', () => {
       q('--session', s.id, '--limit', '2'),
       runTether(['audit', '--action', 'launch'], { env: adminEnv }),
     ]);
-    expect(byOwner.map((e) => e.action)).toEqual(['create', 'attach', 'prompt', 'permission_decision', 'prompt', 'permission_decision', 'stop', 'detach']);
+    expect(byOwner.map((e) => e.action)).toEqual([
+      'create',
+      'attach',
+      'prompt',
+      'permission_decision',
+      'prompt',
+      'permission_decision',
+      'stop',
+      'detach',
+    ]);
     expect(byOwner.every((e) => e.principal === owner)).toBe(true);
     expect(byNobody).toEqual([]);
     expect(decisions.map((e) => e.behavior)).toEqual(['allow', 'deny']);
@@ -117,14 +156,17 @@ describe('tether audit', () => {
   }, 120_000); // about 20 tether processes, two gateways
 
   // Only root can hand a folder to another user here.
-  it.skipIf(process.getuid?.() !== 0)('a gateway refuses to start on a state folder another user owns, saying so, before any port opens', async () => {
-    const state = temp('tether-state-');
-    chmodSync(state.path, 0o755);
-    chownSync(state.path, 65534, 65534);
-    const r = await runTether(['gateway', '--port', '0', '--state-dir', state.path]);
-    expect(r.code).toBe(1);
-    expect(r.stdout).not.toContain('gateway: ');
-    expect(r.stderr).toContain(`${state.path} is owned by uid 65534, not by this user (uid 0)`);
-    expect(statSync(state.path).mode & 0o777).toBe(0o755);
-  });
+  it.skipIf(process.getuid?.() !== 0)(
+    'a gateway refuses to start on a state folder another user owns, saying so, before any port opens',
+    async () => {
+      const state = temp('tether-state-');
+      chmodSync(state.path, 0o755);
+      chownSync(state.path, 65534, 65534);
+      const r = await runTether(['gateway', '--port', '0', '--state-dir', state.path]);
+      expect(r.code).toBe(1);
+      expect(r.stdout).not.toContain('gateway: ');
+      expect(r.stderr).toContain(`${state.path} is owned by uid 65534, not by this user (uid 0)`);
+      expect(statSync(state.path).mode & 0o777).toBe(0o755);
+    },
+  );
 });

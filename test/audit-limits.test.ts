@@ -54,7 +54,12 @@ describe('audit file rotation', () => {
 
     const cli = await runTether(['audit', '--file', path, '--json', '--limit', '100000']);
     expect(cli.code).toBe(0);
-    expect(cli.stdout.trim().split('\n').map((l) => JSON.parse(l).n)).toEqual(ns);
+    expect(
+      cli.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).n),
+    ).toEqual(ns);
   });
 
   it('removes rotated files older than the retention at the next rotation', () => {
@@ -94,7 +99,8 @@ describe('attach/detach in a loop', () => {
     for (const s of summaries) expect(s).toMatchObject({ session_id: session.id, first: expect.any(String), last: expect.any(String) });
     expect(summaries.find((e) => e.action === 'attach')?.roles).toEqual(['viewer']);
     // Nothing is lost: every attach and detach is either a record or counted in a summary.
-    const count = (action: string) => single.filter((e) => e.action === action).length + Number(summaries.find((e) => e.action === action)?.coalesced ?? 0);
+    const count = (action: string) =>
+      single.filter((e) => e.action === action).length + Number(summaries.find((e) => e.action === action)?.coalesced ?? 0);
     expect(count('attach')).toBe(LOOPS);
     expect(count('detach')).toBe(LOOPS);
     // The owner's own records are untouched by the viewer's budget.
@@ -112,12 +118,21 @@ describe('the membership rate, window by window', () => {
     audit.record({ session_id: 's1', principal: 'v', action: 'detach', cut: 'PERMISSION_DENIED' });
     audit.record({ session_id: 's1', principal: 'v', action: 'prompt' });
     const now = async () => (await inner.read({ principal: 'v' })).entries;
-    expect((await now()).map((e) => [e.action, e.coalesced])).toEqual([['attach', undefined], ['attach', undefined], ['detach', undefined], ['prompt', undefined]]);
+    expect((await now()).map((e) => [e.action, e.coalesced])).toEqual([
+      ['attach', undefined],
+      ['attach', undefined],
+      ['detach', undefined],
+      ['prompt', undefined],
+    ]);
     await waitFor(async () => (await now()).length === 5, 2_000, 'the summary at the end of the window');
     expect((await now())[4]).toMatchObject({ action: 'attach', coalesced: 3, roles: ['viewer'] });
-    await waitFor(async () => {
-      attach(); // the next window's first two are written one by one again
-      return (await now()).filter((e) => e.action === 'attach' && e.coalesced === undefined).length === 4;
-    }, 2_000, 'a new window');
+    await waitFor(
+      async () => {
+        attach(); // the next window's first two are written one by one again
+        return (await now()).filter((e) => e.action === 'attach' && e.coalesced === undefined).length === 4;
+      },
+      2_000,
+      'a new window',
+    );
   });
 });

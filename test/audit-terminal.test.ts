@@ -20,8 +20,22 @@ describe('tether audit: client-supplied strings on a terminal', () => {
     const file = join(dir.path, 'audit.jsonl');
     const audit = new FileAuditLog(file);
     audit.record({ session_id: 's1', principal: `mallory${TITLE}`, action: 'attach', client_id: 'c1' });
-    audit.record({ session_id: 's1', principal: 'mallory', action: 'control', subtype: `set_model${ERASE}`, result: 'refused', reason: `no\nTIME  SESSION  forged row${ERASE}` });
-    audit.record({ session_id: 's1', principal: 'tether:policy', action: 'policy_decision', tool: `Bash\x9b2J\u202e`, decision: 'deny', rule: 'Bash(rm *)' });
+    audit.record({
+      session_id: 's1',
+      principal: 'mallory',
+      action: 'control',
+      subtype: `set_model${ERASE}`,
+      result: 'refused',
+      reason: `no\nTIME  SESSION  forged row${ERASE}`,
+    });
+    audit.record({
+      session_id: 's1',
+      principal: 'tether:policy',
+      action: 'policy_decision',
+      tool: `Bash\x9b2J\u202e`,
+      decision: 'deny',
+      rule: 'Bash(rm *)',
+    });
     audit.close();
 
     const shown = await runTether(['audit', '--file', file, '--table']);
@@ -36,7 +50,10 @@ describe('tether audit: client-supplied strings on a terminal', () => {
 
     const json = await runTether(['audit', '--file', file, '--json']);
     expect(json.code).toBe(0);
-    const records = json.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const records = json.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(records.map((r) => r.principal)).toEqual([`mallory${TITLE}`, 'mallory', 'tether:policy']);
     expect(records[1]).toMatchObject({ subtype: `set_model${ERASE}`, reason: `no\nTIME  SESSION  forged row${ERASE}` });
     expect(records[2].tool).toBe('Bash\x9b2J\u202e');

@@ -57,13 +57,16 @@ describe('audit trail', () => {
     const r = await rig('demo', file);
     const client = await r.stack.client();
     const systemPrompt = 'You are careful. '.repeat(400); // 6,800 chars: cut in the record
-    const s = await client.createSession({ agent: 'test-agent', options: { cwd: r.cwd, model: 'demo-model', system_prompt: systemPrompt } });
+    const s = await client.createSession({
+      agent: 'test-agent',
+      options: { cwd: r.cwd, model: 'demo-model', system_prompt: systemPrompt },
+    });
     expect(fileRecords(path).map((e) => e.action)).toEqual(['create', 'attach']);
 
     const it_ = s[Symbol.asyncIterator]();
     await s.sendUserMessage(WRITE_FILE.demo.prompt);
     expect(fileRecords(path).at(-1)).toMatchObject({ action: 'prompt', principal: 'test-user', chars: WRITE_FILE.demo.prompt.length });
-    const ask = asPermissionRequest((await until(it_, isCanUseTool) as { message: Record<string, unknown> }).message)!;
+    const ask = asPermissionRequest(((await until(it_, isCanUseTool)) as { message: Record<string, unknown> }).message)!;
     await s.answer(ask.requestId, { behavior: 'allow', updatedInput: ask.input });
     await until(it_, isResult);
     await s.setModel('demo-other');
@@ -76,9 +79,16 @@ describe('audit trail', () => {
       expect(Date.parse(e.time)).toBeGreaterThan(Date.now() - 60_000);
     }
     const [create] = records;
-    expect(create).toMatchObject({ principal: 'test-user', agent: 'test-agent', engine: 'demo', options: { cwd: r.cwd, model: 'demo-model' } });
+    expect(create).toMatchObject({
+      principal: 'test-user',
+      agent: 'test-agent',
+      engine: 'demo',
+      options: { cwd: r.cwd, model: 'demo-model' },
+    });
     expect(create.options.system_prompt).toBe(systemPrompt.slice(0, 1024));
-    expect(create.cut).toEqual({ 'options.system_prompt': { chars: systemPrompt.length, sha256: createHash('sha256').update(systemPrompt).digest('hex') } });
+    expect(create.cut).toEqual({
+      'options.system_prompt': { chars: systemPrompt.length, sha256: createHash('sha256').update(systemPrompt).digest('hex') },
+    });
     expect(records[3]).toMatchObject({ principal: 'test-user', request_id: ask.requestId, behavior: 'allow' });
     expect(records[4]).toMatchObject({ subtype: 'set_model', model: 'demo-other' });
     expect(records[6]).toMatchObject({ principal: 'tether' });
@@ -164,12 +174,15 @@ describe('audit trail', () => {
     const s = await owner.createSession({ agent: 'test-agent', options: { cwd: r.cwd } });
     const it_ = s[Symbol.asyncIterator]();
     await s.sendUserMessage(WRITE_FILE.demo.prompt);
-    const ask = asPermissionRequest((await until(it_, isCanUseTool) as { message: Record<string, unknown> }).message)!;
+    const ask = asPermissionRequest(((await until(it_, isCanUseTool)) as { message: Record<string, unknown> }).message)!;
 
     const afterFailure: SessionItem[] = []; // everything the session streams from here on
     audit.failing = () => true;
     const refused = await s.answer(ask.requestId, { behavior: 'allow', updatedInput: ask.input }).catch((e: TetherError) => e);
-    expect(refused).toMatchObject({ code: 'FAILED_PRECONDITION', message: 'the audit trail cannot be written (ENOSPC); permission_decision was not applied' });
+    expect(refused).toMatchObject({
+      code: 'FAILED_PRECONDITION',
+      message: 'the audit trail cannot be written (ENOSPC); permission_decision was not applied',
+    });
     expect(await codeOf(s.sendUserMessage('another'))).toBe('FAILED_PRECONDITION');
     expect(await codeOf(s.setModel('refused-model'))).toBe('FAILED_PRECONDITION');
     const guest = await r.stack.client();
@@ -219,8 +232,18 @@ describe('audit trail', () => {
     expect(await codeOf((await stranger.peer()).request('session.audit', { session_id: s.id }))).toBe('NOT_FOUND');
     expect(await codeOf((await alice.peer()).request('session.audit', {}))).toBe('PERMISSION_DENIED');
     await s.setRole(bobIn.clientId, 'viewer');
-    expect((await s.audit()).map((e) => `${e.principal}:${e.action}`)).toEqual(['alice:create', 'alice:attach', 'bob:attach', 'alice:role_change']);
-    expect((await s.audit()).at(-1)).toMatchObject({ principal: 'alice', target_principal: 'bob', client_id: bobIn.clientId, role: 'viewer' });
+    expect((await s.audit()).map((e) => `${e.principal}:${e.action}`)).toEqual([
+      'alice:create',
+      'alice:attach',
+      'bob:attach',
+      'alice:role_change',
+    ]);
+    expect((await s.audit()).at(-1)).toMatchObject({
+      principal: 'alice',
+      target_principal: 'bob',
+      client_id: bobIn.clientId,
+      role: 'viewer',
+    });
 
     const admin = await (await r.stack.client({ sub: 'root', scopes: ['admin'] })).peer();
     expect((await admin.request('session.audit', { principal: 'bob' })).entries.map((e) => e.action)).toEqual(['attach']);
@@ -231,7 +254,15 @@ describe('audit trail', () => {
   it('session.audit keeps its reply under 8 MiB (the newest records) and says older ones were left out', async () => {
     const state = tempDir('tether-audit-');
     const path = join(state.path, 'audit.jsonl');
-    const old = (n: number) => JSON.stringify({ time: new Date(n).toISOString(), session_id: 'old', principal: 'alice', action: 'prompt', note: 'x'.repeat(1000), n }) + '\n';
+    const old = (n: number) =>
+      JSON.stringify({
+        time: new Date(n).toISOString(),
+        session_id: 'old',
+        principal: 'alice',
+        action: 'prompt',
+        note: 'x'.repeat(1000),
+        n,
+      }) + '\n';
     writeFileSync(path, Array.from({ length: 12_000 }, (_, n) => old(n)).join(''), { mode: 0o600 }); // ~12.5 MB of records
     const file = new FileAuditLog(path);
     cleanups.push(() => file.close());
@@ -276,7 +307,7 @@ describe('audit trail', () => {
     const s = await client.createSession({ agent: 'test-agent', options: { cwd: r.cwd } });
     const it_ = s[Symbol.asyncIterator]();
     await s.sendUserMessage(WRITE_FILE.claude.prompt);
-    const ask = asPermissionRequest((await until(it_, isCanUseTool, [], 30_000) as { message: Record<string, unknown> }).message)!;
+    const ask = asPermissionRequest(((await until(it_, isCanUseTool, [], 30_000)) as { message: Record<string, unknown> }).message)!;
     expect(ask.toolName).toBe('Bash');
     await s.answer(ask.requestId, { behavior: 'deny', message: 'not on this machine' });
     await until(it_, isResult, [], 30_000);

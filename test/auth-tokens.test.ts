@@ -33,10 +33,28 @@ const hs = keys.HS256;
 const rs = keys.RS256;
 
 /** A token with a hand-made header and claims (defaults: a valid client token for `key`). */
-async function craft(key: TokenKey, o: { header?: Record<string, unknown>; claims?: Record<string, unknown>; omit?: string[]; signWith?: Parameters<SignJWT['sign']>[0] } = {}): Promise<string> {
-  const claims: Record<string, unknown> = { iss: 'tether', aud: 'tether-gateway', sub: 'alice', jti: 'j-1', iat: T, exp: T + 600, ...o.claims };
+async function craft(
+  key: TokenKey,
+  o: {
+    header?: Record<string, unknown>;
+    claims?: Record<string, unknown>;
+    omit?: string[];
+    signWith?: Parameters<SignJWT['sign']>[0];
+  } = {},
+): Promise<string> {
+  const claims: Record<string, unknown> = {
+    iss: 'tether',
+    aud: 'tether-gateway',
+    sub: 'alice',
+    jti: 'j-1',
+    iat: T,
+    exp: T + 600,
+    ...o.claims,
+  };
   for (const k of o.omit ?? []) delete claims[k];
-  return new SignJWT(claims).setProtectedHeader({ alg: key.alg, typ: TOKEN_TYP.client, kid: key.kid, ...o.header } as never).sign(o.signWith ?? key.signKey!);
+  return new SignJWT(claims)
+    .setProtectedHeader({ alg: key.alg, typ: TOKEN_TYP.client, kid: key.kid, ...o.header } as never)
+    .sign(o.signWith ?? key.signKey!);
 }
 
 /** An unsigned token (alg none), built by hand because jose refuses to make one for jwtVerify. */
@@ -52,10 +70,24 @@ async function refusal(p: Promise<unknown>): Promise<{ code: string; message: st
 describe('minting and verifying', () => {
   it.each(TOKEN_ALGS)('%s: agent and client tokens verify to the right principal', async (alg) => {
     const v = new TokenVerifier({ keys: [keys[alg]], now: clock });
-    const agent = await v.verify(await mintToken({ key: keys[alg], kind: 'agent', sub: 'bb-1', agent: 'buildbox', ttlSeconds: 60, now: NOW }));
-    expect(agent).toMatchObject({ kind: 'agent', principal: { sub: 'bb-1', kind: 'agent', agentName: 'buildbox', canCreate: false, canControl: false } });
-    const client = await v.verify(await mintToken({ key: keys[alg], kind: 'client', sub: 'alice', scopes: ['view', 'agent:buildbox'], ttlSeconds: 60, now: NOW }));
-    expect(client.principal).toEqual({ sub: 'alice', kind: 'client', canCreate: false, canControl: false, canAdmin: false, agents: ['buildbox'] });
+    const agent = await v.verify(
+      await mintToken({ key: keys[alg], kind: 'agent', sub: 'bb-1', agent: 'buildbox', ttlSeconds: 60, now: NOW }),
+    );
+    expect(agent).toMatchObject({
+      kind: 'agent',
+      principal: { sub: 'bb-1', kind: 'agent', agentName: 'buildbox', canCreate: false, canControl: false },
+    });
+    const client = await v.verify(
+      await mintToken({ key: keys[alg], kind: 'client', sub: 'alice', scopes: ['view', 'agent:buildbox'], ttlSeconds: 60, now: NOW }),
+    );
+    expect(client.principal).toEqual({
+      sub: 'alice',
+      kind: 'client',
+      canCreate: false,
+      canControl: false,
+      canAdmin: false,
+      agents: ['buildbox'],
+    });
     expect(client.expiresAt.getTime()).toBe((T + 60) * 1000);
   });
 
@@ -72,9 +104,15 @@ describe('minting and verifying', () => {
   });
 
   it('minting refuses what would make a bad token', async () => {
-    expect((await refusal(mintToken({ key: hs, kind: 'client', sub: 'a', scopes: ['sudo'], ttlSeconds: 60 }))).code).toBe('INVALID_ARGUMENT');
-    expect((await refusal(mintToken({ key: hs, kind: 'agent', sub: 'a', scopes: ['view'], ttlSeconds: 60 }))).message).toContain('scopes are for client tokens');
-    expect((await refusal(mintToken({ key: hs, kind: 'client', sub: 'a', agent: 'x', ttlSeconds: 60 }))).message).toContain('only agent tokens name an agent');
+    expect((await refusal(mintToken({ key: hs, kind: 'client', sub: 'a', scopes: ['sudo'], ttlSeconds: 60 }))).code).toBe(
+      'INVALID_ARGUMENT',
+    );
+    expect((await refusal(mintToken({ key: hs, kind: 'agent', sub: 'a', scopes: ['view'], ttlSeconds: 60 }))).message).toContain(
+      'scopes are for client tokens',
+    );
+    expect((await refusal(mintToken({ key: hs, kind: 'client', sub: 'a', agent: 'x', ttlSeconds: 60 }))).message).toContain(
+      'only agent tokens name an agent',
+    );
     expect((await refusal(mintToken({ key: hs, kind: 'agent', sub: 'bad name', ttlSeconds: 60 }))).message).toContain('agent name');
     const publicOnly = parseKey(JSON.stringify(generateTokenKey('EdDSA').publicJwk));
     expect((await refusal(mintToken({ key: publicOnly, kind: 'client', sub: 'a', ttlSeconds: 60 }))).message).toContain('can only verify');
@@ -92,11 +130,40 @@ describe('refused tokens (each says what was wrong, never echoing the token)', (
     ['too large', async () => 'a'.repeat(9000), 'too_large', 'too large'],
     ['wrong signature (same kid, another key)', () => craft(rs, { signWith: other.signKey }), 'bad_signature', 'signature invalid'],
     ['unknown kid', () => craft(other), 'unknown_key', 'unknown kid'],
-    ['alg none', async () => unsigned({ alg: 'none', typ: TOKEN_TYP.client, kid: rs.kid }, { iss: 'tether', aud: 'tether-gateway', sub: 'a', jti: 'j', iat: T, exp: T + 60 }), 'bad_alg', 'algorithm none is not accepted'],
-    ['HS256 signed with the RSA public key (algorithm confusion)', () => craft(rs, { header: { alg: 'HS256' }, signWith: Buffer.from(rs.verifyKey.export({ type: 'spki', format: 'pem' }) as string) }), 'bad_alg', 'algorithm HS256 is not accepted'],
-    ['ES256 token naming the RS256 key', () => craft(keys.ES256, { header: { kid: rs.kid } }), 'bad_alg', 'algorithm ES256 is not accepted'],
-    ['attacker key embedded in the header (jwk)', () => craft(other, { header: { kid: rs.kid, jwk: other.verifyKey.export({ format: 'jwk' }) } }), 'bad_signature', 'signature invalid'],
-    ['attacker key URL in the header (jku)', () => craft(other, { header: { kid: rs.kid, jku: 'https://evil.example/jwks' } }), 'bad_signature', 'signature invalid'],
+    [
+      'alg none',
+      async () =>
+        unsigned(
+          { alg: 'none', typ: TOKEN_TYP.client, kid: rs.kid },
+          { iss: 'tether', aud: 'tether-gateway', sub: 'a', jti: 'j', iat: T, exp: T + 60 },
+        ),
+      'bad_alg',
+      'algorithm none is not accepted',
+    ],
+    [
+      'HS256 signed with the RSA public key (algorithm confusion)',
+      () => craft(rs, { header: { alg: 'HS256' }, signWith: Buffer.from(rs.verifyKey.export({ type: 'spki', format: 'pem' }) as string) }),
+      'bad_alg',
+      'algorithm HS256 is not accepted',
+    ],
+    [
+      'ES256 token naming the RS256 key',
+      () => craft(keys.ES256, { header: { kid: rs.kid } }),
+      'bad_alg',
+      'algorithm ES256 is not accepted',
+    ],
+    [
+      'attacker key embedded in the header (jwk)',
+      () => craft(other, { header: { kid: rs.kid, jwk: other.verifyKey.export({ format: 'jwk' }) } }),
+      'bad_signature',
+      'signature invalid',
+    ],
+    [
+      'attacker key URL in the header (jku)',
+      () => craft(other, { header: { kid: rs.kid, jku: 'https://evil.example/jwks' } }),
+      'bad_signature',
+      'signature invalid',
+    ],
     ['expired 31 s ago', () => craft(rs, { claims: { exp: T - 31 } }), 'expired', 'token expired'],
     ['not valid for another 31 s', () => craft(rs, { claims: { nbf: T + 31 } }), 'not_yet_valid', 'not yet valid'],
     ['issued 31 s in the future', () => craft(rs, { claims: { iat: T + 31 } }), 'not_yet_valid', 'issued in the future'],
@@ -130,18 +197,26 @@ describe('refused tokens (each says what was wrong, never echoing the token)', (
   it('HS256: wrong secret, and a public-key verifier never accepts HS256', async () => {
     expect((await refusal(hsV.verify(await craft(hs, { signWith: generateTokenKey('HS256').key.signKey })))).reason).toBe('bad_signature');
     const asSecret = Buffer.from(rs.verifyKey.export({ type: 'spki', format: 'pem' }) as string);
-    expect((await refusal(v.verify(await craft(rs, { header: { alg: 'HS256', kid: undefined }, signWith: asSecret })))).reason).toBe('bad_alg');
+    expect((await refusal(v.verify(await craft(rs, { header: { alg: 'HS256', kid: undefined }, signWith: asSecret })))).reason).toBe(
+      'bad_alg',
+    );
   });
 
   it('kid injection: any kid string is only a lookup in our own map (fast-check)', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.oneof(fc.string({ maxLength: 300 }), fc.constantFrom('../../etc/passwd', "' OR 1=1 --", 'x'.repeat(5000), '__proto__', 'constructor')), async (kid) => {
-        fc.pre(kid !== rs.kid);
-        const token = await craft(rs, { header: { kid } });
-        const r = await refusal(v.verify(token));
-        expect(r.code).toBe('UNAUTHENTICATED');
-        expect(['unknown_key', 'too_large']).toContain(r.reason);
-      }),
+      fc.asyncProperty(
+        fc.oneof(
+          fc.string({ maxLength: 300 }),
+          fc.constantFrom('../../etc/passwd', "' OR 1=1 --", 'x'.repeat(5000), '__proto__', 'constructor'),
+        ),
+        async (kid) => {
+          fc.pre(kid !== rs.kid);
+          const token = await craft(rs, { header: { kid } });
+          const r = await refusal(v.verify(token));
+          expect(r.code).toBe('UNAUTHENTICATED');
+          expect(['unknown_key', 'too_large']).toContain(r.reason);
+        },
+      ),
       { numRuns: 200, seed: 42 },
     );
   });
@@ -176,7 +251,10 @@ describe('tickets (A10)', () => {
     expect((await refusal(book.redeem(ticket, 'https://app.example'))).reason).toBe('ticket_used');
 
     const second = await book.issue(alice, 'https://app.example');
-    expect(await refusal(book.redeem(second.ticket, 'https://evil.example'))).toMatchObject({ code: 'PERMISSION_DENIED', reason: 'ticket_origin' });
+    expect(await refusal(book.redeem(second.ticket, 'https://evil.example'))).toMatchObject({
+      code: 'PERMISSION_DENIED',
+      reason: 'ticket_origin',
+    });
     expect((await refusal(book.redeem(second.ticket, 'https://app.example'))).reason).toBe('ticket_used');
 
     const third = await book.issue(alice, undefined);
@@ -186,7 +264,13 @@ describe('tickets (A10)', () => {
 
   it('only clients get tickets, and the book is bounded', async () => {
     const book = new TicketBook({ maxOutstanding: 2 });
-    expect((await refusal(book.issue({ sub: 'bb', kind: 'agent', agentName: 'bb', canCreate: false, canControl: false, canAdmin: false }, undefined))).code).toBe('PERMISSION_DENIED');
+    expect(
+      (
+        await refusal(
+          book.issue({ sub: 'bb', kind: 'agent', agentName: 'bb', canCreate: false, canControl: false, canAdmin: false }, undefined),
+        )
+      ).code,
+    ).toBe('PERMISSION_DENIED');
     await book.issue(alice, undefined);
     await book.issue(alice, undefined);
     expect((await refusal(book.issue(alice, undefined))).code).toBe('RESOURCE_EXHAUSTED');

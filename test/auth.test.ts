@@ -51,11 +51,29 @@ function stackFor(transport: 'ws' | 'grpc', cwd: string): Promise<Stack> {
 }
 
 /** A token signed with the stack's key (or `signWith`) with hand-made header and claims. */
-async function craft(stack: Stack, o: { header?: Record<string, unknown>; claims?: Record<string, unknown>; omit?: string[]; signWith?: Parameters<SignJWT['sign']>[0] } = {}): Promise<string> {
+async function craft(
+  stack: Stack,
+  o: {
+    header?: Record<string, unknown>;
+    claims?: Record<string, unknown>;
+    omit?: string[];
+    signWith?: Parameters<SignJWT['sign']>[0];
+  } = {},
+): Promise<string> {
   const key = stack.key!;
-  const claims: Record<string, unknown> = { iss: 'tether', aud: 'tether-gateway', sub: 'mallory', jti: randomBytes(8).toString('hex'), iat: T, exp: T + 600, ...o.claims };
+  const claims: Record<string, unknown> = {
+    iss: 'tether',
+    aud: 'tether-gateway',
+    sub: 'mallory',
+    jti: randomBytes(8).toString('hex'),
+    iat: T,
+    exp: T + 600,
+    ...o.claims,
+  };
   for (const k of o.omit ?? []) delete claims[k];
-  const token = await new SignJWT(claims).setProtectedHeader({ alg: key.alg, typ: TOKEN_TYP.client, kid: key.kid, ...o.header } as never).sign(o.signWith ?? key.signKey!);
+  const token = await new SignJWT(claims)
+    .setProtectedHeader({ alg: key.alg, typ: TOKEN_TYP.client, kid: key.kid, ...o.header } as never)
+    .sign(o.signWith ?? key.signKey!);
   return track(token);
 }
 
@@ -67,7 +85,13 @@ function rawUpgrade(wsUrl: string, path: string, headers: Record<string, string>
       host: u.hostname,
       port: u.port,
       path,
-      headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': randomBytes(16).toString('base64'), ...headers },
+      headers: {
+        connection: 'Upgrade',
+        upgrade: 'websocket',
+        'sec-websocket-version': '13',
+        'sec-websocket-key': randomBytes(16).toString('base64'),
+        ...headers,
+      },
     });
     req.on('upgrade', (_res, socket) => {
       socket.destroy();
@@ -106,7 +130,11 @@ function rawGrpc(grpcUrl: string, metadata: Record<string, string>): Promise<'ac
 }
 
 /** HTTP POST to the ticket endpoint. */
-function postTicket(wsUrl: string, headers: Record<string, string>, method = 'POST'): Promise<{ status: number; body: string; headers: Record<string, unknown> }> {
+function postTicket(
+  wsUrl: string,
+  headers: Record<string, string>,
+  method = 'POST',
+): Promise<{ status: number; body: string; headers: Record<string, unknown> }> {
   const u = new URL(wsUrl);
   return new Promise((resolve, reject) => {
     const req = httpRequest({ host: u.hostname, port: u.port, path: '/v1/ticket', method, headers }, (res) => {
@@ -121,16 +149,27 @@ function postTicket(wsUrl: string, headers: Record<string, string>, method = 'PO
 
 /** `tether_auth_failures_total{reason}` of one gateway: refusals are counted by the gateway whose door refused. */
 async function authFailuresCounted(gateway: Gateway, reason: string): Promise<number> {
-  const line = (await gateway.metrics.render()).body.split('\n').find((l) => l.startsWith(`tether_auth_failures_total{reason="${reason}"} `));
+  const line = (await gateway.metrics.render()).body
+    .split('\n')
+    .find((l) => l.startsWith(`tether_auth_failures_total{reason="${reason}"} `));
   return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
 /** Registers a hand-driven agent peer (no engine) with `token`. */
-async function rawAgent(url: string, token: string, name: string): Promise<{ peer: RpcPeer; closed: Promise<{ code: string; reason: string }> }> {
+async function rawAgent(
+  url: string,
+  token: string,
+  name: string,
+): Promise<{ peer: RpcPeer; closed: Promise<{ code: string; reason: string }> }> {
   const channel = await dial(url, { token });
   const peer = new RpcPeer(channel, { logger });
   const closed = peer.run();
-  await peer.request('hello', { protocol_version: PROTOCOL_VERSION, role: 'agent', capabilities: [], agent: { name, host: 'test', engines: ['demo'], default_engine: 'demo', labels: {}, sessions: [] } });
+  await peer.request('hello', {
+    protocol_version: PROTOCOL_VERSION,
+    role: 'agent',
+    capabilities: [],
+    agent: { name, host: 'test', engines: ['demo'], default_engine: 'demo', labels: {}, sessions: [] },
+  });
   return { peer, closed };
 }
 
@@ -200,14 +239,16 @@ describe.each(['ws', 'grpc'] as const)('authentication over %s', (transport) => 
     ['wrong signature', (s) => craft(s, { signWith: otherRsa.signKey }), 'UNAUTHENTICATED', 'signature invalid', 'bad_signature'],
     [
       'alg none',
-      async (s) => `${base64url.encode(JSON.stringify({ alg: 'none', typ: TOKEN_TYP.client, kid: s.key!.kid }))}.${base64url.encode(JSON.stringify({ iss: 'tether', aud: 'tether-gateway', sub: 'm', jti: 'j', iat: T, exp: T + 60 }))}.`,
+      async (s) =>
+        `${base64url.encode(JSON.stringify({ alg: 'none', typ: TOKEN_TYP.client, kid: s.key!.kid }))}.${base64url.encode(JSON.stringify({ iss: 'tether', aud: 'tether-gateway', sub: 'm', jti: 'j', iat: T, exp: T + 60 }))}.`,
       'UNAUTHENTICATED',
       'algorithm none is not accepted',
       'bad_alg',
     ],
     [
       'HS256 signed with the RSA public key (algorithm confusion)',
-      (s) => craft(s, { header: { alg: 'HS256' }, signWith: Buffer.from(s.key!.verifyKey.export({ type: 'spki', format: 'pem' }) as string) }),
+      (s) =>
+        craft(s, { header: { alg: 'HS256' }, signWith: Buffer.from(s.key!.verifyKey.export({ type: 'spki', format: 'pem' }) as string) }),
       'UNAUTHENTICATED',
       'algorithm HS256 is not accepted',
       'bad_alg',
@@ -217,7 +258,13 @@ describe.each(['ws', 'grpc'] as const)('authentication over %s', (transport) => 
     ['missing exp', (s) => craft(s, { omit: ['exp'] }), 'UNAUTHENTICATED', 'no "exp" claim', 'missing_claim'],
     ['wrong issuer', (s) => craft(s, { claims: { iss: 'evil' } }), 'UNAUTHENTICATED', 'wrong issuer', 'wrong_issuer'],
     ['wrong audience', (s) => craft(s, { claims: { aud: 'some-other-api' } }), 'UNAUTHENTICATED', 'wrong audience', 'wrong_audience'],
-    ['a ticket used as a bearer token', (s) => craft(s, { header: { typ: TOKEN_TYP.ticket } }), 'UNAUTHENTICATED', 'browser ticket', 'wrong_type'],
+    [
+      'a ticket used as a bearer token',
+      (s) => craft(s, { header: { typ: TOKEN_TYP.ticket } }),
+      'UNAUTHENTICATED',
+      'browser ticket',
+      'wrong_type',
+    ],
     ['an oversized token', async () => 'a'.repeat(9_000), 'INVALID_ARGUMENT', 'too large', 'too_large'],
   ];
 
@@ -297,7 +344,9 @@ describe.each(['ws', 'grpc'] as const)('authentication over %s', (transport) => 
     const seqBefore = stack.gateway.directory.get(session.id)!.info().last_seq;
     expect(await codeOf(watching.sendUserMessage('let me in'))).toBe('PERMISSION_DENIED');
     expect(await codeOf(watching.answer(ask.requestId, { behavior: 'allow', updatedInput: ask.input }))).toBe('PERMISSION_DENIED');
-    expect(await codeOf(watching.send({ type: 'control_request', request_id: 'stop-it', request: { subtype: 'interrupt' } }))).toBe('PERMISSION_DENIED');
+    expect(await codeOf(watching.send({ type: 'control_request', request_id: 'stop-it', request: { subtype: 'interrupt' } }))).toBe(
+      'PERMISSION_DENIED',
+    );
     const info = stack.gateway.directory.get(session.id)!.info();
     expect(info.pending_prompts).toBe(1);
     expect(info.last_seq).toBe(seqBefore);
@@ -333,7 +382,10 @@ describe.each(['ws', 'grpc'] as const)('authentication over %s', (transport) => 
       const r = await rawUpgrade(url, '/v1/connect', { authorization: `Bearer ${token}`, origin: 'https://evil.example' });
       expect(r.status).toBe(403);
       expect(r.body).toContain('origin "https://evil.example" is not allowed');
-      const own = await rawUpgrade(url, '/v1/connect', { authorization: `Bearer ${token}`, origin: `http://127.0.0.1:${stack.server.port}` });
+      const own = await rawUpgrade(url, '/v1/connect', {
+        authorization: `Bearer ${token}`,
+        origin: `http://127.0.0.1:${stack.server.port}`,
+      });
       expect(own.status).toBe(101);
     } else {
       const r = await rawGrpc(url, { authorization: `Bearer ${token}`, origin: 'https://evil.example' });
@@ -370,7 +422,7 @@ describe('browsers: one-time tickets and Origin', () => {
     return track(body.ticket);
   }
 
-  it('a ticket opens one WebSocket as the token\'s principal; a reused ticket is refused', async () => {
+  it("a ticket opens one WebSocket as the token's principal; a reused ticket is refused", async () => {
     const token = track(await stack.mint({ kind: 'client', sub: 'webby' }));
     const t = await ticket(undefined, token);
     const client = await GatewayClient.connect({ gateway: `${wsUrl}/v1/connect?ticket=${t}`, reconnect: false, logger });

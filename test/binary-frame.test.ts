@@ -98,7 +98,9 @@ describe('RpcPeer and binary notifications', () => {
     const [a, b] = memoryChannelPair();
     const sender = new RpcPeer(a);
     const seen: string[] = [];
-    const peer = new RpcPeer(b).onBinaryNotification('session.output', (p, body) => seen.push(`bin:${p.seq}:${Buffer.from(body).toString('hex')}`));
+    const peer = new RpcPeer(b).onBinaryNotification('session.output', (p, body) =>
+      seen.push(`bin:${p.seq}:${Buffer.from(body).toString('hex')}`),
+    );
     peer.onNotification('session.ack', (p) => seen.push(`json:${p.seq}`));
     const run = peer.run();
     expect(sender.postBinary('session.output', output(1), Buffer.from([0x7b, 0x7d]))).toBe(true);
@@ -117,7 +119,10 @@ describe('RpcPeer and binary notifications', () => {
     const run = peer.run();
     await a.send({ header: 'not json', body: Buffer.from('x') });
     await a.send({ header: JSON.stringify({ method: 'from.the.future', params: {} }), body: Buffer.from('x') });
-    await a.send({ header: JSON.stringify({ method: 'session.output', params: { session_id: 's1', seq: -1, meta: {} } }), body: Buffer.from('x') });
+    await a.send({
+      header: JSON.stringify({ method: 'session.output', params: { session_id: 's1', seq: -1, meta: {} } }),
+      body: Buffer.from('x'),
+    });
     await a.send({ header: JSON.stringify({ method: 'session.output', params: output(7) }), body: Buffer.from('x') });
     a.close();
     await bounded(run, 'peer ends');

@@ -18,7 +18,7 @@ describe('browser sign-ins (the cookie every tab shares)', () => {
     let now = 1_000_000;
     const sessions = new BrowserSessions({ idleMs: 1_000, absoluteMs: 5_000, now: () => now });
     const ended: string[] = [];
-    sessions.onEnd((jti, why) => ended.push(why));
+    sessions.onEnd((_jti, why) => ended.push(why));
     const a = sessions.create({ sub: 'alice', name: 'Alice', scopes: ['view'], via: 'oidc' });
     const s = sessions.use(a);
     expect(s.token.principal).toMatchObject({ sub: 'alice', name: 'Alice', canControl: false, canCreate: false });
@@ -28,7 +28,13 @@ describe('browser sign-ins (the cookie every tab shares)', () => {
     now += 999;
     sessions.use(a);
     now += 1_000;
-    expect(() => sessions.use(a)).toThrow(expect.objectContaining({ code: 'UNAUTHENTICATED', details: { reason: 'signed_out' }, message: expect.stringContaining('idle too long') }));
+    expect(() => sessions.use(a)).toThrow(
+      expect.objectContaining({
+        code: 'UNAUTHENTICATED',
+        details: { reason: 'signed_out' },
+        message: expect.stringContaining('idle too long'),
+      }),
+    );
     const b = sessions.create({ sub: 'bob', scopes: [], via: 'link' });
     for (let i = 0; i < 6; i++) {
       now += 900;
@@ -58,7 +64,11 @@ describe('browser sign-ins (the cookie every tab shares)', () => {
 });
 
 describe('claims to a principal (oidc.scopes)', () => {
-  const rules = { principalClaim: 'email', groupsClaim: 'groups', scopes: { builders: ['control', 'create', 'agent:buildbox'], '*': ['view'], 'ops@example.com': ['admin'] } };
+  const rules = {
+    principalClaim: 'email',
+    groupsClaim: 'groups',
+    scopes: { builders: ['control', 'create', 'agent:buildbox'], '*': ['view'], 'ops@example.com': ['admin'] },
+  };
 
   it('unites the scopes of every group, the principal itself and "*"; keeps the name', () => {
     expect(identityFromClaims({ sub: 'x1', email: 'ann@example.com', name: ' Ann ', groups: ['builders', 'other'] }, rules)).toEqual({
@@ -74,7 +84,11 @@ describe('claims to a principal (oidc.scopes)', () => {
     expect(() => identityFromClaims({ sub: 'x1' }, rules)).toThrow('your sign-in has no "email"');
     const strict = { ...rules, scopes: { builders: ['control'] } };
     expect(() => identityFromClaims({ email: 'eve@example.com', groups: ['guests'] }, strict)).toThrow(
-      expect.objectContaining({ code: 'PERMISSION_DENIED', message: "eve@example.com may not use this gateway: none of your groups (guests) is given access in its oidc.scopes. Ask the gateway's administrator to add one." }),
+      expect.objectContaining({
+        code: 'PERMISSION_DENIED',
+        message:
+          "eve@example.com may not use this gateway: none of your groups (guests) is given access in its oidc.scopes. Ask the gateway's administrator to add one.",
+      }),
     );
     expect(() => identityFromClaims({ email: 'eve@example.com' }, strict)).toThrow('the identity provider named no groups');
   });
@@ -142,20 +156,38 @@ describe('the oidc configuration keys', () => {
   it('want issuer and client id together, a mapping, one secret, and known scopes', () => {
     const config = join(dir.path, 'g.json');
     writeFileSync(config, JSON.stringify({ oidc: { issuer: 'https://idp.example.com', clientId: 'tether', scopes: { a: ['fly'] } } }));
-    expect(problemsOf({ config })).toEqual(['oidc.scopes.a.0 (from ' + config + '): unknown scope "fly" (expected view, create, control, admin or agent:NAME)']);
-    expect(problemsOf({ 'oidc-issuer': 'https://idp.example.com' }, { TETHER_OIDC_SCOPES: 'a=view' })).toEqual(['oidc.clientId: sign-in with an identity provider needs both --oidc-issuer and --oidc-client-id']);
+    expect(problemsOf({ config })).toEqual([
+      'oidc.scopes.a.0 (from ' + config + '): unknown scope "fly" (expected view, create, control, admin or agent:NAME)',
+    ]);
+    expect(problemsOf({ 'oidc-issuer': 'https://idp.example.com' }, { TETHER_OIDC_SCOPES: 'a=view' })).toEqual([
+      'oidc.clientId: sign-in with an identity provider needs both --oidc-issuer and --oidc-client-id',
+    ]);
     const secret = join(dir.path, 'secret');
     writeFileSync(secret, 'shh\n');
-    expect(problemsOf({ 'oidc-issuer': 'https://idp.example.com', 'oidc-client-id': 'x', 'oidc-client-secret-file': secret }, { TETHER_OIDC_CLIENT_SECRET: 'shh' })).toEqual([
+    expect(
+      problemsOf(
+        { 'oidc-issuer': 'https://idp.example.com', 'oidc-client-id': 'x', 'oidc-client-secret-file': secret },
+        { TETHER_OIDC_CLIENT_SECRET: 'shh' },
+      ),
+    ).toEqual([
       'oidc.clientSecret (from TETHER_OIDC_CLIENT_SECRET): give --oidc-client-secret-file or TETHER_OIDC_CLIENT_SECRET, not both',
       'oidc.scopes: nobody could use the gateway: map at least one group or claim value to scopes (or "*" for everyone) in the config file',
     ]);
     expect(problemsOf({ 'oidc-issuer': 'http://idp.example.com', 'oidc-client-id': 'x' }, { TETHER_OIDC_SCOPES: 'a=view' })).toEqual([
       'oidc.issuer (from --oidc-issuer): must be an https URL (http only on this machine), got "http://idp.example.com"',
     ]);
-    expect(problemsOf({ 'oidc-issuer': 'https://idp.example.com', 'oidc-client-id': 'x', auth: 'off' }, { TETHER_OIDC_SCOPES: 'a=view' })).toEqual(['oidc.issuer (from --oidc-issuer): sign-in with an identity provider needs authentication on (--auth on)']);
-    const ok = loadConfig(GATEWAY_CONFIG, { flags: { 'oidc-issuer': 'http://127.0.0.1:9', 'oidc-client-id': 'x', 'oidc-principal-claim': 'email' }, env: { TETHER_OIDC_SCOPES: 'eng=control agent:box,*=view' } });
-    expect(ok.config.oidc).toMatchObject({ principalClaim: 'email', groupsClaim: 'groups', scopes: { eng: ['control', 'agent:box'], '*': ['view'] } });
+    expect(
+      problemsOf({ 'oidc-issuer': 'https://idp.example.com', 'oidc-client-id': 'x', auth: 'off' }, { TETHER_OIDC_SCOPES: 'a=view' }),
+    ).toEqual(['oidc.issuer (from --oidc-issuer): sign-in with an identity provider needs authentication on (--auth on)']);
+    const ok = loadConfig(GATEWAY_CONFIG, {
+      flags: { 'oidc-issuer': 'http://127.0.0.1:9', 'oidc-client-id': 'x', 'oidc-principal-claim': 'email' },
+      env: { TETHER_OIDC_SCOPES: 'eng=control agent:box,*=view' },
+    });
+    expect(ok.config.oidc).toMatchObject({
+      principalClaim: 'email',
+      groupsClaim: 'groups',
+      scopes: { eng: ['control', 'agent:box'], '*': ['view'] },
+    });
   });
 });
 
@@ -181,7 +213,13 @@ describe('the door and the browser sign-in cookie', () => {
     expect(ok.status).toBe(200);
     expect(ok.headers.get('access-control-allow-credentials')).toBeNull();
     const none = await fetch(`${base}/v1/ticket`, { method: 'POST', headers: { origin: base } });
-    expect(await none.json()).toEqual({ error: { code: 'UNAUTHENTICATED', message: "not signed in (send a client token as Authorization: Bearer, or sign in on the gateway's page)", reason: 'no_session' } });
+    expect(await none.json()).toEqual({
+      error: {
+        code: 'UNAUTHENTICATED',
+        message: "not signed in (send a client token as Authorization: Bearer, or sign in on the gateway's page)",
+        reason: 'no_session',
+      },
+    });
     expect((await fetch(`${base}/v1/logout`, { method: 'POST', headers })).status).toBe(403);
     const out = await fetch(`${base}/v1/logout`, { method: 'POST', headers: { ...headers, origin: base } });
     expect(out.status).toBe(204);
@@ -192,9 +230,15 @@ describe('the door and the browser sign-in cookie', () => {
   it('a sign-in link sets the cookie on loopback and says so; without an identity provider the page offers links only', async () => {
     expect(await (await fetch(`${base}/v1/login`)).json()).toEqual({ auth: 'on' });
     const { mintLoginCode } = await import('../core/auth/login-codes.js');
-    const res = await fetch(`${base}/v1/login`, { method: 'POST', headers: { origin: base }, body: JSON.stringify({ code: await mintLoginCode(stack.key!, { sub: 'dave', scopes: ['view'] }) }) });
+    const res = await fetch(`${base}/v1/login`, {
+      method: 'POST',
+      headers: { origin: base },
+      body: JSON.stringify({ code: await mintLoginCode(stack.key!, { sub: 'dave', scopes: ['view'] }) }),
+    });
     expect(((await res.json()) as { browser_session: boolean }).browser_session).toBe(true);
-    expect(res.headers.get('set-cookie')).toMatch(/^__Host-tether_session=[\w-]{43}; Path=\/; Max-Age=604800; HttpOnly; Secure; SameSite=Strict$/);
+    expect(res.headers.get('set-cookie')).toMatch(
+      /^__Host-tether_session=[\w-]{43}; Path=\/; Max-Age=604800; HttpOnly; Secure; SameSite=Strict$/,
+    );
     const start = await fetch(`${base}/v1/oidc/start`, { redirect: 'manual' });
     expect(start.status).toBe(400);
     expect(await start.text()).toContain('sign-in with an identity provider is not set up on this gateway');

@@ -17,7 +17,8 @@ import { oddTurn } from './support/odd-json-lines.mjs';
 const ENGINE = fileURLToPath(new URL('./support/odd-json-engine.mjs', import.meta.url));
 const TETHER_CLAUDE = fileURLToPath(new URL('../dist/bin/tether-claude.js', import.meta.url));
 const expected = (prompt: string, big: boolean): string[] => oddTurn(prompt, big);
-const userLine = (text: string) => JSON.stringify({ type: 'user', message: { role: 'user', content: text }, parent_tool_use_id: null, session_id: '' });
+const userLine = (text: string) =>
+  JSON.stringify({ type: 'user', message: { role: 'user', content: text }, parent_tool_use_id: null, session_id: '' });
 
 /** Output lines of a child that are not Tether's own events. */
 const engineLines = (stdout: string) => stdout.split('\n').filter((l) => l && !l.startsWith('{"type":"tether"'));
@@ -27,7 +28,10 @@ function dropIn(env: Record<string, string | undefined>, prompt: string): Promis
   return withTimeout(
     new Promise((resolve) => {
       const args = ['--output-format', 'stream-json', '--verbose', '--input-format', 'stream-json'];
-      const child = spawn(process.execPath, [TETHER_CLAUDE, ...args], { env: { PATH: process.env.PATH, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [TETHER_CLAUDE, ...args], {
+        env: { PATH: process.env.PATH, ...env },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
       const out: Buffer[] = [];
       let stderr = '';
       child.stdout.on('data', (d: Buffer) => out.push(d));
@@ -59,17 +63,25 @@ describe.each(['ws', 'grpc'] as const)('engine lines byte for byte over %s', (tr
     const items: SessionItem[] = [];
     await session.sendUserMessage('library big');
     await until(session[Symbol.asyncIterator](), isResult, items, 60_000, 'the result');
-    const lines = items.filter((i): i is Extract<SessionItem, { kind: 'engine' }> => i.kind === 'engine' && i.origin === 'engine').map((i) => i.line);
+    const lines = items
+      .filter((i): i is Extract<SessionItem, { kind: 'engine' }> => i.kind === 'engine' && i.origin === 'engine')
+      .map((i) => i.line);
     const want = expected('library big', true);
     expect(lines.length).toBe(want.length);
-    lines.forEach((l, n) => expect(l === want[n], `line ${n + 1} differs (${l.length} vs ${want[n].length} chars): ${l.slice(0, 120)}`).toBe(true));
+    lines.forEach((l, n) =>
+      expect(l === want[n], `line ${n + 1} differs (${l.length} vs ${want[n].length} chars): ${l.slice(0, 120)}`).toBe(true),
+    );
     const assistant = items.filter(isEngineItem).find((i) => i.message.type === 'assistant');
     expect(jsonAt(assistant?.message, 'message', 'content', 0, 'text')).toBe('café / library big');
   }, 90_000);
 
   it('pipe mode (tether chat --json): stdout carries each engine line exactly', async () => {
     const url = transport === 'ws' ? stack.wsUrl : stack.grpcUrl;
-    const r = await runTether(['chat', '--agent', 'test-agent', '--json'], { env: { TETHER_GATEWAY: url, TETHER_TOKEN: stack.token }, input: userLine('pipe big') + '\n', timeoutMs: 60_000 });
+    const r = await runTether(['chat', '--agent', 'test-agent', '--json'], {
+      env: { TETHER_GATEWAY: url, TETHER_TOKEN: stack.token },
+      input: userLine('pipe big') + '\n',
+      timeoutMs: 60_000,
+    });
     expect(r.code, r.stderr).toBe(0);
     expect(engineLines(r.stdout)).toEqual(expected('pipe big', true));
   }, 90_000);

@@ -18,7 +18,9 @@ describe('hello capabilities', () => {
   });
 
   it('the web page offers none it would not read', () => {
-    const hello = /'hello', \{[^}]*capabilities: \[([^\]]*)\]/.exec(readFileSync(new URL('../client/web/src/connection.ts', import.meta.url), 'utf8'));
+    const hello = /'hello', \{[^}]*capabilities: \[([^\]]*)\]/.exec(
+      readFileSync(new URL('../client/web/src/connection.ts', import.meta.url), 'utf8'),
+    );
     expect(hello, 'the web page sends a hello with capabilities').not.toBeNull();
     const offered = [...hello![1].matchAll(/'([^']+)'/g)].map((m) => m[1]);
     expect(offered.filter((c) => !known.includes(c))).toEqual([]);

@@ -16,17 +16,23 @@ describe('npm run capture', () => {
   const out = mkdtempSync(join(tmpdir(), 'tether-capture-test-'));
   afterAll(() => rmSync(out, { recursive: true, force: true }));
 
-  it('re-records 01 and 10 from the real CLI with the stored shape, in the fixtures\' format', async () => {
+  it("re-records 01 and 10 from the real CLI with the stored shape, in the fixtures' format", async () => {
     const r = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
-      const child = execFile(process.execPath, [SCRIPT, '--only', '01_basic_text_turn,10_permission_allow', '--check', '--out', out], { timeout: 60_000 }, (err, stdout) =>
-        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout: String(stdout) }),
+      const child = execFile(
+        process.execPath,
+        [SCRIPT, '--only', '01_basic_text_turn,10_permission_allow', '--check', '--out', out],
+        { timeout: 60_000 },
+        (err, stdout) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout: String(stdout) }),
       );
       child.stdin?.end();
     });
     expect(r.code, r.stdout).toBe(0);
     expect(r.stdout).toContain('01_basic_text_turn: same shape as stored');
     expect(r.stdout).toContain('10_permission_allow: same shape as stored');
-    const lines = readFileSync(join(out, '10_permission_allow.ndjson'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { dir: string; frame?: Record<string, any> });
+    const lines = readFileSync(join(out, '10_permission_allow.ndjson'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { dir: string; frame?: Record<string, any> });
     const ask = lines.find((l) => l.dir === 'out' && l.frame?.request?.subtype === 'can_use_tool')!;
     const answer = lines.find((l) => l.dir === 'in' && l.frame?.type === 'control_response')!;
     expect(answer.frame!.response.request_id).toBe(ask.frame!.request_id);

@@ -62,13 +62,17 @@ function binaryOfBytes(bytes: number, i = 0): BinaryFrame {
 }
 
 /** Binary frames compared by value (a received body is a Buffer view, a sent one may not be). */
-const plain = (frames: WireFrame[]) => frames.map((f) => (typeof f === 'string' ? f : { header: f.header, body: Buffer.from(f.body).toString('hex') }));
+const plain = (frames: WireFrame[]) =>
+  frames.map((f) => (typeof f === 'string' ? f : { header: f.header, body: Buffer.from(f.body).toString('hex') }));
 
 const notification = (i: number, tag = 'n') => JSON.stringify({ jsonrpc: '2.0', method: tag, params: { i } });
 
 /** Both ends closed by the link's loss: UNAVAILABLE or CANCELLED (never OK), by the peer, signal aborted. */
 async function expectLostOnBothSides(p: ChannelPair): Promise<void> {
-  for (const [side, channel] of [['server', p.server], ['client', p.client]] as const) {
+  for (const [side, channel] of [
+    ['server', p.server],
+    ['client', p.client],
+  ] as const) {
     const info = await closedOf(channel, side);
     expect(['UNAVAILABLE', 'CANCELLED']).toContain(info.code);
     expect(info.byPeer).toBe(true);
@@ -77,7 +81,14 @@ async function expectLostOnBothSides(p: ChannelPair): Promise<void> {
 }
 
 async function expectCode(promise: Promise<unknown>, code: string): Promise<void> {
-  const err = await withTimeout(promise.then(() => undefined, (e: unknown) => e), 5_000, `rejection with ${code}`);
+  const err = await withTimeout(
+    promise.then(
+      () => undefined,
+      (e: unknown) => e,
+    ),
+    5_000,
+    `rejection with ${code}`,
+  );
   expect(err).toBeInstanceOf(TetherError);
   expect((err as TetherError).code).toBe(code);
 }
@@ -143,27 +154,30 @@ describe.each(TRANSPORTS)('Channel conformance: %s', (transport) => {
     expect(server.post('{}')).toBe(false);
   });
 
-  it.each(['text', 'binary'] as const)('carries a %s frame of exactly maxFrameBytes intact; send() and post() refuse one byte more and the channel stays usable', async (kind) => {
-    const { server, client } = await open({ maxFrameBytes: SMALL_LIMIT });
-    expect(client.maxFrameBytes).toBe(SMALL_LIMIT);
-    expect(server.maxFrameBytes).toBe(SMALL_LIMIT);
-    const make = (bytes: number): WireFrame => (kind === 'text' ? frameOfBytes(bytes) : binaryOfBytes(bytes));
-    const atLimit = make(SMALL_LIMIT);
-    const over = make(SMALL_LIMIT + 1);
-    expect(frameBytes(atLimit)).toBe(SMALL_LIMIT);
-    for (const [from, to] of [
-      [client, server],
-      [server, client],
-    ] as const) {
-      const received = take(to, 2);
-      await withTimeout(from.send(atLimit), 5_000, 'send at the limit');
-      await expectCode(from.send(over), 'RESOURCE_EXHAUSTED');
-      expect(from.post(over)).toBe(false);
-      await withTimeout(from.send(notification(1)), 5_000, 'send after a refused frame');
-      expect(plain(await received)).toEqual(plain([atLimit, notification(1)]));
-    }
-    expect(client.isClosed || server.isClosed).toBe(false);
-  });
+  it.each(['text', 'binary'] as const)(
+    'carries a %s frame of exactly maxFrameBytes intact; send() and post() refuse one byte more and the channel stays usable',
+    async (kind) => {
+      const { server, client } = await open({ maxFrameBytes: SMALL_LIMIT });
+      expect(client.maxFrameBytes).toBe(SMALL_LIMIT);
+      expect(server.maxFrameBytes).toBe(SMALL_LIMIT);
+      const make = (bytes: number): WireFrame => (kind === 'text' ? frameOfBytes(bytes) : binaryOfBytes(bytes));
+      const atLimit = make(SMALL_LIMIT);
+      const over = make(SMALL_LIMIT + 1);
+      expect(frameBytes(atLimit)).toBe(SMALL_LIMIT);
+      for (const [from, to] of [
+        [client, server],
+        [server, client],
+      ] as const) {
+        const received = take(to, 2);
+        await withTimeout(from.send(atLimit), 5_000, 'send at the limit');
+        await expectCode(from.send(over), 'RESOURCE_EXHAUSTED');
+        expect(from.post(over)).toBe(false);
+        await withTimeout(from.send(notification(1)), 5_000, 'send after a refused frame');
+        expect(plain(await received)).toEqual(plain([atLimit, notification(1)]));
+      }
+      expect(client.isClosed || server.isClosed).toBe(false);
+    },
+  );
 
   it('closes with RESOURCE_EXHAUSTED on both sides when the peer sends a frame over our limit', async () => {
     const { server, client } = await open({ serverMaxFrameBytes: SMALL_LIMIT / 4, clientMaxFrameBytes: SMALL_LIMIT });
@@ -183,12 +197,16 @@ describe.each(TRANSPORTS)('Channel conformance: %s', (transport) => {
 
   it('carries binary frames (header + opaque bytes) in order with text frames, each way, bytes untouched', async () => {
     const { server, client } = await open();
-    const mixed = (tag: string) => Array.from({ length: 400 }, (_, i): WireFrame => (i % 3 ? binaryOfBytes(64 + (i % 50) * 37, i) : notification(i, tag)));
+    const mixed = (tag: string) =>
+      Array.from({ length: 400 }, (_, i): WireFrame => (i % 3 ? binaryOfBytes(64 + (i % 50) * 37, i) : notification(i, tag)));
     const up = mixed('up');
     const down = mixed('down');
     const receivedUp = take(server, up.length);
     const receivedDown = take(client, down.length);
-    const sends = Promise.all([...up.map((f) => client.send(f)), ...down.map((f, i) => (i % 2 ? Promise.resolve(void server.post(f)) : server.send(f)))]);
+    const sends = Promise.all([
+      ...up.map((f) => client.send(f)),
+      ...down.map((f, i) => (i % 2 ? Promise.resolve(void server.post(f)) : server.send(f))),
+    ]);
     expect(plain(await receivedUp)).toEqual(plain(up));
     expect(plain(await receivedDown)).toEqual(plain(down));
     await withTimeout(sends, 5_000, 'all sends resolve');
@@ -318,7 +336,9 @@ describe.each(TRANSPORTS)('Channel conformance: %s', (transport) => {
     it('pushes back on the sender while the receiver stays bounded, then delivers everything in order', async () => {
       const p = await open();
       const [sender, receiver] = slow === 'server' ? [p.client, p.server] : [p.server, p.client];
-      const frames = Array.from({ length: COUNT }, (_, i) => JSON.stringify({ jsonrpc: '2.0', method: 'chunk', params: { i, pad: 'x'.repeat(FRAME) } }));
+      const frames = Array.from({ length: COUNT }, (_, i) =>
+        JSON.stringify({ jsonrpc: '2.0', method: 'chunk', params: { i, pad: 'x'.repeat(FRAME) } }),
+      );
       let resolved = 0;
       const sends = frames.map((f) => sender.send(f).then(() => void resolved++));
 

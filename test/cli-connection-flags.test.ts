@@ -16,14 +16,17 @@ const CLIENT_COMMANDS: Command[] = [runCommand, chatCommand, attachCommand, agen
 const CONNECTION_ARGS = ['--gateway', 'ws://gw:7800', '--token', 't', '--ca', 'ca.pem', '--tls-cert', 'c.pem', '--tls-key', 'k.pem'];
 
 describe('connection flags', () => {
-  it.each(CLIENT_COMMANDS.map((c) => [c.name, c] as const))('tether %s takes and documents --gateway, --token and the TLS flags', (_name, cmd) => {
-    const { values } = parseCommand(cmd, CONNECTION_ARGS);
-    expect(values).toMatchObject({ gateway: ['ws://gw:7800'], token: 't', ca: 'ca.pem', 'tls-cert': 'c.pem', 'tls-key': 'k.pem' });
-    const column = /^ {2}--gateway URL +/m.exec(cmd.usage)?.[0].length;
-    expect(column, `${cmd.name} --help lists --gateway`).toBeDefined();
-    expect(cmd.usage).toContain(connectionHelp(column!));
-    expect(cmd.usage).toContain(TLS_CLIENT_HELP);
-  });
+  it.each(CLIENT_COMMANDS.map((c) => [c.name, c] as const))(
+    'tether %s takes and documents --gateway, --token and the TLS flags',
+    (_name, cmd) => {
+      const { values } = parseCommand(cmd, CONNECTION_ARGS);
+      expect(values).toMatchObject({ gateway: ['ws://gw:7800'], token: 't', ca: 'ca.pem', 'tls-cert': 'c.pem', 'tls-key': 'k.pem' });
+      const column = /^ {2}--gateway URL +/m.exec(cmd.usage)?.[0].length;
+      expect(column, `${cmd.name} --help lists --gateway`).toBeDefined();
+      expect(cmd.usage).toContain(connectionHelp(column!));
+      expect(cmd.usage).toContain(TLS_CLIENT_HELP);
+    },
+  );
 
   it('chat and attach, which keep a session open, also take --token-file', () => {
     for (const cmd of [chatCommand, attachCommand]) {
@@ -34,11 +37,19 @@ describe('connection flags', () => {
   });
 
   it('prints the two lines, --gateway saying it takes several', () => {
-    expect(connectionHelp(18)).toBe('  --gateway URL   gateway URL (env TETHER_GATEWAY); several: repeat or use commas\n  --token TOKEN   client token (env TETHER_TOKEN; else the one tether login kept)');
-    expect(connectionHelp(27)).toBe('  --gateway URL            gateway URL (env TETHER_GATEWAY); several: repeat or use commas\n  --token TOKEN            client token (env TETHER_TOKEN; else the one tether login kept)');
+    expect(connectionHelp(18)).toBe(
+      '  --gateway URL   gateway URL (env TETHER_GATEWAY); several: repeat or use commas\n  --token TOKEN   client token (env TETHER_TOKEN; else the one tether login kept)',
+    );
+    expect(connectionHelp(27)).toBe(
+      '  --gateway URL            gateway URL (env TETHER_GATEWAY); several: repeat or use commas\n  --token TOKEN            client token (env TETHER_TOKEN; else the one tether login kept)',
+    );
   });
 
   it('--gateway repeats: every client command gets each one', () => {
-    for (const cmd of CLIENT_COMMANDS) expect(parseCommand(cmd, ['--gateway', 'ws://a:7800', '--gateway', 'grpc://b:7801']).values.gateway).toEqual(['ws://a:7800', 'grpc://b:7801']);
+    for (const cmd of CLIENT_COMMANDS)
+      expect(parseCommand(cmd, ['--gateway', 'ws://a:7800', '--gateway', 'grpc://b:7801']).values.gateway).toEqual([
+        'ws://a:7800',
+        'grpc://b:7801',
+      ]);
   });
 });

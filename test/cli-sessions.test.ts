@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { demoSessionAt, startRig, } from './support/engines.js';
-import { isCanUseTool, isResult, } from './support/items.js';
+import { demoSessionAt, startRig } from './support/engines.js';
+import { isCanUseTool, isResult } from './support/items.js';
 import { runTether, TETHER_BIN } from './support/cli.js';
 import { waitFor, withTimeout } from './support/wait.js';
 import { cleanupsPerTest } from './support/cleanups.js';
@@ -18,9 +18,15 @@ describe('pipe mode', () => {
       '[1,2]',
       JSON.stringify({ type: 'bogus' }),
     ].join('\n');
-    const r = await runTether(['chat', '--agent', 'test-agent', '--json'], { env: { TETHER_GATEWAY: rig.stack.url, TETHER_TOKEN: rig.stack.token }, input: input + '\n' });
+    const r = await runTether(['chat', '--agent', 'test-agent', '--json'], {
+      env: { TETHER_GATEWAY: rig.stack.url, TETHER_TOKEN: rig.stack.token },
+      input: input + '\n',
+    });
     expect(r.code).toBe(0);
-    const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, any>);
+    const lines = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, any>);
     const tether = lines.filter((l) => l.type === 'tether');
     expect(tether.filter((t) => t.subtype === 'error').map((t) => t.input)).toEqual(['line 2', 'line 3', 'line 4']);
     expect(tether.find((t) => t.subtype === 'presence')).toMatchObject({ action: 'attached', role: 'owner' });
@@ -41,7 +47,12 @@ describe('pipe mode', () => {
     });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    const frames = () => out.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, any>);
+    const frames = () =>
+      out
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, any>);
     const framesShow = (pred: (f: Record<string, any>[]) => boolean, what: string) => waitFor(() => pred(frames()), 10_000, what);
     await framesShow((f) => f.some((x) => x.type === 'result'), 'the history');
     child.stdin.write(JSON.stringify({ type: 'user', message: { role: 'user', content: 'viewer says hi' } }) + '\n');
@@ -51,7 +62,9 @@ describe('pipe mode', () => {
     await framesShow((f) => f.filter((x) => x.type === 'result').length === 2, 'the live turn');
     child.kill('SIGINT');
     await withTimeout(new Promise((r) => child.on('exit', r)), 5_000, 'attach to exit');
-    const texts = frames().filter((x) => x.type === 'result').map((x) => String(x.result));
+    const texts = frames()
+      .filter((x) => x.type === 'result')
+      .map((x) => String(x.result));
     expect(texts[0]).toContain('first turn');
     expect(texts[1]).toContain('second turn');
     expect(frames().some((x) => x.subtype === 'prompt' && x.message?.content === 'viewer says hi')).toBe(false);
@@ -65,6 +78,11 @@ describe('pipe mode', () => {
     expect(row.owner).toBeTypeOf('string');
     expect(row.clients).toHaveLength(1);
     const audit = await runTether(['audit', s.id], { env: { TETHER_GATEWAY: rig.stack.url, TETHER_TOKEN: rig.stack.token } });
-    expect(audit.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l).action)).toEqual(['create', 'attach', 'prompt']);
+    expect(
+      audit.stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l).action),
+    ).toEqual(['create', 'attach', 'prompt']);
   });
 });

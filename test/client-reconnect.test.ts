@@ -15,7 +15,12 @@ import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.js';
 const TRANSPORTS: TransportName[] = ['ws', 'grpc'];
 
 /** What one item is, for comparing two clients' views (replies are not sequenced). */
-const view = (i: SessionItem) => (i.kind === 'engine' ? { seq: i.seq, origin: i.origin, line: i.line } : i.kind === 'event' ? { seq: i.seq, event: i.event } : { reply: i.line });
+const view = (i: SessionItem) =>
+  i.kind === 'engine'
+    ? { seq: i.seq, origin: i.origin, line: i.line }
+    : i.kind === 'event'
+      ? { seq: i.seq, event: i.event }
+      : { reply: i.line };
 
 const isDelta = (i: SessionItem) => i.kind === 'engine' && i.message.type === 'stream_event';
 const isResult = (i: SessionItem) => i.kind === 'engine' && i.origin === 'engine' && i.message.type === 'result';

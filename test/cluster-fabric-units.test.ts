@@ -21,8 +21,13 @@ const refusal = (c: Partial<ClusterAuthConfig>) => {
 
 describe('the cluster keys as a NATS dial', () => {
   it('refuses combinations that do not go together, naming them', () => {
-    expect(refusal({ clusterCreds: '/c', clusterTokenFile: '/t' })).toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('--cluster-creds and a token') });
-    expect(refusal({ cluster: 'nats://u:p@127.0.0.1:4222', clusterNkey: '/n' })).toMatchObject({ message: expect.stringContaining('--cluster-nkey and credentials in the URL') });
+    expect(refusal({ clusterCreds: '/c', clusterTokenFile: '/t' })).toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringContaining('--cluster-creds and a token'),
+    });
+    expect(refusal({ cluster: 'nats://u:p@127.0.0.1:4222', clusterNkey: '/n' })).toMatchObject({
+      message: expect.stringContaining('--cluster-nkey and credentials in the URL'),
+    });
     expect(refusal({ clusterPassword: 'x' })?.message).toContain('a password needs --cluster-user');
     expect(refusal({ clusterUser: 'gw' })?.message).toContain('--cluster-user needs --cluster-password-file');
     expect(refusal({ clusterTokenFile: '/t', clusterToken: 'x' })?.message).toContain('not both');
@@ -34,8 +39,19 @@ describe('the cluster keys as a NATS dial', () => {
     const url = natsDialOf({ cluster: 'nats://gw:s3cret@nats.example:4222', clusterInsecureNoAuth: false });
     expect(url).toMatchObject({ method: 'user', server: 'nats.example:4222', shown: 'nats://nats.example:4222', tls: undefined });
     expect(natsDialOf({ cluster: 'nats://tok3n@nats.example:4222', clusterInsecureNoAuth: false }).method).toBe('token');
-    expect(natsDialOf({ cluster: 'tls://h:4222', clusterUser: 'gw', clusterPassword: 'pw', clusterInsecureNoAuth: false })).toMatchObject({ method: 'user', tls: {} });
-    expect(natsDialOf({ cluster: 'nats://h:4222', clusterTlsCert: '/c', clusterTlsKey: '/k', clusterTlsCa: '/ca', clusterInsecureNoAuth: false })).toMatchObject({
+    expect(natsDialOf({ cluster: 'tls://h:4222', clusterUser: 'gw', clusterPassword: 'pw', clusterInsecureNoAuth: false })).toMatchObject({
+      method: 'user',
+      tls: {},
+    });
+    expect(
+      natsDialOf({
+        cluster: 'nats://h:4222',
+        clusterTlsCert: '/c',
+        clusterTlsKey: '/k',
+        clusterTlsCa: '/ca',
+        clusterInsecureNoAuth: false,
+      }),
+    ).toMatchObject({
       method: 'tls-client-cert',
       tls: { certFile: '/c', keyFile: '/k', caFile: '/ca' },
     });
@@ -54,11 +70,17 @@ describe("the fabric's seal on calls", () => {
     expect(Buffer.from(mac.openMessage({ subject: 'tether.gw.a.call', data: body, headers })).toString()).toBe(body.toString());
     expect(() => mac.openMessage({ subject: 'tether.gw.a.call', data: body, headers })).toThrow(/replayed/);
     const other = FabricMac.fromTokenKey(generateTokenKey('HS256').key);
-    expect(() => mac.openMessage({ subject: 'tether.gw.a.call', data: body, headers: other.sealMessage('tether.gw.a.call', body) })).toThrow(/wrongly signed/);
-    expect(() => mac.openMessage({ subject: 'tether.gw.b.call', data: body, headers: peer.sealMessage('tether.gw.a.call', body) })).toThrow(/wrongly signed/);
+    expect(() =>
+      mac.openMessage({ subject: 'tether.gw.a.call', data: body, headers: other.sealMessage('tether.gw.a.call', body) }),
+    ).toThrow(/wrongly signed/);
+    expect(() => mac.openMessage({ subject: 'tether.gw.b.call', data: body, headers: peer.sealMessage('tether.gw.a.call', body) })).toThrow(
+      /wrongly signed/,
+    );
     expect(() => mac.openMessage({ subject: 'tether.gw.a.call', data: body })).toThrow(/unsigned/);
     const late = peer.sealMessage('tether.gw.a.call', body);
-    expect(() => mac.openMessage({ subject: 'tether.gw.a.call', data: body, headers: late }, Date.now() + CALL_WINDOW_MS + 1_000)).toThrow(/stale/);
+    expect(() => mac.openMessage({ subject: 'tether.gw.a.call', data: body, headers: late }, Date.now() + CALL_WINDOW_MS + 1_000)).toThrow(
+      /stale/,
+    );
   });
 
   it('derives the same key from the same private key (EdDSA) and none from a key that only verifies', () => {

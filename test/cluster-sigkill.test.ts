@@ -4,7 +4,17 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { asPermissionRequest } from '../client/permission-policy.js';
 import type { SessionItem } from '../client/remote-session.js';
 import { startClusterStack, type ClusterStack } from './support/cluster-stack.js';
-import { BURST_ENGINE, BASH_TURN, LONG_TURN, TEARDOWN_MS, seqsOf, longTurnUnderWay, expectWholeTurn, listedWhen, dumpLogsOnFailure } from './support/cluster-turns.js';
+import {
+  BURST_ENGINE,
+  BASH_TURN,
+  LONG_TURN,
+  TEARDOWN_MS,
+  seqsOf,
+  longTurnUnderWay,
+  expectWholeTurn,
+  listedWhen,
+  dumpLogsOnFailure,
+} from './support/cluster-turns.js';
 import { codeOf, isCanUseTool, isResult, until } from './support/items.js';
 import { processesIn } from './support/cli.js';
 import { toolResults } from './support/turns.js';
@@ -21,7 +31,12 @@ describe.skipIf(!hasTool('nats-server'))('a cluster of three gateways: the gatew
   it('the first gateway is SIGKILLed mid-stream: the agent moves, the engine is not restarted, both clients resume with no frame lost or doubled', async () => {
     stack = await startClusterStack({ gateways: 3, scenario: LONG_TURN });
     dumpLogsOnFailure(stack);
-    const { bob, s1, iters: [i1, i2], seen } = await longTurnUnderWay(stack, 1, 2);
+    const {
+      bob,
+      s1,
+      iters: [i1, i2],
+      seen,
+    } = await longTurnUnderWay(stack, 1, 2);
     const arrivals: number[][] = [[], []];
     const watch = (n: number) => (_item: SessionItem) => (arrivals[n].push(Date.now()), false);
     const enginePids = processesIn(stack.cwd, 'claude');
@@ -29,7 +44,9 @@ describe.skipIf(!hasTool('nats-server'))('a cluster of three gateways: the gatew
 
     const killedAt = Date.now();
     expect((await stack.gateways[0].daemon.stop('SIGKILL')).signal).toBe('SIGKILL');
-    await Promise.all([i1, i2].map((it, n) => until(it, (i) => (watch(n)(i), isResult(i)), seen[n], 60_000, 'the turn to finish after the kill')));
+    await Promise.all(
+      [i1, i2].map((it, n) => until(it, (i) => (watch(n)(i), isResult(i)), seen[n], 60_000, 'the turn to finish after the kill')),
+    );
     const resumedMs = seen.map((_list, n) => arrivals[n][0] - killedAt);
 
     expectWholeTurn(seen);
@@ -39,7 +56,7 @@ describe.skipIf(!hasTool('nats-server'))('a cluster of three gateways: the gatew
     process.stdout.write(`fail-over: clients resumed ${resumedMs.join(' ms and ')} ms after the SIGKILL; frames lost 0, doubled 0\n`);
   }, 120_000);
 
-  it('a pending permission prompt and the owner\'s role decisions survive the SIGKILL of the gateway holding the session; the tool runs once', async () => {
+  it("a pending permission prompt and the owner's role decisions survive the SIGKILL of the gateway holding the session; the tool runs once", async () => {
     stack = await startClusterStack({ gateways: 3, scenario: BASH_TURN });
     dumpLogsOnFailure(stack);
     const alice = await stack.client(1, 'alice');
@@ -56,7 +73,12 @@ describe.skipIf(!hasTool('nats-server'))('a cluster of three gateways: the gatew
 
     expect((await stack.gateways[0].daemon.stop('SIGKILL')).signal).toBe('SIGKILL');
     // Both resume on their gateways; the session is held by the second now, its prompt still pending.
-    const info = await listedWhen(bob, s1.id, (i) => i.gateway !== stack!.gateways[0].id && i.state === 'requires_action' && i.clients.length === 2, 'the session to come back with its prompt');
+    const info = await listedWhen(
+      bob,
+      s1.id,
+      (i) => i.gateway !== stack!.gateways[0].id && i.state === 'requires_action' && i.clients.length === 2,
+      'the session to come back with its prompt',
+    );
     expect(info.pending_prompts).toBe(1);
     expect(info.clients.find((c) => c.principal === 'bob')?.role).toBe('viewer');
     expect(await codeOf(s2.answer(ask.requestId, { behavior: 'allow', updatedInput: ask.input }))).toBe('PERMISSION_DENIED');
@@ -65,7 +87,9 @@ describe.skipIf(!hasTool('nats-server'))('a cluster of three gateways: the gatew
     expect(readFileSync(join(stack.cwd, 'made.txt'), 'utf8')).toBe('hi\n');
     expect(processesIn(stack.cwd, 'claude')).toEqual(enginePids);
     for (const list of seen) seqsOf(list).forEach((v, n, all) => n && expect(v).toBe(all[n - 1] + 1));
-    const engineMessages = seen[0].filter((i) => i.kind === 'engine' && i.origin === 'engine').map((i) => (i as { message: Record<string, unknown> }).message);
+    const engineMessages = seen[0]
+      .filter((i) => i.kind === 'engine' && i.origin === 'engine')
+      .map((i) => (i as { message: Record<string, unknown> }).message);
     expect(toolResults(engineMessages).filter((r) => !r.is_error)).toHaveLength(1);
   }, 120_000);
 
@@ -100,6 +124,11 @@ describe.skipIf(!hasTool('nats-server'))('a cluster of three gateways: the gatew
     await Promise.all(iters.map((it, n) => until(it, isResult, seen[n], 60_000, 'the turn to finish after the kill')));
     expectWholeTurn(seen);
     expect(processesIn(stack.cwd, 'claude')).toEqual(enginePids);
-    await listedWhen(alice, s1.id, (i) => i.gateway === stack!.gateways[1].id, 'the session to be held by the second gateway (next in the agent\'s list)');
+    await listedWhen(
+      alice,
+      s1.id,
+      (i) => i.gateway === stack!.gateways[1].id,
+      "the session to be held by the second gateway (next in the agent's list)",
+    );
   }, 120_000);
 });

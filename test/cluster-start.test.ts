@@ -21,7 +21,9 @@ async function freePort(): Promise<number> {
 describe.skipIf(!hasTool('nats-server'))('joining a cluster at start', () => {
   const gateway = (cluster: string) => {
     const state = makeTempDir('tether-state-');
-    return runTether(['gateway', '--port', '0', '--grpc-port', 'off', '--auth', 'off', '--state-dir', state.path, '--cluster', cluster], { timeoutMs: 20_000 }).finally(() => state.cleanup());
+    return runTether(['gateway', '--port', '0', '--grpc-port', 'off', '--auth', 'off', '--state-dir', state.path, '--cluster', cluster], {
+      timeoutMs: 20_000,
+    }).finally(() => state.cleanup());
   };
 
   it.each([
@@ -46,7 +48,9 @@ describe.skipIf(!hasTool('nats-server'))('joining a cluster at start', () => {
       const fromFile = await runTether(['gateway', '--config', config, '--auth', 'off', '--state-dir', state.path]);
       expect(fromFile.code).toBe(2);
       expect(fromFile.stderr).toMatch(/cluster \(from .*gateway\.yaml\).*needs a host and a port/);
-      const fromEnv = await runTether(['gateway', '--auth', 'off', '--state-dir', state.path], { env: { TETHER_CLUSTER: 'redis://127.0.0.1:6379' } });
+      const fromEnv = await runTether(['gateway', '--auth', 'off', '--state-dir', state.path], {
+        env: { TETHER_CLUSTER: 'redis://127.0.0.1:6379' },
+      });
       expect(fromEnv.code).toBe(2);
       expect(fromEnv.stderr).toMatch(/cluster \(from TETHER_CLUSTER\).*must be a nats:\/\//);
     } finally {
@@ -80,7 +84,19 @@ describe.skipIf(!hasTool('nats-server'))('joining a cluster at start', () => {
   it('a clustered gateway stops cleanly on SIGTERM, and says on /readyz that its cluster link is up until then', async () => {
     const nats = await startNatsServer();
     const state = makeTempDir('tether-state-');
-    const gw = startTether(['gateway', '--port', '0', '--grpc-port', 'off', '--auth', 'off', '--state-dir', state.path, '--cluster', nats.authUrl]);
+    const gw = startTether([
+      'gateway',
+      '--port',
+      '0',
+      '--grpc-port',
+      'off',
+      '--auth',
+      'off',
+      '--state-dir',
+      state.path,
+      '--cluster',
+      nats.authUrl,
+    ]);
     try {
       const url = (await gw.line('gateway: ')).slice('gateway: '.length);
       expect(await gw.line('cluster: ')).toMatch(new RegExp(`^cluster: ${nats.url} \\(gateway gw-[0-9a-f]+\\)$`));
@@ -103,7 +119,16 @@ describe.skipIf(!hasTool('nats-server'))('joining a cluster at start', () => {
 
   it('--help documents how the gateway authenticates to NATS', async () => {
     const r = await runTether(['gateway', '--help']);
-    for (const flag of ['--cluster-creds FILE', '--cluster-nkey FILE', '--cluster-user USER', '--cluster-token-file FILE', '--cluster-tls-ca FILE', '--cluster-tls-cert FILE', '--cluster-insecure-no-auth']) expect(r.stdout).toContain(flag);
+    for (const flag of [
+      '--cluster-creds FILE',
+      '--cluster-nkey FILE',
+      '--cluster-user USER',
+      '--cluster-token-file FILE',
+      '--cluster-tls-ca FILE',
+      '--cluster-tls-cert FILE',
+      '--cluster-insecure-no-auth',
+    ])
+      expect(r.stdout).toContain(flag);
   });
 });
 
@@ -122,9 +147,26 @@ describe("authenticating to the cluster's NATS", () => {
   it('cluster keys that do not go together are a configuration error: exit 2, each named, nothing started', async () => {
     const state = makeTempDir('tether-state-');
     try {
-      const r = await runTether(['gateway', '--port', '0', '--grpc-port', 'off', '--auth', 'off', '--state-dir', state.path, '--cluster', 'nats://gw:pw@127.0.0.1:4222', '--cluster-user', 'gw'], {
-        env: { TETHER_CLUSTER_PASSWORD: 'pw' },
-      });
+      const r = await runTether(
+        [
+          'gateway',
+          '--port',
+          '0',
+          '--grpc-port',
+          'off',
+          '--auth',
+          'off',
+          '--state-dir',
+          state.path,
+          '--cluster',
+          'nats://gw:pw@127.0.0.1:4222',
+          '--cluster-user',
+          'gw',
+        ],
+        {
+          env: { TETHER_CLUSTER_PASSWORD: 'pw' },
+        },
+      );
       expect(r.code).toBe(2);
       expect(r.stderr).toContain('give one way to authenticate, not --cluster-user and credentials in the URL');
       expect(r.stdout).not.toContain('gateway: ');
@@ -137,7 +179,10 @@ describe("authenticating to the cluster's NATS", () => {
     const nats = await startNatsServer({ auth: 'none' });
     const state = makeTempDir('tether-state-');
     try {
-      const refused = await runTether(['gateway', '--port', '0', '--grpc-port', 'off', '--auth', 'off', '--state-dir', state.path, '--cluster', nats.url], { timeoutMs: 20_000 });
+      const refused = await runTether(
+        ['gateway', '--port', '0', '--grpc-port', 'off', '--auth', 'off', '--state-dir', state.path, '--cluster', nats.url],
+        { timeoutMs: 20_000 },
+      );
       expect(refused.code).toBe(1);
       expect(refused.stderr).toContain("the cluster's NATS server must authenticate the gateways");
       expect(refused.stderr).toContain('--cluster-insecure-no-auth');
@@ -167,16 +212,35 @@ describe("authenticating to the cluster's NATS", () => {
       } finally {
         await byFile.stop();
       }
-      const wrong = await runTether(['gateway', '--port', '0', '--grpc-port', 'off', '--auth', 'off', '--state-dir', dir.path, '--cluster', nats.url, '--cluster-user', nats.user!], {
-        env: { TETHER_CLUSTER_PASSWORD: 'not-the-password' },
-        timeoutMs: 20_000,
-      });
+      const wrong = await runTether(
+        [
+          'gateway',
+          '--port',
+          '0',
+          '--grpc-port',
+          'off',
+          '--auth',
+          'off',
+          '--state-dir',
+          dir.path,
+          '--cluster',
+          nats.url,
+          '--cluster-user',
+          nats.user!,
+        ],
+        {
+          env: { TETHER_CLUSTER_PASSWORD: 'not-the-password' },
+          timeoutMs: 20_000,
+        },
+      );
       expect(wrong.code).toBe(1);
       expect(wrong.stderr).toMatch(/cannot reach the cluster's NATS server at nats:\/\/127\.0\.0\.1:\d+: .*Authorization Violation/i);
       const printed = await runTether(['config', '--print', '--program', 'gateway'], { env: { TETHER_CLUSTER: nats.authUrl } });
       expect(printed.stdout).not.toContain(nats.pass!);
       expect(printed.stdout).toContain('nats://[redacted]@127.0.0.1');
-      const withToken = await runTether(['config', '--print', '--program', 'gateway'], { env: { TETHER_CLUSTER: nats.url, TETHER_CLUSTER_TOKEN: 'tok-secret-1' } });
+      const withToken = await runTether(['config', '--print', '--program', 'gateway'], {
+        env: { TETHER_CLUSTER: nats.url, TETHER_CLUSTER_TOKEN: 'tok-secret-1' },
+      });
       expect(withToken.stdout).toContain('clusterToken: "[redacted]"');
       expect(withToken.stdout).not.toContain('tok-secret-1');
     } finally {
@@ -189,10 +253,22 @@ describe("authenticating to the cluster's NATS", () => {
     const dir = makeTempDir('tether-nats-tls-');
     makeCerts(dir.path);
     const file = (f: string) => join(dir.path, f);
-    const nats = await startNatsServer({ auth: 'none', tls: { cert: file('server.crt'), key: file('server.key'), ca: file('test-ca.crt') } });
+    const nats = await startNatsServer({
+      auth: 'none',
+      tls: { cert: file('server.crt'), key: file('server.key'), ca: file('test-ca.crt') },
+    });
     try {
       expect(nats.url).toMatch(/^tls:/);
-      const withCert = started(['--cluster', nats.url, '--cluster-tls-ca', file('test-ca.crt'), '--cluster-tls-cert', file('agent.crt'), '--cluster-tls-key', file('agent.key')]);
+      const withCert = started([
+        '--cluster',
+        nats.url,
+        '--cluster-tls-ca',
+        file('test-ca.crt'),
+        '--cluster-tls-cert',
+        file('agent.crt'),
+        '--cluster-tls-key',
+        file('agent.key'),
+      ]);
       try {
         const url = (await withCert.gw.line('gateway: ')).slice('gateway: '.length);
         expect(await withCert.gw.line('cluster: ')).toMatch(/^cluster: tls:\/\/127\.0\.0\.1:\d+ /);
@@ -202,9 +278,27 @@ describe("authenticating to the cluster's NATS", () => {
       }
       const state = makeTempDir('tether-state-');
       try {
-        const noCert = await runTether(['gateway', '--port', '0', '--grpc-port', 'off', '--auth', 'off', '--state-dir', state.path, '--cluster', nats.url, '--cluster-tls-ca', file('test-ca.crt'), '--cluster-insecure-no-auth'], {
-          timeoutMs: 20_000,
-        });
+        const noCert = await runTether(
+          [
+            'gateway',
+            '--port',
+            '0',
+            '--grpc-port',
+            'off',
+            '--auth',
+            'off',
+            '--state-dir',
+            state.path,
+            '--cluster',
+            nats.url,
+            '--cluster-tls-ca',
+            file('test-ca.crt'),
+            '--cluster-insecure-no-auth',
+          ],
+          {
+            timeoutMs: 20_000,
+          },
+        );
         expect(noCert.code).toBe(1);
         expect(noCert.stderr).toContain("cannot reach the cluster's NATS server");
       } finally {

@@ -19,8 +19,19 @@ import { startNatsServer, type NatsServer } from './support/nats-server.js';
 import { waitFor, withTimeout } from './support/wait.js';
 import { hasTool } from './support/tools.js';
 
-const record = (id: string): SessionRecord => ({ id, agent: 'builder', engine: 'claude', owner: 'alice', options: {}, created_at: new Date().toISOString() });
-const frame = (id: string, seq: number, text: string) => ({ seq, agentSeq: seq, bytes: encodeLineFrame(id, seq, 'engine', Buffer.from(JSON.stringify({ type: 'assistant', text }))) });
+const record = (id: string): SessionRecord => ({
+  id,
+  agent: 'builder',
+  engine: 'claude',
+  owner: 'alice',
+  options: {},
+  created_at: new Date().toISOString(),
+});
+const frame = (id: string, seq: number, text: string) => ({
+  seq,
+  agentSeq: seq,
+  bytes: encodeLineFrame(id, seq, 'engine', Buffer.from(JSON.stringify({ type: 'assistant', text }))),
+});
 /** The fabric's MAC key, as a gateway derives it from its token key. */
 const MAC = FabricMac.fromTokenKey(generateTokenKey('HS256').key);
 const flushed = (store: JetStreamSessionStore) => new Promise<void>((resolve) => store.whenWritten(resolve));
@@ -94,7 +105,13 @@ describe.skipIf(!hasTool('nats-server'))('the JetStream session store', () => {
     await flushed(store);
     const mirror = new SessionMirror(link, 's1', REPLAY_DEFAULTS, silentLogger, MAC);
     const seen: string[] = [];
-    const member = { clientId: 'c1', principal: 'bob', transport: 'test', sendFrame: (b: Buffer) => seen.push(b.toString()), sendReply: () => {} };
+    const member = {
+      clientId: 'c1',
+      principal: 'bob',
+      transport: 'test',
+      sendFrame: (b: Buffer) => seen.push(b.toString()),
+      sendReply: () => {},
+    };
     try {
       await mirror.attach(member, 1); // caught up: 1, 2 then the skip to 5 are read before it returns
       store.appendFrame('s1', frame('s1', 7, 'line 7'));

@@ -4,7 +4,19 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { asPermissionRequest } from '../client/permission-policy.js';
 import type { SessionItem } from '../client/remote-session.js';
 import { startClusterStack, type ClusterStack } from './support/cluster-stack.js';
-import { BASH_TURN, WORDS, LONG_TURN, isDelta, deltaText, TEARDOWN_MS, seqsOf, longTurnUnderWay, expectWholeTurn, dialectAttach, dumpLogsOnFailure } from './support/cluster-turns.js';
+import {
+  BASH_TURN,
+  WORDS,
+  LONG_TURN,
+  isDelta,
+  deltaText,
+  TEARDOWN_MS,
+  seqsOf,
+  longTurnUnderWay,
+  expectWholeTurn,
+  dialectAttach,
+  dumpLogsOnFailure,
+} from './support/cluster-turns.js';
 import { codeOf, isCanUseTool, isResult, isWithdrawal, until } from './support/items.js';
 import { processesIn, runTether } from './support/cli.js';
 import { toolResults } from './support/turns.js';
@@ -41,7 +53,9 @@ describe.skipIf(!hasTool('nats-server'))('a cluster of three gateways', () => {
     await until(i1, isWithdrawal(ask.requestId), seen[0], 10_000, 'the withdrawal on the second gateway');
     await Promise.all([i1, i2].map((it, n) => until(it, isResult, seen[n], 30_000, 'the result')));
 
-    const engineMessages = seen[0].filter((i) => i.kind === 'engine' && i.origin === 'engine').map((i) => (i as { message: Record<string, unknown> }).message);
+    const engineMessages = seen[0]
+      .filter((i) => i.kind === 'engine' && i.origin === 'engine')
+      .map((i) => (i as { message: Record<string, unknown> }).message);
     expect(toolResults(engineMessages).filter((r) => !r.is_error)).toHaveLength(1);
     expect(readFileSync(join(stack.cwd, 'made.txt'), 'utf8')).toBe('hi\n');
     // Both saw one stream: seqs one by one, the same from the second's attach on.
@@ -49,7 +63,9 @@ describe.skipIf(!hasTool('nats-server'))('a cluster of three gateways', () => {
     const tail = seqsOf(seen[1]);
     expect(seqsOf(seen[0]).slice(-tail.length)).toEqual(tail);
     const audit = await s1.audit();
-    expect(audit.filter((e) => e.action === 'permission_decision')).toEqual([expect.objectContaining({ request_id: ask.requestId, behavior: 'allow', principal: 'bob' })]);
+    expect(audit.filter((e) => e.action === 'permission_decision')).toEqual([
+      expect.objectContaining({ request_id: ask.requestId, behavior: 'allow', principal: 'bob' }),
+    ]);
 
     // Every gateway lists the fleet and says which gateway holds what.
     const [g1, g2, g3] = stack.gateways;
@@ -81,7 +97,11 @@ describe.skipIf(!hasTool('nats-server'))('a cluster of three gateways', () => {
   it('NATS restarted mid-session: the gateway holding it keeps serving its own clients, the other catches up, nothing lost or doubled', async () => {
     stack = await startClusterStack({ gateways: 2, scenario: LONG_TURN });
     dumpLogsOnFailure(stack);
-    const { s1, iters: [i1, i2], seen } = await longTurnUnderWay(stack, 0, 1); // Alice on the gateway that holds the session
+    const {
+      s1,
+      iters: [i1, i2],
+      seen,
+    } = await longTurnUnderWay(stack, 0, 1); // Alice on the gateway that holds the session
 
     await stack.nats.halt();
     // While NATS is away the holding gateway goes on serving its own client, and says so on /readyz.
@@ -91,10 +111,12 @@ describe.skipIf(!hasTool('nats-server'))('a cluster of three gateways', () => {
     expect(((await ready.json()) as { checks: Record<string, string> }).checks.cluster).toMatch(/NATS link down/);
     await stack.nats.restart();
     const t0 = Date.now();
-    await Promise.all([i1, i2].map(async (it, n) => {
-      await until(it, isResult, seen[n], 60_000, 'the turn to finish after NATS came back');
-      process.stdout.write(`NATS restart: client ${n} finished the turn ${Date.now() - t0} ms after NATS was back\n`);
-    }));
+    await Promise.all(
+      [i1, i2].map(async (it, n) => {
+        await until(it, isResult, seen[n], 60_000, 'the turn to finish after NATS came back');
+        process.stdout.write(`NATS restart: client ${n} finished the turn ${Date.now() - t0} ms after NATS was back\n`);
+      }),
+    );
     expectWholeTurn(seen);
     // What was held meanwhile reached JetStream: a newcomer on the other gateway reads the whole turn.
     const late = await (await stack.client(1, 'carol')).attach(s1.id);
@@ -107,13 +129,21 @@ describe.skipIf(!hasTool('nats-server'))('a cluster of three gateways', () => {
   it('the agent loses only its link to the gateway holding the session (which stays up): the session moves, that gateway lets go, every client resumes', async () => {
     stack = await startClusterStack({ gateways: 3, scenario: LONG_TURN });
     dumpLogsOnFailure(stack);
-    const { alice, bob, s1, iters: [i1, i2], seen } = await longTurnUnderWay(stack, 0, 2); // Alice on the holding gateway itself
+    const {
+      alice,
+      bob,
+      s1,
+      iters: [i1, i2],
+      seen,
+    } = await longTurnUnderWay(stack, 0, 2); // Alice on the holding gateway itself
     const enginePids = processesIn(stack.cwd, 'claude');
     stack.balancer.drain(0); // the agent reconnects to the second gateway; the first is still there
     await Promise.all([i1, i2].map((it, n) => until(it, isResult, seen[n], 60_000, 'the turn to finish after the move')));
     expectWholeTurn(seen);
     expect(processesIn(stack.cwd, 'claude')).toEqual(enginePids);
-    const everywhere = await Promise.all([alice, bob].map(async (c) => (await c.listSessions()).filter((x) => x.id === s1.id).map((x) => x.gateway)));
+    const everywhere = await Promise.all(
+      [alice, bob].map(async (c) => (await c.listSessions()).filter((x) => x.id === s1.id).map((x) => x.gateway)),
+    );
     expect(everywhere).toEqual([[stack.gateways[1].id], [stack.gateways[1].id]]); // held once, by the second
   }, 120_000);
 
@@ -132,8 +162,14 @@ describe.skipIf(!hasTool('nats-server'))('a cluster of three gateways', () => {
     };
     const done = Promise.all([read(local, arrivals[0]), read(remote, arrivals[1])]);
     await local.sendUserMessage('a long answer please');
-    await Promise.race([done, new Promise((_, reject) => setTimeout(() => reject(new Error('the turn did not finish within 30 s')), 30_000))]);
-    const later = [...arrivals[0]].filter(([seq]) => arrivals[1].has(seq)).map(([seq, t]) => arrivals[1].get(seq)! - t).sort((a, b) => a - b);
+    await Promise.race([
+      done,
+      new Promise((_, reject) => setTimeout(() => reject(new Error('the turn did not finish within 30 s')), 30_000)),
+    ]);
+    const later = [...arrivals[0]]
+      .filter(([seq]) => arrivals[1].has(seq))
+      .map(([seq, t]) => arrivals[1].get(seq)! - t)
+      .sort((a, b) => a - b);
     expect(later.length).toBeGreaterThan(WORDS.length);
     expect([...arrivals[1].keys()]).toEqual([...arrivals[0].keys()].filter((seq) => seq >= Math.min(...arrivals[1].keys())));
     const pct = (p: number) => later[Math.min(later.length - 1, Math.floor(p * later.length))].toFixed(1);

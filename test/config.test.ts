@@ -46,7 +46,12 @@ describe('configuration: file, then TETHER_* variables, then flags', () => {
     const env = { TETHER_PORT: '9100', TETHER_LIMITS_PROMPT_EXPIRY_MS: '30000', TETHER_STATE_DIR: dir.path };
 
     const all = loadGateway({ flags: { config, port: '9200' }, env });
-    expect(all.config).toMatchObject({ port: 9200, host: '0.0.0.0', stateDir: dir.path, limits: { helloTimeoutMs: 5000, promptExpiryMs: 30000 } });
+    expect(all.config).toMatchObject({
+      port: 9200,
+      host: '0.0.0.0',
+      stateDir: dir.path,
+      limits: { helloTimeoutMs: 5000, promptExpiryMs: 30000 },
+    });
     expect(all.sources).toEqual({
       port: '--port',
       host: config,
@@ -62,7 +67,16 @@ describe('configuration: file, then TETHER_* variables, then flags', () => {
 
   it('fills every default from named constants, and derives what depends on other keys', () => {
     const c = loadGateway({ flags: { 'state-dir': dir.path } }).config;
-    expect(c).toMatchObject({ host: '127.0.0.1', port: 7800, grpcPort: 7801, auth: 'on', allowOrigins: [], metrics: true, logLevel: 'info', logFormat: 'auto' });
+    expect(c).toMatchObject({
+      host: '127.0.0.1',
+      port: 7800,
+      grpcPort: 7801,
+      auth: 'on',
+      allowOrigins: [],
+      metrics: true,
+      logLevel: 'info',
+      logFormat: 'auto',
+    });
     expect(c.auditLog).toBe(join(dir.path, 'audit.jsonl'));
     expect(gatewayLimitsOf(c.limits)).toEqual(GATEWAY_DEFAULTS);
     expect(loadGateway({ flags: { port: '0' } }).config.grpcPort).toBe(0); // free ports for both
@@ -73,14 +87,22 @@ describe('configuration: file, then TETHER_* variables, then flags', () => {
   });
 
   it('reads lists and maps from repeated flags or comma-separated variables, JSON files too', () => {
-    expect(loadGateway({ env: { TETHER_ALLOW_ORIGINS: 'https://a.example, http://b.example:8080' } }).config.allowOrigins).toEqual(['https://a.example', 'http://b.example:8080']);
+    expect(loadGateway({ env: { TETHER_ALLOW_ORIGINS: 'https://a.example, http://b.example:8080' } }).config.allowOrigins).toEqual([
+      'https://a.example',
+      'http://b.example:8080',
+    ]);
     expect(loadGateway({ flags: { 'allow-origin': ['https://c.example'] } }).config.allowOrigins).toEqual(['https://c.example']);
-    const agent = (inputs: ConfigInputs) => loadConfig(AGENT_CONFIG, { ...inputs, env: { TETHER_GATEWAY: 'ws://gw:7800', ...inputs.env } }).config;
+    const agent = (inputs: ConfigInputs) =>
+      loadConfig(AGENT_CONFIG, { ...inputs, env: { TETHER_GATEWAY: 'ws://gw:7800', ...inputs.env } }).config;
     expect(agent({ env: { TETHER_LABELS: 'team=infra,os=linux' } }).labels).toEqual({ team: 'infra', os: 'linux' });
     expect(agent({ flags: { label: ['team=web', 'gpu=yes'] } }).labels).toEqual({ team: 'web', gpu: 'yes' });
     expect(agent({ env: { TETHER_AGENT: 'buildbox' } }).name).toBe('buildbox');
     const json = file('agent.json', JSON.stringify({ gateway: 'grpcs://gw.example:7801', engine: 'demo', heartbeatIntervalMs: 5000 }));
-    expect(loadConfig(AGENT_CONFIG, { flags: { config: json }, env: {} }).config).toMatchObject({ gateway: 'grpcs://gw.example:7801', engine: 'demo', heartbeatIntervalMs: 5000 });
+    expect(loadConfig(AGENT_CONFIG, { flags: { config: json }, env: {} }).config).toMatchObject({
+      gateway: 'grpcs://gw.example:7801',
+      engine: 'demo',
+      heartbeatIntervalMs: 5000,
+    });
   });
 
   it('reads the agent token from a file, and masks it when printed', () => {
@@ -91,7 +113,10 @@ describe('configuration: file, then TETHER_* variables, then flags', () => {
     expect(printed).not.toContain('eyJ.secret.token');
     expect(parseYaml(printed)).toMatchObject({ gateway: 'ws://gw:7800', token: '[redacted]', tokenFile });
     expect(printed).toContain('gateway: ws://gw:7800 # --gateway\n');
-    expect(JSON.parse(renderConfig(loadConfig(AGENT_CONFIG, { flags: { gateway: 'ws://gw:7800', token: 'abc' }, env: {} }), { json: true })).token).toBe('[redacted]');
+    expect(
+      JSON.parse(renderConfig(loadConfig(AGENT_CONFIG, { flags: { gateway: 'ws://gw:7800', token: 'abc' }, env: {} }), { json: true }))
+        .token,
+    ).toBe('[redacted]');
   });
 
   it('documents every key: help text, and a flag or variable name', () => {
@@ -106,7 +131,12 @@ describe('configuration: file, then TETHER_* variables, then flags', () => {
 
 describe('configuration errors: every problem at once, with its key and source', () => {
   it('unknown keys, bad types and a missing key file, in one report', () => {
-    const config = file('gateway.yaml', ['prot: 9000', 'grpcPort: "7801"', 'keyFile: /nonexistent/key.json', 'limits:', '  helloTimeoutMs: -5', '  maxClients: 3', ''].join('\n'));
+    const config = file(
+      'gateway.yaml',
+      ['prot: 9000', 'grpcPort: "7801"', 'keyFile: /nonexistent/key.json', 'limits:', '  helloTimeoutMs: -5', '  maxClients: 3', ''].join(
+        '\n',
+      ),
+    );
     const problems = problemsOf(() => loadGateway({ flags: { config, 'log-level': 'loud' }, env: { TETHER_PORT: 'abc' } }));
     expect(problems).toEqual([
       'port (from TETHER_PORT): expected a number, got "abc"',
@@ -121,7 +151,13 @@ describe('configuration errors: every problem at once, with its key and source',
 
   it('a key file that is not a key, ranges, origins and URLs', () => {
     const notKey = file('key.json', '{"kty":"oct","k":"c2hvcnQ"}');
-    expect(problemsOf(() => loadGateway({ flags: { key: notKey, port: '70000', 'allow-origin': ['https://ok.example', 'http://x.example/path'], 'jwks-url': 'ftp://idp' } }))).toEqual([
+    expect(
+      problemsOf(() =>
+        loadGateway({
+          flags: { key: notKey, port: '70000', 'allow-origin': ['https://ok.example', 'http://x.example/path'], 'jwks-url': 'ftp://idp' },
+        }),
+      ),
+    ).toEqual([
       'port (from --port): must be at most 65535, got 70000',
       `keyFile (from --key): ${notKey}: an HS256 secret needs at least 32 bytes, this one has 5`,
       'jwksUrl (from --jwks-url): must be an http(s) URL, got "ftp://idp"',
@@ -130,13 +166,21 @@ describe('configuration errors: every problem at once, with its key and source',
   });
 
   it('config files that cannot be used', () => {
-    expect(problemsOf(() => loadGateway({ flags: { config: join(dir.path, 'missing.yaml') } }))).toEqual([`config file ${join(dir.path, 'missing.yaml')}: cannot read it (ENOENT)`]);
+    expect(problemsOf(() => loadGateway({ flags: { config: join(dir.path, 'missing.yaml') } }))).toEqual([
+      `config file ${join(dir.path, 'missing.yaml')}: cannot read it (ENOENT)`,
+    ]);
     const list = file('list.yaml', '- port: 1\n');
-    expect(problemsOf(() => loadGateway({ flags: { config: list } }))).toEqual([`config file ${list}: must hold a mapping of keys to values`]);
+    expect(problemsOf(() => loadGateway({ flags: { config: list } }))).toEqual([
+      `config file ${list}: must hold a mapping of keys to values`,
+    ]);
     const badYaml = file('bad.yaml', 'port: [1\n');
-    expect(problemsOf(() => loadGateway({ flags: { config: badYaml } }))[0]).toMatch(new RegExp(`^config file ${badYaml}: not valid YAML \\(`));
+    expect(problemsOf(() => loadGateway({ flags: { config: badYaml } }))[0]).toMatch(
+      new RegExp(`^config file ${badYaml}: not valid YAML \\(`),
+    );
     const badJson = file('bad.json', '{"port": 1,');
-    expect(problemsOf(() => loadGateway({ flags: { config: badJson } }))[0]).toMatch(new RegExp(`^config file ${badJson}: not valid JSON \\(`));
+    expect(problemsOf(() => loadGateway({ flags: { config: badJson } }))[0]).toMatch(
+      new RegExp(`^config file ${badJson}: not valid JSON \\(`),
+    );
     expect(loadGateway({ flags: { config: file('empty.yaml', '') } }).config.port).toBe(7800);
   });
 
@@ -149,7 +193,9 @@ describe('configuration errors: every problem at once, with its key and source',
       'name (from TETHER_AGENT): letters, digits, dot, dash and underscore only',
     ]);
     const missing = join(dir.path, 'no.token');
-    expect(agent({ flags: { gateway: 'ws://gw:7800', 'token-file': missing } })).toEqual([`tokenFile (from --token-file): cannot read ${missing}: ENOENT`]);
+    expect(agent({ flags: { gateway: 'ws://gw:7800', 'token-file': missing } })).toEqual([
+      `tokenFile (from --token-file): cannot read ${missing}: ENOENT`,
+    ]);
     expect(agent({ flags: { gateway: 'ws://gw:7800', 'token-file': file('t', 'x') }, env: { TETHER_TOKEN: 'y' } })).toEqual([
       'tokenFile (from --token-file): use a token or a token file, not both (token is set by TETHER_TOKEN)',
     ]);
@@ -158,7 +204,9 @@ describe('configuration errors: every problem at once, with its key and source',
   it('gateway: --key and --state-dir on one command line are refused as before', () => {
     const key = join(dir.path, 'k.json');
     writeKeyFile(key, generateTokenKey('HS256').privateJwk);
-    expect(problemsOf(() => loadGateway({ flags: { key, 'state-dir': dir.path } }))).toEqual(['keyFile (from --key): use --key or --state-dir, not both']);
+    expect(problemsOf(() => loadGateway({ flags: { key, 'state-dir': dir.path } }))).toEqual([
+      'keyFile (from --key): use --key or --state-dir, not both',
+    ]);
     expect(loadGateway({ flags: { key }, env: { TETHER_STATE_DIR: dir.path } }).config).toMatchObject({ keyFile: key, stateDir: dir.path });
   });
 
@@ -181,7 +229,9 @@ describe('the CLI refuses a bad configuration before opening anything', () => {
     const port = (held.address() as { port: number }).port;
     const config = file('gw.yaml', 'limits:\n  slowClientByte: 1\n');
     const state = join(dir.path, 'state');
-    const r = await runTether(['gateway', '--config', config, '--port', String(port), '--state-dir', state, '--auth', 'maybe'], { env: { TETHER_LOG_LEVEL: '' } });
+    const r = await runTether(['gateway', '--config', config, '--port', String(port), '--state-dir', state, '--auth', 'maybe'], {
+      env: { TETHER_LOG_LEVEL: '' },
+    });
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('');
     expect(r.stderr).toBe(
@@ -195,7 +245,9 @@ describe('the CLI refuses a bad configuration before opening anything', () => {
   it('tether agent and tether up exit 2 the same way', async () => {
     const agent = await runTether(['agent', '--gateway', 'ws://127.0.0.1:1', '--engine', 'gpt'], { env: { TETHER_GATEWAY: '' } });
     expect(agent.code).toBe(2);
-    expect(agent.stderr).toBe('tether: invalid configuration for tether agent (1 problem):\n  engine (from --engine): must be one of auto, claude, demo; got "gpt"\n');
+    expect(agent.stderr).toBe(
+      'tether: invalid configuration for tether agent (1 problem):\n  engine (from --engine): must be one of auto, claude, demo; got "gpt"\n',
+    );
     const up = await runTether(['up', '--port', 'x', '--state-dir', join(dir.path, 'up')]);
     expect(up.code).toBe(2);
     expect(up.stderr).toBe('tether: invalid configuration for tether up (1 problem):\n  port (from --port): expected a number, got "x"\n');
@@ -204,14 +256,22 @@ describe('the CLI refuses a bad configuration before opening anything', () => {
 
   it('tether config --print shows the effective configuration, secrets masked', async () => {
     const config = file('agent.yaml', 'gateway: wss://gw.example:7800\nlabels:\n  team: infra\n');
-    const r = await runTether(['config', '--print', '--program', 'agent', '--config', config, '--name', 'box-1'], { env: { TETHER_TOKEN: 'eyJ.very.secret', TETHER_GATEWAY: '', TETHER_AGENT: '' } });
+    const r = await runTether(['config', '--print', '--program', 'agent', '--config', config, '--name', 'box-1'], {
+      env: { TETHER_TOKEN: 'eyJ.very.secret', TETHER_GATEWAY: '', TETHER_AGENT: '' },
+    });
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout).not.toContain('very.secret');
     expect(r.stdout).toContain(`# effective configuration of tether agent (config file ${config}); secrets masked`);
     expect(r.stdout).toContain('name: box-1 # --name\n');
     expect(r.stdout).toContain('token: "[redacted]" # TETHER_TOKEN\n');
-    expect(parseYaml(r.stdout)).toMatchObject({ gateway: 'wss://gw.example:7800', name: 'box-1', labels: { team: 'infra' }, engine: 'auto', heartbeatIntervalMs: 15000 });
+    expect(parseYaml(r.stdout)).toMatchObject({
+      gateway: 'wss://gw.example:7800',
+      name: 'box-1',
+      labels: { team: 'infra' },
+      engine: 'auto',
+      heartbeatIntervalMs: 15000,
+    });
 
     const foreign = await runTether(['config', '--print', '--program', 'gateway', '--name', 'x']);
     expect(foreign.code).toBe(2);

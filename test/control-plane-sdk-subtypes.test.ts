@@ -14,7 +14,10 @@ import { rejectionOf } from './support/items.js';
  */
 
 type Reply = { response: { subtype: string; response?: Record<string, any> } };
-const statusCwd = (r: Reply) => ((r.response.response?.sections ?? []) as Array<{ rows: Array<{ label: string; value: string }> }>).flatMap((s) => s.rows).find((row) => row.label === 'cwd')?.value;
+const statusCwd = (r: Reply) =>
+  ((r.response.response?.sections ?? []) as Array<{ rows: Array<{ label: string; value: string }> }>)
+    .flatMap((s) => s.rows)
+    .find((row) => row.label === 'cwd')?.value;
 
 describe('subtypes the Agent SDK knows, by default', () => {
   let rig: EngineRig;
@@ -31,7 +34,9 @@ describe('subtypes the Agent SDK knows, by default', () => {
     const status = (await bob.request('get_status')) as Reply;
     expect(status.response.subtype).toBe('success');
     expect(statusCwd(status)).toBe(rig.cwd);
-    expect(((await bob.request('side_question', { question: 'and?' })) as Reply).response.response).toMatchObject({ response: 'A side answer.' });
+    expect(((await bob.request('side_question', { question: 'and?' })) as Reply).response.response).toMatchObject({
+      response: 'A side answer.',
+    });
     expect(((await bob.request('get_plan')) as Reply).response).toMatchObject({ subtype: 'success', response: { exists: false } });
     expect(((await bob.request('set_prompt_suggestions_paused', { paused: true })) as Reply).response.subtype).toBe('success');
     for (const [subtype, words] of [
@@ -52,7 +57,7 @@ describe('subtypes the Agent SDK knows, by default', () => {
   });
 });
 
-describe('set_cwd, when the agent owner allows it, is held to the session roots and the policy\'s workingFolders', () => {
+describe("set_cwd, when the agent owner allows it, is held to the session roots and the policy's workingFolders", () => {
   let rig: EngineRig;
   let root: TempDir;
   let outside: TempDir;
@@ -61,8 +66,14 @@ describe('set_cwd, when the agent owner allows it, is held to the session roots 
     outside = makeTempDir('tether-setcwd-out-');
     for (const d of ['a', 'b']) mkdirSync(join(root.path, d));
     symlinkSync(outside.path, join(root.path, 'a', 'escape'));
-    const policy = new StaticPolicy(Policy.compile({ workingFolders: { 'test-agent': [join(root.path, 'a'), join(root.path, 'b'), outside.path] } }));
-    rig = await startRig('claude', { responses: [] }, { policy, agentOptions: { engineControls: { allowControls: ['set_cwd'] }, sessionRoots: [root.path] } });
+    const policy = new StaticPolicy(
+      Policy.compile({ workingFolders: { 'test-agent': [join(root.path, 'a'), join(root.path, 'b'), outside.path] } }),
+    );
+    rig = await startRig(
+      'claude',
+      { responses: [] },
+      { policy, agentOptions: { engineControls: { allowControls: ['set_cwd'] }, sessionRoots: [root.path] } },
+    );
   });
   afterAll(async () => {
     await rig?.stop();
@@ -79,7 +90,9 @@ describe('set_cwd, when the agent owner allows it, is held to the session roots 
     expect(policyOut.message).toContain(`policy rule: workingFolders.test-agent`);
     // The agent's own checks answer in the engine's place (a control_response error).
     const rootOut = await rejectionOf(owner.request('set_cwd', { path: outside.path })); // a policy folder, not a session root
-    expect(rootOut.message).toContain(`working folder ${outside.path} is outside the folders agent "test-agent" lets sessions use (--session-root`);
+    expect(rootOut.message).toContain(
+      `working folder ${outside.path} is outside the folders agent "test-agent" lets sessions use (--session-root`,
+    );
     const viaLink = await rejectionOf(owner.request('set_cwd', { path: join(a, 'escape') })); // written inside, leads out
     expect(viaLink.message).toContain('is outside the folders agent "test-agent" lets sessions use');
     expect((await rejectionOf(owner.request('set_cwd', { path: 'b' }))).code).toBe('INVALID_ARGUMENT');

@@ -47,18 +47,22 @@ describe.each(['ws', 'grpc'] as const)('engine control requests from clients, ov
     await readTurn(session, () => ({ behavior: 'deny', message: 'no tools here' }));
   }
 
-  it('mcp_set_servers with a stdio server is refused in the flags\' words; the program never runs; a safe request still works', async () => {
+  it("mcp_set_servers with a stdio server is refused in the flags' words; the program never runs; a safe request still works", async () => {
     const marker = join(tmp.path, `mcp-${transport}`);
     const session = await ownSession();
     const err = await rejectionOf(session.request('mcp_set_servers', { servers: stdioServer(marker) }));
     expect(err.code).toBe('PERMISSION_DENIED');
-    expect(err.message).toBe('engine control "mcp_set_servers" is not allowed by agent "test-agent" (it makes the engine start a program); its owner can allow it with --allow-engine-control mcp_set_servers');
+    expect(err.message).toBe(
+      'engine control "mcp_set_servers" is not allowed by agent "test-agent" (it makes the engine start a program); its owner can allow it with --allow-engine-control mcp_set_servers',
+    );
     const status = (await session.request('mcp_status')) as { response: { response: { mcpServers: unknown[] } } };
     expect(status.response.response.mcpServers).toEqual([]);
     expect(await session.request('get_context_usage')).toMatchObject({ response: { subtype: 'success' } });
     expect(existsSync(marker)).toBe(false);
     const refused = (await audit.read({ action: 'control', session_id: session.id })).entries.filter((r) => r.result === 'refused');
-    expect(refused).toEqual([expect.objectContaining({ subtype: 'mcp_set_servers', code: 'PERMISSION_DENIED', decided_by: 'tether:policy' })]);
+    expect(refused).toEqual([
+      expect.objectContaining({ subtype: 'mcp_set_servers', code: 'PERMISSION_DENIED', decided_by: 'tether:policy' }),
+    ]);
     await session.stop();
   });
 
@@ -68,7 +72,9 @@ describe.each(['ws', 'grpc'] as const)('engine control requests from clients, ov
     const hooks = { UserPromptSubmit: [{ hooks: [{ type: 'command', command: `touch ${marker}` }] }] };
     const err = await rejectionOf(session.request('apply_flag_settings', { settings: { hooks } }));
     expect(err.code).toBe('PERMISSION_DENIED');
-    expect(err.message).toContain('engine control "apply_flag_settings" is not allowed by agent "test-agent" (it makes the engine start a program)');
+    expect(err.message).toContain(
+      'engine control "apply_flag_settings" is not allowed by agent "test-agent" (it makes the engine start a program)',
+    );
     await oneTurn(session);
     expect(existsSync(marker)).toBe(false);
     await session.stop();
@@ -95,12 +101,14 @@ describe.each(['ws', 'grpc'] as const)('engine control requests from clients, ov
 
   it('apply_flag_settings with safe keys only (a model the policy allows) still reaches the engine', async () => {
     const session = await ownSession();
-    expect(await session.request('apply_flag_settings', { settings: { model: 'claude-tether-test' } })).toMatchObject({ response: { subtype: 'success' } });
+    expect(await session.request('apply_flag_settings', { settings: { model: 'claude-tether-test' } })).toMatchObject({
+      response: { subtype: 'success' },
+    });
     await session.stop();
   });
 });
 
-describe('the agent owner\'s --allow-engine-control', () => {
+describe("the agent owner's --allow-engine-control", () => {
   let rig: EngineRig;
   let tmp: TempDir;
   beforeAll(async () => {
@@ -112,18 +120,20 @@ describe('the agent owner\'s --allow-engine-control', () => {
     tmp?.cleanup();
   });
 
-  it('lets the session\'s owner start the server; a controller may not, nor may anyone send what the owner did not allow', async () => {
+  it("lets the session's owner start the server; a controller may not, nor may anyone send what the owner did not allow", async () => {
     const owner = await (await rig.stack.client()).createSession({ agent: 'test-agent' });
     const bob = await (await rig.stack.client({ sub: 'bob' })).attach(owner.id);
     const bobMarker = join(tmp.path, 'bob');
     const err = await rejectionOf(bob.request('mcp_set_servers', { servers: stdioServer(bobMarker) }));
     expect(err.code).toBe('PERMISSION_DENIED');
-    expect(err.message).toContain('may be sent only by the session\'s owner');
+    expect(err.message).toContain("may be sent only by the session's owner");
     expect((await rejectionOf(owner.request('reload_plugins'))).message).toContain('--allow-engine-control reload_plugins');
     const viewer = await (await rig.stack.client({ sub: 'carol' })).attach(owner.id, { readOnly: true });
     expect((await rejectionOf(viewer.request('interrupt'))).code).toBe('PERMISSION_DENIED'); // viewers send nothing at all
     const marker = join(tmp.path, 'owner');
-    const reply = (await owner.request('mcp_set_servers', { servers: stdioServer(marker) })) as { response: { response: { added?: string[] } } };
+    const reply = (await owner.request('mcp_set_servers', { servers: stdioServer(marker) })) as {
+      response: { response: { added?: string[] } };
+    };
     expect(reply.response.response.added).toEqual(['x']);
     await waitFor(() => existsSync(marker), 15_000, 'the allowed server to start');
     expect(existsSync(bobMarker)).toBe(false);
@@ -135,7 +145,9 @@ describe('the agent owner\'s --allow-engine-control', () => {
     rig.stack.gateway.directory.agent('test-agent')!.descriptor.allow_engine_controls = ['mcp_set_servers', 'apply_flag_settings'];
     const marker = join(tmp.path, 'through-the-gateway');
     const session = await (await rig.stack.client()).createSession({ agent: 'test-agent' });
-    const err = await rejectionOf(session.request('apply_flag_settings', { settings: { statusLine: { type: 'command', command: `touch ${marker}` }, hooks: {} } }));
+    const err = await rejectionOf(
+      session.request('apply_flag_settings', { settings: { statusLine: { type: 'command', command: `touch ${marker}` }, hooks: {} } }),
+    );
     expect(err.message).toContain('engine control "apply_flag_settings" is not allowed by agent "test-agent"');
     expect((await session.request('mcp_status')) as Record<string, unknown>).toMatchObject({ response: { subtype: 'success' } });
     expect(existsSync(marker)).toBe(false);
@@ -143,17 +155,20 @@ describe('the agent owner\'s --allow-engine-control', () => {
   });
 });
 
-describe('--setting-sources is the agent owner\'s choice', () => {
+describe("--setting-sources is the agent owner's choice", () => {
   let rig: EngineRig;
   beforeAll(async () => {
     rig = await startRig('claude', { responses: [] });
   });
   afterAll(() => rig?.stop());
 
-  it.each([['--setting-sources='], ['--setting-sources', 'project']])('extra_args %s … is refused with PERMISSION_DENIED naming the flag', async (...args: string[]) => {
-    const client = await rig.stack.client();
-    const err = await rejectionOf(client.createSession({ agent: 'test-agent', options: { extra_args: args } }));
-    expect(err.code).toBe('PERMISSION_DENIED');
-    expect(err.message).toContain('engine flag "--setting-sources" is not allowed by agent "test-agent"');
-  });
+  it.each([['--setting-sources='], ['--setting-sources', 'project']])(
+    'extra_args %s … is refused with PERMISSION_DENIED naming the flag',
+    async (...args: string[]) => {
+      const client = await rig.stack.client();
+      const err = await rejectionOf(client.createSession({ agent: 'test-agent', options: { extra_args: args } }));
+      expect(err.code).toBe('PERMISSION_DENIED');
+      expect(err.message).toContain('engine flag "--setting-sources" is not allowed by agent "test-agent"');
+    },
+  );
 });

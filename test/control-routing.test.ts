@@ -33,7 +33,11 @@ describe('control routing', () => {
   });
 
   it('removes the request_id when the client sent none', () => {
-    expect(JSON.parse(restoreRequestId('{"type":"control_response","response":{"request_id":"tether-1","subtype":"success"}}', 'tether-1', undefined))).toEqual({
+    expect(
+      JSON.parse(
+        restoreRequestId('{"type":"control_response","response":{"request_id":"tether-1","subtype":"success"}}', 'tether-1', undefined),
+      ),
+    ).toEqual({
       type: 'control_response',
       response: { subtype: 'success' },
     });

@@ -13,13 +13,26 @@ type Frame = Record<string, any>;
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ENGINE = join(ROOT, 'dist/agent/demo-engine/main.js');
 const MODULES = ['main', 'turns', 'frames', 'shell'];
-const BASE_ARGS = ['-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose',
-  '--permission-prompt-tool', 'stdio'];
+const BASE_ARGS = [
+  '-p',
+  '--input-format',
+  'stream-json',
+  '--output-format',
+  'stream-json',
+  '--verbose',
+  '--permission-prompt-tool',
+  'stdio',
+];
 const WAIT_MS = 5_000;
 
 const INIT = { type: 'control_request', request_id: 'init_1', request: { subtype: 'initialize', hooks: null } };
-const prompt = (content: string, extra: Frame = {}): Frame =>
-  ({ type: 'user', message: { role: 'user', content }, parent_tool_use_id: null, session_id: 'default', ...extra });
+const prompt = (content: string, extra: Frame = {}): Frame => ({
+  type: 'user',
+  message: { role: 'user', content },
+  parent_tool_use_id: null,
+  session_id: 'default',
+  ...extra,
+});
 const allow = (req: Frame, updatedInput: unknown): Frame => ({
   type: 'control_response',
   response: { subtype: 'success', request_id: req.request_id, response: { behavior: 'allow', updatedInput } },
@@ -36,7 +49,11 @@ class Engine {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   private waiters: Array<() => void> = [];
 
-  constructor(readonly cwd: string, args: string[] = [], env: Record<string, string> = {}) {
+  constructor(
+    readonly cwd: string,
+    args: string[] = [],
+    env: Record<string, string> = {},
+  ) {
     const baseEnv = { ...process.env };
     delete baseEnv.CLAUDE_CODE_SDK_READS_SESSION_STATE;
     this.proc = spawn(process.execPath, [ENGINE, ...BASE_ARGS, ...args], { cwd, env: { ...baseEnv, ...env } });
@@ -44,7 +61,9 @@ class Engine {
       this.frames.push(JSON.parse(line) as Frame);
       for (const w of this.waiters) w();
     });
-    this.proc.stderr.on('data', (d: Buffer) => { this.stderr += d.toString(); });
+    this.proc.stderr.on('data', (d: Buffer) => {
+      this.stderr += d.toString();
+    });
     this.proc.stdin.on('error', () => {});
     this.exited = new Promise((resolve) => this.proc.on('exit', (code, signal) => resolve({ code, signal })));
   }
@@ -68,10 +87,15 @@ class Engine {
         resolve(hit);
         return true;
       };
-      const waiter = (): void => { check(); };
+      const waiter = (): void => {
+        check();
+      };
       const timer = setTimeout(() => {
         this.waiters = this.waiters.filter((w) => w !== waiter);
-        const tail = this.frames.slice(-5).map((f) => JSON.stringify(f).slice(0, 200)).join('\n');
+        const tail = this.frames
+          .slice(-5)
+          .map((f) => JSON.stringify(f).slice(0, 200))
+          .join('\n');
         reject(new Error(`timed out waiting for a frame; last frames:\n${tail}\nstderr: ${this.stderr}`));
       }, WAIT_MS);
       this.waiters.push(waiter);
@@ -98,10 +122,11 @@ class Engine {
 
 const isResult = (f: Frame): boolean => f.type === 'result';
 const isCanUseTool = (f: Frame): boolean => f.type === 'control_request' && f.request?.subtype === 'can_use_tool';
-const toolResults = (e: Engine): Frame[] => e.frames
-  .filter((f) => f.type === 'user' && Array.isArray(f.message?.content))
-  .flatMap((f) => f.message.content as Frame[])
-  .filter((b) => b.type === 'tool_result');
+const toolResults = (e: Engine): Frame[] =>
+  e.frames
+    .filter((f) => f.type === 'user' && Array.isArray(f.message?.content))
+    .flatMap((f) => f.message.content as Frame[])
+    .filter((b) => b.type === 'tool_result');
 
 let engines: Engine[] = [];
 let dirs: string[] = [];
@@ -143,8 +168,12 @@ describe('demo engine', () => {
     const reply = await e.waitFor((f) => f.type === 'control_response');
     expect(reply.response).toMatchObject({ subtype: 'success', request_id: 'init_1', pending_permission_requests: [] });
     expect(reply.response.response).toMatchObject({
-      commands: [], agents: [], claude_code_version: 'demo', current_permission_mode: 'default',
-      hook_on_failure_supported: true, pid: e.proc.pid,
+      commands: [],
+      agents: [],
+      claude_code_version: 'demo',
+      current_permission_mode: 'default',
+      hook_on_failure_supported: true,
+      pid: e.proc.pid,
       models: [{ value: 'demo-model', displayName: 'Demo', description: 'Built-in demo engine' }],
     });
     expect(reply.response.response.hooks_applied).toBeUndefined();
@@ -174,8 +203,13 @@ describe('demo engine', () => {
     expect(text.message.id).toMatch(/^msg_demo_/);
     expect(text.message.content[0].text).toBe('Hello from the Tether demo engine. You said: Say hi');
     expect(result).toMatchObject({
-      subtype: 'success', is_error: false, result: 'Hello from the Tether demo engine. You said: Say hi',
-      session_id: init.session_id, stop_reason: 'end_turn', terminal_reason: 'completed', total_cost_usd: 0,
+      subtype: 'success',
+      is_error: false,
+      result: 'Hello from the Tether demo engine. You said: Say hi',
+      session_id: init.session_id,
+      stop_reason: 'end_turn',
+      terminal_reason: 'completed',
+      total_cost_usd: 0,
       permission_denials: [],
     });
     expect(e.frames.some((f) => f.type === 'stream_event')).toBe(false);
@@ -187,7 +221,8 @@ describe('demo engine', () => {
     e.send(prompt('Please create a file'));
     const ask = await e.waitFor(isCanUseTool);
     expect(ask.request).toMatchObject({
-      tool_name: 'Bash', display_name: 'Bash',
+      tool_name: 'Bash',
+      display_name: 'Bash',
       input: { command: "echo 'hello from tether' > tether-demo.txt", description: 'Write a demo file' },
     });
     expect(ask.request_id).toMatch(/^[0-9a-f-]{36}$/);
@@ -197,8 +232,13 @@ describe('demo engine', () => {
     const result = await e.waitFor(isResult);
     expect(result).toMatchObject({ subtype: 'success', is_error: false, result: 'Done: the command ran.', num_turns: 2 });
     expect(readFileSync(join(e.cwd, 'tether-demo.txt'), 'utf8')).toBe('hello from tether\n');
-    expect(toolResults(e)).toEqual([expect.objectContaining({
-      tool_use_id: ask.request.tool_use_id, content: '(Bash completed with no output)', is_error: false })]);
+    expect(toolResults(e)).toEqual([
+      expect.objectContaining({
+        tool_use_id: ask.request.tool_use_id,
+        content: '(Bash completed with no output)',
+        is_error: false,
+      }),
+    ]);
     await e.waitFor((f) => f.subtype === 'session_state_changed' && f.state === 'idle');
     const states = e.frames.filter((f) => f.subtype === 'session_state_changed').map((f) => f.state);
     expect(states).toEqual(['running', 'requires_action', 'running', 'idle']);
@@ -211,9 +251,7 @@ describe('demo engine', () => {
     e.send(deny(ask, 'Not allowed by policy'));
     const result = await e.waitFor(isResult);
     expect(result).toMatchObject({ subtype: 'success', is_error: false, result: 'Understood, I did not run it.' });
-    expect(result.permission_denials).toEqual([
-      { tool_name: 'Bash', tool_use_id: ask.request.tool_use_id, tool_input: ask.request.input },
-    ]);
+    expect(result.permission_denials).toEqual([{ tool_name: 'Bash', tool_use_id: ask.request.tool_use_id, tool_input: ask.request.input }]);
     expect(toolResults(e)).toEqual([expect.objectContaining({ content: 'Not allowed by policy', is_error: true })]);
     expect(existsSync(join(e.cwd, 'tether-demo.txt'))).toBe(false);
   });

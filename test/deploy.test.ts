@@ -26,7 +26,10 @@ interface ComposeService {
   profiles?: string[];
 }
 
-const compose = parseYaml(read('docker-compose.yml'), { merge: true }) as { services: Record<string, ComposeService>; volumes: Record<string, unknown> };
+const compose = parseYaml(read('docker-compose.yml'), { merge: true }) as {
+  services: Record<string, ComposeService>;
+  volumes: Record<string, unknown>;
+};
 /** The services that run our image (its entry point is `tether`), without a profile. */
 const tetherServices = Object.entries(compose.services).filter(([, s]) => s.build === '.' && !s.profiles);
 /** The services of the cluster profile (three gateways on one NATS server). */
@@ -66,7 +69,13 @@ describe('docker-compose.yml uses only what the CLI has', () => {
       writeFileSync(token, 'eyJ.a.b\n');
       const env = { ...compose.services.agent.environment, TETHER_TOKEN_FILE: token };
       const agent = loadConfig(AGENT_CONFIG, { env, flags: {} }).config;
-      expect(agent).toMatchObject({ gateway: 'ws://gateway:7800', name: 'build-1', engine: 'demo', token: 'eyJ.a.b', labels: { env: 'compose' } });
+      expect(agent).toMatchObject({
+        gateway: 'ws://gateway:7800',
+        name: 'build-1',
+        engine: 'demo',
+        token: 'eyJ.a.b',
+        labels: { env: 'compose' },
+      });
     } finally {
       tmp.cleanup();
     }
@@ -82,21 +91,34 @@ describe('docker-compose.yml uses only what the CLI has', () => {
     expect(g.ports).toEqual(expect.arrayContaining([expect.stringMatching(/:7800$/), expect.stringMatching(/:7801$/)]));
     expect(compose.services['agent-token'].depends_on).toEqual({ gateway: { condition: 'service_healthy' } });
     expect(compose.services.agent.depends_on).toEqual({ 'agent-token': { condition: 'service_completed_successfully' } });
-    expect(Object.keys(compose.volumes).sort()).toEqual(expect.arrayContaining(['agent-key', 'agent-secrets', 'gateway-state', 'workspace']));
+    expect(Object.keys(compose.volumes).sort()).toEqual(
+      expect.arrayContaining(['agent-key', 'agent-secrets', 'gateway-state', 'workspace']),
+    );
   });
 
-  it.skipIf(!hasDockerCompose())('passes docker-compose config, also with each profile (skipped only where docker-compose is not installed; .ci/run installs it)', () => {
-    for (const profile of [[], ['--profile', 'monitoring'], ['--profile', 'cluster']]) {
-      execFileSync('docker-compose', ['-f', join(ROOT, 'docker-compose.yml'), ...profile, 'config', '-q'], { stdio: 'pipe' });
-    }
-  });
+  it.skipIf(!hasDockerCompose())(
+    'passes docker-compose config, also with each profile (skipped only where docker-compose is not installed; .ci/run installs it)',
+    () => {
+      for (const profile of [[], ['--profile', 'monitoring'], ['--profile', 'cluster']]) {
+        execFileSync('docker-compose', ['-f', join(ROOT, 'docker-compose.yml'), ...profile, 'config', '-q'], { stdio: 'pipe' });
+      }
+    },
+  );
 });
 
 describe('docker-compose.yml, cluster profile: three gateways on one NATS server', () => {
   const gateways = ['gateway-1', 'gateway-2', 'gateway-3'];
 
   it('has NATS with JetStream, three gateways of our image and an agent given all three', () => {
-    expect(Object.keys(clusterServices).sort()).toEqual(['cluster-agent', 'cluster-agent-token', 'cluster-nats-password', 'gateway-1', 'gateway-2', 'gateway-3', 'nats']);
+    expect(Object.keys(clusterServices).sort()).toEqual([
+      'cluster-agent',
+      'cluster-agent-token',
+      'cluster-nats-password',
+      'gateway-1',
+      'gateway-2',
+      'gateway-3',
+      'nats',
+    ]);
     const natsStart = clusterServices.nats.entrypoint!.join(' ');
     for (const arg of ['--jetstream', '--store_dir', '--config /etc/nats/tether.conf']) expect(natsStart).toContain(arg);
     expect(clusterServices.nats.volumes).toContain('./deploy/nats-cluster.conf:/etc/nats/tether.conf:ro');
@@ -138,12 +160,19 @@ describe('docker-compose.yml, cluster profile: three gateways on one NATS server
       expect(clusterServices.nats.volumes).toContain('cluster-nats-secrets:/run/tether-nats:ro');
       expect(clusterServices['cluster-nats-password'].volumes).toEqual(['cluster-nats-secrets:/secrets']);
       rest.TETHER_CLUSTER_PASSWORD = 'p-checked-elsewhere';
-      expect(loadConfig(GATEWAY_CONFIG, { env: rest, flags: {} }).config).toMatchObject({ host: '0.0.0.0', port: 7800, grpcPort: 7801, cluster: 'nats://nats:4222' });
+      expect(loadConfig(GATEWAY_CONFIG, { env: rest, flags: {} }).config).toMatchObject({
+        host: '0.0.0.0',
+        port: 7800,
+        grpcPort: 7801,
+        cluster: 'nats://nats:4222',
+      });
     }
   });
 
   it('declares exactly the named volumes its services use', () => {
-    const used = Object.values(compose.services).flatMap((s) => (s.volumes ?? []).map((v) => v.split(':')[0]).filter((v) => !v.startsWith('.') && !v.startsWith('/') && !v.startsWith('$')));
+    const used = Object.values(compose.services).flatMap((s) =>
+      (s.volumes ?? []).map((v) => v.split(':')[0]).filter((v) => !v.startsWith('.') && !v.startsWith('/') && !v.startsWith('$')),
+    );
     expect(Object.keys(compose.volumes).sort()).toEqual([...new Set(used)].sort());
   });
 

@@ -13,12 +13,17 @@ describe('Dialers', () => {
     const extended = base.with('test-loop:', async () => mine);
     await expect(extended.dial('test-loop://x')).resolves.toBe(mine);
     expect(() => base.parse('test-loop://x')).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
-    expect(() => standardDialers().parse('test-loop://x')).toThrow(/unsupported gateway URL scheme "test-loop:".*supported: ws:, wss:, grpc:, grpcs:/);
+    expect(() => standardDialers().parse('test-loop://x')).toThrow(
+      /unsupported gateway URL scheme "test-loop:".*supported: ws:, wss:, grpc:, grpcs:/,
+    );
   });
 
   it('a registry dials only its own schemes, refusing others with INVALID_ARGUMENT', async () => {
     const only = new Dialers([['test-loop:', async () => memoryChannelPair()[0]]]);
-    await expect(only.dial('ws://127.0.0.1:1')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('supported: test-loop:') });
+    await expect(only.dial('ws://127.0.0.1:1')).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringContaining('supported: test-loop:'),
+    });
     await expect(only.dial('not a url')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   });
 });

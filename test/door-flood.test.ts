@@ -32,12 +32,19 @@ describe('a flood at the door', () => {
   const gateway = gatewayDaemonPerSuite('tether-flood-', ['--grpc-port', '0', '--log-format', 'json']);
   const { state } = gateway;
 
-  it('2,000 unauthenticated connections and 500 bad-token upgrades: an authenticated client keeps its round trips', { timeout: 120_000 }, async () => {
+  it('2,000 unauthenticated connections and 500 bad-token upgrades: an authenticated client keeps its round trips', {
+    timeout: 120_000,
+  }, async () => {
     const { daemon: gw, url } = await gateway.start();
     const port = Number(new URL(url).port);
     const token = await mintToken({ key: loadKeyFile(stateKeyPath(state)), kind: 'client', sub: 'steady', ttlSeconds: 600 });
     let downs = 0;
-    const client = await GatewayClient.connect({ gateway: url, token, reconnect: false, onStatus: (s) => s.state !== 'connected' && s.state !== 'connecting' && downs++ });
+    const client = await GatewayClient.connect({
+      gateway: url,
+      token,
+      reconnect: false,
+      onStatus: (s) => s.state !== 'connected' && s.state !== 'connecting' && downs++,
+    });
     const roundTrip = async () => {
       const t = performance.now();
       await client.listAgents();
@@ -48,7 +55,9 @@ describe('a flood at the door', () => {
       const before: number[] = [];
       for (let i = 0; i < 5_000; i++) before.push(await roundTrip());
 
-      const flood = spawn(process.execPath, [FLOOD, String(port), String(RAW), String(BAD_TOKENS)], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const flood = spawn(process.execPath, [FLOOD, String(port), String(RAW), String(BAD_TOKENS)], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
       let out = '';
       flood.stdout.on('data', (d: Buffer) => (out += d.toString()));
       const exited = new Promise<void>((r) => flood.on('exit', () => r()));
@@ -73,8 +82,12 @@ describe('a flood at the door', () => {
       const u = summarize(burst);
       console.log(`[flood] gateway ${url}; flood summary ${JSON.stringify(summary)}`);
       console.log(`[flood] authenticated round trips before: n=${b.n} p50=${b.p50} ms p99=${b.p99} ms max=${b.max} ms`);
-      console.log(`[flood] authenticated round trips during (until every flood connection was closed): n=${d.n} p50=${d.p50} ms p99=${d.p99} ms max=${d.max} ms`);
-      console.log(`[flood] authenticated round trips in the first 3 s (the connection burst): n=${u.n} p50=${u.p50} ms p99=${u.p99} ms max=${u.max} ms`);
+      console.log(
+        `[flood] authenticated round trips during (until every flood connection was closed): n=${d.n} p50=${d.p50} ms p99=${d.p99} ms max=${d.max} ms`,
+      );
+      console.log(
+        `[flood] authenticated round trips in the first 3 s (the connection burst): n=${u.n} p50=${u.p50} ms p99=${u.p99} ms max=${u.max} ms`,
+      );
 
       expect(summary.raw.stillOpen).toEqual({ silent: 0, partial: 0 });
       expect(summary.timedOut).toBeUndefined();
@@ -92,7 +105,12 @@ describe('a flood at the door', () => {
       const m = await scrape(port);
       expect(m.get('tether_auth_failures_total{reason="rate_limited"}')).toBe(BAD_TOKENS - 40);
       expect(gw.stderr()).not.toContain('Zmxvb2Qtc2lnbmF0dXJl'); // the bad token's signature never reaches the log
-      expect(gw.stderr().split('\n').filter((l) => l.includes('"event":"auth.failed"')).length).toBe(40);
+      expect(
+        gw
+          .stderr()
+          .split('\n')
+          .filter((l) => l.includes('"event":"auth.failed"')).length,
+      ).toBe(40);
     } finally {
       await client.close();
     }

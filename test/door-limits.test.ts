@@ -67,7 +67,15 @@ const cleanups = cleanupsPerTest();
 
 async function start(door: Partial<DoorLimits>, limits: Partial<GatewayLimits> = {}, logLines?: string[]) {
   const logger = logLines ? createLogger({ level: 'debug', destination: { write: (s: string) => void logLines.push(s) } }) : undefined;
-  return cleanups.own(await startGatewayServer(new Gateway({ limits, logger }), { port: 0, grpcPort: 0, logger, doorLimits: door, auth: { verifier: new TokenVerifier({ keys: [key] }) } }));
+  return cleanups.own(
+    await startGatewayServer(new Gateway({ limits, logger }), {
+      port: 0,
+      grpcPort: 0,
+      logger,
+      doorLimits: door,
+      auth: { verifier: new TokenVerifier({ keys: [key] }) },
+    }),
+  );
 }
 
 /** A raw TCP connection from `localAddress` (any 127.x address on Linux), with what it received and when it closed. */
@@ -115,7 +123,10 @@ describe('failed authentications per address (A17)', () => {
   it('gRPC: UNAUTHENTICATED until the burst is spent, then RESOURCE_EXHAUSTED', async () => {
     const s = await start({ authFailureBurst: 3, authFailuresPerMinute: 20 });
     for (let i = 0; i < 3; i++) await expect(dial(s.grpcUrl!, { token: BAD_TOKEN })).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
-    await expect(dial(s.grpcUrl!, { token: BAD_TOKEN })).rejects.toMatchObject({ code: 'RESOURCE_EXHAUSTED', message: expect.stringContaining('too many failed authentications') });
+    await expect(dial(s.grpcUrl!, { token: BAD_TOKEN })).rejects.toMatchObject({
+      code: 'RESOURCE_EXHAUSTED',
+      message: expect.stringContaining('too many failed authentications'),
+    });
     // The limit is per address, shared by both listeners: the WebSocket door refuses too.
     expect(await statusOf(s.port, upgrade(BAD_TOKEN))).toBe('HTTP/1.1 429 Too Many Requests');
   });
@@ -156,7 +167,11 @@ describe('connection caps (H1)', () => {
     expect(res.status).toBe(503);
     expect(await res.text()).toBe('gateway connection limit reached (3); retry later');
     ch.close();
-    await eventually(() => scrape(s.port).catch(() => undefined), (m) => (m?.get('tether_connections_refused_total{transport="grpc"}') ?? 0) >= 1, 'the gRPC refusals counted');
+    await eventually(
+      () => scrape(s.port).catch(() => undefined),
+      (m) => (m?.get('tether_connections_refused_total{transport="grpc"}') ?? 0) >= 1,
+      'the gRPC refusals counted',
+    );
   });
 });
 
@@ -195,6 +210,13 @@ describe('deadlines for garbage, slowloris and half-open connections (B5)', () =
   });
 
   it('has the documented defaults', () => {
-    expect(DOOR_DEFAULTS).toEqual({ maxConnections: 10_000, maxConnectionsPerAddress: 512, authFailuresPerMinute: 20, authFailureBurst: 40, headersTimeoutMs: 10_000, requestTimeoutMs: 30_000 });
+    expect(DOOR_DEFAULTS).toEqual({
+      maxConnections: 10_000,
+      maxConnectionsPerAddress: 512,
+      authFailuresPerMinute: 20,
+      authFailureBurst: 40,
+      headersTimeoutMs: 10_000,
+      requestTimeoutMs: 30_000,
+    });
   });
 });

@@ -86,7 +86,7 @@ describe('durability', () => {
     expect(h.shown).toEqual([1, 2, 3]);
   });
 
-  it('where the store shows ahead (the cluster\'s while NATS is away), frames are shown before the write but the agent is still not acked', () => {
+  it("where the store shows ahead (the cluster's while NATS is away), frames are shown before the write but the agent is still not acked", () => {
     const store = new HeldStore();
     store.showAhead = true;
     const durability = new Durability(store);
@@ -108,8 +108,15 @@ describe('durability', () => {
     const h = historyOver(store);
     h.append(3);
     expect(h.shown).toEqual([]); // held for the group commit of this turn
-    const logged = () => readFileSync(join(dir.path, SESSION, 'log.ndjson'), 'utf8').split('\n').filter(Boolean).length;
-    const atAck = await withTimeout(new Promise<number>((resolve) => new Durability(store).mayAck(() => resolve(logged()))), 5_000, 'the ack');
+    const logged = () =>
+      readFileSync(join(dir.path, SESSION, 'log.ndjson'), 'utf8')
+        .split('\n')
+        .filter(Boolean).length;
+    const atAck = await withTimeout(
+      new Promise<number>((resolve) => new Durability(store).mayAck(() => resolve(logged()))),
+      5_000,
+      'the ack',
+    );
     expect(atAck).toBe(3); // all three were in the log when the ack was allowed
     expect(h.shown).toEqual([1, 2, 3]);
   });

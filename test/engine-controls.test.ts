@@ -34,7 +34,8 @@ describe('engine controls', () => {
   it('set_cwd takes an absolute folder only, and the SDK-only subtypes are classed by what the CLI does with them', () => {
     expect(setCwdTarget({ subtype: 'set_cwd', path: '/srv/x' })).toBe('/srv/x');
     expect(setCwdTarget({ subtype: 'interrupt' })).toBeUndefined();
-    for (const path of ['x', '', 1, undefined, '/a\0b']) expect(thrownBy(() => setCwdTarget({ subtype: 'set_cwd', path }))?.code).toBe('INVALID_ARGUMENT');
+    for (const path of ['x', '', 1, undefined, '/a\0b'])
+      expect(thrownBy(() => setCwdTarget({ subtype: 'set_cwd', path }))?.code).toBe('INVALID_ARGUMENT');
     expect(cls({ subtype: 'set_cwd', path: '/' })).toBe('widens-files');
     expect(cls({ subtype: 'remote_control', enabled: false })).toBe('safe');
     expect(cls({ subtype: 'remote_control', enabled: true })).toBe('reaches-network');
@@ -49,11 +50,15 @@ describe('engine controls', () => {
     expect(cls({ subtype: 'mcp_set_servers', servers: {} })).toBe('safe');
     expect(cls({ subtype: 'mcp_set_servers', servers: { a: { command: 'sh' } } })).toBe('runs-programs');
     expect(cls({ subtype: 'mcp_set_servers', servers: { a: { type: 'http', url: 'http://169.254.169.254/' } } })).toBe('runs-programs');
-    expect(cls({ subtype: 'apply_flag_settings', settings: { model: 'x', permissions: { deny: ['Bash'], defaultMode: 'plan' } } })).toBe('safe');
+    expect(cls({ subtype: 'apply_flag_settings', settings: { model: 'x', permissions: { deny: ['Bash'], defaultMode: 'plan' } } })).toBe(
+      'safe',
+    );
     expect(cls({ subtype: 'apply_flag_settings', settings: { hooks: {} } })).toBe('runs-programs');
     expect(cls({ subtype: 'apply_flag_settings', settings: { env: { ANTHROPIC_BASE_URL: 'http://x' } } })).toBe('changes-endpoint');
     expect(cls({ subtype: 'apply_flag_settings', settings: { permissions: { allow: ['Bash'] } } })).toBe('widens-permissions');
-    expect(cls({ subtype: 'apply_flag_settings', settings: { permissions: { defaultMode: 'bypassPermissions' } } })).toBe('bypasses-permissions');
+    expect(cls({ subtype: 'apply_flag_settings', settings: { permissions: { defaultMode: 'bypassPermissions' } } })).toBe(
+      'bypasses-permissions',
+    );
     expect(cls({ subtype: 'apply_flag_settings', settings: { additionalDirectories: ['/'] } })).toBe('widens-files');
     expect(cls({ subtype: 'apply_flag_settings', settings: { somethingNew: true } })).toBe('loads-code');
     expect(cls({ subtype: 'apply_flag_settings', settings: '/etc/settings.json' })).toBe('loads-code');
@@ -63,14 +68,25 @@ describe('engine controls', () => {
   });
 
   it('judges initialize by its fields: what the Agent SDK sends is safe (subagents as prompts and tools too); plugins, settings, command hooks, subagents that start servers or skip prompts are not', () => {
-    const sdk = { subtype: 'initialize', hooks: { PreToolUse: [{ matcher: 'Bash', hookCallbackIds: ['hook_0'], timeout: 60 }] }, sdkMcpServers: ['tools'], systemPrompt: ['x'], jsonSchema: undefined, title: 't' };
+    const sdk = {
+      subtype: 'initialize',
+      hooks: { PreToolUse: [{ matcher: 'Bash', hookCallbackIds: ['hook_0'], timeout: 60 }] },
+      sdkMcpServers: ['tools'],
+      systemPrompt: ['x'],
+      jsonSchema: undefined,
+      title: 't',
+    };
     expect(cls(sdk)).toBe('safe');
     expect(cls({ subtype: 'initialize', hooks: null })).toBe('safe');
     expect(cls({ ...sdk, hooks: { PreToolUse: [{ hooks: [{ type: 'command', command: 'id' }] }] } })).toBe('runs-programs');
     expect(cls({ ...sdk, mcpServers: { a: { command: 'sh' } } })).toBe('runs-programs');
-    expect(cls({ ...sdk, agents: { a: { description: 'd', prompt: 'p', tools: ['Read'], model: 'sonnet', mcpServers: ['tools'] } } })).toBe('safe');
+    expect(cls({ ...sdk, agents: { a: { description: 'd', prompt: 'p', tools: ['Read'], model: 'sonnet', mcpServers: ['tools'] } } })).toBe(
+      'safe',
+    );
     expect(cls({ ...sdk, agents: { a: { description: 'd', prompt: 'p', mcpServers: [{ x: { command: 'sh' } }] } } })).toBe('runs-programs');
-    expect(cls({ ...sdk, agents: { a: { description: 'd', prompt: 'p', permissionMode: 'bypassPermissions' } } })).toBe('bypasses-permissions');
+    expect(cls({ ...sdk, agents: { a: { description: 'd', prompt: 'p', permissionMode: 'bypassPermissions' } } })).toBe(
+      'bypasses-permissions',
+    );
     expect(cls({ ...sdk, agents: { a: { description: 'd', prompt: 'p', permissionMode: 'acceptEdits' } } })).toBe('widens-permissions');
     expect(cls({ ...sdk, agents: { a: { description: 'd', prompt: 'p', hooks: {} } } })).toBe('loads-code');
     expect(cls({ ...sdk, agents: '/etc/agents.json' })).toBe('loads-code');
@@ -79,19 +95,23 @@ describe('engine controls', () => {
     expect(cls({ ...sdk, futureField: 1 })).toBe('loads-code');
   });
 
-  it('refuses in the flags\' words, lets the owner allow a subtype, and keeps what is not safe to the session\'s owner', () => {
+  it("refuses in the flags' words, lets the owner allow a subtype, and keeps what is not safe to the session's owner", () => {
     const mcp = { subtype: 'mcp_set_servers', servers: { a: { command: 'sh' } } };
     const denied = thrownBy(() => checkControl(mcp, {}, 'buildbox'));
     expect(denied?.code).toBe('PERMISSION_DENIED');
-    expect(denied?.message).toBe('engine control "mcp_set_servers" is not allowed by agent "buildbox" (it makes the engine start a program); its owner can allow it with --allow-engine-control mcp_set_servers');
+    expect(denied?.message).toBe(
+      'engine control "mcp_set_servers" is not allowed by agent "buildbox" (it makes the engine start a program); its owner can allow it with --allow-engine-control mcp_set_servers',
+    );
     expect(thrownBy(() => checkControl(mcp, { allowControls: ['mcp_set_servers'] }, 'buildbox'))).toBeUndefined(); // the agent knows no roles
     expect(thrownBy(() => checkControl(mcp, { allowControls: ['mcp_set_servers'] }, 'buildbox', 'owner'))).toBeUndefined();
-    expect(thrownBy(() => checkControl(mcp, { allowControls: ['mcp_set_servers'] }, 'buildbox', 'controller'))?.code).toBe('PERMISSION_DENIED');
+    expect(thrownBy(() => checkControl(mcp, { allowControls: ['mcp_set_servers'] }, 'buildbox', 'controller'))?.code).toBe(
+      'PERMISSION_DENIED',
+    );
     expect(thrownBy(() => checkControl({ subtype: 'interrupt' }, {}, 'buildbox', 'controller'))).toBeUndefined();
     expect(thrownBy(() => checkControl({ subtype: 'nope' }, {}, 'buildbox', 'owner'))?.code).toBe('INVALID_ARGUMENT');
   });
 
-  it('cancel_async_message is the gateway\'s own: no client role may send it (session.withdraw_prompt checks who may), the agent passes it', () => {
+  it("cancel_async_message is the gateway's own: no client role may send it (session.withdraw_prompt checks who may), the agent passes it", () => {
     const cancel = { subtype: 'cancel_async_message', message_uuid: 'u1' };
     for (const role of ['owner', 'controller', 'viewer']) {
       const refused = thrownBy(() => checkControl(cancel, { allowControls: ['cancel_async_message'] }, 'buildbox', role));
@@ -101,7 +121,7 @@ describe('engine controls', () => {
     expect(thrownBy(() => checkControl(cancel, {}, 'buildbox'))).toBeUndefined(); // the agent knows no roles: the gateway's own request passes
   });
 
-  it('checks an owner\'s --allow-engine-control entry', () => {
+  it("checks an owner's --allow-engine-control entry", () => {
     expect(allowControlProblem('mcp_set_servers')).toBeUndefined();
     expect(allowControlProblem('update_settings')).toBeUndefined();
     expect(allowControlProblem('interrupt')).toContain('always allowed');

@@ -18,14 +18,33 @@ const TOKEN = 'eyJhbGciOiJIUzI1NiJ9.the-agent-token-itself.signature';
 
 describe('engineEnvironment', () => {
   it('drops TETHER_* and anything carrying the token, adds and withholds what the owner says', () => {
-    const base = { PATH: '/bin', HOME: '/home/a', TETHER_TOKEN: TOKEN, TETHER_GATEWAY: 'ws://g', tether_agent: 'x', COPY: TOKEN, BEARER: `Bearer ${TOKEN}`, AWS_SECRET_ACCESS_KEY: 's', AWS_REGION: 'r', KEEP: 'k' };
-    const env = engineEnvironment({ CLAUDE_CODE_SDK_READS_SESSION_STATE: '1' }, { secrets: [TOKEN, undefined], deny: ['AWS_*', 'KE?P'], set: { ADDED: 'yes' } }, base);
+    const base = {
+      PATH: '/bin',
+      HOME: '/home/a',
+      TETHER_TOKEN: TOKEN,
+      TETHER_GATEWAY: 'ws://g',
+      tether_agent: 'x',
+      COPY: TOKEN,
+      BEARER: `Bearer ${TOKEN}`,
+      AWS_SECRET_ACCESS_KEY: 's',
+      AWS_REGION: 'r',
+      KEEP: 'k',
+    };
+    const env = engineEnvironment(
+      { CLAUDE_CODE_SDK_READS_SESSION_STATE: '1' },
+      { secrets: [TOKEN, undefined], deny: ['AWS_*', 'KE?P'], set: { ADDED: 'yes' } },
+      base,
+    );
     expect(env).toEqual({ PATH: '/bin', HOME: '/home/a', CLAUDE_CODE_SDK_READS_SESSION_STATE: '1', ADDED: 'yes' });
   });
 
-  it('gives the engine user\'s HOME, USER and LOGNAME; the agent\'s own extras still win', () => {
+  it("gives the engine user's HOME, USER and LOGNAME; the agent's own extras still win", () => {
     const user = { name: 'builder', uid: 1234, gid: 1234, home: '/home/builder' };
-    expect(engineEnvironment({}, { user }, { HOME: '/root', USER: 'root' })).toEqual({ HOME: '/home/builder', USER: 'builder', LOGNAME: 'builder' });
+    expect(engineEnvironment({}, { user }, { HOME: '/root', USER: 'root' })).toEqual({
+      HOME: '/home/builder',
+      USER: 'builder',
+      LOGNAME: 'builder',
+    });
     expect(engineEnvironment({ HOME: '/tmp/h' }, { user }, {}).HOME).toBe('/tmp/h');
   });
 
@@ -40,7 +59,6 @@ describe('engineEnvironment', () => {
     expect(resolveEngineUser('4242:17', passwd, 0)).toMatchObject({ uid: 4242, gid: 17 });
   });
 });
-
 
 /**
  * `tether agent` as its own process, with its token in TETHER_TOKEN (as the README tells
@@ -61,8 +79,17 @@ describe('an engine started by `tether agent`', () => {
   });
 
   /** Starts the stack, then the agent process with `flags`; runs `command` in Bash; returns its output. */
-  async function bashOnAgent(command: string, flags: (home: string) => string[], engineCommand = claudeBinaryPath()): Promise<{ text: string; token: string }> {
-    fake = await startFakeAnthropic({ responses: [{ text: 'Looking.', tool_use: { id: 'toolu_env', name: 'Bash', input: { command, description: 'look around' } } }, { text: 'Done.' }] });
+  async function bashOnAgent(
+    command: string,
+    flags: (home: string) => string[],
+    engineCommand = claudeBinaryPath(),
+  ): Promise<{ text: string; token: string }> {
+    fake = await startFakeAnthropic({
+      responses: [
+        { text: 'Looking.', tool_use: { id: 'toolu_env', name: 'Bash', input: { command, description: 'look around' } } },
+        { text: 'Done.' },
+      ],
+    });
     stack = await startStack({ engine: 'demo' });
     const token = await stack.mint({ kind: 'agent', sub: 'envbox' });
     const home = makeTempDir('tether-env-home-');
@@ -70,14 +97,40 @@ describe('an engine started by `tether agent`', () => {
     dirs.push(home, cwd);
     chmodSync(home.path, 0o777);
     chmodSync(cwd.path, 0o777);
-    agent = startTether(['agent', '--gateway', stack.grpcUrl, '--name', 'envbox', '--engine', 'claude', '--engine-command', engineCommand, '--cwd', cwd.path, ...flags(home.path)], {
-      env: { ...claudeTestEnv({ home: home.path, baseUrl: fake.url }), TETHER_TOKEN: token, TETHER_LOG_LEVEL: 'warn', A_COPY_OF_THE_TOKEN: token, AWS_SECRET_ACCESS_KEY: 'not-for-engines' },
-    });
+    agent = startTether(
+      [
+        'agent',
+        '--gateway',
+        stack.grpcUrl,
+        '--name',
+        'envbox',
+        '--engine',
+        'claude',
+        '--engine-command',
+        engineCommand,
+        '--cwd',
+        cwd.path,
+        ...flags(home.path),
+      ],
+      {
+        env: {
+          ...claudeTestEnv({ home: home.path, baseUrl: fake.url }),
+          TETHER_TOKEN: token,
+          TETHER_LOG_LEVEL: 'warn',
+          A_COPY_OF_THE_TOKEN: token,
+          AWS_SECRET_ACCESS_KEY: 'not-for-engines',
+        },
+      },
+    );
     const client = await stack.client();
     await waitForAgent(client, 'envbox');
     const session = await client.createSession({ agent: 'envbox' });
     await session.sendUserMessage('Show me the environment');
-    const turn = await withTimeout(readTurn(session, (p) => ({ behavior: 'allow', updatedInput: p.input })), 60_000, 'the Bash turn');
+    const turn = await withTimeout(
+      readTurn(session, (p) => ({ behavior: 'allow', updatedInput: p.input })),
+      60_000,
+      'the Bash turn',
+    );
     expect(turn.result.is_error).toBe(false);
     const out = fake.lastToolResults().find((r) => r.tool_use_id === 'toolu_env');
     expect(out?.is_error).toBeFalsy();
@@ -98,16 +151,24 @@ describe('an engine started by `tether agent`', () => {
     expect(text).not.toContain('AWS_SECRET_ACCESS_KEY');
   }, 90_000);
 
-  it.skipIf(process.getuid?.() !== 0)('--engine-user runs the engine as that user', async () => {
-    // A clone in a private folder (root's home is 0700) keeps nobody out of node_modules: the
-    // engine binary is then run from a link nobody can reach (test/support/other-user-path.ts).
-    const engine = runnableByOthers(claudeBinaryPath());
-    if (engine.folder) dirs.push(engine.folder);
-    // nobody's own HOME (/nonexistent) cannot hold the CLI's state: the owner gives it one.
-    const { text } = await bashOnAgent('id -u; echo "home=$HOME"', (home) => ['--engine-user', 'nobody', '--engine-env', `HOME=${home}`], engine.path);
-    expect(text).toMatch(/^65534$/m);
-    expect(text).toMatch(/^home=\/tmp\//m);
-  }, 90_000);
+  it.skipIf(process.getuid?.() !== 0)(
+    '--engine-user runs the engine as that user',
+    async () => {
+      // A clone in a private folder (root's home is 0700) keeps nobody out of node_modules: the
+      // engine binary is then run from a link nobody can reach (test/support/other-user-path.ts).
+      const engine = runnableByOthers(claudeBinaryPath());
+      if (engine.folder) dirs.push(engine.folder);
+      // nobody's own HOME (/nonexistent) cannot hold the CLI's state: the owner gives it one.
+      const { text } = await bashOnAgent(
+        'id -u; echo "home=$HOME"',
+        (home) => ['--engine-user', 'nobody', '--engine-env', `HOME=${home}`],
+        engine.path,
+      );
+      expect(text).toMatch(/^65534$/m);
+      expect(text).toMatch(/^home=\/tmp\//m);
+    },
+    90_000,
+  );
 });
 
 describe.skipIf(process.getuid?.() !== 0)('an engine binary in a private folder (a clone under /root)', () => {

@@ -22,11 +22,15 @@ function argvFor(o: SessionOptions, policy: EngineFlagPolicy = {}): string[] {
   return engineCommandLine('claude', ENGINES, o, extra, policy, 'test-agent').args;
 }
 
-describe('the flag table is the CLI\'s own', () => {
+describe("the flag table is the CLI's own", () => {
   it('every flag `claude --help` shows has the arity the table gives it', () => {
     const home = makeTempDir('tether-help-');
     try {
-      const help = execFileSync(claudeBinaryPath(), ['--help'], { env: { PATH: process.env.PATH, HOME: home.path }, encoding: 'utf8', timeout: 30_000 });
+      const help = execFileSync(claudeBinaryPath(), ['--help'], {
+        env: { PATH: process.env.PATH, HOME: home.path },
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
       const seen: string[] = [];
       for (const m of help.matchAll(/^ {2}((?:-\w, )?--[\w-]+(?:, --[\w-]+)?)(?: ([<[][^>\]]+[>\]]))?/gm)) {
         const spellings = m[1].split(', ');
@@ -40,13 +44,26 @@ describe('the flag table is the CLI\'s own', () => {
         }
       }
       // The check ran over the flags that matter most.
-      expect(seen).toEqual(expect.arrayContaining(['--resume', '-r', '--mcp-config', '--add-dir', '--allowedTools', '--model', '--debug', '--debug-file', '--settings', '--plugin-dir']));
+      expect(seen).toEqual(
+        expect.arrayContaining([
+          '--resume',
+          '-r',
+          '--mcp-config',
+          '--add-dir',
+          '--allowedTools',
+          '--model',
+          '--debug',
+          '--debug-file',
+          '--settings',
+          '--plugin-dir',
+        ]),
+      );
     } finally {
       home.cleanup();
     }
   }, 40_000);
 
-  it('every flag, hidden ones included, has the arity of the CLI\'s own argv scanner', () => {
+  it("every flag, hidden ones included, has the arity of the CLI's own argv scanner", () => {
     const sets = cliScannerSets(claudeBinaryPath());
     // The scanner's tables, found by what they hold: flags with a value (variadic ones too),
     // variadic flags, flags with an optional value, flags without a value.
@@ -54,10 +71,21 @@ describe('the flag table is the CLI\'s own', () => {
     const variadic = sets.find((s) => s.includes('--add-dir') && s.includes('--mcp-config') && !s.includes('--model'));
     const optional = sets.find((s) => s.includes('-r') && s.includes('--resume'));
     const none = sets.find((s) => s.includes('--verbose') && s.includes('--continue'));
-    expect([value, variadic, optional, none].every(Boolean), 'the CLI\'s argv scanner tables were not found: check this CLI release by hand').toBe(true);
+    expect(
+      [value, variadic, optional, none].every(Boolean),
+      "the CLI's argv scanner tables were not found: check this CLI release by hand",
+    ).toBe(true);
     for (const flag of ENGINE_FLAGS) {
       for (const spelling of [flag.name, ...(flag.aliases ?? [])]) {
-        const cli = variadic!.includes(spelling) ? 'variadic' : optional!.includes(spelling) ? 'optional' : value!.includes(spelling) ? 'value' : none!.includes(spelling) ? 'none' : 'unknown to the CLI';
+        const cli = variadic!.includes(spelling)
+          ? 'variadic'
+          : optional!.includes(spelling)
+            ? 'optional'
+            : value!.includes(spelling)
+              ? 'value'
+              : none!.includes(spelling)
+                ? 'none'
+                : 'unknown to the CLI';
         expect(cli, spelling).toBe(flag.arity);
       }
     }
@@ -100,7 +128,10 @@ function cliScannerSets(binary: string): string[][] {
 
 describe('extra_args: the owner decides, the client asks', () => {
   const denied: [string, string[]][] = [
-    ['an MCP server that is a command', ['--mcp-config', JSON.stringify({ mcpServers: { x: { command: 'sh', args: ['-c', 'id > /tmp/p'] } } })]],
+    [
+      'an MCP server that is a command',
+      ['--mcp-config', JSON.stringify({ mcpServers: { x: { command: 'sh', args: ['-c', 'id > /tmp/p'] } } })],
+    ],
     ['an MCP server over HTTP', ['--mcp-config={"mcpServers":{"x":{"type":"http","url":"http://169.254.169.254/"}}}']],
     ['an MCP config file', ['--mcp-config', '/etc/mcp.json']],
     ['bypassPermissions', ['--permission-mode', 'bypassPermissions']],
@@ -111,7 +142,7 @@ describe('extra_args: the owner decides, the client asks', () => {
     ['--plugin-dir', ['--plugin-dir', '/tmp/plugin']],
     ['--debug-file', ['--debug-file', '/tmp/x']],
     ['--agents', ['--agents', '{}']],
-    ['--setting-sources= (drops the owner\'s own settings: their deny rules and hooks)', ['--setting-sources=']],
+    ["--setting-sources= (drops the owner's own settings: their deny rules and hooks)", ['--setting-sources=']],
     ['--setting-sources project', ['--setting-sources', 'project']],
   ];
   it.each(denied)('refuses %s by default with PERMISSION_DENIED naming the flag', (_what, args) => {
@@ -123,7 +154,21 @@ describe('extra_args: the owner decides, the client asks', () => {
 
   it('allows what the Agent SDK passes for in-process MCP servers, and the safe flags, as --flag=value', () => {
     const sdk = JSON.stringify({ mcpServers: { tools: { type: 'sdk', name: 'tools' } } });
-    expect(checkExtraArgs(['--mcp-config', sdk, '--setting-sources=user,project,local', '--max-turns', '3', '--allowed-tools', 'Read', 'Bash(git *)', '--strict-mcp-config', '-r', 'abc'])).toEqual([
+    expect(
+      checkExtraArgs([
+        '--mcp-config',
+        sdk,
+        '--setting-sources=user,project,local',
+        '--max-turns',
+        '3',
+        '--allowed-tools',
+        'Read',
+        'Bash(git *)',
+        '--strict-mcp-config',
+        '-r',
+        'abc',
+      ]),
+    ).toEqual([
       `--mcp-config=${sdk}`,
       '--setting-sources=user,project,local',
       '--max-turns=3',
@@ -151,8 +196,10 @@ describe('extra_args: the owner decides, the client asks', () => {
     }
   });
 
-  it('drops the agent\'s own plumbing a client repeats', () => {
-    expect(checkExtraArgs(['-p', '--verbose', '--output-format', 'stream-json', '--permission-prompt-tool=stdio', '--model', 'm'])).toEqual(['--model=m']);
+  it("drops the agent's own plumbing a client repeats", () => {
+    expect(checkExtraArgs(['-p', '--verbose', '--output-format', 'stream-json', '--permission-prompt-tool=stdio', '--model', 'm'])).toEqual(
+      ['--model=m'],
+    );
   });
 });
 
@@ -171,13 +218,32 @@ describe('session options are data, never flags', () => {
   // Strings a hostile client would try: flag-looking, =, blanks, newlines, NUL, 100 KB.
   const nasty = fc.oneof(
     fc.string({ maxLength: 40 }),
-    fc.constantFrom('-', '--', '-p', '--debug-file=/tmp/x', '--resume', '--mcp-config', '=', '==', ' ', '\n', '\0', '-r', '--add-dir=/', 'bypassPermissions'),
+    fc.constantFrom(
+      '-',
+      '--',
+      '-p',
+      '--debug-file=/tmp/x',
+      '--resume',
+      '--mcp-config',
+      '=',
+      '==',
+      ' ',
+      '\n',
+      '\0',
+      '-r',
+      '--add-dir=/',
+      'bypassPermissions',
+    ),
     fc.string({ maxLength: 30 }).map((s) => `-${s}`),
     fc.string({ maxLength: 30 }).map((s) => `--${s}`),
     fc.tuple(fc.constantFrom('', '-', '--x=', '\n', '\0'), fc.integer({ min: 1, max: 100_000 })).map(([p, n]) => p + 'y'.repeat(n)),
   );
   const flagSpellings = ENGINE_FLAGS.flatMap((f) => [f.name, ...(f.aliases ?? [])]);
-  const extraToken = fc.oneof(fc.constantFrom(...flagSpellings), fc.tuple(fc.constantFrom(...flagSpellings), nasty).map(([f, v]) => `${f}=${v}`), nasty);
+  const extraToken = fc.oneof(
+    fc.constantFrom(...flagSpellings),
+    fc.tuple(fc.constantFrom(...flagSpellings), nasty).map(([f, v]) => `${f}=${v}`),
+    nasty,
+  );
   const options = fc.record(
     {
       cwd: fc.string({ minLength: 1, maxLength: 50 }),
@@ -194,14 +260,16 @@ describe('session options are data, never flags', () => {
     { requiredKeys: [] },
   );
 
-  it('property: the engine argv names no flag the client did not name, and each value is its own flag\'s', () => {
+  it("property: the engine argv names no flag the client did not name, and each value is its own flag's", () => {
     let built = 0;
     fc.assert(
       fc.property(options, fc.boolean(), (raw, permissive) => {
         const parsed = SessionOptions.safeParse(raw);
         fc.pre(parsed.success); // the gateway refuses the rest before any agent sees it
         const o = parsed.data!;
-        const policy: EngineFlagPolicy = permissive ? { allowFlags: ['--add-dir', '--mcp-config', '--settings', '--debug-file', '--plugin-dir'], allowBypassPermissions: true } : {};
+        const policy: EngineFlagPolicy = permissive
+          ? { allowFlags: ['--add-dir', '--mcp-config', '--settings', '--debug-file', '--plugin-dir'], allowBypassPermissions: true }
+          : {};
         let args: string[];
         try {
           args = argvFor(o, policy);
@@ -211,7 +279,16 @@ describe('session options are data, never flags', () => {
         }
         built++;
         // The flags the client named: one per option field, and those extra_args spell out.
-        const named = new Set(['--model', '--permission-mode', '--allowedTools', '--disallowedTools', '--resume', '--system-prompt', '--append-system-prompt', '--include-partial-messages']);
+        const named = new Set([
+          '--model',
+          '--permission-mode',
+          '--allowedTools',
+          '--disallowedTools',
+          '--resume',
+          '--system-prompt',
+          '--append-system-prompt',
+          '--include-partial-messages',
+        ]);
         for (const item of readEngineArgv(o.extra_args ?? [])) if (!isUnknownToken(item)) named.add(item.flag.name);
         // The agent's own flags first (fixed tokens), then the client's.
         const own = [...STREAM_JSON_FLAGS, ...defaultModeArgs(o, checkExtraArgs(o.extra_args ?? [], policy))];

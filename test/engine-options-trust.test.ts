@@ -93,13 +93,25 @@ describe.each(['ws', 'grpc'] as const)('engine options from a create-only client
         include_partial_messages: true,
       },
     });
-    rig.fake!.setScenario({ responses: [{ text: 'Running.', tool_use: { id: `toolu_echo_${transport}`, name: 'Bash', input: { command: 'echo allowed-by-rule', description: 'echo' } } }, { text: 'Done.' }] });
+    rig.fake!.setScenario({
+      responses: [
+        {
+          text: 'Running.',
+          tool_use: { id: `toolu_echo_${transport}`, name: 'Bash', input: { command: 'echo allowed-by-rule', description: 'echo' } },
+        },
+        { text: 'Done.' },
+      ],
+    });
     await session.sendUserMessage('hello');
     const turn = await readTurn(session, () => ({ behavior: 'deny', message: 'the allow rule should have answered' }));
     expect(turn.prompts).toEqual([]); // --allowedTools=Bash(echo *) approved it
     expect(rig.fake!.lastToolResults().find((r) => r.tool_use_id === `toolu_echo_${transport}`)?.content).toContain('allowed-by-rule');
     expect(existsSync('/tmp/not-a-flag')).toBe(false);
-    const init = turn.messages.find((m) => m.type === 'system' && m.subtype === 'init') as { model?: string; permissionMode?: string; tools?: string[] };
+    const init = turn.messages.find((m) => m.type === 'system' && m.subtype === 'init') as {
+      model?: string;
+      permissionMode?: string;
+      tools?: string[];
+    };
     expect(init).toMatchObject({ model: 'claude-tether-test', permissionMode: 'acceptEdits' });
     expect(init.tools).not.toContain('WebFetch');
     expect(init.tools).toContain('Bash');
@@ -108,14 +120,14 @@ describe.each(['ws', 'grpc'] as const)('engine options from a create-only client
     await session.stop();
   });
 
-  it('permission_mode bypassPermissions is the agent owner\'s choice too', async () => {
+  it("permission_mode bypassPermissions is the agent owner's choice too", async () => {
     const err = await create({ permission_mode: 'bypassPermissions' });
     expect(err?.code).toBe('PERMISSION_DENIED');
     expect(err?.message).toContain('--allow-bypass-permissions');
   });
 });
 
-describe('--session-root: where sessions may work is the owner\'s choice', () => {
+describe("--session-root: where sessions may work is the owner's choice", () => {
   let rig: EngineRig;
   let outside: TempDir;
   beforeAll(async () => {
@@ -134,7 +146,10 @@ describe('--session-root: where sessions may work is the owner\'s choice', () =>
       rig = await startRig('demo', undefined, { agentOptions: { sessionRoots: [roots.path] } });
       const client = await rig.stack.client();
       for (const cwd of [outside.path, '/', join(roots.path, 'escape')]) {
-        const err = await client.createSession({ agent: 'test-agent', options: { cwd } }).then(() => undefined, (e: unknown) => asTetherError(e));
+        const err = await client.createSession({ agent: 'test-agent', options: { cwd } }).then(
+          () => undefined,
+          (e: unknown) => asTetherError(e),
+        );
         expect(err?.code, cwd).toBe('PERMISSION_DENIED');
         expect(err?.message).toContain('--session-root');
       }

@@ -4,12 +4,7 @@ import fc from 'fast-check';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TetherError } from '../core/errors.js';
-import {
-  EngineProcess,
-  type EngineLine,
-  type EngineProcessOptions,
-  type ExitInfo,
-} from '../agent/engine-process.js';
+import { EngineProcess, type EngineLine, type EngineProcessOptions, type ExitInfo } from '../agent/engine-process.js';
 import { EngineSet } from '../agent/engine-set.js';
 import { LineSplitter, PREVIEW_MAX_CHARS, safePreview } from '../agent/line-splitter.js';
 import { StderrTail } from '../agent/stderr-tail.js';
@@ -34,7 +29,10 @@ function start(mode: string, extra: string[] = [], opts: Partial<EngineProcessOp
 }
 
 /** Starts a stand-in engine mode that says `{"type":"ready"}` first; resolves once it did, with its line iterator. */
-async function startReady(mode: string, opts: Partial<EngineProcessOptions> = {}): Promise<{ engine: EngineProcess; it: AsyncIterator<EngineLine> }> {
+async function startReady(
+  mode: string,
+  opts: Partial<EngineProcessOptions> = {},
+): Promise<{ engine: EngineProcess; it: AsyncIterator<EngineLine> }> {
   const engine = start(mode, [], opts);
   const it = engine.lines()[Symbol.asyncIterator]();
   expect(frame(await next(it))).toEqual({ type: 'ready' });
@@ -44,7 +42,11 @@ async function startReady(mode: string, opts: Partial<EngineProcessOptions> = {}
 afterEach(async () => {
   for (const engine of engines.splice(0)) {
     engine.kill();
-    await withTimeout(engine.exited.catch(() => undefined), 5000, 'engine exit in afterEach').catch(() => undefined);
+    await withTimeout(
+      engine.exited.catch(() => undefined),
+      5000,
+      'engine exit in afterEach',
+    ).catch(() => undefined);
   }
   for (const pid of strayPids.splice(0)) {
     try {
@@ -191,7 +193,12 @@ describe('EngineProcess', () => {
     await withTimeout(engine.write({ type: 'user', text: 'hi ✓', n: 1 }), 5000, 'write');
     const item = await next(it);
     const echoed = '{"type":"echo","got":{"type":"user","text":"hi ✓","n":1}}';
-    expect(item).toEqual({ kind: 'frame', line: echoed, bytes: Buffer.from(echoed), value: { type: 'echo', got: { type: 'user', text: 'hi ✓', n: 1 } } });
+    expect(item).toEqual({
+      kind: 'frame',
+      line: echoed,
+      bytes: Buffer.from(echoed),
+      value: { type: 'echo', got: { type: 'user', text: 'hi ✓', n: 1 } },
+    });
     const p1 = engine.stop();
     const p2 = engine.stop();
     expect(p2).toBe(p1);
@@ -245,7 +252,12 @@ describe('EngineProcess', () => {
     expect(long.preview.startsWith('\\u001b[31mred\\u202exxx')).toBe(true);
     expect(long.preview).not.toMatch(/[\u0000-\u001f\u202e]/);
     for (const i of items) if (i.kind === 'invalid') expect(i.preview.length).toBeLessThanOrEqual(PREVIEW_MAX_CHARS);
-    expect(items[9]).toEqual({ kind: 'frame', line: '{"type":"crlf","n":1}', bytes: Buffer.from('{"type":"crlf","n":1}'), value: { type: 'crlf', n: 1 } });
+    expect(items[9]).toEqual({
+      kind: 'frame',
+      line: '{"type":"crlf","n":1}',
+      bytes: Buffer.from('{"type":"crlf","n":1}'),
+      value: { type: 'crlf', n: 1 },
+    });
     expect(frame(items[10]!)).toEqual({ type: 'after_garbage', text: 'héllo ✓ 😀' });
     const info = await withTimeout(engine.stop(), 8000, 'stop');
     expect(info.code).toBe(0);
@@ -301,7 +313,7 @@ describe('EngineProcess', () => {
     expect(elapsed).toBeLessThan(3000);
   });
 
-  it('stop(\'SIGTERM\') signals at once, skipping the EOF grace; SIGKILL follows after termGraceMs if ignored', async () => {
+  it("stop('SIGTERM') signals at once, skipping the EOF grace; SIGKILL follows after termGraceMs if ignored", async () => {
     const slow = start('ignore-sigterm', [], { eofGraceMs: 10_000, termGraceMs: 300 });
     expect(frame(await next(slow.lines()[Symbol.asyncIterator]()))).toEqual({ type: 'ready' });
     const t0 = performance.now();
@@ -311,7 +323,7 @@ describe('EngineProcess', () => {
     expect(performance.now() - t0).toBeLessThan(3000); // not the 10 s EOF grace
   });
 
-  it('a harder stop escalates one in progress: stop() then stop(\'SIGKILL\') kills at once', async () => {
+  it("a harder stop escalates one in progress: stop() then stop('SIGKILL') kills at once", async () => {
     const engine = start('ignore-sigterm', [], { eofGraceMs: 10_000, termGraceMs: 10_000 });
     expect(frame(await next(engine.lines()[Symbol.asyncIterator]()))).toEqual({ type: 'ready' });
     const staged = engine.stop();
@@ -481,7 +493,7 @@ describe('EngineProcess', () => {
     engine.kill(); // no-op, must not signal pid 0
   });
 
-  it('kill() and EngineSet.killAll() SIGKILL the group at once; only the set\'s engines, and each leaves it as it exits', async () => {
+  it("kill() and EngineSet.killAll() SIGKILL the group at once; only the set's engines, and each leaves it as it exits", async () => {
     const a = start('echo');
     a.kill();
     expect((await withTimeout(a.exited, 5000, 'exit')).signal).toBe('SIGKILL');

@@ -1,5 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { claudeTestEnv, initializeClaude, makeTempDir, spawnClaude, STREAM_JSON_ARGS, type ClaudeProcess, type Frame, type TempDir } from './support/claude-cli.js';
+import {
+  claudeTestEnv,
+  initializeClaude,
+  makeTempDir,
+  spawnClaude,
+  STREAM_JSON_ARGS,
+  type ClaudeProcess,
+  type Frame,
+  type TempDir,
+} from './support/claude-cli.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeResponse } from './support/fake-anthropic.js';
 import { waitFor } from './support/wait.js';
 
@@ -13,15 +22,26 @@ import { waitFor } from './support/wait.js';
 /** A slow answer: a turn that is still running while the test sends more. */
 const SLOW: FakeResponse = { text: 'one two three four five six seven eight nine ten eleven twelve', chunk_delay_ms: 200 };
 /** A turn with a tool round (Bash, allowed by flag), then a slow answer. */
-const TOOL_TURN: FakeResponse[] = [{ text: 'Running it.', tool_use: { name: 'Bash', input: { command: 'sleep 2', description: 'wait' } } }, SLOW];
+const TOOL_TURN: FakeResponse[] = [
+  { text: 'Running it.', tool_use: { name: 'Bash', input: { command: 'sleep 2', description: 'wait' } } },
+  SLOW,
+];
 
 const uuid = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
-const prompt = (text: string, n: number, priority?: string) => ({ type: 'user', message: { role: 'user', content: text }, parent_tool_use_id: null, session_id: 'default', uuid: uuid(n), ...(priority ? { priority } : {}) });
+const prompt = (text: string, n: number, priority?: string) => ({
+  type: 'user',
+  message: { role: 'user', content: text },
+  parent_tool_use_id: null,
+  session_id: 'default',
+  uuid: uuid(n),
+  ...(priority ? { priority } : {}),
+});
 const control = (id: string, request: Record<string, unknown>) => ({ type: 'control_request', request_id: id, request });
 
 const lifecycle = (f: Frame, n: number, state: string) => f.type === 'command_lifecycle' && f.command_uuid === uuid(n) && f.state === state;
 const replayOf = (f: Frame, n: number) => f.type === 'user' && f.isReplay === true && f.uuid === uuid(n);
-const resultFor = (n: number) => (f: Frame) => f.type === 'result' && Array.isArray(f.user_message_uuids) && f.user_message_uuids.includes(uuid(n));
+const resultFor = (n: number) => (f: Frame) =>
+  f.type === 'result' && Array.isArray(f.user_message_uuids) && f.user_message_uuids.includes(uuid(n));
 const answerTo = (id: string) => (f: Frame) => f.type === 'control_response' && f.response?.request_id === id;
 const at = (cli: ClaudeProcess, match: (f: Frame) => boolean) => cli.frames.findIndex(match);
 
@@ -40,7 +60,11 @@ describe('the CLI with prompts sent mid-turn (priority, cancel_async_message, ca
     fake = await startFakeAnthropic({ responses, fallback: { text: 'OK.' } });
     const [home, cwd] = [makeTempDir('tether-queue-home-'), makeTempDir('tether-queue-cwd-')];
     dirs.push(home, cwd);
-    cli = spawnClaude({ cwd: cwd.path, env: claudeTestEnv({ home: home.path, baseUrl: fake.url }), args: [...STREAM_JSON_ARGS, '--replay-user-messages', '--allowedTools', 'Bash'] });
+    cli = spawnClaude({
+      cwd: cwd.path,
+      env: claudeTestEnv({ home: home.path, baseUrl: fake.url }),
+      args: [...STREAM_JSON_ARGS, '--replay-user-messages', '--allowedTools', 'Bash'],
+    });
     await initializeClaude(cli, 30_000);
     return { cli, fake };
   }

@@ -6,8 +6,14 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
-  claudeTestEnv, controlSuccess, initializeClaude, makeTempDir, spawnClaude, userMessage,
-  type ClaudeProcess, type Frame,
+  claudeTestEnv,
+  controlSuccess,
+  initializeClaude,
+  makeTempDir,
+  spawnClaude,
+  userMessage,
+  type ClaudeProcess,
+  type Frame,
 } from './support/claude-cli.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeScenario } from './support/fake-anthropic.js';
 
@@ -20,15 +26,17 @@ const ASK_CALL = {
   id: 'toolu_ask1',
   name: 'AskUserQuestion',
   input: {
-    questions: [{
-      question: QUESTION,
-      header: 'Database',
-      options: [
-        { label: 'Postgres', description: 'Relational, robust' },
-        { label: 'SQLite', description: 'Embedded, zero setup' },
-      ],
-      multiSelect: false,
-    }],
+    questions: [
+      {
+        question: QUESTION,
+        header: 'Database',
+        options: [
+          { label: 'Postgres', description: 'Relational, robust' },
+          { label: 'SQLite', description: 'Embedded, zero setup' },
+        ],
+        multiSelect: false,
+      },
+    ],
   },
 };
 
@@ -57,8 +65,7 @@ async function startRig(scenario: FakeScenario): Promise<Rig> {
   return { fake, cli, cwd: cwd.path };
 }
 
-const isPermissionAsk = (f: Frame): boolean =>
-  f.type === 'control_request' && f.request?.subtype === 'can_use_tool';
+const isPermissionAsk = (f: Frame): boolean => f.type === 'control_request' && f.request?.subtype === 'can_use_tool';
 const isResult = (f: Frame): boolean => f.type === 'result';
 
 /** Closes stdin and expects a clean exit, as after every successful turn. */
@@ -68,56 +75,68 @@ async function expectCleanExit(cli: ClaudeProcess): Promise<void> {
 }
 
 describe('fake Anthropic API driving the real CLI', () => {
-  it('runs an allowed Bash call: the file is made and the turn succeeds', async () => {
-    const { fake, cli, cwd } = await startRig({ responses: [{ text: 'Let me run it.', tool_use: BASH_CALL }, { text: 'Done.' }] });
+  it(
+    'runs an allowed Bash call: the file is made and the turn succeeds',
+    async () => {
+      const { fake, cli, cwd } = await startRig({ responses: [{ text: 'Let me run it.', tool_use: BASH_CALL }, { text: 'Done.' }] });
 
-    cli.send(userMessage('Create made.txt'));
-    const ask = await cli.waitFor(isPermissionAsk, STEP_MS);
-    expect(ask.request).toMatchObject({ tool_name: 'Bash', tool_use_id: 'toolu_01', input: BASH_CALL.input });
-    cli.send(controlSuccess(ask.request_id, { behavior: 'allow', updatedInput: ask.request.input }));
+      cli.send(userMessage('Create made.txt'));
+      const ask = await cli.waitFor(isPermissionAsk, STEP_MS);
+      expect(ask.request).toMatchObject({ tool_name: 'Bash', tool_use_id: 'toolu_01', input: BASH_CALL.input });
+      cli.send(controlSuccess(ask.request_id, { behavior: 'allow', updatedInput: ask.request.input }));
 
-    const result = await cli.waitFor(isResult, STEP_MS);
-    expect(result).toMatchObject({ subtype: 'success', is_error: false, result: 'Done.' });
-    expect(readFileSync(join(cwd, 'made.txt'), 'utf8')).toBe('hi\n');
-    expect(fake.lastToolResults()).toEqual([expect.objectContaining({ tool_use_id: 'toolu_01', is_error: false })]);
-    expect(fake.modelRequests()).toHaveLength(2);
-    await expectCleanExit(cli);
-  }, TEST_MS);
+      const result = await cli.waitFor(isResult, STEP_MS);
+      expect(result).toMatchObject({ subtype: 'success', is_error: false, result: 'Done.' });
+      expect(readFileSync(join(cwd, 'made.txt'), 'utf8')).toBe('hi\n');
+      expect(fake.lastToolResults()).toEqual([expect.objectContaining({ tool_use_id: 'toolu_01', is_error: false })]);
+      expect(fake.modelRequests()).toHaveLength(2);
+      await expectCleanExit(cli);
+    },
+    TEST_MS,
+  );
 
-  it('runs a denied Bash call: no file, and the model sees the denial as an error tool_result', async () => {
-    const { fake, cli, cwd } = await startRig({ responses: [{ text: 'Let me run it.', tool_use: BASH_CALL }, { text: 'Understood.' }] });
-    const denial = 'Not allowed by tether test policy';
+  it(
+    'runs a denied Bash call: no file, and the model sees the denial as an error tool_result',
+    async () => {
+      const { fake, cli, cwd } = await startRig({ responses: [{ text: 'Let me run it.', tool_use: BASH_CALL }, { text: 'Understood.' }] });
+      const denial = 'Not allowed by tether test policy';
 
-    cli.send(userMessage('Create made.txt'));
-    const ask = await cli.waitFor(isPermissionAsk, STEP_MS);
-    cli.send(controlSuccess(ask.request_id, { behavior: 'deny', message: denial }));
+      cli.send(userMessage('Create made.txt'));
+      const ask = await cli.waitFor(isPermissionAsk, STEP_MS);
+      cli.send(controlSuccess(ask.request_id, { behavior: 'deny', message: denial }));
 
-    const result = await cli.waitFor(isResult, STEP_MS);
-    expect(result).toMatchObject({ is_error: false, permission_denials: [expect.objectContaining({ tool_use_id: 'toolu_01' })] });
-    expect(existsSync(join(cwd, 'made.txt'))).toBe(false);
-    const [toolResult] = fake.lastToolResults();
-    expect(toolResult).toMatchObject({ tool_use_id: 'toolu_01', is_error: true });
-    expect(toolResult?.content).toContain(denial);
-    await expectCleanExit(cli);
-  }, TEST_MS);
+      const result = await cli.waitFor(isResult, STEP_MS);
+      expect(result).toMatchObject({ is_error: false, permission_denials: [expect.objectContaining({ tool_use_id: 'toolu_01' })] });
+      expect(existsSync(join(cwd, 'made.txt'))).toBe(false);
+      const [toolResult] = fake.lastToolResults();
+      expect(toolResult).toMatchObject({ tool_use_id: 'toolu_01', is_error: true });
+      expect(toolResult?.content).toContain(denial);
+      await expectCleanExit(cli);
+    },
+    TEST_MS,
+  );
 
-  it('round-trips AskUserQuestion: answers keyed by question text reach the model', async () => {
-    const { fake, cli } = await startRig({ responses: [{ text: 'I need to ask.', tool_use: ASK_CALL }, { text: 'Going with it.' }] });
+  it(
+    'round-trips AskUserQuestion: answers keyed by question text reach the model',
+    async () => {
+      const { fake, cli } = await startRig({ responses: [{ text: 'I need to ask.', tool_use: ASK_CALL }, { text: 'Going with it.' }] });
 
-    cli.send(userMessage('Pick a database'));
-    const ask = await cli.waitFor(isPermissionAsk, STEP_MS);
-    expect(ask.request).toMatchObject({ tool_name: 'AskUserQuestion', requires_user_interaction: true });
-    const updatedInput = { ...ask.request.input, answers: { [QUESTION]: 'SQLite' } };
-    cli.send(controlSuccess(ask.request_id, { behavior: 'allow', updatedInput }));
+      cli.send(userMessage('Pick a database'));
+      const ask = await cli.waitFor(isPermissionAsk, STEP_MS);
+      expect(ask.request).toMatchObject({ tool_name: 'AskUserQuestion', requires_user_interaction: true });
+      const updatedInput = { ...ask.request.input, answers: { [QUESTION]: 'SQLite' } };
+      cli.send(controlSuccess(ask.request_id, { behavior: 'allow', updatedInput }));
 
-    const result = await cli.waitFor(isResult, STEP_MS);
-    expect(result).toMatchObject({ is_error: false, result: 'Going with it.' });
-    const [toolResult] = fake.lastToolResults();
-    expect(toolResult?.tool_use_id).toBe('toolu_ask1');
-    expect(toolResult?.is_error).not.toBe(true);
-    expect(toolResult?.content).toContain('SQLite');
-    await expectCleanExit(cli);
-  }, TEST_MS);
+      const result = await cli.waitFor(isResult, STEP_MS);
+      expect(result).toMatchObject({ is_error: false, result: 'Going with it.' });
+      const [toolResult] = fake.lastToolResults();
+      expect(toolResult?.tool_use_id).toBe('toolu_ask1');
+      expect(toolResult?.is_error).not.toBe(true);
+      expect(toolResult?.content).toContain('SQLite');
+      await expectCleanExit(cli);
+    },
+    TEST_MS,
+  );
 });
 
 describe('fake Anthropic API contract', () => {

@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import type { z } from 'zod';
 import { FAST_BINARY_CHECKS, FAST_NOTIFICATION_CHECKS } from '../core/wire/fast-checks.js';
-import { agentInputText, BinaryNotifications, Notifications, type BinaryNotificationName, type NotificationName, type NotificationParams } from '../core/protocol/methods.js';
+import {
+  agentInputText,
+  BinaryNotifications,
+  Notifications,
+  type BinaryNotificationName,
+  type NotificationName,
+  type NotificationParams,
+} from '../core/protocol/methods.js';
 import { classifyBySchema } from '../core/protocol/jsonrpc.js';
 import { classify } from '../core/rpc/envelope.js';
 
@@ -66,14 +73,39 @@ const line = { type: 'user', message: { role: 'user', content: 'hi' }, parent_to
 const SESSION = '6b1f0e7c-8a4e-4f3a-9c2b-0d1e2f3a4b5c';
 
 /** The usual message of each checked method, and any further fields it may carry. */
-const GOOD: Record<string, { schema: z.ZodType; check: (p: unknown) => boolean; usual: Record<string, unknown>[]; nested?: Record<string, Record<string, unknown>> }> = {
-  'session.post': { schema: Notifications['session.post'], check: FAST_NOTIFICATION_CHECKS['session.post']!, usual: [{ session_id: SESSION, input_id: 'in-1', line }] },
+const GOOD: Record<
+  string,
+  { schema: z.ZodType; check: (p: unknown) => boolean; usual: Record<string, unknown>[]; nested?: Record<string, Record<string, unknown>> }
+> = {
+  'session.post': {
+    schema: Notifications['session.post'],
+    check: FAST_NOTIFICATION_CHECKS['session.post']!,
+    usual: [{ session_id: SESSION, input_id: 'in-1', line }],
+  },
   'session.frame': {
     schema: Notifications['session.frame'],
     check: FAST_NOTIFICATION_CHECKS['session.frame']!,
     usual: [
-      { session_id: SESSION, seq: 5, origin: 'gateway', event: { type: 'tether', subtype: 'prompt', principal: 'p', client_id: 'c-1', message: line.message, input_id: 'in-1', at: '2026-12-01T10:00:00.000Z' } },
-      { session_id: SESSION, seq: 6, origin: 'gateway', event: { type: 'tether', subtype: 'prompt', principal: 'p', client_id: 'c-1', message: [{ type: 'text', text: 'x' }], at: 'now' } },
+      {
+        session_id: SESSION,
+        seq: 5,
+        origin: 'gateway',
+        event: {
+          type: 'tether',
+          subtype: 'prompt',
+          principal: 'p',
+          client_id: 'c-1',
+          message: line.message,
+          input_id: 'in-1',
+          at: '2026-12-01T10:00:00.000Z',
+        },
+      },
+      {
+        session_id: SESSION,
+        seq: 6,
+        origin: 'gateway',
+        event: { type: 'tether', subtype: 'prompt', principal: 'p', client_id: 'c-1', message: [{ type: 'text', text: 'x' }], at: 'now' },
+      },
     ],
     nested: { event: { type: 'tether', subtype: 'prompt', principal: 'p', client_id: 'c-1', message: 'm', input_id: 'in-2', at: 'now' } },
   },
@@ -90,7 +122,13 @@ const GOOD: Record<string, { schema: z.ZodType; check: (p: unknown) => boolean; 
     check: FAST_BINARY_CHECKS['session.output']!,
     usual: [
       { session_id: SESSION, seq: 12, meta: { type: 'assistant' }, read_at_ms: 1_760_000_000_000 },
-      { session_id: SESSION, seq: 13, meta: { type: 'result', subtype: 'success', is_error: false }, read_at_ms: 1_760_000_000_000, input_ack: 4 },
+      {
+        session_id: SESSION,
+        seq: 13,
+        meta: { type: 'result', subtype: 'success', is_error: false },
+        read_at_ms: 1_760_000_000_000,
+        input_ack: 4,
+      },
       { session_id: SESSION, seq: 14, meta: {} },
     ],
     nested: { meta: { type: 'control_request', subtype: 'can_use_tool', request_id: 'r-1', is_error: true, state: 'idle' } },

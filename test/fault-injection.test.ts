@@ -27,7 +27,19 @@ const CUTS_PER_RUN = 14;
 const MAX_SLOW_TURNS = 6;
 const AGENT = 'fault-agent';
 
-const totals = { runs: 0, cuts: 0, framesChecked: 0, lost: 0, duplicated: 0, changed: 0, promptsTwice: 0, promptsLost: 0, promptsAcrossCuts: 0, wireReplays: 0, agentReplays: 0 };
+const totals = {
+  runs: 0,
+  cuts: 0,
+  framesChecked: 0,
+  lost: 0,
+  duplicated: 0,
+  changed: 0,
+  promptsTwice: 0,
+  promptsLost: 0,
+  promptsAcrossCuts: 0,
+  wireReplays: 0,
+  agentReplays: 0,
+};
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** The current test's fault schedule: from the run's seed (TETHER_TEST_SEED replays it). */
@@ -118,9 +130,14 @@ describe('fault injection: cuts on the client and agent links', () => {
     expect(proxy.refused).toBe(1);
   });
 
-  it('a cut inside the re-attach that follows a reconnect does not end the client\'s session (ws)', async () => {
+  it("a cut inside the re-attach that follows a reconnect does not end the client's session (ws)", async () => {
     const run = await startRun('ws', 'client', cleanups, 0);
-    const client = await GatewayClient.connect({ gateway: run.proxy.url('ws'), token: run.stack.token, backoff: FAST_BACKOFF, reconnectWaitMs: 10_000 });
+    const client = await GatewayClient.connect({
+      gateway: run.proxy.url('ws'),
+      token: run.stack.token,
+      backoff: FAST_BACKOFF,
+      reconnectWaitMs: 10_000,
+    });
     cleanups.push(() => client.close());
     const session = await client.attach(run.reference.session.id);
     const rec = record(session);
@@ -144,7 +161,13 @@ describe('fault injection: cuts on the client and agent links', () => {
   it('a resume refused with a retryable error (the session is full) is retried after a reconnect, not dropped', async () => {
     const run = await startRun('ws', 'client', cleanups, 0, { maxMembers: 2 }); // the reference and one more
     const statuses: string[] = [];
-    const client = await GatewayClient.connect({ gateway: run.proxy.url('ws'), token: run.stack.token, backoff: FAST_BACKOFF, reconnectWaitMs: 10_000, onStatus: (st) => statuses.push(st.state === 'down' ? `down: ${st.error.message}` : st.state) });
+    const client = await GatewayClient.connect({
+      gateway: run.proxy.url('ws'),
+      token: run.stack.token,
+      backoff: FAST_BACKOFF,
+      reconnectWaitMs: 10_000,
+      onStatus: (st) => statuses.push(st.state === 'down' ? `down: ${st.error.message}` : st.state),
+    });
     cleanups.push(() => client.close());
     const rec = record(await client.attach(run.reference.session.id));
     // The link drops; while the proxy keeps it down, someone else takes the free slot.
@@ -167,7 +190,9 @@ describe('fault injection: cuts on the client and agent links', () => {
       it(`${leg} link over ${transport}: ${CUTS_PER_RUN}+ cuts mid-stream, every client sees the engine's output exactly once`, async () => {
         const run = await startRun(transport, leg, cleanups);
         const stats = await exercise(run, transport, leg).catch((err: Error) => {
-          console.log(`${leg} leg over ${transport} failed; link events:\n${run.events.join('\n')}\nproxy connections: ${JSON.stringify(run.proxy.connections.slice(-10))}`);
+          console.log(
+            `${leg} leg over ${transport} failed; link events:\n${run.events.join('\n')}\nproxy connections: ${JSON.stringify(run.proxy.connections.slice(-10))}`,
+          );
           throw err;
         });
         totals.runs++;
@@ -197,8 +222,17 @@ async function startRun(
   const events: string[] = [];
   const teeDir = makeTempDir('tether-tee-');
   const cwd = makeTempDir('tether-cwd-');
-  cleanups.push(() => teeDir.cleanup(), () => cwd.cleanup());
-  const stack = await startStack({ engine: 'demo', agentTransport: transport, clientTransport: transport, agentOptions: { backoff: FAST_BACKOFF }, limits: { heartbeat: { intervalMs: 500, timeoutMs: 1_000 }, ...limits } });
+  cleanups.push(
+    () => teeDir.cleanup(),
+    () => cwd.cleanup(),
+  );
+  const stack = await startStack({
+    engine: 'demo',
+    agentTransport: transport,
+    clientTransport: transport,
+    agentOptions: { backoff: FAST_BACKOFF },
+    limits: { heartbeat: { intervalMs: 500, timeoutMs: 1_000 }, ...limits },
+  });
   cleanups.push(() => stack.stop());
   const tokens = { client: stack.token, agent: stack.key ? await stack.mint({ kind: 'agent', sub: AGENT }) : undefined };
   const direct = transport === 'ws' ? stack.wsUrl : stack.grpcUrl;
@@ -239,7 +273,15 @@ async function startRun(
   const proxied: Run['proxied'] = [];
   if (leg === 'client') {
     for (let n = 0; n < proxiedClients; n++) {
-      const client = await GatewayClient.connect({ gateway: proxy.url(transport), token: tokens.client, backoff: FAST_BACKOFF, reconnectWaitMs: 15_000, dial: FAST_PING, heartbeat: HEARTBEAT, onStatus: (st) => note(events, `client ${n} ${st.state}${st.state === 'down' ? `: ${st.error.code} ${st.error.message}` : ''}`) });
+      const client = await GatewayClient.connect({
+        gateway: proxy.url(transport),
+        token: tokens.client,
+        backoff: FAST_BACKOFF,
+        reconnectWaitMs: 15_000,
+        dial: FAST_PING,
+        heartbeat: HEARTBEAT,
+        onStatus: (st) => note(events, `client ${n} ${st.state}${st.state === 'down' ? `: ${st.error.code} ${st.error.message}` : ''}`),
+      });
       cleanups.push(() => client.close());
       const session = await client.attach(refSession.id);
       proxied.push({ client, session, rec: record(session) });
@@ -255,9 +297,11 @@ function directions(leg: 'client' | 'agent'): { heavy: Direction; light: Directi
 
 /** Waits until every proxied link is open again. */
 function linksUp(run: Run, ms = 8_000): Promise<void> {
-  return run.proxy.waitFor(() => run.proxy.open.length >= run.expectOpen, ms, `${run.expectOpen} open link(s) through the proxy`).catch((err: Error) => {
-    throw new Error(`${err.message}; connections: ${JSON.stringify(run.proxy.connections.slice(-6))}`);
-  });
+  return run.proxy
+    .waitFor(() => run.proxy.open.length >= run.expectOpen, ms, `${run.expectOpen} open link(s) through the proxy`)
+    .catch((err: Error) => {
+      throw new Error(`${err.message}; connections: ${JSON.stringify(run.proxy.connections.slice(-6))}`);
+    });
 }
 
 /** Waits until every proxied client has reconnected and resumed (its calls go through again). */
@@ -277,7 +321,9 @@ async function cutter(run: Run, leg: 'client' | 'agent', stop: () => boolean): P
     const kind = n++ % 5;
     if (kind === 0 || kind === 3) {
       // Mid-frame in the direction that carries the stream.
-      await run.proxy.cutAfter(heavy, rand(1, 12_000), { timeoutMs: 1_500, mode: kind === 3 ? 'fin' : 'rst' }).catch(() => run.proxy.cutAll());
+      await run.proxy
+        .cutAfter(heavy, rand(1, 12_000), { timeoutMs: 1_500, mode: kind === 3 ? 'fin' : 'rst' })
+        .catch(() => run.proxy.cutAll());
     } else if (kind === 1) {
       // The other direction: requests and hellos (client leg), acks and inputs (agent leg).
       await run.proxy.cutAfter(light, rand(1, 1_500), { timeoutMs: 800 }).catch(() => run.proxy.cutAll());
@@ -410,7 +456,14 @@ async function exercise(run: Run, transport: TransportName, leg: 'client' | 'age
     totals.duplicated += cmp.duplicated;
     totals.changed += cmp.changed;
     totals.wireReplays += p.rec.wire.length - new Set(p.rec.wire).size;
-    expect(cmp, 'a proxied client vs the reference').toEqual({ checked: ref.items.length, lost: 0, duplicated: 0, changed: 0, gaps: 0, outOfOrder: 0 });
+    expect(cmp, 'a proxied client vs the reference').toEqual({
+      checked: ref.items.length,
+      lost: 0,
+      duplicated: 0,
+      changed: 0,
+      gaps: 0,
+      outOfOrder: 0,
+    });
   }
   // Each prompt: one prompt event, and the engine ran exactly as many turns as prompts.
   for (const text of prompts) {
@@ -423,7 +476,10 @@ async function exercise(run: Run, transport: TransportName, leg: 'client' | 'age
   if (results > prompts.length) totals.promptsTwice += results - prompts.length;
   expect(results, 'results the engine wrote').toBe(prompts.length);
   for (const text of prompts.filter((t) => t.startsWith('across-a-cut'))) {
-    expect(engineResults(engineLines).filter((l) => l.includes(text)), `engine results for "${text}"`).toHaveLength(1);
+    expect(
+      engineResults(engineLines).filter((l) => l.includes(text)),
+      `engine results for "${text}"`,
+    ).toHaveLength(1);
   }
   return { cuts: proxy.cutsDone - cutsBefore, acrossCuts };
 }

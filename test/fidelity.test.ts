@@ -17,7 +17,9 @@ import { startStack, TRANSPORT_PAIRS, withTimeout, type Stack, type TransportNam
 function withoutSessionAllows(f: Record<string, unknown>): Record<string, unknown> {
   const response = f.response as { response?: { updatedPermissions?: unknown } } | undefined;
   const updates = response?.response?.updatedPermissions;
-  return Array.isArray(updates) ? { ...f, response: { ...response, response: { ...response!.response, updatedPermissions: engineUpdates(updates) } } } : f;
+  return Array.isArray(updates)
+    ? { ...f, response: { ...response, response: { ...response!.response, updatedPermissions: engineUpdates(updates) } } }
+    : f;
 }
 
 /**
@@ -100,7 +102,17 @@ const AGENT_INIT = { type: 'control_request', request_id: AGENT_INIT_REQUEST_ID,
 const EOF_NOTE = 'host closed stdin (EOF)';
 const SIGTERM_NOTE = 'host sent SIGTERM';
 const SIGINT_NOTE = 'host sent SIGINT';
-const GATEWAY_EVENT_SUBTYPES = new Set(['state', 'presence', 'prompt', 'prompt_decided', 'prompt_turn', 'turn', 'exited', 'interrupt', 'queued']);
+const GATEWAY_EVENT_SUBTYPES = new Set([
+  'state',
+  'presence',
+  'prompt',
+  'prompt_decided',
+  'prompt_turn',
+  'turn',
+  'exited',
+  'interrupt',
+  'queued',
+]);
 
 /** Every client transport × agent transport (a replay costs well under a second). */
 const PAIRS: { client: TransportName; agent: TransportName }[] = TRANSPORT_PAIRS;
@@ -174,12 +186,17 @@ interface Special {
 }
 
 const SPECIAL: Record<string, Special> = {
-  '14_permission_unanswered_then_eof': { why: 'prompt never answered; session.stop closes stdin; the failed prompt and the rest of the turn arrive after the EOF' },
+  '14_permission_unanswered_then_eof': {
+    why: 'prompt never answered; session.stop closes stdin; the failed prompt and the rest of the turn arrive after the EOF',
+  },
   '15_permission_pending_then_interrupt': {
     why: 'interrupt while a prompt is pending; the engine cancels the prompt, so the late answer is refused by the gateway',
     refused: { 13: { code: 'FAILED_PRECONDITION', why: 'answer to a prompt the engine already cancelled (already decided)' } },
   },
-  '18_no_permission_prompt_tool': { why: 'replayed as captured', argvDiffers: 'captured without --permission-prompt-tool stdio, which the agent always passes' },
+  '18_no_permission_prompt_tool': {
+    why: 'replayed as captured',
+    argvDiffers: 'captured without --permission-prompt-tool stdio, which the agent always passes',
+  },
   '40_control_requests': {
     why: 'a control subtype the gateway does not know, and a permission mode that is none, are refused before the engine (issue 27), not passed through for the CLI to answer',
     refused: {
@@ -191,7 +208,10 @@ const SPECIAL: Record<string, Special> = {
     why: 'keep_alive is accepted and not forwarded',
     refused: { 4: { absorbed: true, why: 'keep_alive: accepted, not forwarded (docs/protocol.md)' } },
   },
-  '56_hook_events_settings_command_hook': { why: 'replayed as captured', argvDiffers: '--settings is not on the agent allow list (asserted refused)' },
+  '56_hook_events_settings_command_hook': {
+    why: 'replayed as captured',
+    argvDiffers: '--settings is not on the agent allow list (asserted refused)',
+  },
   '60_invalid_json_is_fatal': {
     why: 'the non-JSON line cannot be sent through the gateway; the engine survives it, so the replay ends there and the engine exits 0 at the stop',
     refused: { 2: { code: 'INVALID_ARGUMENT', why: 'a non-JSON engine line is refused by session.send params validation' } },
@@ -220,13 +240,21 @@ const SPECIAL: Record<string, Special> = {
   '71_eof_after_initialize': { why: 'only the (agent) initialize, then session.stop' },
   '72_eof_mid_turn': { why: 'session.stop mid-turn: the rest of the turn arrives after the EOF' },
   '73_sigterm_mid_turn': { why: 'session.stop = EOF, then SIGTERM after the grace; exit status 143' },
-  '74_sigint_mid_turn': { why: 'SIGINT sent by the test (no SIGINT path in Tether); frames after it relayed; then session.stop', sigintFromTest: true },
+  '74_sigint_mid_turn': {
+    why: 'SIGINT sent by the test (no SIGINT path in Tether); frames after it relayed; then session.stop',
+    sigintFromTest: true,
+  },
   '82c_session_id_in_use': { why: 'start-up refusal, after 82a and 82b in the same HOME' },
   '83_resume_unknown_session': { why: 'start-up refusal; the result frame written before the exit is not relayed (no session yet)' },
 };
 
 /** Transcripts whose CLI never answered initialize (asserted to be exactly these). */
-const STARTUP_REFUSALS = ['64_stream_json_without_verbose', '65_bypass_permissions_as_root', '82c_session_id_in_use', '83_resume_unknown_session'];
+const STARTUP_REFUSALS = [
+  '64_stream_json_without_verbose',
+  '65_bypass_permissions_as_root',
+  '82c_session_id_in_use',
+  '83_resume_unknown_session',
+];
 /** Transcripts that need the prelude (first host frame is not the agent's initialize). */
 const NEED_PRELUDE = [
   '50_hook_pretooluse_deny_autoapproved',
@@ -277,25 +305,31 @@ interface Plan {
 function planFor(t: Transcript): Plan {
   const special = SPECIAL[t.name] ?? { why: '' };
   const firstIn = t.entries.find((e) => e.dir === 'in');
-  const agentInit = !!firstIn?.frame && isInitialize(firstIn.frame) && (firstIn.frame.request as Frame).hooks === null && Object.keys(firstIn.frame.request as Frame).length === 2;
+  const agentInit =
+    !!firstIn?.frame &&
+    isInitialize(firstIn.frame) &&
+    (firstIn.frame.request as Frame).hooks === null &&
+    Object.keys(firstIn.frame.request as Frame).length === 2;
   const initAnswered =
     firstIn?.frame && isInitialize(firstIn.frame)
-      ? t.entries.some((e) => e.dir === 'out' && e.frame?.type === 'control_response' && responseOf(e.frame)?.request_id === firstIn.frame!.request_id)
+      ? t.entries.some(
+          (e) => e.dir === 'out' && e.frame?.type === 'control_response' && responseOf(e.frame)?.request_id === firstIn.frame!.request_id,
+        )
       : true;
   // Cut at `until`, keeping the refused frame there (its refusal is asserted, then the stop).
-  let entries: Plan['entries'] = t.entries.filter((e) => special.until === undefined || e.index < special.until || (e.index === special.until && special.refused?.[e.index]));
+  let entries: Plan['entries'] = t.entries.filter(
+    (e) => special.until === undefined || e.index < special.until || (e.index === special.until && special.refused?.[e.index]),
+  );
   let consumed: number | undefined;
   if (agentInit) {
-    consumed = t.entries.find((e) => e.dir === 'out' && e.frame?.type === 'control_response' && responseOf(e.frame)?.request_id === firstIn!.frame!.request_id)?.index;
+    consumed = t.entries.find(
+      (e) => e.dir === 'out' && e.frame?.type === 'control_response' && responseOf(e.frame)?.request_id === firstIn!.frame!.request_id,
+    )?.index;
   } else {
     const pre = readEntries(join(FIXTURES, `${PRELUDE}.ndjson`));
     const init = pre.find((e) => e.dir === 'in')!;
     const answer = pre.find((e) => e.dir === 'out' && responseOf(e.frame!)?.request_id === init.frame!.request_id)!;
-    entries = [
-      { ...init, index: -2, prelude: true },
-      { ...answer, index: -1, prelude: true },
-      ...entries,
-    ];
+    entries = [{ ...init, index: -2, prelude: true }, { ...answer, index: -1, prelude: true }, ...entries];
     consumed = -1;
   }
   const reactions = new Set<number>();
@@ -406,7 +440,9 @@ class Collector {
       this.listeners.add(check);
       check();
     });
-    return withTimeout(p, ms, `${what} (saw ${this.items.map(describeItem).join(', ') || 'nothing'})`).finally(() => this.listeners.delete(check));
+    return withTimeout(p, ms, `${what} (saw ${this.items.map(describeItem).join(', ') || 'nothing'})`).finally(() =>
+      this.listeners.delete(check),
+    );
   }
 
   /** Until `n` engine frames/replies arrived (or the stream ended: the comparison tells why). */
@@ -427,7 +463,16 @@ interface RunResult {
   diffs: string[];
 }
 
-const totals = { runs: 0, transcripts: new Set<string>(), compared: 0, engineSide: 0, differed: 0, refusals: 0, gatewayItems: 0, startupRefusals: 0 };
+const totals = {
+  runs: 0,
+  transcripts: new Set<string>(),
+  compared: 0,
+  engineSide: 0,
+  differed: 0,
+  refusals: 0,
+  gatewayItems: 0,
+  startupRefusals: 0,
+};
 const liveStacks = new Set<Stack>();
 
 async function replay(t: Transcript, pair: { client: TransportName; agent: TransportName }, home: string | undefined): Promise<RunResult> {
@@ -452,7 +497,15 @@ async function replay(t: Transcript, pair: { client: TransportName; agent: Trans
   const diff = (msg: string) => result.diffs.push(`${t.name} [client ${pair.client}, agent ${pair.agent}]: ${msg}`);
   let stack: Stack | undefined;
   try {
-    stack = await startStack({ engine: 'claude', engineCommand: RECORDED_ENGINE, engineEnv, cwd, clientTransport: pair.client, agentTransport: pair.agent, agentOptions: { engineFlags: REPLAY_FLAG_POLICY } });
+    stack = await startStack({
+      engine: 'claude',
+      engineCommand: RECORDED_ENGINE,
+      engineEnv,
+      cwd,
+      clientTransport: pair.client,
+      agentTransport: pair.agent,
+      agentOptions: { engineFlags: REPLAY_FLAG_POLICY },
+    });
     liveStacks.add(stack);
     const client = await stack.client();
 
@@ -462,7 +515,8 @@ async function replay(t: Transcript, pair: { client: TransportName; agent: Trans
         () => undefined,
         (e: unknown) => asTetherError(e),
       );
-      if (err?.code !== 'PERMISSION_DENIED') diff(`--settings through extra_args: expected PERMISSION_DENIED, got ${err ? err.code : 'a session'}`);
+      if (err?.code !== 'PERMISSION_DENIED')
+        diff(`--settings through extra_args: expected PERMISSION_DENIED, got ${err ? err.code : 'a session'}`);
       else result.refusals++;
     }
 
@@ -477,7 +531,11 @@ async function replay(t: Transcript, pair: { client: TransportName; agent: Trans
         diff(`the engine should have received only the agent's initialize, got ${host.map((l) => short(l, 200)).join(' | ')}`);
       }
     } else {
-      const session = await withTimeout(client.createSession({ agent: 'test-agent', options: { extra_args: plan.extraArgs } }), 10_000, 'session.create');
+      const session = await withTimeout(
+        client.createSession({ agent: 'test-agent', options: { extra_args: plan.extraArgs } }),
+        10_000,
+        'session.create',
+      );
       const collector = new Collector(session);
       try {
         await drive(plan, client, session, collector, tracePath, diff, result);
@@ -500,7 +558,11 @@ async function replay(t: Transcript, pair: { client: TransportName; agent: Trans
 
 /** 64, 65, 82c, 83: the engine exits before answering initialize. */
 async function startupRefusal(plan: Plan, client: GatewayClient, diff: (m: string) => void, result: RunResult): Promise<void> {
-  const err = await withTimeout(client.createSession({ agent: 'test-agent', options: { extra_args: plan.extraArgs } }), 10_000, 'session.create').then(
+  const err = await withTimeout(
+    client.createSession({ agent: 'test-agent', options: { extra_args: plan.extraArgs } }),
+    10_000,
+    'session.create',
+  ).then(
     () => undefined,
     (e: unknown) => asTetherError(e),
   );
@@ -514,7 +576,9 @@ async function startupRefusal(plan: Plan, client: GatewayClient, diff: (m: strin
   const want = `code ${plan.exitCode}`;
   if (err.code !== 'FAILED_PRECONDITION' || !err.message.includes(want) || (tail && !err.message.includes(tail))) {
     result.differed++;
-    diff(`session.create error should be FAILED_PRECONDITION with "${want}" and the stderr tail ${JSON.stringify(tail)}; got ${err.code}: ${err.message}`);
+    diff(
+      `session.create error should be FAILED_PRECONDITION with "${want}" and the stderr tail ${JSON.stringify(tail)}; got ${err.code}: ${err.message}`,
+    );
   }
   totals.startupRefusals++;
 }
@@ -579,7 +643,13 @@ async function drive(
   }
 }
 
-async function assertRefusal(e: Entry, refusal: Refusal, client: GatewayClient, session: RemoteSession, diff: (m: string) => void): Promise<void> {
+async function assertRefusal(
+  e: Entry,
+  refusal: Refusal,
+  client: GatewayClient,
+  session: RemoteSession,
+  diff: (m: string) => void,
+): Promise<void> {
   if ('absorbed' in refusal) {
     const status = await session.send(e.frame!);
     if (status !== 'applied') diff(`line ${e.index + 1} (${refusal.why}): expected applied, got ${status}`);
@@ -598,7 +668,8 @@ async function assertRefusal(e: Entry, refusal: Refusal, client: GatewayClient, 
   } catch (err) {
     outcome = asTetherError(err).code;
   }
-  if (outcome !== refusal.code) diff(`line ${e.index + 1} (${refusal.why}): expected the gateway to refuse with ${refusal.code}, got ${outcome}`);
+  if (outcome !== refusal.code)
+    diff(`line ${e.index + 1} (${refusal.why}): expected the gateway to refuse with ${refusal.code}, got ${outcome}`);
 }
 
 function readLines(path: string): string[] {
@@ -615,7 +686,8 @@ function checkArgv(plan: Plan, trace: Frame[], diff: (m: string) => void): void 
   if (!start) return diff('the recorded engine never started');
   const extra = checkExtraArgs(plan.extraArgs, REPLAY_FLAG_POLICY);
   const want = [...STREAM_JSON_FLAGS, ...defaultModeArgs({}, extra), ...extra];
-  if (JSON.stringify(start.argv) !== JSON.stringify(want)) diff(`engine argv ${JSON.stringify(start.argv)}, expected ${JSON.stringify(want)}`);
+  if (JSON.stringify(start.argv) !== JSON.stringify(want))
+    diff(`engine argv ${JSON.stringify(start.argv)}, expected ${JSON.stringify(want)}`);
 }
 
 /** The recorded frame with a control_response's request_id set to the id the host used. */
@@ -625,7 +697,14 @@ function withResponseId(frame: Frame, id: string | undefined): Frame {
   return { ...frame, response: id === undefined ? { subtype, ...rest } : { subtype, request_id: id, ...rest } };
 }
 
-function compareRun(plan: Plan, hostLines: string[], trace: Frame[], collector: Collector, diff: (m: string) => void, result: RunResult): void {
+function compareRun(
+  plan: Plan,
+  hostLines: string[],
+  trace: Frame[],
+  collector: Collector,
+  diff: (m: string) => void,
+  result: RunResult,
+): void {
   const written = trace.filter((x) => x.ev === 'out').map((x) => x.line as string);
   const mismatch = trace.find((x) => x.ev === 'mismatch');
   if (mismatch) diff(`recorded engine reported: ${String(mismatch.message)}`);
@@ -673,7 +752,10 @@ function compareRun(plan: Plan, hostLines: string[], trace: Frame[], collector: 
       const key = (f.request_id as string | undefined) ?? NO_ID;
       if (agentsOwn) {
         // The agent's own initialize stands for the transcript's (docs: "performs the engine's initialize itself").
-        cmp(canon(actual) === canon(AGENT_INIT) && canon({ ...f, request_id: AGENT_INIT_REQUEST_ID }) === canon(AGENT_INIT), () => `${where}: ${short(actualLine)} is not the agent's initialize for ${short(JSON.stringify(f))}`);
+        cmp(
+          canon(actual) === canon(AGENT_INIT) && canon({ ...f, request_id: AGENT_INIT_REQUEST_ID }) === canon(AGENT_INIT),
+          () => `${where}: ${short(actualLine)} is not the agent's initialize for ${short(JSON.stringify(f))}`,
+        );
         hostIds.set(key, AGENT_INIT_REQUEST_ID);
         continue;
       }
@@ -685,7 +767,10 @@ function compareRun(plan: Plan, hostLines: string[], trace: Frame[], collector: 
           /^tether-\d+$/.test(gw) &&
           (f.type === 'control_request' ? !clientGwIds.has(gw) : hostIds.get(key) === gw) &&
           canon({ ...f, request_id: gw }) === canon(actual);
-        cmp(ok, () => `${where}: expected ${short(JSON.stringify(f))} with request_id rewritten to a fresh tether-N, got ${short(actualLine)}`);
+        cmp(
+          ok,
+          () => `${where}: expected ${short(JSON.stringify(f))} with request_id rewritten to a fresh tether-N, got ${short(actualLine)}`,
+        );
         if (typeof gw === 'string') {
           hostIds.set(key, gw);
           clientGwIds.add(gw);
@@ -695,7 +780,10 @@ function compareRun(plan: Plan, hostLines: string[], trace: Frame[], collector: 
       if (f.type === 'user') {
         // Documented stamp (docs/protocol.md): a uuid when the frame had none (whose turn it is), an origin when it named none.
         const uuid = actual.uuid;
-        const ok = typeof uuid === 'string' && (f.uuid === undefined || f.uuid === uuid) && canon({ ...f, uuid, origin: f.origin ?? { kind: 'human' } }) === canon(actual);
+        const ok =
+          typeof uuid === 'string' &&
+          (f.uuid === undefined || f.uuid === uuid) &&
+          canon({ ...f, uuid, origin: f.origin ?? { kind: 'human' } }) === canon(actual);
         cmp(ok, () => `${where}: expected ${short(JSON.stringify(f))} stamped with a uuid and an origin, got ${short(actualLine)}`);
         continue;
       }
@@ -724,7 +812,8 @@ function compareRun(plan: Plan, hostLines: string[], trace: Frame[], collector: 
       result.differed++;
       continue;
     }
-    if (canon(JSON.parse(line)) !== canon(expectedFrame)) diff(`recorded engine wrote ${short(line)} for line ${e.index + 1}, expected ${short(JSON.stringify(expectedFrame))}`);
+    if (canon(JSON.parse(line)) !== canon(expectedFrame))
+      diff(`recorded engine wrote ${short(line)} for line ${e.index + 1}, expected ${short(JSON.stringify(expectedFrame))}`);
     if (e.index === plan.consumed) continue; // the agent's initialize answer: consumed, never relayed
     if (mappedId !== undefined && clientGwIds.has(mappedId)) {
       // A reply to the client's own request: its original id restored (or absent, as sent).
@@ -737,9 +826,20 @@ function compareRun(plan: Plan, hostLines: string[], trace: Frame[], collector: 
     result.compared++;
     result.engineSide++;
     result.differed++;
-    diff(`the engine received frames the transcript does not have: ${hostLines.slice(h).map((l) => short(l, 200)).join(' | ')}`);
+    diff(
+      `the engine received frames the transcript does not have: ${hostLines
+        .slice(h)
+        .map((l) => short(l, 200))
+        .join(' | ')}`,
+    );
   }
-  if (w < written.length) diff(`the recorded engine wrote more than expected: ${written.slice(w).map((l) => short(l, 200)).join(' | ')}`);
+  if (w < written.length)
+    diff(
+      `the recorded engine wrote more than expected: ${written
+        .slice(w)
+        .map((l) => short(l, 200))
+        .join(' | ')}`,
+    );
 
   // (b) every engine frame / reply, exactly and in order.
   const items = collector.items;
@@ -764,25 +864,36 @@ function compareRun(plan: Plan, hostLines: string[], trace: Frame[], collector: 
       const ev = item.event;
       if (!GATEWAY_EVENT_SUBTYPES.has(ev.subtype)) diff(`unexpected gateway event ${ev.subtype}: ${short(JSON.stringify(ev))}`);
       if (ev.subtype === 'prompt') prompts.push(ev.message);
-      if (ev.subtype === 'prompt_decided' && !engineRequestIds.has(ev.request_id)) diff(`prompt_decided for ${ev.request_id}, which the engine never raised`);
+      if (ev.subtype === 'prompt_decided' && !engineRequestIds.has(ev.request_id))
+        diff(`prompt_decided for ${ev.request_id}, which the engine never raised`);
       if (ev.subtype === 'exited') {
         exits.push(i);
         const want = plan.exitCode;
-        cmp(ev.code === want && ev.signal === null, () => `exited event: expected code ${want}, got code ${ev.code} signal ${ev.signal} (stderr: ${short(ev.stderr_tail)})`);
+        cmp(
+          ev.code === want && ev.signal === null,
+          () => `exited event: expected code ${want}, got code ${ev.code} signal ${ev.signal} (stderr: ${short(ev.stderr_tail)})`,
+        );
         const tail = (plan.t.meta.stderr_tail ?? '').trim().split('\n').at(-1) ?? '';
-        if (plan.special.until === undefined && tail && !ev.stderr_tail.includes(tail)) diff(`exited.stderr_tail lacks the recorded stderr ${JSON.stringify(tail)}`);
+        if (plan.special.until === undefined && tail && !ev.stderr_tail.includes(tail))
+          diff(`exited.stderr_tail lacks the recorded stderr ${JSON.stringify(tail)}`);
       }
       return;
     }
     if (item.kind === 'engine') {
       // Gateway-origin lines: only withdrawals of prompts the engine raised.
       const m = item.message;
-      const ok = m.type === 'control_cancel_request' && typeof m.request_id === 'string' && engineRequestIds.has(m.request_id) && item.line === JSON.stringify({ type: 'control_cancel_request', request_id: m.request_id });
+      const ok =
+        m.type === 'control_cancel_request' &&
+        typeof m.request_id === 'string' &&
+        engineRequestIds.has(m.request_id) &&
+        item.line === JSON.stringify({ type: 'control_cancel_request', request_id: m.request_id });
       if (!ok) diff(`unexpected gateway-origin line ${short(item.line)}`);
     }
   });
-  if (exits.length !== 1 || exits[0] !== items.length - 1) diff(`expected exactly one exited event, last; got ${exits.length} (items: ${items.map(describeItem).join(', ')})`);
-  if (canon(prompts) !== canon(sentPrompts)) diff(`prompt events ${short(JSON.stringify(prompts))} do not match the user messages sent ${short(JSON.stringify(sentPrompts))}`);
+  if (exits.length !== 1 || exits[0] !== items.length - 1)
+    diff(`expected exactly one exited event, last; got ${exits.length} (items: ${items.map(describeItem).join(', ')})`);
+  if (canon(prompts) !== canon(sentPrompts))
+    diff(`prompt events ${short(JSON.stringify(prompts))} do not match the user messages sent ${short(JSON.stringify(sentPrompts))}`);
 }
 
 // ---- the suite -----------------------------------------------------------------------------

@@ -38,9 +38,16 @@ describe('flaky network: links cut at random from the first second, real CLI', (
     it(`${transport}: tether chat --json starts its session and runs ${PROMPTS} prompts through random cuts: none lost, none run twice, one engine`, async () => {
       const home: TempDir = makeTempDir('tether-home-');
       cleanups.push(() => home.cleanup());
-      const fake: FakeAnthropic = await startFakeAnthropic({ responses: [], fallback: { text: 'Noted, and on it right now.', chunk_delay_ms: 30 } });
+      const fake: FakeAnthropic = await startFakeAnthropic({
+        responses: [],
+        fallback: { text: 'Noted, and on it right now.', chunk_delay_ms: 30 },
+      });
       cleanups.push(() => fake.close());
-      const rig: StartRig = await startRig({ transport, engineArgv: [claudeBinaryPath()], engineEnv: claudeTestEnv({ home: home.path, baseUrl: fake.url }) });
+      const rig: StartRig = await startRig({
+        transport,
+        engineArgv: [claudeBinaryPath()],
+        engineEnv: claudeTestEnv({ home: home.path, baseUrl: fake.url }),
+      });
       cleanups.push(() => rig.stop());
       // A little latency with jitter on every chunk (threats B11), on top of the cuts.
       for (const proxy of [rig.agentProxy, rig.clientProxy]) proxy.setLatency(1, 4);
@@ -91,7 +98,9 @@ describe('flaky network: links cut at random from the first second, real CLI', (
           await sleep(rand(80, 400));
           if (stop) break;
           const clientToo = dir.sessionList().length > 0;
-          const n = (testRandom()() < 0.5 || !clientToo ? rig.agentProxy.cutAll() : 0) + (clientToo && testRandom()() < 0.6 ? rig.clientProxy.cutAll() : 0);
+          const n =
+            (testRandom()() < 0.5 || !clientToo ? rig.agentProxy.cutAll() : 0) +
+            (clientToo && testRandom()() < 0.6 ? rig.clientProxy.cutAll() : 0);
           if (n) count(n);
         }
       })();
@@ -101,9 +110,13 @@ describe('flaky network: links cut at random from the first second, real CLI', (
       });
 
       const fail = (what: string) => (err: Error) => {
-        throw new Error(`${err.message} (${what}); results ${results.length}; cuts ${JSON.stringify(cuts)}; chat stderr:\n${stderr.slice(-3000)}`);
+        throw new Error(
+          `${err.message} (${what}); results ${results.length}; cuts ${JSON.stringify(cuts)}; chat stderr:\n${stderr.slice(-3000)}`,
+        );
       };
-      await waitFor(() => dir.sessionList().some((s) => s.currentState !== 'starting'), 30_000, 'the session to start').catch(fail('start'));
+      await waitFor(() => dir.sessionList().some((s) => s.currentState !== 'starting'), 30_000, 'the session to start').catch(
+        fail('start'),
+      );
       bound = true;
       atBound = { agent: rig.agentProxy.cutsDone, client: rig.clientProxy.cutsDone };
       const boundAfterMs = Date.now() - started;
@@ -120,7 +133,11 @@ describe('flaky network: links cut at random from the first second, real CLI', (
 
       // Each prompt reached the model exactly once, and each came back exactly once.
       const asked = fake.modelRequests().map((r) => textOf(r.lastMessage?.content));
-      for (let i = 1; i <= PROMPTS; i++) expect(asked.filter((t) => new RegExp(`prompt number ${i}(?!\\d)`).test(t)), `prompt ${i} at the model`).toHaveLength(1);
+      for (let i = 1; i <= PROMPTS; i++)
+        expect(
+          asked.filter((t) => new RegExp(`prompt number ${i}(?!\\d)`).test(t)),
+          `prompt ${i} at the model`,
+        ).toHaveLength(1);
       expect(results).toHaveLength(PROMPTS);
       expect(results.every((r) => r.is_error === false)).toBe(true);
       // One session, one engine, and none left.

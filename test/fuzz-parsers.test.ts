@@ -77,9 +77,28 @@ function checkAnswer(msg: Record<string, any>): void {
 
 // ---- generators -----------------------------------------------------------------------
 
-const anyId = fc.oneof(fc.integer(), fc.string({ maxLength: 10 }), fc.constant(null), fc.double(), fc.string({ minLength: 129, maxLength: 140 }), fc.boolean());
-const methodName = fc.oneof(fc.constantFrom(...METHOD_NAMES, ...NOTIFICATION_NAMES), fc.string({ maxLength: 20 }), fc.constant(''), fc.constant('__proto__'), fc.constant('constructor'));
-const looseParams = fc.oneof(fc.jsonValue({ maxDepth: 3 }), fc.dictionary(fc.constantFrom('session_id', 'seq', 'line', 'agent', 'input_id', 'from_seq', 'protocol_version', 'role', 'meta', 'event', 'options'), fc.jsonValue({ maxDepth: 2 })));
+const anyId = fc.oneof(
+  fc.integer(),
+  fc.string({ maxLength: 10 }),
+  fc.constant(null),
+  fc.double(),
+  fc.string({ minLength: 129, maxLength: 140 }),
+  fc.boolean(),
+);
+const methodName = fc.oneof(
+  fc.constantFrom(...METHOD_NAMES, ...NOTIFICATION_NAMES),
+  fc.string({ maxLength: 20 }),
+  fc.constant(''),
+  fc.constant('__proto__'),
+  fc.constant('constructor'),
+);
+const looseParams = fc.oneof(
+  fc.jsonValue({ maxDepth: 3 }),
+  fc.dictionary(
+    fc.constantFrom('session_id', 'seq', 'line', 'agent', 'input_id', 'from_seq', 'protocol_version', 'role', 'meta', 'event', 'options'),
+    fc.jsonValue({ maxDepth: 2 }),
+  ),
+);
 /** Objects that look like JSON-RPC messages, with any field missing, wrong or extra. */
 const rpcShaped = fc.record(
   {
@@ -144,11 +163,7 @@ describe('fuzz: JSON-RPC frames at the gateway (RpcPeer dispatch, classify, sche
   }, 20_000);
 
   it('classify, every params/result/notification schema and describeIssues never throw on random JSON', () => {
-    const schemas = [
-      ...Object.values(Methods).flatMap((m) => [m.params, m.result]),
-      ...Object.values(Notifications),
-      TetherEvent,
-    ];
+    const schemas = [...Object.values(Methods).flatMap((m) => [m.params, m.result]), ...Object.values(Notifications), TetherEvent];
     fc.assert(
       fc.property(fc.oneof(fc.jsonValue({ maxDepth: 4 }), rpcShaped, looseParams), (value) => {
         classify(value);
@@ -231,29 +246,35 @@ describe('fuzz: engine stdout LineSplitter', () => {
   it('random bytes in random chunks: typed items, bounded buffer, the same items however the bytes are chunked', () => {
     let bytes = 0;
     fc.assert(
-      fc.property(fc.array(bytePiece, { maxLength: 40 }), fc.array(fc.integer({ min: 1, max: 64 }), { minLength: 1, maxLength: 10 }), fc.integer({ min: 8, max: 256 }), (pieces, cuts, cap) => {
-        const all = Buffer.concat(pieces);
-        bytes += all.length;
-        const whole = new LineSplitter(cap);
-        const expected = whole.end(whole.push(all));
-        const chunked = new LineSplitter(cap);
-        const got: EngineLine[] = [];
-        for (let at = 0, n = 0; at < all.length; n++) {
-          const len = cuts[n % cuts.length];
-          chunked.push(all.subarray(at, at + len), got);
-          expect(chunked.bufferedBytes).toBeLessThanOrEqual(cap);
-          at += len;
-        }
-        chunked.end(got);
-        // LINE_TOO_LONG reports what was seen when the cap was crossed, which depends on the
-        // chunking by contract (a lower bound and a preview of it); everything else must match.
-        const norm = (items: EngineLine[]) => items.map((i) => (i.kind === 'invalid' && i.code === 'LINE_TOO_LONG' ? { kind: i.kind, code: i.code } : i));
-        expect(norm(got)).toEqual(norm(expected));
-        for (const i of got) if (i.kind === 'invalid' && i.code === 'LINE_TOO_LONG') expect(i.bytes).toBeGreaterThan(cap);
-        for (const item of got) checkItem(item);
-        // Nothing invented: at most one item per newline-separated piece.
-        expect(got.length).toBeLessThanOrEqual(all.filter((b) => b === 0x0a).length + 1);
-      }),
+      fc.property(
+        fc.array(bytePiece, { maxLength: 40 }),
+        fc.array(fc.integer({ min: 1, max: 64 }), { minLength: 1, maxLength: 10 }),
+        fc.integer({ min: 8, max: 256 }),
+        (pieces, cuts, cap) => {
+          const all = Buffer.concat(pieces);
+          bytes += all.length;
+          const whole = new LineSplitter(cap);
+          const expected = whole.end(whole.push(all));
+          const chunked = new LineSplitter(cap);
+          const got: EngineLine[] = [];
+          for (let at = 0, n = 0; at < all.length; n++) {
+            const len = cuts[n % cuts.length];
+            chunked.push(all.subarray(at, at + len), got);
+            expect(chunked.bufferedBytes).toBeLessThanOrEqual(cap);
+            at += len;
+          }
+          chunked.end(got);
+          // LINE_TOO_LONG reports what was seen when the cap was crossed, which depends on the
+          // chunking by contract (a lower bound and a preview of it); everything else must match.
+          const norm = (items: EngineLine[]) =>
+            items.map((i) => (i.kind === 'invalid' && i.code === 'LINE_TOO_LONG' ? { kind: i.kind, code: i.code } : i));
+          expect(norm(got)).toEqual(norm(expected));
+          for (const i of got) if (i.kind === 'invalid' && i.code === 'LINE_TOO_LONG') expect(i.bytes).toBeGreaterThan(cap);
+          for (const item of got) checkItem(item);
+          // Nothing invented: at most one item per newline-separated piece.
+          expect(got.length).toBeLessThanOrEqual(all.filter((b) => b === 0x0a).length + 1);
+        },
+      ),
       { seed: SEED, numRuns: 1_000 },
     );
     console.log(`fuzz-parsers: LineSplitter fed ${bytes} random bytes (seed ${SEED})`);
@@ -262,18 +283,48 @@ describe('fuzz: engine stdout LineSplitter', () => {
 
 // ---- session.send lines ----------------------------------------------------------------
 
-const lineType = fc.oneof(fc.constantFrom('user', 'control_request', 'control_response', 'control_cancel_request', 'keep_alive'), fc.string({ maxLength: 12 }), fc.jsonValue({ maxDepth: 1 }));
+const lineType = fc.oneof(
+  fc.constantFrom('user', 'control_request', 'control_response', 'control_cancel_request', 'keep_alive'),
+  fc.string({ maxLength: 12 }),
+  fc.jsonValue({ maxDepth: 1 }),
+);
 /** Engine input lines: the accepted shapes with fields missing, of the wrong type, or extra. */
 const inputLine = fc.oneof(
   fc.dictionary(fc.string({ maxLength: 10 }), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 6 }),
   fc.record(
     {
       type: lineType,
-      message: fc.oneof(fc.record({ role: fc.oneof(fc.constant('user'), fc.string()), content: fc.oneof(fc.string({ maxLength: 30 }), fc.array(fc.jsonValue({ maxDepth: 2 }), { maxLength: 3 }), fc.jsonValue({ maxDepth: 1 })) }, { requiredKeys: [] }), fc.jsonValue({ maxDepth: 2 })),
+      message: fc.oneof(
+        fc.record(
+          {
+            role: fc.oneof(fc.constant('user'), fc.string()),
+            content: fc.oneof(
+              fc.string({ maxLength: 30 }),
+              fc.array(fc.jsonValue({ maxDepth: 2 }), { maxLength: 3 }),
+              fc.jsonValue({ maxDepth: 1 }),
+            ),
+          },
+          { requiredKeys: [] },
+        ),
+        fc.jsonValue({ maxDepth: 2 }),
+      ),
       request_id: fc.oneof(fc.string({ maxLength: 12 }), fc.integer(), fc.constant(null)),
-      request: fc.oneof(fc.record({ subtype: fc.oneof(fc.constantFrom('interrupt', 'set_model', 'initialize', 'can_use_tool'), fc.string(), fc.integer()) }, { requiredKeys: [] }), fc.jsonValue({ maxDepth: 2 })),
+      request: fc.oneof(
+        fc.record(
+          { subtype: fc.oneof(fc.constantFrom('interrupt', 'set_model', 'initialize', 'can_use_tool'), fc.string(), fc.integer()) },
+          { requiredKeys: [] },
+        ),
+        fc.jsonValue({ maxDepth: 2 }),
+      ),
       response: fc.oneof(
-        fc.record({ subtype: fc.oneof(fc.constantFrom('success', 'error'), fc.string()), request_id: fc.oneof(fc.string({ maxLength: 12 }), fc.integer()), response: fc.jsonValue({ maxDepth: 2 }) }, { requiredKeys: [] }),
+        fc.record(
+          {
+            subtype: fc.oneof(fc.constantFrom('success', 'error'), fc.string()),
+            request_id: fc.oneof(fc.string({ maxLength: 12 }), fc.integer()),
+            response: fc.jsonValue({ maxDepth: 2 }),
+          },
+          { requiredKeys: [] },
+        ),
         fc.jsonValue({ maxDepth: 2 }),
       ),
       uuid: fc.oneof(fc.uuid(), fc.jsonValue({ maxDepth: 1 })),
@@ -301,7 +352,11 @@ describe('fuzz: engine input lines through session.send', () => {
         void agent.notify('session.input_ack', { session_id: p.session_id, seq: p.seq });
       });
     void agent.run();
-    await agent.request('hello', { protocol_version: PROTOCOL_VERSION, role: 'agent', agent: { name: 'fuzz-agent', host: 'h', engines: ['demo'], default_engine: 'demo' } });
+    await agent.request('hello', {
+      protocol_version: PROTOCOL_VERSION,
+      role: 'agent',
+      agent: { name: 'fuzz-agent', host: 'h', engines: ['demo'], default_engine: 'demo' },
+    });
 
     const [clientEnd, gwClientEnd] = memoryChannelPair();
     rig.chans.push(clientEnd);
@@ -315,7 +370,11 @@ describe('fuzz: engine input lines through session.send', () => {
     const outcomes: Record<string, number> = {};
     await fc.assert(
       fc.asyncProperty(inputLine, fc.boolean(), async (line, reuseId) => {
-        const answer = await conn.call('session.send', { session_id: sessionId, input_id: reuseId && n > 0 ? `in-${n - 1}` : `in-${n}`, line });
+        const answer = await conn.call('session.send', {
+          session_id: sessionId,
+          input_id: reuseId && n > 0 ? `in-${n - 1}` : `in-${n}`,
+          line,
+        });
         n++;
         checkAnswer(answer);
         const key = answer.error ? String(answer.error.data.code) : String(answer.result.status);
@@ -334,9 +393,17 @@ describe('fuzz: engine input lines through session.send', () => {
       if (line.type === 'control_request') expect(typeof (line.request as { subtype?: unknown }).subtype).toBe('string');
     }
     // Still usable: a good prompt is applied and reaches the engine.
-    const ok = await conn.call('session.send', { session_id: sessionId, input_id: 'final', line: { type: 'user', message: { role: 'user', content: 'still here' } } });
+    const ok = await conn.call('session.send', {
+      session_id: sessionId,
+      input_id: 'final',
+      line: { type: 'user', message: { role: 'user', content: 'still here' } },
+    });
     expect(ok.result).toEqual({ status: 'applied' });
-    await waitFor(() => toEngine.some((l) => (l.message as { content?: unknown } | undefined)?.content === 'still here'), 2_000, 'the good prompt at the engine');
+    await waitFor(
+      () => toEngine.some((l) => (l.message as { content?: unknown } | undefined)?.content === 'still here'),
+      2_000,
+      'the good prompt at the engine',
+    );
     console.log(`fuzz-parsers: ${n} random session.send lines: ${JSON.stringify(outcomes)}; ${toEngine.length} reached the engine`);
   }, 20_000);
 });

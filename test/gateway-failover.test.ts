@@ -21,7 +21,8 @@ import { cleanupsPerTest } from './support/cleanups.js';
 import { waitFor, withTimeout } from './support/wait.js';
 import { hasTool } from './support/tools.js';
 
-const isDelta = (i: SessionItem) => i.kind === 'engine' && i.message.type === 'stream_event' && (i.message.event as { type?: string }).type === 'content_block_delta';
+const isDelta = (i: SessionItem) =>
+  i.kind === 'engine' && i.message.type === 'stream_event' && (i.message.event as { type?: string }).type === 'content_block_delta';
 const connectedUrls = (statuses: LinkStatus[]) => statuses.flatMap((s) => (s.state === 'connected' ? [s.url] : []));
 
 /**
@@ -40,11 +41,24 @@ describe.skipIf(!hasTool('nats-server'))('gateway fail-over (a list of gateway U
       const cwd = cleanups.tempDir('tether-cwd-');
       const [a, b] = pair.urls(t);
       const agentStatus: LinkStatus[] = [];
-      const agent = new Agent({ gateway: [a, b], name: 'builder', engine: 'demo', cwd: cwd.path, backoff: FAST_BACKOFF, eofGraceMs: 1_000, termGraceMs: 1_000, onStatus: (s) => agentStatus.push(s) });
+      const agent = new Agent({
+        gateway: [a, b],
+        name: 'builder',
+        engine: 'demo',
+        cwd: cwd.path,
+        backoff: FAST_BACKOFF,
+        eofGraceMs: 1_000,
+        termGraceMs: 1_000,
+        onStatus: (s) => agentStatus.push(s),
+      });
       await agent.start();
       cleanups.push(() => agent.shutdown(1_000));
       const clientStatus: { at: number; status: LinkStatus }[] = [];
-      const client = await GatewayClient.connect({ gateway: [a, b], backoff: FAST_BACKOFF, onStatus: (status) => clientStatus.push({ at: Date.now(), status }) });
+      const client = await GatewayClient.connect({
+        gateway: [a, b],
+        backoff: FAST_BACKOFF,
+        onStatus: (status) => clientStatus.push({ at: Date.now(), status }),
+      });
       cleanups.push(() => client.close());
       expect(connectedUrls(agentStatus)).toEqual([a]);
 
@@ -69,13 +83,16 @@ describe.skipIf(!hasTool('nats-server'))('gateway fail-over (a list of gateway U
 
       // Both moved to B, each after at least one failed attempt on A. A link reports its state
       // after the hooks it runs on connecting, so the frames may be read first: wait for it.
-      const onB = () => connectedUrls(agentStatus).includes(b) && clientStatus.some((s) => s.status.state === 'connected' && s.status.url === b);
+      const onB = () =>
+        connectedUrls(agentStatus).includes(b) && clientStatus.some((s) => s.status.state === 'connected' && s.status.url === b);
       await waitFor(onB, 5_000, () => `agent and client to report B (agent: ${connectedUrls(agentStatus).join(' ')})`);
       expect(connectedUrls(agentStatus)).toEqual([a, b]);
       expect(agentStatus.some((s) => s.state === 'down' && s.url === a && s.nextUrl === b)).toBe(true);
       const resumed = clientStatus.find((s) => s.status.state === 'connected' && s.status.url === b);
       expect(resumed, 'the client resumed on B').toBeDefined();
-      figures.push(`${t}: client resumed on B ${resumed!.at - killedAt} ms after A was SIGKILLed, ${resumed!.at - bListeningAt} ms after B listened; ${seqs.length} frames, 0 lost, 0 doubled`);
+      figures.push(
+        `${t}: client resumed on B ${resumed!.at - killedAt} ms after A was SIGKILLed, ${resumed!.at - bListeningAt} ms after B listened; ${seqs.length} frames, 0 lost, 0 doubled`,
+      );
 
       // B is the session's home now: it lists it, and the session takes a new turn there.
       expect((await client.listSessions()).map((s) => [s.id, s.agent])).toEqual([[session.id, 'builder']]);
@@ -92,11 +109,29 @@ describe.skipIf(!hasTool('nats-server'))('gateway fail-over (a list of gateway U
     const cwd = cleanups.tempDir('tether-cwd-');
     const [a, b] = pair.urls('ws');
     const [agentA, agentB] = pair.urls('grpc');
-    const agent = startTether(['agent', '--gateway', `${agentA},${agentB}`, '--name', 'builder', '--engine', 'demo', '--cwd', cwd.path, '--host-key-file', 'off']);
+    const agent = startTether([
+      'agent',
+      '--gateway',
+      `${agentA},${agentB}`,
+      '--name',
+      'builder',
+      '--engine',
+      'demo',
+      '--cwd',
+      cwd.path,
+      '--host-key-file',
+      'off',
+    ]);
     cleanups.push(() => agent.stop());
-    await waitFor(() => agent.stderr().includes(`agent builder: connected to `), 15_000, () => `the agent to register: ${agent.stderr()}`);
+    await waitFor(
+      () => agent.stderr().includes(`agent builder: connected to `),
+      15_000,
+      () => `the agent to register: ${agent.stderr()}`,
+    );
     expect(agent.stderr()).toContain(` at ${agentA}\n`);
-    const chat = spawn(process.execPath, [TETHER_BIN, 'chat', '--json', '--agent', 'builder', '--gateway', a, '--gateway', b], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const chat = spawn(process.execPath, [TETHER_BIN, 'chat', '--json', '--agent', 'builder', '--gateway', a, '--gateway', b], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     const exited = new Promise<number | null>((resolve) => chat.on('exit', (code) => resolve(code)));
     cleanups.push(() => chat.exitCode === null && chat.kill('SIGKILL'));
     let stderr = '';
@@ -107,9 +142,17 @@ describe.skipIf(!hasTool('nats-server'))('gateway fail-over (a list of gateway U
     const why = () => `\nstdout:\n${lines.map((l) => JSON.stringify(l).slice(0, 160)).join('\n')}\nstderr: ${stderr}`;
     const prompt = async (text: string, n: number, beforeResult?: () => Promise<void>) => {
       chat.stdin.write(JSON.stringify({ type: 'user', message: { role: 'user', content: text } }) + '\n');
-      await waitFor(() => of('tether', 'prompt').length === n, 20_000, () => `prompt ${n} to be accepted${why()}`);
+      await waitFor(
+        () => of('tether', 'prompt').length === n,
+        20_000,
+        () => `prompt ${n} to be accepted${why()}`,
+      );
       await beforeResult?.();
-      await waitFor(() => of('result').length === n, 30_000, () => `result ${n}${why()}`);
+      await waitFor(
+        () => of('result').length === n,
+        30_000,
+        () => `result ${n}${why()}`,
+      );
     };
 
     await prompt('first turn', 1);
@@ -127,7 +170,11 @@ describe.skipIf(!hasTool('nats-server'))('gateway fail-over (a list of gateway U
     chat.stdin.end();
     expect(await withTimeout(exited, 20_000, 'tether chat to exit after stdin EOF')).toBe(0);
     // Every frame once, in order: three prompts, three answers, three results, one init per turn.
-    expect(of('tether', 'prompt').map((l) => (l.message as { content: string }).content)).toEqual(['first turn', 'a slow long answer please', 'after the fail-over']);
+    expect(of('tether', 'prompt').map((l) => (l.message as { content: string }).content)).toEqual([
+      'first turn',
+      'a slow long answer please',
+      'after the fail-over',
+    ]);
     const answers = of('assistant').map((l) => JSON.stringify(l.message));
     expect(answers).toHaveLength(3);
     expect(answers[1]).toContain('39.');
@@ -155,8 +202,14 @@ describe.skipIf(!hasTool('nats-server'))('gateway fail-over (a list of gateway U
       code: 'INVALID_ARGUMENT',
       message: expect.stringContaining('gateway URL 2 of 2: unsupported gateway URL scheme "http:" in "http://gw:7800"'),
     });
-    await expect(GatewayClient.connect({ gateway: `${good},not a url` })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('"not a url"') });
-    await expect(GatewayClient.connect({ gateway: ' , ' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('no gateway URL given') });
+    await expect(GatewayClient.connect({ gateway: `${good},not a url` })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringContaining('"not a url"'),
+    });
+    await expect(GatewayClient.connect({ gateway: ' , ' })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringContaining('no gateway URL given'),
+    });
     const agent = new Agent({ gateway: [good, 'grpc//gw:7801'], name: 'builder', engine: 'demo' });
     await expect(agent.start()).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('"grpc//gw:7801"') });
     expect(accepted).toBe(0);
@@ -170,7 +223,9 @@ describe.skipIf(!hasTool('nats-server'))('gateway fail-over (a list of gateway U
         return (err as { problems: string[] }).problems;
       }
     };
-    expect(problems({ gateway: ['ws://gw:7800', 'http://gw2:7800'] })).toEqual(['gateway (from --gateway): must be a ws://, wss://, grpc:// or grpcs:// URL, got "http://gw2:7800"']);
+    expect(problems({ gateway: ['ws://gw:7800', 'http://gw2:7800'] })).toEqual([
+      'gateway (from --gateway): must be a ws://, wss://, grpc:// or grpcs:// URL, got "http://gw2:7800"',
+    ]);
     // The CLI: exit 2 and the message, nothing dialed.
     const r = await runTether(['sessions', '--gateway', good, '--gateway', 'http://gw:7800']);
     expect(r.code).toBe(2);
@@ -202,7 +257,9 @@ describe.skipIf(!hasTool('nats-server'))('gateway fail-over (a list of gateway U
   it('every gateway down: the client says which failed and why; the agent keeps retrying with its backoff, visible in its status, and stops cleanly', async () => {
     const urls = [`ws://127.0.0.1:${await reservePort()}`, `grpc://127.0.0.1:${await reservePort()}`];
     const clientStatus: LinkStatus[] = [];
-    const err = await GatewayClient.connect({ gateway: urls, backoff: FAST_BACKOFF, onStatus: (s) => clientStatus.push(s) }).catch((e: Error) => e);
+    const err = await GatewayClient.connect({ gateway: urls, backoff: FAST_BACKOFF, onStatus: (s) => clientStatus.push(s) }).catch(
+      (e: Error) => e,
+    );
     expect(err).toMatchObject({ code: 'UNAVAILABLE' });
     expect((err as Error).message).toMatch(new RegExp(`^all 2 gateways failed: ${urls[0]}: .+; ${urls[1]}: .+`));
     expect(clientStatus.map((s) => s.state)).toEqual(['connecting', 'down', 'connecting', 'closed']);

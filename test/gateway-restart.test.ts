@@ -23,13 +23,25 @@ describe('gateway restart', () => {
   it('a session, its history and its clients come back; the engine is never restarted', async () => {
     const state: TempDir = makeTempDir('tether-state-');
     const cwd: TempDir = makeTempDir('tether-cwd-');
-    cleanups.push(() => state.cleanup(), () => cwd.cleanup());
+    cleanups.push(
+      () => state.cleanup(),
+      () => cwd.cleanup(),
+    );
     const boot = (port: number) => startGatewayServer(new Gateway({ store: new FileSessionStore(state.path) }), { port });
     let server: GatewayServer = await boot(0);
     const port = server.port;
     cleanups.push(() => server.close());
     const agentStates: string[] = [];
-    const agent = new Agent({ gateway: server.url, name: 'builder', engine: 'demo', cwd: cwd.path, backoff: FAST_BACKOFF, eofGraceMs: 1_000, termGraceMs: 1_000, onStatus: (s) => agentStates.push(s.state) });
+    const agent = new Agent({
+      gateway: server.url,
+      name: 'builder',
+      engine: 'demo',
+      cwd: cwd.path,
+      backoff: FAST_BACKOFF,
+      eofGraceMs: 1_000,
+      termGraceMs: 1_000,
+      onStatus: (s) => agentStates.push(s.state),
+    });
     await agent.start();
     cleanups.push(() => agent.shutdown(1_000));
     const client = await GatewayClient.connect({ gateway: server.url, backoff: FAST_BACKOFF });
@@ -50,12 +62,17 @@ describe('gateway restart', () => {
     await waitFor(() => agentStates.includes('down'), 10_000, 'the agent to see the gateway gone');
     server = await boot(port);
 
-    const result = (await until(it, isResult, seen, 20_000, 'the slow turn to finish after the restart')) as { message: Record<string, unknown> };
+    const result = (await until(it, isResult, seen, 20_000, 'the slow turn to finish after the restart')) as {
+      message: Record<string, unknown>;
+    };
     expect(result.message.is_error).toBe(false);
     expect(String(result.message.result)).toContain('39.');
     const seqs = seen.filter((i) => i.kind !== 'reply').map((i) => (i as { seq: number }).seq);
     seqs.forEach((s, n) => expect(s).toBe(n + 1));
-    const deltas = seen.filter((i) => i.kind === 'engine' && i.message.type === 'stream_event' && (i.message.event as { type?: string }).type === 'content_block_delta');
+    const deltas = seen.filter(
+      (i) =>
+        i.kind === 'engine' && i.message.type === 'stream_event' && (i.message.event as { type?: string }).type === 'content_block_delta',
+    );
     expect(deltas.length).toBe(40 + 5); // 40 slow chunks + the first turn's 5
     expect(processesIn(cwd.path, 'demo-engine/main.js')).toEqual([enginePid]);
 
@@ -79,7 +96,15 @@ describe('gateway restart', () => {
     let server: GatewayServer = await startGatewayServer(new Gateway(), { port: 0 });
     const port = server.port;
     cleanups.push(() => server.close());
-    const agent = new Agent({ gateway: server.url, name: 'builder', engine: 'demo', cwd: cwd.path, backoff: FAST_BACKOFF, eofGraceMs: 500, termGraceMs: 500 });
+    const agent = new Agent({
+      gateway: server.url,
+      name: 'builder',
+      engine: 'demo',
+      cwd: cwd.path,
+      backoff: FAST_BACKOFF,
+      eofGraceMs: 500,
+      termGraceMs: 500,
+    });
     await agent.start();
     cleanups.push(() => agent.shutdown(1_000));
     const client = await GatewayClient.connect({ gateway: server.url, reconnect: false });
@@ -98,13 +123,24 @@ describe('gateway restart', () => {
   it('the gateway process is SIGKILLed mid-turn and started again: nothing lost, nothing doubled, engine untouched', async () => {
     const state: TempDir = makeTempDir('tether-state-');
     const cwd: TempDir = makeTempDir('tether-cwd-');
-    cleanups.push(() => state.cleanup(), () => cwd.cleanup());
+    cleanups.push(
+      () => state.cleanup(),
+      () => cwd.cleanup(),
+    );
     const args = (port: string) => ['gateway', '--port', port, '--grpc-port', '0', '--state-dir', state.path, '--auth', 'off'];
     let gw = startTether(args('0'));
     cleanups.push(async () => void (await gw.stop('SIGKILL')));
     const url = (await gw.line('gateway: ')).slice('gateway: '.length);
     const port = new URL(url).port;
-    const agent = new Agent({ gateway: url, name: 'builder', engine: 'demo', cwd: cwd.path, backoff: FAST_BACKOFF, eofGraceMs: 1_000, termGraceMs: 1_000 });
+    const agent = new Agent({
+      gateway: url,
+      name: 'builder',
+      engine: 'demo',
+      cwd: cwd.path,
+      backoff: FAST_BACKOFF,
+      eofGraceMs: 1_000,
+      termGraceMs: 1_000,
+    });
     await agent.start();
     cleanups.push(() => agent.shutdown(1_000));
     const client = await GatewayClient.connect({ gateway: url, backoff: FAST_BACKOFF });
@@ -113,7 +149,13 @@ describe('gateway restart', () => {
     const it = session[Symbol.asyncIterator]();
     const seen: SessionItem[] = [];
     await session.sendUserMessage('a slow long answer please');
-    for (let n = 0; n < 3; n++) await until(it, (i) => i.kind === 'engine' && i.message.type === 'stream_event' && (i.message.event as { type?: string }).type === 'content_block_delta', seen);
+    for (let n = 0; n < 3; n++)
+      await until(
+        it,
+        (i) =>
+          i.kind === 'engine' && i.message.type === 'stream_event' && (i.message.event as { type?: string }).type === 'content_block_delta',
+        seen,
+      );
     const [enginePid] = processesIn(cwd.path, 'demo-engine/main.js');
     expect((await gw.stop('SIGKILL')).signal).toBe('SIGKILL');
     gw = startTether(args(port));
@@ -122,7 +164,10 @@ describe('gateway restart', () => {
     expect(String(result.message.result)).toContain('39.');
     const seqs = seen.filter((i) => i.kind !== 'reply').map((i) => (i as { seq: number }).seq);
     seqs.forEach((s, n) => expect(s).toBe(n + 1));
-    const deltas = seen.filter((i) => i.kind === 'engine' && i.message.type === 'stream_event' && (i.message.event as { type?: string }).type === 'content_block_delta');
+    const deltas = seen.filter(
+      (i) =>
+        i.kind === 'engine' && i.message.type === 'stream_event' && (i.message.event as { type?: string }).type === 'content_block_delta',
+    );
     expect(deltas).toHaveLength(40);
     expect(processesIn(cwd.path, 'demo-engine/main.js')).toEqual([enginePid]);
   });
@@ -135,7 +180,15 @@ describe('gateway restart', () => {
     cleanups.push(async () => void (await gw.stop('SIGKILL')));
     const url = (await gw.line('gateway: ')).slice('gateway: '.length);
     const port = new URL(url).port;
-    const agent = new Agent({ gateway: url, name: 'builder', engine: 'claude', engineCommand: BURST_ENGINE, backoff: FAST_BACKOFF, eofGraceMs: 1_000, termGraceMs: 1_000 });
+    const agent = new Agent({
+      gateway: url,
+      name: 'builder',
+      engine: 'claude',
+      engineCommand: BURST_ENGINE,
+      backoff: FAST_BACKOFF,
+      eofGraceMs: 1_000,
+      termGraceMs: 1_000,
+    });
     await agent.start();
     cleanups.push(() => agent.shutdown(1_000));
     const client = await GatewayClient.connect({ gateway: url, backoff: FAST_BACKOFF });
@@ -153,7 +206,13 @@ describe('gateway restart', () => {
     const bursts = seen.filter(isEngineItem).filter(isBurst);
     const numbers = bursts.map((i) => numberAt(i.message, 'n'));
     const dup = numbers.filter((v, n) => numbers.indexOf(v) !== n);
-    expect(dup, `repeated: ${dup.slice(0, 10).join(',')}; seqs of repeats ${bursts.filter((i) => dup.includes(numberAt(i.message, 'n'))).map((i) => i.seq).join(',')}`).toEqual([]);
+    expect(
+      dup,
+      `repeated: ${dup.slice(0, 10).join(',')}; seqs of repeats ${bursts
+        .filter((i) => dup.includes(numberAt(i.message, 'n')))
+        .map((i) => i.seq)
+        .join(',')}`,
+    ).toEqual([]);
     expect(numbers.length).toBe(10_000);
     // What the client had not yet read when the gateway died came from the restarted gateway's
     // store, or from the agent, which re-sends only what was never acknowledged: no hole means

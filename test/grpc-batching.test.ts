@@ -5,7 +5,16 @@
  * start; a close right after sends them first. A peer that offered nothing (an older build)
  * gets, and is sent, one frame per message, exactly as protobufjs reads a plain Frame.
  */
-import { Client, credentials, Metadata, Server, ServerCredentials, type ServerDuplexStream, type ClientDuplexStream, type MethodDefinition } from '@grpc/grpc-js';
+import {
+  Client,
+  credentials,
+  Metadata,
+  Server,
+  ServerCredentials,
+  type ServerDuplexStream,
+  type ClientDuplexStream,
+  type MethodDefinition,
+} from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Channel } from '../core/channel/channel.js';
@@ -19,7 +28,8 @@ import { PAIR_FACTORIES, type ChannelPair } from './support/channel-pairs.js';
 import { receiveFrames } from './support/channel-read.js';
 
 const FRAMES = 200;
-const textFrames = (n: number, pad = 100) => Array.from({ length: n }, (_, i) => `{"jsonrpc":"2.0","method":"n","params":{"i":${i},"pad":"${'x'.repeat(pad)}"}}`);
+const textFrames = (n: number, pad = 100) =>
+  Array.from({ length: n }, (_, i) => `{"jsonrpc":"2.0","method":"n","params":{"i":${i},"pad":"${'x'.repeat(pad)}"}}`);
 
 /** Counts the gRPC messages a channel hands grpc-js, and their sizes (test-only reach into its private call). */
 function countMessages(channel: Channel): { sizes: number[] } {
@@ -55,7 +65,10 @@ function collect<T>(n: number, on: (push: (item: T) => void) => void, ms = 5_000
 }
 
 /** 50 frames the channel sends in one turn reach the plain grpc-js `call` as 50 plain Frames, in order. */
-async function expectOneFramePerMessage(call: ServerDuplexStream<GatewayFrame, GatewayFrame> | ClientDuplexStream<GatewayFrame, GatewayFrame>, channel: Channel): Promise<void> {
+async function expectOneFramePerMessage(
+  call: ServerDuplexStream<GatewayFrame, GatewayFrame> | ClientDuplexStream<GatewayFrame, GatewayFrame>,
+  channel: Channel,
+): Promise<void> {
   const frames = textFrames(50);
   const got = collect<GatewayFrame>(frames.length, (push) => call.on('data', push));
   for (const f of frames) channel.post(f);
@@ -71,7 +84,8 @@ describe('gRPC frame batches: offers', () => {
     expect(batchBytesFromOffer('v1;max=65536')).toBe(65536);
     expect(batchBytesFromOffer('v1;max=9999999')).toBe(65536);
     expect(batchBytesFromOffer('v2;max=1000, v1;max=800')).toBe(800);
-    for (const none of [undefined, '', 'v2;max=1000', 'v1', 'v1;max=0', 'v1;max=-5', 'yes']) expect(batchBytesFromOffer(none)).toBeUndefined();
+    for (const none of [undefined, '', 'v2;max=1000', 'v1', 'v1;max=0', 'v1;max=-5', 'yes'])
+      expect(batchBytesFromOffer(none)).toBeUndefined();
   });
 });
 
@@ -133,19 +147,26 @@ describe('gRPC frame batches with a peer that offers none, or a small one', () =
   });
 
   /** A plain grpc-js server of tether.v1.Gateway with protobufjs's codec, answering with `headers`. */
-  async function referenceServer(headers: Metadata): Promise<{ port: number; calls: Promise<ServerDuplexStream<GatewayFrame, GatewayFrame>> }> {
+  async function referenceServer(
+    headers: Metadata,
+  ): Promise<{ port: number; calls: Promise<ServerDuplexStream<GatewayFrame, GatewayFrame>> }> {
     const connect = referenceConnect();
     const server = new Server();
     let accepted!: (call: ServerDuplexStream<GatewayFrame, GatewayFrame>) => void;
     const calls = new Promise<ServerDuplexStream<GatewayFrame, GatewayFrame>>((resolve) => (accepted = resolve));
-    server.addService({ Connect: connect }, {
-      Connect: (call: ServerDuplexStream<GatewayFrame, GatewayFrame>) => {
-        call.on('error', () => {});
-        call.sendMetadata(headers);
-        accepted(call);
+    server.addService(
+      { Connect: connect },
+      {
+        Connect: (call: ServerDuplexStream<GatewayFrame, GatewayFrame>) => {
+          call.on('error', () => {});
+          call.sendMetadata(headers);
+          accepted(call);
+        },
       },
-    });
-    const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+    );
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    );
     cleanups.push(() => server.forceShutdown());
     return { port, calls };
   }
@@ -190,7 +211,12 @@ describe('gRPC frame batches with a peer that offers none, or a small one', () =
     const connect = referenceConnect();
     const client = new Client(`127.0.0.1:${listener.port}`, credentials.createInsecure());
     cleanups.push(() => client.close());
-    const call: ClientDuplexStream<GatewayFrame, GatewayFrame> = client.makeBidiStreamRequest(connect.path, connect.requestSerialize, connect.responseDeserialize, new Metadata());
+    const call: ClientDuplexStream<GatewayFrame, GatewayFrame> = client.makeBidiStreamRequest(
+      connect.path,
+      connect.requestSerialize,
+      connect.responseDeserialize,
+      new Metadata(),
+    );
     call.on('error', () => {});
     cleanups.push(() => call.cancel());
     const headers = new Promise<Metadata>((resolve) => call.once('metadata', resolve));

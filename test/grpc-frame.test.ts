@@ -18,7 +18,10 @@ const reference = (() => {
   return { encode: connect.requestSerialize, decode: connect.requestDeserialize };
 })();
 
-const frames = fc.record({ json: fc.string({ unit: 'binary', maxLength: 300 }), data: fc.option(fc.uint8Array({ maxLength: 300 }), { nil: undefined }) });
+const frames = fc.record({
+  json: fc.string({ unit: 'binary', maxLength: 300 }),
+  data: fc.option(fc.uint8Array({ maxLength: 300 }), { nil: undefined }),
+});
 const plain = (f: GatewayFrame) => ({ json: f.json, data: f.data === undefined ? undefined : Buffer.from(f.data).toString('hex') });
 
 describe('Frame codec', () => {
@@ -132,7 +135,12 @@ describe('Frame codec', () => {
     const known = encodeFrame({ json: 'x', data: Buffer.from('y') });
     const unknown = Buffer.from([0x18, 0x96, 0x01, 0x25, 1, 2, 3, 4, 0x29, 1, 2, 3, 4, 5, 6, 7, 8, 0x32, 2, 9, 9]); // fields 3 (varint), 4 (fixed32), 5 (fixed64), 6 (bytes)
     expect(plain(decodeFrame(Buffer.concat([unknown, known])))).toEqual({ json: 'x', data: Buffer.from('y').toString('hex') });
-    for (const bad of [Buffer.from([0x0a, 5, 1]), Buffer.from([0x0a]), Buffer.from([0x0b]), Buffer.from([0x0a, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff])]) {
+    for (const bad of [
+      Buffer.from([0x0a, 5, 1]),
+      Buffer.from([0x0a]),
+      Buffer.from([0x0b]),
+      Buffer.from([0x0a, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]),
+    ]) {
       expect(() => decodeFrame(bad)).toThrow(TetherError);
     }
   });

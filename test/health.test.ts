@@ -25,8 +25,13 @@ type HealthClient = Client & {
 };
 
 function healthClient(port: number): HealthClient {
-  const def = loadSync('grpc/health/v1/health.proto', { ...PROTO_LOADER_OPTIONS, includeDirs: [new URL('../proto', import.meta.url).pathname] });
-  const pkg = loadPackageDefinition(def) as unknown as { grpc: { health: { v1: { Health: new (addr: string, creds: ReturnType<typeof credentials.createInsecure>) => HealthClient } } } };
+  const def = loadSync('grpc/health/v1/health.proto', {
+    ...PROTO_LOADER_OPTIONS,
+    includeDirs: [new URL('../proto', import.meta.url).pathname],
+  });
+  const pkg = loadPackageDefinition(def) as unknown as {
+    grpc: { health: { v1: { Health: new (addr: string, creds: ReturnType<typeof credentials.createInsecure>) => HealthClient } } };
+  };
   return new pkg.grpc.health.v1.Health(`127.0.0.1:${port}`, credentials.createInsecure());
 }
 
@@ -47,7 +52,10 @@ describe('health: /healthz, /readyz and grpc.health.v1.Health', () => {
     const grpc = cleanups.own(healthClient(server.grpcPort!));
 
     expect(await get(server, '/healthz')).toEqual({ status: 200, body: { status: 'ok' } });
-    expect(await get(server, '/readyz')).toEqual({ status: 200, body: { status: 'ready', checks: { listening: 'ok', store: 'ok', policy: 'ok' } } });
+    expect(await get(server, '/readyz')).toEqual({
+      status: 200,
+      body: { status: 'ready', checks: { listening: 'ok', store: 'ok', policy: 'ok' } },
+    });
     expect(await check(grpc, '')).toBe('SERVING');
     expect(await check(grpc, 'tether.v1.Gateway')).toBe('SERVING');
     await expect(check(grpc, 'nope.Service')).rejects.toMatchObject({ code: 5 }); // NOT_FOUND
@@ -62,7 +70,11 @@ describe('health: /healthz, /readyz and grpc.health.v1.Health', () => {
     rmSync(storeDir, { recursive: true }); // the store's storage is gone
     expect(await get(server, '/readyz')).toEqual({
       status: 503,
-      body: { status: 'not_ready', failed: ['store'], checks: { listening: 'ok', store: 'session store (file) is not open', policy: 'ok' } },
+      body: {
+        status: 'not_ready',
+        failed: ['store'],
+        checks: { listening: 'ok', store: 'session store (file) is not open', policy: 'ok' },
+      },
     });
     expect(await get(server, '/healthz')).toEqual({ status: 200, body: { status: 'ok' } }); // alive all the same
     expect(await check(grpc, '')).toBe('NOT_SERVING');
@@ -85,14 +97,26 @@ describe('health: /healthz, /readyz and grpc.health.v1.Health', () => {
     const server = cleanups.own(await startGatewayServer(new Gateway({ store }), { port: 0, grpcPort: 0, metrics: false }));
     const grpc = cleanups.own(healthClient(server.grpcPort!));
     const ready = await get(server, '/readyz');
-    expect(ready).toEqual({ status: 503, body: { status: 'not_ready', failed: ['store'], checks: { listening: 'ok', store: 'session store (memory) is not open', policy: 'ok' } } });
+    expect(ready).toEqual({
+      status: 503,
+      body: {
+        status: 'not_ready',
+        failed: ['store'],
+        checks: { listening: 'ok', store: 'session store (memory) is not open', policy: 'ok' },
+      },
+    });
     expect(await check(grpc, '')).toBe('NOT_SERVING');
-    const list = await new Promise<Record<string, { status: string }>>((resolve, reject) => grpc.List({}, (err, res) => (err ? reject(err) : resolve(res!.statuses))));
+    const list = await new Promise<Record<string, { status: string }>>((resolve, reject) =>
+      grpc.List({}, (err, res) => (err ? reject(err) : resolve(res!.statuses))),
+    );
     expect(list).toEqual({ '': { status: 'NOT_SERVING' }, 'tether.v1.Gateway': { status: 'NOT_SERVING' } });
     expect(server.readiness()).toEqual({ ready: false, failed: ['store'], checks: ready.body.checks });
 
     store.open = true;
-    expect(await get(server, '/readyz')).toEqual({ status: 200, body: { status: 'ready', checks: { listening: 'ok', store: 'ok', policy: 'ok' } } });
+    expect(await get(server, '/readyz')).toEqual({
+      status: 200,
+      body: { status: 'ready', checks: { listening: 'ok', store: 'ok', policy: 'ok' } },
+    });
     expect(await check(grpc, '')).toBe('SERVING');
     // metrics: false turns /metrics off; only GET and HEAD are served.
     expect((await fetch(`http://127.0.0.1:${server.port}/metrics`)).status).toBe(404);
@@ -101,7 +125,9 @@ describe('health: /healthz, /readyz and grpc.health.v1.Health', () => {
 
   it('fail readiness on an extra check too (an operator-supplied one)', async () => {
     let why: string | undefined = 'warming up';
-    const server = cleanups.own(await startGatewayServer(new Gateway(), { port: 0, grpcPort: null, readinessChecks: [{ name: 'warm', check: () => why }] }));
+    const server = cleanups.own(
+      await startGatewayServer(new Gateway(), { port: 0, grpcPort: null, readinessChecks: [{ name: 'warm', check: () => why }] }),
+    );
     expect(await get(server, '/readyz')).toEqual({
       status: 503,
       body: { status: 'not_ready', failed: ['warm'], checks: { listening: 'ok', store: 'ok', policy: 'ok', warm: 'warming up' } },
@@ -110,4 +136,3 @@ describe('health: /healthz, /readyz and grpc.health.v1.Health', () => {
     expect((await get(server, '/readyz')).status).toBe(200);
   });
 });
-

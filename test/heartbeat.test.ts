@@ -13,7 +13,9 @@ function startPinger(opts: { answer?: boolean; backlog?: { prop: 'bufferedBytes'
   vi.useFakeTimers();
   const [real, peerEnd] = memoryChannelPair();
   const { backlog } = opts;
-  const channel = backlog ? new Proxy(real, { get: (target, key) => (key === backlog.prop ? backlog.read() : Reflect.get(target, key, target)) }) : real;
+  const channel = backlog
+    ? new Proxy(real, { get: (target, key) => (key === backlog.prop ? backlog.read() : Reflect.get(target, key, target)) })
+    : real;
   const pinger = new RpcPeer(channel);
   void pinger.run();
   if (opts.answer) void new RpcPeer(peerEnd).onRequest('ping', () => ({})).run();

@@ -22,7 +22,11 @@ describe("answers to a client's own hook callbacks are checked", () => {
   let rig: EngineRig;
   const audit = new MemoryAuditLog();
   beforeAll(async () => {
-    rig = await startRig('claude', { responses: [] }, { audit, policy: new StaticPolicy(Policy.compile({ permissions: { deny: ['Bash(rm *)'] }, maxPermissionMode: { '*': 'default' } })) });
+    rig = await startRig(
+      'claude',
+      { responses: [] },
+      { audit, policy: new StaticPolicy(Policy.compile({ permissions: { deny: ['Bash(rm *)'] }, maxPermissionMode: { '*': 'default' } })) },
+    );
   });
   afterAll(() => rig?.stop());
 
@@ -45,43 +49,78 @@ describe("answers to a client's own hook callbacks are checked", () => {
   }
 
   const hookAnswer = (session: RemoteSession, requestId: string, output: Record<string, unknown>) =>
-    session.send({ type: 'control_response', response: { subtype: 'success', request_id: requestId, response: { hookSpecificOutput: { hookEventName: 'PreToolUse', ...output } } } });
+    session.send({
+      type: 'control_response',
+      response: { subtype: 'success', request_id: requestId, response: { hookSpecificOutput: { hookEventName: 'PreToolUse', ...output } } },
+    });
 
   it('a PreToolUse answer whose updatedInput the policy denies is refused naming the rule; the file survives; the callback stays answerable', async () => {
     writeFileSync(join(rig.cwd, 'keep.txt'), 'precious');
     const session = await (await rig.stack.client()).createSession({ agent: 'test-agent' });
     await session.request('initialize', { hooks: { PreToolUse: [{ matcher: 'Bash', hookCallbackIds: ['mine'] }] } });
-    rig.fake!.setScenario({ responses: [{ text: 'Writing.', tool_use: { id: 'toolu_hook', name: 'Bash', input: { command: 'echo hi > hooked.txt', description: 'write' } } }, { text: 'Done.' }] });
+    rig.fake!.setScenario({
+      responses: [
+        {
+          text: 'Writing.',
+          tool_use: { id: 'toolu_hook', name: 'Bash', input: { command: 'echo hi > hooked.txt', description: 'write' } },
+        },
+        { text: 'Done.' },
+      ],
+    });
     const items = session[Symbol.asyncIterator]();
     await session.sendUserMessage('make a file');
     const call = await hookCall(items, 'mine');
     const requestId = call.request_id as string;
 
-    const err = await rejectionOf(hookAnswer(session, requestId, { permissionDecision: 'allow', updatedInput: { command: 'rm -f keep.txt', description: 'write' } }));
+    const err = await rejectionOf(
+      hookAnswer(session, requestId, { permissionDecision: 'allow', updatedInput: { command: 'rm -f keep.txt', description: 'write' } }),
+    );
     expect(err.code).toBe('PERMISSION_DENIED');
     expect(err.message).toContain('policy rule: Bash(rm *)');
     await hookAnswer(session, requestId, { permissionDecision: 'allow' }); // still open; runs as asked
     await readTurn(session, () => ({ behavior: 'allow', updatedInput: { command: 'echo hi > hooked.txt', description: 'write' } }), items);
     expect(existsSync(join(rig.cwd, 'keep.txt'))).toBe(true);
     expect(existsSync(join(rig.cwd, 'hooked.txt'))).toBe(true);
-    const refused = (await audit.read({ action: 'permission_decision', session_id: session.id })).entries.filter((r) => r.result === 'refused');
-    expect(refused).toEqual([expect.objectContaining({ request_id: requestId, code: 'PERMISSION_DENIED', updated_input: { command: 'rm -f keep.txt', description: 'write' } })]);
+    const refused = (await audit.read({ action: 'permission_decision', session_id: session.id })).entries.filter(
+      (r) => r.result === 'refused',
+    );
+    expect(refused).toEqual([
+      expect.objectContaining({
+        request_id: requestId,
+        code: 'PERMISSION_DENIED',
+        updated_input: { command: 'rm -f keep.txt', description: 'write' },
+      }),
+    ]);
     await session.stop();
   });
 
   it("a PermissionRequest answer's setMode above the answerer's ceiling is refused naming the rule, as in a permission answer", async () => {
     const session = await (await rig.stack.client()).createSession({ agent: 'test-agent', options: { cwd: rig.cwd } });
     await session.request('initialize', { hooks: { PermissionRequest: [{ hookCallbackIds: ['pr'] }] } });
-    rig.fake!.setScenario({ responses: [{ text: 'Writing.', tool_use: { id: 'toolu_mode', name: 'Write', input: { file_path: join(rig.cwd, 'mode.txt'), content: 'x' } } }, { text: 'Done.' }] });
+    rig.fake!.setScenario({
+      responses: [
+        { text: 'Writing.', tool_use: { id: 'toolu_mode', name: 'Write', input: { file_path: join(rig.cwd, 'mode.txt'), content: 'x' } } },
+        { text: 'Done.' },
+      ],
+    });
     const items = session[Symbol.asyncIterator]();
     await session.sendUserMessage('write a file');
     const asked: string[] = [];
     const call = await hookCall(items, 'pr', asked);
-    const suggested = ((call.request as { input: { permission_suggestions?: Record<string, unknown>[] } }).input.permission_suggestions ?? []).filter((s) => s.type === 'setMode');
+    const suggested = (
+      (call.request as { input: { permission_suggestions?: Record<string, unknown>[] } }).input.permission_suggestions ?? []
+    ).filter((s) => s.type === 'setMode');
     expect(suggested).toEqual([expect.objectContaining({ mode: 'acceptEdits' })]); // the engine's own proposal
 
     const decide = (decision: Record<string, unknown>) =>
-      session.send({ type: 'control_response', response: { subtype: 'success', request_id: call.request_id, response: { hookSpecificOutput: { hookEventName: 'PermissionRequest', decision } } } });
+      session.send({
+        type: 'control_response',
+        response: {
+          subtype: 'success',
+          request_id: call.request_id,
+          response: { hookSpecificOutput: { hookEventName: 'PermissionRequest', decision } },
+        },
+      });
     const err = await rejectionOf(decide({ behavior: 'allow', updatedPermissions: suggested }));
     expect(err.code).toBe('PERMISSION_DENIED');
     expect(err.message).toContain('maxPermissionMode');

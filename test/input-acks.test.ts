@@ -12,7 +12,7 @@ function recorded(): { acks: DeferredInputAcks; alone: [string, number][] } {
 describe('DeferredInputAcks', () => {
   afterEach(() => vi.useRealTimers());
 
-  it('an ack taken by the session\'s next output never goes alone; only the highest seq is kept', () => {
+  it("an ack taken by the session's next output never goes alone; only the highest seq is kept", () => {
     const { acks, alone } = recorded();
     acks.note('a', 1);
     acks.note('a', 3);

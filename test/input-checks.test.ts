@@ -37,7 +37,11 @@ function deepUserText(depth: number): string {
 /** Input records in a session's log in the file store. */
 function storedInputs(state: string, sessionId: string): string[] {
   const log = join(state, sessionId, 'log.ndjson');
-  return existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter((l) => l.startsWith('{"i":')) : [];
+  return existsSync(log)
+    ? readFileSync(log, 'utf8')
+        .split('\n')
+        .filter((l) => l.startsWith('{"i":'))
+    : [];
 }
 
 async function turnWorks(session: RemoteSession, text: string): Promise<void> {
@@ -75,7 +79,9 @@ describe.each([
     expect(deep.error?.data?.code).toBe('INVALID_ARGUMENT');
     expect(deep.error?.message).toContain(`deeper than ${MAX_INPUT_DEPTH}`);
     expect(await codeOf(poisoned.send(deepUserLine(MAX_INPUT_DEPTH), 'deep-2'))).toBe('INVALID_ARGUMENT'); // the envelope adds 3 levels
-    expect(await codeOf(poisoned.send({ type: 'user', message: { role: 'user', content: 'x'.repeat(17 * 1024 * 1024) } }, 'big'))).toBe('INVALID_ARGUMENT');
+    expect(await codeOf(poisoned.send({ type: 'user', message: { role: 'user', content: 'x'.repeat(17 * 1024 * 1024) } }, 'big'))).toBe(
+      'INVALID_ARGUMENT',
+    );
     expect(storedInputs(stack.state, poisoned.id)).toEqual([]);
     expect(stack.gateway.directory.get(poisoned.id)!.info().last_seq).toBe(lastSeq); // no prompt event either
     // The same input id is free again: a refused line was never recorded as applied.
@@ -99,7 +105,9 @@ describe('a bad item in one session never takes down the agent', () => {
     const [poisoned, other] = [await alice.createSession({ agent: 'builder' }), await alice.createSession({ agent: 'builder' })];
     const state = stack.state;
     // As an older gateway would have kept it: seq 99 was never written, so it is re-sent at the hello.
-    await stack.restart(() => appendFileSync(join(state, poisoned.id, 'log.ndjson'), `{"i":99,"k":"alice\\u0000evil","l":${deepUserText(100_000)}}\n`));
+    await stack.restart(() =>
+      appendFileSync(join(state, poisoned.id, 'log.ndjson'), `{"i":99,"k":"alice\\u0000evil","l":${deepUserText(100_000)}}\n`),
+    );
 
     expect(statuses).not.toContain('closed');
     expect(stack.gateway.directory.agent('builder')?.peer.channel.isClosed).toBe(false);
@@ -114,13 +122,24 @@ describe('a bad item in one session never takes down the agent', () => {
     // transport: it can send what a real gateway would refuse to forward.
     const [agentEnd, gatewayEnd] = memoryChannelPair();
     const cwd = cleanups.tempDir('tether-input-cwd-');
-    const agent = new Agent({ gateway: 'test-gateway://here', name: 'builder', engine: 'demo', cwd: cwd.path, dialers: new Dialers([['test-gateway:', async () => agentEnd]]) });
+    const agent = new Agent({
+      gateway: 'test-gateway://here',
+      name: 'builder',
+      engine: 'demo',
+      cwd: cwd.path,
+      dialers: new Dialers([['test-gateway:', async () => agentEnd]]),
+    });
     const gateway = new RpcPeer(gatewayEnd);
     const events: { session_id: string; event: { subtype: string; code?: string; message?: string } }[] = [];
     const acks: { session_id: string; seq: number }[] = [];
     const results: string[] = [];
     gateway
-      .onRequest('hello', () => ({ protocol_version: PROTOCOL_VERSION, gateway_id: 'test-gateway', capabilities: [], principal: 'builder' }))
+      .onRequest('hello', () => ({
+        protocol_version: PROTOCOL_VERSION,
+        gateway_id: 'test-gateway',
+        capabilities: [],
+        principal: 'builder',
+      }))
       .onNotification('session.event', (p) => void events.push(p as (typeof events)[number]))
       .onNotification('session.input_ack', (p) => void acks.push(p))
       .onBinaryNotification('session.output', (p, body) => {
@@ -134,10 +153,16 @@ describe('a bad item in one session never takes down the agent', () => {
 
     await gateway.notify('agent.input', { session_id: bad, seq: 1_000, line: deepUserLine(4106) });
     await waitFor(() => events.some((e) => e.session_id === bad && e.event.subtype === 'engine_error'), 10_000, 'the engine_error event');
-    expect(events.find((e) => e.session_id === bad)).toMatchObject({ event: { code: 'INPUT_NOT_WRITTEN', message: expect.stringContaining(`deeper than ${MAX_INPUT_DEPTH}`) } });
+    expect(events.find((e) => e.session_id === bad)).toMatchObject({
+      event: { code: 'INPUT_NOT_WRITTEN', message: expect.stringContaining(`deeper than ${MAX_INPUT_DEPTH}`) },
+    });
     await waitFor(() => acks.some((a) => a.session_id === bad && a.seq === 1_000), 10_000, 'the refused line acked');
 
-    await gateway.notify('agent.input', { session_id: other, seq: 1, line: { type: 'user', message: { role: 'user', content: 'the neighbour works' } } });
+    await gateway.notify('agent.input', {
+      session_id: other,
+      seq: 1,
+      line: { type: 'user', message: { role: 'user', content: 'the neighbour works' } },
+    });
     await waitFor(() => results.includes(other), 15_000, "the neighbour's result");
     expect(agent.sessionCount).toBe(2);
   }, 60_000);
@@ -147,7 +172,8 @@ describe('a bad item in one session never takes down the agent', () => {
 class BreakableStore extends FileSessionStore {
   failing: ((sessionId: string, frame: string) => boolean) | undefined;
   override appendFrame(sessionId: string, frame: StoredFrame): void {
-    if (this.failing?.(sessionId, frame.bytes.toString())) throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
+    if (this.failing?.(sessionId, frame.bytes.toString()))
+      throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
     super.appendFrame(sessionId, frame);
   }
 }
@@ -164,7 +190,11 @@ describe('agent registration is all or nothing', () => {
     store.failing = (id, frame) => backToIdle(id, frame) && ++failures === 1;
     const link = stack.gateway.directory.agent('builder')!;
     link.peer.channel.close('UNAVAILABLE', 'test: drop the agent link'); // the agent reconnects by itself
-    await waitFor(() => stack!.gateway.directory.agent('builder') !== undefined && stack!.gateway.directory.agent('builder') !== link, 15_000, 'the agent to come back');
+    await waitFor(
+      () => stack!.gateway.directory.agent('builder') !== undefined && stack!.gateway.directory.agent('builder') !== link,
+      15_000,
+      'the agent to come back',
+    );
     expect(failures).toBeGreaterThan(0);
     expect(stack.gateway.directory.get(broken.id)?.ended ?? true).toBe(true);
     const again = await stack.client('ws', 'alice');
@@ -172,13 +202,18 @@ describe('agent registration is all or nothing', () => {
 
     // A hello whose binding fails outright (the session cannot be re-bound, nor ended) is refused, and nothing of it stays listed.
     let refusedHellos = 0;
-    store.failing = (id, frame) => id === other.id && (frame.includes('"state":"idle"') || frame.includes('"state":"ended"')) && ++refusedHellos > 0;
+    store.failing = (id, frame) =>
+      id === other.id && (frame.includes('"state":"idle"') || frame.includes('"state":"ended"')) && ++refusedHellos > 0;
     const current = stack.gateway.directory.agent('builder')!;
     current.peer.channel.close('UNAVAILABLE', 'test: drop the agent link again');
     await waitFor(() => refusedHellos > 0, 15_000, 'the agent to try its hello');
     expect(stack.gateway.directory.agent('builder')).toBeUndefined();
     store.failing = undefined; // the disk is back
-    await waitFor(() => stack!.gateway.directory.agent('builder') !== undefined, 15_000, 'the agent to register once the gateway can take it');
+    await waitFor(
+      () => stack!.gateway.directory.agent('builder') !== undefined,
+      15_000,
+      'the agent to register once the gateway can take it',
+    );
   }, 60_000);
 });
 

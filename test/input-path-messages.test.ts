@@ -25,7 +25,8 @@ const TIMED_ACKS = new Set(['session.ack', 'session.input_ack']);
 /** What a gateway offers without the input path's capabilities (session.post.v1, acks.folded.v1). */
 const BASE_CAPABILITIES: string[] = [];
 
-const isEcho = (text: string) => (i: SessionItem) => i.kind === 'engine' && i.message.type === 'assistant' && i.line.includes(`"text":"${text}"`);
+const isEcho = (text: string) => (i: SessionItem) =>
+  i.kind === 'engine' && i.message.type === 'assistant' && i.line.includes(`"text":"${text}"`);
 
 interface Count {
   total: number;
@@ -51,8 +52,18 @@ describe('the input path on the wire', () => {
     cleanups.push(() => server.close());
     const clientLeg = await startWsMessageCounter(server.url);
     const agentLeg = await startWsMessageCounter(server.url);
-    cleanups.push(() => clientLeg.close(), () => agentLeg.close());
-    const agent = new Agent({ gateway: agentLeg.url, name: 'count-agent', engine: 'claude', engineCommand: ECHO_ENGINE, eofGraceMs: 1_000, termGraceMs: 1_000 });
+    cleanups.push(
+      () => clientLeg.close(),
+      () => agentLeg.close(),
+    );
+    const agent = new Agent({
+      gateway: agentLeg.url,
+      name: 'count-agent',
+      engine: 'claude',
+      engineCommand: ECHO_ENGINE,
+      eofGraceMs: 1_000,
+      termGraceMs: 1_000,
+    });
     await agent.start();
     cleanups.push(() => agent.shutdown(2_000));
     const client = await GatewayClient.connect({ gateway: clientLeg.url, reconnect: false });

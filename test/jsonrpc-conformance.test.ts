@@ -25,7 +25,9 @@ afterAll(async () => {
 });
 
 /** One raw WebSocket to the gateway: sends a text frame, reads the next JSON answer. */
-async function dial(kind: 'native' | 'dialect' | 'acp'): Promise<{ ask: (text: string) => Promise<Record<string, any>>; close: () => void }> {
+async function dial(
+  kind: 'native' | 'dialect' | 'acp',
+): Promise<{ ask: (text: string) => Promise<Record<string, any>>; close: () => void }> {
   const path = kind === 'acp' ? '/acp' : WS_PATH;
   const ws = new WebSocket(`${server.url}${path}`, kind === 'dialect' ? [JSONRPC_SUBPROTOCOL] : []);
   const inbox: Record<string, any>[] = [];

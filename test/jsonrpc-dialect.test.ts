@@ -2,7 +2,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { credentials, loadPackageDefinition, Metadata, type ClientDuplexStream } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { makeTempDir } from './support/claude-cli.js';
 import { startTether } from './support/cli.js';
@@ -102,7 +102,11 @@ async function dialWs(url: string, token: string | undefined): Promise<Pipe & { 
 
 const PROTO = join(__dirname, '..', 'proto', 'tether', 'v1', 'gateway.proto');
 
-async function dialGrpc(url: string, token: string | undefined, dialect = 'jsonrpc'): Promise<Pipe & { status: Promise<{ code: number; details: string }> }> {
+async function dialGrpc(
+  url: string,
+  token: string | undefined,
+  dialect = 'jsonrpc',
+): Promise<Pipe & { status: Promise<{ code: number; details: string }> }> {
   const pkg = loadPackageDefinition(loadSync(PROTO)) as any;
   const stub = new pkg.tether.v1.Gateway(url.replace(/^grpc:\/\//, ''), credentials.createInsecure());
   const md = new Metadata();
@@ -147,7 +151,8 @@ describe.each(['ws', 'grpc'] as const)('JSON-RPC dialect over %s, real CLI', (tr
     case_.rig = await startRig('claude', { responses: [] });
     case_.rig.fake!.setScenario(scenario(case_.rig.cwd));
     writeFileSync(join(case_.rig.cwd, 'README.md'), README);
-    const dial = (t: typeof transport) => (t === 'ws' ? dialWs(case_.rig!.stack.wsUrl, case_.rig!.stack.token) : dialGrpc(case_.rig!.stack.grpcUrl, case_.rig!.stack.token));
+    const dial = (t: typeof transport) =>
+      t === 'ws' ? dialWs(case_.rig!.stack.wsUrl, case_.rig!.stack.token) : dialGrpc(case_.rig!.stack.grpcUrl, case_.rig!.stack.token);
     const pipe = await dial(transport);
     pipes.push(pipe);
     if (transport === 'ws') expect(pipe.protocol).toBe('tether-jsonrpc.v1');
@@ -163,7 +168,9 @@ describe.each(['ws', 'grpc'] as const)('JSON-RPC dialect over %s, real CLI', (tr
     // An old client: negotiated streaming only (no progress, no tools).
     const old = await dial('ws');
     pipes.push(old);
-    expect((await old.client.request('initialize', { protocol_version: '1.0', capabilities: ['streaming'] })).result.capabilities).toEqual(['streaming']);
+    expect((await old.client.request('initialize', { protocol_version: '1.0', capabilities: ['streaming'] })).result.capabilities).toEqual([
+      'streaming',
+    ]);
     expect((await old.client.request('session_attach', { session_id: sessionId })).result.role).toBe('owner');
 
     // A native client on the same session, through our library.
@@ -186,12 +193,18 @@ describe.each(['ws', 'grpc'] as const)('JSON-RPC dialect over %s, real CLI', (tr
     const complete = at((m) => m.method === 'turn_complete');
     const response = seq.indexOf(reply);
     expect(firstToken).toBeGreaterThanOrEqual(0);
-    expect([firstToken, toolStart, toolResult, laterToken, complete, response]).toEqual([firstToken, toolStart, toolResult, laterToken, complete, response].sort((a, b) => a - b));
+    expect([firstToken, toolStart, toolResult, laterToken, complete, response]).toEqual(
+      [firstToken, toolStart, toolResult, laterToken, complete, response].sort((a, b) => a - b),
+    );
     expect(toolStart).toBeGreaterThan(firstToken);
     expect(seq[toolStart].params.input.file_path).toBe(join(case_.rig.cwd, 'README.md'));
     expect(seq[toolResult].params.content).toContain('the answer is 42');
     expect(seq[toolResult].params.is_error).toBe(false);
-    const text = (cl: ThinClient) => cl.notifications('assistant_token').map((m) => m.params.token).join('');
+    const text = (cl: ThinClient) =>
+      cl
+        .notifications('assistant_token')
+        .map((m) => m.params.token)
+        .join('');
     expect(text(c)).toBe('Let me read it.It says the answer is 42.');
     expect(seq[complete].params).toMatchObject({ session_id: sessionId, stop_reason: 'end_turn' });
     expect(new Set(c.notifications('assistant_token').map((m) => m.params.message_id)).size).toBe(2);
@@ -199,7 +212,9 @@ describe.each(['ws', 'grpc'] as const)('JSON-RPC dialect over %s, real CLI', (tr
     // The native client saw the same turn.
     const turn = await nativeTurn;
     expect(turn.result.is_error).toBe(false);
-    const nativeTools = turn.messages.flatMap((m: any) => (m.type === 'assistant' ? m.message.content : [])).filter((b: any) => b.type === 'tool_use');
+    const nativeTools = turn.messages
+      .flatMap((m: any) => (m.type === 'assistant' ? m.message.content : []))
+      .filter((b: any) => b.type === 'tool_use');
     expect(nativeTools.map((b: any) => b.id)).toEqual(['toolu_read']);
 
     // Progress reached the client that asked for it, never the old one; nor did tool events.
@@ -232,14 +247,21 @@ describe.each(['ws', 'grpc'] as const)('JSON-RPC dialect over %s, real CLI', (tr
     const mine = audit.filter((r) => r.client_id === init.result.client_id);
     expect(mine.filter((r) => r.action === 'prompt')).toHaveLength(2);
     expect(mine.filter((r) => r.action === 'permission_decision').map((r) => r.behavior)).toEqual(['allow']);
-    await old.client.waitFor((m) => m.method === 'turn_complete' && old.client.notifications('turn_complete').length === 2, 10_000, 'the second turn_complete');
+    await old.client.waitFor(
+      (m) => m.method === 'turn_complete' && old.client.notifications('turn_complete').length === 2,
+      10_000,
+      'the second turn_complete',
+    );
     expect(old.client.received.some((m) => m.method === 'permission_request' || m.method === 'progress')).toBe(false);
   }, 120_000);
 
   it('queue: a prompt sent mid-turn is queued with its author and priority (queued notification); the owner withdraws one; a withdrawn user_message is answered "withdrawn"; a queued one runs next; interrupt with clear_queue clears the rest', async () => {
     const slow = { text: 'one two three four five six seven eight nine ten', chunk_delay_ms: 200 };
     case_.rig = await startRig('claude', { responses: [slow, { text: 'queue answered' }, slow], fallback: { text: 'OK.' } });
-    const pipe = transport === 'ws' ? await dialWs(case_.rig.stack.wsUrl, case_.rig.stack.token) : await dialGrpc(case_.rig.stack.grpcUrl, case_.rig.stack.token);
+    const pipe =
+      transport === 'ws'
+        ? await dialWs(case_.rig.stack.wsUrl, case_.rig.stack.token)
+        : await dialGrpc(case_.rig.stack.grpcUrl, case_.rig.stack.token);
     pipes.push(pipe);
     const c = pipe.client;
     expect((await c.request('initialize', { protocol_version: '1.0', capabilities: ['queue'] })).result.capabilities).toEqual(['queue']);
@@ -255,7 +277,11 @@ describe.each(['ws', 'grpc'] as const)('JSON-RPC dialect over %s, real CLI', (tr
     const queuedReply = c.request('user_message', { session_id: sessionId, content: 'MINE_QUEUED', uuid: mine, priority: 'later' });
     const goneReply = c.request('user_message', { session_id: sessionId, content: 'MINE_WITHDRAWN', uuid: gone });
     const three = await c.waitFor((m) => m.method === 'queued' && m.params.prompts.length === 3, 20_000, 'three queued');
-    expect(three.params.prompts.map((p: Msg) => [p.principal, p.content, p.priority])).toEqual([['bob', 'BOB_QUEUED', 'later'], ['test-user', 'MINE_QUEUED', 'later'], ['test-user', 'MINE_WITHDRAWN', 'later']]);
+    expect(three.params.prompts.map((p: Msg) => [p.principal, p.content, p.priority])).toEqual([
+      ['bob', 'BOB_QUEUED', 'later'],
+      ['test-user', 'MINE_QUEUED', 'later'],
+      ['test-user', 'MINE_WITHDRAWN', 'later'],
+    ]);
     expect(three.params.prompts[0].uuid).toBe(b.uuid);
 
     // The owner may withdraw anyone's; a withdrawn user_message is answered at once.
@@ -267,7 +293,11 @@ describe.each(['ws', 'grpc'] as const)('JSON-RPC dialect over %s, real CLI', (tr
 
     expect((await first).result.status).toBe('completed');
     expect((await queuedReply).result.status).toBe('completed');
-    const started = await c.waitFor((m) => m.method === 'queued' && m.params.change.action === 'started', 20_000, 'the queued prompt to start');
+    const started = await c.waitFor(
+      (m) => m.method === 'queued' && m.params.change.action === 'started',
+      20_000,
+      'the queued prompt to start',
+    );
     expect(started.params).toMatchObject({ prompts: [], change: { uuids: [mine], by: 'test-user' } });
     for (const text of ['BOB_QUEUED', 'MINE_WITHDRAWN']) expect(fake.requests.some((r) => r.raw.includes(text))).toBe(false);
     expect(fake.modelRequests().at(-1)!.raw).toContain('MINE_QUEUED');
@@ -277,7 +307,11 @@ describe.each(['ws', 'grpc'] as const)('JSON-RPC dialect over %s, real CLI', (tr
     const running = c.request('user_message', { session_id: sessionId, content: 'a slow one' });
     await waitFor(() => fake.textDeltasSent() > deltas, 30_000, 'the third answer to stream');
     const cleared = c.request('user_message', { session_id: sessionId, content: 'CLEARED_BY_STOP' });
-    await c.waitFor((m) => m.method === 'queued' && m.params.prompts.some((p: Msg) => p.content === 'CLEARED_BY_STOP'), 20_000, 'the prompt queued');
+    await c.waitFor(
+      (m) => m.method === 'queued' && m.params.prompts.some((p: Msg) => p.content === 'CLEARED_BY_STOP'),
+      20_000,
+      'the prompt queued',
+    );
     expect((await c.request('interrupt', { session_id: sessionId, clear_queue: true })).result).toEqual({});
     expect((await cleared).result.status).toBe('withdrawn');
     expect((await running).result.status).toBe('interrupted');
@@ -291,7 +325,15 @@ describe('JSON-RPC dialect with the real CLI: questions, shared prompts, viewers
   const pipes = case_.pipes;
 
   it('AskUserQuestion is a request answered with answers; a prompt answered natively is withdrawn from the dialect client; a viewer is never asked', async () => {
-    const question = { question: 'Which database should we use?', header: 'Database', options: [{ label: 'Postgres', description: 'Relational' }, { label: 'SQLite', description: 'Embedded' }], multiSelect: false };
+    const question = {
+      question: 'Which database should we use?',
+      header: 'Database',
+      options: [
+        { label: 'Postgres', description: 'Relational' },
+        { label: 'SQLite', description: 'Embedded' },
+      ],
+      multiSelect: false,
+    };
     case_.rig = await startRig('claude', {
       responses: [
         { tool_use: { id: 'toolu_ask', name: 'AskUserQuestion', input: { questions: [question] } } },
@@ -308,11 +350,16 @@ describe('JSON-RPC dialect with the real CLI: questions, shared prompts, viewers
     const sessionId: string = (await c.request('session_create', { agent: 'test-agent', cwd: case_.rig.cwd })).result.session_id;
 
     // A viewer (token: view only) with every capability is attached too.
-    const viewerPipe = await dialWs(case_.rig.stack.wsUrl, await case_.rig.stack.mint({ kind: 'client', sub: 'viewer-vic', scopes: ['view'] }));
+    const viewerPipe = await dialWs(
+      case_.rig.stack.wsUrl,
+      await case_.rig.stack.mint({ kind: 'client', sub: 'viewer-vic', scopes: ['view'] }),
+    );
     pipes.push(viewerPipe);
     await viewerPipe.client.request('initialize', { protocol_version: '1.0', capabilities: ALL });
     expect((await viewerPipe.client.request('session_attach', { session_id: sessionId })).result.role).toBe('viewer');
-    expect((await viewerPipe.client.request('user_message', { session_id: sessionId, content: 'hi' })).error.message).toMatch(/may not control/);
+    expect((await viewerPipe.client.request('user_message', { session_id: sessionId, content: 'hi' })).error.message).toMatch(
+      /may not control/,
+    );
 
     c.answer = (method, params) => {
       expect(method).toBe('user_question');
@@ -331,7 +378,12 @@ describe('JSON-RPC dialect with the real CLI: questions, shared prompts, viewers
     const native = await case_.rig.stack.client();
     const lastSeq = (await native.listSessions()).find((x) => x.id === sessionId)!.last_seq;
     const nativeSession = await native.attach(sessionId, { fromSeq: lastSeq + 1 });
-    const nativeTurn = readTurn(nativeSession, (p) => (p.toolName === 'Bash' ? { behavior: 'allow', updatedInput: p.input } : undefined), undefined, 60_000);
+    const nativeTurn = readTurn(
+      nativeSession,
+      (p) => (p.toolName === 'Bash' ? { behavior: 'allow', updatedInput: p.input } : undefined),
+      undefined,
+      60_000,
+    );
     const turn = c.request('user_message', { session_id: sessionId, content: 'Append x' });
     const withdrawn = await c.waitFor((m) => m.method === 'permission_withdrawn', 30_000, 'permission_withdrawn');
     const asked = c.received.find((m) => m.method === 'permission_request')!;
@@ -348,7 +400,11 @@ describe('JSON-RPC dialect with the real CLI: questions, shared prompts, viewers
     expect(info.result.tools).toEqual(expect.arrayContaining(['Bash', 'Read', 'AskUserQuestion']));
     expect(typeof info.result.model).toBe('string');
     expect(Array.isArray(info.result.mcp_servers)).toBe(true);
-    expect(case_.rig.stack.gateway.directory.get(sessionId)!.engineInfo).toEqual({ model: info.result.model, tools: info.result.tools, mcp_servers: info.result.mcp_servers }); // kept on the session: it dies with it
+    expect(case_.rig.stack.gateway.directory.get(sessionId)!.engineInfo).toEqual({
+      model: info.result.model,
+      tools: info.result.tools,
+      mcp_servers: info.result.mcp_servers,
+    }); // kept on the session: it dies with it
 
     // The viewer drops off; it will resume from the last seq it saw.
     const lastSeen = Math.max(...viewerPipe.client.received.map((m) => m.params?.seq ?? 0));
@@ -365,12 +421,19 @@ describe('JSON-RPC dialect with the real CLI: questions, shared prompts, viewers
     await back.client.request('initialize', { protocol_version: '1.0', capabilities: ['streaming'] });
     await back.client.request('session_attach', { session_id: sessionId, from_seq: lastSeen + 1 });
     await back.client.waitFor((m) => m.method === 'turn_complete', 10_000, 'the missed turn_complete');
-    const missed = (cl: ThinClient) => cl.notifications('assistant_token').filter((m) => m.params.seq > lastSeen).map((m) => m.params.token).join('');
+    const missed = (cl: ThinClient) =>
+      cl
+        .notifications('assistant_token')
+        .filter((m) => m.params.seq > lastSeen)
+        .map((m) => m.params.token)
+        .join('');
     expect(back.client.notifications('assistant_token').every((m) => m.params.seq > lastSeen)).toBe(true);
     expect(missed(back.client)).toBe(missed(c));
     expect(missed(c)).toMatch(/^one/);
 
-    expect((await c.request('set_permission_mode', { session_id: sessionId, mode: 'acceptEdits' })).result).toEqual({ mode: 'acceptEdits' });
+    expect((await c.request('set_permission_mode', { session_id: sessionId, mode: 'acceptEdits' })).result).toEqual({
+      mode: 'acceptEdits',
+    });
     expect((await c.request('set_model', { session_id: sessionId, model: 'claude-sonnet-4-5' })).result.model).toBe('claude-sonnet-4-5');
     const listed = (await c.request('session_list', {})).result.sessions;
     expect(listed).toEqual([expect.objectContaining({ session_id: sessionId, agent: 'test-agent', owner: 'test-user' })]);
@@ -395,8 +458,8 @@ describe('JSON-RPC dialect: malformed input and the printed URL', () => {
     expect((await errorAfter('{not json')).id).toBeNull();
     expect((await errorAfter('[1,2]')).error.code).toBe(-32600);
     // Invalid Request is answered with id null (docs/protocol.md, as JSON-RPC 2.0 says), even when the id was readable.
-    expect((await errorAfter('{"jsonrpc":"1.0","id":"raw-3","method":"initialize"}'))).toMatchObject({ id: null, error: { code: -32600 } });
-    expect((await errorAfter('{"jsonrpc":"2.0","id":"raw-4","method":42}'))).toMatchObject({ id: null, error: { code: -32600 } });
+    expect(await errorAfter('{"jsonrpc":"1.0","id":"raw-3","method":"initialize"}')).toMatchObject({ id: null, error: { code: -32600 } });
+    expect(await errorAfter('{"jsonrpc":"2.0","id":"raw-4","method":42}')).toMatchObject({ id: null, error: { code: -32600 } });
     expect((await c.request('no_such_method', {})).error.code).toBe(-32601);
     expect((await c.request('initialize', { capabilities: 'all' })).error.code).toBe(-32602);
     expect((await c.request('initialize', { protocol_version: '9.0' })).error.code).toBe(-32602);
@@ -440,7 +503,11 @@ describe('JSON-RPC dialect: malformed input and the printed URL', () => {
 
   it('a dialect client that stops reading is cut at its limit (4008); the session and a reading client go on', async () => {
     // Answers of 2 MiB each: the stuck client's queue passes 256 KiB once the loopback buffers are full.
-    case_.rig = await startRig('claude', { responses: [], fallback: { text: 'y'.repeat(2 * 1024 * 1024) } }, { limits: { slowClientBytes: 256 * 1024 } });
+    case_.rig = await startRig(
+      'claude',
+      { responses: [], fallback: { text: 'y'.repeat(2 * 1024 * 1024) } },
+      { limits: { slowClientBytes: 256 * 1024 } },
+    );
     const reader = await dialWs(case_.rig.stack.wsUrl, case_.rig.stack.token);
     // The slow client's bytes pass a proxy that can hold them, as a client that stops reading would.
     const proxy = await FaultProxy.start({ targetPort: Number(new URL(case_.rig.stack.wsUrl).port), maxBufferedBytes: 64 * 1024 });
@@ -451,16 +518,22 @@ describe('JSON-RPC dialect: malformed input and the printed URL', () => {
     const sessionId = (await reader.client.request('session_create', { agent: 'test-agent' })).result.session_id;
     const { client_id } = (await slow.client.request('initialize', { protocol_version: '1.0', capabilities: ['streaming'] })).result;
     await slow.client.request('session_attach', { session_id: sessionId });
-    const closed = new Promise<{ code: number; reason: string }>((resolve) => slow.ws.once('close', (code, reason) => resolve({ code, reason: String(reason) })));
+    const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+      slow.ws.once('close', (code, reason) => resolve({ code, reason: String(reason) })),
+    );
     proxy.stall('down');
     const gw = case_.rig.stack.gateway.directory.get(sessionId)!;
     for (let n = 0; n < 12 && gw.roleOf(client_id) !== undefined; n++) {
-      expect((await reader.client.request('user_message', { session_id: sessionId, content: `answer ${n}` })).result.status).toBe('completed');
+      expect((await reader.client.request('user_message', { session_id: sessionId, content: `answer ${n}` })).result.status).toBe(
+        'completed',
+      );
     }
     expect(gw.roleOf(client_id)).toBeUndefined();
     proxy.resume('down');
     expect(await closed).toEqual({ code: 4008, reason: SLOW_CONSUMER_REASON }); // the one rule and reason of core/rpc/engine.ts
-    expect((await reader.client.request('user_message', { session_id: sessionId, content: 'still there?' })).result.status).toBe('completed');
+    expect((await reader.client.request('user_message', { session_id: sessionId, content: 'still there?' })).result.status).toBe(
+      'completed',
+    );
   }, 90_000);
 
   it('gRPC: an unknown tether-dialect is refused with INVALID_ARGUMENT', async () => {
@@ -475,9 +548,13 @@ describe('JSON-RPC dialect: malformed input and the printed URL', () => {
   it('an agent token is refused; a client that never initializes is closed', async () => {
     case_.rig = await startRig('demo', undefined, { limits: { helloTimeoutMs: 300 } });
     const closeCode = (ws: WebSocket) => new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
-    const agentWs = new WebSocket(case_.rig.stack.wsUrl, 'tether-jsonrpc.v1', { headers: { authorization: `Bearer ${await case_.rig.stack.mint({ kind: 'agent', sub: 'other-agent' })}` } });
+    const agentWs = new WebSocket(case_.rig.stack.wsUrl, 'tether-jsonrpc.v1', {
+      headers: { authorization: `Bearer ${await case_.rig.stack.mint({ kind: 'agent', sub: 'other-agent' })}` },
+    });
     expect(await closeCode(agentWs)).toBe(4403);
-    const silent = new WebSocket(case_.rig.stack.wsUrl, 'tether-jsonrpc.v1', { headers: { authorization: `Bearer ${case_.rig.stack.token}` } });
+    const silent = new WebSocket(case_.rig.stack.wsUrl, 'tether-jsonrpc.v1', {
+      headers: { authorization: `Bearer ${case_.rig.stack.token}` },
+    });
     expect(await closeCode(silent)).toBe(4004);
   });
 
@@ -491,9 +568,14 @@ describe('JSON-RPC dialect: malformed input and the printed URL', () => {
 
     // A browser: a single-use ticket from the same origin, then the bare URL with ?ticket=.
     const origin = case_.rig.stack.wsUrl.replace(/^ws/, 'http');
-    const res = await fetch(`${origin}/v1/ticket`, { method: 'POST', headers: { authorization: `Bearer ${case_.rig.stack.token}`, origin } });
+    const res = await fetch(`${origin}/v1/ticket`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${case_.rig.stack.token}`, origin },
+    });
     const { ticket } = (await res.json()) as { ticket: string };
-    const ws = new WebSocket(`${case_.rig.stack.wsUrl}/?ticket=${encodeURIComponent(ticket)}`, 'tether-jsonrpc.v1', { headers: { origin } });
+    const ws = new WebSocket(`${case_.rig.stack.wsUrl}/?ticket=${encodeURIComponent(ticket)}`, 'tether-jsonrpc.v1', {
+      headers: { origin },
+    });
     const browser = new ThinClient((text) => ws.send(text));
     ws.on('message', (data) => browser.receive(data.toString()));
     await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
@@ -516,8 +598,15 @@ describe('JSON-RPC dialect: malformed input and the printed URL', () => {
       expect(pipe.protocol).toBe('tether-jsonrpc.v1');
       await pipe.client.request('initialize', { protocol_version: '1.0', capabilities: ['streaming'] });
       const sessionId = (await pipe.client.request('session_create', { agent: 'local' })).result.session_id;
-      expect((await pipe.client.request('user_message', { session_id: sessionId, content: 'hello there' })).result.status).toBe('completed');
-      expect(pipe.client.notifications('assistant_token').map((m) => m.params.token).join('')).toContain('You said: hello there');
+      expect((await pipe.client.request('user_message', { session_id: sessionId, content: 'hello there' })).result.status).toBe(
+        'completed',
+      );
+      expect(
+        pipe.client
+          .notifications('assistant_token')
+          .map((m) => m.params.token)
+          .join(''),
+      ).toContain('You said: hello there');
     } finally {
       for (const p of pipes.splice(0)) p.close();
       await up.stop('SIGTERM');

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { Policy } from '../core/policy/policy.js';
 import { StaticPolicy } from '../gateway/policy/policy-source.js';
-import { startStack, withTimeout, } from './support/stack.js';
+import { startStack, withTimeout } from './support/stack.js';
 import { cleanupsPerTest } from './support/cleanups.js';
 import { waitFor } from './support/wait.js';
 

@@ -25,10 +25,13 @@ function outLines(name: string): Line[] {
 }
 
 function events(lines: Line[]): DialectEvent[] {
-  return lines.flatMap((line, i) => translateFrame(frameBuffer(encodeLineFrame('s1', i + 1, 'engine', Buffer.from(JSON.stringify(line))))).events);
+  return lines.flatMap(
+    (line, i) => translateFrame(frameBuffer(encodeLineFrame('s1', i + 1, 'engine', Buffer.from(JSON.stringify(line))))).events,
+  );
 }
 
-const of = <K extends DialectEvent['kind']>(evs: DialectEvent[], kind: K) => evs.filter((e): e is Extract<DialectEvent, { kind: K }> => e.kind === kind);
+const of = <K extends DialectEvent['kind']>(evs: DialectEvent[], kind: K) =>
+  evs.filter((e): e is Extract<DialectEvent, { kind: K }> => e.kind === kind);
 
 const ALL = readdirSync(FIXTURES)
   .filter((f) => f.endsWith('.ndjson'))
@@ -39,7 +42,9 @@ describe('JSON-RPC dialect translator over the real CLI transcripts', () => {
     const lines = outLines(name);
     const evs = events(lines);
     expect(of(evs, 'turn_complete')).toHaveLength(lines.filter((l) => l.type === 'result').length);
-    expect(of(evs, 'permission')).toHaveLength(lines.filter((l) => l.type === 'control_request' && l.request?.subtype === 'can_use_tool').length);
+    expect(of(evs, 'permission')).toHaveLength(
+      lines.filter((l) => l.type === 'control_request' && l.request?.subtype === 'can_use_tool').length,
+    );
     expect(of(evs, 'withdrawn')).toHaveLength(lines.filter((l) => l.type === 'control_cancel_request').length);
     for (const r of of(evs, 'tool_result')) expect(typeof r.content).toBe('string');
   });
@@ -47,8 +52,14 @@ describe('JSON-RPC dialect translator over the real CLI transcripts', () => {
   it('02 partial messages: tokens spell the text, under the message id of message_start; the tool call follows', () => {
     const lines = outLines('02_partial_messages');
     const evs = events(lines);
-    const text = lines.filter((l) => l.type === 'assistant').flatMap((l) => l.message.content.filter((b: Line) => b.type === 'text').map((b: Line) => b.text));
-    expect(of(evs, 'token').map((t) => t.token).join('')).toBe(text.join(''));
+    const text = lines
+      .filter((l) => l.type === 'assistant')
+      .flatMap((l) => l.message.content.filter((b: Line) => b.type === 'text').map((b: Line) => b.text));
+    expect(
+      of(evs, 'token')
+        .map((t) => t.token)
+        .join(''),
+    ).toBe(text.join(''));
     expect(of(evs, 'token').length).toBeGreaterThan(1);
     const ids = new Set(lines.filter((l) => l.type === 'assistant').map((l) => l.message.id));
     for (const s of of(evs, 'message_start')) expect(ids.has(s.message_id)).toBe(true);
@@ -71,7 +82,10 @@ describe('JSON-RPC dialect translator over the real CLI transcripts', () => {
   it('usage comes from the result', () => {
     const lines = outLines('01_basic_text_turn');
     const result = lines.find((l) => l.type === 'result')!;
-    expect(of(events(lines), 'turn_complete')[0].usage).toEqual({ input_tokens: result.usage.input_tokens, output_tokens: result.usage.output_tokens });
+    expect(of(events(lines), 'turn_complete')[0].usage).toEqual({
+      input_tokens: result.usage.input_tokens,
+      output_tokens: result.usage.output_tokens,
+    });
   });
 
   it.each([
@@ -112,7 +126,14 @@ describe('JSON-RPC dialect translator over the real CLI transcripts', () => {
   });
 
   it('parses each frame once however many clients read it, and reads gateway events', () => {
-    const frame = frameBuffer(encodeLineFrame('s1', 1, 'engine', Buffer.from('{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}}')));
+    const frame = frameBuffer(
+      encodeLineFrame(
+        's1',
+        1,
+        'engine',
+        Buffer.from('{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}}'),
+      ),
+    );
     const parse = vi.spyOn(JSON, 'parse');
     try {
       const first = translateFrame(frame);
@@ -123,11 +144,28 @@ describe('JSON-RPC dialect translator over the real CLI transcripts', () => {
       parse.mockRestore();
     }
     expect(translateFrame(frame)).toMatchObject({ session_id: 's1', seq: 1, events: [{ kind: 'token', token: 'Hi' }] });
-    const presence = encodeEventFrame('s1', 2, tetherEvent({ subtype: 'presence', action: 'attached', principal: 'ann', client_id: 'c-1', role: 'viewer' }));
-    expect(translateFrame(presence).events).toEqual([{ kind: 'presence', action: 'attached', principal: 'ann', client_id: 'c-1', role: 'viewer' }]);
+    const presence = encodeEventFrame(
+      's1',
+      2,
+      tetherEvent({ subtype: 'presence', action: 'attached', principal: 'ann', client_id: 'c-1', role: 'viewer' }),
+    );
+    expect(translateFrame(presence).events).toEqual([
+      { kind: 'presence', action: 'attached', principal: 'ann', client_id: 'c-1', role: 'viewer' },
+    ]);
     const exited = encodeEventFrame('s1', 3, tetherEvent({ subtype: 'exited', code: 0, signal: null, stderr_tail: '', reason: 'stopped' }));
     expect(translateFrame(exited).events).toEqual([{ kind: 'state', state: 'ended', reason: 'stopped' }]);
     // A withdrawal the gateway wrote is not a new prompt; a control_request it wrote never raises one.
-    expect(translateFrame(frameBuffer(encodeLineFrame('s1', 4, 'gateway', Buffer.from('{"type":"control_request","request_id":"x","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{}}}')))).events).toEqual([]);
+    expect(
+      translateFrame(
+        frameBuffer(
+          encodeLineFrame(
+            's1',
+            4,
+            'gateway',
+            Buffer.from('{"type":"control_request","request_id":"x","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{}}}'),
+          ),
+        ),
+      ).events,
+    ).toEqual([]);
   });
 });

@@ -52,10 +52,20 @@ describe('the head of a WebSocket frame we write ourselves', () => {
   it('is the head ws writes for the same message, unmasked (server) and masked by the zero key (client)', () => {
     for (const n of [0, 1, 125, 126, 65_535, 65_536, 100_000, 16 * 1024 * 1024]) {
       const payload = Buffer.alloc(n, 0x61);
-      for (const [opcode, binary] of [[WS_OPCODE.text, false], [WS_OPCODE.binary, true]] as const) {
+      for (const [opcode, binary] of [
+        [WS_OPCODE.text, false],
+        [WS_OPCODE.binary, true],
+      ] as const) {
         const server = Sender.frame(payload, { fin: true, rsv1: false, opcode, mask: false, readOnly: false });
         expect(wsFrameHead(opcode, n, 'none').equals(server[0]), `server ${n} ${binary}`).toBe(true);
-        const client = Sender.frame(payload, { fin: true, rsv1: false, opcode, mask: true, readOnly: false, generateMask: (m: Buffer) => m.fill(0) });
+        const client = Sender.frame(payload, {
+          fin: true,
+          rsv1: false,
+          opcode,
+          mask: true,
+          readOnly: false,
+          generateMask: (m: Buffer) => m.fill(0),
+        });
         expect(wsFrameHead(opcode, n, 'zero-key').equals(client[0]), `client ${n} ${binary}`).toBe(true);
       }
     }
@@ -64,7 +74,8 @@ describe('the head of a WebSocket frame we write ourselves', () => {
   it('is masked by the zero key only where nobody in between can read the bytes', () => {
     expect(needsMasking(new URL('wss://gateway.example.com'))).toBe(false);
     for (const host of ['127.0.0.1', '127.1.2.3', 'localhost', '[::1]']) expect(needsMasking(new URL(`ws://${host}:8080`))).toBe(false);
-    for (const host of ['gateway.example.com', '10.0.0.5', '[2001:db8::1]', '128.0.0.1']) expect(needsMasking(new URL(`ws://${host}:8080`))).toBe(true);
+    for (const host of ['gateway.example.com', '10.0.0.5', '[2001:db8::1]', '128.0.0.1'])
+      expect(needsMasking(new URL(`ws://${host}:8080`))).toBe(true);
   });
 });
 
@@ -91,7 +102,10 @@ describe('a large line frame as pieces', () => {
   for (const transport of ['memory', 'ws', 'grpc'] as const) {
     it(`arrives as one text frame, byte for byte, over ${transport}`, async () => {
       pair = await PAIR_FACTORIES[transport]();
-      const frames = [encodeLineFrame('s-1', 1, 'engine', line(100_000)), encodeLineFrame('s-1', 2, 'engine', line(300_000, 'é'))] as TextPieces[];
+      const frames = [
+        encodeLineFrame('s-1', 1, 'engine', line(100_000)),
+        encodeLineFrame('s-1', 2, 'engine', line(300_000, 'é')),
+      ] as TextPieces[];
       for (const f of frames) expect(pair.server.post(f)).toBe(true);
       expect(pair.server.post('{"after":true}')).toBe(true);
       for (const f of frames) expect(await next(pair.client)).toBe(f.joined().toString());
@@ -125,7 +139,9 @@ describe('a large line frame as pieces', () => {
     pair.server.post(frame);
     expect(await next(pair.client)).toBe(frame.joined().toString());
     expect(writes.some((w) => w === big)).toBe(true);
-    expect(writes.reduce((n, w) => n + w.byteLength, 0)).toBe(wsFrameHead(WS_OPCODE.text, frame.byteLength, 'none').length + frame.byteLength);
+    expect(writes.reduce((n, w) => n + w.byteLength, 0)).toBe(
+      wsFrameHead(WS_OPCODE.text, frame.byteLength, 'none').length + frame.byteLength,
+    );
   });
 
   it("an agent's large binary body goes to the socket as it is, masked by the zero key, and arrives whole", async () => {
@@ -148,12 +164,14 @@ describe('the replay log with large frames', () => {
     appended.fill(0x62); // the caller (a socket, the store) may go on with its own bytes
     const first = log.since(1);
     expect(first[0].bytes.every((b) => b === 0x61)).toBe(true);
-    for (let seq = 2; seq <= 1_000; seq++) log.append({ seq, bytes: encodeLineFrame('s', seq, 'engine', line(100_000, String.fromCharCode(0x41 + (seq % 26)))) });
+    for (let seq = 2; seq <= 1_000; seq++)
+      log.append({ seq, bytes: encodeLineFrame('s', seq, 'engine', line(100_000, String.fromCharCode(0x41 + (seq % 26)))) });
     expect(first[0].bytes.every((b) => b === 0x61)).toBe(true); // its slab was reused meanwhile
     expect(log.slabBytes).toBeLessThanOrEqual(8 * 1024 * 1024 + 3 * 1024 * 1024);
     const tail = log.since(log.firstSeq);
     expect(tail.at(-1)!.seq).toBe(1_000);
-    for (const e of tail) expect(readEngineFrame(e.bytes.toString())?.line).toBe(line(100_000, String.fromCharCode(0x41 + (e.seq % 26))).toString());
+    for (const e of tail)
+      expect(readEngineFrame(e.bytes.toString())?.line).toBe(line(100_000, String.fromCharCode(0x41 + (e.seq % 26))).toString());
   });
 });
 
@@ -198,7 +216,11 @@ describe('the file store with a large frame', () => {
     dir = makeTempDir('tether-store-large-');
     const store = new FileSessionStore(dir.path);
     store.create({ id: 'sess-1', agent: 'a', engine: 'demo', owner: 'alice', options: {}, created_at: new Date().toISOString() });
-    const frames = [encodeLineFrame('sess-1', 1, 'engine', line(120_000)), encodeLineFrame('sess-1', 2, 'engine', line(200)), encodeLineFrame('sess-1', 3, 'engine', line(70_000, 'é'))];
+    const frames = [
+      encodeLineFrame('sess-1', 1, 'engine', line(120_000)),
+      encodeLineFrame('sess-1', 2, 'engine', line(200)),
+      encodeLineFrame('sess-1', 3, 'engine', line(70_000, 'é')),
+    ];
     frames.forEach((bytes, i) => store.appendFrame('sess-1', { seq: i + 1, agentSeq: i + 1, bytes }));
     store.flush();
     const [restored] = store.loadAll();

@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { SessionItem } from '../client/remote-session.js';
 import { isResult, until } from './support/items.js';
-import { startStack, } from './support/stack.js';
+import { startStack } from './support/stack.js';
 import { cleanupsPerTest } from './support/cleanups.js';
 
 const ENGINE = fileURLToPath(new URL('./support/big-line-engine.mjs', import.meta.url));
@@ -12,7 +12,9 @@ describe.each(['ws', 'grpc'] as const)('a 16 MiB engine line over %s', (transpor
   const cleanups = cleanupsPerTest();
 
   it('reaches the client intact, worst-case escaping included, with default limits', async () => {
-    const stack = cleanups.own(await startStack({ engine: 'claude', engineCommand: ENGINE, clientTransport: transport, agentTransport: transport }));
+    const stack = cleanups.own(
+      await startStack({ engine: 'claude', engineCommand: ENGINE, clientTransport: transport, agentTransport: transport }),
+    );
     const session = await (await stack.client()).createSession({ agent: 'test-agent' });
     const items: SessionItem[] = [];
     await session.sendUserMessage('go big');

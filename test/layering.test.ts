@@ -54,7 +54,8 @@ describe('module layering (dependency-cruiser)', () => {
       'agent/required.ts': "// eslint-disable-next-line\nconst cp = require('child_process');\nexport const a = cp;\n",
       'client/http.ts': "import { request } from 'node:http';\nexport const r = request;\n",
       'core/broken.ts': "import './missing.js';\n",
-      'client/web/src/page-ok.ts': "import { h } from 'preact';\nimport { v } from '../../../client/tool-view.js';\nexport const p = [h, v];\n",
+      'client/web/src/page-ok.ts':
+        "import { h } from 'preact';\nimport { v } from '../../../client/tool-view.js';\nexport const p = [h, v];\n",
       'client/tool-view.ts': 'export const v = 1;\n',
       'client/web/src/page-node.ts': "import { readFileSync } from 'node:fs';\nexport const f = readFileSync;\n",
       // The gateway's rooms: each imports down only, and one session's parts only through its face.
@@ -66,14 +67,16 @@ describe('module layering (dependency-cruiser)', () => {
       'gateway/door/up.ts': "import { s } from '../session/session.js';\nexport const d = s;\n",
       'gateway/policy/up.ts': "import { s } from '../session/session.js';\nexport const u = s;\n",
       'gateway/session/up.ts': "import { r } from '../directory/reach.js';\nexport const u = r;\n",
-      'gateway/directory/reach.ts': "import { s } from '../session/session.js';\nimport { h } from '../session/session-history.js';\nexport const r = [s, h];\n",
+      'gateway/directory/reach.ts':
+        "import { s } from '../session/session.js';\nimport { h } from '../session/session-history.js';\nexport const r = [s, h];\n",
       'gateway/directory/up.ts': "import { l } from '../listen/up.js';\nexport const u = l;\n",
       'gateway/listen/up.ts': "import { s } from '../session/session.js';\nexport const l = s;\n",
       'bin/ok.ts': "import { g } from '../gateway/static.js';\nimport { a } from '../agent/required.js';\nexport const both = [g, a];\n",
       // core/wire is below the channels and the protocol, which import neither each other.
       'core/errors.ts': 'export const e = 1;\n',
       'core/wire/frame.ts': "import { e } from '../errors.js';\nexport const f = e;\n",
-      'core/wire/up.ts': "import { c } from '../channel/channel.js';\nimport { m } from '../protocol/methods.js';\nexport const u = [c, m];\n",
+      'core/wire/up.ts':
+        "import { c } from '../channel/channel.js';\nimport { m } from '../protocol/methods.js';\nexport const u = [c, m];\n",
       'core/channel/channel.ts': "import { f } from '../wire/frame.js';\nexport const c = f;\n",
       'core/channel/across.ts': "import { m } from '../protocol/methods.js';\nexport const a = m;\n",
       'core/protocol/methods.ts': "import { f } from '../wire/frame.js';\nexport const m = f;\n",

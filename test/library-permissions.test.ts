@@ -3,12 +3,13 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { answerQuestions, askQuestions, type PermissionRequest } from '../client/permission-policy.js';
 import type { SessionItem } from '../client/remote-session.js';
-import { demoSessionAt, startRig, } from './support/engines.js';
+import { demoSessionAt, startRig } from './support/engines.js';
 import { isCanUseTool, isResult, until } from './support/items.js';
 import { toolResults } from './support/turns.js';
 import { cleanupsPerTest } from './support/cleanups.js';
 
-const engineMessages = (items: SessionItem[]) => items.filter((i) => i.kind === 'engine' && i.origin === 'engine').map((i) => (i as { message: Record<string, unknown> }).message);
+const engineMessages = (items: SessionItem[]) =>
+  items.filter((i) => i.kind === 'engine' && i.origin === 'engine').map((i) => (i as { message: Record<string, unknown> }).message);
 
 /** The library's canUseTool-style callback: allow with input, deny with a message, remember for the session. */
 describe('library permission callback', () => {
@@ -24,7 +25,10 @@ describe('library permission callback', () => {
         asked.push(req);
         if (req.toolName === 'AskUserQuestion') {
           const q = askQuestions(req.input)[0];
-          return answerQuestions(req.input, { [q.question]: q.options[1].label }) as { behavior: 'allow'; updatedInput: Record<string, unknown> };
+          return answerQuestions(req.input, { [q.question]: q.options[1].label }) as {
+            behavior: 'allow';
+            updatedInput: Record<string, unknown>;
+          };
         }
         if (denyNext) return { behavior: 'deny', message: 'Not today' };
         return { behavior: 'allow', updatedInput: req.input, rememberForSession: true };
@@ -74,9 +78,15 @@ describe('library permission callback', () => {
     const rig = cleanups.own(
       await startRig('claude', {
         responses: [
-          { text: 'Logging.', tool_use: { id: 'toolu_tee', name: 'Bash', input: { command: 'echo hello | tee log.txt', description: 'log a line' } } },
+          {
+            text: 'Logging.',
+            tool_use: { id: 'toolu_tee', name: 'Bash', input: { command: 'echo hello | tee log.txt', description: 'log a line' } },
+          },
           { text: 'Logged.' },
-          { text: 'Cleaning up.', tool_use: { id: 'toolu_rm', name: 'Bash', input: { command: 'rm keep.txt', description: 'remove a file' } } },
+          {
+            text: 'Cleaning up.',
+            tool_use: { id: 'toolu_rm', name: 'Bash', input: { command: 'rm keep.txt', description: 'remove a file' } },
+          },
           { text: 'Kept it.' },
         ],
       }),
@@ -87,7 +97,9 @@ describe('library permission callback', () => {
       agent: 'test-agent',
       canUseTool: (req) => {
         asked.push(String(req.input.command));
-        return asked.length === 1 ? { behavior: 'allow', updatedInput: req.input, rememberForSession: true } : { behavior: 'deny', message: 'not that' };
+        return asked.length === 1
+          ? { behavior: 'allow', updatedInput: req.input, rememberForSession: true }
+          : { behavior: 'deny', message: 'not that' };
       },
     });
     const it = session[Symbol.asyncIterator]();

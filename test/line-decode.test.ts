@@ -10,7 +10,14 @@ const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** Pieces that make a line interesting for a UTF-8 decoder. */
 const PIECES = [
-  'a', ' ', '"', '\\', '\u00e9', '\u20ac', '\u{1f600}', '\ufeff', // ASCII, 2-, 3- and 4-byte, a BOM
+  'a',
+  ' ',
+  '"',
+  '\\',
+  '\u00e9',
+  '\u20ac',
+  '\u{1f600}',
+  '\ufeff', // ASCII, 2-, 3- and 4-byte, a BOM
   [0xed, 0xa0, 0x80], // an encoded surrogate (CESU-8): not UTF-8
   [0xc0, 0xaf], // an overlong '/'
   [0xe2, 0x82], // a truncated sequence
@@ -22,7 +29,7 @@ const PIECES = [
 describe('decoding an engine line', () => {
   it('accepts and decodes exactly what a fatal TextDecoder does', () => {
     let seed = 7;
-    const rnd = (n: number) => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) % n);
+    const rnd = (n: number) => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) % n;
     let frames = 0;
     for (let i = 0; i < 5_000; i++) {
       const parts = [Buffer.from('{"t":"')];

@@ -61,7 +61,12 @@ beforeEach(async () => {
 
 /** This file's gateway, closing a connection `clockToleranceSec` after its token's exp. */
 function startGateway(clockToleranceSec: number): Promise<GatewayServer> {
-  return startGatewayServer(new Gateway({ audit }), { port: 0, grpcPort: 0, auth: { verifier: new TokenVerifier({ keys: [key], clockToleranceSec }) }, revocations });
+  return startGatewayServer(new Gateway({ audit }), {
+    port: 0,
+    grpcPort: 0,
+    auth: { verifier: new TokenVerifier({ keys: [key], clockToleranceSec }) },
+    revocations,
+  });
 }
 
 /**
@@ -95,7 +100,11 @@ async function connect(role: Role, transport: 'ws' | 'grpc', auth: { token: stri
   };
   if (role === 'client') {
     const client = await GatewayClient.connect({ gateway: url, ...auth, reconnect: false, onStatus });
-    conn.alive = async () => (await client.listAgents().then(() => true, () => false));
+    conn.alive = async () =>
+      await client.listAgents().then(
+        () => true,
+        () => false,
+      );
     conn.close = () => client.close();
   } else {
     const agent = new Agent({ gateway: url, name: 'a1', engine: 'demo', ...auth, onStatus });
@@ -195,34 +204,55 @@ describe.each(['ws', 'grpc'] as const)('tokens on live connections over %s', (tr
       open.push({ ended: new Promise(() => {}), downs: 0, alive: async () => true, close: () => client.close() });
       const sessions = [await client.createSession({ agent: 'a1' }), await client.createSession({ agent: 'a1' })];
       await cut(client);
-      const detaches = async () => Promise.all(sessions.map(async (s) => (await audit.read({ session_id: s.id, action: 'detach' })).entries));
+      const detaches = async () =>
+        Promise.all(sessions.map(async (s) => (await audit.read({ session_id: s.id, action: 'detach' })).entries));
       await waitFor(async () => (await detaches()).every((d) => d.length > 0), 5_000, 'a detach record on each session');
       const [first, second] = (await detaches()).map((d) => d[0]);
       expect(second).toMatchObject({ principal: first.principal, cut: first.cut, cut_reason: first.cut_reason }); // every session it was on
       return first;
     };
     const revoked = await mint('client', 'alice', 3600);
-    expect(await cutBy(revoked, () => addRevocation(dir, { jti: String(decodeJwt(revoked).jti) }))).toMatchObject({ principal: 'alice', cut: 'PERMISSION_DENIED', cut_reason: 'token revoked' });
+    expect(await cutBy(revoked, () => addRevocation(dir, { jti: String(decodeJwt(revoked).jti) }))).toMatchObject({
+      principal: 'alice',
+      cut: 'PERMISSION_DENIED',
+      cut_reason: 'token revoked',
+    });
     // bob's token turns short only once his sessions are open (a 2-s token at the dial expired
     // before the two creates were answered on a loaded machine).
     const shorten = async (client: GatewayClient) => (await client.peer()).request('auth.renew', { token: await mint('client', 'bob', 2) });
-    expect(await cutBy(await mint('client', 'bob', 3600), shorten)).toMatchObject({ principal: 'bob', cut: 'UNAUTHENTICATED', cut_reason: expect.stringContaining('token expired') });
+    expect(await cutBy(await mint('client', 'bob', 3600), shorten)).toMatchObject({
+      principal: 'bob',
+      cut: 'UNAUTHENTICATED',
+      cut_reason: expect.stringContaining('token expired'),
+    });
     // A client that leaves on its own is not "cut".
     const client = await GatewayClient.connect({ gateway: url, token: await mint('client', 'carol', 3600), reconnect: false });
     const session = await client.createSession({ agent: 'a1' });
     await client.close();
-    await waitFor(async () => (await audit.read({ session_id: session.id, action: 'detach' })).entries.length > 0, 5_000, "carol's detach record");
+    await waitFor(
+      async () => (await audit.read({ session_id: session.id, action: 'detach' })).entries.length > 0,
+      5_000,
+      "carol's detach record",
+    );
     const [left] = (await audit.read({ session_id: session.id, action: 'detach' })).entries;
     expect(left.principal).toBe('carol');
     expect(left).not.toHaveProperty('cut');
   });
 
   it('refuses a renewal for another principal and keeps the old token', async () => {
-    const client = await GatewayClient.connect({ gateway: transport === 'grpc' ? server.grpcUrl! : server.url, token: await mint('client', 'alice', 3600), reconnect: false });
+    const client = await GatewayClient.connect({
+      gateway: transport === 'grpc' ? server.grpcUrl! : server.url,
+      token: await mint('client', 'alice', 3600),
+      reconnect: false,
+    });
     open.push({ ended: new Promise(() => {}), downs: 0, alive: async () => true, close: () => client.close() });
     const peer = await client.peer();
-    await expect(peer.request('auth.renew', { token: await mint('client', 'mallory', 3600) })).rejects.toMatchObject({ code: 'PERMISSION_DENIED' });
-    await expect(peer.request('auth.renew', { token: await mint('agent', 'alice', 3600) })).rejects.toMatchObject({ code: 'PERMISSION_DENIED' });
+    await expect(peer.request('auth.renew', { token: await mint('client', 'mallory', 3600) })).rejects.toMatchObject({
+      code: 'PERMISSION_DENIED',
+    });
+    await expect(peer.request('auth.renew', { token: await mint('agent', 'alice', 3600) })).rejects.toMatchObject({
+      code: 'PERMISSION_DENIED',
+    });
     await expect(peer.request('auth.renew', { token: 'not-a-token' })).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
     const r = await peer.request('auth.renew', { token: await mint('client', 'alice', 7200) });
     expect(Date.parse(r.expires_at) - Date.now()).toBeGreaterThan(3600_000);
@@ -231,7 +261,9 @@ describe.each(['ws', 'grpc'] as const)('tokens on live connections over %s', (tr
 });
 
 describe('--token-file on the command line', () => {
-  it('tether agent and tether chat --json renew from their token files and keep their links past several expiries', { timeout: 120_000 }, async () => {
+  it('tether agent and tether chat --json renew from their token files and keep their links past several expiries', {
+    timeout: 120_000,
+  }, async () => {
     await allowRenewalSlack();
     const files = { agent: join(dir, 'agent.token'), client: join(dir, 'client.token') };
     const put = (path: string, token: string) => {
@@ -244,15 +276,35 @@ describe('--token-file on the command line', () => {
     };
     await refresh();
     const refresher = setInterval(() => void refresh(), 300);
-    const agent = startTether(['agent', '--gateway', server.url, '--name', 'cli-agent', '--token-file', files.agent, '--engine', 'demo', '--log-level', 'warn']);
+    const agent = startTether([
+      'agent',
+      '--gateway',
+      server.url,
+      '--name',
+      'cli-agent',
+      '--token-file',
+      files.agent,
+      '--engine',
+      'demo',
+      '--log-level',
+      'warn',
+    ]);
     let chat: ReturnType<typeof spawn> | undefined;
     let out = '';
     let err = '';
     try {
       // chat refuses an agent that is not connected (a clear error, by design): start it once the agent is.
       // 45 s: a node process starting on a busy 2-core machine.
-      await waitFor(async () => (await gatewayAgents()).includes('cli-agent'), 45_000, () => `the agent to register\nagent stderr: ${agent.stderr().slice(-2000)}`);
-      const proc = spawn(process.execPath, [TETHER_BIN, 'chat', '--json', '--gateway', server.url, '--token-file', files.client, '--agent', 'cli-agent'], { stdio: ['pipe', 'pipe', 'pipe'] });
+      await waitFor(
+        async () => (await gatewayAgents()).includes('cli-agent'),
+        45_000,
+        () => `the agent to register\nagent stderr: ${agent.stderr().slice(-2000)}`,
+      );
+      const proc = spawn(
+        process.execPath,
+        [TETHER_BIN, 'chat', '--json', '--gateway', server.url, '--token-file', files.client, '--agent', 'cli-agent'],
+        { stdio: ['pipe', 'pipe', 'pipe'] },
+      );
       chat = proc;
       proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
       proc.stderr.on('data', (d: Buffer) => (err += d.toString()));
@@ -271,7 +323,12 @@ describe('--token-file on the command line', () => {
         await new Promise((r) => setTimeout(r, 250));
       }
       proc.stdin.write(JSON.stringify({ type: 'user', message: { role: 'user', content: 'still there?' } }) + '\n');
-      await waitFor(() => out.includes('"type":"result"'), 15_000, () => `a result after the expiries\nchat stdout: ${out.slice(-2000)}\nchat stderr: ${err.slice(-2000)}\nagent stderr: ${agent.stderr().slice(-2000)}`);
+      await waitFor(
+        () => out.includes('"type":"result"'),
+        15_000,
+        () =>
+          `a result after the expiries\nchat stdout: ${out.slice(-2000)}\nchat stderr: ${err.slice(-2000)}\nagent stderr: ${agent.stderr().slice(-2000)}`,
+      );
       proc.stdin.end();
       expect(await withTimeout(exited, 15_000, 'chat to exit')).toBe(0);
       expect(err).not.toMatch(/link down|token expired/);
@@ -316,7 +373,11 @@ describe('a browser ticket connection', () => {
     const { ticket } = (await res.json()) as { ticket: string };
     let ended!: (e: TetherError | undefined) => void;
     const closed = new Promise<TetherError | undefined>((r) => (ended = r));
-    const client = await GatewayClient.connect({ gateway: `${server.url}/v1/connect?ticket=${ticket}`, reconnect: false, onStatus: (s) => s.state === 'closed' && ended(s.error) });
+    const client = await GatewayClient.connect({
+      gateway: `${server.url}/v1/connect?ticket=${ticket}`,
+      reconnect: false,
+      onStatus: (s) => s.state === 'closed' && ended(s.error),
+    });
     open.push({ ended: closed as Promise<TetherError>, downs: 0, alive: async () => true, close: () => client.close() });
     expect(client.principal).toBe('browser-user');
     addRevocation(dir, { jti: String(decodeJwt(token).jti) });
@@ -336,7 +397,12 @@ describe('tether revoke (CLI)', () => {
     const token = readTokenFile(tokenFile);
     let ended!: (e: TetherError | undefined) => void;
     const closed = new Promise<TetherError | undefined>((r) => (ended = r));
-    const client = await GatewayClient.connect({ gateway: url, token, reconnect: false, onStatus: (s) => s.state === 'closed' && ended(s.error) });
+    const client = await GatewayClient.connect({
+      gateway: url,
+      token,
+      reconnect: false,
+      onStatus: (s) => s.state === 'closed' && ended(s.error),
+    });
     const t0 = Date.now();
     const r = await runTether(['revoke', '--state-dir', state, '--jti', String(decodeJwt(token).jti), '--reason', 'laptop lost']);
     expect(r.code).toBe(0);
@@ -367,4 +433,3 @@ describe('tether revoke (CLI)', () => {
     rmSync(corrupt, { recursive: true, force: true });
   });
 });
-

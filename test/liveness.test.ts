@@ -34,7 +34,12 @@ describe.each(['ws', 'grpc'] as const)('half-open links over %s', (transport) =>
   it('client leg: the client reports the link down, the gateway drops the client', async () => {
     const { stack, proxy } = await setup();
     const statuses: LinkStatus[] = [];
-    const client = await GatewayClient.connect({ gateway: proxy.url(transport), token: stack.token, heartbeat: BEAT, onStatus: (s) => statuses.push(s) });
+    const client = await GatewayClient.connect({
+      gateway: proxy.url(transport),
+      token: stack.token,
+      heartbeat: BEAT,
+      onStatus: (s) => statuses.push(s),
+    });
     closers.push(() => client.close());
     const session = await client.createSession({ agent: 'test-agent' });
     const members = () => stack.gateway.directory.get(session.id)?.info().clients.length ?? 0;
@@ -44,14 +49,23 @@ describe.each(['ws', 'grpc'] as const)('half-open links over %s', (transport) =>
     const gatewayMs = await waitFor(() => members() === 0, BOUND_MS + SLACK_MS, 'gateway noticing');
     const down = statuses.find((s) => s.state === 'down') as Extract<LinkStatus, { state: 'down' }>;
     expect(down.error.message).toMatch(/heartbeat|pong/);
-    console.log(`liveness ${transport} client leg: client noticed after ${clientMs} ms, gateway after ${gatewayMs} ms (bound ${BOUND_MS} ms)`);
+    console.log(
+      `liveness ${transport} client leg: client noticed after ${clientMs} ms, gateway after ${gatewayMs} ms (bound ${BOUND_MS} ms)`,
+    );
   });
 
   it('agent leg: the agent reconnects, the gateway marks its sessions agent-lost', async () => {
     const { stack, proxy } = await setup();
     const statuses: LinkStatus[] = [];
     const token = await stack.mint({ kind: 'agent', sub: 'far-agent', agent: 'far-agent' });
-    const agent = new Agent({ gateway: proxy.url(transport), name: 'far-agent', token, engine: 'demo', heartbeat: BEAT, onStatus: (s) => statuses.push(s) });
+    const agent = new Agent({
+      gateway: proxy.url(transport),
+      name: 'far-agent',
+      token,
+      engine: 'demo',
+      heartbeat: BEAT,
+      onStatus: (s) => statuses.push(s),
+    });
     await agent.start();
     closers.push(() => agent.shutdown(1_000));
     const client = await stack.client();

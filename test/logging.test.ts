@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { prettyLine } from '../core/log-pretty.js';
 import { createLogger } from '../core/logging.js';
-import { startRig, } from './support/engines.js';
+import { startRig } from './support/engines.js';
 import { readTurn } from './support/turns.js';
 import { cleanupsPerTest } from './support/cleanups.js';
 
@@ -27,8 +27,16 @@ describe('logs', () => {
     const records = mem.records();
     const agentUp = records.find((r) => r.msg === 'peer connected' && r.role === 'agent');
     expect(agentUp).toMatchObject({ level: 30, agent: 'test-agent', principal: 'test-agent', transport: 'ws' });
-    expect(records.find((r) => r.msg === 'peer connected' && r.role === 'client')).toMatchObject({ principal: 'test-user', transport: 'ws' });
-    expect(records.find((r) => r.msg === 'session started')).toMatchObject({ level: 30, sessionId: session.id, agent: 'test-agent', owner: 'test-user' });
+    expect(records.find((r) => r.msg === 'peer connected' && r.role === 'client')).toMatchObject({
+      principal: 'test-user',
+      transport: 'ws',
+    });
+    expect(records.find((r) => r.msg === 'session started')).toMatchObject({
+      level: 30,
+      sessionId: session.id,
+      agent: 'test-agent',
+      owner: 'test-user',
+    });
     expect(records.find((r) => r.msg === 'gateway ready')).toMatchObject({ ready: true });
     expect(mem.text()).not.toContain('7f3a');
     expect(mem.text()).not.toContain(rig.stack.token!);
@@ -42,7 +50,16 @@ describe('logs', () => {
   });
 
   it('print pretty lines for people', () => {
-    const line = JSON.stringify({ level: 40, time: Date.UTC(2026, 0, 2, 3, 4, 5, 6), pid: 1, name: 'gateway', msg: 'peer stopped answering', agent: 'build-1', reason: 'no pong in time', n: 3 });
+    const line = JSON.stringify({
+      level: 40,
+      time: Date.UTC(2026, 0, 2, 3, 4, 5, 6),
+      pid: 1,
+      name: 'gateway',
+      msg: 'peer stopped answering',
+      agent: 'build-1',
+      reason: 'no pong in time',
+      n: 3,
+    });
     expect(prettyLine(line, false)).toBe('03:04:05.006 WARN  gateway: peer stopped answering agent=build-1 reason="no pong in time" n=3\n');
     expect(prettyLine(line, true)).toContain('\x1b[33mWARN \x1b[0m');
     expect(prettyLine('not json', false)).toBe('not json\n');

@@ -28,13 +28,22 @@ describe('mentions: the parts without the engine', () => {
     proj?.cleanup();
     out?.cleanup();
   });
-  const scope = (over: Partial<MentionScope> = {}): MentionScope => ({ cwd: proj.path, roots: [], home: '/nonexistent-home', judgedAsWritten: false, agent: 'a1', ...over });
+  const scope = (over: Partial<MentionScope> = {}): MentionScope => ({
+    cwd: proj.path,
+    roots: [],
+    home: '/nonexistent-home',
+    judgedAsWritten: false,
+    agent: 'a1',
+    ...over,
+  });
 
   it('the agent: an existing file outside the folder is refused unless a --mention-root covers it, also through a symlinked folder; a missing one passes', () => {
     expect(thrown(() => checkMentionsAt(prompt(`see @${out.path}/shared.md`), scope()))?.code).toBe('PERMISSION_DENIED');
     expect(() => checkMentionsAt(prompt(`see @${out.path}/shared.md`), scope({ roots: [out.path] }))).not.toThrow();
     expect(() => checkMentionsAt(prompt('see @/etc/hostname'), scope({ roots: ['/'] }))).not.toThrow();
-    expect(thrown(() => checkMentionsAt(prompt('see @linked-dir/shared.md'), scope()))?.message).toContain(`leads to ${out.path}/shared.md`);
+    expect(thrown(() => checkMentionsAt(prompt('see @linked-dir/shared.md'), scope()))?.message).toContain(
+      `leads to ${out.path}/shared.md`,
+    );
     // A name that leads nowhere is read by nobody: pasted code like "import x from @/components/x" passes.
     expect(() => checkMentionsAt(prompt('see @/no-such-folder/x and @linked-dir/not-yet.txt'), scope())).not.toThrow();
     expect(thrown(() => checkMentionsAt(prompt('see @~/x'), scope({ home: undefined })))?.message).toContain('no HOME');
@@ -46,7 +55,9 @@ describe('mentions: the parts without the engine', () => {
 
   it('the agent: a symlink inside the folder passes without a central policy, and is refused under one', () => {
     expect(() => checkMentionsAt(prompt('see @sub/alias.txt'), scope())).not.toThrow();
-    expect(thrown(() => checkMentionsAt(prompt('see @sub/alias.txt'), scope({ judgedAsWritten: true })))?.message).toContain('through a symlink');
+    expect(thrown(() => checkMentionsAt(prompt('see @sub/alias.txt'), scope({ judgedAsWritten: true })))?.message).toContain(
+      'through a symlink',
+    );
     expect(() => checkMentionsAt(prompt('see @sub/../a.txt'), scope({ judgedAsWritten: true }))).not.toThrow();
   });
 
@@ -55,7 +66,9 @@ describe('mentions: the parts without the engine', () => {
     expect(thrown(() => mentionsInContent(many))?.code).toBe('INVALID_ARGUMENT');
     expect(mentionsInContent('@x '.repeat(MAX_MENTIONS))).toEqual(['x']);
     const policy = Policy.compile({ permissions: { ask: ['Read(//etc/**)'], deny: ['Read(./secrets/)'] } });
-    expect(thrown(() => checkMentions(policy, prompt('see @/etc/passwd'), '/w'))?.message).toContain('ask rule covers it (policy rule: Read(//etc/**))');
+    expect(thrown(() => checkMentions(policy, prompt('see @/etc/passwd'), '/w'))?.message).toContain(
+      'ask rule covers it (policy rule: Read(//etc/**))',
+    );
     expect(thrown(() => checkMentions(policy, prompt('list @secrets/'), '/w'))?.message).toContain('Read(./secrets/)'); // the folder's listing
     expect(() => checkMentions(policy, prompt('see @docs/secrets.md'), '/w')).not.toThrow();
     expect(thrown(() => checkMentions(policy, prompt(`see @/${'d/'.repeat(65)}x`), undefined))?.code).toBe('INVALID_ARGUMENT');

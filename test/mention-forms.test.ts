@@ -3,7 +3,16 @@ import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mentionsInContent } from '../core/policy/mentions.js';
-import { claudeTestEnv, initializeClaude, makeTempDir, spawnClaude, STREAM_JSON_ARGS, userMessage, type ClaudeProcess, type TempDir } from './support/claude-cli.js';
+import {
+  claudeTestEnv,
+  initializeClaude,
+  makeTempDir,
+  spawnClaude,
+  STREAM_JSON_ARGS,
+  userMessage,
+  type ClaudeProcess,
+  type TempDir,
+} from './support/claude-cli.js';
 import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic.js';
 
 /**
@@ -12,17 +21,27 @@ import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic
  * reads. Every case mentions a file of its own, holding a marker: the CLI does not send a file
  * it already sent unchanged, and the fake model records what reached it.
  */
-const textBlocks = (...texts: string[]) => ({ type: 'user', message: { role: 'user', content: texts.map((text) => ({ type: 'text', text })) }, parent_tool_use_id: null, session_id: 'default' });
+const textBlocks = (...texts: string[]) => ({
+  type: 'user',
+  message: { role: 'user', content: texts.map((text) => ({ type: 'text', text })) },
+  parent_tool_use_id: null,
+  session_id: 'default',
+});
 
 /** [case, the prompt (given the project, outside and home folders), read into the prompt?, what mentionsInContent finds]. */
-type Case = [string, (d: { proj: string; out: string }) => string | object, boolean, string[] | ((d: { proj: string; out: string }) => string[])];
+type Case = [
+  string,
+  (d: { proj: string; out: string }) => string | object,
+  boolean,
+  string[] | ((d: { proj: string; out: string }) => string[]),
+];
 const CASES: Case[] = [
   ['@file', () => 'summarise @plain.txt please', true, ['plain.txt']],
   ['@./relative', () => 'summarise @./dot.txt', true, ['./dot.txt']],
   ['@.env (a dot file)', () => 'summarise @.env', true, ['.env']],
   ['@/absolute, outside the folder', (d) => `summarise @${d.out}/abs.txt`, true, (d) => [`${d.out}/abs.txt`]],
   ['@../ out of the folder', (d) => `see @../${basename(d.out)}/up.txt now`, true, (d) => [`../${basename(d.out)}/up.txt`]],
-  ['@~/ (the engine\'s HOME)', () => 'summarise @~/home.txt', true, ['~/home.txt']],
+  ["@~/ (the engine's HOME)", () => 'summarise @~/home.txt', true, ['~/home.txt']],
   ['@"a path with spaces"', () => 'summarise @"with space.txt" please', true, ['with space.txt']],
   ['@file#L2-3 (a line range)', () => 'summarise @lines.txt#L2-3', true, ['lines.txt']],
   ['@"quoted"#L1-1', () => 'summarise @"qrange.txt"#L1-1', true, ['qrange.txt']],
@@ -32,12 +51,32 @@ const CASES: Case[] = [
   ['in the second text block', () => textBlocks('hi', 'see @block.txt'), true, ['block.txt']],
   ['@dir/ (listed, not read)', () => 'see @listed/ ok', true, ['listed']],
   ['mid-word (an e-mail address)', () => 'mail foo@word.txt please', false, []],
-  ['after "(" or a quote (code such as from \'@/lib\')', () => 'look (@paren.txt) and \'@paren.txt\'', false, []],
+  ['after "(" or a quote (code such as from \'@/lib\')', () => "look (@paren.txt) and '@paren.txt'", false, []],
   ['@file:///URI', (d) => `look at @file://${d.out}/uri.txt`, false, (d) => [`file://${d.out}/uri.txt`]],
-  ['@server:uri (a connected MCP server\'s resource: not read in stream-json mode)', () => 'look at @memo:memo://note', false, ['memo:memo://note']],
+  [
+    "@server:uri (a connected MCP server's resource: not read in stream-json mode)",
+    () => 'look at @memo:memo://note',
+    false,
+    ['memo:memo://note'],
+  ],
   ['an escaped space (cut there, like trailing punctuation)', () => 'see @esc\\ aped.txt', false, ['esc']],
 ];
-const MARKED = ['plain.txt', 'dot.txt', '.env', 'with space.txt', 'qrange.txt', 'comma.txt', 'stop.txt', 'start.txt', 'tab.txt', 'nl.txt', 'block.txt', 'word.txt', 'paren.txt', 'esc aped.txt'];
+const MARKED = [
+  'plain.txt',
+  'dot.txt',
+  '.env',
+  'with space.txt',
+  'qrange.txt',
+  'comma.txt',
+  'stop.txt',
+  'start.txt',
+  'tab.txt',
+  'nl.txt',
+  'block.txt',
+  'word.txt',
+  'paren.txt',
+  'esc aped.txt',
+];
 
 const marker = (name: string) => `MARK_${name.replace(/[^a-z0-9]/gi, '_').toUpperCase()}`;
 
@@ -58,8 +97,19 @@ describe('@-mentions the CLI reads into a stream-json prompt', () => {
     mkdirSync(join(proj.path, 'listed'));
     writeFileSync(join(proj.path, 'listed', 'inside-listed.txt'), 'not read\n');
     fake = await startFakeAnthropic({ responses: [] });
-    const mcp = { mcpServers: { memo: { command: process.execPath, args: [fileURLToPath(new URL('./support/mcp-resource-server.mjs', import.meta.url)), 'MARK_MCP_RESOURCE'] } } };
-    cli = spawnClaude({ cwd: proj.path, env: claudeTestEnv({ home: home.path, baseUrl: fake.url }), args: [...STREAM_JSON_ARGS, '--mcp-config', JSON.stringify(mcp)] });
+    const mcp = {
+      mcpServers: {
+        memo: {
+          command: process.execPath,
+          args: [fileURLToPath(new URL('./support/mcp-resource-server.mjs', import.meta.url)), 'MARK_MCP_RESOURCE'],
+        },
+      },
+    };
+    cli = spawnClaude({
+      cwd: proj.path,
+      env: claudeTestEnv({ home: home.path, baseUrl: fake.url }),
+      args: [...STREAM_JSON_ARGS, '--mcp-config', JSON.stringify(mcp)],
+    });
     await initializeClaude(cli);
   });
   afterAll(async () => {
@@ -74,7 +124,10 @@ describe('@-mentions the CLI reads into a stream-json prompt', () => {
     const from = cli.frames.length;
     cli.send(typeof prompt === 'string' ? userMessage(prompt) : prompt);
     await cli.waitFor((f) => f.type === 'result', 60_000, from);
-    return fake.requests.slice(before).map((r) => JSON.stringify(r.lastMessage ?? null)).join('\n');
+    return fake.requests
+      .slice(before)
+      .map((r) => JSON.stringify(r.lastMessage ?? null))
+      .join('\n');
   }
 
   // One CLI for all cases, in order (sequential by default within a file).
@@ -85,7 +138,8 @@ describe('@-mentions the CLI reads into a stream-json prompt', () => {
     const expected = typeof found === 'function' ? found(d) : found;
     expect(mentionsInContent(text)).toEqual(expected);
     const marks = sent.match(/MARK_[A-Z0-9_]+/g) ?? [];
-    if (expected[0] === 'listed') expect(sent).toContain('inside-listed.txt'); // the folder's names, not its files' text
+    if (expected[0] === 'listed')
+      expect(sent).toContain('inside-listed.txt'); // the folder's names, not its files' text
     else if (read) expect(marks.length).toBeGreaterThan(0);
     else expect(marks).toEqual([]);
     if (expected[0]?.startsWith('memo:')) {

@@ -34,7 +34,11 @@ let outside: TempDir;
 const audit = new MemoryAuditLog();
 
 beforeAll(async () => {
-  rig = await startRig('claude', { responses: [] }, { audit, policy: new StaticPolicy(Policy.compile({ permissions: { deny: ['Read(./.env)'] } })) });
+  rig = await startRig(
+    'claude',
+    { responses: [] },
+    { audit, policy: new StaticPolicy(Policy.compile({ permissions: { deny: ['Read(./.env)'] } })) },
+  );
   outside = makeTempDir('tether-outside-');
   writeFileSync(join(rig.cwd, '.env'), `API_KEY=${SECRET}\n`);
   writeFileSync(join(rig.cwd, 'README.md'), `# ${README}\n`);
@@ -67,23 +71,26 @@ async function answered(s: RemoteSession, it: AsyncIterator<SessionItem>, prompt
 
 describe('@-mentions of files the policy denies are refused at the gateway', () => {
   it.each([
-    ['the agent\'s default folder', undefined],
+    ["the agent's default folder", undefined],
     ['a folder the client names', 'named'],
-  ])('in a session in %s: @.env, its absolute path, quoted with a line range → PERMISSION_DENIED naming the rule; @README.md still reaches the model', async (_, named) => {
-    const { s, it } = await session(named ? rig.cwd : undefined);
-    for (const prompt of ['summarise @.env please', `summarise @${rig.cwd}/.env`, 'see @".env"#L1-2, thanks', 'look at @docs/../.env.']) {
-      const err = await rejectionOf(s.sendUserMessage(prompt));
-      expect(err.code).toBe('PERMISSION_DENIED');
-      expect(err.message).toContain('policy rule: Read(./.env)');
-      expect(err.message).toMatch(/mentions @\S*\.env/);
-    }
-    await answered(s, it, 'summarise @README.md please');
-    expect(modelSaw(README)).toBe(true);
-    expect(modelSaw(SECRET)).toBe(false);
-    const refused = (await audit.read({ action: 'prompt' })).entries.filter((e) => e.result === 'refused' && e.session_id === s.id);
-    expect(refused).toHaveLength(4);
-    expect(refused[0]).toMatchObject({ decided_by: 'tether:policy', code: 'PERMISSION_DENIED' });
-  });
+  ])(
+    'in a session in %s: @.env, its absolute path, quoted with a line range → PERMISSION_DENIED naming the rule; @README.md still reaches the model',
+    async (_, named) => {
+      const { s, it } = await session(named ? rig.cwd : undefined);
+      for (const prompt of ['summarise @.env please', `summarise @${rig.cwd}/.env`, 'see @".env"#L1-2, thanks', 'look at @docs/../.env.']) {
+        const err = await rejectionOf(s.sendUserMessage(prompt));
+        expect(err.code).toBe('PERMISSION_DENIED');
+        expect(err.message).toContain('policy rule: Read(./.env)');
+        expect(err.message).toMatch(/mentions @\S*\.env/);
+      }
+      await answered(s, it, 'summarise @README.md please');
+      expect(modelSaw(README)).toBe(true);
+      expect(modelSaw(SECRET)).toBe(false);
+      const refused = (await audit.read({ action: 'prompt' })).entries.filter((e) => e.result === 'refused' && e.session_id === s.id);
+      expect(refused).toHaveLength(4);
+      expect(refused[0]).toMatchObject({ decided_by: 'tether:policy', code: 'PERMISSION_DENIED' });
+    },
+  );
 });
 
 describe('@-mentions that lead outside the session folder are refused by the agent', () => {
@@ -91,44 +98,63 @@ describe('@-mentions that lead outside the session folder are refused by the age
     ['an absolute path to a token file elsewhere', () => `@${join(outside.path, 'agent-token')}`, 'outside the session folder'],
     ['a ../ path to it', () => `@../${basename(outside.path)}/agent-token`, 'outside the session folder'],
     ['a symlink in the folder that leads out', () => '@notes.txt', 'outside the session folder'],
-    ['~/ (the engine\'s HOME)', () => '@~/.netrc', 'outside the session folder'],
+    ["~/ (the engine's HOME)", () => '@~/.netrc', 'outside the session folder'],
     ['a symlink in the folder to the denied .env', () => '@config.txt', 'through a symlink'],
   ])('%s: the client sees INPUT_REFUSED, nothing reaches the model, and the session goes on', async (_, mention, why) => {
     const { s, it } = await session();
     const text = `summarise ${mention()} please`;
     await s.sendUserMessage(text); // the gateway cannot tell: the name is allowed as written
     const seen: SessionItem[] = [];
-    const refusal = await until(it, (i) => i.kind === 'event' && i.event.subtype === 'engine_error', seen, 30_000, 'the agent\'s refusal');
+    const refusal = await until(it, (i) => i.kind === 'event' && i.event.subtype === 'engine_error', seen, 30_000, "the agent's refusal");
     expect(refusal.kind === 'event' && refusal.event).toMatchObject({ code: INPUT_REFUSED });
     const message = refusal.kind === 'event' && refusal.event.subtype === 'engine_error' ? refusal.event.message : '';
     expect(message).toContain(`mentions ${mention()}`);
     expect(message).toContain(why);
     // Accounted for: the session is idle again, and the next prompt is the one the engine answers.
-    await until(it, (i) => i.kind === 'event' && i.event.subtype === 'state' && i.event.state === 'idle', seen, 10_000, 'idle after the refusal');
+    await until(
+      it,
+      (i) => i.kind === 'event' && i.event.subtype === 'state' && i.event.state === 'idle',
+      seen,
+      10_000,
+      'idle after the refusal',
+    );
     await answered(s, it, 'summarise @README.md please');
     for (const secret of [TOKEN, HOME_SECRET, SECRET]) expect(modelSaw(secret)).toBe(false);
   });
 });
 
-describe('ACP: an editor\'s resource_link is an @-mention, judged the same way', () => {
+describe("ACP: an editor's resource_link is an @-mention, judged the same way", () => {
   it('a resource_link to the denied .env is refused (PERMISSION_DENIED, the rule named); one to README.md reaches the model', async () => {
     const editor = spawnAcp(['--agent', 'test-agent', '--gateway', rig.stack.url, '--cwd', rig.cwd], { TETHER_TOKEN: rig.stack.token });
     try {
       await editor.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
       const { sessionId } = await editor.agent.request(acp.methods.agent.session.new, { cwd: rig.cwd, mcpServers: [] });
-      const link = (file: string): acp.ContentBlock => ({ type: 'resource_link', uri: pathToFileURL(join(rig.cwd, file)).href, name: file });
+      const link = (file: string): acp.ContentBlock => ({
+        type: 'resource_link',
+        uri: pathToFileURL(join(rig.cwd, file)).href,
+        name: file,
+      });
       const denied = await withTimeout(
-        editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'summarise' }, link('.env')] }).then(
-          () => undefined,
-          (err: unknown) => err,
-        ),
+        editor.agent
+          .request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'summarise' }, link('.env')] })
+          .then(
+            () => undefined,
+            (err: unknown) => err,
+          ),
         30_000,
         'the refused prompt',
       );
       expect(denied).toBeInstanceOf(acp.RequestError);
       expect((denied as acp.RequestError).data).toMatchObject({ code: 'PERMISSION_DENIED' });
       expect((denied as acp.RequestError).message).toContain('Read(./.env)');
-      const ok = await withTimeout(editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'summarise' }, link('README.md')] }), 60_000, 'the README prompt');
+      const ok = await withTimeout(
+        editor.agent.request(acp.methods.agent.session.prompt, {
+          sessionId,
+          prompt: [{ type: 'text', text: 'summarise' }, link('README.md')],
+        }),
+        60_000,
+        'the README prompt',
+      );
       expect(ok.stopReason).toBe('end_turn');
       expect(modelSaw(README)).toBe(true);
       expect(modelSaw(SECRET)).toBe(false);
@@ -144,10 +170,12 @@ describe('ACP: an editor\'s resource_link is an @-mention, judged the same way',
       const { sessionId } = await editor.agent.request(acp.methods.agent.session.new, { cwd: rig.cwd, mcpServers: [] });
       const uri = pathToFileURL(join(rig.cwd, 'notes.txt')).href;
       const err = await withTimeout(
-        editor.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'resource_link', uri, name: 'notes.txt' }] }).then(
-          () => undefined,
-          (e: unknown) => e,
-        ),
+        editor.agent
+          .request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'resource_link', uri, name: 'notes.txt' }] })
+          .then(
+            () => undefined,
+            (e: unknown) => e,
+          ),
         30_000,
         'the refused prompt',
       );
@@ -212,8 +240,19 @@ describe('the terminal programs end a prompt the agent refused', () => {
   it('tether-claude (the SDK drop-in) says on stderr why the prompt was refused', async () => {
     const env = { TETHER_GATEWAY: rig.stack.url, TETHER_TOKEN: rig.stack.token!, TETHER_AGENT: 'test-agent' };
     const mention = `@${join(outside.path, 'agent-token')}`;
-    const input = JSON.stringify({ type: 'user', message: { role: 'user', content: `summarise ${mention}` }, parent_tool_use_id: null, session_id: '' }) + '\n';
-    const out = await runTether(['--output-format', 'stream-json', '--verbose', '--input-format', 'stream-json'], { env, input, bin: TETHER_CLAUDE_BIN, timeoutMs: 20_000 });
+    const input =
+      JSON.stringify({
+        type: 'user',
+        message: { role: 'user', content: `summarise ${mention}` },
+        parent_tool_use_id: null,
+        session_id: '',
+      }) + '\n';
+    const out = await runTether(['--output-format', 'stream-json', '--verbose', '--input-format', 'stream-json'], {
+      env,
+      input,
+      bin: TETHER_CLAUDE_BIN,
+      timeoutMs: 20_000,
+    });
     expect(out.stderr).toContain(`tether-claude: agent "test-agent" refused the prompt: it mentions ${mention}`);
     expect(modelSaw(TOKEN)).toBe(false);
   }, 30_000);

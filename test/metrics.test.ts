@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { GatewayClient } from '../client/gateway-client.js';
 import { Gateway } from '../gateway/gateway.js';
-import { startRig, WRITE_FILE, } from './support/engines.js';
+import { startRig, WRITE_FILE } from './support/engines.js';
 import { eventually, scrape } from './support/metrics.js';
 import { readTurn } from './support/turns.js';
 import { cleanupsPerTest } from './support/cleanups.js';
@@ -33,7 +33,10 @@ describe('gateway metrics', () => {
     const lastSeq = async () => (await client.listSessions())[0].last_seq;
     const m = await eventually(
       async () => ({ before: await scrape(port), seq: await lastSeq(), after: await scrape(port) }),
-      (r) => r.before.get('tether_relay_frames_total{direction="to_client"}') === r.after.get('tether_relay_frames_total{direction="to_client"}') && r.after.get('tether_relay_frames_total{direction="to_client"}') === r.seq,
+      (r) =>
+        r.before.get('tether_relay_frames_total{direction="to_client"}') ===
+          r.after.get('tether_relay_frames_total{direction="to_client"}') &&
+        r.after.get('tether_relay_frames_total{direction="to_client"}') === r.seq,
       'the session to settle',
     ).then((r) => r.after);
 
@@ -55,15 +58,15 @@ describe('gateway metrics', () => {
     expect(m.get('tether_relay_latency_seconds_count')).toBe(fromAgent);
     expect(m.get('tether_relay_latency_seconds_bucket{le="+Inf"}')).toBe(fromAgent);
     expectMetrics(m, {
-      'tether_prompts_raised_total': 2,
+      tether_prompts_raised_total: 2,
       'tether_prompts_settled_total{outcome="allow"}': 1,
       'tether_prompts_settled_total{outcome="deny"}': 1,
       'tether_prompts_settled_total{outcome="expired"}': 0,
       'tether_prompt_decision_seconds_count{outcome="allow"}': 1,
       'tether_prompt_decision_seconds_count{outcome="deny"}': 1,
       'tether_resumes_total{role="client"}': 0,
-      'tether_replay_gaps_total': 0,
-      'tether_agent_reconnects_total': 0,
+      tether_replay_gaps_total: 0,
+      tether_agent_reconnects_total: 0,
       'tether_slow_client_disconnects_total{transport="ws"}': 0,
     });
 
@@ -74,11 +77,15 @@ describe('gateway metrics', () => {
     await expect(GatewayClient.connect({ gateway: stack.url, token: 'not-a-token', reconnect: false })).rejects.toThrow();
     // The agent's link is cut; it reconnects and resumes its session.
     stack.gateway.directory.agent('test-agent')!.peer.channel.close('UNAVAILABLE', 'test: cut the agent link');
-    const after = await eventually(() => scrape(port), (v) => v.get('tether_agent_reconnects_total') === 1 && v.get('tether_agents_connected{transport="ws"}') === 1, 'the agent to come back');
+    const after = await eventually(
+      () => scrape(port),
+      (v) => v.get('tether_agent_reconnects_total') === 1 && v.get('tether_agents_connected{transport="ws"}') === 1,
+      'the agent to come back',
+    );
 
     expectMetrics(after, {
       'tether_resumes_total{role="client"}': 1,
-      'tether_replay_gaps_total': 1,
+      tether_replay_gaps_total: 1,
       'tether_clients_connected{transport="ws"}': 2,
       'tether_session_attachments{transport="ws"}': 2,
       'tether_auth_failures_total{reason="malformed"}': 1,

@@ -10,8 +10,11 @@ const GONE = '/nonexistent/nats-server';
 /** Runs vitest on the tools fixture (a file needing nats-server) with `env`; its exit code and output. */
 function runFixture(env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, [VITEST, 'run', '--config', 'test/fixtures/tools/vitest.config.ts'], { cwd: ROOT, env: { ...process.env, CI: '', ...env }, timeout: 60_000 }, (_err, stdout, stderr) =>
-      resolve({ code: child.exitCode, output: stdout + stderr }),
+    const child = execFile(
+      process.execPath,
+      [VITEST, 'run', '--config', 'test/fixtures/tools/vitest.config.ts'],
+      { cwd: ROOT, env: { ...process.env, CI: '', ...env }, timeout: 60_000 },
+      (_err, stdout, stderr) => resolve({ code: child.exitCode, output: stdout + stderr }),
     );
   });
 }
@@ -22,7 +25,9 @@ describe('tests that need a program the machine lacks', () => {
     const r = await runFixture({ TETHER_TEST_NATS_SERVER: GONE });
     expect(r.code, r.output).toBe(0);
     const lines = r.output.split('\n').filter((l) => l.includes('nats-server not found'));
-    expect(lines).toEqual(['nats-server not found: the tests that need it are skipped; install nats-server: apt-get install nats-server (or set TETHER_TEST_NATS_SERVER)']);
+    expect(lines).toEqual([
+      'nats-server not found: the tests that need it are skipped; install nats-server: apt-get install nats-server (or set TETHER_TEST_NATS_SERVER)',
+    ]);
     expect(r.output).toMatch(/1 skipped/);
   });
 

@@ -48,7 +48,10 @@ describe.each(['ws', 'grpc'] as const)('a client that pipelines session.info and
   it('is cut as a slow consumer and the gateway memory stays flat', async () => {
     const state: TempDir = makeTempDir('tether-state-');
     const cwd: TempDir = makeTempDir('tether-cwd-');
-    cleanups.push(() => state.cleanup(), () => cwd.cleanup());
+    cleanups.push(
+      () => state.cleanup(),
+      () => cwd.cleanup(),
+    );
     const gw: Daemon = startTether(['gateway', '--port', '0', '--grpc-port', '0', '--state-dir', state.path, '--auth', 'off'], {
       env: { TETHER_LIMITS_SLOW_CLIENT_BYTES: String(BUDGET_BYTES) },
     });
@@ -66,7 +69,10 @@ describe.each(['ws', 'grpc'] as const)('a client that pipelines session.info and
     const tools = Array.from({ length: 20 }, (_, n) => `Tool${n}${'x'.repeat(240)}`);
     let info = '{}';
     for (let n = 0; n < SESSIONS; n++) {
-      const s = await owner.createSession({ agent: 'builder', options: { system_prompt: `${n} ${'p'.repeat(30_000)}`, append_system_prompt: 'a'.repeat(28_000), allowed_tools: tools } });
+      const s = await owner.createSession({
+        agent: 'builder',
+        options: { system_prompt: `${n} ${'p'.repeat(30_000)}`, append_system_prompt: 'a'.repeat(28_000), allowed_tools: tools },
+      });
       info = JSON.stringify({ session_id: s.id });
     }
 
@@ -86,7 +92,11 @@ describe.each(['ws', 'grpc'] as const)('a client that pipelines session.info and
       if (rude.channel.isClosed) break;
       await rude.fire('session.info', info).catch(() => {});
     }
-    await waitFor(async () => (await metric(httpUrl, 'tether_slow_client_disconnects_total')) >= 1, 30_000, 'the gateway to cut the client');
+    await waitFor(
+      async () => (await metric(httpUrl, 'tether_slow_client_disconnects_total')) >= 1,
+      30_000,
+      'the gateway to cut the client',
+    );
     const after = memoryOf(pid);
     const heapAfter = await metric(httpUrl, 'nodejs_heap_size_used_bytes');
     rude.close();

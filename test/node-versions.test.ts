@@ -16,10 +16,19 @@ describe('Node versions', () => {
     // A dry run in a scratch folder checks the locked tree's engines without touching node_modules.
     for (const f of ['package.json', 'package-lock.json']) copyFileSync(join(ROOT, f), join(scratch, f));
     const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-    const run = await promisify(execFile)(npm, ['ci', '--dry-run', '--offline', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: scratch, timeout: 60_000, maxBuffer: 16 * 1024 * 1024 });
+    const run = await promisify(execFile)(npm, ['ci', '--dry-run', '--offline', '--ignore-scripts', '--no-audit', '--no-fund'], {
+      cwd: scratch,
+      timeout: 60_000,
+      maxBuffer: 16 * 1024 * 1024,
+    });
     const output = run.stdout + run.stderr;
     expect(output).toMatch(/added \d+ packages/);
-    expect(output.split('\n').filter((l) => /EBADENGINE/.test(l)).join('\n')).toBe('');
+    expect(
+      output
+        .split('\n')
+        .filter((l) => /EBADENGINE/.test(l))
+        .join('\n'),
+    ).toBe('');
   });
 
   it('the image is built on the current LTS, Node 24', () => {

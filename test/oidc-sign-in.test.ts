@@ -39,7 +39,12 @@ describe.skipIf(!hasTool('chromium'))('web sign-in with an identity provider (oi
     writeFileSync(
       config,
       JSON.stringify({
-        oidc: { issuer: idp.issuer, clientId: idp.clientId, name: 'Test IdP', scopes: { builders: ['control', 'create', 'agent:local'], watchers: ['view', 'agent:local'] } },
+        oidc: {
+          issuer: idp.issuer,
+          clientId: idp.clientId,
+          name: 'Test IdP',
+          scopes: { builders: ['control', 'create', 'agent:local'], watchers: ['view', 'agent:local'] },
+        },
       }),
     );
     up = startTether(['up', '--port', '0', '--engine', 'demo', '--cwd', cwd.path, '--state-dir', state.path, '--config', config], {
@@ -108,9 +113,16 @@ describe.skipIf(!hasTool('chromium'))('web sign-in with an identity provider (oi
     const revoked = await runTether(['revoke', '--sub', 'bob', '--state-dir', state.path], { env: env() });
     expect(revoked.code).toBe(0);
     // From the revocation on disk to the tab's link closed (the banner, or already the sign-in page).
-    const tookMs = await waitFor(async () => (await bob.page.locator('[data-testid=link-banner], .signin').count()) > 0, 1_000, 'the revoked tab to lose its link');
+    const tookMs = await waitFor(
+      async () => (await bob.page.locator('[data-testid=link-banner], .signin').count()) > 0,
+      1_000,
+      'the revoked tab to lose its link',
+    );
     expect(tookMs).toBeLessThanOrEqual(1_000);
-    await bob.page.getByText(/revoked/).first().waitFor({ timeout: 10_000 }); // on the page, and said by its announcer
+    await bob.page
+      .getByText(/revoked/)
+      .first()
+      .waitFor({ timeout: 10_000 }); // on the page, and said by its announcer
     await bob.context.close();
   }, 90_000);
 
@@ -136,7 +148,9 @@ describe.skipIf(!hasTool('chromium'))('web sign-in with an identity provider (oi
     // Login CSRF: mallory starts a sign-in and has eve's browser finish it; eve's browser lacks the state cookie.
     const started = await fetch(`${origin}/v1/oidc/start`, { redirect: 'manual' });
     expect(started.status).toBe(302);
-    expect(started.headers.get('set-cookie')).toMatch(/^__Host-tether_oidc_state=[\w-]+; Path=\/; Max-Age=600; HttpOnly; Secure; SameSite=Lax$/);
+    expect(started.headers.get('set-cookie')).toMatch(
+      /^__Host-tether_oidc_state=[\w-]+; Path=\/; Max-Age=600; HttpOnly; Secure; SameSite=Lax$/,
+    );
     const eve = await person(browser);
     await eve.page.goto(started.headers.get('location')!);
     await signInAtIdp(eve.page, 'alice', origin);
@@ -168,7 +182,10 @@ describe.skipIf(!hasTool('chromium'))('web sign-in with an identity provider (oi
       expect(await login.stop('SIGCONT', 20_000)).toEqual({ code: 0, signal: null }); // it exits by itself once signed in
       expect(login.stdout()).toContain(`signed in to ${origin} as alice`);
       // The code was good once, and only with the terminal's verifier.
-      const again = await fetch(`${origin}/v1/cli-token`, { method: 'POST', body: JSON.stringify({ code, code_verifier: 'x'.repeat(43) }) });
+      const again = await fetch(`${origin}/v1/cli-token`, {
+        method: 'POST',
+        body: JSON.stringify({ code, code_verifier: 'x'.repeat(43) }),
+      });
       expect(again.status).toBe(401);
     } finally {
       await login.stop('SIGKILL');

@@ -26,12 +26,19 @@ describe('answers to permission prompts are checked', () => {
   let rig: EngineRig;
   const audit = new MemoryAuditLog();
   beforeAll(async () => {
-    rig = await startRig('claude', { responses: [] }, { audit, policy: new StaticPolicy(Policy.compile({ permissions: { deny: ['Bash(rm *)'] } })) });
+    rig = await startRig(
+      'claude',
+      { responses: [] },
+      { audit, policy: new StaticPolicy(Policy.compile({ permissions: { deny: ['Bash(rm *)'] } })) },
+    );
   });
   afterAll(() => rig?.stop());
 
   /** Sends a prompt and reads until the engine's first permission prompt. */
-  async function firstPrompt(session: RemoteSession, scenario: FakeScenario): Promise<{ ask: PermissionRequest; items: AsyncIterator<SessionItem> }> {
+  async function firstPrompt(
+    session: RemoteSession,
+    scenario: FakeScenario,
+  ): Promise<{ ask: PermissionRequest; items: AsyncIterator<SessionItem> }> {
     rig.fake!.setScenario(scenario);
     const items = session[Symbol.asyncIterator]();
     await session.sendUserMessage('make a file');
@@ -56,7 +63,9 @@ describe('answers to permission prompts are checked', () => {
     writeFileSync(join(rig.cwd, 'keep.txt'), 'precious');
     const session = await (await rig.stack.client()).createSession({ agent: 'test-agent' });
     const { ask, items } = await firstPrompt(session, echoTurn('toolu_swap', 'echo hi > made.txt'));
-    const err = await rejectionOf(session.answer(ask.requestId, { behavior: 'allow', updatedInput: { command: 'rm -f keep.txt', description: 'write' } }));
+    const err = await rejectionOf(
+      session.answer(ask.requestId, { behavior: 'allow', updatedInput: { command: 'rm -f keep.txt', description: 'write' } }),
+    );
     expect(err.code).toBe('PERMISSION_DENIED');
     expect(err.message).toContain('policy rule: Bash(rm *)');
     await session.answer(ask.requestId, { behavior: 'allow', updatedInput: ask.input }); // still open
@@ -65,7 +74,13 @@ describe('answers to permission prompts are checked', () => {
     expect(existsSync(join(rig.cwd, 'made.txt'))).toBe(true);
     expect(rig.fake!.lastToolResults().find((r) => r.tool_use_id === 'toolu_swap')?.is_error).toBe(false);
     expect(await decisions(session.id)).toEqual([
-      expect.objectContaining({ request_id: ask.requestId, result: 'refused', code: 'PERMISSION_DENIED', updated_input: { command: 'rm -f keep.txt', description: 'write' }, decided_by: 'tether:policy' }),
+      expect.objectContaining({
+        request_id: ask.requestId,
+        result: 'refused',
+        code: 'PERMISSION_DENIED',
+        updated_input: { command: 'rm -f keep.txt', description: 'write' },
+        decided_by: 'tether:policy',
+      }),
       expect.objectContaining({ request_id: ask.requestId, behavior: 'allow', input: ask.input }),
     ]);
     await session.stop();
@@ -77,15 +92,20 @@ describe('answers to permission prompts are checked', () => {
     const suggestions = (ask.raw.permission_suggestions ?? []) as Record<string, unknown>[];
     const proposed = suggestions.find((s) => s.type === 'addRules' && s.behavior === 'allow');
     expect(proposed).toBeDefined();
-    const allow = (updatedPermissions: unknown[]) => session.answer(ask.requestId, { behavior: 'allow', updatedInput: ask.input, updatedPermissions });
+    const allow = (updatedPermissions: unknown[]) =>
+      session.answer(ask.requestId, { behavior: 'allow', updatedInput: ask.input, updatedPermissions });
 
     const toFile = await rejectionOf(allow([{ ...proposed, destination: 'userSettings' }]));
     expect(toFile.code).toBe('PERMISSION_DENIED');
     expect(toFile.message).toContain('only for this session');
-    const wider = await rejectionOf(allow([{ type: 'addRules', rules: [{ toolName: 'Bash' }], behavior: 'allow', destination: 'session' }]));
+    const wider = await rejectionOf(
+      allow([{ type: 'addRules', rules: [{ toolName: 'Bash' }], behavior: 'allow', destination: 'session' }]),
+    );
     expect(wider.code).toBe('PERMISSION_DENIED');
     expect(wider.message).toContain('the allow rule Bash is not one the engine proposed');
-    const starred = await rejectionOf(allow([{ type: 'addRules', rules: [{ toolName: 'Bash', ruleContent: '*' }], behavior: 'allow', destination: 'session' }]));
+    const starred = await rejectionOf(
+      allow([{ type: 'addRules', rules: [{ toolName: 'Bash', ruleContent: '*' }], behavior: 'allow', destination: 'session' }]),
+    );
     expect(starred.code).toBe('PERMISSION_DENIED');
 
     const kept = suggestions.map((s) => ({ ...s, destination: 'session' })); // the rule, and the session's own folder

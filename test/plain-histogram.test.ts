@@ -21,10 +21,29 @@ describe('PlainHistogram', () => {
     it(`writes what prom-client's Histogram writes (${contentType.split(';')[0]})`, async () => {
       const theirs = registryFor(contentType);
       const ours = registryFor(contentType);
-      const h = new Histogram({ name: 'x_seconds', help: 'help "text" \\ here', buckets: RELAY_LATENCY_BUCKETS_SECONDS, registers: [theirs] });
+      const h = new Histogram({
+        name: 'x_seconds',
+        help: 'help "text" \\ here',
+        buckets: RELAY_LATENCY_BUCKETS_SECONDS,
+        registers: [theirs],
+      });
       const p = new PlainHistogram('x_seconds', 'help "text" \\ here', RELAY_LATENCY_BUCKETS_SECONDS, [ours]);
       expect(await ours.metrics()).toBe(await theirs.metrics()); // empty
-      const values = [0, 0.0005, 0.0006, 0.001, 0.002, 0.003, 0.1, 0.25, 4.9, 5, 5.1, 1_000, ...Array.from({ length: 500 }, (_, i) => (i % 97) / 1000)];
+      const values = [
+        0,
+        0.0005,
+        0.0006,
+        0.001,
+        0.002,
+        0.003,
+        0.1,
+        0.25,
+        4.9,
+        5,
+        5.1,
+        1_000,
+        ...Array.from({ length: 500 }, (_, i) => (i % 97) / 1000),
+      ];
       for (const v of values) {
         h.observe(v);
         p.observe(v);

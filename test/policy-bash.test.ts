@@ -67,18 +67,34 @@ describe('a Bash deny rule matches the parsed command', () => {
 
   it('property: however rm and its arguments are quoted, escaped, spaced or pathed, Bash(rm:*) denies it', () => {
     const quoted = (word: string) =>
-      fc.array(fc.constantFrom<'plain' | 'single' | 'double' | 'escaped'>('plain', 'single', 'double', 'escaped'), { minLength: word.length, maxLength: word.length }).map((how) =>
-        [...word].map((ch, i) => (how[i] === 'single' ? `'${ch}'` : how[i] === 'double' ? `"${ch}"` : how[i] === 'escaped' ? `\\${ch}` : ch)).join(''),
-      );
+      fc
+        .array(fc.constantFrom<'plain' | 'single' | 'double' | 'escaped'>('plain', 'single', 'double', 'escaped'), {
+          minLength: word.length,
+          maxLength: word.length,
+        })
+        .map((how) =>
+          [...word]
+            .map((ch, i) => (how[i] === 'single' ? `'${ch}'` : how[i] === 'double' ? `"${ch}"` : how[i] === 'escaped' ? `\\${ch}` : ch))
+            .join(''),
+        );
     const gap = fc.array(fc.constantFrom(' ', '\t', ' \\\n'), { minLength: 1, maxLength: 3 }).map((g) => g.join(''));
     const before = fc.constantFrom('', 'echo ok; ', 'true && ', 'false || ', 'ls | ', 'X=1 ', 'sudo ', 'env A=b ', '( ', 'echo $( ');
     fc.assert(
-      fc.property(before, fc.constantFrom('', '/bin/', '/usr/bin/'), quoted('rm'), gap, quoted('-rf'), gap, quoted('x'), (pre, path, rm, g1, flag, g2, target) => {
-        const close = pre.endsWith('( ') ? ' )' : '';
-        const command = `${pre}${path}${rm}${g1}${flag}${g2}${target}${close}`;
-        expect(matches('Bash(rm:*)', command), command).toBe(true);
-        expect(matches('Bash(rm -rf:*)', command), command).toBe(true);
-      }),
+      fc.property(
+        before,
+        fc.constantFrom('', '/bin/', '/usr/bin/'),
+        quoted('rm'),
+        gap,
+        quoted('-rf'),
+        gap,
+        quoted('x'),
+        (pre, path, rm, g1, flag, g2, target) => {
+          const close = pre.endsWith('( ') ? ' )' : '';
+          const command = `${pre}${path}${rm}${g1}${flag}${g2}${target}${close}`;
+          expect(matches('Bash(rm:*)', command), command).toBe(true);
+          expect(matches('Bash(rm -rf:*)', command), command).toBe(true);
+        },
+      ),
       { numRuns: 400 },
     );
   });
@@ -126,10 +142,10 @@ describe('forms the review found past a deny rule (issue 27 follow-up)', () => {
     expect(parseCommand(`~/bin/r* y`).commands[0].name).toBeUndefined();
   });
 
-  it('a program under ~ or $HOME is still not judged for allow rules; $\'…\' is an ordinary quote', () => {
+  it("a program under ~ or $HOME is still not judged for allow rules; $'…' is an ordinary quote", () => {
     expect(matches('Bash(~/bin/ls:*)', `~/bin/ls`, 'allow')).toBe(false);
     expect(matches('Bash(echo *)', `$'echo' hi`, 'allow')).toBe(true);
-    expect(programs(`echo $'a\\tb\\'c'`)).toEqual(['echo a\tb\'c']);
+    expect(programs(`echo $'a\\tb\\'c'`)).toEqual(["echo a\tb'c"]);
   });
 });
 
@@ -171,7 +187,7 @@ describe('a Bash allow rule applies only when every command is allowed and the l
 });
 
 describe('parse errors', () => {
-  it("say where bash would stop", () => {
+  it('say where bash would stop', () => {
     expect(parseCommand(`echo "x`).unjudgeable).toMatch(/does not parse as bash \(.*1:6: reached EOF without closing quote/);
   });
 });

@@ -27,7 +27,10 @@ import { rejectionOf } from './support/items.js';
  */
 
 const rmTurn = (file: string): FakeScenario => ({
-  responses: [{ text: 'Removing it.', tool_use: { id: 'toolu_rm', name: 'Bash', input: { command: `rm -rf ${file}`, description: 'remove' } } }, { text: 'Done.' }],
+  responses: [
+    { text: 'Removing it.', tool_use: { id: 'toolu_rm', name: 'Bash', input: { command: `rm -rf ${file}`, description: 'remove' } } },
+    { text: 'Done.' },
+  ],
 });
 
 let rig: EngineRig | undefined;
@@ -38,9 +41,18 @@ afterEach(async () => {
   for (const t of temps.splice(0)) t.cleanup();
 });
 
-async function start(policy: PolicyProvider, scenario: FakeScenario, audit = new MemoryAuditLog()): Promise<{ rig: EngineRig; audit: MemoryAuditLog }> {
+async function start(
+  policy: PolicyProvider,
+  scenario: FakeScenario,
+  audit = new MemoryAuditLog(),
+): Promise<{ rig: EngineRig; audit: MemoryAuditLog }> {
   // Root may launch bypassPermissions only with IS_SANDBOX=1 (docs/engine-protocol.md 1.1).
-  rig = await startRig('claude', scenario, { audit, policy, agentOptions: { engineFlags: { allowBypassPermissions: true } } }, { IS_SANDBOX: '1' });
+  rig = await startRig(
+    'claude',
+    scenario,
+    { audit, policy, agentOptions: { engineFlags: { allowBypassPermissions: true } } },
+    { IS_SANDBOX: '1' },
+  );
   return { rig, audit };
 }
 
@@ -57,28 +69,44 @@ function events(turn: TurnLog, subtype: string): Record<string, unknown>[] {
 }
 
 describe('central policy with the real CLI', () => {
-  it.each(['default', 'acceptEdits', 'bypassPermissions'] as const)('deny Bash(rm *) stops rm -rf in %s mode: the file survives, the model sees the rule, the audit says the policy decided', async (mode) => {
-    const { rig: r, audit } = await start(policyOf({ permissions: { deny: ['Bash(rm *)'] } }), rmTurn('keep.txt'));
-    writeFileSync(join(r.cwd, 'keep.txt'), 'precious');
-    const client = await r.stack.client();
-    const session = await client.createSession({ agent: 'test-agent', options: { permission_mode: mode } });
-    await session.sendUserMessage('clean up');
-    const turn = await readTurn(session, (p) => ({ behavior: 'allow', updatedInput: p.input }));
-    expect(turn.prompts).toEqual([]); // denied before any prompt, whatever the mode
-    expect(existsSync(join(r.cwd, 'keep.txt'))).toBe(true);
-    const seen = r.fake!.lastToolResults().find((t) => t.tool_use_id === 'toolu_rm');
-    expect(seen?.is_error).toBe(true);
-    expect(seen?.content).toContain('Bash(rm *)');
-    expect(events(turn, 'policy_decision')).toEqual([expect.objectContaining({ tool: 'Bash', decision: 'deny', rule: 'Bash(rm *)', tool_use_id: 'toolu_rm' })]);
-    const records = await policyRecords(audit);
-    expect(records).toEqual([
-      expect.objectContaining({ session_id: session.id, principal: 'tether:policy', tool: 'Bash', decision: 'deny', rule: 'Bash(rm *)', permission_mode: mode, input: expect.objectContaining({ command: 'rm -rf keep.txt' }) }),
-    ]);
-  });
+  it.each(['default', 'acceptEdits', 'bypassPermissions'] as const)(
+    'deny Bash(rm *) stops rm -rf in %s mode: the file survives, the model sees the rule, the audit says the policy decided',
+    async (mode) => {
+      const { rig: r, audit } = await start(policyOf({ permissions: { deny: ['Bash(rm *)'] } }), rmTurn('keep.txt'));
+      writeFileSync(join(r.cwd, 'keep.txt'), 'precious');
+      const client = await r.stack.client();
+      const session = await client.createSession({ agent: 'test-agent', options: { permission_mode: mode } });
+      await session.sendUserMessage('clean up');
+      const turn = await readTurn(session, (p) => ({ behavior: 'allow', updatedInput: p.input }));
+      expect(turn.prompts).toEqual([]); // denied before any prompt, whatever the mode
+      expect(existsSync(join(r.cwd, 'keep.txt'))).toBe(true);
+      const seen = r.fake!.lastToolResults().find((t) => t.tool_use_id === 'toolu_rm');
+      expect(seen?.is_error).toBe(true);
+      expect(seen?.content).toContain('Bash(rm *)');
+      expect(events(turn, 'policy_decision')).toEqual([
+        expect.objectContaining({ tool: 'Bash', decision: 'deny', rule: 'Bash(rm *)', tool_use_id: 'toolu_rm' }),
+      ]);
+      const records = await policyRecords(audit);
+      expect(records).toEqual([
+        expect.objectContaining({
+          session_id: session.id,
+          principal: 'tether:policy',
+          tool: 'Bash',
+          decision: 'deny',
+          rule: 'Bash(rm *)',
+          permission_mode: mode,
+          input: expect.objectContaining({ command: 'rm -rf keep.txt' }),
+        }),
+      ]);
+    },
+  );
 
   it('an allow rule lets a call run without the prompt the engine would raise; the rule is shown and audited', async () => {
     const scenario: FakeScenario = {
-      responses: [{ text: 'Writing.', tool_use: { id: 'toolu_echo', name: 'Bash', input: { command: 'echo hi > made.txt', description: 'write' } } }, { text: 'Done.' }],
+      responses: [
+        { text: 'Writing.', tool_use: { id: 'toolu_echo', name: 'Bash', input: { command: 'echo hi > made.txt', description: 'write' } } },
+        { text: 'Done.' },
+      ],
     };
     const { rig: r, audit } = await start(policyOf({ permissions: { deny: ['Bash(rm *)'], allow: ['Bash(echo *)'] } }), scenario);
     const client = await r.stack.client();
@@ -88,18 +116,24 @@ describe('central policy with the real CLI', () => {
     expect(turn.prompts).toEqual([]); // Bash prompts in default mode; the allow rule answered instead
     expect(existsSync(join(r.cwd, 'made.txt'))).toBe(true);
     expect(events(turn, 'policy_decision')).toEqual([expect.objectContaining({ decision: 'allow', rule: 'Bash(echo *)' })]);
-    expect(await policyRecords(audit)).toEqual([expect.objectContaining({ principal: 'tether:policy', decision: 'allow', rule: 'Bash(echo *)' })]);
+    expect(await policyRecords(audit)).toEqual([
+      expect.objectContaining({ principal: 'tether:policy', decision: 'allow', rule: 'Bash(echo *)' }),
+    ]);
   });
 
   it('a decision that cannot be audited is a deny, even for a call no rule covers in bypassPermissions', async () => {
     class FailingPolicyAudit extends MemoryAuditLog {
       override record(entry: AuditEntry): void {
-        if (entry.action === 'policy_decision') throw new TetherError('FAILED_PRECONDITION', 'the audit trail cannot be written (ENOSPC); the action was not applied');
+        if (entry.action === 'policy_decision')
+          throw new TetherError('FAILED_PRECONDITION', 'the audit trail cannot be written (ENOSPC); the action was not applied');
         super.record(entry);
       }
     }
     const scenario: FakeScenario = {
-      responses: [{ text: 'Writing.', tool_use: { id: 'toolu_echo', name: 'Bash', input: { command: 'echo hi > made.txt', description: 'write' } } }, { text: 'Done.' }],
+      responses: [
+        { text: 'Writing.', tool_use: { id: 'toolu_echo', name: 'Bash', input: { command: 'echo hi > made.txt', description: 'write' } } },
+        { text: 'Done.' },
+      ],
     };
     const { rig: r } = await start(policyOf({}), scenario, new FailingPolicyAudit());
     const client = await r.stack.client();
@@ -107,42 +141,70 @@ describe('central policy with the real CLI', () => {
     await session.sendUserMessage('make a file');
     const turn = await readTurn(session, () => undefined);
     expect(existsSync(join(r.cwd, 'made.txt'))).toBe(false);
-    expect(r.fake!.lastToolResults().find((t) => t.tool_use_id === 'toolu_echo')).toMatchObject({ is_error: true, content: expect.stringContaining('audit trail cannot be written') });
+    expect(r.fake!.lastToolResults().find((t) => t.tool_use_id === 'toolu_echo')).toMatchObject({
+      is_error: true,
+      content: expect.stringContaining('audit trail cannot be written'),
+    });
     expect(events(turn, 'policy_decision')).toEqual([]);
   });
 
-  it.each(['default', 'bypassPermissions'] as const)('an ask rule turns an auto-approved Read into a prompt for controllers in %s mode; the person who answered is audited', async (mode) => {
-    const scenario: FakeScenario = {
-      responses: [{ text: 'Reading.', tool_use: { id: 'toolu_read', name: 'Read', input: { file_path: '' } } }, { text: 'Read it.' }],
-    };
-    const { rig: r, audit } = await start(policyOf({ permissions: { ask: ['Read(/notes/**)'] } }), scenario);
-    mkdirSync(join(r.cwd, 'notes'));
-    writeFileSync(join(r.cwd, 'notes', 'a.txt'), 'hello');
-    r.fake!.setScenario({ responses: [{ text: 'Reading.', tool_use: { id: 'toolu_read', name: 'Read', input: { file_path: join(r.cwd, 'notes', 'a.txt') } } }, { text: 'Read it.' }] });
-    const client = await r.stack.client();
-    const session = await client.createSession({ agent: 'test-agent', options: { permission_mode: mode } });
-    await session.sendUserMessage('read my notes');
-    const turn = await readTurn(session, (p) => ({ behavior: 'allow', updatedInput: p.input }));
-    expect(turn.prompts.map((p) => p.toolName)).toEqual(['Read']); // Read never prompts on its own
-    expect(r.fake!.lastToolResults().find((t) => t.tool_use_id === 'toolu_read')?.content).toContain('hello');
-    expect(events(turn, 'policy_decision')).toEqual([expect.objectContaining({ tool: 'Read', decision: 'ask', rule: 'Read(/notes/**)' })]);
-    expect(await policyRecords(audit)).toEqual([expect.objectContaining({ principal: 'tether:policy', decision: 'ask', rule: 'Read(/notes/**)' })]);
-    const people = (await audit.read({ action: 'permission_decision' })).entries;
-    expect(people).toEqual([
-      expect.objectContaining({ principal: 'test-user', behavior: 'allow', client_id: expect.any(String), tool: 'Read', tool_use_id: 'toolu_read', input: { file_path: join(r.cwd, 'notes', 'a.txt') } }),
-    ]);
-  });
+  it.each(['default', 'bypassPermissions'] as const)(
+    'an ask rule turns an auto-approved Read into a prompt for controllers in %s mode; the person who answered is audited',
+    async (mode) => {
+      const scenario: FakeScenario = {
+        responses: [{ text: 'Reading.', tool_use: { id: 'toolu_read', name: 'Read', input: { file_path: '' } } }, { text: 'Read it.' }],
+      };
+      const { rig: r, audit } = await start(policyOf({ permissions: { ask: ['Read(/notes/**)'] } }), scenario);
+      mkdirSync(join(r.cwd, 'notes'));
+      writeFileSync(join(r.cwd, 'notes', 'a.txt'), 'hello');
+      r.fake!.setScenario({
+        responses: [
+          { text: 'Reading.', tool_use: { id: 'toolu_read', name: 'Read', input: { file_path: join(r.cwd, 'notes', 'a.txt') } } },
+          { text: 'Read it.' },
+        ],
+      });
+      const client = await r.stack.client();
+      const session = await client.createSession({ agent: 'test-agent', options: { permission_mode: mode } });
+      await session.sendUserMessage('read my notes');
+      const turn = await readTurn(session, (p) => ({ behavior: 'allow', updatedInput: p.input }));
+      expect(turn.prompts.map((p) => p.toolName)).toEqual(['Read']); // Read never prompts on its own
+      expect(r.fake!.lastToolResults().find((t) => t.tool_use_id === 'toolu_read')?.content).toContain('hello');
+      expect(events(turn, 'policy_decision')).toEqual([
+        expect.objectContaining({ tool: 'Read', decision: 'ask', rule: 'Read(/notes/**)' }),
+      ]);
+      expect(await policyRecords(audit)).toEqual([
+        expect.objectContaining({ principal: 'tether:policy', decision: 'ask', rule: 'Read(/notes/**)' }),
+      ]);
+      const people = (await audit.read({ action: 'permission_decision' })).entries;
+      expect(people).toEqual([
+        expect.objectContaining({
+          principal: 'test-user',
+          behavior: 'allow',
+          client_id: expect.any(String),
+          tool: 'Read',
+          tool_use_id: 'toolu_read',
+          input: { file_path: join(r.cwd, 'notes', 'a.txt') },
+        }),
+      ]);
+    },
+  );
 
   it('a client below the ceiling cannot raise the mode to bypassPermissions, at create or later; the refusal names the rule', async () => {
-    const { rig: r, audit } = await start(policyOf({ maxPermissionMode: { '*': 'acceptEdits', admin: 'bypassPermissions' } }), { responses: [] });
+    const { rig: r, audit } = await start(policyOf({ maxPermissionMode: { '*': 'acceptEdits', admin: 'bypassPermissions' } }), {
+      responses: [],
+    });
     const controller = await r.stack.client({ sub: 'carol', scopes: ['create', 'control'] });
     const refused = await rejectionOf(controller.createSession({ agent: 'test-agent', options: { permission_mode: 'bypassPermissions' } }));
-        expect(refused.code).toBe('PERMISSION_DENIED');
+    expect(refused.code).toBe('PERMISSION_DENIED');
     expect(refused.message).toContain('maxPermissionMode.* = acceptEdits');
-    const viaArgs = await rejectionOf(controller.createSession({ agent: 'test-agent', options: { extra_args: ['--dangerously-skip-permissions'] } }));
+    const viaArgs = await rejectionOf(
+      controller.createSession({ agent: 'test-agent', options: { extra_args: ['--dangerously-skip-permissions'] } }),
+    );
     expect(viaArgs.code).toBe('PERMISSION_DENIED');
     const session = await controller.createSession({ agent: 'test-agent' });
-    expect(await session.request('set_permission_mode', { mode: 'acceptEdits' })).toMatchObject({ response: { subtype: 'success', response: { mode: 'acceptEdits' } } });
+    expect(await session.request('set_permission_mode', { mode: 'acceptEdits' })).toMatchObject({
+      response: { subtype: 'success', response: { mode: 'acceptEdits' } },
+    });
     const later = await rejectionOf(session.request('set_permission_mode', { mode: 'bypassPermissions' }));
     expect(later.code).toBe('PERMISSION_DENIED');
     expect(later.message).toContain('maxPermissionMode.* = acceptEdits');
@@ -151,7 +213,13 @@ describe('central policy with the real CLI', () => {
     expect((await rejectionOf(attached.request('set_permission_mode', { mode: 'bypassPermissions' }))).code).toBe('PERMISSION_DENIED');
     const controls = (await audit.read({ action: 'control' })).entries.filter((c) => c.result === 'refused');
     expect(controls).toEqual([
-      expect.objectContaining({ principal: 'carol', subtype: 'set_permission_mode', mode: 'bypassPermissions', decided_by: 'tether:policy', reason: expect.stringContaining('maxPermissionMode.* = acceptEdits') }),
+      expect.objectContaining({
+        principal: 'carol',
+        subtype: 'set_permission_mode',
+        mode: 'bypassPermissions',
+        decided_by: 'tether:policy',
+        reason: expect.stringContaining('maxPermissionMode.* = acceptEdits'),
+      }),
     ]);
     const creates = (await audit.read({ action: 'create' })).entries;
     expect(creates.filter((c) => c.result === 'refused')).toEqual([
@@ -187,7 +255,10 @@ describe('central policy with the real CLI', () => {
     const client = await r.stack.client();
     // As the SDK drop-in opens a session: the client's own initialize is the engine's first,
     // with its own hook only. Ours is merged in.
-    const session = await client.createSession({ agent: 'test-agent', options: { permission_mode: 'acceptEdits', client_initialize: true } });
+    const session = await client.createSession({
+      agent: 'test-agent',
+      options: { permission_mode: 'acceptEdits', client_initialize: true },
+    });
     const init = await session.request('initialize', { hooks: { PreToolUse: [{ hookCallbackIds: ['frontend_hook'] }] } });
     expect(init).toMatchObject({ response: { subtype: 'success', response: { hooks_applied: true, hook_on_failure_supported: true } } });
     await session.sendUserMessage('clean up');
@@ -206,16 +277,13 @@ describe('central policy with the real CLI', () => {
     expect(await policyRecords(audit)).toHaveLength(2);
   });
 
-  it("the real SDK through the drop-in: its own PreToolUse hook fires, and the policy still denies", async () => {
+  it('the real SDK through the drop-in: its own PreToolUse hook fires, and the policy still denies', async () => {
     const { rig: r, audit } = await start(policyOf({ permissions: { deny: ['Bash(rm *)'] } }), rmTurn('keep.txt'));
     writeFileSync(join(r.cwd, 'keep.txt'), 'precious');
     const seen: string[] = [];
     const sdkHook = async (input: { tool_name?: string }) => (seen.push(input.tool_name ?? '?'), {});
     const own: Options = { permissionMode: 'acceptEdits', hooks: { PreToolUse: [{ hooks: [sdkHook as never] }] } };
-    const options = withRemoteEngine(
-      own,
-      { gateway: r.stack.url, token: r.stack.token, agent: 'test-agent', cwd: r.cwd },
-    );
+    const options = withRemoteEngine(own, { gateway: r.stack.url, token: r.stack.token, agent: 'test-agent', cwd: r.cwd });
     const messages: SDKMessage[] = [];
     const drive = async () => {
       for await (const m of query({ prompt: 'clean up', options })) messages.push(m);
@@ -223,9 +291,15 @@ describe('central policy with the real CLI', () => {
     await withTimeout(drive(), 30_000, 'the SDK query');
     expect(seen).toEqual(['Bash']);
     expect(existsSync(join(r.cwd, 'keep.txt'))).toBe(true);
-    const results = messages.flatMap((m) => (m.type === 'user' && Array.isArray(m.message.content) ? m.message.content : [])) as { type: string; is_error?: boolean; content?: unknown }[];
+    const results = messages.flatMap((m) => (m.type === 'user' && Array.isArray(m.message.content) ? m.message.content : [])) as {
+      type: string;
+      is_error?: boolean;
+      content?: unknown;
+    }[];
     expect(results.find((b) => b.type === 'tool_result')).toMatchObject({ is_error: true, content: expect.stringContaining('Bash(rm *)') });
-    expect(await policyRecords(audit)).toEqual([expect.objectContaining({ principal: 'tether:policy', decision: 'deny', rule: 'Bash(rm *)' })]);
+    expect(await policyRecords(audit)).toEqual([
+      expect.objectContaining({ principal: 'tether:policy', decision: 'deny', rule: 'Bash(rm *)' }),
+    ]);
   });
 
   it('a reload takes effect for the next tool call; a broken file is refused with its path, rule and why, and the old policy stays', async () => {
@@ -266,7 +340,9 @@ describe('central policy with the real CLI', () => {
         ['deny', 'Bash(rm *)'],
         ['deny', 'Bash(rm *)'],
       ]);
-      expect((await audit.read({ decision: 'allow' })).entries).toEqual([expect.objectContaining({ action: 'permission_decision', principal: 'test-user' })]);
+      expect((await audit.read({ decision: 'allow' })).entries).toEqual([
+        expect.objectContaining({ action: 'permission_decision', principal: 'test-user' }),
+      ]);
     } finally {
       policy.close();
     }
@@ -301,7 +377,9 @@ describe('every client shows why', () => {
     page.apply({ kind: 'event', seq: 1, event: decision! });
     expect(page.entries).toMatchObject([{ kind: 'note', text: 'policy denied Bash (rule Bash(rm *))' }]);
     expect(existsSync(join(r.cwd, 'keep.txt'))).toBe(true);
-    expect(await policyRecords(audit)).toEqual([expect.objectContaining({ principal: 'tether:policy', decision: 'deny', rule: 'Bash(rm *)', tool_use_id: 'toolu_rm' })]);
+    expect(await policyRecords(audit)).toEqual([
+      expect.objectContaining({ principal: 'tether:policy', decision: 'deny', rule: 'Bash(rm *)', tool_use_id: 'toolu_rm' }),
+    ]);
   });
 });
 
@@ -322,7 +400,11 @@ async function readTurnAnsweringHooks(session: RemoteSession, seen: string[]): P
       if (next.done) throw new Error('session ended before a result');
       items.push(next.value);
       if (next.value.kind !== 'engine') continue;
-      const m = next.value.message as { type?: string; request_id?: string; request?: { subtype?: string; callback_id?: string; input?: { tool_name?: string } } };
+      const m = next.value.message as {
+        type?: string;
+        request_id?: string;
+        request?: { subtype?: string; callback_id?: string; input?: { tool_name?: string } };
+      };
       if (m.type === 'control_request' && m.request?.subtype === 'hook_callback') {
         expect(m.request.callback_id).toBe('frontend_hook'); // the policy's own callbacks never reach clients
         seen.push(m.request.input?.tool_name ?? '?');

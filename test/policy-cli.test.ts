@@ -28,7 +28,23 @@ describe('tether gateway/up --policy', () => {
     const state = join(dir.path, 'state');
     const file = join(dir.path, 'policy.yaml');
     writeFileSync(file, 'models: [model-a]\n');
-    const daemon: Daemon = startTether(['up', '--port', '0', '--engine', 'demo', '--cwd', dir.path, '--state-dir', state, '--policy', file, '--log-level', 'info', '--log-format', 'json']);
+    const daemon: Daemon = startTether([
+      'up',
+      '--port',
+      '0',
+      '--engine',
+      'demo',
+      '--cwd',
+      dir.path,
+      '--state-dir',
+      state,
+      '--policy',
+      file,
+      '--log-level',
+      'info',
+      '--log-format',
+      'json',
+    ]);
     cleanups.push(() => daemon.stop('SIGKILL'));
     const url = (await daemon.line('gateway: ')).slice('gateway: '.length);
     const token = (await daemon.line('token: ')).slice('token: '.length);
@@ -46,8 +62,16 @@ describe('tether gateway/up --policy', () => {
 
     let logs = 0;
     const nextLog = async (what: string) => {
-      const lines = () => daemon.stderr().split('\n').filter((l) => l.includes(what));
-      await waitFor(() => lines().length > logs, 10_000, () => `a new "${what}" log line\n${daemon.stderr()}`);
+      const lines = () =>
+        daemon
+          .stderr()
+          .split('\n')
+          .filter((l) => l.includes(what));
+      await waitFor(
+        () => lines().length > logs,
+        10_000,
+        () => `a new "${what}" log line\n${daemon.stderr()}`,
+      );
       const now = lines();
       return now[(logs = now.length) - 1];
     };
@@ -69,25 +93,49 @@ describe('tether gateway/up --policy', () => {
     expect((await refusal('model-b'))?.code).toBe('PERMISSION_DENIED');
 
     const audit = await runTether(['audit', '--state-dir', state, '--action', 'create', '--json']);
-    const refusedCreates = audit.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>).filter((r) => r.result === 'refused');
+    const refusedCreates = audit.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((r) => r.result === 'refused');
     expect(refusedCreates).toHaveLength(2);
     expect(refusedCreates.every((r) => r.decided_by === 'tether:policy' && String(r.reason).includes('models = model-a'))).toBe(true);
   });
 
-  it('tether audit filters the policy\'s decisions by principal and by every decision, table and JSON', async () => {
+  it("tether audit filters the policy's decisions by principal and by every decision, table and JSON", async () => {
     const dir = temp('tether-audit-');
     const file = join(dir.path, 'audit.jsonl');
     const audit = new FileAuditLog(file);
-    const decision = (d: string, rule: string | null) => ({ session_id: 's1', principal: 'tether:policy', action: 'policy_decision' as const, tool: 'Bash', input: { command: 'rm -rf x' }, decision: d, rule });
+    const decision = (d: string, rule: string | null) => ({
+      session_id: 's1',
+      principal: 'tether:policy',
+      action: 'policy_decision' as const,
+      tool: 'Bash',
+      input: { command: 'rm -rf x' },
+      decision: d,
+      rule,
+    });
     audit.record(decision('deny', 'Bash(rm *)'));
     audit.record(decision('ask', 'Bash(git push:*)'));
     audit.record(decision('none', null));
-    audit.record({ session_id: 's1', principal: 'alice', action: 'permission_decision', request_id: 'r1', tool: 'Bash', behavior: 'allow', client_id: 'c-1' });
+    audit.record({
+      session_id: 's1',
+      principal: 'alice',
+      action: 'permission_decision',
+      request_id: 'r1',
+      tool: 'Bash',
+      behavior: 'allow',
+      client_id: 'c-1',
+    });
     audit.close();
-    const json = async (...args: string[]) => (await runTether(['audit', '--file', file, '--json', ...args])).stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const json = async (...args: string[]) =>
+      (await runTether(['audit', '--file', file, '--json', ...args])).stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect((await json('--principal', 'tether:policy')).map((r) => r.decision)).toEqual(['deny', 'ask', 'none']);
     expect((await json('--decision', 'ask')).map((r) => r.rule)).toEqual(['Bash(git push:*)']);
-    expect((await json('--decision', 'none'))).toHaveLength(1);
+    expect(await json('--decision', 'none')).toHaveLength(1);
     expect((await json('--decision', 'allow')).map((r) => r.principal)).toEqual(['alice']);
     const table = await runTether(['audit', '--file', file, '--table', '--action', 'policy_decision']);
     expect(table.stdout).toContain('tether:policy');

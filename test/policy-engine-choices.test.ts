@@ -35,10 +35,17 @@ describe('session options are judged as the CLI reads the argv', () => {
 
   it('an unknown mode name is INVALID_ARGUMENT wherever a mode is judged, with or without a ceiling', () => {
     for (const p of [policy, Policy.EMPTY]) {
-      expect(thrownBy(() => checkSessionOptions(p, 'a', { extra_args: ['--permission-mode', 'yolo'] }, asker))?.code).toBe('INVALID_ARGUMENT');
-      expect(thrownBy(() => checkControlRequest(p, { subtype: 'set_permission_mode', mode: 'yolo' }, asker))?.message).toContain('"yolo" is not a permission mode');
+      expect(thrownBy(() => checkSessionOptions(p, 'a', { extra_args: ['--permission-mode', 'yolo'] }, asker))?.code).toBe(
+        'INVALID_ARGUMENT',
+      );
+      expect(thrownBy(() => checkControlRequest(p, { subtype: 'set_permission_mode', mode: 'yolo' }, asker))?.message).toContain(
+        '"yolo" is not a permission mode',
+      );
       expect(thrownBy(() => checkControlRequest(p, { subtype: 'set_permission_mode', mode: 7 }, asker))?.code).toBe('INVALID_ARGUMENT');
-      expect(thrownBy(() => checkControlRequest(p, { subtype: 'update_settings', settings: { permissions: { defaultMode: 'BYPASS' } } }, asker))?.code).toBe('INVALID_ARGUMENT');
+      expect(
+        thrownBy(() => checkControlRequest(p, { subtype: 'update_settings', settings: { permissions: { defaultMode: 'BYPASS' } } }, asker))
+          ?.code,
+      ).toBe('INVALID_ARGUMENT');
     }
   });
 
@@ -66,7 +73,11 @@ describe('session options are judged as the CLI reads the argv', () => {
 
   it('property: any argv of mode uses is refused exactly when some use is above the ceiling or not a mode', () => {
     const mode = fc.oneof(fc.constantFrom(...MODE_ORDER), fc.constantFrom('yolo', '', '--model'));
-    const use = fc.record({ mode, glued: fc.boolean(), noise: fc.constantFrom([], ['--verbose'], ['--model', 'claude-ok'], ['--system-prompt', '--permission-mode']) });
+    const use = fc.record({
+      mode,
+      glued: fc.boolean(),
+      noise: fc.constantFrom([], ['--verbose'], ['--model', 'claude-ok'], ['--system-prompt', '--permission-mode']),
+    });
     fc.assert(
       fc.property(fc.array(use, { maxLength: 6 }), (uses) => {
         const args = uses.flatMap((u) => [...u.noise, ...(u.glued ? [`--permission-mode=${u.mode}`] : ['--permission-mode', u.mode])]);

@@ -25,7 +25,12 @@ afterEach(async () => {
 
 async function start(policy: unknown, scenario: FakeScenario = { responses: [] }): Promise<EngineRig> {
   // Root may launch bypassPermissions only with IS_SANDBOX=1 (docs/engine-protocol.md 1.1).
-  rig = await startRig('claude', scenario, { policy: new StaticPolicy(Policy.compile(policy)), agentOptions: { engineFlags: { allowBypassPermissions: true } } }, { IS_SANDBOX: '1' });
+  rig = await startRig(
+    'claude',
+    scenario,
+    { policy: new StaticPolicy(Policy.compile(policy)), agentOptions: { engineFlags: { allowBypassPermissions: true } } },
+    { IS_SANDBOX: '1' },
+  );
   return rig;
 }
 
@@ -37,7 +42,9 @@ describe('the policy judges the engine argv as the CLI reads it (item 3)', () =>
     const twice = await refused(['--permission-mode', 'default', '--permission-mode', 'bypassPermissions']);
     expect(twice.code).toBe('PERMISSION_DENIED');
     expect(twice.message).toContain('maxPermissionMode.* = default');
-    expect((await refused(['--system-prompt', '--permission-mode', '--permission-mode', 'bypassPermissions'])).code).toBe('PERMISSION_DENIED');
+    expect((await refused(['--system-prompt', '--permission-mode', '--permission-mode', 'bypassPermissions'])).code).toBe(
+      'PERMISSION_DENIED',
+    );
     const model = await refused(['--model', 'claude-tether-test', '--model=claude-off-list']);
     expect(model.code).toBe('PERMISSION_DENIED');
     expect(model.message).toContain('claude-off-list');
@@ -49,10 +56,25 @@ describe('the policy judges the engine argv as the CLI reads it (item 3)', () =>
   it('the real CLI keeps the last use of --permission-mode and --model (why every use is judged)', async () => {
     const r = await start({ maxPermissionMode: { '*': 'bypassPermissions' }, models: ['claude-tether-a', 'claude-tether-b'] });
     const client = await r.stack.client();
-    const session = await client.createSession({ agent: 'test-agent', options: { extra_args: ['--permission-mode', 'default', '--permission-mode=acceptEdits', '--model', 'claude-tether-a', '--model=claude-tether-b'] } });
+    const session = await client.createSession({
+      agent: 'test-agent',
+      options: {
+        extra_args: [
+          '--permission-mode',
+          'default',
+          '--permission-mode=acceptEdits',
+          '--model',
+          'claude-tether-a',
+          '--model=claude-tether-b',
+        ],
+      },
+    });
     await session.sendUserMessage('hello');
     const turn = await readTurn(session, () => undefined);
-    expect(turn.messages.find((m) => m.type === 'system' && m.subtype === 'init')).toMatchObject({ permissionMode: 'acceptEdits', model: 'claude-tether-b' });
+    expect(turn.messages.find((m) => m.type === 'system' && m.subtype === 'init')).toMatchObject({
+      permissionMode: 'acceptEdits',
+      model: 'claude-tether-b',
+    });
     await session.stop();
   });
 });
@@ -65,7 +87,13 @@ describe('path rules follow symlinks (item 5)', () => {
     const r = await start({ permissions: { deny: [`Edit(/${outside.path}/**)`] } });
     symlinkSync(outside.path, join(r.cwd, 'link'));
     r.fake!.setScenario({
-      responses: [{ text: 'Writing.', tool_use: { id: 'toolu_write', name: 'Write', input: { file_path: join(r.cwd, 'link', 'secret.txt'), content: 'overwritten' } } }, { text: 'Done.' }],
+      responses: [
+        {
+          text: 'Writing.',
+          tool_use: { id: 'toolu_write', name: 'Write', input: { file_path: join(r.cwd, 'link', 'secret.txt'), content: 'overwritten' } },
+        },
+        { text: 'Done.' },
+      ],
     });
     const client = await r.stack.client();
     const session = await client.createSession({ agent: 'test-agent', options: { permission_mode: 'bypassPermissions' } });
@@ -79,15 +107,29 @@ describe('path rules follow symlinks (item 5)', () => {
 });
 
 describe('Bash rules match the parsed command (item 7)', () => {
-  it.each([`'rm' -f keep.txt`, `/bin/rm -f keep.txt`, `r\\m -f keep.txt`, `echo ok; rm -f keep.txt`])('deny Bash(rm:*) stops %j in bypassPermissions; the file survives', async (command) => {
-    const r = await start({ permissions: { deny: ['Bash(rm:*)'] } }, { responses: [{ text: 'Removing.', tool_use: { id: 'toolu_rm', name: 'Bash', input: { command, description: 'remove' } } }, { text: 'Done.' }] });
-    writeFileSync(join(r.cwd, 'keep.txt'), 'precious');
-    const client = await r.stack.client();
-    const session = await client.createSession({ agent: 'test-agent', options: { permission_mode: 'bypassPermissions' } });
-    await session.sendUserMessage('clean up');
-    await readTurn(session, (p) => ({ behavior: 'allow', updatedInput: p.input }));
-    expect(existsSync(join(r.cwd, 'keep.txt'))).toBe(true);
-    expect(r.fake!.lastToolResults().find((t) => t.tool_use_id === 'toolu_rm')).toMatchObject({ is_error: true, content: expect.stringContaining('Bash(rm:*)') });
-    await session.stop();
-  });
+  it.each([`'rm' -f keep.txt`, `/bin/rm -f keep.txt`, `r\\m -f keep.txt`, `echo ok; rm -f keep.txt`])(
+    'deny Bash(rm:*) stops %j in bypassPermissions; the file survives',
+    async (command) => {
+      const r = await start(
+        { permissions: { deny: ['Bash(rm:*)'] } },
+        {
+          responses: [
+            { text: 'Removing.', tool_use: { id: 'toolu_rm', name: 'Bash', input: { command, description: 'remove' } } },
+            { text: 'Done.' },
+          ],
+        },
+      );
+      writeFileSync(join(r.cwd, 'keep.txt'), 'precious');
+      const client = await r.stack.client();
+      const session = await client.createSession({ agent: 'test-agent', options: { permission_mode: 'bypassPermissions' } });
+      await session.sendUserMessage('clean up');
+      await readTurn(session, (p) => ({ behavior: 'allow', updatedInput: p.input }));
+      expect(existsSync(join(r.cwd, 'keep.txt'))).toBe(true);
+      expect(r.fake!.lastToolResults().find((t) => t.tool_use_id === 'toolu_rm')).toMatchObject({
+        is_error: true,
+        content: expect.stringContaining('Bash(rm:*)'),
+      });
+      await session.stop();
+    },
+  );
 });

@@ -39,7 +39,10 @@ describe('the agent follows symlinks of a policy hook call', () => {
     expect(realPath(join(session, 'link', 'new.txt'))).toBe(join(protectedDir, 'sub', 'new.txt'));
     expect(realPath(join(session, 'link', 'a', 'b.txt'))).toBe(join(protectedDir, 'sub', 'a', 'b.txt'));
     expect(realPath(`${session}/link/../x`)).toBe(join(protectedDir, 'x')); // the kernel climbs from where the link leads
-    expect(resolvedPaths(hookLine(session, { file_path: 'link/new.txt' }))).toEqual({ cwd: session, path: join(protectedDir, 'sub', 'new.txt') });
+    expect(resolvedPaths(hookLine(session, { file_path: 'link/new.txt' }))).toEqual({
+      cwd: session,
+      path: join(protectedDir, 'sub', 'new.txt'),
+    });
     expect(resolvedPaths(hookLine(session, { pattern: '*' }))).toEqual({ cwd: session });
     expect(resolvedPaths(hookLine(session, { file_path: 'x' }, 'someone_else'))).toBeUndefined();
     expect(resolvedPaths({ type: 'assistant' })).toBeUndefined();
@@ -48,7 +51,12 @@ describe('the agent follows symlinks of a policy hook call', () => {
 
 describe('path rules match the written or the resolved path', () => {
   const CWD = '/srv/proj';
-  const call = (tool: string, path: string, real?: string): ToolCall => ({ tool, input: { file_path: path }, cwd: CWD, resolved: real === undefined ? undefined : { cwd: CWD, path: real } });
+  const call = (tool: string, path: string, real?: string): ToolCall => ({
+    tool,
+    input: { file_path: path },
+    cwd: CWD,
+    resolved: real === undefined ? undefined : { cwd: CWD, path: real },
+  });
   const matches = (rule: string, c: ToolCall, kind: RuleKind) => parseRule(rule).matches(c, kind);
 
   it('deny and ask: either path; allow: both', () => {

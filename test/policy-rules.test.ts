@@ -77,8 +77,12 @@ describe('permission rules in Claude Code syntax', () => {
 
   it('WebFetch(domain:…) and Task(name)', () => {
     expect(matches('WebFetch(domain:example.com)', { tool: 'WebFetch', input: { url: 'https://example.com/x' }, cwd: CWD })).toBe(true);
-    expect(matches('WebFetch(domain:example.com)', { tool: 'WebFetch', input: { url: 'https://evil.example.com.io/' }, cwd: CWD })).toBe(false);
-    expect(matches('WebFetch(domain:*.example.com)', { tool: 'WebFetch', input: { url: 'https://api.example.com/' }, cwd: CWD })).toBe(true);
+    expect(matches('WebFetch(domain:example.com)', { tool: 'WebFetch', input: { url: 'https://evil.example.com.io/' }, cwd: CWD })).toBe(
+      false,
+    );
+    expect(matches('WebFetch(domain:*.example.com)', { tool: 'WebFetch', input: { url: 'https://api.example.com/' }, cwd: CWD })).toBe(
+      true,
+    );
     expect(matches('Task(reviewer)', { tool: 'Task', input: { subagent_type: 'reviewer' }, cwd: CWD })).toBe(true);
   });
 
@@ -126,9 +130,23 @@ describe('the policy: order, ceilings, models, roots', () => {
     expect(thrownBy(() => policy.checkMode('bypassPermissions', controller))?.message).toContain('maxPermissionMode.control = acceptEdits');
     expect(thrownBy(() => policy.checkMode('bypassPermissions', admin))).toBeUndefined();
     expect(thrownBy(() => policy.checkMode('plan', viewer))).toBeUndefined();
-    expect(thrownBy(() => checkControlRequest(policy, { subtype: 'set_permission_mode', mode: 'bypassPermissions' }, controller))?.code).toBe('PERMISSION_DENIED');
-    expect(thrownBy(() => checkControlRequest(policy, { subtype: 'apply_flag_settings', settings: { permissions: { defaultMode: 'bypassPermissions' } } }, controller))?.code).toBe('PERMISSION_DENIED');
-    expect(thrownBy(() => checkSessionOptions(policy, 'a', { cwd: '/srv/space', extra_args: ['--permission-mode=bypassPermissions'] }, controller))?.code).toBe('PERMISSION_DENIED');
+    expect(
+      thrownBy(() => checkControlRequest(policy, { subtype: 'set_permission_mode', mode: 'bypassPermissions' }, controller))?.code,
+    ).toBe('PERMISSION_DENIED');
+    expect(
+      thrownBy(() =>
+        checkControlRequest(
+          policy,
+          { subtype: 'apply_flag_settings', settings: { permissions: { defaultMode: 'bypassPermissions' } } },
+          controller,
+        ),
+      )?.code,
+    ).toBe('PERMISSION_DENIED');
+    expect(
+      thrownBy(() =>
+        checkSessionOptions(policy, 'a', { cwd: '/srv/space', extra_args: ['--permission-mode=bypassPermissions'] }, controller),
+      )?.code,
+    ).toBe('PERMISSION_DENIED');
   });
 
   it('host requests that skip the hook (mcp_call, read_file) are refused when a deny or ask rule covers them', () => {
@@ -138,16 +156,22 @@ describe('the policy: order, ceilings, models, roots', () => {
       "mcp_call of mcp__prod__drop is refused: it would bypass the policy's deny rule (policy rule: mcp__prod)",
     );
     expect(thrownBy(() => checkControlRequest(p, { subtype: 'mcp_call', tool: 'mcp__docs__search' }, admin))).toBeUndefined();
-    expect(thrownBy(() => checkControlRequest(p, { subtype: 'read_file', path: '/w/private/key' }, admin, '/w'))?.message).toContain('policy rule: Read(/private/**)');
+    expect(thrownBy(() => checkControlRequest(p, { subtype: 'read_file', path: '/w/private/key' }, admin, '/w'))?.message).toContain(
+      'policy rule: Read(/private/**)',
+    );
     expect(thrownBy(() => checkControlRequest(p, { subtype: 'read_file', path: '/w/README.md' }, admin, '/w'))).toBeUndefined();
   });
 
   it('models: on the list (wildcards too), set_model checked, the first named model used when a session names none', () => {
     const admin = { canCreate: true, canControl: true, canAdmin: true };
     expect(thrownBy(() => policy.checkModel('claude-haiku-4-5'))).toBeUndefined();
-    expect(thrownBy(() => policy.checkModel('claude-opus-4'))?.message).toContain('policy rule: models = claude-sonnet-4-5, claude-haiku-*');
+    expect(thrownBy(() => policy.checkModel('claude-opus-4'))?.message).toContain(
+      'policy rule: models = claude-sonnet-4-5, claude-haiku-*',
+    );
     expect(thrownBy(() => checkControlRequest(policy, { subtype: 'set_model', model: 'default' }, admin))?.code).toBe('PERMISSION_DENIED');
-    expect(thrownBy(() => checkSessionOptions(policy, 'a', { cwd: '/srv/space', extra_args: ['--model', 'claude-opus-4'] }, admin))?.code).toBe('PERMISSION_DENIED');
+    expect(
+      thrownBy(() => checkSessionOptions(policy, 'a', { cwd: '/srv/space', extra_args: ['--model', 'claude-opus-4'] }, admin))?.code,
+    ).toBe('PERMISSION_DENIED');
     expect(checkSessionOptions(policy, 'a', { cwd: '/srv/space' }, admin).model).toBe('claude-sonnet-4-5');
   });
 
@@ -171,9 +195,13 @@ describe('the policy: order, ceilings, models, roots', () => {
       expect(refusal('{"permissions": {"deny": ["Bash(rm *)", "Read(~/x)"]}}')?.message).toBe(
         `policy ${path}: permissions.deny[1] "Read(~/x)": "~/" paths name the home folder of the agent's machine, which the gateway does not know: write the absolute path as //home/NAME/…`,
       );
-      expect(refusal('{"permissions": {"defaultMode": "bypassPermissions"}}')?.message).toContain(`policy ${path}: permissions: Unrecognized key: "defaultMode"`);
+      expect(refusal('{"permissions": {"defaultMode": "bypassPermissions"}}')?.message).toContain(
+        `policy ${path}: permissions: Unrecognized key: "defaultMode"`,
+      );
       expect(refusal('{"maxPermissionMode": {"admin": "root"}}')?.message).toContain('maxPermissionMode.admin');
-      expect(refusal('{"workingFolders": {"a": ["relative"]}}')?.message).toContain('workingFolders.a[0] "relative": must be an absolute path');
+      expect(refusal('{"workingFolders": {"a": ["relative"]}}')?.message).toContain(
+        'workingFolders.a[0] "relative": must be an absolute path',
+      );
       expect(refusal('{"permissions": ')?.message).toContain('not valid JSON or YAML');
       expect(refusal(' \n')?.message).toBe(`policy ${path}: the file is empty (write {} for a policy without rules)`);
       expect(refusal('- a\n- b\n')?.message).toContain(`policy ${path}: (top level):`);
@@ -190,7 +218,10 @@ describe('reloading the policy file', () => {
   it('sees a swapped symlink (a mounted config map), and skips a change event whose text is unchanged', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tether-policy-watch-'));
     const policy = (() => {
-      for (const [v, rule] of [['v1', 'Bash(rm *)'], ['v2', 'Bash(curl *)']]) {
+      for (const [v, rule] of [
+        ['v1', 'Bash(rm *)'],
+        ['v2', 'Bash(curl *)'],
+      ]) {
         mkdirSync(join(dir, v));
         writeFileSync(join(dir, v, 'policy.json'), JSON.stringify({ permissions: { deny: [rule] } }));
       }

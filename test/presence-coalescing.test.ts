@@ -4,7 +4,12 @@ import { compactMore, presenceChanges } from '../core/protocol/presence.js';
 import { frameBuffer } from '../core/wire/session-frame.js';
 import { describeEvent } from '../client/terminal-render.js';
 import { tetherEvent } from '../core/protocol/events.js';
-import { PresenceBatch, PRESENCE_MAX_CHANGES, PRESENCE_MAX_WAIT_MS, PRESENCE_WAIT_MS_PER_MEMBER } from '../gateway/session/presence-batch.js';
+import {
+  PresenceBatch,
+  PRESENCE_MAX_CHANGES,
+  PRESENCE_MAX_WAIT_MS,
+  PRESENCE_WAIT_MS_PER_MEMBER,
+} from '../gateway/session/presence-batch.js';
 import { SessionHistory } from '../gateway/session/session-history.js';
 import { Durability } from '../gateway/session/durability.js';
 import { MemorySessionStore } from '../gateway/session/session-store.js';
@@ -22,12 +27,20 @@ function historyWithBatch(members = 3) {
   const delivered: Buffer[] = [];
   const store = new MemorySessionStore();
   const history = new SessionHistory('s-1', store, new Durability(store), REPLAY_DEFAULTS, (bytes) => delivered.push(frameBuffer(bytes)));
-  const batch = new PresenceBatch((event) => history.append({ event }), () => members);
+  const batch = new PresenceBatch(
+    (event) => history.append({ event }),
+    () => members,
+  );
   history.holdBack(batch);
   return { history, batch, delivered };
 }
 
-const change = (n: number, action: PresenceChange['action'] = 'attached'): PresenceChange => ({ action, principal: `p${n}`, client_id: `c${n}`, role: 'viewer' });
+const change = (n: number, action: PresenceChange['action'] = 'attached'): PresenceChange => ({
+  action,
+  principal: `p${n}`,
+  client_id: `c${n}`,
+  role: 'viewer',
+});
 
 /** The window of a session of 3 members (historyWithBatch's default). */
 const WINDOW_MS = 3 * PRESENCE_WAIT_MS_PER_MEMBER;
@@ -108,17 +121,25 @@ describe('presence coalescing (PresenceBatch)', () => {
   it('the terminal names the first changes of a burst on one line and counts the rest', () => {
     const [first, ...rest] = [1, 2, 3, 4, 5, 6, 7].map((n) => change(n));
     const event = tetherEvent({ subtype: 'presence', ...first, more: compactMore(first, rest) });
-    expect(describeEvent(event)).toBe('* p1 attached (viewer), p2 attached (viewer), p3 attached (viewer), p4 attached (viewer), p5 attached (viewer) and 2 more');
-    expect(describeEvent(tetherEvent({ subtype: 'presence', ...change(1), action: 'role_changed', role: 'controller' }))).toBe('* p1 is now controller');
+    expect(describeEvent(event)).toBe(
+      '* p1 attached (viewer), p2 attached (viewer), p3 attached (viewer), p4 attached (viewer), p5 attached (viewer) and 2 more',
+    );
+    expect(describeEvent(tetherEvent({ subtype: 'presence', ...change(1), action: 'role_changed', role: 'controller' }))).toBe(
+      '* p1 is now controller',
+    );
   });
 
   it('a burst larger than one event holds goes out in events of at most PRESENCE_MAX_CHANGES', () => {
     const { batch, delivered } = historyWithBatch();
     for (let n = 0; n <= PRESENCE_MAX_CHANGES + 1; n++) batch.add(change(n));
     expect(delivered).toHaveLength(2); // change 0 at once, then a full event
-    expect(presenceChanges(paramsOf(delivered[1]).event as Extract<TetherEvent, { subtype: 'presence' }>)).toHaveLength(PRESENCE_MAX_CHANGES);
+    expect(presenceChanges(paramsOf(delivered[1]).event as Extract<TetherEvent, { subtype: 'presence' }>)).toHaveLength(
+      PRESENCE_MAX_CHANGES,
+    );
     batch.flush();
-    expect(presenceChanges(paramsOf(delivered[2]).event as Extract<TetherEvent, { subtype: 'presence' }>)).toEqual([change(PRESENCE_MAX_CHANGES + 1)]);
+    expect(presenceChanges(paramsOf(delivered[2]).event as Extract<TetherEvent, { subtype: 'presence' }>)).toEqual([
+      change(PRESENCE_MAX_CHANGES + 1),
+    ]);
   });
 });
 
@@ -134,7 +155,7 @@ function collectPresence(s: RemoteSession): Extract<TetherEvent, { subtype: 'pre
 /** The member list a client keeps: the attach answer's, then each presence change applied in order. */
 function membersFrom(start: { client_id: string }[], events: Extract<TetherEvent, { subtype: 'presence' }>[]): string[] {
   const ids = new Set(start.map((c) => c.client_id));
-  for (const e of events) for (const c of presenceChanges(e)) (c.action === 'detached' ? ids.delete(c.client_id) : ids.add(c.client_id));
+  for (const e of events) for (const c of presenceChanges(e)) c.action === 'detached' ? ids.delete(c.client_id) : ids.add(c.client_id);
   return [...ids].sort();
 }
 

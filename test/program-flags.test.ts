@@ -71,15 +71,21 @@ describe('program flags as their --help shows them', () => {
   });
 
   it('each documented switch turns its key on (tether config --print, which loads as the program does)', async () => {
-    const specs = { up: UP_CONFIG.schema, gateway: GATEWAY_CONFIG.schema, agent: AGENT_CONFIG.schema } as Record<string, Parameters<typeof keysOf>[0]>;
+    const specs = { up: UP_CONFIG.schema, gateway: GATEWAY_CONFIG.schema, agent: AGENT_CONFIG.schema } as Record<
+      string,
+      Parameters<typeof keysOf>[0]
+    >;
     const required: Record<string, string[]> = { up: [], gateway: [], agent: ['--gateway', 'ws://127.0.0.1:1', '--name', 'n'] };
     let checked = 0;
     for (const cmd of PROGRAMS) {
       const switches = documentedFlags(cmd.usage).filter((f) => f.placeholder === undefined && f.flag !== 'help');
       if (!switches.length) continue;
-      const r = await runTether(['config', '--print', '--json', '--program', cmd.name, ...required[cmd.name], ...switches.map((s) => `--${s.flag}`)], {
-        env: { TETHER_CONFIG: '', TETHER_GATEWAY: '', TETHER_AGENT: '', TETHER_TOKEN: '' },
-      });
+      const r = await runTether(
+        ['config', '--print', '--json', '--program', cmd.name, ...required[cmd.name], ...switches.map((s) => `--${s.flag}`)],
+        {
+          env: { TETHER_CONFIG: '', TETHER_GATEWAY: '', TETHER_AGENT: '', TETHER_TOKEN: '' },
+        },
+      );
       expect(r.stderr, `tether config --print --program ${cmd.name}`).toBe('');
       expect(r.code).toBe(0);
       const config = JSON.parse(r.stdout) as Record<string, unknown>;

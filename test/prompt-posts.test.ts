@@ -12,8 +12,13 @@ import { RpcPeer } from '../core/rpc/peer.js';
 import { POST_ANSWER_MS, PromptPosts } from '../client/prompt-posts.js';
 
 const line = { type: 'user', message: { role: 'user', content: 'hi' } };
-const echo = (inputId: string) => tetherEvent({ subtype: 'prompt', principal: 'p', client_id: 'c', message: line.message, input_id: inputId });
-const outcome = (p: Promise<unknown>) => p.then((v) => v, (e: TetherError) => e.code);
+const echo = (inputId: string) =>
+  tetherEvent({ subtype: 'prompt', principal: 'p', client_id: 'c', message: line.message, input_id: inputId });
+const outcome = (p: Promise<unknown>) =>
+  p.then(
+    (v) => v,
+    (e: TetherError) => e.code,
+  );
 
 describe('PromptPosts', () => {
   afterEach(() => vi.useRealTimers());
@@ -57,7 +62,9 @@ describe('PromptPosts', () => {
     posts.onEvent(echo('in-1'), 'p');
     posts.onResult({ session_id: 's', input_id: 'in-2', status: 'duplicate' });
     expect([await applied, await duplicate]).toEqual(['applied', 'duplicate']);
-    expect(await outcome(posts.post(peer, 's', 'big', { type: 'user', message: { role: 'user', content: 'x'.repeat(2_000) } }))).toBe('RESOURCE_EXHAUSTED');
+    expect(await outcome(posts.post(peer, 's', 'big', { type: 'user', message: { role: 'user', content: 'x'.repeat(2_000) } }))).toBe(
+      'RESOURCE_EXHAUSTED',
+    );
     b.close();
     await a.closed;
     expect(await outcome(posts.post(peer, 's', 'late', line))).toBe('FAILED_PRECONDITION');

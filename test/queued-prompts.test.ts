@@ -20,9 +20,11 @@ const SLOW: FakeResponse = { text: 'one two three four five six seven eight nine
 
 type QueuedEvent = Extract<TetherEvent, { subtype: 'queued' }>;
 type Interrupted = Extract<TetherEvent, { subtype: 'interrupt' }>;
-const queuedEvent = (match: (e: QueuedEvent) => boolean) => (i: SessionItem) => i.kind === 'event' && i.event.subtype === 'queued' && match(i.event);
+const queuedEvent = (match: (e: QueuedEvent) => boolean) => (i: SessionItem) =>
+  i.kind === 'event' && i.event.subtype === 'queued' && match(i.event);
 const eventOf = (i: SessionItem) => (i as { event: QueuedEvent }).event;
-const resultFor = (uuid: string) => (i: SessionItem) => isResult(i) && ((i as { message: { user_message_uuids?: string[] } }).message.user_message_uuids ?? []).includes(uuid);
+const resultFor = (uuid: string) => (i: SessionItem) =>
+  isResult(i) && ((i as { message: { user_message_uuids?: string[] } }).message.user_message_uuids ?? []).includes(uuid);
 const texts = (e: QueuedEvent) => e.prompts.map((p) => [p.principal, (p.message as { content: string }).content]);
 
 describe.each([
@@ -32,8 +34,17 @@ describe.each([
   const cleanups = cleanupsPerTest();
 
   /** A session of the owner (test-user) with bob and carol attached as controllers, and a turn running. */
-  async function teamMidTurn(responses: FakeResponse[]): Promise<{ rig: EngineRig; owner: RemoteSession; bob: RemoteSession; carol: RemoteSession; its: AsyncIterator<SessionItem>[]; seen: SessionItem[][] }> {
-    const rig = cleanups.own(await startRig('claude', { responses, fallback: { text: 'OK.' } }, { clientTransport: t.client, agentTransport: t.agent }));
+  async function teamMidTurn(responses: FakeResponse[]): Promise<{
+    rig: EngineRig;
+    owner: RemoteSession;
+    bob: RemoteSession;
+    carol: RemoteSession;
+    its: AsyncIterator<SessionItem>[];
+    seen: SessionItem[][];
+  }> {
+    const rig = cleanups.own(
+      await startRig('claude', { responses, fallback: { text: 'OK.' } }, { clientTransport: t.client, agentTransport: t.agent }),
+    );
     const owner = await (await rig.stack.client()).createSession({ agent: 'test-agent' });
     const bob = await (await rig.stack.client({ sub: 'bob' })).attach(owner.id);
     const carol = await (await rig.stack.client({ sub: 'carol' })).attach(owner.id);
@@ -49,9 +60,26 @@ describe.each([
     const { rig, owner, bob, carol, its, seen } = await teamMidTurn([SLOW, { text: 'queue answered' }]);
     const b = await bob.send('BOB_QUEUED');
     const c = await carol.send('CAROL_QUEUED');
-    const both = await Promise.all(its.map((it, n) => until(it, queuedEvent((e) => e.prompts.length === 2), seen[n], 20_000, 'both prompts queued')));
-    for (const item of both) expect(texts(eventOf(item))).toEqual([['bob', 'BOB_QUEUED'], ['carol', 'CAROL_QUEUED']]);
-    expect(eventOf(both[0]).prompts.map((p) => [p.uuid, p.priority])).toEqual([[b.uuid, 'later'], [c.uuid, 'later']]);
+    const both = await Promise.all(
+      its.map((it, n) =>
+        until(
+          it,
+          queuedEvent((e) => e.prompts.length === 2),
+          seen[n],
+          20_000,
+          'both prompts queued',
+        ),
+      ),
+    );
+    for (const item of both)
+      expect(texts(eventOf(item))).toEqual([
+        ['bob', 'BOB_QUEUED'],
+        ['carol', 'CAROL_QUEUED'],
+      ]);
+    expect(eventOf(both[0]).prompts.map((p) => [p.uuid, p.priority])).toEqual([
+      [b.uuid, 'later'],
+      [c.uuid, 'later'],
+    ]);
     expect(owner.queued().map((p) => p.uuid)).toEqual([b.uuid, c.uuid]);
     // The prompt events say they were queued, so no client shows them in the transcript yet.
     const promptEvent = seen[0].find((i) => i.kind === 'event' && i.event.subtype === 'prompt' && i.event.uuid === b.uuid);
@@ -60,21 +88,42 @@ describe.each([
     // Carol is neither the author nor the owner: refused, with the reason; nor may she cancel it herself.
     const refused = await rejectionOf(carol.withdraw(b.uuid));
     expect(refused.code).toBe('PERMISSION_DENIED');
-    expect(refused.message).toContain('only its author (bob) or the session\'s owner');
+    expect(refused.message).toContain("only its author (bob) or the session's owner");
     const raw = await rejectionOf(carol.request('cancel_async_message', { message_uuid: b.uuid }));
     expect(raw.code).toBe('PERMISSION_DENIED');
     expect(raw.message).toContain('session.withdraw_prompt');
 
     await bob.withdraw(b.uuid);
-    const withdrawn = await Promise.all(its.map((it, n) => until(it, queuedEvent((e) => e.change.action === 'withdrawn'), seen[n], 20_000, 'the withdrawal')));
+    const withdrawn = await Promise.all(
+      its.map((it, n) =>
+        until(
+          it,
+          queuedEvent((e) => e.change.action === 'withdrawn'),
+          seen[n],
+          20_000,
+          'the withdrawal',
+        ),
+      ),
+    );
     for (const item of withdrawn) {
       expect(eventOf(item).change).toMatchObject({ uuids: [b.uuid], by: 'bob' });
       expect(texts(eventOf(item))).toEqual([['carol', 'CAROL_QUEUED']]);
     }
     // Carol's starts when the first turn ends: every member sees it leave the queue, then its answer.
-    const started = await Promise.all(its.map((it, n) => until(it, queuedEvent((e) => e.change.action === 'started'), seen[n], 30_000, 'carol\'s prompt to start')));
-    for (const item of started) expect(eventOf(item)).toMatchObject({ prompts: [], change: { uuids: [c.uuid], by: 'carol', folded: false } });
-    await until(its[0], resultFor(c.uuid), seen[0], 30_000, 'carol\'s turn');
+    const started = await Promise.all(
+      its.map((it, n) =>
+        until(
+          it,
+          queuedEvent((e) => e.change.action === 'started'),
+          seen[n],
+          30_000,
+          "carol's prompt to start",
+        ),
+      ),
+    );
+    for (const item of started)
+      expect(eventOf(item)).toMatchObject({ prompts: [], change: { uuids: [c.uuid], by: 'carol', folded: false } });
+    await until(its[0], resultFor(c.uuid), seen[0], 30_000, "carol's turn");
     expect(reachedModel(rig, 'CAROL_QUEUED')).toBe(true);
     expect(reachedModel(rig, 'BOB_QUEUED')).toBe(false);
     expect(rig.fake!.modelRequests().at(-1)!.raw).toContain('CAROL_QUEUED');
@@ -82,7 +131,11 @@ describe.each([
     expect((await rejectionOf(carol.withdraw(c.uuid))).code).toBe('FAILED_PRECONDITION');
 
     const audit = (await owner.audit()).filter((e) => e.action === 'prompt_withdrawn');
-    expect(audit.map((e) => [e.principal, e.result ?? 'ok', e.uuid])).toEqual([['carol', 'refused', b.uuid], ['bob', 'ok', b.uuid], ['carol', 'refused', c.uuid]]);
+    expect(audit.map((e) => [e.principal, e.result ?? 'ok', e.uuid])).toEqual([
+      ['carol', 'refused', b.uuid],
+      ['bob', 'ok', b.uuid],
+      ['carol', 'refused', c.uuid],
+    ]);
   }, 120_000);
 
   it('a member who attaches later reads the queue from history; a viewer sees it and cannot withdraw; a bad priority is refused', async () => {
@@ -92,7 +145,13 @@ describe.each([
     const viewer = await (await rig.stack.client({ sub: 'vera' })).attach(owner.id, { readOnly: true });
     const late = await (await rig.stack.client({ sub: 'dave' })).attach(owner.id);
     for (const s of [viewer, late]) {
-      await until(s[Symbol.asyncIterator](), queuedEvent((e) => e.prompts.length === 1), [], 20_000, 'the queue from history');
+      await until(
+        s[Symbol.asyncIterator](),
+        queuedEvent((e) => e.prompts.length === 1),
+        [],
+        20_000,
+        'the queue from history',
+      );
       expect(s.queued().map((p) => [p.uuid, p.principal])).toEqual([[b.uuid, 'bob']]);
     }
     const refused = await rejectionOf(viewer.withdraw(b.uuid));
@@ -103,7 +162,13 @@ describe.each([
   it('a steer (priority now) cuts into the running turn at once, and every member sees where and by whom', async () => {
     const { rig, bob, its, seen } = await teamMidTurn([SLOW, { text: 'steered answer' }]);
     const steer = await bob.send('STEER_TEXT', { priority: 'now' });
-    const started = await until(its[2], queuedEvent((e) => e.change.action === 'started'), seen[2], 30_000, 'the steer to start');
+    const started = await until(
+      its[2],
+      queuedEvent((e) => e.change.action === 'started'),
+      seen[2],
+      30_000,
+      'the steer to start',
+    );
     expect(eventOf(started).change).toEqual({ action: 'started', uuids: [steer.uuid], by: 'bob', steer: true });
     const result = await until(its[2], resultFor(steer.uuid), seen[2], 30_000, 'the steered turn');
     expect((result as { message: Record<string, unknown> }).message.user_message_uuids).toEqual([steer.uuid]);
@@ -117,15 +182,27 @@ describe.each([
     expect(request.raw).toContain('one'); // the cut answer is in the steered turn's history
   }, 120_000);
 
-  it('the owner withdraws a member\'s prompt; a stop that clears the queue says how many it cleared, and nothing queued runs', async () => {
+  it("the owner withdraws a member's prompt; a stop that clears the queue says how many it cleared, and nothing queued runs", async () => {
     const { rig, owner, bob, its, seen } = await teamMidTurn([SLOW, { text: 'after the stop' }]);
     const one = await bob.send('CLEARED_ONE');
     const two = await bob.send('WITHDRAWN_BY_OWNER');
     const three = await bob.send('CLEARED_TWO', { priority: 'next' });
-    const queued = await until(its[0], queuedEvent((e) => e.prompts.length === 3), seen[0], 20_000, 'three queued');
+    const queued = await until(
+      its[0],
+      queuedEvent((e) => e.prompts.length === 3),
+      seen[0],
+      20_000,
+      'three queued',
+    );
     expect(eventOf(queued).prompts.map((p) => p.uuid)).toEqual([three.uuid, one.uuid, two.uuid]); // next before later, as the engine runs them
     await owner.withdraw(two.uuid);
-    await until(its[1], queuedEvent((e) => e.change.action === 'withdrawn'), seen[1], 20_000, 'the owner\'s withdrawal');
+    await until(
+      its[1],
+      queuedEvent((e) => e.change.action === 'withdrawn'),
+      seen[1],
+      20_000,
+      "the owner's withdrawal",
+    );
     expect(eventOf(seen[1].at(-1)!).change.by).toBe('test-user');
 
     await owner.interrupt({ clearQueue: true });
@@ -133,7 +210,7 @@ describe.each([
     expect((stopped as { event: Interrupted }).event).toMatchObject({ principal: 'test-user', cleared: 2 });
     const cleared = seen[1].find(queuedEvent((e) => e.change.action === 'cleared'));
     expect(cleared && eventOf(cleared)).toMatchObject({ prompts: [], change: { uuids: [three.uuid, one.uuid], by: 'test-user' } });
-    await until(its[1], isResult, seen[1], 30_000, 'the stopped turn\'s result');
+    await until(its[1], isResult, seen[1], 30_000, "the stopped turn's result");
     // Nothing queued ran: the next prompt's request is the next the model gets.
     const requests = rig.fake!.modelRequests().length;
     const after = await owner.send('after the stop');

@@ -37,7 +37,9 @@ describe('reconnect storm', () => {
     cwd.cleanup();
   });
 
-  it(`${AGENTS} agents and ${AGENTS * CLIENTS_PER_SESSION} clients all resume after a gateway restart, with only retryable refusals`, { timeout: 180_000 }, async () => {
+  it(`${AGENTS} agents and ${AGENTS * CLIENTS_PER_SESSION} clients all resume after a gateway restart, with only retryable refusals`, {
+    timeout: 180_000,
+  }, async () => {
     const boot = async (port: number) => {
       gw = startTether(['gateway', '--port', String(port), '--grpc-port', 'off', '--state-dir', state.path, '--log-level', 'warn']);
       return (await gw.line('gateway: ', 20_000)).slice('gateway: '.length);
@@ -65,7 +67,16 @@ describe('reconnect storm', () => {
 
     for (let i = 0; i < AGENTS; i++) {
       const name = `storm-${i}`;
-      const agent = new Agent({ gateway: url, name, token: await mint('agent', name), engine: 'demo', cwd: cwd.path, eofGraceMs: 1_000, termGraceMs: 1_000, onStatus: track(name) });
+      const agent = new Agent({
+        gateway: url,
+        name,
+        token: await mint('agent', name),
+        engine: 'demo',
+        cwd: cwd.path,
+        eofGraceMs: 1_000,
+        termGraceMs: 1_000,
+        onStatus: track(name),
+      });
       agents.push(agent);
     }
     await Promise.all(agents.map((a) => a.start()));
@@ -96,14 +107,24 @@ describe('reconnect storm', () => {
     restarted = true;
     await boot(port);
     const listeningAt = Date.now();
-    await waitFor(() => up.size >= everyone, 60_000, () => `all ${everyone} links back (up: ${up.size})`);
+    await waitFor(
+      () => up.size >= everyone,
+      60_000,
+      () => `all ${everyone} links back (up: ${up.size})`,
+    );
     const storm = lastResumedAt - listeningAt;
-    console.log(`[storm] ${AGENTS} agents + ${AGENTS * CLIENTS_PER_SESSION} clients: last one resumed ${storm} ms after the restarted gateway listened; retryable refusals other than a failed connect: ${retryable.length}${retryable.length ? ` (${[...new Set(retryable.map((e) => e.message))].slice(0, 3).join('; ')})` : ''}`);
+    console.log(
+      `[storm] ${AGENTS} agents + ${AGENTS * CLIENTS_PER_SESSION} clients: last one resumed ${storm} ms after the restarted gateway listened; retryable refusals other than a failed connect: ${retryable.length}${retryable.length ? ` (${[...new Set(retryable.map((e) => e.message))].slice(0, 3).join('; ')})` : ''}`,
+    );
 
     expect(closedForGood).toEqual([]);
     expect(fatal.map((e) => `${e.code}: ${e.message}`)).toEqual([]);
     // Every session is whole again: its agent bound and its ten clients attached.
-    const observer = await GatewayClient.connect({ gateway: url, token: await mintToken({ key, kind: 'client', sub: 'ops', scopes: ['view', 'admin'], ttlSeconds: 600 }), reconnect: false });
+    const observer = await GatewayClient.connect({
+      gateway: url,
+      token: await mintToken({ key, kind: 'client', sub: 'ops', scopes: ['view', 'admin'], ttlSeconds: 600 }),
+      reconnect: false,
+    });
     clients.push(observer);
     const listed = await observer.listSessions();
     const mine = listed.filter((s) => sessions.some((x) => x.id === s.id));

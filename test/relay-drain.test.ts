@@ -41,7 +41,10 @@ class ScriptedEngine {
 }
 
 const user = (text: string) => ({ type: 'user', message: { role: 'user', content: text } });
-const answer = { type: 'control_response', response: { subtype: 'success', request_id: 'perm-1', response: { behavior: 'allow', updatedInput: {} } } };
+const answer = {
+  type: 'control_response',
+  response: { subtype: 'success', request_id: 'perm-1', response: { behavior: 'allow', updatedInput: {} } },
+};
 
 describe('a relay during a graceful restart', () => {
   it('lets the running turn finish, holds the next prompt and all after it unacknowledged, and reports no exit when handed over', async () => {

@@ -30,7 +30,10 @@ describe('a gateway restart with inputs not yet acknowledged', () => {
   it('each prompt reaches the engine once: the one the engine had, and the ones after', async () => {
     const state = makeTempDir('tether-state-');
     const cwd = makeTempDir('tether-cwd-');
-    cleanups.push(() => state.cleanup(), () => cwd.cleanup());
+    cleanups.push(
+      () => state.cleanup(),
+      () => cwd.cleanup(),
+    );
     let gateway: Gateway;
     const boot = (port: number) => {
       gateway = new Gateway({ store: new FileSessionStore(state.path) });
@@ -38,7 +41,16 @@ describe('a gateway restart with inputs not yet acknowledged', () => {
     };
     let server: GatewayServer = await boot(0);
     cleanups.push(() => server.close());
-    const agent = new Agent({ gateway: server.url, name: 'quiet', engine: 'claude', engineCommand: QUIET_ENGINE, cwd: cwd.path, backoff: FAST_BACKOFF, eofGraceMs: 1_000, termGraceMs: 1_000 });
+    const agent = new Agent({
+      gateway: server.url,
+      name: 'quiet',
+      engine: 'claude',
+      engineCommand: QUIET_ENGINE,
+      cwd: cwd.path,
+      backoff: FAST_BACKOFF,
+      eofGraceMs: 1_000,
+      termGraceMs: 1_000,
+    });
     await agent.start();
     cleanups.push(() => agent.shutdown(1_000));
     const client = await GatewayClient.connect({ gateway: server.url, backoff: FAST_BACKOFF });

@@ -13,7 +13,10 @@ import type { StoredFrame } from '../gateway/session/session-store.js';
 import { HeldStore } from './support/held-store.js';
 
 const ID = 'sess-facts';
-const frame = (seq: number, params: Record<string, unknown>): StoredFrame => ({ seq, bytes: Buffer.from(JSON.stringify({ method: 'session.frame', params: { session_id: ID, seq, ...params } })) });
+const frame = (seq: number, params: Record<string, unknown>): StoredFrame => ({
+  seq,
+  bytes: Buffer.from(JSON.stringify({ method: 'session.frame', params: { session_id: ID, seq, ...params } })),
+});
 const at = new Date(0).toISOString();
 
 describe('a session read back from the store', () => {
@@ -26,14 +29,21 @@ describe('a session read back from the store', () => {
         record: { id: ID, agent: 'alpha', engine: 'claude', owner: 'alice', options: { cwd: '/a', model: 'm' }, created_at: at },
         frames: [
           frame(1, { origin: 'engine', message: { type: 'system', subtype: 'init', session_id: '0b5c2d1e-0000-4000-8000-000000000001' } }),
-          frame(2, { origin: 'gateway', event: { type: 'tether', subtype: 'moved', from_agent: 'alpha', to_agent: 'beta', cwd: '/b', moved_by: 'alice', at } }),
+          frame(2, {
+            origin: 'gateway',
+            event: { type: 'tether', subtype: 'moved', from_agent: 'alpha', to_agent: 'beta', cwd: '/b', moved_by: 'alice', at },
+          }),
           frame(3, { origin: 'gateway', event: { type: 'tether', subtype: 'owner_changed', owner: 'bob', previous_owner: 'alice', at } }),
         ],
         inputs: [],
         roles: {},
       });
       const s = dir.get(ID)!;
-      expect({ agent: s.agent, owner: s.owner, options: s.options }).toEqual({ agent: 'beta', owner: 'bob', options: { cwd: '/b', model: 'm' } });
+      expect({ agent: s.agent, owner: s.owner, options: s.options }).toEqual({
+        agent: 'beta',
+        owner: 'bob',
+        options: { cwd: '/b', model: 'm' },
+      });
       expect(s.continuation()).toEqual({ engineSessionId: '0b5c2d1e-0000-4000-8000-000000000001', nextSeq: 1, lastInputSeq: 0 });
       expect(dir.liveSessionIdsOf('beta')).toEqual([ID]);
       expect(dir.liveSessionIdsOf('alpha')).toEqual([]);

@@ -177,7 +177,13 @@ class World {
       owner: 'alice',
       options: {},
       host: this.host,
-      limits: { replay: { maxFrames: replayFrames, maxBytes: 64 * 1024 * 1024 }, maxPendingPrompts: 32, promptExpiryMs: 3_600_000, maxMembers: 32, controlAnswerMs: DEFAULT_CONTROL_ANSWER_MS },
+      limits: {
+        replay: { maxFrames: replayFrames, maxBytes: 64 * 1024 * 1024 },
+        maxPendingPrompts: 32,
+        promptExpiryMs: 3_600_000,
+        maxMembers: 32,
+        controlAnswerMs: DEFAULT_CONTROL_ANSWER_MS,
+      },
       logger: silentLogger,
       audit: new MemoryAuditLog(),
       store,
@@ -200,7 +206,11 @@ class World {
     this.relay.setSink(this.sink());
     this.session.bindHost(this.host, 0);
     for (let c = 0; c < CLIENTS; c++) {
-      const remote = new RemoteSession({ peer: () => Promise.reject(new Error('unused')) as Promise<RpcPeer> }, { session: this.session.info(), role: 'owner', client_id: 'none' }, false);
+      const remote = new RemoteSession(
+        { peer: () => Promise.reject(new Error('unused')) as Promise<RpcPeer> },
+        { session: this.session.info(), role: 'owner', client_id: 'none' },
+        false,
+      );
       const cl: Client = { remote, member: undefined, wire: [], generation: 0, lastInputId: undefined };
       this.clients.push(cl);
       this.connectClient(cl, 1);
@@ -238,9 +248,10 @@ class World {
       case 'emit':
         for (let i = 0; i < cmd.n; i++) {
           const n = ++this.lineNo;
-          if (cmd.invalid && i === 0) this.engine.push({ kind: 'invalid', code: 'NOT_JSON', message: 'not json', preview: `garbage ${n}`, bytes: 9 });
+          if (cmd.invalid && i === 0)
+            this.engine.push({ kind: 'invalid', code: 'NOT_JSON', message: 'not json', preview: `garbage ${n}`, bytes: 9 });
           else {
-            const line = JSON.stringify({ type: 'assistant', n, pad: 'x'.repeat(n % 7 * 40) });
+            const line = JSON.stringify({ type: 'assistant', n, pad: 'x'.repeat((n % 7) * 40) });
             this.engine.push({ kind: 'frame', line, bytes: Buffer.from(line), value: JSON.parse(line) as Record<string, unknown> });
           }
         }
@@ -329,7 +340,9 @@ class World {
       case 'retry': {
         const cl = this.clients[cmd.c];
         if (!cl.member || !cl.lastInputId) break;
-        this.retries.push(this.session.input(cl.member.clientId, cl.lastInputId, { type: 'user', message: { role: 'user', content: cl.lastInputId } }));
+        this.retries.push(
+          this.session.input(cl.member.clientId, cl.lastInputId, { type: 'user', message: { role: 'user', content: cl.lastInputId } }),
+        );
         break;
       }
       case 'forgeAck': {
@@ -345,7 +358,13 @@ class World {
         // D2: a resume position beyond the last frame is a typed error, and attaches nothing.
         const pos = this.session.info().last_seq + 2 + cmd.k;
         const frames: string[] = [];
-        const probe: Member = { clientId: 'probe', principal: 'alice', transport: 'memory', sendFrame: (b) => frames.push(b.toString('utf8')), sendReply: () => {} };
+        const probe: Member = {
+          clientId: 'probe',
+          principal: 'alice',
+          transport: 'memory',
+          sendFrame: (b) => frames.push(b.toString('utf8')),
+          sendReply: () => {},
+        };
         expect(() => this.session.attach(probe, 'viewer', pos)).toThrow(TetherError);
         try {
           this.session.attach(probe, 'viewer', pos);
@@ -369,7 +388,8 @@ class World {
     for (let round = 0; round < 10_000; round++) {
       if (!this.agentUp) await this.run({ t: 'agentReconnect', staleHello: false });
       for (let c = 0; c < CLIENTS; c++) if (!this.clients[c].member) await this.run({ t: 'clientResume', c });
-      const busy = this.up.length || this.down.length || this.clients.some((c) => c.wire.length) || this.engine.unread || !this.relay.drained;
+      const busy =
+        this.up.length || this.down.length || this.clients.some((c) => c.wire.length) || this.engine.unread || !this.relay.drained;
       if (!busy) {
         if (engineEnded) return;
         this.engine.end();
@@ -411,7 +431,9 @@ function checkWorld(w: World, items: Awaited<ReturnType<typeof itemsOf>>[]): { g
   expect(exited[0].seq).toBe(hist.length);
 
   // Inputs: each id written to the engine once, in the order of the prompt events.
-  const promptOrder = hist.filter((h) => h.params.event?.subtype === 'prompt').map((h) => (h.params.event as { message: { content: string } }).message.content);
+  const promptOrder = hist
+    .filter((h) => h.params.event?.subtype === 'prompt')
+    .map((h) => (h.params.event as { message: { content: string } }).message.content);
   const written = w.engine.written.map((l) => (l.message as { content: string }).content);
   expect(written).toEqual(promptOrder);
   expect(new Set(written).size).toBe(written.length);
@@ -476,6 +498,8 @@ describe('seq/ack/resume model (fast-check, real relay, session, replay log and 
       ),
       { seed: SEED, numRuns: NUM_RUNS },
     );
-    console.log(`resume-model: ${runs} runs passed; ${gapRuns} ended with an explicit gap; ${forged} forged acks ignored; ${refused} resumes beyond the end refused`);
+    console.log(
+      `resume-model: ${runs} runs passed; ${gapRuns} ended with an explicit gap; ${forged} forged acks ignored; ${refused} resumes beyond the end refused`,
+    );
   }, 60_000);
 });

@@ -33,7 +33,15 @@ afterEach(() => {
  * An engine on one end of a memory pair (reading it as its owner would), and the raw other
  * end: what the test sends there reaches the engine, what the engine answers is read there.
  */
-function rig(opts: { requestTimeoutMs?: number; maxBufferedBytes?: number; maxFrameBytes?: number; inboundHighWaterFrames?: number; onSlowConsumer?: (n: number) => void } = {}) {
+function rig(
+  opts: {
+    requestTimeoutMs?: number;
+    maxBufferedBytes?: number;
+    maxFrameBytes?: number;
+    inboundHighWaterFrames?: number;
+    onSlowConsumer?: (n: number) => void;
+  } = {},
+) {
   const [mine, raw] = memoryChannelPair({ maxFrameBytes: opts.maxFrameBytes, inboundHighWaterFrames: opts.inboundHighWaterFrames });
   open.push(mine, raw);
   const notes: string[] = [];
@@ -95,9 +103,18 @@ describe('the JSON-RPC envelope (core/rpc/envelope.ts)', () => {
   });
 
   it('reads requests, notifications, results and errors (id null when the peer could not read ours)', () => {
-    expect(readMessage('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocol_version":"1.0"}}')).toEqual({ kind: 'request', id: 1, method: 'initialize', params: { protocol_version: '1.0' } });
+    expect(readMessage('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocol_version":"1.0"}}')).toEqual({
+      kind: 'request',
+      id: 1,
+      method: 'initialize',
+      params: { protocol_version: '1.0' },
+    });
     expect(readMessage('{"jsonrpc":"2.0","method":"anything"}')).toEqual({ kind: 'notification', method: 'anything', params: undefined });
-    expect(readMessage('{"jsonrpc":"2.0","id":"g-1","result":{"decision":"allow"}}')).toEqual({ kind: 'response', id: 'g-1', result: { decision: 'allow' } });
+    expect(readMessage('{"jsonrpc":"2.0","id":"g-1","result":{"decision":"allow"}}')).toEqual({
+      kind: 'response',
+      id: 'g-1',
+      result: { decision: 'allow' },
+    });
     expect(readMessage('{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"no","data":{"code":"INVALID_ARGUMENT"}}}')).toEqual({
       kind: 'response',
       id: null,
@@ -110,7 +127,11 @@ describe('the JSON-RPC engine (core/rpc/engine.ts)', () => {
   it('answers a frame that is not JSON -32700 and a bad envelope -32600, both with id null, and stays usable', async () => {
     const { send, next } = rig();
     await send('{not json');
-    expect(await next()).toEqual({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'parse error: the frame is not valid JSON', data: { code: 'INVALID_ARGUMENT' } } });
+    expect(await next()).toEqual({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32700, message: 'parse error: the frame is not valid JSON', data: { code: 'INVALID_ARGUMENT' } },
+    });
     await send({ jsonrpc: '1.0', id: 4, method: 'add', params: { a: 1, b: 2 } });
     expect(await next()).toMatchObject({ id: null, error: { code: -32600, data: { code: 'INVALID_ARGUMENT' } } });
     await send({ jsonrpc: '2.0', id: 5, method: 'add', params: { a: 1, b: 2 } });
@@ -119,12 +140,26 @@ describe('the JSON-RPC engine (core/rpc/engine.ts)', () => {
 
   it('answers an unknown method -32601 (Object.prototype names too), a known one without a handler FAILED_PRECONDITION with the hint', async () => {
     const { send, next } = rig();
-    for (const [id, method] of [[1, 'no.such'], [2, '__proto__'], [3, 'toString']] as const) {
+    for (const [id, method] of [
+      [1, 'no.such'],
+      [2, '__proto__'],
+      [3, 'toString'],
+    ] as const) {
       await send({ jsonrpc: '2.0', id, method, params: {} });
-      expect(await next()).toMatchObject({ id, error: { code: -32601, message: `unknown method: ${method}`, data: { code: 'UNIMPLEMENTED' } } });
+      expect(await next()).toMatchObject({
+        id,
+        error: { code: -32601, message: `unknown method: ${method}`, data: { code: 'UNIMPLEMENTED' } },
+      });
     }
     await send({ jsonrpc: '2.0', id: 4, method: 'unserved' });
-    expect(await next()).toMatchObject({ id: 4, error: { code: -32009, message: 'unserved is not available on this connection (say hello first)', data: { code: 'FAILED_PRECONDITION' } } });
+    expect(await next()).toMatchObject({
+      id: 4,
+      error: {
+        code: -32009,
+        message: 'unserved is not available on this connection (say hello first)',
+        data: { code: 'FAILED_PRECONDITION' },
+      },
+    });
   });
 
   it('answers bad params -32602 naming the failing path, and never calls the handler', async () => {
@@ -135,7 +170,7 @@ describe('the JSON-RPC engine (core/rpc/engine.ts)', () => {
     expect(r.error.message).toMatch(/^invalid params for add: b: /);
   });
 
-  it('answers a handler\'s value, promise, thrown TetherError, rejected Error and a LATER answer, each with its id', async () => {
+  it("answers a handler's value, promise, thrown TetherError, rejected Error and a LATER answer, each with its id", async () => {
     const { send, next, answerLater } = rig();
     await send({ jsonrpc: '2.0', id: 1, method: 'later' });
     await send({ jsonrpc: '2.0', id: 2, method: 'slow' });
@@ -168,7 +203,7 @@ describe('the JSON-RPC engine (core/rpc/engine.ts)', () => {
     expect(notes).toEqual(['one', 'two']);
   });
 
-  it('correlates answers to its requests by id, in whatever order they come, and rebuilds the peer\'s error', async () => {
+  it("correlates answers to its requests by id, in whatever order they come, and rebuilds the peer's error", async () => {
     const { engine, next, send } = rig();
     const first = engine.request('one', { n: 1 });
     const second = engine.call('two', { n: 2 });
@@ -198,7 +233,10 @@ describe('the JSON-RPC engine (core/rpc/engine.ts)', () => {
     const started = Date.now();
     const asked = engine.request('silence', {});
     const q = await next();
-    await expect(withTimeout(asked, 2_000, 'the timeout')).rejects.toMatchObject({ code: 'DEADLINE_EXCEEDED', message: 'silence got no answer within 50 ms' });
+    await expect(withTimeout(asked, 2_000, 'the timeout')).rejects.toMatchObject({
+      code: 'DEADLINE_EXCEEDED',
+      message: 'silence got no answer within 50 ms',
+    });
     expect(Date.now() - started).toBeGreaterThanOrEqual(45);
     await send({ jsonrpc: '2.0', id: q.id, result: {} });
     await send({ jsonrpc: '2.0', id: 1, method: 'add', params: { a: 1, b: 1 } });
@@ -215,7 +253,10 @@ describe('the JSON-RPC engine (core/rpc/engine.ts)', () => {
     engine.cancel(cancelled.id);
     await expect(cancelled.reply).rejects.toMatchObject({ code: 'CANCELLED' });
     raw.close('OK', 'bye');
-    await expect(withTimeout(waiting, 2_000, 'the close')).rejects.toMatchObject({ code: 'UNAVAILABLE', message: 'connection closed before the answer: bye' });
+    await expect(withTimeout(waiting, 2_000, 'the close')).rejects.toMatchObject({
+      code: 'UNAVAILABLE',
+      message: 'connection closed before the answer: bye',
+    });
   });
 
   it('cuts a peer that stops reading, once past its budget: RESOURCE_EXHAUSTED with the one slow-consumer reason, once', async () => {
@@ -230,7 +271,11 @@ describe('the JSON-RPC engine (core/rpc/engine.ts)', () => {
     }
     expect(sent).toBeGreaterThan(5);
     expect(sent).toBeLessThan(200);
-    expect(await withTimeout(mine.closed, 2_000, 'the cut')).toEqual({ code: 'RESOURCE_EXHAUSTED', reason: SLOW_CONSUMER_REASON, byPeer: false });
+    expect(await withTimeout(mine.closed, 2_000, 'the cut')).toEqual({
+      code: 'RESOURCE_EXHAUSTED',
+      reason: SLOW_CONSUMER_REASON,
+      byPeer: false,
+    });
     const theirs = await withTimeout(raw.closed, 2_000, 'the cut at the peer');
     expect(theirs).toMatchObject({ code: 'RESOURCE_EXHAUSTED', reason: SLOW_CONSUMER_REASON });
     expect(cuts).toHaveLength(1);

@@ -31,9 +31,15 @@ const CALLS_BEFORE_INTERRUPTED_TURN = 5;
 const SCENARIO: FakeScenario = {
   responses: [
     { text: 'Hello from the scripted model.' },
-    { text: 'Writing it.', tool_use: { id: 'toolu_allow', name: 'Bash', input: { command: 'echo hi > made.txt', description: 'write made.txt' } } },
+    {
+      text: 'Writing it.',
+      tool_use: { id: 'toolu_allow', name: 'Bash', input: { command: 'echo hi > made.txt', description: 'write made.txt' } },
+    },
     { text: 'Done.' },
-    { text: 'Trying.', tool_use: { id: 'toolu_deny', name: 'Bash', input: { command: 'echo no > denied.txt', description: 'write denied.txt' } } },
+    {
+      text: 'Trying.',
+      tool_use: { id: 'toolu_deny', name: 'Bash', input: { command: 'echo no > denied.txt', description: 'write denied.txt' } },
+    },
     { text: 'Understood, I will not write it.' },
     { text: LONG_STORY, chunk_delay_ms: 100 },
     { text: 'Still here.' },
@@ -47,7 +53,6 @@ interface Run {
   asked: { tool: string; command: unknown }[];
   interruptAnswered: boolean;
 }
-
 
 /**
  * Drives one query() through the five turns in streaming input mode: the next prompt goes
@@ -67,7 +72,9 @@ async function converse(options: Options, fake: FakeAnthropic): Promise<Run> {
   }
   const canUseTool = async (tool: string, input: Record<string, unknown>): Promise<PermissionResult> => {
     run.asked.push({ tool, command: input.command });
-    return String(input.command).includes('made.txt') ? { behavior: 'allow', updatedInput: input } : { behavior: 'deny', message: DENY_MESSAGE };
+    return String(input.command).includes('made.txt')
+      ? { behavior: 'allow', updatedInput: input }
+      : { behavior: 'deny', message: DENY_MESSAGE };
   };
   const q = query({ prompt: prompts(), options: { ...options, canUseTool } });
   let interrupting: Promise<void> | undefined;
@@ -125,7 +132,9 @@ function expectConversation(run: Run, cwd: string, fake: FakeAnthropic): void {
   expect(denied?.content).toContain(DENY_MESSAGE);
   expect(run.interruptAnswered).toBe(true);
   // The interrupt came mid-stream: the app got the partial text, then the turn ended.
-  const texts = run.messages.flatMap((m) => (m.type === 'assistant' ? m.message.content.flatMap((c) => (c.type === 'text' ? [c.text] : [])) : []));
+  const texts = run.messages.flatMap((m) =>
+    m.type === 'assistant' ? m.message.content.flatMap((c) => (c.type === 'text' ? [c.text] : [])) : [],
+  );
   const partial = texts.find((t) => t.startsWith('word1 '));
   expect(partial && partial.length < LONG_STORY.length && LONG_STORY.startsWith(partial)).toBe(true);
   expect(r[4].subtype === 'success' && r[4].result).toBe('Still here.');
@@ -141,7 +150,10 @@ describe('Agent SDK query() through the drop-ins', () => {
     const fake = await startFakeAnthropic(SCENARIO);
     const dirs = [makeTempDir('tether-local-cwd-'), makeTempDir('tether-local-home-')];
     local = { dirs, fake, run: { messages: [], asked: [], interruptAnswered: false } };
-    local.run = await converse({ pathToClaudeCodeExecutable: claudeBinaryPath(), cwd: dirs[0].path, env: claudeTestEnv({ home: dirs[1].path, baseUrl: fake.url }) }, fake);
+    local.run = await converse(
+      { pathToClaudeCodeExecutable: claudeBinaryPath(), cwd: dirs[0].path, env: claudeTestEnv({ home: dirs[1].path, baseUrl: fake.url }) },
+      fake,
+    );
     // A precondition, not a test of its own: the drop-ins are compared with a reference that
     // itself ran the whole conversation.
     expectConversation(local.run, dirs[0].path, fake);
@@ -160,7 +172,13 @@ describe('Agent SDK query() through the drop-ins', () => {
 
   it('pathToClaudeCodeExecutable = tether-claude (gateway over WebSocket): same messages as local', async () => {
     rig = await startRig('claude', SCENARIO);
-    const env = { ...process.env, TETHER_GATEWAY: rig.stack.url, TETHER_AGENT: 'test-agent', TETHER_CWD: rig.cwd, TETHER_TOKEN: rig.stack.token ?? '' };
+    const env = {
+      ...process.env,
+      TETHER_GATEWAY: rig.stack.url,
+      TETHER_AGENT: 'test-agent',
+      TETHER_CWD: rig.cwd,
+      TETHER_TOKEN: rig.stack.token ?? '',
+    };
     const run = await converse({ pathToClaudeCodeExecutable: TETHER_CLAUDE, env, stderr: (t) => void stderr.push(t) }, rig.fake!);
     expectConversation(run, rig.cwd, rig.fake!);
     expect(shape(run.messages), `stderr: ${stderr.join('')}`).toEqual(shape(local!.run.messages));
@@ -168,7 +186,13 @@ describe('Agent SDK query() through the drop-ins', () => {
 
   it('spawnClaudeCodeProcess = remoteSpawn(...) (gateway over gRPC): same messages as local', async () => {
     rig = await startRig('claude', SCENARIO, { clientTransport: 'grpc' });
-    const spawn = remoteSpawn({ gateway: rig.stack.url, token: rig.stack.token, agent: 'test-agent', cwd: rig.cwd, stderr: (t) => void stderr.push(t) });
+    const spawn = remoteSpawn({
+      gateway: rig.stack.url,
+      token: rig.stack.token,
+      agent: 'test-agent',
+      cwd: rig.cwd,
+      stderr: (t) => void stderr.push(t),
+    });
     const run = await converse({ spawnClaudeCodeProcess: spawn }, rig.fake!);
     expectConversation(run, rig.cwd, rig.fake!);
     expect(shape(run.messages), `stderr: ${stderr.join('')}`).toEqual(shape(local!.run.messages));
@@ -187,7 +211,13 @@ describe('an app without canUseTool', () => {
     };
     const { local, rig } = await start(scenario);
     const localRun = await withTimeout(collect(local), 30_000, 'the local run');
-    const remoteRun = await withTimeout(collect({ spawnClaudeCodeProcess: remoteSpawn({ gateway: rig.stack.url, token: rig.stack.token, agent: 'test-agent', cwd: rig.cwd }) }), 30_000, 'the remote run');
+    const remoteRun = await withTimeout(
+      collect({
+        spawnClaudeCodeProcess: remoteSpawn({ gateway: rig.stack.url, token: rig.stack.token, agent: 'test-agent', cwd: rig.cwd }),
+      }),
+      30_000,
+      'the remote run',
+    );
     expect(shape(remoteRun)).toEqual(shape(localRun));
     expect(shape(remoteRun)).toContain('system/permission_denied');
     const tools = (run: SDKMessage[]) => (run[0] as Extract<SDKMessage, { type: 'system'; subtype: 'init' }>).tools;
@@ -199,10 +229,27 @@ describe('an app without canUseTool', () => {
 describe('sessionOptionsFromArgs', () => {
   it('maps the flags with a session option, drops local-only ones and passes the rest', () => {
     const argv = [
-      '--output-format', 'stream-json', '--verbose', '--input-format', 'stream-json',
-      '--model=claude-x', '--permission-prompt-tool=stdio', '--allowedTools=Read,Bash(git log:*)', '--disallowedTools=Write',
-      '--permission-mode=default', '--include-partial-messages', '--debug-file=/tmp/sdk-debug.log', '--debug',
-      '--setting-sources=', '--mcp-config', '{"mcpServers":{}}', '--max-turns=3', '--system-prompt', '', '--resume', 'abc',
+      '--output-format',
+      'stream-json',
+      '--verbose',
+      '--input-format',
+      'stream-json',
+      '--model=claude-x',
+      '--permission-prompt-tool=stdio',
+      '--allowedTools=Read,Bash(git log:*)',
+      '--disallowedTools=Write',
+      '--permission-mode=default',
+      '--include-partial-messages',
+      '--debug-file=/tmp/sdk-debug.log',
+      '--debug',
+      '--setting-sources=',
+      '--mcp-config',
+      '{"mcpServers":{}}',
+      '--max-turns=3',
+      '--system-prompt',
+      '',
+      '--resume',
+      'abc',
     ];
     expect(sessionOptionsFromArgs(argv, '/remote/dir')).toEqual({
       model: 'claude-x',
@@ -231,9 +278,17 @@ interface BinResult {
 }
 
 /** Runs tether-claude with `input` on stdin (kept open when `keepOpen`), bounded. */
-function runBin(args: string[], env: Record<string, string | undefined>, input: string, opts: { keepOpen?: boolean; signalAfter?: (stdout: string) => boolean } = {}): Promise<BinResult> {
+function runBin(
+  args: string[],
+  env: Record<string, string | undefined>,
+  input: string,
+  opts: { keepOpen?: boolean; signalAfter?: (stdout: string) => boolean } = {},
+): Promise<BinResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [TETHER_CLAUDE, ...args], { env: { PATH: process.env.PATH, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [TETHER_CLAUDE, ...args], {
+      env: { PATH: process.env.PATH, ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     let signalled = false;
@@ -259,7 +314,8 @@ function runBin(args: string[], env: Record<string, string | undefined>, input: 
   });
 }
 
-const userLine = (text: string) => JSON.stringify({ type: 'user', message: { role: 'user', content: text }, parent_tool_use_id: null, session_id: '' }) + '\n';
+const userLine = (text: string) =>
+  JSON.stringify({ type: 'user', message: { role: 'user', content: text }, parent_tool_use_id: null, session_id: '' }) + '\n';
 const STREAM_ARGS = ['--output-format', 'stream-json', '--verbose', '--input-format', 'stream-json'];
 
 describe('tether-claude as a process', () => {
@@ -268,7 +324,12 @@ describe('tether-claude as a process', () => {
     await rig?.stop();
     rig = undefined;
   });
-  const envFor = (r: EngineRig) => ({ TETHER_GATEWAY: r.stack.url, TETHER_AGENT: 'test-agent', TETHER_TOKEN: r.stack.token, TETHER_CWD: r.cwd });
+  const envFor = (r: EngineRig) => ({
+    TETHER_GATEWAY: r.stack.url,
+    TETHER_AGENT: 'test-agent',
+    TETHER_TOKEN: r.stack.token,
+    TETHER_CWD: r.cwd,
+  });
   const sessionStates = async (r: EngineRig) => (await (await r.stack.client()).listSessions()).map((x) => x.state);
 
   it('--help alone prints usage; missing env or an unreachable gateway fail clearly with exit 1', async () => {
@@ -283,17 +344,20 @@ describe('tether-claude as a process', () => {
     expect(unreachable.stderr).toMatch(/tether-claude: .*127\.0\.0\.1:9/);
   });
 
-  it('stdout carries only engine frames; stdin EOF ends the session with the engine\'s exit code', async () => {
+  it("stdout carries only engine frames; stdin EOF ends the session with the engine's exit code", async () => {
     rig = await startRig('demo');
     const r = await runBin(STREAM_ARGS, envFor(rig), userLine('hello'));
     expect(r.code, r.stderr).toBe(0);
-    const frames = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string });
+    const frames = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string });
     expect(frames.map((f) => f.type)).toContain('result');
     expect(frames.some((f) => f.type === 'tether')).toBe(false);
     expect(await sessionStates(rig)).toEqual(['ended']);
   });
 
-  it('a line that is not JSON ends it with exit 1 and the CLI\'s message, and stops the session', async () => {
+  it("a line that is not JSON ends it with exit 1 and the CLI's message, and stops the session", async () => {
     rig = await startRig('demo');
     const r = await runBin(STREAM_ARGS, envFor(rig), 'this is not json\n', { keepOpen: true });
     expect(r.code).toBe(1);
@@ -310,7 +374,10 @@ describe('tether-claude as a process', () => {
 
   it('SIGTERM reaches the remote engine at once, and tether-claude exits with its code (143, as a local CLI does)', async () => {
     rig = await startRig('demo');
-    const r = await runBin(STREAM_ARGS, envFor(rig), userLine('hello'), { keepOpen: true, signalAfter: (out) => out.includes('"type":"result"') });
+    const r = await runBin(STREAM_ARGS, envFor(rig), userLine('hello'), {
+      keepOpen: true,
+      signalAfter: (out) => out.includes('"type":"result"'),
+    });
     expect(r.code, r.stderr).toBe(143);
     expect(await sessionStates(rig)).toEqual(['ended']);
   });

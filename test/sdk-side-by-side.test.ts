@@ -3,7 +3,18 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { diffObservations, dropKeys, REMOTE_ROUTES, startBench, type Bench, type Observation, type Route, type RunContext, type RunOutcome, type SdkProgram } from './support/side-by-side.js';
+import {
+  diffObservations,
+  dropKeys,
+  REMOTE_ROUTES,
+  startBench,
+  type Bench,
+  type Observation,
+  type Route,
+  type RunContext,
+  type RunOutcome,
+  type SdkProgram,
+} from './support/side-by-side.js';
 import { waitFor } from './support/wait.js';
 
 /**
@@ -56,17 +67,25 @@ const PROGRAMS: SdkProgram[] = [
   {
     name: 'custom agents',
     scenario: () => ({ responses: [{ text: 'Hi.' }] }),
-    options: () => ({ agents: { 'mark-reviewer': { description: 'Reviews code for MARK-AGENT', prompt: 'You review code.', tools: ['Read'] } } }),
+    options: () => ({
+      agents: { 'mark-reviewer': { description: 'Reviews code for MARK-AGENT', prompt: 'You review code.', tools: ['Read'] } },
+    }),
     turns: ['Say hi'],
   },
   {
     name: 'hooks',
     scenario: () => ({
-      responses: [{ text: 'Running.', tool_use: { id: 'toolu_hook', name: 'Bash', input: { command: 'echo hooked', description: 'echo' } } }, { text: 'Done.' }],
+      responses: [
+        { text: 'Running.', tool_use: { id: 'toolu_hook', name: 'Bash', input: { command: 'echo hooked', description: 'echo' } } },
+        { text: 'Done.' },
+      ],
     }),
     options: (ctx) => {
       const h = noting(ctx.notes);
-      return { allowedTools: ['Bash'], hooks: { PreToolUse: [{ hooks: [h] }], PostToolUse: [{ hooks: [h] }], UserPromptSubmit: [{ hooks: [h] }], Stop: [{ hooks: [h] }] } };
+      return {
+        allowedTools: ['Bash'],
+        hooks: { PreToolUse: [{ hooks: [h] }], PostToolUse: [{ hooks: [h] }], UserPromptSubmit: [{ hooks: [h] }], Stop: [{ hooks: [h] }] },
+      };
     },
     turns: ['Echo something'],
   },
@@ -78,21 +97,34 @@ const PROGRAMS: SdkProgram[] = [
         ctx.notes.mcpCalled = [a, b];
         return { content: [{ type: 'text', text: String(a + b) }] };
       });
-      return { mcpServers: { calc: createSdkMcpServer({ name: 'calc', version: '1.0.0', tools: [add] }) }, allowedTools: ['mcp__calc__add'] };
+      return {
+        mcpServers: { calc: createSdkMcpServer({ name: 'calc', version: '1.0.0', tools: [add] }) },
+        allowedTools: ['mcp__calc__add'],
+      };
     },
     afterResult: async (_i, _q, ctx) => void (ctx.notes.toolResult = ctx.fake.lastToolResults().find((t) => t.tool_use_id === 'toolu_mcp')),
     turns: ['Add 2 and 3'],
   },
   {
     name: 'structured output',
-    scenario: () => ({ responses: [{ tool_use: { id: 'toolu_so', name: 'StructuredOutput', input: { answer: '42' } } }, { text: 'Done.' }] }),
-    options: () => ({ outputFormat: { type: 'json_schema', schema: { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'], additionalProperties: false } } }),
+    scenario: () => ({
+      responses: [{ tool_use: { id: 'toolu_so', name: 'StructuredOutput', input: { answer: '42' } } }, { text: 'Done.' }],
+    }),
+    options: () => ({
+      outputFormat: {
+        type: 'json_schema',
+        schema: { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'], additionalProperties: false },
+      },
+    }),
     turns: ['What is the answer?'],
   },
   {
     name: 'checkpointing and rewind',
     scenario: (cwd) => ({
-      responses: [{ tool_use: { id: 'toolu_write', name: 'Write', input: { file_path: join(cwd, 'cp.txt'), content: 'checkpointed\n' } } }, { text: 'Written.' }],
+      responses: [
+        { tool_use: { id: 'toolu_write', name: 'Write', input: { file_path: join(cwd, 'cp.txt'), content: 'checkpointed\n' } } },
+        { text: 'Written.' },
+      ],
     }),
     options: () => ({ enableFileCheckpointing: true, permissionMode: 'acceptEdits' }),
     turns: ['Write cp.txt'],
@@ -124,7 +156,11 @@ const PROGRAMS: SdkProgram[] = [
   {
     name: 'permission modes',
     scenario: (cwd) => ({
-      responses: [{ text: 'Planned.' }, { tool_use: { id: 'toolu_plan', name: 'Write', input: { file_path: join(cwd, 'plan.txt'), content: 'plan\n' } } }, { text: 'Wrote it.' }],
+      responses: [
+        { text: 'Planned.' },
+        { tool_use: { id: 'toolu_plan', name: 'Write', input: { file_path: join(cwd, 'plan.txt'), content: 'plan\n' } } },
+        { text: 'Wrote it.' },
+      ],
     }),
     options: () => ({ permissionMode: 'plan' }),
     canUseTool: async (toolName, _input, ctx) => {

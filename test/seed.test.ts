@@ -9,8 +9,11 @@ const VITEST = fileURLToPath(new URL('../node_modules/vitest/vitest.mjs', import
 /** Runs vitest on the seed fixture (test/fixtures/seed) with `env`; its whole output. */
 function runFixture(env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, [VITEST, 'run', '--config', 'test/fixtures/seed/vitest.config.ts'], { cwd: ROOT, env: { ...process.env, TETHER_TEST_SEED: '', FC_SEED: '', CI: '', ...env }, timeout: 60_000 }, (_err, stdout, stderr) =>
-      resolve({ code: child.exitCode, output: stdout + stderr }),
+    const child = execFile(
+      process.execPath,
+      [VITEST, 'run', '--config', 'test/fixtures/seed/vitest.config.ts'],
+      { cwd: ROOT, env: { ...process.env, TETHER_TEST_SEED: '', FC_SEED: '', CI: '', ...env }, timeout: 60_000 },
+      (_err, stdout, stderr) => resolve({ code: child.exitCode, output: stdout + stderr }),
     );
   });
 }
@@ -27,7 +30,9 @@ describe('random schedules replay from a seed (test/support/seed.ts)', () => {
   it('a failure prints the seed, and the printed seed replays the same draws and fast-check inputs', async () => {
     const first = await runFixture({});
     expect(first.code).toBe(1);
-    const seed = /replay them with TETHER_TEST_SEED=(\d+) npx vitest run \S*replay\.fixture\.ts -t "draws a schedule and fails"/.exec(first.output)?.[1];
+    const seed = /replay them with TETHER_TEST_SEED=(\d+) npx vitest run \S*replay\.fixture\.ts -t "draws a schedule and fails"/.exec(
+      first.output,
+    )?.[1];
     expect(seed, `the failure names the seed:\n${first.output}`).toBeDefined();
     const drawsOf = (out: string) => /draws=(\[[^\]]*\]) fast-check=(-?\d+)/.exec(out)?.slice(1);
     const again = await runFixture({ TETHER_TEST_SEED: seed });

@@ -20,7 +20,6 @@ const LOST_MS = 1_000;
 const RETAIN_MS = 5_000;
 const ID = 'sess-1';
 
-
 /** A session as another gateway of the cluster left it in the store: waiting for its agent. */
 const stored = (id = ID): StoredSession => ({
   record: { id, agent: 'builder', engine: 'demo', owner: 'alice', options: {}, created_at: new Date(0).toISOString() },
@@ -38,7 +37,13 @@ describe('the session directory', () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
     store = new HeldStore();
     store.hold = false; // written at once: these tests are about the indexes
-    dir = new SessionDirectory({ ...GATEWAY_DEFAULTS, agentLostTimeoutMs: LOST_MS, endedRetentionMs: RETAIN_MS }, silentLogger, new MemoryAuditLog(), store, new Durability(store));
+    dir = new SessionDirectory(
+      { ...GATEWAY_DEFAULTS, agentLostTimeoutMs: LOST_MS, endedRetentionMs: RETAIN_MS },
+      silentLogger,
+      new MemoryAuditLog(),
+      store,
+      new Durability(store),
+    );
   });
   afterEach(() => {
     dir.dispose();
@@ -62,7 +67,7 @@ describe('the session directory', () => {
     expect(dir.release(ID)).toBeUndefined(); // idempotent
   });
 
-  it('an ended session released and later taken back is not dropped by the first copy\'s retention timer', () => {
+  it("an ended session released and later taken back is not dropped by the first copy's retention timer", () => {
     dir.adopt(stored());
     vi.advanceTimersByTime(LOST_MS); // its agent never came: ended, to be dropped RETAIN_MS later
     expect(dir.get(ID)!.ended).toBe(true);

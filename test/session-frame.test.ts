@@ -24,7 +24,11 @@ describe('session.frame layout', () => {
       const writer = writers.get(id) ?? writers.set(id, new SessionFrameWriter(id)).get(id)!;
       const frame = writer.encodeLine(seq, origin, Buffer.from(LINE));
       const text = frame.toString('utf8');
-      expect(JSON.parse(text)).toEqual({ jsonrpc: '2.0', method: 'session.frame', params: { session_id: id, seq, origin, message: JSON.parse(LINE) } });
+      expect(JSON.parse(text)).toEqual({
+        jsonrpc: '2.0',
+        method: 'session.frame',
+        params: { session_id: id, seq, origin, message: JSON.parse(LINE) },
+      });
       expect(reader.read(text)).toEqual({ session_id: id, seq, origin, line: LINE });
       // The one-off functions write and read the same bytes as the session's writer and the connection's reader.
       expect(encodeLineFrame(id, seq, origin, Buffer.from(LINE)).toString('utf8')).toBe(text);
@@ -50,14 +54,23 @@ describe('session.frame layout', () => {
 
   it('reads the same fields spelled another way, and declines what is not a line frame', () => {
     const prefix = '{"jsonrpc":"2.0","method":"session.frame","params":{';
-    expect(readEngineFrame(`${prefix}"seq":5, "origin":"engine","session_id":"a","message":${LINE}}}`)).toEqual({ session_id: 'a', seq: 5, origin: 'engine', line: LINE });
+    expect(readEngineFrame(`${prefix}"seq":5, "origin":"engine","session_id":"a","message":${LINE}}}`)).toEqual({
+      session_id: 'a',
+      seq: 5,
+      origin: 'engine',
+      line: LINE,
+    });
     expect(readEngineFrame(`${prefix}"session_id":"a","seq":05,"origin":"engine","message":${LINE}}}`)).toBeUndefined(); // not JSON
     expect(readEngineFrame(`${prefix}"session_id":"a","seq":5,"origin":"elsewhere","message":${LINE}}}`)).toBeUndefined();
     expect(readEngineFrame(`${prefix}"session_id":"a","seq":5,"origin":"engine","extra":1,"message":${LINE}}}`)).toBeUndefined();
     const event = encodeEventFrame('a', 3, tetherEvent({ subtype: 'state', state: 'idle' })).toString('utf8');
     expect(readEngineFrame(event)).toBeUndefined();
     // An event holding a "message" of its own (a prompt) is still an event frame, not a line.
-    const prompt = encodeEventFrame('a', 4, tetherEvent({ subtype: 'prompt', principal: 'p', client_id: 'c-1', message: { role: 'user', content: 'hi' } })).toString('utf8');
+    const prompt = encodeEventFrame(
+      'a',
+      4,
+      tetherEvent({ subtype: 'prompt', principal: 'p', client_id: 'c-1', message: { role: 'user', content: 'hi' } }),
+    ).toString('utf8');
     expect(readEngineFrame(prompt)).toBeUndefined();
     expect(readEngineFrame('{"jsonrpc":"2.0","id":1,"result":{}}')).toBeUndefined();
   });

@@ -56,12 +56,19 @@ describe('session options are bounded at create', () => {
   it.each([
     ['a long system prompt', { system_prompt: 'x'.repeat(MAX_SESSION_OPTIONS_BYTES) }],
     ['many long extra_args', { extra_args: Array.from({ length: 200 }, () => 'y'.repeat(400)) }],
-  ])('%s is refused with INVALID_ARGUMENT, naming the size and the limit', async (_what, options) => {
-    const stack = await smallFrameStack();
-    const client = await stack.client();
-    await expect(client.createSession({ agent: 'test-agent', options })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining(`over the limit of ${MAX_SESSION_OPTIONS_BYTES}`) });
-    expect(await client.listSessions()).toEqual([]);
-  }, 60_000);
+  ])(
+    '%s is refused with INVALID_ARGUMENT, naming the size and the limit',
+    async (_what, options) => {
+      const stack = await smallFrameStack();
+      const client = await stack.client();
+      await expect(client.createSession({ agent: 'test-agent', options })).rejects.toMatchObject({
+        code: 'INVALID_ARGUMENT',
+        message: expect.stringContaining(`over the limit of ${MAX_SESSION_OPTIONS_BYTES}`),
+      });
+      expect(await client.listSessions()).toEqual([]);
+    },
+    60_000,
+  );
 });
 
 describe('sessions.list with many sessions carrying large options', () => {
@@ -133,7 +140,12 @@ describe('an answer over the frame limit is an error to the caller, never silenc
   });
 
   it('/acp: the answer to initialize over the limit is RESOURCE_EXHAUSTED', async () => {
-    const server: GatewayServer = await startGatewayServer(new Gateway(), { port: 0, maxFrameBytes: 200, auth: { verifier: 'off' }, acp: acpEndpoint() });
+    const server: GatewayServer = await startGatewayServer(new Gateway(), {
+      port: 0,
+      maxFrameBytes: 200,
+      auth: { verifier: 'off' },
+      acp: acpEndpoint(),
+    });
     cleanups.push(() => server.close());
     const ws = new WebSocket(`${server.url}/acp`);
     cleanups.push(() => ws.terminate());

@@ -64,8 +64,18 @@ describe('session.move (real CLI)', () => {
 
     const peer = await client.peer();
     const stranger = await (await stack.client({ sub: 'mallory' })).peer();
-    expect(await stranger.request('session.move', { session_id: session.id, agent: 'beta' }).then(() => undefined, (e) => asTetherError(e).code)).toBe('PERMISSION_DENIED');
-    expect(await peer.request('session.move', { session_id: session.id, agent: 'gamma' }).then(() => undefined, (e) => asTetherError(e).code)).toBe('NOT_FOUND');
+    expect(
+      await stranger.request('session.move', { session_id: session.id, agent: 'beta' }).then(
+        () => undefined,
+        (e) => asTetherError(e).code,
+      ),
+    ).toBe('PERMISSION_DENIED');
+    expect(
+      await peer.request('session.move', { session_id: session.id, agent: 'gamma' }).then(
+        () => undefined,
+        (e) => asTetherError(e).code,
+      ),
+    ).toBe('NOT_FOUND');
     await peer.request('session.move', { session_id: session.id, agent: 'beta', cwd: beta.cwd }, { timeoutMs: 60_000 });
     const info = await client.getSession(session.id);
     expect(info).toMatchObject({ agent: 'beta', options: { cwd: beta.cwd }, state: 'idle' });
@@ -75,7 +85,9 @@ describe('session.move (real CLI)', () => {
     await session.sendUserMessage('What was the word?');
     const second = await readTurn(session, () => undefined, items, 90_000);
     expect(second.result.is_error).toBe(false);
-    const moved = [...first.items, ...second.items].find((i): i is Extract<SessionItem, { kind: 'event' }> => i.kind === 'event' && i.event.subtype === 'moved');
+    const moved = [...first.items, ...second.items].find(
+      (i): i is Extract<SessionItem, { kind: 'event' }> => i.kind === 'event' && i.event.subtype === 'moved',
+    );
     expect(moved?.event).toMatchObject({ from_agent: 'alpha', to_agent: 'beta', cwd: beta.cwd, moved_by: 'alice' });
     const asked = fake.modelRequests().filter((r) => JSON.stringify(r.lastMessage ?? '').includes('What was the word?'));
     expect(asked).toHaveLength(1);
@@ -87,7 +99,9 @@ describe('session.move (real CLI)', () => {
 
     // And back, from the terminal: tether move.
     const token = await stack.mint({ kind: 'client', sub: 'alice' });
-    const cli = await runTether(['move', session.id, '--agent', 'alpha', '--cwd', alpha.cwd, '--gateway', stack.url, '--token', token], { timeoutMs: 60_000 });
+    const cli = await runTether(['move', session.id, '--agent', 'alpha', '--cwd', alpha.cwd, '--gateway', stack.url, '--token', token], {
+      timeoutMs: 60_000,
+    });
     expect(cli.stderr).toBe('');
     expect(cli.stdout).toBe(`session ${session.id} now runs on alpha\n`);
     expect(await client.getSession(session.id)).toMatchObject({ agent: 'alpha', options: { cwd: alpha.cwd } });

@@ -38,8 +38,14 @@ describe('session.set_owner', () => {
     })();
     await mine.setOwner('bob');
     await reading;
-    expect(seen.find((i) => i.kind === 'event' && i.event.subtype === 'owner_changed')).toMatchObject({ event: { owner: 'bob', previous_owner: 'alice' } });
-    await waitFor(async () => (await bob.getSession(mine.id)).clients.some((c) => c.principal === 'bob' && c.role === 'owner'), 5_000, 'bob to be owner');
+    expect(seen.find((i) => i.kind === 'event' && i.event.subtype === 'owner_changed')).toMatchObject({
+      event: { owner: 'bob', previous_owner: 'alice' },
+    });
+    await waitFor(
+      async () => (await bob.getSession(mine.id)).clients.some((c) => c.principal === 'bob' && c.role === 'owner'),
+      5_000,
+      'bob to be owner',
+    );
     const now = await bob.getSession(mine.id);
     expect(now.owner).toBe('bob');
     expect(now.clients.find((c) => c.principal === 'alice')?.role).toBe('controller');

@@ -11,7 +11,8 @@ import { startStack, withTimeout, type Stack } from './support/stack.js';
 
 const ECHO_ENGINE = fileURLToPath(new URL('../bench/echo-engine.mjs', import.meta.url));
 const prompt = (text: string) => ({ type: 'user', message: { role: 'user', content: text }, parent_tool_use_id: null, session_id: '' });
-const isAnswer = (text: string) => (i: SessionItem) => i.kind === 'engine' && i.message.type === 'assistant' && i.line.includes(`"text":"${text}"`);
+const isAnswer = (text: string) => (i: SessionItem) =>
+  i.kind === 'engine' && i.message.type === 'assistant' && i.line.includes(`"text":"${text}"`);
 
 describe('session.post', () => {
   let stack: Stack;
@@ -51,7 +52,11 @@ describe('session.post', () => {
     const peer = await (await stack.client()).peer();
     await peer.request('session.attach', { session_id: session.id });
     const result = new Promise<NotificationParams<'session.post_result'>>((resolve) => peer.onNotification('session.post_result', resolve));
-    await peer.notify('session.post', { session_id: session.id, input_id: 'not-a-prompt', line: { type: 'control_request', request_id: 'r1', request: { subtype: 'interrupt' } } });
+    await peer.notify('session.post', {
+      session_id: session.id,
+      input_id: 'not-a-prompt',
+      line: { type: 'control_request', request_id: 'r1', request: { subtype: 'interrupt' } },
+    });
     const r = await withTimeout(result, 10_000, 'the session.post_result');
     expect(r.input_id).toBe('not-a-prompt');
     expect((r.error?.data as { code?: string } | undefined)?.code).toBe('INVALID_ARGUMENT');

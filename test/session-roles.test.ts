@@ -6,7 +6,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { processesIn } from './support/cli.js';
 import { codeOf } from './support/items.js';
-import { startRestartable, } from './support/restartable-stack.js';
+import { startRestartable } from './support/restartable-stack.js';
 import { cleanupsPerTest } from './support/cleanups.js';
 import { waitFor } from './support/wait.js';
 
@@ -68,7 +68,9 @@ describe.each(['ws', 'grpc'] as const)('roles over %s', (t) => {
     expect(await codeOf(lookalike.stop())).toBe('PERMISSION_DENIED');
     expect(await codeOf(lookalike.setRole(bob.clientId, 'viewer'))).toBe('PERMISSION_DENIED');
     expect(await codeOf(lookalike.sendUserMessage('let me in'))).toBe('PERMISSION_DENIED');
-    expect(await codeOf(lookalike.send({ type: 'control_request', request_id: 'i', request: { subtype: 'interrupt' } }))).toBe('PERMISSION_DENIED');
+    expect(await codeOf(lookalike.send({ type: 'control_request', request_id: 'i', request: { subtype: 'interrupt' } }))).toBe(
+      'PERMISSION_DENIED',
+    );
 
     // The owner's sub with a token scoped to other agents does not even see the session.
     const elsewhere = await stack.client(t, 'alice', ['control', 'agent:elsewhere']);

@@ -107,7 +107,10 @@ describe('session start, stop and attach across link loss', () => {
     const r = await open();
     const [c1, c2] = [await r.client(), await r.client()];
     const createId = randomUUID();
-    const [a, b] = await Promise.all([c1.createSession({ agent: r.agentName, createId }), c2.createSession({ agent: r.agentName, createId })]);
+    const [a, b] = await Promise.all([
+      c1.createSession({ agent: r.agentName, createId }),
+      c2.createSession({ agent: r.agentName, createId }),
+    ]);
     expect(b.id).toBe(a.id);
     expect((await c2.createSession({ agent: r.agentName, createId })).id).toBe(a.id);
     expect(r.engine.pids()).toHaveLength(1);
@@ -132,7 +135,11 @@ describe('session start, stop and attach across link loss', () => {
     const seen = await turn(s, 'hello after a cut create');
     const seqs = seen.filter((i) => i.kind !== 'reply').map((i) => (i as { seq: number }).seq);
     expect(new Set(seqs).size).toBe(seqs.length);
-    expect(fresh()!.info().clients.map((c) => c.role)).toEqual(['owner']); // the cut-off attempt left no attachment behind
+    expect(
+      fresh()!
+        .info()
+        .clients.map((c) => c.role),
+    ).toEqual(['owner']); // the cut-off attempt left no attachment behind
   }, 30_000);
 
   it('a create without create_id whose client left before the answer does not leave its engine running', async () => {
@@ -150,11 +157,17 @@ describe('session start, stop and attach across link loss', () => {
   it('tether run, tether chat --json and the SDK drop-in (tether-claude) say they wait for the agent, then run once it is back', async () => {
     const r = await open();
     const env = { TETHER_GATEWAY: r.stack.wsUrl, TETHER_TOKEN: r.stack.token, TETHER_AGENT: r.agentName, TETHER_CWD: r.cwd };
-    const prompt = JSON.stringify({ type: 'user', message: { role: 'user', content: 'hello' }, parent_tool_use_id: null, session_id: '' }) + '\n';
+    const prompt =
+      JSON.stringify({ type: 'user', message: { role: 'user', content: 'hello' }, parent_tool_use_id: null, session_id: '' }) + '\n';
     const cases = [
       { args: ['run', '--json', 'hello'], waiting: `* waiting for agent "${r.agentName}" to come back` },
       { args: ['chat', '--json'], input: prompt, waiting: `* waiting for agent "${r.agentName}" to come back` },
-      { args: ['--output-format', 'stream-json', '--verbose', '--input-format', 'stream-json'], input: prompt, bin: TETHER_CLAUDE_BIN, waiting: `tether-claude: waiting for agent "${r.agentName}" to come back` },
+      {
+        args: ['--output-format', 'stream-json', '--verbose', '--input-format', 'stream-json'],
+        input: prompt,
+        bin: TETHER_CLAUDE_BIN,
+        waiting: `tether-claude: waiting for agent "${r.agentName}" to come back`,
+      },
     ];
     for (const c of cases) {
       const away = await agentAway(r);
@@ -185,7 +198,11 @@ describe('session start, stop and attach across link loss', () => {
       accept(channel, principal);
     };
     const prompt = JSON.stringify({ type: 'user', message: { role: 'user', content: 'hello' } }) + '\n';
-    const out = await runTether(['chat', '--agent', r.agentName, '--json'], { env: { TETHER_GATEWAY: r.stack.wsUrl, TETHER_TOKEN: r.stack.token }, input: prompt, timeoutMs: 20_000 });
+    const out = await runTether(['chat', '--agent', r.agentName, '--json'], {
+      env: { TETHER_GATEWAY: r.stack.wsUrl, TETHER_TOKEN: r.stack.token },
+      input: prompt,
+      timeoutMs: 20_000,
+    });
     expect(out.code, out.stderr).toBe(0);
     expect(dropped).toBe(2);
     expect(out.stdout).toContain('"type":"result"');
@@ -199,7 +216,11 @@ describe('session start, stop and attach across link loss', () => {
       await turn(s, 'hello');
       const away = await agentAway(r);
       const stopping = s.stop();
-      await waitFor(() => r.stack.gateway.directory.waits.waiting(r.agentName) === 1, 5_000, 'the stop to wait for the agent at the gateway');
+      await waitFor(
+        () => r.stack.gateway.directory.waits.waiting(r.agentName) === 1,
+        5_000,
+        'the stop to wait for the agent at the gateway',
+      );
       expect(r.engine.alive()).toHaveLength(1);
       away.back();
       await withTimeout(stopping, 10_000, 'the stop to complete after the agent came back');
@@ -232,7 +253,11 @@ describe('session start, stop and attach across link loss', () => {
       r.clientProxy.resume('down');
       const joined = await withTimeout(attaching, 10_000, 'the attach to complete after the reconnect');
       await waitFor(() => session().info().clients.length === 2, 5_000, 'the cut attachment to be gone');
-      expect(session().info().clients.map((c) => c.client_id)).toContain(joined.clientId);
+      expect(
+        session()
+          .info()
+          .clients.map((c) => c.client_id),
+      ).toContain(joined.clientId);
       const seen: SessionItem[] = [];
       await s.sendUserMessage('second');
       const it2 = joined[Symbol.asyncIterator]();

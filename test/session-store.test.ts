@@ -8,7 +8,8 @@ import { encodeLineFrame, frameBuffer } from '../core/wire/session-frame.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 
 /** A frame whose line is not in JSON.stringify's form: the store must keep its bytes as they are. */
-const frame = (id: string, seq: number) => encodeLineFrame(id, seq, 'engine', Buffer.from(`{"type": "assistant", "n": ${seq}, "pad": "\\u00e9${'x'.repeat(60)}"}`));
+const frame = (id: string, seq: number) =>
+  encodeLineFrame(id, seq, 'engine', Buffer.from(`{"type": "assistant", "n": ${seq}, "pad": "\\u00e9${'x'.repeat(60)}"}`));
 
 /** The embedded store stays bounded on disk, and a compacted session restores with an explicit gap. */
 describe('file session store', () => {
@@ -40,7 +41,13 @@ describe('file session store', () => {
     const session = gateway.directory.get(id)!;
     expect(session.info().last_seq).toBe(400);
     const got: string[] = [];
-    const member: Member = { clientId: 'c1', principal: 'alice', transport: 'memory', sendFrame: (b) => got.push(b.toString('utf8')), sendReply: () => {} };
+    const member: Member = {
+      clientId: 'c1',
+      principal: 'alice',
+      transport: 'memory',
+      sendFrame: (b) => got.push(b.toString('utf8')),
+      sendReply: () => {},
+    };
     session.attach(member, 'owner', 1);
     const first = JSON.parse(got[0]).params;
     expect(first.event).toMatchObject({ subtype: 'gap', from_seq: 1 });

@@ -8,7 +8,7 @@ import { GatewayClient } from '../client/gateway-client.js';
 import type { LinkStatus } from '../core/link/link.js';
 import { FaultProxy } from './support/fault-proxy.js';
 import { compareViews, record } from './support/recorder.js';
-import { startStack, withTimeout, } from './support/stack.js';
+import { startStack, withTimeout } from './support/stack.js';
 import { waitFor } from './support/wait.js';
 import { cleanupsPerTest } from './support/cleanups.js';
 
@@ -18,13 +18,17 @@ const BIG_PROMPTS = 32;
 const BIG_PROMPT_CHARS = 512 * 1024;
 const FAST_BACKOFF = { initialMs: 50, factor: 1.5, maxMs: 300, jitter: 0.2 };
 
-
 describe('slow consumer', () => {
   const cleanups = cleanupsPerTest();
 
   it('a viewer that stops reading is cut at its limit (RESOURCE_EXHAUSTED, 4008) without slowing the engine or a fast viewer, and resumes without loss', async () => {
     // The whole history fits the replay log: the point is resuming without loss, not eviction (threats D6).
-    const stack = cleanups.own(await startStack({ engine: 'demo', limits: { slowClientBytes: SLOW_CLIENT_BYTES, replay: { maxFrames: 100_000, maxBytes: 64 * 1024 * 1024 } } }));
+    const stack = cleanups.own(
+      await startStack({
+        engine: 'demo',
+        limits: { slowClientBytes: SLOW_CLIENT_BYTES, replay: { maxFrames: 100_000, maxBytes: 64 * 1024 * 1024 } },
+      }),
+    );
     const owner = await stack.client();
     const session = await owner.createSession({ agent: 'test-agent', options: { include_partial_messages: true } });
     const ownerRec = record(session);
@@ -35,7 +39,12 @@ describe('slow consumer', () => {
     // The slow viewer's bytes pass a proxy that can hold them, as a client that stops reading would.
     const proxy = await FaultProxy.start({ targetPort: Number(new URL(stack.wsUrl).port), maxBufferedBytes: 64 * 1024 });
     const statuses: LinkStatus[] = [];
-    const slow = await GatewayClient.connect({ gateway: proxy.url('ws'), token: stack.token, backoff: FAST_BACKOFF, onStatus: (s) => statuses.push(s) });
+    const slow = await GatewayClient.connect({
+      gateway: proxy.url('ws'),
+      token: stack.token,
+      backoff: FAST_BACKOFF,
+      onStatus: (s) => statuses.push(s),
+    });
     const slowSession = await slow.attach(session.id, { readOnly: true });
     const slowRec = record(slowSession);
     const slowId = slowSession.clientId;
@@ -46,7 +55,11 @@ describe('slow consumer', () => {
     await session.sendUserMessage('a slow turn while every viewer reads');
     await waitFor(() => results() >= 1, 20_000, 'the baseline streamed turn');
     const baselineMs = Date.now() - baselineStarted;
-    await waitFor(() => slowRec.items.length > 0 && slowRec.items.length === fastRec.items.length, 5_000, 'the slow viewer to catch up before it stalls');
+    await waitFor(
+      () => slowRec.items.length > 0 && slowRec.items.length === fastRec.items.length,
+      5_000,
+      'the slow viewer to catch up before it stalls',
+    );
 
     // The slow viewer stops reading: nothing reaches it any more.
     proxy.stall('down');

@@ -34,16 +34,33 @@ describe('slow but alive links', () => {
     cleanups.push(() => server.close());
     const agentProxy = await FaultProxy.start({ targetPort: server.port, ...THROTTLE });
     const clientProxy = await FaultProxy.start({ targetPort: server.port, ...THROTTLE });
-    cleanups.push(() => agentProxy.close(), () => clientProxy.close());
+    cleanups.push(
+      () => agentProxy.close(),
+      () => clientProxy.close(),
+    );
 
     const downs: string[] = [];
     const watch = (who: string) => (s: LinkStatus) => {
       if (s.state === 'down' || (s.state === 'closed' && s.error)) downs.push(`${who}: ${s.state} ${'error' in s ? s.error?.message : ''}`);
     };
-    const agent = new Agent({ gateway: agentProxy.url('ws'), name: 'slow', engine: 'claude', engineCommand: ENGINE, engineEnv: { TETHER_TOOL_RESULT_BYTES: String(TOOL_RESULT_BYTES) }, heartbeat: HEARTBEAT, dial: WS_DIAL, onStatus: watch('agent') });
+    const agent = new Agent({
+      gateway: agentProxy.url('ws'),
+      name: 'slow',
+      engine: 'claude',
+      engineCommand: ENGINE,
+      engineEnv: { TETHER_TOOL_RESULT_BYTES: String(TOOL_RESULT_BYTES) },
+      heartbeat: HEARTBEAT,
+      dial: WS_DIAL,
+      onStatus: watch('agent'),
+    });
     await agent.start();
     cleanups.push(() => agent.shutdown(1_000));
-    const client = await GatewayClient.connect({ gateway: clientProxy.url('ws'), heartbeat: HEARTBEAT, dial: WS_DIAL, onStatus: watch('client') });
+    const client = await GatewayClient.connect({
+      gateway: clientProxy.url('ws'),
+      heartbeat: HEARTBEAT,
+      dial: WS_DIAL,
+      onStatus: watch('client'),
+    });
     cleanups.push(() => client.close());
 
     const session = await client.createSession({ agent: 'slow' });
@@ -54,7 +71,9 @@ describe('slow but alive links', () => {
     const elapsed = Date.now() - t0;
     const toolResult = seen.filter(isEngineItem).find((i) => i.message.type === 'user');
     const content = stringAt(toolResult?.message, 'message', 'content', 0, 'content');
-    console.log(`[slow-link] 256 KiB tool result over two throttled links (32 KB/s, 5-65 ms delays): turn took ${elapsed} ms; link drops: ${downs.length}`);
+    console.log(
+      `[slow-link] 256 KiB tool result over two throttled links (32 KB/s, 5-65 ms delays): turn took ${elapsed} ms; link drops: ${downs.length}`,
+    );
 
     expect(content.length).toBe(TOOL_RESULT_BYTES);
     expect(downs).toEqual([]);

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { answerQuestions, asPermissionRequest, askQuestions } from '../client/permission-policy.js';
 import type { SessionItem } from '../client/remote-session.js';
 import type { FakeScenario } from './support/fake-anthropic.js';
-import { startRig, } from './support/engines.js';
+import { startRig } from './support/engines.js';
 import { codeOf, isCanUseTool, isReply, isResult, isWithdrawal, jsonAt, until } from './support/items.js';
 import { toolResults } from './support/turns.js';
 import { cleanupsPerTest } from './support/cleanups.js';
@@ -49,7 +49,9 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
     const results = await Promise.all([i1, i2, iv].map((it, n) => until(it, isResult, seen[n], 20_000, 'the result')));
     expect(results.every((r) => (r as { message: Record<string, unknown> }).message.is_error === false)).toBe(true);
 
-    const engineMessages = seen[0].filter((i) => i.kind === 'engine' && i.origin === 'engine').map((i) => (i as { message: Record<string, unknown> }).message);
+    const engineMessages = seen[0]
+      .filter((i) => i.kind === 'engine' && i.origin === 'engine')
+      .map((i) => (i as { message: Record<string, unknown> }).message);
     expect(toolResults(engineMessages).filter((r) => !r.is_error)).toHaveLength(1);
     if (kind === 'claude') expect(readFileSync(join(rig.cwd, 'made.txt'), 'utf8')).toBe('hi\n');
     // Everyone saw the same stream: same seqs, same lines.
@@ -57,7 +59,9 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
     expect(seqs[1].slice(-5)).toEqual(seqs[0].slice(-5));
     expect(seqs[2].slice(-5)).toEqual(seqs[0].slice(-5));
     const audit = await s1.audit();
-    expect(audit.filter((e) => e.action === 'permission_decision')).toEqual([expect.objectContaining({ request_id: ask.requestId, behavior: 'allow' })]);
+    expect(audit.filter((e) => e.action === 'permission_decision')).toEqual([
+      expect.objectContaining({ request_id: ask.requestId, behavior: 'allow' }),
+    ]);
     expect(audit.filter((e) => e.action === 'prompt')).toHaveLength(1);
   });
 
@@ -89,7 +93,11 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
     await s.sendUserMessage(SCRIPT[kind].bashPrompt);
     await owner.detach(s);
     const watcher = await rig.stack.client();
-    await waitFor(async () => (await watcher.listSessions()).find((x) => x.id === s.id)?.pending_prompts === 1, 20_000, 'the prompt to be raised');
+    await waitFor(
+      async () => (await watcher.listSessions()).find((x) => x.id === s.id)?.pending_prompts === 1,
+      20_000,
+      'the prompt to be raised',
+    );
     const info = (await watcher.listSessions()).find((x) => x.id === s.id)!;
     expect(info.state).toBe('requires_action');
     expect(info.clients).toEqual([]);
@@ -112,7 +120,9 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
     const requestId = asPermissionRequest(prompt.message)!.requestId;
     await until(it, isWithdrawal(requestId), got, 5_000, 'the expiry withdrawal');
     await until(it, isResult, got);
-    const messages = got.filter((i) => i.kind === 'engine' && i.origin === 'engine').map((i) => (i as { message: Record<string, unknown> }).message);
+    const messages = got
+      .filter((i) => i.kind === 'engine' && i.origin === 'engine')
+      .map((i) => (i as { message: Record<string, unknown> }).message);
     const denied = toolResults(messages).find((r) => r.is_error);
     expect(denied?.content).toContain('expired');
     if (rig.fake) expect(rig.fake.lastToolResults().at(-1)?.content).toContain('expired');
@@ -143,8 +153,20 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
   });
 
   it('AskUserQuestion: the chosen option reaches the model', async () => {
-    const question = { question: 'Which database should we use?', header: 'Database', options: [{ label: 'Postgres', description: 'Relational' }, { label: 'SQLite', description: 'Embedded' }], multiSelect: false };
-    const rig = cleanups.own(await startRig(kind, { responses: [{ tool_use: { name: 'AskUserQuestion', input: { questions: [question] } } }, { text: 'Got it.' }] }));
+    const question = {
+      question: 'Which database should we use?',
+      header: 'Database',
+      options: [
+        { label: 'Postgres', description: 'Relational' },
+        { label: 'SQLite', description: 'Embedded' },
+      ],
+      multiSelect: false,
+    };
+    const rig = cleanups.own(
+      await startRig(kind, {
+        responses: [{ tool_use: { name: 'AskUserQuestion', input: { questions: [question] } } }, { text: 'Got it.' }],
+      }),
+    );
     const s = await (await rig.stack.client()).createSession({ agent: 'test-agent' });
     const it = s[Symbol.asyncIterator]();
     const got: SessionItem[] = [];
@@ -172,11 +194,17 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
     expect(await codeOf(guest.setRole(owner.clientId, 'viewer'))).toBe('PERMISSION_DENIED');
     await owner.setRole(guest.clientId, 'controller');
     const ig = guest[Symbol.asyncIterator]();
-    await until(ig, (i) => i.kind === 'event' && i.event.subtype === 'presence' && i.event.action === 'role_changed' && i.event.role === 'controller');
+    await until(
+      ig,
+      (i) => i.kind === 'event' && i.event.subtype === 'presence' && i.event.action === 'role_changed' && i.event.role === 'controller',
+    );
     expect(await guest.sendUserMessage('hi from the guest')).toBe('applied');
     await until(ig, isResult);
     await owner.setRole(guest.clientId, 'viewer');
-    await until(ig, (i) => i.kind === 'event' && i.event.subtype === 'presence' && i.event.action === 'role_changed' && i.event.role === 'viewer');
+    await until(
+      ig,
+      (i) => i.kind === 'event' && i.event.subtype === 'presence' && i.event.action === 'role_changed' && i.event.role === 'viewer',
+    );
     expect(await codeOf(guest.sendUserMessage('again'))).toBe('PERMISSION_DENIED');
     const audit = await owner.audit();
     expect(audit.filter((e) => e.action === 'role_change').map((e) => e.role)).toEqual(['controller', 'viewer']);
@@ -193,7 +221,9 @@ describe('team sessions: bad input changes nothing', () => {
     expect(await codeOf(s.send({ type: 'user', message: { role: 'user' } }))).toBe('INVALID_ARGUMENT');
     expect(await codeOf(s.send({ type: 'bogus' }))).toBe('INVALID_ARGUMENT');
     expect(await codeOf(s.send({ type: 'control_request', request_id: 'x' }))).toBe('INVALID_ARGUMENT');
-    expect(await codeOf(s.send({ type: 'control_response', response: { subtype: 'success', request_id: 'never-raised' } }))).toBe('NOT_FOUND');
+    expect(await codeOf(s.send({ type: 'control_response', response: { subtype: 'success', request_id: 'never-raised' } }))).toBe(
+      'NOT_FOUND',
+    );
     expect(await codeOf(s.send({ type: 'control_cancel_request', request_id: 'not-mine' }))).toBe('NOT_FOUND');
     const it = s[Symbol.asyncIterator]();
     await s.sendUserMessage('still alive?');

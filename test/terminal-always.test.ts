@@ -18,9 +18,15 @@ describe('terminal client: always allow for this session', () => {
     const rig = cleanups.own(
       await startRig('claude', {
         responses: [
-          { text: 'Logging.', tool_use: { id: 'toolu_tee', name: 'Bash', input: { command: 'echo hello | tee log.txt', description: 'log a line' } } },
+          {
+            text: 'Logging.',
+            tool_use: { id: 'toolu_tee', name: 'Bash', input: { command: 'echo hello | tee log.txt', description: 'log a line' } },
+          },
           { text: 'Logged.' },
-          { text: 'Cleaning up.', tool_use: { id: 'toolu_rm', name: 'Bash', input: { command: 'rm keep.txt', description: 'remove a file' } } },
+          {
+            text: 'Cleaning up.',
+            tool_use: { id: 'toolu_rm', name: 'Bash', input: { command: 'rm keep.txt', description: 'remove a file' } },
+          },
           { text: 'Kept it.' },
         ],
       }),
@@ -33,7 +39,8 @@ describe('terminal client: always allow for this session', () => {
     output.on('data', (b: Buffer) => (printed += b.toString()));
     const ui = new TerminalClient(session, { input, output, tty: false, self: 'test' });
     const done = ui.run();
-    const saw = (text: string | RegExp) => waitFor(() => (typeof text === 'string' ? printed.includes(text) : text.test(printed)), 30_000, `the terminal to print ${text}`);
+    const saw = (text: string | RegExp) =>
+      waitFor(() => (typeof text === 'string' ? printed.includes(text) : text.test(printed)), 30_000, `the terminal to print ${text}`);
 
     input.write('Log hello\n');
     await saw('Allow Bash: echo hello | tee log.txt?');
@@ -46,7 +53,9 @@ describe('terminal client: always allow for this session', () => {
     await saw('Kept it.');
     expect(existsSync(join(rig.cwd, 'keep.txt'))).toBe(true);
     // The question named the rule before the answer.
-    expect(printed).toMatch(/Allow Bash: echo hello \| tee log\.txt\? \[y\]es \/ \[n\]o \/ \[a\]lways allow Bash\(echo hello .*\) for this session/);
+    expect(printed).toMatch(
+      /Allow Bash: echo hello \| tee log\.txt\? \[y\]es \/ \[n\]o \/ \[a\]lways allow Bash\(echo hello .*\) for this session/,
+    );
     input.write('/quit\n');
     await expect(done).resolves.toBe(0);
   }, 60_000);

@@ -26,13 +26,20 @@ describe('terminal client under a pty', () => {
   async function chat() {
     rig = await startRig('demo');
     const cmd = `${process.execPath} ${TETHER_BIN} chat --agent test-agent`;
-    const t = spawn('script', ['-qfec', cmd, '/dev/null'], { env: { ...process.env, TETHER_GATEWAY: rig.stack.url, TETHER_TOKEN: rig.stack.token, TERM: 'xterm' }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const t = spawn('script', ['-qfec', cmd, '/dev/null'], {
+      env: { ...process.env, TETHER_GATEWAY: rig.stack.url, TETHER_TOKEN: rig.stack.token, TERM: 'xterm' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     term = t;
     let raw = '';
     t.stdout.on('data', (d: Buffer) => (raw += d.toString()));
     const exited = new Promise<number | null>((r) => t.on('exit', (code) => r(code)));
     const see = async (text: string, from = 0, timeoutMs = 10_000) => {
-      await waitFor(() => plain(raw).indexOf(text, from) >= 0, timeoutMs, () => `"${text}" on the terminal:\n${plain(raw).slice(-2000)}`);
+      await waitFor(
+        () => plain(raw).indexOf(text, from) >= 0,
+        timeoutMs,
+        () => `"${text}" on the terminal:\n${plain(raw).slice(-2000)}`,
+      );
       return plain(raw).indexOf(text, from) + text.length;
     };
     return { rig, exited, see, type: (s: string) => t.stdin.write(s), screen: () => raw };

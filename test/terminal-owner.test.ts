@@ -23,7 +23,12 @@ describe('terminal client: /owner', () => {
     output.on('data', (b: Buffer) => (printed += b.toString()));
     const ui = new TerminalClient(session, { input, output, tty: false, self: 'alice' });
     const done = ui.run();
-    const saw = (text: string) => waitFor(() => printed.includes(text), 15_000, () => `the terminal to print ${text}; it printed:\n${printed}`);
+    const saw = (text: string) =>
+      waitFor(
+        () => printed.includes(text),
+        15_000,
+        () => `the terminal to print ${text}; it printed:\n${printed}`,
+      );
 
     input.write('/owner mallory\n');
     await saw('mallory is neither a member of session');

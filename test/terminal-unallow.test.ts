@@ -5,7 +5,10 @@ import { cleanupsPerTest } from './support/cleanups.js';
 import { startRig } from './support/engines.js';
 import { waitFor } from './support/wait.js';
 
-const touch = (id: string, what: string) => ({ text: `Touching ${what}.`, tool_use: { id, name: 'Bash', input: { command: 'touch out.txt', description: `touch ${what}` } } });
+const touch = (id: string, what: string) => ({
+  text: `Touching ${what}.`,
+  tool_use: { id, name: 'Bash', input: { command: 'touch out.txt', description: `touch ${what}` } },
+});
 
 /**
  * The terminal client's `/rules` and `/unallow N` against the real Claude Code CLI: the owner
@@ -17,7 +20,14 @@ describe('terminal client: /rules and /unallow', () => {
   it('lists the rule "a" granted with who granted it; /unallow 1 withdraws it and the same command asks again', async () => {
     const rig = cleanups.own(
       await startRig('claude', {
-        responses: [touch('toolu_1', 'one'), { text: 'One done.' }, touch('toolu_2', 'two'), { text: 'Two done.' }, touch('toolu_3', 'three'), { text: 'Three done.' }],
+        responses: [
+          touch('toolu_1', 'one'),
+          { text: 'One done.' },
+          touch('toolu_2', 'two'),
+          { text: 'Two done.' },
+          touch('toolu_3', 'three'),
+          { text: 'Three done.' },
+        ],
       }),
     );
     const session = await (await rig.stack.client()).createSession({ agent: 'test-agent' });
@@ -27,14 +37,15 @@ describe('terminal client: /rules and /unallow', () => {
     output.on('data', (b: Buffer) => (printed += b.toString()));
     const ui = new TerminalClient(session, { input, output, tty: false, self: 'test' });
     const done = ui.run();
-    const saw = (text: string | RegExp) => waitFor(() => (typeof text === 'string' ? printed.includes(text) : text.test(printed)), 30_000, `the terminal to print ${text}`);
+    const saw = (text: string | RegExp) =>
+      waitFor(() => (typeof text === 'string' ? printed.includes(text) : text.test(printed)), 30_000, `the terminal to print ${text}`);
 
     input.write('Touch one\n');
     await saw('Allow Bash: touch out.txt?');
     input.write('a\n');
     await saw('One done.');
     input.write('/rules\n');
-    const listing = /  1\. (Bash\(touch[^)]*\)) \(by (\S+), for everyone\)/; // the owner granted it: for every member's turns
+    const listing = / {2}1\. (Bash\(touch[^)]*\)) \(by (\S+), for everyone\)/; // the owner granted it: for every member's turns
     await saw(listing);
     const rule = listing.exec(printed)![1];
     input.write('Touch two\n');

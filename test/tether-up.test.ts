@@ -53,7 +53,19 @@ describe('tether up', () => {
     expect(existsSync(join(dir!.path, 'tether-demo.txt'))).toBe(true);
 
     // A token minted by `tether token` with the same state folder works too.
-    const minted = await runTether(['token', '--state-dir', state!.path, '--role', 'client', '--sub', 'ci-bot', '--scope', 'view', '--ttl', '5m']);
+    const minted = await runTether([
+      'token',
+      '--state-dir',
+      state!.path,
+      '--role',
+      'client',
+      '--sub',
+      'ci-bot',
+      '--scope',
+      'view',
+      '--ttl',
+      '5m',
+    ]);
     expect(minted.code).toBe(0);
     const agents = await runTether(['agents', '--gateway', url, '--json'], { env: { TETHER_TOKEN: minted.stdout.trim() } });
     expect(JSON.parse(agents.stdout).map((a: { name: string }) => a.name)).toEqual(['local']);
@@ -80,7 +92,14 @@ describe('tether up', () => {
     expect(missing.stderr).toContain('no agent named "nope"');
 
     const json = await runTether(['sessions', '--gateway', url, '--json'], { env });
-    const sessions = JSON.parse(json.stdout) as { id: string; agent: string; owner: string; state: string; clients: unknown[]; pending_prompts: number }[];
+    const sessions = JSON.parse(json.stdout) as {
+      id: string;
+      agent: string;
+      owner: string;
+      state: string;
+      clients: unknown[];
+      pending_prompts: number;
+    }[];
     expect(sessions.length).toBe(1);
     expect(sessions[0]).toMatchObject({ agent: 'local', pending_prompts: 0 });
     expect(sessions[0].owner).not.toBe('anonymous');
@@ -101,7 +120,9 @@ describe('tether up', () => {
     // Every command the top-level help lists loads (each is imported only when it runs) under its own name.
     const top = await runTether(['--help']);
     const listed = [...top.stdout.matchAll(/^ {2}([a-z-]+) {2,}/gm)].map((m) => m[1]);
-    expect(listed).toEqual(expect.arrayContaining(['up', 'gateway', 'agent', 'run', 'agents', 'sessions', 'token', 'keygen', 'audit', 'acp']));
+    expect(listed).toEqual(
+      expect.arrayContaining(['up', 'gateway', 'agent', 'run', 'agents', 'sessions', 'token', 'keygen', 'audit', 'acp']),
+    );
     const helps = await Promise.all(listed.map((cmd) => runTether([cmd, '--help'])));
     helps.forEach((help, n) => {
       expect(help.code).toBe(0);

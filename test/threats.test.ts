@@ -25,11 +25,10 @@ import { codeOf, isResult, until } from './support/items.js';
 import { rawClient } from './support/raw-client.js';
 import { record } from './support/recorder.js';
 import type { RemoteSession } from '../client/remote-session.js';
-import { startStack, withTimeout, } from './support/stack.js';
+import { startStack, withTimeout } from './support/stack.js';
 import { waitFor, steady } from './support/wait.js';
 import { WsFrameReader } from './support/ws-frames.js';
 import { cleanupsPerTest } from './support/cleanups.js';
-
 
 // ---- raw WebSocket, for the protocol rows ------------------------------------------------
 
@@ -154,7 +153,15 @@ describe('threats 2B: WebSocket protocol and transport', () => {
     cleanups.push(() => cwd.cleanup());
     const server = await startGatewayServer(new Gateway(), { port: 0, grpcPort: 0, maxFrameBytes, auth: { verifier: 'off' } });
     cleanups.push(() => server.close());
-    const agent = new Agent({ gateway: server.url, name: 'b-agent', engine: 'demo', cwd: cwd.path, eofGraceMs: 500, termGraceMs: 500, dial: { maxFrameBytes } });
+    const agent = new Agent({
+      gateway: server.url,
+      name: 'b-agent',
+      engine: 'demo',
+      cwd: cwd.path,
+      eofGraceMs: 500,
+      termGraceMs: 500,
+      dial: { maxFrameBytes },
+    });
     await agent.start();
     cleanups.push(() => agent.shutdown(1_000));
     return { server, agent };
@@ -270,7 +277,7 @@ describe('threats 2B: WebSocket protocol and transport', () => {
     }
   });
 
-  it('B7: healthy links answer the gateway\'s heartbeat and stay up across many intervals (agent and client, ws and gRPC)', async () => {
+  it("B7: healthy links answer the gateway's heartbeat and stay up across many intervals (agent and client, ws and gRPC)", async () => {
     const stack = await startStack({ engine: 'demo', limits: { heartbeat: { intervalMs: 100, timeoutMs: 300 } } });
     cleanups.push(() => stack.stop());
     const statuses: LinkStatus['state'][] = [];
@@ -279,7 +286,13 @@ describe('threats 2B: WebSocket protocol and transport', () => {
     const viaWs = await GatewayClient.connect({ gateway: stack.wsUrl, token: stack.token, onStatus: (s) => statuses.push(s.state) });
     cleanups.push(() => viaWs.close());
     const agentStatuses: LinkStatus['state'][] = [];
-    const agent = new Agent({ gateway: stack.grpcUrl, name: 'hb-agent', token: await stack.mint({ kind: 'agent', sub: 'hb-agent' }), engine: 'demo', onStatus: (s) => agentStatuses.push(s.state) });
+    const agent = new Agent({
+      gateway: stack.grpcUrl,
+      name: 'hb-agent',
+      token: await stack.mint({ kind: 'agent', sub: 'hb-agent' }),
+      engine: 'demo',
+      onStatus: (s) => agentStatuses.push(s.state),
+    });
     await agent.start();
     cleanups.push(() => agent.shutdown(1_000));
     // The window is counted in heartbeat rounds, not wall time: a busy machine only makes it longer.
@@ -306,13 +319,23 @@ describe('threats 2D: sequence, ack, resume', () => {
     await session.sendUserMessage('fill the history');
     await until(it, isResult);
     // The frames that follow the result: the state goes back to idle last.
-    await until(it, (i) => i.kind === 'engine' && JSON.parse(i.line).subtype === 'session_state_changed' && JSON.parse(i.line).state === 'idle', [], 10_000, 'the idle state after the result');
+    await until(
+      it,
+      (i) => i.kind === 'engine' && JSON.parse(i.line).subtype === 'session_state_changed' && JSON.parse(i.line).state === 'idle',
+      [],
+      10_000,
+      'the idle state after the result',
+    );
     // Every attach adds a presence frame (within moments: presence is coalesced), so the window
     // is read again after each attach's own presence frame has reached it.
     const lastSeq = async () => (await owner.listSessions()).find((x) => x.id === session.id)!.last_seq;
     const recordAttached = async (s: RemoteSession) => {
       const rec = record(s);
-      await waitFor(() => rec.items.some((i) => i.body.includes(`"client_id":${JSON.stringify(s.clientId)}`)), 10_000, 'its own presence frame');
+      await waitFor(
+        () => rec.items.some((i) => i.body.includes(`"client_id":${JSON.stringify(s.clientId)}`)),
+        10_000,
+        'its own presence frame',
+      );
       return rec;
     };
     const last = await lastSeq();
@@ -382,10 +405,14 @@ describe('threats 2D: sequence, ack, resume', () => {
     const held = sent.length;
     expect(held).toBeLessThan(50);
     // Each ack of all that was sent lets the relay read on, until the engine has nothing left.
-    await waitFor(() => {
-      relay.ack(sent.at(-1)!.seq);
-      return engine.unread === 0 && relay.drained;
-    }, 5_000, 'every line sent and acked');
+    await waitFor(
+      () => {
+        relay.ack(sent.at(-1)!.seq);
+        return engine.unread === 0 && relay.drained;
+      },
+      5_000,
+      'every line sent and acked',
+    );
     expect(sent.map((s) => s.seq)).toEqual(Array.from({ length: 200 }, (_, n) => n + 1));
   });
 
@@ -398,10 +425,15 @@ describe('threats 2D: sequence, ack, resume', () => {
     const viewer = record(await (await stack.client()).attach(session.id, { readOnly: true }));
     const recA = record(session);
     const recB = record(sb);
-    await Promise.all(Array.from({ length: 8 }, (_, n) => [session.sendUserMessage(`from a ${n}`), sb.sendUserMessage(`from b ${n}`)]).flat());
+    await Promise.all(
+      Array.from({ length: 8 }, (_, n) => [session.sendUserMessage(`from a ${n}`), sb.sendUserMessage(`from b ${n}`)]).flat(),
+    );
     const results = (r: typeof recA) => r.items.filter((i) => i.body.startsWith('{"type":"result"'));
     await waitFor(() => [recA, recB, viewer].every((r) => results(r).length === 16), 20_000, '16 results everywhere');
-    const prompts = (r: typeof recA) => r.items.filter((i) => i.body.includes('"subtype":"prompt"')).map((i) => (JSON.parse(i.body) as { message: { content: string } }).message.content);
+    const prompts = (r: typeof recA) =>
+      r.items
+        .filter((i) => i.body.includes('"subtype":"prompt"'))
+        .map((i) => (JSON.parse(i.body) as { message: { content: string } }).message.content);
     expect(prompts(recB)).toEqual(prompts(recA));
     expect(prompts(viewer)).toEqual(prompts(recA));
     // The engine answered them in that order.
@@ -421,7 +453,13 @@ describe('threats 2G: engine process', () => {
     const { relay, sent } = relayWith(engine);
     engine.writeError = new TetherError('FAILED_PRECONDITION', 'engine is not running');
     await relay.input(1, { type: 'user', message: { role: 'user', content: 'hello?' } });
-    expect(sent).toEqual([expect.objectContaining({ seq: 1, kind: 'event', event: expect.objectContaining({ subtype: 'engine_error', code: 'INPUT_NOT_WRITTEN' }) })]);
+    expect(sent).toEqual([
+      expect.objectContaining({
+        seq: 1,
+        kind: 'event',
+        event: expect.objectContaining({ subtype: 'engine_error', code: 'INPUT_NOT_WRITTEN' }),
+      }),
+    ]);
 
     // End to end: the engine is killed; the session ends with its exit; input is refused with a typed error.
     const cwd = makeTempDir('tether-cwd-');
@@ -457,7 +495,11 @@ describe('threats 2H: resource exhaustion', () => {
     const bob = await stack.client({ sub: 'bob' });
     await bob.createSession({ agent: 'test-agent' });
     await one.stop();
-    await waitFor(async () => (await alice.listSessions()).find((s) => s.id === one.id)?.state === 'ended', 10_000, 'the stopped session to end');
+    await waitFor(
+      async () => (await alice.listSessions()).find((s) => s.id === one.id)?.state === 'ended',
+      10_000,
+      'the stopped session to end',
+    );
     const again = await alice.createSession({ agent: 'test-agent' });
     expect(again.role).toBe('owner');
   });

@@ -5,7 +5,7 @@ import { AGENT_WAIT_MS, CLUSTER_CREATE_WAIT_ORDER, CREATE_WAIT_ORDER, ENGINE_STA
 import { GATEWAY_CONFIG } from '../gateway/config.js';
 
 /** Each wait of a create outlasts the ones it contains, so the innermost that gives up is the one that reports. */
-describe('the order of a create\'s waits (core/timeouts.ts)', () => {
+describe("the order of a create's waits (core/timeouts.ts)", () => {
   it.each([
     ['a create', CREATE_WAIT_ORDER],
     ['a create forwarded in a cluster', CLUSTER_CREATE_WAIT_ORDER],

@@ -46,14 +46,24 @@ describe.each(['ws', 'grpc'] as const)('TLS over %s', (transport) => {
   });
 
   it('with mutual TLS an agent without a client certificate is refused; with one it registers', async () => {
-    server = await startGatewayServer(new Gateway(), { port: 0, grpcPort: 0, tls: { cert: certs.serverCert, key: certs.serverKey, clientCa: certs.ca } });
+    server = await startGatewayServer(new Gateway(), {
+      port: 0,
+      grpcPort: 0,
+      tls: { cert: certs.serverCert, key: certs.serverKey, clientCa: certs.ca },
+    });
     const url = urlOf(server);
     // A daemon keeps retrying; what matters is that it is refused, with a reason, every time.
     const refusedWith = async (dial: Record<string, Buffer | number>, name: string) => {
       let firstError: TetherError | undefined;
-      const agent = new Agent({ gateway: url, name, engine: 'demo', dial: { ...dial, connectTimeoutMs: 3_000 }, onStatus: (st) => {
-        if (st.state === 'down') firstError ??= st.error;
-      } });
+      const agent = new Agent({
+        gateway: url,
+        name,
+        engine: 'demo',
+        dial: { ...dial, connectTimeoutMs: 3_000 },
+        onStatus: (st) => {
+          if (st.state === 'down') firstError ??= st.error;
+        },
+      });
       void agent.start().catch(() => {});
       await waitFor(() => firstError !== undefined, 10_000, 'the agent to report its first failure');
       await agent.shutdown(0);
@@ -65,10 +75,18 @@ describe.each(['ws', 'grpc'] as const)('TLS over %s', (transport) => {
     expect(stranger?.code).toBe('UNAVAILABLE');
     expect(server.port).toBeGreaterThan(0);
 
-    const good = new Agent({ gateway: url, name: 'with-cert', engine: 'demo', dial: { ca: certs.ca, tlsCert: certs.clientCert, tlsKey: certs.clientKey } });
+    const good = new Agent({
+      gateway: url,
+      name: 'with-cert',
+      engine: 'demo',
+      dial: { ca: certs.ca, tlsCert: certs.clientCert, tlsKey: certs.clientKey },
+    });
     await good.start();
     closers.push(() => good.shutdown(1_000));
-    const client = await GatewayClient.connect({ gateway: url, dial: { ca: certs.ca, tlsCert: certs.clientCert, tlsKey: certs.clientKey } });
+    const client = await GatewayClient.connect({
+      gateway: url,
+      dial: { ca: certs.ca, tlsCert: certs.clientCert, tlsKey: certs.clientKey },
+    });
     closers.push(() => client.close());
     expect((await client.listAgents()).map((a) => a.name)).toEqual(['with-cert']);
   });
@@ -102,11 +120,29 @@ describe('TLS from the command line', () => {
   });
 
   it('refuses a certificate without its key before opening a port', async () => {
-    const r = await runTether(['gateway', '--port', '0', '--state-dir', join(dir.path, 'state2'), '--tls-cert', join(dir.path, 'server.crt')]);
+    const r = await runTether([
+      'gateway',
+      '--port',
+      '0',
+      '--state-dir',
+      join(dir.path, 'state2'),
+      '--tls-cert',
+      join(dir.path, 'server.crt'),
+    ]);
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain('TLS needs both a certificate and its key');
     writeFileSync(join(dir.path, 'not-pem.txt'), 'hello');
-    const r2 = await runTether(['gateway', '--port', '0', '--state-dir', join(dir.path, 'state2'), '--tls-cert', join(dir.path, 'not-pem.txt'), '--tls-key', join(dir.path, 'server.key')]);
+    const r2 = await runTether([
+      'gateway',
+      '--port',
+      '0',
+      '--state-dir',
+      join(dir.path, 'state2'),
+      '--tls-cert',
+      join(dir.path, 'not-pem.txt'),
+      '--tls-key',
+      join(dir.path, 'server.key'),
+    ]);
     expect(r2.stderr).toContain('is not a PEM file');
   });
 });

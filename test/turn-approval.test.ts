@@ -28,40 +28,54 @@ const messageOf = (f: () => unknown): string => {
   }
   return '';
 };
-const lifecycle = (uuid: string, state = 'started') => Buffer.from(JSON.stringify({ type: 'command_lifecycle', command_uuid: uuid, state }));
+const lifecycle = (uuid: string, state = 'started') =>
+  Buffer.from(JSON.stringify({ type: 'command_lifecycle', command_uuid: uuid, state }));
 const U = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
 
 describe('turnApproval in the policy file', () => {
   it('parses the three forms, per gateway and per agent, with groups; refuses unknown groups and bad shapes', () => {
-    const p = Policy.compile({ turnApproval: 'owner', turnApprovalByAgent: { lab: { approvers: ['carol', 'group:leads'] } }, groups: { leads: ['dana'] } });
+    const p = Policy.compile({
+      turnApproval: 'owner',
+      turnApprovalByAgent: { lab: { approvers: ['carol', 'group:leads'] } },
+      groups: { leads: ['dana'] },
+    });
     expect(p.turnApprovalFor('build')).toEqual({ setting: 'owner', rule: 'turnApproval = owner' });
-    expect(p.turnApprovalFor('lab')).toEqual({ setting: { approvers: ['carol', 'group:leads'] }, rule: 'turnApprovalByAgent.lab = approvers: carol, group:leads' });
+    expect(p.turnApprovalFor('lab')).toEqual({
+      setting: { approvers: ['carol', 'group:leads'] },
+      rule: 'turnApprovalByAgent.lab = approvers: carol, group:leads',
+    });
     expect(Policy.EMPTY.turnApprovalFor('any')).toEqual({ setting: 'anyController', rule: 'turnApproval = anyController' });
-    expect(messageOf(() => Policy.compile({ turnApproval: { approvers: ['group:nobody'] } }))).toContain('turnApproval: approvers entry "group:nobody" names no group');
+    expect(messageOf(() => Policy.compile({ turnApproval: { approvers: ['group:nobody'] } }))).toContain(
+      'turnApproval: approvers entry "group:nobody" names no group',
+    );
     expect(codeOf(() => Policy.compile({ turnApproval: 'everyone' }))).toBe('INVALID_ARGUMENT');
     expect(codeOf(() => Policy.compile({ turnApproval: { approvers: [] } }))).toBe('INVALID_ARGUMENT');
     expect(codeOf(() => Policy.compile({ turnApproval: { approvers: ['a'], extra: 1 } }))).toBe('INVALID_ARGUMENT');
     expect(codeOf(() => Policy.compile({ turnApprovalByAgent: { lab: { approvers: ['group:x'] } } }))).toBe('INVALID_ARGUMENT');
   });
 
-  it('a session may ask only for a stricter one: anyController < approvers < owner, approvers within the policy\'s', () => {
+  it("a session may ask only for a stricter one: anyController < approvers < owner, approvers within the policy's", () => {
     const policy = Policy.compile({ turnApproval: { approvers: ['carol', 'group:leads'] }, groups: { leads: ['dana', 'erin'] } });
     expect(codeOf(() => policy.checkTurnApproval('a', undefined))).toBe('ok');
     expect(codeOf(() => policy.checkTurnApproval('a', 'owner'))).toBe('ok');
     expect(codeOf(() => policy.checkTurnApproval('a', { approvers: ['carol'] }))).toBe('ok');
     expect(codeOf(() => policy.checkTurnApproval('a', { approvers: ['dana'] }))).toBe('ok'); // a member of a listed group
     expect(codeOf(() => policy.checkTurnApproval('a', { approvers: ['group:leads'] }))).toBe('ok');
-    expect(messageOf(() => policy.checkTurnApproval('a', 'anyController'))).toContain('less strict than the policy\'s (policy rule: turnApproval = approvers: carol, group:leads)');
+    expect(messageOf(() => policy.checkTurnApproval('a', 'anyController'))).toContain(
+      "less strict than the policy's (policy rule: turnApproval = approvers: carol, group:leads)",
+    );
     expect(codeOf(() => policy.checkTurnApproval('a', { approvers: ['carol', 'mallory'] }))).toBe('PERMISSION_DENIED');
     expect(codeOf(() => policy.checkTurnApproval('a', { approvers: ['group:nobody'] }))).toBe('INVALID_ARGUMENT');
-    expect(codeOf(() => Policy.compile({ turnApproval: 'owner' }).checkTurnApproval('a', { approvers: ['carol'] }))).toBe('PERMISSION_DENIED');
+    expect(codeOf(() => Policy.compile({ turnApproval: 'owner' }).checkTurnApproval('a', { approvers: ['carol'] }))).toBe(
+      'PERMISSION_DENIED',
+    );
     expect(codeOf(() => Policy.EMPTY.checkTurnApproval('a', { approvers: ['anyone'] }))).toBe('ok');
     // The session option's shape is the same one.
     expect(SessionOptions.safeParse({ turn_approval: 'owner' }).success).toBe(true);
     expect(SessionOptions.safeParse({ turn_approval: 'nobody' }).success).toBe(false);
   });
 
-  it('the setting in force is the session\'s only while it is at least as strict as the policy\'s (a reload may raise the floor)', () => {
+  it("the setting in force is the session's only while it is at least as strict as the policy's (a reload may raise the floor)", () => {
     expect(effectiveApproval('anyController', 'owner', {})).toBe('owner');
     expect(effectiveApproval('owner', { approvers: ['carol'] }, {})).toBe('owner');
     expect(effectiveApproval({ approvers: ['carol'] }, undefined, {})).toEqual({ approvers: ['carol'] });
@@ -81,11 +95,14 @@ describe('whose approval a call needs', () => {
     expect(approvalNeeded('owner', { owner, authors: ['olive', 'bob'] })).toEqual({ kind: 'owner', mayAnswer: ['olive'] }); // bob's prompt joined the turn
     const need = approvalNeeded(approvers, { owner, authors: ['carol'] })!;
     expect(need).toEqual({ kind: 'approvers', mayAnswer: ['olive', 'group:leads'] });
-    const refusal = (who: string, authors: string[], setting: TurnApproval = approvers) => approvalRefusal(approvalNeeded(setting, { owner, authors })!, setting, who, { owner, authors }, groups);
+    const refusal = (who: string, authors: string[], setting: TurnApproval = approvers) =>
+      approvalRefusal(approvalNeeded(setting, { owner, authors })!, setting, who, { owner, authors }, groups);
     expect(refusal('olive', ['bob'])).toBeUndefined();
     expect(refusal('carol', ['bob'])).toBeUndefined();
     expect(refusal('dana', ['bob'])).toBeUndefined(); // through the group
-    expect(refusal('bob', ['bob'])).toBe('needs the approval of the owner (olive) or of an approver (carol, group:leads): this call comes from your turn');
+    expect(refusal('bob', ['bob'])).toBe(
+      'needs the approval of the owner (olive) or of an approver (carol, group:leads): this call comes from your turn',
+    );
     expect(refusal('carol', ['carol'])).toContain('this call comes from your turn');
     expect(refusal('erin', ['bob'])).toContain("this call comes from bob's turn");
     expect(refusal('bob', ['bob'], 'owner')).toBe("needs the owner's approval: this call comes from your turn (the owner is olive)");
@@ -98,7 +115,10 @@ describe('turn authors', () => {
     const stamped = stampUserMessage({ type: 'user', message: { role: 'user', content: 'hi' } });
     expect(stamped.uuid).toMatch(/^[0-9a-f-]{36}$/);
     expect(stamped.origin).toEqual({ kind: 'human' });
-    expect(stampUserMessage({ type: 'user', uuid: U(1), origin: { kind: 'channel', server: 's' } })).toMatchObject({ uuid: U(1), origin: { kind: 'channel', server: 's' } });
+    expect(stampUserMessage({ type: 'user', uuid: U(1), origin: { kind: 'channel', server: 's' } })).toMatchObject({
+      uuid: U(1),
+      origin: { kind: 'channel', server: 's' },
+    });
     expect(codeOf(() => stampUserMessage({ type: 'user', uuid: 'not-a-uuid' }))).toBe('INVALID_ARGUMENT');
     expect(codeOf(() => stampUserMessage({ type: 'user', uuid: 7 }))).toBe('INVALID_ARGUMENT');
   });
@@ -131,7 +151,9 @@ describe('turn authors', () => {
 });
 
 describe('standing rules, per person', () => {
-  const grant = (ruleContent: string) => [{ type: 'addRules', rules: [{ toolName: 'Bash', ruleContent }], behavior: 'allow', destination: 'session' }];
+  const grant = (ruleContent: string) => [
+    { type: 'addRules', rules: [{ toolName: 'Bash', ruleContent }], behavior: 'allow', destination: 'session' },
+  ];
   const bash = (command: string) => ({ tool: 'Bash', input: { command }, cwd: '/w' });
   const anyone = () => true;
 
@@ -167,6 +189,9 @@ describe('standing rules, per person', () => {
     expect(rules.allowing(bash('npm test'), ['alice'], anyone)).toBeUndefined();
     expect(codeOf(() => rules.withdraw('Bash(npm test)', 'olive', true))).toBe('NOT_FOUND');
     const dirs = { type: 'addDirectories', directories: ['/w'], destination: 'session' };
-    expect(engineUpdates([...grant('npm test'), dirs, { ...grant('x')[0], destination: 'localSettings' }])).toEqual([dirs, { ...grant('x')[0], destination: 'localSettings' }]);
+    expect(engineUpdates([...grant('npm test'), dirs, { ...grant('x')[0], destination: 'localSettings' }])).toEqual([
+      dirs,
+      { ...grant('x')[0], destination: 'localSettings' },
+    ]);
   });
 });

@@ -11,7 +11,7 @@ import type { SessionItem } from '../client/remote-session.js';
 import { runTether } from './support/cli.js';
 import { isResult, until } from './support/items.js';
 import { scrape } from './support/metrics.js';
-import { startRig, } from './support/start-rig.js';
+import { startRig } from './support/start-rig.js';
 import { cleanupsPerTest } from './support/cleanups.js';
 
 const DEAF = [process.execPath, fileURLToPath(new URL('./support/misbehaving-engine.mjs', import.meta.url)), '--mode', 'deaf-to-control'];

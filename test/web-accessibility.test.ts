@@ -87,7 +87,10 @@ describe('web page: accessibility', () => {
   }, 60_000);
 
   it('the session page has a heading naming the session, and opening a session moves the focus to it, not to the body', async () => {
-    const focused = (page: Page) => page.evaluate(() => `${document.activeElement?.tagName.toLowerCase()}${document.activeElement?.id ? `#${document.activeElement.id}` : ''}`);
+    const focused = (page: Page) =>
+      page.evaluate(
+        () => `${document.activeElement?.tagName.toLowerCase()}${document.activeElement?.id ? `#${document.activeElement.id}` : ''}`,
+      );
     const alice = await rig.signedIn('alice');
     const id = await startSession(alice.page);
     const heading = alice.page.getByRole('heading', { level: 1 });
@@ -120,7 +123,10 @@ describe('web page: accessibility', () => {
       const bob = await rig.signedIn('bob', { dark });
       const badge = bob.page.locator(`[data-session="${id}"] .badge`);
       await expect(badge.textContent()).resolves.toBe('1 waiting');
-      const { color, background } = await badge.evaluate((b) => ({ color: getComputedStyle(b).color, background: getComputedStyle(b).backgroundColor }));
+      const { color, background } = await badge.evaluate((b) => ({
+        color: getComputedStyle(b).color,
+        background: getComputedStyle(b).backgroundColor,
+      }));
       const [fg, bg] = [channels(color), channels(background)];
       expect([fg[3], bg[3]]).toEqual([1, 1]); // opaque, so the ratio is what shows
       ratios[dark ? 'dark' : 'light'] = Math.round(contrast(fg, bg) * 100) / 100;
@@ -138,9 +144,21 @@ describe('web page: accessibility', () => {
     const violations = async (page: Page, where: string) => {
       await page.evaluate(axeSource); // through the debugger protocol: the page's CSP (script-src 'self') rightly refuses inline scripts
       const found = await page.evaluate(async () => {
-        const axe = (window as unknown as { axe: { run: (o: unknown) => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe;
+        const axe = (
+          window as unknown as {
+            axe: { run: (o: unknown) => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> };
+          }
+        ).axe;
         const r = await axe.run({ resultTypes: ['violations'] });
-        return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')}`);
+        return r.violations
+          .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+          .map(
+            (v) =>
+              `${v.id} (${v.impact}): ${v.nodes
+                .map((n) => n.target.join(' '))
+                .slice(0, 3)
+                .join(', ')}`,
+          );
       });
       return found.map((f) => `${where}: ${f}`);
     };

@@ -2,7 +2,19 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exportedSeqs, launchChromium, openFromDashboard, pasteImage, person, screenshots, sendPrompt, signIn, signInLinkFor, startSession, TINY_PNG } from './support/browser.js';
+import {
+  exportedSeqs,
+  launchChromium,
+  openFromDashboard,
+  pasteImage,
+  person,
+  screenshots,
+  sendPrompt,
+  signIn,
+  signInLinkFor,
+  startSession,
+  TINY_PNG,
+} from './support/browser.js';
 import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './support/claude-cli.js';
 import { startTether, type Daemon } from './support/cli.js';
 import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic.js';
@@ -45,9 +57,19 @@ describe.skipIf(!hasTool('chromium'))('web client (real Claude Code CLI, scripte
       responses: [
         { thinking: 'The user wants a greeting.', text: 'Hello **there**, from the scripted model.', chunk_delay_ms: 150 },
         { text: 'Reading it first.', tool_use: { id: 'toolu_read', name: 'Read', input: { file_path: notes } } },
-        { text: 'Now the edit.', tool_use: { id: 'toolu_edit', name: 'Edit', input: { file_path: notes, old_string: 'colour = red', new_string: 'colour = blue' } } },
+        {
+          text: 'Now the edit.',
+          tool_use: {
+            id: 'toolu_edit',
+            name: 'Edit',
+            input: { file_path: notes, old_string: 'colour = red', new_string: 'colour = blue' },
+          },
+        },
         { text: 'Edited.' },
-        { text: 'Running it.', tool_use: { id: 'toolu_bash', name: 'Bash', input: { command: 'echo migrate > migrated.txt', description: 'migrate' } } },
+        {
+          text: 'Running it.',
+          tool_use: { id: 'toolu_bash', name: 'Bash', input: { command: 'echo migrate > migrated.txt', description: 'migrate' } },
+        },
         { text: 'Understood.' },
         { text: 'One question.', tool_use: { id: 'toolu_ask', name: 'AskUserQuestion', input: { questions: [QUESTION] } } },
         { text: 'SQLite it is.' },
@@ -56,7 +78,10 @@ describe.skipIf(!hasTool('chromium'))('web client (real Claude Code CLI, scripte
       ],
     });
     const env = claudeTestEnv({ home: home.path, baseUrl: fake.url });
-    up = startTether(['up', '--port', '0', '--engine', 'claude', '--engine-command', claudeBinaryPath(), '--cwd', cwd.path, '--state-dir', state.path], { env });
+    up = startTether(
+      ['up', '--port', '0', '--engine', 'claude', '--engine-command', claudeBinaryPath(), '--cwd', cwd.path, '--state-dir', state.path],
+      { env },
+    );
     link = (await up.line('sign-in: ', 30_000)).split(' ')[1];
     pageUrl = new URL(link).origin;
     browser = await launchChromium();
@@ -96,10 +121,15 @@ describe.skipIf(!hasTool('chromium'))('web client (real Claude Code CLI, scripte
       await card.locator('.diff .del').filter({ hasText: 'colour = red' }).waitFor();
       await card.locator('.diff .add').filter({ hasText: 'colour = blue' }).waitFor();
     }
-    const files = await screenshots(browser, 'transcript-permission-diff', () => linkFor('alice'), async (page) => {
-      await openFromDashboard(page, id, 'Open');
-      await page.getByTestId('permission-card').waitFor();
-    });
+    const files = await screenshots(
+      browser,
+      'transcript-permission-diff',
+      () => linkFor('alice'),
+      async (page) => {
+        await openFromDashboard(page, id, 'Open');
+        await page.getByTestId('permission-card').waitFor();
+      },
+    );
     expect(files).toHaveLength(4);
     await bob.page.getByTestId('permission-card').getByRole('button', { name: 'Allow', exact: true }).click();
     await alice.page.getByTestId('prompt-decided').filter({ hasText: 'Edit: allowed by bob' }).waitFor();

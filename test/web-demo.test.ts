@@ -2,7 +2,21 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dropImage, exportedItems, exportedSeqs, launchChromium, openFromDashboard, pasteImage, person, screenshots, sendPrompt, signIn, signInLinkFor, startSession, TINY_PNG } from './support/browser.js';
+import {
+  dropImage,
+  exportedItems,
+  exportedSeqs,
+  launchChromium,
+  openFromDashboard,
+  pasteImage,
+  person,
+  screenshots,
+  sendPrompt,
+  signIn,
+  signInLinkFor,
+  startSession,
+  TINY_PNG,
+} from './support/browser.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { runTether, startTether, type Daemon } from './support/cli.js';
 import { hasTool } from './support/tools.js';
@@ -174,7 +188,11 @@ describe.skipIf(!hasTool('chromium'))('web client (demo engine, tether up)', () 
     await alice.context.addInitScript(() => {
       const w = window as unknown as { shown: string[]; Notification: typeof Notification };
       w.shown = [];
-      w.Notification = new Proxy(Notification, { construct: (target, args: [string, NotificationOptions]) => (w.shown.push(`${args[0]}: ${args[1]?.body}`), Reflect.construct(target, args)) });
+      w.Notification = new Proxy(Notification, {
+        construct: (target, args: [string, NotificationOptions]) => (
+          w.shown.push(`${args[0]}: ${args[1]?.body}`), Reflect.construct(target, args)
+        ),
+      });
     });
     await signIn(alice.page, await linkFor('alice'));
     await startSession(alice.page);
@@ -187,7 +205,9 @@ describe.skipIf(!hasTool('chromium'))('web client (demo engine, tether up)', () 
     await sendPrompt(alice.page, 'create a file');
     await alice.page.getByTestId('permission-card').waitFor();
     await expect.poll(() => alice.page.title()).toBe('(1) waiting for you · Tether');
-    expect(await alice.page.evaluate(() => (window as unknown as { shown: string[] }).shown)).toEqual(['Tether: permission needed: Bash is waiting for an answer']);
+    expect(await alice.page.evaluate(() => (window as unknown as { shown: string[] }).shown)).toEqual([
+      'Tether: permission needed: Bash is waiting for an answer',
+    ]);
     await setHidden(false);
     await expect.poll(() => alice.page.title()).toBe('Tether');
 
@@ -211,9 +231,16 @@ describe.skipIf(!hasTool('chromium'))('web client (demo engine, tether up)', () 
 
     await alice.page.getByLabel('Permission mode').selectOption('acceptEdits');
     // The engine confirms the new mode in a status frame; the picker shows it.
-    await expect.poll(async () => (await exportedItems(alice.page)).some((i) => i.message?.subtype === 'status' && i.message.permissionMode === 'acceptEdits')).toBe(true);
+    await expect
+      .poll(async () =>
+        (await exportedItems(alice.page)).some((i) => i.message?.subtype === 'status' && i.message.permissionMode === 'acceptEdits'),
+      )
+      .toBe(true);
     expect(await alice.page.getByLabel('Permission mode').inputValue()).toBe('acceptEdits');
-    const [md] = await Promise.all([alice.page.waitForEvent('download'), alice.page.getByRole('button', { name: 'Export Markdown' }).click()]);
+    const [md] = await Promise.all([
+      alice.page.waitForEvent('download'),
+      alice.page.getByRole('button', { name: 'Export Markdown' }).click(),
+    ]);
     const text = readFileSync((await md.path())!, 'utf8');
     expect(text).toContain('**alice:** create a file');
     expect(text).toContain("- **Bash:** `echo 'hello from tether' > tether-demo.txt`");
@@ -231,7 +258,8 @@ describe.skipIf(!hasTool('chromium'))('web client (demo engine, tether up)', () 
     await sendPrompt(alice.page, 'create a file');
     await viewer.page.getByTestId('permission-card').getByText('Waiting for a controller to answer.').waitFor();
     await expect(viewer.page.getByTestId('answerers').textContent()).resolves.toBe('Who may answer: alice (the first answer counts)');
-    for (const name of ['Allow', 'Deny', 'Interrupt', 'Send']) expect(await viewer.page.getByRole('button', { name, exact: true }).count()).toBe(0);
+    for (const name of ['Allow', 'Deny', 'Interrupt', 'Send'])
+      expect(await viewer.page.getByRole('button', { name, exact: true }).count()).toBe(0);
     expect(await viewer.page.locator('#prompt').count()).toBe(0);
     expect(await viewer.page.locator('select').count()).toBe(0);
     await expect(viewer.page.getByTestId('role').textContent()).resolves.toBe('viewer');
@@ -248,9 +276,14 @@ describe.skipIf(!hasTool('chromium'))('web client (demo engine, tether up)', () 
     await viewer.page.getByTestId('session-state').filter({ hasText: 'ended' }).waitFor();
 
     // Screenshots of the dashboard at both widths, light and dark.
-    const files = await screenshots(browser, 'dashboard', () => linkFor('alice'), async (page) => {
-      await page.locator(`[data-session="${id}"]`).waitFor();
-    });
+    const files = await screenshots(
+      browser,
+      'dashboard',
+      () => linkFor('alice'),
+      async (page) => {
+        await page.locator(`[data-session="${id}"]`).waitFor();
+      },
+    );
     expect(files.every((f) => existsSync(f))).toBe(true);
     await viewer.context.close();
     await alice.context.close();

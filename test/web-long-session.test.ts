@@ -1,14 +1,27 @@
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium, openFromDashboard, person, screenshots, sendPrompt, signIn, signInLinkFor, startSession } from './support/browser.js';
+import {
+  launchChromium,
+  openFromDashboard,
+  person,
+  screenshots,
+  sendPrompt,
+  signIn,
+  signInLinkFor,
+  startSession,
+} from './support/browser.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { startTether, type Daemon } from './support/cli.js';
 
 const ENGINE = fileURLToPath(new URL('./support/long-session-engine.mjs', import.meta.url));
 const TURNS = 2_000;
 const parses = (page: Page) => page.evaluate(() => (globalThis as { __tetherMarkdown?: { parses: number } }).__tetherMarkdown?.parses);
-const waitForLast = (page: Page) => page.getByTestId('assistant-text').filter({ hasText: `Answer ${TURNS - 1}:` }).waitFor({ timeout: 60_000 });
+const waitForLast = (page: Page) =>
+  page
+    .getByTestId('assistant-text')
+    .filter({ hasText: `Answer ${TURNS - 1}:` })
+    .waitFor({ timeout: 60_000 });
 
 /**
  * The web page in a long session (issue 28, items 5 and 13), in headless Chromium against
@@ -37,10 +50,12 @@ describe('web page: a 2,000-turn session', () => {
     browser = await launchChromium();
     alice = await person(browser);
     alice.page.on('request', (r) => r.url().endsWith('/highlighter.js') && highlighterLoads.push(r.url()));
-    alice.page.on('websocket', (ws) => ws.on('framesent', (f) => {
-      const subtype = /"type":"control_request".*?"subtype":"(\w+)"/.exec(String(f.payload))?.[1];
-      if (subtype) asked.push(subtype);
-    }));
+    alice.page.on('websocket', (ws) =>
+      ws.on('framesent', (f) => {
+        const subtype = /"type":"control_request".*?"subtype":"(\w+)"/.exec(String(f.payload))?.[1];
+        if (subtype) asked.push(subtype);
+      }),
+    );
     await signIn(alice.page, await linkFor('alice'));
     sessionId = await startSession(alice.page);
     await sendPrompt(alice.page, `turns ${TURNS}`);
@@ -103,7 +118,12 @@ describe('web page: a 2,000-turn session', () => {
           w.__mutations.push(el?.closest('.md.streaming, .md') ? 'streaming' : `${el?.tagName}.${el?.className}`);
         }
       });
-      w.__observer.observe(document.querySelector('[data-testid=transcript]')!, { subtree: true, childList: true, characterData: true, attributes: true });
+      w.__observer.observe(document.querySelector('[data-testid=transcript]')!, {
+        subtree: true,
+        childList: true,
+        characterData: true,
+        attributes: true,
+      });
     });
     const before = await parses(alice.page);
     await streaming.filter({ hasText: 'piece' }).waitFor();
@@ -118,7 +138,11 @@ describe('web page: a 2,000-turn session', () => {
     expect(delta).toBeLessThanOrEqual(3); // one per delta that arrived (of 2,000 answers on the page)
     expect(mutations.length).toBeGreaterThan(0);
     expect(mutations.filter((m) => m !== 'streaming')).toEqual([]);
-    await alice.page.getByTestId('assistant-text').filter({ hasText: 'Streaming one piece at a time.' }).and(alice.page.locator('.md:not(.streaming)')).waitFor();
+    await alice.page
+      .getByTestId('assistant-text')
+      .filter({ hasText: 'Streaming one piece at a time.' })
+      .and(alice.page.locator('.md:not(.streaming)'))
+      .waitFor();
   });
 
   it('highlights code with a highlighter fetched only when code shows', async () => {
@@ -134,10 +158,15 @@ describe('web page: a 2,000-turn session', () => {
   });
 
   it('screenshots: the 2,000-turn session, opened late, at 390 and 1280 px', async () => {
-    const written = await screenshots(browser, 'long-session', () => linkFor('bob'), async (page) => {
-      await openFromDashboard(page, sessionId, 'Watch');
-      await page.getByTestId('assistant-text').filter({ hasText: 'Here:' }).waitFor({ timeout: 60_000 });
-    });
+    const written = await screenshots(
+      browser,
+      'long-session',
+      () => linkFor('bob'),
+      async (page) => {
+        await openFromDashboard(page, sessionId, 'Watch');
+        await page.getByTestId('assistant-text').filter({ hasText: 'Here:' }).waitFor({ timeout: 60_000 });
+      },
+    );
     expect(written).toHaveLength(4);
   }, 180_000);
 });

@@ -33,11 +33,16 @@ describe('web page (demo engine): issue 28, layout and Markdown', () => {
       expect(alice.errors).toEqual([]);
       await alice.context.close();
     }
-    const files = await screenshots(browser, 'wide-content', () => linkFor('alice'), async (page) => {
-      await startSession(page);
-      await sendPrompt(page, prompt);
-      await page.locator('[data-testid=assistant-text]:not(.streaming) table').waitFor();
-    });
+    const files = await screenshots(
+      browser,
+      'wide-content',
+      () => linkFor('alice'),
+      async (page) => {
+        await startSession(page);
+        await sendPrompt(page, prompt);
+        await page.locator('[data-testid=assistant-text]:not(.streaming) table').waitFor();
+      },
+    );
     expect(files).toHaveLength(4);
   }, 60_000);
 
@@ -47,7 +52,10 @@ describe('web page (demo engine): issue 28, layout and Markdown', () => {
       alice.page.evaluate(() =>
         [...document.querySelectorAll<HTMLElement>('button, select, input, textarea, summary, a[href]')]
           .filter((el) => el.offsetParent !== null && !el.closest('.sr-only'))
-          .map((el) => ({ el: `${el.tagName.toLowerCase()} ${(el.textContent || el.getAttribute('aria-label') || el.getAttribute('name') || '').trim().slice(0, 30)}`, ...el.getBoundingClientRect().toJSON() }))
+          .map((el) => ({
+            el: `${el.tagName.toLowerCase()} ${(el.textContent || el.getAttribute('aria-label') || el.getAttribute('name') || '').trim().slice(0, 30)}`,
+            ...el.getBoundingClientRect().toJSON(),
+          }))
           .filter((b) => b.height < 44 || b.width < 44)
           .map((b) => `${b.el}: ${Math.round(b.width)}x${Math.round(b.height)}`),
       );
@@ -83,7 +91,9 @@ describe('web page (demo engine): issue 28, layout and Markdown', () => {
     const jump = alice.page.getByTestId('jump-latest');
     await expect.poll(() => jump.textContent()).toMatch(/^Jump to latest \(\d+ new\)$/);
     await jump.click();
-    await expect.poll(() => alice.page.evaluate(() => window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 48)).toBe(true);
+    await expect
+      .poll(() => alice.page.evaluate(() => window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 48))
+      .toBe(true);
     expect(await jump.count()).toBe(0);
 
     expect(alice.errors).toEqual([]);
@@ -98,8 +108,16 @@ describe('web page (demo engine): issue 28, layout and Markdown', () => {
     await sendPrompt(alice.page, 'md:\n\n- [x] done\n- [ ] todo\n\n> quoted\n\n|a|b|\n|-|-|\n|1|2|\n\n```\ncode here\n```');
     const md = alice.page.getByTestId('assistant-text').filter({ hasText: 'quoted' });
     await md.locator('.code-block').waitFor();
-    await expect(md.locator('.task-box').evaluateAll((els) => els.map((e) => e.getAttribute('aria-label')))).resolves.toEqual(['done', 'not done']);
-    await expect(md.locator('td').first().evaluate((e) => getComputedStyle(e).borderTopWidth)).resolves.toBe('1px');
+    await expect(md.locator('.task-box').evaluateAll((els) => els.map((e) => e.getAttribute('aria-label')))).resolves.toEqual([
+      'done',
+      'not done',
+    ]);
+    await expect(
+      md
+        .locator('td')
+        .first()
+        .evaluate((e) => getComputedStyle(e).borderTopWidth),
+    ).resolves.toBe('1px');
     await expect(md.locator('blockquote').evaluate((e) => getComputedStyle(e).borderLeftWidth)).resolves.toBe('3px');
     await md.getByRole('button', { name: 'Copy' }).click();
     await md.getByRole('button', { name: 'Copied' }).waitFor();

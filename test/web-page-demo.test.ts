@@ -37,7 +37,12 @@ describe('web page (demo engine): issue 28', () => {
       const texts = (await p.getByTestId('assistant-text').allTextContents()).map((t) => t.trim());
       expect(texts).toEqual([COUNTED, 'Hello from the Tether demo engine. You said: hello from bob']); // the count once, above bob's prompt
       const order = await p.locator('[data-testid=prompt], [data-testid=assistant-text]').allTextContents();
-      expect(order.map((t) => t.trim().slice(0, 24).trim())).toEqual(['alicea slow long answer', COUNTED.slice(0, 24), 'bobhello from bob', 'Hello from the Tether de']);
+      expect(order.map((t) => t.trim().slice(0, 24).trim())).toEqual([
+        'alicea slow long answer',
+        COUNTED.slice(0, 24),
+        'bobhello from bob',
+        'Hello from the Tether de',
+      ]);
     }
     expect(alice.errors).toEqual([]);
     expect(bob.errors).toEqual([]);
@@ -68,7 +73,8 @@ describe('web page (demo engine): issue 28', () => {
     await sendPrompt(alice.page, 'a slow long answer please');
     await bob.page.locator('.md.streaming').waitFor();
     await alice.page.getByRole('button', { name: 'Interrupt' }).click();
-    for (const p of [alice.page, bob.page]) await p.locator('[data-testid=note].info').filter({ hasText: 'alice interrupted the turn.' }).waitFor();
+    for (const p of [alice.page, bob.page])
+      await p.locator('[data-testid=note].info').filter({ hasText: 'alice interrupted the turn.' }).waitFor();
     alice.page.once('dialog', (d) => void d.accept());
     await alice.page.getByRole('button', { name: 'Stop session' }).click();
     for (const p of [alice.page, bob.page]) {
@@ -96,7 +102,11 @@ describe('web page (demo engine): issue 28', () => {
     await alice.page.getByTestId('permission-card').getByRole('button', { name: 'Allow', exact: true }).click();
     await alice.page.getByText('Done: the command ran.').waitFor();
     await bob.context.setOffline(false);
-    await bob.page.getByTestId('prompt-decided').getByTestId('late-answer').filter({ hasText: 'Your answer came second and was not used: alice had already answered.' }).waitFor();
+    await bob.page
+      .getByTestId('prompt-decided')
+      .getByTestId('late-answer')
+      .filter({ hasText: 'Your answer came second and was not used: alice had already answered.' })
+      .waitFor();
     await expect(bob.page.getByTestId('prompt-decided').textContent()).resolves.toContain('Bash: allowed by alice');
     expect(await alice.page.getByTestId('late-answer').count()).toBe(0);
     expect(bob.errors).toEqual([]);
@@ -164,7 +174,8 @@ describe('web page (demo engine): issue 28', () => {
     await alice.page.getByTestId('ended').waitFor();
     expect(await alice.page.locator('#prompt').count()).toBe(0);
     expect(await alice.page.locator('select').count()).toBe(0);
-    for (const name of ['Interrupt', 'Send', 'Stop session']) expect(await alice.page.getByRole('button', { name, exact: true }).count()).toBe(0);
+    for (const name of ['Interrupt', 'Send', 'Stop session'])
+      expect(await alice.page.getByRole('button', { name, exact: true }).count()).toBe(0);
     expect(alice.errors).toEqual([]);
     expect(carol.errors).toEqual([]);
     await carol.context.close();
@@ -251,7 +262,12 @@ describe('web page (demo engine): issue 28', () => {
       await expect(banner.textContent()).resolves.toMatch(/went silent|Reconnecting and resuming|Still no connection/);
       const viewport = alice.page.viewportSize()!;
       const box = (await banner.boundingBox())!;
-      expect([box.x >= 0, box.y >= 0, box.x + box.width <= viewport.width, box.y + box.height <= viewport.height]).toEqual([true, true, true, true]);
+      expect([box.x >= 0, box.y >= 0, box.x + box.width <= viewport.width, box.y + box.height <= viewport.height]).toEqual([
+        true,
+        true,
+        true,
+        true,
+      ]);
       await expect(banner.evaluate((b) => b.scrollWidth <= b.clientWidth)).resolves.toBe(true); // its words wrap, none cut off
       await expect(alice.page.evaluate(() => document.documentElement.scrollWidth)).resolves.toBeLessThanOrEqual(viewport.width);
       await alice.page.screenshot({ path: `${SCREENSHOT_DIR}link-stalled-${width}-${dark ? 'dark' : 'light'}.png` });

@@ -23,7 +23,10 @@ describe.skipIf(!hasTool('chromium'))('web page: queued prompts (real Claude Cod
     const [alice, bob, carol] = [await person(rig.browser), await person(rig.browser), await person(rig.browser)];
     await signIn(alice.page, await rig.linkFor('alice'));
     const id = await startSession(alice.page);
-    for (const [p, name] of [[bob, 'bob'], [carol, 'carol']] as const) {
+    for (const [p, name] of [
+      [bob, 'bob'],
+      [carol, 'carol'],
+    ] as const) {
       await signIn(p.page, await rig.linkFor(name));
       await openFromDashboard(p.page, id, 'Open');
     }
@@ -54,7 +57,12 @@ describe.skipIf(!hasTool('chromium'))('web page: queued prompts (real Claude Cod
       await p.page.getByText('Carol answered.').waitFor();
       expect(await p.page.getByTestId('queue').count()).toBe(0);
       const order = await p.page.locator('.transcript [data-testid=prompt], .transcript [data-testid=assistant-text]').allTextContents();
-      expect(order.map((t) => t.trim().slice(0, 16))).toEqual(['alicefirst promp', 'one two three fo', 'carolCAROL_QUEUE', 'Carol answered.']);
+      expect(order.map((t) => t.trim().slice(0, 16))).toEqual([
+        'alicefirst promp',
+        'one two three fo',
+        'carolCAROL_QUEUE',
+        'Carol answered.',
+      ]);
     }
     expect(rig.fake.requests.some((r) => r.raw.includes('BOB_QUEUED'))).toBe(false);
 

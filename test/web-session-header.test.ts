@@ -20,7 +20,10 @@ describe.skipIf(!hasTool('chromium'))('web page: the session header (real Claude
 
   let rig: WebClaudeRig;
   beforeAll(async () => {
-    rig = await startWebClaudeRig('webh', { responses: [{ text: 'First answer.' }, { text: 'Second answer.' }], policy: { models: ['sonnet', 'claude-haiku-*'] } });
+    rig = await startWebClaudeRig('webh', {
+      responses: [{ text: 'First answer.' }, { text: 'Second answer.' }],
+      policy: { models: ['sonnet', 'claude-haiku-*'] },
+    });
     ({ fake, browser, pageUrl, state } = rig);
   }, 60_000);
   afterAll(() => rig?.close());
@@ -31,7 +34,9 @@ describe.skipIf(!hasTool('chromium'))('web page: the session header (real Claude
     await startSession(alice.page);
     const picker = alice.page.getByRole('combobox', { name: 'Model' });
     await picker.waitFor({ timeout: 45_000 }); // the engine's model list comes once the real CLI has started: slow on a loaded machine
-    const options = await picker.locator('option:not([disabled])').evaluateAll((os) => os.map((o) => [(o as HTMLOptionElement).value, o.textContent]));
+    const options = await picker
+      .locator('option:not([disabled])')
+      .evaluateAll((os) => os.map((o) => [(o as HTMLOptionElement).value, o.textContent]));
     expect(options).toEqual([
       ['sonnet', 'Sonnet'],
       ['claude-haiku-5-5', 'Haiku'],

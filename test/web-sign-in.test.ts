@@ -35,7 +35,9 @@ describe('web sign-in codes', () => {
     await expect(new LoginDesk(key).redeem(other)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
     const bearer = await mintToken({ key, kind: 'client', sub: 'alice', ttlSeconds: 60 });
     await expect(new LoginDesk(key).redeem(bearer)).rejects.toMatchObject({ details: { reason: 'wrong_type' } });
-    await expect(new TokenVerifier({ keys: [key] }).verify(await mintLoginCode(key, { sub: 'alice' }))).rejects.toMatchObject({ details: { reason: 'wrong_type' } });
+    await expect(new TokenVerifier({ keys: [key] }).verify(await mintLoginCode(key, { sub: 'alice' }))).rejects.toMatchObject({
+      details: { reason: 'wrong_type' },
+    });
     await expect(mintLoginCode(key, { sub: 'alice' }, 3600)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   });
 });
@@ -68,7 +70,11 @@ describe('the gateway serves the page and its sign-in endpoint', () => {
   it('POST /v1/login: once per code, same origin only, typed errors for bad bodies', async () => {
     expect(await (await fetch(`${base}/v1/login`)).json()).toEqual({ auth: 'on' });
     const code = await mintLoginCode(stack.key!, { sub: 'alice' });
-    const foreign = await fetch(`${base}/v1/login`, { method: 'POST', headers: { origin: 'https://evil.example' }, body: JSON.stringify({ code }) });
+    const foreign = await fetch(`${base}/v1/login`, {
+      method: 'POST',
+      headers: { origin: 'https://evil.example' },
+      body: JSON.stringify({ code }),
+    });
     expect(foreign.status).toBe(403);
     expect(foreign.headers.get('access-control-allow-origin')).toBeNull();
     const ok = await fetch(`${base}/v1/login`, { method: 'POST', headers: { origin: base }, body: JSON.stringify({ code }) });
@@ -84,7 +90,9 @@ describe('the gateway serves the page and its sign-in endpoint', () => {
     const bad = await fetch(`${base}/v1/login`, { method: 'POST', body: 'not json' });
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: { code: string } }).error.code).toBe('INVALID_ARGUMENT');
-    const huge = await fetch(`${base}/v1/login`, { method: 'POST', body: JSON.stringify({ code: 'x'.repeat(20_000) }) }).catch(() => undefined);
+    const huge = await fetch(`${base}/v1/login`, { method: 'POST', body: JSON.stringify({ code: 'x'.repeat(20_000) }) }).catch(
+      () => undefined,
+    );
     expect(huge === undefined || huge.status === 400).toBe(true);
   });
 
@@ -105,7 +113,10 @@ describe('tool view (shared by the web page and the terminal)', () => {
       { op: '+', text: 'B' },
       { op: ' ', text: 'c' },
     ]);
-    expect(viewTool('Write', { file_path: 'n.txt', content: 'x\ny' }).diff).toEqual([{ op: '+', text: 'x' }, { op: '+', text: 'y' }]);
+    expect(viewTool('Write', { file_path: 'n.txt', content: 'x\ny' }).diff).toEqual([
+      { op: '+', text: 'x' },
+      { op: '+', text: 'y' },
+    ]);
     expect(viewTool('Custom', { a: 1 }).summary).toBe('{"a":1}');
     const big = Array.from({ length: 500 }, (_, i) => `l${i}`).join('\n');
     expect(lineDiff(big, big + '\nmore')).toHaveLength(1001); // beyond the cap: all removed, all added, still bounded

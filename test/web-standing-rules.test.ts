@@ -4,8 +4,6 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openFromDashboard, person, screenshots, sendPrompt, signIn, signInLinkFor, startSession } from './support/browser.js';
 import type { TempDir } from './support/claude-cli.js';
-import type { Daemon } from './support/cli.js';
-import type { FakeAnthropic } from './support/fake-anthropic.js';
 import { hasTool } from './support/tools.js';
 import { startWebClaudeRig, type WebClaudeRig } from './support/web-claude-rig.js';
 
@@ -15,28 +13,41 @@ import { startWebClaudeRig, type WebClaudeRig } from './support/web-claude-rig.j
  * every member with who granted it; a different command still asks.
  */
 describe.skipIf(!hasTool('chromium'))('web page: allow for this session grants the proposed rule only (real Claude Code CLI)', () => {
-  let up: Daemon;
-  let fake: FakeAnthropic;
   let browser: Browser;
   let cwd: TempDir;
-  let home: TempDir;
   let state: TempDir;
   let pageUrl: string;
   const linkFor = (sub: string) => signInLinkFor(pageUrl, state.path, sub);
 
   let rig: WebClaudeRig;
   beforeAll(async () => {
-    rig = await startWebClaudeRig('webr', { responses: (cwd) => [
-        { text: 'Logging.', tool_use: { id: 'toolu_tee', name: 'Bash', input: { command: 'echo hello | tee log.txt', description: 'log a line' } } },
+    rig = await startWebClaudeRig('webr', {
+      responses: (cwd) => [
+        {
+          text: 'Logging.',
+          tool_use: { id: 'toolu_tee', name: 'Bash', input: { command: 'echo hello | tee log.txt', description: 'log a line' } },
+        },
         { text: 'Logged.' },
-        { text: 'Cleaning up.', tool_use: { id: 'toolu_rm', name: 'Bash', input: { command: 'rm keep.txt', description: 'remove a file' } } },
+        {
+          text: 'Cleaning up.',
+          tool_use: { id: 'toolu_rm', name: 'Bash', input: { command: 'rm keep.txt', description: 'remove a file' } },
+        },
         { text: 'Kept it.' },
-        { text: 'Editing.', tool_use: { id: 'toolu_edit', name: 'Edit', input: { file_path: join(cwd, 'keep.txt'), old_string: 'precious', new_string: 'changed' } } },
+        {
+          text: 'Editing.',
+          tool_use: {
+            id: 'toolu_edit',
+            name: 'Edit',
+            input: { file_path: join(cwd, 'keep.txt'), old_string: 'precious', new_string: 'changed' },
+          },
+        },
         { text: 'Left it.' },
         { text: 'Reading.', tool_use: { id: 'toolu_missing', name: 'Read', input: { path_is_missing: true } } },
         { text: 'Not there.' },
-      ], files: { 'keep.txt': 'precious\n' } });
-    ({ up, fake, browser, cwd, home, state, pageUrl } = rig);
+      ],
+      files: { 'keep.txt': 'precious\n' },
+    });
+    ({ browser, cwd, state, pageUrl } = rig);
   }, 60_000);
   afterAll(() => rig?.close());
 
@@ -52,7 +63,9 @@ describe.skipIf(!hasTool('chromium'))('web page: allow for this session grants t
     await alice.page.getByText('Logged.').waitFor();
     expect(existsSync(join(cwd.path, 'log.txt'))).toBe(true);
     // Each finished turn says what it took (issue 28, item 17): time and tokens, from the engine's result.
-    await expect(alice.page.getByTestId('turn-summary').first().textContent()).resolves.toMatch(/^\d+\.\d s · \d+(\.\d)?k? tokens read, \d+(\.\d)?k? written/);
+    await expect(alice.page.getByTestId('turn-summary').first().textContent()).resolves.toMatch(
+      /^\d+\.\d s · \d+(\.\d)?k? tokens read, \d+(\.\d)?k? written/,
+    );
 
     // Another Bash command is not covered: it asks again, and denied, it does not run.
     await sendPrompt(alice.page, 'Clean up');
@@ -69,14 +82,26 @@ describe.skipIf(!hasTool('chromium'))('web page: allow for this session grants t
     const bob = await person(browser);
     await signIn(bob.page, await linkFor('bob'));
     await openFromDashboard(bob.page, id, 'Watch');
-    for (const p of [alice.page, bob.page]) await p.getByTestId('standing-rules').filter({ hasText: `${rule} (by alice, for everyone)` }).waitFor();
-    await screenshots(browser, 'standing-rules', () => linkFor('carol'), async (page) => {
-      await openFromDashboard(page, id, 'Watch');
-      await page.getByTestId('standing-rules').filter({ hasText: `${rule} (by alice, for everyone)` }).waitFor();
-      await page.evaluate(() => window.scrollTo(0, 0));
-      const box = (await page.getByTestId('standing-rules').boundingBox())!;
-      expect(box.y + box.height).toBeLessThanOrEqual(page.viewportSize()!.height); // the list, in sight
-    });
+    for (const p of [alice.page, bob.page])
+      await p
+        .getByTestId('standing-rules')
+        .filter({ hasText: `${rule} (by alice, for everyone)` })
+        .waitFor();
+    await screenshots(
+      browser,
+      'standing-rules',
+      () => linkFor('carol'),
+      async (page) => {
+        await openFromDashboard(page, id, 'Watch');
+        await page
+          .getByTestId('standing-rules')
+          .filter({ hasText: `${rule} (by alice, for everyone)` })
+          .waitFor();
+        await page.evaluate(() => window.scrollTo(0, 0));
+        const box = (await page.getByTestId('standing-rules').boundingBox())!;
+        expect(box.y + box.height).toBeLessThanOrEqual(page.viewportSize()!.height); // the list, in sight
+      },
+    );
 
     // A call the engine proposed no allow rule for offers no "for this session" button.
     await sendPrompt(alice.page, 'Edit keep.txt');

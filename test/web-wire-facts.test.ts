@@ -6,7 +6,8 @@ const SRC = new URL('../client/web/src/', import.meta.url);
 /** The page keeps no copies of wire facts: it reads them from their one home in core/. */
 describe('web page: wire facts from core/', () => {
   it('the page has no error class of its own: its errors are TetherErrors (core/errors.ts), retryable as the error table says', () => {
-    for (const f of readdirSync(SRC)) expect([f, /class \w+ extends Error\b/.test(readFileSync(new URL(f, SRC), 'utf8'))]).toEqual([f, false]);
+    for (const f of readdirSync(SRC))
+      expect([f, /class \w+ extends Error\b/.test(readFileSync(new URL(f, SRC), 'utf8'))]).toEqual([f, false]);
   });
 
   it('the page speaks JSON-RPC through the one engine (core/rpc/engine.ts), not a parser of its own', () => {

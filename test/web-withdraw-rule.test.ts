@@ -8,14 +8,15 @@ import { mintToken } from '../core/auth/mint.js';
 import { stateKeyPath } from '../core/auth/state-dir.js';
 import { openFromDashboard, person, sendPrompt, signIn, signInLinkFor, startSession } from './support/browser.js';
 import type { TempDir } from './support/claude-cli.js';
-import type { Daemon } from './support/cli.js';
-import type { FakeAnthropic } from './support/fake-anthropic.js';
 import { rawClient } from './support/raw-client.js';
 import { hasTool } from './support/tools.js';
 import { startWebClaudeRig, type WebClaudeRig } from './support/web-claude-rig.js';
 
 /** The same command each time (the engine judges a redirect as a file write of its own, so none here), told apart by its description. */
-const echo = (id: string, what: string) => ({ text: `Writing ${what}.`, tool_use: { id, name: 'Bash', input: { command: 'touch out.txt', description: `write ${what}` } } });
+const echo = (id: string, what: string) => ({
+  text: `Writing ${what}.`,
+  tool_use: { id, name: 'Bash', input: { command: 'touch out.txt', description: `write ${what}` } },
+});
 
 /**
  * Withdrawing a standing rule on the web page, against the real Claude Code CLI (scripted
@@ -24,24 +25,27 @@ const echo = (id: string, what: string) => ({ text: `Writing ${what}.`, tool_use
  * granted the rule cannot withdraw it (the gateway refuses, whatever the page shows).
  */
 describe.skipIf(!hasTool('chromium'))('web page: withdrawing a standing rule (real Claude Code CLI)', () => {
-  let up: Daemon;
-  let fake: FakeAnthropic;
   let browser: Browser;
   let cwd: TempDir;
-  let home: TempDir;
   let state: TempDir;
   let pageUrl: string;
   const linkFor = (sub: string) => signInLinkFor(pageUrl, state.path, sub);
 
   let rig: WebClaudeRig;
   beforeAll(async () => {
-    rig = await startWebClaudeRig('webw', { responses: [
-        echo('toolu_1', 'one'), { text: 'One written.' },
-        echo('toolu_2', 'two'), { text: 'Two written.' },
-        echo('toolu_3', 'three'), { text: 'Three written.' },
-        echo('toolu_4', 'four'), { text: 'Four written.' },
-      ] });
-    ({ up, fake, browser, cwd, home, state, pageUrl } = rig);
+    rig = await startWebClaudeRig('webw', {
+      responses: [
+        echo('toolu_1', 'one'),
+        { text: 'One written.' },
+        echo('toolu_2', 'two'),
+        { text: 'Two written.' },
+        echo('toolu_3', 'three'),
+        { text: 'Three written.' },
+        echo('toolu_4', 'four'),
+        { text: 'Four written.' },
+      ],
+    });
+    ({ browser, cwd, state, pageUrl } = rig);
   }, 60_000);
   afterAll(() => rig?.close());
 
@@ -67,7 +71,10 @@ describe.skipIf(!hasTool('chromium'))('web page: withdrawing a standing rule (re
     const bob = await person(browser);
     await signIn(bob.page, await linkFor('bob'));
     await openFromDashboard(bob.page, id, 'Open');
-    await bob.page.getByTestId('standing-rules').filter({ hasText: `${rule} (by alice, for everyone)` }).waitFor();
+    await bob.page
+      .getByTestId('standing-rules')
+      .filter({ hasText: `${rule} (by alice, for everyone)` })
+      .waitFor();
     expect(await bob.page.getByRole('button', { name: `Withdraw ${rule}` }).count()).toBe(0);
     const token = await mintToken({ key: loadKeyFile(stateKeyPath(state.path)), kind: 'client', sub: 'bob', ttlSeconds: 600 });
     const raw = await rawClient(pageUrl.replace(/^http/, 'ws'), token);
@@ -99,7 +106,10 @@ describe.skipIf(!hasTool('chromium'))('web page: withdrawing a standing rule (re
     expect(existsSync(join(cwd.path, 'out.txt'))).toBe(false);
 
     // Audited: who withdrew what.
-    const audit = readFileSync(join(state.path, AUDIT_FILE), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    const audit = readFileSync(join(state.path, AUDIT_FILE), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     expect(audit.filter((r) => r.action === 'rule_withdrawn')).toMatchObject([
       { principal: 'bob', rule, result: 'refused', code: 'PERMISSION_DENIED' },
       { principal: 'alice', rule },

@@ -38,7 +38,10 @@ describe('WebSocket write batching', () => {
       const from = pair[side];
       const to = side === 'server' ? pair.client : pair.server;
       const writes = countWrites(from);
-      const frames = Array.from({ length: FRAMES }, (_, i) => `{"jsonrpc":"2.0","method":"n","params":{"i":${i},"pad":"${'x'.repeat(100)}"}}`);
+      const frames = Array.from(
+        { length: FRAMES },
+        (_, i) => `{"jsonrpc":"2.0","method":"n","params":{"i":${i},"pad":"${'x'.repeat(100)}"}}`,
+      );
       const before = from.bufferedBytes;
       for (const f of frames) expect(from.post(Buffer.from(f))).toBe(true);
       // The turn's frames are held for one write at its end; the budget still sees the backlog before it.

@@ -52,9 +52,22 @@ export function toolList(s: EngineState): string[] {
 
 export function systemInit(s: EngineState): Frame {
   return {
-    type: 'system', subtype: 'init', cwd: s.cwd, session_id: s.sessionId, tools: toolList(s), mcp_servers: [],
-    model: s.model, permissionMode: s.permissionMode, slash_commands: [], apiKeySource: 'none',
-    claude_code_version: DEMO_VERSION, output_style: 'default', agents: [], skills: [], plugins: [], capabilities: [],
+    type: 'system',
+    subtype: 'init',
+    cwd: s.cwd,
+    session_id: s.sessionId,
+    tools: toolList(s),
+    mcp_servers: [],
+    model: s.model,
+    permissionMode: s.permissionMode,
+    slash_commands: [],
+    apiKeySource: 'none',
+    claude_code_version: DEMO_VERSION,
+    output_style: 'default',
+    agents: [],
+    skills: [],
+    plugins: [],
+    capabilities: [],
     uuid: randomUUID(),
   };
 }
@@ -157,10 +170,18 @@ export function demoModels(): Frame[] {
 
 export function initializePayload(s: EngineState, hooksGiven: boolean, busy: boolean): Frame {
   const payload: Frame = {
-    commands: [], agents: [], output_style: 'default', available_output_styles: ['default'], models: demoModels(),
-    account: { tokenSource: 'none', apiKeySource: 'none', apiProvider: 'demo' }, pid: process.pid,
-    claude_code_version: DEMO_VERSION, current_permission_mode: s.permissionMode,
-    session_state: busy ? 'running' : 'idle', capabilities: [], hook_on_failure_supported: true,
+    commands: [],
+    agents: [],
+    output_style: 'default',
+    available_output_styles: ['default'],
+    models: demoModels(),
+    account: { tokenSource: 'none', apiKeySource: 'none', apiProvider: 'demo' },
+    pid: process.pid,
+    claude_code_version: DEMO_VERSION,
+    current_permission_mode: s.permissionMode,
+    session_state: busy ? 'running' : 'idle',
+    capabilities: [],
+    hook_on_failure_supported: true,
   };
   if (hooksGiven) payload.hooks_applied = true;
   return payload;
@@ -170,8 +191,17 @@ export function contextUsagePayload(s: EngineState, tokens: number): Frame {
   const maxTokens = 200_000;
   return {
     categories: [{ id: 'messages', name: 'Messages', tokens, color: 'blue', kind: 'messages' }],
-    totalTokens: tokens, maxTokens, rawMaxTokens: maxTokens, percentage: Math.round((tokens / maxTokens) * 10_000) / 100,
-    gridRows: [], model: s.model, memoryFiles: [], mcpTools: [], agents: [], skills: [], isAutoCompactEnabled: false,
+    totalTokens: tokens,
+    maxTokens,
+    rawMaxTokens: maxTokens,
+    percentage: Math.round((tokens / maxTokens) * 10_000) / 100,
+    gridRows: [],
+    model: s.model,
+    memoryFiles: [],
+    mcpTools: [],
+    agents: [],
+    skills: [],
+    isAutoCompactEnabled: false,
     apiUsage: null,
   };
 }
@@ -194,12 +224,21 @@ export interface ResultInfo {
 
 export function result(s: EngineState, r: ResultInfo): Frame {
   const frame: Frame = {
-    type: 'result', subtype: r.subtype, is_error: r.isError, duration_ms: r.durationMs,
-    duration_api_ms: Math.round(r.durationMs * 0.8), num_turns: r.numTurns, stop_reason: r.stopReason,
-    session_id: s.sessionId, total_cost_usd: 0,
+    type: 'result',
+    subtype: r.subtype,
+    is_error: r.isError,
+    duration_ms: r.durationMs,
+    duration_api_ms: Math.round(r.durationMs * 0.8),
+    num_turns: r.numTurns,
+    stop_reason: r.stopReason,
+    session_id: s.sessionId,
+    total_cost_usd: 0,
     usage: { input_tokens: r.inputTokens, output_tokens: r.outputTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
-    permission_denials: r.denials, terminal_reason: r.terminalReason, uuid: randomUUID(),
-    result_index: r.resultIndex, queued_turn_count: r.queued,
+    permission_denials: r.denials,
+    terminal_reason: r.terminalReason,
+    uuid: randomUUID(),
+    result_index: r.resultIndex,
+    queued_turn_count: r.queued,
   };
   if (r.text !== undefined) frame.result = r.text;
   if (r.isError) frame.errors = [`Turn ended: ${r.terminalReason}`];
@@ -226,19 +265,34 @@ export function parseAnswer(response: Record<string, unknown>): PermissionAnswer
     return { behavior: 'deny', message: `Tool permission request failed: Error: ${String(response.error)}`, failed: true };
   }
   const r = isObject(response.response) ? response.response : {};
-  if (r.behavior === 'allow') return { behavior: 'allow', updatedInput: isObject(r.updatedInput) ? r.updatedInput : undefined, sessionRules: sessionRules(r.updatedPermissions) };
+  if (r.behavior === 'allow')
+    return {
+      behavior: 'allow',
+      updatedInput: isObject(r.updatedInput) ? r.updatedInput : undefined,
+      sessionRules: sessionRules(r.updatedPermissions),
+    };
   if (r.behavior === 'deny' && typeof r.message === 'string') {
     return { behavior: 'deny', message: r.message, interrupt: r.interrupt === true };
   }
-  return { behavior: 'deny', failed: true, message: "The canUseTool callback returned an invalid permission result. "
-    + "Expected {behavior: 'allow', updatedInput?: object} or {behavior: 'deny', message: string}." };
+  return {
+    behavior: 'deny',
+    failed: true,
+    message:
+      'The canUseTool callback returned an invalid permission result. ' +
+      "Expected {behavior: 'allow', updatedInput?: object} or {behavior: 'deny', message: string}.",
+  };
 }
 
 /** The allow rules an answer's `updatedPermissions` adds for the session, as `Tool(content)` strings (like --allowedTools). */
 function sessionRules(updates: unknown): string[] {
   if (!Array.isArray(updates)) return [];
-  return updates.filter((u) => isObject(u) && u.type === 'addRules' && u.behavior === 'allow' && u.destination === 'session' && Array.isArray(u.rules))
-    .flatMap((u) => (u.rules as unknown[]).filter(isObject).map((r) => (typeof r.ruleContent === 'string' ? `${String(r.toolName)}(${r.ruleContent})` : String(r.toolName))));
+  return updates
+    .filter((u) => isObject(u) && u.type === 'addRules' && u.behavior === 'allow' && u.destination === 'session' && Array.isArray(u.rules))
+    .flatMap((u) =>
+      (u.rules as unknown[])
+        .filter(isObject)
+        .map((r) => (typeof r.ruleContent === 'string' ? `${String(r.toolName)}(${r.ruleContent})` : String(r.toolName))),
+    );
 }
 
 /** Does a --allowedTools rule (`Bash`, `Bash(echo *)`, `Bash(git log:*)`) allow this call? */
@@ -247,7 +301,10 @@ export function ruleAllows(rules: string[], tool: string, command: string): bool
     if (rule === tool || rule === `${tool}(*)`) return true;
     const m = /^(\w+)\((.*)\)$/s.exec(rule);
     if (!m || m[1] !== tool) return false;
-    const pattern = m[2]!.replace(/:\*$/, '*').split('*').map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+    const pattern = m[2]!
+      .replace(/:\*$/, '*')
+      .split('*')
+      .map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
     return new RegExp(`^${pattern.join('.*')}$`, 's').test(command);
   });
 }

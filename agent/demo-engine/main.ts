@@ -10,9 +10,27 @@
 
 import { randomUUID } from 'node:crypto';
 import {
-  DEMO_MODEL, DEMO_VERSION, Interrupted, commandLifecycle, contextUsagePayload, controlCancel, controlError,
-  controlRequest, controlSuccess, demoModels, initializePayload, isObject, parseAnswer, result, sessionStateChanged,
-  system, systemInit, user, type EngineState, type Frame, type PermissionAnswer,
+  DEMO_MODEL,
+  DEMO_VERSION,
+  Interrupted,
+  commandLifecycle,
+  contextUsagePayload,
+  controlCancel,
+  controlError,
+  controlRequest,
+  controlSuccess,
+  demoModels,
+  initializePayload,
+  isObject,
+  parseAnswer,
+  result,
+  sessionStateChanged,
+  system,
+  systemInit,
+  user,
+  type EngineState,
+  type Frame,
+  type PermissionAnswer,
 } from './frames.js';
 import { killTools } from './shell.js';
 import { runTurn, type TurnOutcome } from './turns.js';
@@ -32,8 +50,7 @@ for (const item of readEngineArgv(process.argv.slice(2))) {
   } else if (item.value !== undefined) values.set(item.flag.name, [...(values.get(item.flag.name) ?? []), item.value]);
   else switches.add(item.flag.name);
 }
-const flag = (...names: string[]): string | undefined =>
-  names.map((n) => values.get(n)?.at(-1)).find((v) => v !== undefined);
+const flag = (...names: string[]): string | undefined => names.map((n) => values.get(n)?.at(-1)).find((v) => v !== undefined);
 
 /** Tool rules from --allowedTools/--disallowedTools: split on commas and spaces outside parentheses. */
 function rules(...names: string[]): string[] {
@@ -83,14 +100,20 @@ function exit(code: number): void {
   process.stdout.write('', () => process.exit(code));
 }
 
-interface Prompt { text: string; uuid?: string }
+interface Prompt {
+  text: string;
+  uuid?: string;
+}
 const queue: Prompt[] = [];
 /** can_use_tool requests waiting for the host, by request_id. */
 const pending = new Map<string, (answer: PermissionAnswer) => void>();
 let current: AbortController | null = null;
-let pumping = false, stdinClosed = false, lastIsError = false;
+let pumping = false,
+  stdinClosed = false,
+  lastIsError = false;
 let exitAfterTurn: number | null = null;
-let resultIndex = 0, tokensUsed = 0;
+let resultIndex = 0,
+  tokensUsed = 0;
 let sessionStateNow = 'idle';
 
 function setSessionState(next: 'running' | 'requires_action' | 'idle'): void {
@@ -103,7 +126,10 @@ function askPermission(signal: AbortSignal, request: Frame): Promise<PermissionA
   return new Promise((resolve, reject) => {
     if (stdinClosed) return resolve({ behavior: 'deny', message: STREAM_CLOSED, failed: true });
     const id = randomUUID();
-    const onAbort = (): void => { pending.delete(id); reject(new Interrupted('aborted_tools')); };
+    const onAbort = (): void => {
+      pending.delete(id);
+      reject(new Interrupted('aborted_tools'));
+    };
     pending.set(id, (answer) => {
       pending.delete(id);
       signal.removeEventListener('abort', onAbort);
@@ -128,23 +154,41 @@ async function runOne(p: Prompt): Promise<void> {
   emit(systemInit(state));
   let outcome: TurnOutcome;
   try {
-    outcome = await runTurn({
-      state, signal: ctrl.signal, emit,
-      sessionState: setSessionState,
-      askPermission: (request) => askPermission(ctrl.signal, request),
-    }, p.text);
+    outcome = await runTurn(
+      {
+        state,
+        signal: ctrl.signal,
+        emit,
+        sessionState: setSessionState,
+        askPermission: (request) => askPermission(ctrl.signal, request),
+      },
+      p.text,
+    );
   } catch (err) {
     process.stderr.write(`demo-engine: turn failed: ${err instanceof Error ? err.stack : String(err)}\n`);
-    outcome = { isError: true, subtype: 'error_during_execution', terminalReason: 'error', stopReason: null,
-      numTurns: 0, denials: [], inputTokens: 0, outputTokens: 0 };
+    outcome = {
+      isError: true,
+      subtype: 'error_during_execution',
+      terminalReason: 'error',
+      stopReason: null,
+      numTurns: 0,
+      denials: [],
+      inputTokens: 0,
+      outputTokens: 0,
+    };
   }
   current = null;
   tokensUsed += outcome.inputTokens + outcome.outputTokens;
   lastIsError = outcome.isError;
-  emit(result(state, {
-    ...outcome, durationMs: Date.now() - started, resultIndex: resultIndex++, queued: queue.length,
-    userMessageUuids: p.uuid ? [p.uuid] : [],
-  }));
+  emit(
+    result(state, {
+      ...outcome,
+      durationMs: Date.now() - started,
+      resultIndex: resultIndex++,
+      queued: queue.length,
+      userMessageUuids: p.uuid ? [p.uuid] : [],
+    }),
+  );
   if (p.uuid) emit(commandLifecycle(state, p.uuid, 'completed'));
   if (queue.length === 0) setSessionState('idle');
 }
@@ -168,8 +212,10 @@ function maybeExit(): void {
 function promptText(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
-  return content.filter((b) => isObject(b) && b.type === 'text' && typeof b.text === 'string')
-    .map((b) => (b as { text: string }).text).join('\n');
+  return content
+    .filter((b) => isObject(b) && b.type === 'text' && typeof b.text === 'string')
+    .map((b) => (b as { text: string }).text)
+    .join('\n');
 }
 
 function onControlRequest(msg: Record<string, unknown>): void {
@@ -178,14 +224,22 @@ function onControlRequest(msg: Record<string, unknown>): void {
   const ok = (payload?: unknown): void => emit(controlSuccess(id, payload));
   switch (req.subtype) {
     case 'initialize':
-      return emit(controlSuccess(id, initializePayload(state, isObject(req.hooks), current !== null),
-        { pending_permission_requests: [], pending_user_dialog_requests: [] }));
+      return emit(
+        controlSuccess(id, initializePayload(state, isObject(req.hooks), current !== null), {
+          pending_permission_requests: [],
+          pending_user_dialog_requests: [],
+        }),
+      );
     case 'interrupt': {
       cancelPending();
       // As the CLI: cancel_queued drops the queue (each prompt cancelled); otherwise it runs on.
       const dropped = req.cancel_queued === true ? queue.splice(0) : [];
       for (const p of dropped) if (p.uuid) emit(commandLifecycle(state, p.uuid, 'cancelled'));
-      ok(req.cancel_queued === true ? { still_queued: [], cancelled: dropped.flatMap((p) => (p.uuid ? [p.uuid] : [])) } : { still_queued: queue.flatMap((p) => (p.uuid ? [p.uuid] : [])) });
+      ok(
+        req.cancel_queued === true
+          ? { still_queued: [], cancelled: dropped.flatMap((p) => (p.uuid ? [p.uuid] : [])) }
+          : { still_queued: queue.flatMap((p) => (p.uuid ? [p.uuid] : [])) },
+      );
       current?.abort();
       return;
     }
@@ -208,18 +262,30 @@ function onControlRequest(msg: Record<string, unknown>): void {
         return emit(controlError(id, `Cannot set permission mode: must be one of ${PERMISSION_MODES.join(', ')}`, 'invalid_mode'));
       }
       if (mode === 'bypassPermissions' && !state.bypassLaunched) {
-        return emit(controlError(id, 'Cannot set permission mode to bypassPermissions because the session was not launched with --dangerously-skip-permissions', 'bypass_not_launched'));
+        return emit(
+          controlError(
+            id,
+            'Cannot set permission mode to bypassPermissions because the session was not launched with --dangerously-skip-permissions',
+            'bypass_not_launched',
+          ),
+        );
       }
       state.permissionMode = mode;
       ok({ mode });
       return emit(system(state, 'status', { status: null, permissionMode: mode }));
     }
-    case 'get_context_usage': return ok(contextUsagePayload(state, tokensUsed));
-    case 'mcp_status': return ok({ mcpServers: [] });
-    case 'get_binary_version': return ok({ version: DEMO_VERSION });
-    case 'get_session_cost': return ok({ text: `Estimated cost: $0.0000 (demo engine, ${resultIndex} turns, no API calls)` });
-    case 'list_models': return ok({ models: demoModels() });
-    case 'get_settings': return ok({ effective: {}, sources: [], applied: { model: state.model, effort: null } });
+    case 'get_context_usage':
+      return ok(contextUsagePayload(state, tokensUsed));
+    case 'mcp_status':
+      return ok({ mcpServers: [] });
+    case 'get_binary_version':
+      return ok({ version: DEMO_VERSION });
+    case 'get_session_cost':
+      return ok({ text: `Estimated cost: $0.0000 (demo engine, ${resultIndex} turns, no API calls)` });
+    case 'list_models':
+      return ok({ models: demoModels() });
+    case 'get_settings':
+      return ok({ effective: {}, sources: [], applied: { model: state.model, effort: null } });
     case 'set_max_thinking_tokens':
     case 'apply_flag_settings':
       return ok();

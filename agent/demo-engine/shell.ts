@@ -25,7 +25,11 @@ export function killTools(): void {
 }
 
 function killGroup(child: ChildProcess): void {
-  try { process.kill(-(child.pid ?? NaN), 'SIGKILL'); } catch { child.kill('SIGKILL'); }
+  try {
+    process.kill(-(child.pid ?? NaN), 'SIGKILL');
+  } catch {
+    child.kill('SIGKILL');
+  }
 }
 
 /**
@@ -36,11 +40,20 @@ export function runShell(command: string, cwd: string, signal: AbortSignal): Pro
   return new Promise((resolve) => {
     const child = spawn('/bin/sh', ['-c', command], { cwd, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     running.add(child);
-    let stdout = '', stderr = '';
-    let timedOut = false, finished = false;
-    child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
-    const timer = setTimeout(() => { timedOut = true; killGroup(child); }, BASH_TIMEOUT_MS);
+    let stdout = '',
+      stderr = '';
+    let timedOut = false,
+      finished = false;
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killGroup(child);
+    }, BASH_TIMEOUT_MS);
     const onAbort = (): void => killGroup(child);
     signal.addEventListener('abort', onAbort, { once: true });
     const done = (code: number, spawnError?: string): void => {

@@ -8,8 +8,20 @@
 
 import { join } from 'node:path';
 import {
-  Interrupted, assistant, isObject, newMessageId, newToolUseId, ruleAllows, streamEvent, system, toolResult, user,
-  type EngineState, type Frame, type PermissionAnswer, type ResultInfo,
+  Interrupted,
+  assistant,
+  isObject,
+  newMessageId,
+  newToolUseId,
+  ruleAllows,
+  streamEvent,
+  system,
+  toolResult,
+  user,
+  type EngineState,
+  type Frame,
+  type PermissionAnswer,
+  type ResultInfo,
 } from './frames.js';
 import { BASH_TIMEOUT_MS, runShell } from './shell.js';
 
@@ -24,15 +36,23 @@ export interface TurnHost {
   askPermission(request: Frame): Promise<PermissionAnswer>;
 }
 
-export type TurnOutcome = Pick<ResultInfo,
-  'isError' | 'subtype' | 'terminalReason' | 'stopReason' | 'text' | 'numTurns' | 'denials' | 'inputTokens' | 'outputTokens'>;
+export type TurnOutcome = Pick<
+  ResultInfo,
+  'isError' | 'subtype' | 'terminalReason' | 'stopReason' | 'text' | 'numTurns' | 'denials' | 'inputTokens' | 'outputTokens'
+>;
 
-const REJECTED = "The user doesn't want to proceed with this tool use. The tool use was rejected. STOP what you are doing and wait for the user to tell you how to proceed.";
+const REJECTED =
+  "The user doesn't want to proceed with this tool use. The tool use was rejected. STOP what you are doing and wait for the user to tell you how to proceed.";
 const STOPPED = 'The user interrupted this tool call while it was running. It may have run in part or in full.';
 const DEMO_COMMAND = "echo 'hello from tether' > tether-demo.txt";
 const QUESTION = {
-  question: 'Which color do you prefer?', header: 'Color', multiSelect: false,
-  options: [{ label: 'Red', description: 'Warm and bold' }, { label: 'Blue', description: 'Calm and cool' }],
+  question: 'Which color do you prefer?',
+  header: 'Color',
+  multiSelect: false,
+  options: [
+    { label: 'Red', description: 'Warm and bold' },
+    { label: 'Blue', description: 'Calm and cool' },
+  ],
 };
 
 type Block = { type: 'text'; chunks: string[] } | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> };
@@ -53,7 +73,10 @@ class Turn {
   lastText = '';
   outputTokens = 0;
 
-  constructor(readonly h: TurnHost, readonly prompt: string) {}
+  constructor(
+    readonly h: TurnHost,
+    readonly prompt: string,
+  ) {}
 
   get s(): EngineState {
     return this.h.state;
@@ -67,8 +90,14 @@ class Turn {
     const signal = this.h.signal;
     return new Promise((resolve, reject) => {
       if (signal.aborted) return reject(new Interrupted('aborted_streaming'));
-      const onAbort = (): void => { clearTimeout(timer); reject(new Interrupted('aborted_streaming')); };
-      const timer = setTimeout(() => { signal.removeEventListener('abort', onAbort); resolve(); }, ms);
+      const onAbort = (): void => {
+        clearTimeout(timer);
+        reject(new Interrupted('aborted_streaming'));
+      };
+      const timer = setTimeout(() => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      }, ms);
       signal.addEventListener('abort', onAbort, { once: true });
     });
   }
@@ -81,13 +110,25 @@ class Turn {
       if (this.s.partial) this.emit(streamEvent(this.s, id, event, extra));
     };
     if (this.s.partial) this.emit(system(this.s, 'status', { status: 'requesting' }));
-    let index = 0, text = '';
-    let open = false, started = false;
+    let index = 0,
+      text = '';
+    let open = false,
+      started = false;
     try {
       await this.sleep(delay);
-      se({ type: 'message_start', message: {
-        id, type: 'message', role: 'assistant', model: this.s.model, content: [], stop_reason: null, stop_sequence: null,
-        usage: { input_tokens: tokens(this.prompt), output_tokens: 1 } } });
+      se({
+        type: 'message_start',
+        message: {
+          id,
+          type: 'message',
+          role: 'assistant',
+          model: this.s.model,
+          content: [],
+          stop_reason: null,
+          stop_sequence: null,
+          usage: { input_tokens: tokens(this.prompt), output_tokens: 1 },
+        },
+      });
       started = true;
       for (; index < blocks.length; index++) {
         const b = blocks[index]!;
@@ -140,7 +181,12 @@ class Turn {
     this.h.sessionState('requires_action');
     try {
       const answer = await this.h.askPermission({
-        subtype: 'can_use_tool', tool_name: tool, display_name: tool, input, tool_use_id: toolUseId, ...extra,
+        subtype: 'can_use_tool',
+        tool_name: tool,
+        display_name: tool,
+        input,
+        tool_use_id: toolUseId,
+        ...extra,
       });
       this.h.sessionState('running');
       if (answer.behavior === 'allow') this.s.allowedTools.push(...(answer.sessionRules ?? [])); // "for this session": later calls match like --allowedTools
@@ -152,17 +198,24 @@ class Turn {
   }
 
   /** Records a denial and writes its tool_result; a deny with interrupt:true ends the turn. */
-  denied(tool: string, input: Record<string, unknown>, toolUseId: string, answer: PermissionAnswer & { behavior: 'deny' }): PermissionAnswer {
+  denied(
+    tool: string,
+    input: Record<string, unknown>,
+    toolUseId: string,
+    answer: PermissionAnswer & { behavior: 'deny' },
+  ): PermissionAnswer {
     this.denials.push({ tool_name: tool, tool_use_id: toolUseId, tool_input: input });
     if (answer.interrupt) {
       this.emit(toolResult(this.s, toolUseId, REJECTED, true, 'User rejected tool use', { non_execution_kind: 'user-rejected' }));
       this.emit(user(this.s, [{ type: 'text', text: '[Request interrupted by user for tool use]' }]));
       throw new Interrupted('aborted_tools');
     }
-    this.emit(toolResult(this.s, toolUseId, answer.message, true, `Error: ${answer.message}`, {
-      non_execution_kind: 'permission-rule',
-      permission_decision: { decision: 'reject', source: answer.failed ? 'config' : 'user_reject' },
-    }));
+    this.emit(
+      toolResult(this.s, toolUseId, answer.message, true, `Error: ${answer.message}`, {
+        non_execution_kind: 'permission-rule',
+        permission_decision: { decision: 'reject', source: answer.failed ? 'config' : 'user_reject' },
+      }),
+    );
     return answer;
   }
 
@@ -180,17 +233,29 @@ class Turn {
     if (timedOut) content = `Command timed out after ${BASH_TIMEOUT_MS / 1000}s\n${output}`.trimEnd();
     else if (code !== 0) content = `Exit code ${code}\n${output}`.trimEnd();
     const ok = code === 0 && !timedOut;
-    this.emit(toolResult(this.s, toolUseId, content, !ok,
-      { stdout, stderr, interrupted: false, isImage: false, noOutputExpected: false },
-      { permission_decision: { decision: 'accept', source: 'user_temporary' } }));
+    this.emit(
+      toolResult(
+        this.s,
+        toolUseId,
+        content,
+        !ok,
+        { stdout, stderr, interrupted: false, isImage: false, noOutputExpected: false },
+        { permission_decision: { decision: 'accept', source: 'user_temporary' } },
+      ),
+    );
     return ok ? 0 : code || 1;
   }
 
   outcome(interrupted?: Interrupted): TurnOutcome {
     const base = { numTurns: this.apiCalls, denials: this.denials, inputTokens: tokens(this.prompt), outputTokens: this.outputTokens };
     if (interrupted) {
-      return { ...base, isError: true, subtype: 'error_during_execution', terminalReason: interrupted.terminalReason,
-        stopReason: interrupted.terminalReason === 'aborted_tools' ? 'tool_use' : null };
+      return {
+        ...base,
+        isError: true,
+        subtype: 'error_during_execution',
+        terminalReason: interrupted.terminalReason,
+        stopReason: interrupted.terminalReason === 'aborted_tools' ? 'tool_use' : null,
+      };
     }
     return { ...base, isError: false, subtype: 'success', terminalReason: 'completed', stopReason: 'end_turn', text: this.lastText };
   }
@@ -202,8 +267,10 @@ async function fileScript(t: Turn): Promise<void> {
   }
   const id = newToolUseId();
   const input = { command: DEMO_COMMAND, description: 'Write a demo file' };
-  await t.message([say("I'll write a small demo file in the working directory."),
-    { type: 'tool_use', id, name: 'Bash', input }], 'tool_use');
+  await t.message(
+    [say("I'll write a small demo file in the working directory."), { type: 'tool_use', id, name: 'Bash', input }],
+    'tool_use',
+  );
   const answer = await t.permission('Bash', input, id, {
     description: input.description,
     permission_suggestions: [
@@ -228,8 +295,7 @@ async function askScript(t: Turn): Promise<void> {
   }
   const id = newToolUseId();
   const input = { questions: [QUESTION] };
-  await t.message([say('I have a quick question for you.'),
-    { type: 'tool_use', id, name: 'AskUserQuestion', input }], 'tool_use');
+  await t.message([say('I have a quick question for you.'), { type: 'tool_use', id, name: 'AskUserQuestion', input }], 'tool_use');
   const answer = await t.permission('AskUserQuestion', input, id, { requires_user_interaction: true });
   if (answer.behavior === 'deny') {
     t.denied('AskUserQuestion', input, id, answer);
@@ -239,8 +305,16 @@ async function askScript(t: Turn): Promise<void> {
   const choice = isObject(answers) ? answers[QUESTION.question] : undefined;
   const meta = { permission_decision: { decision: 'accept', source: 'user_temporary' } };
   if (typeof choice === 'string' && choice !== '') {
-    t.emit(toolResult(t.s, id, `Your questions have been answered: "${QUESTION.question}"="${choice}". You can now continue with these answers in mind.`,
-      undefined, { questions: input.questions, answers }, meta));
+    t.emit(
+      toolResult(
+        t.s,
+        id,
+        `Your questions have been answered: "${QUESTION.question}"="${choice}". You can now continue with these answers in mind.`,
+        undefined,
+        { questions: input.questions, answers },
+        meta,
+      ),
+    );
     return t.message([say(`You chose: ${choice}.`)], 'end_turn');
   }
   t.emit(toolResult(t.s, id, 'The user did not answer the questions.', undefined, { questions: input.questions, answers: {} }, meta));

@@ -24,7 +24,11 @@ const handles = new Map();
 /** An engine assistant line as it appears inside a session.frame envelope (embedded as it is). */
 const ASSISTANT_IN_ENVELOPE = '"message":{"type":"assistant"';
 const isAssistantBuf = (b) => b[9] === 0x61 && b[10] === 0x73; // {"type":"as…
-const streamLine = (count, bytes, rate) => ({ type: 'control_request', request_id: `bench-${Date.now()}`, request: { subtype: 'bench_stream', count, bytes, ...(rate ? { rate } : {}) } });
+const streamLine = (count, bytes, rate) => ({
+  type: 'control_request',
+  request_id: `bench-${Date.now()}`,
+  request: { subtype: 'bench_stream', count, bytes, ...(rate ? { rate } : {}) },
+});
 const userLine = (text) => ({ type: 'user', message: { role: 'user', content: text }, parent_tool_use_id: null, session_id: 'default' });
 
 /** Splits a byte stream into lines (Buffers) and calls onLine for each. */
@@ -178,7 +182,12 @@ async function throughput({ id, count, bytes, timeoutMs = 60_000 }) {
   let t1 = 0;
   const done = new Promise((resolve, reject) => {
     const t = setTimeout(
-      () => reject(new Error(`throughput (${id}): ${n}/${count} frames within ${timeoutMs} ms${h.link ? `; link drops ${h.link.drops} (${h.link.last}), gaps ${h.gaps}` : ''}`)),
+      () =>
+        reject(
+          new Error(
+            `throughput (${id}): ${n}/${count} frames within ${timeoutMs} ms${h.link ? `; link drops ${h.link.drops} (${h.link.last}), gaps ${h.gaps}` : ''}`,
+          ),
+        ),
       timeoutMs,
     );
     h.onItem = (x) => {

@@ -84,7 +84,9 @@ engine.stdout.on('data', (chunk) => {
   }
   carry = start < buf.length ? buf.subarray(start) : null;
 });
-engine.stdin.write(JSON.stringify({ type: 'control_request', request_id: 'tether_agent_init', request: { subtype: 'initialize', hooks: null } }) + '\n');
+engine.stdin.write(
+  JSON.stringify({ type: 'control_request', request_id: 'tether_agent_init', request: { subtype: 'initialize', hooks: null } }) + '\n',
+);
 await initialized;
 
 const { ready } = serve({}, { onExit: () => engine.kill('SIGKILL') });

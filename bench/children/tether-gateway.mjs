@@ -41,7 +41,11 @@ const server = await startGatewayServer(gateway, {
 
 const { ready } = serve(
   {
-    stats: () => ({ sessions: gateway.directory.sessions.size, agents: gateway.directory.agents.size, clients: gateway.directory.clients.size }),
+    stats: () => ({
+      sessions: gateway.directory.sessions.size,
+      agents: gateway.directory.agents.size,
+      clients: gateway.directory.clients.size,
+    }),
   },
   {
     onExit: async () => {

@@ -35,7 +35,11 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
  * Starts `bench/children/<script>` with IPC. Resolves once it sent `ready` (with whatever
  * info it attached), rejects if it exits or stays silent for `readyTimeoutMs`.
  */
-export async function startChild(script, args = [], { pin = false, execArgv = [], env = {}, readyTimeoutMs = 20_000, label = script } = {}) {
+export async function startChild(
+  script,
+  args = [],
+  { pin = false, execArgv = [], env = {}, readyTimeoutMs = 20_000, label = script } = {},
+) {
   const file = join(BENCH_DIR, 'children', script);
   const nodeArgs = ['--expose-gc', ...execArgv, file, ...args];
   const [cmd, argv] = pin && hasTaskset ? ['taskset', ['-c', '0', process.execPath, ...nodeArgs]] : [process.execPath, nodeArgs];

@@ -15,7 +15,8 @@ export function fmt(x) {
   if (a >= 10) return x.toFixed(1);
   return x.toFixed(2);
 }
-const cell = (s) => (Number.isFinite(s.median) ? (s.runs.length > 1 ? `${fmt(s.median)} [${fmt(s.min)}–${fmt(s.max)}]` : fmt(s.median)) : 'n/a');
+const cell = (s) =>
+  Number.isFinite(s.median) ? (s.runs.length > 1 ? `${fmt(s.median)} [${fmt(s.min)}–${fmt(s.max)}]` : fmt(s.median)) : 'n/a';
 const ratio = (ours, base) => (Number.isFinite(ours) && Number.isFinite(base) && base !== 0 ? ours / base : NaN);
 const rfmt = (r) => (Number.isFinite(r) ? `${r.toFixed(2)}×` : 'n/a');
 const pct = (r) => (Number.isFinite(r) ? `${r >= 1 ? '+' : ''}${((r - 1) * 100).toFixed(1)} %` : 'n/a');
@@ -56,15 +57,34 @@ export function report(results) {
       const o99 = s(`ours-${t}`, 'p99');
       const r50 = ratio(o50.median, b50.median);
       const r99 = ratio(o99.median, b99.median);
-      const ok = verdict(`1 latency ${tag} ${t}`, 'p50 ≤ 1.3×, p99 ≤ 1.5× raw relay', `p50 ${rfmt(r50)}, p99 ${rfmt(r99)}`, r50 <= 1.3 && r99 <= 1.5);
+      const ok = verdict(
+        `1 latency ${tag} ${t}`,
+        'p50 ≤ 1.3×, p99 ≤ 1.5× raw relay',
+        `p50 ${rfmt(r50)}, p99 ${rfmt(r99)}`,
+        r50 <= 1.3 && r99 <= 1.5,
+      );
       const w50 = s(`wire-${t}`, 'p50');
       const w99 = s(`wire-${t}`, 'p99');
       rows.push([`${name}: raw two-hop relay`, cell(b50), cell(b99), 'baseline', '', '']);
       rows.push([`${name}: Tether, GatewayClient library`, cell(o50), cell(o99), rfmt(r50), rfmt(r99), yes(ok)]);
-      rows.push([`${name}: Tether, minimal protocol client`, cell(w50), cell(w99), rfmt(ratio(w50.median, b50.median)), rfmt(ratio(w99.median, b99.median)), '(diagnostic)']);
+      rows.push([
+        `${name}: Tether, minimal protocol client`,
+        cell(w50),
+        cell(w99),
+        rfmt(ratio(w50.median, b50.median)),
+        rfmt(ratio(w99.median, b99.median)),
+        '(diagnostic)',
+      ]);
     }
     rows.push(['stdio pipe to the engine (floor)', cell(s('stdio', 'p50')), cell(s('stdio', 'p99')), '', '', '']);
-    rows.push(['ssh 127.0.0.1 (what users do today)', lat.ssh ? cell(s('ssh', 'p50')) : 'n/a', lat.ssh ? cell(s('ssh', 'p99')) : 'n/a', results.ssh?.ok ? '' : `n/a: ${results.ssh?.why ?? ''}`, '', '']);
+    rows.push([
+      'ssh 127.0.0.1 (what users do today)',
+      lat.ssh ? cell(s('ssh', 'p50')) : 'n/a',
+      lat.ssh ? cell(s('ssh', 'p99')) : 'n/a',
+      results.ssh?.ok ? '' : `n/a: ${results.ssh?.why ?? ''}`,
+      '',
+      '',
+    ]);
     const cpuRows = [];
     for (const id of ['raw-ws', 'ours-ws', 'wire-ws', 'raw-grpc', 'ours-grpc', 'wire-grpc', 'stdio']) {
       if (!lat[id]) continue;
@@ -94,8 +114,24 @@ export function report(results) {
         const oc = s(`ours-${t}`, 'relayCpuUsPerFrame');
         const ok = verdict(`2 throughput ${size} ${t}`, '≥ 70 % of raw relay', rfmt(r), r >= 0.7);
         let cpuOk;
-        if (size === '200B') cpuOk = verdict(`2 gateway CPU per 200 B frame ${t}`, '≤ 6 µs', `${fmt(oc.median)} µs (raw relay ${fmt(bc.median)} µs)`, oc.median <= 6);
-        rows.push([size, `${name}: raw relay`, cell(bf), cell(s(`raw-${t}`, 'mbps')), cell(bc), cell(s(`raw-${t}`, 'agentCpuUsPerFrame')), cell(s(`raw-${t}`, 'clientCpuUsPerFrame')), 'baseline', '']);
+        if (size === '200B')
+          cpuOk = verdict(
+            `2 gateway CPU per 200 B frame ${t}`,
+            '≤ 6 µs',
+            `${fmt(oc.median)} µs (raw relay ${fmt(bc.median)} µs)`,
+            oc.median <= 6,
+          );
+        rows.push([
+          size,
+          `${name}: raw relay`,
+          cell(bf),
+          cell(s(`raw-${t}`, 'mbps')),
+          cell(bc),
+          cell(s(`raw-${t}`, 'agentCpuUsPerFrame')),
+          cell(s(`raw-${t}`, 'clientCpuUsPerFrame')),
+          'baseline',
+          '',
+        ]);
         const wf = s(`wire-${t}`, 'fps');
         rows.push([
           size,
@@ -120,11 +156,34 @@ export function report(results) {
           '(diagnostic)',
         ]);
       }
-      rows.push([size, 'stdio pipe (floor)', cell(s('stdio', 'fps')), cell(s('stdio', 'mbps')), '', '', cell(s('stdio', 'clientCpuUsPerFrame')), '', '']);
+      rows.push([
+        size,
+        'stdio pipe (floor)',
+        cell(s('stdio', 'fps')),
+        cell(s('stdio', 'mbps')),
+        '',
+        '',
+        cell(s('stdio', 'clientCpuUsPerFrame')),
+        '',
+        '',
+      ]);
     }
     parts.push(
       `### Figure 2: streaming throughput engine → one client\n\n` +
-        table(['frame', 'path', 'frames/s', 'MB/s', 'gateway / relay CPU µs/frame', 'agent CPU µs/frame', 'client CPU µs/frame', 'ratio', 'target ≥ 0.70×; gateway ≤ 6 µs/frame'], rows),
+        table(
+          [
+            'frame',
+            'path',
+            'frames/s',
+            'MB/s',
+            'gateway / relay CPU µs/frame',
+            'agent CPU µs/frame',
+            'client CPU µs/frame',
+            'ratio',
+            'target ≥ 0.70×; gateway ≤ 6 µs/frame',
+          ],
+          rows,
+        ),
     );
   }
 
@@ -144,7 +203,13 @@ export function report(results) {
       const missing = s('ours', (x) => x.normal.rate.missing).max;
       const okD = verdict(`3 fan-out deliveries/s at ${n}`, '≥ 70 % of raw broadcast', rfmt(r), r >= 0.7);
       let okL;
-      if (Number(n) === 1000) okL = verdict('3 fan-out 1000 viewers @20 fps', 'every frame to every viewer, p99 ≤ 1.5×', `missing ${missing}, p99 ${rfmt(r99)}`, missing === 0 && r99 <= 1.5);
+      if (Number(n) === 1000)
+        okL = verdict(
+          '3 fan-out 1000 viewers @20 fps',
+          'every frame to every viewer, p99 ≤ 1.5×',
+          `missing ${missing}, p99 ${rfmt(r99)}`,
+          missing === 0 && r99 <= 1.5,
+        );
       rows.push([
         n,
         cell(bd),
@@ -163,7 +228,20 @@ export function report(results) {
     parts.push(
       `### Figure 3: fan-out, one session streaming 200-byte frames to N viewers (WebSocket); baseline: raw ws broadcast relay\n\n` +
         table(
-          ['viewers', 'raw deliveries/s', 'Tether deliveries/s', 'ratio', 'raw p50 / p99 ms @20 fps', 'Tether p50 / p99 ms @20 fps', 'p99 ratio', 'frames missed raw / Tether', 'relay CPU µs/delivery raw / Tether', 'attach until quiet, s raw / Tether', 'viewers cut raw / Tether', 'target ≥ 0.70×; at 1000: all frames, p99 ≤ 1.5×'],
+          [
+            'viewers',
+            'raw deliveries/s',
+            'Tether deliveries/s',
+            'ratio',
+            'raw p50 / p99 ms @20 fps',
+            'Tether p50 / p99 ms @20 fps',
+            'p99 ratio',
+            'frames missed raw / Tether',
+            'relay CPU µs/delivery raw / Tether',
+            'attach until quiet, s raw / Tether',
+            'viewers cut raw / Tether',
+            'target ≥ 0.70×; at 1000: all frames, p99 ≤ 1.5×',
+          ],
           rows,
         ),
     );
@@ -189,8 +267,22 @@ export function report(results) {
         rows.push([kind === 'ours' ? 'Tether' : 'raw broadcast', name, cell(a), cell(b), pct(ch), yes(ok)]);
       }
       const missed = s((x) => x.withSlow.rate.missing).max;
-      rows.push([kind === 'ours' ? 'Tether' : 'raw broadcast', 'frames missed by the others', fmt(s((x) => x.normal.rate.missing).max), fmt(missed), '', '']);
-      rows.push([kind === 'ours' ? 'Tether' : 'raw broadcast', 'relay RSS MB at the end (slow viewer still attached)', '', cell(s((x) => (x.slowRelayMem?.rss ?? NaN) / 1e6)), '', '']);
+      rows.push([
+        kind === 'ours' ? 'Tether' : 'raw broadcast',
+        'frames missed by the others',
+        fmt(s((x) => x.normal.rate.missing).max),
+        fmt(missed),
+        '',
+        '',
+      ]);
+      rows.push([
+        kind === 'ours' ? 'Tether' : 'raw broadcast',
+        'relay RSS MB at the end (slow viewer still attached)',
+        '',
+        cell(s((x) => (x.slowRelayMem?.rss ?? NaN) / 1e6)),
+        '',
+        '',
+      ]);
     }
     parts.push(
       `### Figure 3b: one viewer that stops reading, among ${results.config.slow.n} (its frames queue at the relay)\n\n` +
@@ -224,7 +316,19 @@ export function report(results) {
     parts.push(
       `### Figure 5: fan-out over three gateways on one NATS server (JetStream): the session's agent and controller on gateway 1, viewers spread evenly over the three; against one gateway with every viewer (figure 3's setup), same run\n\n` +
         table(
-          ['viewers', '1 gateway deliveries/s', '3 gateways deliveries/s', 'ratio', 'p50 ms @20 fps 1 / 3', 'p99 ms @20 fps 1 / 3', 'frames missed 1 / 3', 'gateway CPU µs/delivery (sum) 1 / 3', 'NATS CPU µs/delivery', 'attach until quiet, s 1 / 3', 'viewers cut 1 / 3'],
+          [
+            'viewers',
+            '1 gateway deliveries/s',
+            '3 gateways deliveries/s',
+            'ratio',
+            'p50 ms @20 fps 1 / 3',
+            'p99 ms @20 fps 1 / 3',
+            'frames missed 1 / 3',
+            'gateway CPU µs/delivery (sum) 1 / 3',
+            'NATS CPU µs/delivery',
+            'attach until quiet, s 1 / 3',
+            'viewers cut 1 / 3',
+          ],
           rows,
         ),
     );
@@ -236,18 +340,52 @@ export function report(results) {
     for (const t of ['ws', 'grpc']) {
       for (const x of F.idle.clients[t] ?? []) {
         const r = ratio(x.ours.rssKB, x.raw.rssKB);
-        const ok = verdict(`4 idle attached client ${t} at ${x.ours.n}`, '≤ 40 KB gateway memory', `${fmt(x.ours.rssKB)} KB RSS (heap ${fmt(x.ours.heapKB)} KB)`, x.ours.rssKB <= 40);
+        const ok = verdict(
+          `4 idle attached client ${t} at ${x.ours.n}`,
+          '≤ 40 KB gateway memory',
+          `${fmt(x.ours.rssKB)} KB RSS (heap ${fmt(x.ours.heapKB)} KB)`,
+          x.ours.rssKB <= 40,
+        );
         const burst = (m) => (m.burst ? `; ${fmt(m.burst.rssKB)} at 0.5 s` : '');
-        rows.push([`idle attached client, ${t === 'ws' ? 'WebSocket' : 'gRPC'}`, x.ours.n, `${fmt(x.raw.rssKB)} (heap ${fmt(x.raw.heapKB)}${burst(x.raw)})`, `${fmt(x.ours.rssKB)} (heap ${fmt(x.ours.heapKB)}${burst(x.ours)})`, rfmt(r), `≤ 40 KB: ${yes(ok)}`]);
+        rows.push([
+          `idle attached client, ${t === 'ws' ? 'WebSocket' : 'gRPC'}`,
+          x.ours.n,
+          `${fmt(x.raw.rssKB)} (heap ${fmt(x.raw.heapKB)}${burst(x.raw)})`,
+          `${fmt(x.ours.rssKB)} (heap ${fmt(x.ours.heapKB)}${burst(x.ours)})`,
+          rfmt(r),
+          `≤ 40 KB: ${yes(ok)}`,
+        ]);
       }
     }
     const agent = F.idle.agent;
     for (const x of F.idle.sessions ?? []) {
       const sum = agent ? x.rssKB + agent.agent.rssKB : NaN;
-      const ok = agent ? verdict(`4 idle session at ${x.n}`, '≤ 150 KB gateway + agent', `${fmt(x.rssKB)} + ${fmt(agent.agent.rssKB)} = ${fmt(sum)} KB`, sum <= 150) : undefined;
-      rows.push([`idle session, gateway (agent: ${agent ? fmt(agent.agent.rssKB) : 'n/a'} KB)`, x.n, '', `${fmt(x.rssKB)} (heap ${fmt(x.heapKB)})`, '', `gateway + agent ${fmt(sum)} KB ≤ 150 KB: ${yes(ok)}`]);
+      const ok = agent
+        ? verdict(
+            `4 idle session at ${x.n}`,
+            '≤ 150 KB gateway + agent',
+            `${fmt(x.rssKB)} + ${fmt(agent.agent.rssKB)} = ${fmt(sum)} KB`,
+            sum <= 150,
+          )
+        : undefined;
+      rows.push([
+        `idle session, gateway (agent: ${agent ? fmt(agent.agent.rssKB) : 'n/a'} KB)`,
+        x.n,
+        '',
+        `${fmt(x.rssKB)} (heap ${fmt(x.heapKB)})`,
+        '',
+        `gateway + agent ${fmt(sum)} KB ≤ 150 KB: ${yes(ok)}`,
+      ]);
     }
-    if (agent) rows.push([`idle session, agent (engine excluded; gateway in the same run ${fmt(agent.gateway.rssKB)} KB)`, agent.n, '', `${fmt(agent.agent.rssKB)} (heap ${fmt(agent.agent.heapKB)})`, '', '']);
+    if (agent)
+      rows.push([
+        `idle session, agent (engine excluded; gateway in the same run ${fmt(agent.gateway.rssKB)} KB)`,
+        agent.n,
+        '',
+        `${fmt(agent.agent.rssKB)} (heap ${fmt(agent.agent.heapKB)})`,
+        '',
+        '',
+      ]);
     parts.push(
       `### Figure 4: idle cost, KB per connection / session (RSS growth after GC, clients read after 10 s idle; heap = V8 heap + external; at 0.5 s: RSS right after opening them)\n\n` +
         table(['what', 'count', 'raw ws / grpc connection KB', 'Tether KB', 'ratio', 'target'], rows),
@@ -259,9 +397,16 @@ export function report(results) {
     const rows = [
       ['received Buffer, as is (the raw relay)', cell(b), 'baseline'],
       ['a string per frame (encoded per client)', cell(spread(F.levers.string)), rfmt(ratio(spread(F.levers.string).median, b.median))],
-      ['a string + callback + promise per client (like core/channel/ws.ts write())', cell(spread(F.levers.promise)), rfmt(ratio(spread(F.levers.promise).median, b.median))],
+      [
+        'a string + callback + promise per client (like core/channel/ws.ts write())',
+        cell(spread(F.levers.promise)),
+        rfmt(ratio(spread(F.levers.promise).median, b.median)),
+      ],
     ];
-    parts.push(`### Levers: the raw ws broadcast relay, 100 viewers, 330-byte frames, sending…\n\n` + table(['each frame to each viewer as', 'relay CPU µs/delivery', 'ratio'], rows));
+    parts.push(
+      `### Levers: the raw ws broadcast relay, 100 viewers, 330-byte frames, sending…\n\n` +
+        table(['each frame to each viewer as', 'relay CPU µs/delivery', 'ratio'], rows),
+    );
   }
 
   if (F.profile) {
@@ -275,7 +420,10 @@ export function report(results) {
           '\n\n' +
           table(['our functions, inclusive', 'share of busy'], ours) +
           '\n\n' +
-          table(['by file (self)', 'share of busy'], p.byFile.slice(0, 12).map((e) => [e.name, `${e.pct} %`])),
+          table(
+            ['by file (self)', 'share of busy'],
+            p.byFile.slice(0, 12).map((e) => [e.name, `${e.pct} %`]),
+          ),
       );
     }
   }
@@ -286,7 +434,11 @@ export function report(results) {
   }
   const met = verdicts.filter((v) => v.met).length;
   parts.push(
-    `### Targets: ${met} of ${verdicts.length} met\n\n` + table(['figure', 'target', 'value', 'met'], verdicts.map((v) => [v.figure, v.target, v.value, yes(v.met)])),
+    `### Targets: ${met} of ${verdicts.length} met\n\n` +
+      table(
+        ['figure', 'target', 'value', 'met'],
+        verdicts.map((v) => [v.figure, v.target, v.value, yes(v.met)]),
+      ),
   );
   if (results.notes.length) parts.push(`Notes:\n${results.notes.map((n) => `- ${n}`).join('\n')}`);
   parts.push(`Run took ${results.seconds?.toFixed(0)} s.`);

@@ -8,7 +8,13 @@ export function percentile(sorted, p) {
 
 export function summarize(samples) {
   const s = Float64Array.from(samples).sort();
-  return { n: s.length, p50: percentile(s, 50), p99: percentile(s, 99), max: s.length ? s[s.length - 1] : NaN, mean: s.reduce((a, b) => a + b, 0) / (s.length || 1) };
+  return {
+    n: s.length,
+    p50: percentile(s, 50),
+    p99: percentile(s, 99),
+    max: s.length ? s[s.length - 1] : NaN,
+    mean: s.reduce((a, b) => a + b, 0) / (s.length || 1),
+  };
 }
 
 /** Median, min and max of a list of run results. */

@@ -39,7 +39,14 @@ export async function connectWire(url, { role = 'client', agent, onFrame, onRequ
         .then(() => onRequest?.(msg.method, msg.params))
         .then(
           (result) => ws.send(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: result ?? {} })),
-          (err) => ws.send(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32000, message: String(err?.message ?? err), data: { code: 'INTERNAL' } } })),
+          (err) =>
+            ws.send(
+              JSON.stringify({
+                jsonrpc: '2.0',
+                id: msg.id,
+                error: { code: -32000, message: String(err?.message ?? err), data: { code: 'INTERNAL' } },
+              }),
+            ),
         );
       return;
     }
@@ -49,7 +56,12 @@ export async function connectWire(url, { role = 'client', agent, onFrame, onRequ
     }
     pending.answer(msg);
   });
-  await wire.request('hello', { protocol_version: PROTOCOL_VERSION, role, capabilities: [], ...(agent ? { agent } : { software: 'tether-bench' }) });
+  await wire.request('hello', {
+    protocol_version: PROTOCOL_VERSION,
+    role,
+    capabilities: [],
+    ...(agent ? { agent } : { software: 'tether-bench' }),
+  });
   return wire;
 }
 
@@ -116,10 +128,12 @@ function requestTable() {
         pending.set(id, { resolve, reject, t, method });
         const text = JSON.stringify({ jsonrpc: '2.0', id, method, params });
         // A send that throws or rejects (the connection is gone) fails this request at once.
-        Promise.resolve().then(() => send(text)).catch((err) => {
-          settle(id);
-          reject(err);
-        });
+        Promise.resolve()
+          .then(() => send(text))
+          .catch((err) => {
+            settle(id);
+            reject(err);
+          });
       });
     },
     /** Settles the request an answer (a JSON-RPC response object) is for; others are ignored. */

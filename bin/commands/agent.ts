@@ -82,8 +82,12 @@ Options:
       logger,
       onStatus: (s) => {
         const several = Array.isArray(c.gateway);
-        if (s.state === 'connected') process.stderr.write(`agent ${name}: connected to ${s.hello.gateway_id}${several ? ` at ${s.url}` : ''}\n`);
-        if (s.state === 'down') process.stderr.write(`agent ${name}: link down (${s.error.message}); retrying${several ? ` ${s.nextUrl}` : ''} in ${s.retryInMs} ms\n`);
+        if (s.state === 'connected')
+          process.stderr.write(`agent ${name}: connected to ${s.hello.gateway_id}${several ? ` at ${s.url}` : ''}\n`);
+        if (s.state === 'down')
+          process.stderr.write(
+            `agent ${name}: link down (${s.error.message}); retrying${several ? ` ${s.nextUrl}` : ''} in ${s.retryInMs} ms\n`,
+          );
         if (s.state === 'closed' && s.error && started) {
           // Not retryable (token refused, or another agent took over the name): stop for good.
           process.stderr.write(`agent ${name}: giving up: ${s.error.message}\n`);
@@ -92,7 +96,10 @@ Options:
       },
     });
     process.stdout.write(`agent: ${name} engine: ${agent.engines.explanation}\n`);
-    if (hostKey && c.hostKeyFile) process.stdout.write(`host key: ${hostKeyFingerprint(hostKeyProof(hostKey.key, name).public_key)} (${c.hostKeyFile}${hostKey.created ? ', created now' : ''})\n`);
+    if (hostKey && c.hostKeyFile)
+      process.stdout.write(
+        `host key: ${hostKeyFingerprint(hostKeyProof(hostKey.key, name).public_key)} (${c.hostKeyFile}${hostKey.created ? ', created now' : ''})\n`,
+      );
     await agent.start();
     started = true;
     await onShutdown(() => (c.drainMs === undefined ? agent.shutdown() : agent.drain(c.drainMs)));

@@ -25,9 +25,11 @@ ${TLS_CLIENT_HELP}
   allowPositionals: true,
   async run(v, positionals) {
     const id = positionals[0];
-    if (!id || positionals.length > 1) throw new TetherError('INVALID_ARGUMENT', 'give exactly one SESSION id\nRun "tether attach --help" for usage.');
+    if (!id || positionals.length > 1)
+      throw new TetherError('INVALID_ARGUMENT', 'give exactly one SESSION id\nRun "tether attach --help" for usage.');
     const fromSeq = v['from-seq'] === undefined ? undefined : Number(v['from-seq']);
-    if (fromSeq !== undefined && (!Number.isInteger(fromSeq) || fromSeq < 1)) throw new TetherError('INVALID_ARGUMENT', '--from-seq must be a whole number >= 1');
+    if (fromSeq !== undefined && (!Number.isInteger(fromSeq) || fromSeq < 1))
+      throw new TetherError('INVALID_ARGUMENT', '--from-seq must be a whole number >= 1');
     const json = v.json === true;
     const client = await connectFrom(v, 'tether-attach', linkReporter(json));
     try {

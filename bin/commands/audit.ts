@@ -82,11 +82,27 @@ function queryOf(v: Record<string, unknown>, positionals: string[]): AuditQuery 
     throw new TetherError('INVALID_ARGUMENT', 'SESSION and --session name different sessions');
   }
   const limit = v.limit === undefined ? undefined : Number(v.limit);
-  const parsed = AuditQuery.safeParse({ session_id: positional ?? v.session, principal: v.principal, action: v.action, decision: v.decision, limit });
+  const parsed = AuditQuery.safeParse({
+    session_id: positional ?? v.session,
+    principal: v.principal,
+    action: v.action,
+    decision: v.decision,
+    limit,
+  });
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    const flag = { session_id: '--session', principal: '--principal', action: '--action', decision: '--decision', limit: '--limit' }[String(issue.path[0])] ?? String(issue.path[0]);
-    const want = flag === '--action' ? `one of ${AuditAction.options.join(', ')}` : flag === '--decision' ? 'allow, deny, ask or none' : flag === '--limit' ? `a whole number 1-${AUDIT_MAX_LIMIT}` : issue.message;
+    const flag =
+      { session_id: '--session', principal: '--principal', action: '--action', decision: '--decision', limit: '--limit' }[
+        String(issue.path[0])
+      ] ?? String(issue.path[0]);
+    const want =
+      flag === '--action'
+        ? `one of ${AuditAction.options.join(', ')}`
+        : flag === '--decision'
+          ? 'allow, deny, ask or none'
+          : flag === '--limit'
+            ? `a whole number 1-${AUDIT_MAX_LIMIT}`
+            : issue.message;
     throw new TetherError('INVALID_ARGUMENT', `${flag} must be ${want}\nRun "tether audit --help" for usage.`);
   }
   return parsed.data;
@@ -94,7 +110,8 @@ function queryOf(v: Record<string, unknown>, positionals: string[]): AuditQuery 
 
 /** The audit file an offline read names, or undefined for an online read. */
 function offlineFile(v: Record<string, unknown>): string | undefined {
-  if (v['state-dir'] !== undefined && v.file !== undefined) throw new TetherError('INVALID_ARGUMENT', '--state-dir and --file exclude each other');
+  if (v['state-dir'] !== undefined && v.file !== undefined)
+    throw new TetherError('INVALID_ARGUMENT', '--state-dir and --file exclude each other');
   if (v.file !== undefined) return resolve(v.file as string);
   if (v['state-dir'] !== undefined) return resolve(join(v['state-dir'] as string, AUDIT_FILE));
   return undefined;
@@ -117,10 +134,15 @@ async function readOnline(v: Record<string, unknown>, query: AuditQuery): Promis
 
 /** Reports corrupt lines and a cut-off scan on stderr; the exit code (1 when lines were corrupt). */
 function reportDamage(found: AuditScan, file: string | undefined): number {
-  if (found.truncated) process.stderr.write('tether audit: older records may be missing: the trail is larger than the gateway scans or sends per request (narrow the query, or read it offline with --state-dir or --file)\n');
+  if (found.truncated)
+    process.stderr.write(
+      'tether audit: older records may be missing: the trail is larger than the gateway scans or sends per request (narrow the query, or read it offline with --state-dir or --file)\n',
+    );
   if (found.corrupt_lines === 0) return 0;
   const where = found.corrupt.map((c) => (c.line !== undefined ? `line ${c.line}` : `byte ${c.offset}`)).join(', ');
-  process.stderr.write(`tether audit: ${found.corrupt_lines} line(s) of the audit trail are not audit records${file && where ? ` (${file}: ${where}${found.corrupt_lines > found.corrupt.length ? ', …' : ''})` : ''}\n`);
+  process.stderr.write(
+    `tether audit: ${found.corrupt_lines} line(s) of the audit trail are not audit records${file && where ? ` (${file}: ${where}${found.corrupt_lines > found.corrupt.length ? ', …' : ''})` : ''}\n`,
+  );
   return 1;
 }
 

@@ -36,7 +36,15 @@ ${TURN_APPROVAL_HELP}
   --client-initialize      pipe mode: your first line is the engine's initialize
 ${TLS_CLIENT_HELP}
   -h, --help               show this help`,
-  options: { ...SESSION_DRIVE_OPTIONS, agent: { type: 'string' }, cwd: { type: 'string' }, model: { type: 'string' }, 'permission-mode': { type: 'string' }, 'client-initialize': { type: 'boolean' }, ...TURN_APPROVAL_OPTION },
+  options: {
+    ...SESSION_DRIVE_OPTIONS,
+    agent: { type: 'string' },
+    cwd: { type: 'string' },
+    model: { type: 'string' },
+    'permission-mode': { type: 'string' },
+    'client-initialize': { type: 'boolean' },
+    ...TURN_APPROVAL_OPTION,
+  },
   async run(v) {
     const json = v.json === true;
     const clientInitialize = v['client-initialize'] === true;

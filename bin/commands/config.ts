@@ -50,9 +50,12 @@ Any flag of the program (e.g. --port 9000 for the gateway) is applied as that pr
     if (v.print === v.keys) throw new TetherError('INVALID_ARGUMENT', 'give --print or --keys\nRun "tether config --help" for usage.');
     const allowed = new Set([...Object.keys(configOptions(spec)), ...Object.keys(OWN_OPTIONS), 'help']);
     const foreign = Object.keys(v).filter((k) => v[k] !== undefined && !allowed.has(k));
-    if (foreign.length) throw new TetherError('INVALID_ARGUMENT', `${foreign.map((f) => `--${f}`).join(', ')}: not an option of tether ${name}`);
+    if (foreign.length)
+      throw new TetherError('INVALID_ARGUMENT', `${foreign.map((f) => `--${f}`).join(', ')}: not an option of tether ${name}`);
     if (v.keys) {
-      process.stdout.write(`Configuration keys of tether ${name} (flag, TETHER_* variable; "key" in a --config file):\n${renderKeys(keysOf(spec.schema))}\n`);
+      process.stdout.write(
+        `Configuration keys of tether ${name} (flag, TETHER_* variable; "key" in a --config file):\n${renderKeys(keysOf(spec.schema))}\n`,
+      );
       return 0;
     }
     process.stdout.write(renderConfig(loadProgramConfig(spec, v), { json: v.json === true }));

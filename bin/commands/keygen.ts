@@ -30,7 +30,8 @@ Options:
   },
   async run(v) {
     const alg = (v.alg as string | undefined) ?? 'HS256';
-    if (!(TOKEN_ALGS as readonly string[]).includes(alg)) throw new TetherError('INVALID_ARGUMENT', `--alg must be one of ${TOKEN_ALGS.join(', ')}, got "${alg}"`);
+    if (!(TOKEN_ALGS as readonly string[]).includes(alg))
+      throw new TetherError('INVALID_ARGUMENT', `--alg must be one of ${TOKEN_ALGS.join(', ')}, got "${alg}"`);
     if (v.out && v['state-dir']) throw new TetherError('INVALID_ARGUMENT', 'use --out or --state-dir, not both');
     const path = v.out ? resolve(v.out as string) : stateKeyPath(resolveStateDir(v['state-dir'] as string | undefined));
     const generated = generateTokenKey(alg as TokenAlg);

@@ -22,14 +22,13 @@ export const agentsCommand: Command = {
   usage: listUsage('agents', 'print a JSON array'),
   options: LIST_OPTIONS,
   run: (v) =>
-    printList(v, (c) => c.listAgents(), 'no agents connected', ['NAME', 'HOST', 'ENGINES', 'SESSIONS', 'TRANSPORT', 'SINCE'], (a) => [
-      a.name,
-      a.host,
-      a.engines.join(','),
-      String(a.sessions.length),
-      a.transport,
-      a.connected_at,
-    ]),
+    printList(
+      v,
+      (c) => c.listAgents(),
+      'no agents connected',
+      ['NAME', 'HOST', 'ENGINES', 'SESSIONS', 'TRANSPORT', 'SINCE'],
+      (a) => [a.name, a.host, a.engines.join(','), String(a.sessions.length), a.transport, a.connected_at],
+    ),
 };
 
 export const sessionsCommand: Command = {
@@ -38,22 +37,36 @@ export const sessionsCommand: Command = {
   usage: listUsage('sessions', 'print a JSON array (id, agent, owner, state, clients, pending_prompts, ...)'),
   options: LIST_OPTIONS,
   run: (v) =>
-    printList(v, (c) => c.listSessions(), 'no sessions', ['ID', 'AGENT', 'ENGINE', 'OWNER', 'STATE', 'CLIENTS', 'PENDING'], (s) => [
-      s.id,
-      s.agent,
-      s.engine,
-      s.owner,
-      s.agent_away_since ? `${s.state} (agent away since ${s.agent_away_since}${s.queued_inputs ? `, ${s.queued_inputs} queued` : ''})` : s.state,
-      s.clients.map((c) => `${c.principal}(${c.role})`).join(',') || '-',
-      String(s.pending_prompts),
-    ]),
+    printList(
+      v,
+      (c) => c.listSessions(),
+      'no sessions',
+      ['ID', 'AGENT', 'ENGINE', 'OWNER', 'STATE', 'CLIENTS', 'PENDING'],
+      (s) => [
+        s.id,
+        s.agent,
+        s.engine,
+        s.owner,
+        s.agent_away_since
+          ? `${s.state} (agent away since ${s.agent_away_since}${s.queued_inputs ? `, ${s.queued_inputs} queued` : ''})`
+          : s.state,
+        s.clients.map((c) => `${c.principal}(${c.role})`).join(',') || '-',
+        String(s.pending_prompts),
+      ],
+    ),
 };
 
 /**
  * Connects, fetches a list, prints it as JSON (--json) or a table, and closes. In a cluster
  * (items name their gateway) the table gains a GATEWAY column: which gateway holds each.
  */
-async function printList<T extends { gateway?: string }>(v: Record<string, unknown>, fetch: (c: GatewayClient) => Promise<T[]>, empty: string, head: string[], row: (item: T) => string[]): Promise<number> {
+async function printList<T extends { gateway?: string }>(
+  v: Record<string, unknown>,
+  fetch: (c: GatewayClient) => Promise<T[]>,
+  empty: string,
+  head: string[],
+  row: (item: T) => string[],
+): Promise<number> {
   const client = await connectFrom(v, 'tether-cli');
   try {
     const items = await fetch(client);

@@ -46,13 +46,25 @@ Options:
 };
 
 /** What the gateway's token endpoint answers. */
-type TokenAnswer = { token?: string; expires_in?: number; principal?: string; pending?: boolean; error?: { code?: string; message?: string } };
+type TokenAnswer = {
+  token?: string;
+  expires_in?: number;
+  principal?: string;
+  pending?: boolean;
+  error?: { code?: string; message?: string };
+};
 
 /** POSTs JSON to the gateway; resolves with its answer, or UNAUTHENTICATED saying what it refused. */
 async function postJson(url: string, body: unknown): Promise<TokenAnswer & Record<string, unknown>> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(TOKEN_REQUEST_MS) });
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(TOKEN_REQUEST_MS),
+  });
   const answer = (await res.json().catch(() => undefined)) as (TokenAnswer & Record<string, unknown>) | undefined;
-  if (!res.ok || !answer) throw new TetherError('UNAUTHENTICATED', `the gateway refused the sign-in: ${answer?.error?.message ?? `HTTP ${res.status}`}`);
+  if (!res.ok || !answer)
+    throw new TetherError('UNAUTHENTICATED', `the gateway refused the sign-in: ${answer?.error?.message ?? `HTTP ${res.status}`}`);
   return answer;
 }
 

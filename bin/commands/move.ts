@@ -25,13 +25,18 @@ ${TLS_CLIENT_HELP}
   allowPositionals: true,
   async run(v, positionals) {
     const id = positionals[0];
-    if (!id || positionals.length > 1) throw new TetherError('INVALID_ARGUMENT', 'give exactly one SESSION id\nRun "tether move --help" for usage.');
+    if (!id || positionals.length > 1)
+      throw new TetherError('INVALID_ARGUMENT', 'give exactly one SESSION id\nRun "tether move --help" for usage.');
     const agent = typeof v.agent === 'string' ? v.agent : process.env.TETHER_AGENT;
     if (!agent) throw new TetherError('INVALID_ARGUMENT', '--agent OTHER is required\nRun "tether move --help" for usage.');
     const client = await connectFrom(v, 'tether-move');
     try {
       const peer = await client.peer();
-      await peer.request('session.move', { session_id: id, agent, ...(typeof v.cwd === 'string' ? { cwd: v.cwd } : {}) }, { timeoutMs: MOVE_TIMEOUT_MS });
+      await peer.request(
+        'session.move',
+        { session_id: id, agent, ...(typeof v.cwd === 'string' ? { cwd: v.cwd } : {}) },
+        { timeoutMs: MOVE_TIMEOUT_MS },
+      );
       process.stdout.write(`session ${id} now runs on ${agent}\n`);
       return 0;
     } finally {

@@ -27,7 +27,8 @@ Options:
   async run(v) {
     const jti = v.jti as string | undefined;
     const sub = v.sub as string | undefined;
-    if ((jti === undefined) === (sub === undefined)) throw new TetherError('INVALID_ARGUMENT', 'give exactly one of --jti ID and --sub NAME');
+    if ((jti === undefined) === (sub === undefined))
+      throw new TetherError('INVALID_ARGUMENT', 'give exactly one of --jti ID and --sub NAME');
     const stateDir = resolveStateDir(v['state-dir'] as string | undefined);
     const entry = addRevocation(stateDir, { jti, sub, reason: v.reason as string | undefined });
     process.stdout.write(`revoked: ${jti !== undefined ? `jti ${jti}` : `sub ${sub} (tokens issued up to ${entry.at})`}\n`);

@@ -1,5 +1,11 @@
 import { createInterface } from 'node:readline/promises';
-import { asPermissionRequest, askQuestions, answerQuestions, type PermissionAnswer, type PermissionRequest } from '../../client/permission-policy.js';
+import {
+  asPermissionRequest,
+  askQuestions,
+  answerQuestions,
+  type PermissionAnswer,
+  type PermissionRequest,
+} from '../../client/permission-policy.js';
 import type { RemoteSession } from '../../client/remote-session.js';
 import { TetherError } from '../../core/errors.js';
 import { INPUT_REFUSED } from '../../core/protocol/events.js';
@@ -46,7 +52,8 @@ ${TLS_CLIENT_HELP}
     if (!prompt) throw new TetherError('INVALID_ARGUMENT', 'missing PROMPT\nRun "tether run --help" for usage.');
     const agent = required(pick(v.agent, 'TETHER_AGENT'), '--agent (or TETHER_AGENT)');
     const mode = v['permission-mode'] === undefined ? undefined : PermissionMode.safeParse(v['permission-mode']);
-    if (mode && !mode.success) throw new TetherError('INVALID_ARGUMENT', `--permission-mode must be one of ${PermissionMode.options.join(', ')}`);
+    if (mode && !mode.success)
+      throw new TetherError('INVALID_ARGUMENT', `--permission-mode must be one of ${PermissionMode.options.join(', ')}`);
     const turnApproval = turnApprovalOf(v['turn-approval']);
     const json = v.json === true;
     const client = await connectFrom(v, 'tether-run');
@@ -55,7 +62,13 @@ ${TLS_CLIENT_HELP}
       session = await client.createSession({
         agent,
         onProgress: printCreateProgress,
-        options: { cwd: v.cwd as string | undefined, model: v.model as string | undefined, permission_mode: mode?.data, include_partial_messages: !json, ...(turnApproval ? { turn_approval: turnApproval } : {}) },
+        options: {
+          cwd: v.cwd as string | undefined,
+          model: v.model as string | undefined,
+          permission_mode: mode?.data,
+          include_partial_messages: !json,
+          ...(turnApproval ? { turn_approval: turnApproval } : {}),
+        },
       });
       const s = session;
       const allow = new Set((v.allow as string[] | undefined) ?? []);
@@ -83,7 +96,9 @@ async function streamTurn(session: RemoteSession, allow: Set<string>, json: bool
   for await (const item of session) {
     if (item.kind === 'event') {
       if (item.event.subtype === 'exited') {
-        process.stderr.write(`engine exited (code ${item.event.code}, signal ${item.event.signal}) before the turn finished\n${item.event.stderr_tail.slice(-2000)}`);
+        process.stderr.write(
+          `engine exited (code ${item.event.code}, signal ${item.event.signal}) before the turn finished\n${item.event.stderr_tail.slice(-2000)}`,
+        );
         return 1;
       }
       if (item.event.subtype === 'engine_error') process.stderr.write(`[engine error ${item.event.code}: ${item.event.message}]\n`);
@@ -120,7 +135,9 @@ async function streamTurn(session: RemoteSession, allow: Set<string>, json: bool
       }
       streamed = false;
     } else if (m.type === 'user') {
-      for (const block of (m.message as { content?: unknown })?.content instanceof Array ? ((m.message as { content: Record<string, unknown>[] }).content) : []) {
+      for (const block of Array.isArray((m.message as { content?: unknown })?.content)
+        ? (m.message as { content: Record<string, unknown>[] }).content
+        : []) {
         if (block.type === 'tool_result') process.stderr.write(`  ${block.is_error ? 'error' : 'result'}: ${compact(block.content)}\n`);
       }
     } else if (m.type === 'result') {
@@ -152,11 +169,14 @@ async function decide(ask: PermissionRequest, allow: Set<string>): Promise<Permi
     }
   }
   if (allow.has(ask.toolName)) return { behavior: 'allow', updatedInput: ask.input };
-  if (!interactive) return { behavior: 'deny', message: `tether run: ${ask.toolName} was not allowed (pass --allow ${ask.toolName} to approve it)` };
+  if (!interactive)
+    return { behavior: 'deny', message: `tether run: ${ask.toolName} was not allowed (pass --allow ${ask.toolName} to approve it)` };
   const rl = createInterface({ input: process.stdin, output: process.stderr });
   try {
     const reply = (await rl.question(`Allow ${ask.toolName}(${compact(ask.input)})? [y/N] `)).trim().toLowerCase();
-    return reply === 'y' || reply === 'yes' ? { behavior: 'allow', updatedInput: ask.input } : { behavior: 'deny', message: 'The user denied this tool call.' };
+    return reply === 'y' || reply === 'yes'
+      ? { behavior: 'allow', updatedInput: ask.input }
+      : { behavior: 'deny', message: 'The user denied this tool call.' };
   } finally {
     rl.close();
   }
@@ -164,7 +184,7 @@ async function decide(ask: PermissionRequest, allow: Set<string>): Promise<Permi
 
 /** One line, at most 160 characters, for showing tool input or output. */
 function compact(value: unknown): string {
-  const text = typeof value === 'string' ? value : JSON.stringify(value) ?? '';
+  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? '');
   const one = text.replace(/\s+/g, ' ').trim();
   return one.length > 160 ? one.slice(0, 157) + '...' : one;
 }

@@ -57,8 +57,12 @@ ${STORAGE_FLAGS_HELP}
   async (c, logger) => {
     const { server, auth } = await startGateway(c, logger, { needSigningKey: true, routingLogger: logger.child({ program: 'gateway' }) });
     const key = auth.signingKey;
-    const agentToken = key ? await mintToken({ key, kind: 'agent', sub: 'local', agent: 'local', ttlSeconds: UP_AGENT_TOKEN_TTL_SECONDS }) : undefined;
-    const clientToken = key ? await mintToken({ key, kind: 'client', sub: localUser(), ttlSeconds: UP_CLIENT_TOKEN_TTL_SECONDS }) : undefined;
+    const agentToken = key
+      ? await mintToken({ key, kind: 'agent', sub: 'local', agent: 'local', ttlSeconds: UP_AGENT_TOKEN_TTL_SECONDS })
+      : undefined;
+    const clientToken = key
+      ? await mintToken({ key, kind: 'client', sub: localUser(), ttlSeconds: UP_CLIENT_TOKEN_TTL_SECONDS })
+      : undefined;
     const agent = new Agent({
       gateway: server.url,
       name: 'local',
@@ -77,11 +81,18 @@ ${STORAGE_FLAGS_HELP}
     await agent.start();
     printListening(server);
     process.stdout.write(`token: ${clientToken ?? 'none (authentication is off)'}\n`);
-    if (key) printSignIn((t) => process.stdout.write(t), signInUrl(server.pageUrl, await mintLoginCode(key, { sub: localUser() })), LOGIN_CODE_TTL_SECONDS);
+    if (key)
+      printSignIn(
+        (t) => process.stdout.write(t),
+        signInUrl(server.pageUrl, await mintLoginCode(key, { sub: localUser() })),
+        LOGIN_CODE_TTL_SECONDS,
+      );
     else process.stdout.write(`web: ${server.pageUrl}\n`);
     printKey(auth);
     process.stdout.write(`agent: local engine: ${agent.engines.explanation}\n`);
-    process.stdout.write(`try: ${clientToken ? 'TETHER_TOKEN=<the token above> ' : ''}tether run --gateway ${server.url} --agent local "hello"\n`);
+    process.stdout.write(
+      `try: ${clientToken ? 'TETHER_TOKEN=<the token above> ' : ''}tether run --gateway ${server.url} --agent local "hello"\n`,
+    );
     await onShutdown(async () => {
       await agent.shutdown();
       await server.close();

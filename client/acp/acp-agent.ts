@@ -96,7 +96,9 @@ class AcpSession {
   }
 
   notify(update: acp.SessionUpdate): Promise<void> {
-    this.chain = this.chain.then(() => this.editor.notify(acp.methods.client.session.update, { sessionId: this.id, update })).catch(() => {});
+    this.chain = this.chain
+      .then(() => this.editor.notify(acp.methods.client.session.update, { sessionId: this.id, update }))
+      .catch(() => {});
     return this.chain;
   }
 
@@ -153,14 +155,19 @@ function mention(uri: string): string {
     throw acp.RequestError.invalidParams({ uri }, `resource URI ${uri} is not a local file path`);
   }
   if (!/\s/.test(path)) return `@${path}`;
-  if (path.includes('"')) throw acp.RequestError.invalidParams({ uri }, `resource path ${path} holds both a space and a quote, which an @-mention cannot spell`);
+  if (path.includes('"'))
+    throw acp.RequestError.invalidParams({ uri }, `resource path ${path} holds both a space and a quote, which an @-mention cannot spell`);
   return `@"${path}"`;
 }
 
 /** The one agent connected to the gateway, for connections that named none. */
 async function onlyAgent(c: GatewayClient): Promise<string> {
   const agents = await c.listAgents();
-  if (agents.length !== 1) throw new TetherError('INVALID_ARGUMENT', `name the agent to run on (${agents.length} are connected: ${agents.map((a) => a.name).join(', ') || 'none'}); with /acp: /acp?agent=NAME`);
+  if (agents.length !== 1)
+    throw new TetherError(
+      'INVALID_ARGUMENT',
+      `name the agent to run on (${agents.length} are connected: ${agents.map((a) => a.name).join(', ') || 'none'}); with /acp: /acp?agent=NAME`,
+    );
   return agents[0].name;
 }
 
@@ -169,10 +176,11 @@ export function tetherAcpAgent(opts: TetherAcpOptions): acp.AgentApp {
   const sessions = new Map<string, AcpSession>();
   let clientCaps: acp.ClientCapabilities | undefined;
   let gateway: Promise<GatewayClient> | undefined;
-  const client = () => (gateway ??= opts.client().catch((err) => {
-    gateway = undefined;
-    throw err;
-  }));
+  const client = () =>
+    (gateway ??= opts.client().catch((err) => {
+      gateway = undefined;
+      throw err;
+    }));
   const find = (id: string) => {
     const s = sessions.get(id);
     if (!s) throw acp.RequestError.resourceNotFound(id);
@@ -202,7 +210,10 @@ export function tetherAcpAgent(opts: TetherAcpOptions): acp.AgentApp {
       let remote: RemoteSession;
       try {
         const c = await client();
-        remote = await c.createSession({ agent: opts.agent ?? (await onlyAgent(c)), options: { cwd: opts.cwd, include_partial_messages: true } });
+        remote = await c.createSession({
+          agent: opts.agent ?? (await onlyAgent(c)),
+          options: { cwd: opts.cwd, include_partial_messages: true },
+        });
       } catch (err) {
         throw acpError(asTetherError(err));
       }
@@ -211,7 +222,8 @@ export function tetherAcpAgent(opts: TetherAcpOptions): acp.AgentApp {
     })
     .onRequest(acp.methods.agent.session.load, async ({ params, client: editor }) => {
       // Any Tether session this principal may attach to: the editor's own from before, or a teammate's.
-      if (sessions.has(params.sessionId)) throw acp.RequestError.invalidRequest(undefined, 'this session is already loaded on this connection');
+      if (sessions.has(params.sessionId))
+        throw acp.RequestError.invalidRequest(undefined, 'this session is already loaded on this connection');
       let remote: RemoteSession;
       try {
         remote = await (await client()).attach(params.sessionId);
@@ -246,14 +258,21 @@ export function tetherAcpAgent(opts: TetherAcpOptions): acp.AgentApp {
       s.turn.cancelled = true;
       // Still queued behind a teammate's turn: withdraw it and leave their turn alone (the
       // gateway knows; it refuses once the prompt started, and then the turn is ours to stop).
-      if (await s.remote.withdraw(s.turn.uuid).then(() => true, () => false)) return;
+      if (
+        await s.remote.withdraw(s.turn.uuid).then(
+          () => true,
+          () => false,
+        )
+      )
+        return;
       for (const ac of s.pending.values()) ac.abort();
       await s.remote.interrupt().catch(() => {});
     })
     .onRequest(acp.methods.agent.session.setMode, async ({ params }) => {
       const s = find(params.sessionId);
       const mode = PermissionMode.safeParse(params.modeId);
-      if (!mode.success || !MODES.some((m) => m.id === params.modeId)) throw acp.RequestError.invalidParams({ modeId: params.modeId }, `unknown mode; one of ${MODES.map((m) => m.id).join(', ')}`);
+      if (!mode.success || !MODES.some((m) => m.id === params.modeId))
+        throw acp.RequestError.invalidParams({ modeId: params.modeId }, `unknown mode; one of ${MODES.map((m) => m.id).join(', ')}`);
       try {
         await s.remote.setPermissionMode(mode.data);
       } catch (err) {
@@ -293,12 +312,18 @@ export function tetherAcpAgent(opts: TetherAcpOptions): acp.AgentApp {
   function read(s: AcpSession, item: SessionItem): void {
     const inHistory = item.kind !== 'reply' && item.seq !== 0 && item.seq <= s.remote.historyEnd;
     if (item.kind === 'event') {
-      if (item.event.subtype === 'exited') s.endTurn(new TetherError('UNAVAILABLE', `the engine exited (code ${item.event.code ?? 'none'})`));
+      if (item.event.subtype === 'exited')
+        s.endTurn(new TetherError('UNAVAILABLE', `the engine exited (code ${item.event.code ?? 'none'})`));
       // The agent refused the prompt before the engine saw it (an @-mention outside the session's folders): no turn comes.
-      if (item.event.subtype === 'engine_error' && item.event.code === INPUT_REFUSED && !inHistory) s.endTurn(new TetherError('PERMISSION_DENIED', item.event.message));
+      if (item.event.subtype === 'engine_error' && item.event.code === INPUT_REFUSED && !inHistory)
+        s.endTurn(new TetherError('PERMISSION_DENIED', item.event.message));
       // Withdrawn (a cancel while queued) or cleared by someone's stop: it never ran.
       const e = item.event;
-      const gone = e.subtype === 'queued' && (e.change.action === 'withdrawn' || e.change.action === 'cleared') && s.turn !== undefined && e.change.uuids.includes(s.turn.uuid);
+      const gone =
+        e.subtype === 'queued' &&
+        (e.change.action === 'withdrawn' || e.change.action === 'cleared') &&
+        s.turn !== undefined &&
+        e.change.uuids.includes(s.turn.uuid);
       if (gone) s.endTurn({ stopReason: 'cancelled' });
       return;
     }
@@ -331,7 +356,13 @@ export function tetherAcpAgent(opts: TetherAcpOptions): acp.AgentApp {
     const ac = new AbortController();
     s.pending.set(ask.requestId, ac);
     const toolCallId = typeof ask.raw.tool_use_id === 'string' ? ask.raw.tool_use_id : ask.requestId;
-    const toolCall: acp.ToolCallUpdate = { toolCallId, title: toolTitle(ask.toolName, ask.input), kind: toolKind(ask.toolName), status: 'pending', rawInput: ask.input };
+    const toolCall: acp.ToolCallUpdate = {
+      toolCallId,
+      title: toolTitle(ask.toolName, ask.input),
+      kind: toolKind(ask.toolName),
+      status: 'pending',
+      rawInput: ask.input,
+    };
     try {
       await s.notify({ sessionUpdate: 'tool_call_update', toolCallId, status: 'pending' });
       let decision: PermissionAnswer & { always?: boolean };
@@ -340,12 +371,20 @@ export function tetherAcpAgent(opts: TetherAcpOptions): acp.AgentApp {
           ? await askByElicitation(s.editor, s.id, toolCallId, ask.input, ac.signal)
           : await askByPermissionOptions(s.editor, s.id, toolCall, ask.input, ac.signal);
       } else {
-        const r = await s.editor.request(acp.methods.client.session.requestPermission, { sessionId: s.id, toolCall, options: PERMISSION_OPTIONS }, { cancellationSignal: ac.signal });
+        const r = await s.editor.request(
+          acp.methods.client.session.requestPermission,
+          { sessionId: s.id, toolCall, options: PERMISSION_OPTIONS },
+          { cancellationSignal: ac.signal },
+        );
         const chosen = r.outcome.outcome === 'selected' ? r.outcome.optionId : undefined;
         decision =
           chosen === 'allow' || chosen === 'allow_always'
             ? { behavior: 'allow', updatedInput: ask.input, always: chosen === 'allow_always' }
-            : { behavior: 'deny', message: chosen ? 'Rejected in the editor' : 'Cancelled in the editor', interrupt: !chosen || s.turn?.cancelled === true };
+            : {
+                behavior: 'deny',
+                message: chosen ? 'Rejected in the editor' : 'Cancelled in the editor',
+                interrupt: !chosen || s.turn?.cancelled === true,
+              };
       }
       if (ac.signal.aborted) return; // withdrawn meanwhile: someone else (or the engine) settled it
       if (decision.behavior === 'allow' && decision.always) s.alwaysAllowed.add(ask.toolName);
@@ -353,7 +392,8 @@ export function tetherAcpAgent(opts: TetherAcpOptions): acp.AgentApp {
       const { always: _a, ...reply } = decision as PermissionAnswer & { always?: boolean };
       await answer(s, ask, reply as PermissionAnswer);
     } catch (err) {
-      if (!ac.signal.aborted) await answer(s, ask, { behavior: 'deny', message: `the editor could not be asked: ${asTetherError(err).message}` });
+      if (!ac.signal.aborted)
+        await answer(s, ask, { behavior: 'deny', message: `the editor could not be asked: ${asTetherError(err).message}` });
     } finally {
       s.pending.delete(ask.requestId);
     }

@@ -62,7 +62,11 @@ const PLAN_STATUS: Record<string, acp.PlanEntryStatus> = { pending: 'pending', i
 export function planEntries(input: Record<string, unknown> | undefined): acp.PlanEntry[] | undefined {
   const todos = input?.todos;
   if (!Array.isArray(todos)) return undefined;
-  return todos.map((t: Block) => ({ content: String(t.content ?? ''), priority: 'medium', status: PLAN_STATUS[String(t.status)] ?? 'pending' }));
+  return todos.map((t: Block) => ({
+    content: String(t.content ?? ''),
+    priority: 'medium',
+    status: PLAN_STATUS[String(t.status)] ?? 'pending',
+  }));
 }
 
 export class EngineUpdates {
@@ -106,10 +110,12 @@ export class EngineUpdates {
     const out: acp.SessionUpdate[] = [];
     for (const b of ((m.message as Block | undefined)?.content as Block[] | undefined) ?? []) {
       if (b.type === 'text') {
-        if (!this.streamedText && typeof b.text === 'string' && b.text) out.push({ sessionUpdate: 'agent_message_chunk', content: text(b.text) });
+        if (!this.streamedText && typeof b.text === 'string' && b.text)
+          out.push({ sessionUpdate: 'agent_message_chunk', content: text(b.text) });
         this.streamedText = false;
       } else if (b.type === 'thinking') {
-        if (!this.streamedThinking && typeof b.thinking === 'string' && b.thinking) out.push({ sessionUpdate: 'agent_thought_chunk', content: text(b.thinking) });
+        if (!this.streamedThinking && typeof b.thinking === 'string' && b.thinking)
+          out.push({ sessionUpdate: 'agent_thought_chunk', content: text(b.thinking) });
         this.streamedThinking = false;
       } else if (b.type === 'tool_use' && typeof b.id === 'string') {
         out.push(...this.toolUse(b.id, String(b.name ?? ''), b.input as Record<string, unknown> | undefined));
@@ -120,7 +126,17 @@ export class EngineUpdates {
 
   private toolUse(id: string, name: string, input: Record<string, unknown> | undefined): acp.SessionUpdate[] {
     this.announced.add(id);
-    const out: acp.SessionUpdate[] = [{ sessionUpdate: 'tool_call', toolCallId: id, title: toolTitle(name, input), kind: toolKind(name), status: 'pending', rawInput: input, locations: locations(input) }];
+    const out: acp.SessionUpdate[] = [
+      {
+        sessionUpdate: 'tool_call',
+        toolCallId: id,
+        title: toolTitle(name, input),
+        kind: toolKind(name),
+        status: 'pending',
+        rawInput: input,
+        locations: locations(input),
+      },
+    ];
     const plan = name === 'TodoWrite' ? planEntries(input) : undefined;
     if (plan) out.push({ sessionUpdate: 'plan', entries: plan });
     return out;

@@ -11,7 +11,13 @@ import { answerQuestions, askQuestions, type PermissionAnswer } from '../permiss
 
 const DECLINED: PermissionAnswer = { behavior: 'deny', message: 'The user declined to answer' };
 
-export async function askByElicitation(editor: acp.AgentContext, sessionId: string, toolCallId: string, input: Record<string, unknown>, signal: AbortSignal): Promise<PermissionAnswer> {
+export async function askByElicitation(
+  editor: acp.AgentContext,
+  sessionId: string,
+  toolCallId: string,
+  input: Record<string, unknown>,
+  signal: AbortSignal,
+): Promise<PermissionAnswer> {
   const questions = askQuestions(input);
   const properties: Record<string, acp.ElicitationPropertySchema> = {};
   questions.forEach((q, i) => {
@@ -22,7 +28,13 @@ export async function askByElicitation(editor: acp.AgentContext, sessionId: stri
   });
   const r = await editor.request(
     acp.methods.client.elicitation.create,
-    { mode: 'form', sessionId, toolCallId, message: questions.map((q) => q.question).join('\n'), requestedSchema: { type: 'object', properties, required: Object.keys(properties) } },
+    {
+      mode: 'form',
+      sessionId,
+      toolCallId,
+      message: questions.map((q) => q.question).join('\n'),
+      requestedSchema: { type: 'object', properties, required: Object.keys(properties) },
+    },
     { cancellationSignal: signal },
   );
   if (r.action !== 'accept') return DECLINED;
@@ -35,14 +47,24 @@ export async function askByElicitation(editor: acp.AgentContext, sessionId: stri
   return answerQuestions(input, answers);
 }
 
-export async function askByPermissionOptions(editor: acp.AgentContext, sessionId: string, toolCall: acp.ToolCallUpdate, input: Record<string, unknown>, signal: AbortSignal): Promise<PermissionAnswer> {
+export async function askByPermissionOptions(
+  editor: acp.AgentContext,
+  sessionId: string,
+  toolCall: acp.ToolCallUpdate,
+  input: Record<string, unknown>,
+  signal: AbortSignal,
+): Promise<PermissionAnswer> {
   const answers: Record<string, string> = {};
   for (const q of askQuestions(input)) {
     const options: acp.PermissionOption[] = [
       ...q.options.map((o, i) => ({ optionId: `answer_${i}`, name: o.label, kind: 'allow_once' as const })),
       { optionId: 'decline', name: 'Decline', kind: 'reject_once' },
     ];
-    const r = await editor.request(acp.methods.client.session.requestPermission, { sessionId, toolCall: { ...toolCall, title: q.question }, options }, { cancellationSignal: signal });
+    const r = await editor.request(
+      acp.methods.client.session.requestPermission,
+      { sessionId, toolCall: { ...toolCall, title: q.question }, options },
+      { cancellationSignal: signal },
+    );
     const id = r.outcome.outcome === 'selected' ? r.outcome.optionId : 'decline';
     const chosen = q.options[Number(id.replace('answer_', ''))];
     if (id === 'decline' || !chosen) return DECLINED;

@@ -13,7 +13,8 @@ export function bearerToken(header: string | undefined): string {
   if (header === undefined || header.trim() === '') {
     throw authError('UNAUTHENTICATED', 'missing', 'no token: send "Authorization: Bearer <token>" (tether token mints one)');
   }
-  if (header.length > MAX_AUTHORIZATION_CHARS) throw authError('INVALID_ARGUMENT', 'too_large', `Authorization header too large (over ${MAX_AUTHORIZATION_CHARS} characters)`);
+  if (header.length > MAX_AUTHORIZATION_CHARS)
+    throw authError('INVALID_ARGUMENT', 'too_large', `Authorization header too large (over ${MAX_AUTHORIZATION_CHARS} characters)`);
   const m = /^Bearer[ ]+([^ ]+)[ ]*$/i.exec(header);
   if (!m) throw authError('UNAUTHENTICATED', 'malformed', 'the Authorization header is not "Bearer <token>"');
   return m[1];

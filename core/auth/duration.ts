@@ -10,6 +10,7 @@ export function parseTtl(text: string): number {
   const m = /^(\d{1,9})([smhd]?)$/.exec(text.trim());
   if (!m) throw new TetherError('INVALID_ARGUMENT', `--ttl must be a number with a unit s, m, h or d (e.g. 1h), got "${text}"`);
   const seconds = Number(m[1]) * UNIT_SECONDS[m[2] || 's'];
-  if (seconds <= 0 || seconds > MAX_TTL_SECONDS) throw new TetherError('INVALID_ARGUMENT', `--ttl must be between 1s and ${MAX_TTL_SECONDS / 86_400}d, got "${text}"`);
+  if (seconds <= 0 || seconds > MAX_TTL_SECONDS)
+    throw new TetherError('INVALID_ARGUMENT', `--ttl must be between 1s and ${MAX_TTL_SECONDS / 86_400}d, got "${text}"`);
   return seconds;
 }

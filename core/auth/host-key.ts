@@ -29,7 +29,8 @@ export function loadOrCreateHostKey(path: string): { key: KeyObject; created: bo
   try {
     pem = readFileSync(path, 'utf8');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new TetherError('FAILED_PRECONDITION', `cannot read host key ${path}: ${(err as NodeJS.ErrnoException).code}`);
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+      throw new TetherError('FAILED_PRECONDITION', `cannot read host key ${path}: ${(err as NodeJS.ErrnoException).code}`);
   }
   if (pem !== undefined) {
     try {
@@ -37,7 +38,10 @@ export function loadOrCreateHostKey(path: string): { key: KeyObject; created: bo
       if (key.asymmetricKeyType !== 'ed25519') throw new Error(`a ${key.asymmetricKeyType} key`);
       return { key, created: false };
     } catch (err) {
-      throw new TetherError('FAILED_PRECONDITION', `host key ${path} is not an Ed25519 private key (${(err as Error).message}); move it away to make a new one`);
+      throw new TetherError(
+        'FAILED_PRECONDITION',
+        `host key ${path} is not an Ed25519 private key (${(err as Error).message}); move it away to make a new one`,
+      );
     }
   }
   const { privateKey } = generateKeyPairSync('ed25519');
@@ -46,7 +50,10 @@ export function loadOrCreateHostKey(path: string): { key: KeyObject; created: bo
     writeFileSync(path, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600, flag: 'wx' });
     chmodSync(path, 0o600);
   } catch (err) {
-    throw new TetherError('FAILED_PRECONDITION', `cannot create host key ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message} (choose another place with --host-key-file)`);
+    throw new TetherError(
+      'FAILED_PRECONDITION',
+      `cannot create host key ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message} (choose another place with --host-key-file)`,
+    );
   }
   return { key: privateKey, created: true };
 }
@@ -54,7 +61,11 @@ export function loadOrCreateHostKey(path: string): { key: KeyObject; created: bo
 /** A fresh proof for one hello. */
 export function hostKeyProof(key: KeyObject, agentName: string, now = Date.now()): HostKeyProof {
   const publicKey = createPublicKey(key).export({ type: 'spki', format: 'der' });
-  return { public_key: publicKey.toString('base64'), signed_at_ms: now, signature: sign(null, signedText(agentName, now), key).toString('base64') };
+  return {
+    public_key: publicKey.toString('base64'),
+    signed_at_ms: now,
+    signature: sign(null, signedText(agentName, now), key).toString('base64'),
+  };
 }
 
 /** `SHA256:` and the unpadded base64 of the SHA-256 of the public key (as ssh prints them). */
@@ -65,12 +76,17 @@ export function hostKeyFingerprint(publicKeyBase64: string): string {
 /** The fingerprint of a valid, current proof; PERMISSION_DENIED otherwise. */
 export function verifyHostKeyProof(proof: HostKeyProof, agentName: string, now = Date.now()): string {
   if (Math.abs(now - proof.signed_at_ms) > HOST_KEY_MAX_SKEW_MS) {
-    throw new TetherError('PERMISSION_DENIED', `host key proof is ${Math.round((now - proof.signed_at_ms) / 1000)} s off the gateway's clock (at most ${HOST_KEY_MAX_SKEW_MS / 1000} s)`);
+    throw new TetherError(
+      'PERMISSION_DENIED',
+      `host key proof is ${Math.round((now - proof.signed_at_ms) / 1000)} s off the gateway's clock (at most ${HOST_KEY_MAX_SKEW_MS / 1000} s)`,
+    );
   }
   let ok = false;
   try {
     const key = createPublicKey({ key: Buffer.from(proof.public_key, 'base64'), format: 'der', type: 'spki' });
-    ok = key.asymmetricKeyType === 'ed25519' && verify(null, signedText(agentName, proof.signed_at_ms), key, Buffer.from(proof.signature, 'base64'));
+    ok =
+      key.asymmetricKeyType === 'ed25519' &&
+      verify(null, signedText(agentName, proof.signed_at_ms), key, Buffer.from(proof.signature, 'base64'));
   } catch {
     ok = false;
   }

@@ -18,7 +18,9 @@ export interface ExpectedClaims {
 export function explainJoseError(err: unknown, expected: ExpectedClaims): TetherError {
   if (err instanceof TetherError) return err;
   if (err instanceof errors.JWTExpired) {
-    return err.claim === 'iat' ? authError('UNAUTHENTICATED', 'expired', 'token too old (issued longer ago than this gateway accepts)') : authError('UNAUTHENTICATED', 'expired', 'token expired');
+    return err.claim === 'iat'
+      ? authError('UNAUTHENTICATED', 'expired', 'token too old (issued longer ago than this gateway accepts)')
+      : authError('UNAUTHENTICATED', 'expired', 'token expired');
   }
   if (err instanceof errors.JWTClaimValidationFailed) {
     if (err.reason === 'missing') return authError('UNAUTHENTICATED', 'missing_claim', `token has no "${err.claim}" claim`);
@@ -38,17 +40,20 @@ export function explainJoseError(err: unknown, expected: ExpectedClaims): Tether
     }
   }
   if (err instanceof errors.JWSSignatureVerificationFailed) return authError('UNAUTHENTICATED', 'bad_signature', 'signature invalid');
-  if (err instanceof errors.JOSEAlgNotAllowed) return authError('UNAUTHENTICATED', 'bad_alg', `algorithm ${algName(expected.alg)} is not accepted`);
+  if (err instanceof errors.JOSEAlgNotAllowed)
+    return authError('UNAUTHENTICATED', 'bad_alg', `algorithm ${algName(expected.alg)} is not accepted`);
   if (err instanceof errors.JWKSNoMatchingKey || err instanceof errors.JWKSMultipleMatchingKeys) {
     return authError('UNAUTHENTICATED', 'unknown_key', 'token signed by a key this gateway does not know');
   }
-  if (err instanceof errors.JWKSTimeout) return authError('UNAVAILABLE', 'keys_unavailable', 'the key set (JWKS) did not answer in time; try again later');
+  if (err instanceof errors.JWKSTimeout)
+    return authError('UNAVAILABLE', 'keys_unavailable', 'the key set (JWKS) did not answer in time; try again later');
   if (err instanceof errors.JWKSInvalid) return authError('UNAVAILABLE', 'keys_unavailable', 'the key set (JWKS) is not valid');
   if (err instanceof errors.JWSInvalid || err instanceof errors.JWTInvalid || err instanceof errors.JOSENotSupported) {
     return authError('UNAUTHENTICATED', 'malformed', `malformed token (${err.message.slice(0, 120)})`);
   }
-  if (err instanceof errors.JOSEError) return authError('UNAVAILABLE', 'keys_unavailable', `keys unavailable (${err.message.slice(0, 120)})`);
-  if (err instanceof TypeError) return authError('UNAUTHENTICATED', 'bad_alg', 'the token\'s algorithm does not fit the key');
+  if (err instanceof errors.JOSEError)
+    return authError('UNAVAILABLE', 'keys_unavailable', `keys unavailable (${err.message.slice(0, 120)})`);
+  if (err instanceof TypeError) return authError('UNAUTHENTICATED', 'bad_alg', "the token's algorithm does not fit the key");
   return authError('UNAUTHENTICATED', 'internal', 'token could not be verified');
 }
 

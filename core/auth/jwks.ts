@@ -36,7 +36,8 @@ export function remoteKeySet(url: string, limits: Partial<JwksLimits> = {}): Rem
   } catch {
     throw new TetherError('INVALID_ARGUMENT', `--jwks-url is not a URL: "${url}"`);
   }
-  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw new TetherError('INVALID_ARGUMENT', `--jwks-url must be http(s), got ${parsed.protocol}`);
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')
+    throw new TetherError('INVALID_ARGUMENT', `--jwks-url must be http(s), got ${parsed.protocol}`);
   const set = createRemoteJWKSet(parsed, {
     timeoutDuration: l.timeoutMs,
     cooldownDuration: l.cooldownMs,
@@ -49,7 +50,11 @@ export function remoteKeySet(url: string, limits: Partial<JwksLimits> = {}): Rem
     } catch (err) {
       if (err instanceof TetherError) throw err;
       if (err instanceof errors.JOSEError) throw err; // explained by the verifier
-      throw authError('UNAVAILABLE', 'keys_unavailable', `cannot fetch the key set (JWKS) from ${parsed.origin}: ${(err as Error).message}`);
+      throw authError(
+        'UNAVAILABLE',
+        'keys_unavailable',
+        `cannot fetch the key set (JWKS) from ${parsed.origin}: ${(err as Error).message}`,
+      );
     }
   };
 }
@@ -79,6 +84,10 @@ function cappedFetch(maxBytes: number): FetchImplementation {
       }
     }
     // jose only accepts a 200; other statuses keep no body (204/304 may not have one).
-    return new Response(res.status === 200 ? Buffer.concat(chunks) : null, { status: res.status, statusText: res.statusText, headers: res.headers });
+    return new Response(res.status === 200 ? Buffer.concat(chunks) : null, {
+      status: res.status,
+      statusText: res.statusText,
+      headers: res.headers,
+    });
   };
 }

@@ -44,7 +44,8 @@ export function writeKeyFile(path: string, jwk: JsonWebKey, opts: { force?: bool
     writeFileSync(path, JSON.stringify(jwk) + '\n', { mode: 0o600, flag: opts.force ? 'w' : 'wx' });
     chmodSync(path, 0o600); // 'w' on an existing file keeps its old mode
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new TetherError('ALREADY_EXISTS', `${path} already exists (pass --force to replace it)`);
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST')
+      throw new TetherError('ALREADY_EXISTS', `${path} already exists (pass --force to replace it)`);
     throw new TetherError('INVALID_ARGUMENT', `cannot write key file ${path}: ${(err as Error).message}`);
   }
 }

@@ -57,12 +57,19 @@ export function parseKey(text: string, source = 'key'): TokenKey {
 }
 
 function fromJwk(jwk: JsonWebKey): TokenKey {
-  if (Array.isArray((jwk as { keys?: unknown } | null)?.keys)) throw new TetherError('INVALID_ARGUMENT', 'a key set (JWKS) file is not supported here; pass one key, or serve the set and use --jwks-url');
-  if (typeof jwk !== 'object' || jwk === null || typeof jwk.kty !== 'string') throw new TetherError('INVALID_ARGUMENT', 'a JWK needs "kty"');
+  if (Array.isArray((jwk as { keys?: unknown } | null)?.keys))
+    throw new TetherError(
+      'INVALID_ARGUMENT',
+      'a key set (JWKS) file is not supported here; pass one key, or serve the set and use --jwks-url',
+    );
+  if (typeof jwk !== 'object' || jwk === null || typeof jwk.kty !== 'string')
+    throw new TetherError('INVALID_ARGUMENT', 'a JWK needs "kty"');
   if (jwk.kty === 'oct') {
-    if (jwk.alg !== undefined && jwk.alg !== 'HS256') throw new TetherError('INVALID_ARGUMENT', `a secret key must be HS256, not ${String(jwk.alg)}`);
+    if (jwk.alg !== undefined && jwk.alg !== 'HS256')
+      throw new TetherError('INVALID_ARGUMENT', `a secret key must be HS256, not ${String(jwk.alg)}`);
     const secret = Buffer.from(String(jwk.k ?? ''), 'base64url');
-    if (secret.length < MIN_SECRET_BYTES) throw new TetherError('INVALID_ARGUMENT', `an HS256 secret needs at least ${MIN_SECRET_BYTES} bytes, this one has ${secret.length}`);
+    if (secret.length < MIN_SECRET_BYTES)
+      throw new TetherError('INVALID_ARGUMENT', `an HS256 secret needs at least ${MIN_SECRET_BYTES} bytes, this one has ${secret.length}`);
     const key = createSecretKey(secret);
     return { kid: kidOf(jwk), alg: 'HS256', verifyKey: key, signKey: key };
   }
@@ -70,7 +77,8 @@ function fromJwk(jwk: JsonWebKey): TokenKey {
   const signKey = isPrivate ? createPrivateKey({ key: jwk, format: 'jwk' }) : undefined;
   const verifyKey = signKey ? createPublicKey(signKey) : createPublicKey({ key: jwk, format: 'jwk' });
   const alg = algOf(verifyKey);
-  if (jwk.alg !== undefined && jwk.alg !== alg) throw new TetherError('INVALID_ARGUMENT', `the JWK says alg ${String(jwk.alg)} but the key is for ${alg}`);
+  if (jwk.alg !== undefined && jwk.alg !== alg)
+    throw new TetherError('INVALID_ARGUMENT', `the JWK says alg ${String(jwk.alg)} but the key is for ${alg}`);
   const kid = typeof jwk.kid === 'string' && jwk.kid !== '' ? checkKid(jwk.kid) : kidOf(publicJwkOf({ alg, verifyKey, kid: '' })!);
   return { kid, alg, verifyKey, signKey };
 }
@@ -89,7 +97,8 @@ function algOf(key: KeyObject): TokenAlg {
   if (type === 'ed25519') return 'EdDSA';
   if (type === 'ec' && details.namedCurve === 'prime256v1') return 'ES256';
   if (type === 'rsa') {
-    if ((details.modulusLength ?? 0) < MIN_RSA_BITS) throw new TetherError('INVALID_ARGUMENT', `RSA keys need at least ${MIN_RSA_BITS} bits`);
+    if ((details.modulusLength ?? 0) < MIN_RSA_BITS)
+      throw new TetherError('INVALID_ARGUMENT', `RSA keys need at least ${MIN_RSA_BITS} bits`);
     return 'RS256';
   }
   const what = type === 'ec' ? `EC curve ${String(details.namedCurve)}` : String(type);
@@ -106,13 +115,19 @@ export function publicJwkOf(key: Pick<TokenKey, 'alg' | 'verifyKey' | 'kid'>): J
 /** kid: the JWK's own, else its RFC 7638 thumbprint (SHA-256 of the required members). */
 function kidOf(jwk: JsonWebKey): string {
   if (typeof jwk.kid === 'string' && jwk.kid !== '') return checkKid(jwk.kid);
-  const members: Record<string, string[]> = { oct: ['k', 'kty'], OKP: ['crv', 'kty', 'x'], EC: ['crv', 'kty', 'x', 'y'], RSA: ['e', 'kty', 'n'] };
+  const members: Record<string, string[]> = {
+    oct: ['k', 'kty'],
+    OKP: ['crv', 'kty', 'x'],
+    EC: ['crv', 'kty', 'x', 'y'],
+    RSA: ['e', 'kty', 'n'],
+  };
   const names = members[String(jwk.kty)] ?? [];
   const canonical = JSON.stringify(Object.fromEntries(names.map((n) => [n, (jwk as Record<string, unknown>)[n]])));
   return createHash('sha256').update(canonical).digest('base64url');
 }
 
 function checkKid(kid: string): string {
-  if (!/^[A-Za-z0-9._:-]{1,128}$/.test(kid)) throw new TetherError('INVALID_ARGUMENT', 'a "kid" must be 1-128 of letters, digits and . _ : -');
+  if (!/^[A-Za-z0-9._:-]{1,128}$/.test(kid))
+    throw new TetherError('INVALID_ARGUMENT', 'a "kid" must be 1-128 of letters, digits and . _ : -');
   return kid;
 }

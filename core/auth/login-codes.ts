@@ -47,7 +47,10 @@ export class LoginDesk {
   private readonly used = new Map<string, number>();
   private readonly now: () => Date;
 
-  constructor(private readonly key: TokenKey, opts: { now?: () => Date; tokenTtlSeconds?: number } = {}) {
+  constructor(
+    private readonly key: TokenKey,
+    opts: { now?: () => Date; tokenTtlSeconds?: number } = {},
+  ) {
     if (!key.signKey) throw new TetherError('INVALID_ARGUMENT', 'web sign-in needs a key that can sign (the client token is minted here)');
     this.now = opts.now ?? (() => new Date());
     this.tokenTtl = opts.tokenTtlSeconds ?? LOGIN_TOKEN_TTL_SECONDS;
@@ -61,7 +64,8 @@ export class LoginDesk {
    * `login_used` for a second use).
    */
   async redeem(code: string): Promise<{ token: string; expiresIn: number; sub: string; scopes: string[] }> {
-    if (claimedKind(code, 'sign-in code') !== 'login') throw authError('UNAUTHENTICATED', 'wrong_type', 'not a sign-in code (tether up and tether login-link print them)');
+    if (claimedKind(code, 'sign-in code') !== 'login')
+      throw authError('UNAUTHENTICATED', 'wrong_type', 'not a sign-in code (tether up and tether login-link print them)');
     const now = this.now();
     let payload: Record<string, unknown>;
     try {
@@ -78,8 +82,10 @@ export class LoginDesk {
     }
     const jti = String(payload.jti);
     this.sweep(now.getTime());
-    if (this.used.has(jti)) throw authError('UNAUTHENTICATED', 'login_used', 'this sign-in link was already used (each link works once: ask for a new one)');
-    if (this.used.size >= MAX_REMEMBERED_CODES) throw new TetherError('RESOURCE_EXHAUSTED', 'too many sign-ins in the last minutes; try again shortly');
+    if (this.used.has(jti))
+      throw authError('UNAUTHENTICATED', 'login_used', 'this sign-in link was already used (each link works once: ask for a new one)');
+    if (this.used.size >= MAX_REMEMBERED_CODES)
+      throw new TetherError('RESOURCE_EXHAUSTED', 'too many sign-ins in the last minutes; try again shortly');
     this.used.set(jti, (payload.exp as number) * 1000);
     const sub = String(payload.sub);
     const scope = typeof payload.scope === 'string' ? payload.scope.split(' ').filter(Boolean) : [];

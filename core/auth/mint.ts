@@ -31,9 +31,11 @@ export interface MintOptions {
  * a key that cannot sign or bad claims.
  */
 export async function mintToken(o: MintOptions): Promise<string> {
-  if (!o.key.signKey) throw new TetherError('INVALID_ARGUMENT', 'this key can only verify (it is a public key); minting needs the private key or the secret');
+  if (!o.key.signKey)
+    throw new TetherError('INVALID_ARGUMENT', 'this key can only verify (it is a public key); minting needs the private key or the secret');
   if (!/^[^\u0000-\u001f\u007f]{1,256}$/.test(o.sub)) throw new TetherError('INVALID_ARGUMENT', 'sub must be 1-256 printable characters');
-  if (!Number.isInteger(o.ttlSeconds) || o.ttlSeconds <= 0) throw new TetherError('INVALID_ARGUMENT', 'the lifetime must be a positive whole number of seconds');
+  if (!Number.isInteger(o.ttlSeconds) || o.ttlSeconds <= 0)
+    throw new TetherError('INVALID_ARGUMENT', 'the lifetime must be a positive whole number of seconds');
   const claims: Record<string, unknown> = { ...o.claims };
   if (o.kind === 'agent') {
     if (o.scopes?.length) throw new TetherError('INVALID_ARGUMENT', 'scopes are for client tokens; an agent token names its agent instead');

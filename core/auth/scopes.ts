@@ -36,7 +36,10 @@ export function checkScopes(scopes: readonly string[]): string[] {
   for (const s of scopes) {
     if ((SCOPE_ACTIONS as readonly string[]).includes(s)) continue;
     if (s.startsWith('agent:') && (s === 'agent:*' || AGENT_NAME.test(s.slice('agent:'.length)))) continue;
-    throw new TetherError('INVALID_ARGUMENT', `unknown scope ${JSON.stringify(s.slice(0, 64))} (expected view, create, control, admin or agent:NAME)`);
+    throw new TetherError(
+      'INVALID_ARGUMENT',
+      `unknown scope ${JSON.stringify(s.slice(0, 64))} (expected view, create, control, admin or agent:NAME)`,
+    );
   }
   return [...new Set(scopes)];
 }
@@ -59,6 +62,10 @@ export function principalFromScopes(sub: string, scopes: readonly string[]): Pri
 
 /** Checks an agent name for an agent token (same rule as the hello's agent name). */
 export function checkAgentName(name: string): string {
-  if (!AGENT_NAME.test(name)) throw new TetherError('INVALID_ARGUMENT', `agent name ${JSON.stringify(name.slice(0, 64))} must be 1-128 letters, digits, dot, dash or underscore`);
+  if (!AGENT_NAME.test(name))
+    throw new TetherError(
+      'INVALID_ARGUMENT',
+      `agent name ${JSON.stringify(name.slice(0, 64))} must be 1-128 letters, digits, dot, dash or underscore`,
+    );
   return name;
 }

@@ -69,8 +69,16 @@ export class TicketBook {
     if (principal.kind !== 'client') throw authError('PERMISSION_DENIED', 'wrong_type', 'tickets are for clients: use a client token');
     const now = this.now();
     if (this.outstanding.size >= this.max) this.sweep(now.getTime());
-    if (this.outstanding.size >= this.max) throw new TetherError('RESOURCE_EXHAUSTED', 'too many tickets outstanding; try again in a minute');
-    const ticket = await mintToken({ key: this.key, kind: 'ticket', sub: principal.sub, ttlSeconds: this.ttl, now, claims: origin ? { origin } : {} });
+    if (this.outstanding.size >= this.max)
+      throw new TetherError('RESOURCE_EXHAUSTED', 'too many tickets outstanding; try again in a minute');
+    const ticket = await mintToken({
+      key: this.key,
+      kind: 'ticket',
+      sub: principal.sub,
+      ttlSeconds: this.ttl,
+      now,
+      claims: origin ? { origin } : {},
+    });
     const jti = String(decodeJwt(ticket).jti);
     this.outstanding.set(jti, { principal, token, origin, expiresAtMs: now.getTime() + this.ttl * 1000 });
     return { ticket, expiresIn: this.ttl };
@@ -87,7 +95,12 @@ export class TicketBook {
 
   /** Like {@link redeem}, also handing back the issuing token given to issue(). */
   async redeemWithToken(ticket: string, origin: string | undefined): Promise<{ principal: Principal; token?: VerifiedToken }> {
-    if (claimedKind(ticket, 'ticket') !== 'ticket') throw authError('UNAUTHENTICATED', 'wrong_type', 'not a ticket (tickets come from POST /v1/ticket; tokens go in the Authorization header)');
+    if (claimedKind(ticket, 'ticket') !== 'ticket')
+      throw authError(
+        'UNAUTHENTICATED',
+        'wrong_type',
+        'not a ticket (tickets come from POST /v1/ticket; tokens go in the Authorization header)',
+      );
     let jti: string;
     try {
       const { payload } = await jwtVerify(ticket, this.key.verifyKey, {
@@ -105,7 +118,11 @@ export class TicketBook {
     const entry = this.outstanding.get(jti);
     this.outstanding.delete(jti); // get and delete in one synchronous step: the first redemption wins
     if (!entry || entry.expiresAtMs <= this.now().getTime()) {
-      throw authError('UNAUTHENTICATED', 'ticket_used', 'ticket already used or expired (tickets are single-use; get a new one from POST /v1/ticket)');
+      throw authError(
+        'UNAUTHENTICATED',
+        'ticket_used',
+        'ticket already used or expired (tickets are single-use; get a new one from POST /v1/ticket)',
+      );
     }
     if (entry.origin !== origin) throw authError('PERMISSION_DENIED', 'ticket_origin', 'ticket was issued to another origin');
     return { principal: entry.principal, token: entry.token };

@@ -16,7 +16,8 @@ export function readTokenFile(path: string): string {
   } catch (err) {
     throw new TetherError('INVALID_ARGUMENT', `cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
-  if (text.length > MAX_TOKEN_FILE_BYTES) throw new TetherError('INVALID_ARGUMENT', `cannot read ${path}: larger than ${MAX_TOKEN_FILE_BYTES} bytes`);
+  if (text.length > MAX_TOKEN_FILE_BYTES)
+    throw new TetherError('INVALID_ARGUMENT', `cannot read ${path}: larger than ${MAX_TOKEN_FILE_BYTES} bytes`);
   const token = text.trim();
   if (!token) throw new TetherError('INVALID_ARGUMENT', `${path} is empty`);
   return token;

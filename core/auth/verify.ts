@@ -89,7 +89,8 @@ export class TokenVerifier {
 
   /** Verifies one token (the part after "Bearer "); resolves with what it grants. */
   async verify(token: string): Promise<VerifiedToken> {
-    if (token.length > MAX_TOKEN_CHARS) throw authError('UNAUTHENTICATED', 'too_large', `token too large (over ${MAX_TOKEN_CHARS} characters)`);
+    if (token.length > MAX_TOKEN_CHARS)
+      throw authError('UNAUTHENTICATED', 'too_large', `token too large (over ${MAX_TOKEN_CHARS} characters)`);
     if (!COMPACT_JWS.test(token)) throw authError('UNAUTHENTICATED', 'malformed', 'malformed token (not a JWT)');
     let header: JWSHeaderParameters;
     try {
@@ -118,14 +119,17 @@ export class TokenVerifier {
   /** The key for a token's header: only ever one of ours, and only for its own algorithm. */
   private async keyFor(header: JWSHeaderParameters, token: FlattenedJWSInput): Promise<CryptoKey | KeyObject> {
     const { kid, alg } = header;
-    if (kid !== undefined && typeof kid !== 'string') throw authError('UNAUTHENTICATED', 'malformed', 'malformed token ("kid" is not a string)');
+    if (kid !== undefined && typeof kid !== 'string')
+      throw authError('UNAUTHENTICATED', 'malformed', 'malformed token ("kid" is not a string)');
     const local = kid !== undefined ? this.local.get(kid) : this.local.size === 1 && !this.jwks ? [...this.local.values()][0] : undefined;
     if (local) {
-      if (alg !== local.alg) throw authError('UNAUTHENTICATED', 'bad_alg', `algorithm ${algName(alg)} is not accepted for this key (it is ${local.alg})`);
+      if (alg !== local.alg)
+        throw authError('UNAUTHENTICATED', 'bad_alg', `algorithm ${algName(alg)} is not accepted for this key (it is ${local.alg})`);
       return local.verifyKey;
     }
     if (this.jwks) {
-      if (!this.jwksAlgs.includes(alg as TokenAlg)) throw authError('UNAUTHENTICATED', 'bad_alg', `algorithm ${algName(alg)} is not accepted`);
+      if (!this.jwksAlgs.includes(alg as TokenAlg))
+        throw authError('UNAUTHENTICATED', 'bad_alg', `algorithm ${algName(alg)} is not accepted`);
       return this.jwks(header, token);
     }
     throw authError('UNAUTHENTICATED', 'unknown_key', 'token signed by a key this gateway does not know (unknown kid)');
@@ -133,23 +137,40 @@ export class TokenVerifier {
 
   private grant(header: JWSHeaderParameters, payload: JWTPayload, now: Date): VerifiedToken {
     const kind = kindOfTyp(header.typ);
-    if (kind === 'ticket') throw authError('UNAUTHENTICATED', 'wrong_type', 'this is a browser ticket, not a bearer token: use it once as ?ticket= on the WebSocket URL');
-    if (kind === 'login') throw authError('UNAUTHENTICATED', 'wrong_type', 'this is a sign-in code, not a bearer token: open the sign-in link in a browser');
+    if (kind === 'ticket')
+      throw authError(
+        'UNAUTHENTICATED',
+        'wrong_type',
+        'this is a browser ticket, not a bearer token: use it once as ?ticket= on the WebSocket URL',
+      );
+    if (kind === 'login')
+      throw authError('UNAUTHENTICATED', 'wrong_type', 'this is a sign-in code, not a bearer token: open the sign-in link in a browser');
     if (!kind) throw authError('UNAUTHENTICATED', 'wrong_type', 'wrong token type (typ must be tether-agent+jwt or tether-client+jwt)');
     const { sub, jti, iat, exp } = payload;
-    if (typeof sub !== 'string' || sub.length === 0 || sub.length > 256) throw authError('UNAUTHENTICATED', 'bad_claim', 'token "sub" claim must be a string of 1-256 characters');
-    if (typeof jti !== 'string' || jti.length === 0 || jti.length > 256) throw authError('UNAUTHENTICATED', 'bad_claim', 'token "jti" claim must be a string of 1-256 characters');
+    if (typeof sub !== 'string' || sub.length === 0 || sub.length > 256)
+      throw authError('UNAUTHENTICATED', 'bad_claim', 'token "sub" claim must be a string of 1-256 characters');
+    if (typeof jti !== 'string' || jti.length === 0 || jti.length > 256)
+      throw authError('UNAUTHENTICATED', 'bad_claim', 'token "jti" claim must be a string of 1-256 characters');
     // jose checks iat against the clock only with maxTokenAge; a token from the future is refused either way.
-    if (typeof iat === 'number' && iat > now.getTime() / 1000 + this.tolerance) throw authError('UNAUTHENTICATED', 'not_yet_valid', 'token issued in the future (check the clocks)');
+    if (typeof iat === 'number' && iat > now.getTime() / 1000 + this.tolerance)
+      throw authError('UNAUTHENTICATED', 'not_yet_valid', 'token issued in the future (check the clocks)');
     const expiresAt = new Date((exp as number) * 1000);
     const issuedAt = new Date((iat as number) * 1000);
     if (kind === 'agent') {
       const agent = payload.agent;
-      if (typeof agent !== 'string' || !/^[A-Za-z0-9._-]{1,128}$/.test(agent)) throw authError('UNAUTHENTICATED', 'bad_claim', 'agent token names no valid agent ("agent" claim)');
-      return { kind, jti, issuedAt, expiresAt, principal: { sub, kind: 'agent', agentName: agent, canCreate: false, canControl: false, canAdmin: false } };
+      if (typeof agent !== 'string' || !/^[A-Za-z0-9._-]{1,128}$/.test(agent))
+        throw authError('UNAUTHENTICATED', 'bad_claim', 'agent token names no valid agent ("agent" claim)');
+      return {
+        kind,
+        jti,
+        issuedAt,
+        expiresAt,
+        principal: { sub, kind: 'agent', agentName: agent, canCreate: false, canControl: false, canAdmin: false },
+      };
     }
     const scope = payload.scope;
-    if (scope !== undefined && typeof scope !== 'string') throw authError('UNAUTHENTICATED', 'bad_scope', 'token "scope" claim must be a space-separated string');
+    if (scope !== undefined && typeof scope !== 'string')
+      throw authError('UNAUTHENTICATED', 'bad_scope', 'token "scope" claim must be a space-separated string');
     try {
       return { kind, jti, issuedAt, expiresAt, principal: principalFromScopes(sub, scope ? scope.split(' ').filter(Boolean) : []) };
     } catch (err) {

@@ -109,7 +109,8 @@ export function closeInfoFromStatus(status: Pick<StatusObject, 'code' | 'details
   if (status.code === 0) return { code: 'OK', reason: 'peer closed the stream', byPeer: true };
   const code = codeFromGrpc(status.code);
   const details = status.details || `gRPC status ${status.code}`;
-  const reason = code === 'RESOURCE_EXHAUSTED' && /larger than max/i.test(details) ? `frame over the gRPC message limit (${details})` : details;
+  const reason =
+    code === 'RESOURCE_EXHAUSTED' && /larger than max/i.test(details) ? `frame over the gRPC message limit (${details})` : details;
   return { code, reason, byPeer: true };
 }
 
@@ -140,7 +141,11 @@ abstract class GrpcChannelBase extends BaseChannel implements TurnEnd {
   private readonly endOfTurn: EndOfTurn;
   private readonly encoder: FrameEncoder;
 
-  constructor(protected readonly call: DuplexCall, readonly remote: string, opts: GrpcChannelOptions) {
+  constructor(
+    protected readonly call: DuplexCall,
+    readonly remote: string,
+    opts: GrpcChannelOptions,
+  ) {
     super(opts);
     this.closeTimeoutMs = opts.closeTimeoutMs ?? GRPC_DEFAULTS.closeTimeoutMs;
     this.batchBytes = opts.batchBytes;
@@ -237,7 +242,14 @@ abstract class GrpcChannelBase extends BaseChannel implements TurnEnd {
           size += entry;
         }
       }
-      if (batch) this.writeGroup(batch, encodeBatch(batch.map((item) => item.encoded), size));
+      if (batch)
+        this.writeGroup(
+          batch,
+          encodeBatch(
+            batch.map((item) => item.encoded),
+            size,
+          ),
+        );
       else this.writeGroup(first, first.encoded);
     }
   }
@@ -340,7 +352,10 @@ abstract class GrpcChannelBase extends BaseChannel implements TurnEnd {
 export class GrpcServerChannel extends GrpcChannelBase {
   private ended = false;
 
-  constructor(private readonly serverCall: ServerDuplexStream<GatewayFrame, GatewayFrame>, opts: GrpcChannelOptions = {}) {
+  constructor(
+    private readonly serverCall: ServerDuplexStream<GatewayFrame, GatewayFrame>,
+    opts: GrpcChannelOptions = {},
+  ) {
     super(serverCall, serverCall.getPeer(), opts);
     serverCall.on('end', () => {
       // The caller half-closed (after every frame it sent was read). But Node's http2 also ends
@@ -405,7 +420,11 @@ export interface GrpcClientChannelOptions extends GrpcChannelOptions {
 export class GrpcClientChannel extends GrpcChannelBase {
   private readonly onDone: (() => void) | undefined;
 
-  constructor(private readonly clientCall: ClientDuplexStream<GatewayFrame, GatewayFrame>, remote: string, opts: GrpcClientChannelOptions = {}) {
+  constructor(
+    private readonly clientCall: ClientDuplexStream<GatewayFrame, GatewayFrame>,
+    remote: string,
+    opts: GrpcClientChannelOptions = {},
+  ) {
     super(clientCall, remote, opts);
     this.onDone = opts.onFinished;
     const onStatus = (status: Pick<StatusObject, 'code' | 'details'>) => {

@@ -24,7 +24,10 @@ export class MemoryChannel extends BaseChannel {
   private inputPaused = false;
   private flushing = false;
 
-  constructor(readonly remote: string, opts: BaseChannelOptions) {
+  constructor(
+    readonly remote: string,
+    opts: BaseChannelOptions,
+  ) {
     super(opts);
   }
 
@@ -36,7 +39,8 @@ export class MemoryChannel extends BaseChannel {
     return new Promise((resolve, reject) => {
       const bytes = frameBytes(frame);
       // Text sent as bytes arrives as text, as it would over a socket.
-      const delivered = frame instanceof Uint8Array ? Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength).toString('utf8') : frame;
+      const delivered =
+        frame instanceof Uint8Array ? Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength).toString('utf8') : frame;
       this.outbox.push({ frame: delivered, bytes, done: resolve, fail: reject });
       this.outboxBytes += bytes;
       this.scheduleFlush();

@@ -75,7 +75,12 @@ export function loadGatewayService(): GatewayService {
   // server and its clients. proto-loader's stays available to the codec's test. The channels
   // write Frames they encoded already (a broadcast frame once for every client, a batch once):
   // a Buffer is taken as the encoded Frame it is.
-  Object.assign(connect, { requestSerialize: serializeFrame, responseSerialize: serializeFrame, requestDeserialize: decodeFrame, responseDeserialize: decodeFrame });
+  Object.assign(connect, {
+    requestSerialize: serializeFrame,
+    responseSerialize: serializeFrame,
+    requestDeserialize: decodeFrame,
+    responseDeserialize: decodeFrame,
+  });
   cached = { definition, connect };
   return cached;
 }

@@ -77,7 +77,11 @@ export class WsChannel extends BaseChannel implements TurnEnd {
   private readonly masking: FrameMasking | undefined;
   private readonly endOfTurn: EndOfTurn;
 
-  constructor(private readonly ws: WebSocket, readonly remote: string, opts: WsChannelOptions = {}) {
+  constructor(
+    private readonly ws: WebSocket,
+    readonly remote: string,
+    opts: WsChannelOptions = {},
+  ) {
     super(opts);
     this.closeTimeoutMs = opts.closeTimeoutMs ?? 5_000;
     this.socket = opts.socket;
@@ -155,7 +159,8 @@ export class WsChannel extends BaseChannel implements TurnEnd {
 
   /** A binary frame as one message: a large body is written as it is, after its head (writeFrame), where this side may. */
   private sendBinary(frame: BinaryFrame, done?: (err?: Error) => void): void {
-    if (frame.body.byteLength >= UNJOINED_MIN_BYTES && this.writeFrame(WS_OPCODE.binary, [encodeBinaryHead(frame), frame.body], done)) return;
+    if (frame.body.byteLength >= UNJOINED_MIN_BYTES && this.writeFrame(WS_OPCODE.binary, [encodeBinaryHead(frame), frame.body], done))
+      return;
     if (done) this.ws.send(encodeBinaryFrame(frame), done);
     else this.ws.send(encodeBinaryFrame(frame));
   }

@@ -11,8 +11,14 @@ export type LogFormat = (typeof LOG_FORMATS)[number];
 /** The logging keys every program has; only the default level differs. */
 export function loggingKeys(defaultLevel: LogLevel) {
   return {
-    logLevel: z.enum(LOG_LEVELS).default(defaultLevel).meta({ help: 'trace, debug, info, warn, error, fatal or silent', flag: 'log-level' }),
-    logFormat: z.enum(LOG_FORMATS).default('auto').meta({ help: 'auto (pretty on a terminal, JSON lines otherwise), json or pretty', flag: 'log-format' }),
+    logLevel: z
+      .enum(LOG_LEVELS)
+      .default(defaultLevel)
+      .meta({ help: 'trace, debug, info, warn, error, fatal or silent', flag: 'log-level' }),
+    logFormat: z
+      .enum(LOG_FORMATS)
+      .default('auto')
+      .meta({ help: 'auto (pretty on a terminal, JSON lines otherwise), json or pretty', flag: 'log-format' }),
   };
 }
 

@@ -40,7 +40,10 @@ export interface ConfigKey {
   defaultValue?: unknown;
 }
 
-type AnySchema = z.ZodType & { def: { type: string; innerType?: AnySchema; in?: AnySchema; out?: AnySchema; defaultValue?: unknown; shape?: Record<string, AnySchema> }; meta(): unknown };
+type AnySchema = z.ZodType & {
+  def: { type: string; innerType?: AnySchema; in?: AnySchema; out?: AnySchema; defaultValue?: unknown; shape?: Record<string, AnySchema> };
+  meta(): unknown;
+};
 
 /** TETHER_ + the path in SCREAMING_SNAKE_CASE: ['limits', 'helloTimeoutMs'] → TETHER_LIMITS_HELLO_TIMEOUT_MS. */
 export function defaultEnvName(path: string[]): string {
@@ -107,7 +110,13 @@ function kindOf(type: string): KeyKind {
  */
 export function fromText(key: ConfigKey, text: string | string[]): { value: unknown } | { problem: string } {
   const texts = Array.isArray(text) ? text : [text];
-  if (key.kind === 'list') return { value: texts.flatMap((t) => (Array.isArray(text) ? [t] : t.split(','))).map((t) => t.trim()).filter(Boolean) };
+  if (key.kind === 'list')
+    return {
+      value: texts
+        .flatMap((t) => (Array.isArray(text) ? [t] : t.split(',')))
+        .map((t) => t.trim())
+        .filter(Boolean),
+    };
   if (key.kind === 'map') {
     const map: Record<string, string> = {};
     for (const entry of texts.flatMap((t) => (Array.isArray(text) ? [t] : t.split(',')))) {

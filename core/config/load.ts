@@ -53,7 +53,10 @@ export class ConfigError extends TetherError {
     program: string,
     readonly problems: string[],
   ) {
-    super('INVALID_ARGUMENT', `invalid configuration for tether ${program} (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n  ${problems.join('\n  ')}`);
+    super(
+      'INVALID_ARGUMENT',
+      `invalid configuration for tether ${program} (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n  ${problems.join('\n  ')}`,
+    );
   }
 }
 
@@ -135,7 +138,9 @@ function readConfigFile(path: string): { data: Record<string, unknown> } | { pro
   try {
     data = extname(path).toLowerCase() === '.json' ? JSON.parse(text) : parseYaml(text, { prettyErrors: false });
   } catch (err) {
-    return { problem: `config file ${path}: not valid ${extname(path).toLowerCase() === '.json' ? 'JSON' : 'YAML'} (${(err as Error).message.split('\n')[0]})` };
+    return {
+      problem: `config file ${path}: not valid ${extname(path).toLowerCase() === '.json' ? 'JSON' : 'YAML'} (${(err as Error).message.split('\n')[0]})`,
+    };
   }
   if (data === null || data === undefined) return { data: {} }; // an empty file
   if (typeof data !== 'object' || Array.isArray(data)) return { problem: `config file ${path}: must hold a mapping of keys to values` };
@@ -147,7 +152,8 @@ function leafNames(obj: Record<string, unknown>, prefix = ''): string[] {
   const out: string[] = [];
   for (const [k, v] of Object.entries(obj)) {
     const name = prefix + k;
-    if (v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length) out.push(...leafNames(v as Record<string, unknown>, name + '.'));
+    if (v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length)
+      out.push(...leafNames(v as Record<string, unknown>, name + '.'));
     else out.push(name);
   }
   return out;
@@ -173,13 +179,21 @@ function getPath(obj: unknown, path: PropertyKey[]): unknown {
 }
 
 /** One zod issue as problem lines: key (from source): what is wrong, in words an operator can act on. */
-function describeIssue(issue: z.core.$ZodIssue, input: unknown, keys: ConfigKey[], label: (name: string) => string, file: string | undefined): string[] {
+function describeIssue(
+  issue: z.core.$ZodIssue,
+  input: unknown,
+  keys: ConfigKey[],
+  label: (name: string) => string,
+  file: string | undefined,
+): string[] {
   const path = issue.path.map(String);
   const name = path.join('.') || '(root)';
   if (issue.code === 'unrecognized_keys') {
     return issue.keys.map((k) => {
       const full = [...path, k].join('.');
-      const siblings = keys.filter((key) => key.path.length === path.length + 1 && key.path.slice(0, -1).join('.') === path.join('.')).map((key) => key.path[key.path.length - 1]);
+      const siblings = keys
+        .filter((key) => key.path.length === path.length + 1 && key.path.slice(0, -1).join('.') === path.join('.'))
+        .map((key) => key.path[key.path.length - 1]);
       const near = closest(k, siblings);
       return `${full}${file ? ` (from ${file})` : ''}: unknown key${near ? ` (did you mean "${near}"?)` : ''}`;
     });
@@ -213,7 +227,17 @@ function describeIssue(issue: z.core.$ZodIssue, input: unknown, keys: ConfigKey[
 }
 
 /** How a problem names the type zod expected; any other is named as zod names it. */
-const TYPE_WORDS = new Map(Object.entries({ int: 'an integer', number: 'a number', string: 'a string', boolean: 'true or false', array: 'a list', record: 'a mapping', object: 'a mapping' }));
+const TYPE_WORDS = new Map(
+  Object.entries({
+    int: 'an integer',
+    number: 'a number',
+    string: 'a string',
+    boolean: 'true or false',
+    array: 'a list',
+    record: 'a mapping',
+    object: 'a mapping',
+  }),
+);
 
 function typeWord(expected: string): string {
   return TYPE_WORDS.get(expected) ?? expected;

@@ -31,18 +31,24 @@ export function dialGrpc(url: URL, opts: DialOptions): Promise<Channel> {
   const deadline = Date.now() + timeoutMs;
   const service = loadGatewayService();
 
-  const client = new Client(target, tls ? credentials.createSsl(opts.ca ?? null, opts.tlsKey ?? null, opts.tlsCert ?? null) : credentials.createInsecure(), {
-    ...grpcLinkOptions({ maxFrameBytes, ...opts.grpc }),
-    'grpc.enable_retries': 0,
-    // One connection per dial: a lost or closed link never takes another channel with it.
-    'grpc.use_local_subchannel_pool': 1,
-  });
+  const client = new Client(
+    target,
+    tls ? credentials.createSsl(opts.ca ?? null, opts.tlsKey ?? null, opts.tlsCert ?? null) : credentials.createInsecure(),
+    {
+      ...grpcLinkOptions({ maxFrameBytes, ...opts.grpc }),
+      'grpc.enable_retries': 0,
+      // One connection per dial: a lost or closed link never takes another channel with it.
+      'grpc.use_local_subchannel_pool': 1,
+    },
+  );
 
   return new Promise((resolve, reject) => {
     whenReady(client, deadline, (err) => {
       if (err) {
         client.close();
-        reject(new TetherError('UNAVAILABLE', `cannot connect to ${where}${err === FAILED ? '' : ` within ${timeoutMs} ms`}: ${err.message}`));
+        reject(
+          new TetherError('UNAVAILABLE', `cannot connect to ${where}${err === FAILED ? '' : ` within ${timeoutMs} ms`}: ${err.message}`),
+        );
         return;
       }
       const metadata = new Metadata();

@@ -59,7 +59,12 @@ export function dialWs(url: URL, opts: DialOptions): Promise<Channel> {
         ws.removeAllListeners();
         ws.on('error', () => {});
         ws.terminate();
-        reject(new TetherError(codeFromHttpRefusal(status), `gateway refused the connection (HTTP ${status}): ${body.trim() || res.statusMessage}`));
+        reject(
+          new TetherError(
+            codeFromHttpRefusal(status),
+            `gateway refused the connection (HTTP ${status}): ${body.trim() || res.statusMessage}`,
+          ),
+        );
       });
     });
     let socket: WsSocket | undefined;

@@ -37,7 +37,10 @@ export class Dialers {
       throw new TetherError('INVALID_ARGUMENT', `not a gateway URL: "${raw}" (expected ws://HOST:PORT, wss://, grpc:// or grpcs://)`);
     }
     if (!this.byScheme.has(url.protocol)) {
-      throw new TetherError('INVALID_ARGUMENT', `unsupported gateway URL scheme "${url.protocol}" in "${raw}" (supported: ${[...this.byScheme.keys()].join(', ')})`);
+      throw new TetherError(
+        'INVALID_ARGUMENT',
+        `unsupported gateway URL scheme "${url.protocol}" in "${raw}" (supported: ${[...this.byScheme.keys()].join(', ')})`,
+      );
     }
     return url;
   }

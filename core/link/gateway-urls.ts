@@ -17,7 +17,11 @@ export type GatewayTargets = string | readonly string[];
 export function gatewayUrls(targets: GatewayTargets, dialers: Dialers): string[] {
   const entries = (typeof targets === 'string' ? [targets] : [...targets]).flatMap((t) => t.split(',')).map((t) => t.trim());
   const urls = entries.filter((t) => t !== '');
-  if (urls.length === 0) throw new TetherError('INVALID_ARGUMENT', 'no gateway URL given (expected ws://HOST:PORT, wss://, grpc:// or grpcs://; several separated by commas)');
+  if (urls.length === 0)
+    throw new TetherError(
+      'INVALID_ARGUMENT',
+      'no gateway URL given (expected ws://HOST:PORT, wss://, grpc:// or grpcs://; several separated by commas)',
+    );
   urls.forEach((raw, i) => {
     try {
       dialers.parse(raw);

@@ -49,7 +49,9 @@ export function startHeartbeat(peer: RpcPeer, opts: HeartbeatOptions, onDead: (r
         if (peer.channel.receivedBytes > received) return;
         stop();
         const e = asTetherError(err);
-        onDead(e.code === 'DEADLINE_EXCEEDED' ? `peer did not answer a heartbeat within ${opts.timeoutMs} ms` : `heartbeat failed: ${e.message}`);
+        onDead(
+          e.code === 'DEADLINE_EXCEEDED' ? `peer did not answer a heartbeat within ${opts.timeoutMs} ms` : `heartbeat failed: ${e.message}`,
+        );
       },
     );
   }, opts.intervalMs);

@@ -162,7 +162,8 @@ export class Link {
       }
       if (this.closing) break;
       error = round.failed(error);
-      const giveUpNow = this.firstResult && this.opts.failFast && round.allFailed && !(dialed && flakyRetries++ < FLAKY_FIRST_CONNECT_RETRIES);
+      const giveUpNow =
+        this.firstResult && this.opts.failFast && round.allFailed && !(dialed && flakyRetries++ < FLAKY_FIRST_CONNECT_RETRIES);
       if (!error.retryable || giveUpNow) {
         this.firstResult?.reject(error);
         this.firstResult = undefined;

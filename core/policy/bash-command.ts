@@ -35,7 +35,30 @@ export interface ParsedCommand {
 }
 
 /** Programs that run the program named in their arguments (a deny rule also sees that one). */
-export const WRAPPERS = new Set(['busybox', 'toybox', 'sudo', 'doas', 'env', 'command', 'builtin', 'exec', 'nohup', 'time', 'nice', 'ionice', 'timeout', 'stdbuf', 'xargs', 'setsid', 'chroot', 'unbuffer', 'watch', 'strace', 'ltrace', 'flock']);
+export const WRAPPERS = new Set([
+  'busybox',
+  'toybox',
+  'sudo',
+  'doas',
+  'env',
+  'command',
+  'builtin',
+  'exec',
+  'nohup',
+  'time',
+  'nice',
+  'ionice',
+  'timeout',
+  'stdbuf',
+  'xargs',
+  'setsid',
+  'chroot',
+  'unbuffer',
+  'watch',
+  'strace',
+  'ltrace',
+  'flock',
+]);
 /** Shells whose `-c STRING` is a command line of its own. */
 const SHELLS = new Set(['sh', 'bash', 'dash', 'zsh', 'ksh', 'mksh', 'ash', 'script']);
 /** Nested `sh -c` / `eval` beyond this depth is not judged. */
@@ -45,7 +68,7 @@ const MAX_DEPTH = 4;
 let sh: { parser: ReturnType<(typeof Sh)['syntax']['NewParser']>; syntax: (typeof Sh)['syntax'] } | undefined;
 function shell(): NonNullable<typeof sh> {
   if (!sh) {
-    const { syntax } = (createRequire(import.meta.url)('mvdan-sh') as typeof Sh);
+    const { syntax } = createRequire(import.meta.url)('mvdan-sh') as typeof Sh;
     sh = { parser: syntax.NewParser(), syntax };
   }
   return sh;
@@ -61,7 +84,10 @@ export function parseCommand(command: string, depth = 0): ParsedCommand {
     file = (depth === 0 ? shell().parser : shell().syntax.NewParser()).Parse(command, 'command');
   } catch (err) {
     const e = err as { Error?: () => string };
-    return { commands: [], unjudgeable: `it does not parse as bash (${(typeof e.Error === 'function' ? e.Error() : String(err)).slice(0, 200)})` };
+    return {
+      commands: [],
+      unjudgeable: `it does not parse as bash (${(typeof e.Error === 'function' ? e.Error() : String(err)).slice(0, 200)})`,
+    };
   }
   const out: ParsedCommand = { commands: [] };
   const mark = (why: string) => (out.unjudgeable ??= why);
@@ -97,7 +123,14 @@ export function parseCommand(command: string, depth = 0): ParsedCommand {
  * What a wrapper may run: each tail of its arguments that starts at a word that is no option
  * and no assignment (`timeout 5 rm x` gives `5 rm x` and `rm x`), and what those run in turn.
  */
-function unwrap(words: Array<{ text: string; literal: boolean }>, args: ShNode[], src: Buffer, depth: number, out: ParsedCommand, mark: (why: string) => void): void {
+function unwrap(
+  words: Array<{ text: string; literal: boolean }>,
+  args: ShNode[],
+  src: Buffer,
+  depth: number,
+  out: ParsedCommand,
+  mark: (why: string) => void,
+): void {
   const via = basename(words[0].text);
   for (let k = 1; k < words.length; k++) {
     if (words[k].text.startsWith('-') || /^[A-Za-z_][A-Za-z0-9_]*=/.test(words[k].text)) continue;
@@ -113,7 +146,13 @@ function unwrap(words: Array<{ text: string; literal: boolean }>, args: ShNode[]
  * The command strings a program runs as lines of their own, parsed in turn (a variable there
  * is not judgeable): `sh -c '…'`, `eval '…'`, `script -c '…'` (`--command`), `trap '…' SIG`.
  */
-function nested(words: Array<{ text: string; literal: boolean }>, program: string | undefined, depth: number, out: ParsedCommand, mark: (why: string) => void): void {
+function nested(
+  words: Array<{ text: string; literal: boolean }>,
+  program: string | undefined,
+  depth: number,
+  out: ParsedCommand,
+  mark: (why: string) => void,
+): void {
   if (program === undefined) return;
   if (program === 'alias') return mark('it defines an alias');
   let inner: Array<{ text: string; literal: boolean }> | undefined;
@@ -126,7 +165,8 @@ function nested(words: Array<{ text: string; literal: boolean }>, program: strin
     inner = words.slice(action, action + 1);
   } else if (SHELLS.has(program)) {
     const long = words.findIndex((w, i) => i > 0 && /^--command(=|$)/.test(w.text));
-    if (long > 0 && words[long].text.includes('=')) inner = [{ text: words[long].text.slice('--command='.length), literal: words[long].literal }];
+    if (long > 0 && words[long].text.includes('='))
+      inner = [{ text: words[long].text.slice('--command='.length), literal: words[long].literal }];
     else {
       const c = long > 0 ? long : words.findIndex((w, i) => i > 0 && /^-[a-zA-Z]*c[a-zA-Z]*$/.test(w.text));
       if (c < 0) return mark(`${program} runs a script or its standard input, which the policy cannot read`);
@@ -150,7 +190,10 @@ function programName(word: ShNode, src: Buffer): string | undefined {
   let tail = '';
   for (const part of [...((word.Parts as ShNode[]) ?? [])].reverse()) {
     const t = NodeType(part);
-    const piece = t === 'Lit' || t === 'SglQuoted' || (t === 'DblQuoted' && ((part.Parts as ShNode[]) ?? []).every((q) => NodeType(q) === 'Lit')) ? literalText(part) : undefined;
+    const piece =
+      t === 'Lit' || t === 'SglQuoted' || (t === 'DblQuoted' && ((part.Parts as ShNode[]) ?? []).every((q) => NodeType(q) === 'Lit'))
+        ? literalText(part)
+        : undefined;
     if (piece === undefined || (t === 'Lit' && /[*?[{]/.test(piece))) break;
     tail = piece + tail;
     if (tail.includes('/')) break;
@@ -207,7 +250,21 @@ function isLiteralProgram(word: ShNode): boolean {
 }
 
 /** ANSI-C quoting `$'…'` as bash decodes it (`$'r\x6d'` is rm); an unknown escape is kept as bash keeps it. */
-const ANSI_C: Record<string, string> = { a: '\x07', b: '\b', e: '\x1b', E: '\x1b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v', '\\': '\\', "'": "'", '"': '"', '?': '?' };
+const ANSI_C: Record<string, string> = {
+  a: '\x07',
+  b: '\b',
+  e: '\x1b',
+  E: '\x1b',
+  f: '\f',
+  n: '\n',
+  r: '\r',
+  t: '\t',
+  v: '\v',
+  '\\': '\\',
+  "'": "'",
+  '"': '"',
+  '?': '?',
+};
 function ansiC(s: string): string {
   return s.replace(/\\(x[0-9a-fA-F]{1,2}|u[0-9a-fA-F]{1,4}|U[0-9a-fA-F]{1,8}|[0-7]{1,3}|c[\s\S]|[\s\S])/g, (all, e: string) => {
     if (/^[xuU]/.test(e)) return safeCodePoint(parseInt(e.slice(1), 16), all);

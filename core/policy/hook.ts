@@ -21,4 +21,8 @@ export interface SpawnPolicy {
 }
 
 /** The matcher: every tool (no `matcher`), blocking when the answer fails or never comes. */
-export const POLICY_HOOK_MATCHER = Object.freeze({ hookCallbackIds: [POLICY_CALLBACK_ID], timeout: POLICY_HOOK_TIMEOUT_S, onFailure: 'block' as const });
+export const POLICY_HOOK_MATCHER = Object.freeze({
+  hookCallbackIds: [POLICY_CALLBACK_ID],
+  timeout: POLICY_HOOK_TIMEOUT_S,
+  onFailure: 'block' as const,
+});

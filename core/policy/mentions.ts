@@ -34,7 +34,8 @@ function collect(text: string, out: Set<string>, seen: { n: number }): void {
     const quoted = QUOTED.exec(text);
     const bare = quoted ? undefined : BARE.exec(text)?.[1];
     if (!quoted && !bare) continue;
-    if (++seen.n > MAX_MENTIONS) throw new TetherError('INVALID_ARGUMENT', `a prompt may hold at most ${MAX_MENTIONS} @-mentions`, { limit: MAX_MENTIONS });
+    if (++seen.n > MAX_MENTIONS)
+      throw new TetherError('INVALID_ARGUMENT', `a prompt may hold at most ${MAX_MENTIONS} @-mentions`, { limit: MAX_MENTIONS });
     // The engine drops trailing punctuation: "@notes.txt," reads notes.txt, "@src/" lists src.
     const path = quoted ? quoted[1] : bare!.startsWith('"') ? undefined : withoutTrailingPunctuation(bare!);
     const file = path?.includes('#') && !path.startsWith('#') ? path.slice(0, path.indexOf('#')) : path;
@@ -70,4 +71,3 @@ export function mentionsInLine(line: Record<string, unknown>): string[] {
   if (line.type !== 'user') return [];
   return mentionsInContent((line.message as { content?: unknown } | undefined)?.content);
 }
-

@@ -87,11 +87,16 @@ export class Policy {
     }
     for (const [agent, roots] of Object.entries(file.workingFolders ?? {})) {
       roots.forEach((root, n) => {
-        if (!root.startsWith('/')) throw new TetherError('INVALID_ARGUMENT', `${where}: workingFolders.${agent}[${n}] ${JSON.stringify(root)}: must be an absolute path`);
+        if (!root.startsWith('/'))
+          throw new TetherError(
+            'INVALID_ARGUMENT',
+            `${where}: workingFolders.${agent}[${n}] ${JSON.stringify(root)}: must be an absolute path`,
+          );
       });
     }
     if (file.turnApproval) checkGroups(file.turnApproval, file.groups ?? {}, `${where}: turnApproval`);
-    for (const [agent, a] of Object.entries(file.turnApprovalByAgent ?? {})) checkGroups(a, file.groups ?? {}, `${where}: turnApprovalByAgent.${agent}`);
+    for (const [agent, a] of Object.entries(file.turnApprovalByAgent ?? {}))
+      checkGroups(a, file.groups ?? {}, `${where}: turnApprovalByAgent.${agent}`);
     return new Policy(file, rules);
   }
 
@@ -118,7 +123,10 @@ export class Policy {
     checkGroups(asked, this.groups, 'turn_approval');
     const floor = this.turnApprovalFor(agent);
     if (atLeastAsStrict(asked, floor.setting, this.groups)) return;
-    throw new TetherError('PERMISSION_DENIED', `turn approval "${approvalText(asked)}" is less strict than the policy's (policy rule: ${floor.rule}); a session may only ask for a stricter one (anyController < approvers < owner)`);
+    throw new TetherError(
+      'PERMISSION_DENIED',
+      `turn approval "${approvalText(asked)}" is less strict than the policy's (policy rule: ${floor.rule}); a session may only ask for a stricter one (anyController < approvers < owner)`,
+    );
   }
 
   /**
@@ -161,14 +169,22 @@ export class Policy {
    */
   checkMode(mode: string, asker: Asker): void {
     if (!(MODE_ORDER as readonly string[]).includes(mode)) {
-      throw new TetherError('INVALID_ARGUMENT', `${JSON.stringify(mode.slice(0, 64))} is not a permission mode (one of ${MODE_ORDER.join(', ')})`);
+      throw new TetherError(
+        'INVALID_ARGUMENT',
+        `${JSON.stringify(mode.slice(0, 64))} is not a permission mode (one of ${MODE_ORDER.join(', ')})`,
+      );
     }
     if (!this.source.maxPermissionMode) return;
     const ceiling = this.ceilingFor(asker);
     const above = !ceiling || MODE_ORDER.indexOf(mode as Mode) > MODE_ORDER.indexOf(ceiling.mode);
     if (!above) return;
-    const rule = ceiling ? `maxPermissionMode.${ceiling.key} = ${ceiling.mode}` : `maxPermissionMode has no key for this client (${Object.keys(this.source.maxPermissionMode).join(', ')})`;
-    throw new TetherError('PERMISSION_DENIED', `permission mode ${mode} is above what the policy allows this client (policy rule: ${rule})`);
+    const rule = ceiling
+      ? `maxPermissionMode.${ceiling.key} = ${ceiling.mode}`
+      : `maxPermissionMode has no key for this client (${Object.keys(this.source.maxPermissionMode).join(', ')})`;
+    throw new TetherError(
+      'PERMISSION_DENIED',
+      `permission mode ${mode} is above what the policy allows this client (policy rule: ${rule})`,
+    );
   }
 
   /** Throws PERMISSION_DENIED naming the rule when the model is not on the list. */
@@ -176,7 +192,10 @@ export class Policy {
     const list = this.source.models;
     if (!list || model === undefined) return;
     if (model !== null && model !== 'default' && list.some((m) => globMatch(m, model))) return;
-    throw new TetherError('PERMISSION_DENIED', `model ${JSON.stringify(model)} is not allowed by the policy (policy rule: models = ${list.join(', ')})`);
+    throw new TetherError(
+      'PERMISSION_DENIED',
+      `model ${JSON.stringify(model)} is not allowed by the policy (policy rule: models = ${list.join(', ')})`,
+    );
   }
 
   /** The model a session gets when it names none: the first on the list (undefined: the engine's default). */
@@ -199,15 +218,26 @@ export class Policy {
     if (!r) return;
     const { rule, folders: roots } = r;
     if (cwd === undefined || !cwd.startsWith('/')) {
-      throw new TetherError('PERMISSION_DENIED', `sessions on agent "${agent}" must name an absolute working folder (cwd) inside the policy's roots (policy rule: ${rule})`);
+      throw new TetherError(
+        'PERMISSION_DENIED',
+        `sessions on agent "${agent}" must name an absolute working folder (cwd) inside the policy's roots (policy rule: ${rule})`,
+      );
     }
     const real = posix.normalize(cwd);
     if (roots.some((r) => real === posix.normalize(r) || real.startsWith(posix.normalize(r).replace(/\/$/, '') + '/'))) return;
-    throw new TetherError('PERMISSION_DENIED', `working folder ${cwd} is outside the folders the policy allows on agent "${agent}" (policy rule: ${rule})`);
+    throw new TetherError(
+      'PERMISSION_DENIED',
+      `working folder ${cwd} is outside the folders the policy allows on agent "${agent}" (policy rule: ${rule})`,
+    );
   }
 }
 
 function globMatch(pattern: string, value: string): boolean {
   if (!pattern.includes('*')) return pattern === value;
-  return new RegExp(`^${pattern.split('*').map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`).test(value);
+  return new RegExp(
+    `^${pattern
+      .split('*')
+      .map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+      .join('.*')}$`,
+  ).test(value);
 }

@@ -74,13 +74,22 @@ export function parseRule(text: string): Rule {
   if (tool === 'Bash') return bashRule(text, spec);
   if (PATH_RULE_TOOLS[tool]) return pathRule(text, tool, spec);
   if (tool === 'WebFetch') return domainRule(text, spec);
-  if (tool === 'Task' || tool === 'Agent') return { text, tool, specifier: spec, matches: (call) => (call.tool === 'Task' || call.tool === 'Agent') && call.input.subagent_type === spec };
-  throw new RuleError(`${tool}(…) specifiers are not supported (only Bash, Read, Edit, WebFetch(domain:…), Task/Agent take one); docs/policy.md lists the forms`);
+  if (tool === 'Task' || tool === 'Agent')
+    return {
+      text,
+      tool,
+      specifier: spec,
+      matches: (call) => (call.tool === 'Task' || call.tool === 'Agent') && call.input.subagent_type === spec,
+    };
+  throw new RuleError(
+    `${tool}(…) specifiers are not supported (only Bash, Read, Edit, WebFetch(domain:…), Task/Agent take one); docs/policy.md lists the forms`,
+  );
 }
 
 function mcpRule(text: string, name: string): Rule {
   const parts = name.split('__');
-  if (parts.length < 2 || parts.length > 3 || parts.some((p, i) => p === '' && i < 2)) throw new RuleError('expected mcp__server or mcp__server__tool');
+  if (parts.length < 2 || parts.length > 3 || parts.some((p, i) => p === '' && i < 2))
+    throw new RuleError('expected mcp__server or mcp__server__tool');
   const server = `mcp__${parts[1]}__`;
   const whole = parts.length === 2 || parts[2] === '*';
   return { text, tool: name, matches: (call) => (whole ? call.tool.startsWith(server) : call.tool === name) };
@@ -122,7 +131,9 @@ function commandOf(call: ToolCall): BashCall {
     const text = String(call.input.command).trim();
     const parsed = parseCommand(text);
     const written = (s: SimpleCommand) => s.words.join(' ');
-    const forms = parsed.commands.flatMap((s) => (s.name !== undefined ? [written(s), [s.name, ...s.words.slice(1)].join(' ')] : [written(s)]));
+    const forms = parsed.commands.flatMap((s) =>
+      s.name !== undefined ? [written(s), [s.name, ...s.words.slice(1)].join(' ')] : [written(s)],
+    );
     c = { text, parsed, own: parsed.commands.filter((s) => s.via === undefined).map(written), forms };
     commands.set(call, c);
   }
@@ -147,7 +158,10 @@ function bashPattern(spec: string): (command: string) => boolean {
 // ---- paths ------------------------------------------------------------------------------
 
 function pathRule(text: string, tool: string, spec: string): Rule {
-  if (spec.startsWith('~')) throw new RuleError('"~/" paths name the home folder of the agent\'s machine, which the gateway does not know: write the absolute path as //home/NAME/…');
+  if (spec.startsWith('~'))
+    throw new RuleError(
+      '"~/" paths name the home folder of the agent\'s machine, which the gateway does not know: write the absolute path as //home/NAME/…',
+    );
   const tools = PATH_RULE_TOOLS[tool];
   const glob = spec.startsWith('//') ? { anchored: 'root' as const, pattern: spec.slice(2) } : anchorOf(spec);
   const re = globToRegExp(glob.pattern);

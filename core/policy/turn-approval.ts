@@ -29,7 +29,9 @@ export function approvalText(a: TurnApproval): string {
 
 /** Whether `principal` is one of `entries` (a name, or a member of a `group:NAME` entry). */
 function listed(entries: readonly string[], principal: string, groups: Groups): boolean {
-  return entries.some((e) => (e.startsWith(GROUP_PREFIX) ? (groups[e.slice(GROUP_PREFIX.length)] ?? []).includes(principal) : e === principal));
+  return entries.some((e) =>
+    e.startsWith(GROUP_PREFIX) ? (groups[e.slice(GROUP_PREFIX.length)] ?? []).includes(principal) : e === principal,
+  );
 }
 
 /** Throws INVALID_ARGUMENT naming an approvers entry that names a group the policy does not define. */
@@ -37,7 +39,10 @@ export function checkGroups(a: TurnApproval, groups: Groups, where: string): voi
   if (typeof a === 'string') return;
   for (const e of a.approvers) {
     if (e.startsWith(GROUP_PREFIX) && !Object.hasOwn(groups, e.slice(GROUP_PREFIX.length))) {
-      throw new TetherError('INVALID_ARGUMENT', `${where}: approvers entry ${JSON.stringify(e)} names no group of the policy's groups (${Object.keys(groups).join(', ') || 'none defined'})`);
+      throw new TetherError(
+        'INVALID_ARGUMENT',
+        `${where}: approvers entry ${JSON.stringify(e)} names no group of the policy's groups (${Object.keys(groups).join(', ') || 'none defined'})`,
+      );
     }
   }
 }
@@ -81,14 +86,25 @@ export function approvalNeeded(setting: TurnApproval, turn: TurnContext): Approv
   return { kind: 'approvers', mayAnswer: [turn.owner, ...setting.approvers.filter((e) => e !== turn.owner && !turn.authors.includes(e))] };
 }
 
-
 /**
  * Why `principal` may not answer a call that needs `need`, or undefined when they may: the
  * owner always may; an approver may unless the call comes from their own turn.
  */
-export function approvalRefusal(need: ApprovalNeed, setting: TurnApproval, principal: string, turn: TurnContext, groups: Groups): string | undefined {
+export function approvalRefusal(
+  need: ApprovalNeed,
+  setting: TurnApproval,
+  principal: string,
+  turn: TurnContext,
+  groups: Groups,
+): string | undefined {
   if (principal === turn.owner) return undefined;
-  if (need.kind === 'approvers' && typeof setting !== 'string' && listed(setting.approvers, principal, groups) && !turn.authors.includes(principal)) return undefined;
+  if (
+    need.kind === 'approvers' &&
+    typeof setting !== 'string' &&
+    listed(setting.approvers, principal, groups) &&
+    !turn.authors.includes(principal)
+  )
+    return undefined;
   const from = `this call comes from ${turnName(turn.authors, principal)}`;
   if (need.kind === 'owner') return `needs the owner's approval: ${from} (the owner is ${turn.owner})`;
   return `needs the approval of the owner (${turn.owner}) or of an approver (${need.mayAnswer.slice(1).join(', ') || "none but the turn's authors"}): ${from}`;

@@ -7,7 +7,23 @@ import { z } from 'zod';
  */
 
 /** What a record says happened. Each is written before it takes effect. */
-export const AuditAction = z.enum(['create', 'attach', 'detach', 'prompt', 'permission_decision', 'policy_decision', 'control', 'role_change', 'rule_withdrawn', 'prompt_withdrawn', 'stop', 'ended', 'engine_resumed', 'owner_change', 'move']);
+export const AuditAction = z.enum([
+  'create',
+  'attach',
+  'detach',
+  'prompt',
+  'permission_decision',
+  'policy_decision',
+  'control',
+  'role_change',
+  'rule_withdrawn',
+  'prompt_withdrawn',
+  'stop',
+  'ended',
+  'engine_resumed',
+  'owner_change',
+  'move',
+]);
 export type AuditAction = z.infer<typeof AuditAction>;
 
 /**
@@ -64,6 +80,10 @@ export function auditMatches(r: AuditRecord, q: AuditQuery): boolean {
   if (q.session_id !== undefined && r.session_id !== q.session_id) return false;
   if (q.principal !== undefined && r.principal !== q.principal) return false;
   if (q.action !== undefined && r.action !== q.action) return false;
-  if (q.decision !== undefined && !(r.action === 'permission_decision' ? r.behavior === q.decision : r.action === 'policy_decision' && r.decision === q.decision)) return false;
+  if (
+    q.decision !== undefined &&
+    !(r.action === 'permission_decision' ? r.behavior === q.decision : r.action === 'policy_decision' && r.decision === q.decision)
+  )
+    return false;
   return true;
 }

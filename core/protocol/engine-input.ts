@@ -21,10 +21,13 @@ export const MAX_INPUT_DEPTH = 64;
  * saying which rule failed. Never recurses, so a hostile line cannot exhaust the stack here.
  */
 export function checkEngineInput(line: unknown, maxBytes = MAX_INPUT_LINE_BYTES): string {
-  if (typeof line !== 'object' || line === null || Array.isArray(line)) throw new TetherError('INVALID_ARGUMENT', 'an engine input line must be a JSON object');
-  if (typeof (line as { type?: unknown }).type !== 'string') throw new TetherError('INVALID_ARGUMENT', 'an engine input line needs a string "type"');
+  if (typeof line !== 'object' || line === null || Array.isArray(line))
+    throw new TetherError('INVALID_ARGUMENT', 'an engine input line must be a JSON object');
+  if (typeof (line as { type?: unknown }).type !== 'string')
+    throw new TetherError('INVALID_ARGUMENT', 'an engine input line needs a string "type"');
   const depth = nestingOver(line, MAX_INPUT_DEPTH);
-  if (depth !== undefined) throw new TetherError('INVALID_ARGUMENT', `input line nested deeper than ${MAX_INPUT_DEPTH} levels`, { limit: MAX_INPUT_DEPTH });
+  if (depth !== undefined)
+    throw new TetherError('INVALID_ARGUMENT', `input line nested deeper than ${MAX_INPUT_DEPTH} levels`, { limit: MAX_INPUT_DEPTH });
   let text: string;
   try {
     text = JSON.stringify(line);
@@ -32,7 +35,11 @@ export function checkEngineInput(line: unknown, maxBytes = MAX_INPUT_LINE_BYTES)
     throw new TetherError('INVALID_ARGUMENT', `input line cannot be serialized: ${(err as Error).message}`);
   }
   const size = text.length * 3 <= maxBytes ? text.length : Buffer.byteLength(text);
-  if (size > maxBytes) throw new TetherError('INVALID_ARGUMENT', `input line of ${size} bytes is over the limit of ${maxBytes} bytes`, { size, limit: maxBytes });
+  if (size > maxBytes)
+    throw new TetherError('INVALID_ARGUMENT', `input line of ${size} bytes is over the limit of ${maxBytes} bytes`, {
+      size,
+      limit: maxBytes,
+    });
   return text;
 }
 

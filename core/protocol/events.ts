@@ -256,5 +256,10 @@ export function tetherEvent(e: TetherEventInput): TetherEvent {
 
 /** The notice a client gets instead of frames `from`..`to`, which are no longer held. */
 export function gapEvent(from: number, to: number, resumesAt = to + 1): TetherEvent {
-  return tetherEvent({ subtype: 'gap', from_seq: from, to_seq: to, message: `frames ${from}..${to} are no longer held; history resumes at ${resumesAt}` });
+  return tetherEvent({
+    subtype: 'gap',
+    from_seq: from,
+    to_seq: to,
+    message: `frames ${from}..${to} are no longer held; history resumes at ${resumesAt}`,
+  });
 }

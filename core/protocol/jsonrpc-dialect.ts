@@ -38,7 +38,16 @@ export function offersJsonRpcDialect(header: string | undefined): boolean {
  * Optional features; the gateway sends a notification or request of a feature only when the
  * client listed it in `initialize`. `turn_complete` and responses are always sent.
  */
-export const DIALECT_CAPABILITIES = ['streaming', 'tools', 'permissions', 'questions', 'progress', 'presence', 'session_state', 'queue'] as const;
+export const DIALECT_CAPABILITIES = [
+  'streaming',
+  'tools',
+  'permissions',
+  'questions',
+  'progress',
+  'presence',
+  'session_state',
+  'queue',
+] as const;
 export type DialectCapability = (typeof DIALECT_CAPABILITIES)[number];
 
 /**
@@ -59,7 +68,10 @@ export const DIALECT_NOTIFICATIONS = {
 export type DialectNotification = keyof typeof DIALECT_NOTIFICATIONS;
 
 /** Requests the gateway sends the client, with the capability that turns each on. */
-export const DIALECT_CLIENT_REQUESTS = { permission_request: 'permissions', user_question: 'questions' } as const satisfies Record<string, DialectCapability>;
+export const DIALECT_CLIENT_REQUESTS = { permission_request: 'permissions', user_question: 'questions' } as const satisfies Record<
+  string,
+  DialectCapability
+>;
 
 const sessionId = z.string().min(1).max(128);
 
@@ -117,4 +129,10 @@ export type QuestionAnswer = z.infer<typeof QuestionAnswer>;
 export type RiskLevel = 'low' | 'medium' | 'high';
 
 /** JSON-RPC 2.0's own error codes (the spec's reserved range). */
-export const JSONRPC_CODES = { parseError: -32700, invalidRequest: -32600, methodNotFound: -32601, invalidParams: -32602, internalError: -32603 } as const;
+export const JSONRPC_CODES = {
+  parseError: -32700,
+  invalidRequest: -32600,
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  internalError: -32603,
+} as const;

@@ -37,7 +37,11 @@ export const StopSignal = z.enum(['eof', 'SIGTERM', 'SIGKILL']);
 export type StopSignal = z.infer<typeof StopSignal>;
 
 export const AgentDescriptor = z.object({
-  name: z.string().min(1).max(128).regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, dot, dash and underscore only'),
+  name: z
+    .string()
+    .min(1)
+    .max(128)
+    .regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, dot, dash and underscore only'),
   host: z.string().max(256),
   engines: z.array(EngineKind).min(1),
   default_engine: EngineKind,
@@ -140,7 +144,10 @@ export const LineMeta = z.object({
    * For the policy hook's callbacks: the session folder and the tool's path with symlinks
    * followed on the agent's machine (agent/policy-paths.ts), which the gateway cannot see.
    */
-  resolved: z.object({ cwd: z.string().min(1).max(4096), path: z.string().min(1).max(4096).optional() }).strict().optional(),
+  resolved: z
+    .object({ cwd: z.string().min(1).max(4096), path: z.string().min(1).max(4096).optional() })
+    .strict()
+    .optional(),
 });
 export type LineMeta = z.infer<typeof LineMeta>;
 
@@ -178,7 +185,10 @@ export const Methods = {
        */
       continue_at: z.object({ next_seq: seq, last_input_seq: z.number().int().nonnegative() }).strict().optional(),
       /** A session moved here from another agent: its engine's transcript, written where the engine looks before it starts with `--resume`. */
-      transcript: z.object({ engine_session_id: z.string().min(1).max(64), jsonl: z.string().max(8 * 1024 * 1024) }).strict().optional(),
+      transcript: z
+        .object({ engine_session_id: z.string().min(1).max(64), jsonl: z.string().max(8 * 1024 * 1024) })
+        .strict()
+        .optional(),
     }),
     result: z.object({ pid: z.number().int(), engine: EngineKind, engine_version: z.string().optional() }),
   },
@@ -313,7 +323,9 @@ export const BinaryHeaders: { [N in BinaryNotificationName]: (params: BinaryNoti
 };
 /** Every field of session.output that its hand-written header writes: a field added to the schema and not here fails to compile. */
 const OUTPUT_HEADER_FIELDS = ['session_id', 'seq', 'meta', 'read_at_ms', 'input_ack'] as const;
-const outputHeaderComplete: Exclude<keyof BinaryNotificationParams<'session.output'>, (typeof OUTPUT_HEADER_FIELDS)[number]> extends never ? true : never = true;
+const outputHeaderComplete: Exclude<keyof BinaryNotificationParams<'session.output'>, (typeof OUTPUT_HEADER_FIELDS)[number]> extends never
+  ? true
+  : never = true;
 void outputHeaderComplete;
 
 export const Notifications = {
@@ -351,7 +363,12 @@ export const Notifications = {
    */
   'session.post': z.object({ session_id: id, input_id: id, line: EngineInput }),
   /** gateway -> client: a session.post that was not applied now: a duplicate, or refused with `error`. */
-  'session.post_result': z.object({ session_id: id, input_id: id, status: z.literal('duplicate').optional(), error: RpcErrorObject.optional() }),
+  'session.post_result': z.object({
+    session_id: id,
+    input_id: id,
+    status: z.literal('duplicate').optional(),
+    error: RpcErrorObject.optional(),
+  }),
   /** gateway -> client: the engine's control_response to this client's own control_request. */
   'session.reply': z.object({ session_id: id, line: z.string() }),
   /** gateway -> client: a session.create of this client is waiting (e.g. for its agent to come back). */
@@ -377,7 +394,8 @@ export function agentInputText(p: Omit<NotificationParams<'agent.input'>, 'line'
 }
 /** Every field of agent.input that agentInputText writes: a field added to the schema and not there fails to compile. */
 const INPUT_TEXT_FIELDS = ['session_id', 'seq', 'line', 'ack'] as const;
-const inputTextComplete: Exclude<keyof NotificationParams<'agent.input'>, (typeof INPUT_TEXT_FIELDS)[number]> extends never ? true : never = true;
+const inputTextComplete: Exclude<keyof NotificationParams<'agent.input'>, (typeof INPUT_TEXT_FIELDS)[number]> extends never ? true : never =
+  true;
 void inputTextComplete;
 
 export type MethodName = keyof typeof Methods;
@@ -392,7 +410,18 @@ export type BinaryNotificationParams<N extends BinaryNotificationName> = z.infer
 export type CreateProgress = Omit<NotificationParams<'session.create_progress'>, 'create_id'>;
 
 /** The client requests about one session, applied where the session is held. */
-export type SessionCall = 'session.attach' | 'session.detach' | 'session.send' | 'session.set_role' | 'session.set_owner' | 'session.move' | 'session.withdraw_rule' | 'session.withdraw_prompt' | 'session.stop' | 'session.audit' | 'session.info';
+export type SessionCall =
+  | 'session.attach'
+  | 'session.detach'
+  | 'session.send'
+  | 'session.set_role'
+  | 'session.set_owner'
+  | 'session.move'
+  | 'session.withdraw_rule'
+  | 'session.withdraw_prompt'
+  | 'session.stop'
+  | 'session.audit'
+  | 'session.info';
 
 /** A session call's params: every one names its session (an audit query about one session does too). */
 export type SessionCallParams<M extends SessionCall> = ParamsOf<M> & { session_id: string };

@@ -13,7 +13,13 @@ export function presenceChanges(e: PresenceChange & { more?: readonly PresenceMo
   const out: PresenceChange[] = [{ action, principal, client_id, role, ...mayControl(may_control) }];
   for (const m of e.more ?? []) {
     const prev = out[out.length - 1];
-    out.push({ action: m.action ?? prev.action, principal: m.principal ?? prev.principal, client_id: m.client_id, role: m.role ?? prev.role, ...mayControl(m.may_control ?? prev.may_control) });
+    out.push({
+      action: m.action ?? prev.action,
+      principal: m.principal ?? prev.principal,
+      client_id: m.client_id,
+      role: m.role ?? prev.role,
+      ...mayControl(m.may_control ?? prev.may_control),
+    });
   }
   return out;
 }

@@ -38,8 +38,13 @@ export const SDK_ENV_MAX_VALUE_CHARS = 1024;
 const SWITCHES: ReadonlySet<string> = new Set(SDK_ENV_SWITCHES);
 
 /** The `env` session option: allow-listed keys only, short printable values. */
-export const SdkEnv = z
-  .partialRecord(z.enum(SDK_ENV_SWITCHES), z.string().max(SDK_ENV_MAX_VALUE_CHARS).regex(/^[^\0\r\n]*$/, 'no NUL or line breaks'));
+export const SdkEnv = z.partialRecord(
+  z.enum(SDK_ENV_SWITCHES),
+  z
+    .string()
+    .max(SDK_ENV_MAX_VALUE_CHARS)
+    .regex(/^[^\0\r\n]*$/, 'no NUL or line breaks'),
+);
 export type SdkEnv = z.infer<typeof SdkEnv>;
 
 /** Whether `name` is one of the switches (exact spelling; the CLI reads them case-sensitively). */

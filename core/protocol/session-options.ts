@@ -54,14 +54,22 @@ export const MAX_SESSION_OPTIONS_BYTES = 64 * 1024;
 export function assertSessionOptionsBounded(options: SessionOptions): void {
   const bytes = Buffer.byteLength(JSON.stringify(options));
   if (bytes <= MAX_SESSION_OPTIONS_BYTES) return;
-  throw new TetherError('INVALID_ARGUMENT', `session options are ${bytes} bytes as JSON, over the limit of ${MAX_SESSION_OPTIONS_BYTES} (a long system prompt or extra_args? put it in a file on the agent)`, {
-    bytes,
-    limit: MAX_SESSION_OPTIONS_BYTES,
-  });
+  throw new TetherError(
+    'INVALID_ARGUMENT',
+    `session options are ${bytes} bytes as JSON, over the limit of ${MAX_SESSION_OPTIONS_BYTES} (a long system prompt or extra_args? put it in a file on the agent)`,
+    {
+      bytes,
+      limit: MAX_SESSION_OPTIONS_BYTES,
+    },
+  );
 }
 
 /** The part of a session's options that listings carry (each field bounded by the schema): the rest comes with `session.info`. */
 export function listedOptions(options: SessionOptions): SessionOptions {
   const { cwd, model, permission_mode } = options;
-  return { ...(cwd === undefined ? {} : { cwd }), ...(model === undefined ? {} : { model }), ...(permission_mode === undefined ? {} : { permission_mode }) };
+  return {
+    ...(cwd === undefined ? {} : { cwd }),
+    ...(model === undefined ? {} : { model }),
+    ...(permission_mode === undefined ? {} : { permission_mode }),
+  };
 }

@@ -44,7 +44,11 @@ export interface SchemaError {
 }
 
 /** The value a schema returns for what it accepts. */
-export type SchemaOutput<S> = S extends { safeParse(value: unknown): infer R } ? (Extract<R, { success: true }> extends { data: infer T } ? T : never) : never;
+export type SchemaOutput<S> = S extends { safeParse(value: unknown): infer R }
+  ? Extract<R, { success: true }> extends { data: infer T }
+    ? T
+    : never
+  : never;
 
 /** A method table: each name this side reads, with the schema of its params. */
 export type MethodTable = Record<string, Schema>;
@@ -176,7 +180,8 @@ export class RpcEngine<M extends MethodTable = MethodTable, N extends MethodTabl
       return this.fail(id, new TetherError('FAILED_PRECONDITION', `${method} is not available on this connection${hint}`));
     }
     const parsed = schema.safeParse(params ?? {});
-    if (!parsed.success) return this.fail(id, new TetherError('INVALID_ARGUMENT', `invalid params for ${method}: ${describeIssues(parsed.error)}`));
+    if (!parsed.success)
+      return this.fail(id, new TetherError('INVALID_ARGUMENT', `invalid params for ${method}: ${describeIssues(parsed.error)}`));
     let out: unknown;
     try {
       out = handler(parsed.data, id);
@@ -310,7 +315,8 @@ export class RpcEngine<M extends MethodTable = MethodTable, N extends MethodTabl
 
   /** The connection is gone: every request still waiting rejects UNAVAILABLE. Call once, when it closed. */
   end(reason: string): void {
-    for (const id of [...this.pending.keys()]) this.drop(id, new TetherError('UNAVAILABLE', `connection closed before the answer: ${reason}`));
+    for (const id of [...this.pending.keys()])
+      this.drop(id, new TetherError('UNAVAILABLE', `connection closed before the answer: ${reason}`));
   }
 
   private failed(id: RpcId, method: string, err: unknown): void {
@@ -320,7 +326,8 @@ export class RpcEngine<M extends MethodTable = MethodTable, N extends MethodTabl
   }
 
   private reply(id: RpcId | null, error: RpcErrorObject): void {
-    if (!this.post(JSON.stringify({ jsonrpc: '2.0', id, error }))) this.log.debug({ id }, 'error answer not sent: the connection is closed');
+    if (!this.post(JSON.stringify({ jsonrpc: '2.0', id, error })))
+      this.log.debug({ id }, 'error answer not sent: the connection is closed');
   }
 
   private drop(id: RpcId, err: TetherError): void {
@@ -340,7 +347,14 @@ export const BAD: unique symbol = Symbol('bad params');
  * schema would return them unchanged, else as the schema returns them; {@link BAD} (logged)
  * when the schema refuses them.
  */
-export function checkedParams(method: string, params: unknown, schema: Schema, fast: ((p: unknown) => boolean) | undefined, log: RpcLog, what = 'notification'): unknown {
+export function checkedParams(
+  method: string,
+  params: unknown,
+  schema: Schema,
+  fast: ((p: unknown) => boolean) | undefined,
+  log: RpcLog,
+  what = 'notification',
+): unknown {
   if (fast?.(params)) return params;
   const parsed = schema.safeParse(params ?? {});
   if (parsed.success) return parsed.data;
@@ -366,14 +380,23 @@ const PAGING_HINTS = new Map([
  * The error that replaces an answer to `method` whose JSON text is over `maxFrameBytes` (the
  * transport would refuse it and the caller would wait in vain), or undefined when it fits.
  */
-export function replyTooLarge(method: string, text: string, maxFrameBytes: number, hint = PAGING_HINTS.get(method) ?? ''): TetherError | undefined {
+export function replyTooLarge(
+  method: string,
+  text: string,
+  maxFrameBytes: number,
+  hint = PAGING_HINTS.get(method) ?? '',
+): TetherError | undefined {
   if (text.length * 3 <= maxFrameBytes) return undefined; // fits however it encodes; skips counting bytes
   const bytes = utf8Length(text);
   if (bytes <= maxFrameBytes) return undefined;
-  return new TetherError('RESOURCE_EXHAUSTED', `the answer to ${method} is ${bytes} bytes, over the frame limit of ${maxFrameBytes}${hint}`, {
-    bytes,
-    limit: maxFrameBytes,
-  });
+  return new TetherError(
+    'RESOURCE_EXHAUSTED',
+    `the answer to ${method} is ${bytes} bytes, over the frame limit of ${maxFrameBytes}${hint}`,
+    {
+      bytes,
+      limit: maxFrameBytes,
+    },
+  );
 }
 
 /** UTF-8 length of `text` (what Buffer.byteLength says), without Node. */

@@ -72,7 +72,8 @@ function whyInvalid(value: unknown): string {
   if (!isObject(value)) return 'not a JSON object';
   if (value.jsonrpc !== '2.0') return 'not a JSON-RPC 2.0 object ("jsonrpc": "2.0")';
   if ('method' in value && !isMethod(value.method)) return `"method" must be a string of 1 to ${MAX_NAME} characters`;
-  if (!('method' in value) && 'result' in value === 'error' in value) return 'neither a request, a notification nor a response (a response carries "result" or "error", not both)';
+  if (!('method' in value) && 'result' in value === 'error' in value)
+    return 'neither a request, a notification nor a response (a response carries "result" or "error", not both)';
   if ('method' in value || 'result' in value) return `"id" must be a string of at most ${MAX_NAME} characters or a safe integer`;
   return 'a response error needs an integer "code", a string "message" and an id (or null)';
 }

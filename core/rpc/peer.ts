@@ -56,7 +56,10 @@ export class RpcPeer {
   private rawTextHandler: ((text: string) => boolean) | undefined;
   private readonly log: Logger;
 
-  constructor(readonly channel: Channel, opts: RpcPeerOptions = {}) {
+  constructor(
+    readonly channel: Channel,
+    opts: RpcPeerOptions = {},
+  ) {
     this.log = opts.logger ?? silentLogger;
     this.engine = new RpcEngine(channel, {
       methods: METHOD_PARAMS,
@@ -175,7 +178,14 @@ export class RpcPeer {
       this.log.debug({ method }, 'ignoring unknown binary notification');
       return;
     }
-    const params = checkedParams(method, header.params, schema, (FAST_BINARY_CHECKS as Partial<Record<string, (p: unknown) => boolean>>)[method], this.log, 'binary notification');
+    const params = checkedParams(
+      method,
+      header.params,
+      schema,
+      (FAST_BINARY_CHECKS as Partial<Record<string, (p: unknown) => boolean>>)[method],
+      this.log,
+      'binary notification',
+    );
     if (params === BAD) return;
     try {
       handler(params, frame.body);

@@ -38,13 +38,19 @@ export function ensurePrivateDir(dir: string): PrivateDirResult {
   if (!st.isDirectory()) throw new TetherError('FAILED_PRECONDITION', `${dir} is not a folder`);
   const uid = myUid();
   if (uid !== undefined && st.uid !== uid) {
-    throw new TetherError('FAILED_PRECONDITION', `${dir} is owned by uid ${st.uid}, not by this user (uid ${uid}); refusing to keep the key, sessions or audit trail there (chown it, or pick another --state-dir)`);
+    throw new TetherError(
+      'FAILED_PRECONDITION',
+      `${dir} is owned by uid ${st.uid}, not by this user (uid ${uid}); refusing to keep the key, sessions or audit trail there (chown it, or pick another --state-dir)`,
+    );
   }
   if ((st.mode & 0o077) === 0) return { path: dir, created };
   try {
     chmodSync(dir, PRIVATE_DIR_MODE);
   } catch (err) {
-    throw new TetherError('FAILED_PRECONDITION', `${dir} has mode ${octal(st.mode)} and cannot be tightened to ${octal(PRIVATE_DIR_MODE)}: ${(err as Error).message}`);
+    throw new TetherError(
+      'FAILED_PRECONDITION',
+      `${dir} has mode ${octal(st.mode)} and cannot be tightened to ${octal(PRIVATE_DIR_MODE)}: ${(err as Error).message}`,
+    );
   }
   return { path: dir, created, tightenedFrom: st.mode & 0o777 };
 }
@@ -65,11 +71,14 @@ export function openPrivateAppend(path: string): number {
     const st = fstatSync(fd);
     const uid = myUid();
     if (!st.isFile()) throw new TetherError('FAILED_PRECONDITION', `${path} is not a regular file`);
-    if (uid !== undefined && st.uid !== uid) throw new TetherError('FAILED_PRECONDITION', `${path} is owned by uid ${st.uid}, not by this user (uid ${uid})`);
+    if (uid !== undefined && st.uid !== uid)
+      throw new TetherError('FAILED_PRECONDITION', `${path} is owned by uid ${st.uid}, not by this user (uid ${uid})`);
     if ((st.mode & 0o077) !== 0) fchmodSync(fd, PRIVATE_FILE_MODE);
     return fd;
   } catch (err) {
     closeSync(fd);
-    throw err instanceof TetherError ? err : new TetherError('FAILED_PRECONDITION', `cannot make ${path} private: ${(err as Error).message}`);
+    throw err instanceof TetherError
+      ? err
+      : new TetherError('FAILED_PRECONDITION', `cannot make ${path} private: ${(err as Error).message}`);
   }
 }

@@ -26,7 +26,7 @@ const isShort = (v: unknown, max: number): boolean => typeof v === 'string' && v
  * prototype is Object.prototype and it has no own `__proto__` (which zod leaves out).
  */
 function isJsonObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && Object.getPrototypeOf(v) === Object.prototype && !Object.prototype.hasOwnProperty.call(v, '__proto__');
+  return typeof v === 'object' && v !== null && Object.getPrototypeOf(v) === Object.prototype && !Object.hasOwn(v, '__proto__');
 }
 
 /** Whether every own key of `v` is one of `keys` (zod's objects drop others: the value would change). */
@@ -77,8 +77,15 @@ function isLineMeta(v: unknown): boolean {
 export const FAST_NOTIFICATION_CHECKS = {
   'session.post': (p) => isJsonObject(p) && onlyKeys(p, POST_KEYS) && isId(p.session_id) && isId(p.input_id) && isEngineInput(p.line),
   /** A frame carrying the echo of a prompt (frames carrying lines are read without parsing, session-frame.ts). */
-  'session.frame': (p) => isJsonObject(p) && onlyKeys(p, FRAME_KEYS) && isId(p.session_id) && isSeq(p.seq) && p.origin === 'gateway' && isPromptEvent(p.event),
-  'agent.input': (p) => isJsonObject(p) && onlyKeys(p, INPUT_KEYS) && isId(p.session_id) && isSeq(p.seq) && isEngineInput(p.line) && (p.ack === undefined || isSeq(p.ack)),
+  'session.frame': (p) =>
+    isJsonObject(p) && onlyKeys(p, FRAME_KEYS) && isId(p.session_id) && isSeq(p.seq) && p.origin === 'gateway' && isPromptEvent(p.event),
+  'agent.input': (p) =>
+    isJsonObject(p) &&
+    onlyKeys(p, INPUT_KEYS) &&
+    isId(p.session_id) &&
+    isSeq(p.seq) &&
+    isEngineInput(p.line) &&
+    (p.ack === undefined || isSeq(p.ack)),
 } as const satisfies Readonly<Record<string, FastCheck>>;
 
 /** Checks of binary notifications' header params, by method. */

@@ -65,7 +65,9 @@ export function encodeFrame(frame: GatewayFrame): Buffer {
   if (textBytes && !frame.data && hasFrameHeadroom(textBytes)) return inHeadroom(textBytes);
   const json = textBytes ?? Buffer.from(frame.json ?? '', 'utf8');
   const data = frame.data;
-  const size = (json.byteLength ? 1 + varintLength(json.byteLength) + json.byteLength : 0) + (data ? 1 + varintLength(data.byteLength) + data.byteLength : 0);
+  const size =
+    (json.byteLength ? 1 + varintLength(json.byteLength) + json.byteLength : 0) +
+    (data ? 1 + varintLength(data.byteLength) + data.byteLength : 0);
   const out = Buffer.allocUnsafe(size);
   let at = 0;
   if (json.byteLength) at = writeField(out, at, JSON_TAG, json); // proto3: an empty string is not written
@@ -160,8 +162,7 @@ function decode(buf: Buffer, outer: boolean): GatewayFrame {
     if (tag === JSON_TAG) {
       frame.json = buf.toString('utf8', at, at + len);
       frame.jsonLength = len;
-    }
-    else if (tag === DATA_TAG) {
+    } else if (tag === DATA_TAG) {
       frame.data = buf.subarray(at, at + len);
       frame._data = 'data';
     } else if (tag === BATCH_TAG) {
@@ -169,7 +170,8 @@ function decode(buf: Buffer, outer: boolean): GatewayFrame {
       if (!outer) throw new TetherError('INVALID_ARGUMENT', 'malformed Frame: a batch inside a batch');
       // Every side offers batches of at most BATCH_MAX_BYTES: a larger one (up to the message
       // limit, 16 MiB of 2-byte empty entries) would be millions of frames from one message.
-      if (buf.length > BATCH_MAX_BYTES) throw new TetherError('RESOURCE_EXHAUSTED', `a batch of ${buf.length} bytes, over the ${BATCH_MAX_BYTES} bytes every side offers`);
+      if (buf.length > BATCH_MAX_BYTES)
+        throw new TetherError('RESOURCE_EXHAUSTED', `a batch of ${buf.length} bytes, over the ${BATCH_MAX_BYTES} bytes every side offers`);
       (frame.batch ??= []).push(decode(buf.subarray(at, at + len), false));
     }
     at += len;

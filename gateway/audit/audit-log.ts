@@ -1,8 +1,27 @@
-import { closeSync, existsSync, fdatasyncSync, fstatSync, fsyncSync, openSync, readSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fdatasyncSync,
+  fstatSync,
+  fsyncSync,
+  openSync,
+  readSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { dirname } from 'node:path';
 import { TetherError } from '../../core/errors.js';
 import type { Logger } from '../../core/logging.js';
-import { AUDIT_DEFAULT_LIMIT, auditMatches, type AuditAction, type AuditQuery, type AuditRecord, type AuditResult } from '../../core/protocol/audit.js';
+import {
+  AUDIT_DEFAULT_LIMIT,
+  auditMatches,
+  type AuditAction,
+  type AuditQuery,
+  type AuditRecord,
+  type AuditResult,
+} from '../../core/protocol/audit.js';
 import { ensurePrivateDir, openPrivateAppend } from '../../core/util/private-files.js';
 import { capStrings, isFlatAndShort } from './audit-cap.js';
 import { isoNow } from '../../core/util/iso-now.js';
@@ -130,7 +149,10 @@ export class FileAuditLog implements AuditLog {
       this.size += bytes.length;
       fdatasyncSync(this.fd);
     } catch (err) {
-      throw new TetherError('FAILED_PRECONDITION', `the audit trail cannot be written (${(err as NodeJS.ErrnoException).code ?? 'write failed'}); the action was not applied`);
+      throw new TetherError(
+        'FAILED_PRECONDITION',
+        `the audit trail cannot be written (${(err as NodeJS.ErrnoException).code ?? 'write failed'}); the action was not applied`,
+      );
     }
   }
 
@@ -154,7 +176,8 @@ export class FileAuditLog implements AuditLog {
         const n = Number(f.slice(this.path.length + 1));
         if (n >= keepFiles) unlinkSync(f); // FILE.keepFiles would become FILE.keepFiles+1
       }
-      for (let n = keepFiles - 1; n >= 1; n--) if (existsSync(`${this.path}.${n}`)) renameSync(`${this.path}.${n}`, `${this.path}.${n + 1}`);
+      for (let n = keepFiles - 1; n >= 1; n--)
+        if (existsSync(`${this.path}.${n}`)) renameSync(`${this.path}.${n}`, `${this.path}.${n + 1}`);
       renameSync(this.path, `${this.path}.1`);
     } catch (err) {
       this.log?.error({ err: String(err) }, 'audit rotation failed; the live file keeps growing');
@@ -221,7 +244,10 @@ export function recordOrRefuse(audit: AuditLog, entry: AuditEntry, log: Logger):
   } catch (err) {
     log.error({ sessionId: entry.session_id, action: entry.action, err: String(err) }, 'audit write failed; the action is refused');
     if (err instanceof TetherError && err.code === 'FAILED_PRECONDITION') throw err;
-    throw new TetherError('FAILED_PRECONDITION', `the audit trail cannot be written (${(err as NodeJS.ErrnoException).code ?? 'sink failed'}); ${entry.action} was not applied`);
+    throw new TetherError(
+      'FAILED_PRECONDITION',
+      `the audit trail cannot be written (${(err as NodeJS.ErrnoException).code ?? 'sink failed'}); ${entry.action} was not applied`,
+    );
   }
 }
 

@@ -74,7 +74,15 @@ export class MembershipRateAudit implements AuditLog {
     clearTimeout(this.timer);
     this.timer = undefined;
     for (const h of this.held.values()) {
-      const entry = { session_id: h.session_id, principal: h.principal, action: h.action, coalesced: h.count, first: h.first, last: h.last, roles: [...h.roles].sort() };
+      const entry = {
+        session_id: h.session_id,
+        principal: h.principal,
+        action: h.action,
+        coalesced: h.count,
+        first: h.first,
+        last: h.last,
+        roles: [...h.roles].sort(),
+      };
       recordQuietly(this.inner, entry, this.log);
     }
     this.held.clear();

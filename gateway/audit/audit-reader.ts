@@ -60,9 +60,10 @@ export function auditFilesOf(path: string): string[] {
 export function scanAuditFile(path: string, query: AuditQuery, maxBytes = Number.POSITIVE_INFINITY): AuditScan {
   const scanner = new Scanner(query);
   const parts = tailOf(path, maxBytes);
-  for (const part of parts) withPart(part, scanner, (lines) => {
-    for (const [offset, bytes] of lines) scanner.line(offset, bytes);
-  });
+  for (const part of parts)
+    withPart(part, scanner, (lines) => {
+      for (const [offset, bytes] of lines) scanner.line(offset, bytes);
+    });
   return scanner.result(parts.truncated);
 }
 
@@ -146,7 +147,9 @@ function withPart<R extends void | Promise<void>>(part: Part, scanner: Scanner, 
 }
 
 function unreadable(path: string, err: unknown): TetherError {
-  return err instanceof TetherError ? err : new TetherError('UNAVAILABLE', `cannot read the audit trail ${path}: ${(err as Error).message}`);
+  return err instanceof TetherError
+    ? err
+    : new TetherError('UNAVAILABLE', `cannot read the audit trail ${path}: ${(err as Error).message}`);
 }
 
 /** Keeps the newest `limit` matching records and counts what is not a record. */
@@ -174,7 +177,8 @@ class Scanner {
     if (record === 'blank') return;
     if (!record) {
       this.corruptLines++;
-      if (this.corrupt.length < MAX_CORRUPT_NAMED) this.corrupt.push({ offset, line: this.lineNo, ...(this.file ? { file: this.file } : {}) });
+      if (this.corrupt.length < MAX_CORRUPT_NAMED)
+        this.corrupt.push({ offset, line: this.lineNo, ...(this.file ? { file: this.file } : {}) });
       return;
     }
     if (!auditMatches(record, this.query)) return;

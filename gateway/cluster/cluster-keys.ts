@@ -23,26 +23,44 @@ export function secretFile(path: string): void {
  * environment, never from a flag (a command line is visible to every user of the machine).
  */
 export const CLUSTER_KEYS = {
-  cluster: checkedString(parseClusterUrl)
+  cluster: checkedString(parseClusterUrl).optional().meta({
+    help: "join a cluster of gateways on this NATS server with JetStream (nats://HOST:PORT, tls://HOST:PORT, credentials allowed: nats://USER:PASS@HOST:PORT): sessions, history and the fleet's registry live there; absent: a single gateway",
+    flag: 'cluster',
+  }),
+  clusterCreds: loadableFile(secretFile).optional().meta({
+    help: "NATS credentials file (user JWT and nkey seed, from nsc) the gateway authenticates to the cluster's NATS with",
+    flag: 'cluster-creds',
+  }),
+  clusterNkey: loadableFile(secretFile)
     .optional()
-    .meta({
-      help: "join a cluster of gateways on this NATS server with JetStream (nats://HOST:PORT, tls://HOST:PORT, credentials allowed: nats://USER:PASS@HOST:PORT): sessions, history and the fleet's registry live there; absent: a single gateway",
-      flag: 'cluster',
-    }),
-  clusterCreds: loadableFile(secretFile).optional().meta({ help: "NATS credentials file (user JWT and nkey seed, from nsc) the gateway authenticates to the cluster's NATS with", flag: 'cluster-creds' }),
-  clusterNkey: loadableFile(secretFile).optional().meta({ help: 'file holding the NATS nkey seed (SU...) the gateway authenticates with', flag: 'cluster-nkey' }),
-  clusterUser: z.string().min(1).optional().meta({ help: 'NATS user the gateway authenticates as (its password from clusterPasswordFile or TETHER_CLUSTER_PASSWORD)', flag: 'cluster-user' }),
-  clusterPasswordFile: loadableFile(secretFile).optional().meta({ help: 'file holding the NATS password of clusterUser', flag: 'cluster-password-file' }),
-  clusterPassword: z.string().min(1).optional().meta({ help: 'the NATS password of clusterUser (no flag: a command line is visible to every user)', secret: true }),
-  clusterTokenFile: loadableFile(secretFile).optional().meta({ help: 'file holding the NATS token the gateway authenticates with', flag: 'cluster-token-file' }),
-  clusterToken: z.string().min(1).optional().meta({ help: 'the NATS token the gateway authenticates with (no flag: a command line is visible to every user)', secret: true }),
+    .meta({ help: 'file holding the NATS nkey seed (SU...) the gateway authenticates with', flag: 'cluster-nkey' }),
+  clusterUser: z.string().min(1).optional().meta({
+    help: 'NATS user the gateway authenticates as (its password from clusterPasswordFile or TETHER_CLUSTER_PASSWORD)',
+    flag: 'cluster-user',
+  }),
+  clusterPasswordFile: loadableFile(secretFile)
+    .optional()
+    .meta({ help: 'file holding the NATS password of clusterUser', flag: 'cluster-password-file' }),
+  clusterPassword: z
+    .string()
+    .min(1)
+    .optional()
+    .meta({ help: 'the NATS password of clusterUser (no flag: a command line is visible to every user)', secret: true }),
+  clusterTokenFile: loadableFile(secretFile)
+    .optional()
+    .meta({ help: 'file holding the NATS token the gateway authenticates with', flag: 'cluster-token-file' }),
+  clusterToken: z
+    .string()
+    .min(1)
+    .optional()
+    .meta({ help: 'the NATS token the gateway authenticates with (no flag: a command line is visible to every user)', secret: true }),
   clusterTlsCa: pemFile("trust this CA (PEM) for the cluster's NATS server (TLS)", 'cluster-tls-ca'),
   clusterTlsCert: pemFile("client certificate (PEM) the gateway presents to the cluster's NATS server", 'cluster-tls-cert'),
   clusterTlsKey: pemFile('private key (PEM) of clusterTlsCert', 'cluster-tls-key'),
-  clusterInsecureNoAuth: z
-    .boolean()
-    .default(false)
-    .meta({ help: "join a NATS server that asks for no authentication (refused otherwise): anyone reaching it reads every session; a warning at every start", flag: 'cluster-insecure-no-auth' }),
+  clusterInsecureNoAuth: z.boolean().default(false).meta({
+    help: 'join a NATS server that asks for no authentication (refused otherwise): anyone reaching it reads every session; a warning at every start',
+    flag: 'cluster-insecure-no-auth',
+  }),
 };
 
 /** The cluster keys as nats-auth.ts reads them (cluster-keys.ts stays free of the NATS client). */
@@ -73,8 +91,10 @@ export function clusterAuthProblem(c: ClusterAuthKeys): string | undefined {
   if ((c.clusterPasswordFile || c.clusterPassword) && !c.clusterUser) return 'a password needs --cluster-user';
   if (c.clusterPasswordFile && c.clusterPassword) return 'give --cluster-password-file or TETHER_CLUSTER_PASSWORD, not both';
   if (c.clusterTokenFile && c.clusterToken) return 'give --cluster-token-file or TETHER_CLUSTER_TOKEN, not both';
-  if (c.clusterUser && !c.clusterPasswordFile && !c.clusterPassword) return '--cluster-user needs --cluster-password-file FILE or TETHER_CLUSTER_PASSWORD';
-  if ((c.clusterTlsCert === undefined) !== (c.clusterTlsKey === undefined)) return 'a TLS client certificate needs both --cluster-tls-cert and --cluster-tls-key';
+  if (c.clusterUser && !c.clusterPasswordFile && !c.clusterPassword)
+    return '--cluster-user needs --cluster-password-file FILE or TETHER_CLUSTER_PASSWORD';
+  if ((c.clusterTlsCert === undefined) !== (c.clusterTlsKey === undefined))
+    return 'a TLS client certificate needs both --cluster-tls-cert and --cluster-tls-key';
   return undefined;
 }
 

@@ -26,7 +26,20 @@ export const CallerWire = z.object({
 });
 export type CallerWire = z.infer<typeof CallerWire>;
 
-export const CALL_METHODS = ['session.create', 'session.attach', 'session.detach', 'session.send', 'session.set_role', 'session.set_owner', 'session.move', 'session.withdraw_rule', 'session.withdraw_prompt', 'session.stop', 'session.audit', 'session.info'] as const;
+export const CALL_METHODS = [
+  'session.create',
+  'session.attach',
+  'session.detach',
+  'session.send',
+  'session.set_role',
+  'session.set_owner',
+  'session.move',
+  'session.withdraw_rule',
+  'session.withdraw_prompt',
+  'session.stop',
+  'session.audit',
+  'session.info',
+] as const;
 
 /** `call`: one client request about a session (or a create), applied at the gateway that holds it. */
 export const CallRequest = z.object({
@@ -46,7 +59,10 @@ export const ReleaseRequest = z.object({ session_id: z.string().min(1).max(128),
 export const ListRequest = z.object({ principal: PrincipalWire });
 
 /** Every answer: the result, or a typed error (code and message only, as on the client wire). */
-export const Answer = z.union([z.object({ ok: z.unknown() }), z.object({ error: z.object({ code: z.enum(ERROR_CODES), message: z.string() }) })]);
+export const Answer = z.union([
+  z.object({ ok: z.unknown() }),
+  z.object({ error: z.object({ code: z.enum(ERROR_CODES), message: z.string() }) }),
+]);
 
 export function encode(v: unknown): Uint8Array {
   return Buffer.from(JSON.stringify(v));

@@ -110,7 +110,8 @@ export class Cluster implements SessionsElsewhere {
     await this.watchHomes();
     // A restarted NATS server forgets the watch's consumer: watch afresh (and catch up) when the link is back.
     this.link.onChange((s) => {
-      if (s.kind === 'up') void this.watchHomes().catch((err: unknown) => this.log.warn({ err: String(err) }, 'cannot watch the session registry again'));
+      if (s.kind === 'up')
+        void this.watchHomes().catch((err: unknown) => this.log.warn({ err: String(err) }, 'cannot watch the session registry again'));
     });
     this.bindMetrics(gateway);
     await this.announce();
@@ -141,17 +142,32 @@ export class Cluster implements SessionsElsewhere {
           this.set({ gateway: gateway.id }, read());
         },
       });
-    gauge('tether_cluster_link_up', "Whether this gateway is connected to the cluster's NATS server (1) or not (0).", () => (this.link.isUp ? 1 : 0));
-    gauge('tether_cluster_sessions_held', 'Sessions this gateway holds (their agents are connected here), by gateway id.', () => this.dir.sessionList().length);
+    gauge('tether_cluster_link_up', "Whether this gateway is connected to the cluster's NATS server (1) or not (0).", () =>
+      this.link.isUp ? 1 : 0,
+    );
+    gauge(
+      'tether_cluster_sessions_held',
+      'Sessions this gateway holds (their agents are connected here), by gateway id.',
+      () => this.dir.sessionList().length,
+    );
     gauge('tether_cluster_agents_held', 'Agents connected to this gateway, by gateway id.', () => this.dir.agentList().length);
-    gauge('tether_cluster_unpublished_bytes', 'Session records appended but not yet acknowledged by JetStream.', () => this.store.unpublishedBytes);
+    gauge(
+      'tether_cluster_unpublished_bytes',
+      'Session records appended but not yet acknowledged by JetStream.',
+      () => this.store.unpublishedBytes,
+    );
   }
 
   /** Tells the fleet what this gateway holds; drops members of gateways gone silent. */
   private async announce(): Promise<void> {
     if (this.closed || !this.link.isUp) return;
     try {
-      await this.registry.announce({ id: this.gatewayId, agents: this.dir.agentList().map((a) => a.name), sessions: this.dir.sessionList().map((s) => s.id), at: new Date().toISOString() });
+      await this.registry.announce({
+        id: this.gatewayId,
+        agents: this.dir.agentList().map((a) => a.name),
+        sessions: this.dir.sessionList().map((s) => s.id),
+        at: new Date().toISOString(),
+      });
       this.live = await this.registry.liveGateways();
       this.home.dropMembersOf(new Set(this.live.map((g) => g.id)));
       if (Date.now() - this.touchedAt >= SESSION_TOUCH_EVERY_MS) {
@@ -195,7 +211,10 @@ export class Cluster implements SessionsElsewhere {
       const data = encode(body);
       m = await this.link.nc.request(subject, data, { timeout, headers: this.mac.sealMessage(subject, data) });
     } catch (err) {
-      throw new TetherError('UNAVAILABLE', `gateway ${gatewayId} did not answer (${(err as Error).message}); if it is gone, its agents are moving to another gateway`);
+      throw new TetherError(
+        'UNAVAILABLE',
+        `gateway ${gatewayId} did not answer (${(err as Error).message}); if it is gone, its agents are moving to another gateway`,
+      );
     }
     try {
       this.mac.openMessage(m);
@@ -211,22 +230,37 @@ export class Cluster implements SessionsElsewhere {
     return { principal: p, client_id: client.clientId, transport: client.transport, gateway: this.gatewayId };
   }
 
-  forward<M extends SessionCall>(method: M, params: SessionCallParams<M>, client: ProxiedClient, p: Principal): Promise<ResultOf<M>> | undefined {
+  forward<M extends SessionCall>(
+    method: M,
+    params: SessionCallParams<M>,
+    client: ProxiedClient,
+    p: Principal,
+  ): Promise<ResultOf<M>> | undefined {
     // The audit of a session no gateway holds any more (ended, dropped) is read here, as before.
     if (method === 'session.audit' && !this.homes.has(params.session_id)) return undefined;
     return this.forwardTo(method, params, client, p);
   }
 
-  private async forwardTo<M extends SessionCall>(method: M, params: SessionCallParams<M>, client: ProxiedClient, p: Principal): Promise<ResultOf<M>> {
+  private async forwardTo<M extends SessionCall>(
+    method: M,
+    params: SessionCallParams<M>,
+    client: ProxiedClient,
+    p: Principal,
+  ): Promise<ResultOf<M>> {
     const id = params.session_id;
     let entry = this.homes.get(id);
     if (!entry) {
-      entry = (await this.registry.getSession(id).catch((err: unknown) => void this.log.debug({ sessionId: id, err: String(err) }, 'registry read failed')))?.value;
+      entry = (
+        await this.registry
+          .getSession(id)
+          .catch((err: unknown) => void this.log.debug({ sessionId: id, err: String(err) }, 'registry read failed'))
+      )?.value;
       this.log.debug({ sessionId: id, entry }, 'forward: session not cached');
       if (!entry) throw new TetherError('NOT_FOUND', `no session ${id}`);
       this.homes.set(id, entry);
     }
-    if (entry.home === this.gatewayId) throw new TetherError('UNAVAILABLE', `session ${id} is moving to this gateway; try again in a moment`);
+    if (entry.home === this.gatewayId)
+      throw new TetherError('UNAVAILABLE', `session ${id} is moving to this gateway; try again in a moment`);
     const call: CallRequest = { method, params: params as Record<string, unknown>, caller: this.caller(client, p) };
     const result = await this.request<ResultOf<M>>(entry.home, 'call', call, method === 'session.stop' ? STOP_TIMEOUT_MS : CALL_TIMEOUT_MS);
     if (method === 'session.attach') {
@@ -296,7 +330,11 @@ export class Cluster implements SessionsElsewhere {
     type Item = K extends 'sessions' ? SessionInfo : AgentInfo;
     const others = (await this.registry.liveGateways().catch(() => this.live)).filter((g) => g.id !== this.gatewayId);
     const parts = await Promise.all(
-      others.map((g) => this.request<{ sessions: SessionInfo[]; agents: AgentInfo[] }>(g.id, 'list', { principal: p }, LIST_TIMEOUT_MS).then((r) => r[kind] as Item[]).catch(() => [] as Item[])),
+      others.map((g) =>
+        this.request<{ sessions: SessionInfo[]; agents: AgentInfo[] }>(g.id, 'list', { principal: p }, LIST_TIMEOUT_MS)
+          .then((r) => r[kind] as Item[])
+          .catch(() => [] as Item[]),
+      ),
     );
     return [...local.map((x) => ({ ...x, gateway: this.gatewayId })), ...parts.flat()] as Item[];
   }
@@ -315,7 +353,10 @@ export class Cluster implements SessionsElsewhere {
         await this.takeOver(s.session_id);
       } catch (err) {
         const e = asTetherError(err, 'UNAVAILABLE');
-        throw new TetherError(e.code === 'ABORTED' ? 'ABORTED' : 'UNAVAILABLE', `cannot take session ${s.session_id} over from its old gateway: ${e.message}`);
+        throw new TetherError(
+          e.code === 'ABORTED' ? 'ABORTED' : 'UNAVAILABLE',
+          `cannot take session ${s.session_id} over from its old gateway: ${e.message}`,
+        );
       }
     }
   }
@@ -347,7 +388,10 @@ export class Cluster implements SessionsElsewhere {
     this.dir.adopt(stored);
     // Only now: this gateway's clients of it, cut, resume against the session held here.
     this.cutMirror(id, `session ${id} moved to gateway ${this.gatewayId}; resume`);
-    this.log.info({ sessionId: id, from, frames: stored.frames.length, inputs: stored.inputs.length, ms: Date.now() - started }, 'session taken over from another gateway');
+    this.log.info(
+      { sessionId: id, from, frames: stored.frames.length, inputs: stored.inputs.length, ms: Date.now() - started },
+      'session taken over from another gateway',
+    );
   }
 
   /** Leaves the fleet: stops announcing and answering; what is unpublished stays with the agents. */

@@ -40,7 +40,11 @@ export class FabricMac {
    * asymmetric one). FAILED_PRECONDITION for a key that cannot sign: gateways would not share it.
    */
   static fromTokenKey(k: TokenKey): FabricMac {
-    if (!k.signKey) throw new TetherError('FAILED_PRECONDITION', `a cluster needs the gateways' shared key that can sign (a secret or private key); key ${k.kid} only verifies`);
+    if (!k.signKey)
+      throw new TetherError(
+        'FAILED_PRECONDITION',
+        `a cluster needs the gateways' shared key that can sign (a secret or private key); key ${k.kid} only verifies`,
+      );
     const ikm = k.alg === 'HS256' ? k.signKey.export() : k.signKey.export({ format: 'der', type: 'pkcs8' });
     return new FabricMac(Buffer.from(hkdfSync('sha256', ikm, Buffer.alloc(0), HKDF_INFO, MAC_BYTES)));
   }
@@ -78,8 +82,10 @@ export class FabricMac {
   openMessage(m: FabricMessage, now = Date.now()): Uint8Array {
     const ts = m.headers?.get(TIME_HEADER) ?? '';
     const nonce = m.headers?.get(NONCE_HEADER) ?? '';
-    if (!this.same(m.headers?.get(MAC_HEADER), this.mac('msg', m.subject, ts, nonce, m.data))) throw new TetherError('UNAUTHENTICATED', `unsigned or wrongly signed message on ${m.subject}`);
-    if (!(Math.abs(now - Number(ts)) <= CALL_WINDOW_MS)) throw new TetherError('UNAUTHENTICATED', `stale message on ${m.subject} (sent ${ts}, now ${now})`);
+    if (!this.same(m.headers?.get(MAC_HEADER), this.mac('msg', m.subject, ts, nonce, m.data)))
+      throw new TetherError('UNAUTHENTICATED', `unsigned or wrongly signed message on ${m.subject}`);
+    if (!(Math.abs(now - Number(ts)) <= CALL_WINDOW_MS))
+      throw new TetherError('UNAUTHENTICATED', `stale message on ${m.subject} (sent ${ts}, now ${now})`);
     this.prune(now);
     if (this.seen.has(nonce)) throw new TetherError('UNAUTHENTICATED', `replayed message on ${m.subject}`);
     this.seen.set(nonce, now);

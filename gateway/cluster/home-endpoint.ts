@@ -124,14 +124,24 @@ export class HomeEndpoint {
   private async call(req: CallRequest): Promise<unknown> {
     const p: Principal = req.caller.principal;
     const params = Methods[req.method].params.parse(req.params);
-    this.log.debug({ method: req.method, client: req.caller.client_id, gateway: req.caller.gateway, principal: p.sub }, 'call from another gateway');
+    this.log.debug(
+      { method: req.method, client: req.caller.client_id, gateway: req.caller.gateway, principal: p.sub },
+      'call from another gateway',
+    );
     const m = this.member(req.caller);
     try {
       if (req.method === 'session.create') return await this.create(p, m, params as ParamsOf<'session.create'>);
       const sessionId = (params as { session_id?: string }).session_id;
       if (sessionId === undefined) throw new TetherError('INVALID_ARGUMENT', `${req.method} from another gateway names no session`);
-      if (!this.dir.get(sessionId)) throw new TetherError('UNAVAILABLE', `session ${sessionId} is not held by gateway ${this.gatewayId} any more; it is moving`);
-      const result = await applySessionCall(this.dir, { principal: p, member: m }, req.method as SessionCall, { ...params, session_id: sessionId } as SessionCallParams<SessionCall>, this.metrics);
+      if (!this.dir.get(sessionId))
+        throw new TetherError('UNAVAILABLE', `session ${sessionId} is not held by gateway ${this.gatewayId} any more; it is moving`);
+      const result = await applySessionCall(
+        this.dir,
+        { principal: p, member: m },
+        req.method as SessionCall,
+        { ...params, session_id: sessionId } as SessionCallParams<SessionCall>,
+        this.metrics,
+      );
       if (req.method === 'session.attach') m.sessions.add(sessionId);
       if (req.method === 'session.detach') m.sessions.delete(sessionId);
       return result;
@@ -143,7 +153,9 @@ export class HomeEndpoint {
   /** A create from a client of another gateway, on an agent connected here (as ClientLink does it). */
   private async create(p: Principal, m: RemoteMember, params: ParamsOf<'session.create'>): Promise<unknown> {
     if (!p.canCreate) throw new TetherError('PERMISSION_DENIED', 'this token may not create sessions');
-    const session = await this.dir.create(p, params.agent, params.engine, params.options ?? {}, randomUUID(), { createId: params.create_id });
+    const session = await this.dir.create(p, params.agent, params.engine, params.options ?? {}, randomUUID(), {
+      createId: params.create_id,
+    });
     const role = session.roles.roleFor(p);
     session.attach(m, role);
     m.sessions.add(session.id);

@@ -3,7 +3,16 @@ import type { MsgHdrs } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
 import type { Logger } from '../../core/logging.js';
 import type { RoleDecisions } from '../session/session.js';
-import { frameRecord, inputRecord, INPUTS_KEPT, type SessionRecord, type SessionStore, type StoredFrame, type StoredInput, type StoredSession } from '../session/session-store.js';
+import {
+  frameRecord,
+  inputRecord,
+  INPUTS_KEPT,
+  type SessionRecord,
+  type SessionStore,
+  type StoredFrame,
+  type StoredInput,
+  type StoredSession,
+} from '../session/session-store.js';
 import type { FabricMac } from './fabric-mac.js';
 import type { NatsLink } from './nats-link.js';
 import type { ClusterRegistry } from './registry.js';
@@ -142,7 +151,10 @@ export class JetStreamSessionStore implements SessionStore, LogSink {
           return;
         } catch (err) {
           if (this.link.isUp && ++failedWhileUp >= REGISTRY_ATTEMPTS_WHILE_UP) {
-            this.log.error({ sessionId, err: String(err), attempts: failedWhileUp }, 'cluster registry write failed with NATS up; given up (other gateways may not see this change)');
+            this.log.error(
+              { sessionId, err: String(err), attempts: failedWhileUp },
+              'cluster registry write failed with NATS up; given up (other gateways may not see this change)',
+            );
             return;
           }
           if (!failed) this.log.warn({ sessionId, err: String(err) }, 'cluster registry write failed; retrying');
@@ -164,12 +176,14 @@ export class JetStreamSessionStore implements SessionStore, LogSink {
   async publish(subject: string, body: Buffer, msgID: string, headers: MsgHdrs): Promise<boolean> {
     try {
       await this.js.publish(subject, body, { msgID, headers });
-      if (this.failingSince !== undefined) this.log.info({ subject, failedMs: Date.now() - this.failingSince }, 'publishing to JetStream again');
+      if (this.failingSince !== undefined)
+        this.log.info({ subject, failedMs: Date.now() - this.failingSince }, 'publishing to JetStream again');
       this.failingSince = undefined;
       return true;
     } catch (err) {
       // One warning per streak of failures (NATS away, stream missing), not one per retry.
-      if (!this.closed && this.failingSince === undefined) this.log.warn({ subject, err: String(err), held: this.heldBytes }, 'publish to JetStream failed; holding records and retrying');
+      if (!this.closed && this.failingSince === undefined)
+        this.log.warn({ subject, err: String(err), held: this.heldBytes }, 'publish to JetStream failed; holding records and retrying');
       this.failingSince ??= Date.now();
       await new Promise((r) => setTimeout(r, RETRY_PAUSE_MS));
       return false;

@@ -1,5 +1,11 @@
 import { readFileSync } from 'node:fs';
-import { credsAuthenticator, nkeyAuthenticator, tokenAuthenticator, usernamePasswordAuthenticator, type Authenticator } from '@nats-io/transport-node';
+import {
+  credsAuthenticator,
+  nkeyAuthenticator,
+  tokenAuthenticator,
+  usernamePasswordAuthenticator,
+  type Authenticator,
+} from '@nats-io/transport-node';
 import { TetherError } from '../../core/errors.js';
 import { clusterAuthProblem, type ClusterAuthKeys } from './cluster-keys.js';
 import { parseClusterUrl } from './cluster-url.js';
@@ -47,7 +53,9 @@ export function natsDialOf(c: ClusterAuthConfig & { cluster: string }): NatsDial
   const shown = `${url.protocol}//${server}`;
   const problem = clusterAuthProblem(c);
   if (problem) throw new TetherError('INVALID_ARGUMENT', `cluster authentication: ${problem}`);
-  const fromUrl = url.username ? { user: decodeURIComponent(url.username), pass: url.password ? decodeURIComponent(url.password) : undefined } : undefined;
+  const fromUrl = url.username
+    ? { user: decodeURIComponent(url.username), pass: url.password ? decodeURIComponent(url.password) : undefined }
+    : undefined;
 
   const tlsFiles = { caFile: c.clusterTlsCa, certFile: c.clusterTlsCert, keyFile: c.clusterTlsKey };
   const tls = url.protocol === 'tls:' || c.clusterTlsCa || c.clusterTlsCert ? tlsFiles : undefined;
@@ -55,11 +63,17 @@ export function natsDialOf(c: ClusterAuthConfig & { cluster: string }): NatsDial
 
   if (c.clusterCreds) {
     const path = c.clusterCreds;
-    return dial('creds', credsAuthenticator(() => readFileSync(path)));
+    return dial(
+      'creds',
+      credsAuthenticator(() => readFileSync(path)),
+    );
   }
   if (c.clusterNkey) {
     const path = c.clusterNkey;
-    return dial('nkey', nkeyAuthenticator(() => new TextEncoder().encode(readText(path))));
+    return dial(
+      'nkey',
+      nkeyAuthenticator(() => new TextEncoder().encode(readText(path))),
+    );
   }
   if (c.clusterUser) {
     const file = c.clusterPasswordFile;
@@ -71,7 +85,11 @@ export function natsDialOf(c: ClusterAuthConfig & { cluster: string }): NatsDial
     const token = c.clusterToken;
     return dial('token', tokenAuthenticator(file ? () => readText(file) : token!));
   }
-  if (fromUrl) return dial(fromUrl.pass === undefined ? 'token' : 'user', fromUrl.pass === undefined ? tokenAuthenticator(fromUrl.user) : usernamePasswordAuthenticator(fromUrl.user, fromUrl.pass));
+  if (fromUrl)
+    return dial(
+      fromUrl.pass === undefined ? 'token' : 'user',
+      fromUrl.pass === undefined ? tokenAuthenticator(fromUrl.user) : usernamePasswordAuthenticator(fromUrl.user, fromUrl.pass),
+    );
   if (c.clusterTlsCert) return dial('tls-client-cert');
   if (!c.clusterInsecureNoAuth) throw new TetherError('FAILED_PRECONDITION', NO_AUTH_MESSAGE);
   return dial('none');

@@ -64,7 +64,9 @@ export class SessionMirror {
     });
     while (!this.closed && this.link.state.kind !== 'closed') {
       try {
-        const from = lastStreamSeq ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: lastStreamSeq + 1 } : { deliver_policy: DeliverPolicy.All };
+        const from = lastStreamSeq
+          ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: lastStreamSeq + 1 }
+          : { deliver_policy: DeliverPolicy.All };
         const consumer = await jetstream(this.link.nc).consumers.get(SESSIONS_STREAM, { filter_subjects: subject, ...from });
         if (this.closed) return;
         if (!lastStreamSeq && !(await consumer.info(true).catch(() => undefined))?.num_pending) this.caughtUp();
@@ -102,7 +104,10 @@ export class SessionMirror {
     const from = this.history.lastSeq + 1;
     this.history.restartAt(seq);
     if (from === 1) return;
-    this.log.warn({ sessionId: this.sessionId, from_seq: from, to_seq: seq - 1 }, 'session log skips frames; clients here get a gap notice');
+    this.log.warn(
+      { sessionId: this.sessionId, from_seq: from, to_seq: seq - 1 },
+      'session log skips frames; clients here get a gap notice',
+    );
     const gap = encodeEventFrame(this.sessionId, 0, gapEvent(from, seq - 1));
     for (const m of this.members.values()) if (m.next < seq) m.member.sendFrame(gap);
   }

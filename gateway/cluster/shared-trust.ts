@@ -104,12 +104,17 @@ export class SharedTrust implements SharedPins {
       return done;
     };
     const publish = () =>
-      void this.publishLocal(list).catch((err: unknown) => this.log.warn({ err: String(err) }, 'cannot publish revocations to the cluster yet; retried on the next change or reconnect'));
+      void this.publishLocal(list).catch((err: unknown) =>
+        this.log.warn({ err: String(err) }, 'cannot publish revocations to the cluster yet; retried on the next change or reconnect'),
+      );
     await this.publishLocal(list);
     // Every revocation of the cluster is in before the gateway listens: fail closed otherwise.
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new TetherError('UNAVAILABLE', `the cluster's revocations were not read within ${LOAD_TIMEOUT_MS} ms`)), LOAD_TIMEOUT_MS);
+      timer = setTimeout(
+        () => reject(new TetherError('UNAVAILABLE', `the cluster's revocations were not read within ${LOAD_TIMEOUT_MS} ms`)),
+        LOAD_TIMEOUT_MS,
+      );
     });
     await Promise.race([watch(), late]).finally(() => clearTimeout(timer));
     const stopLocal = list.onChange(publish);

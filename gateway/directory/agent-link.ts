@@ -74,7 +74,8 @@ export class AgentLink implements EngineHost {
       const s = this.sessions.get(p.session_id);
       if (this.disposed) return;
       if (p.input_ack !== undefined) this.onInputAck(p.session_id, p.input_ack);
-      if (s && s.agent === this.name && s.onEngineEvent(p.seq, p.event)) this.metrics?.relayed('from_agent', Buffer.byteLength(JSON.stringify(p.event)));
+      if (s && s.agent === this.name && s.onEngineEvent(p.seq, p.event))
+        this.metrics?.relayed('from_agent', Buffer.byteLength(JSON.stringify(p.event)));
       this.noteForAck(p.session_id, p.seq, 0);
     });
   }
@@ -92,7 +93,9 @@ export class AgentLink implements EngineHost {
       default_engine: this.descriptor.default_engine,
       labels: this.descriptor.labels,
       engine_versions: this.descriptor.engine_versions,
-      ...(this.descriptor.allows_bypass_permissions === undefined ? {} : { allows_bypass_permissions: this.descriptor.allows_bypass_permissions }),
+      ...(this.descriptor.allows_bypass_permissions === undefined
+        ? {}
+        : { allows_bypass_permissions: this.descriptor.allows_bypass_permissions }),
       sessions: mine,
       connected_at: this.connectedAt,
       transport: this.peer.channel.transport,
@@ -104,8 +107,23 @@ export class AgentLink implements EngineHost {
    * agent restarted: gateway/directory/engine-resume.ts; or it moved: session-move.ts, which
    * also hands over the `transcript`).
    */
-  spawn(sessionId: string, engine: EngineKind, options: SessionOptions, policy: SpawnPolicy = {}, continueAt?: ParamsOf<'agent.spawn'>['continue_at'], transcript?: ParamsOf<'agent.spawn'>['transcript']) {
-    const params = { session_id: sessionId, engine, options, ...(policy.hook ? { policy_hook: true } : {}), ...(policy.roots ? { policy_roots: policy.roots } : {}), ...(continueAt ? { continue_at: continueAt } : {}), ...(transcript ? { transcript } : {}) };
+  spawn(
+    sessionId: string,
+    engine: EngineKind,
+    options: SessionOptions,
+    policy: SpawnPolicy = {},
+    continueAt?: ParamsOf<'agent.spawn'>['continue_at'],
+    transcript?: ParamsOf<'agent.spawn'>['transcript'],
+  ) {
+    const params = {
+      session_id: sessionId,
+      engine,
+      options,
+      ...(policy.hook ? { policy_hook: true } : {}),
+      ...(policy.roots ? { policy_roots: policy.roots } : {}),
+      ...(continueAt ? { continue_at: continueAt } : {}),
+      ...(transcript ? { transcript } : {}),
+    };
     return this.peer.request('agent.spawn', params, { timeoutMs: SPAWN_WAIT_MS });
   }
 
@@ -127,7 +145,8 @@ export class AgentLink implements EngineHost {
     const ack = this.foldAcks ? this.takeOwedAck(sessionId) : undefined;
     this.durability.mayShow(() => {
       // Posted (no promise per input); a closed link keeps it pending, re-sent after the agent's next hello.
-      if (!this.peer.post(agentInputText({ session_id: sessionId, seq, ack }, lineText))) this.log.warn({ sessionId, seq }, 'input not handed to the agent link');
+      if (!this.peer.post(agentInputText({ session_id: sessionId, seq, ack }, lineText)))
+        this.log.warn({ sessionId, seq }, 'input not handed to the agent link');
     });
     this.metrics?.relayed('to_agent', Buffer.byteLength(lineText));
   }

@@ -71,7 +71,10 @@ export class AgentWaits {
         else resolve(result);
       };
       const waiter = { name, wake: (link: AgentLink) => settle(link), fail: (e: TetherError) => settle(e) };
-      const timer = setTimeout(() => settle(new TetherError('UNAVAILABLE', `agent "${name}" did not come back within ${waitedMs} ms`)), waitedMs);
+      const timer = setTimeout(
+        () => settle(new TetherError('UNAVAILABLE', `agent "${name}" did not come back within ${waitedMs} ms`)),
+        waitedMs,
+      );
       timer.unref();
       this.waiters.add(waiter);
     });

@@ -16,7 +16,11 @@ export const AUDIT_MAX_REPLY_BYTES = 8 * 1024 * 1024;
 export async function readAudit(dir: SessionDirectory, p: Principal, query: AuditQuery): Promise<AuditResult> {
   if (p.canAdmin) return fitReply(await dir.audit.read(query));
   const id = query.session_id;
-  if (id === undefined) throw new TetherError('PERMISSION_DENIED', 'reading the whole audit trail needs the admin scope; name one of your sessions (session_id)');
+  if (id === undefined)
+    throw new TetherError(
+      'PERMISSION_DENIED',
+      'reading the whole audit trail needs the admin scope; name one of your sessions (session_id)',
+    );
   const live = dir.get(id);
   const owner = live ? live.owner : (await dir.audit.read({ session_id: id, action: 'create', limit: 1 })).entries[0]?.principal;
   if (owner === p.sub) return fitReply(await dir.audit.read(query));

@@ -99,7 +99,13 @@ export class ClientLink implements ProxiedClient {
   private post(params: ParamsOf<'session.send'>): void {
     const answer = (result: { status: 'duplicate' } | { error: ReturnType<TetherError['toJsonRpc']> }) =>
       void this.peer.notify('session.post_result', { session_id: params.session_id, input_id: params.input_id, ...result }).catch(() => {});
-    if (params.line.type !== 'user') return answer({ error: new TetherError('INVALID_ARGUMENT', 'session.post carries prompts (type "user") only; send other lines with session.send').toJsonRpc() });
+    if (params.line.type !== 'user')
+      return answer({
+        error: new TetherError(
+          'INVALID_ARGUMENT',
+          'session.post carries prompts (type "user") only; send other lines with session.send',
+        ).toJsonRpc(),
+      });
     this.call('session.send', params).then(
       (r) => r.status === 'duplicate' && answer({ status: 'duplicate' }),
       (err: unknown) => answer({ error: asTetherError(err).toJsonRpc() }),
@@ -125,7 +131,8 @@ export class ClientLink implements ProxiedClient {
         }
         const session = await this.dir.create(p, params.agent, params.engine, params.options, randomUUID(), {
           createId: params.create_id,
-          onProgress: (progress) => void this.peer.notify('session.create_progress', { ...progress, create_id: params.create_id }).catch(() => {}),
+          onProgress: (progress) =>
+            void this.peer.notify('session.create_progress', { ...progress, create_id: params.create_id }).catch(() => {}),
         });
         if (this.peer.channel.isClosed) {
           // Gone before the answer: with a create_id it asks again on its next connection; without
@@ -157,7 +164,11 @@ export class ClientLink implements ProxiedClient {
       .onRequest('session.move', (params) => this.call('session.move', params))
       .onRequest('session.withdraw_rule', (params) => this.call('session.withdraw_rule', params))
       .onRequest('session.withdraw_prompt', (params) => this.call('session.withdraw_prompt', params))
-      .onRequest('session.audit', (params) => (params.session_id === undefined ? readAudit(this.dir, p, params) : this.call('session.audit', { ...params, session_id: params.session_id })))
+      .onRequest('session.audit', (params) =>
+        params.session_id === undefined
+          ? readAudit(this.dir, p, params)
+          : this.call('session.audit', { ...params, session_id: params.session_id }),
+      )
       .onRequest('session.stop', (params) => this.call('session.stop', params));
   }
 }

@@ -35,7 +35,10 @@ export function resumeEngine(link: AgentLink, s: Session, deps: ResumeDeps): voi
   const c = s.continuation();
   const options = resumedOptions(s.options, c.engineSessionId);
   const log = deps.log.child({ sessionId: s.id, agent: link.name });
-  log.info({ engineSessionId: c.engineSessionId, nextSeq: c.nextSeq, lastInputSeq: c.lastInputSeq }, 'agent came back without the engine; resuming it');
+  log.info(
+    { engineSessionId: c.engineSessionId, nextSeq: c.nextSeq, lastInputSeq: c.lastInputSeq },
+    'agent came back without the engine; resuming it',
+  );
   link.spawn(s.id, s.engine, options, deps.spawnPolicy(link.name), { next_seq: c.nextSeq, last_input_seq: c.lastInputSeq }).then(
     () => {
       if (deps.isCurrent(link)) s.engineResumed(link);

@@ -135,7 +135,12 @@ export class PendingCreates {
   }
 
   /** Spawns (or finds, after a link drop) the session's engine and binds it. */
-  private async bindEngine(session: Session, kind: EngineKind, options: SessionOptions, tell: ((p: CreateProgress) => void) | undefined): Promise<void> {
+  private async bindEngine(
+    session: Session,
+    kind: EngineKind,
+    options: SessionOptions,
+    tell: ((p: CreateProgress) => void) | undefined,
+  ): Promise<void> {
     const name = session.agent;
     for (let attempt = 1; ; attempt++) {
       let link = this.host.agent(name);
@@ -153,7 +158,11 @@ export class PendingCreates {
         session.bindHost(link, reported.last_input_seq);
         return;
       }
-      if (attempt > MAX_SPAWN_ATTEMPTS) throw new TetherError('UNAVAILABLE', `agent "${name}" kept dropping its link while the engine started (${MAX_SPAWN_ATTEMPTS} attempts)`);
+      if (attempt > MAX_SPAWN_ATTEMPTS)
+        throw new TetherError(
+          'UNAVAILABLE',
+          `agent "${name}" kept dropping its link while the engine started (${MAX_SPAWN_ATTEMPTS} attempts)`,
+        );
       try {
         await link.spawn(session.id, kind, options, this.host.spawnPolicy(name, options));
       } catch (err) {
@@ -176,5 +185,6 @@ export class PendingCreates {
 }
 
 function checkEngine(agent: string, engines: readonly EngineKind[], kind: EngineKind): void {
-  if (!engines.includes(kind)) throw new TetherError('FAILED_PRECONDITION', `agent "${agent}" cannot run engine "${kind}" (it has: ${engines.join(', ')})`);
+  if (!engines.includes(kind))
+    throw new TetherError('FAILED_PRECONDITION', `agent "${agent}" cannot run engine "${kind}" (it has: ${engines.join(', ')})`);
 }

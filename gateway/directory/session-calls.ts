@@ -21,7 +21,13 @@ export interface Caller {
  * policy, dedupe and audit exactly as for every client. Used by ClientLink for its own clients
  * and by the cluster for clients of other gateways (gateway/cluster/), so both go one path.
  */
-export async function applySessionCall<M extends SessionCall>(dir: SessionDirectory, c: Caller, method: M, params: SessionCallParams<M>, metrics?: GatewayMetrics): Promise<ResultOf<M>> {
+export async function applySessionCall<M extends SessionCall>(
+  dir: SessionDirectory,
+  c: Caller,
+  method: M,
+  params: SessionCallParams<M>,
+  metrics?: GatewayMetrics,
+): Promise<ResultOf<M>> {
   const p = c.principal;
   const clientId = c.member.clientId;
   if (method === 'session.audit') return readAudit(dir, p, params as ParamsOf<'session.audit'>) as ResultOf<M>; // its own visibility rule
@@ -44,7 +50,12 @@ export async function applySessionCall<M extends SessionCall>(dir: SessionDirect
       requireControlScope(p, 'send to sessions');
       if (s.line.type === 'control_request') checkControlAudited(dir, session, p, clientId, s.line, session.roleOf(clientId));
       if (s.line.type === 'control_response') checkAnswerModes(dir.policy.current, s.line, { ...p, role: session.roleOf(clientId) });
-      const status = session.input(clientId, s.input_id, s.line, metrics && ((text) => metrics.relayed('from_client', Buffer.byteLength(text))));
+      const status = session.input(
+        clientId,
+        s.input_id,
+        s.line,
+        metrics && ((text) => metrics.relayed('from_client', Buffer.byteLength(text))),
+      );
       return { status } as ResultOf<M>;
     }
     case 'session.set_role': {

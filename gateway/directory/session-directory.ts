@@ -214,7 +214,12 @@ export class SessionDirectory {
 
   private startLostTimer(s: Session): void {
     const wait = this.limits.agentLostTimeoutMs;
-    this.setTimer(s.id, wait, () => this.endSession(s, `the agent was away longer than the gateway keeps a session waiting (${wait} ms, limits.agentLostTimeoutMs; away since ${s.agentAwaySince ?? 'unknown'})`));
+    this.setTimer(s.id, wait, () =>
+      this.endSession(
+        s,
+        `the agent was away longer than the gateway keeps a session waiting (${wait} ms, limits.agentLostTimeoutMs; away since ${s.agentAwaySince ?? 'unknown'})`,
+      ),
+    );
   }
 
   /** How long a create or stop waits for an agent whose link dropped. */
@@ -255,7 +260,12 @@ export class SessionDirectory {
    */
   visibleHere(p: Principal, id: string): Session {
     const home = this.sessions.has(id) ? undefined : this.elsewhere?.holderOf(id, p);
-    if (home) throw new TetherError('FAILED_PRECONDITION', `session ${id} is held by gateway ${home} of this cluster; this connection reaches only the sessions held by the gateway it connects to`, { gateway: home });
+    if (home)
+      throw new TetherError(
+        'FAILED_PRECONDITION',
+        `session ${id} is held by gateway ${home} of this cluster; this connection reaches only the sessions held by the gateway it connects to`,
+        { gateway: home },
+      );
     return this.visible(p, id);
   }
 
@@ -272,7 +282,14 @@ export class SessionDirectory {
    * Creates a session on an agent and waits until its engine is up: across the agent's link
    * dropping (bounded), and joining an earlier create under the same `createId`.
    */
-  create(p: Principal, agentName: string, engine: EngineKind | undefined, options: SessionOptions, id: string, extra: Pick<CreateRequest, 'createId' | 'onProgress'> = {}): Promise<Session> {
+  create(
+    p: Principal,
+    agentName: string,
+    engine: EngineKind | undefined,
+    options: SessionOptions,
+    id: string,
+    extra: Pick<CreateRequest, 'createId' | 'onProgress'> = {},
+  ): Promise<Session> {
     try {
       assertSessionOptionsBounded(options); // every path to a new session comes here: native, dialect, ACP, other gateways
     } catch (err) {
@@ -286,7 +303,10 @@ export class SessionDirectory {
     if (!mayUseAgent(p, agentName)) throw new TetherError('NOT_FOUND', `no agent named "${agentName}" is connected`);
     const owned = [...this.sessions.values()].filter((s) => s.owner === p.sub && !s.ended).length;
     if (owned >= this.limits.maxSessionsPerPrincipal) {
-      throw new TetherError('RESOURCE_EXHAUSTED', `${p.sub} already owns ${owned} live sessions (limit ${this.limits.maxSessionsPerPrincipal}); stop one first`);
+      throw new TetherError(
+        'RESOURCE_EXHAUSTED',
+        `${p.sub} already owns ${owned} live sessions (limit ${this.limits.maxSessionsPerPrincipal}); stop one first`,
+      );
     }
   }
 
@@ -297,7 +317,11 @@ export class SessionDirectory {
     try {
       options = checkSessionOptions(this.policy.current, agentName, options, { ...p, role: 'owner' });
     } catch (err) {
-      recordQuietly(this.audit, { ...created, result: 'refused', code: failureCode(err), reason: (err as Error).message, decided_by: POLICY_PRINCIPAL }, this.log);
+      recordQuietly(
+        this.audit,
+        { ...created, result: 'refused', code: failureCode(err), reason: (err as Error).message, decided_by: POLICY_PRINCIPAL },
+        this.log,
+      );
       throw err;
     }
     recordOrRefuse(this.audit, { ...created, options }, this.log);
@@ -329,7 +353,11 @@ export class SessionDirectory {
 
   /** For PendingCreates: forgets a session whose engine was not bound (audited as failed), and stops that engine if it runs. */
   abandon(s: Session, reason: string, err: unknown): void {
-    recordQuietly(this.audit, { ...createdEntry(s.owner, s.agent, s.engine, s.options, s.id), result: 'failed', code: failureCode(err) }, this.log);
+    recordQuietly(
+      this.audit,
+      { ...createdEntry(s.owner, s.agent, s.engine, s.options, s.id), result: 'failed', code: failureCode(err) },
+      this.log,
+    );
     // Never started: nothing of it is kept, so it cannot come back after a restart.
     this.remove(s);
     s.end();
@@ -356,7 +384,9 @@ export class SessionDirectory {
     } catch (err) {
       this.agentDown(link); // all or nothing: a hello that fails leaves no agent listed
       // Our failure, not the agent's: UNAVAILABLE, so it retries instead of giving up (and exiting).
-      throw err instanceof TetherError ? err : new TetherError('UNAVAILABLE', `the gateway could not register agent "${link.name}": ${(err as Error).message}`);
+      throw err instanceof TetherError
+        ? err
+        : new TetherError('UNAVAILABLE', `the gateway could not register agent "${link.name}": ${(err as Error).message}`);
     }
   }
 
@@ -365,7 +395,10 @@ export class SessionDirectory {
     const existing = this.agents.get(link.name);
     if (existing) {
       if (existing.principal.sub !== link.principal.sub) {
-        throw new TetherError('ALREADY_EXISTS', `an agent named "${link.name}" is already connected with another identity; refusing a second registration`);
+        throw new TetherError(
+          'ALREADY_EXISTS',
+          `an agent named "${link.name}" is already connected with another identity; refusing a second registration`,
+        );
       }
       this.log.info({ agent: link.name, principal: link.principal.sub }, 'agent superseded by a new connection of the same identity');
       this.agentDown(existing);
@@ -397,7 +430,13 @@ export class SessionDirectory {
       } else if (s.currentState === 'agent-lost') {
         this.clearTimer(s.id);
         // After the hello's answer, which the agent reads before any request of ours.
-        setImmediate(() => resumeEngine(link, s, { spawnPolicy: (a) => this.spawnPolicy(a), isCurrent: (l) => this.agents.get(l.name) === l, log: this.log }));
+        setImmediate(() =>
+          resumeEngine(link, s, {
+            spawnPolicy: (a) => this.spawnPolicy(a),
+            isCurrent: (l) => this.agents.get(l.name) === l,
+            log: this.log,
+          }),
+        );
       }
     }
     // Engines this gateway knows nothing of (its memory was lost, or the session ended and was

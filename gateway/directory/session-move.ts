@@ -22,17 +22,33 @@ export async function moveSession(dir: SessionDirectory, p: Principal, s: Sessio
   if (target === s.agent) throw new TetherError('FAILED_PRECONDITION', `session ${s.id} already runs on agent "${target}"`);
   const to = p.agents === undefined || p.agents.includes(target) ? dir.agent(target) : undefined;
   if (!to) throw new TetherError('NOT_FOUND', `no agent named "${target}" is connected`);
-  if (!to.descriptor.engines.includes(s.engine)) throw new TetherError('FAILED_PRECONDITION', `agent "${target}" cannot run engine "${s.engine}"`);
-  const options = checkSessionOptions(dir.policy.current, target, cwd === undefined ? s.options : { ...s.options, cwd }, { ...p, role: 'owner' });
-  if (s.currentState !== 'idle') throw new TetherError('FAILED_PRECONDITION', `a session moves between turns; this one is ${s.currentState}`);
+  if (!to.descriptor.engines.includes(s.engine))
+    throw new TetherError('FAILED_PRECONDITION', `agent "${target}" cannot run engine "${s.engine}"`);
+  const options = checkSessionOptions(dir.policy.current, target, cwd === undefined ? s.options : { ...s.options, cwd }, {
+    ...p,
+    role: 'owner',
+  });
+  if (s.currentState !== 'idle')
+    throw new TetherError('FAILED_PRECONDITION', `a session moves between turns; this one is ${s.currentState}`);
   const from = dir.agent(s.agent);
   if (!from) throw new TetherError('UNAVAILABLE', `agent "${s.agent}" of session ${s.id} is not connected`);
-  recordOrRefuse(dir.audit, { session_id: s.id, principal: p.sub, action: 'move', from_agent: s.agent, to_agent: target, ...(cwd === undefined ? {} : { cwd }) }, dir.log);
+  recordOrRefuse(
+    dir.audit,
+    { session_id: s.id, principal: p.sub, action: 'move', from_agent: s.agent, to_agent: target, ...(cwd === undefined ? {} : { cwd }) },
+    dir.log,
+  );
   const transcript = await from.peer.request('agent.export', { session_id: s.id }, { timeoutMs: AGENT_STOP_ANSWER_MS });
   s.moveTo(target, cwd, p.sub);
   const c = s.continuation();
   try {
-    await to.spawn(s.id, s.engine, resumedOptions(options, transcript.engine_session_id), dir.spawnPolicy(target), { next_seq: c.nextSeq, last_input_seq: c.lastInputSeq }, transcript);
+    await to.spawn(
+      s.id,
+      s.engine,
+      resumedOptions(options, transcript.engine_session_id),
+      dir.spawnPolicy(target),
+      { next_seq: c.nextSeq, last_input_seq: c.lastInputSeq },
+      transcript,
+    );
   } catch (err) {
     const reason = `moved to agent "${target}", whose engine could not resume the transcript: ${(err as Error).message}`.slice(0, 4000);
     s.end(tetherEvent({ subtype: 'exited', code: null, signal: null, stderr_tail: '', reason }));

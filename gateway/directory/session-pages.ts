@@ -7,7 +7,10 @@ import { listedOptions } from '../../core/protocol/session-options.js';
  * With `limit` or `cursor`, one page after `cursor` (the last id of the page before) and
  * `next_cursor` while more follow; without either, all of them (the old form).
  */
-export function sessionsPage(all: readonly SessionInfo[], params: Exclude<ParamsOf<'sessions.list'>, undefined>): ResultOf<'sessions.list'> {
+export function sessionsPage(
+  all: readonly SessionInfo[],
+  params: Exclude<ParamsOf<'sessions.list'>, undefined>,
+): ResultOf<'sessions.list'> {
   const sorted = all.map((s) => ({ ...s, options: listedOptions(s.options) })).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   if (params.limit === undefined && params.cursor === undefined) return { sessions: sorted };
   const cursor = params.cursor;

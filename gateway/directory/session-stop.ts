@@ -16,7 +16,14 @@ const PAUSE_MS = 250;
  * resolves once it has exited or the session has ended. Only the first attempt checks the
  * caller's role (it may have reconnected meanwhile under a new client id).
  */
-export async function stopAcrossCuts(session: Session, waits: AgentWaits, clientId: string, reason: string, waitMs: number, signal?: StopSignal): Promise<void> {
+export async function stopAcrossCuts(
+  session: Session,
+  waits: AgentWaits,
+  clientId: string,
+  reason: string,
+  waitMs: number,
+  signal?: StopSignal,
+): Promise<void> {
   let by: string | undefined = clientId;
   for (let attempt = 1; ; attempt++) {
     try {

@@ -1,4 +1,12 @@
-import type { AgentDescriptor, AgentInfo, ParamsOf, ResultOf, SessionCall, SessionCallParams, SessionInfo } from '../../core/protocol/methods.js';
+import type {
+  AgentDescriptor,
+  AgentInfo,
+  ParamsOf,
+  ResultOf,
+  SessionCall,
+  SessionCallParams,
+  SessionInfo,
+} from '../../core/protocol/methods.js';
 import type { Principal } from '../door/principal.js';
 import type { Member } from '../session/session.js';
 
@@ -16,7 +24,12 @@ export interface SessionsElsewhere {
    * Forwards a call about a session this gateway does not hold to the gateway that does;
    * undefined when no gateway of the cluster holds it (the caller answers NOT_FOUND as before).
    */
-  forward<M extends SessionCall>(method: M, params: SessionCallParams<M>, client: ProxiedClient, p: Principal): Promise<ResultOf<M>> | undefined;
+  forward<M extends SessionCall>(
+    method: M,
+    params: SessionCallParams<M>,
+    client: ProxiedClient,
+    p: Principal,
+  ): Promise<ResultOf<M>> | undefined;
   /**
    * Creates a session on an agent connected to another gateway, attaching `client` to it;
    * resolves undefined when no other gateway has that agent (the local create waits for it as before).

@@ -82,12 +82,27 @@ export class BrowserSessions {
    * which in plain words.
    */
   use(cookie: string | undefined): BrowserSession {
-    if (!cookie) throw new TetherError('UNAUTHENTICATED', "not signed in (send a client token as Authorization: Bearer, or sign in on the gateway's page)", { reason: 'no_session' });
+    if (!cookie)
+      throw new TetherError(
+        'UNAUTHENTICATED',
+        "not signed in (send a client token as Authorization: Bearer, or sign in on the gateway's page)",
+        { reason: 'no_session' },
+      );
     const key = hash(cookie);
     const s = this.byHash.get(key);
-    if (!s) throw new TetherError('UNAUTHENTICATED', 'this browser’s sign-in has ended (signed out, revoked, or the gateway restarted): sign in again', { reason: 'signed_out' });
+    if (!s)
+      throw new TetherError(
+        'UNAUTHENTICATED',
+        'this browser’s sign-in has ended (signed out, revoked, or the gateway restarted): sign in again',
+        { reason: 'signed_out' },
+      );
     const now = this.now();
-    const why = now >= s.token.expiresAt.getTime() ? 'its lifetime is over' : now - s.lastUsedMs >= this.limits.idleMs ? 'it was idle too long' : undefined;
+    const why =
+      now >= s.token.expiresAt.getTime()
+        ? 'its lifetime is over'
+        : now - s.lastUsedMs >= this.limits.idleMs
+          ? 'it was idle too long'
+          : undefined;
     if (why) {
       this.endKey(key, s, why);
       throw new TetherError('UNAUTHENTICATED', `this browser’s sign-in has ended (${why}): sign in again`, { reason: 'signed_out' });

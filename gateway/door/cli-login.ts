@@ -56,15 +56,18 @@ export class CliLoginDesk {
     private readonly key: TokenKey,
     private readonly now: () => number = Date.now,
   ) {
-    if (!key.signKey) throw new TetherError('INVALID_ARGUMENT', 'tether login needs a gateway key that can sign (the client token is minted here)');
+    if (!key.signKey)
+      throw new TetherError('INVALID_ARGUMENT', 'tether login needs a gateway key that can sign (the client token is minted here)');
   }
 
   /** A one-time code for `identity`, bound to `challenge` (INVALID_ARGUMENT for a malformed one). */
   issue(identity: BrowserIdentity, challenge: string): string {
-    if (!CHALLENGE.test(challenge)) throw new TetherError('INVALID_ARGUMENT', 'the code challenge must be 43 base64url characters (SHA-256 of the verifier)');
+    if (!CHALLENGE.test(challenge))
+      throw new TetherError('INVALID_ARGUMENT', 'the code challenge must be 43 base64url characters (SHA-256 of the verifier)');
     const now = this.now();
     for (const [code, i] of this.codes) if (i.expiresAtMs <= now) this.codes.delete(code);
-    if (this.codes.size >= CLI_LOGIN_DEFAULTS.maxCodes) throw new TetherError('RESOURCE_EXHAUSTED', 'too many terminal sign-ins in progress; try again in a minute');
+    if (this.codes.size >= CLI_LOGIN_DEFAULTS.maxCodes)
+      throw new TetherError('RESOURCE_EXHAUSTED', 'too many terminal sign-ins in progress; try again in a minute');
     const code = randomBytes(32).toString('base64url');
     this.codes.set(code, { identity, challenge, expiresAtMs: now + CLI_LOGIN_DEFAULTS.codeTtlMs });
     return code;
@@ -78,11 +81,16 @@ export class CliLoginDesk {
   async redeem(code: string, verifier: string): Promise<{ token: string; expiresIn: number; sub: string; name?: string }> {
     const issued = this.codes.get(code);
     this.codes.delete(code);
-    if (!issued || issued.expiresAtMs <= this.now()) throw new TetherError('UNAUTHENTICATED', 'this sign-in code is unknown, used or expired: run tether login again', { reason: 'cli_code' });
+    if (!issued || issued.expiresAtMs <= this.now())
+      throw new TetherError('UNAUTHENTICATED', 'this sign-in code is unknown, used or expired: run tether login again', {
+        reason: 'cli_code',
+      });
     const expected = Buffer.from(issued.challenge);
     const got = Buffer.from(VERIFIER.test(verifier) ? createHash('sha256').update(verifier).digest('base64url') : '');
     if (got.length !== expected.length || !timingSafeEqual(got, expected)) {
-      throw new TetherError('UNAUTHENTICATED', 'the code verifier does not match this sign-in: run tether login again', { reason: 'cli_code' });
+      throw new TetherError('UNAUTHENTICATED', 'the code verifier does not match this sign-in: run tether login again', {
+        reason: 'cli_code',
+      });
     }
     return this.mint(issued.identity);
   }
@@ -105,7 +113,12 @@ export class CliLoginDesk {
     while (this.byUserCode.has(userCode));
     this.devices.set(deviceCode, { userCode, expiresAtMs: now + CLI_LOGIN_DEFAULTS.deviceTtlMs });
     this.byUserCode.set(userCode, deviceCode);
-    return { deviceCode, userCode: `${userCode.slice(0, 4)}-${userCode.slice(4)}`, expiresIn: CLI_LOGIN_DEFAULTS.deviceTtlMs / 1000, interval: CLI_LOGIN_DEFAULTS.devicePollSeconds };
+    return {
+      deviceCode,
+      userCode: `${userCode.slice(0, 4)}-${userCode.slice(4)}`,
+      expiresIn: CLI_LOGIN_DEFAULTS.deviceTtlMs / 1000,
+      interval: CLI_LOGIN_DEFAULTS.devicePollSeconds,
+    };
   }
 
   /** Approves the device sign-in whose user code a signed-in person typed (case, spaces and dashes ignored). UNAUTHENTICATED (`cli_code`) for an unknown, used or expired one. */
@@ -113,7 +126,12 @@ export class CliLoginDesk {
     const typed = userCode.toUpperCase().replace(/[\s-]/g, '');
     const deviceCode = this.byUserCode.get(typed);
     const d = deviceCode === undefined ? undefined : this.devices.get(deviceCode);
-    if (!d || d.identity || d.expiresAtMs <= this.now()) throw new TetherError('UNAUTHENTICATED', 'no terminal is waiting for this code (mistyped, used, or older than 10 minutes): check it, or run tether login --device again', { reason: 'cli_code' });
+    if (!d || d.identity || d.expiresAtMs <= this.now())
+      throw new TetherError(
+        'UNAUTHENTICATED',
+        'no terminal is waiting for this code (mistyped, used, or older than 10 minutes): check it, or run tether login --device again',
+        { reason: 'cli_code' },
+      );
     d.identity = identity;
   }
 
@@ -125,7 +143,9 @@ export class CliLoginDesk {
     const d = this.devices.get(deviceCode);
     if (!d || d.expiresAtMs <= this.now()) {
       if (d) this.dropDevice(deviceCode, d);
-      throw new TetherError('UNAUTHENTICATED', 'this device sign-in is unknown, used or expired: run tether login --device again', { reason: 'cli_code' });
+      throw new TetherError('UNAUTHENTICATED', 'this device sign-in is unknown, used or expired: run tether login --device again', {
+        reason: 'cli_code',
+      });
     }
     if (!d.identity) return 'pending';
     this.dropDevice(deviceCode, d);
@@ -139,7 +159,14 @@ export class CliLoginDesk {
 
   private async mint(identity: BrowserIdentity): Promise<{ token: string; expiresIn: number; sub: string; name?: string }> {
     const ttl = CLI_LOGIN_DEFAULTS.tokenTtlSeconds;
-    const token = await mintToken({ key: this.key, kind: 'client', sub: identity.sub, scopes: identity.scopes, ttlSeconds: ttl, now: new Date(this.now()) });
+    const token = await mintToken({
+      key: this.key,
+      kind: 'client',
+      sub: identity.sub,
+      scopes: identity.scopes,
+      ttlSeconds: ttl,
+      now: new Date(this.now()),
+    });
     return { token, expiresIn: ttl, sub: identity.sub, name: identity.name };
   }
 }

@@ -85,7 +85,10 @@ export class ConnectionLimiter {
       throw new TetherError('RESOURCE_EXHAUSTED', `gateway connection limit reached (${this.limits.maxConnections}); retry later`);
     }
     if (mine >= this.limits.maxConnectionsPerAddress) {
-      throw new TetherError('RESOURCE_EXHAUSTED', `too many connections from this address (limit ${this.limits.maxConnectionsPerAddress}); retry later`);
+      throw new TetherError(
+        'RESOURCE_EXHAUSTED',
+        `too many connections from this address (limit ${this.limits.maxConnectionsPerAddress}); retry later`,
+      );
     }
     this.total++;
     this.byAddress.set(address, mine + 1);
@@ -173,7 +176,12 @@ export class AuthFailureLimiter {
  * HTTP listener) it gets a bare `503 Service Unavailable` with `Retry-After`, otherwise
  * (TLS, gRPC) it is just closed. Returns whether the connection may proceed.
  */
-export function gateConnection(limiter: ConnectionLimiter, socket: Socket, answerHttp: boolean, onRefused?: (err: TetherError) => void): boolean {
+export function gateConnection(
+  limiter: ConnectionLimiter,
+  socket: Socket,
+  answerHttp: boolean,
+  onRefused?: (err: TetherError) => void,
+): boolean {
   let release: () => void;
   try {
     release = limiter.acquire(addressOf(socket.remoteAddress ?? '?'));

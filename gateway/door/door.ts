@@ -17,7 +17,12 @@ import { WebSignIn, type WebSignInOptions } from './web-sign-in.js';
  * credential). Returns the error, to throw. No tally lives in this module: the count belongs to
  * the gateway whose door refused, built by the composition root.
  */
-export function noteAuthFailure(log: Logger, err: TetherError, fields: Record<string, unknown> = {}, count?: (reason: string) => void): TetherError {
+export function noteAuthFailure(
+  log: Logger,
+  err: TetherError,
+  fields: Record<string, unknown> = {},
+  count?: (reason: string) => void,
+): TetherError {
   const reason = authReason(err);
   count?.(reason);
   log.warn({ event: 'auth.failed', ...fields, reason, code: err.code }, `refused: ${err.message}`);
@@ -93,7 +98,13 @@ export class Door {
     this.tickets = new TicketBook(opts.tickets);
     for (const o of opts.allowOrigins ?? []) this.allowOrigin(o);
     this.browser = opts.verifier === 'off' ? undefined : opts.browser;
-    this.web = new WebSignIn({ ...opts.web, login: opts.login, browser: this.browser, logger: this.log, guard: (req, work) => this.guard(req, work) });
+    this.web = new WebSignIn({
+      ...opts.web,
+      login: opts.login,
+      browser: this.browser,
+      logger: this.log,
+      guard: (req, work) => this.guard(req, work),
+    });
     // A revocation ends the browser sign-ins it covers at once, not only at their next ticket.
     opts.revocations?.onChange(() => this.browser?.endWhere((s) => this.isRevoked(s.token), 'revoked (tether revoke)'));
   }
@@ -112,7 +123,10 @@ export class Door {
   allowOrigin(origin: string): void {
     const normal = normalizeOrigin(origin);
     if (!normal || normal === 'null' || new URL(origin).pathname.replace(/\/$/, '') !== '') {
-      throw new TetherError('INVALID_ARGUMENT', `--allow-origin must be an origin like https://app.example.com[:port] (no path), got "${origin}"`);
+      throw new TetherError(
+        'INVALID_ARGUMENT',
+        `--allow-origin must be an origin like https://app.example.com[:port] (no path), got "${origin}"`,
+      );
     }
     this.origins.add(normal);
   }
@@ -154,7 +168,10 @@ export class Door {
       const verified = await this.opts.verifier.verify(bearerToken(req.authorization));
       this.checkRevoked(verified);
       reserved?.refund();
-      this.log.debug({ transport: req.transport, remote: req.remote, principal: verified.principal.sub, kind: verified.kind }, 'authenticated');
+      this.log.debug(
+        { transport: req.transport, remote: req.remote, principal: verified.principal.sub, kind: verified.kind },
+        'authenticated',
+      );
       return { principal: verified.principal, token: verified };
     } catch (err) {
       throw this.refused(req, err, reserved);
@@ -184,7 +201,8 @@ export class Door {
     let reserved: Reservation | undefined;
     try {
       this.checkOrigin(req.origin);
-      if (this.opts.verifier === 'off') throw new TetherError('FAILED_PRECONDITION', 'authentication is off on this gateway: connect without a ticket or sign-in');
+      if (this.opts.verifier === 'off')
+        throw new TetherError('FAILED_PRECONDITION', 'authentication is off on this gateway: connect without a ticket or sign-in');
       reserved = this.opts.failures?.take(addressOf(req.remote));
       const result = await work();
       reserved?.refund();
@@ -205,7 +223,12 @@ export class Door {
   /** The token of the browser sign-in a cookie holds; a revoked one is ended here. */
   private browserToken(req: DoorRequest): VerifiedToken {
     const s = this.browser!.use(req.cookie);
-    if (req.origin === undefined) throw authError('PERMISSION_DENIED', 'origin', "a browser sign-in buys tickets only for the gateway's page (the request has no Origin)");
+    if (req.origin === undefined)
+      throw authError(
+        'PERMISSION_DENIED',
+        'origin',
+        "a browser sign-in buys tickets only for the gateway's page (the request has no Origin)",
+      );
     if (this.isRevoked(s.token)) {
       this.browser!.end(req.cookie, 'revoked (tether revoke)');
       throw authError('UNAUTHENTICATED', 'signed_out', 'your sign-in was revoked on this gateway (tether revoke): sign in again');
@@ -220,11 +243,19 @@ export class Door {
    * Refusals are counted and logged like admit()'s; FAILED_PRECONDITION when
    * this gateway has no sign-in desk (authentication off, or no key that can sign).
    */
-  async signIn(req: DoorRequest, code: string, withCookie = false): Promise<{ body: { token: string; expires_in: number; principal: string }; cookie?: string }> {
+  async signIn(
+    req: DoorRequest,
+    code: string,
+    withCookie = false,
+  ): Promise<{ body: { token: string; expires_in: number; principal: string }; cookie?: string }> {
     return this.guard(req, async () => {
-      if (!this.opts.login) throw new TetherError('FAILED_PRECONDITION', 'web sign-in is off on this gateway (it has no key that can sign tokens)');
+      if (!this.opts.login)
+        throw new TetherError('FAILED_PRECONDITION', 'web sign-in is off on this gateway (it has no key that can sign tokens)');
       const r = await this.opts.login.redeem(code);
-      this.log.info({ transport: req.transport, remote: req.remote, principal: r.sub, event: 'auth.sign_in' }, 'signed in with a sign-in link');
+      this.log.info(
+        { transport: req.transport, remote: req.remote, principal: r.sub, event: 'auth.sign_in' },
+        'signed in with a sign-in link',
+      );
       const cookie = withCookie ? this.browser?.create({ sub: r.sub, scopes: r.scopes, via: 'link' }) : undefined;
       return { body: { token: r.token, expires_in: r.expiresIn, principal: r.sub }, cookie };
     });
@@ -249,7 +280,11 @@ export class Door {
 
   private checkOrigin(origin: string | undefined): void {
     if (origin !== undefined && !this.originAllowed(origin)) {
-      throw authError('PERMISSION_DENIED', 'origin', `origin ${JSON.stringify(origin.slice(0, 100))} is not allowed (the gateway's --allow-origin adds one)`);
+      throw authError(
+        'PERMISSION_DENIED',
+        'origin',
+        `origin ${JSON.stringify(origin.slice(0, 100))} is not allowed (the gateway's --allow-origin adds one)`,
+      );
     }
   }
 
@@ -264,7 +299,10 @@ export class Door {
       return e;
     }
     if (reserved?.exhausted) {
-      this.log.warn({ event: 'auth.rate_limited', ...fields }, 'this address spent its failed authentications: it is refused unread until they refill');
+      this.log.warn(
+        { event: 'auth.rate_limited', ...fields },
+        'this address spent its failed authentications: it is refused unread until they refill',
+      );
     }
     return noteAuthFailure(this.log, e, fields, this.opts.onAuthFailure);
   }

@@ -35,7 +35,8 @@ export class HostKeyPins {
       throw new TetherError('FAILED_PRECONDITION', `cannot read agent host key pins ${path}: ${(err as NodeJS.ErrnoException).code}`);
     }
     try {
-      for (const [identity, fingerprint] of Object.entries(JSON.parse(text) as Record<string, unknown>)) if (typeof fingerprint === 'string') this.pins.set(identity, fingerprint);
+      for (const [identity, fingerprint] of Object.entries(JSON.parse(text) as Record<string, unknown>))
+        if (typeof fingerprint === 'string') this.pins.set(identity, fingerprint);
     } catch {
       throw new TetherError('FAILED_PRECONDITION', `agent host key pins ${path} is not a JSON object; fix or remove it`);
     }
@@ -93,6 +94,9 @@ export class HostKeyPins {
 /** PERMISSION_DENIED when an identity has a pin and the hello does not prove that key. */
 function refuseUnless(agentName: string, pinned: string | undefined, fingerprint: string | undefined): void {
   if (pinned !== undefined && fingerprint !== pinned) {
-    throw new TetherError('PERMISSION_DENIED', `agent "${agentName}" is bound to host key ${pinned}; this hello ${fingerprint ? `proves ${fingerprint}` : 'has no host key'}`);
+    throw new TetherError(
+      'PERMISSION_DENIED',
+      `agent "${agentName}" is bound to host key ${pinned}; this hello ${fingerprint ? `proves ${fingerprint}` : 'has no host key'}`,
+    );
   }
 }

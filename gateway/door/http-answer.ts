@@ -8,7 +8,11 @@ import type { Duplex } from 'node:stream';
  * `body` (keep it to one line) with its length.
  */
 export function endWithHttp(socket: Duplex, status: number, body = '', headers: Record<string, string> = {}): void {
-  const lines = [`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}`, 'Connection: close', ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`)];
+  const lines = [
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}`,
+    'Connection: close',
+    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+  ];
   if (body) lines.push('Content-Type: text/plain; charset=utf-8');
   lines.push(`Content-Length: ${Buffer.byteLength(body)}`);
   socket.end(`${lines.join('\r\n')}\r\n\r\n${body}`);

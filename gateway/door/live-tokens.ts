@@ -69,7 +69,11 @@ export class LiveTokens {
     const t = this.live.get(channel);
     if (!t) throw new TetherError('FAILED_PRECONDITION', 'this connection has no token to renew (authentication is off)');
     if (!samePrincipal(t.token, fresh)) {
-      throw new TetherError('PERMISSION_DENIED', 'a renewal token must be for the same principal as the connection (same sub, kind, agent and scopes)', { reason: 'wrong_principal' });
+      throw new TetherError(
+        'PERMISSION_DENIED',
+        'a renewal token must be for the same principal as the connection (same sub, kind, agent and scopes)',
+        { reason: 'wrong_principal' },
+      );
     }
     clearTimeout(t.timer);
     t.token = fresh;
@@ -103,10 +107,13 @@ export class LiveTokens {
       t.timer = setTimeout(() => this.arm(channel, t), MAX_TIMER_MS);
       return;
     }
-    t.timer = setTimeout(() => {
-      this.log.info({ remote: channel.remote, sub: t.token.principal.sub, jti: t.token.jti }, 'token expired; closing its connection');
-      channel.close('UNAUTHENTICATED', 'token expired (renew it with auth.renew before it expires, or reconnect with a fresh one)');
-    }, Math.max(0, wait));
+    t.timer = setTimeout(
+      () => {
+        this.log.info({ remote: channel.remote, sub: t.token.principal.sub, jti: t.token.jti }, 'token expired; closing its connection');
+        channel.close('UNAUTHENTICATED', 'token expired (renew it with auth.renew before it expires, or reconnect with a fresh one)');
+      },
+      Math.max(0, wait),
+    );
     t.timer.unref();
   }
 
@@ -116,7 +123,10 @@ export class LiveTokens {
     for (const [channel, t] of this.live) {
       const r = list.match({ sub: t.token.principal.sub, jti: t.token.jti, issuedAt: t.token.issuedAt });
       if (!r) continue;
-      this.log.warn({ remote: channel.remote, sub: t.token.principal.sub, jti: t.token.jti, by: r.jti ? 'jti' : 'sub' }, 'token revoked; closing its connection');
+      this.log.warn(
+        { remote: channel.remote, sub: t.token.principal.sub, jti: t.token.jti, by: r.jti ? 'jti' : 'sub' },
+        'token revoked; closing its connection',
+      );
       channel.close('PERMISSION_DENIED', 'token revoked');
     }
   }

@@ -24,13 +24,23 @@ export interface ClaimRules {
 export function identityFromClaims(claims: Record<string, unknown>, rules: ClaimRules): BrowserIdentity {
   const raw = claims[rules.principalClaim];
   if (typeof raw !== 'string' || raw === '') {
-    throw new TetherError('PERMISSION_DENIED', `the identity provider did not say who you are: your sign-in has no "${rules.principalClaim}" (the gateway's oidc.principalClaim)`, { reason: 'no_scopes' });
+    throw new TetherError(
+      'PERMISSION_DENIED',
+      `the identity provider did not say who you are: your sign-in has no "${rules.principalClaim}" (the gateway's oidc.principalClaim)`,
+      { reason: 'no_scopes' },
+    );
   }
   const groups = groupsOf(claims[rules.groupsClaim]);
   const matched = [EVERYONE, raw, ...groups].filter((k) => Object.hasOwn(rules.scopes, k));
   if (matched.length === 0) {
-    const yours = groups.length ? `your groups (${groups.slice(0, 10).join(', ')})` : 'your account (the identity provider named no groups)';
-    throw new TetherError('PERMISSION_DENIED', `${raw} may not use this gateway: none of ${yours} is given access in its oidc.scopes. Ask the gateway's administrator to add one.`, { reason: 'no_scopes' });
+    const yours = groups.length
+      ? `your groups (${groups.slice(0, 10).join(', ')})`
+      : 'your account (the identity provider named no groups)';
+    throw new TetherError(
+      'PERMISSION_DENIED',
+      `${raw} may not use this gateway: none of ${yours} is given access in its oidc.scopes. Ask the gateway's administrator to add one.`,
+      { reason: 'no_scopes' },
+    );
   }
   const scopes = checkScopes(matched.flatMap((k) => rules.scopes[k]));
   const name = typeof claims.name === 'string' && claims.name.trim() ? claims.name.trim().slice(0, 128) : undefined;

@@ -63,7 +63,8 @@ export class OidcSignIn {
 
   constructor(private readonly opts: OidcOptions) {
     const issuer = new URL(opts.issuer);
-    if (issuer.protocol !== 'https:' && !isLoopbackHttp(issuer)) throw new TetherError('INVALID_ARGUMENT', `the OIDC issuer must be https (http only on this machine), got ${opts.issuer}`);
+    if (issuer.protocol !== 'https:' && !isLoopbackHttp(issuer))
+      throw new TetherError('INVALID_ARGUMENT', `the OIDC issuer must be https (http only on this machine), got ${opts.issuer}`);
     this.displayName = opts.displayName ?? issuer.host;
     this.log = opts.logger ?? silentLogger;
     this.now = opts.now ?? Date.now;
@@ -101,10 +102,18 @@ export class OidcSignIn {
     const p = this.pending.get(state);
     this.pending.delete(state); // taken once, whatever follows: a replay finds nothing
     if (!p || p.expiresAtMs <= this.now()) {
-      throw new TetherError('UNAUTHENTICATED', 'this sign-in was not started on this gateway, was already finished, or took longer than 10 minutes. Start again from the gateway’s page.', { reason: 'oidc_state' });
+      throw new TetherError(
+        'UNAUTHENTICATED',
+        'this sign-in was not started on this gateway, was already finished, or took longer than 10 minutes. Start again from the gateway’s page.',
+        { reason: 'oidc_state' },
+      );
     }
     if (stateCookie !== state) {
-      throw new TetherError('UNAUTHENTICATED', 'this sign-in was started in another browser (or its cookie was lost). Start again from the gateway’s page in this browser.', { reason: 'oidc_state' });
+      throw new TetherError(
+        'UNAUTHENTICATED',
+        'this sign-in was started in another browser (or its cookie was lost). Start again from the gateway’s page in this browser.',
+        { reason: 'oidc_state' },
+      );
     }
     const refused = callback.searchParams.get('error');
     if (refused) {
@@ -125,7 +134,11 @@ export class OidcSignIn {
       claims = { ...info, ...id }; // the ID token's word wins; userinfo adds what it left out (groups, name)
     } catch (err) {
       this.log.warn({ event: 'auth.oidc_failed', err: (err as Error).message }, 'OIDC sign-in refused');
-      throw new TetherError('UNAUTHENTICATED', `the identity provider’s answer did not check out (${(err as Error).message.slice(0, 200)}). Start again from the gateway’s page.`, { reason: 'oidc_refused' });
+      throw new TetherError(
+        'UNAUTHENTICATED',
+        `the identity provider’s answer did not check out (${(err as Error).message.slice(0, 200)}). Start again from the gateway’s page.`,
+        { reason: 'oidc_refused' },
+      );
     }
     return { identity: identityFromClaims(claims, this.opts), returnTo: p.returnTo };
   }
@@ -140,7 +153,10 @@ export class OidcSignIn {
       })
       .catch((err: unknown) => {
         this.config = undefined; // the next sign-in tries again
-        throw new TetherError('UNAVAILABLE', `the identity provider at ${o.issuer} cannot be reached or answered oddly (${(err as Error).message.slice(0, 200)}); try again later`);
+        throw new TetherError(
+          'UNAVAILABLE',
+          `the identity provider at ${o.issuer} cannot be reached or answered oddly (${(err as Error).message.slice(0, 200)}); try again later`,
+        );
       });
     return this.config;
   }

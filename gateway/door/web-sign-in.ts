@@ -60,7 +60,10 @@ export class WebSignIn {
   finishOidc(req: DoorRequest, callback: URL, stateCookie: string | undefined): Promise<{ cookie: string; returnTo: string; sub: string }> {
     return this.opts.guard(req, async () => {
       const { identity, returnTo } = await this.needOidc().finish(callback, stateCookie);
-      this.log.info({ remote: req.remote, principal: identity.sub, scopes: identity.scopes, event: 'auth.sign_in', via: 'oidc' }, 'signed in with the identity provider');
+      this.log.info(
+        { remote: req.remote, principal: identity.sub, scopes: identity.scopes, event: 'auth.sign_in', via: 'oidc' },
+        'signed in with the identity provider',
+      );
       return { cookie: this.opts.browser!.create(identity), returnTo, sub: identity.sub };
     });
   }
@@ -123,17 +126,23 @@ export class WebSignIn {
   }
 
   private needCli(): CliLoginDesk {
-    if (!this.opts.cli) throw new TetherError('FAILED_PRECONDITION', 'tether login is off on this gateway (it has no key that can sign tokens)');
+    if (!this.opts.cli)
+      throw new TetherError('FAILED_PRECONDITION', 'tether login is off on this gateway (it has no key that can sign tokens)');
     return this.opts.cli;
   }
 
   private needOidc(): OidcSignIn {
-    if (!this.opts.oidc || !this.opts.browser) throw new TetherError('FAILED_PRECONDITION', 'sign-in with an identity provider is not set up on this gateway (tether gateway --oidc-issuer URL --oidc-client-id ID)');
+    if (!this.opts.oidc || !this.opts.browser)
+      throw new TetherError(
+        'FAILED_PRECONDITION',
+        'sign-in with an identity provider is not set up on this gateway (tether gateway --oidc-issuer URL --oidc-client-id ID)',
+      );
     return this.opts.oidc;
   }
 
   private needBrowserPage(req: DoorRequest): void {
     if (!this.opts.browser) throw new TetherError('FAILED_PRECONDITION', 'browser sign-ins are off on this gateway');
-    if (req.origin === undefined) throw authError('PERMISSION_DENIED', 'origin', "only the gateway's page may do this (the request has no Origin)");
+    if (req.origin === undefined)
+      throw authError('PERMISSION_DENIED', 'origin', "only the gateway's page may do this (the request has no Origin)");
   }
 }

@@ -68,7 +68,8 @@ function answerWithin(text: string, maxFrameBytes: number): string {
 /** The error answer the gate sends for one frame, or undefined to let it through. */
 function refusalOf(text: string): Record<string, unknown> | undefined {
   const msg = readMessage(text);
-  if (msg.kind === 'invalid') return { jsonrpc: '2.0', id: null, error: { code: msg.code, message: msg.message, data: { code: 'INVALID_ARGUMENT' } } };
+  if (msg.kind === 'invalid')
+    return { jsonrpc: '2.0', id: null, error: { code: msg.code, message: msg.message, data: { code: 'INVALID_ARGUMENT' } } };
   if (msg.kind === 'request' && !ACP_AGENT_METHODS.has(msg.method)) {
     return { jsonrpc: '2.0', id: msg.id, error: { code: JSONRPC_CODES.methodNotFound, message: `method not found: ${msg.method}` } };
   }

@@ -1,4 +1,11 @@
-import { status, type sendUnaryData, type ServerUnaryCall, type ServerWritableStream, type ServiceDefinition, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import {
+  status,
+  type sendUnaryData,
+  type ServerUnaryCall,
+  type ServerWritableStream,
+  type ServiceDefinition,
+  type UntypedServiceImplementation,
+} from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { findProtoRoot, PROTO_LOADER_OPTIONS } from '../../core/channel/proto.js';
 
@@ -40,7 +47,9 @@ let definition: ServiceDefinition | undefined;
  * then each change, polled every `pollMs`; it is cleaned up when the caller cancels.
  */
 export function grpcHealthService(isReady: () => boolean, opts: { pollMs?: number } = {}): GrpcHealthService {
-  definition ??= loadSync(HEALTH_PROTO, { ...PROTO_LOADER_OPTIONS, includeDirs: [findProtoRoot()] })['grpc.health.v1.Health'] as ServiceDefinition;
+  definition ??= loadSync(HEALTH_PROTO, { ...PROTO_LOADER_OPTIONS, includeDirs: [findProtoRoot()] })[
+    'grpc.health.v1.Health'
+  ] as ServiceDefinition;
   const pollMs = opts.pollMs ?? HEALTH_WATCH_POLL_MS;
   const known = (service: string) => (HEALTH_SERVICES as readonly string[]).includes(service);
   const current = (service: string): ServingStatus => (!known(service) ? 'SERVICE_UNKNOWN' : isReady() ? 'SERVING' : 'NOT_SERVING');
@@ -56,7 +65,10 @@ export function grpcHealthService(isReady: () => boolean, opts: { pollMs?: numbe
     Watch(call: ServerWritableStream<HealthRequest, HealthResponse>) {
       const service = call.request.service ?? '';
       if (shut || watches.size >= MAX_HEALTH_WATCHES) {
-        call.emit('error', { code: shut ? status.UNAVAILABLE : status.RESOURCE_EXHAUSTED, details: shut ? 'gateway closing' : `more than ${MAX_HEALTH_WATCHES} health watches open` });
+        call.emit('error', {
+          code: shut ? status.UNAVAILABLE : status.RESOURCE_EXHAUSTED,
+          details: shut ? 'gateway closing' : `more than ${MAX_HEALTH_WATCHES} health watches open`,
+        });
         return;
       }
       let last = current(service);
@@ -72,7 +84,10 @@ export function grpcHealthService(isReady: () => boolean, opts: { pollMs?: numbe
         watches.delete(call);
       });
     },
-    List(_call: ServerUnaryCall<object, { statuses: Record<string, HealthResponse> }>, callback: sendUnaryData<{ statuses: Record<string, HealthResponse> }>) {
+    List(
+      _call: ServerUnaryCall<object, { statuses: Record<string, HealthResponse> }>,
+      callback: sendUnaryData<{ statuses: Record<string, HealthResponse> }>,
+    ) {
       callback(null, { statuses: Object.fromEntries(HEALTH_SERVICES.map((s) => [s, { status: shut ? 'NOT_SERVING' : current(s) }])) });
     },
   };

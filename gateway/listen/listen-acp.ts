@@ -48,7 +48,13 @@ export function attachAcpListener<A>(server: Server, opts: AcpListenerOptions<A>
   const maxFrameBytes = opts.maxFrameBytes ?? CHANNEL_DEFAULTS.maxFrameBytes;
   const wss = new WebSocketServer({ noServer: true, maxPayload: maxFrameBytes, perMessageDeflate: false });
   // Connections get their agent per upgrade; the server-wide default is never used.
-  const acp = new AcpServer({ createAgent: () => ({ connect: () => { throw new Error('no agent for this connection'); } }) });
+  const acp = new AcpServer({
+    createAgent: () => ({
+      connect: () => {
+        throw new Error('no agent for this connection');
+      },
+    }),
+  });
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     if ((req.url ?? '/').split('?')[0] !== ACP_PATH) return;
     const ignore = () => {};
@@ -72,7 +78,8 @@ export function attachAcpListener<A>(server: Server, opts: AcpListenerOptions<A>
           opts.onConnection?.(admitted, {
             remote: `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`,
             closed: new Promise((resolve) => (ws.readyState === ws.CLOSED ? resolve() : ws.once('close', () => resolve()))),
-            close: (code = 'OK', reason = 'closed by the gateway') => (code === 'OK' ? ws.close(1000, reason) : closeAcpSocket(ws, code, reason)),
+            close: (code = 'OK', reason = 'closed by the gateway') =>
+              code === 'OK' ? ws.close(1000, reason) : closeAcpSocket(ws, code, reason),
           });
         });
       },

@@ -1,4 +1,11 @@
-import { Metadata, Server, ServerCredentials, type ServerDuplexStream, type ServiceDefinition, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import {
+  Metadata,
+  Server,
+  ServerCredentials,
+  type ServerDuplexStream,
+  type ServiceDefinition,
+  type UntypedServiceImplementation,
+} from '@grpc/grpc-js';
 import type { Channel } from '../../core/channel/channel.js';
 import { CHANNEL_DEFAULTS } from '../../core/channel/channel.js';
 import { GRPC_DEFAULTS, GrpcServerChannel, grpcLinkOptions } from '../../core/channel/grpc.js';
@@ -115,7 +122,12 @@ export function startGrpcListener<A = undefined>(opts: GrpcListenerOptions<A>): 
     Connect: (call: ServerDuplexStream<GatewayFrame, GatewayFrame>) => {
       const metadata = metadataRecord(call.metadata);
       // Batches towards a caller that offered to take them (core/wire/grpc-batch.ts).
-      const channel = new GrpcServerChannel(call, { maxFrameBytes, batchBytes: batchBytesFromOffer(metadata[BATCH_METADATA_KEY]), endOfTurn, encoder });
+      const channel = new GrpcServerChannel(call, {
+        maxFrameBytes,
+        batchBytes: batchBytesFromOffer(metadata[BATCH_METADATA_KEY]),
+        endOfTurn,
+        encoder,
+      });
       open.add(channel);
       void channel.closed.then(() => open.delete(channel));
       const accept = (admitted: A) => {
@@ -142,7 +154,11 @@ export function startGrpcListener<A = undefined>(opts: GrpcListenerOptions<A>): 
   for (const extra of opts.services ?? []) server.addService(extra.definition, extra.implementation);
 
   const creds = opts.tls
-    ? ServerCredentials.createSsl(opts.tls.clientCa ?? null, [{ cert_chain: opts.tls.cert, private_key: opts.tls.key }], opts.tls.clientCa !== undefined)
+    ? ServerCredentials.createSsl(
+        opts.tls.clientCa ?? null,
+        [{ cert_chain: opts.tls.cert, private_key: opts.tls.key }],
+        opts.tls.clientCa !== undefined,
+      )
     : ServerCredentials.createInsecure();
   // Our own TCP listener feeds grpc-js through a connection injector: grpc-js has no hook on
   // accepted connections, and the caps must apply before TLS or HTTP/2 cost anything.

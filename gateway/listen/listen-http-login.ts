@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { asTetherError, httpStatusOf, TetherError } from '../../core/errors.js';
 import { LOGIN_PATH } from '../../core/protocol/http-paths.js';
 import type { Door } from '../door/door.js';
-import { cookieOf, keepsSecureCookies, SESSION_COOKIE, setCookie } from './http-cookies.js';
+import { keepsSecureCookies, SESSION_COOKIE, setCookie } from './http-cookies.js';
 
 /** Largest request body read (a code is a few hundred bytes). */
 const MAX_LOGIN_BODY_BYTES = 8 * 1024;
@@ -41,8 +41,18 @@ export function handleLoginRequest(door: Door, req: IncomingMessage, res: Server
   }
   const remote = `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`;
   readBody(req, MAX_LOGIN_BODY_BYTES)
-    .then((body) => door.signIn({ transport: 'http', remote, origin: req.headers.origin, path: LOGIN_PATH }, codeOf(body), keepsSecureCookies(req)))
-    .then((r) => json(200, { ...r.body, browser_session: r.cookie !== undefined }, r.cookie && door.browser ? { 'set-cookie': setCookie(SESSION_COOKIE, r.cookie, door.browser.maxAgeSeconds) } : {}), fail);
+    .then((body) =>
+      door.signIn({ transport: 'http', remote, origin: req.headers.origin, path: LOGIN_PATH }, codeOf(body), keepsSecureCookies(req)),
+    )
+    .then(
+      (r) =>
+        json(
+          200,
+          { ...r.body, browser_session: r.cookie !== undefined },
+          r.cookie && door.browser ? { 'set-cookie': setCookie(SESSION_COOKIE, r.cookie, door.browser.maxAgeSeconds) } : {},
+        ),
+      fail,
+    );
   return true;
 }
 
@@ -62,7 +72,8 @@ function codeOf(body: string): string {
     throw new TetherError('INVALID_ARGUMENT', 'the body must be JSON: {"code": "…"}');
   }
   const code = (parsed as { code?: unknown } | null)?.code;
-  if (typeof code !== 'string' || !code) throw new TetherError('INVALID_ARGUMENT', 'the body must carry "code", the sign-in code from the link');
+  if (typeof code !== 'string' || !code)
+    throw new TetherError('INVALID_ARGUMENT', 'the body must carry "code", the sign-in code from the link');
   return code;
 }
 

@@ -33,12 +33,16 @@ export function handleOpsRequest(ops: OpsEndpoints, req: IncomingMessage, res: S
     res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' }).end('use GET');
     return true;
   }
-  const json = (code: number, body: unknown) => res.writeHead(code, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(body));
+  const json = (code: number, body: unknown) =>
+    res.writeHead(code, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(body));
   if (path === HEALTHZ_PATH) {
     json(200, { status: 'ok' });
   } else if (path === READYZ_PATH) {
     const r = ops.readiness();
-    json(r.ready ? 200 : 503, r.ready ? { status: 'ready', checks: r.checks } : { status: 'not_ready', failed: r.failed, checks: r.checks });
+    json(
+      r.ready ? 200 : 503,
+      r.ready ? { status: 'ready', checks: r.checks } : { status: 'not_ready', failed: r.failed, checks: r.checks },
+    );
   } else if (!ops.metrics) {
     json(404, { error: 'metrics are turned off on this gateway' });
   } else {

@@ -1,6 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { asTetherError, httpStatusOf, TetherError } from '../../core/errors.js';
-import { CLI_LOGIN_PATH, CLI_TOKEN_PATH, DEVICE_APPROVE_PATH, DEVICE_PATH, LOGOUT_PATH, OIDC_CALLBACK_PATH, OIDC_START_PATH } from '../../core/protocol/http-paths.js';
+import {
+  CLI_LOGIN_PATH,
+  CLI_TOKEN_PATH,
+  DEVICE_APPROVE_PATH,
+  DEVICE_PATH,
+  LOGOUT_PATH,
+  OIDC_CALLBACK_PATH,
+  OIDC_START_PATH,
+} from '../../core/protocol/http-paths.js';
 import type { Door, DoorRequest } from '../door/door.js';
 import { cookieOf, keepsSecureCookies, SESSION_COOKIE, setCookie, STATE_COOKIE } from './http-cookies.js';
 import { errorBody, readBody } from './listen-http-login.js';
@@ -30,7 +38,8 @@ const CLI_STATE = /^[\w-]{16,128}$/;
 export function handleSignInRequest(door: Door, origin: () => string, req: IncomingMessage, res: ServerResponse): boolean {
   const url = new URL(req.url ?? '/', 'http://gateway');
   const path = url.pathname;
-  if (![OIDC_START_PATH, OIDC_CALLBACK_PATH, LOGOUT_PATH, CLI_LOGIN_PATH, CLI_TOKEN_PATH, DEVICE_PATH, DEVICE_APPROVE_PATH].includes(path)) return false;
+  if (![OIDC_START_PATH, OIDC_CALLBACK_PATH, LOGOUT_PATH, CLI_LOGIN_PATH, CLI_TOKEN_PATH, DEVICE_PATH, DEVICE_APPROVE_PATH].includes(path))
+    return false;
   const get = path === OIDC_START_PATH || path === OIDC_CALLBACK_PATH;
   if (req.method !== (get ? 'GET' : 'POST')) {
     req.resume();
@@ -54,31 +63,53 @@ export function handleSignInRequest(door: Door, origin: () => string, req: Incom
   switch (path) {
     case OIDC_START_PATH:
       if (!keepsSecureCookies(req)) {
-        failPage(new TetherError('FAILED_PRECONDITION', 'sign-in with the identity provider needs the gateway on https (or this machine’s 127.0.0.1): a browser keeps no sign-in cookie from plain http elsewhere. Use a sign-in link, or serve the gateway with --tls-cert.'));
+        failPage(
+          new TetherError(
+            'FAILED_PRECONDITION',
+            'sign-in with the identity provider needs the gateway on https (or this machine’s 127.0.0.1): a browser keeps no sign-in cookie from plain http elsewhere. Use a sign-in link, or serve the gateway with --tls-cert.',
+          ),
+        );
         break;
       }
       door.web.startOidc(doorReq, redirectUri, url.searchParams.get('return') ?? '').then(
-        ({ url: to, state }) => res.writeHead(302, { location: to, 'cache-control': 'no-store', 'set-cookie': setCookie(STATE_COOKIE, state, STATE_COOKIE_SEC, 'Lax') }).end(),
+        ({ url: to, state }) =>
+          res
+            .writeHead(302, {
+              location: to,
+              'cache-control': 'no-store',
+              'set-cookie': setCookie(STATE_COOKIE, state, STATE_COOKIE_SEC, 'Lax'),
+            })
+            .end(),
         failPage,
       );
       break;
     case OIDC_CALLBACK_PATH:
       door.web.finishOidc(doorReq, new URL(url.pathname + url.search, redirectUri), cookieOf(req, STATE_COOKIE)).then(
         ({ cookie, returnTo }) =>
-          res.writeHead(302, { location: `/${returnTo}`, 'cache-control': 'no-store', 'set-cookie': [setCookie(SESSION_COOKIE, cookie, door.browser!.maxAgeSeconds), clearState] }).end(),
+          res
+            .writeHead(302, {
+              location: `/${returnTo}`,
+              'cache-control': 'no-store',
+              'set-cookie': [setCookie(SESSION_COOKIE, cookie, door.browser!.maxAgeSeconds), clearState],
+            })
+            .end(),
         failPage,
       );
       break;
     case LOGOUT_PATH:
-      door.web.signOut(doorReq).then(() => res.writeHead(204, { 'cache-control': 'no-store', 'set-cookie': setCookie(SESSION_COOKIE, '', 0) }).end(), failJson);
+      door.web
+        .signOut(doorReq)
+        .then(() => res.writeHead(204, { 'cache-control': 'no-store', 'set-cookie': setCookie(SESSION_COOKIE, '', 0) }).end(), failJson);
       break;
     case CLI_LOGIN_PATH:
       readBody(req, MAX_BODY_BYTES)
         .then(async (text) => {
           const b = jsonBody(text);
           const port = b.port;
-          if (typeof port !== 'number' || !Number.isInteger(port) || port < 1024 || port > 65535) throw new TetherError('INVALID_ARGUMENT', '"port" must be the tether login listener’s port (1024-65535)');
-          if (typeof b.state !== 'string' || !CLI_STATE.test(b.state)) throw new TetherError('INVALID_ARGUMENT', '"state" must be 16-128 URL-safe characters');
+          if (typeof port !== 'number' || !Number.isInteger(port) || port < 1024 || port > 65535)
+            throw new TetherError('INVALID_ARGUMENT', '"port" must be the tether login listener’s port (1024-65535)');
+          if (typeof b.state !== 'string' || !CLI_STATE.test(b.state))
+            throw new TetherError('INVALID_ARGUMENT', '"state" must be 16-128 URL-safe characters');
           const { code, sub } = await door.web.cliCode(doorReq, String(b.challenge ?? ''));
           // Only ever to this machine's loopback: the gateway never sends a code anywhere else.
           const to = new URL(`http://127.0.0.1:${port}/callback`);
@@ -93,7 +124,8 @@ export function handleSignInRequest(door: Door, origin: () => string, req: Incom
         .then((text) => {
           const b = jsonBody(text);
           if (typeof b.device_code === 'string') return door.web.devicePoll(doorReq, b.device_code);
-          if (typeof b.code !== 'string' || typeof b.code_verifier !== 'string') throw new TetherError('INVALID_ARGUMENT', 'the body must be {"code": "…", "code_verifier": "…"} or {"device_code": "…"}');
+          if (typeof b.code !== 'string' || typeof b.code_verifier !== 'string')
+            throw new TetherError('INVALID_ARGUMENT', 'the body must be {"code": "…", "code_verifier": "…"} or {"device_code": "…"}');
           return door.web.cliToken(doorReq, b.code, b.code_verifier);
         })
         .then((r) => json(200, r), failJson);
@@ -105,7 +137,8 @@ export function handleSignInRequest(door: Door, origin: () => string, req: Incom
       readBody(req, MAX_BODY_BYTES)
         .then((text) => {
           const b = jsonBody(text);
-          if (typeof b.user_code !== 'string' || b.user_code.length > 32) throw new TetherError('INVALID_ARGUMENT', 'the body must be {"user_code": "XXXX-XXXX"}');
+          if (typeof b.user_code !== 'string' || b.user_code.length > 32)
+            throw new TetherError('INVALID_ARGUMENT', 'the body must be {"user_code": "XXXX-XXXX"}');
           return door.web.deviceApprove(doorReq, b.user_code);
         })
         .then((r) => json(200, r), failJson);

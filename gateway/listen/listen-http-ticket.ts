@@ -24,13 +24,21 @@ export function handleTicketRequest(door: Door, req: IncomingMessage, res: Serve
   if (path !== TICKET_PATH) return false;
   req.resume(); // the body carries nothing we read
   const origin = req.headers.origin;
-  const cors: Record<string, string> = origin !== undefined && door.originAllowed(origin) ? { 'access-control-allow-origin': origin, vary: 'Origin' } : {};
+  const cors: Record<string, string> =
+    origin !== undefined && door.originAllowed(origin) ? { 'access-control-allow-origin': origin, vary: 'Origin' } : {};
   if (req.method === 'OPTIONS') {
     if (!cors['access-control-allow-origin']) {
       res.writeHead(403, { 'content-type': 'text/plain; charset=utf-8' }).end('origin not allowed');
       return true;
     }
-    res.writeHead(204, { ...cors, 'access-control-allow-methods': 'POST', 'access-control-allow-headers': 'authorization', 'access-control-max-age': '600' }).end();
+    res
+      .writeHead(204, {
+        ...cors,
+        'access-control-allow-methods': 'POST',
+        'access-control-allow-headers': 'authorization',
+        'access-control-max-age': '600',
+      })
+      .end();
     return true;
   }
   if (req.method !== 'POST') {
@@ -38,13 +46,24 @@ export function handleTicketRequest(door: Door, req: IncomingMessage, res: Serve
     return true;
   }
   const remote = `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`;
-  door.issueTicket({ transport: 'http', remote, authorization: req.headers.authorization, origin, path: req.url, cookie: cookieOf(req, SESSION_COOKIE) }).then(
-    (ticket) => {
-      res.writeHead(200, { ...cors, 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(ticket));
-    },
-    (err) => {
-      res.writeHead(httpStatusOf(asTetherError(err).code), { ...cors, 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(errorBody(err)));
-    },
-  );
+  door
+    .issueTicket({
+      transport: 'http',
+      remote,
+      authorization: req.headers.authorization,
+      origin,
+      path: req.url,
+      cookie: cookieOf(req, SESSION_COOKIE),
+    })
+    .then(
+      (ticket) => {
+        res.writeHead(200, { ...cors, 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(ticket));
+      },
+      (err) => {
+        res
+          .writeHead(httpStatusOf(asTetherError(err).code), { ...cors, 'content-type': 'application/json', 'cache-control': 'no-store' })
+          .end(JSON.stringify(errorBody(err)));
+      },
+    );
   return true;
 }

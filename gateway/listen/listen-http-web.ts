@@ -7,9 +7,10 @@ import { fileURLToPath } from 'node:url';
  * Where `npm run build` puts the web page: dist/web, beside this module's dist/gateway (or,
  * when this module runs from its source, as in tests, dist/web of the repository).
  */
-export const DEFAULT_WEB_ROOT = [new URL('../../web/', import.meta.url), new URL('../../dist/web/', import.meta.url)]
-  .map((u) => fileURLToPath(u))
-  .find((dir) => existsSync(join(dir, 'index.html'))) ?? fileURLToPath(new URL('../../web/', import.meta.url));
+export const DEFAULT_WEB_ROOT =
+  [new URL('../../web/', import.meta.url), new URL('../../dist/web/', import.meta.url)]
+    .map((u) => fileURLToPath(u))
+    .find((dir) => existsSync(join(dir, 'index.html'))) ?? fileURLToPath(new URL('../../web/', import.meta.url));
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -25,7 +26,8 @@ const TYPES: Record<string, string> = {
  * The page may load only its own files, talk only to its own origin (fetch and WebSocket),
  * show images it made itself (pasted images are data: and blob: URLs), and never be framed.
  */
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /** One file of the page, read once at start. */
 interface WebFile {

@@ -31,7 +31,11 @@ export interface HttpRoutes {
  * (WebSocket upgrades are attached by their listeners). Headers must arrive within
  * `headersTimeoutMs` and a request within `requestTimeoutMs` (slowloris, half-open TCP).
  */
-export function createHttpListener(routes: HttpRoutes, limits: Pick<DoorLimits, 'headersTimeoutMs' | 'requestTimeoutMs'>, tls?: ServerTls): Server {
+export function createHttpListener(
+  routes: HttpRoutes,
+  limits: Pick<DoorLimits, 'headersTimeoutMs' | 'requestTimeoutMs'>,
+  tls?: ServerTls,
+): Server {
   const onRequest: RequestListener = (req, res) => {
     if (handleOpsRequest(routes.ops, req, res)) return;
     if (handleTicketRequest(routes.door, req, res)) return;
@@ -41,7 +45,17 @@ export function createHttpListener(routes: HttpRoutes, limits: Pick<DoorLimits, 
     res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}');
   };
   const server: Server = tls
-    ? createTlsServer({ connectionsCheckingInterval: DEADLINE_CHECK_INTERVAL_MS, cert: tls.cert, key: tls.key, ca: tls.clientCa, requestCert: tls.clientCa !== undefined, rejectUnauthorized: tls.clientCa !== undefined }, onRequest)
+    ? createTlsServer(
+        {
+          connectionsCheckingInterval: DEADLINE_CHECK_INTERVAL_MS,
+          cert: tls.cert,
+          key: tls.key,
+          ca: tls.clientCa,
+          requestCert: tls.clientCa !== undefined,
+          rejectUnauthorized: tls.clientCa !== undefined,
+        },
+        onRequest,
+      )
     : createServer({ connectionsCheckingInterval: DEADLINE_CHECK_INTERVAL_MS }, onRequest);
   server.headersTimeout = limits.headersTimeoutMs;
   server.requestTimeout = limits.requestTimeoutMs;

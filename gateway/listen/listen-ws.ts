@@ -103,5 +103,8 @@ export function attachWsListener<A = undefined>(server: Server, opts: WsListener
 export function refuse(socket: Duplex, err: unknown): void {
   const e = asTetherError(err);
   const challenge: Record<string, string> = e.code === 'UNAUTHENTICATED' ? { 'WWW-Authenticate': 'Bearer realm="tether"' } : {};
-  endWithHttp(socket, httpStatusOf(e.code), e.message.replace(/[\r\n]+/g, ' ').slice(0, 500), { 'Cache-Control': 'no-store', ...challenge });
+  endWithHttp(socket, httpStatusOf(e.code), e.message.replace(/[\r\n]+/g, ' ').slice(0, 500), {
+    'Cache-Control': 'no-store',
+    ...challenge,
+  });
 }

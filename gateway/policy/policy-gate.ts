@@ -68,7 +68,10 @@ export function policyHookCall(meta: LineMeta, line: Uint8Array): PolicyHookCall
 export function promptRequest(meta: LineMeta, line: Uint8Array): Record<string, unknown> | undefined {
   if (meta.subtype !== 'can_use_tool' && meta.subtype !== 'hook_callback') return undefined;
   try {
-    return (JSON.parse(Buffer.from(line.buffer, line.byteOffset, line.byteLength).toString('utf8')) as { request?: Record<string, unknown> }).request ?? {};
+    return (
+      (JSON.parse(Buffer.from(line.buffer, line.byteOffset, line.byteLength).toString('utf8')) as { request?: Record<string, unknown> })
+        .request ?? {}
+    );
   } catch {
     return undefined;
   }
@@ -117,13 +120,24 @@ export function decideHook(policy: Policy, call: PolicyHookCall): ToolDecision {
 /** The engine line that answers the hook with a decision (`{}`: no opinion, the engine goes on). */
 export function hookAnswer(requestId: string, d: ToolDecision, reason?: string): Record<string, unknown> {
   const why = reason ?? (d.rule ? `Tether policy: ${d.decision} rule ${d.rule}` : undefined);
-  const output = d.decision === 'none' ? {} : { hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: d.decision, permissionDecisionReason: why } };
+  const output =
+    d.decision === 'none'
+      ? {}
+      : { hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: d.decision, permissionDecisionReason: why } };
   return { type: 'control_response', response: { subtype: 'success', request_id: requestId, response: output } };
 }
 
 /** The audit record's details for one decision: tool, capped input, decision, rule, mode. */
 export function hookAuditDetails(call: PolicyHookCall, d: ToolDecision): Record<string, unknown> {
-  const details: Record<string, unknown> = { tool: call.tool, tool_use_id: call.toolUseId, input: cappedInput(call.input), decision: d.decision, rule: d.rule ?? null, permission_mode: call.permissionMode ?? null, cwd: call.cwd };
+  const details: Record<string, unknown> = {
+    tool: call.tool,
+    tool_use_id: call.toolUseId,
+    input: cappedInput(call.input),
+    decision: d.decision,
+    rule: d.rule ?? null,
+    permission_mode: call.permissionMode ?? null,
+    cwd: call.cwd,
+  };
   if (call.resolved?.path !== undefined) details.resolved_path = call.resolved.path;
   return details;
 }
@@ -147,7 +161,8 @@ export function checkSessionOptions(policy: Policy, agent: string, options: Sess
   let out = c.models.length === 0 && policy.defaultModel ? { ...options, model: policy.defaultModel } : options;
   // Named no mode: the agent starts the engine in `default`; under a lower ceiling, the ceiling's.
   const ceiling = modes.length === 0 ? policy.ceilingFor(asker) : undefined;
-  if (ceiling && MODE_ORDER.indexOf(ceiling.mode) < MODE_ORDER.indexOf(ENGINE_DEFAULT_MODE)) out = { ...out, permission_mode: ceiling.mode };
+  if (ceiling && MODE_ORDER.indexOf(ceiling.mode) < MODE_ORDER.indexOf(ENGINE_DEFAULT_MODE))
+    out = { ...out, permission_mode: ceiling.mode };
   return out;
 }
 
@@ -166,7 +181,8 @@ function checkSettings(policy: Policy, settings: Record<string, unknown> | undef
   const s = (settings ?? {}) as { model?: unknown; permissions?: { defaultMode?: unknown } };
   const mode = s.permissions?.defaultMode;
   // null (the setting cleared) is judged as the mode an engine starts in without one.
-  if (mode !== undefined) policy.checkMode(mode === null ? ENGINE_DEFAULT_MODE : typeof mode === 'string' ? mode : JSON.stringify(mode), asker);
+  if (mode !== undefined)
+    policy.checkMode(mode === null ? ENGINE_DEFAULT_MODE : typeof mode === 'string' ? mode : JSON.stringify(mode), asker);
   if (s.model !== undefined) policy.checkModel(s.model as string | null);
 }
 
@@ -179,18 +195,23 @@ export function checkControlRequest(policy: Policy, request: Record<string, unkn
     // Host requests that reach a tool or a file without a tool call (so without the hook):
     // refused when a deny or ask rule covers what they would touch.
     case 'mcp_call':
-      return checkDirect(policy, { tool: String(request.tool ?? ''), input: (request.arguments ?? {}) as Record<string, unknown>, cwd }, 'mcp_call');
+      return checkDirect(
+        policy,
+        { tool: String(request.tool ?? ''), input: (request.arguments ?? {}) as Record<string, unknown>, cwd },
+        'mcp_call',
+      );
     case 'read_file':
       return checkDirect(policy, { tool: 'Read', input: { file_path: String(request.path ?? '') }, cwd }, 'read_file');
     case 'set_permission_mode':
-      policy.checkMode(typeof request.mode === 'string' ? request.mode : JSON.stringify(request.mode) ?? 'undefined', asker);
+      policy.checkMode(typeof request.mode === 'string' ? request.mode : (JSON.stringify(request.mode) ?? 'undefined'), asker);
       return;
     case 'set_model':
       policy.checkModel(request.model as string | null | undefined);
       return;
     case 'initialize': // a subagent's model is a model the session runs
       for (const model of subagentModels(request.agents)) policy.checkModel(model);
-      if (typeof request.settings === 'object' && request.settings !== null) checkSettings(policy, request.settings as Record<string, unknown>, asker);
+      if (typeof request.settings === 'object' && request.settings !== null)
+        checkSettings(policy, request.settings as Record<string, unknown>, asker);
       return;
     case 'apply_flag_settings':
     case 'update_settings':
@@ -202,7 +223,10 @@ export function checkControlRequest(policy: Policy, request: Record<string, unkn
 function checkDirect(policy: Policy, call: ToolCall, subtype: string): void {
   const d = policy.decide(call, undefined);
   if (d.decision === 'deny' || d.decision === 'ask') {
-    throw new TetherError('PERMISSION_DENIED', `${subtype} of ${call.tool} is refused: it would bypass the policy's ${d.decision} rule (policy rule: ${d.rule})`);
+    throw new TetherError(
+      'PERMISSION_DENIED',
+      `${subtype} of ${call.tool} is refused: it would bypass the policy's ${d.decision} rule (policy rule: ${d.rule})`,
+    );
   }
 }
 
@@ -223,10 +247,16 @@ export function checkMentions(policy: Policy, line: Record<string, unknown>, cwd
     // Unknown folder: a relative mention is taken from "/", and judged from each folder above it.
     const path = cwd !== undefined ? mention : normalizePath(mention.startsWith('/') ? mention : `/${mention}`);
     for (const folder of cwd !== undefined ? [cwd] : foldersAbove(path, mention)) {
-      for (const call of [{ tool: 'Read', input: { file_path: path } }, { tool: 'LS', input: { path } }]) {
+      for (const call of [
+        { tool: 'Read', input: { file_path: path } },
+        { tool: 'LS', input: { path } },
+      ]) {
         const d = policy.decide({ ...call, cwd: folder }, undefined);
         if (d.decision === 'deny' || d.decision === 'ask') {
-          throw new TetherError('PERMISSION_DENIED', `the prompt mentions @${mention}, which the engine would read without a tool call; the policy's ${d.decision} rule covers it (policy rule: ${d.rule})`);
+          throw new TetherError(
+            'PERMISSION_DENIED',
+            `the prompt mentions @${mention}, which the engine would read without a tool call; the policy's ${d.decision} rule covers it (policy rule: ${d.rule})`,
+          );
         }
       }
     }
@@ -236,8 +266,13 @@ export function checkMentions(policy: Policy, line: Record<string, unknown>, cwd
 /** "/", "/a", "/a/b" for the absolute, normalised "/a/b/c". */
 function foldersAbove(path: string, mention: string): string[] {
   const segments = path.split('/').slice(1, -1);
-  if (segments.length > MAX_MENTION_DEPTH) throw new TetherError('INVALID_ARGUMENT', `the prompt mentions @${mention}, deeper than ${MAX_MENTION_DEPTH} folders`, { limit: MAX_MENTION_DEPTH });
-  return segments.reduce((out, seg) => [...out, `${out.at(-1) === '/' ? '' : out.at(-1)}/${seg}`], ['/']);
+  if (segments.length > MAX_MENTION_DEPTH)
+    throw new TetherError('INVALID_ARGUMENT', `the prompt mentions @${mention}, deeper than ${MAX_MENTION_DEPTH} folders`, {
+      limit: MAX_MENTION_DEPTH,
+    });
+  const out = ['/'];
+  for (const seg of segments) out.push(`${out.at(-1) === '/' ? '' : out.at(-1)}/${seg}`);
+  return out;
 }
 
 /** The session a client's control request goes to, as the gate needs it. */
@@ -268,8 +303,20 @@ export function checkControlAudited(
     checkControlRequest(dir.policy.current, request, { ...p, role }, session.options.cwd, session.agent);
   } catch (err) {
     const subtype = typeof request.subtype === 'string' ? request.subtype.slice(0, 64) : undefined;
-    const entry = { session_id: session.id, principal: p.sub, action: 'control' as const, client_id: clientId, subtype, mode: request.mode, model: request.model };
-    recordQuietly(dir.audit, { ...entry, result: 'refused', code: failureCode(err), reason: (err as Error).message, decided_by: POLICY_PRINCIPAL }, dir.log);
+    const entry = {
+      session_id: session.id,
+      principal: p.sub,
+      action: 'control' as const,
+      client_id: clientId,
+      subtype,
+      mode: request.mode,
+      model: request.model,
+    };
+    recordQuietly(
+      dir.audit,
+      { ...entry, result: 'refused', code: failureCode(err), reason: (err as Error).message, decided_by: POLICY_PRINCIPAL },
+      dir.log,
+    );
     throw err;
   }
 }

@@ -33,7 +33,8 @@ function readPolicyText(path: string): string {
 
 function parsePolicyText(text: string, path: string): Policy {
   // An empty file is what a reload may read halfway through a write: never "no rules".
-  if (text.trim() === '') throw new TetherError('INVALID_ARGUMENT', `policy ${path}: the file is empty (write {} for a policy without rules)`);
+  if (text.trim() === '')
+    throw new TetherError('INVALID_ARGUMENT', `policy ${path}: the file is empty (write {} for a policy without rules)`);
   let value: unknown;
   try {
     value = /^\s*[{[]/.test(text) ? JSON.parse(text) : parseYaml(text);

@@ -32,7 +32,8 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  * it names no tool.
  */
 export function promptCallOf(request: Record<string, unknown> | undefined): PromptCall | undefined {
-  if (request?.subtype === 'hook_callback' && isObject(request.input)) return promptCallOf({ ...request.input, subtype: 'can_use_tool', input: request.input.tool_input });
+  if (request?.subtype === 'hook_callback' && isObject(request.input))
+    return promptCallOf({ ...request.input, subtype: 'can_use_tool', input: request.input.tool_input });
   if (request?.subtype !== 'can_use_tool' || typeof request.tool_name !== 'string') return undefined;
   const suggestions = Array.isArray(request.permission_suggestions) ? request.permission_suggestions.filter(isObject) : [];
   const interactive = request.requires_user_interaction === true || request.tool_name === 'AskUserQuestion';
@@ -49,7 +50,10 @@ export function hookAnswerEffects(output: Record<string, unknown>): Record<strin
   const decision = isObject(specific.decision) ? specific.decision : {};
   const inputs = [output.updatedInput, specific.updatedInput, decision.updatedInput].filter((v) => v !== undefined);
   const permissions = [specific.updatedPermissions, decision.updatedPermissions].filter((v) => v !== undefined);
-  return [...inputs.map((updatedInput) => ({ behavior: 'allow', updatedInput })), ...permissions.map((updatedPermissions) => ({ updatedPermissions }))];
+  return [
+    ...inputs.map((updatedInput) => ({ behavior: 'allow', updatedInput })),
+    ...permissions.map((updatedPermissions) => ({ updatedPermissions })),
+  ];
 }
 
 /** What a checked answer changes, for the audit record: the input that runs, and the rules kept. */
@@ -79,17 +83,24 @@ export function checkAnswer(policy: Policy, call: PromptCall, answer: Record<str
     // an answer is judged here, as written, so it may not move the call to another path.
     const moved = PATH_FIELDS.find((f) => !isDeepStrictEqual(input[f], call.input[f]));
     if (moved !== undefined && !call.interactive) {
-      throw new TetherError('PERMISSION_DENIED', `the answer's updatedInput for ${call.tool} is refused: it changes ${moved}, and only the path the engine asked about was judged where it leads (symlinks); deny it and ask for the call you want; the prompt is still open`);
+      throw new TetherError(
+        'PERMISSION_DENIED',
+        `the answer's updatedInput for ${call.tool} is refused: it changes ${moved}, and only the path the engine asked about was judged where it leads (symlinks); deny it and ask for the call you want; the prompt is still open`,
+      );
     }
     const d = policy.decide({ tool: call.tool, input, cwd: cwd ?? '/' }, undefined);
     // An ask rule on the input shown is what this prompt is; on a changed input it would ask people
     // about a call nobody was shown (unless the tool's input is the person's answer: AskUserQuestion).
     if (d.decision === 'deny' || (d.decision === 'ask' && effects.inputChanged && !call.interactive)) {
-      throw new TetherError('PERMISSION_DENIED', `the answer's updatedInput for ${call.tool} is refused: the policy's ${d.decision} rule covers it (policy rule: ${d.rule}); the prompt is still open`);
+      throw new TetherError(
+        'PERMISSION_DENIED',
+        `the answer's updatedInput for ${call.tool} is refused: the policy's ${d.decision} rule covers it (policy rule: ${d.rule}); the prompt is still open`,
+      );
     }
   }
   if (answer.updatedPermissions !== undefined) {
-    if (!Array.isArray(answer.updatedPermissions)) throw new TetherError('INVALID_ARGUMENT', 'updatedPermissions must be a list of permission updates');
+    if (!Array.isArray(answer.updatedPermissions))
+      throw new TetherError('INVALID_ARGUMENT', 'updatedPermissions must be a list of permission updates');
     effects.updatedPermissions = answer.updatedPermissions.map((u, n) => checkUpdate(u, n, call, cwd));
   }
   return effects;
@@ -98,7 +109,8 @@ export function checkAnswer(policy: Policy, call: PromptCall, answer: Record<str
 /** One PermissionUpdate of an answer: for this session only, and no wider than the engine proposed. */
 function checkUpdate(u: unknown, n: number, call: PromptCall, cwd: string | undefined): Record<string, unknown> {
   const where = `updatedPermissions[${n}]`;
-  if (!isObject(u) || typeof u.type !== 'string') throw new TetherError('INVALID_ARGUMENT', `${where} must be a permission update with a type`);
+  if (!isObject(u) || typeof u.type !== 'string')
+    throw new TetherError('INVALID_ARGUMENT', `${where} must be a permission update with a type`);
   if (u.destination !== 'session') {
     throw new TetherError(
       'PERMISSION_DENIED',
@@ -111,12 +123,17 @@ function checkUpdate(u: unknown, n: number, call: PromptCall, cwd: string | unde
     case 'addRules': {
       if (u.behavior === 'deny' || u.behavior === 'ask') return u; // only narrows what runs
       if (u.behavior !== 'allow') throw new TetherError('INVALID_ARGUMENT', `${where} needs behavior allow, deny or ask`);
-      const offered = proposed.filter((s) => s.behavior === 'allow').flatMap((s) => (Array.isArray(s.rules) ? s.rules.filter(isObject) : []));
+      const offered = proposed
+        .filter((s) => s.behavior === 'allow')
+        .flatMap((s) => (Array.isArray(s.rules) ? s.rules.filter(isObject) : []));
       for (const rule of Array.isArray(u.rules) ? u.rules : [undefined]) {
-        if (!isObject(rule) || typeof rule.toolName !== 'string') throw new TetherError('INVALID_ARGUMENT', `${where} needs rules of {toolName, ruleContent?}`);
+        if (!isObject(rule) || typeof rule.toolName !== 'string')
+          throw new TetherError('INVALID_ARGUMENT', `${where} needs rules of {toolName, ruleContent?}`);
         if (!offered.some((o) => o.toolName === rule.toolName && narrows(rule.ruleContent, o.ruleContent))) {
           const shown = offered.map((o) => ruleText(o)).join(', ') || 'none';
-          throw refuse(`the allow rule ${ruleText(rule)} is not one the engine proposed for this call, nor narrower (it proposed: ${shown})`);
+          throw refuse(
+            `the allow rule ${ruleText(rule)} is not one the engine proposed for this call, nor narrower (it proposed: ${shown})`,
+          );
         }
       }
       return u;
@@ -127,7 +144,8 @@ function checkUpdate(u: unknown, n: number, call: PromptCall, cwd: string | unde
       const dirs = Array.isArray(u.directories) ? u.directories : [];
       for (const dir of dirs) {
         const offered = proposed.some((s) => Array.isArray(s.directories) && s.directories.includes(dir));
-        if (typeof dir !== 'string' || !offered || !inside(dir, cwd)) throw refuse(`the folder ${JSON.stringify(dir)} is not one the engine proposed inside the session's folder`);
+        if (typeof dir !== 'string' || !offered || !inside(dir, cwd))
+          throw refuse(`the folder ${JSON.stringify(dir)} is not one the engine proposed inside the session's folder`);
       }
       return u;
     }
@@ -137,13 +155,15 @@ function checkUpdate(u: unknown, n: number, call: PromptCall, cwd: string | unde
     default:
       // replaceRules and removeRules could drop rules the session was started with.
       if (proposed.some((s) => isDeepStrictEqual({ ...s, destination: 'session' }, u))) return u;
-      throw refuse('only the engine\'s own proposal may be kept');
+      throw refuse("only the engine's own proposal may be kept");
   }
 }
 
 /** `Tool(content)` as rules are written. */
 function ruleText(rule: Record<string, unknown>): string {
-  return typeof rule.ruleContent === 'string' && rule.ruleContent !== '' ? `${String(rule.toolName)}(${rule.ruleContent})` : String(rule.toolName);
+  return typeof rule.ruleContent === 'string' && rule.ruleContent !== ''
+    ? `${String(rule.toolName)}(${rule.ruleContent})`
+    : String(rule.toolName);
 }
 
 /**

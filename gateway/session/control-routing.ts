@@ -57,7 +57,10 @@ export class ControlRouting {
   /** The gateway id to send in place of the client's `request_id`. */
   open(clientId: string, principal: string, origId: unknown, subtype = 'unknown'): string {
     if (this.inFlight.size >= MAX_IN_FLIGHT) {
-      throw new TetherError('RESOURCE_EXHAUSTED', `${MAX_IN_FLIGHT} control requests are already waiting for the engine; retry when some are answered`);
+      throw new TetherError(
+        'RESOURCE_EXHAUSTED',
+        `${MAX_IN_FLIGHT} control requests are already waiting for the engine; retry when some are answered`,
+      );
     }
     const gwId = `tether-${this.next++}`;
     const m: InFlight = { clientId, principal, origId, subtype, sentAt: Date.now() };
@@ -100,7 +103,12 @@ export class ControlRouting {
    * Routes an engine control_response; `isAttached` says whether its asker is here now;
    * `rewrite` may change the answer to a request of that subtype (delivered or held alike).
    */
-  answer(gwId: string, line: string, isAttached: (clientId: string) => boolean, rewrite: (subtype: string, line: string) => string = (_, l) => l): ReplyRoute {
+  answer(
+    gwId: string,
+    line: string,
+    isAttached: (clientId: string) => boolean,
+    rewrite: (subtype: string, line: string) => string = (_, l) => l,
+  ): ReplyRoute {
     const m = this.inFlight.get(gwId);
     if (!m) return { kind: 'not-ours' };
     this.settle(gwId, m);

@@ -65,7 +65,10 @@ export class EngineInputs {
       try {
         bytes = checkEngineInput(i.line).length; // a store written by an older gateway may hold what we now refuse
       } catch (err) {
-        this.logger.warn({ sessionId: this.sessionId, seq: i.seq, err: (err as Error).message }, 'dropping a stored input the engine cannot take');
+        this.logger.warn(
+          { sessionId: this.sessionId, seq: i.seq, err: (err as Error).message },
+          'dropping a stored input the engine cannot take',
+        );
         continue;
       }
       this.pending.push({ seq: i.seq, line: i.line, bytes });
@@ -127,7 +130,10 @@ export class EngineInputs {
         host.input(this.sessionId, p.seq, p.line);
       } catch (err) {
         // One bad input must not stop the others, this session or the agent's hello.
-        this.logger.warn({ sessionId: this.sessionId, seq: p.seq, err: (err as Error).message }, 'dropping an input the agent link cannot take');
+        this.logger.warn(
+          { sessionId: this.sessionId, seq: p.seq, err: (err as Error).message },
+          'dropping an input the agent link cannot take',
+        );
         this.pending.drop(p.seq);
       }
     }

@@ -59,7 +59,13 @@ export class InputRouting {
    * Throws a typed error (and changes nothing) when it is malformed or cannot be queued.
    * `onApplied` gets the line as serialized (once, here) when it was applied.
    */
-  input(from: Actor, inputId: string, given: Record<string, unknown>, ended: boolean, onApplied?: (text: string) => void): 'applied' | 'duplicate' {
+  input(
+    from: Actor,
+    inputId: string,
+    given: Record<string, unknown>,
+    ended: boolean,
+    onApplied?: (text: string) => void,
+  ): 'applied' | 'duplicate' {
     // Every prompt carries a uuid and an origin, so its turn has an author (turn-authors.ts).
     const line = given.type === 'user' && this.s.stamp ? stampUserMessage(given) : given;
     // Size, depth and shape first: nothing of a line the engine cannot take is kept or broadcast.
@@ -88,7 +94,10 @@ export class InputRouting {
       case 'keep_alive':
         return;
       default:
-        throw new TetherError('INVALID_ARGUMENT', `unsupported input type ${JSON.stringify(line.type)} (expected user, control_request, control_response, control_cancel_request or keep_alive)`);
+        throw new TetherError(
+          'INVALID_ARGUMENT',
+          `unsupported input type ${JSON.stringify(line.type)} (expected user, control_request, control_response, control_cancel_request or keep_alive)`,
+        );
     }
   }
 
@@ -103,7 +112,13 @@ export class InputRouting {
     try {
       checkMentions(this.s.policy.current, line, this.s.cwd);
     } catch (err) {
-      this.s.audit.quietly(from.principal, 'prompt', { ...details, result: 'refused', code: failureCode(err), reason: (err as Error).message, decided_by: POLICY_PRINCIPAL });
+      this.s.audit.quietly(from.principal, 'prompt', {
+        ...details,
+        result: 'refused',
+        code: failureCode(err),
+        reason: (err as Error).message,
+        decided_by: POLICY_PRINCIPAL,
+      });
       throw err;
     }
     if (typeof line.uuid === 'string') this.s.turns.sent(line.uuid, from.principal, stamped);
@@ -111,8 +126,25 @@ export class InputRouting {
       const uuid = typeof line.uuid === 'string' ? line.uuid : undefined;
       const priority = line.priority as PromptPriority | undefined;
       this.s.inputs.toEngine(line, key, text);
-      this.s.history.append({ event: tetherEvent({ subtype: 'prompt', principal: from.principal, client_id: from.clientId, message: line.message, input_id: inputId, uuid, ...(queued ? { queued, priority } : {}) }) });
-      if (queued) this.s.queue.add({ uuid: uuid!, principal: from.principal, client_id: from.clientId, priority: priority ?? ENGINE_DEFAULT_PRIORITY, message: line.message });
+      this.s.history.append({
+        event: tetherEvent({
+          subtype: 'prompt',
+          principal: from.principal,
+          client_id: from.clientId,
+          message: line.message,
+          input_id: inputId,
+          uuid,
+          ...(queued ? { queued, priority } : {}),
+        }),
+      });
+      if (queued)
+        this.s.queue.add({
+          uuid: uuid!,
+          principal: from.principal,
+          client_id: from.clientId,
+          priority: priority ?? ENGINE_DEFAULT_PRIORITY,
+          message: line.message,
+        });
       if (this.s.status.current === 'idle') this.s.status.set('running');
     });
   }
@@ -125,7 +157,10 @@ export class InputRouting {
    */
   private queuing(line: Record<string, unknown>): boolean {
     if (line.priority !== undefined && !PromptPriority.safeParse(line.priority).success) {
-      throw new TetherError('INVALID_ARGUMENT', `priority must be one of ${PromptPriority.options.join(', ')} (got ${JSON.stringify(line.priority)})`);
+      throw new TetherError(
+        'INVALID_ARGUMENT',
+        `priority must be one of ${PromptPriority.options.join(', ')} (got ${JSON.stringify(line.priority)})`,
+      );
     }
     const queued = TURN_STATES.has(this.s.status.current) && this.s.queue.tracking && typeof line.uuid === 'string' && line.uuid !== '';
     if (queued) this.s.queue.assertRoom(line.uuid as string);
@@ -138,17 +173,30 @@ export class InputRouting {
       throw new TetherError('INVALID_ARGUMENT', 'control_request needs a request object with a string subtype');
     }
     const req = request as Record<string, unknown>;
-    this.s.audit.audited(from.principal, 'control', { client_id: from.clientId, subtype: req.subtype, model: req.model, mode: req.mode }, () => {
-      const gwId = this.s.controls.open(from.clientId, from.principal, line.request_id, req.subtype as string);
-      try {
-        this.s.inputs.toEngine({ ...line, request_id: gwId }, key);
-      } catch (err) {
-        this.s.controls.forget(gwId); // refused before it reached the engine: no answer will come
-        throw err;
-      }
-      // A stop that cancels the queue says so: the engine drops every queued prompt with it.
-      const cleared = req.subtype === 'interrupt' && req.cancel_queued === true ? this.s.queue.clear(from.principal) : undefined;
-      if (req.subtype === 'interrupt') this.s.history.append({ event: tetherEvent({ subtype: 'interrupt', principal: from.principal, client_id: from.clientId, ...(cleared === undefined ? {} : { cleared }) }) });
-    });
+    this.s.audit.audited(
+      from.principal,
+      'control',
+      { client_id: from.clientId, subtype: req.subtype, model: req.model, mode: req.mode },
+      () => {
+        const gwId = this.s.controls.open(from.clientId, from.principal, line.request_id, req.subtype as string);
+        try {
+          this.s.inputs.toEngine({ ...line, request_id: gwId }, key);
+        } catch (err) {
+          this.s.controls.forget(gwId); // refused before it reached the engine: no answer will come
+          throw err;
+        }
+        // A stop that cancels the queue says so: the engine drops every queued prompt with it.
+        const cleared = req.subtype === 'interrupt' && req.cancel_queued === true ? this.s.queue.clear(from.principal) : undefined;
+        if (req.subtype === 'interrupt')
+          this.s.history.append({
+            event: tetherEvent({
+              subtype: 'interrupt',
+              principal: from.principal,
+              client_id: from.clientId,
+              ...(cleared === undefined ? {} : { cleared }),
+            }),
+          });
+      },
+    );
   }
 }

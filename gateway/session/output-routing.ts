@@ -58,7 +58,12 @@ export class OutputRouting {
   private reply(gwId: string, line: Uint8Array): boolean {
     const text = Buffer.from(line.buffer, line.byteOffset, line.byteLength).toString('utf8'); // rare: answers to clients' own requests
     // A model list offers only what the policy lets a set_model name.
-    const route = this.s.controls.answer(gwId, text, (clientId) => this.s.members.has(clientId), (subtype, reply) => policyModelList(subtype, reply, this.s.policy.current));
+    const route = this.s.controls.answer(
+      gwId,
+      text,
+      (clientId) => this.s.members.has(clientId),
+      (subtype, reply) => policyModelList(subtype, reply, this.s.policy.current),
+    );
     if (route.kind === 'deliver') this.s.members.reply(route.clientId, route.line);
     return route.kind !== 'not-ours';
   }

@@ -34,7 +34,10 @@ export class PendingInputs {
   /** Throws RESOURCE_EXHAUSTED, changing nothing, when `bytes` more would pass a bound. */
   assertRoom(bytes: number, sessionId: string): void {
     if (this.items.length >= MAX_PENDING_INPUTS || this.bytes + bytes > MAX_PENDING_INPUT_BYTES) {
-      throw new TetherError('RESOURCE_EXHAUSTED', `${this.items.length} inputs (${this.bytes} bytes) are waiting for the agent of session ${sessionId}; retry later`);
+      throw new TetherError(
+        'RESOURCE_EXHAUSTED',
+        `${this.items.length} inputs (${this.bytes} bytes) are waiting for the agent of session ${sessionId}; retry later`,
+      );
     }
   }
 

@@ -64,8 +64,13 @@ export class PromptQueue {
 
   /** Refuses a prompt that cannot be queued (full, or its uuid taken); changes nothing. */
   assertRoom(uuid: string): void {
-    if (this.prompts.some((p) => p.uuid === uuid)) throw new TetherError('INVALID_ARGUMENT', `a queued prompt already has uuid ${uuid}; send a fresh uuid (or none)`);
-    if (this.prompts.length >= MAX_QUEUED_PROMPTS) throw new TetherError('RESOURCE_EXHAUSTED', `${MAX_QUEUED_PROMPTS} prompts are already queued; wait for some to run or withdraw some`);
+    if (this.prompts.some((p) => p.uuid === uuid))
+      throw new TetherError('INVALID_ARGUMENT', `a queued prompt already has uuid ${uuid}; send a fresh uuid (or none)`);
+    if (this.prompts.length >= MAX_QUEUED_PROMPTS)
+      throw new TetherError(
+        'RESOURCE_EXHAUSTED',
+        `${MAX_QUEUED_PROMPTS} prompts are already queued; wait for some to run or withdraw some`,
+      );
   }
 
   /** A prompt the engine took while a turn runs: queued in the engine's order and announced. */
@@ -82,9 +87,18 @@ export class PromptQueue {
    */
   beginWithdraw(uuid: string, principal: string, isOwner: boolean): QueuedPrompt {
     const prompt = this.prompts.find((p) => p.uuid === uuid);
-    if (!prompt) throw new TetherError('FAILED_PRECONDITION', `prompt ${uuid} is not queued (it has started, was withdrawn, or was never queued): only a queued prompt can be withdrawn`);
-    if (prompt.principal !== principal && !isOwner) throw new TetherError('PERMISSION_DENIED', `only its author (${prompt.principal}) or the session's owner may withdraw this queued prompt`);
-    if (prompt.withdrawing) throw new TetherError('FAILED_PRECONDITION', `prompt ${uuid} is already being withdrawn by ${prompt.withdrawing}`);
+    if (!prompt)
+      throw new TetherError(
+        'FAILED_PRECONDITION',
+        `prompt ${uuid} is not queued (it has started, was withdrawn, or was never queued): only a queued prompt can be withdrawn`,
+      );
+    if (prompt.principal !== principal && !isOwner)
+      throw new TetherError(
+        'PERMISSION_DENIED',
+        `only its author (${prompt.principal}) or the session's owner may withdraw this queued prompt`,
+      );
+    if (prompt.withdrawing)
+      throw new TetherError('FAILED_PRECONDITION', `prompt ${uuid} is already being withdrawn by ${prompt.withdrawing}`);
     prompt.withdrawing = principal;
     this.announce({ action: 'withdrawing', uuids: [uuid], by: principal });
     return prompt;

@@ -34,7 +34,10 @@ export class PromptBook {
   /** Set once the book holds its restored prompts, so only this process's prompts are raised to it. */
   observer: PromptObserver | undefined;
 
-  constructor(private readonly maxPending = 32, private readonly maxRemembered = 1024) {}
+  constructor(
+    private readonly maxPending = 32,
+    private readonly maxRemembered = 1024,
+  ) {}
 
   get size(): number {
     return this.pending.size;
@@ -69,7 +72,10 @@ export class PromptBook {
     const p = this.pending.get(requestId);
     if (!p) {
       const how = this.decided.get(requestId);
-      if (how) throw new TetherError('FAILED_PRECONDITION', `permission request ${requestId} was already decided (${how})`, { already_decided: true });
+      if (how)
+        throw new TetherError('FAILED_PRECONDITION', `permission request ${requestId} was already decided (${how})`, {
+          already_decided: true,
+        });
       throw new TetherError('NOT_FOUND', `no pending request ${requestId} in this session`);
     }
     this.settle(requestId, `answered by ${by}`, outcome);

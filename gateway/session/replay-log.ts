@@ -79,7 +79,10 @@ export class ReplayLog {
     this.entries.push(kept ? { seq, bytes: kept.bytes, kept } : { seq, bytes: frameBuffer(bytes) });
     this.bytes += n;
     this.last = seq;
-    while (this.entries.length - this.head > this.limits.maxFrames || (this.bytes > this.limits.maxBytes && this.entries.length - this.head > 1)) {
+    while (
+      this.entries.length - this.head > this.limits.maxFrames ||
+      (this.bytes > this.limits.maxBytes && this.entries.length - this.head > 1)
+    ) {
       const old = this.entries[this.head]!;
       this.entries[this.head++] = undefined; // not kept alive until the next compaction
       this.bytes -= old.bytes.length;

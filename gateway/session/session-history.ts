@@ -10,10 +10,7 @@ import type { SessionStore, StoredFrame } from './session-store.js';
  * gateway writes in the engine's format (a withdrawal), or a gateway event. Only this module
  * turns it into wire text (through `core/wire/session-frame.ts`), once for every client.
  */
-export type FrameBody =
-  | { line: Uint8Array; origin: FrameOrigin }
-  | { gatewayLine: Record<string, unknown> }
-  | { event: TetherEvent };
+export type FrameBody = { line: Uint8Array; origin: FrameOrigin } | { gatewayLine: Record<string, unknown> } | { event: TetherEvent };
 
 /** What one stored frame tells a session restoring itself (see {@link factOf}). */
 export type RestoredFact =
@@ -123,7 +120,17 @@ export class SessionHistory {
  * for a frame that tells nothing (or that does not parse). Read once per frame at start only.
  */
 export function factOf(frame: FrameBytes): RestoredFact | undefined {
-  let params: { message?: { type?: string; subtype?: string; session_id?: string; request_id?: string; request?: { subtype?: string } & Record<string, unknown> }; event?: TetherEvent; origin?: string };
+  let params: {
+    message?: {
+      type?: string;
+      subtype?: string;
+      session_id?: string;
+      request_id?: string;
+      request?: { subtype?: string } & Record<string, unknown>;
+    };
+    event?: TetherEvent;
+    origin?: string;
+  };
   try {
     params = (JSON.parse(frameBuffer(frame).toString('utf8')) as { params: typeof params }).params;
   } catch {
@@ -135,9 +142,11 @@ export function factOf(frame: FrameBytes): RestoredFact | undefined {
   if (params.event?.subtype === 'moved') return { kind: 'moved', agent: params.event.to_agent, cwd: params.event.cwd };
   const v = params.message;
   if (typeof v !== 'object' || v === null) return undefined;
-  if (v.type === 'system' && v.subtype === 'init' && typeof v.session_id === 'string') return { kind: 'engine_session', engineSessionId: v.session_id.slice(0, 256) };
+  if (v.type === 'system' && v.subtype === 'init' && typeof v.session_id === 'string')
+    return { kind: 'engine_session', engineSessionId: v.session_id.slice(0, 256) };
   if (typeof v.request_id !== 'string') return undefined;
-  if (v.type === 'control_request' && params.origin === 'engine') return { kind: 'prompt', requestId: v.request_id, subtype: v.request?.subtype ?? 'unknown', request: v.request };
+  if (v.type === 'control_request' && params.origin === 'engine')
+    return { kind: 'prompt', requestId: v.request_id, subtype: v.request?.subtype ?? 'unknown', request: v.request };
   if (v.type === 'control_cancel_request') return { kind: 'withdrawn', requestId: v.request_id };
   return undefined;
 }

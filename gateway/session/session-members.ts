@@ -58,7 +58,10 @@ export class SessionMembers {
   private readonly presence: PresenceBatch;
 
   constructor(private readonly s: MemberParts) {
-    this.presence = new PresenceBatch((event) => s.history.append({ event }), () => this.all.size);
+    this.presence = new PresenceBatch(
+      (event) => s.history.append({ event }),
+      () => this.all.size,
+    );
     s.history.holdBack(this.presence);
   }
 
@@ -120,7 +123,9 @@ export class SessionMembers {
     this.s.audit.record(member.principal, 'attach', { client_id: member.clientId, role, from_seq: from });
     if (this.s.history.replayTo((bytes) => member.sendFrame(bytes), from)) this.s.onGap();
     this.all.set(member.clientId, { member, role, since: new Date().toISOString() });
-    if (previousClientId !== undefined) for (const line of this.s.controls.takeOver(previousClientId, member.clientId, member.principal)) member.sendReply(this.s.sessionId, line);
+    if (previousClientId !== undefined)
+      for (const line of this.s.controls.takeOver(previousClientId, member.clientId, member.principal))
+        member.sendReply(this.s.sessionId, line);
     this.announce('attached', member.principal, member.clientId, role, member.mayControl);
     return this.s.history.lastSeq + 1;
   }
@@ -152,15 +157,21 @@ export class SessionMembers {
     const target = this.all.get(targetClientId);
     if (!target) throw new TetherError('NOT_FOUND', `no client ${targetClientId} is attached to session ${this.s.sessionId}`);
     if (target.role === 'owner') throw new TetherError('FAILED_PRECONDITION', 'an owner attachment keeps its role');
-    if (role === 'controller' && !mayControl(targetClientId)) throw new TetherError('PERMISSION_DENIED', `${target.member.principal}'s token does not allow control`);
+    if (role === 'controller' && !mayControl(targetClientId))
+      throw new TetherError('PERMISSION_DENIED', `${target.member.principal}'s token does not allow control`);
     const principal = target.member.principal;
     const own = principal === this.s.roles.owner;
     const changed = [...this.all.values()].filter(
-      (a) => (own ? a === target : a.member.principal === principal) && a.role !== 'owner' && a.role !== role && (role === 'viewer' || mayControl(a.member.clientId)),
+      (a) =>
+        (own ? a === target : a.member.principal === principal) &&
+        a.role !== 'owner' &&
+        a.role !== role &&
+        (role === 'viewer' || mayControl(a.member.clientId)),
     );
     const recorded = changed.length ? changed : !own && this.s.roles.decided(principal) !== role ? [target] : [];
     // Recorded before it takes effect: a change that cannot be audited is not made.
-    for (const a of recorded) this.s.audit.record(by.member.principal, 'role_change', { client_id: a.member.clientId, target_principal: principal, role });
+    for (const a of recorded)
+      this.s.audit.record(by.member.principal, 'role_change', { client_id: a.member.clientId, target_principal: principal, role });
     if (!own) this.s.roles.decide(principal, role);
     for (const a of changed) {
       a.role = role;
@@ -180,11 +191,17 @@ export class SessionMembers {
     const from = this.s.roles.owner;
     if (to === from) throw new TetherError('FAILED_PRECONDITION', `${to} already owns session ${this.s.sessionId}`);
     const member = [...this.all.values()].some((a) => a.member.principal === to);
-    if (!member && !known(to)) throw new TetherError('NOT_FOUND', `${to} is neither a member of session ${this.s.sessionId} nor a principal this gateway knows`);
+    if (!member && !known(to))
+      throw new TetherError('NOT_FOUND', `${to} is neither a member of session ${this.s.sessionId} nor a principal this gateway knows`);
     this.s.audit.record(by.member.principal, 'owner_change', { previous_owner: from, owner: to });
     this.s.roles.setOwner(to);
     for (const a of this.all.values()) {
-      const role = a.role === 'owner' && a.member.principal === from ? 'controller' : a.role === 'controller' && a.member.principal === to ? 'owner' : undefined;
+      const role =
+        a.role === 'owner' && a.member.principal === from
+          ? 'controller'
+          : a.role === 'controller' && a.member.principal === to
+            ? 'owner'
+            : undefined;
       if (!role) continue;
       a.role = role;
       this.announce('role_changed', a.member.principal, a.member.clientId, role);
@@ -192,7 +209,13 @@ export class SessionMembers {
     return from;
   }
 
-  private announce(action: 'attached' | 'detached' | 'role_changed', principal: string, clientId: string, role: Role, mayControl?: boolean): void {
+  private announce(
+    action: 'attached' | 'detached' | 'role_changed',
+    principal: string,
+    clientId: string,
+    role: Role,
+    mayControl?: boolean,
+  ): void {
     this.presence.add({ action, principal, client_id: clientId, role, ...(mayControl === undefined ? {} : { may_control: mayControl }) });
   }
 }

@@ -8,13 +8,29 @@ import type { SessionHistory } from './session-history.js';
 import type { SessionStatus } from './session-status.js';
 import type { SessionAudit } from './session-audit.js';
 import type { PolicyProvider } from '../policy/policy-source.js';
-import { cappedInput, decideHook, hookAnswer, hookAuditDetails, POLICY_PRINCIPAL, promptTool, unauditedDenial, type PolicyHookCall } from '../policy/policy-gate.js';
+import {
+  cappedInput,
+  decideHook,
+  hookAnswer,
+  hookAuditDetails,
+  POLICY_PRINCIPAL,
+  promptTool,
+  unauditedDenial,
+  type PolicyHookCall,
+} from '../policy/policy-gate.js';
 import { checkAnswer, hookAnswerEffects, promptCallOf } from '../policy/prompt-answers.js';
 import { failureCode } from '../audit/audit-log.js';
 import { engineUpdates, type StandingRules } from './standing-rules.js';
 import type { TurnAuthors } from './turn-authors.js';
 import type { TurnApproval, TurnAttribution } from '../../core/protocol/turn-approval.js';
-import { approvalNeeded, approvalRefusal, approvalText, effectiveApproval, turnName, type ApprovalNeed } from '../../core/policy/turn-approval.js';
+import {
+  approvalNeeded,
+  approvalRefusal,
+  approvalText,
+  effectiveApproval,
+  turnName,
+  type ApprovalNeed,
+} from '../../core/policy/turn-approval.js';
 
 /** The audit principal of an answer a standing rule gave (the record names the rule and its grantor). */
 const RULE_PRINCIPAL = 'tether:rule';
@@ -96,7 +112,12 @@ export class SessionPrompts {
       this.s.logger.warn({ sessionId: this.s.sessionId, requestId }, 'too many pending prompts; denying');
       this.book.observer?.promptRaised();
       this.book.observer?.promptSettled('overflow', 0);
-      this.s.audit.quietly('tether:overflow', 'permission_decision', { request_id: requestId, ...tool, behavior: 'deny', reason: 'too many pending prompts' });
+      this.s.audit.quietly('tether:overflow', 'permission_decision', {
+        request_id: requestId,
+        ...tool,
+        behavior: 'deny',
+        reason: 'too many pending prompts',
+      });
       this.answerEngine(requestId, subtype, `Denied by Tether: more than ${this.s.maxPending} requests pending`);
       return;
     }
@@ -115,7 +136,15 @@ export class SessionPrompts {
   raisedLive(requestId: string): boolean {
     if (this.answerByRule(requestId)) return true;
     const p = this.book.get(requestId);
-    if (p?.turnAuthors) this.s.history.append({ event: tetherEvent({ subtype: 'prompt_turn', request_id: requestId, tool: p.call?.tool, ...this.attribution(p.turnAuthors, p.call?.interactive) }) });
+    if (p?.turnAuthors)
+      this.s.history.append({
+        event: tetherEvent({
+          subtype: 'prompt_turn',
+          request_id: requestId,
+          tool: p.call?.tool,
+          ...this.attribution(p.turnAuthors, p.call?.interactive),
+        }),
+      });
     return false;
   }
 
@@ -141,9 +170,22 @@ export class SessionPrompts {
     if (prompt?.subtype !== DENY_ON_EXPIRY || !prompt.turnAuthors || prompt.call?.interactive) return;
     const { setting, need } = this.approval(prompt.turnAuthors);
     if (!need) return;
-    const why = approvalRefusal(need, setting, by.principal, { owner: this.s.owner, authors: prompt.turnAuthors }, this.s.policy.current.groups);
+    const why = approvalRefusal(
+      need,
+      setting,
+      by.principal,
+      { owner: this.s.owner, authors: prompt.turnAuthors },
+      this.s.policy.current.groups,
+    );
     if (why === undefined) return;
-    this.s.audit.quietly(by.principal, 'permission_decision', { ...details, result: 'refused', code: 'PERMISSION_DENIED', reason: why, decided_by: POLICY_PRINCIPAL, turn_approval: approvalText(setting) });
+    this.s.audit.quietly(by.principal, 'permission_decision', {
+      ...details,
+      result: 'refused',
+      code: 'PERMISSION_DENIED',
+      reason: why,
+      decided_by: POLICY_PRINCIPAL,
+      turn_approval: approvalText(setting),
+    });
     throw new TetherError('PERMISSION_DENIED', why, { may_answer: need.mayAnswer });
   }
 
@@ -174,16 +216,26 @@ export class SessionPrompts {
     const answer = (line.response as { response?: { behavior?: unknown; updatedPermissions?: unknown } }).response;
     const behavior = response.subtype === 'error' ? 'error' : String(answer?.behavior ?? 'answered');
     const prompt = this.book.get(requestId);
-    const details: Record<string, unknown> = { request_id: requestId, ...prompt?.tool, behavior, client_id: by.clientId, ...(prompt?.turnAuthors ? { turn_authors: prompt.turnAuthors } : {}) };
+    const details: Record<string, unknown> = {
+      request_id: requestId,
+      ...prompt?.tool,
+      behavior,
+      client_id: by.clientId,
+      ...(prompt?.turnAuthors ? { turn_authors: prompt.turnAuthors } : {}),
+    };
     this.checkApprover(by, prompt, details);
     if (response.subtype === 'success') {
       const body = ((line.response as { response?: unknown }).response ?? {}) as Record<string, unknown>;
       if (prompt?.subtype === 'can_use_tool') Object.assign(details, this.checkedAnswer(by, details, body));
       // A client's own hook may change the call as a permission answer may: checked the same way.
-      if (prompt?.subtype === 'hook_callback') for (const effect of hookAnswerEffects(body)) Object.assign(details, this.checkedAnswer(by, details, effect));
+      if (prompt?.subtype === 'hook_callback')
+        for (const effect of hookAnswerEffects(body)) Object.assign(details, this.checkedAnswer(by, details, effect));
     }
     // Session allow rules stay here, per person (standing-rules.ts): the engine's would hold for everyone's turns.
-    const updates = behavior === 'allow' && prompt?.subtype === DENY_ON_EXPIRY && Array.isArray(answer?.updatedPermissions) ? answer.updatedPermissions : undefined;
+    const updates =
+      behavior === 'allow' && prompt?.subtype === DENY_ON_EXPIRY && Array.isArray(answer?.updatedPermissions)
+        ? answer.updatedPermissions
+        : undefined;
     const sent = updates ? withUpdates(line, engineUpdates(updates)) : line;
     const forEveryone = by.principal === this.s.owner;
     this.s.audit.audited(by.principal, 'permission_decision', details, () => {
@@ -191,7 +243,12 @@ export class SessionPrompts {
       this.s.inputs.toEngine(sent, key);
     });
     if (updates) this.s.standing.granting(by.principal, updates, forEveryone);
-    this.decided(requestId, by.principal, behavior, updates ? { updated_permissions: updates, granted_for: forEveryone ? GRANTED_FOR_EVERYONE : by.principal } : {});
+    this.decided(
+      requestId,
+      by.principal,
+      behavior,
+      updates ? { updated_permissions: updates, granted_for: forEveryone ? GRANTED_FOR_EVERYONE : by.principal } : {},
+    );
   }
 
   /**
@@ -205,17 +262,29 @@ export class SessionPrompts {
     const authors = p.turnAuthors;
     const { setting, need } = this.approval(authors);
     const groups = this.s.policy.current.groups;
-    const mayApprove = (grantor: string) => !need || approvalRefusal(need, setting, grantor, { owner: this.s.owner, authors }, groups) === undefined;
+    const mayApprove = (grantor: string) =>
+      !need || approvalRefusal(need, setting, grantor, { owner: this.s.owner, authors }, groups) === undefined;
     const rule = this.s.standing.allowing({ tool: p.call.tool, input: p.call.input, cwd: this.s.cwd ?? '/' }, authors, mayApprove);
     if (!rule) return false;
-    const line = { type: 'control_response', response: { subtype: 'success', request_id: requestId, response: { behavior: 'allow', updatedInput: p.call.input } } };
+    const line = {
+      type: 'control_response',
+      response: { subtype: 'success', request_id: requestId, response: { behavior: 'allow', updatedInput: p.call.input } },
+    };
     try {
-      this.s.audit.audited(RULE_PRINCIPAL, 'permission_decision', { request_id: requestId, ...p.tool, behavior: 'allow', turn_authors: authors, rule: rule.label, granted_by: rule.grantedBy }, () => {
-        this.book.claim(requestId, RULE_PRINCIPAL, 'answered');
-        this.s.inputs.toEngine(line, GATEWAY_KEY);
-      });
+      this.s.audit.audited(
+        RULE_PRINCIPAL,
+        'permission_decision',
+        { request_id: requestId, ...p.tool, behavior: 'allow', turn_authors: authors, rule: rule.label, granted_by: rule.grantedBy },
+        () => {
+          this.book.claim(requestId, RULE_PRINCIPAL, 'answered');
+          this.s.inputs.toEngine(line, GATEWAY_KEY);
+        },
+      );
     } catch (err) {
-      this.s.logger.warn({ sessionId: this.s.sessionId, err: String(err) }, 'a standing rule could not answer; the prompt waits for people');
+      this.s.logger.warn(
+        { sessionId: this.s.sessionId, err: String(err) },
+        'a standing rule could not answer; the prompt waits for people',
+      );
       return false;
     }
     this.decided(requestId, rule.grantedBy, 'allow', { rule: rule.label }, false);
@@ -233,7 +302,10 @@ export class SessionPrompts {
     try {
       if (!call) {
         if (answer.updatedPermissions !== undefined || (answer.updatedInput !== undefined && answer.behavior === 'allow')) {
-          throw new TetherError('FAILED_PRECONDITION', 'the tool call this prompt asks about is not known here, so an answer may not change its input or permissions; allow or deny it as asked');
+          throw new TetherError(
+            'FAILED_PRECONDITION',
+            'the tool call this prompt asks about is not known here, so an answer may not change its input or permissions; allow or deny it as asked',
+          );
         }
         return {};
       }
@@ -244,7 +316,15 @@ export class SessionPrompts {
       if (effects.updatedPermissions) out.updated_permissions = effects.updatedPermissions;
       return out;
     } catch (err) {
-      this.s.audit.quietly(by.principal, 'permission_decision', { ...details, updated_input: cappedInput(answer.updatedInput), updated_permissions: answer.updatedPermissions, result: 'refused', code: failureCode(err), reason: (err as Error).message, decided_by: POLICY_PRINCIPAL });
+      this.s.audit.quietly(by.principal, 'permission_decision', {
+        ...details,
+        updated_input: cappedInput(answer.updatedInput),
+        updated_permissions: answer.updatedPermissions,
+        result: 'refused',
+        code: failureCode(err),
+        reason: (err as Error).message,
+        decided_by: POLICY_PRINCIPAL,
+      });
       throw err;
     }
   }
@@ -271,7 +351,16 @@ export class SessionPrompts {
     try {
       this.s.audit.record(POLICY_PRINCIPAL, 'policy_decision', { ...hookAuditDetails(call, d), turn_authors: authors });
       if (d.decision !== 'none' && d.rule) {
-        this.s.history.append({ event: tetherEvent({ subtype: 'policy_decision', tool_use_id: call.toolUseId, tool: call.tool, decision: d.decision, rule: d.rule, turn_authors: authors }) });
+        this.s.history.append({
+          event: tetherEvent({
+            subtype: 'policy_decision',
+            tool_use_id: call.toolUseId,
+            tool: call.tool,
+            decision: d.decision,
+            rule: d.rule,
+            turn_authors: authors,
+          }),
+        });
       }
     } catch (err) {
       answer = hookAnswer(call.requestId, { decision: 'deny' }, unauditedDenial(err));
@@ -287,15 +376,29 @@ export class SessionPrompts {
   private expire(requestId: string): void {
     const p = this.book.withdraw(requestId, 'expired', 'expired');
     if (!p) return;
-    this.s.audit.quietly('tether:expiry', 'permission_decision', { request_id: requestId, ...p.tool, behavior: 'deny', reason: 'expired', ...(p.turnAuthors ? { turn_authors: p.turnAuthors } : {}) }); // denying goes ahead anyway
+    this.s.audit.quietly('tether:expiry', 'permission_decision', {
+      request_id: requestId,
+      ...p.tool,
+      behavior: 'deny',
+      reason: 'expired',
+      ...(p.turnAuthors ? { turn_authors: p.turnAuthors } : {}),
+    }); // denying goes ahead anyway
     this.answerEngine(requestId, p.subtype, `Permission request expired after ${Math.round(this.s.expiryMs / 1000)} s with no answer`);
     this.decided(requestId, 'tether:expiry', 'deny');
   }
 
   /** Tells clients a prompt is settled: withdrawn from their screens (`shown`: it reached them), who decided and how. */
-  private decided(requestId: string, decidedBy: string, behavior: string, extra: { updated_permissions?: unknown[]; granted_for?: string; rule?: string } = {}, shown = true): void {
+  private decided(
+    requestId: string,
+    decidedBy: string,
+    behavior: string,
+    extra: { updated_permissions?: unknown[]; granted_for?: string; rule?: string } = {},
+    shown = true,
+  ): void {
     if (shown) this.announceWithdrawal(requestId);
-    this.s.history.append({ event: tetherEvent({ subtype: 'prompt_decided', request_id: requestId, decided_by: decidedBy, behavior, ...extra }) });
+    this.s.history.append({
+      event: tetherEvent({ subtype: 'prompt_decided', request_id: requestId, decided_by: decidedBy, behavior, ...extra }),
+    });
     if (this.book.size === 0 && this.s.status.current === 'requires_action') this.s.status.set('running');
   }
 

@@ -47,7 +47,8 @@ export class SessionStatus {
     if (meta.type === 'system' && meta.subtype === 'session_state_changed') return; // the engine's own view; ours follows prompts
     if (promptsPending) this.set('requires_action');
     else if (meta.type === 'result') this.set('idle');
-    else if (meta.type === 'system' || meta.type === 'assistant' || meta.type === 'stream_event' || meta.type === 'control_cancel_request') this.set('running');
+    else if (meta.type === 'system' || meta.type === 'assistant' || meta.type === 'stream_event' || meta.type === 'control_cancel_request')
+      this.set('running');
   }
 
   /** The engine left a request unanswered: unresponsive until {@link caughtUp}. */

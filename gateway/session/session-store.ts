@@ -1,4 +1,17 @@
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync, writevSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+  writevSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import type { SessionOptions, EngineKind } from '../../core/protocol/session-options.js';
 import type { RoleDecisions } from './session-roles.js';
@@ -178,7 +191,10 @@ export class FileSessionStore implements SessionStore {
    * compacted to its newest `keepFrames` frames (default 10,000, the replay history's own
    * bound) and inputs.
    */
-  constructor(readonly dir: string, opts: { maxLogBytes?: number; keepFrames?: number } = {}) {
+  constructor(
+    readonly dir: string,
+    opts: { maxLogBytes?: number; keepFrames?: number } = {},
+  ) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     this.maxLogBytes = opts.maxLogBytes ?? DEFAULT_MAX_LOG_BYTES;
     this.keepFrames = opts.keepFrames ?? REPLAY_DEFAULTS.maxFrames;
@@ -330,10 +346,7 @@ export class FileSessionStore implements SessionStore {
   private compact(id: string): void {
     const { frames, inputs } = this.read(id); // frames held for a commit are not in it yet: they are appended after
     const log = join(this.folder(id), 'log.ndjson');
-    const lines = [
-      ...frames.slice(-this.keepFrames).map(frameRecord),
-      ...inputs.map(inputRecord),
-    ];
+    const lines = [...frames.slice(-this.keepFrames).map(frameRecord), ...inputs.map(inputRecord)];
     const body = Buffer.concat(lines.map((l) => (typeof l === 'string' ? Buffer.from(l) : l)));
     writeFileSync(log + '.tmp', body, { mode: 0o600 });
     const fd = this.fds.get(id);

@@ -131,14 +131,28 @@ export class Session {
     this.audit = new SessionAudit(id, init.audit, init.logger);
     this.status = new SessionStatus((state) => this.history.append({ event: tetherEvent({ subtype: 'state', state }) }));
     // Restored history is durable already; everything after goes out once the store holds it.
-    this.history = new SessionHistory(id, store, init.durability, limits.replay, (bytes, readAtMs) => this.members.deliver(bytes, readAtMs), restored?.frames);
+    this.history = new SessionHistory(
+      id,
+      store,
+      init.durability,
+      limits.replay,
+      (bytes, readAtMs) => this.members.deliver(bytes, readAtMs),
+      restored?.frames,
+    );
     this.inputs = new EngineInputs(id, store, init.logger, init.host);
     this.controls = new ControlRouting({
       answerWithinMs: limits.controlAnswerMs,
       onOverdue: (subtype, waitedMs) => this.onControlOverdue(subtype, waitedMs),
       onCaughtUp: () => this.status.caughtUp(),
     });
-    const parts = { sessionId: id, history: this.history, inputs: this.inputs, status: this.status, audit: this.audit, controls: this.controls };
+    const parts = {
+      sessionId: id,
+      history: this.history,
+      inputs: this.inputs,
+      status: this.status,
+      audit: this.audit,
+      controls: this.controls,
+    };
     const policy = init.policy ?? new StaticPolicy();
     const owner = () => this.roles.owner;
     this.prompts = new SessionPrompts({
@@ -146,7 +160,12 @@ export class Session {
       turns: this.turns,
       agent: init.agent,
       turnApproval: init.options.turn_approval,
-      cwd: init.options.cwd, maxPending: limits.maxPendingPrompts, expiryMs: limits.promptExpiryMs, logger: init.logger, policy, standing: this.standing,
+      cwd: init.options.cwd,
+      maxPending: limits.maxPendingPrompts,
+      expiryMs: limits.promptExpiryMs,
+      logger: init.logger,
+      policy,
+      standing: this.standing,
       // Read when a call is judged: the owner can hand the session over (session.set_owner).
       get owner() {
         return owner();
@@ -154,10 +173,30 @@ export class Session {
     });
     this.roles = new SessionRoles(init.owner, restored?.roles, (decisions) => store.saveRoles(id, decisions));
     this.metrics = init.metrics;
-    this.members = new SessionMembers({ ...parts, maxMembers: limits.maxMembers, roles: this.roles, onGap: () => this.metrics?.replayGap() });
+    this.members = new SessionMembers({
+      ...parts,
+      maxMembers: limits.maxMembers,
+      roles: this.roles,
+      onGap: () => this.metrics?.replayGap(),
+    });
     this.queue = new PromptQueue(this.history);
-    this.routing = new InputRouting({ ...parts, prompts: this.prompts, queue: this.queue, policy, cwd: init.options.cwd, turns: this.turns, stamp: init.options.client_initialize !== true });
-    this.output = new OutputRouting({ ...parts, prompts: this.prompts, members: this.members, policy, queue: this.queue, turns: this.turns });
+    this.routing = new InputRouting({
+      ...parts,
+      prompts: this.prompts,
+      queue: this.queue,
+      policy,
+      cwd: init.options.cwd,
+      turns: this.turns,
+      stamp: init.options.client_initialize !== true,
+    });
+    this.output = new OutputRouting({
+      ...parts,
+      prompts: this.prompts,
+      members: this.members,
+      policy,
+      queue: this.queue,
+      turns: this.turns,
+    });
     if (restored) this.restore(restored);
     else store.create({ id, agent: this.agent, engine: this.engine, owner: init.owner, options: this.options, created_at: this.createdAt });
     this.prompts.observer = init.metrics; // after the restore: restored prompts were counted by the process that raised them
@@ -239,7 +278,8 @@ export class Session {
     if (host) this.lostAtMs = undefined;
     else this.lostAtMs ??= Date.now();
     if (!host) this.status.set('agent-lost');
-    else if (this.status.current === 'agent-lost' || this.status.current === 'starting') this.status.set(this.prompts.size ? 'requires_action' : 'idle');
+    else if (this.status.current === 'agent-lost' || this.status.current === 'starting')
+      this.status.set(this.prompts.size ? 'requires_action' : 'idle');
   }
 
   /**
@@ -248,7 +288,11 @@ export class Session {
    * the agent seq its output continues at, and the last input the old engine confirmed.
    */
   continuation(): { engineSessionId: string | undefined; nextSeq: number; lastInputSeq: number } {
-    return { engineSessionId: this.engineSessionId ?? this.options.resume, nextSeq: this.history.nextAgentSeq, lastInputSeq: this.inputs.confirmedSeq };
+    return {
+      engineSessionId: this.engineSessionId ?? this.options.resume,
+      nextSeq: this.history.nextAgentSeq,
+      lastInputSeq: this.inputs.confirmedSeq,
+    };
   }
 
   /**
@@ -267,7 +311,9 @@ export class Session {
     this.prompts.clear('engine restarted');
     this.controls.clear();
     const message = `engine resumed after the agent restarted (${Math.round(gapMs / 1000)} s without an engine)${cut ? '; the turn that was running was interrupted' : ''}`;
-    this.history.append({ event: tetherEvent({ subtype: 'engine_resumed', gap_ms: gapMs, interrupted_turn: cut, resent_inputs: resent, message }) });
+    this.history.append({
+      event: tetherEvent({ subtype: 'engine_resumed', gap_ms: gapMs, interrupted_turn: cut, resent_inputs: resent, message }),
+    });
     this.bindHost(host, this.inputs.confirmedSeq);
   }
 
@@ -281,7 +327,9 @@ export class Session {
     const from = this.agent;
     this.inputs.bind(undefined);
     this.moved(agent, cwd);
-    this.history.append({ event: tetherEvent({ subtype: 'moved', from_agent: from, to_agent: agent, ...(cwd === undefined ? {} : { cwd }), moved_by: by }) });
+    this.history.append({
+      event: tetherEvent({ subtype: 'moved', from_agent: from, to_agent: agent, ...(cwd === undefined ? {} : { cwd }), moved_by: by }),
+    });
   }
 
   private moved(agent: string, cwd: string | undefined): void {
@@ -295,7 +343,10 @@ export class Session {
   }
 
   private resumeFailure(detail: string): string {
-    const what = this.engineSessionId === undefined ? 'a new engine could not be started' : `the engine's transcript ${this.engineSessionId} could not be resumed`;
+    const what =
+      this.engineSessionId === undefined
+        ? 'a new engine could not be started'
+        : `the engine's transcript ${this.engineSessionId} could not be resumed`;
     return `the agent restarted and ${what}: ${detail.trim().slice(-2000) || 'no reason given'}`;
   }
 
@@ -314,7 +365,8 @@ export class Session {
   onEngineEvent(agentSeq: number, event: TetherEvent): boolean {
     if (!this.history.acceptAgentSeq(agentSeq)) return false;
     // An engine that exits before the session is bound again is one started after an agent restart.
-    if (event.subtype === 'exited') this.end(!this.inputs.host && event.reason === undefined ? { ...event, reason: this.resumeFailure(event.stderr_tail) } : event);
+    if (event.subtype === 'exited')
+      this.end(!this.inputs.host && event.reason === undefined ? { ...event, reason: this.resumeFailure(event.stderr_tail) } : event);
     else this.history.append({ event });
     // A prompt the agent refused starts no turn; should one run after all, its output sets running again.
     if (event.subtype === 'engine_error' && event.code === INPUT_REFUSED && this.status.current === 'running') this.status.set('idle');
@@ -327,7 +379,11 @@ export class Session {
    */
   end(exited?: TetherEvent): void {
     if (this.ended) return;
-    this.audit.quietly('tether', 'ended', exited?.subtype === 'exited' ? { code: exited.code, signal: exited.signal, reason: exited.reason } : {});
+    this.audit.quietly(
+      'tether',
+      'ended',
+      exited?.subtype === 'exited' ? { code: exited.code, signal: exited.signal, reason: exited.reason } : {},
+    );
     this.prompts.clear('engine gone');
     this.controls.clear();
     this.status.set('ended');
@@ -402,7 +458,12 @@ export class Session {
     try {
       this.standing.check(rule, principal, role === 'owner');
     } catch (err) {
-      this.audit.quietly(principal, 'rule_withdrawn', { ...details, result: 'refused', code: failureCode(err), reason: (err as Error).message });
+      this.audit.quietly(principal, 'rule_withdrawn', {
+        ...details,
+        result: 'refused',
+        code: failureCode(err),
+        reason: (err as Error).message,
+      });
       throw err;
     }
     this.audit.audited(principal, 'rule_withdrawn', details, () => {
@@ -426,11 +487,18 @@ export class Session {
     try {
       this.queue.beginWithdraw(uuid, principal, a.role === 'owner');
     } catch (err) {
-      this.audit.quietly(principal, 'prompt_withdrawn', { ...details, result: 'refused', code: failureCode(err), reason: (err as Error).message });
+      this.audit.quietly(principal, 'prompt_withdrawn', {
+        ...details,
+        result: 'refused',
+        code: failureCode(err),
+        reason: (err as Error).message,
+      });
       throw err;
     }
     try {
-      this.audit.audited(principal, 'prompt_withdrawn', details, () => this.toEngineAsGateway('cancel_async_message', { message_uuid: uuid }));
+      this.audit.audited(principal, 'prompt_withdrawn', details, () =>
+        this.toEngineAsGateway('cancel_async_message', { message_uuid: uuid }),
+      );
     } catch (err) {
       this.queue.abortWithdraw(uuid);
       throw err;
@@ -465,7 +533,8 @@ export class Session {
 
   /** Stops the engine (owner or controller); `signal` says how hard (core/protocol/methods.ts StopSignal). */
   async stop(clientId: string | undefined, reason: string, signal?: StopSignal): Promise<void> {
-    if (clientId !== undefined && this.members.attached(clientId).role === 'viewer') throw new TetherError('PERMISSION_DENIED', 'viewers cannot stop the session');
+    if (clientId !== undefined && this.members.attached(clientId).role === 'viewer')
+      throw new TetherError('PERMISSION_DENIED', 'viewers cannot stop the session');
     if (this.ended) return;
     if (this.stopping && signal === undefined) return this.stopping; // one graceful stop toward the agent, however many ask at once
     const host = this.inputs.host;

@@ -8,14 +8,18 @@ interface EngineRule {
 }
 
 const isRule = (r: unknown): r is EngineRule =>
-  typeof (r as EngineRule)?.toolName === 'string' && ((r as EngineRule).ruleContent === undefined || typeof (r as EngineRule).ruleContent === 'string');
+  typeof (r as EngineRule)?.toolName === 'string' &&
+  ((r as EngineRule).ruleContent === undefined || typeof (r as EngineRule).ruleContent === 'string');
 
 /** `Bash(echo a *)`, or the bare tool name: as the engine lists a rule (list_permission_rules). */
 const labelOf = (r: EngineRule) => (r.ruleContent ? `${r.toolName}(${r.ruleContent})` : r.toolName);
 
 /** Whether a permission update is an allow rule kept for the session: what "allow for this session" grants. */
 const isSessionAllow = (u: unknown): u is { rules: unknown[] } =>
-  (u as { type?: unknown })?.type === 'addRules' && (u as { behavior?: unknown }).behavior === 'allow' && (u as { destination?: unknown }).destination === 'session' && Array.isArray((u as { rules?: unknown }).rules);
+  (u as { type?: unknown })?.type === 'addRules' &&
+  (u as { behavior?: unknown }).behavior === 'allow' &&
+  (u as { destination?: unknown }).destination === 'session' &&
+  Array.isArray((u as { rules?: unknown }).rules);
 
 /** An answer's permission updates as the engine gets them: without session allow rules, which the gateway keeps per person. */
 export function engineUpdates(updates: unknown[]): unknown[] {
@@ -62,7 +66,12 @@ export class StandingRules {
   allowing(call: ToolCall, authors: readonly string[], mayApprove: (grantor: string) => boolean): StandingRule | undefined {
     for (const r of this.granted.values()) {
       const forTurn = r.forEveryone || (authors.length > 0 && authors.every((a) => a === r.grantedBy));
-      if (forTurn && (exactCommand(r, call) || (r.matcher?.matches(call, 'allow') && !redirectPastWildcard(r, call))) && mayApprove(r.grantedBy)) return r;
+      if (
+        forTurn &&
+        (exactCommand(r, call) || (r.matcher?.matches(call, 'allow') && !redirectPastWildcard(r, call))) &&
+        mayApprove(r.grantedBy)
+      )
+        return r;
     }
     return undefined;
   }
@@ -77,7 +86,8 @@ export class StandingRules {
   check(label: string, by: string, isOwner: boolean): StandingRule {
     const g = this.granted.get(label);
     if (!g) throw new TetherError('NOT_FOUND', `no rule ${JSON.stringify(label.slice(0, 200))} stands for this session`);
-    if (!isOwner && g.grantedBy !== by) throw new TetherError('PERMISSION_DENIED', `only the session owner or ${g.grantedBy}, who granted it, may withdraw ${label}`);
+    if (!isOwner && g.grantedBy !== by)
+      throw new TetherError('PERMISSION_DENIED', `only the session owner or ${g.grantedBy}, who granted it, may withdraw ${label}`);
     return g;
   }
 }
@@ -94,7 +104,13 @@ function redirectPastWildcard(r: StandingRule, call: ToolCall): boolean {
 
 /** A Bash rule without a wildcard that is the command exactly as written (redirects and all): it grants that very command. */
 function exactCommand(r: StandingRule, call: ToolCall): boolean {
-  return r.matcher?.tool === 'Bash' && r.matcher.specifier !== undefined && !r.matcher.specifier.includes('*') && call.tool === 'Bash' && call.input.command === r.matcher.specifier;
+  return (
+    r.matcher?.tool === 'Bash' &&
+    r.matcher.specifier !== undefined &&
+    !r.matcher.specifier.includes('*') &&
+    call.tool === 'Bash' &&
+    call.input.command === r.matcher.specifier
+  );
 }
 
 function matcherOf(label: string): Rule | undefined {

@@ -26,7 +26,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  */
 export function stampUserMessage(line: Record<string, unknown>): Record<string, unknown> & { uuid: string } {
   if (line.uuid !== undefined && (typeof line.uuid !== 'string' || !UUID.test(line.uuid))) {
-    throw new TetherError('INVALID_ARGUMENT', 'a user message\'s uuid must be a UUID (or left out: the gateway stamps one)');
+    throw new TetherError('INVALID_ARGUMENT', "a user message's uuid must be a UUID (or left out: the gateway stamps one)");
   }
   const uuid = (line.uuid as string | undefined) ?? randomUUID();
   return { ...line, uuid, ...(line.origin === undefined ? { origin: { kind: 'human' } } : {}) };
@@ -52,7 +52,11 @@ export class TurnAuthors {
    */
   sent(uuid: string, principal: string, stamped: boolean): void {
     const earlier = this.senders.get(uuid)?.principal;
-    if (earlier !== undefined && earlier !== principal) throw new TetherError('ALREADY_EXISTS', `another member's message already used uuid ${uuid}; leave uuid out and the gateway stamps one`);
+    if (earlier !== undefined && earlier !== principal)
+      throw new TetherError(
+        'ALREADY_EXISTS',
+        `another member's message already used uuid ${uuid}; leave uuid out and the gateway stamps one`,
+      );
     this.senders.set(uuid, { principal, stamped });
     if (this.senders.size > MAX_REMEMBERED_UUIDS) this.senders.delete(this.senders.keys().next().value as string);
   }

@@ -57,7 +57,11 @@ export function connectEditor(stream: acp.Stream, dispose: () => Promise<void>, 
         };
         const t = setTimeout(() => {
           waiters.delete(check);
-          reject(new Error(`timed out waiting for ${what}; updates: ${JSON.stringify(editor.updates.map((u) => u.update.sessionUpdate))}\nstderr: ${stderr()}`));
+          reject(
+            new Error(
+              `timed out waiting for ${what}; updates: ${JSON.stringify(editor.updates.map((u) => u.update.sessionUpdate))}\nstderr: ${stderr()}`,
+            ),
+          );
         }, timeoutMs);
         waiters.add(check);
       });
@@ -92,22 +96,31 @@ export function connectEditor(stream: acp.Stream, dispose: () => Promise<void>, 
 
 /** Spawns `tether acp ARGS` and connects the SDK's client to its stdio. */
 export function spawnAcp(args: string[], env: NodeJS.ProcessEnv): Editor {
-  const child: ChildProcess = spawn(process.execPath, [TETHER_BIN, 'acp', ...args], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child: ChildProcess = spawn(process.execPath, [TETHER_BIN, 'acp', ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   const stream = acp.ndJsonStream(Writable.toWeb(child.stdin!), Readable.toWeb(child.stdout!) as ReadableStream<Uint8Array>);
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-  const editor = connectEditor(stream, async () => {
-    child.stdin!.end();
-    const t = setTimeout(() => child.kill('SIGKILL'), 5_000);
-    if (child.exitCode === null && child.signalCode === null) await exited;
-    clearTimeout(t);
-  }, () => err);
+  const editor = connectEditor(
+    stream,
+    async () => {
+      child.stdin!.end();
+      const t = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      if (child.exitCode === null && child.signalCode === null) await exited;
+      clearTimeout(t);
+    },
+    () => err,
+  );
   editor.exitCode = () => child.exitCode;
   return editor;
 }
 
 /** The text of the agent_message_chunk updates, concatenated. */
 export function agentText(updates: acp.SessionNotification[]): string {
-  return updates.map((n) => (n.update.sessionUpdate === 'agent_message_chunk' && n.update.content.type === 'text' ? n.update.content.text : '')).join('');
+  return updates
+    .map((n) => (n.update.sessionUpdate === 'agent_message_chunk' && n.update.content.type === 'text' ? n.update.content.text : ''))
+    .join('');
 }

@@ -12,7 +12,11 @@ const write = (obj) => {
 };
 
 function bigAssistant() {
-  const skeleton = JSON.stringify({ type: 'assistant', message: { role: 'assistant', content: [{ type: 'text', text: '' }] }, session_id: 'big' });
+  const skeleton = JSON.stringify({
+    type: 'assistant',
+    message: { role: 'assistant', content: [{ type: 'text', text: '' }] },
+    session_id: 'big',
+  });
   // Each '"' becomes '\"' in the line: two bytes of line per character of text.
   const chars = Math.floor((target - skeleton.length - 1) / 2);
   return { type: 'assistant', message: { role: 'assistant', content: [{ type: 'text', text: '"'.repeat(chars) }] }, session_id: 'big' };
@@ -21,7 +25,8 @@ function bigAssistant() {
 const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
 rl.on('line', (line) => {
   const f = JSON.parse(line);
-  if (f.type === 'control_request') write({ type: 'control_response', response: { subtype: 'success', request_id: f.request_id, response: {} } });
+  if (f.type === 'control_request')
+    write({ type: 'control_response', response: { subtype: 'success', request_id: f.request_id, response: {} } });
   if (f.type === 'user') {
     write(bigAssistant());
     write({ type: 'result', subtype: 'success', is_error: false, result: 'big', session_id: 'big' });

@@ -14,8 +14,16 @@ let turn = 0;
 serveEngine((_text, write) => {
   const id = `toolu_big_${++turn}`;
   const line = (obj) => write(JSON.stringify(obj));
-  line({ type: 'assistant', message: { role: 'assistant', content: [{ type: 'tool_use', id, name: 'Bash', input: { command: 'cat big.log' } }] }, session_id });
+  line({
+    type: 'assistant',
+    message: { role: 'assistant', content: [{ type: 'tool_use', id, name: 'Bash', input: { command: 'cat big.log' } }] },
+    session_id,
+  });
   line({ type: 'user', message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: id, content }] }, session_id });
-  line({ type: 'assistant', message: { role: 'assistant', content: [{ type: 'text', text: `read ${content.length} bytes` }] }, session_id });
+  line({
+    type: 'assistant',
+    message: { role: 'assistant', content: [{ type: 'text', text: `read ${content.length} bytes` }] },
+    session_id,
+  });
   line({ type: 'result', subtype: 'success', is_error: false, result: `read ${content.length} bytes`, session_id });
 });

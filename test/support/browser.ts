@@ -25,15 +25,31 @@ export const PAGE_TIMEOUT_MS = 20_000;
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
     timeout: PAGE_TIMEOUT_MS,
   });
 }
 
 /** A person at a browser: a fresh context and one page. */
-export async function person(browser: Browser, opts: { width?: number; dark?: boolean } = {}): Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
+export async function person(
+  browser: Browser,
+  opts: { width?: number; dark?: boolean } = {},
+): Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
   const width = opts.width ?? 1280;
-  const context = await browser.newContext({ viewport: { width, height: width < 600 ? 844 : 900 }, colorScheme: opts.dark ? 'dark' : 'light', acceptDownloads: true });
+  const context = await browser.newContext({
+    viewport: { width, height: width < 600 ? 844 : 900 },
+    colorScheme: opts.dark ? 'dark' : 'light',
+    acceptDownloads: true,
+  });
   context.setDefaultTimeout(PAGE_TIMEOUT_MS);
   const page = await context.newPage();
   const errors: string[] = [];
@@ -95,7 +111,10 @@ export const TINY_PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR
 
 /** Opens a session from the dashboard list as a controller ("Open") or read-only ("Watch"). */
 export async function openFromDashboard(page: Page, sessionId: string, how: 'Open' | 'Watch'): Promise<void> {
-  await page.locator(`[data-session="${sessionId}"]`).getByRole('button', { name: how === 'Open' ? /as a controller/ : /read-only/ }).click();
+  await page
+    .locator(`[data-session="${sessionId}"]`)
+    .getByRole('button', { name: how === 'Open' ? /as a controller/ : /read-only/ })
+    .click();
   await page.locator('[data-testid=transcript]').waitFor();
 }
 
@@ -112,7 +131,12 @@ export async function exportedSeqs(page: Page): Promise<number[]> {
 }
 
 /** Screenshots one view at 1280 and 390 px, light and dark: `NAME-1280-light.png` and so on; each after `prepare` waited for what it shows, and the page no wider than the viewport. */
-export async function screenshots(browser: Browser, name: string, signInLink: () => Promise<string>, prepare: (page: Page) => Promise<void>): Promise<string[]> {
+export async function screenshots(
+  browser: Browser,
+  name: string,
+  signInLink: () => Promise<string>,
+  prepare: (page: Page) => Promise<void>,
+): Promise<string[]> {
   mkdirSync(SCREENSHOT_DIR, { recursive: true });
   const written: string[] = [];
   for (const width of [1280, 390]) {

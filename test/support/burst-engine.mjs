@@ -7,7 +7,14 @@ serveEngine((prompt, write) => {
   const n = Number(/burst (\d+)/.exec(prompt)?.[1] ?? 0);
   const chunk = [];
   for (let i = 0; i < n; i++) {
-    chunk.push(JSON.stringify({ type: 'assistant', n: i, message: { role: 'assistant', content: [{ type: 'text', text: `frame ${i}` }] }, session_id: 'burst' }));
+    chunk.push(
+      JSON.stringify({
+        type: 'assistant',
+        n: i,
+        message: { role: 'assistant', content: [{ type: 'text', text: `frame ${i}` }] },
+        session_id: 'burst',
+      }),
+    );
     if (chunk.length === 100) write(chunk.splice(0).join('\n'));
   }
   if (chunk.length) write(chunk.join('\n'));

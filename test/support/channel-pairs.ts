@@ -152,7 +152,12 @@ const grpcPair: PairFactory = async (opts = {}) => {
   const max = limits(opts);
   let accepted!: (channel: Channel) => void;
   const serverChannel = new Promise<Channel>((resolve) => (accepted = resolve));
-  const listener = await startGrpcListener({ host: '127.0.0.1', port: 0, maxFrameBytes: max.server, onChannel: (channel) => accepted(channel) });
+  const listener = await startGrpcListener({
+    host: '127.0.0.1',
+    port: 0,
+    maxFrameBytes: max.server,
+    onChannel: (channel) => accepted(channel),
+  });
   const via = await relayFor(opts, listener.port);
   const client = await dial(`grpc://127.0.0.1:${via.port}`, { maxFrameBytes: max.client, connectTimeoutMs: 5_000, token: 'test-token' });
   const server = await serverChannel;

@@ -13,8 +13,14 @@ import { withTimeout } from './wait.js';
 
 /** The canonical stream-json launch (engine-protocol.md §1.1). */
 export const STREAM_JSON_ARGS: readonly string[] = [
-  '-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose',
-  '--permission-prompt-tool', 'stdio',
+  '-p',
+  '--input-format',
+  'stream-json',
+  '--output-format',
+  'stream-json',
+  '--verbose',
+  '--permission-prompt-tool',
+  'stdio',
 ];
 
 const SDK_PACKAGE = '@anthropic-ai/claude-agent-sdk';
@@ -169,10 +175,7 @@ export function spawnClaude({ cwd, env, args = STREAM_JSON_ARGS, command = claud
         if (found) finish(() => resolve(found));
         else if (exit) finish(() => reject(new Error(`CLI exited before the awaited frame; ${describe()}`)));
       };
-      const timer = setTimeout(
-        () => finish(() => reject(new Error(`no matching frame within ${timeoutMs} ms; ${describe()}`))),
-        timeoutMs,
-      );
+      const timer = setTimeout(() => finish(() => reject(new Error(`no matching frame within ${timeoutMs} ms; ${describe()}`))), timeoutMs);
       const finish = (settle: () => void): void => {
         clearTimeout(timer);
         listeners.delete(check);
@@ -182,8 +185,7 @@ export function spawnClaude({ cwd, env, args = STREAM_JSON_ARGS, command = claud
       check();
     });
 
-  const waitForExit = (timeoutMs: number): Promise<ClaudeExit> =>
-    withTimeout(exited, timeoutMs, () => `the CLI to exit; ${describe()}`);
+  const waitForExit = (timeoutMs: number): Promise<ClaudeExit> => withTimeout(exited, timeoutMs, () => `the CLI to exit; ${describe()}`);
 
   return {
     child,
@@ -204,10 +206,7 @@ export function spawnClaude({ cwd, env, args = STREAM_JSON_ARGS, command = claud
 export async function initializeClaude(cli: ClaudeProcess, timeoutMs = 10_000): Promise<Frame> {
   const requestId = 'init_1';
   cli.send({ type: 'control_request', request_id: requestId, request: { subtype: 'initialize', hooks: null } });
-  const reply = await cli.waitFor(
-    (f) => f.type === 'control_response' && f.response?.request_id === requestId,
-    timeoutMs,
-  );
+  const reply = await cli.waitFor((f) => f.type === 'control_response' && f.response?.request_id === requestId, timeoutMs);
   if (reply.response.subtype !== 'success') throw new Error(`initialize failed: ${JSON.stringify(reply)}`);
   return reply;
 }

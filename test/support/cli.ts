@@ -20,16 +20,25 @@ export interface CliResult {
 export const TETHER_CLAUDE_BIN = fileURLToPath(new URL('../../dist/bin/tether-claude.js', import.meta.url));
 
 /** Runs `tether ARGS` (or another of our programs, `bin`) to completion (bounded) and returns its output. */
-export function runTether(args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number; input?: string; bin?: string } = {}): Promise<CliResult> {
+export function runTether(
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number; input?: string; bin?: string } = {},
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [opts.bin ?? TETHER_BIN, ...args], { env: { ...process.env, ...opts.env }, cwd: opts.cwd, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [opts.bin ?? TETHER_BIN, ...args], {
+      env: { ...process.env, ...opts.env },
+      cwd: opts.cwd,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const t = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`tether ${args.join(' ')} did not finish within ${opts.timeoutMs ?? 30_000} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+      reject(
+        new Error(`tether ${args.join(' ')} did not finish within ${opts.timeoutMs ?? 30_000} ms\nstdout: ${stdout}\nstderr: ${stderr}`),
+      );
     }, opts.timeoutMs ?? 30_000);
     child.on('close', (code, signal) => {
       clearTimeout(t);
@@ -51,12 +60,18 @@ export interface Daemon {
 }
 
 export function startTether(args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): Daemon {
-  const child = spawn(process.execPath, [TETHER_BIN, ...args], { env: { ...process.env, ...opts.env }, cwd: opts.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [TETHER_BIN, ...args], {
+    env: { ...process.env, ...opts.env },
+    cwd: opts.cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
   return {
     child,
     stdout: () => out,
@@ -65,7 +80,8 @@ export function startTether(args: string[], opts: { env?: NodeJS.ProcessEnv; cwd
       const found = () => out.split('\n').find((l) => l.startsWith(prefix));
       await waitFor(
         () => {
-          if (found() === undefined && child.exitCode !== null) throw new Error(`tether exited (${child.exitCode}) before printing "${prefix}"\nstderr: ${err}`);
+          if (found() === undefined && child.exitCode !== null)
+            throw new Error(`tether exited (${child.exitCode}) before printing "${prefix}"\nstderr: ${err}`);
           return found() !== undefined;
         },
         timeoutMs,
@@ -108,7 +124,10 @@ export function processesIn(cwd: string, needle: string): number[] {
  * `--port 0` and `args`, and resolves once it printed its URL. The last daemon and the folder
  * go after the block.
  */
-export function gatewayDaemonPerSuite(prefix: string, args: string[]): { state: string; start(): Promise<{ daemon: Daemon; url: string }> } {
+export function gatewayDaemonPerSuite(
+  prefix: string,
+  args: string[],
+): { state: string; start(): Promise<{ daemon: Daemon; url: string }> } {
   const state = mkdtempSync(join(tmpdir(), prefix));
   let daemon: Daemon | undefined;
   afterAll(async () => {

@@ -93,16 +93,34 @@ export async function startClusterStack(opts: {
     const generated = generateTokenKey('HS256');
     const keyFile = join(temp('tether-key-'), 'key.jwk');
     writeKeyFile(keyFile, generated.privateJwk);
-    const mint = (kind: 'agent' | 'client', sub: string) => mintToken({ key: generated.key, kind, sub, agent: kind === 'agent' ? sub : undefined, ttlSeconds: 3600 });
+    const mint = (kind: 'agent' | 'client', sub: string) =>
+      mintToken({ key: generated.key, kind, sub, agent: kind === 'agent' ? sub : undefined, ttlSeconds: 3600 });
     const gateways: ClusterGateway[] = [];
     for (let n = 0; n < opts.gateways; n++) {
       // The state folder (audit trail, pins) through the environment: --key and --state-dir exclude each other on one command line.
       // NATS authentication as an operator sets it up: a user, its password in the environment.
       const stateDir = temp('tether-gw-');
       const natsUser = nats.user ? ['--cluster-user', nats.user] : [];
-      const daemon = startTether(['gateway', '--port', '0', '--grpc-port', '0', '--key', keyFile, '--cluster', nats.url, ...natsUser, '--log-level', 'warn', ...(opts.gatewayArgs ?? [])], {
-        env: { TETHER_STATE_DIR: stateDir, ...(nats.pass ? { TETHER_CLUSTER_PASSWORD: nats.pass } : {}) },
-      });
+      const daemon = startTether(
+        [
+          'gateway',
+          '--port',
+          '0',
+          '--grpc-port',
+          '0',
+          '--key',
+          keyFile,
+          '--cluster',
+          nats.url,
+          ...natsUser,
+          '--log-level',
+          'warn',
+          ...(opts.gatewayArgs ?? []),
+        ],
+        {
+          env: { TETHER_STATE_DIR: stateDir, ...(nats.pass ? { TETHER_CLUSTER_PASSWORD: nats.pass } : {}) },
+        },
+      );
       cleanups.push(named(`gateway ${n}`, () => daemon.stop('SIGKILL')));
       const url = (await daemon.line('gateway: ', GATEWAY_START_MS)).slice('gateway: '.length);
       const grpcUrl = (await daemon.line('grpc: ')).slice('grpc: '.length);
@@ -150,7 +168,11 @@ export async function startClusterStack(opts: {
       agentToken: (name) => mint('agent', name),
       async client(n, sub, transport = 'ws', list) {
         const urls = gateways.map((g) => (transport === 'grpc' ? g.grpcUrl : g.url));
-        const c = await GatewayClient.connect({ gateway: list ? [...urls.slice(n), ...urls.slice(0, n)] : urls[n], token: await mint('client', sub), backoff: FAST_BACKOFF });
+        const c = await GatewayClient.connect({
+          gateway: list ? [...urls.slice(n), ...urls.slice(0, n)] : urls[n],
+          token: await mint('client', sub),
+          backoff: FAST_BACKOFF,
+        });
         clients.push(c);
         return c;
       },

@@ -15,15 +15,23 @@ import { withTimeout } from './stack.js';
 export const BURST_ENGINE = fileURLToPath(new URL('./burst-engine.mjs', import.meta.url));
 
 export const BASH_TURN = {
-  responses: [{ text: 'Running it.', tool_use: { name: 'Bash', input: { command: 'echo hi >> made.txt', description: 'append a line' } } }, { text: 'Done.' }],
+  responses: [
+    { text: 'Running it.', tool_use: { name: 'Bash', input: { command: 'echo hi >> made.txt', description: 'append a line' } } },
+    { text: 'Done.' },
+  ],
   fallback: { text: 'ok' },
 };
 
 /** A long answer streamed word by word, so a gateway can be killed in the middle of it. */
 export const WORDS = Array.from({ length: 80 }, (_, n) => `w${n}`);
 export const LONG_TURN = { responses: [{ text: WORDS.join(' '), chunk_delay_ms: 40 }], fallback: { text: 'ok' } };
-export const isDelta = (i: SessionItem) => i.kind === 'engine' && i.message.type === 'stream_event' && (i.message.event as { type?: string }).type === 'content_block_delta';
-export const deltaText = (items: SessionItem[]) => items.filter(isDelta).map((i) => ((i as unknown as { message: { event: { delta: { text?: string } } } }).message.event.delta.text ?? '')).join('');
+export const isDelta = (i: SessionItem) =>
+  i.kind === 'engine' && i.message.type === 'stream_event' && (i.message.event as { type?: string }).type === 'content_block_delta';
+export const deltaText = (items: SessionItem[]) =>
+  items
+    .filter(isDelta)
+    .map((i) => (i as unknown as { message: { event: { delta: { text?: string } } } }).message.event.delta.text ?? '')
+    .join('');
 
 /** Room for the cluster stack's teardown (clients, agent, balancer, fake, gateways, NATS; each step bounded). */
 export const TEARDOWN_MS = 90_000;
@@ -42,9 +50,11 @@ export async function longTurnUnderWay(stack: ClusterStack, a: number, b: number
   const iters = [s1, s2].map((s) => s[Symbol.asyncIterator]());
   const seen: SessionItem[][] = [[], []];
   await s1.sendUserMessage('a long answer please');
-  await Promise.all(iters.map(async (it, n) => {
-    for (let k = 0; k < 5; k++) await until(it, isDelta, seen[n], 30_000, 'the stream to be under way');
-  }));
+  await Promise.all(
+    iters.map(async (it, n) => {
+      for (let k = 0; k < 5; k++) await until(it, isDelta, seen[n], 30_000, 'the stream to be under way');
+    }),
+  );
   return { alice, bob, s1, iters, seen };
 }
 
@@ -62,7 +72,13 @@ export function expectWholeTurn(seen: SessionItem[][]): void {
  * Polls `client`'s listing until the session's entry satisfies `ok` (bounded); a listing that
  * fails because the connection was just cut (the session moved) is asked again.
  */
-export async function listedWhen(client: GatewayClient, id: string, ok: (info: SessionInfo) => boolean, what: string, ms = 30_000): Promise<SessionInfo> {
+export async function listedWhen(
+  client: GatewayClient,
+  id: string,
+  ok: (info: SessionInfo) => boolean,
+  what: string,
+  ms = 30_000,
+): Promise<SessionInfo> {
   const deadline = Date.now() + ms;
   for (;;) {
     const info = (await client.listSessions().catch(() => [])).find((x) => x.id === id);
@@ -73,7 +89,11 @@ export async function listedWhen(client: GatewayClient, id: string, ok: (info: S
 }
 
 /** A JSON-RPC dialect client (plain `ws`) on `url`: initialize, then session_attach; resolves with that answer. */
-export async function dialectAttach(url: string, token: string, sessionId: string): Promise<{ error: { message: string; data: { code: string } } }> {
+export async function dialectAttach(
+  url: string,
+  token: string,
+  sessionId: string,
+): Promise<{ error: { message: string; data: { code: string } } }> {
   const ws = new WebSocket(url, 'tether-jsonrpc.v1', { headers: { authorization: `Bearer ${token}` } });
   try {
     await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
@@ -83,7 +103,11 @@ export async function dialectAttach(url: string, token: string, sessionId: strin
       if (m.id !== undefined) answers.get(m.id)?.(m);
     });
     const request = (id: number, method: string, params: unknown) =>
-      withTimeout(new Promise<unknown>((resolve) => (answers.set(id, resolve), ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, params })))), 10_000, `the answer to ${method}`);
+      withTimeout(
+        new Promise<unknown>((resolve) => (answers.set(id, resolve), ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, params })))),
+        10_000,
+        `the answer to ${method}`,
+      );
     await request(1, 'initialize', { protocol_version: '1.0', capabilities: [] });
     return (await request(2, 'session_attach', { session_id: sessionId })) as { error: { message: string; data: { code: string } } };
   } finally {

@@ -30,7 +30,10 @@ export const WRITE_FILE: Record<'claude' | 'demo', { prompt: string; file: strin
     file: 'made.txt',
     scenario: {
       responses: [
-        { text: 'Let me run it.', tool_use: { id: 'toolu_01', name: 'Bash', input: { command: 'echo hi > made.txt', description: 'write file' } } },
+        {
+          text: 'Let me run it.',
+          tool_use: { id: 'toolu_01', name: 'Bash', input: { command: 'echo hi > made.txt', description: 'write file' } },
+        },
         { text: 'Done.' },
       ],
     },
@@ -55,7 +58,13 @@ export async function startRig(
     fake = await startFakeAnthropic(scenario);
     home = makeTempDir('tether-home-');
     dirs.push(home);
-    stack = await startStack({ engine: 'claude', engineCommand: claudeBinaryPath(), engineEnv: claudeTestEnv({ home: home.path, baseUrl: fake.url, extra: engineEnvExtra }), cwd, ...extra });
+    stack = await startStack({
+      engine: 'claude',
+      engineCommand: claudeBinaryPath(),
+      engineEnv: claudeTestEnv({ home: home.path, baseUrl: fake.url, extra: engineEnvExtra }),
+      cwd,
+      ...extra,
+    });
   } else {
     stack = await startStack({ engine: 'demo', cwd, ...extra });
   }

@@ -144,8 +144,14 @@ export async function startFakeAnthropic(scenario: FakeScenario): Promise<FakeAn
     requests.push(messagesRecord(method, path, body, raw, label));
     await sleep(reply.delay_ms ?? 0, stopping.signal);
     if (reply.error_status !== undefined) return sendError(res, reply.error_status, reply.error_message ?? 'scripted error');
-    await streamReply(res, reply, { model, messageId: nextId('msg'), requestId: nextId('req'),
-      toolUseId: reply.tool_use?.id ?? nextId('toolu'), signal: stopping.signal, onTextDelta: () => void textDeltas++ });
+    await streamReply(res, reply, {
+      model,
+      messageId: nextId('msg'),
+      requestId: nextId('req'),
+      toolUseId: reply.tool_use?.id ?? nextId('toolu'),
+      signal: stopping.signal,
+      onTextDelta: () => void textDeltas++,
+    });
   };
 
   const server = http.createServer((req, res) => {
@@ -210,8 +216,13 @@ async function streamReply(res: http.ServerResponse, reply: FakeResponse, ctx: S
 
   send('message_start', {
     message: {
-      id: ctx.messageId, type: 'message', role: 'assistant', model: ctx.model, content: [],
-      stop_reason: null, stop_sequence: null,
+      id: ctx.messageId,
+      type: 'message',
+      role: 'assistant',
+      model: ctx.model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
       usage: { input_tokens: 12, output_tokens: 1, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
     },
   });
@@ -255,9 +266,13 @@ async function streamReply(res: http.ServerResponse, reply: FakeResponse, ctx: S
 /** A complete non-streaming message, for model checks and other side calls. */
 function plainMessage(id: string, model: string): object {
   return {
-    id, type: 'message', role: 'assistant', model,
+    id,
+    type: 'message',
+    role: 'assistant',
+    model,
     content: [{ type: 'text', text: 'OK' }],
-    stop_reason: 'end_turn', stop_sequence: null,
+    stop_reason: 'end_turn',
+    stop_sequence: null,
     usage: { input_tokens: 1, output_tokens: 1, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
   };
 }
@@ -271,7 +286,10 @@ function messagesRecord(method: string, path: string, body: MessagesBody, raw: s
   // Some CLI releases append a system message after the tool results: look past it.
   const last = [...messages].reverse().find((m) => m.role !== 'system') ?? messages.at(-1);
   return {
-    method, path, answeredWith, raw,
+    method,
+    path,
+    answeredWith,
+    raw,
     model: body.model,
     stream: body.stream === true,
     maxTokens: body.max_tokens,
@@ -306,9 +324,7 @@ function collectToolResults(requests: RecordedRequest[]): RecordedToolResult[] {
 function flattenContent(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
-  return content
-    .map((b: { type?: string; text?: unknown }) => (b?.type === 'text' && typeof b.text === 'string' ? b.text : ''))
-    .join('\n');
+  return content.map((b: { type?: string; text?: unknown }) => (b?.type === 'text' && typeof b.text === 'string' ? b.text : '')).join('\n');
 }
 
 function parseBody(raw: string): MessagesBody {

@@ -352,7 +352,9 @@ export class FaultProxy {
       cut.timer = setTimeout(() => {
         const i = this.cuts.indexOf(cut);
         if (i >= 0) this.cuts.splice(i, 1);
-        reject(new Error(`cutAfter(${direction}, ${bytes}): only ${bytes - cut.remaining} bytes flowed within ${opts.timeoutMs ?? 10_000} ms`));
+        reject(
+          new Error(`cutAfter(${direction}, ${bytes}): only ${bytes - cut.remaining} bytes flowed within ${opts.timeoutMs ?? 10_000} ms`),
+        );
       }, opts.timeoutMs ?? 10_000);
       this.cuts.push(cut);
       if (cut.remaining === 0) {

@@ -10,7 +10,10 @@ import { connect } from 'node:net';
 const [port, rawCount, badCount] = process.argv.slice(2).map(Number);
 const BAD = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJtYWxsb3J5In0.Zmxvb2Qtc2lnbmF0dXJlLXRoYXQtZG9lcy1ub3QtbWF0Y2g';
 const t0 = Date.now();
-const summary = { raw: { opened: 0, closedByGateway: 0, answered: {}, lastClosedMs: 0, errors: 0, stillOpen: { silent: 0, partial: 0 } }, badTokens: { statuses: {}, lastAnsweredMs: 0 } };
+const summary = {
+  raw: { opened: 0, closedByGateway: 0, answered: {}, lastClosedMs: 0, errors: 0, stillOpen: { silent: 0, partial: 0 } },
+  badTokens: { statuses: {}, lastAnsweredMs: 0 },
+};
 const open = new Set();
 let pending = 0;
 const done = () => {

@@ -8,7 +8,9 @@ export default function setup(): void {
   const missing = TOOL_NAMES.filter((name) => !hasTool(name));
   if (!missing.length) return;
   if (process.env.CI === 'true' || process.env.CI === '1') {
-    throw new Error(`CI must run every test, but ${missing.map((m) => `${m} is missing (${missingToolLine(m).split('; ')[1]})`).join('; ')}`);
+    throw new Error(
+      `CI must run every test, but ${missing.map((m) => `${m} is missing (${missingToolLine(m).split('; ')[1]})`).join('; ')}`,
+    );
   }
   for (const name of missing) process.stdout.write(`${missingToolLine(name)}\n`);
 }

@@ -81,7 +81,10 @@ export function numberAt(value: unknown, ...path: JsonPath): number {
 }
 
 export const isEngine = (type: string, subtype?: string) => (i: SessionItem) =>
-  i.kind === 'engine' && i.origin === 'engine' && i.message.type === type && (subtype === undefined || (i.message.request as { subtype?: string } | undefined)?.subtype === subtype || i.message.subtype === subtype);
+  i.kind === 'engine' &&
+  i.origin === 'engine' &&
+  i.message.type === type &&
+  (subtype === undefined || (i.message.request as { subtype?: string } | undefined)?.subtype === subtype || i.message.subtype === subtype);
 
 export const isCanUseTool = isEngine('control_request', 'can_use_tool');
 export const isResult = isEngine('result');

@@ -33,6 +33,9 @@ export function localAndRemote(): (scenario: FakeScenario) => Promise<LocalAndRe
     const [cwd, home] = [makeTempDir('tether-local-cwd-'), makeTempDir('tether-local-home-')];
     dirs.push(cwd, home);
     rig = await startRig('claude', scenario);
-    return { local: { pathToClaudeCodeExecutable: claudeBinaryPath(), cwd: cwd.path, env: claudeTestEnv({ home: home.path, baseUrl: fake.url }) }, rig };
+    return {
+      local: { pathToClaudeCodeExecutable: claudeBinaryPath(), cwd: cwd.path, env: claudeTestEnv({ home: home.path, baseUrl: fake.url }) },
+      rig,
+    };
   };
 }

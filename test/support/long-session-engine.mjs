@@ -6,8 +6,20 @@
 // TypeScript code block. Bounded: at most 10,000 turns per prompt.
 import { serveEngine } from './stand-in-engine.mjs';
 
-const result = (i) => JSON.stringify({ type: 'result', subtype: 'success', is_error: false, duration_ms: 12, num_turns: 1, result: '', usage: { input_tokens: 40, output_tokens: 12 }, total_cost_usd: 0.0001 * (i + 1), session_id: 'long' });
-const answer = (id, text) => JSON.stringify({ type: 'assistant', message: { id, role: 'assistant', content: [{ type: 'text', text }] }, session_id: 'long' });
+const result = (i) =>
+  JSON.stringify({
+    type: 'result',
+    subtype: 'success',
+    is_error: false,
+    duration_ms: 12,
+    num_turns: 1,
+    result: '',
+    usage: { input_tokens: 40, output_tokens: 12 },
+    total_cost_usd: 0.0001 * (i + 1),
+    session_id: 'long',
+  });
+const answer = (id, text) =>
+  JSON.stringify({ type: 'assistant', message: { id, role: 'assistant', content: [{ type: 'text', text }] }, session_id: 'long' });
 const event = (id, ev) => JSON.stringify({ type: 'stream_event', api_message_id: id, event: ev, session_id: 'long' });
 let turn = 0;
 
@@ -17,14 +29,19 @@ serveEngine((prompt, write) => {
     const n = Math.min(Number(many[1]), 10_000);
     const lines = [];
     for (let i = 0; i < n; i++, turn++) {
-      lines.push(answer(`msg_${turn}`, `Answer **${turn}**: the build is green.\n\n- checked \`step ${turn}\`\n- nothing else to do`), result(turn));
+      lines.push(
+        answer(`msg_${turn}`, `Answer **${turn}**: the build is green.\n\n- checked \`step ${turn}\`\n- nothing else to do`),
+        result(turn),
+      );
       if (lines.length >= 200) write(lines.splice(0).join('\n'));
     }
     if (lines.length) write(lines.join('\n'));
   } else if (/stream/.test(prompt)) {
     const id = `msg_${turn++}`;
     const sized = /stream (\d+) (\d+)/.exec(prompt);
-    const pieces = sized ? Array.from({ length: Math.min(Number(sized[1]), 1_000) }, (_, i) => `word${i} `) : ['Streaming ', 'one ', 'piece ', 'at ', 'a ', 'time.'];
+    const pieces = sized
+      ? Array.from({ length: Math.min(Number(sized[1]), 1_000) }, (_, i) => `word${i} `)
+      : ['Streaming ', 'one ', 'piece ', 'at ', 'a ', 'time.'];
     const gapMs = sized ? Number(sized[2]) : 300;
     write(event(id, { type: 'message_start', message: { id } }));
     write(event(id, { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }));

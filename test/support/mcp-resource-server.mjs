@@ -16,7 +16,11 @@ createInterface({ input: process.stdin }).on('line', (line) => {
   if (m.id === undefined) return; // notifications
   switch (m.method) {
     case 'initialize':
-      return answer(m.id, { protocolVersion: m.params?.protocolVersion ?? '2025-06-18', capabilities: { resources: {} }, serverInfo: { name: 'memo', version: '1.0.0' } });
+      return answer(m.id, {
+        protocolVersion: m.params?.protocolVersion ?? '2025-06-18',
+        capabilities: { resources: {} },
+        serverInfo: { name: 'memo', version: '1.0.0' },
+      });
     case 'resources/list':
       return answer(m.id, { resources: [RESOURCE] });
     case 'resources/read':
@@ -28,6 +32,8 @@ createInterface({ input: process.stdin }).on('line', (line) => {
     case 'resources/templates/list':
       return answer(m.id, { resourceTemplates: [] });
     default:
-      return process.stdout.write(`${JSON.stringify({ jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'method not found' } })}\n`);
+      return process.stdout.write(
+        `${JSON.stringify({ jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'method not found' } })}\n`,
+      );
   }
 });

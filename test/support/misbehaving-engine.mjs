@@ -4,7 +4,7 @@
 // process really blocks when the reader stops reading (fd 1 stays a blocking descriptor because
 // process.stdout is never touched).
 import { spawn } from 'node:child_process';
-import { closeSync, } from 'node:fs';
+import { closeSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { writeAll } from './write-all.mjs';
 

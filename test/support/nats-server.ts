@@ -80,7 +80,10 @@ export async function startNatsServer(
 
   const launch = async (wantPort: number): Promise<void> => {
     const js = opts.jetstream === false ? [] : ['-js'];
-    const p = spawn(bin, [...js, ...extra, '-a', '127.0.0.1', '-p', String(wantPort), '-sd', store.path], { stdio: ['ignore', 'pipe', 'pipe'], env });
+    const p = spawn(bin, [...js, ...extra, '-a', '127.0.0.1', '-p', String(wantPort), '-sd', store.path], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env,
+    });
     child = p;
     const exited = new Promise<void>((resolve) => p.once('exit', () => resolve()));
     const started = Date.now();

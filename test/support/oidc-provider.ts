@@ -39,7 +39,16 @@ export async function startTestIdp(accounts: Record<string, TestAccount>): Promi
     clientSecret,
     register(redirectUri) {
       const provider = new Provider(issuer, {
-        clients: [{ client_id: clientId, client_secret: clientSecret, redirect_uris: [redirectUri], grant_types: ['authorization_code'], response_types: ['code'], token_endpoint_auth_method: 'client_secret_basic' }],
+        clients: [
+          {
+            client_id: clientId,
+            client_secret: clientSecret,
+            redirect_uris: [redirectUri],
+            grant_types: ['authorization_code'],
+            response_types: ['code'],
+            token_endpoint_auth_method: 'client_secret_basic',
+          },
+        ],
         claims: { openid: ['sub'], profile: ['name'], email: ['email'], groups: ['groups'] },
         scopes: ['openid', 'profile', 'email', 'groups'],
         pkce: { required: () => true },

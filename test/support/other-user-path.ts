@@ -32,7 +32,9 @@ export function runnableByOthers(path: string): { path: string; folder?: TempDir
   }
   if (!othersCanRun(target)) {
     folder.cleanup();
-    throw new Error(`${path} is in a folder other users cannot enter, and ${target}, its link under the temp dir, cannot be run by them either (is the temp dir private?)`);
+    throw new Error(
+      `${path} is in a folder other users cannot enter, and ${target}, its link under the temp dir, cannot be run by them either (is the temp dir private?)`,
+    );
   }
   return { path: target, folder };
 }

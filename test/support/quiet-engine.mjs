@@ -8,6 +8,12 @@ import { serveEngine } from './stand-in-engine.mjs';
 serveEngine((prompt, write) => {
   appendFileSync('prompts.log', `${prompt}\n`);
   if (prompt !== 'answer') return;
-  write(JSON.stringify({ type: 'assistant', message: { role: 'assistant', content: [{ type: 'text', text: 'answered' }] }, session_id: 'quiet' }));
+  write(
+    JSON.stringify({
+      type: 'assistant',
+      message: { role: 'assistant', content: [{ type: 'text', text: 'answered' }] },
+      session_id: 'quiet',
+    }),
+  );
   write(JSON.stringify({ type: 'result', subtype: 'success', is_error: false, result: 'answered', session_id: 'quiet' }));
 });

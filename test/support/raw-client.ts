@@ -35,7 +35,8 @@ export async function rawClient(url: string, token: string | undefined, opts: { 
   const waiting = new Map<number, (a: RawAnswer) => void>();
   let nextId = 1;
   let pings = 0;
-  const send = (id: number, method: string, paramsJson: string) => channel.send(`{"jsonrpc":"2.0","id":${id},"method":${JSON.stringify(method)},"params":${paramsJson}}`);
+  const send = (id: number, method: string, paramsJson: string) =>
+    channel.send(`{"jsonrpc":"2.0","id":${id},"method":${JSON.stringify(method)},"params":${paramsJson}}`);
   const reader = async (stopAfterHello: boolean) => {
     for await (const frame of channel) {
       if (typeof frame !== 'string') continue; // binary frames carry engine lines, never answers
@@ -43,8 +44,7 @@ export async function rawClient(url: string, token: string | undefined, opts: { 
       if (msg.method === 'ping' && msg.id !== undefined) {
         pings++;
         void channel.send(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: {} })).catch(() => {});
-      }
-      else if (msg.method === undefined) waiting.get(msg.id)?.(msg);
+      } else if (msg.method === undefined) waiting.get(msg.id)?.(msg);
       if (stopAfterHello && msg.id === 1) return;
     }
   };

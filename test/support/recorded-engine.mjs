@@ -47,7 +47,10 @@ const transcriptPath = env.TETHER_RECORDED_TRANSCRIPT;
 // `--version` alone: answer as the CLI that recorded the transcript would (its version is in
 // the transcript's initialize answer), touching neither the log nor the trace.
 if (process.argv.length === 3 && (process.argv[2] === '--version' || process.argv[2] === '-v')) {
-  const recorded = transcriptPath && existsSync(transcriptPath) ? /"claude_code_version":"([^"]+)"/.exec(readFileSync(transcriptPath, 'utf8'))?.[1] : undefined;
+  const recorded =
+    transcriptPath && existsSync(transcriptPath)
+      ? /"claude_code_version":"([^"]+)"/.exec(readFileSync(transcriptPath, 'utf8'))?.[1]
+      : undefined;
   writeSync(1, `${recorded ?? '2.1.332'} (Claude Code)\n`);
   process.exit(0);
 }
@@ -85,14 +88,13 @@ if (until !== undefined) entries = entries.filter((e) => e.index < until);
 if (env.TETHER_RECORDED_PRELUDE) {
   const pre = readTranscript(env.TETHER_RECORDED_PRELUDE);
   const init = pre.find((e) => e.dir === 'in');
-  if (!init?.frame || init.frame.type !== 'control_request' || init.frame.request?.subtype !== 'initialize') fail('prelude transcript does not open with an initialize');
-  const answer = pre.find((e) => e.dir === 'out' && e.frame?.type === 'control_response' && e.frame.response?.request_id === init.frame.request_id);
+  if (init.frame?.type !== 'control_request' || init.frame.request?.subtype !== 'initialize')
+    fail('prelude transcript does not open with an initialize');
+  const answer = pre.find(
+    (e) => e.dir === 'out' && e.frame?.type === 'control_response' && e.frame.response?.request_id === init.frame.request_id,
+  );
   if (!answer) fail('prelude transcript has no answer to its initialize');
-  entries = [
-    { ...init, index: -2, prelude: true },
-    { ...answer, index: -1, prelude: true },
-    ...entries,
-  ];
+  entries = [{ ...init, index: -2, prelude: true }, { ...answer, index: -1, prelude: true }, ...entries];
 }
 
 let meta = {};
@@ -187,7 +189,10 @@ function asTetherSends(frame) {
   const answer = frame?.type === 'control_response' ? frame.response?.response : undefined;
   if (!Array.isArray(answer?.updatedPermissions)) return frame;
   const sessionAllow = (u) => u?.type === 'addRules' && u.behavior === 'allow' && u.destination === 'session';
-  return { ...frame, response: { ...frame.response, response: { ...answer, updatedPermissions: answer.updatedPermissions.filter((u) => !sessionAllow(u)) } } };
+  return {
+    ...frame,
+    response: { ...frame.response, response: { ...answer, updatedPermissions: answer.updatedPermissions.filter((u) => !sessionAllow(u)) } },
+  };
 }
 
 function describe(frame) {
@@ -221,14 +226,18 @@ function matchIn(entry, line) {
   }
   const expected = asTetherSends(entry.frame);
   if (canon(actual, true) !== canon(expected, true)) {
-    fail(`${where}: host frame differs.\n  expected (${describe(expected)}): ${preview(JSON.stringify(expected), 2000)}\n  actual   (${describe(actual)}): ${preview(line, 2000)}`);
+    fail(
+      `${where}: host frame differs.\n  expected (${describe(expected)}): ${preview(JSON.stringify(expected), 2000)}\n  actual   (${describe(actual)}): ${preview(line, 2000)}`,
+    );
   }
   // Correlation ids: consistent host ids, exact answers to the engine's own requests.
   if (expected.type === 'control_request' || expected.type === 'control_cancel_request') {
     const key = expected.request_id ?? NO_ID;
     const got = actual.request_id;
     if (expected.type === 'control_cancel_request' && hostIds.has(key) && hostIds.get(key) !== got) {
-      fail(`${where}: control_cancel_request names ${JSON.stringify(got)} but the request it cancels was sent as ${JSON.stringify(hostIds.get(key))}`);
+      fail(
+        `${where}: control_cancel_request names ${JSON.stringify(got)} but the request it cancels was sent as ${JSON.stringify(hostIds.get(key))}`,
+      );
     }
     for (const [k, v] of hostIds) {
       if (k !== key && v !== undefined && v === got && expected.type === 'control_request') {
@@ -241,7 +250,8 @@ function matchIn(entry, line) {
   if (expected.type === 'control_response') {
     const want = expected.response?.request_id;
     const got = actual.response?.request_id;
-    if (engineIds.has(want) && got !== want) fail(`${where}: the host answered ${JSON.stringify(got)} instead of the engine's request ${JSON.stringify(want)}`);
+    if (engineIds.has(want) && got !== want)
+      fail(`${where}: the host answered ${JSON.stringify(got)} instead of the engine's request ${JSON.stringify(want)}`);
   }
 }
 
@@ -272,7 +282,8 @@ function writeOut(frame) {
 
 async function nextHostLine(entry) {
   await waitFor(() => hostLines.length > 0 || stdinEnded);
-  if (hostLines.length === 0) fail(`stdin ended while the transcript expects ${describe(entry.frame ?? entry.raw)} (line ${entry.index + 1})`);
+  if (hostLines.length === 0)
+    fail(`stdin ended while the transcript expects ${describe(entry.frame ?? entry.raw)} (line ${entry.index + 1})`);
   return hostLines.shift();
 }
 

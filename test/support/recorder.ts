@@ -74,7 +74,10 @@ export function engineOutput(dir: string): string[] {
 }
 
 /** Compares a client's view with the reference view: counts lost, doubled and changed frames. */
-export function compareViews(reference: Seen[], view: Seen[]): { checked: number; lost: number; duplicated: number; changed: number; gaps: number; outOfOrder: number } {
+export function compareViews(
+  reference: Seen[],
+  view: Seen[],
+): { checked: number; lost: number; duplicated: number; changed: number; gaps: number; outOfOrder: number } {
   const ref = new Map(reference.map((i) => [i.seq, i]));
   const seen = new Map<number, number>();
   let changed = 0;

@@ -43,7 +43,12 @@ export interface RestartableStack {
 }
 
 export async function startRestartable(
-  opts: { engine?: 'demo' | 'claude'; agentOptions?: Partial<AgentOptions>; limits?: Partial<GatewayLimits>; /** The store over the state folder (default: a FileSessionStore). */ store?: (dir: string) => SessionStore } = {},
+  opts: {
+    engine?: 'demo' | 'claude';
+    agentOptions?: Partial<AgentOptions>;
+    limits?: Partial<GatewayLimits> /** The store over the state folder (default: a FileSessionStore). */;
+    store?: (dir: string) => SessionStore;
+  } = {},
 ): Promise<RestartableStack> {
   const cwd = makeTempDir('tether-cwd-');
   const state = makeTempDir('tether-state-');
@@ -57,10 +62,15 @@ export async function startRestartable(
     engine = { engine: 'claude', engineCommand: claudeBinaryPath(), engineEnv: claudeTestEnv({ home: home.path, baseUrl: fake.url }) };
   }
   const key = generateTokenKey('HS256').key;
-  const mint = (kind: 'agent' | 'client', sub: string, scopes?: string[]) => mintToken({ key, kind, sub, scopes, agent: kind === 'agent' ? sub : undefined, ttlSeconds: 3600 });
+  const mint = (kind: 'agent' | 'client', sub: string, scopes?: string[]) =>
+    mintToken({ key, kind, sub, scopes, agent: kind === 'agent' ? sub : undefined, ttlSeconds: 3600 });
   let gateway!: Gateway;
   const boot = async (port = 0, grpcPort = 0): Promise<GatewayServer> => {
-    gateway = new Gateway({ store: opts.store?.(state.path) ?? new FileSessionStore(state.path), audit: new FileAuditLog(join(auditDir.path, 'audit.jsonl')), limits: opts.limits });
+    gateway = new Gateway({
+      store: opts.store?.(state.path) ?? new FileSessionStore(state.path),
+      audit: new FileAuditLog(join(auditDir.path, 'audit.jsonl')),
+      limits: opts.limits,
+    });
     return startGatewayServer(gateway, { port, grpcPort, auth: { verifier: new TokenVerifier({ keys: [key] }) } });
   };
   let server = await boot();

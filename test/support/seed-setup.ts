@@ -9,6 +9,8 @@ fc.configureGlobal({ seed: TEST_SEED });
 
 beforeEach(({ task, onTestFailed }) => {
   onTestFailed(() => {
-    process.stderr.write(`${task.file.name} › ${task.name}: ${replayLine(TEST_SEED, `${task.file.name} -t ${JSON.stringify(task.name)}`)}\n`);
+    process.stderr.write(
+      `${task.file.name} › ${task.name}: ${replayLine(TEST_SEED, `${task.file.name} -t ${JSON.stringify(task.name)}`)}\n`,
+    );
   });
 });

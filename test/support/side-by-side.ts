@@ -11,7 +11,14 @@
  *    placeholders;
  *  - the result, and what the program noted (hook calls, control answers, files on disk).
  */
-import { query, type Options, type PermissionResult, type Query, type SDKMessage, type SDKUserMessage } from '@anthropic-ai/claude-agent-sdk';
+import {
+  query,
+  type Options,
+  type PermissionResult,
+  type Query,
+  type SDKMessage,
+  type SDKUserMessage,
+} from '@anthropic-ai/claude-agent-sdk';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -150,10 +157,21 @@ export async function startBench(): Promise<Bench> {
 function routeOptions(lane: Lane, cwd: string, stderr: (t: string) => void): Options {
   const { route, stack } = lane;
   if (route === 'local') {
-    return { pathToClaudeCodeExecutable: claudeBinaryPath(), cwd, env: claudeTestEnv({ home: lane.home.path, baseUrl: lane.fake.url }), stderr };
+    return {
+      pathToClaudeCodeExecutable: claudeBinaryPath(),
+      cwd,
+      env: claudeTestEnv({ home: lane.home.path, baseUrl: lane.fake.url }),
+      stderr,
+    };
   }
   if (route === 'tether-claude') {
-    const env = { PATH: process.env.PATH, TETHER_GATEWAY: stack!.url, TETHER_AGENT: 'test-agent', TETHER_CWD: cwd, TETHER_TOKEN: stack!.token ?? '' };
+    const env = {
+      PATH: process.env.PATH,
+      TETHER_GATEWAY: stack!.url,
+      TETHER_AGENT: 'test-agent',
+      TETHER_CWD: cwd,
+      TETHER_TOKEN: stack!.token ?? '',
+    };
     return { pathToClaudeCodeExecutable: TETHER_CLAUDE, env, stderr };
   }
   return { spawnClaudeCodeProcess: remoteSpawn({ gateway: stack!.url, token: stack!.token, agent: 'test-agent', cwd, stderr }) };
@@ -165,7 +183,12 @@ async function runOne(lane: Lane, program: SdkProgram): Promise<RunOutcome> {
   const firstCall = lane.fake.requests.length;
   const callsBefore = lane.fake.modelRequests().length;
   const ctx: RunContext = {
-    route: lane.route, cwd: dir.path, fake: lane.fake, notes: {}, abort: new AbortController(), userUuids: [],
+    route: lane.route,
+    cwd: dir.path,
+    fake: lane.fake,
+    notes: {},
+    abort: new AbortController(),
+    userUuids: [],
     modelCalls: () => lane.fake.modelRequests().length - callsBefore,
   };
   let stderr = '';
@@ -190,14 +213,24 @@ async function runOne(lane: Lane, program: SdkProgram): Promise<RunOutcome> {
     }
     const canUseTool = (tool: string, input: Record<string, unknown>): Promise<PermissionResult> =>
       program.canUseTool ? program.canUseTool(tool, input, ctx) : Promise.resolve({ behavior: 'allow', updatedInput: input });
-    q = query({ prompt: prompts(), options: { ...routeOptions(lane, dir.path, (t) => void (stderr += t)), canUseTool, ...program.options?.(ctx), abortController: ctx.abort } });
+    q = query({
+      prompt: prompts(),
+      options: {
+        ...routeOptions(lane, dir.path, (t) => void (stderr += t)),
+        canUseTool,
+        ...program.options?.(ctx),
+        abortController: ctx.abort,
+      },
+    });
     const during = program.during?.(q, ctx).catch((err: Error) => void (ctx.notes.duringError = err.message));
     const drive = async () => {
       try {
         for await (const m of q!) {
           messages.push(m);
           if (m.type === 'result') {
-            afterResults[results] = program.afterResult?.(results, q!, ctx).catch((err: Error) => void (ctx.notes[`afterResult${results}Error`] = err.message)) ?? Promise.resolve();
+            afterResults[results] =
+              program.afterResult?.(results, q!, ctx).catch((err: Error) => void (ctx.notes[`afterResult${results}Error`] = err.message)) ??
+              Promise.resolve();
             results++;
             wake?.();
           }
@@ -268,7 +301,11 @@ export function normalize(value: unknown, paths: [string, string][]): unknown {
 export function dropKeys<T>(value: T, re: RegExp): T {
   if (Array.isArray(value)) return value.map((v) => dropKeys(v, re)) as T;
   if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).filter(([k]) => !re.test(k)).map(([k, v]) => [k, dropKeys(v, re)])) as T;
+    return Object.fromEntries(
+      Object.entries(value)
+        .filter(([k]) => !re.test(k))
+        .map(([k, v]) => [k, dropKeys(v, re)]),
+    ) as T;
   }
   return value;
 }
@@ -297,7 +334,8 @@ export function diffObservations(a: Observation, b: Observation, max = 12): stri
     if (typeof x === 'object' && typeof y === 'object' && x !== null && y !== null && Array.isArray(x) === Array.isArray(y)) {
       if (Array.isArray(x) && path.startsWith('stream') && sa.join() !== sb.join()) return; // reported as the shape
       const keys = new Set([...Object.keys(x), ...Object.keys(y as object)]);
-      for (const k of keys) walk((x as Record<string, unknown>)[k], (y as Record<string, unknown>)[k], Array.isArray(x) ? `${path}[${k}]` : `${path}.${k}`);
+      for (const k of keys)
+        walk((x as Record<string, unknown>)[k], (y as Record<string, unknown>)[k], Array.isArray(x) ? `${path}[${k}]` : `${path}.${k}`);
       return;
     }
     out.push(`${path}: ${brief(x)} vs ${brief(y)}`);

@@ -106,7 +106,15 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   const key = authOpts ? generateTokenKey(authOpts.alg ?? 'HS256').key : undefined;
   const mint = async (req: MintRequest): Promise<string> => {
     if (!key) throw new Error('this stack runs with auth off: no tokens');
-    return mintToken({ key, kind: req.kind, sub: req.sub, agent: req.agent, scopes: req.scopes, ttlSeconds: req.ttlSeconds ?? 3600, now: authOpts?.now?.() });
+    return mintToken({
+      key,
+      kind: req.kind,
+      sub: req.sub,
+      agent: req.agent,
+      scopes: req.scopes,
+      ttlSeconds: req.ttlSeconds ?? 3600,
+      now: authOpts?.now?.(),
+    });
   };
   const gateway = new Gateway({ limits: opts.limits, logger: opts.logger, audit: opts.audit, policy: opts.policy });
   const server = await startGatewayServer(gateway, {
@@ -115,7 +123,14 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     logger: opts.logger,
     maxFrameBytes: opts.maxFrameBytes,
     acp: acpEndpoint(), // as the CLI's gateway does
-    auth: key ? { verifier: new TokenVerifier({ keys: [key], now: authOpts?.now }), allowOrigins: authOpts?.allowOrigins, login: new LoginDesk(key, { now: authOpts?.now }), browser: new BrowserSessions() } : { verifier: 'off' },
+    auth: key
+      ? {
+          verifier: new TokenVerifier({ keys: [key], now: authOpts?.now }),
+          allowOrigins: authOpts?.allowOrigins,
+          login: new LoginDesk(key, { now: authOpts?.now }),
+          browser: new BrowserSessions(),
+        }
+      : { verifier: 'off' },
   });
   const urlFor = (t: TransportName | undefined) => (t === 'grpc' ? server.grpcUrl! : server.url);
   const url = urlFor(opts.clientTransport);
@@ -147,7 +162,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     token,
     mint,
     async client(o: ClientOptions = {}) {
-      const own = o.token ?? (key && (o.sub || o.scopes) ? await mint({ kind: 'client', sub: o.sub ?? 'test-user', scopes: o.scopes }) : token);
+      const own =
+        o.token ?? (key && (o.sub || o.scopes) ? await mint({ kind: 'client', sub: o.sub ?? 'test-user', scopes: o.scopes }) : token);
       const c = await GatewayClient.connect({ gateway: url, token: own, reconnect: false, logger: opts.logger });
       clients.push(c);
       return c;

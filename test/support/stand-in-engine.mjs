@@ -12,7 +12,8 @@ export function serveEngine(onUser) {
   const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
   rl.on('line', (line) => {
     const f = JSON.parse(line);
-    if (f.type === 'control_request') write(JSON.stringify({ type: 'control_response', response: { subtype: 'success', request_id: f.request_id, response: {} } }));
+    if (f.type === 'control_request')
+      write(JSON.stringify({ type: 'control_response', response: { subtype: 'success', request_id: f.request_id, response: {} } }));
     if (f.type === 'user') {
       const content = f.message?.content;
       onUser(typeof content === 'string' ? content : JSON.stringify(content), write);

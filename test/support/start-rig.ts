@@ -48,7 +48,12 @@ export interface StartRigOptions {
 export async function startRig(o: StartRigOptions): Promise<StartRig> {
   const dir = makeTempDir('tether-start-');
   const agentName = o.agentName ?? 'flaky-agent';
-  const stack = await startStack({ engine: 'demo', agentTransport: o.transport, clientTransport: o.transport, limits: { heartbeat: { intervalMs: 500, timeoutMs: 1_000 }, ...o.limits } });
+  const stack = await startStack({
+    engine: 'demo',
+    agentTransport: o.transport,
+    clientTransport: o.transport,
+    limits: { heartbeat: { intervalMs: 500, timeoutMs: 1_000 }, ...o.limits },
+  });
   const targetPort = o.transport === 'ws' ? stack.server.port : stack.server.grpcPort!;
   const agentProxy = await FaultProxy.start({ targetPort });
   const clientProxy = await FaultProxy.start({ targetPort });
@@ -72,7 +77,14 @@ export async function startRig(o: StartRigOptions): Promise<StartRig> {
   await agent.start();
   const clients: GatewayClient[] = [];
   const connect = async (gateway: string) => {
-    const c = await GatewayClient.connect({ gateway, token: stack.token, backoff: FAST_BACKOFF, dial: FAST_PING, heartbeat: HEARTBEAT, reconnectWaitMs: 15_000 });
+    const c = await GatewayClient.connect({
+      gateway,
+      token: stack.token,
+      backoff: FAST_BACKOFF,
+      dial: FAST_PING,
+      heartbeat: HEARTBEAT,
+      reconnectWaitMs: 15_000,
+    });
     clients.push(c);
     return c;
   };

@@ -20,8 +20,17 @@ interface Tool {
 }
 
 const TOOLS: Record<ToolName, Tool> = {
-  chromium: { env: 'TETHER_TEST_CHROMIUM', paths: ['/usr/bin/chromium'], install: "install Debian's chromium: apt-get install chromium (or set TETHER_TEST_CHROMIUM to a Chromium)" },
-  'nats-server': { env: 'TETHER_TEST_NATS_SERVER', onPath: 'nats-server', paths: ['/usr/sbin/nats-server'], install: 'install nats-server: apt-get install nats-server (or set TETHER_TEST_NATS_SERVER)' },
+  chromium: {
+    env: 'TETHER_TEST_CHROMIUM',
+    paths: ['/usr/bin/chromium'],
+    install: "install Debian's chromium: apt-get install chromium (or set TETHER_TEST_CHROMIUM to a Chromium)",
+  },
+  'nats-server': {
+    env: 'TETHER_TEST_NATS_SERVER',
+    onPath: 'nats-server',
+    paths: ['/usr/sbin/nats-server'],
+    install: 'install nats-server: apt-get install nats-server (or set TETHER_TEST_NATS_SERVER)',
+  },
 };
 
 /** Where the program is, or undefined. A path in the tool's variable is the only place looked at. */
@@ -29,7 +38,12 @@ export function toolPath(name: ToolName, env: NodeJS.ProcessEnv = process.env): 
   const tool = TOOLS[name];
   const given = env[tool.env];
   if (given) return existsSync(given) ? given : undefined;
-  const onPath = tool.onPath ? (env.PATH ?? '').split(':').filter(Boolean).map((dir) => `${dir}/${tool.onPath}`) : [];
+  const onPath = tool.onPath
+    ? (env.PATH ?? '')
+        .split(':')
+        .filter(Boolean)
+        .map((dir) => `${dir}/${tool.onPath}`)
+    : [];
   return [...onPath, ...tool.paths].find((p) => existsSync(p));
 }
 

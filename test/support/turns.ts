@@ -49,7 +49,8 @@ export function toolResults(messages: Record<string, unknown>[]): { content: str
     const content = (m.message as { content?: unknown }).content;
     if (!Array.isArray(content)) continue;
     for (const b of content as Record<string, unknown>[]) {
-      if (b.type === 'tool_result') out.push({ content: typeof b.content === 'string' ? b.content : JSON.stringify(b.content), is_error: b.is_error === true });
+      if (b.type === 'tool_result')
+        out.push({ content: typeof b.content === 'string' ? b.content : JSON.stringify(b.content), is_error: b.is_error === true });
     }
   }
   return out;

@@ -50,13 +50,27 @@ export async function startWebClaudeRig(name: string, opts: WebClaudeRigOptions)
   };
   try {
     for (const [file, text] of Object.entries(opts.files ?? {})) writeFileSync(join(cwd.path, file), text);
-    const args = ['up', '--port', '0', '--engine', 'claude', '--engine-command', claudeBinaryPath(), '--cwd', cwd.path, '--state-dir', state.path];
+    const args = [
+      'up',
+      '--port',
+      '0',
+      '--engine',
+      'claude',
+      '--engine-command',
+      claudeBinaryPath(),
+      '--cwd',
+      cwd.path,
+      '--state-dir',
+      state.path,
+    ];
     if (opts.policy !== undefined) {
       const policy = join(extra.path, 'policy.json');
       writeFileSync(policy, JSON.stringify(opts.policy));
       args.push('--policy', policy);
     }
-    const fake = (started.fake = await startFakeAnthropic({ responses: typeof opts.responses === 'function' ? opts.responses(cwd.path) : opts.responses }));
+    const fake = (started.fake = await startFakeAnthropic({
+      responses: typeof opts.responses === 'function' ? opts.responses(cwd.path) : opts.responses,
+    }));
     const up = (started.up = startTether(args, { env: claudeTestEnv({ home: home.path, baseUrl: fake.url }) }));
     const pageUrl = new URL((await up.line('sign-in: ', 30_000)).split(' ')[1]).origin;
     const browser = (started.browser = await launchChromium());

@@ -67,13 +67,19 @@ function relay(from: Socket, to: Socket, dir: 'up' | 'down', out: WireMessage[])
   const reader = new WsFrameReader();
   from.on('data', (chunk: Buffer) => {
     to.write(chunk);
-    for (const f of reader.feed(chunk)) if (f.opcode === 1 || f.opcode === 2) out.push(classify(dir, f.opcode === 1 ? 'text' : 'binary', f.payload.subarray(0, HEAD_BYTES)));
+    for (const f of reader.feed(chunk))
+      if (f.opcode === 1 || f.opcode === 2) out.push(classify(dir, f.opcode === 1 ? 'text' : 'binary', f.payload.subarray(0, HEAD_BYTES)));
   });
 }
 
 function classify(dir: 'up' | 'down', kind: 'text' | 'binary', payload: Buffer): WireMessage {
   // A binary frame: 4-byte header length, then the header's JSON ({"method": …}).
-  const text = kind === 'binary' ? (payload.length < 4 ? '' : payload.subarray(4, 4 + payload.readUInt32BE(0)).toString('utf8')) : payload.toString('utf8');
+  const text =
+    kind === 'binary'
+      ? payload.length < 4
+        ? ''
+        : payload.subarray(4, 4 + payload.readUInt32BE(0)).toString('utf8')
+      : payload.toString('utf8');
   const method = /^\{"jsonrpc":"2\.0",(?:"id":[^,]+,)?"method":"([^"]+)"/.exec(text)?.[1] ?? /^\{"method":"([^"]+)"/.exec(text)?.[1];
   const what = method ?? (/^\{"jsonrpc":"2\.0","id":[^,]+,"(?:result|error)"/.test(text) ? 'response' : '?');
   return { dir, kind, what, head: text };

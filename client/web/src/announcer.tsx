@@ -16,5 +16,9 @@ export function announce(text: string): void {
 export function LiveRegion() {
   const s = useStore(said);
   // A new node per sentence: screen readers read additions, so a repeated sentence is read again.
-  return <div class="sr-only" role="status" data-testid="announcer">{s.text && <span key={s.count}>{s.text}</span>}</div>;
+  return (
+    <div class="sr-only" role="status" data-testid="announcer">
+      {s.text && <span key={s.count}>{s.text}</span>}
+    </div>
+  );
 }

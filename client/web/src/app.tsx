@@ -87,18 +87,33 @@ function Views() {
     setSession(undefined);
   };
 
-  if (booting) return <main class="center"><p>Connecting…</p></main>;
+  if (booting)
+    return (
+      <main class="center">
+        <p>Connecting…</p>
+      </main>
+    );
   if (link.status === 'signed-out') {
     return (
       <main class="center signin">
         <h1>Tether</h1>
-        {error ? <p class="error" role="alert">Sign-in failed: {error}</p> : link.message ? <p>{link.message}</p> : null}
+        {error ? (
+          <p class="error" role="alert">
+            Sign-in failed: {error}
+          </p>
+        ) : link.message ? (
+          <p>{link.message}</p>
+        ) : null}
         {link.oidc && (
           <p>
-            <button onClick={() => conn.signInWithProvider(cliAsk ? location.hash : '')}>Sign in with {link.oidc.name}</button>
+            <button type="button" onClick={() => conn.signInWithProvider(cliAsk ? location.hash : '')}>
+              Sign in with {link.oidc.name}
+            </button>
           </p>
         )}
-        <p>{link.oidc ? 'Or open' : 'Open'} the sign-in link that <code>tether up</code> printed, or ask for one on the gateway's server:</p>
+        <p>
+          {link.oidc ? 'Or open' : 'Open'} the sign-in link that <code>tether up</code> printed, or ask for one on the gateway's server:
+        </p>
         <pre>tether login-link --sub YOUR-NAME --url {location.origin}</pre>
         <p class="muted">A link works once and for a few minutes; this browser stays signed in, in every tab, until you sign out.</p>
       </main>
@@ -116,14 +131,35 @@ function Views() {
       {/* Header and link status stay in sight wherever the page is scrolled (the bottom, mostly). */}
       <div class="sticky-top">
         <header class="top">
-          <button class="brand" onClick={leave} title="Back to the dashboard">Tether</button>
-          <span class="who" data-testid="principal" title={link.name ? link.principal : undefined}>{link.name ?? link.principal}</span>
-          {link.auth && <button onClick={() => { void session?.close(); setSession(undefined); void conn.logOut(); }}>Sign out</button>}
+          <button type="button" class="brand" onClick={leave} title="Back to the dashboard">
+            Tether
+          </button>
+          <span class="who" data-testid="principal" title={link.name ? link.principal : undefined}>
+            {link.name ?? link.principal}
+          </span>
+          {link.auth && (
+            <button
+              type="button"
+              onClick={() => {
+                void session?.close();
+                setSession(undefined);
+                void conn.logOut();
+              }}
+            >
+              Sign out
+            </button>
+          )}
         </header>
         {link.status !== 'connected' && (
-          <div class="banner" data-testid="link-banner">{link.message ?? 'Connecting…'}</div>
+          <div class="banner" data-testid="link-banner">
+            {link.message ?? 'Connecting…'}
+          </div>
         )}
-        {error && <div class="banner error" role="alert">{error}</div>}
+        {error && (
+          <div class="banner error" role="alert">
+            {error}
+          </div>
+        )}
       </div>
       {session ? (
         <SessionPage session={session} onLeave={leave} />

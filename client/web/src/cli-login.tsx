@@ -37,8 +37,14 @@ export function CliLoginPanel({ conn, ask, who, onDone }: { conn: Connection; as
     return (
       <main class="center signin">
         <h1>Terminal signed in</h1>
-        <p>The terminal is signed in as <strong>{who}</strong>. You can close this tab.</p>
-        <p><button onClick={onDone}>Back to Tether</button></p>
+        <p>
+          The terminal is signed in as <strong>{who}</strong>. You can close this tab.
+        </p>
+        <p>
+          <button type="button" onClick={onDone}>
+            Back to Tether
+          </button>
+        </p>
       </main>
     );
   }
@@ -46,19 +52,30 @@ export function CliLoginPanel({ conn, ask, who, onDone }: { conn: Connection; as
     <main class="center signin">
       <h1>Sign in the terminal?</h1>
       <p>
-        <code>tether login</code> {ask.kind === 'loopback' ? 'on this computer' : 'on another device'} asks to act as <strong>{who}</strong> on this gateway.
+        <code>tether login</code> {ask.kind === 'loopback' ? 'on this computer' : 'on another device'} asks to act as <strong>{who}</strong>{' '}
+        on this gateway.
       </p>
       {ask.kind === 'device' && (
         <p>
           <label>
-            Code the terminal shows <input name="user_code" autocomplete="off" value={code} onInput={(e) => setCode((e.target as HTMLInputElement).value)} />
+            Code the terminal shows{' '}
+            <input name="user_code" autocomplete="off" value={code} onInput={(e) => setCode((e.target as HTMLInputElement).value)} />
           </label>
         </p>
       )}
       <p class="muted">Allow it only if you just ran tether login yourself.</p>
-      {error && <p class="error" role="alert">Terminal sign-in failed: {error}</p>}
+      {error && (
+        <p class="error" role="alert">
+          Terminal sign-in failed: {error}
+        </p>
+      )}
       <p>
-        <button onClick={() => void allow()}>Allow</button> <button onClick={onDone}>Cancel</button>
+        <button type="button" onClick={() => void allow()}>
+          Allow
+        </button>{' '}
+        <button type="button" onClick={onDone}>
+          Cancel
+        </button>
       </p>
     </main>
   );

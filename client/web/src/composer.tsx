@@ -16,10 +16,12 @@ const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'];
 
 function readImage(file: File): Promise<ImageAttachment> {
   return new Promise((resolve, reject) => {
-    if (!IMAGE_TYPES.includes(file.type)) return reject(new Error(`${file.type || 'this file'} is not an image the model reads (PNG, JPEG, GIF, WebP)`));
+    if (!IMAGE_TYPES.includes(file.type))
+      return reject(new Error(`${file.type || 'this file'} is not an image the model reads (PNG, JPEG, GIF, WebP)`));
     if (file.size > MAX_IMAGE_BYTES) return reject(new Error('image over 5 MB'));
     const r = new FileReader();
-    r.onload = () => resolve({ mediaType: file.type, data: String(r.result).replace(/^data:[^,]*,/, ''), name: file.name || 'pasted image' });
+    r.onload = () =>
+      resolve({ mediaType: file.type, data: String(r.result).replace(/^data:[^,]*,/, ''), name: file.name || 'pasted image' });
     r.onerror = () => reject(new Error('could not read the image'));
     r.readAsDataURL(file);
   });
@@ -61,22 +63,32 @@ export const Composer = memo(function Composer({ session }: { session: OpenSessi
   return (
     <form
       class="composer"
-      onSubmit={(e) => { e.preventDefault(); void send(); }}
+      onSubmit={(e) => {
+        e.preventDefault();
+        void send();
+      }}
       onDragOver={(e) => e.preventDefault()}
-      onDrop={(e) => { e.preventDefault(); void addFiles([...(e.dataTransfer?.files ?? [])]); }}
+      onDrop={(e) => {
+        e.preventDefault();
+        void addFiles([...(e.dataTransfer?.files ?? [])]);
+      }}
     >
       {images.length > 0 && (
         <ul class="attachments" aria-label="images to send">
           {images.map((im, i) => (
             <li key={i}>
               <img src={`data:${im.mediaType};base64,${im.data}`} alt={im.name} />
-              <button type="button" aria-label={`Remove ${im.name}`} onClick={() => setImages(images.filter((_, j) => j !== i))}>×</button>
+              <button type="button" aria-label={`Remove ${im.name}`} onClick={() => setImages(images.filter((_, j) => j !== i))}>
+                ×
+              </button>
             </li>
           ))}
         </ul>
       )}
       <div class="composer-row">
-        <label class="sr-only" for="prompt">Message</label>
+        <label class="sr-only" for="prompt">
+          Message
+        </label>
         <textarea
           id="prompt"
           name="prompt"
@@ -97,10 +109,25 @@ export const Composer = memo(function Composer({ session }: { session: OpenSessi
             }
           }}
         />
-        <button type="submit" class="primary" disabled={sending} title={running ? 'Queued: it runs when the current turn ends' : undefined}>Send</button>
-        {running && <button type="button" disabled={sending} onClick={() => void send(true)} title="Cut into the running turn now instead of waiting for it to end">Steer</button>}
+        <button type="submit" class="primary" disabled={sending} title={running ? 'Queued: it runs when the current turn ends' : undefined}>
+          Send
+        </button>
+        {running && (
+          <button
+            type="button"
+            disabled={sending}
+            onClick={() => void send(true)}
+            title="Cut into the running turn now instead of waiting for it to end"
+          >
+            Steer
+          </button>
+        )}
       </div>
-      {error && <div class="error" role="alert">{error}</div>}
+      {error && (
+        <div class="error" role="alert">
+          {error}
+        </div>
+      )}
     </form>
   );
 });

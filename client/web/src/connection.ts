@@ -7,7 +7,15 @@
  */
 import { HEARTBEAT_DEFAULTS } from '../../../core/link/heartbeat.js';
 import { backoffDelay, CLIENT_BACKOFF } from '../../../core/util/backoff.js';
-import { CLI_LOGIN_PATH, DEVICE_APPROVE_PATH, LOGIN_PATH, LOGOUT_PATH, OIDC_START_PATH, TICKET_PATH, WS_PATH } from '../../../core/protocol/http-paths.js';
+import {
+  CLI_LOGIN_PATH,
+  DEVICE_APPROVE_PATH,
+  LOGIN_PATH,
+  LOGOUT_PATH,
+  OIDC_START_PATH,
+  TICKET_PATH,
+  WS_PATH,
+} from '../../../core/protocol/http-paths.js';
 import { PROTOCOL_VERSION } from '../../../core/protocol/version.js';
 import { ERROR_CODES, TetherError, type ErrorCode } from '../../../core/errors.js';
 import { RpcSocket } from './rpc';
@@ -43,14 +51,23 @@ export interface LinkState {
 async function httpError(res: Response): Promise<TetherError> {
   const body = await res.json().catch(() => undefined);
   const named = body?.error?.code;
-  const code: ErrorCode = (ERROR_CODES as readonly unknown[]).includes(named) ? named : res.status === 401 ? 'UNAUTHENTICATED' : 'UNAVAILABLE';
+  const code: ErrorCode = (ERROR_CODES as readonly unknown[]).includes(named)
+    ? named
+    : res.status === 401
+      ? 'UNAUTHENTICATED'
+      : 'UNAVAILABLE';
   const reason = body?.error?.reason;
   return new TetherError(code, String(body?.error?.message ?? `HTTP ${res.status}`), typeof reason === 'string' ? { reason } : undefined);
 }
 
 /** JSON POST to one of the gateway's endpoints (the sign-in cookie goes with it: same origin); its refusal as a TetherError. */
 async function post<T>(path: string, body?: unknown): Promise<T> {
-  const res = await fetch(path, { method: 'POST', headers: body === undefined ? {} : { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(HEARTBEAT_DEFAULTS.timeoutMs) });
+  const res = await fetch(path, {
+    method: 'POST',
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(HEARTBEAT_DEFAULTS.timeoutMs),
+  });
   if (!res.ok) throw await httpError(res);
   return (res.status === 204 ? undefined : await res.json()) as T;
 }
@@ -71,7 +88,11 @@ export class Connection {
    * the browser keeps no cookie (plain http off this machine), the tab keeps the token.
    */
   async signIn(code: string): Promise<void> {
-    const res = await fetch(LOGIN_PATH, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code }) });
+    const res = await fetch(LOGIN_PATH, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ code }),
+    });
     if (!res.ok) throw await httpError(res);
     const body = (await res.json()) as { token: string; principal: string; browser_session?: boolean };
     if (body.browser_session) return;
@@ -212,19 +233,31 @@ export class Connection {
     if (!this.state.get().auth) return base;
     // The tab's own token where it has one, else this browser's sign-in cookie (sent by the browser, same origin).
     const token = sessionStorage.getItem(TOKEN_KEY);
-    const res = await fetch(TICKET_PATH, { method: 'POST', headers: token ? { authorization: `Bearer ${token}` } : {}, signal: AbortSignal.timeout(HEARTBEAT_DEFAULTS.timeoutMs) });
+    const res = await fetch(TICKET_PATH, {
+      method: 'POST',
+      headers: token ? { authorization: `Bearer ${token}` } : {},
+      signal: AbortSignal.timeout(HEARTBEAT_DEFAULTS.timeoutMs),
+    });
     if (!res.ok) throw await httpError(res);
     const { ticket } = (await res.json()) as { ticket: string };
     return `${base}?ticket=${encodeURIComponent(ticket)}`;
   }
 
   private async connectOnce(isReconnect: boolean): Promise<void> {
-    const sock = await RpcSocket.open(await this.wsUrl(), (m, p) => {
-      for (const fn of this.notified) fn(m, p);
-    }, HEARTBEAT_DEFAULTS.timeoutMs);
+    const sock = await RpcSocket.open(
+      await this.wsUrl(),
+      (m, p) => {
+        for (const fn of this.notified) fn(m, p);
+      },
+      HEARTBEAT_DEFAULTS.timeoutMs,
+    );
     let hello: { principal: string; principal_name?: string; may?: LinkState['may'] };
     try {
-      hello = await sock.request<{ principal: string; principal_name?: string; may?: LinkState['may'] }>('hello', { protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: [], software: 'tether-web' }, HEARTBEAT_DEFAULTS.timeoutMs);
+      hello = await sock.request<{ principal: string; principal_name?: string; may?: LinkState['may'] }>(
+        'hello',
+        { protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: [], software: 'tether-web' },
+        HEARTBEAT_DEFAULTS.timeoutMs,
+      );
     } catch (err) {
       sock.close(); // a refused hello leaves no socket behind
       throw err;
@@ -235,7 +268,13 @@ export class Connection {
     }
     this.sock = sock;
     this.attempt = 0;
-    this.state.update({ status: isReconnect ? 'resuming' : 'connected', principal: hello.principal, name: hello.principal_name, message: undefined, may: hello.may ?? { create: true, control: true } });
+    this.state.update({
+      status: isReconnect ? 'resuming' : 'connected',
+      principal: hello.principal,
+      name: hello.principal_name,
+      message: undefined,
+      may: hello.may ?? { create: true, control: true },
+    });
     void sock.closed.then((reason) => this.lost(sock, reason));
     this.watch(sock);
     if (isReconnect) {

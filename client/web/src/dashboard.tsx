@@ -28,14 +28,21 @@ async function allSessions(conn: Connection): Promise<SessionInfo[]> {
   const all: SessionInfo[] = [];
   let cursor: string | undefined;
   do {
-    const page: { sessions: SessionInfo[]; next_cursor?: string } = await conn.request('sessions.list', cursor === undefined ? { limit: SESSIONS_PAGE } : { limit: SESSIONS_PAGE, cursor });
+    const page: { sessions: SessionInfo[]; next_cursor?: string } = await conn.request(
+      'sessions.list',
+      cursor === undefined ? { limit: SESSIONS_PAGE } : { limit: SESSIONS_PAGE, cursor },
+    );
     all.push(...page.sessions);
     cursor = page.next_cursor === cursor ? undefined : page.next_cursor;
   } while (cursor !== undefined);
   return all;
 }
 
-export function Dashboard(props: { conn: Connection; onStart: (agent: string, options: Record<string, unknown>) => void; onAttach: (id: string, readOnly: boolean) => void }) {
+export function Dashboard(props: {
+  conn: Connection;
+  onStart: (agent: string, options: Record<string, unknown>) => void;
+  onAttach: (id: string, readOnly: boolean) => void;
+}) {
   const [agents, setAgents] = useState<AgentInfo[]>([]);
   const [sessions, setSessions] = useState<SessionInfo[]>([]);
   const [agent, setAgent] = useState('');
@@ -81,59 +88,116 @@ export function Dashboard(props: { conn: Connection; onStart: (agent: string, op
     <main class="dashboard">
       <section aria-labelledby="agents-h">
         <h2 id="agents-h">Agents</h2>
-        {agents.length === 0 ? <p class="muted">No agent is connected.</p> : (
+        {agents.length === 0 ? (
+          <p class="muted">No agent is connected.</p>
+        ) : (
           <ul class="cards" data-testid="agents">
             {agents.map((a) => (
               <li key={a.name} class="card">
                 <strong>{a.name}</strong> <span class="muted">on {a.host}</span>
-                <div class="muted small">engines: {a.engines.join(', ')} · connected since {since(a.connected_at)}</div>
+                <div class="muted small">
+                  engines: {a.engines.join(', ')} · connected since {since(a.connected_at)}
+                </div>
               </li>
             ))}
           </ul>
         )}
       </section>
       {may.create ? (
-      <section aria-labelledby="start-h">
-        <h2 id="start-h">Start a session</h2>
-        <form class="start" onSubmit={start}>
-          <label>Agent
-            <select value={chosen} onChange={(e) => setAgent((e.target as HTMLSelectElement).value)} name="agent">
-              {agents.map((a) => <option key={a.name} value={a.name}>{a.name}</option>)}
-            </select>
-          </label>
-          <label>Working folder
-            <input name="cwd" value={cwd} placeholder="the agent's default" onInput={(e) => setCwd((e.target as HTMLInputElement).value)} />
-          </label>
-          <label>Model
-            <input name="model" value={model} placeholder="the engine's default" onInput={(e) => setModel((e.target as HTMLInputElement).value)} />
-          </label>
-          <label>Permission mode
-            <select name="permission_mode" value={mode} onChange={(e) => setMode((e.target as HTMLSelectElement).value)}>
-              {PERMISSION_MODES.filter((m) => m !== 'bypassPermissions' || agents.find((a) => a.name === chosen)?.allows_bypass_permissions !== false).map((m) => <option key={m} value={m}>{m}</option>)}
-            </select>
-          </label>
-          <button type="submit" class="primary" disabled={busy || !chosen}>Start session</button>
-        </form>
-      </section>
+        <section aria-labelledby="start-h">
+          <h2 id="start-h">Start a session</h2>
+          <form class="start" onSubmit={start}>
+            <label>
+              Agent
+              <select value={chosen} onChange={(e) => setAgent((e.target as HTMLSelectElement).value)} name="agent">
+                {agents.map((a) => (
+                  <option key={a.name} value={a.name}>
+                    {a.name}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <label>
+              Working folder
+              <input
+                name="cwd"
+                value={cwd}
+                placeholder="the agent's default"
+                onInput={(e) => setCwd((e.target as HTMLInputElement).value)}
+              />
+            </label>
+            <label>
+              Model
+              <input
+                name="model"
+                value={model}
+                placeholder="the engine's default"
+                onInput={(e) => setModel((e.target as HTMLInputElement).value)}
+              />
+            </label>
+            <label>
+              Permission mode
+              <select name="permission_mode" value={mode} onChange={(e) => setMode((e.target as HTMLSelectElement).value)}>
+                {PERMISSION_MODES.filter(
+                  (m) => m !== 'bypassPermissions' || agents.find((a) => a.name === chosen)?.allows_bypass_permissions !== false,
+                ).map((m) => (
+                  <option key={m} value={m}>
+                    {m}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <button type="submit" class="primary" disabled={busy || !chosen}>
+              Start session
+            </button>
+          </form>
+        </section>
       ) : (
-        <p class="muted" data-testid="cannot-start">Your sign-in lets you watch sessions; starting one needs a sign-in with the create permission.</p>
+        <p class="muted" data-testid="cannot-start">
+          Your sign-in lets you watch sessions; starting one needs a sign-in with the create permission.
+        </p>
       )}
       <section aria-labelledby="sessions-h">
         <h2 id="sessions-h">Sessions</h2>
-        {sessions.length === 0 ? <p class="muted">No session is running.</p> : (
+        {sessions.length === 0 ? (
+          <p class="muted">No session is running.</p>
+        ) : (
           <ul class="cards" data-testid="sessions">
             {sessions.map((s) => (
               <li key={s.id} class="card session-row" data-session={s.id}>
                 <div>
-                  <strong>{s.agent}</strong> <span class="mono small" title={s.id}>{s.id.slice(0, 8)}</span> <span class="mono small">{s.options.cwd ?? ''}</span>
-                  {s.pending_prompts > 0 && <span class="badge" title="prompts waiting for an answer">{s.pending_prompts} waiting</span>}
+                  <strong>{s.agent}</strong>{' '}
+                  <span class="mono small" title={s.id}>
+                    {s.id.slice(0, 8)}
+                  </span>{' '}
+                  <span class="mono small">{s.options.cwd ?? ''}</span>
+                  {s.pending_prompts > 0 && (
+                    <span class="badge" title="prompts waiting for an answer">
+                      {s.pending_prompts} waiting
+                    </span>
+                  )}
                   <div class="muted small">
-                    {stateLabel(s.state)}{s.agent_away_since && <span data-testid="agent-away"> (agent away since {since(s.agent_away_since)}{s.queued_inputs ? `, ${s.queued_inputs} prompt${s.queued_inputs === 1 ? '' : 's'} queued` : ''})</span>} · owner {s.owner} · started {since(s.created_at)} · {s.clients.length ? `here: ${s.clients.map((c) => `${c.principal} (${c.role})`).join(', ')}` : 'nobody attached'}
+                    {stateLabel(s.state)}
+                    {s.agent_away_since && (
+                      <span data-testid="agent-away">
+                        {' '}
+                        (agent away since {since(s.agent_away_since)}
+                        {s.queued_inputs ? `, ${s.queued_inputs} prompt${s.queued_inputs === 1 ? '' : 's'} queued` : ''})
+                      </span>
+                    )}{' '}
+                    · owner {s.owner} · started {since(s.created_at)} ·{' '}
+                    {s.clients.length ? `here: ${s.clients.map((c) => `${c.principal} (${c.role})`).join(', ')}` : 'nobody attached'}
                   </div>
                 </div>
                 <div class="row-actions">
-                  {may.control && s.state !== 'ended' && <button onClick={() => props.onAttach(s.id, false)} aria-label={`Open session ${s.id} as a controller`}>Open</button>}
-                  <button onClick={() => props.onAttach(s.id, true)} aria-label={`Watch session ${s.id} read-only`}>Watch</button>
+                  {may.control && s.state !== 'ended' && (
+                    <button type="button" onClick={() => props.onAttach(s.id, false)} aria-label={`Open session ${s.id} as a controller`}>
+                      Open
+                    </button>
+                  )}
+                  <button type="button" onClick={() => props.onAttach(s.id, true)} aria-label={`Watch session ${s.id} read-only`}>
+                    Watch
+                  </button>
                 </div>
               </li>
             ))}

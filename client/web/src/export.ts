@@ -5,7 +5,8 @@ import type { OpenSession } from './session';
 export function transcriptMarkdown(s: OpenSession): string {
   const out: string[] = [`# Session ${s.id} on ${s.info.agent}`, ''];
   for (const e of s.transcript.entries) {
-    if (e.kind === 'prompt') out.push(`**${e.principal}:** ${e.text}${e.images ? ` _(${e.images} image${e.images > 1 ? 's' : ''})_` : ''}`, '');
+    if (e.kind === 'prompt')
+      out.push(`**${e.principal}:** ${e.text}${e.images ? ` _(${e.images} image${e.images > 1 ? 's' : ''})_` : ''}`, '');
     else if (e.kind === 'text') out.push(e.text, '');
     else if (e.kind === 'thinking') out.push(`> _thinking:_ ${e.text.replace(/\n/g, ' ')}`, '');
     else if (e.kind === 'tool') {

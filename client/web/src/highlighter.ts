@@ -15,7 +15,8 @@ import typescript from 'highlight.js/lib/languages/typescript';
 import xml from 'highlight.js/lib/languages/xml';
 import yaml from 'highlight.js/lib/languages/yaml';
 
-for (const [name, lang] of Object.entries({ bash, css, diff, go, javascript, json, python, rust, typescript, xml, yaml })) hljs.registerLanguage(name, lang);
+for (const [name, lang] of Object.entries({ bash, css, diff, go, javascript, json, python, rust, typescript, xml, yaml }))
+  hljs.registerLanguage(name, lang);
 hljs.registerAliases(['sh', 'shell', 'zsh', 'console'], { languageName: 'bash' });
 hljs.registerAliases(['html', 'svg'], { languageName: 'xml' });
 hljs.configure({ ignoreUnescapedHTML: true });

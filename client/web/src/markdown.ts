@@ -6,9 +6,11 @@ marked.setOptions({ gfm: true, breaks: false });
 marked.use({
   renderer: {
     // Task list boxes as text, not inputs (no form controls in model output).
-    checkbox: ({ checked }) => `<span class="task-box" role="img" aria-label="${checked ? 'done' : 'not done'}">${checked ? '☑' : '☐'}</span> `,
+    checkbox: ({ checked }) =>
+      `<span class="task-box" role="img" aria-label="${checked ? 'done' : 'not done'}">${checked ? '☑' : '☐'}</span> `,
     // Every code block gets a copy button (session-page's click handler does the copying).
-    code: ({ text, lang }) => `<div class="code-block"><button type="button" class="copy" data-copy="">Copy</button><pre><code${lang ? ` class="language-${escapeAttr(lang)}"` : ''}>${escapeHtml(text)}</code></pre></div>`,
+    code: ({ text, lang }) =>
+      `<div class="code-block"><button type="button" class="copy" data-copy="">Copy</button><pre><code${lang ? ` class="language-${escapeAttr(lang)}"` : ''}>${escapeHtml(text)}</code></pre></div>`,
   },
 });
 

@@ -18,7 +18,17 @@ interface Question {
   multiSelect?: boolean;
 }
 
-export function PermissionCard({ prompt: p, session, canAnswer, answerers }: { prompt: PermissionPrompt; session: OpenSession; canAnswer: boolean; answerers: string[] }) {
+export function PermissionCard({
+  prompt: p,
+  session,
+  canAnswer,
+  answerers,
+}: {
+  prompt: PermissionPrompt;
+  session: OpenSession;
+  canAnswer: boolean;
+  answerers: string[];
+}) {
   const [denying, setDenying] = useState(false);
   const [message, setMessage] = useState('');
   const [error, setError] = useState<string>();
@@ -32,11 +42,19 @@ export function PermissionCard({ prompt: p, session, canAnswer, answerers }: { p
   }, []);
 
   if (p.status !== 'pending') {
-    const verdict = p.status === 'decided' ? `${p.behavior === 'allow' ? 'allowed' : p.behavior === 'deny' ? 'denied' : p.behavior} by ${p.rule ? `${p.decidedBy}'s rule ${p.rule}` : p.decidedBy}` : 'no longer needed (the engine withdrew the question)';
+    const verdict =
+      p.status === 'decided'
+        ? `${p.behavior === 'allow' ? 'allowed' : p.behavior === 'deny' ? 'denied' : p.behavior} by ${p.rule ? `${p.decidedBy}'s rule ${p.rule}` : p.decidedBy}`
+        : 'no longer needed (the engine withdrew the question)';
     return (
       <div class="note info" data-testid="prompt-decided">
         {p.toolName}: {verdict}
-        {p.lateAnswer && <strong data-testid="late-answer"> Your answer came second and was not used{p.status === 'decided' ? `: ${p.decidedBy} had already answered` : ''}.</strong>}
+        {p.lateAnswer && (
+          <strong data-testid="late-answer">
+            {' '}
+            Your answer came second and was not used{p.status === 'decided' ? `: ${p.decidedBy} had already answered` : ''}.
+          </strong>
+        )}
       </div>
     );
   }
@@ -50,43 +68,87 @@ export function PermissionCard({ prompt: p, session, canAnswer, answerers }: { p
   const allowSession = (r: NonNullable<typeof rule>) => send({ behavior: 'allow', updatedInput: p.input, updatedPermissions: [r] });
   const deny = (text?: string) => send({ behavior: 'deny', message: text || 'The user denied this tool call.' });
 
-  if (p.toolName === 'AskUserQuestion') return <QuestionCard prompt={p} canAnswer={canAnswer} onAnswer={(answers) => send({ behavior: 'allow', updatedInput: { ...p.input, answers } })} onDismiss={() => deny('The user dismissed the question.')} />;
+  if (p.toolName === 'AskUserQuestion')
+    return (
+      <QuestionCard
+        prompt={p}
+        canAnswer={canAnswer}
+        onAnswer={(answers) => send({ behavior: 'allow', updatedInput: { ...p.input, answers } })}
+        onDismiss={() => deny('The user dismissed the question.')}
+      />
+    );
   return (
-    <div ref={card} tabIndex={-1} class="permission card" role="group" aria-label={`Permission for ${p.toolName}`} data-testid="permission-card">
-      <div class="perm-title">Permission needed{p.turn && <span data-testid="prompt-turn">: {promptTurnText(p.toolName, p.turn, session.principal)}</span>}</div>
+    // biome-ignore lint/a11y/useSemanticElements: a card with a group's name, not a form's fieldset (its buttons act at once)
+    <div
+      ref={card}
+      tabIndex={-1}
+      class="permission card"
+      role="group"
+      aria-label={`Permission for ${p.toolName}`}
+      data-testid="permission-card"
+    >
+      <div class="perm-title">
+        Permission needed{p.turn && <span data-testid="prompt-turn">: {promptTurnText(p.toolName, p.turn, session.principal)}</span>}
+      </div>
       <ToolSummary name={p.toolName} input={p.input} />
       {typeof p.request.description === 'string' && <div class="muted small">{p.request.description}</div>}
-      <div class="muted small" data-testid="answerers">{who.length ? `Who may answer: ${who.join(', ')} (the first answer counts)` : 'Waiting for a controller to attach.'}</div>
+      <div class="muted small" data-testid="answerers">
+        {who.length ? `Who may answer: ${who.join(', ')} (the first answer counts)` : 'Waiting for a controller to attach.'}
+      </div>
       {canAnswer ? (
         <>
           <div class="actions">
-            <button class="primary" onClick={allow}>Allow</button>
+            <button type="button" class="primary" onClick={allow}>
+              Allow
+            </button>
             {rule && (
-              <button onClick={() => allowSession(rule)} data-testid="allow-rule">
+              <button type="button" onClick={() => allowSession(rule)} data-testid="allow-rule">
                 Allow <code>{rule.rules.map(ruleLabel).join(', ')}</code> for this session
               </button>
             )}
-            <button class="danger" onClick={() => deny()}>Deny</button>
-            <button onClick={() => setDenying(!denying)} aria-expanded={denying}>Deny with message…</button>
+            <button type="button" class="danger" onClick={() => deny()}>
+              Deny
+            </button>
+            <button type="button" onClick={() => setDenying(!denying)} aria-expanded={denying}>
+              Deny with message…
+            </button>
           </div>
           {denying && (
-            <form class="deny-form" onSubmit={(e) => { e.preventDefault(); void deny(message.trim()); }}>
-              <label>Message for the model
+            <form
+              class="deny-form"
+              onSubmit={(e) => {
+                e.preventDefault();
+                void deny(message.trim());
+              }}
+            >
+              <label>
+                Message for the model
                 <input name="deny-message" value={message} onInput={(e) => setMessage((e.target as HTMLInputElement).value)} />
               </label>
-              <button type="submit" class="danger">Deny</button>
+              <button type="submit" class="danger">
+                Deny
+              </button>
             </form>
           )}
         </>
       ) : (
         <div class="muted small">Waiting for a controller to answer.</div>
       )}
-      {error && <div class="error" role="alert">{error}</div>}
+      {error && (
+        <div class="error" role="alert">
+          {error}
+        </div>
+      )}
     </div>
   );
 }
 
-function QuestionCard(props: { prompt: PermissionPrompt; canAnswer: boolean; onAnswer: (a: Record<string, string>) => void; onDismiss: () => void }) {
+function QuestionCard(props: {
+  prompt: PermissionPrompt;
+  canAnswer: boolean;
+  onAnswer: (a: Record<string, string>) => void;
+  onDismiss: () => void;
+}) {
   const questions = (Array.isArray(props.prompt.input.questions) ? props.prompt.input.questions : []) as Question[];
   const [picked, setPicked] = useState<Record<string, string[]>>({});
   const [free, setFree] = useState<Record<string, string>>({});
@@ -105,23 +167,41 @@ function QuestionCard(props: { prompt: PermissionPrompt; canAnswer: boolean; onA
     <form class="permission question card" onSubmit={submit} data-testid="question-card" aria-label="Question from the model">
       {questions.map((q, qi) => (
         <fieldset key={qi} disabled={!props.canAnswer}>
-          <legend>{q.header && <span class="chip">{q.header}</span>} {q.question}</legend>
+          <legend>
+            {q.header && <span class="chip">{q.header}</span>} {q.question}
+          </legend>
           <div class="options">
             {q.options.map((o) => (
-              <button type="button" key={o.label} class={(picked[q.question] ?? []).includes(o.label) ? 'option picked' : 'option'} aria-pressed={(picked[q.question] ?? []).includes(o.label)} onClick={() => toggle(q, o.label)}>
-                <strong>{o.label}</strong>{o.description && <span class="muted small"> {o.description}</span>}
+              <button
+                type="button"
+                key={o.label}
+                class={(picked[q.question] ?? []).includes(o.label) ? 'option picked' : 'option'}
+                aria-pressed={(picked[q.question] ?? []).includes(o.label)}
+                onClick={() => toggle(q, o.label)}
+              >
+                <strong>{o.label}</strong>
+                {o.description && <span class="muted small"> {o.description}</span>}
               </button>
             ))}
           </div>
-          <label class="small">Or your own answer
-            <input name={`free-${qi}`} value={free[q.question] ?? ''} onInput={(e) => setFree({ ...free, [q.question]: (e.target as HTMLInputElement).value })} />
+          <label class="small">
+            Or your own answer
+            <input
+              name={`free-${qi}`}
+              value={free[q.question] ?? ''}
+              onInput={(e) => setFree({ ...free, [q.question]: (e.target as HTMLInputElement).value })}
+            />
           </label>
         </fieldset>
       ))}
       {props.canAnswer ? (
         <div class="actions">
-          <button type="submit" class="primary" disabled={!complete}>Answer</button>
-          <button type="button" onClick={props.onDismiss}>Dismiss</button>
+          <button type="submit" class="primary" disabled={!complete}>
+            Answer
+          </button>
+          <button type="button" onClick={props.onDismiss}>
+            Dismiss
+          </button>
         </div>
       ) : (
         <div class="muted small">Waiting for a controller to answer.</div>

@@ -7,7 +7,7 @@
 import { ERROR_TABLE, TetherError } from '../../../core/errors.js';
 import { RpcEngine, type RpcTransport } from '../../../core/rpc/engine.js';
 
-// biome-ignore lint/suspicious/noExplicitAny: a notification's params, read per method by the page (the gateway's schemas checked them)
+/** A notification's params, read per method by the page (the gateway's schemas checked them). */
 type NotificationParams = any;
 
 /** Longest wait for one answer. */
@@ -50,7 +50,10 @@ export class RpcSocket {
   /** When the last message arrived (the gateway's pings count): silence is how a stalled link shows. */
   lastHeardAt = Date.now();
 
-  private constructor(private readonly ws: WebSocket, onNotification: (method: string, params: NotificationParams) => void) {
+  private constructor(
+    private readonly ws: WebSocket,
+    onNotification: (method: string, params: NotificationParams) => void,
+  ) {
     this.rpc = new RpcEngine(socketTransport(ws), {
       methods: SERVED,
       otherNotification: onNotification,
@@ -84,16 +87,19 @@ export class RpcSocket {
         reject(new TetherError('UNAVAILABLE', 'could not open the WebSocket to the gateway'));
       };
       ws.addEventListener('error', fail, { once: true });
-      ws.addEventListener('open', () => {
-        clearTimeout(timer);
-        ws.removeEventListener('error', fail);
-        resolve(sock);
-      }, { once: true });
+      ws.addEventListener(
+        'open',
+        () => {
+          clearTimeout(timer);
+          ws.removeEventListener('error', fail);
+          resolve(sock);
+        },
+        { once: true },
+      );
     });
   }
 
   /** One request; rejects with a TetherError (the gateway's, DEADLINE_EXCEEDED, or UNAVAILABLE when the socket is not open or closes first). */
-  // biome-ignore lint/suspicious/noExplicitAny: a caller names the result it expects, unchecked as JSON.parse is
   request<T = any>(method: string, params: unknown = {}, timeoutMs = REQUEST_TIMEOUT_MS): Promise<T> {
     return this.rpc.request(method, params, { timeoutMs }) as Promise<T>;
   }

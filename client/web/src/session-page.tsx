@@ -20,7 +20,8 @@ const toBottom = () => window.scrollTo({ top: document.documentElement.scrollHei
  * The modes a running session can switch to: bypassPermissions only when it started in it (the
  * engine refuses to switch into it otherwise: `bypass_not_launched`, engine-protocol.md §5.2).
  */
-const sessionModes = (started: string | undefined) => PERMISSION_MODES.filter((m) => m !== 'bypassPermissions' || started === 'bypassPermissions');
+const sessionModes = (started: string | undefined) =>
+  PERMISSION_MODES.filter((m) => m !== 'bypassPermissions' || started === 'bypassPermissions');
 
 /** The picker's entry for the engine's current model (its alias or the model it resolves to); '' when none is. */
 const currentChoice = (models: ModelChoice[], current: string | undefined) =>
@@ -50,7 +51,8 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
       // last scroll to the bottom (frames arrive between it and this event) does not.
       const up = window.scrollY < lastY - 1;
       lastY = window.scrollY;
-      const atBottom = window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - FOLLOW_SLACK_PX || (following.current && !up);
+      const atBottom =
+        window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - FOLLOW_SLACK_PX || (following.current && !up);
       if (atBottom && following.current) toBottom();
       if (atBottom !== following.current) {
         following.current = atBottom;
@@ -100,35 +102,69 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
     <main class="session" data-role={view.role} ref={main}>
       <section class="session-head" aria-label="Session">
         <div>
-          <button onClick={onLeave} title="Back to the dashboard"><span aria-hidden="true">← </span>Sessions</button>{' '}
+          <button type="button" onClick={onLeave} title="Back to the dashboard">
+            <span aria-hidden="true">← </span>Sessions
+          </button>{' '}
           <h1 class="session-title" ref={heading} tabIndex={-1} data-testid="session-heading">
-            <span class="sr-only">Session on </span>{session.info.agent}{session.info.options.cwd && <> <span class="mono small">{session.info.options.cwd}</span></>}
+            <span class="sr-only">Session on </span>
+            {session.info.agent}
+            {session.info.options.cwd && (
+              <>
+                {' '}
+                <span class="mono small">{session.info.options.cwd}</span>
+              </>
+            )}
           </h1>{' '}
-          <span class={`state state-${view.state}`} data-testid="session-state">{stateLabel(view.state)}</span>{' '}
-          <span class="role" data-testid="role">{view.role}</span>
-          {session.meter.cost !== undefined && <> <span class="small" data-testid="session-cost" title="What this session's engine has spent so far">{costLabel(session.meter.cost)}</span></>}
+          <span class={`state state-${view.state}`} data-testid="session-state">
+            {stateLabel(view.state)}
+          </span>{' '}
+          <span class="role" data-testid="role">
+            {view.role}
+          </span>
+          {session.meter.cost !== undefined && (
+            <>
+              {' '}
+              <span class="small" data-testid="session-cost" title="What this session's engine has spent so far">
+                {costLabel(session.meter.cost)}
+              </span>
+            </>
+          )}
           {session.meter.context && (
-            <> <span class="small context-use" data-testid="context-use">
-              <label for="context-meter">Context</label>{' '}
-              <meter id="context-meter" min={0} max={100} high={80} value={session.meter.context.percentage} />{' '}
-              {contextLabel(session.meter.context)}
-            </span></>
+            <>
+              {' '}
+              <span class="small context-use" data-testid="context-use">
+                <label for="context-meter">Context</label>{' '}
+                <meter id="context-meter" min={0} max={100} high={80} value={session.meter.context.percentage} />{' '}
+                {contextLabel(session.meter.context)}
+              </span>
+            </>
           )}
         </div>
-        <div class="muted small" data-testid="presence">Here: {present.length ? present.map((p) => `${p.principal} (${p.role})`).join(', ') : 'just you'}</div>
+        <div class="muted small" data-testid="presence">
+          Here: {present.length ? present.map((p) => `${p.principal} (${p.role})`).join(', ') : 'just you'}
+        </div>
         {view.role === 'owner' && !ended && present.some((p) => p.clientId !== session.ownClientId && p.role !== 'owner') && (
           <ul class="handover" aria-label="Hand control">
-            {present.filter((p) => p.clientId !== session.ownClientId && p.role !== 'owner').map((p) => (
-              <li key={p.clientId}>
-                {p.principal} ({p.role}){' '}
-                {p.role === 'viewer' && p.mayControl === false ? (
-                  <span class="muted small">(their sign-in only allows watching)</span>
-                ) : (
-                  <button onClick={() => act(session.setRole(p.clientId, p.role === 'viewer' ? 'controller' : 'viewer'))}>{p.role === 'viewer' ? `Let ${p.principal} control` : `Make ${p.principal} a viewer`}</button>
-                )}
-                {p.principal !== session.principal && <> <button onClick={() => act(session.setOwner(p.principal))}>{`Make ${p.principal} the owner`}</button></>}
-              </li>
-            ))}
+            {present
+              .filter((p) => p.clientId !== session.ownClientId && p.role !== 'owner')
+              .map((p) => (
+                <li key={p.clientId}>
+                  {p.principal} ({p.role}){' '}
+                  {p.role === 'viewer' && p.mayControl === false ? (
+                    <span class="muted small">(their sign-in only allows watching)</span>
+                  ) : (
+                    <button type="button" onClick={() => act(session.setRole(p.clientId, p.role === 'viewer' ? 'controller' : 'viewer'))}>
+                      {p.role === 'viewer' ? `Let ${p.principal} control` : `Make ${p.principal} a viewer`}
+                    </button>
+                  )}
+                  {p.principal !== session.principal && (
+                    <>
+                      {' '}
+                      <button type="button" onClick={() => act(session.setOwner(p.principal))}>{`Make ${p.principal} the owner`}</button>
+                    </>
+                  )}
+                </li>
+              ))}
           </ul>
         )}
         {t.standingRules.length > 0 && (
@@ -139,49 +175,119 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
                 <li key={r.rule}>
                   <code>{r.rule}</code> (by {r.grantedBy}, for {r.grantedFor})
                   {canControl && (view.role === 'owner' || r.grantedBy === session.principal) && (
-                    <> <button class="small" onClick={() => act(session.withdrawRule(r.rule))} aria-label={`Withdraw ${r.rule}`}>Withdraw</button></>
+                    <>
+                      {' '}
+                      <button
+                        type="button"
+                        class="small"
+                        onClick={() => act(session.withdrawRule(r.rule))}
+                        aria-label={`Withdraw ${r.rule}`}
+                      >
+                        Withdraw
+                      </button>
+                    </>
                   )}
                 </li>
               ))}
             </ul>
           </div>
         )}
-        {ended && <div class="readonly" role="note" data-testid="ended">This session has ended: you can read and export it, nothing more.</div>}
-        {view.role === 'viewer' && <div class="readonly" role="note" data-testid="read-only">You are watching read-only: you see everything and can change nothing.</div>}
+        {ended && (
+          <div class="readonly" role="note" data-testid="ended">
+            This session has ended: you can read and export it, nothing more.
+          </div>
+        )}
+        {view.role === 'viewer' && (
+          <div class="readonly" role="note" data-testid="read-only">
+            You are watching read-only: you see everything and can change nothing.
+          </div>
+        )}
         <div class="controls">
           {canControl && (
             <>
-              <button class="danger" onClick={() => act(session.control('interrupt'))}>Interrupt</button>
-              {t.queued.length > 0 && <button class="danger" onClick={() => act(session.control('interrupt', { cancel_queued: true }))}>Interrupt and clear the queue ({t.queued.length})</button>}
+              <button type="button" class="danger" onClick={() => act(session.control('interrupt'))}>
+                Interrupt
+              </button>
+              {t.queued.length > 0 && (
+                <button type="button" class="danger" onClick={() => act(session.control('interrupt', { cancel_queued: true }))}>
+                  Interrupt and clear the queue ({t.queued.length})
+                </button>
+              )}
               {session.models && session.models.length > 0 && (
-                <label class="inline">Model{' '}
-                  <select aria-label="Model" value={currentChoice(session.models, t.model ?? session.info.options.model)} onChange={(e) => act(session.control('set_model', { model: (e.target as HTMLSelectElement).value }))}>
-                    {!currentChoice(session.models, t.model ?? session.info.options.model) && <option value="" disabled>{t.model ?? 'choose a model'}</option>}
-                    {session.models.map((m) => <option key={m.value} value={m.value} title={m.description}>{m.displayName ?? m.value}</option>)}
+                <label class="inline">
+                  Model{' '}
+                  <select
+                    aria-label="Model"
+                    value={currentChoice(session.models, t.model ?? session.info.options.model)}
+                    onChange={(e) => act(session.control('set_model', { model: (e.target as HTMLSelectElement).value }))}
+                  >
+                    {!currentChoice(session.models, t.model ?? session.info.options.model) && (
+                      <option value="" disabled>
+                        {t.model ?? 'choose a model'}
+                      </option>
+                    )}
+                    {session.models.map((m) => (
+                      <option key={m.value} value={m.value} title={m.description}>
+                        {m.displayName ?? m.value}
+                      </option>
+                    ))}
                   </select>
                 </label>
               )}
-              <label class="inline">Mode{' '}
-                <select aria-label="Permission mode" value={t.permissionMode ?? session.info.options.permission_mode ?? 'default'} onChange={(e) => act(session.control('set_permission_mode', { mode: (e.target as HTMLSelectElement).value }))}>
-                  {sessionModes(session.info.options.permission_mode).map((m) => <option key={m} value={m}>{m}</option>)}
+              <label class="inline">
+                Mode{' '}
+                <select
+                  aria-label="Permission mode"
+                  value={t.permissionMode ?? session.info.options.permission_mode ?? 'default'}
+                  onChange={(e) => act(session.control('set_permission_mode', { mode: (e.target as HTMLSelectElement).value }))}
+                >
+                  {sessionModes(session.info.options.permission_mode).map((m) => (
+                    <option key={m} value={m}>
+                      {m}
+                    </option>
+                  ))}
                 </select>
               </label>
             </>
           )}
           {view.role === 'owner' && view.state !== 'ended' && (
-            <button class="danger" onClick={() => confirm('Stop this session? The engine ends for everyone.') && act(session.stop())}>Stop session</button>
+            <button
+              type="button"
+              class="danger"
+              onClick={() => confirm('Stop this session? The engine ends for everyone.') && act(session.stop())}
+            >
+              Stop session
+            </button>
           )}
-          <button onClick={() => download(`tether-${session.id}.md`, transcriptMarkdown(session), 'text/markdown')}>Export Markdown</button>
-          <button onClick={() => download(`tether-${session.id}.json`, transcriptJson(session), 'application/json')}>Export JSON</button>
-          {typeof Notification !== 'undefined' && Notification.permission === 'default' && <button onClick={() => void askNotifications()}>Notify me</button>}
+          <button type="button" onClick={() => download(`tether-${session.id}.md`, transcriptMarkdown(session), 'text/markdown')}>
+            Export Markdown
+          </button>
+          <button type="button" onClick={() => download(`tether-${session.id}.json`, transcriptJson(session), 'application/json')}>
+            Export JSON
+          </button>
+          {typeof Notification !== 'undefined' && Notification.permission === 'default' && (
+            <button type="button" onClick={() => void askNotifications()}>
+              Notify me
+            </button>
+          )}
         </div>
-        {error && <div class="error" role="alert">{error}</div>}
+        {error && (
+          <div class="error" role="alert">
+            {error}
+          </div>
+        )}
       </section>
       <section class="transcript" aria-label="Transcript" data-testid="transcript">
         <WindowList
           items={t.entries}
           keyOf={(e) => e.id}
-          render={(e) => (e.kind === 'permission' ? <PermissionCard prompt={e.prompt} session={session} canAnswer={canControl} answerers={answerers} /> : <MemoEntry e={e} sig={entrySig(e)} />)}
+          render={(e) =>
+            e.kind === 'permission' ? (
+              <PermissionCard prompt={e.prompt} session={session} canAnswer={canControl} answerers={answerers} />
+            ) : (
+              <MemoEntry e={e} sig={entrySig(e)} />
+            )
+          }
           onResize={() => following.current && toBottom()}
         />
         {t.queued.length > 0 && (
@@ -190,14 +296,21 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
               <li key={e.id} data-testid="queued-prompt">
                 <EntryView e={e} />
                 {canControl && e.uuid && !e.withdrawing && (view.role === 'owner' || e.principal === session.principal) && (
-                  <button class="small" onClick={() => act(session.withdrawPrompt(e.uuid!))} aria-label={`Withdraw ${e.principal}'s queued prompt`}>Withdraw</button>
+                  <button
+                    type="button"
+                    class="small"
+                    onClick={() => act(session.withdrawPrompt(e.uuid!))}
+                    aria-label={`Withdraw ${e.principal}'s queued prompt`}
+                  >
+                    Withdraw
+                  </button>
                 )}
               </li>
             ))}
           </ol>
         )}
         {!follow && (
-          <button class="jump-latest" onClick={jump} data-testid="jump-latest">
+          <button type="button" class="jump-latest" onClick={jump} data-testid="jump-latest">
             Jump to latest{unseen > 0 ? ` (${unseen} new)` : ''}
           </button>
         )}

@@ -80,7 +80,11 @@ export class OpenSession {
   private nextRequest = 1;
   private readonly offs: (() => void)[] = [];
 
-  private constructor(private readonly conn: Connection, public info: SessionInfo, role: SessionView['role']) {
+  private constructor(
+    private readonly conn: Connection,
+    public info: SessionInfo,
+    role: SessionView['role'],
+  ) {
     this.view = new Store<SessionView>({ role, state: info.state, version: 0, headVersion: 0, present: new Map() });
   }
 
@@ -99,10 +103,15 @@ export class OpenSession {
 
   /** Attaches to a session (history first, then live), as a controller or read-only. */
   static async attach(conn: Connection, sessionId: string, readOnly: boolean): Promise<OpenSession> {
-    return OpenSession.open(conn, (early) => conn.request('session.attach', { session_id: sessionId, read_only: readOnly }).then((r) => ({ r, early })));
+    return OpenSession.open(conn, (early) =>
+      conn.request('session.attach', { session_id: sessionId, read_only: readOnly }).then((r) => ({ r, early })),
+    );
   }
 
-  private static async open(conn: Connection, call: (early: FrameParams[]) => Promise<{ r: any; early: FrameParams[] }>): Promise<OpenSession> {
+  private static async open(
+    conn: Connection,
+    call: (early: FrameParams[]) => Promise<{ r: any; early: FrameParams[] }>,
+  ): Promise<OpenSession> {
     const early: FrameParams[] = [];
     let session: OpenSession | undefined;
     const off = conn.onNotification((method, params) => {
@@ -114,8 +123,18 @@ export class OpenSession {
       session = new OpenSession(conn, r.session, r.role);
       session.clientId = r.client_id;
       // Who is here now; the history's presence events then keep it current.
-      session.view.update({ present: new Map(r.session.clients.map((c: SessionInfo['clients'][number]) => [c.client_id, { principal: c.principal, role: c.role, mayControl: c.may_control }])) });
-      session.offs.push(off, conn.onReconnect((request) => session!.reattach(request)));
+      session.view.update({
+        present: new Map(
+          r.session.clients.map((c: SessionInfo['clients'][number]) => [
+            c.client_id,
+            { principal: c.principal, role: c.role, mayControl: c.may_control },
+          ]),
+        ),
+      });
+      session.offs.push(
+        off,
+        conn.onReconnect((request) => session!.reattach(request)),
+      );
       for (const f of early) if (f.session_id === session.id) session.onFrame(f);
       session.changed();
       session.afterFrames();
@@ -169,13 +188,23 @@ export class OpenSession {
         const rules = this.transcript.standingRules;
         const at = rules.findIndex((r) => r.rule === e.rule);
         if (at >= 0) rules.splice(at, 1);
-        this.transcript.entries.push({ id: -this.items.length, kind: 'note', text: `${e.withdrawn_by} withdrew ${e.rule}: it asks again`, tone: 'info' });
+        this.transcript.entries.push({
+          id: -this.items.length,
+          kind: 'note',
+          text: `${e.withdrawn_by} withdrew ${e.rule}: it asks again`,
+          tone: 'info',
+        });
       }
       if (e.subtype === 'presence') {
         const present = new Map(this.view.get().present);
         for (const c of presenceChanges(e)) {
           if (c.action === 'detached') present.delete(c.client_id);
-          else present.set(c.client_id, { principal: c.principal, role: c.role, mayControl: c.may_control ?? present.get(c.client_id)?.mayControl });
+          else
+            present.set(c.client_id, {
+              principal: c.principal,
+              role: c.role,
+              mayControl: c.may_control ?? present.get(c.client_id)?.mayControl,
+            });
           if (c.client_id === this.clientId && c.action === 'role_changed') this.view.update({ role: c.role });
         }
         this.view.update({ present });
@@ -216,10 +245,12 @@ export class OpenSession {
         this.asks.delete(id);
         reject(new Error(`the engine did not answer ${subtype} within ${ASK_TIMEOUT_MS / 1000} s`));
       }, ASK_TIMEOUT_MS);
-      const settle = <T,>(f: (v: T) => void) => (v: T) => {
-        clearTimeout(timer);
-        f(v);
-      };
+      const settle =
+        <T>(f: (v: T) => void) =>
+        (v: T) => {
+          clearTimeout(timer);
+          f(v);
+        };
       this.asks.set(id, { resolve: settle(resolve), reject: settle(reject) });
       this.conn.send(this.id, { type: 'control_request', request_id: id, request: { subtype, ...fields } }).catch((err: Error) => {
         this.asks.get(id)?.reject(err);
@@ -238,7 +269,12 @@ export class OpenSession {
 
   /** After a reconnect: attach again from the seq after the last one shown. */
   private async reattach(request: (m: string, p: unknown) => Promise<any>): Promise<void> {
-    const r = await request('session.attach', { session_id: this.id, from_seq: this.lastSeq + 1, read_only: this.view.get().role === 'viewer', previous_client_id: this.clientId });
+    const r = await request('session.attach', {
+      session_id: this.id,
+      from_seq: this.lastSeq + 1,
+      read_only: this.view.get().role === 'viewer',
+      previous_client_id: this.clientId,
+    });
     this.clientId = r.client_id;
     this.info = r.session;
     this.view.update({ role: r.role, state: r.session.state });
@@ -247,10 +283,20 @@ export class OpenSession {
   /** Sends a prompt: text, and images as image content blocks; `steer`: it cuts into the running turn (priority `now`). */
   sendPrompt(text: string, images: ImageAttachment[] = [], steer = false): Promise<void> {
     const content: unknown = images.length
-      ? [...(text ? [{ type: 'text', text }] : []), ...images.map((i) => ({ type: 'image', source: { type: 'base64', media_type: i.mediaType, data: i.data } }))]
+      ? [
+          ...(text ? [{ type: 'text', text }] : []),
+          ...images.map((i) => ({ type: 'image', source: { type: 'base64', media_type: i.mediaType, data: i.data } })),
+        ]
       : text;
     // A uuid (the engine's handle: it can be withdrawn while queued) and where it goes while a turn runs.
-    return this.conn.send(this.id, { type: 'user', message: { role: 'user', content }, parent_tool_use_id: null, session_id: 'default', uuid: crypto.randomUUID(), priority: steer ? 'now' : QUEUED_PRIORITY });
+    return this.conn.send(this.id, {
+      type: 'user',
+      message: { role: 'user', content },
+      parent_tool_use_id: null,
+      session_id: 'default',
+      uuid: crypto.randomUUID(),
+      priority: steer ? 'now' : QUEUED_PRIORITY,
+    });
   }
 
   /** Withdraws a queued prompt before it starts (its author, or the owner). */
@@ -275,7 +321,11 @@ export class OpenSession {
 
   /** Sends a control request (interrupt, set_model, set_permission_mode); the answer comes as session.reply. */
   control(subtype: string, fields: Record<string, unknown> = {}): Promise<void> {
-    return this.conn.send(this.id, { type: 'control_request', request_id: `web_${this.nextRequest++}_${crypto.randomUUID().slice(0, 8)}`, request: { subtype, ...fields } });
+    return this.conn.send(this.id, {
+      type: 'control_request',
+      request_id: `web_${this.nextRequest++}_${crypto.randomUUID().slice(0, 8)}`,
+      request: { subtype, ...fields },
+    });
   }
 
   /** Owner only: makes another attached client a controller or a viewer. */

@@ -31,14 +31,33 @@ export interface PermissionPrompt {
 }
 
 export type Entry =
-  | { id: number; kind: 'prompt'; principal: string; text: string; images: number; queued?: boolean; uuid?: string; priority?: string; withdrawing?: string }
+  | {
+      id: number;
+      kind: 'prompt';
+      principal: string;
+      text: string;
+      images: number;
+      queued?: boolean;
+      uuid?: string;
+      priority?: string;
+      withdrawing?: string;
+    }
   | { id: number; kind: 'text'; text: string; streaming: boolean }
   | { id: number; kind: 'thinking'; text: string; streaming: boolean }
-  | { id: number; kind: 'tool'; toolUseId: string; name: string; input: Record<string, unknown>; result?: { content: unknown; isError: boolean }; awaitingPermission?: boolean }
+  | {
+      id: number;
+      kind: 'tool';
+      toolUseId: string;
+      name: string;
+      input: Record<string, unknown>;
+      result?: { content: unknown; isError: boolean };
+      awaitingPermission?: boolean;
+    }
   | { id: number; kind: 'permission'; prompt: PermissionPrompt }
   | { id: number; kind: 'note'; text: string; tone: 'info' | 'error' | 'meta' };
 
-const obj = (v: unknown): Record<string, unknown> => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+const obj = (v: unknown): Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
 
 export class Transcript {
   readonly entries: Entry[] = [];
@@ -146,8 +165,20 @@ export class Transcript {
       case 'prompt': {
         const content = obj(e.message).content;
         const blocks = Array.isArray(content) ? (content as Record<string, unknown>[]) : [];
-        const text = typeof content === 'string' ? content : blocks.filter((b) => b.type === 'text').map((b) => String(b.text)).join('\n');
-        const prompt = { id: this.nextId++, kind: 'prompt' as const, principal: String(e.principal), text, images: blocks.filter((b) => b.type === 'image').length };
+        const text =
+          typeof content === 'string'
+            ? content
+            : blocks
+                .filter((b) => b.type === 'text')
+                .map((b) => String(b.text))
+                .join('\n');
+        const prompt = {
+          id: this.nextId++,
+          kind: 'prompt' as const,
+          principal: String(e.principal),
+          text,
+          images: blocks.filter((b) => b.type === 'image').length,
+        };
         // The gateway says whether it waits in the queue; its `queued` event places it.
         if (e.queued === true) this.queued.push({ ...prompt, queued: true, uuid: String(e.uuid), priority: String(e.priority ?? 'later') });
         else {
@@ -186,27 +217,43 @@ export class Transcript {
         }
         for (const r of grantedRules(e.updated_permissions)) {
           const rule = ruleLabel(r);
-          if (!this.standingRules.some((s) => s.rule === rule)) this.standingRules.push({ rule, grantedBy: String(e.decided_by), grantedFor: grantedForText(e.granted_for, String(e.decided_by)) });
+          if (!this.standingRules.some((s) => s.rule === rule))
+            this.standingRules.push({
+              rule,
+              grantedBy: String(e.decided_by),
+              grantedFor: grantedForText(e.granted_for, String(e.decided_by)),
+            });
         }
         return;
       }
       case 'prompt_turn':
         if (this.turnOfPrompt.size >= 64) this.turnOfPrompt.delete(this.turnOfPrompt.keys().next().value as string);
-        this.turnOfPrompt.set(String(e.request_id), { turn_authors: e.turn_authors as string[], approval: e.approval as TurnAttribution['approval'] });
+        this.turnOfPrompt.set(String(e.request_id), {
+          turn_authors: e.turn_authors as string[],
+          approval: e.approval as TurnAttribution['approval'],
+        });
         return;
       case 'state':
-        if (e.state === 'ended' && this.queued.length) this.note(`${this.queued.splice(0).length} queued prompt(s) never ran: the session ended.`);
+        if (e.state === 'ended' && this.queued.length)
+          this.note(`${this.queued.splice(0).length} queued prompt(s) never ran: the session ended.`);
         if (e.state === 'agent-lost') this.note('The build machine is out of reach for now; the engine keeps running there.', 'error');
         return;
       case 'exited': {
-        const note = exitNote(typeof e.code === 'number' ? e.code : null, typeof e.signal === 'string' ? e.signal : null, typeof e.reason === 'string' ? e.reason : undefined);
+        const note = exitNote(
+          typeof e.code === 'number' ? e.code : null,
+          typeof e.signal === 'string' ? e.signal : null,
+          typeof e.reason === 'string' ? e.reason : undefined,
+        );
         this.note(note.text, note.tone);
         this.say(note.text);
         return;
       }
       case 'engine_resumed':
         if (e.interrupted_turn) this.endTurn(); // its result never comes
-        this.note(`The build machine's agent restarted; the engine picked the conversation up again after ${Math.round(Number(e.gap_ms) / 1000)} s.${e.interrupted_turn ? ' The turn that was running was cut short.' : ''}`, e.interrupted_turn ? 'error' : 'info');
+        this.note(
+          `The build machine's agent restarted; the engine picked the conversation up again after ${Math.round(Number(e.gap_ms) / 1000)} s.${e.interrupted_turn ? ' The turn that was running was cut short.' : ''}`,
+          e.interrupted_turn ? 'error' : 'info',
+        );
         return;
       case 'owner_changed':
         this.note(`${String(e.previous_owner)} handed the session to ${String(e.owner)}.`, 'info');
@@ -225,7 +272,10 @@ export class Transcript {
         this.note(gapNote(Number(e.from_seq), Number(e.to_seq)), 'error');
         return;
       case 'policy_decision':
-        this.note(`${policyLine(e.decision as 'deny' | 'ask' | 'allow', String(e.tool))} (rule ${String(e.rule)})`, e.decision === 'deny' ? 'error' : 'info');
+        this.note(
+          `${policyLine(e.decision as 'deny' | 'ask' | 'allow', String(e.tool))} (rule ${String(e.rule)})`,
+          e.decision === 'deny' ? 'error' : 'info',
+        );
         return;
       default:
         return;
@@ -257,7 +307,8 @@ export class Transcript {
     const key = `${this.streamingMessage}:${String(ev.index ?? 0)}`;
     if (ev.type === 'content_block_start') {
       const block = obj(ev.content_block);
-      if (block.type === 'text' || block.type === 'thinking') this.streams.set(key, this.add({ kind: block.type, text: '', streaming: true }));
+      if (block.type === 'text' || block.type === 'thinking')
+        this.streams.set(key, this.add({ kind: block.type, text: '', streaming: true }));
       return;
     }
     if (ev.type !== 'content_block_delta') return;
@@ -282,14 +333,18 @@ export class Transcript {
       if (b.type === 'text' || b.type === 'thinking') {
         const text = String((b.type === 'text' ? b.text : b.thinking) ?? '');
         // By index; an interrupted message's aborted frame may skip blocks, so else the first of its kind still streaming.
-        const at = this.streams.get(key)?.kind === b.type ? key : [...this.streams.keys()].find((k) => k.startsWith(`${id}:`) && this.streams.get(k)!.kind === b.type);
+        const at =
+          this.streams.get(key)?.kind === b.type
+            ? key
+            : [...this.streams.keys()].find((k) => k.startsWith(`${id}:`) && this.streams.get(k)!.kind === b.type);
         const streamed = at === undefined ? undefined : this.streams.get(at);
         if (at !== undefined) this.streams.delete(at);
         if (streamed) Object.assign(streamed, { text, streaming: false });
         else this.add({ kind: b.type, text, streaming: false });
       } else if (b.type === 'tool_use') {
         const toolId = String(b.id);
-        if (!this.tools.has(toolId)) this.tools.set(toolId, this.add({ kind: 'tool', toolUseId: toolId, name: String(b.name), input: obj(b.input) }));
+        if (!this.tools.has(toolId))
+          this.tools.set(toolId, this.add({ kind: 'tool', toolUseId: toolId, name: String(b.name), input: obj(b.input) }));
       }
     }
   }
@@ -308,7 +363,14 @@ export class Transcript {
     if (req.subtype !== 'can_use_tool' || typeof m.request_id !== 'string' || this.prompts.has(m.request_id)) return;
     const turn = this.turnOfPrompt.get(m.request_id);
     this.turnOfPrompt.delete(m.request_id);
-    const prompt: PermissionPrompt = { requestId: m.request_id, toolName: String(req.tool_name ?? ''), input: obj(req.input), request: req, status: 'pending', ...(turn ? { turn } : {}) };
+    const prompt: PermissionPrompt = {
+      requestId: m.request_id,
+      toolName: String(req.tool_name ?? ''),
+      input: obj(req.input),
+      request: req,
+      status: 'pending',
+      ...(turn ? { turn } : {}),
+    };
     this.prompts.set(prompt.requestId, prompt);
     this.pending.set(prompt.requestId, prompt);
     const tool = this.tools.get(String(req.tool_use_id));
@@ -319,7 +381,7 @@ export class Transcript {
 
   private withdraw(requestId: string): void {
     const p = this.prompts.get(requestId);
-    if (!p || p.status !== 'pending') return;
+    if (p?.status !== 'pending') return;
     p.status = 'withdrawn';
     this.settle(p);
   }

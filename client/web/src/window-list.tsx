@@ -12,7 +12,17 @@ const ESTIMATE_PX = 90;
 /** Rows rendered beyond the view, above and below, so a scroll shows no blank. */
 const OVERSCAN_PX = 900;
 
-export function WindowList<T>({ items, keyOf, render, onResize }: { items: readonly T[]; keyOf: (item: T) => number; render: (item: T) => ComponentChildren; onResize?: () => void }) {
+export function WindowList<T>({
+  items,
+  keyOf,
+  render,
+  onResize,
+}: {
+  items: readonly T[];
+  keyOf: (item: T) => number;
+  render: (item: T) => ComponentChildren;
+  onResize?: () => void;
+}) {
   const box = useRef<HTMLDivElement>(null);
   const heights = useRef(new Map<number, number>()).current;
   // The view in the list's own coordinates (0 = its top), with the overscan.
@@ -27,7 +37,10 @@ export function WindowList<T>({ items, keyOf, render, onResize }: { items: reado
         const top = -(box.current?.getBoundingClientRect().top ?? 0);
         // The rendered rows stay while the view keeps half the overscan on each side: a page that
         // follows a streaming answer down a few pixels a delta does not re-render its list each time.
-        const inside = (v: typeof view) => top >= v.top + OVERSCAN_PX / 2 && top + innerHeight <= v.bottom - OVERSCAN_PX / 2 && v.bottom - v.top === innerHeight + 2 * OVERSCAN_PX;
+        const inside = (v: typeof view) =>
+          top >= v.top + OVERSCAN_PX / 2 &&
+          top + innerHeight <= v.bottom - OVERSCAN_PX / 2 &&
+          v.bottom - v.top === innerHeight + 2 * OVERSCAN_PX;
         setView((v) => (inside(v) ? v : { top: top - OVERSCAN_PX, bottom: top + innerHeight + OVERSCAN_PX }));
       });
     };
@@ -72,7 +85,9 @@ export function WindowList<T>({ items, keyOf, render, onResize }: { items: reado
     <div class="rows" ref={box}>
       <div style={{ height: `${above}px` }} aria-hidden="true" />
       {items.slice(start, end).map((item) => (
-        <div class="row" key={keyOf(item)} data-row={String(keyOf(item))}>{render(item)}</div>
+        <div class="row" key={keyOf(item)} data-row={String(keyOf(item))}>
+          {render(item)}
+        </div>
       ))}
       <div style={{ height: `${below}px` }} aria-hidden="true" />
     </div>

@@ -6,7 +6,10 @@ import type { EngineMessage } from './frames.js';
 
 /** `[ede_diagnostic] …`-style tags and `<tool_use_error>` wrappers the engine puts in its own texts. */
 export function plainEngineText(text: string): string {
-  return text.replace(/^\s*\[[a-z_]+\]\s*/i, '').replace(/<\/?[a-z_]+>/gi, '').trim();
+  return text
+    .replace(/^\s*\[[a-z_]+\]\s*/i, '')
+    .replace(/<\/?[a-z_]+>/gi, '')
+    .trim();
 }
 
 /** The note for a turn that ended with `is_error` (undefined: say nothing), given who interrupted it, if anyone did. */
@@ -30,21 +33,30 @@ export function exitNote(code: number | null, signal: string | null, reason: str
   if (by) return { text: `${by} stopped the session.`, tone: 'info' };
   if (reason) return { text: `The session ended: ${reason}.`, tone: code === 0 ? 'info' : 'error' };
   if (code === 0) return { text: 'The engine finished; the session has ended.', tone: 'info' };
-  return { text: `The engine stopped unexpectedly (${code === null ? `signal ${signal ?? 'unknown'}` : `exit code ${code}`}); the session has ended.`, tone: 'error' };
+  return {
+    text: `The engine stopped unexpectedly (${code === null ? `signal ${signal ?? 'unknown'}` : `exit code ${code}`}); the session has ended.`,
+    tone: 'error',
+  };
 }
 
 /** A session's state as a person reads it (the wire's `requires_action` and friends stay on the wire). */
 export function stateLabel(state: string): string {
   const words: Record<string, string> = {
-    starting: 'starting', idle: 'idle', running: 'working', requires_action: 'waiting for an answer',
-    'agent-lost': 'build machine out of reach', unresponsive: 'engine not answering', ended: 'ended',
+    starting: 'starting',
+    idle: 'idle',
+    running: 'working',
+    requires_action: 'waiting for an answer',
+    'agent-lost': 'build machine out of reach',
+    unresponsive: 'engine not answering',
+    ended: 'ended',
   };
   return words[state] ?? state.replace(/[_-]/g, ' ');
 }
 
 /** A tool result's text without the engine's markup: `<tool_use_error>` tags, `AbortError:` prefixes. */
 export function plainToolResult(text: string): string {
-  if (/AbortError: Tool permission stream closed/.test(text)) return 'Nobody answered the permission request before the engine stopped waiting; the tool did not run.';
+  if (/AbortError: Tool permission stream closed/.test(text))
+    return 'Nobody answered the permission request before the engine stopped waiting; the tool did not run.';
   const wrapped = /^\s*<tool_use_error>([\s\S]*)<\/tool_use_error>\s*$/.exec(text);
   // Only the engine's own wrapper and its error class name go; a tool's output (a traceback) stays as it was.
   return wrapped ? wrapped[1].replace(/^[A-Z][a-zA-Z]*Error: /, '').trim() : text;

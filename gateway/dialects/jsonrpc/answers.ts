@@ -19,10 +19,22 @@ export function riskLevel(tool: string): RiskLevel {
  * permission_suggestions) for this session only: the gateway accepts no wider rule and no
  * settings file (gateway/policy/prompt-answers.ts).
  */
-export function permissionAnswer(_tool: string, input: Record<string, unknown>, d: PermissionDecision, suggestions: unknown[] = []): Record<string, unknown> {
+export function permissionAnswer(
+  _tool: string,
+  input: Record<string, unknown>,
+  d: PermissionDecision,
+  suggestions: unknown[] = [],
+): Record<string, unknown> {
   if (d.decision === 'deny') return { behavior: 'deny', message: d.message ?? 'The user denied this tool call.' };
-  const proposed = suggestions.filter((s): s is Record<string, unknown> => typeof s === 'object' && s !== null && (s as { type?: unknown }).type === 'addRules' && (s as { behavior?: unknown }).behavior === 'allow');
-  const rules = d.scope === 'session' && proposed.length > 0 ? { updatedPermissions: proposed.map((s) => ({ ...s, destination: 'session' })) } : {};
+  const proposed = suggestions.filter(
+    (s): s is Record<string, unknown> =>
+      typeof s === 'object' &&
+      s !== null &&
+      (s as { type?: unknown }).type === 'addRules' &&
+      (s as { behavior?: unknown }).behavior === 'allow',
+  );
+  const rules =
+    d.scope === 'session' && proposed.length > 0 ? { updatedPermissions: proposed.map((s) => ({ ...s, destination: 'session' })) } : {};
   return { behavior: 'allow', updatedInput: input, ...rules };
 }
 

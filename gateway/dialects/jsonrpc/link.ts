@@ -92,7 +92,7 @@ export class JsonRpcDialectLink implements Member {
     private readonly p: Principal,
     private readonly dir: SessionDirectory,
     private readonly log: Logger,
-    private readonly opts: { slowClientBytes: number; initTimeoutMs: number; metrics?: GatewayMetrics },
+    opts: { slowClientBytes: number; initTimeoutMs: number; metrics?: GatewayMetrics },
   ) {
     this.rpc = new RpcEngine(channel, {
       methods: DialectRequests,
@@ -208,7 +208,11 @@ export class JsonRpcDialectLink implements Member {
       case 'progress':
         return this.notify('progress', { session_id: sid, ...e.progress }, true);
       case 'presence':
-        return this.notify('presence', { session_id: sid, action: e.action, principal: e.principal, client_id: e.client_id, role: e.role }, true);
+        return this.notify(
+          'presence',
+          { session_id: sid, action: e.action, principal: e.principal, client_id: e.client_id, role: e.role },
+          true,
+        );
       case 'gap':
         view.gap = { from_seq: e.from_seq, to_seq: e.to_seq };
         return;
@@ -219,7 +223,13 @@ export class JsonRpcDialectLink implements Member {
         return this.rpc.fail(mine, new TetherError('PERMISSION_DENIED', e.message));
       }
       case 'queued': {
-        const prompts = e.prompts.map((q) => ({ uuid: q.uuid, principal: q.principal, priority: q.priority, content: (q.message as { content?: unknown } | undefined)?.content, ...(q.withdrawing ? { withdrawing: q.withdrawing } : {}) }));
+        const prompts = e.prompts.map((q) => ({
+          uuid: q.uuid,
+          principal: q.principal,
+          priority: q.priority,
+          content: (q.message as { content?: unknown } | undefined)?.content,
+          ...(q.withdrawing ? { withdrawing: q.withdrawing } : {}),
+        }));
         this.notify('queued', { session_id: sid, prompts, change: e.change }, true);
         // A prompt withdrawn or cleared before it ran: no turn will answer its user_message.
         if (e.change.action === 'withdrawn' || e.change.action === 'cleared') {
@@ -234,7 +244,9 @@ export class JsonRpcDialectLink implements Member {
       }
       case 'state':
         this.notify('session_state', { session_id: sid, state: e.state, ...(e.reason ? { reason: e.reason } : {}) }, true);
-        if (e.state === 'ended') for (const id of view.turns.values()) this.rpc.respond(id, 'user_message', { status: 'error', usage: { input_tokens: 0, output_tokens: 0 } });
+        if (e.state === 'ended')
+          for (const id of view.turns.values())
+            this.rpc.respond(id, 'user_message', { status: 'error', usage: { input_tokens: 0, output_tokens: 0 } });
         if (e.state === 'ended') view.turns.clear();
         return;
     }
@@ -252,21 +264,41 @@ export class JsonRpcDialectLink implements Member {
       });
       return;
     }
-    const params = { session_id: sid, tool: e.tool, input: e.input, risk_level: riskLevel(e.tool), tool_use_id: e.tool_use_id, description: e.description };
+    const params = {
+      session_id: sid,
+      tool: e.tool,
+      input: e.input,
+      risk_level: riskLevel(e.tool),
+      tool_use_id: e.tool_use_id,
+      description: e.description,
+    };
     this.ask(view, e, 'permission_request', params, (reply) => {
       const d = PermissionDecision.safeParse(reply.result);
-      if (!d.success) return { behavior: 'deny', message: reply.error ? `The client could not answer: ${reply.error.message}` : 'The client sent no valid decision.' };
+      if (!d.success)
+        return {
+          behavior: 'deny',
+          message: reply.error ? `The client could not answer: ${reply.error.message}` : 'The client sent no valid decision.',
+        };
       return permissionAnswer(e.tool, e.input, d.data, e.suggestions);
     });
   }
 
   /** Sends the client a request for one engine prompt; its reply is turned into the engine's answer. */
-  private ask(view: SessionView, e: PermissionEvent, method: keyof typeof DIALECT_CLIENT_REQUESTS, params: Obj, toAnswer: (reply: ClientReply) => Obj): void {
+  private ask(
+    view: SessionView,
+    e: PermissionEvent,
+    method: keyof typeof DIALECT_CLIENT_REQUESTS,
+    params: Obj,
+    toAnswer: (reply: ClientReply) => Obj,
+  ): void {
     if (!this.caps.has(DIALECT_CLIENT_REQUESTS[method])) return; // left to clients that asked for it
     const { id, reply } = this.rpc.call(method, params);
     view.prompts.set(e.request_id, String(id));
     void reply
-      .then((result): ClientReply => ({ result }), (error: Error): ClientReply => ({ error }))
+      .then(
+        (result): ClientReply => ({ result }),
+        (error: Error): ClientReply => ({ error }),
+      )
       .then((r) => {
         // Withdrawn meanwhile (cancelled), or this client left: its prompt stays the session's, unanswered by it.
         if (this.channel.isClosed || view.prompts.get(e.request_id) !== String(id)) return;
@@ -308,7 +340,15 @@ export class JsonRpcDialectLink implements Member {
         return this.attachTo(params as Params<'session_attach'>);
       case 'session_list': {
         const page = sessionsPage(this.dir.listSessions(this.p), params as Params<'session_list'>);
-        const sessions = page.sessions.map((s) => ({ session_id: s.id, agent: s.agent, owner: s.owner, state: s.state, created_at: s.created_at, clients: s.clients.length, pending_prompts: s.pending_prompts }));
+        const sessions = page.sessions.map((s) => ({
+          session_id: s.id,
+          agent: s.agent,
+          owner: s.owner,
+          state: s.state,
+          created_at: s.created_at,
+          clients: s.clients.length,
+          pending_prompts: s.pending_prompts,
+        }));
         return page.next_cursor === undefined ? { sessions } : { sessions, next_cursor: page.next_cursor };
       }
       case 'user_message':
@@ -324,11 +364,15 @@ export class JsonRpcDialectLink implements Member {
       }
       case 'set_model': {
         const { session_id, model } = params as Params<'set_model'>;
-        return this.control(session_id, id, { subtype: 'set_model', model }, (r) => ({ model: typeof r.model === 'string' ? r.model : model }));
+        return this.control(session_id, id, { subtype: 'set_model', model }, (r) => ({
+          model: typeof r.model === 'string' ? r.model : model,
+        }));
       }
       case 'set_permission_mode': {
         const { session_id, mode } = params as Params<'set_permission_mode'>;
-        return this.control(session_id, id, { subtype: 'set_permission_mode', mode }, (r) => ({ mode: typeof r.mode === 'string' ? r.mode : mode }));
+        return this.control(session_id, id, { subtype: 'set_permission_mode', mode }, (r) => ({
+          mode: typeof r.mode === 'string' ? r.mode : mode,
+        }));
       }
     }
   }
@@ -336,7 +380,10 @@ export class JsonRpcDialectLink implements Member {
   private initialize(params: Params<'initialize'>): Obj {
     const major = params.protocol_version.split('.')[0];
     if (major !== JSONRPC_DIALECT_VERSION.split('.')[0]) {
-      throw new TetherError('INVALID_ARGUMENT', `protocol_version ${params.protocol_version} is not supported: this gateway speaks ${JSONRPC_DIALECT_VERSION}`);
+      throw new TetherError(
+        'INVALID_ARGUMENT',
+        `protocol_version ${params.protocol_version} is not supported: this gateway speaks ${JSONRPC_DIALECT_VERSION}`,
+      );
     }
     this.caps = new Set(params.capabilities.filter((c): c is DialectCapability => (DIALECT_CAPABILITIES as readonly string[]).includes(c)));
     if (!this.initialized) this.serve();
@@ -348,7 +395,7 @@ export class JsonRpcDialectLink implements Member {
       capabilities: [...this.caps],
       principal: this.p.sub,
       client_id: this.clientId,
-      ...(session ? session.engineInfo : this.latestEngine()) ?? NO_ENGINE,
+      ...((session ? session.engineInfo : this.latestEngine()) ?? NO_ENGINE),
     };
   }
 
@@ -363,7 +410,13 @@ export class JsonRpcDialectLink implements Member {
     if (!this.p.canCreate) throw new TetherError('PERMISSION_DENIED', 'this token may not create sessions');
     const { agent, cwd, model, permission_mode } = params;
     // Partial messages on: tokens stream as the model writes them.
-    const session = await this.dir.create(this.p, agent, undefined, { cwd, model, permission_mode, include_partial_messages: true }, randomUUID());
+    const session = await this.dir.create(
+      this.p,
+      agent,
+      undefined,
+      { cwd, model, permission_mode, include_partial_messages: true },
+      randomUUID(),
+    );
     if (this.channel.isClosed) {
       // Gone before the answer: nobody can ever learn of this session, so its engine is not left running.
       void session.stop(undefined, 'its creator left before the answer').catch(() => {});
@@ -377,13 +430,27 @@ export class JsonRpcDialectLink implements Member {
     const session = this.dir.visibleHere(this.p, params.session_id); // in a cluster: only sessions held here
     const role = session.roles.roleFor(this.p); // the gateway's decision: scope, owner, the owner's decisions
     const { view, nextSeq } = this.attach(session, role, params.from_seq);
-    return { session_id: session.id, role, next_seq: nextSeq, ...(view.gap ? { gap: view.gap } : {}), ...(session.engineInfo ?? NO_ENGINE) };
+    return {
+      session_id: session.id,
+      role,
+      next_seq: nextSeq,
+      ...(view.gap ? { gap: view.gap } : {}),
+      ...(session.engineInfo ?? NO_ENGINE),
+    };
   }
 
   /** Attaches with a fresh view; prompts replayed from history are raised only if still open afterwards. */
   private attach(session: Session, role: Role, fromSeq?: number): { view: SessionView; nextSeq: number } {
     if (this.channel.isClosed) throw new TetherError('UNAVAILABLE', 'connection closed'); // its cleanup has run: never attach it
-    const view: SessionView = { session, messageId: '', streamed: new Set(), turns: new Map(), prompts: new Map(), replaying: true, held: new Map() };
+    const view: SessionView = {
+      session,
+      messageId: '',
+      streamed: new Set(),
+      turns: new Map(),
+      prompts: new Map(),
+      replaying: true,
+      held: new Map(),
+    };
     const before = this.views.get(session.id);
     this.views.set(session.id, view);
     let next: number;
@@ -404,8 +471,16 @@ export class JsonRpcDialectLink implements Member {
     const view = this.viewOf(params.session_id);
     // The uuid comes back in the result's user_message_uuids: that result ends this request's turn.
     const uuid = params.uuid ?? randomUUID();
-    const line = { type: 'user', message: { role: 'user', content: params.content }, parent_tool_use_id: null, session_id: 'default', uuid, priority: params.priority ?? QUEUED_PRIORITY };
-    if (view.session.input(this.clientId, uuid, line) === 'duplicate') throw new TetherError('INVALID_ARGUMENT', `uuid ${uuid} was sent before: each user_message needs a fresh one`);
+    const line = {
+      type: 'user',
+      message: { role: 'user', content: params.content },
+      parent_tool_use_id: null,
+      session_id: 'default',
+      uuid,
+      priority: params.priority ?? QUEUED_PRIORITY,
+    };
+    if (view.session.input(this.clientId, uuid, line) === 'duplicate')
+      throw new TetherError('INVALID_ARGUMENT', `uuid ${uuid} was sent before: each user_message needs a fresh one`);
     view.turns.set(uuid, id);
     return LATER;
   }

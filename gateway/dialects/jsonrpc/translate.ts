@@ -20,8 +20,22 @@ export type DialectEvent =
   | { kind: 'assistant_text'; message_id: string; text: string }
   | { kind: 'tool_use_start'; name: string; input: unknown; tool_use_id: string }
   | { kind: 'tool_result'; tool_use_id: string; content: string; is_error: boolean }
-  | { kind: 'turn_complete'; stop_reason: string | null; status: TurnStatus; usage: { input_tokens: number; output_tokens: number }; user_message_uuids: string[] }
-  | { kind: 'permission'; request_id: string; tool: string; input: Record<string, unknown>; tool_use_id?: string; description?: string; suggestions?: unknown[] }
+  | {
+      kind: 'turn_complete';
+      stop_reason: string | null;
+      status: TurnStatus;
+      usage: { input_tokens: number; output_tokens: number };
+      user_message_uuids: string[];
+    }
+  | {
+      kind: 'permission';
+      request_id: string;
+      tool: string;
+      input: Record<string, unknown>;
+      tool_use_id?: string;
+      description?: string;
+      suggestions?: unknown[];
+    }
   | { kind: 'withdrawn'; request_id: string }
   | { kind: 'progress'; progress: Record<string, unknown> }
   | { kind: 'state'; state: string; reason?: string }
@@ -66,7 +80,11 @@ function parseFrame(frame: Buffer): TranslatedFrame {
   }
   const session_id = typeof params.session_id === 'string' ? params.session_id : '';
   const seq = typeof params.seq === 'number' ? params.seq : 0;
-  const events = isObj(params.event) ? fromGatewayEvent(params.event) : isObj(params.message) ? translateLine(params.message, params.origin === 'engine') : [];
+  const events = isObj(params.event)
+    ? fromGatewayEvent(params.event)
+    : isObj(params.message)
+      ? translateLine(params.message, params.origin === 'engine')
+      : [];
   return { session_id, seq, events, wire: [] };
 }
 
@@ -80,7 +98,9 @@ function fromGatewayEvent(e: Obj): DialectEvent[] {
     case 'gap':
       return [{ kind: 'gap', from_seq: Number(e.from_seq), to_seq: Number(e.to_seq) }];
     case 'engine_error':
-      return e.code === INPUT_REFUSED && typeof e.input_uuid === 'string' ? [{ kind: 'refused', uuid: e.input_uuid, message: String(e.message) }] : [];
+      return e.code === INPUT_REFUSED && typeof e.input_uuid === 'string'
+        ? [{ kind: 'refused', uuid: e.input_uuid, message: String(e.message) }]
+        : [];
     case 'queued':
       return [{ kind: 'queued', prompts: e.prompts as QueuedPrompt[], change: e.change as QueueChange }];
     case 'presence':
@@ -136,8 +156,15 @@ export function translateLine(line: Obj, fromEngine = true): DialectEvent[] {
 function fromStreamEvent(line: Obj): DialectEvent[] {
   const e = line.event;
   if (!isObj(e)) return [];
-  if (e.type === 'message_start' && isObj(e.message) && typeof e.message.id === 'string') return [{ kind: 'message_start', message_id: e.message.id }];
-  if (e.type === 'content_block_delta' && isObj(e.delta) && e.delta.type === 'text_delta' && typeof e.delta.text === 'string' && e.delta.text !== '') {
+  if (e.type === 'message_start' && isObj(e.message) && typeof e.message.id === 'string')
+    return [{ kind: 'message_start', message_id: e.message.id }];
+  if (
+    e.type === 'content_block_delta' &&
+    isObj(e.delta) &&
+    e.delta.type === 'text_delta' &&
+    typeof e.delta.text === 'string' &&
+    e.delta.text !== ''
+  ) {
     return [{ kind: 'token', token: e.delta.text, message_id: typeof line.api_message_id === 'string' ? line.api_message_id : undefined }];
   }
   return [];
@@ -151,8 +178,10 @@ function fromAssistant(line: Obj): DialectEvent[] {
   const out: DialectEvent[] = [];
   for (const block of m.content) {
     if (!isObj(block)) continue;
-    if (block.type === 'text' && typeof block.text === 'string' && block.text !== '') out.push({ kind: 'assistant_text', message_id: id, text: block.text });
-    if (block.type === 'tool_use' && typeof block.id === 'string') out.push({ kind: 'tool_use_start', name: String(block.name), input: block.input ?? {}, tool_use_id: block.id });
+    if (block.type === 'text' && typeof block.text === 'string' && block.text !== '')
+      out.push({ kind: 'assistant_text', message_id: id, text: block.text });
+    if (block.type === 'tool_use' && typeof block.id === 'string')
+      out.push({ kind: 'tool_use_start', name: String(block.name), input: block.input ?? {}, tool_use_id: block.id });
   }
   return out;
 }
@@ -176,9 +205,16 @@ function fromResult(line: Obj): DialectEvent {
   const usage = isObj(line.usage) ? line.usage : {};
   const aborted = typeof line.terminal_reason === 'string' && line.terminal_reason.startsWith('aborted');
   const status: TurnStatus = line.is_error !== true ? 'completed' : aborted ? 'interrupted' : 'error';
-  const stop = typeof line.stop_reason === 'string' ? line.stop_reason : typeof line.terminal_reason === 'string' ? line.terminal_reason : null;
+  const stop =
+    typeof line.stop_reason === 'string' ? line.stop_reason : typeof line.terminal_reason === 'string' ? line.terminal_reason : null;
   const uuids = Array.isArray(line.user_message_uuids) ? line.user_message_uuids.filter((u): u is string => typeof u === 'string') : [];
-  return { kind: 'turn_complete', stop_reason: stop, status, usage: { input_tokens: num(usage.input_tokens), output_tokens: num(usage.output_tokens) }, user_message_uuids: uuids };
+  return {
+    kind: 'turn_complete',
+    stop_reason: stop,
+    status,
+    usage: { input_tokens: num(usage.input_tokens), output_tokens: num(usage.output_tokens) },
+    user_message_uuids: uuids,
+  };
 }
 
 function fromSystem(line: Obj): DialectEvent[] {
@@ -189,14 +225,20 @@ function fromSystem(line: Obj): DialectEvent[] {
           kind: 'engine',
           model: typeof line.model === 'string' ? line.model : null,
           tools: Array.isArray(line.tools) ? line.tools.filter((t): t is string => typeof t === 'string') : [],
-          mcp_servers: Array.isArray(line.mcp_servers) ? line.mcp_servers.filter(isObj).map((s) => ({ name: String(s.name), status: typeof s.status === 'string' ? s.status : undefined })) : [],
+          mcp_servers: Array.isArray(line.mcp_servers)
+            ? line.mcp_servers
+                .filter(isObj)
+                .map((s) => ({ name: String(s.name), status: typeof s.status === 'string' ? s.status : undefined }))
+            : [],
         },
       ];
     case 'status':
       return line.status === 'requesting' ? [{ kind: 'progress', progress: { kind: 'requesting' } }] : [];
     case 'task_started':
     case 'task_notification':
-      return [{ kind: 'progress', progress: pick(line, ['task_id', 'tool_use_id', 'description', 'status', 'summary'], { kind: line.subtype }) }];
+      return [
+        { kind: 'progress', progress: pick(line, ['task_id', 'tool_use_id', 'description', 'status', 'summary'], { kind: line.subtype }) },
+      ];
     default:
       return [];
   }
@@ -206,7 +248,9 @@ function fromSystem(line: Obj): DialectEvent[] {
 function flatten(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
-  return content.map((b) => (isObj(b) && b.type === 'text' && typeof b.text === 'string' ? b.text : isObj(b) ? `[${String(b.type)}]` : '')).join('\n');
+  return content
+    .map((b) => (isObj(b) && b.type === 'text' && typeof b.text === 'string' ? b.text : isObj(b) ? `[${String(b.type)}]` : ''))
+    .join('\n');
 }
 
 function pick(line: Obj, keys: string[], base: Obj): Obj {
