@@ -18,7 +18,7 @@ describe('hello capabilities', () => {
   });
 
   it('the web page offers none it would not read', () => {
-    const hello = /'hello', \{[^}]*capabilities: \[([^\]]*)\]/.exec(
+    const hello = /'hello',\s*\{[^}]*capabilities: \[([^\]]*)\]/.exec(
       readFileSync(new URL('../client/web/src/connection.ts', import.meta.url), 'utf8'),
     );
     expect(hello, 'the web page sends a hello with capabilities').not.toBeNull();
