@@ -161,6 +161,8 @@ describe.each([
 
   it('a steer (priority now) cuts into the running turn at once, and every member sees where and by whom', async () => {
     const { rig, bob, its, seen } = await teamMidTurn([SLOW, { text: 'steered answer' }]);
+    // The first answer is on every screen before the steer cuts in (under load it may lag the model's stream).
+    await until(its[2], (i) => i.kind === 'engine' && i.message.type === 'assistant', seen[2], 30_000, 'the first answer at carol');
     const steer = await bob.send('STEER_TEXT', { priority: 'now' });
     const started = await until(
       its[2],

@@ -69,8 +69,11 @@ describe('web page: accessibility', () => {
     const card = alice.page.getByTestId('permission-card');
     await card.waitFor();
     await expect.poll(async () => (await said(alice.page)).at(-1)).toMatch(/^Permission needed: \w+\.$/);
+    const saidBeforeDeny = (await said(alice.page)).length;
     await card.getByRole('button', { name: 'Deny', exact: true }).click();
     await alice.page.getByTestId('prompt-decided').waitFor();
+    // The denied turn's end is said before the link goes (else it may come with the resume, after "again").
+    await expect.poll(async () => (await said(alice.page)).length, { timeout: 20_000 }).toBeGreaterThan(saidBeforeDeny);
 
     await alice.context.setOffline(true);
     await alice.page.getByTestId('link-banner').waitFor();
