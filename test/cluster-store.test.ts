@@ -7,7 +7,7 @@ import { headers as natsHeaders } from '@nats-io/transport-node';
 import { CONTINUATION_HEADER, LogReader } from '../gateway/cluster/session-log.js';
 import { MAC_HEADER } from '../gateway/cluster/fabric-mac.js';
 import { SessionMirror } from '../gateway/cluster/session-mirror.js';
-import { REPLAY_DEFAULTS } from '../gateway/session/replay-log.js';
+import { REPLAY_DEFAULTS } from '../gateway/session/history/replay-log.js';
 import { frameRecord } from '../gateway/session/session-store.js';
 import { NatsLink } from '../gateway/cluster/nats-link.js';
 import { natsDialOf } from '../gateway/cluster/nats-auth.js';

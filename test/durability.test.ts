@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { frameBuffer, type FrameBytes } from '../core/wire/session-frame.js';
 import { tetherEvent } from '../core/protocol/events.js';
 import { Durability, REPLAY_DEFAULTS } from '../gateway/session/session.js';
-import { SessionHistory } from '../gateway/session/session-history.js';
+import { SessionHistory } from '../gateway/session/history/session-history.js';
 import { FileSessionStore, MemorySessionStore, type SessionStore } from '../gateway/session/session-store.js';
 import { HeldStore } from './support/held-store.js';
 import { cleanupsPerTest } from './support/cleanups.js';

@@ -10,7 +10,7 @@ import { AGENT_INIT_REQUEST_ID } from '../agent/session-relay.js';
 import type { GatewayClient } from '../client/gateway-client.js';
 import type { RemoteSession, SessionItem } from '../client/remote-session.js';
 import { asTetherError } from '../core/errors.js';
-import { engineUpdates } from '../gateway/session/standing-rules.js';
+import { engineUpdates } from '../gateway/session/turns/standing-rules.js';
 import { startStack, TRANSPORT_PAIRS, withTimeout, type Stack, type TransportName } from './support/stack.js';
 
 /** A recorded permission answer as the engine gets it through Tether: without its session allow rules. */

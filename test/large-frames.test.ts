@@ -15,7 +15,7 @@ import { TextPieces } from '../core/wire/text-pieces.js';
 import { wsFrameHead, WS_OPCODE } from '../core/wire/ws-frame-head.js';
 import { needsMasking } from '../core/link/dial-ws.js';
 import { encodeLineFrame, hasFrameHeadroom, LINE_PIECES_MIN_BYTES, readEngineFrame } from '../core/wire/session-frame.js';
-import { ReplayLog } from '../gateway/session/replay-log.js';
+import { ReplayLog } from '../gateway/session/history/replay-log.js';
 import { FileSessionStore } from '../gateway/session/session-store.js';
 import { PAIR_FACTORIES, type ChannelPair } from './support/channel-pairs.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';

@@ -10,10 +10,10 @@ import {
   PRESENCE_MAX_WAIT_MS,
   PRESENCE_WAIT_MS_PER_MEMBER,
 } from '../gateway/session/presence-batch.js';
-import { SessionHistory } from '../gateway/session/session-history.js';
-import { Durability } from '../gateway/session/durability.js';
+import { SessionHistory } from '../gateway/session/history/session-history.js';
+import { Durability } from '../gateway/session/history/durability.js';
 import { MemorySessionStore } from '../gateway/session/session-store.js';
-import { REPLAY_DEFAULTS } from '../gateway/session/replay-log.js';
+import { REPLAY_DEFAULTS } from '../gateway/session/history/replay-log.js';
 import type { RemoteSession } from '../client/remote-session.js';
 import { startStack } from './support/stack.js';
 import { cleanupsPerTest } from './support/cleanups.js';

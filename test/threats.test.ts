@@ -17,7 +17,7 @@ import { silentLogger } from '../core/logging.js';
 import { PROTOCOL_VERSION } from '../core/protocol/version.js';
 import { RpcPeer } from '../core/rpc/peer.js';
 import { Gateway } from '../gateway/gateway.js';
-import { ReplayLog } from '../gateway/session/replay-log.js';
+import { ReplayLog } from '../gateway/session/history/replay-log.js';
 import { startGatewayServer, type GatewayServer } from '../gateway/server.js';
 import { makeTempDir } from './support/claude-cli.js';
 import { processesIn } from './support/cli.js';

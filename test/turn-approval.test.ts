@@ -9,8 +9,8 @@ import { Policy } from '../core/policy/policy.js';
 import { approvalNeeded, approvalRefusal, atLeastAsStrict, effectiveApproval } from '../core/policy/turn-approval.js';
 import { SessionOptions } from '../core/protocol/session-options.js';
 import type { TurnApproval } from '../core/protocol/turn-approval.js';
-import { MAX_REMEMBERED_UUIDS, stampUserMessage, TurnAuthors, UNKNOWN_AUTHOR } from '../gateway/session/turn-authors.js';
-import { engineUpdates, StandingRules } from '../gateway/session/standing-rules.js';
+import { MAX_REMEMBERED_UUIDS, stampUserMessage, TurnAuthors, UNKNOWN_AUTHOR } from '../gateway/session/turns/turn-authors.js';
+import { engineUpdates, StandingRules } from '../gateway/session/turns/standing-rules.js';
 
 const codeOf = (f: () => unknown): string => {
   try {

@@ -7,7 +7,7 @@ export { turnName };
 /**
  * Whose approval a tool call needs, from the turn that caused it (issue 31): pure decisions
  * over a {@link TurnApproval} setting, the session's owner and the turn's authors. The gateway
- * applies them where the engine asks (gateway/session/session-prompts.ts).
+ * applies them where the engine asks (gateway/session/turns/session-prompts.ts).
  */
 
 /** The policy file's groups: a name to the principals in it. */

@@ -8,12 +8,12 @@ import { failureCode } from '../audit/audit-log.js';
 import type { PolicyProvider } from '../policy/policy-source.js';
 import type { ControlRouting } from './control-routing.js';
 import type { EngineInputs } from './engine-inputs.js';
-import type { SessionHistory } from './session-history.js';
+import type { SessionHistory } from './history/session-history.js';
 import type { SessionStatus } from './session-status.js';
 import type { SessionAudit } from './session-audit.js';
-import type { Actor, SessionPrompts } from './session-prompts.js';
-import type { PromptQueue } from './prompt-queue.js';
-import { stampUserMessage, type TurnAuthors } from './turn-authors.js';
+import type { Actor, SessionPrompts } from './turns/session-prompts.js';
+import type { PromptQueue } from './turns/prompt-queue.js';
+import { stampUserMessage, type TurnAuthors } from './turns/turn-authors.js';
 
 /** What input routing works with: the session's other parts. */
 export interface RoutingParts {

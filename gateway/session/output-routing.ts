@@ -1,14 +1,14 @@
 import type { LineMeta } from '../../core/protocol/methods.js';
 import type { ControlRouting } from './control-routing.js';
-import type { SessionHistory } from './session-history.js';
+import type { SessionHistory } from './history/session-history.js';
 import type { SessionMembers } from './session-members.js';
-import type { SessionPrompts } from './session-prompts.js';
+import type { SessionPrompts } from './turns/session-prompts.js';
 import type { SessionStatus } from './session-status.js';
-import type { PromptQueue } from './prompt-queue.js';
+import type { PromptQueue } from './turns/prompt-queue.js';
 import { policyHookCall, promptRequest } from '../policy/policy-gate.js';
 import { policyModelList } from '../policy/model-list.js';
 import type { PolicyProvider } from '../policy/policy-source.js';
-import type { TurnAuthors } from './turn-authors.js';
+import type { TurnAuthors } from './turns/turn-authors.js';
 import { tetherEvent } from '../../core/protocol/events.js';
 
 /** What output routing works with: the session's other parts. */

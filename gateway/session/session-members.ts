@@ -2,7 +2,7 @@ import { TetherError } from '../../core/errors.js';
 import type { Role } from '../../core/protocol/events.js';
 import type { SessionInfo } from '../../core/protocol/methods.js';
 import type { ControlRouting } from './control-routing.js';
-import type { SessionHistory } from './session-history.js';
+import type { SessionHistory } from './history/session-history.js';
 import type { SessionAudit } from './session-audit.js';
 import type { RoleDecision, SessionRoles } from './session-roles.js';
 import { PresenceBatch } from './presence-batch.js';

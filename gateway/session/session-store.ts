@@ -15,7 +15,7 @@ import {
 import { join } from 'node:path';
 import type { SessionOptions, EngineKind } from '../../core/protocol/session-options.js';
 import type { RoleDecisions } from './session-roles.js';
-import { REPLAY_DEFAULTS } from './replay-log.js';
+import { REPLAY_DEFAULTS } from './history/replay-log.js';
 import { TextPieces } from '../../core/wire/text-pieces.js';
 import type { FrameBytes } from '../../core/wire/session-frame.js';
 

@@ -3,34 +3,34 @@ import { INPUT_REFUSED, tetherEvent, type Role, type SessionState, type TetherEv
 import type { LineMeta, SessionInfo, StopSignal } from '../../core/protocol/methods.js';
 import type { EngineKind, SessionOptions } from '../../core/protocol/session-options.js';
 import type { Logger } from '../../core/logging.js';
-import type { ReplayLogLimits } from './replay-log.js';
+import type { ReplayLogLimits } from './history/replay-log.js';
 import { failureCode, type AuditLog } from '../audit/audit-log.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { SessionStore, StoredSession } from './session-store.js';
-import type { Durability } from './durability.js';
+import type { Durability } from './history/durability.js';
 import type { EngineInfo } from './engine-info.js';
 import { ControlRouting } from './control-routing.js';
 import { SessionRoles, type RoleDecision } from './session-roles.js';
 import { StaticPolicy, type PolicyProvider } from '../policy/policy-source.js';
 import { SessionAudit } from './session-audit.js';
 import { SessionStatus } from './session-status.js';
-import { factOf, SessionHistory } from './session-history.js';
+import { factOf, SessionHistory } from './history/session-history.js';
 import { EngineInputs, GATEWAY_KEY, type EngineHost } from './engine-inputs.js';
-import { SessionPrompts } from './session-prompts.js';
-import { StandingRules } from './standing-rules.js';
+import { SessionPrompts } from './turns/session-prompts.js';
+import { StandingRules } from './turns/standing-rules.js';
 import { SessionMembers, type Cut, type Member } from './session-members.js';
 import { InputRouting } from './input-routing.js';
 import { OutputRouting } from './output-routing.js';
-import { PromptQueue } from './prompt-queue.js';
-import { TurnAuthors } from './turn-authors.js';
+import { PromptQueue } from './turns/prompt-queue.js';
+import { TurnAuthors } from './turns/turn-authors.js';
 
 export type { EngineHost } from './engine-inputs.js';
 export type { Member } from './session-members.js';
 // The session room's face: what other rooms need of its parts comes through here.
-export { REPLAY_DEFAULTS, ReplayLog, type ReplayLogLimits } from './replay-log.js';
+export { REPLAY_DEFAULTS, ReplayLog, type ReplayLogLimits } from './history/replay-log.js';
 export { requireControlScope, type RoleDecisions } from './session-roles.js';
 export { DEFAULT_CONTROL_ANSWER_MS } from './control-routing.js';
-export { Durability } from './durability.js';
+export { Durability } from './history/durability.js';
 export type { EngineInfo, McpServer } from './engine-info.js';
 
 export interface SessionLimits {

@@ -1,7 +1,7 @@
-import { TetherError } from '../../core/errors.js';
+import { TetherError } from '../../../core/errors.js';
 import { ReplaySlabs, type SlabView } from './replay-slabs.js';
-import { TextPieces } from '../../core/wire/text-pieces.js';
-import { frameBuffer, frameByteLength, type FrameBytes } from '../../core/wire/session-frame.js';
+import { TextPieces } from '../../../core/wire/text-pieces.js';
+import { frameBuffer, frameByteLength, type FrameBytes } from '../../../core/wire/session-frame.js';
 
 export interface ReplayEntry {
   seq: number;

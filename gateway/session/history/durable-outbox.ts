@@ -1,5 +1,5 @@
 import type { Durability } from './durability.js';
-import type { FrameBytes } from '../../core/wire/session-frame.js';
+import type { FrameBytes } from '../../../core/wire/session-frame.js';
 
 interface Held {
   seq: number;

@@ -1,13 +1,13 @@
-import { TetherError } from '../../core/errors.js';
-import { tetherEvent } from '../../core/protocol/events.js';
-import type { Logger } from '../../core/logging.js';
+import { TetherError } from '../../../core/errors.js';
+import { tetherEvent } from '../../../core/protocol/events.js';
+import type { Logger } from '../../../core/logging.js';
 import { PromptBook, type PendingPrompt, type PromptObserver } from './prompts.js';
-import { outcomeOf } from '../metrics.js';
-import { GATEWAY_KEY, type EngineInputs } from './engine-inputs.js';
-import type { SessionHistory } from './session-history.js';
-import type { SessionStatus } from './session-status.js';
-import type { SessionAudit } from './session-audit.js';
-import type { PolicyProvider } from '../policy/policy-source.js';
+import { outcomeOf } from '../../metrics.js';
+import { GATEWAY_KEY, type EngineInputs } from '../engine-inputs.js';
+import type { SessionHistory } from '../history/session-history.js';
+import type { SessionStatus } from '../session-status.js';
+import type { SessionAudit } from '../session-audit.js';
+import type { PolicyProvider } from '../../policy/policy-source.js';
 import {
   cappedInput,
   decideHook,
@@ -17,12 +17,12 @@ import {
   promptTool,
   unauditedDenial,
   type PolicyHookCall,
-} from '../policy/policy-gate.js';
-import { checkAnswer, hookAnswerEffects, promptCallOf } from '../policy/prompt-answers.js';
-import { failureCode } from '../audit/audit-log.js';
+} from '../../policy/policy-gate.js';
+import { checkAnswer, hookAnswerEffects, promptCallOf } from '../../policy/prompt-answers.js';
+import { failureCode } from '../../audit/audit-log.js';
 import { engineUpdates, type StandingRules } from './standing-rules.js';
 import type { TurnAuthors } from './turn-authors.js';
-import type { TurnApproval, TurnAttribution } from '../../core/protocol/turn-approval.js';
+import type { TurnApproval, TurnAttribution } from '../../../core/protocol/turn-approval.js';
 import {
   approvalNeeded,
   approvalRefusal,
@@ -30,7 +30,7 @@ import {
   effectiveApproval,
   turnName,
   type ApprovalNeed,
-} from '../../core/policy/turn-approval.js';
+} from '../../../core/policy/turn-approval.js';
 
 /** The audit principal of an answer a standing rule gave (the record names the rule and its grantor). */
 const RULE_PRINCIPAL = 'tether:rule';

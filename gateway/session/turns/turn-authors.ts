@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { TetherError } from '../../core/errors.js';
+import { TetherError } from '../../../core/errors.js';
 
 /**
  * Who each turn of the engine belongs to (issue 31). Every user message the gateway forwards

@@ -1,5 +1,5 @@
-import { TetherError } from '../../core/errors.js';
-import { parseRule, RuleError, type Rule, type ToolCall } from '../../core/policy/rules.js';
+import { TetherError } from '../../../core/errors.js';
+import { parseRule, RuleError, type Rule, type ToolCall } from '../../../core/policy/rules.js';
 
 /** A permission rule as the engine writes it in `updatedPermissions`. */
 interface EngineRule {

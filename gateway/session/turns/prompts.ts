@@ -1,6 +1,6 @@
-import { TetherError } from '../../core/errors.js';
-import type { PromptOutcome } from '../metrics.js';
-import type { PromptCall } from '../policy/prompt-answers.js';
+import { TetherError } from '../../../core/errors.js';
+import type { PromptOutcome } from '../../metrics.js';
+import type { PromptCall } from '../../policy/prompt-answers.js';
 
 export interface PendingPrompt {
   requestId: string;

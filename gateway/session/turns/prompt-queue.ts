@@ -1,7 +1,7 @@
-import { TetherError } from '../../core/errors.js';
-import { tetherEvent, type PromptPriority, type QueueChange, type QueuedPrompt } from '../../core/protocol/events.js';
-import type { LineMeta } from '../../core/protocol/methods.js';
-import type { SessionHistory } from './session-history.js';
+import { TetherError } from '../../../core/errors.js';
+import { tetherEvent, type PromptPriority, type QueueChange, type QueuedPrompt } from '../../../core/protocol/events.js';
+import type { LineMeta } from '../../../core/protocol/methods.js';
+import type { SessionHistory } from '../history/session-history.js';
 
 /** Most prompts one session holds queued; more are refused until some start or are withdrawn. */
 export const MAX_QUEUED_PROMPTS = 64;

@@ -1,4 +1,4 @@
-import type { SessionStore } from './session-store.js';
+import type { SessionStore } from '../session-store.js';
 
 /**
  * The one answer to "when may the gateway act on what it appended to the store": the gateway

@@ -1,9 +1,9 @@
-import { gapEvent, type SessionState, type TetherEvent } from '../../core/protocol/events.js';
-import { frameBuffer, SessionFrameWriter, type FrameBytes, type FrameOrigin } from '../../core/wire/session-frame.js';
+import { gapEvent, type SessionState, type TetherEvent } from '../../../core/protocol/events.js';
+import { frameBuffer, SessionFrameWriter, type FrameBytes, type FrameOrigin } from '../../../core/wire/session-frame.js';
 import { ReplayLog, type ReplayLogLimits } from './replay-log.js';
 import { DurableOutbox } from './durable-outbox.js';
 import type { Durability } from './durability.js';
-import type { SessionStore, StoredFrame } from './session-store.js';
+import type { SessionStore, StoredFrame } from '../session-store.js';
 
 /**
  * What a frame says, before it is encoded: an engine line as the engine wrote it, a line the
