@@ -75,11 +75,17 @@ describe.skipIf(!hasTool('chromium'))('web sign-in with an identity provider (oi
     await signInAs(alice.page, 'alice');
     await alice.page.getByRole('button', { name: 'Start session' }).waitFor();
     expect(await alice.page.getByTestId('principal').textContent()).toBe('Alice Adams');
-    await startSession(alice.page); // control + create on local: she runs a session
+    const id = await startSession(alice.page); // control + create on local: she runs a session
     const bob = await person(browser);
     await signInAs(bob.page, 'bob');
     await bob.page.getByTestId('cannot-start').waitFor(); // view only: the page says so and offers no start
     expect(await bob.page.getByTestId('principal').textContent()).toBe('Bob Brown');
+    // Members are shown by their names too (the subject stays in the title and the audit).
+    await bob.page.goto(`${origin}/#session=${id}`);
+    await bob.page.reload(); // a session link opened in a fresh load, as from chat
+    await bob.page.locator('[data-testid=transcript]').waitFor();
+    await alice.page.getByTestId('member-name').filter({ hasText: 'Bob Brown' }).waitFor();
+    expect(await alice.page.getByTestId('member-name').filter({ hasText: 'Bob Brown' }).getAttribute('title')).toBe('bob');
     await alice.context.close();
     await bob.context.close();
   }, 90_000);

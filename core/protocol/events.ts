@@ -22,6 +22,8 @@ export const PresenceChange = z.object({
   role: Role,
   /** Whether this client's token allows control (so an owner is not offered to hand control to a view-only one); absent: not known. */
   may_control: z.boolean().optional(),
+  /** The member's display name from the identity provider (OIDC sign-in), when known; `principal` stays the stable subject. */
+  name: z.string().max(256).optional(),
 });
 export type PresenceChange = z.infer<typeof PresenceChange>;
 

@@ -88,6 +88,8 @@ export const ClientInfo = z.object({
   since: z.string(),
   /** Whether its token allows control (absent: not known). */
   may_control: z.boolean().optional(),
+  /** The member's display name from the identity provider (OIDC sign-in), when known; `principal` stays the stable subject. */
+  name: z.string().max(256).optional(),
 });
 
 export const SessionInfo = z.object({

@@ -9,8 +9,8 @@ export type PresenceMore = Pick<PresenceChange, 'client_id'> & Partial<PresenceC
  * completed from the change before it. Free of zod, so the web client's bundle can use it too.
  */
 export function presenceChanges(e: PresenceChange & { more?: readonly PresenceMore[] }): PresenceChange[] {
-  const { action, principal, client_id, role, may_control } = e;
-  const out: PresenceChange[] = [{ action, principal, client_id, role, ...mayControl(may_control) }];
+  const { action, principal, client_id, role, may_control, name } = e;
+  const out: PresenceChange[] = [{ action, principal, client_id, role, ...mayControl(may_control), ...nameOf(name) }];
   for (const m of e.more ?? []) {
     const prev = out[out.length - 1];
     out.push({
@@ -19,12 +19,15 @@ export function presenceChanges(e: PresenceChange & { more?: readonly PresenceMo
       client_id: m.client_id,
       role: m.role ?? prev.role,
       ...mayControl(m.may_control ?? prev.may_control),
+      // A name belongs to its principal: inherited only while the principal is the same.
+      ...nameOf(m.name ?? (m.principal === undefined ? prev.name : undefined)),
     });
   }
   return out;
 }
 
 const mayControl = (v: boolean | undefined) => (v === undefined ? {} : { may_control: v });
+const nameOf = (v: string | undefined) => (v === undefined ? {} : { name: v });
 
 /** The `more` of an event whose first change is `first`: each entry without the fields it shares with the change before it. */
 export function compactMore(first: PresenceChange, rest: readonly PresenceChange[]): PresenceMore[] {
@@ -35,6 +38,7 @@ export function compactMore(first: PresenceChange, rest: readonly PresenceChange
     if (c.principal !== prev.principal) m.principal = c.principal;
     if (c.role !== prev.role) m.role = c.role;
     if (c.may_control !== prev.may_control && c.may_control !== undefined) m.may_control = c.may_control;
+    if (c.name !== undefined && (c.name !== prev.name || c.principal !== prev.principal)) m.name = c.name;
     prev = c;
     return m;
   });

@@ -64,6 +64,10 @@ export class ClientLink implements ProxiedClient {
     return this.principal_.canControl;
   }
 
+  get name(): string | undefined {
+    return this.principal_.name;
+  }
+
   sendFrame(frame: FrameBytes, readAtMs?: number): void {
     if (!this.peer.post(frame)) return;
     if (this.metrics) {

@@ -18,6 +18,8 @@ export interface Member {
   readonly transport: string;
   /** Whether the client's token allows control (told to members in presence; undefined: not known here). */
   readonly mayControl?: boolean;
+  /** The display name from the identity provider, told to members beside the principal (undefined: none). */
+  readonly name?: string;
   /**
    * Queues one session.frame notification for this client: the same bytes (UTF-8 JSON) go to
    * every member, so the client edge must not modify them. `readAtMs`: when the agent read the
@@ -107,6 +109,7 @@ export class SessionMembers {
       transport: a.member.transport,
       since: a.since,
       ...(a.member.mayControl === undefined ? {} : { may_control: a.member.mayControl }),
+      ...(a.member.name === undefined ? {} : { name: a.member.name }),
     }));
   }
 
@@ -126,7 +129,7 @@ export class SessionMembers {
     if (previousClientId !== undefined)
       for (const line of this.s.controls.takeOver(previousClientId, member.clientId, member.principal))
         member.sendReply(this.s.sessionId, line);
-    this.announce('attached', member.principal, member.clientId, role, member.mayControl);
+    this.announce('attached', member.principal, member.clientId, role, member.mayControl, member.name);
     return this.s.history.lastSeq + 1;
   }
 
@@ -141,7 +144,7 @@ export class SessionMembers {
     this.s.audit.quietly(a.member.principal, 'detach', details); // leaving never waits on the audit
     this.all.delete(clientId);
     // Requests in flight stay mapped: a client that re-attaches with previous_client_id gets its answers.
-    this.announce('detached', a.member.principal, clientId, a.role);
+    this.announce('detached', a.member.principal, clientId, a.role, undefined, a.member.name);
   }
 
   /**
@@ -175,7 +178,7 @@ export class SessionMembers {
     if (!own) this.s.roles.decide(principal, role);
     for (const a of changed) {
       a.role = role;
-      this.announce('role_changed', principal, a.member.clientId, role);
+      this.announce('role_changed', principal, a.member.clientId, role, undefined, a.member.name);
     }
   }
 
@@ -204,7 +207,7 @@ export class SessionMembers {
             : undefined;
       if (!role) continue;
       a.role = role;
-      this.announce('role_changed', a.member.principal, a.member.clientId, role);
+      this.announce('role_changed', a.member.principal, a.member.clientId, role, undefined, a.member.name);
     }
     return from;
   }
@@ -215,7 +218,15 @@ export class SessionMembers {
     clientId: string,
     role: Role,
     mayControl?: boolean,
+    name?: string,
   ): void {
-    this.presence.add({ action, principal, client_id: clientId, role, ...(mayControl === undefined ? {} : { may_control: mayControl }) });
+    this.presence.add({
+      action,
+      principal,
+      client_id: clientId,
+      role,
+      ...(mayControl === undefined ? {} : { may_control: mayControl }),
+      ...(name === undefined ? {} : { name }),
+    });
   }
 }

@@ -141,7 +141,7 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
           )}
         </div>
         <div class="muted small" data-testid="presence">
-          Here: {present.length ? present.map((p) => `${p.principal} (${p.role})`).join(', ') : 'just you'}
+          Here: {present.length ? present.map((p) => `${p.name ?? p.principal} (${p.role})`).join(', ') : 'just you'}
         </div>
         {view.role === 'owner' && !ended && present.some((p) => p.clientId !== session.ownClientId && p.role !== 'owner') && (
           <ul class="handover" aria-label="Hand control">
@@ -149,7 +149,10 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
               .filter((p) => p.clientId !== session.ownClientId && p.role !== 'owner')
               .map((p) => (
                 <li key={p.clientId}>
-                  {p.principal} ({p.role}){' '}
+                  <span data-testid="member-name" title={p.principal}>
+                    {p.name ?? p.principal}
+                  </span>{' '}
+                  ({p.role}){' '}
                   {p.role === 'viewer' && p.mayControl === false ? (
                     <span class="muted small">(their sign-in only allows watching)</span>
                   ) : (

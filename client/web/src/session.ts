@@ -32,7 +32,7 @@ export interface SessionInfo {
   agent: string;
   owner: string;
   state: string;
-  clients: { client_id: string; principal: string; role: string; may_control?: boolean }[];
+  clients: { client_id: string; principal: string; role: string; may_control?: boolean; name?: string }[];
   pending_prompts: number;
   options: { cwd?: string; model?: string; permission_mode?: string };
   /** The agent is away since then (ISO time); absent while it is connected. */
@@ -57,7 +57,7 @@ export interface SessionView {
   /** Bumped when the header's meter or model list changes (apart from `version`: no transcript moved, so no scroll follows). */
   headVersion: number;
   /** Who is attached now (from presence events); `mayControl` false: their token only lets them watch. */
-  present: Map<string, { principal: string; role: string; mayControl?: boolean }>;
+  present: Map<string, { principal: string; role: string; mayControl?: boolean; name?: string }>;
 }
 
 export class OpenSession {
@@ -127,7 +127,7 @@ export class OpenSession {
         present: new Map(
           r.session.clients.map((c: SessionInfo['clients'][number]) => [
             c.client_id,
-            { principal: c.principal, role: c.role, mayControl: c.may_control },
+            { principal: c.principal, role: c.role, mayControl: c.may_control, name: c.name },
           ]),
         ),
       });
@@ -204,6 +204,7 @@ export class OpenSession {
               principal: c.principal,
               role: c.role,
               mayControl: c.may_control ?? present.get(c.client_id)?.mayControl,
+              name: c.name,
             });
           if (c.client_id === this.clientId && c.action === 'role_changed') this.view.update({ role: c.role });
         }
