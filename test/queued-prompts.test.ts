@@ -172,10 +172,9 @@ describe.each([
     expect(eventOf(started).change).toEqual({ action: 'started', uuids: [steer.uuid], by: 'bob', steer: true });
     const result = await until(its[2], resultFor(steer.uuid), seen[2], 30_000, 'the steered turn');
     expect((result as { message: Record<string, unknown> }).message.user_message_uuids).toEqual([steer.uuid]);
-    // Where: the steer's start (steer: true) marks it in every member's stream; the cut answer of
-    // the first turn is there too (the engine writes it when the steer cuts in, so under load it
-    // may come just before or just after that mark), and it is in the steered turn's history.
-    expect(seen[2].findIndex((i) => i.kind === 'engine' && i.message.type === 'assistant')).toBeGreaterThanOrEqual(0);
+    // Where: the steer's start (steer: true) marks it in every member's stream, checked above; what
+    // the first turn had said when it was cut is in the steered turn's history, checked below.
+    // (Whether and where members see the cut answer depends on when the engine writes it.)
     const request = rig.fake!.modelRequests().at(-1)!;
     expect(request.raw).toContain('STEER_TEXT');
     expect(request.raw).toContain('one'); // the cut answer is in the steered turn's history
