@@ -186,3 +186,18 @@ describe('presence coalescing (gateway, real sockets)', () => {
     expect(membersFrom([], lateEvents)).toEqual([...all, late.clientId].sort());
   });
 });
+
+describe('presence names (identity provider display names)', () => {
+  it("a coalesced event keeps each change's name, and a name never carries over to another principal", () => {
+    const changes: PresenceChange[] = [
+      { action: 'attached', principal: 'bob', client_id: 'c1', role: 'viewer', name: 'Bob Brown' },
+      { action: 'role_changed', principal: 'bob', client_id: 'c1', role: 'controller', name: 'Bob Brown' },
+      { action: 'attached', principal: 'carol', client_id: 'c2', role: 'viewer' },
+      { action: 'attached', principal: 'dana', client_id: 'c3', role: 'viewer', name: 'Dana Day' },
+    ];
+    const [first, ...rest] = changes;
+    const more = compactMore(first, rest);
+    expect(more[0]).not.toHaveProperty('name'); // same principal, same name: left out
+    expect(presenceChanges({ ...first, more })).toEqual(changes);
+  });
+});
