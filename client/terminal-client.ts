@@ -3,6 +3,7 @@ import { createInterface, type Interface } from 'node:readline';
 import { Writable, type Readable } from 'node:stream';
 import { asTetherError } from '../core/errors.js';
 import { INPUT_REFUSED, type QueuedPrompt } from '../core/protocol/events.js';
+import { presenceChanges } from '../core/protocol/presence.js';
 import {
   answerQuestions,
   asPermissionRequest,
@@ -77,6 +78,8 @@ export class TerminalClient {
   private readonly inFlight = new Set<string>();
   /** The session's queued prompts, in the order they will run (the last `queued` event). */
   private queued: QueuedPrompt[] = [];
+  /** Members' display names by principal, learned from the attach answer and presence events. */
+  private readonly names = new Map<string, string>();
   private inputClosed = false;
   private leaving = false;
   private leave: ((code: number) => void) | undefined;
@@ -121,7 +124,17 @@ export class TerminalClient {
     this.print(text + '\n');
   }
 
+  /** How the transcript names a principal: its display name where one is known. */
+  private person(principal: string): string {
+    return this.names.get(principal) ?? principal;
+  }
+
+  private learnNames(members: readonly { principal: string; name?: string }[]): void {
+    for (const m of members) if (m.name !== undefined) this.names.set(m.principal, m.name);
+  }
+
   async run(): Promise<number> {
+    this.learnNames(this.session.info.clients);
     const role = this.session.role === 'viewer' ? 'a viewer (read-only)' : `the ${this.session.role}`;
     this.line(
       this.s.dim(`* attached to session ${this.session.id} on ${this.session.info.agent} as ${role}; Ctrl-C interrupts, twice leaves`),
@@ -163,6 +176,7 @@ export class TerminalClient {
 
   private render(item: SessionItem): void {
     if (item.kind === 'event') {
+      if (item.event.subtype === 'presence') this.learnNames(presenceChanges(item.event));
       const text = describeEvent(item.event);
       if (text) this.line(this.s.dim(sanitize(text)));
       this.followRules(item.event);
@@ -173,7 +187,7 @@ export class TerminalClient {
       // A queued prompt shows in the transcript when it starts (followQueue), not now.
       if (item.event.subtype === 'prompt' && item.event.principal !== this.opts.self && !item.event.queued) {
         const content = (item.event.message as { content?: unknown } | undefined)?.content;
-        this.line(this.s.cyan(`${sanitize(item.event.principal)}> `) + oneLine(content, 400));
+        this.line(this.s.cyan(`${sanitize(this.person(item.event.principal))}> `) + oneLine(content, 400));
       }
       return;
     }
@@ -228,7 +242,7 @@ export class TerminalClient {
     this.queued = prompts;
     if (change.action === 'started') {
       for (const p of before.filter((q) => change.uuids.includes(q.uuid)))
-        this.line(this.s.cyan(`${sanitize(p.principal)}> `) + oneLine(queuedText(p), 400));
+        this.line(this.s.cyan(`${sanitize(this.person(p.principal))}> `) + oneLine(queuedText(p), 400));
     }
     if (change.action === 'withdrawn' || change.action === 'cleared') this.turnOver(change.uuids.filter((u) => this.inFlight.has(u)));
     if (change.action !== 'started') this.listQueue(false);
@@ -239,7 +253,7 @@ export class TerminalClient {
     if (!this.queued.length && always) this.line(this.s.dim('* no prompts are queued'));
     this.queued.forEach((p, i) => {
       const note = p.withdrawing ? ' (withdrawing)' : p.priority !== 'later' ? ` (${p.priority})` : '';
-      this.line(this.s.dim(`  queued ${i + 1}. ${sanitize(p.principal)}: `) + oneLine(queuedText(p), 120) + this.s.dim(note));
+      this.line(this.s.dim(`  queued ${i + 1}. ${sanitize(this.person(p.principal))}: `) + oneLine(queuedText(p), 120) + this.s.dim(note));
     });
     this.prompt();
   }

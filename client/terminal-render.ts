@@ -49,6 +49,14 @@ export function diffLines(name: string, input: Record<string, unknown> | undefin
   return shown;
 }
 
+/**
+ * A person as the terminal names them: the identity provider's display name with the stable
+ * subject beside it ("Bob Brown (bob)"), or the subject alone when no name is known.
+ */
+export function personLabel(p: { principal: string; name?: string }): string {
+  return p.name !== undefined && p.name !== p.principal ? `${p.name} (${p.principal})` : p.principal;
+}
+
 /** A human line for a gateway event, or undefined for events not worth a line. */
 export function describeEvent(e: TetherEvent): string | undefined {
   switch (e.subtype) {
@@ -56,7 +64,7 @@ export function describeEvent(e: TetherEvent): string | undefined {
       const changes = presenceChanges(e);
       const shown = changes
         .slice(0, MAX_PRESENCE_SHOWN)
-        .map((c) => (c.action === 'role_changed' ? `${c.principal} is now ${c.role}` : `${c.principal} ${c.action} (${c.role})`));
+        .map((c) => (c.action === 'role_changed' ? `${personLabel(c)} is now ${c.role}` : `${personLabel(c)} ${c.action} (${c.role})`));
       const rest = changes.length - shown.length;
       return `* ${shown.join(', ')}${rest > 0 ? ` and ${rest} more` : ''}`;
     }

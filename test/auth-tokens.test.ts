@@ -103,6 +103,18 @@ describe('minting and verifying', () => {
     expect(() => p(['agent:../x'])).toThrow(/unknown scope/);
   });
 
+  it('a client token may carry a display name; the principal shows it and a bad one is left out, never trusted as the subject', async () => {
+    const v = new TokenVerifier({ keys: [hs], now: clock });
+    const named = await v.verify(await mintToken({ key: hs, kind: 'client', sub: 'bob', name: 'Bob Brown', ttlSeconds: 60, now: NOW }));
+    expect(named.principal).toMatchObject({ sub: 'bob', name: 'Bob Brown' });
+    const badName = async (name: unknown) =>
+      (await v.verify(await mintToken({ key: hs, kind: 'client', sub: 'bob', ttlSeconds: 60, now: NOW, claims: { name } }))).principal;
+    for (const name of ['', 'x'.repeat(129), 'Bob\nBrown', 42]) expect(await badName(name)).not.toHaveProperty('name');
+    expect((await refusal(mintToken({ key: hs, kind: 'agent', sub: 'a', name: 'A', ttlSeconds: 60 }))).message).toContain(
+      'a display name is for client tokens',
+    );
+  });
+
   it('minting refuses what would make a bad token', async () => {
     expect((await refusal(mintToken({ key: hs, kind: 'client', sub: 'a', scopes: ['sudo'], ttlSeconds: 60 }))).code).toBe(
       'INVALID_ARGUMENT',

@@ -201,9 +201,23 @@ describe.skipIf(!hasTool('chromium'))('web sign-in with an identity provider (oi
     const kept = JSON.parse(readFileSync(file, 'utf8')) as { gateways: Record<string, { principal: string }> };
     expect(kept.gateways[origin].principal).toBe('alice');
 
+    // Alice starts a session in the browser: the terminal lists her by the provider's name, the subject beside it.
+    await alice.page.goto(`${origin}/`);
+    const id = await startSession(alice.page);
     const sessions = await runTether(['sessions', '--gateway', wsUrl], { env: env() });
     expect(sessions.stderr).toBe('');
     expect(sessions.code).toBe(0);
+    const row = sessions.stdout.split('\n').find((l) => l.startsWith(id));
+    expect(row).toContain('Alice Adams (alice)'); // OWNER, and CLIENTS: her tab
+    const listed = JSON.parse((await runTether(['sessions', '--json', '--gateway', wsUrl], { env: env() })).stdout) as {
+      id: string;
+      owner: string;
+      owner_name?: string;
+    }[];
+    expect(listed.find((s) => s.id === id)).toMatchObject({ owner: 'alice', owner_name: 'Alice Adams' });
+    // The token tether login keeps carries her name too (a terminal she attaches is named in presence; auth-tokens.test.ts).
+    const token = (JSON.parse(readFileSync(file, 'utf8')) as { gateways: Record<string, { token: string }> }).gateways[origin].token;
+    expect(JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString('utf8'))).toMatchObject({ sub: 'alice', name: 'Alice Adams' });
     const overridden = await runTether(['sessions', '--gateway', wsUrl], { env: { ...env(), TETHER_TOKEN: 'not-a-token' } });
     expect(overridden.code).toBe(1); // TETHER_TOKEN wins over the kept token
     expect((await runTether(['logout', '--gateway', wsUrl], { env: env() })).stdout).toBe(`signed out of ${origin}\n`);

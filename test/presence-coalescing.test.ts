@@ -127,6 +127,9 @@ describe('presence coalescing (PresenceBatch)', () => {
     expect(describeEvent(tetherEvent({ subtype: 'presence', ...change(1), action: 'role_changed', role: 'controller' }))).toBe(
       '* p1 is now controller',
     );
+    // A display name from the identity provider is shown with the stable subject beside it.
+    expect(describeEvent(tetherEvent({ subtype: 'presence', ...change(1), name: 'Bob Brown' }))).toBe('* Bob Brown (p1) attached (viewer)');
+    expect(describeEvent(tetherEvent({ subtype: 'presence', ...change(1), name: 'p1' }))).toBe('* p1 attached (viewer)');
   });
 
   it('a burst larger than one event holds goes out in events of at most PRESENCE_MAX_CHANGES', () => {

@@ -1,4 +1,5 @@
 import type { GatewayClient } from '../../client/gateway-client.js';
+import { personLabel } from '../../client/terminal-render.js';
 import type { Command } from '../args.js';
 import { connectFrom, connectionHelp, CONNECTION_OPTIONS, TLS_CLIENT_HELP } from '../connection-flags.js';
 import { table } from '../table.js';
@@ -46,11 +47,11 @@ export const sessionsCommand: Command = {
         s.id,
         s.agent,
         s.engine,
-        s.owner,
+        personLabel({ principal: s.owner, name: s.owner_name }),
         s.agent_away_since
           ? `${s.state} (agent away since ${s.agent_away_since}${s.queued_inputs ? `, ${s.queued_inputs} queued` : ''})`
           : s.state,
-        s.clients.map((c) => `${c.principal}(${c.role})`).join(',') || '-',
+        s.clients.map((c) => `${personLabel(c)}(${c.role})`).join(',') || '-',
         String(s.pending_prompts),
       ],
     ),

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { TetherError } from '../errors.js';
 import type { TokenKey } from './keys.js';
+import { DISPLAY_NAME } from './principal.js';
 import { checkAgentName, checkScopes } from './scopes.js';
 import { TOKEN_AUDIENCE, TOKEN_ISSUER, TOKEN_TYP, type TokenKind } from './token-kinds.js';
 
@@ -16,6 +17,8 @@ export interface MintOptions {
   agent?: string;
   /** Client tokens: scopes (see scopes.ts); none means create + control on every agent. */
   scopes?: string[];
+  /** Client tokens: the person's display name (`name` claim: shown beside `sub`, never used to decide). */
+  name?: string;
   /** Lifetime in seconds from `now`. */
   ttlSeconds: number;
   /** Issue time (default: the clock). */
@@ -44,6 +47,11 @@ export async function mintToken(o: MintOptions): Promise<string> {
     throw new TetherError('INVALID_ARGUMENT', 'only agent tokens name an agent (use --scope agent:NAME to narrow a client token)');
   }
   if (o.kind === 'client' && o.scopes?.length) claims.scope = checkScopes(o.scopes).join(' ');
+  if (o.name !== undefined) {
+    if (o.kind !== 'client' || !DISPLAY_NAME.test(o.name))
+      throw new TetherError('INVALID_ARGUMENT', 'a display name is for client tokens, 1-128 printable characters');
+    claims.name = o.name;
+  }
   const iat = Math.floor((o.now ?? new Date()).getTime() / 1000);
   return new SignJWT(claims)
     .setProtectedHeader({ alg: o.key.alg, typ: TOKEN_TYP[o.kind], kid: o.key.kid })

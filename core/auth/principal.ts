@@ -1,3 +1,6 @@
+/** A display name a token may carry (`name` claim): 1-128 printable characters. */
+export const DISPLAY_NAME = /^[^\u0000-\u001f\u007f]{1,128}$/;
+
 /**
  * Who is on the other end of a connection, as established at the door (listener + auth).
  * Routing decides with this and never with anything the peer claims in a message. Built

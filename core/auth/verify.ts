@@ -6,7 +6,7 @@ import { COMPACT_JWS } from './compact-jws.js';
 import { algName, explainJoseError } from './jose-errors.js';
 import type { RemoteKeys } from './jwks.js';
 import { ASYMMETRIC_ALGS, type TokenAlg, type TokenKey } from './keys.js';
-import type { Principal } from './principal.js';
+import { DISPLAY_NAME, type Principal } from './principal.js';
 import { principalFromScopes } from './scopes.js';
 import { kindOfTyp, TOKEN_AUDIENCE, TOKEN_ISSUER } from './token-kinds.js';
 
@@ -171,8 +171,11 @@ export class TokenVerifier {
     const scope = payload.scope;
     if (scope !== undefined && typeof scope !== 'string')
       throw authError('UNAUTHENTICATED', 'bad_scope', 'token "scope" claim must be a space-separated string');
+    // A display name is for people to read; one that is not a short printable string is left out, not refused.
+    const name = typeof payload.name === 'string' && DISPLAY_NAME.test(payload.name) ? { name: payload.name } : {};
     try {
-      return { kind, jti, issuedAt, expiresAt, principal: principalFromScopes(sub, scope ? scope.split(' ').filter(Boolean) : []) };
+      const principal = principalFromScopes(sub, scope ? scope.split(' ').filter(Boolean) : []);
+      return { kind, jti, issuedAt, expiresAt, principal: { ...principal, ...name } };
     } catch (err) {
       throw authError('UNAUTHENTICATED', 'bad_scope', `token has a bad scope: ${(err as Error).message}`);
     }

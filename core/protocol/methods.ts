@@ -97,6 +97,8 @@ export const SessionInfo = z.object({
   agent: z.string(),
   engine: EngineKind,
   owner: z.string(),
+  /** The owner's display name from the identity provider, where the gateway has seen one; `owner` stays the stable subject. */
+  owner_name: z.string().max(256).optional(),
   state: SessionState,
   created_at: z.string(),
   clients: z.array(ClientInfo),

@@ -330,6 +330,7 @@ export class SessionDirectory {
       agent: agentName,
       engine: kind,
       owner: p.sub,
+      ownerName: p.name,
       options,
       host: undefined,
       limits: this.limits,

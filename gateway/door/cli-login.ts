@@ -164,6 +164,7 @@ export class CliLoginDesk {
       kind: 'client',
       sub: identity.sub,
       scopes: identity.scopes,
+      name: identity.name,
       ttlSeconds: ttl,
       now: new Date(this.now()),
     });

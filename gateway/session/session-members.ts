@@ -101,6 +101,12 @@ export class SessionMembers {
     return this.all.has(clientId);
   }
 
+  /** The display name of an attached member of `principal`, if one has a name. */
+  nameOf(principal: string): string | undefined {
+    for (const a of this.all.values()) if (a.member.principal === principal && a.member.name !== undefined) return a.member.name;
+    return undefined;
+  }
+
   info(): SessionInfo['clients'] {
     return [...this.all.values()].map((a) => ({
       client_id: a.member.clientId,

@@ -47,6 +47,8 @@ export interface SessionInit {
   agent: string;
   engine: EngineKind;
   owner: string;
+  /** The owner's display name, where the door knows one (an OIDC sign-in). */
+  ownerName?: string;
   options: SessionOptions;
   host: EngineHost | undefined;
   limits: SessionLimits;
@@ -117,6 +119,8 @@ export class Session {
   /** Who sent each prompt, and whose turn the engine runs. */
   private readonly turns = new TurnAuthors();
   private readonly members: SessionMembers;
+  /** The owner's display name as last seen, with the principal it belongs to (a handover drops it). */
+  private knownOwnerName: { principal: string; name: string } | undefined;
   private readonly routing: InputRouting;
   private readonly output: OutputRouting;
 
@@ -126,6 +130,7 @@ export class Session {
     this.agent = init.agent;
     this.engine = init.engine;
     this.options = init.options;
+    if (init.ownerName !== undefined) this.knownOwnerName = { principal: init.owner, name: init.ownerName };
     this.createdAt = restored?.record.created_at ?? new Date().toISOString();
     this.logger = init.logger;
     this.audit = new SessionAudit(id, init.audit, init.logger);
@@ -252,11 +257,13 @@ export class Session {
 
   info(): SessionInfo {
     const away = this.agentAwaySince;
+    const ownerName = this.ownerNameNow();
     return {
       id: this.id,
       agent: this.agent,
       engine: this.engine,
       owner: this.owner,
+      ...(ownerName === undefined ? {} : { owner_name: ownerName }),
       state: this.status.current,
       created_at: this.createdAt,
       clients: this.members.info(),
@@ -265,6 +272,16 @@ export class Session {
       options: this.options,
       ...(away && !this.ended ? { agent_away_since: away, queued_inputs: this.inputs.unconfirmed } : {}),
     };
+  }
+
+  /**
+   * The owner's display name: an attached member's of the owner's principal, else the last one
+   * seen (kept in memory only: after a restart it is known again when the owner attaches).
+   */
+  private ownerNameNow(): string | undefined {
+    const seen = this.members.nameOf(this.owner);
+    if (seen !== undefined) this.knownOwnerName = { principal: this.owner, name: seen };
+    return this.knownOwnerName?.principal === this.owner ? this.knownOwnerName.name : undefined;
   }
 
   // ---- engine side ---------------------------------------------------------------------
