@@ -3,6 +3,7 @@ import { doorLimitsOf, gatewayLimitsOf, serverTlsOf, type GatewayConfig } from '
 import { Gateway } from '../gateway/gateway.js';
 import { GatewayMetrics } from '../gateway/metrics.js';
 import { RevocationList } from '../gateway/door/revocations.js';
+import { BrowserSignInFile } from '../gateway/door/browser-sign-in-file.js';
 import { startGatewayServer, type GatewayServer } from '../gateway/server.js';
 import { acpEndpoint } from './acp-endpoint.js';
 import { AUTH_OFF_WARNING, gatewayAuthFrom, type GatewayAuthSetup } from './auth-options.js';
@@ -57,12 +58,16 @@ export async function startGateway(
     metrics: new GatewayMetrics({ processMetrics: true }),
   });
   const revocations = RevocationList.inStateDir(c.stateDir, { logger });
+  // Browser sign-ins outlive a restart (the state folder) and a fail-over (the cluster's bucket, below).
+  const browser = auth.auth.verifier === 'off' ? undefined : auth.auth.browser;
+  if (browser) BrowserSignInFile.keep(c.stateDir, browser, logger);
   if (cluster) {
     try {
       await cluster.attach(gateway);
       // Revocations and host-key pins are the cluster's: made through any gateway, they hold on this one.
       storage.hostKeys.share(cluster.trust);
       await cluster.trust.shareRevocations(revocations);
+      if (browser) await cluster.trust.shareBrowserSignIns(browser);
     } catch (err) {
       revocations.close();
       await cluster.close();

@@ -1,12 +1,14 @@
 import { createHash } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateTokenKey } from '../core/auth/keygen.js';
 import { TokenVerifier } from '../core/auth/verify.js';
 import { ConfigError, loadConfig } from '../core/config/load.js';
 import { GATEWAY_CONFIG } from '../gateway/config.js';
+import type { Logger } from '../core/logging.js';
 import { BrowserSessions } from '../gateway/door/browser-sessions.js';
+import { BROWSER_SIGN_INS_FILE, BrowserSignInFile } from '../gateway/door/browser-sign-in-file.js';
 import { CliLoginDesk } from '../gateway/door/cli-login.js';
 import { identityFromClaims } from '../gateway/door/oidc-claims.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
@@ -48,6 +50,64 @@ describe('browser sign-ins (the cookie every tab shares)', () => {
     expect(() => sessions.use('made-up')).toThrow(expect.objectContaining({ details: { reason: 'signed_out' } }));
     expect(ended).toEqual(['it was idle too long', 'its lifetime is over', 'signed out']);
     expect(sessions.size).toBe(0);
+  });
+
+  it('outlive a restart in the state folder (only hashes of cookies written, 0600); ended and expired ones do not come back', () => {
+    const dir = makeTempDir('tether-sign-ins-');
+    try {
+      let now = 1_000_000;
+      const first = new BrowserSessions({ idleMs: 10_000, absoluteMs: 50_000, useMirrorMs: 1_000, now: () => now });
+      BrowserSignInFile.keep(dir.path, first);
+      const alice = first.create({ sub: 'alice', name: 'Alice Adams', scopes: ['control'], via: 'oidc' });
+      const bob = first.create({ sub: 'bob', scopes: ['view'], via: 'link' });
+      const carol = first.create({ sub: 'carol', scopes: [], via: 'link' });
+      first.end(carol);
+      const jti = first.use(alice).token.jti;
+      const file = join(dir.path, BROWSER_SIGN_INS_FILE);
+      const text = readFileSync(file, 'utf8');
+      for (const cookie of [alice, bob, carol]) expect(text).not.toContain(cookie);
+      expect(text).toContain(createHash('sha256').update(alice).digest('hex'));
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+      now += 8_000;
+      first.use(alice); // mirrored (a use older than useMirrorMs): the idle clock restarts on disk too
+
+      // A new process over the same folder: alice is signed in with the same jti and name; bob's idle time ran out meanwhile.
+      now += 5_000;
+      const second = new BrowserSessions({ idleMs: 10_000, absoluteMs: 50_000, now: () => now });
+      BrowserSignInFile.keep(dir.path, second);
+      expect(second.use(alice).token).toMatchObject({ jti, principal: { sub: 'alice', name: 'Alice Adams', canControl: true } });
+      expect(() => second.use(bob)).toThrow(expect.objectContaining({ details: { reason: 'signed_out' } }));
+      expect(() => second.use(carol)).toThrow(expect.objectContaining({ details: { reason: 'signed_out' } }));
+      second.end(alice, 'signed out');
+      const third = new BrowserSessions({ now: () => now });
+      BrowserSignInFile.keep(dir.path, third);
+      expect(third.size).toBe(0);
+
+      // A file that is not ours is set aside: the gateway starts with no sign-ins rather than not at all.
+      writeFileSync(file, '{"version":1,"sign_ins":[{"hash":"nope"}]}');
+      const warned: string[] = [];
+      const fourth = new BrowserSessions({ now: () => now });
+      BrowserSignInFile.keep(dir.path, fourth, { warn: (_o: unknown, msg: string) => warned.push(msg) } as unknown as Logger);
+      expect(fourth.size).toBe(0);
+      expect(warned).toEqual(['the browser sign-ins file is not valid: starting with none']);
+    } finally {
+      dir.cleanup();
+    }
+  });
+
+  it('mirror between gateways: a sign-in made on one holds on the other; a sign-out on either ends it on both, connections too', () => {
+    const a = new BrowserSessions();
+    const b = new BrowserSessions();
+    // What the cluster's bucket does, without NATS (the cluster test runs the real one): each tells the other.
+    a.mirrorTo({ put: (r) => b.adopt(r), drop: (h) => b.forget(h) });
+    b.mirrorTo({ put: (r) => a.adopt(r), drop: (h) => a.forget(h) });
+    const endedOnB: string[] = [];
+    b.onEnd((_jti, why) => endedOnB.push(why));
+    const cookie = a.create({ sub: 'alice', scopes: [], via: 'oidc' });
+    expect(b.use(cookie).token.jti).toBe(a.use(cookie).token.jti);
+    a.end(cookie);
+    expect(endedOnB).toEqual(['signed out']);
+    expect(() => b.use(cookie)).toThrow(expect.objectContaining({ details: { reason: 'signed_out' } }));
   });
 
   it('keep at most maxSessions, ending the least recently used', () => {

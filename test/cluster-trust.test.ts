@@ -29,7 +29,7 @@ import { NatsLink } from '../gateway/cluster/nats-link.js';
 import { SharedTrust } from '../gateway/cluster/shared-trust.js';
 import { makeTempDir } from './support/claude-cli.js';
 import { frameRecord } from '../gateway/session/session-store.js';
-import { startClusterStack, type ClusterStack } from './support/cluster-stack.js';
+import { startClusterStack, type ClusterGateway, type ClusterStack } from './support/cluster-stack.js';
 import { isCanUseTool, isResult, until } from './support/items.js';
 import { withTimeout } from './support/stack.js';
 import { waitFor } from './support/wait.js';
@@ -165,6 +165,35 @@ describe.skipIf(!hasTool('nats-server'))("the cluster's fabric (issue 27, items 
     } finally {
       await mallory.close();
     }
+  }, 60_000);
+
+  it('a browser signed in on one gateway stays signed in on the other (a fail-over keeps it); a sign-out on either ends it on both', async () => {
+    dumpLogsOnFailure();
+    const [first, second] = stack.gateways;
+    const page = (g: ClusterGateway) => g.url.replace(/^ws:/, 'http:');
+    const signedIn = await fetch(`${page(first)}/v1/login`, {
+      method: 'POST',
+      headers: { origin: page(first) },
+      body: JSON.stringify({ code: await stack.loginCode('alice') }),
+    });
+    expect(signedIn.status).toBe(200);
+    const cookie = /__Host-tether_session=([^;]+)/.exec(signedIn.headers.get('set-cookie') ?? '')?.[1];
+    expect(cookie).toBeDefined();
+    const ticket = (g: ClusterGateway) =>
+      fetch(`${page(g)}/v1/ticket`, { method: 'POST', headers: { origin: page(g), cookie: `__Host-tether_session=${cookie}` } });
+    // The sign-in reaches the other gateway through the cluster's bucket (bounded wait: it is published, then watched).
+    // Each refused try counts against this address's failed authentications (burst 40): try every 200 ms, not every 20.
+    const deadline = Date.now() + 5_000;
+    while ((await ticket(second)).status !== 200) {
+      if (Date.now() > deadline) throw new Error('timed out after 5000 ms waiting for the other gateway to know the browser sign-in');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const out = await fetch(`${page(second)}/v1/logout`, {
+      method: 'POST',
+      headers: { origin: page(second), cookie: `__Host-tether_session=${cookie}` },
+    });
+    expect(out.status).toBe(204);
+    await waitFor(async () => (await ticket(first)).status === 401, 5_000, 'the sign-out on one gateway to end the sign-in on the other');
   }, 60_000);
 
   it("an impostor with the agent's token and another host key is refused by the other gateway; the real agent keeps its session", async () => {

@@ -254,4 +254,36 @@ describe.skipIf(!hasTool('chromium'))('web sign-in with an identity provider (oi
     expect(sessions.stderr).toBe('');
     expect(sessions.code).toBe(0);
   }, 90_000);
+
+  // Last in this file: it restarts the gateway the other tests share.
+  it('a gateway restart signs no browser out: the tab reloads signed in, as the same person', async () => {
+    const alice = await person(browser);
+    await signInAs(alice.page, 'alice');
+    await alice.page.getByRole('button', { name: 'Start session' }).waitFor();
+    expect(await up.stop('SIGTERM', 20_000)).toMatchObject({ code: 0 });
+    const port = new URL(origin).port; // the cookie is the origin's: the gateway comes back where it was
+    up = startTether(
+      [
+        'up',
+        '--port',
+        port,
+        '--engine',
+        'demo',
+        '--cwd',
+        cwd.path,
+        '--state-dir',
+        state.path,
+        '--config',
+        join(state.path, 'gateway.json'),
+      ],
+      {
+        env: { ...env(), TETHER_OIDC_CLIENT_SECRET: idp.clientSecret },
+      },
+    );
+    expect(await up.line('gateway: ')).toBe(`gateway: ${wsUrl}`);
+    await alice.page.reload();
+    await alice.page.getByRole('button', { name: 'Start session' }).waitFor();
+    expect(await alice.page.getByTestId('principal').textContent()).toBe('Alice Adams');
+    await alice.context.close();
+  }, 90_000);
 });

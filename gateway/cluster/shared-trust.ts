@@ -3,6 +3,7 @@ import { KvWatchInclude, Kvm, type KV, type KvEntry } from '@nats-io/kv';
 import { TetherError } from '../../core/errors.js';
 import type { Logger } from '../../core/logging.js';
 import type { SharedPins } from '../door/host-key-pins.js';
+import { BrowserSignInRecord, type BrowserSessions } from '../door/browser-sessions.js';
 import { Revocation, type RevocationList } from '../door/revocations.js';
 import { DropLog, type FabricMac } from './fabric-mac.js';
 import type { NatsLink } from './nats-link.js';
@@ -11,6 +12,8 @@ import type { NatsLink } from './nats-link.js';
 export const REVOCATIONS_BUCKET = 'tether-revocations';
 /** Agents' pinned host keys of the whole cluster: key `p.<hash of identity>`, value a sealed {@link PinEntry}. */
 export const HOST_KEYS_BUCKET = 'tether-host-keys';
+/** Browser sign-ins of the whole cluster: key `b.<the cookie's SHA-256>`, value a sealed {@link BrowserSignInRecord}. */
+export const SIGN_INS_BUCKET = 'tether-browser-sign-ins';
 
 interface PinEntry {
   identity: string;
@@ -30,8 +33,8 @@ function revocationKey(r: Revocation): string {
 }
 
 /**
- * What a gateway trusts that must hold on every gateway of the cluster: revocations and
- * agents' host-key pins, in two JetStream key-value buckets, sealed with the fabric's MAC.
+ * What a gateway trusts that must hold on every gateway of the cluster: revocations, agents'
+ * host-key pins and browser sign-ins, in JetStream key-value buckets, sealed with the fabric's MAC.
  * A revocation added on one gateway (tether revoke over its state folder) is published here
  * and reaches every other gateway's list through a watch, which cuts live connections as a
  * local revoke does. A pin is claimed with a create (only the first key wins, cluster-wide)
@@ -43,6 +46,7 @@ export class SharedTrust implements SharedPins {
   private readonly pinCache = new Map<string, string>();
   private stopWatch: (() => void) | undefined;
   private unlisten: (() => void) | undefined;
+  private stopSignIns: (() => void) | undefined;
   private closed = false;
   private readonly forged: DropLog;
 
@@ -50,6 +54,7 @@ export class SharedTrust implements SharedPins {
     private readonly link: NatsLink,
     private readonly revocations: KV,
     private readonly hostKeys: KV,
+    private readonly signIns: KV,
     private readonly mac: FabricMac,
     private readonly log: Logger,
   ) {
@@ -60,7 +65,8 @@ export class SharedTrust implements SharedPins {
     const kvm = new Kvm(link.nc);
     const revocations = await kvm.create(REVOCATIONS_BUCKET, { history: 1 });
     const hostKeys = await kvm.create(HOST_KEYS_BUCKET, { history: 1 });
-    return new SharedTrust(link, revocations, hostKeys, mac, log);
+    const signIns = await kvm.create(SIGN_INS_BUCKET, { history: 1 });
+    return new SharedTrust(link, revocations, hostKeys, signIns, mac, log);
   }
 
   /** A PUT entry's JSON, when a gateway sealed it; undefined (logged) otherwise. */
@@ -129,6 +135,38 @@ export class SharedTrust implements SharedPins {
     };
   }
 
+  /**
+   * Keeps `browser` and the cluster's browser sign-ins one, so a browser signed in on one
+   * gateway stays signed in on another after a fail-over, and a sign-out anywhere ends it
+   * everywhere. This gateway's sign-ins are published now and as they change; the bucket's
+   * are taken in now and as they arrive (a delete ends the sign-in here, its connections
+   * too). Best effort: while NATS is away, sign-ins stay on the gateway that made them.
+   */
+  async shareBrowserSignIns(browser: BrowserSessions): Promise<void> {
+    const failed = (err: unknown) => this.log.warn({ err: String(err) }, 'cannot share a browser sign-in with the cluster');
+    const put = (r: BrowserSignInRecord) => {
+      const key = `b.${r.hash}`;
+      void this.signIns.put(key, this.seal(SIGN_INS_BUCKET, key, r)).catch(failed);
+    };
+    const stopMirror = browser.mirrorTo({ put, drop: (hash) => void this.signIns.delete(`b.${hash}`).catch(failed) });
+    for (const r of browser.records()) put(r);
+    const w = await this.signIns.watch({ include: KvWatchInclude.LastValue });
+    void (async () => {
+      for await (const e of w) {
+        // Its own puts come back too: adopting a sign-in it holds only moves its last use forward.
+        if (e.operation === 'DEL' || e.operation === 'PURGE') browser.forget(e.key.slice(2));
+        else {
+          const parsed = BrowserSignInRecord.safeParse(this.open(SIGN_INS_BUCKET, e));
+          if (parsed.success && `b.${parsed.data.hash}` === e.key) browser.adopt(parsed.data);
+        }
+      }
+    })().catch(failed);
+    this.stopSignIns = () => {
+      stopMirror();
+      w.stop();
+    };
+  }
+
   private async publishLocal(list: RevocationList): Promise<void> {
     for (const r of list.fromFile) {
       const key = revocationKey(r);
@@ -183,5 +221,6 @@ export class SharedTrust implements SharedPins {
     this.closed = true;
     this.stopWatch?.();
     this.unlisten?.();
+    this.stopSignIns?.();
   }
 }

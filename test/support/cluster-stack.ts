@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { Agent } from '../../agent/agent.js';
 import { GatewayClient } from '../../client/gateway-client.js';
 import { generateTokenKey, writeKeyFile } from '../../core/auth/keygen.js';
+import { mintLoginCode } from '../../core/auth/login-codes.js';
 import { mintToken } from '../../core/auth/mint.js';
 import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './claude-cli.js';
 import { startTether, type Daemon } from './cli.js';
@@ -44,6 +45,8 @@ export interface ClusterStack {
   fake: FakeAnthropic;
   /** A client token of principal `sub`, good on every gateway. */
   token(sub: string): Promise<string>;
+  /** A single-use web sign-in code of principal `sub` (what a sign-in link carries), good on every gateway. */
+  loginCode(sub: string): Promise<string>;
   /** An agent token for agent `name` (its sub), good on every gateway. */
   agentToken(name: string): Promise<string>;
   /**
@@ -165,6 +168,7 @@ export async function startClusterStack(opts: {
       cwd,
       fake,
       token: (sub) => mint('client', sub),
+      loginCode: (sub) => mintLoginCode(generated.key, { sub }),
       agentToken: (name) => mint('agent', name),
       async client(n, sub, transport = 'ws', list) {
         const urls = gateways.map((g) => (transport === 'grpc' ? g.grpcUrl : g.url));
