@@ -1,7 +1,7 @@
 /**
  * Test files that share their worker process with others (vitest.config.ts: the `shared`
  * project, `isolate: false`): each file in a fresh process pays its imports again (the
- * gateway, zod schemas, gRPC) for tests that take milliseconds; these 62 cost ~53 CPU-s
+ * gateway, zod schemas, gRPC) for tests that take milliseconds; these 61 cost ~53 CPU-s
  * isolated and ~14 shared. A file belongs here only when it leaves nothing behind for the next
  * file in the process: no vi.mock, fake timers and spies restored in afterEach/finally, no
  * process.env or cwd changes, every server, socket and child stopped in its teardown; and it
