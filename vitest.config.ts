@@ -1,8 +1,12 @@
-import { defineConfig } from 'vitest/config';
+import { existsSync } from 'node:fs';
+import { configDefaults, defineConfig } from 'vitest/config';
+import { SHARED_WORKER_FILES } from './test/support/shared-worker-files.js';
+
+const missing = SHARED_WORKER_FILES.filter((f) => !existsSync(f));
+if (missing.length) throw new Error(`test/support/shared-worker-files.ts names files that do not exist: ${missing.join(', ')}`);
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     teardownTimeout: 10_000,
@@ -16,5 +20,14 @@ export default defineConfig({
     // ... and one line per missing program (chromium, nats-server) whose tests skip; CI=true fails instead.
     globalSetup: ['./test/support/global-seed.ts', './test/support/global-tools.ts'],
     setupFiles: ['./test/support/seed-setup.ts'],
+    // Quick files that leave no state behind share worker processes (their imports are paid
+    // once per worker, not once per file); every other file gets a fresh process.
+    projects: [
+      { extends: true, test: { name: 'shared', include: [...SHARED_WORKER_FILES], isolate: false } },
+      {
+        extends: true,
+        test: { name: 'isolated', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...SHARED_WORKER_FILES] },
+      },
+    ],
   },
 });

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultModeArgs, STREAM_JSON_FLAGS } from '../agent/engine-command.js';
 import { checkExtraArgs, type EngineFlagPolicy } from '../agent/extra-args.js';
 import { AGENT_INIT_REQUEST_ID } from '../agent/session-relay.js';
-import type { GatewayClient } from '../client/gateway-client.js';
+import { GatewayClient } from '../client/gateway-client.js';
 import type { RemoteSession, SessionItem } from '../client/remote-session.js';
 import { asTetherError } from '../core/errors.js';
 import { engineUpdates } from '../gateway/session/turns/standing-rules.js';
@@ -473,9 +473,32 @@ const totals = {
   gatewayItems: 0,
   startupRefusals: 0,
 };
-const liveStacks = new Set<Stack>();
+/**
+ * One gateway + agent per transport pair, shared by that pair's replays: each replay is its own
+ * session in its own folder, and the recorded engine reads which transcript to play (and where
+ * to log) from that folder's parent (TETHER_RECORDED_ENV_FILE), so nothing a replay checks
+ * depends on a fresh gateway. (A stack per replay made this file about 40 % dearer in CPU.)
+ */
+async function startReplayStack(pair: { client: TransportName; agent: TransportName }, home: string): Promise<Stack> {
+  return startStack({
+    engine: 'claude',
+    engineCommand: RECORDED_ENGINE,
+    engineEnv: { HOME: home, TETHER_RECORDED_ENV_FILE: join('..', REPLAY_ENV_FILE) },
+    clientTransport: pair.client,
+    agentTransport: pair.agent,
+    agentOptions: { engineFlags: REPLAY_FLAG_POLICY },
+  });
+}
 
-async function replay(t: Transcript, pair: { client: TransportName; agent: TransportName }, home: string | undefined): Promise<RunResult> {
+/** The replay's settings for the recorded engine, in the parent of the session's folder. */
+const REPLAY_ENV_FILE = 'tether-replay-env.json';
+
+async function replay(
+  t: Transcript,
+  stack: Stack,
+  pair: { client: TransportName; agent: TransportName },
+  home: string | undefined,
+): Promise<RunResult> {
   const plan = planFor(t);
   const dir = mkdtempSync(join(tmpdir(), 'tether-fidelity-'));
   const cwd = join(dir, 'cwd');
@@ -483,7 +506,7 @@ async function replay(t: Transcript, pair: { client: TransportName; agent: Trans
   const logPath = join(dir, 'host.ndjson');
   const tracePath = join(dir, 'trace.ndjson');
   const refusedIdx = Object.keys(plan.special.refused ?? {}).map(Number);
-  const engineEnv: NodeJS.ProcessEnv = {
+  const engineEnv: Record<string, string> = {
     HOME: home ?? dir,
     TETHER_RECORDED_TRANSCRIPT: t.path,
     TETHER_RECORDED_LOG: logPath,
@@ -493,25 +516,18 @@ async function replay(t: Transcript, pair: { client: TransportName; agent: Trans
     TETHER_RECORDED_PRELUDE: plan.agentInit ? '' : join(FIXTURES, `${PRELUDE}.ndjson`),
     ...t.index.env_added,
   };
+  writeFileSync(join(dir, REPLAY_ENV_FILE), JSON.stringify(engineEnv));
+  const options = { cwd, extra_args: plan.extraArgs };
   const result: RunResult = { compared: 0, engineSide: 0, differed: 0, refusals: 0, gatewayItems: 0, diffs: [] };
   const diff = (msg: string) => result.diffs.push(`${t.name} [client ${pair.client}, agent ${pair.agent}]: ${msg}`);
-  let stack: Stack | undefined;
+  // A client of its own: a replay that breaks its connection cannot disturb the others.
+  let client: GatewayClient | undefined;
   try {
-    stack = await startStack({
-      engine: 'claude',
-      engineCommand: RECORDED_ENGINE,
-      engineEnv,
-      cwd,
-      clientTransport: pair.client,
-      agentTransport: pair.agent,
-      agentOptions: { engineFlags: REPLAY_FLAG_POLICY },
-    });
-    liveStacks.add(stack);
-    const client = await stack.client();
+    client = await GatewayClient.connect({ gateway: stack.url, token: stack.token, reconnect: false });
 
     if (t.name.startsWith('56_')) {
       // --settings cannot be asked for: the agent's allow list refuses it before any spawn.
-      const err = await client.createSession({ agent: 'test-agent', options: { extra_args: ['--settings', '{}'] } }).then(
+      const err = await client.createSession({ agent: 'test-agent', options: { cwd, extra_args: ['--settings', '{}'] } }).then(
         () => undefined,
         (e: unknown) => asTetherError(e),
       );
@@ -521,7 +537,7 @@ async function replay(t: Transcript, pair: { client: TransportName; agent: Trans
     }
 
     if (plan.startupRefusal) {
-      await startupRefusal(plan, client, diff, result);
+      await startupRefusal(plan, client, options, diff, result);
       // (a) the engine saw only the agent's initialize before it gave up.
       const host = readLines(logPath);
       result.compared++;
@@ -531,11 +547,7 @@ async function replay(t: Transcript, pair: { client: TransportName; agent: Trans
         diff(`the engine should have received only the agent's initialize, got ${host.map((l) => short(l, 200)).join(' | ')}`);
       }
     } else {
-      const session = await withTimeout(
-        client.createSession({ agent: 'test-agent', options: { extra_args: plan.extraArgs } }),
-        10_000,
-        'session.create',
-      );
+      const session = await withTimeout(client.createSession({ agent: 'test-agent', options }), 10_000, 'session.create');
       const collector = new Collector(session);
       try {
         await drive(plan, client, session, collector, tracePath, diff, result);
@@ -547,22 +559,21 @@ async function replay(t: Transcript, pair: { client: TransportName; agent: Trans
     }
     checkArgv(plan, readTrace(tracePath), diff);
   } finally {
-    if (stack) {
-      await stack.stop().catch(() => {});
-      liveStacks.delete(stack);
-    }
+    await client?.close().catch(() => {});
     rmSync(dir, { recursive: true, force: true });
   }
   return result;
 }
 
 /** 64, 65, 82c, 83: the engine exits before answering initialize. */
-async function startupRefusal(plan: Plan, client: GatewayClient, diff: (m: string) => void, result: RunResult): Promise<void> {
-  const err = await withTimeout(
-    client.createSession({ agent: 'test-agent', options: { extra_args: plan.extraArgs } }),
-    10_000,
-    'session.create',
-  ).then(
+async function startupRefusal(
+  plan: Plan,
+  client: GatewayClient,
+  options: { cwd: string; extra_args: string[] },
+  diff: (m: string) => void,
+  result: RunResult,
+): Promise<void> {
+  const err = await withTimeout(client.createSession({ agent: 'test-agent', options }), 10_000, 'session.create').then(
     () => undefined,
     (e: unknown) => asTetherError(e),
   );
@@ -902,8 +913,7 @@ beforeAll(() => {
   chmodSync(RECORDED_ENGINE, 0o755);
 });
 
-afterAll(async () => {
-  await Promise.allSettled([...liveStacks].map((s) => s.stop()));
+afterAll(() => {
   console.log(
     `fidelity: ${totals.transcripts.size} transcripts replayed on ${PAIRS.length} transport pairs (${totals.runs} runs), ` +
       `${totals.compared} frames compared (${totals.engineSide} received by the engine, ${totals.compared - totals.engineSide} by the client incl. exits), ${totals.differed} differed; ${totals.refusals} gateway refusals asserted, ` +
@@ -939,12 +949,23 @@ describe('engine fixtures', () => {
 });
 
 describe.concurrent.each(PAIRS)('fidelity: client over $client, agent over $agent', (pair) => {
+  let stack: Stack;
+  let home: string;
+  beforeAll(async () => {
+    home = mkdtempSync(join(tmpdir(), 'tether-fidelity-agent-'));
+    stack = await startReplayStack(pair, home);
+  });
+  afterAll(async () => {
+    await stack?.stop();
+    rmSync(home, { recursive: true, force: true });
+  });
+
   it.each(GROUPS)('$name', { timeout: 40_000 }, async ({ transcripts }) => {
     const shared = transcripts.length > 1 ? mkdtempSync(join(tmpdir(), 'tether-fidelity-home-')) : undefined;
     const diffs: string[] = [];
     try {
       for (const name of transcripts) {
-        const r = await replay(TRANSCRIPTS.get(name)!, pair, shared);
+        const r = await replay(TRANSCRIPTS.get(name)!, stack, pair, shared);
         totals.runs++;
         totals.transcripts.add(name);
         totals.compared += r.compared;

@@ -224,8 +224,13 @@ describe('the JSON-RPC engine (core/rpc/engine.ts)', () => {
     const [mine, raw] = memoryChannelPair();
     open.push(mine, raw);
     const engine = new RpcEngine(mine, { methods: {}, idPrefix: 'g-' });
-    expect(engine.call('permission_request', {}).id).toBe('g-1');
-    expect(engine.call('permission_request', {}).id).toBe('g-2');
+    const calls = [engine.call('permission_request', {}), engine.call('permission_request', {})];
+    expect(calls.map((c) => c.id)).toEqual(['g-1', 'g-2']);
+    // Nobody answers: cancelled, so no 30-s deadline outlives the test in a shared worker.
+    for (const c of calls) {
+      engine.cancel(c.id);
+      await expect(c.reply).rejects.toMatchObject({ code: 'CANCELLED' });
+    }
   });
 
   it('rejects a request with no answer in time DEADLINE_EXCEEDED, and ignores the late answer', async () => {

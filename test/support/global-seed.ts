@@ -1,5 +1,6 @@
 import type { TestProject } from 'vitest/node';
-import { replayLine, seedFromEnv } from './seed-value.js';
+import { firstTimeThisRun } from './once-per-run.js';
+import { replayLine, SEED_ENV, seedFromEnv } from './seed-value.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -11,6 +12,9 @@ declare module 'vitest' {
 /** Vitest global setup: picks the run's seed once, prints it and hands it to every test file. */
 export default function setup(project: TestProject): void {
   const seed = seedFromEnv();
+  // Runs once per vitest project: the first leaves its seed in the environment, so every
+  // project (and every worker) draws from the same one, printed once.
+  process.env[SEED_ENV] = String(seed);
   project.provide('testSeed', seed);
-  process.stdout.write(`${replayLine(seed)}\n`);
+  if (firstTimeThisRun('seed')) process.stdout.write(`${replayLine(seed)}\n`);
 }

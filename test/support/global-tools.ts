@@ -1,3 +1,4 @@
+import { firstTimeThisRun } from './once-per-run.js';
 import { hasTool, missingToolLine, TOOL_NAMES } from './tools.js';
 
 /**
@@ -6,7 +7,7 @@ import { hasTool, missingToolLine, TOOL_NAMES } from './tools.js';
  */
 export default function setup(): void {
   const missing = TOOL_NAMES.filter((name) => !hasTool(name));
-  if (!missing.length) return;
+  if (!missing.length || !firstTimeThisRun('tools')) return;
   if (process.env.CI === 'true' || process.env.CI === '1') {
     throw new Error(
       `CI must run every test, but ${missing.map((m) => `${m} is missing (${missingToolLine(m).split('; ')[1]})`).join('; ')}`,

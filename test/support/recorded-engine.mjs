@@ -25,6 +25,10 @@
 //                               it) are skipped as well
 //   TETHER_RECORDED_UNTIL       line index: replay stops before that entry; the engine then
 //                               waits for stdin EOF and exits 0 (an idle CLI's exit)
+//   TETHER_RECORDED_ENV_FILE    path (relative to the engine's working folder) of a JSON object
+//                               of the variables above, read at start: one agent then serves
+//                               many replays, each session in a folder of its own. Absent file:
+//                               the variables come from the environment alone.
 //
 // A host line that does not match (or stdin ending while a frame is expected, or a host
 // frame the transcript does not have) is a mismatch: a description goes to stderr and the
@@ -42,6 +46,8 @@ const FREE_KEYS = new Set(['request_id', 'uuid', 'session_id', 'timestamp', 'too
 const NO_ID = '\u0000no request_id';
 
 const env = process.env;
+if (env.TETHER_RECORDED_ENV_FILE && existsSync(env.TETHER_RECORDED_ENV_FILE))
+  Object.assign(env, JSON.parse(readFileSync(env.TETHER_RECORDED_ENV_FILE, 'utf8')));
 const transcriptPath = env.TETHER_RECORDED_TRANSCRIPT;
 
 // `--version` alone: answer as the CLI that recorded the transcript would (its version is in
