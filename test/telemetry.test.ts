@@ -10,6 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { TetherError } from '../core/errors.js';
 import { telemetryConfig } from '../core/telemetry/telemetry.js';
+import { agentInputText, BinaryHeaders, Methods } from '../core/protocol/methods.js';
+import { TraceContext } from '../core/protocol/trace-context.js';
 import { cleanupsPerTest } from './support/cleanups.js';
 import { runTether, startTether } from './support/cli.js';
 import { startOtlpReceiver } from './support/otlp-receiver.js';
@@ -61,6 +63,36 @@ describe('telemetryConfig: the standard variables', () => {
     expect(thrown).toBeInstanceOf(TetherError);
     expect((thrown as TetherError).code).toBe('INVALID_ARGUMENT');
     expect((thrown as TetherError).message).toContain(message);
+  });
+});
+
+describe('the trace field frames carry', () => {
+  const ok = { traceparent: `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01` };
+
+  it('takes W3C trace context and refuses anything else in the params that carry it', () => {
+    const send = Methods['session.send'].params;
+    const base = { session_id: 's', input_id: 'i', line: { type: 'user' } };
+    expect(send.parse({ ...base, trace: ok }).trace).toEqual(ok);
+    expect(send.safeParse({ ...base, trace: { ...ok, tracestate: 'k=v' } }).success).toBe(true);
+    for (const trace of [
+      { traceparent: 'zz' },
+      { traceparent: `00-${'A'.repeat(32)}-${'b'.repeat(16)}-01` },
+      { ...ok, tracestate: 'x'.repeat(513) },
+      { ...ok, extra: 1 },
+    ])
+      expect(send.safeParse({ ...base, trace }).success).toBe(false);
+    expect(TraceContext.safeParse(ok).success).toBe(true);
+  });
+
+  it('rides the hand-written agent.input and session.output headers as JSON.stringify would write them', () => {
+    const input = { session_id: 's', seq: 3, trace: ok };
+    expect(JSON.parse(agentInputText(input, '{"type":"user"}'))).toEqual({
+      jsonrpc: '2.0',
+      method: 'agent.input',
+      params: { ...input, line: { type: 'user' } },
+    });
+    const output = { session_id: 's', seq: 4, meta: { type: 'assistant' }, trace: ok };
+    expect(BinaryHeaders['session.output'](output)).toBe(JSON.stringify({ method: 'session.output', params: output }));
   });
 });
 

@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
 import { GatewayClient } from '../../dist/client/gateway-client.js';
+import { startTelemetry } from '../../dist/core/telemetry/telemetry.js';
 import { dialGrpc } from '../../dist/core/link/dial-grpc.js';
 import { RpcPeer } from '../../dist/core/rpc/peer.js';
 import { PROTOCOL_VERSION } from '../../dist/core/protocol/version.js';
@@ -74,12 +75,16 @@ async function openStdio(cmd, args) {
   return h;
 }
 
-async function open({ id, kind, url, agent }) {
+/** `otlp`: tracing on, exporting to that collector (the "tracing on" runs), as OTEL_EXPORTER_OTLP_ENDPOINT would. */
+async function open({ id, kind, url, agent, otlp }) {
   let h;
   if (kind === 'ours') {
     // Reconnects (and re-attaches) like any client would; every drop is counted and reported.
     const link = { drops: 0, last: '' };
     const client = await GatewayClient.connect({
+      telemetry: otlp
+        ? await startTelemetry('tether-client', { OTEL_EXPORTER_OTLP_ENDPOINT: otlp, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' })
+        : undefined,
       gateway: url,
       onStatus: (st) => {
         if (st.state === 'down') {
