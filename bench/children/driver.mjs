@@ -25,12 +25,9 @@ const handles = new Map();
 /** An engine assistant line as it appears inside a session.frame envelope (embedded as it is). */
 const ASSISTANT_IN_ENVELOPE = '"message":{"type":"assistant"';
 const isAssistantBuf = (b) => b[9] === 0x61 && b[10] === 0x73; // {"type":"as…
-const streamLine = (count, bytes, rate) => ({
-  type: 'control_request',
-  request_id: `bench-${Date.now()}`,
-  request: { subtype: 'bench_stream', count, bytes, ...(rate ? { rate } : {}) },
-});
 const userLine = (text) => ({ type: 'user', message: { role: 'user', content: text }, parent_tool_use_id: null, session_id: 'default' });
+/** Asks the echo engine for a stream: a prompt, since the gateway sends the engine only the controls it knows (core/engine-controls.ts). */
+const streamLine = (count, bytes, rate) => userLine(`bench_stream ${JSON.stringify({ count, bytes, ...(rate ? { rate } : {}) })}`);
 
 /** Splits a byte stream into lines (Buffers) and calls onLine for each. */
 function lineReader(onLine) {
