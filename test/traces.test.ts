@@ -18,6 +18,10 @@ import type { FakeScenario } from './support/fake-anthropic.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './support/otlp-receiver.js';
 import type { TransportName } from './support/stack.js';
 import { readTurn } from './support/turns.js';
+import { startClusterStack } from './support/cluster-stack.js';
+import { hasTool } from './support/tools.js';
+import { until } from './support/items.js';
+import { waitFor } from './support/wait.js';
 
 /** The three programs' tracing, exporting to `receiver` (or as `env` says). */
 async function telemetries(
@@ -189,4 +193,59 @@ describe('traces: off', () => {
     },
     60_000,
   );
+});
+
+/** The cluster hop: a client on one gateway drives a session its agent holds on another. */
+describe.skipIf(!hasTool('nats-server'))('traces: across the gateways of a cluster', () => {
+  const cleanups = cleanupsPerTest();
+
+  it('the call to the home gateway carries the trace: client → forwarding gateway → home gateway → agent, one trace id', async () => {
+    const receiver = cleanups.own(await startOtlpReceiver());
+    const env = { ...otlpEnv(receiver), OTEL_BSP_SCHEDULE_DELAY: '100' }; // the gateways are processes: their batches go on their own
+    const agentTelemetry = await startTelemetry('tether-agent', env);
+    const clientTelemetry = await startTelemetry('tether-client', env);
+    cleanups.push(
+      () => agentTelemetry?.shutdown(),
+      () => clientTelemetry?.shutdown(),
+    );
+    const stack = await startClusterStack({ gateways: 2, scenario: { responses: [{ text: 'Hi.' }] }, gatewayEnv: env, agentTelemetry });
+    cleanups.push(() => stack.stop());
+    // The agent dials the balancer: gateway 0 holds the session; this client is on gateway 1.
+    const client = await GatewayClient.connect({
+      gateway: stack.gateways[1].url,
+      token: await stack.token('alice'),
+      reconnect: false,
+      telemetry: clientTelemetry,
+    });
+    cleanups.push(() => client.close());
+    const session = await client.createSession({ agent: 'builder' });
+    const it = session[Symbol.asyncIterator]();
+    await session.sendUserMessage('say hi');
+    await until(it, (i) => i.kind === 'engine' && i.message.type === 'result', [], 60_000, 'the result');
+    await Promise.all([clientTelemetry?.flush(), agentTelemetry?.flush()]);
+    const prompt = () => receiver.spans.find((s) => s.name === 'tether.client.prompt');
+    const hop = (name: string, parent: ReceivedSpan | undefined) =>
+      receiver.spans.find(
+        (s) => s.name === name && parent !== undefined && s.parentSpanId === parent.spanId && s.traceId === parent.traceId,
+      );
+    await waitFor(
+      () => hop('tether.gateway.input', hop('tether.gateway.forward', prompt())) !== undefined,
+      15_000,
+      () => `the gateways' spans; got ${receiver.spans.map((s) => s.name).join(', ')}`,
+    );
+    const forward = hop('tether.gateway.forward', prompt());
+    expect(forward?.attributes['tether.method']).toBe('session.send');
+    const write = hop('tether.agent.write', hop('tether.gateway.input', forward));
+    expect(write?.attributes['tether.input.type']).toBe('user');
+    await waitFor(
+      () => receiver.spans.some((s) => s.name === 'tether.gateway.output' && s.traceId === prompt()?.traceId),
+      15_000,
+      'the home gateway relaying the turn',
+    );
+    // The create went the same way: made at the home gateway, spawned on the agent, one trace.
+    const create = receiver.spans.find((s) => s.name === 'tether.client.create');
+    expect(receiver.spans.filter((s) => s.traceId === create?.traceId).map((s) => s.name)).toEqual(
+      expect.arrayContaining(['tether.gateway.create', 'tether.agent.spawn']),
+    );
+  }, 120_000);
 });
