@@ -45,6 +45,7 @@ const EDGES = [
   { name: 'openid-client-in-the-door', module: pkg('openid-client'), allowed: '^gateway/door/oidc-sign-in\\.ts$' },
   { name: 'jose-in-core-auth', module: pkg('jose'), allowed: '^core/auth/' },
   { name: 'nats-in-the-gateway-cluster', module: pkg('@nats-io/[^/]+'), allowed: '^gateway/cluster/' },
+  { name: 'opentelemetry-in-core-telemetry', module: pkg('@opentelemetry/[^/]+'), allowed: '^core/telemetry/otel-sdk\\.ts$' },
 ];
 
 module.exports = {
@@ -56,6 +57,21 @@ module.exports = {
       from: { pathNot: e.allowed },
       to: { path: e.module },
     })),
+    {
+      name: 'telemetry-sdk-loaded-only-when-on',
+      severity: 'error',
+      comment:
+        'the OpenTelemetry SDK is loaded only when tracing is configured: core/telemetry/otel-sdk.ts is imported by a dynamic import of core/telemetry/telemetry.ts alone',
+      from: {},
+      to: { path: '^core/telemetry/otel-sdk\\.ts$', dependencyTypesNot: ['dynamic-import'] },
+    },
+    {
+      name: 'telemetry-sdk-started-in-one-place',
+      severity: 'error',
+      comment: 'core/telemetry/telemetry.ts decides whether tracing is on; only it loads core/telemetry/otel-sdk.ts',
+      from: { pathNot: '^core/telemetry/telemetry\\.ts$' },
+      to: { path: '^core/telemetry/otel-sdk\\.ts$' },
+    },
     {
       name: 'core-imports-no-program',
       severity: 'error',

@@ -20,7 +20,10 @@ import { withSdkEnv } from '../core/protocol/sdk-env.js';
 import { ENGINE_START_TIMEOUT_MS } from '../core/timeouts.js';
 import { EngineProcess } from './engine-process.js';
 import { EngineSet } from './engine-set.js';
-import { engineEnvironment, type EngineEnvPolicy } from './engine-env.js';
+import { engineEnvironment, traceEnv, type EngineEnvPolicy } from './engine-env.js';
+import { RelayTraces } from './relay-traces.js';
+import type { Telemetry, Tracer } from '../core/telemetry/tracer.js';
+import type { TraceContext } from '../core/protocol/trace-context.js';
 import { checkExtraArgs, type EngineFlagPolicy } from './extra-args.js';
 import { checkControl, setCwdTarget, type EngineControlAllowance } from '../core/engine-controls.js';
 import { probeEngineVersions } from './engine-version.js';
@@ -82,6 +85,8 @@ export interface AgentOptions {
   termGraceMs?: number;
   initializeTimeoutMs?: number;
   onStatus?: (status: LinkStatus) => void;
+  /** Tracing while it is on (core/telemetry/, started by the program); its spans are flushed at shutdown. */
+  telemetry?: Telemetry;
 }
 
 /**
@@ -165,7 +170,14 @@ export class Agent {
     peer
       .onRequest('agent.spawn', (p) => {
         const start = p.continue_at && { nextSeq: p.continue_at.next_seq, lastInputSeq: p.continue_at.last_input_seq };
-        return this.spawn(
+        const tracer = this.opts.telemetry?.tracer;
+        const span = tracer?.start(
+          'tether.agent.spawn',
+          p.trace,
+          { 'tether.session_id': p.session_id, 'tether.engine': p.engine },
+          'server',
+        );
+        const spawned = this.spawn(
           p.session_id,
           p.engine ?? this.engines.defaultEngine,
           p.options,
@@ -173,7 +185,17 @@ export class Agent {
           { hook: p.policy_hook === true, roots: p.policy_roots },
           start,
           p.transcript,
+          span && tracer && { tracer, spawn: span.context },
         );
+        if (span)
+          spawned.then(
+            (r) => {
+              span.set({ 'tether.engine.pid': r.pid });
+              span.end();
+            },
+            (err: unknown) => span.end(err),
+          );
+        return spawned;
       })
       .onRequest('agent.export', (p) => this.exportSession(p.session_id))
       .onRequest('agent.stop', async (p) => {
@@ -185,7 +207,7 @@ export class Agent {
       })
       .onNotification('agent.input', (p) => {
         if (p.ack !== undefined) this.acked(p.session_id, p.ack);
-        void this.relays.get(p.session_id)?.input(p.seq, p.line);
+        void this.relays.get(p.session_id)?.input(p.seq, p.line, p.trace);
       })
       .onNotification('session.ack', (p) => this.acked(p.session_id, p.seq));
   }
@@ -214,7 +236,7 @@ export class Agent {
         if (item.kind === 'line')
           peer.postBinary(
             'session.output',
-            { session_id: sessionId, seq: item.seq, meta: item.meta, read_at_ms: item.readAtMs, input_ack },
+            { session_id: sessionId, seq: item.seq, meta: item.meta, read_at_ms: item.readAtMs, input_ack, trace: item.trace },
             item.bytes,
           );
         else peer.notify('session.event', { session_id: sessionId, seq: item.seq, event: item.event, input_ack }).catch(() => {});
@@ -242,6 +264,8 @@ export class Agent {
     policy: SpawnPolicy,
     start?: RelayStart,
     transcript?: { engine_session_id: string; jsonl: string },
+    /** Tracing on: the tracer, and the spawn's span (the engine's TRACEPARENT, the parent of its first output). */
+    traced?: { tracer: Tracer; spawn: TraceContext },
   ) {
     if (this.stopping) throw new TetherError('UNAVAILABLE', 'agent is shutting down');
     if (this.relays.has(sessionId)) throw new TetherError('ALREADY_EXISTS', `session ${sessionId} already runs here`);
@@ -254,8 +278,13 @@ export class Agent {
     const extra = checkExtraArgs(options.extra_args ?? [], flags, this.opts.name);
     const { command, args } = engineCommandLine(kind, this.engines, options, extra, flags, this.opts.name);
     const log = this.log.child({ sessionId, engine: kind });
-    // The SDK's switches only when the client asked (core/protocol/sdk-env.ts), none inherited.
-    const env = engineEnvironment(withSdkEnv({ ...this.opts.engineEnv }, options.env), this.envPolicy, withSdkEnv(process.env, undefined));
+    // The SDK's switches only when the client asked (core/protocol/sdk-env.ts), none inherited;
+    // the trace context is the spawn's unless the client's app gave its own (an SDK's TRACEPARENT).
+    const env = engineEnvironment(
+      withSdkEnv({ ...this.opts.engineEnv }, { ...traceEnv(traced?.spawn), ...options.env }),
+      this.envPolicy,
+      withSdkEnv(process.env, undefined),
+    );
     const home = env.HOME ?? homedir();
     // A session moved here: its transcript goes where this engine looks for it (`--resume` in options).
     if (transcript) writeTranscript(home, cwd, transcript.engine_session_id, transcript.jsonl);
@@ -292,6 +321,7 @@ export class Agent {
       },
     };
     const relay = new SessionRelay(sessionId, engine, log, undefined, relayInit, (line) => checkMentionsAt(line, scope), start);
+    if (traced) relay.traces = new RelayTraces(traced.tracer, sessionId, traced.spawn);
     this.relays.set(sessionId, relay);
     this.places.set(sessionId, { cwd, home });
     try {
@@ -372,6 +402,7 @@ export class Agent {
     const deadline = Date.now() + flushMs;
     while ([...this.relays.values()].some((r) => !r.drained) && this.link.peer && Date.now() < deadline) await sleep(50);
     await this.link.close();
+    await this.opts.telemetry?.flush();
   }
 }
 

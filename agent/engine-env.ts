@@ -6,6 +6,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { TetherError } from '../core/errors.js';
+import type { TraceContext } from '../core/protocol/trace-context.js';
+import type { SdkEnv } from '../core/protocol/sdk-env.js';
 
 /** Prefix of Tether's own variables (TETHER_TOKEN, TETHER_GATEWAY, …): never passed to an engine. */
 export const TETHER_ENV_PREFIX = 'TETHER_';
@@ -44,6 +46,18 @@ export function engineEnvironment(
     env[key] = value;
   }
   return env;
+}
+
+/**
+ * The W3C trace context variables of an engine (TRACEPARENT, and TRACESTATE when there is one):
+ * the agent's span that started it, so an engine that traces joins the session's trace. None
+ * while tracing is off. Both are SDK switches (core/protocol/sdk-env.ts): a client's app that
+ * gives its own (session option `env`) wins. The OTEL_* variables reach the engine as the rest
+ * of the agent's environment does (withheld only by the owner's `engineEnvDeny`).
+ */
+export function traceEnv(trace: TraceContext | undefined): Pick<SdkEnv, 'TRACEPARENT' | 'TRACESTATE'> {
+  if (!trace) return {};
+  return { TRACEPARENT: trace.traceparent, ...(trace.tracestate ? { TRACESTATE: trace.tracestate } : {}) };
 }
 
 /** Shorter secrets are not matched (a one-letter "token" would withhold half the environment). */

@@ -13,6 +13,9 @@ import {
 } from './initialize-merge.js';
 import { lineMeta } from './line-meta.js';
 import { resolvedPaths } from './policy-paths.js';
+import type { RelayTraces } from './relay-traces.js';
+import type { TraceSpan } from '../core/telemetry/tracer.js';
+import type { TraceContext } from '../core/protocol/trace-context.js';
 
 /** One output item waiting for the gateway's ack. */
 export type Outgoing =
@@ -24,6 +27,8 @@ export type Outgoing =
       meta: LineMeta;
       /** When the line was read from the engine (epoch ms). */
       readAtMs: number;
+      /** Tracing on: the span of the group this line opens (agent/relay-traces.ts). */
+      trace?: TraceContext;
     }
   | { seq: number; kind: 'event'; event: TetherEvent };
 
@@ -99,6 +104,8 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
   private holding = false;
   /** The engine stops for a graceful restart: its exit is not reported (the session waits for the next agent). */
   private handingOver = false;
+  /** Its spans while tracing is on (set by the agent before the engine's first line); none: off. */
+  traces: RelayTraces | undefined;
   readonly done: Promise<ExitInfo>;
 
   constructor(
@@ -243,21 +250,29 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
    * INPUT_NOT_WRITTEN) and acknowledged all the same, so the gateway lets it go; it never
    * throws, so one bad input touches neither the agent nor its other sessions.
    */
-  async input(seq: number, line: Record<string, unknown>): Promise<void> {
+  async input(seq: number, line: Record<string, unknown>, trace?: TraceContext): Promise<void> {
     if (seq <= this.lastInputSeq) return;
     if (this.holding && (this.heldFrom !== undefined || line.type === 'user')) {
       this.heldFrom ??= seq;
       return;
     }
     this.lastInputSeq = seq;
+    let span: TraceSpan | undefined;
     try {
       const text = checkEngineInput(line);
-      if (this.refusedControl(line)) return this.sink?.ackInput(this.sessionId, seq);
+      span = this.traces?.write(seq, line, text.length, trace);
+      if (this.refusedControl(line)) {
+        span?.set({ 'tether.input.refused': true });
+        span?.end();
+        return this.sink?.ackInput(this.sessionId, seq);
+      }
       this.checkInput?.(line);
       const prepared = this.prepare(line);
       await this.engine.write(prepared, prepared === line ? text : undefined); // serialized once, by the check
+      span?.end();
       if (line.type === 'user') this.openTurns++;
     } catch (err) {
+      span?.end(err);
       const e = err instanceof TetherError ? err : new TetherError('INTERNAL', String(err));
       const refused = e.code === 'PERMISSION_DENIED';
       this.log.warn({ sessionId: this.sessionId, seq, err: e.message }, refused ? 'input refused' : 'input not written to the engine');
@@ -293,12 +308,23 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
     }
   }
 
-  private emit(item: { kind: 'line'; bytes: Buffer; meta: LineMeta; readAtMs: number } | { kind: 'event'; event: TetherEvent }): void {
+  /** `value`: the line parsed (an engine line), for the names of the tools it calls when traced. */
+  private emit(
+    item: { kind: 'line'; bytes: Buffer; meta: LineMeta; readAtMs: number } | { kind: 'event'; event: TetherEvent },
+    value?: Record<string, unknown>,
+  ): void {
     const seq = this.nextSeq++;
     // Built field by field: an object spread here cost more than the rest of emit.
     const full: Outgoing =
       item.kind === 'line'
-        ? { seq, kind: 'line', bytes: item.bytes, meta: item.meta, readAtMs: item.readAtMs }
+        ? {
+            seq,
+            kind: 'line',
+            bytes: item.bytes,
+            meta: item.meta,
+            readAtMs: item.readAtMs,
+            trace: this.traces?.line(seq, item.bytes.length, item.meta, value),
+          }
         : { seq, kind: 'event', event: item.event };
     this.outbox.push(full);
     this.outboxBytes += sizeOf(full);
@@ -320,7 +346,7 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
         if (meta.engine_session_id !== undefined) this.engineSessionId = meta.engine_session_id;
         const resolved = meta.subtype === 'hook_callback' ? resolvedPaths(item.value) : undefined;
         if (resolved) meta.resolved = resolved;
-        this.emit({ kind: 'line', bytes: item.bytes, meta, readAtMs: Date.now() });
+        this.emit({ kind: 'line', bytes: item.bytes, meta, readAtMs: Date.now() }, item.value);
       }
       if (this.outboxBytes >= this.limits.maxUnackedBytes) {
         this.log.warn({ sessionId: this.sessionId, unacked: this.outboxBytes }, 'gateway behind; pausing engine output');

@@ -5,8 +5,10 @@
  *
  *  - `control_request` / `initialize` → a success `control_response` (the agent's handshake).
  *  - a `user` message → one `assistant` frame echoing its content (round-trip latency).
- *  - `control_request` / `bench_stream` {count, bytes, rate?} → a success `control_response`,
- *    then `count` assistant frames of exactly `bytes` bytes each (newline not counted), as
+ *  - a `user` message whose text is `bench_stream {"count","bytes","rate"?}` (the gateway
+ *    sends only the engine controls it knows, so the stream is asked for as a prompt), or a
+ *    `control_request` / `bench_stream` {count, bytes, rate?} (answered with a success
+ *    `control_response` first) → `count` assistant frames of exactly `bytes` bytes each (newline not counted), as
  *    fast as stdout takes them or at `rate` frames/s. Every frame carries `~i=<index>~` and
  *    `~t=<µs>~` (process.hrtime, a clock every process on the machine shares) inside its text,
  *    so readers can find them without parsing, escaped in an envelope or not.
@@ -15,6 +17,8 @@
  * Exits at stdin EOF. Bounded: a stream is at most 10,000,000 frames and 120 s.
  */
 const MAX_COUNT = 10_000_000;
+/** A prompt that asks for a stream (bench/children/driver.mjs writes it). */
+const STREAM_PROMPT = 'bench_stream ';
 const MAX_STREAM_MS = 120_000;
 
 const nowUs = () => Number(process.hrtime.bigint()) / 1000;
@@ -88,6 +92,11 @@ function handle(line) {
   }
   if (msg.type === 'user') {
     const content = msg.message?.content;
+    if (typeof content === 'string' && content.startsWith(STREAM_PROMPT)) {
+      const req = JSON.parse(content.slice(STREAM_PROMPT.length));
+      queue = queue.then(() => stream(req));
+      return;
+    }
     const text = typeof content === 'string' ? content : JSON.stringify(content);
     const echo = { type: 'assistant', message: { role: 'assistant', content: [{ type: 'text', text }] }, session_id: 'bench' };
     queue = queue.then(() => write(JSON.stringify(echo) + '\n'));

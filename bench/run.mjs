@@ -127,16 +127,17 @@ async function sshAvailable() {
 // ---- stacks ------------------------------------------------------------------------------
 
 /** Our gateway + one agent per transport (the agent dials over the transport it serves). */
-async function startOurs({ pin = false, transports = ['ws', 'grpc'], engine, prof } = {}) {
+async function startOurs({ pin = false, transports = ['ws', 'grpc'], engine, prof, env = {}, label = '' } = {}) {
   const profArgs = (sub) => (prof ? ['--cpu-prof', `--cpu-prof-dir=${join(prof, sub)}`] : []);
-  const gw = await startChild('tether-gateway.mjs', [], { pin, execArgv: profArgs('gateway'), label: 'gateway' });
+  const gw = await startChild('tether-gateway.mjs', [], { pin, execArgv: profArgs('gateway'), env, label: `${label}gateway` });
   const agents = {};
   for (const t of transports) {
     const url = t === 'ws' ? gw.info.url : gw.info.grpcUrl;
     agents[t] = await startChild('tether-agent.mjs', ['--gateway', url, '--name', `bench-${t}`, ...(engine ? ['--engine', engine] : [])], {
       pin,
       execArgv: profArgs(`agent-${t}`),
-      label: `agent-${t}`,
+      env,
+      label: `${label}agent-${t}`,
     });
   }
   return { gw, agents, url: { ws: gw.info.url, grpc: gw.info.grpcUrl }, stop: () => stopAll([...Object.values(agents), gw]) };
@@ -181,43 +182,48 @@ const memOf = (child) => child.call('mem', {}, 30_000);
 async function latencyAndThroughput(withLatency, withThroughput, ssh) {
   log(`figures ${[withLatency && 1, withThroughput && 2].filter(Boolean).join(' and ')}: starting stacks`);
   const ours = await startOurs();
+  // The same stack with tracing on (OTEL_* set, every span exported to a local stand-in collector), measured beside it.
+  const sink = await startChild('otlp-sink.mjs', [], { label: 'otlp-sink' });
+  const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: sink.info.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' };
+  const traced = await startOurs({ env: otel, label: 'traced-' });
   const raw = { ws: await startRaw('ws'), grpc: await startRaw('grpc') };
   const driver = await startChild('driver.mjs', [], { label: 'driver' });
-  const all = [driver, ours, raw.ws, raw.grpc];
-  const procs = [driver, ours.gw, ...Object.values(ours.agents), raw.ws.relay, raw.ws.agent, raw.grpc.relay, raw.grpc.agent];
+  const all = [driver, ours, traced, sink, raw.ws, raw.grpc];
+  const procs = [
+    driver,
+    ours.gw,
+    ...Object.values(ours.agents),
+    traced.gw,
+    ...Object.values(traced.agents),
+    sink,
+    raw.ws.relay,
+    raw.ws.agent,
+    raw.grpc.relay,
+    raw.grpc.agent,
+  ];
   let tag = 'unpinned';
   try {
     for (const t of ['ws', 'grpc']) {
       await driver.call('open', { id: `ours-${t}`, kind: 'ours', url: ours.url[t], agent: `bench-${t}` });
+      await driver.call('open', { id: `traced-${t}`, kind: 'ours', url: traced.url[t], agent: `bench-${t}`, otlp: sink.info.url });
       await driver.call('open', { id: `wire-${t}`, kind: 'wire', url: ours.url[t], agent: `bench-${t}` });
       await driver.call('open', { id: `raw-${t}`, kind: `raw-${t}`, url: raw[t].url });
     }
     await driver.call('open', { id: 'stdio', kind: 'stdio' });
     if (ssh.ok) await driver.call('open', { id: 'ssh', kind: 'ssh' });
-    const targets = ['ws', 'grpc'].flatMap((t) => [`raw-${t}`, `ours-${t}`, `wire-${t}`]).concat(['stdio'], ssh.ok ? ['ssh'] : []);
-    /** Baseline and ours back to back, the order rotating from round to round. */
+    const targets = ['ws', 'grpc']
+      .flatMap((t) => [`raw-${t}`, `ours-${t}`, `traced-${t}`, `wire-${t}`])
+      .concat(['stdio'], ssh.ok ? ['ssh'] : []);
+    /** Baseline and ours (tracing off and on) back to back, the order rotating from round to round. */
     const orderOf = (t, r) => {
-      const ids = [`raw-${t}`, `ours-${t}`, `wire-${t}`];
+      const ids = [`raw-${t}`, `ours-${t}`, `traced-${t}`, `wire-${t}`];
       return ids.map((_, i) => ids[(i + r) % ids.length]);
     };
-    const relayOf = (id) =>
-      id.startsWith('ours') || id.startsWith('wire')
-        ? ours.gw
-        : id === `raw-ws`
-          ? raw.ws.relay
-          : id === 'raw-grpc'
-            ? raw.grpc.relay
-            : undefined;
+    const stackOf = (id) => (id.startsWith('traced') ? traced : id.startsWith('ours') || id.startsWith('wire') ? ours : undefined);
+    const relayOf = (id) => stackOf(id)?.gw ?? (id === `raw-ws` ? raw.ws.relay : id === 'raw-grpc' ? raw.grpc.relay : undefined);
     const agentOf = (id) =>
-      id.endsWith('-ws') && !id.startsWith('raw')
-        ? ours.agents.ws
-        : id.endsWith('-grpc') && !id.startsWith('raw')
-          ? ours.agents.grpc
-          : id === 'raw-ws'
-            ? raw.ws.agent
-            : id === 'raw-grpc'
-              ? raw.grpc.agent
-              : undefined;
+      stackOf(id)?.agents[id.endsWith('-grpc') ? 'grpc' : 'ws'] ??
+      (id === 'raw-ws' ? raw.ws.agent : id === 'raw-grpc' ? raw.grpc.agent : undefined);
     /** Runs one measurement and adds the CPU each process spent on it, per unit of work. */
     const withCpu = async (id, per, run) => {
       const who = { relay: relayOf(id), agent: agentOf(id), client: driver };
@@ -287,6 +293,7 @@ async function latencyAndThroughput(withLatency, withThroughput, ssh) {
       results.figures.throughput = tp;
       results.figures.gatewayMemAfterThroughput = await memOf(ours.gw);
     }
+    results.figures.otlpSink = await sink.call('stats'); // what the traced stack exported, so "on" is seen to have traced
   } finally {
     await stopAll(all);
   }

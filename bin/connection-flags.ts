@@ -4,6 +4,7 @@
  * drive. One definition: the commands spread these options and print these lines.
  */
 
+import { startTelemetry } from '../core/telemetry/telemetry.js';
 import { readFileSync } from 'node:fs';
 import { GatewayClient, type ConnectOptions } from '../client/gateway-client.js';
 import { readTokenFile } from '../core/auth/token-file.js';
@@ -92,5 +93,6 @@ export async function connectFrom(
     dialers: standardDialers(),
     software,
     onStatus,
+    telemetry: await startTelemetry('tether-client'),
   });
 }

@@ -1,4 +1,5 @@
 import type { Logger } from '../core/logging.js';
+import { startTelemetry } from '../core/telemetry/telemetry.js';
 import { doorLimitsOf, gatewayLimitsOf, serverTlsOf, type GatewayConfig } from '../gateway/config.js';
 import { Gateway } from '../gateway/gateway.js';
 import { GatewayMetrics } from '../gateway/metrics.js';
@@ -48,6 +49,7 @@ export async function startGateway(
     ? await joinCluster({ ...c, cluster: c.cluster, clusterInsecureNoAuth: c.clusterInsecureNoAuth ?? false }, auth, logger)
     : undefined;
   const gateway = new Gateway({
+    telemetry: await startTelemetry('tether-gateway'), // only what OTEL_* ask for; off, nothing of OpenTelemetry is loaded
     logger: opts.routingLogger ?? logger,
     store: cluster?.store ?? storage.store,
     audit: storage.audit,

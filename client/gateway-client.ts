@@ -15,6 +15,7 @@ import type { HeartbeatOptions } from '../core/link/heartbeat.js';
 import type { TokenSource } from '../core/link/token-renewal.js';
 import { RemoteSession, type CanUseTool, type IncomingFrame } from './remote-session.js';
 import { acrossReconnects } from './across-reconnects.js';
+import type { Telemetry, Tracer } from '../core/telemetry/tracer.js';
 
 export interface ConnectOptions {
   /**
@@ -44,6 +45,12 @@ export interface ConnectOptions {
    * instead of being closed with UNAUTHENTICATED at its token's expiry.
    */
   tokenSource?: TokenSource;
+  /**
+   * Tracing of this client's requests (create, attach, prompts, answers), from
+   * `startTelemetry('tether-client')` (core/telemetry/telemetry.ts); its spans are flushed when
+   * the client closes. Default: none (no tracing).
+   */
+  telemetry?: Telemetry;
 }
 
 /** A create may wait for its agent to come back and for the engine to start, across reconnects (core/timeouts.ts). */
@@ -71,12 +78,15 @@ export class GatewayClient {
   private resuming = false;
   /** Who the gateway says we are (the token's subject), from the last hello. */
   principal = '';
+  /** The tracer of this client's requests while tracing is on. */
+  readonly tracer: Tracer | undefined;
   /** Connections whose gateway takes prompts as session.post. */
   private readonly posting = new WeakSet<RpcPeer>();
   private readonly log: Logger;
 
   private constructor(private readonly opts: ConnectOptions) {
     this.log = opts.logger ?? silentLogger;
+    this.tracer = opts.telemetry?.tracer;
     this.link = new Link({
       url: opts.gateway,
       dialers: opts.dialers ?? standardDialers(),
@@ -179,7 +189,13 @@ export class GatewayClient {
     onProgress?: (progress: CreateProgress) => void;
   }): Promise<RemoteSession> {
     const createId = args.createId ?? randomUUID();
-    const params = { agent: args.agent, engine: args.engine, options: args.options ?? {}, create_id: createId };
+    const span = this.tracer?.start(
+      'tether.client.create',
+      undefined,
+      { 'tether.agent': args.agent, 'tether.create_id': createId },
+      'client',
+    );
+    const params = { agent: args.agent, engine: args.engine, options: args.options ?? {}, create_id: createId, trace: span?.context };
     if (args.onProgress) this.progress.set(createId, args.onProgress);
     try {
       const r = await acrossReconnects(
@@ -187,9 +203,14 @@ export class GatewayClient {
         (peer) => peer.request('session.create', params, { timeoutMs: CREATE_TIMEOUT_MS }),
         { withinMs: CREATE_TIMEOUT_MS, attempts: 100 },
       );
+      span?.set({ 'tether.session_id': r.session.id });
+      span?.end();
       const session = new RemoteSession(this, r, false);
       session.setPermissionHandler(args.canUseTool);
       return this.adopt(session);
+    } catch (err) {
+      span?.end(err);
+      throw err;
     } finally {
       this.progress.delete(createId);
     }
@@ -200,14 +221,24 @@ export class GatewayClient {
    * An attach cut off by a reconnect is sent again on the next connection.
    */
   async attach(sessionId: string, opts: { fromSeq?: number; readOnly?: boolean; canUseTool?: CanUseTool } = {}): Promise<RemoteSession> {
-    const params = { session_id: sessionId, from_seq: opts.fromSeq, read_only: opts.readOnly };
+    const span = this.tracer?.start(
+      'tether.client.attach',
+      undefined,
+      { 'tether.session_id': sessionId, 'tether.from_seq': opts.fromSeq },
+      'client',
+    );
+    const params = { session_id: sessionId, from_seq: opts.fromSeq, read_only: opts.readOnly, trace: span?.context };
     const r = await acrossReconnects(
       () => this.peer(),
       (peer) => {
         this.early.set(sessionId, []); // frames of an attempt cut off are sent again with the next one
         return peer.request('session.attach', params);
       },
-    );
+    ).catch((err: unknown) => {
+      span?.end(err);
+      throw err;
+    });
+    span?.end();
     const session = new RemoteSession(this, r, opts.readOnly ?? false);
     session.setPermissionHandler(opts.canUseTool);
     return this.adopt(session);
@@ -226,6 +257,7 @@ export class GatewayClient {
     this.closed = true;
     await this.link.close();
     this.failAll(new TetherError('CANCELLED', 'client closed'));
+    await this.opts.telemetry?.flush();
   }
 
   private adopt(session: RemoteSession): RemoteSession {

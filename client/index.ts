@@ -15,3 +15,5 @@ export type { AgentInfo, SessionInfo, CreateProgress } from '../core/protocol/me
 export type { SessionOptions, EngineKind } from '../core/protocol/session-options.js';
 export type { TetherEvent, SessionState, Role, PromptPriority, QueuedPrompt } from '../core/protocol/events.js';
 export type { LinkStatus } from '../core/link/link.js';
+export { startTelemetry } from '../core/telemetry/telemetry.js';
+export type { Telemetry } from '../core/telemetry/tracer.js';

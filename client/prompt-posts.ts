@@ -2,6 +2,7 @@ import { asTetherError, TetherError } from '../core/errors.js';
 import type { TetherEvent } from '../core/protocol/events.js';
 import type { NotificationParams } from '../core/protocol/methods.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
+import type { TraceContext } from '../core/protocol/trace-context.js';
 
 /** How long a posted prompt waits for its echo or result (as long as a request waits for its answer). */
 export const POST_ANSWER_MS = 30_000;
@@ -31,7 +32,13 @@ export class PromptPosts {
   private timer: NodeJS.Timeout | undefined;
 
   /** Posts one prompt on `peer`; settles as described above, or DEADLINE_EXCEEDED after {@link POST_ANSWER_MS}. */
-  post(peer: RpcPeer, sessionId: string, inputId: string, line: Record<string, unknown>): Promise<'applied' | 'duplicate'> {
+  post(
+    peer: RpcPeer,
+    sessionId: string,
+    inputId: string,
+    line: Record<string, unknown>,
+    trace?: TraceContext,
+  ): Promise<'applied' | 'duplicate'> {
     return new Promise((resolve, reject) => {
       const earlier = this.waiting.get(inputId); // the same input posted again meanwhile: one answer settles both
       const w: Waiting = {
@@ -47,7 +54,7 @@ export class PromptPosts {
       this.waiting.delete(inputId); // to the end, in deadline order
       this.waiting.set(inputId, w);
       this.timer ??= setTimeout(this.expire, POST_ANSWER_MS).unref();
-      const params = { session_id: sessionId, input_id: inputId, line };
+      const params = { session_id: sessionId, input_id: inputId, line, ...(trace ? { trace } : {}) };
       // No promise per prompt; when the post cannot go (closed, or over the frame limit) the
       // channel's own error says why, through notify.
       if (!peer.postNotification('session.post', params))

@@ -11,6 +11,32 @@ import { PromptPosts } from './prompt-posts.js';
 import { asPermissionRequest, proposedSessionRule, type PermissionAnswer, type PermissionRequest } from './permission-policy.js';
 import { Wakeup } from '../core/util/wakeup.js';
 import { Fifo } from '../core/util/fifo.js';
+import type { TraceSpan, Tracer } from '../core/telemetry/tracer.js';
+
+/** What a client's input is called in its span: a prompt, an answer to a permission prompt, a control request. */
+const INPUT_SPANS: Record<string, string> = {
+  user: 'tether.client.prompt',
+  control_response: 'tether.client.answer',
+  control_request: 'tether.client.control',
+};
+
+/** The span of one input this client sends: its ids, kind and size, never its text. */
+function inputSpan(tracer: Tracer, sessionId: string, inputId: string, line: Record<string, unknown>): TraceSpan {
+  const type = typeof line.type === 'string' ? line.type : '';
+  const request = line.type === 'control_request' ? (line.request as { subtype?: unknown } | undefined)?.subtype : undefined;
+  return tracer.start(
+    INPUT_SPANS[type] ?? 'tether.client.input',
+    undefined,
+    {
+      'tether.session_id': sessionId,
+      'tether.input_id': inputId,
+      'tether.input.type': INPUT_SPANS[type] ? type : 'other',
+      'tether.input.bytes': JSON.stringify(line).length,
+      'tether.control.subtype': typeof request === 'string' ? request.slice(0, 64) : undefined,
+    },
+    'client',
+  );
+}
 
 /**
  * A decision for one permission prompt. `rememberForSession` (with allow) also grants, for the
@@ -114,6 +140,8 @@ export interface SessionTransport {
   postsPrompts?(peer: RpcPeer): boolean;
   /** Who the gateway says we are (the token's subject). */
   readonly principal?: string;
+  /** The tracer of the client's requests while tracing is on. */
+  readonly tracer?: Tracer;
 }
 
 /**
@@ -357,16 +385,30 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
   }
 
   private sendLine(line: Record<string, unknown>, inputId: string = randomUUID()): Promise<'applied' | 'duplicate'> {
+    const span = this.transport.tracer && inputSpan(this.transport.tracer, this.id, inputId, line);
+    const trace = span?.context;
     const call = (peer: RpcPeer): Promise<'applied' | 'duplicate'> =>
       // A prompt's echo is its answer where the gateway allows it: one message less each way.
       // Once the session is over, no echo can come: the request gets the gateway's precise answer.
       line.type === 'user' && !this.ended && this.transport.postsPrompts?.(peer)
-        ? this.posts.post(peer, this.id, inputId, line)
-        : peer.request('session.send', { session_id: this.id, input_id: inputId, line }).then((r) => r.status);
+        ? this.posts.post(peer, this.id, inputId, line, trace)
+        : peer.request('session.send', { session_id: this.id, input_id: inputId, line, trace }).then((r) => r.status);
     const peer = () => this.transport.peer();
     const opts = { retry: (e: TetherError) => e.retryable };
     const live = this.transport.livePeer?.();
-    return live ? atOnceThenAcrossReconnects(live, peer, call, opts) : acrossReconnects(peer, call, opts);
+    const sent = live ? atOnceThenAcrossReconnects(live, peer, call, opts) : acrossReconnects(peer, call, opts);
+    if (!span) return sent;
+    return sent.then(
+      (status) => {
+        span.set({ 'tether.input.status': status });
+        span.end();
+        return status;
+      },
+      (err: unknown) => {
+        span.end(err);
+        throw err;
+      },
+    );
   }
 
   /**

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { Telemetry } from '../core/telemetry/tracer.js';
 import type { Channel } from '../core/channel/channel.js';
 import { TetherError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logging.js';
@@ -83,6 +84,8 @@ export interface GatewayOptions {
    * as a gateway without them, e.g. to check that peers fall back to the base protocol.
    */
   capabilities?: readonly string[];
+  /** Tracing while it is on (core/telemetry/, started by the program); its spans are flushed when the gateway closes. */
+  telemetry?: Telemetry;
 }
 
 /**
@@ -103,6 +106,7 @@ export class Gateway {
   private readonly capabilities: string[];
   /** The trail every record goes through: attach/detach loops are counted, not written one by one. */
   private readonly audit: MembershipRateAudit;
+  private readonly telemetry: Telemetry | undefined;
 
   constructor(opts: GatewayOptions = {}) {
     this.capabilities = [...(opts.capabilities ?? GATEWAY_CAPABILITIES)];
@@ -114,6 +118,8 @@ export class Gateway {
     this.hostKeys = opts.hostKeys ?? new HostKeyPins();
     this.audit = new MembershipRateAudit(opts.audit ?? new MemoryAuditLog(), opts.auditMembership, { logger: this.log });
     this.directory = new SessionDirectory(this.limits, this.log, this.audit, this.store, this.durability, this.metrics, opts.policy);
+    this.directory.tracer = opts.telemetry?.tracer;
+    this.telemetry = opts.telemetry;
     const sessions = () => this.directory.sessionList();
     this.metrics.bindGauges({
       agents: () => countBy(this.directory.agentList(), (a) => a.peer.channel.transport),
@@ -283,6 +289,7 @@ export class Gateway {
     await Promise.all([...this.channels].map((c) => c.closed));
     this.audit.flush(); // the summaries of the window so far
     this.store.close();
+    await this.telemetry?.flush();
   }
 }
 

@@ -71,6 +71,8 @@ function variants(good: Record<string, unknown>, nested: Record<string, Record<s
 
 const line = { type: 'user', message: { role: 'user', content: 'hi' }, parent_tool_use_id: null, session_id: 'default' };
 const SESSION = '6b1f0e7c-8a4e-4f3a-9c2b-0d1e2f3a4b5c';
+/** A W3C trace context, as messages carry it while tracing is on. */
+const trace = { traceparent: `00-${'0af7651916cd43dd8448eb211c80319c'}-${'b7ad6b7169203331'}-01`, tracestate: 'vendor=x' };
 
 /** The usual message of each checked method, and any further fields it may carry. */
 const GOOD: Record<
@@ -80,7 +82,11 @@ const GOOD: Record<
   'session.post': {
     schema: Notifications['session.post'],
     check: FAST_NOTIFICATION_CHECKS['session.post']!,
-    usual: [{ session_id: SESSION, input_id: 'in-1', line }],
+    usual: [
+      { session_id: SESSION, input_id: 'in-1', line },
+      { session_id: SESSION, input_id: 'in-1', line, trace },
+    ],
+    nested: { trace },
   },
   'session.frame': {
     schema: Notifications['session.frame'],
@@ -115,7 +121,9 @@ const GOOD: Record<
     usual: [
       { session_id: SESSION, seq: 3, line },
       { session_id: SESSION, seq: 3, line, ack: 7 },
+      { session_id: SESSION, seq: 3, line, ack: 7, trace },
     ],
+    nested: { trace },
   },
   'session.output': {
     schema: BinaryNotifications['session.output'],
@@ -130,8 +138,9 @@ const GOOD: Record<
         input_ack: 4,
       },
       { session_id: SESSION, seq: 14, meta: {} },
+      { session_id: SESSION, seq: 15, meta: { type: 'assistant' }, trace },
     ],
-    nested: { meta: { type: 'control_request', subtype: 'can_use_tool', request_id: 'r-1', is_error: true, state: 'idle' } },
+    nested: { meta: { type: 'control_request', subtype: 'can_use_tool', request_id: 'r-1', is_error: true, state: 'idle' }, trace },
   },
 };
 

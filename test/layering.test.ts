@@ -81,6 +81,11 @@ describe('module layering (dependency-cruiser)', () => {
       'core/channel/across.ts': "import { m } from '../protocol/methods.js';\nexport const a = m;\n",
       'core/protocol/methods.ts': "import { f } from '../wire/frame.js';\nexport const m = f;\n",
       'core/protocol/across.ts': "import type { c } from '../channel/channel.js';\nexport type A = typeof c;\n",
+      // The OpenTelemetry SDK: in one module, loaded by one dynamic import when tracing is on.
+      'core/telemetry/otel-sdk.ts': "import { trace } from '@opentelemetry/api';\nexport const o = trace;\n",
+      'core/telemetry/telemetry.ts': "export const start = () => import('./otel-sdk.js');\n",
+      'core/telemetry/eager.ts': "import { o } from './otel-sdk.js';\nexport const e = o;\n",
+      'gateway/otel.ts': "import { trace } from '@opentelemetry/api';\nexport const t = trace;\n",
     };
     for (const [path, text] of Object.entries(files)) {
       mkdirSync(join(scratch, dirname(path)), { recursive: true });
@@ -111,6 +116,9 @@ describe('module layering (dependency-cruiser)', () => {
         'core-wire-at-the-bottom: core/wire/up.ts',
         'core-channel-imports-no-protocol: core/channel/across.ts',
         'core-protocol-imports-no-channel: core/protocol/across.ts',
+        'telemetry-sdk-loaded-only-when-on: core/telemetry/eager.ts',
+        'telemetry-sdk-started-in-one-place: core/telemetry/eager.ts',
+        'opentelemetry-in-core-telemetry: gateway/otel.ts',
       ].sort(),
     );
   }, 60_000);

@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
 import { GatewayClient } from '../../dist/client/gateway-client.js';
+import { startTelemetry } from '../../dist/core/telemetry/telemetry.js';
 import { dialGrpc } from '../../dist/core/link/dial-grpc.js';
 import { RpcPeer } from '../../dist/core/rpc/peer.js';
 import { PROTOCOL_VERSION } from '../../dist/core/protocol/version.js';
@@ -24,12 +25,9 @@ const handles = new Map();
 /** An engine assistant line as it appears inside a session.frame envelope (embedded as it is). */
 const ASSISTANT_IN_ENVELOPE = '"message":{"type":"assistant"';
 const isAssistantBuf = (b) => b[9] === 0x61 && b[10] === 0x73; // {"type":"as…
-const streamLine = (count, bytes, rate) => ({
-  type: 'control_request',
-  request_id: `bench-${Date.now()}`,
-  request: { subtype: 'bench_stream', count, bytes, ...(rate ? { rate } : {}) },
-});
 const userLine = (text) => ({ type: 'user', message: { role: 'user', content: text }, parent_tool_use_id: null, session_id: 'default' });
+/** Asks the echo engine for a stream: a prompt, since the gateway sends the engine only the controls it knows (core/engine-controls.ts). */
+const streamLine = (count, bytes, rate) => userLine(`bench_stream ${JSON.stringify({ count, bytes, ...(rate ? { rate } : {}) })}`);
 
 /** Splits a byte stream into lines (Buffers) and calls onLine for each. */
 function lineReader(onLine) {
@@ -74,12 +72,16 @@ async function openStdio(cmd, args) {
   return h;
 }
 
-async function open({ id, kind, url, agent }) {
+/** `otlp`: tracing on, exporting to that collector (the "tracing on" runs), as OTEL_EXPORTER_OTLP_ENDPOINT would. */
+async function open({ id, kind, url, agent, otlp }) {
   let h;
   if (kind === 'ours') {
     // Reconnects (and re-attaches) like any client would; every drop is counted and reported.
     const link = { drops: 0, last: '' };
     const client = await GatewayClient.connect({
+      telemetry: otlp
+        ? await startTelemetry('tether-client', { OTEL_EXPORTER_OTLP_ENDPOINT: otlp, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' })
+        : undefined,
       gateway: url,
       onStatus: (st) => {
         if (st.state === 'down') {

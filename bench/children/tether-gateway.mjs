@@ -6,11 +6,13 @@
  * the default. With `--cluster nats://HOST:PORT` it joins a cluster on that NATS server, as
  * `tether gateway --cluster` does (its sessions then live in JetStream; the bench's NATS asks
  * for no authentication; `--cluster-secret` is the gateways' shared HS256 secret, hex,
- * the fabric's MAC key is derived from). Answers cpu / mem / stats over IPC.
+ * the fabric's MAC key is derived from). Traces when the OTEL_* variables it was started with
+ * ask for it, as `tether gateway` does. Answers cpu / mem / stats over IPC.
  */
 import { Gateway } from '../../dist/gateway/gateway.js';
 import { startGatewayServer } from '../../dist/gateway/server.js';
 import { silentLogger } from '../../dist/core/logging.js';
+import { startTelemetry } from '../../dist/core/telemetry/telemetry.js';
 import { argsOf, serve } from '../lib/child.mjs';
 
 const a = argsOf();
@@ -25,6 +27,7 @@ async function joinCluster(url, secret) {
 }
 const cluster = a.cluster ? await joinCluster(a.cluster, a['cluster-secret']) : undefined;
 const gateway = new Gateway({
+  telemetry: await startTelemetry('tether-gateway'),
   store: cluster?.store,
   limits: {
     maxMembers: 20_000,

@@ -67,6 +67,18 @@ export function report(results) {
       const w99 = s(`wire-${t}`, 'p99');
       rows.push([`${name}: raw two-hop relay`, cell(b50), cell(b99), 'baseline', '', '']);
       rows.push([`${name}: Tether, GatewayClient library`, cell(o50), cell(o99), rfmt(r50), rfmt(r99), yes(ok)]);
+      if (lat[`traced-${t}`]) {
+        const t50 = s(`traced-${t}`, 'p50');
+        const t99 = s(`traced-${t}`, 'p99');
+        rows.push([
+          `${name}: Tether, GatewayClient library, tracing on`,
+          cell(t50),
+          cell(t99),
+          rfmt(ratio(t50.median, b50.median)),
+          rfmt(ratio(t99.median, b99.median)),
+          `(${rfmt(ratio(t50.median, o50.median))} of off)`,
+        ]);
+      }
       rows.push([
         `${name}: Tether, minimal protocol client`,
         cell(w50),
@@ -86,14 +98,14 @@ export function report(results) {
       '',
     ]);
     const cpuRows = [];
-    for (const id of ['raw-ws', 'ours-ws', 'wire-ws', 'raw-grpc', 'ours-grpc', 'wire-grpc', 'stdio']) {
+    for (const id of ['raw-ws', 'ours-ws', 'traced-ws', 'wire-ws', 'raw-grpc', 'ours-grpc', 'traced-grpc', 'wire-grpc', 'stdio']) {
       if (!lat[id]) continue;
       cpuRows.push([id, cell(s(id, 'relayCpuUsPerRtt')), cell(s(id, 'agentCpuUsPerRtt')), cell(s(id, 'clientCpuUsPerRtt'))]);
     }
     parts.push(
       `### Figure 1: round-trip latency, one small frame client → engine → client, µs (${tag === 'pinned' ? 'every process pinned to CPU 0 with taskset -c 0' : 'unpinned, 2 CPUs'})\n\n` +
         table(['path', 'p50 µs', 'p99 µs', 'p50 ratio', 'p99 ratio', 'target p50 ≤ 1.3×, p99 ≤ 1.5×'], rows) +
-        `\n\nCPU µs per round trip (${tag}): raw-* = raw relay / raw agent, ours-* = GatewayClient, wire-* = minimal client; client = the driver process\n\n` +
+        `\n\nCPU µs per round trip (${tag}): raw-* = raw relay / raw agent, ours-* = GatewayClient, traced-* = the same with tracing on (OTLP to a local stand-in collector), wire-* = minimal client; client = the driver process\n\n` +
         table(['path', 'gateway / relay', 'agent', 'client'], cpuRows),
     );
   }
@@ -132,6 +144,20 @@ export function report(results) {
           'baseline',
           '',
         ]);
+        if (runs[`traced-${t}`]) {
+          const tf = s(`traced-${t}`, 'fps');
+          rows.push([
+            size,
+            `${name}: Tether, GatewayClient library, tracing on`,
+            cell(tf),
+            cell(s(`traced-${t}`, 'mbps')),
+            cell(s(`traced-${t}`, 'relayCpuUsPerFrame')),
+            cell(s(`traced-${t}`, 'agentCpuUsPerFrame')),
+            cell(s(`traced-${t}`, 'clientCpuUsPerFrame')),
+            rfmt(ratio(tf.median, bf.median)),
+            `(${rfmt(ratio(tf.median, of.median))} of off)`,
+          ]);
+        }
         const wf = s(`wire-${t}`, 'fps');
         rows.push([
           size,
@@ -183,7 +209,10 @@ export function report(results) {
             'target ≥ 0.70×; gateway ≤ 6 µs/frame',
           ],
           rows,
-        ),
+        ) +
+        (F.otlpSink
+          ? `\n\n"tracing on": the same gateway and agents started with OTEL_EXPORTER_OTLP_ENDPOINT (and the client with its telemetry), every span exported to a local stand-in collector (${F.otlpSink.requests} exports, ${fmt(F.otlpSink.bytes / 1e6)} MB in figures 1 and 2); "of off" = tracing on / off, same run.`
+          : ''),
     );
   }
 

@@ -1,4 +1,5 @@
 import { readTokenFile } from '../../core/auth/token-file.js';
+import { startTelemetry } from '../../core/telemetry/telemetry.js';
 import { Agent } from '../../agent/agent.js';
 import { EngineSet } from '../../agent/engine-set.js';
 import { standardDialers } from '../../core/link/dial.js';
@@ -62,6 +63,7 @@ Options:
     let started = false;
     const hostKey = c.hostKeyFile === null ? undefined : loadOrCreateHostKey(c.hostKeyFile);
     const agent = new Agent({
+      telemetry: await startTelemetry('tether-agent'),
       gateway: c.gateway,
       name,
       token: c.token,

@@ -1,4 +1,5 @@
 import { userInfo } from 'node:os';
+import { startTelemetry } from '../../core/telemetry/telemetry.js';
 import { DEFAULT_GATEWAY_HOST, DEFAULT_GATEWAY_PORT, DEFAULT_GRPC_PORT } from '../../gateway/config.js';
 import { Agent } from '../../agent/agent.js';
 import { EngineSet } from '../../agent/engine-set.js';
@@ -64,6 +65,7 @@ ${STORAGE_FLAGS_HELP}
       ? await mintToken({ key, kind: 'client', sub: localUser(), ttlSeconds: UP_CLIENT_TOKEN_TTL_SECONDS })
       : undefined;
     const agent = new Agent({
+      telemetry: await startTelemetry('tether-agent'),
       gateway: server.url,
       name: 'local',
       token: agentToken,

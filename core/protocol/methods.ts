@@ -3,6 +3,7 @@ import { EngineKind, SessionOptions } from './session-options.js';
 import { Role, SessionState, TetherEvent } from './events.js';
 import { AuditQuery, AuditResult } from './audit.js';
 import { RpcErrorObject } from './jsonrpc.js';
+import { TraceContext } from './trace-context.js';
 
 /**
  * Every method of the gateway protocol, defined once. Requests carry an id and get a
@@ -193,6 +194,8 @@ export const Methods = {
         .object({ engine_session_id: z.string().min(1).max(64), jsonl: z.string().max(8 * 1024 * 1024) })
         .strict()
         .optional(),
+      /** The create's trace (tracing on): the engine's TRACEPARENT. */
+      trace: TraceContext.optional(),
     }),
     result: z.object({ pid: z.number().int(), engine: EngineKind, engine_version: z.string().optional() }),
   },
@@ -240,6 +243,7 @@ export const Methods = {
        * the same session, and never a second engine.
        */
       create_id: id.optional(),
+      trace: TraceContext.optional(),
     }),
     result: z.object({ session: SessionInfo, role: Role, client_id: z.string() }),
   },
@@ -250,12 +254,13 @@ export const Methods = {
       read_only: z.boolean().optional(),
       /** The client id this client had before a reconnect: its requests in flight follow it. */
       previous_client_id: z.string().max(64).optional(),
+      trace: TraceContext.optional(),
     }),
     result: z.object({ session: SessionInfo, role: Role, client_id: z.string(), next_seq: seq }),
   },
   'session.detach': { params: z.object({ session_id: id }), result: z.object({}) },
   'session.send': {
-    params: z.object({ session_id: id, input_id: id, line: EngineInput }),
+    params: z.object({ session_id: id, input_id: id, line: EngineInput, trace: TraceContext.optional() }),
     result: z.object({ status: z.enum(['applied', 'duplicate']) }),
   },
   'session.stop': { params: z.object({ session_id: id, signal: StopSignal.optional() }), result: z.object({}) },
@@ -312,6 +317,8 @@ export const BinaryNotifications = {
     read_at_ms: z.number().int().nonnegative().optional(),
     /** Capability `acks.folded.v1`: every input of this session up to here was written to the engine (cumulative). */
     input_ack: seq.optional(),
+    /** Tracing on: the first line of each group the agent read at once carries the group's span. */
+    trace: TraceContext.optional(),
   }),
 } as const;
 
@@ -323,10 +330,11 @@ export const BinaryNotifications = {
 export const BinaryHeaders: { [N in BinaryNotificationName]: (params: BinaryNotificationParams<N>) => string } = {
   'session.output': (p) =>
     `{"method":"session.output","params":{"session_id":${JSON.stringify(p.session_id)},"seq":${p.seq},"meta":${JSON.stringify(p.meta)}` +
-    `${p.read_at_ms === undefined ? '' : `,"read_at_ms":${p.read_at_ms}`}${p.input_ack === undefined ? '' : `,"input_ack":${p.input_ack}`}}}`,
+    `${p.read_at_ms === undefined ? '' : `,"read_at_ms":${p.read_at_ms}`}${p.input_ack === undefined ? '' : `,"input_ack":${p.input_ack}`}` +
+    `${p.trace === undefined ? '' : `,"trace":${JSON.stringify(p.trace)}`}}}`,
 };
 /** Every field of session.output that its hand-written header writes: a field added to the schema and not here fails to compile. */
-const OUTPUT_HEADER_FIELDS = ['session_id', 'seq', 'meta', 'read_at_ms', 'input_ack'] as const;
+const OUTPUT_HEADER_FIELDS = ['session_id', 'seq', 'meta', 'read_at_ms', 'input_ack', 'trace'] as const;
 const outputHeaderComplete: Exclude<keyof BinaryNotificationParams<'session.output'>, (typeof OUTPUT_HEADER_FIELDS)[number]> extends never
   ? true
   : never = true;
@@ -342,6 +350,8 @@ export const Notifications = {
     line: EngineInput,
     /** Capability `acks.folded.v1`: a `session.ack` of this session folded in (cumulative). */
     ack: seq.optional(),
+    /** Tracing on: the gateway's span that forwarded this input (its client's trace). */
+    trace: TraceContext.optional(),
   }),
   /** agent -> gateway: every input up to `seq` was written to the engine (cumulative). */
   'session.input_ack': z.object({ session_id: id, seq }),
@@ -365,7 +375,7 @@ export const Notifications = {
    * event echoed to every client, carrying this `input_id`, is the answer, and only a
    * duplicate or a refusal gets a `session.post_result`.
    */
-  'session.post': z.object({ session_id: id, input_id: id, line: EngineInput }),
+  'session.post': z.object({ session_id: id, input_id: id, line: EngineInput, trace: TraceContext.optional() }),
   /** gateway -> client: a session.post that was not applied now: a duplicate, or refused with `error`. */
   'session.post_result': z.object({
     session_id: id,
@@ -393,11 +403,11 @@ export const Notifications = {
 export function agentInputText(p: Omit<NotificationParams<'agent.input'>, 'line'>, lineText: string): string {
   return (
     `{"jsonrpc":"2.0","method":"agent.input","params":{"session_id":${JSON.stringify(p.session_id)},"seq":${p.seq},"line":${lineText}` +
-    `${p.ack === undefined ? '' : `,"ack":${p.ack}`}}}`
+    `${p.ack === undefined ? '' : `,"ack":${p.ack}`}${p.trace === undefined ? '' : `,"trace":${JSON.stringify(p.trace)}`}}}`
   );
 }
 /** Every field of agent.input that agentInputText writes: a field added to the schema and not there fails to compile. */
-const INPUT_TEXT_FIELDS = ['session_id', 'seq', 'line', 'ack'] as const;
+const INPUT_TEXT_FIELDS = ['session_id', 'seq', 'line', 'ack', 'trace'] as const;
 const inputTextComplete: Exclude<keyof NotificationParams<'agent.input'>, (typeof INPUT_TEXT_FIELDS)[number]> extends never ? true : never =
   true;
 void inputTextComplete;

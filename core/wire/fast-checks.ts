@@ -39,9 +39,18 @@ function onlyKeys(v: Record<string, unknown>, keys: ReadonlySet<string>): boolea
 const isEngineInput = isJsonObject;
 
 /** Immutable tables (never added to), so safe to share as module values. */
-const POST_KEYS: ReadonlySet<string> = new Set(['session_id', 'input_id', 'line']);
-const INPUT_KEYS: ReadonlySet<string> = new Set(['session_id', 'seq', 'line', 'ack']);
-const OUTPUT_KEYS: ReadonlySet<string> = new Set(['session_id', 'seq', 'meta', 'read_at_ms', 'input_ack']);
+const POST_KEYS: ReadonlySet<string> = new Set(['session_id', 'input_id', 'line', 'trace']);
+const INPUT_KEYS: ReadonlySet<string> = new Set(['session_id', 'seq', 'line', 'ack', 'trace']);
+const OUTPUT_KEYS: ReadonlySet<string> = new Set(['session_id', 'seq', 'meta', 'read_at_ms', 'input_ack', 'trace']);
+const TRACE_KEYS: ReadonlySet<string> = new Set(['traceparent', 'tracestate']);
+/** `traceparent` of core/protocol/trace-context.ts. */
+const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+/** `TraceContext` (trace-context.ts): what a message carries while tracing is on. */
+function isTraceContext(v: unknown): boolean {
+  if (!isJsonObject(v) || !onlyKeys(v, TRACE_KEYS)) return false;
+  return typeof v.traceparent === 'string' && TRACEPARENT.test(v.traceparent) && (v.tracestate === undefined || isShort(v.tracestate, 512));
+}
 const META_KEYS: ReadonlySet<string> = new Set(['type', 'subtype', 'request_id', 'is_error', 'state', 'engine_session_id']);
 const FRAME_KEYS: ReadonlySet<string> = new Set(['session_id', 'seq', 'origin', 'event']);
 const PROMPT_KEYS: ReadonlySet<string> = new Set(['type', 'subtype', 'principal', 'client_id', 'message', 'input_id', 'at']);
@@ -75,7 +84,13 @@ function isLineMeta(v: unknown): boolean {
 
 /** Checks of JSON notifications' params, by method (those a prompt round trip carries). */
 export const FAST_NOTIFICATION_CHECKS = {
-  'session.post': (p) => isJsonObject(p) && onlyKeys(p, POST_KEYS) && isId(p.session_id) && isId(p.input_id) && isEngineInput(p.line),
+  'session.post': (p) =>
+    isJsonObject(p) &&
+    onlyKeys(p, POST_KEYS) &&
+    isId(p.session_id) &&
+    isId(p.input_id) &&
+    isEngineInput(p.line) &&
+    (p.trace === undefined || isTraceContext(p.trace)),
   /** A frame carrying the echo of a prompt (frames carrying lines are read without parsing, session-frame.ts). */
   'session.frame': (p) =>
     isJsonObject(p) && onlyKeys(p, FRAME_KEYS) && isId(p.session_id) && isSeq(p.seq) && p.origin === 'gateway' && isPromptEvent(p.event),
@@ -85,7 +100,8 @@ export const FAST_NOTIFICATION_CHECKS = {
     isId(p.session_id) &&
     isSeq(p.seq) &&
     isEngineInput(p.line) &&
-    (p.ack === undefined || isSeq(p.ack)),
+    (p.ack === undefined || isSeq(p.ack)) &&
+    (p.trace === undefined || isTraceContext(p.trace)),
 } as const satisfies Readonly<Record<string, FastCheck>>;
 
 /** Checks of binary notifications' header params, by method. */
@@ -97,5 +113,6 @@ export const FAST_BINARY_CHECKS = {
     isSeq(p.seq) &&
     isLineMeta(p.meta) &&
     (p.read_at_ms === undefined || isSeq(p.read_at_ms)) &&
-    (p.input_ack === undefined || isSeq(p.input_ack)),
+    (p.input_ack === undefined || isSeq(p.input_ack)) &&
+    (p.trace === undefined || isTraceContext(p.trace)),
 } as const satisfies Readonly<Record<string, FastCheck>>;

@@ -155,6 +155,7 @@ export class HomeEndpoint {
     if (!p.canCreate) throw new TetherError('PERMISSION_DENIED', 'this token may not create sessions');
     const session = await this.dir.create(p, params.agent, params.engine, params.options ?? {}, randomUUID(), {
       createId: params.create_id,
+      trace: params.trace,
     });
     const role = session.roles.roleFor(p);
     session.attach(m, role);

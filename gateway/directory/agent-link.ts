@@ -8,6 +8,8 @@ import type { SpawnPolicy } from '../../core/policy/hook.js';
 import type { Principal } from '../door/principal.js';
 import type { Durability, EngineHost, Session } from '../session/session.js';
 import type { GatewayMetrics } from '../metrics.js';
+import type { TraceContext } from '../../core/protocol/trace-context.js';
+import type { TraceSlot, Tracer } from '../../core/telemetry/tracer.js';
 
 /**
  * Acks are cumulative and batched: once this many frames (or ACK_EVERY_BYTES of them) are
@@ -31,6 +33,10 @@ export interface LinkSessions {
   get(id: string): Session | undefined;
   /** Ids of the sessions this agent runs that have not ended. */
   liveSessionIdsOf(agent: string): string[];
+  /** The gateway's tracer while tracing is on. */
+  readonly tracer?: Tracer;
+  /** The trace of the client input being applied now, carried on to the agent. */
+  readonly inputTrace?: TraceSlot;
 }
 
 /**
@@ -63,10 +69,20 @@ export class AgentLink implements EngineHost {
       const s = this.sessions.get(p.session_id);
       if (this.disposed) return;
       if (p.input_ack !== undefined) this.onInputAck(p.session_id, p.input_ack);
+      // The first line of a group the agent read at once carries the group's trace: one span per group here too.
+      const span =
+        p.trace &&
+        this.sessions.tracer?.start(
+          'tether.gateway.output',
+          p.trace,
+          { 'tether.session_id': p.session_id, 'tether.seq': p.seq, 'tether.line.type': p.meta.type, 'tether.line.bytes': body.byteLength },
+          'consumer',
+        );
       // Output of a session nobody here knows is acked anyway, so the agent can let it go.
       if (s && s.agent === this.name && s.onEngineLine(p.seq, body, p.meta, p.read_at_ms)) {
         this.metrics?.relayed('from_agent', body.byteLength);
       }
+      span?.end();
       this.noteForAck(p.session_id, p.seq, body.byteLength);
     });
     peer.onNotification('session.input_ack', (p) => this.onInputAck(p.session_id, p.seq));
@@ -114,6 +130,8 @@ export class AgentLink implements EngineHost {
     policy: SpawnPolicy = {},
     continueAt?: ParamsOf<'agent.spawn'>['continue_at'],
     transcript?: ParamsOf<'agent.spawn'>['transcript'],
+    /** The create's trace (tracing on): the engine's TRACEPARENT. */
+    trace?: TraceContext,
   ) {
     const params = {
       session_id: sessionId,
@@ -123,6 +141,7 @@ export class AgentLink implements EngineHost {
       ...(policy.roots ? { policy_roots: policy.roots } : {}),
       ...(continueAt ? { continue_at: continueAt } : {}),
       ...(transcript ? { transcript } : {}),
+      ...(trace ? { trace } : {}),
     };
     return this.peer.request('agent.spawn', params, { timeoutMs: SPAWN_WAIT_MS });
   }
@@ -143,9 +162,10 @@ export class AgentLink implements EngineHost {
       throw new TetherError('INVALID_ARGUMENT', `input ${seq} cannot be sent to the agent: ${(err as Error).message}`);
     }
     const ack = this.foldAcks ? this.takeOwedAck(sessionId) : undefined;
+    const trace = this.sessions.inputTrace?.current; // the client's input this is (tracing on), taken before the wait
     this.durability.mayShow(() => {
       // Posted (no promise per input); a closed link keeps it pending, re-sent after the agent's next hello.
-      if (!this.peer.post(agentInputText({ session_id: sessionId, seq, ack }, lineText)))
+      if (!this.peer.post(agentInputText({ session_id: sessionId, seq, ack, trace }, lineText)))
         this.log.warn({ sessionId, seq }, 'input not handed to the agent link');
     });
     this.metrics?.relayed('to_agent', Buffer.byteLength(lineText));

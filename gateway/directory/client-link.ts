@@ -12,6 +12,7 @@ import type { SessionCall, SessionCallParams } from '../../core/protocol/methods
 import type { ProxiedClient } from './sessions-elsewhere.js';
 import { frameByteLength, type FrameBytes } from '../../core/wire/session-frame.js';
 import { cutOf } from '../../core/channel/channel.js';
+import type { TraceContext } from '../../core/protocol/trace-context.js';
 
 /**
  * Per-connection outbound budget before the peer is cut as a slow consumer. threats.md
@@ -89,8 +90,31 @@ export class ClientLink implements ProxiedClient {
   private call<M extends SessionCall>(method: M, params: SessionCallParams<M>): Promise<ResultOf<M>> {
     const p = this.principal_;
     if (!this.dir.get(params.session_id)) {
-      const forwarded = this.dir.elsewhere?.forward(method, params, this, p);
-      if (forwarded) return forwarded;
+      // The cluster hop: this gateway's span goes with the call, as the parent of the home's.
+      const parent = (params as { trace?: TraceContext }).trace;
+      const span =
+        this.dir.elsewhere &&
+        this.dir.tracer?.start(
+          'tether.gateway.forward',
+          parent,
+          { 'tether.method': method, 'tether.session_id': params.session_id },
+          'client',
+        );
+      const forwarded = this.dir.elsewhere?.forward(
+        method,
+        span ? ({ ...params, trace: span.context } as SessionCallParams<M>) : params,
+        this,
+        p,
+      );
+      if (forwarded) {
+        if (span)
+          forwarded.then(
+            () => span.end(),
+            (err: unknown) => span.end(err),
+          );
+        return forwarded;
+      }
+      span?.end();
     }
     return applySessionCall(this.dir, { principal: p, member: this }, method, params, this.metrics);
   }
@@ -116,6 +140,31 @@ export class ClientLink implements ProxiedClient {
     );
   }
 
+  /** A create: at the gateway its agent is connected to (this one, or another of the cluster). */
+  private async create(p: Principal, params: ParamsOf<'session.create'>): Promise<ResultOf<'session.create'>> {
+    const elsewhere = this.dir.agent(params.agent) ? undefined : await this.dir.elsewhere?.create(params, this, p);
+    if (elsewhere) {
+      this.attached.add(elsewhere.session.id); // made and attached at the gateway its agent is connected to
+      return elsewhere;
+    }
+    const session = await this.dir.create(p, params.agent, params.engine, params.options ?? {}, randomUUID(), {
+      createId: params.create_id,
+      trace: params.trace,
+      onProgress: (progress) =>
+        void this.peer.notify('session.create_progress', { ...progress, create_id: params.create_id }).catch(() => {}),
+    });
+    if (this.peer.channel.isClosed) {
+      // Gone before the answer: with a create_id it asks again on its next connection; without
+      // one nobody can ever learn of this session, so its engine is not left running.
+      if (params.create_id === undefined) void session.stop(undefined, 'its creator left before the answer').catch(() => {});
+      throw new TetherError('UNAVAILABLE', 'connection closed');
+    }
+    const role = session.roles.roleFor(p);
+    session.attach(this, role);
+    this.attached.add(session.id);
+    return { session: session.info(), role, client_id: this.clientId };
+  }
+
   /** A connection that closed must not be attached to anything: it would never be detached. */
   private assertOpen(): void {
     if (this.peer.channel.isClosed) throw new TetherError('UNAVAILABLE', 'connection closed');
@@ -128,26 +177,16 @@ export class ClientLink implements ProxiedClient {
       .onRequest('sessions.list', async (params) => sessionsPage(await this.dir.listAllSessions(p), params))
       .onRequest('session.create', async (params) => {
         if (!p.canCreate) throw new TetherError('PERMISSION_DENIED', 'this token may not create sessions');
-        const elsewhere = this.dir.agent(params.agent) ? undefined : await this.dir.elsewhere?.create(params, this, p);
-        if (elsewhere) {
-          this.attached.add(elsewhere.session.id); // made and attached at the gateway its agent is connected to
-          return elsewhere;
+        const span = this.dir.tracer?.start('tether.gateway.create', params.trace, { 'tether.agent': params.agent }, 'server');
+        try {
+          const made = await this.create(p, { ...params, trace: span?.context ?? params.trace });
+          span?.set({ 'tether.session_id': made.session.id });
+          span?.end();
+          return made;
+        } catch (err) {
+          span?.end(err);
+          throw err;
         }
-        const session = await this.dir.create(p, params.agent, params.engine, params.options, randomUUID(), {
-          createId: params.create_id,
-          onProgress: (progress) =>
-            void this.peer.notify('session.create_progress', { ...progress, create_id: params.create_id }).catch(() => {}),
-        });
-        if (this.peer.channel.isClosed) {
-          // Gone before the answer: with a create_id it asks again on its next connection; without
-          // one nobody can ever learn of this session, so its engine is not left running.
-          if (params.create_id === undefined) void session.stop(undefined, 'its creator left before the answer').catch(() => {});
-          throw new TetherError('UNAVAILABLE', 'connection closed');
-        }
-        const role = session.roles.roleFor(p);
-        session.attach(this, role);
-        this.attached.add(session.id);
-        return { session: session.info(), role, client_id: this.clientId };
       })
       .onRequest('session.attach', async (params) => {
         this.assertOpen();

@@ -1,4 +1,5 @@
 import { asTetherError, TetherError } from '../../core/errors.js';
+import type { TraceContext } from '../../core/protocol/trace-context.js';
 import type { SpawnPolicy } from '../../core/policy/hook.js';
 import type { Logger } from '../../core/logging.js';
 import type { CreateProgress } from '../../core/protocol/methods.js';
@@ -22,6 +23,8 @@ export interface CreateRequest {
   createId?: string;
   /** Told each time the create waits (for the agent to come back). */
   onProgress?: (p: CreateProgress) => void;
+  /** The create's trace (tracing on), carried to the agent's spawn. */
+  trace?: TraceContext;
 }
 
 /** What creating needs from the session directory. */
@@ -123,7 +126,7 @@ export class PendingCreates {
     const session = this.host.open(p, req.agent, kind, req.options, id);
     this.starting.add(id);
     try {
-      await this.bindEngine(session, kind, session.options, tell); // as the policy left them (e.g. its default model)
+      await this.bindEngine(session, kind, session.options, tell, req.trace); // as the policy left them (e.g. its default model)
     } catch (err) {
       this.host.abandon(session, `its engine did not start: ${asTetherError(err).message}`, err);
       throw err;
@@ -140,6 +143,7 @@ export class PendingCreates {
     kind: EngineKind,
     options: SessionOptions,
     tell: ((p: CreateProgress) => void) | undefined,
+    trace: TraceContext | undefined,
   ): Promise<void> {
     const name = session.agent;
     for (let attempt = 1; ; attempt++) {
@@ -164,7 +168,7 @@ export class PendingCreates {
           `agent "${name}" kept dropping its link while the engine started (${MAX_SPAWN_ATTEMPTS} attempts)`,
         );
       try {
-        await link.spawn(session.id, kind, options, this.host.spawnPolicy(name, options));
+        await link.spawn(session.id, kind, options, this.host.spawnPolicy(name, options), undefined, undefined, trace);
       } catch (err) {
         const e = asTetherError(err);
         // The agent already runs it: an earlier spawn got through on this very link.

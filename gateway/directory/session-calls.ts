@@ -35,9 +35,16 @@ export async function applySessionCall<M extends SessionCall>(
   switch (method) {
     case 'session.attach': {
       const a = params as ParamsOf<'session.attach'>;
+      const span = dir.tracer?.start(
+        'tether.gateway.attach',
+        a.trace,
+        { 'tether.session_id': session.id, 'tether.from_seq': a.from_seq },
+        'server',
+      );
       const role: Role = session.roles.roleFor(p, a.read_only);
       const nextSeq = session.attach(c.member, role, a.from_seq, a.previous_client_id);
       if (a.from_seq !== undefined) metrics?.resumed('client');
+      span?.end();
       return { session: session.info(), role, client_id: clientId, next_seq: nextSeq } as ResultOf<M>;
     }
     case 'session.info':
@@ -50,13 +57,24 @@ export async function applySessionCall<M extends SessionCall>(
       requireControlScope(p, 'send to sessions');
       if (s.line.type === 'control_request') checkControlAudited(dir, session, p, clientId, s.line, session.roleOf(clientId));
       if (s.line.type === 'control_response') checkAnswerModes(dir.policy.current, s.line, { ...p, role: session.roleOf(clientId) });
-      const status = session.input(
-        clientId,
-        s.input_id,
-        s.line,
-        metrics && ((text) => metrics.relayed('from_client', Buffer.byteLength(text))),
+      const applied = metrics && ((text: string) => metrics.relayed('from_client', Buffer.byteLength(text)));
+      if (!dir.tracer) return { status: session.input(clientId, s.input_id, s.line, applied) } as ResultOf<M>;
+      // One span per client input at this hop; the agent.input it sends carries it on (agent-link.ts).
+      const span = dir.tracer.start(
+        'tether.gateway.input',
+        s.trace,
+        { 'tether.session_id': session.id, 'tether.input_id': s.input_id },
+        'server',
       );
-      return { status } as ResultOf<M>;
+      try {
+        const status = dir.inputTrace.run(span.context, () => session.input(clientId, s.input_id, s.line, applied));
+        span.set({ 'tether.input.type': s.line.type as string, 'tether.input.status': status }); // a type the session took: one it knows
+        span.end();
+        return { status } as ResultOf<M>;
+      } catch (err) {
+        span.end(err);
+        throw err;
+      }
     }
     case 'session.set_role': {
       const r = params as ParamsOf<'session.set_role'>;

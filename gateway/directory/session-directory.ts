@@ -1,4 +1,5 @@
 import { TetherError } from '../../core/errors.js';
+import { TraceSlot, type Tracer } from '../../core/telemetry/tracer.js';
 import type { Logger } from '../../core/logging.js';
 import { tetherEvent } from '../../core/protocol/events.js';
 import type { AgentInfo, SessionInfo } from '../../core/protocol/methods.js';
@@ -55,6 +56,10 @@ export class SessionDirectory {
   private readonly policyHook: boolean;
   /** Sessions and agents on the other gateways of a cluster (gateway/cluster/); none outside one. */
   elsewhere: SessionsElsewhere | undefined;
+  /** The gateway's tracer while tracing is on (core/telemetry/); none: off. */
+  tracer: Tracer | undefined;
+  /** The trace of the client input being applied, for the `agent.input` it sends (agent-link.ts). */
+  readonly inputTrace = new TraceSlot();
 
   constructor(
     private readonly limits: DirectoryLimits,
@@ -288,7 +293,7 @@ export class SessionDirectory {
     engine: EngineKind | undefined,
     options: SessionOptions,
     id: string,
-    extra: Pick<CreateRequest, 'createId' | 'onProgress'> = {},
+    extra: Pick<CreateRequest, 'createId' | 'onProgress' | 'trace'> = {},
   ): Promise<Session> {
     try {
       assertSessionOptionsBounded(options); // every path to a new session comes here: native, dialect, ACP, other gateways

@@ -21,6 +21,7 @@ import { startFakeAnthropic, type FakeAnthropic, type FakeScenario } from './fak
 import { startNatsServer, type NatsServer } from './nats-server.js';
 import { FAST_BACKOFF } from './restartable-stack.js';
 import { withTimeout } from './stack.js';
+import type { Telemetry } from '../../core/telemetry/tracer.js';
 
 export interface ClusterGateway {
   daemon: Daemon;
@@ -82,6 +83,10 @@ export async function startClusterStack(opts: {
   nats?: Parameters<typeof startNatsServer>[0];
   /** The agent's host key (default none). */
   agentHostKey?: KeyObject;
+  /** Added to each gateway's environment (e.g. OTEL_* for traces). */
+  gatewayEnv?: NodeJS.ProcessEnv;
+  /** The agent's tracing. */
+  agentTelemetry?: Telemetry;
 }): Promise<ClusterStack> {
   const dirs: TempDir[] = [];
   const temp = (prefix: string) => {
@@ -121,7 +126,7 @@ export async function startClusterStack(opts: {
           ...(opts.gatewayArgs ?? []),
         ],
         {
-          env: { TETHER_STATE_DIR: stateDir, ...(nats.pass ? { TETHER_CLUSTER_PASSWORD: nats.pass } : {}) },
+          env: { ...opts.gatewayEnv, TETHER_STATE_DIR: stateDir, ...(nats.pass ? { TETHER_CLUSTER_PASSWORD: nats.pass } : {}) },
         },
       );
       cleanups.push(named(`gateway ${n}`, () => daemon.stop('SIGKILL')));
@@ -145,6 +150,7 @@ export async function startClusterStack(opts: {
       engineEnv: claudeTestEnv({ home: temp('tether-home-'), baseUrl: fake.url }),
       cwd,
       hostKey: opts.agentHostKey,
+      telemetry: opts.agentTelemetry,
       backoff: FAST_BACKOFF,
       eofGraceMs: 1_000,
       termGraceMs: 1_000,

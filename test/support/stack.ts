@@ -19,6 +19,7 @@ import type { AuditLog } from '../../gateway/audit/audit-log.js';
 import { Gateway, type GatewayLimits } from '../../gateway/gateway.js';
 import { startGatewayServer, type GatewayServer } from '../../gateway/server.js';
 import type { PolicyProvider } from '../../gateway/policy/policy-source.js';
+import type { Telemetry } from '../../core/telemetry/tracer.js';
 
 export type TransportName = 'ws' | 'grpc';
 
@@ -53,6 +54,8 @@ export interface StackOptions {
   policy?: PolicyProvider;
   /** The gateway's frame limit (default CHANNEL_DEFAULTS.maxFrameBytes). */
   maxFrameBytes?: number;
+  /** The gateway's tracing (the agent's goes in agentOptions). */
+  telemetry?: Telemetry;
 }
 
 /** How a stack authenticates. */
@@ -116,7 +119,13 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       now: authOpts?.now?.(),
     });
   };
-  const gateway = new Gateway({ limits: opts.limits, logger: opts.logger, audit: opts.audit, policy: opts.policy });
+  const gateway = new Gateway({
+    limits: opts.limits,
+    logger: opts.logger,
+    audit: opts.audit,
+    policy: opts.policy,
+    telemetry: opts.telemetry,
+  });
   const server = await startGatewayServer(gateway, {
     port: 0,
     grpcPort: 0,
