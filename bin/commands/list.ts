@@ -56,6 +56,32 @@ export const sessionsCommand: Command = {
     ),
 };
 
+export const worktreesCommand: Command = {
+  name: 'worktrees',
+  summary: "list sessions' git worktrees: running ones, and those kept at the end because they held changes",
+  usage: `${listUsage(
+    'worktrees',
+    'print a JSON array of sessions (id, agent, state, worktree: path, branch, base, state, reason)',
+  ).replace('[--json]', '[--agent NAME] [--json]')}
+
+  --agent NAME    only worktrees on this agent
+A worktree removed at the end (it was clean) is not listed. Ended sessions are listed while the
+gateway keeps them (its ended-session retention); after that 'git worktree list' in the repository
+shows what is left in its .tether-worktrees folder.`,
+  options: { ...LIST_OPTIONS, agent: { type: 'string' } },
+  run: (v) =>
+    printList(
+      v,
+      async (c) =>
+        (await c.listSessions()).filter(
+          (s) => s.worktree !== undefined && s.worktree.state !== 'removed' && (v.agent === undefined || s.agent === v.agent),
+        ),
+      v.agent === undefined ? 'no worktrees' : `no worktrees on agent ${v.agent as string}`,
+      ['SESSION', 'AGENT', 'WORKTREE', 'BRANCH', 'PATH', 'REASON'],
+      (s) => [s.id, s.agent, s.worktree?.state ?? '-', s.worktree?.branch ?? '-', s.worktree?.path ?? '-', s.worktree?.reason ?? '-'],
+    ),
+};
+
 /**
  * Connects, fetches a list, prints it as JSON (--json) or a table, and closes. In a cluster
  * (items name their gateway) the table gains a GATEWAY column: which gateway holds each.

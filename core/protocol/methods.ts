@@ -3,6 +3,7 @@ import { EngineKind, SessionOptions } from './session-options.js';
 import { Role, SessionState, TetherEvent } from './events.js';
 import { AuditQuery, AuditResult } from './audit.js';
 import { RpcErrorObject } from './jsonrpc.js';
+import { WorktreeInfo } from './worktree.js';
 
 /**
  * Every method of the gateway protocol, defined once. Requests carry an id and get a
@@ -109,6 +110,8 @@ export const SessionInfo = z.object({
   agent_away_since: z.string().optional(),
   /** While the agent is away: inputs waiting for it (bounded), sent when it is back. */
   queued_inputs: z.number().int().nonnegative().optional(),
+  /** The session's git worktree (options.worktree), as its agent last reported it; kept after the end when it was dirty. */
+  worktree: WorktreeInfo.optional(),
 });
 export type SessionInfo = z.infer<typeof SessionInfo>;
 
