@@ -30,7 +30,7 @@ import type { SpawnPolicy } from '../core/policy/hook.js';
 import { SessionRelay, type OutputSink, type RelayStart } from './session-relay.js';
 import { DeferredInputAcks } from './input-acks.js';
 import { checkSessionFolder } from './session-roots.js';
-import { createWorktree, endWorktree } from './worktree.js';
+import { createWorktree, endWorktree, folderInWorktree } from './worktree.js';
 import { tetherEvent } from '../core/protocol/events.js';
 import { readTranscript, writeTranscript } from './transcript.js';
 import { checkMentionsAt, type MentionScope } from './mention-check.js';
@@ -264,7 +264,7 @@ export class Agent {
       options.worktree === undefined ? undefined : await createWorktree(folder, sessionId, options.worktree, place, start !== undefined);
     const worktree = made?.worktree;
     if (worktree) {
-      cwd = worktree.path;
+      cwd = folderInWorktree(worktree, folder);
       if (policy.roots) checkSessionFolder(cwd, policy.roots.folders, this.opts.name, `policy rule: ${policy.roots.rule}`);
       if (this.relays.has(sessionId)) throw new TetherError('ALREADY_EXISTS', `session ${sessionId} already runs here`);
     }

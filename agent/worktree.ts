@@ -9,7 +9,7 @@
  */
 import { execFile } from 'node:child_process';
 import { appendFileSync, existsSync, lstatSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
-import { isAbsolute, join, resolve } from 'node:path';
+import { isAbsolute, join, relative, resolve } from 'node:path';
 import { TetherError } from '../core/errors.js';
 import { defaultWorktreeBranch, WorktreeBranch, type WorktreeInfo, type WorktreeRequest } from '../core/protocol/worktree.js';
 import { checkSessionFolder } from './session-roots.js';
@@ -88,6 +88,18 @@ export async function createWorktree(
   });
   checkSessionFolder(path, place.roots, place.agent); // where it really is, symlinks followed
   return { worktree: { path, branch, base, repository: top, state: 'active' }, created: true };
+}
+
+/**
+ * Where in the worktree the engine works: the same place relative to the repository's top as
+ * `folder` (a session started in `<repo>/pkg/a` works in `<worktree>/pkg/a`), or the worktree's
+ * top when that folder is not in the checkout (untracked in the main one).
+ */
+export function folderInWorktree(wt: WorktreeInfo, folder: string): string {
+  const inside = relative(wt.repository, realpathSync(folder));
+  if (inside === '' || inside.startsWith('..') || isAbsolute(inside)) return wt.path;
+  const mapped = join(wt.path, inside);
+  return existsSync(mapped) && lstatSync(mapped).isDirectory() ? mapped : wt.path;
 }
 
 /**

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { SessionInfo } from '../core/protocol/methods.js';
 import type { GatewayClient } from '../client/gateway-client.js';
-import { createWorktree, endWorktree } from '../agent/worktree.js';
+import { createWorktree, endWorktree, folderInWorktree } from '../agent/worktree.js';
 import { MemoryAuditLog } from '../gateway/audit/audit-log.js';
 import { cleanupsPerTest } from './support/cleanups.js';
 import { runTether } from './support/cli.js';
@@ -32,7 +32,9 @@ function repoUnderRoot(): { root: string; repo: string } {
   git(repo, 'config', 'user.email', 'test@example.com');
   git(repo, 'config', 'user.name', 'Test');
   writeFileSync(join(repo, 'shared.txt'), 'base\n');
-  git(repo, 'add', 'shared.txt');
+  mkdirSync(join(repo, 'pkg', 'a'), { recursive: true });
+  writeFileSync(join(repo, 'pkg', 'a', 'index.txt'), 'a\n');
+  git(repo, 'add', 'shared.txt', 'pkg');
   git(repo, 'commit', '-q', '-m', 'base');
   return { root, repo };
 }
@@ -194,6 +196,10 @@ describe('the end of a worktree, and its reuse', () => {
     expect(existsSync(wt.path)).toBe(true);
     expect(git(repo, 'branch', '--list', wt.branch)).toContain(wt.branch);
     git(wt.path, 'reset', '-q', '--hard', wt.base); // back to the base: nothing of the session's left
+    expect(folderInWorktree(wt, repo)).toBe(wt.path);
+    expect(folderInWorktree(wt, join(repo, 'pkg', 'a'))).toBe(join(wt.path, 'pkg', 'a')); // the same place in the worktree
+    mkdirSync(join(repo, 'untracked-dir'));
+    expect(folderInWorktree(wt, join(repo, 'untracked-dir'))).toBe(wt.path); // not in the checkout: the worktree's top
     expect(await endWorktree(wt, {})).toEqual({ ...wt, state: 'removed', reason: undefined });
     expect(existsSync(wt.path)).toBe(false);
     expect(git(repo, 'branch', '--list', wt.branch)).toBe('');
