@@ -49,6 +49,9 @@ export async function createWorktree(
   place: WorktreePlace,
   reuse: boolean,
 ): Promise<{ worktree: WorktreeInfo; created: boolean }> {
+  // The id names a folder: never a path (ids the gateway makes are UUIDs).
+  if (!/^[A-Za-z0-9_-][A-Za-z0-9._-]*$/.test(sessionId))
+    throw new TetherError('INVALID_ARGUMENT', `session id ${JSON.stringify(sessionId)} cannot name a worktree folder`);
   const top = realpathSync(
     await git(place.user, cwd, ['rev-parse', '--show-toplevel']).catch((err: Error) => {
       throw new TetherError(

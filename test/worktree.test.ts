@@ -172,6 +172,8 @@ describe('what a worktree create refuses, and why', () => {
       const err = await rejectionOf(createWorktree(repo, 'session-1', { branch }, place, false));
       expect(err.code).toBe('INVALID_ARGUMENT');
     }
+    const dotted = await rejectionOf(createWorktree(repo, '../escape', true, place, false)); // an id never names a path
+    expect(dotted.code).toBe('INVALID_ARGUMENT');
     expect(git(repo, 'branch', '--list')).toBe('* main');
     expect(existsSync(join(repo, '.tether-worktrees'))).toBe(false);
   });
