@@ -4,11 +4,13 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { SessionInfo } from '../core/protocol/methods.js';
 import type { GatewayClient } from '../client/gateway-client.js';
+import { Agent } from '../agent/agent.js';
 import { createWorktree, endWorktree, folderInWorktree } from '../agent/worktree.js';
 import { MemoryAuditLog } from '../gateway/audit/audit-log.js';
 import { cleanupsPerTest } from './support/cleanups.js';
 import { runTether } from './support/cli.js';
 import { startRig } from './support/engines.js';
+import { startStack } from './support/stack.js';
 import { rejectionOf } from './support/items.js';
 import { readTurn } from './support/turns.js';
 import { eventually } from './support/wait.js';
@@ -206,4 +208,44 @@ describe('the end of a worktree, and its reuse', () => {
     expect(existsSync(wt.path)).toBe(false);
     expect(git(repo, 'branch', '--list', wt.branch)).toBe('');
   });
+});
+
+describe('a worktree session across an agent restart', () => {
+  it('the next agent process resumes the engine in the same worktree: no second worktree, one create in the audit', async () => {
+    const { root, repo } = repoUnderRoot();
+    const audit = new MemoryAuditLog();
+    const stack = cleanups.own(await startStack({ engine: 'demo', audit, agentOptions: { sessionRoots: [root] } }));
+    const client = await stack.client();
+    const session = await client.createSession({ agent: 'test-agent', options: { cwd: repo, worktree: true } });
+    const wt = session.info.worktree!;
+    await stack.agent.drain(0, 2_000); // a graceful restart: the engine stops, the session waits for the next agent process
+    const next = new Agent({
+      gateway: stack.wsUrl,
+      name: 'test-agent',
+      token: await stack.mint({ kind: 'agent', sub: 'test-agent' }),
+      engine: 'demo',
+      sessionRoots: [root],
+      eofGraceMs: 2_000,
+      termGraceMs: 2_000,
+    });
+    cleanups.push(() => next.shutdown(2_000));
+    await next.start();
+    await eventually(
+      () => client.getSession(session.id),
+      (s) => s.state === 'idle' && s.agent_away_since === undefined,
+      'the engine to be resumed',
+    );
+    await session.sendUserMessage('create a file');
+    await readTurn(session, (p) => ({ behavior: 'allow', updatedInput: p.input }));
+    expect(existsSync(join(wt.path, 'tether-demo.txt'))).toBe(true); // the new engine works in the same worktree
+    expect(git(repo, 'worktree', 'list', '--porcelain').match(/\.tether-worktrees/g)).toHaveLength(1);
+    await session.stop();
+    const end = await ended(client, session.id);
+    expect(end.worktree).toEqual({ ...wt, state: 'kept', reason: '1 changed or untracked file' });
+    const records = (await audit.read({ session_id: session.id })).entries.filter((e) => e.action.startsWith('worktree_'));
+    expect(records.map((e) => [e.action, e.principal])).toEqual([
+      ['worktree_create', 'test-user'],
+      ['worktree_end', 'tether'],
+    ]);
+  }, 60_000);
 });
