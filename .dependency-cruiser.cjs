@@ -40,7 +40,7 @@ const EDGES = [
   {
     name: 'processes-at-the-edges',
     module: '^(node:)?child_process$',
-    allowed: '^(agent/(engine-process|engine-version|demo-engine/shell)|bin/open-browser)\\.ts$',
+    allowed: '^(agent/(engine-process|engine-version|worktree|demo-engine/shell)|bin/open-browser)\\.ts$',
   },
   { name: 'openid-client-in-the-door', module: pkg('openid-client'), allowed: '^gateway/door/oidc-sign-in\\.ts$' },
   { name: 'jose-in-core-auth', module: pkg('jose'), allowed: '^core/auth/' },
@@ -123,10 +123,10 @@ module.exports = {
       name: 'web-page-is-a-browser-program',
       severity: 'error',
       comment:
-        "client/web is the page the gateway serves, a client running in a browser: it may use the wire types of core/protocol, the error table, the JSON-RPC engine, the clients' backoff and heartbeat bound, the tool view, the session-rule reading and the queue and turn wording it shares with the terminal client, and its UI libraries, nothing of Node",
+        "client/web is the page the gateway serves, a client running in a browser: it may use the wire types of core/protocol, the error table, the JSON-RPC engine, the clients' backoff and heartbeat bound, the tool view, the session-rule reading and the queue, turn and worktree wording it shares with the terminal client, and its UI libraries, nothing of Node",
       from: { path: '^client/web/' },
       to: {
-        pathNot: `^(client/web/|core/protocol/|core/errors\\.ts$|${BROWSER_RPC}|core/util/backoff\\.ts$|core/link/heartbeat\\.ts$|client/tool-view\\.ts$|client/permission-policy\\.ts$|client/queue-view\\.ts$|client/turn-view\\.ts$)|${pkg('(preact|marked|dompurify)')}`,
+        pathNot: `^(client/web/|core/protocol/|core/errors\\.ts$|${BROWSER_RPC}|core/util/backoff\\.ts$|core/link/heartbeat\\.ts$|client/tool-view\\.ts$|client/permission-policy\\.ts$|client/queue-view\\.ts$|client/turn-view\\.ts$|client/worktree-view\\.ts$)|${pkg('(preact|marked|dompurify)')}`,
       },
     },
     {

@@ -33,6 +33,8 @@ import type { SpawnPolicy } from '../core/policy/hook.js';
 import { SessionRelay, type OutputSink, type RelayStart } from './session-relay.js';
 import { DeferredInputAcks } from './input-acks.js';
 import { checkSessionFolder } from './session-roots.js';
+import { createWorktree, endWorktree, folderInWorktree } from './worktree.js';
+import { tetherEvent } from '../core/protocol/events.js';
 import { readTranscript, writeTranscript } from './transcript.js';
 import { checkMentionsAt, type MentionScope } from './mention-check.js';
 
@@ -270,7 +272,8 @@ export class Agent {
     if (this.stopping) throw new TetherError('UNAVAILABLE', 'agent is shutting down');
     if (this.relays.has(sessionId)) throw new TetherError('ALREADY_EXISTS', `session ${sessionId} already runs here`);
     if (!this.engines.engines.includes(kind)) throw new TetherError('FAILED_PRECONDITION', `this agent cannot run engine "${kind}"`);
-    const cwd = resolvePath(options.cwd ?? this.opts.cwd ?? process.cwd());
+    const folder = resolvePath(options.cwd ?? this.opts.cwd ?? process.cwd());
+    let cwd = folder;
     if (!isDirectory(cwd)) throw new TetherError('INVALID_ARGUMENT', `working folder ${cwd} does not exist on agent "${this.opts.name}"`);
     checkSessionFolder(cwd, this.opts.sessionRoots ?? [], this.opts.name);
     if (policy.roots) checkSessionFolder(cwd, policy.roots.folders, this.opts.name, `policy rule: ${policy.roots.rule}`); // the gateway checked the path as written; this follows symlinks
@@ -278,6 +281,17 @@ export class Agent {
     const extra = checkExtraArgs(options.extra_args ?? [], flags, this.opts.name);
     const { command, args } = engineCommandLine(kind, this.engines, options, extra, flags, this.opts.name);
     const log = this.log.child({ sessionId, engine: kind });
+    const user = { uid: this.opts.engineEnvPolicy?.user?.uid, gid: this.opts.engineEnvPolicy?.user?.gid };
+    // The engine works in the session's own worktree; an engine continuing the session (after an agent restart) finds it there.
+    const place = { roots: this.opts.sessionRoots ?? [], agent: this.opts.name, user };
+    const made =
+      options.worktree === undefined ? undefined : await createWorktree(folder, sessionId, options.worktree, place, start !== undefined);
+    const worktree = made?.worktree;
+    if (worktree) {
+      cwd = folderInWorktree(worktree, folder);
+      if (policy.roots) checkSessionFolder(cwd, policy.roots.folders, this.opts.name, `policy rule: ${policy.roots.rule}`);
+      if (this.relays.has(sessionId)) throw new TetherError('ALREADY_EXISTS', `session ${sessionId} already runs here`);
+    }
     // The SDK's switches only when the client asked (core/protocol/sdk-env.ts), none inherited;
     // the trace context is the spawn's unless the client's app gave its own (an SDK's TRACEPARENT).
     const env = engineEnvironment(
@@ -293,8 +307,8 @@ export class Agent {
       args,
       cwd,
       env,
-      uid: this.opts.engineEnvPolicy?.user?.uid,
-      gid: this.opts.engineEnvPolicy?.user?.gid,
+      uid: user.uid,
+      gid: user.gid,
       eofGraceMs: this.opts.eofGraceMs,
       termGraceMs: this.opts.termGraceMs,
       logger: log,
@@ -319,11 +333,13 @@ export class Agent {
         checkSessionFolder(to, this.opts.sessionRoots ?? [], this.opts.name);
         if (policy.roots) checkSessionFolder(to, policy.roots.folders, this.opts.name, `policy rule: ${policy.roots.rule}`);
       },
+      atEnd: worktree && (async () => tetherEvent({ subtype: 'worktree', worktree: await endWorktree(worktree, user) })),
     };
     const relay = new SessionRelay(sessionId, engine, log, undefined, relayInit, (line) => checkMentionsAt(line, scope), start);
     if (traced) relay.traces = new RelayTraces(traced.tracer, sessionId, traced.spawn);
     this.relays.set(sessionId, relay);
     this.places.set(sessionId, { cwd, home });
+    if (made?.created) relay.note(tetherEvent({ subtype: 'worktree', worktree: made.worktree }));
     try {
       if (options.client_initialize) {
         // The client's own initialize is the engine's one (agent/initialize-merge.ts); a CLI

@@ -60,6 +60,11 @@ export interface RelayInit {
    * the owner's allowances); the relay then answers it itself. Absent: every request goes through.
    */
   checkControl?: (request: Record<string, unknown>) => void;
+  /**
+   * Runs once the engine has exited (not on a hand-over: the session goes on elsewhere); the
+   * event it resolves with goes out just before `exited` (the session's worktree removed or kept).
+   */
+  atEnd?: () => Promise<TetherEvent | undefined>;
 }
 
 /** The gateway's numbering a relay continues: its next output seq, and the last input seq the session's engine took. */
@@ -308,6 +313,11 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
     }
   }
 
+  /** An event of the agent's own about the session (e.g. its worktree), numbered with the engine's output. */
+  note(event: TetherEvent): void {
+    this.emit({ kind: 'event', event });
+  }
+
   /** `value`: the line parsed (an engine line), for the names of the tools it calls when traced. */
   private emit(
     item: { kind: 'line'; bytes: Buffer; meta: LineMeta; readAtMs: number } | { kind: 'event'; event: TetherEvent },
@@ -357,6 +367,8 @@ export class SessionRelay<E extends RelayEngine = EngineProcess> {
       (err: Error): ExitInfo => ({ code: null, signal: null, stderrTail: err.message }), // never started
     );
     if (this.handingOver) return exit;
+    const last = await this.init.atEnd?.();
+    if (last && !this.handingOver) this.emit({ kind: 'event', event: last });
     this.emit({
       kind: 'event',
       event: tetherEvent({

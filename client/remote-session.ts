@@ -195,6 +195,7 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
     if (f.event) {
       if (f.event.subtype === 'state') this.info.state = f.event.state;
       if (f.event.subtype === 'queued') this.queue = f.event.prompts;
+      if (f.event.subtype === 'worktree') this.info.worktree = f.event.worktree; // created, then removed or kept at the end
       this.posts.onEvent(f.event, this.transport.principal);
       this.enqueue({ kind: 'event', seq: f.seq, event: f.event });
       if (f.event.subtype === 'exited') this.finish('done');

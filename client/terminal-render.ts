@@ -1,3 +1,4 @@
+import { worktreeText } from './worktree-view.js';
 import type { TetherEvent } from '../core/protocol/events.js';
 import { presenceChanges } from '../core/protocol/presence.js';
 import { grantedRules, ruleLabel } from './permission-policy.js';
@@ -99,6 +100,8 @@ export function describeEvent(e: TetherEvent): string | undefined {
     }
     case 'engine_resumed':
       return `* ${sanitize(e.message)}`;
+    case 'worktree':
+      return `* ${sanitize(worktreeText(e.worktree))}`;
     case 'owner_changed':
       return `* ${sanitize(e.previous_owner)} handed the session to ${sanitize(e.owner)}`;
     case 'link':

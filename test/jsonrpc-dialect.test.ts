@@ -1,4 +1,5 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { credentials, loadPackageDefinition, Metadata, type ClientDuplexStream } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
@@ -480,6 +481,28 @@ describe('JSON-RPC dialect: malformed input and the printed URL', () => {
     const dir = case_.rig.stack.gateway.directory;
     await waitFor(() => dir.sessionList().some((x) => x.ended), 5_000, 'the session to end');
     expect(dir.sessionList().map((x) => x.currentState)).toEqual(['ended']);
+  });
+
+  it('session_create with worktree: the answer says where the session works; a branch that reads as an option is refused', async () => {
+    case_.rig = await startRig('demo');
+    const repo = case_.rig.cwd;
+    const git = (...args: string[]) => execFileSync('git', ['-C', repo, ...args], { encoding: 'utf8', timeout: 20_000 }).trim();
+    git('init', '-q', '-b', 'main');
+    git('-c', 'user.email=t@example.com', '-c', 'user.name=T', 'commit', '-q', '--allow-empty', '-m', 'first');
+    const pipe = await dialWs(case_.rig.stack.wsUrl, case_.rig.stack.token);
+    pipes.push(pipe);
+    await pipe.client.request('initialize', { protocol_version: '1.0' });
+    const made = (await pipe.client.request('session_create', { agent: 'test-agent', cwd: repo, worktree: { branch: 'rpc/one' } })).result;
+    expect(made.worktree).toEqual({
+      path: join(realpathSync(repo), '.tether-worktrees', made.session_id),
+      branch: 'rpc/one',
+      base: git('rev-parse', 'HEAD'),
+      repository: realpathSync(repo),
+      state: 'active',
+    });
+    const refused = await pipe.client.request('session_create', { agent: 'test-agent', cwd: repo, worktree: { branch: '-D' } });
+    expect(refused.error.code).toBe(-32602);
+    expect(refused.error.message).toContain('not starting with "-"');
   });
 
   it('session_attach from a position the gateway no longer holds says so (gap) and replays the rest', async () => {

@@ -4,11 +4,12 @@ import { connectFrom, connectionHelp, TLS_CLIENT_HELP, TOKEN_FILE_HELP } from '.
 import { printCreateProgress } from '../create-progress.js';
 import { drive, linkReporter, SESSION_DRIVE_OPTIONS } from '../session-drive.js';
 import { TURN_APPROVAL_HELP, TURN_APPROVAL_OPTION, turnApprovalOf } from '../turn-approval-flag.js';
+import { worktreeHelp, WORKTREE_OPTION, worktreeOf } from '../worktree-flag.js';
 
 export const chatCommand: Command = {
   name: 'chat',
   summary: 'start a session on an agent and talk to it (interactive, or --json for scripts)',
-  usage: `Usage: tether chat --agent NAME [--token-file FILE] [--cwd DIR] [--model M] [--permission-mode MODE] [--turn-approval WHO] [--json [--client-initialize]]
+  usage: `Usage: tether chat --agent NAME [--token-file FILE] [--cwd DIR] [--model M] [--permission-mode MODE] [--turn-approval WHO] [--worktree [BRANCH]] [--json [--client-initialize]]
 
 Starts a new session on the agent and attaches to it as its owner.
 Interactive: type prompts; permission prompts ask y / n / a (always for this session);
@@ -32,6 +33,7 @@ ${TOKEN_FILE_HELP}
   --model M                model for the engine
   --permission-mode MODE   initial permission mode
 ${TURN_APPROVAL_HELP}
+${worktreeHelp(false)}
   --json                   pipe mode
   --client-initialize      pipe mode: your first line is the engine's initialize
 ${TLS_CLIENT_HELP}
@@ -44,13 +46,16 @@ ${TLS_CLIENT_HELP}
     'permission-mode': { type: 'string' },
     'client-initialize': { type: 'boolean' },
     ...TURN_APPROVAL_OPTION,
+    ...WORKTREE_OPTION,
   },
+  optionalValues: { worktree: 'next' },
   async run(v) {
     const json = v.json === true;
     const clientInitialize = v['client-initialize'] === true;
     if (clientInitialize && !json) throw new TetherError('INVALID_ARGUMENT', '--client-initialize needs --json (pipe mode)');
     const agent = required(pick(v.agent, 'TETHER_AGENT'), '--agent (or TETHER_AGENT)');
     const turnApproval = turnApprovalOf(v['turn-approval']);
+    const worktree = worktreeOf(v.worktree);
     const client = await connectFrom(v, 'tether-chat', linkReporter(json));
     try {
       const session = await client.createSession({
@@ -63,6 +68,7 @@ ${TLS_CLIENT_HELP}
           include_partial_messages: !json,
           ...(clientInitialize ? { client_initialize: true } : {}),
           ...(turnApproval ? { turn_approval: turnApproval } : {}),
+          ...(worktree ? { worktree } : {}),
         },
       });
       if (!json) process.stderr.write(`session: ${session.id}\n`);

@@ -8,10 +8,10 @@ import { table } from '../table.js';
 const LIST_OPTIONS = { ...CONNECTION_OPTIONS, json: { type: 'boolean' } } as const;
 
 /** A list command's --help: usage, the connection flags and `--json` with what it prints. */
-function listUsage(name: string, json: string): string {
-  return `Usage: tether ${name} --gateway URL [--token TOKEN] [--json]
+function listUsage(name: string, json: string, more: { usage: string; help: string } = { usage: '', help: '' }): string {
+  return `Usage: tether ${name} --gateway URL [--token TOKEN]${more.usage} [--json]
 
-${connectionHelp(18)}
+${connectionHelp(18)}${more.help}
   --json          ${json}
 ${TLS_CLIENT_HELP}
   -h, --help      show this help`;
@@ -54,6 +54,31 @@ export const sessionsCommand: Command = {
         s.clients.map((c) => `${personLabel(c)}(${c.role})`).join(',') || '-',
         String(s.pending_prompts),
       ],
+    ),
+};
+
+export const worktreesCommand: Command = {
+  name: 'worktrees',
+  summary: "list sessions' git worktrees: running ones, and those kept at the end because they held changes",
+  usage: `${listUsage('worktrees', 'print a JSON array of sessions (id, agent, state, worktree: path, branch, base, state, reason)', {
+    usage: ' [--agent NAME]',
+    help: '\n  --agent NAME    only worktrees on this agent',
+  })}
+
+A worktree removed at the end (it was clean) is not listed. Ended sessions are listed while the
+gateway keeps them (its ended-session retention); after that 'git worktree list' in the repository
+shows what is left in its .tether-worktrees folder.`,
+  options: { ...LIST_OPTIONS, agent: { type: 'string' } },
+  run: (v) =>
+    printList(
+      v,
+      async (c) =>
+        (await c.listSessions()).filter(
+          (s) => s.worktree !== undefined && s.worktree.state !== 'removed' && (v.agent === undefined || s.agent === v.agent),
+        ),
+      v.agent === undefined ? 'no worktrees' : `no worktrees on agent ${v.agent as string}`,
+      ['SESSION', 'AGENT', 'WORKTREE', 'BRANCH', 'PATH', 'REASON'],
+      (s) => [s.id, s.agent, s.worktree?.state ?? '-', s.worktree?.branch ?? '-', s.worktree?.path ?? '-', s.worktree?.reason ?? '-'],
     ),
 };
 

@@ -14,12 +14,13 @@ import { pick, required, type Command } from '../args.js';
 import { connectFrom, connectionHelp, CONNECTION_OPTIONS, TLS_CLIENT_HELP } from '../connection-flags.js';
 import { printCreateProgress } from '../create-progress.js';
 import { TURN_APPROVAL_HELP, TURN_APPROVAL_OPTION, turnApprovalOf } from '../turn-approval-flag.js';
+import { worktreeHelp, WORKTREE_OPTION, worktreeOf } from '../worktree-flag.js';
 
 export const runCommand: Command = {
   name: 'run',
   summary: 'open a session, send one prompt, stream the answer',
   usage: `Usage: tether run --gateway URL --token TOKEN --agent NAME [--cwd DIR] [--model M]
-                  [--permission-mode MODE] [--turn-approval WHO] [--allow TOOL]... [--json] PROMPT
+                  [--permission-mode MODE] [--turn-approval WHO] [--worktree[=BRANCH]] [--allow TOOL]... [--json] PROMPT
 
 Opens a session on the agent, sends PROMPT, streams the assistant's text to stdout and exits
 0 when the turn succeeds, non-zero otherwise. Tool calls and results go to stderr.
@@ -31,6 +32,7 @@ ${connectionHelp(27)}
   --model M                model for the engine
   --permission-mode MODE   default, acceptEdits, plan, dontAsk, bypassPermissions, ...
 ${TURN_APPROVAL_HELP}
+${worktreeHelp(true)}
   --allow TOOL             approve permission prompts for TOOL (repeatable). Other prompts:
                            asked y/n on a terminal, denied otherwise
   --json                   print the engine's messages as NDJSON instead of text
@@ -45,7 +47,9 @@ ${TLS_CLIENT_HELP}
     allow: { type: 'string', multiple: true },
     json: { type: 'boolean' },
     ...TURN_APPROVAL_OPTION,
+    ...WORKTREE_OPTION,
   },
+  optionalValues: { worktree: 'attached' },
   allowPositionals: true,
   async run(v, positionals) {
     const prompt = positionals.join(' ').trim();
@@ -55,6 +59,7 @@ ${TLS_CLIENT_HELP}
     if (mode && !mode.success)
       throw new TetherError('INVALID_ARGUMENT', `--permission-mode must be one of ${PermissionMode.options.join(', ')}`);
     const turnApproval = turnApprovalOf(v['turn-approval']);
+    const worktree = worktreeOf(v.worktree);
     const json = v.json === true;
     const client = await connectFrom(v, 'tether-run');
     let session: RemoteSession | undefined;
@@ -68,6 +73,7 @@ ${TLS_CLIENT_HELP}
           permission_mode: mode?.data,
           include_partial_messages: !json,
           ...(turnApproval ? { turn_approval: turnApproval } : {}),
+          ...(worktree ? { worktree } : {}),
         },
       });
       const s = session;

@@ -23,6 +23,10 @@ export const AuditAction = z.enum([
   'engine_resumed',
   'owner_change',
   'move',
+  /** The agent created the session's git worktree (its creator's request). */
+  'worktree_create',
+  /** At the session's end the agent removed its clean worktree, or kept a dirty one (`state`, `reason`). */
+  'worktree_end',
 ]);
 export type AuditAction = z.infer<typeof AuditAction>;
 

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { isoNow } from '../util/iso-now.js';
 import { PROMPT_PRIORITIES } from './prompt-priority.js';
 import { TurnAttribution } from './turn-approval.js';
+import { WorktreeInfo } from './worktree.js';
 
 /**
  * Gateway events delivered in a session's stream beside the engine's frames. In pipe mode
@@ -235,6 +236,13 @@ export const TetherEvent = z.discriminatedUnion('subtype', [
     /** Inputs the old engine never acknowledged, handed to the new one (each once). */
     resent_inputs: z.number().int().nonnegative(),
     message: z.string(),
+    at: z.string(),
+  }),
+  z.object({
+    type: z.literal('tether'),
+    /** The session's git worktree (options.worktree): said by the agent when it created it, and again before `exited` once it removed or kept it. */
+    subtype: z.literal('worktree'),
+    worktree: WorktreeInfo,
     at: z.string(),
   }),
   z.object({

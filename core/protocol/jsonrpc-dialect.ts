@@ -1,3 +1,4 @@
+import { WorktreeRequest } from './worktree.js';
 import { z } from 'zod';
 import { SESSIONS_PAGE_MAX } from './methods.js';
 import { PermissionMode } from './session-options.js';
@@ -101,6 +102,8 @@ export const DialectRequests = {
     cwd: z.string().min(1).max(4096).optional(),
     model: z.string().min(1).max(256).optional(),
     permission_mode: PermissionMode.optional(),
+    /** Run in a fresh git worktree of the repository `cwd` is in (core/protocol/worktree.ts); the answer says where. */
+    worktree: WorktreeRequest.optional(),
   }),
   session_attach: z.object({ session_id: sessionId, from_seq: z.number().int().nonnegative().optional() }),
   /** One page with `limit` (at most 500) or `cursor` (the `next_cursor` of the page before); every session without either. */

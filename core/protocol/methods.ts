@@ -4,6 +4,7 @@ import { Role, SessionState, TetherEvent } from './events.js';
 import { AuditQuery, AuditResult } from './audit.js';
 import { RpcErrorObject } from './jsonrpc.js';
 import { TraceContext } from './trace-context.js';
+import { WorktreeInfo } from './worktree.js';
 
 /**
  * Every method of the gateway protocol, defined once. Requests carry an id and get a
@@ -112,6 +113,8 @@ export const SessionInfo = z.object({
   agent_away_since: z.string().optional(),
   /** While the agent is away: inputs waiting for it (bounded), sent when it is back. */
   queued_inputs: z.number().int().nonnegative().optional(),
+  /** The session's git worktree (options.worktree), as its agent last reported it; kept after the end when it was dirty. */
+  worktree: WorktreeInfo.optional(),
 });
 export type SessionInfo = z.infer<typeof SessionInfo>;
 

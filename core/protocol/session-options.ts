@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { TetherError } from '../errors.js';
 import { SdkEnv } from './sdk-env.js';
 import { TurnApproval } from './turn-approval.js';
+import { WorktreeRequest } from './worktree.js';
 
 /** Engine kinds an agent can run. */
 export const EngineKind = z.enum(['claude', 'demo']);
@@ -39,6 +40,11 @@ export const SessionOptions = z
     client_initialize: z.boolean().optional(),
     /** Who approves tool calls in others' turns: only stricter than the policy's (docs/policy.md); the gateway's concern, not the engine's. */
     turn_approval: TurnApproval.optional(),
+    /**
+     * Run the engine in a fresh git worktree of the repository `cwd` is in (core/protocol/worktree.ts);
+     * the agent creates it inside its session roots and removes it at the end when it is clean.
+     */
+    worktree: WorktreeRequest.optional(),
   })
   .strict();
 export type SessionOptions = z.infer<typeof SessionOptions>;

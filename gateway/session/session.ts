@@ -13,6 +13,7 @@ import { ControlRouting } from './control-routing.js';
 import { SessionRoles, type RoleDecision } from './session-roles.js';
 import { StaticPolicy, type PolicyProvider } from '../policy/policy-source.js';
 import { SessionAudit } from './session-audit.js';
+import { SessionWorktree } from './session-worktree.js';
 import { SessionStatus } from './session-status.js';
 import { factOf, SessionHistory } from './history/session-history.js';
 import { EngineInputs, GATEWAY_KEY, type EngineHost } from './engine-inputs.js';
@@ -123,6 +124,8 @@ export class Session {
   private knownOwnerName: { principal: string; name: string } | undefined;
   private readonly routing: InputRouting;
   private readonly output: OutputRouting;
+  /** Its git worktree, when the create asked for one (the agent's reports). */
+  private readonly worktree: SessionWorktree;
 
   constructor(init: SessionInit) {
     const { id, store, limits, restored } = init;
@@ -134,6 +137,7 @@ export class Session {
     this.createdAt = restored?.record.created_at ?? new Date().toISOString();
     this.logger = init.logger;
     this.audit = new SessionAudit(id, init.audit, init.logger);
+    this.worktree = new SessionWorktree(this.audit, () => ({ owner: this.owner, agent: this.agent }));
     this.status = new SessionStatus((state) => this.history.append({ event: tetherEvent({ subtype: 'state', state }) }));
     // Restored history is durable already; everything after goes out once the store holds it.
     this.history = new SessionHistory(
@@ -220,6 +224,7 @@ export class Session {
       else if (fact?.kind === 'engine_session') this.engineSessionId = fact.engineSessionId;
       else if (fact?.kind === 'owner') this.roles.setOwner(fact.owner);
       else if (fact?.kind === 'moved') this.moved(fact.agent, fact.cwd);
+      else if (fact?.kind === 'worktree') this.worktree.restore(fact.worktree);
     }
     this.inputs.restore(stored.inputs);
     if (this.ended) return;
@@ -271,6 +276,7 @@ export class Session {
       last_seq: this.history.lastSeq,
       options: this.options,
       ...(away && !this.ended ? { agent_away_since: away, queued_inputs: this.inputs.unconfirmed } : {}),
+      ...(this.worktree.current ? { worktree: this.worktree.current } : {}),
     };
   }
 
@@ -384,7 +390,10 @@ export class Session {
     // An engine that exits before the session is bound again is one started after an agent restart.
     if (event.subtype === 'exited')
       this.end(!this.inputs.host && event.reason === undefined ? { ...event, reason: this.resumeFailure(event.stderr_tail) } : event);
-    else this.history.append({ event });
+    else {
+      if (event.subtype === 'worktree') this.worktree.reported(event.worktree);
+      this.history.append({ event });
+    }
     // A prompt the agent refused starts no turn; should one run after all, its output sets running again.
     if (event.subtype === 'engine_error' && event.code === INPUT_REFUSED && this.status.current === 'running') this.status.set('idle');
     return true;

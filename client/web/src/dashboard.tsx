@@ -38,6 +38,21 @@ async function allSessions(conn: Connection): Promise<SessionInfo[]> {
   return all;
 }
 
+/** One text field of the Start form: its label, its form name, and the state it writes. */
+function TextField(props: { label: string; name: string; value: string; placeholder: string; onInput: (value: string) => void }) {
+  return (
+    <label>
+      {props.label}
+      <input
+        name={props.name}
+        value={props.value}
+        placeholder={props.placeholder}
+        onInput={(e) => props.onInput((e.target as HTMLInputElement).value)}
+      />
+    </label>
+  );
+}
+
 export function Dashboard(props: {
   conn: Connection;
   onStart: (agent: string, options: Record<string, unknown>) => void;
@@ -49,6 +64,8 @@ export function Dashboard(props: {
   const [cwd, setCwd] = useState('');
   const [model, setModel] = useState('');
   const [mode, setMode] = useState('default');
+  const [worktree, setWorktree] = useState(false);
+  const [branch, setBranch] = useState('');
   const [busy, setBusy] = useState(false);
 
   useEffect(() => {
@@ -80,6 +97,8 @@ export function Dashboard(props: {
     const options: Record<string, unknown> = { include_partial_messages: true, permission_mode: mode };
     if (cwd.trim()) options.cwd = cwd.trim();
     if (model.trim()) options.model = model.trim();
+    // A fresh git worktree of the folder's repository (core/protocol/worktree.ts); the agent names the branch when none is given.
+    if (worktree) options.worktree = branch.trim() ? { branch: branch.trim() } : true;
     await props.onStart(chosen, options);
     setBusy(false);
   };
@@ -117,24 +136,8 @@ export function Dashboard(props: {
                 ))}
               </select>
             </label>
-            <label>
-              Working folder
-              <input
-                name="cwd"
-                value={cwd}
-                placeholder="the agent's default"
-                onInput={(e) => setCwd((e.target as HTMLInputElement).value)}
-              />
-            </label>
-            <label>
-              Model
-              <input
-                name="model"
-                value={model}
-                placeholder="the engine's default"
-                onInput={(e) => setModel((e.target as HTMLInputElement).value)}
-              />
-            </label>
+            <TextField label="Working folder" name="cwd" value={cwd} placeholder="the agent's default" onInput={setCwd} />
+            <TextField label="Model" name="model" value={model} placeholder="the engine's default" onInput={setModel} />
             <label>
               Permission mode
               <select name="permission_mode" value={mode} onChange={(e) => setMode((e.target as HTMLSelectElement).value)}>
@@ -147,6 +150,21 @@ export function Dashboard(props: {
                 ))}
               </select>
             </label>
+            <label
+              class="check"
+              title="The session works in its own git worktree of the folder's repository: removed at the end when clean, kept when not"
+            >
+              <input
+                type="checkbox"
+                name="worktree"
+                checked={worktree}
+                onChange={(e) => setWorktree((e.target as HTMLInputElement).checked)}
+              />
+              Own git worktree
+            </label>
+            {worktree && (
+              <TextField label="Worktree branch" name="worktree_branch" value={branch} placeholder="tether/<session>" onInput={setBranch} />
+            )}
             <button type="submit" class="primary" disabled={busy || !chosen}>
               Start session
             </button>

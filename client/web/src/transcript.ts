@@ -9,6 +9,8 @@ import { policyLine } from '../../tool-view.js';
 import type { PresenceChange, QueueChange, QueuedPrompt } from '../../../core/protocol/events.js';
 import { queueChangeText, stopText } from '../../queue-view.js';
 import { grantedForText } from '../../turn-view.js';
+import { worktreeText } from '../../worktree-view.js';
+import type { WorktreeInfo } from '../../../core/protocol/worktree.js';
 import type { TurnAttribution } from '../../../core/protocol/turn-approval.js';
 import { presenceChanges } from '../../../core/protocol/presence.js';
 import { apiRetryNote, compactNote, exitNote, gapNote, turnEndNote, turnSummary } from './wording.js';
@@ -203,6 +205,9 @@ export class Transcript {
         this.queued.sort((a, b) => now.findIndex((q) => q.uuid === a.uuid) - now.findIndex((q) => q.uuid === b.uuid));
         return;
       }
+      case 'worktree':
+        this.note(`${worktreeText(e.worktree as WorktreeInfo)}.`);
+        return;
       case 'presence':
         for (const c of presenceChanges(e as unknown as PresenceChange)) this.presence(c);
         return;

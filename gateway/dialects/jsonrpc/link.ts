@@ -408,13 +408,13 @@ export class JsonRpcDialectLink implements Member {
 
   private async create(params: Params<'session_create'>): Promise<Obj> {
     if (!this.p.canCreate) throw new TetherError('PERMISSION_DENIED', 'this token may not create sessions');
-    const { agent, cwd, model, permission_mode } = params;
+    const { agent, cwd, model, permission_mode, worktree } = params;
     // Partial messages on: tokens stream as the model writes them.
     const session = await this.dir.create(
       this.p,
       agent,
       undefined,
-      { cwd, model, permission_mode, include_partial_messages: true },
+      { cwd, model, permission_mode, include_partial_messages: true, ...(worktree === undefined ? {} : { worktree }) },
       randomUUID(),
     );
     if (this.channel.isClosed) {
@@ -423,7 +423,8 @@ export class JsonRpcDialectLink implements Member {
       throw new TetherError('UNAVAILABLE', 'connection closed');
     }
     this.attach(session, session.roles.roleFor(this.p));
-    return { session_id: session.id };
+    const made = session.info().worktree;
+    return { session_id: session.id, ...(made ? { worktree: made } : {}) };
   }
 
   private attachTo(params: Params<'session_attach'>): Obj {

@@ -1,4 +1,5 @@
 import { gapEvent, type SessionState, type TetherEvent } from '../../../core/protocol/events.js';
+import type { WorktreeInfo } from '../../../core/protocol/worktree.js';
 import { frameBuffer, SessionFrameWriter, type FrameBytes, type FrameOrigin } from '../../../core/wire/session-frame.js';
 import { ReplayLog, type ReplayLogLimits } from './replay-log.js';
 import { DurableOutbox } from './durable-outbox.js';
@@ -19,7 +20,8 @@ export type RestoredFact =
   | { kind: 'withdrawn'; requestId: string }
   | { kind: 'engine_session'; engineSessionId: string }
   | { kind: 'owner'; owner: string }
-  | { kind: 'moved'; agent: string; cwd?: string };
+  | { kind: 'moved'; agent: string; cwd?: string }
+  | { kind: 'worktree'; worktree: WorktreeInfo };
 
 /**
  * A session's ordered history: every frame numbered, appended to the store and the bounded
@@ -139,6 +141,7 @@ export function factOf(frame: FrameBytes): RestoredFact | undefined {
   if (params.event?.subtype === 'state') return { kind: 'state', state: params.event.state };
   if (params.event?.subtype === 'exited') return { kind: 'state', state: 'ended' };
   if (params.event?.subtype === 'owner_changed') return { kind: 'owner', owner: params.event.owner };
+  if (params.event?.subtype === 'worktree') return { kind: 'worktree', worktree: params.event.worktree };
   if (params.event?.subtype === 'moved') return { kind: 'moved', agent: params.event.to_agent, cwd: params.event.cwd };
   const v = params.message;
   if (typeof v !== 'object' || v === null) return undefined;
