@@ -17,6 +17,7 @@ const COMMANDS: readonly [string, () => Promise<Command>][] = [
   ['move', async () => (await import('./commands/move.js')).moveCommand],
   ['agents', async () => (await import('./commands/list.js')).agentsCommand],
   ['sessions', async () => (await import('./commands/list.js')).sessionsCommand],
+  ['inbox', async () => (await import('./commands/inbox.js')).inboxCommand],
   ['audit', async () => (await import('./commands/audit.js')).auditCommand],
   ['token', async () => (await import('./commands/token.js')).tokenCommand],
   ['revoke', async () => (await import('./commands/revoke.js')).revokeCommand],

@@ -4,15 +4,15 @@ import { connectFrom, connectionHelp, CONNECTION_OPTIONS, TLS_CLIENT_HELP } from
 import { table } from '../table.js';
 
 /** The list commands' options: the connection flags and --json. */
-const LIST_OPTIONS = { ...CONNECTION_OPTIONS, json: { type: 'boolean' } } as const;
+export const LIST_OPTIONS = { ...CONNECTION_OPTIONS, json: { type: 'boolean' } } as const;
 
-/** A list command's --help: usage, the connection flags and `--json` with what it prints. */
-function listUsage(name: string, json: string): string {
-  return `Usage: tether ${name} --gateway URL [--token TOKEN] [--json]
+/** A list command's --help: usage, the connection flags, `--json` with what it prints, and `more` (its own flags' lines). */
+export function listUsage(name: string, json: string, more = { usage: '', lines: '' }): string {
+  return `Usage: tether ${name} --gateway URL [--token TOKEN] [--json]${more.usage}
 
 ${connectionHelp(18)}
   --json          ${json}
-${TLS_CLIENT_HELP}
+${more.lines}${TLS_CLIENT_HELP}
   -h, --help      show this help`;
 }
 
@@ -34,16 +34,17 @@ export const agentsCommand: Command = {
 export const sessionsCommand: Command = {
   name: 'sessions',
   summary: 'list the sessions you can see on a gateway (in a cluster: the fleet, and which gateway holds each)',
-  usage: listUsage('sessions', 'print a JSON array (id, agent, owner, state, clients, pending_prompts, ...)'),
+  usage: listUsage('sessions', 'print a JSON array (id, title, agent, owner, state, clients, pending_prompts, ...)'),
   options: LIST_OPTIONS,
   run: (v) =>
     printList(
       v,
       (c) => c.listSessions(),
       'no sessions',
-      ['ID', 'AGENT', 'ENGINE', 'OWNER', 'STATE', 'CLIENTS', 'PENDING'],
+      ['ID', 'TITLE', 'AGENT', 'ENGINE', 'OWNER', 'STATE', 'CLIENTS', 'PENDING'],
       (s) => [
         s.id,
+        s.title ?? '-',
         s.agent,
         s.engine,
         s.owner,
@@ -69,13 +70,23 @@ async function printList<T extends { gateway?: string }>(
 ): Promise<number> {
   const client = await connectFrom(v, 'tether-cli');
   try {
-    const items = await fetch(client);
-    const clustered = items.some((i) => i.gateway !== undefined);
-    const rows = items.map((i) => (clustered ? [...row(i), i.gateway ?? '-'] : row(i)));
-    if (v.json) process.stdout.write(JSON.stringify(items) + '\n');
-    else process.stdout.write(items.length ? table(clustered ? [...head, 'GATEWAY'] : head, rows) : empty + '\n');
+    writeList(v, await fetch(client), empty, head, row);
     return 0;
   } finally {
     await client.close();
   }
+}
+
+/** Prints one list as JSON (--json: one array on one line) or a table, with a GATEWAY column in a cluster. */
+export function writeList<T extends { gateway?: string }>(
+  v: Record<string, unknown>,
+  items: T[],
+  empty: string,
+  head: string[],
+  row: (item: T) => string[],
+): void {
+  const clustered = items.some((i) => i.gateway !== undefined);
+  const rows = items.map((i) => (clustered ? [...row(i), i.gateway ?? '-'] : row(i)));
+  if (v.json) process.stdout.write(JSON.stringify(items) + '\n');
+  else process.stdout.write(items.length ? table(clustered ? [...head, 'GATEWAY'] : head, rows) : empty + '\n');
 }
