@@ -80,13 +80,17 @@ describe.skipIf(!hasTool('nats-server') || !hasTool('chromium'))('the fleet queu
     const row = alice.page.locator(`[data-testid=needs-you] [data-kind=permission][data-session="${s.id}"]`);
     const [onPage, onCli] = await Promise.all([
       row.waitFor({ timeout: WITHIN_MS }).then(() => Date.now() - raisedAt),
-      waitFor(() => printed(watcher!).some((l) => l.some((i) => i.kind === 'permission')), WITHIN_MS, 'the prompt in tether inbox --watch').then(
-        () => Date.now() - raisedAt,
-      ),
+      waitFor(
+        () => printed(watcher!).some((l) => l.some((i) => i.kind === 'permission')),
+        WITHIN_MS,
+        'the prompt in tether inbox --watch',
+      ).then(() => Date.now() - raisedAt),
     ]);
     expect(onPage).toBeLessThan(WITHIN_MS);
     expect(onCli).toBeLessThan(WITHIN_MS);
-    const item = printed(watcher).at(-1)!.find((i) => i.kind === 'permission');
+    const item = printed(watcher)
+      .at(-1)!
+      .find((i) => i.kind === 'permission');
     expect(item).toMatchObject({
       kind: 'permission',
       session_id: s.id,
@@ -103,7 +107,10 @@ describe.skipIf(!hasTool('nats-server') || !hasTool('chromium'))('the fleet queu
     expect(once.code, once.stderr).toBe(0);
     expect(JSON.parse(once.stdout)).toEqual([item]);
     // The session list shows it titled, by the same push.
-    await alice.page.locator(`[data-testid=sessions] [data-session="${s.id}"] [data-testid=title]`).filter({ hasText: 'append a line' }).waitFor();
+    await alice.page
+      .locator(`[data-testid=sessions] [data-session="${s.id}"] [data-testid=title]`)
+      .filter({ hasText: 'append a line' })
+      .waitFor();
 
     // A viewer may not answer it: their list shows the session, but nothing waits for them.
     await vic.page.locator(`[data-testid=sessions] [data-session="${s.id}"]`).waitFor();
