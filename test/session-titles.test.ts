@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import type { SessionItem } from '../client/remote-session.js';
 import { startRestartable, type RestartableStack } from './support/restartable-stack.js';
 import { rejectionOf } from './support/items.js';
-import { eventually } from './support/wait.js';
+import { eventually, waitFor } from './support/wait.js';
 import { runTether } from './support/cli.js';
 import { titleFromPrompt } from '../core/protocol/titles.js';
 import { factOf } from '../gateway/session/history/session-history.js';
@@ -61,6 +62,30 @@ describe('session titles', () => {
     const [head, row] = listed.stdout.split('\n');
     expect(head).toMatch(/^ID +TITLE +AGENT/);
     expect(row).toContain('Login test: flaky on CI');
+  });
+
+  it('the JSON-RPC dialect renames too (session_rename): the owner only, and session_list shows the title', async () => {
+    stack = await startRestartable();
+    const alice = await stack.client('ws', 'alice');
+    const mine = await alice.createSession({ agent: 'builder' });
+    const call = async (sub: string, method: string, params: unknown) => {
+      const ws = new WebSocket(stack!.url('ws'), 'tether-jsonrpc.v1', { headers: { authorization: `Bearer ${await stack!.token(sub)}` } });
+      try {
+        await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+        const answers: Record<string, unknown>[] = [];
+        ws.on('message', (d) => answers.push(JSON.parse(d.toString())));
+        ws.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocol_version: '1.0' } }));
+        ws.send(JSON.stringify({ jsonrpc: '2.0', id: 2, method, params }));
+        await waitFor(() => answers.some((a) => a.id === 2), 10_000, `the answer to ${method}`);
+        return answers.find((a) => a.id === 2) as { result?: Record<string, unknown>; error?: { data?: { code?: string } } };
+      } finally {
+        ws.terminate();
+      }
+    };
+    expect((await call('bob', 'session_rename', { session_id: mine.id, title: 'hijacked' })).error?.data?.code).toBe('PERMISSION_DENIED');
+    expect((await call('alice', 'session_rename', { session_id: mine.id, title: 'From the dialect' })).result).toEqual({});
+    const listed = (await call('alice', 'session_list', {})).result?.sessions as { session_id: string; title?: string }[];
+    expect(listed).toEqual([expect.objectContaining({ session_id: mine.id, title: 'From the dialect' })]);
   });
 
   it("takes the real CLI's own title (its answer to rename_session), which only the owner may ask for", async () => {

@@ -22,10 +22,6 @@ export class FleetFeed {
     return () => this.watchers.delete(w);
   }
 
-  get watching(): number {
-    return this.watchers.size;
-  }
-
   /** Something this gateway holds changed. */
   changed(): void {
     this.localChange = true;
@@ -46,12 +42,5 @@ export class FleetFeed {
       for (const w of this.watchers) w();
     }, FLEET_CHANGE_COALESCE_MS);
     this.timer.unref();
-  }
-
-  /** Stops the pending tell (the gateway closes). */
-  close(): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    this.watchers.clear();
   }
 }
