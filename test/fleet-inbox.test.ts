@@ -45,7 +45,7 @@ describe.skipIf(!hasTool('nats-server') || !hasTool('chromium'))('the fleet queu
     [watcher, browser, stack] = [undefined, undefined, undefined];
   }, TEARDOWN_MS);
 
-  it('a prompt waiting on the agent of gateway B shows within a second in tether inbox and the dashboard of gateway A, without polling; a viewer never sees it; answered, it leaves', async () => {
+  it('a prompt waiting on the agent of gateway B shows within a second in tether inbox and the dashboard of gateway A, without polling; a viewer never sees it; answered, it leaves; a page back from a dropped link lists afresh', async () => {
     stack = await startClusterStack({ gateways: 2, scenario: BASH_TURN });
     dumpLogsOnFailure(stack);
     const [b, a] = stack.gateways; // the agent dials the first: B holds its sessions; people look through A
@@ -133,6 +133,16 @@ describe.skipIf(!hasTool('nats-server') || !hasTool('chromium'))('the fleet queu
     await row.waitFor({ state: 'detached', timeout: 10_000 });
     await alice.page.getByTestId('needs-none').waitFor({ timeout: 10_000 });
     await waitFor(() => printed(watcher!).at(-1)?.length === 0, 10_000, 'tether inbox --watch to print an empty list');
+
+    // A page whose link dropped lists afresh when it is back: the session ended meanwhile (told to nobody there) shows.
+    await alice.context.setOffline(true);
+    await alice.page
+      .getByText(/reconnecting|Cannot reach/)
+      .first()
+      .waitFor({ timeout: 10_000 });
+    await s.stop();
+    await alice.context.setOffline(false);
+    await alice.page.locator(`[data-testid=needs-you] [data-kind=ended][data-session="${s.id}"]`).waitFor({ timeout: 15_000 });
     expect(vic.errors).toEqual([]);
     expect(alice.errors).toEqual([]);
   }, 240_000);
