@@ -77,7 +77,7 @@ describe.skipIf(!hasTool('nats-server') || !hasTool('chromium'))('the fleet queu
     const ask = asPermissionRequest((prompt as { message: Record<string, unknown> }).message)!;
 
     // Within a second it is on A: in the dashboard's "Needs you" and in the watching CLI.
-    const row = alice.page.locator(`[data-testid=needs-you] [data-kind=permission][data-session="${s.id}"]`);
+    const row = alice.page.locator(`[data-testid=needs-you] [data-kind=permission][data-needs-session="${s.id}"]`);
     const [onPage, onCli] = await Promise.all([
       row.waitFor({ timeout: WITHIN_MS }).then(() => Date.now() - raisedAt),
       waitFor(
@@ -142,7 +142,7 @@ describe.skipIf(!hasTool('nats-server') || !hasTool('chromium'))('the fleet queu
       .waitFor({ timeout: 10_000 });
     await s.stop();
     await alice.context.setOffline(false);
-    await alice.page.locator(`[data-testid=needs-you] [data-kind=ended][data-session="${s.id}"]`).waitFor({ timeout: 15_000 });
+    await alice.page.locator(`[data-testid=needs-you] [data-kind=ended][data-needs-session="${s.id}"]`).waitFor({ timeout: 15_000 });
     expect(vic.errors).toEqual([]);
     expect(alice.errors).toEqual([]);
   }, 240_000);

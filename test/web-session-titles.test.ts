@@ -51,7 +51,7 @@ describe.skipIf(!hasTool('chromium'))('web page: session titles, search and filt
     await alice.page.getByLabel('Owner').selectOption('alice');
     await expect.poll(() => rows.count()).toBe(1);
     await row(id).waitFor();
-    await alice.page.locator('search select[name=agent]').selectOption('local');
+    await alice.page.locator('select[name=filter-agent]').selectOption('local');
     await alice.page.getByLabel('Owner').selectOption('');
     await alice.page.getByLabel('State').selectOption('');
     await expect.poll(() => rows.count()).toBe(2);

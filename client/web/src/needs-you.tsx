@@ -32,7 +32,12 @@ export function NeedsYou(props: { items: InboxItem[]; onOpen: (sessionId: string
       ) : (
         <ul class="cards" data-testid="needs-you">
           {props.items.map((i) => (
-            <li key={`${i.session_id}/${i.request_id ?? i.kind}`} class="card needs-row" data-session={i.session_id} data-kind={i.kind}>
+            <li
+              key={`${i.session_id}/${i.request_id ?? i.kind}`}
+              class="card needs-row"
+              data-needs-session={i.session_id}
+              data-kind={i.kind}
+            >
               <div>
                 <strong>{i.title ?? 'Untitled session'}</strong> <span class="muted">on</span> <strong>{i.agent}</strong>{' '}
                 <span class={i.kind === 'permission' || i.kind === 'question' ? 'badge' : 'muted'}>{what(i)}</span>

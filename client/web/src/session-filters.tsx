@@ -43,7 +43,7 @@ function Choice(props: {
   return (
     <label>
       {props.label}
-      <select name={props.name} value={props.filter[props.name]} onChange={props.set}>
+      <select name={`filter-${props.name}`} value={props.filter[props.name]} onChange={props.set}>
         <option value="">any</option>
         {[...new Set(props.values)].sort().map((v) => (
           <option key={v} value={v}>
