@@ -131,5 +131,8 @@ describe('session titles', () => {
     expect(long.length).toBeLessThanOrEqual(80);
     expect(long.endsWith('…')).toBe(true);
     expect(titleFromPrompt({ content: [{ type: 'image' }] })).toBeUndefined();
+    // Whatever a client puts in a prompt, a title is made or not, never an exception.
+    for (const odd of [null, 'text', 7, { content: null }, { content: [null, 3, 'x', { type: 'text', text: 5 }] }, { content: {} }])
+      expect(titleFromPrompt(odd)).toBeUndefined();
   });
 });
