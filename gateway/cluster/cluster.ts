@@ -349,7 +349,7 @@ export class Cluster implements SessionsElsewhere {
     const parts = await Promise.all(
       others.map((g) =>
         this.request<FleetPart>(g.id, 'list', { principal: p }, LIST_TIMEOUT_MS)
-          .then((r) => r[kind] as Item[])
+          .then((r) => (r[kind] ?? []) as Item[]) // a gateway of an older release answers without `needs`
           .catch(() => [] as Item[]),
       ),
     );
