@@ -18,6 +18,7 @@ const COMMANDS: readonly [string, () => Promise<Command>][] = [
   ['agents', async () => (await import('./commands/list.js')).agentsCommand],
   ['sessions', async () => (await import('./commands/list.js')).sessionsCommand],
   ['worktrees', async () => (await import('./commands/list.js')).worktreesCommand],
+  ['inbox', async () => (await import('./commands/inbox.js')).inboxCommand],
   ['audit', async () => (await import('./commands/audit.js')).auditCommand],
   ['token', async () => (await import('./commands/token.js')).tokenCommand],
   ['revoke', async () => (await import('./commands/revoke.js')).revokeCommand],

@@ -7,6 +7,7 @@ import { CLIENT_CREATE_WAIT_MS } from '../core/timeouts.js';
 import { silentLogger, type Logger } from '../core/logging.js';
 import { SESSIONS_PAGE_MAX, type AgentInfo, type CreateProgress, type SessionInfo } from '../core/protocol/methods.js';
 import { EngineFrameReader } from '../core/wire/session-frame.js';
+import type { InboxItem } from '../core/protocol/inbox.js';
 import type { EngineKind, SessionOptions } from '../core/protocol/session-options.js';
 import { CAPABILITIES, PROTOCOL_VERSION } from '../core/protocol/version.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
@@ -83,6 +84,8 @@ export class GatewayClient {
   /** Connections whose gateway takes prompts as session.post. */
   private readonly posting = new WeakSet<RpcPeer>();
   private readonly log: Logger;
+  /** Who watches the fleet (watchFleet): told of each `fleet.changed`, and after each reconnect. */
+  private readonly fleetWatchers = new Set<() => void>();
 
   private constructor(private readonly opts: ConnectOptions) {
     this.log = opts.logger ?? silentLogger;
@@ -106,6 +109,7 @@ export class GatewayClient {
       onConnected: (peer, hello) => {
         this.principal = hello.principal;
         if (hello.capabilities.includes(CAPABILITIES.sessionPost)) this.posting.add(peer);
+        if (this.fleetWatchers.size) void this.watchOn(peer);
         return this.resume(peer);
       },
       onStatus: (s) => {
@@ -167,6 +171,35 @@ export class GatewayClient {
       cursor = page.next_cursor;
     } while (cursor !== undefined);
     return all;
+  }
+
+  /** What waits for this principal across the fleet, newest first (prompts they may answer, their sessions that ended or lost their agent). */
+  async inbox(): Promise<InboxItem[]> {
+    return (await (await this.peer()).request('inbox.list', {})).items;
+  }
+
+  /**
+   * Calls `changed` whenever agents, sessions or what waits for someone change anywhere in the
+   * fleet (the gateway's `fleet.changed`, coalesced), and after every reconnect (what changed
+   * meanwhile is not told otherwise): the caller lists again. Resolves once the gateway
+   * watches; the returned function stops the calls (the gateway stops telling at disconnect).
+   */
+  async watchFleet(changed: () => void): Promise<() => void> {
+    const w = () => changed();
+    this.fleetWatchers.add(w);
+    if (this.fleetWatchers.size === 1) await (await this.peer()).request('fleet.watch', {});
+    return () => this.fleetWatchers.delete(w);
+  }
+
+  /** A connection came up while someone watches: the gateway is asked again, then the watchers resync. */
+  private async watchOn(peer: RpcPeer): Promise<void> {
+    try {
+      await peer.request('fleet.watch', {});
+    } catch (err) {
+      this.log.warn({ err: String(err) }, 'fleet.watch failed; the next reconnect asks again');
+      return;
+    }
+    for (const w of this.fleetWatchers) w();
   }
 
   /** One session's details, its options whole (NOT_FOUND for a session this token may not see). */
@@ -286,6 +319,9 @@ export class GatewayClient {
       }),
     );
     peer.onNotification('session.reply', (r) => this.sessions.get(r.session_id)?.onReply(r));
+    peer.onNotification('fleet.changed', () => {
+      for (const w of this.fleetWatchers) w();
+    });
     peer.onNotification('session.post_result', (r) => this.sessions.get(r.session_id)?.onPostResult(r));
     void peer.channel.closed.then(() => {
       for (const s of this.sessions.values()) s.onLinkLost(peer);

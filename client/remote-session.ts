@@ -385,6 +385,16 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
     await peer.request('session.withdraw_prompt', { session_id: this.id, uuid });
   }
 
+  /**
+   * Renames the session (its owner, or an admin): every member reads `title_changed`, and
+   * listings show the new title. PERMISSION_DENIED for anyone else; INVALID_ARGUMENT for an
+   * empty title or one over TITLE_MAX_CHARS (core/protocol/inbox.ts).
+   */
+  async rename(title: string): Promise<void> {
+    const peer = await this.transport.peer();
+    await peer.request('session.rename', { session_id: this.id, title });
+  }
+
   private sendLine(line: Record<string, unknown>, inputId: string = randomUUID()): Promise<'applied' | 'duplicate'> {
     const span = this.transport.tracer && inputSpan(this.transport.tracer, this.id, inputId, line);
     const trace = span?.context;

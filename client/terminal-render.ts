@@ -104,6 +104,8 @@ export function describeEvent(e: TetherEvent): string | undefined {
       return `* ${sanitize(worktreeText(e.worktree))}`;
     case 'owner_changed':
       return `* ${sanitize(e.previous_owner)} handed the session to ${sanitize(e.owner)}`;
+    case 'title_changed':
+      return `* ${sanitize(e.by)} named the session ${JSON.stringify(sanitize(e.title))}`;
     case 'link':
       return `* ${e.message}`;
     case 'error':

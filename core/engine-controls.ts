@@ -64,7 +64,7 @@ const CONTROLS: Record<string, ControlEntry> = {
   list_models: safe(),
   get_settings: safe(),
   set_max_thinking_tokens: safe(),
-  rename_session: safe(),
+  rename_session: safe('owner'), // the engine's title becomes the session's (gateway/session/session-title.ts): renaming is the owner's
   apply_flag_settings: { role: 'controller', class: (r) => settingsClass(r.settings) },
   update_settings: { role: 'owner', class: (r) => worst(settingsClass(r.settings), 'writes-settings') },
   rewind_files: safe(), // restores only files this session's own edits changed (file checkpointing)
@@ -104,7 +104,7 @@ const CONTROLS: Record<string, ControlEntry> = {
   set_prompt_suggestions_paused: safe(),
   prompt_draft_activity: safe(),
   message_rated: safe(),
-  generate_session_title: safe(), // one model call; persist renames the session as rename_session does
+  generate_session_title: safe('owner'), // one model call; persist renames the session as rename_session does (the owner's)
   side_question: safe(), // one model call without tools, answered beside the conversation
   set_mcp_permission_mode_override: safe(), // the CLI accepts only default, auto or null: tighten-only
   channel_enable: is('loads-code'), // an MCP server's pushed messages become the model's input

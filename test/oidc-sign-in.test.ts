@@ -8,6 +8,10 @@ import { runTether, startTether, type Daemon } from './support/cli.js';
 import { signInAtIdp, startTestIdp, type TestIdp } from './support/oidc-provider.js';
 import { hasTool } from './support/tools.js';
 import { waitFor } from './support/wait.js';
+import { GatewayClient } from '../client/gateway-client.js';
+import { mintToken } from '../core/auth/mint.js';
+import { loadKeyFile } from '../core/auth/keys.js';
+import { stateKeyPath } from '../core/auth/state-dir.js';
 
 /**
  * Sign-in with a real OpenID provider (oidc-provider on loopback) through Chromium, against
@@ -86,6 +90,32 @@ describe.skipIf(!hasTool('chromium'))('web sign-in with an identity provider (oi
     await bob.page.locator('[data-testid=transcript]').waitFor();
     await alice.page.getByTestId('member-name').filter({ hasText: 'Bob Brown' }).waitFor();
     expect(await alice.page.getByTestId('member-name').filter({ hasText: 'Bob Brown' }).getAttribute('title')).toBe('bob');
+    await alice.context.close();
+    await bob.context.close();
+  }, 90_000);
+
+  it("the dashboard names a session's owner by their name from the provider, the subject in its title; a hand-over shows at once", async () => {
+    const alice = await person(browser);
+    await signInAs(alice.page, 'alice');
+    const id = await startSession(alice.page);
+    await alice.page.getByTitle('Back to the dashboard').first().click();
+    const owner = alice.page.locator(`[data-testid=sessions] [data-session="${id}"] [data-testid=owner]`);
+    await owner.filter({ hasText: 'Alice Adams' }).waitFor();
+    expect(await owner.getAttribute('title')).toBe('alice');
+    const bob = await person(browser);
+    await signInAs(bob.page, 'bob');
+    await bob.page.getByTestId('cannot-start').waitFor();
+    // Alice hands the session to Bob from the library (a token of hers): her dashboard follows by push.
+    const token = await mintToken({ key: loadKeyFile(stateKeyPath(state.path)), kind: 'client', sub: 'alice', ttlSeconds: 600 });
+    const client = await GatewayClient.connect({ gateway: wsUrl, token, reconnect: false });
+    try {
+      await (await client.attach(id)).setOwner('bob');
+    } finally {
+      await client.close();
+    }
+    await owner.filter({ hasText: 'Bob Brown' }).waitFor();
+    expect(await owner.getAttribute('title')).toBe('bob');
+    expect(alice.errors).toEqual([]);
     await alice.context.close();
     await bob.context.close();
   }, 90_000);

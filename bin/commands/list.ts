@@ -5,15 +5,15 @@ import { connectFrom, connectionHelp, CONNECTION_OPTIONS, TLS_CLIENT_HELP } from
 import { table } from '../table.js';
 
 /** The list commands' options: the connection flags and --json. */
-const LIST_OPTIONS = { ...CONNECTION_OPTIONS, json: { type: 'boolean' } } as const;
+export const LIST_OPTIONS = { ...CONNECTION_OPTIONS, json: { type: 'boolean' } } as const;
 
-/** A list command's --help: usage, the connection flags and `--json` with what it prints. */
-function listUsage(name: string, json: string, more: { usage: string; help: string } = { usage: '', help: '' }): string {
-  return `Usage: tether ${name} --gateway URL [--token TOKEN]${more.usage} [--json]
+/** A list command's --help: usage, the connection flags, `--json` with what it prints, and `more` (its own flags' lines). */
+export function listUsage(name: string, json: string, more = { usage: '', lines: '' }): string {
+  return `Usage: tether ${name} --gateway URL [--token TOKEN] [--json]${more.usage}
 
-${connectionHelp(18)}${more.help}
+${connectionHelp(18)}
   --json          ${json}
-${TLS_CLIENT_HELP}
+${more.lines}${TLS_CLIENT_HELP}
   -h, --help      show this help`;
 }
 
@@ -35,16 +35,17 @@ export const agentsCommand: Command = {
 export const sessionsCommand: Command = {
   name: 'sessions',
   summary: 'list the sessions you can see on a gateway (in a cluster: the fleet, and which gateway holds each)',
-  usage: listUsage('sessions', 'print a JSON array (id, agent, owner, state, clients, pending_prompts, ...)'),
+  usage: listUsage('sessions', 'print a JSON array (id, title, agent, owner, state, clients, pending_prompts, ...)'),
   options: LIST_OPTIONS,
   run: (v) =>
     printList(
       v,
       (c) => c.listSessions(),
       'no sessions',
-      ['ID', 'AGENT', 'ENGINE', 'OWNER', 'STATE', 'CLIENTS', 'PENDING'],
+      ['ID', 'TITLE', 'AGENT', 'ENGINE', 'OWNER', 'STATE', 'CLIENTS', 'PENDING'],
       (s) => [
         s.id,
+        s.title ?? '-',
         s.agent,
         s.engine,
         personLabel({ principal: s.owner, name: s.owner_name }),
@@ -62,7 +63,7 @@ export const worktreesCommand: Command = {
   summary: "list sessions' git worktrees: running ones, and those kept at the end because they held changes",
   usage: `${listUsage('worktrees', 'print a JSON array of sessions (id, agent, state, worktree: path, branch, base, state, reason)', {
     usage: ' [--agent NAME]',
-    help: '\n  --agent NAME    only worktrees on this agent',
+    lines: '  --agent NAME    only worktrees on this agent\n',
   })}
 
 A worktree removed at the end (it was clean) is not listed. Ended sessions are listed while the
@@ -95,13 +96,23 @@ async function printList<T extends { gateway?: string }>(
 ): Promise<number> {
   const client = await connectFrom(v, 'tether-cli');
   try {
-    const items = await fetch(client);
-    const clustered = items.some((i) => i.gateway !== undefined);
-    const rows = items.map((i) => (clustered ? [...row(i), i.gateway ?? '-'] : row(i)));
-    if (v.json) process.stdout.write(JSON.stringify(items) + '\n');
-    else process.stdout.write(items.length ? table(clustered ? [...head, 'GATEWAY'] : head, rows) : empty + '\n');
+    writeList(v, await fetch(client), empty, head, row);
     return 0;
   } finally {
     await client.close();
   }
+}
+
+/** Prints one list as JSON (--json: one array on one line) or a table, with a GATEWAY column in a cluster. */
+export function writeList<T extends { gateway?: string }>(
+  v: Record<string, unknown>,
+  items: T[],
+  empty: string,
+  head: string[],
+  row: (item: T) => string[],
+): void {
+  const clustered = items.some((i) => i.gateway !== undefined);
+  const rows = items.map((i) => (clustered ? [...row(i), i.gateway ?? '-'] : row(i)));
+  if (v.json) process.stdout.write(JSON.stringify(items) + '\n');
+  else process.stdout.write(items.length ? table(clustered ? [...head, 'GATEWAY'] : head, rows) : empty + '\n');
 }

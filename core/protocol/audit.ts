@@ -27,6 +27,7 @@ export const AuditAction = z.enum([
   'worktree_create',
   /** At the session's end the agent removed its clean worktree, or kept a dirty one (`state`, `reason`). */
   'worktree_end',
+  'rename',
 ]);
 export type AuditAction = z.infer<typeof AuditAction>;
 

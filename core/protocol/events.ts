@@ -227,6 +227,15 @@ export const TetherEvent = z.discriminatedUnion('subtype', [
   }),
   z.object({
     type: z.literal('tether'),
+    /** The session's title changed: its owner renamed it (session.rename), or the engine named it (system/session_title_changed). */
+    subtype: z.literal('title_changed'),
+    title: z.string(),
+    /** Who named it: the owner's principal, or `engine`. */
+    by: z.string(),
+    at: z.string(),
+  }),
+  z.object({
+    type: z.literal('tether'),
     /** The agent came back without the session's engine and started a new one on its transcript (`--resume`): same session, same seqs. */
     subtype: z.literal('engine_resumed'),
     /** How long the session had no engine, from the agent's link loss to the new engine's start (ms). */

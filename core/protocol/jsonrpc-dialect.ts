@@ -1,5 +1,6 @@
 import { WorktreeRequest } from './worktree.js';
 import { z } from 'zod';
+import { SessionTitle } from './inbox.js';
 import { SESSIONS_PAGE_MAX } from './methods.js';
 import { PermissionMode } from './session-options.js';
 import { PromptPriority } from './events.js';
@@ -106,6 +107,8 @@ export const DialectRequests = {
     worktree: WorktreeRequest.optional(),
   }),
   session_attach: z.object({ session_id: sessionId, from_seq: z.number().int().nonnegative().optional() }),
+  /** The session's owner (or an admin) renames it; every member of either wire reads `title_changed`. */
+  session_rename: z.object({ session_id: sessionId, title: SessionTitle }),
   /** One page with `limit` (at most 500) or `cursor` (the `next_cursor` of the page before); every session without either. */
   session_list: z
     .object({ limit: z.number().int().min(1).max(SESSIONS_PAGE_MAX).optional(), cursor: z.string().min(1).max(256).optional() })

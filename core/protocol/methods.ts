@@ -5,6 +5,7 @@ import { AuditQuery, AuditResult } from './audit.js';
 import { RpcErrorObject } from './jsonrpc.js';
 import { TraceContext } from './trace-context.js';
 import { WorktreeInfo } from './worktree.js';
+import { InboxItem, SessionTitle } from './inbox.js';
 
 /**
  * Every method of the gateway protocol, defined once. Requests carry an id and get a
@@ -115,6 +116,8 @@ export const SessionInfo = z.object({
   queued_inputs: z.number().int().nonnegative().optional(),
   /** The session's git worktree (options.worktree), as its agent last reported it; kept after the end when it was dirty. */
   worktree: WorktreeInfo.optional(),
+  /** The session's title: the engine's own, else the owner's rename, else its first prompt; absent before any. */
+  title: z.string().optional(),
 });
 export type SessionInfo = z.infer<typeof SessionInfo>;
 
@@ -289,6 +292,21 @@ export const Methods = {
     params: z.object({ session_id: id, owner: z.string().min(1).max(256) }),
     result: z.object({}),
   },
+  /** The owner (or an admin) renames the session: kept in its history, told to every member as `title_changed`. */
+  'session.rename': {
+    params: z.object({ session_id: id, title: SessionTitle }),
+    result: z.object({}),
+  },
+  /**
+   * What waits for this principal across the fleet, newest first: prompts and questions they
+   * may answer (their role and the turn's approval allow it), their sessions that ended or lost their agent.
+   */
+  'inbox.list': { params: z.object({}).default({}), result: z.object({ items: z.array(InboxItem) }) },
+  /**
+   * From now on this connection gets `fleet.changed` when an agent, a session or what waits for
+   * someone changes anywhere in the fleet (until it closes); it then asks again what it shows.
+   */
+  'fleet.watch': { params: z.object({}).default({}), result: z.object({}) },
   /** Withdraws a standing rule of the session (the owner, or who granted it); its calls ask again. */
   'session.withdraw_rule': {
     params: z.object({ session_id: id, rule: z.string().min(1).max(4096) }),
@@ -388,6 +406,12 @@ export const Notifications = {
   }),
   /** gateway -> client: the engine's control_response to this client's own control_request. */
   'session.reply': z.object({ session_id: id, line: z.string() }),
+  /**
+   * gateway -> client (after fleet.watch): agents, sessions or what waits for someone changed
+   * somewhere in the fleet; coalesced (at most one per FLEET_CHANGE_COALESCE_MS). Carries no
+   * data: the client lists again what it shows (no one is told of a session they may not see).
+   */
+  'fleet.changed': z.object({}),
   /** gateway -> client: a session.create of this client is waiting (e.g. for its agent to come back). */
   'session.create_progress': z.object({
     create_id: id.optional(),
@@ -436,6 +460,7 @@ export type SessionCall =
   | 'session.move'
   | 'session.withdraw_rule'
   | 'session.withdraw_prompt'
+  | 'session.rename'
   | 'session.stop'
   | 'session.audit'
   | 'session.info';

@@ -36,6 +36,7 @@ export const CALL_METHODS = [
   'session.move',
   'session.withdraw_rule',
   'session.withdraw_prompt',
+  'session.rename',
   'session.stop',
   'session.audit',
   'session.info',

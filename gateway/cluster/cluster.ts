@@ -20,6 +20,8 @@ import { NatsLink } from './nats-link.js';
 import { SharedTrust } from './shared-trust.js';
 import { ANNOUNCE_EVERY_MS, ClusterRegistry, SESSION_TOUCH_EVERY_MS, type GatewayEntry, type SessionEntry } from './registry.js';
 import { SessionMirror } from './session-mirror.js';
+import { FleetChanges } from './fleet-changes.js';
+import type { InboxItem } from '../../core/protocol/inbox.js';
 
 /** How long a forwarded call waits for the session's home (a stop waits for the engine). */
 const CALL_TIMEOUT_MS = CLUSTER_CALL_MS;
@@ -30,6 +32,13 @@ const LIST_TIMEOUT_MS = 2_000;
 const ANNOUNCE_SOON_MS = 100;
 /** How long a gateway taking over a session waits for its old home to let go. */
 const RELEASE_TIMEOUT_MS = 3_000;
+
+/** One gateway's part of a fleet listing (its `list` answer, home-endpoint.ts). */
+interface FleetPart {
+  sessions: SessionInfo[];
+  agents: AgentInfo[];
+  needs: InboxItem[];
+}
 
 /**
  * One gateway's membership in a cluster on NATS JetStream (docs/architecture.md, "Several
@@ -44,6 +53,7 @@ export class Cluster implements SessionsElsewhere {
   private dir!: SessionDirectory;
   private replayLimits!: ReplayLogLimits;
   private home!: HomeEndpoint;
+  private changes: FleetChanges | undefined;
   /** Sessions of the fleet and their homes, kept current by a watch on the registry. */
   private readonly homes = new Map<string, SessionEntry>();
   private readonly mirrors = new Map<string, SessionMirror>();
@@ -95,6 +105,7 @@ export class Cluster implements SessionsElsewhere {
     this.store.home = gateway.id;
     this.home = new HomeEndpoint(this.link, gateway.id, this.dir, this.store, gateway.durability, this.log, this.mac, gateway.metrics);
     this.dir.elsewhere = this;
+    this.changes = new FleetChanges(this.link, gateway.id, this.mac, this.dir.feed, this.log);
     const replies = this.link.nc.subscribe(gatewaySubject(gateway.id, 'reply'));
     const dropped = new DropLog(this.log, 'dropping a bad or unsealed reply from another gateway');
     void (async () => {
@@ -168,7 +179,9 @@ export class Cluster implements SessionsElsewhere {
         sessions: this.dir.sessionList().map((s) => s.id),
         at: new Date().toISOString(),
       });
+      const before = this.live.map((g) => g.id).join();
       this.live = await this.registry.liveGateways();
+      if (this.live.map((g) => g.id).join() !== before) this.dir.feed.changedElsewhere(); // a gateway came or went, and its agents with it
       this.home.dropMembersOf(new Set(this.live.map((g) => g.id)));
       if (Date.now() - this.touchedAt >= SESSION_TOUCH_EVERY_MS) {
         this.touchedAt = Date.now();
@@ -325,14 +338,18 @@ export class Cluster implements SessionsElsewhere {
     return this.fleet(p, local, 'agents');
   }
 
+  listNeeds(p: Principal, local: InboxItem[]): Promise<InboxItem[]> {
+    return this.fleet(p, local, 'needs');
+  }
+
   /** This gateway's part and every other live gateway's (one that does not answer in time is left out). */
-  private async fleet<K extends 'sessions' | 'agents'>(p: Principal, local: (K extends 'sessions' ? SessionInfo : AgentInfo)[], kind: K) {
-    type Item = K extends 'sessions' ? SessionInfo : AgentInfo;
+  private async fleet<K extends keyof FleetPart>(p: Principal, local: FleetPart[K], kind: K) {
+    type Item = FleetPart[K][number];
     const others = (await this.registry.liveGateways().catch(() => this.live)).filter((g) => g.id !== this.gatewayId);
     const parts = await Promise.all(
       others.map((g) =>
-        this.request<{ sessions: SessionInfo[]; agents: AgentInfo[] }>(g.id, 'list', { principal: p }, LIST_TIMEOUT_MS)
-          .then((r) => r[kind] as Item[])
+        this.request<FleetPart>(g.id, 'list', { principal: p }, LIST_TIMEOUT_MS)
+          .then((r) => (r[kind] ?? []) as Item[]) // a gateway of an older release answers without `needs`
           .catch(() => [] as Item[]),
       ),
     );
@@ -404,6 +421,7 @@ export class Cluster implements SessionsElsewhere {
     for (const m of this.mirrors.values()) m.close();
     this.mirrors.clear();
     this.home?.close();
+    this.changes?.close();
     if (this.link.isUp) await this.registry.retire(this.gatewayId).catch(() => {}); // else its entry ages out (6 s): a stop never waits on an absent NATS
     await this.link.close();
   }

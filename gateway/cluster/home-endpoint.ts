@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { InboxItem } from '../../core/protocol/inbox.js';
 import type { Msg, Subscription } from '@nats-io/transport-node';
 import { TetherError } from '../../core/errors.js';
 import type { Logger } from '../../core/logging.js';
@@ -190,8 +191,9 @@ export class HomeEndpoint {
     }
   }
 
-  private list(p: Principal): { sessions: SessionInfo[]; agents: unknown[] } {
+  private list(p: Principal): { sessions: SessionInfo[]; agents: unknown[]; needs: InboxItem[] } {
     return {
+      needs: this.dir.needsYou(p).map((n) => ({ ...n, gateway: this.gatewayId })),
       sessions: this.dir.listSessions(p).map((s) => ({ ...s, gateway: this.gatewayId })),
       agents: this.dir.listAgents(p).map((a) => ({ ...a, gateway: this.gatewayId })),
     };

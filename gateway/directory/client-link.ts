@@ -30,6 +30,8 @@ export const DEFAULT_SLOW_CLIENT_BYTES = 64 * 1024 * 1024;
 export class ClientLink implements ProxiedClient {
   readonly clientId = `c-${randomBytes(6).toString('hex')}`;
   private readonly attached = new Set<string>();
+  /** Ends this connection's fleet.watch; undefined until it asks. */
+  private unwatch: (() => void) | undefined;
 
   constructor(
     readonly peer: RpcPeer,
@@ -43,6 +45,7 @@ export class ClientLink implements ProxiedClient {
     void peer.channel.closed.then((info) => {
       metrics?.clientDisconnected(this.transport);
       dir.removeClient(this.clientId);
+      this.unwatch?.();
       const cut = cutOf(info); // revoked or expired token, slow consumer, heartbeat: audited as such
       for (const id of this.attached) {
         const local = this.dir.get(id);
@@ -175,6 +178,11 @@ export class ClientLink implements ProxiedClient {
     this.peer
       .onRequest('agents.list', async () => ({ agents: await this.dir.listAllAgents(p) }))
       .onRequest('sessions.list', async (params) => sessionsPage(await this.dir.listAllSessions(p), params))
+      .onRequest('inbox.list', async () => ({ items: await this.dir.listAllNeeds(p) }))
+      .onRequest('fleet.watch', () => {
+        this.unwatch ??= this.dir.feed.watch(() => void this.peer.notify('fleet.changed', {}).catch(() => {}));
+        return {};
+      })
       .onRequest('session.create', async (params) => {
         if (!p.canCreate) throw new TetherError('PERMISSION_DENIED', 'this token may not create sessions');
         const span = this.dir.tracer?.start('tether.gateway.create', params.trace, { 'tether.agent': params.agent }, 'server');
@@ -207,6 +215,7 @@ export class ClientLink implements ProxiedClient {
       .onRequest('session.move', (params) => this.call('session.move', params))
       .onRequest('session.withdraw_rule', (params) => this.call('session.withdraw_rule', params))
       .onRequest('session.withdraw_prompt', (params) => this.call('session.withdraw_prompt', params))
+      .onRequest('session.rename', (params) => this.call('session.rename', params))
       .onRequest('session.audit', (params) =>
         params.session_id === undefined
           ? readAudit(this.dir, p, params)

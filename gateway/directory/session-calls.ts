@@ -100,6 +100,11 @@ export async function applySessionCall<M extends SessionCall>(
       session.withdrawRule(clientId, r.rule);
       return {} as ResultOf<M>;
     }
+    case 'session.rename': {
+      requireControlScope(p, 'rename sessions');
+      session.rename(p, (params as ParamsOf<'session.rename'>).title);
+      return {} as ResultOf<M>;
+    }
     case 'session.withdraw_prompt': {
       requireControlScope(p, 'withdraw prompts');
       session.withdrawPrompt(clientId, (params as ParamsOf<'session.withdraw_prompt'>).uuid);

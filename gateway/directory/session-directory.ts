@@ -19,6 +19,9 @@ import { StaticPolicy, type PolicyProvider } from '../policy/policy-source.js';
 import { checkSessionOptions, POLICY_PRINCIPAL } from '../policy/policy-gate.js';
 import type { SpawnPolicy } from '../../core/policy/hook.js';
 import type { ProxiedClient, SessionsElsewhere } from './sessions-elsewhere.js';
+import { FleetFeed } from './fleet-feed.js';
+import { needsYou } from './needs-you.js';
+import { newestFirst, type InboxItem } from '../../core/protocol/inbox.js';
 
 export interface DirectoryLimits extends SessionLimits {
   /** How long a session waits for its lost agent before it is ended. */
@@ -60,6 +63,8 @@ export class SessionDirectory {
   tracer: Tracer | undefined;
   /** The trace of the client input being applied, for the `agent.input` it sends (agent-link.ts). */
   readonly inputTrace = new TraceSlot();
+  /** Tells watching clients (fleet.watch) when agents, sessions or what waits for someone changed. */
+  readonly feed = new FleetFeed();
 
   constructor(
     private readonly limits: DirectoryLimits,
@@ -104,6 +109,8 @@ export class SessionDirectory {
     if (this.sessions.get(s.id) !== s) return;
     this.sessions.delete(s.id);
     s.onEnded = undefined;
+    s.onChange = undefined;
+    this.feed.changed();
     this.clearTimer(s.id);
   }
 
@@ -211,7 +218,7 @@ export class SessionDirectory {
       policy: this.policy,
     });
     session.onEnded = () => this.scheduleDrop(session);
-    this.sessions.set(r.id, session);
+    this.listed(session);
     if (session.ended) this.scheduleDrop(session);
     else this.startLostTimer(session);
     this.log.info({ sessionId: r.id, agent: r.agent, frames: stored.frames.length }, 'session restored from the store');
@@ -249,7 +256,35 @@ export class SessionDirectory {
   }
 
   listSessions(p: Principal): SessionInfo[] {
-    return [...this.sessions.values()].filter((s) => this.canSee(p, s)).map((s) => s.info());
+    return [...this.sessions.values()].filter((s) => this.canSee(p, s)).map((s) => this.withOwnerName(s.info()));
+  }
+
+  /** `info` with the owner's display name: the session's own (its owner attached or created it), else a connected client's of theirs. */
+  withOwnerName(info: SessionInfo): SessionInfo {
+    if (info.owner_name !== undefined) return info;
+    const name = this.nameOf(info.owner);
+    return name === undefined ? info : { ...info, owner_name: name };
+  }
+
+  /** The display name of `sub` from the identity provider, as a connected client of theirs brought it; undefined when none did. */
+  nameOf(sub: string): string | undefined {
+    for (const p of this.clients.values()) if (p.sub === sub && p.name !== undefined) return p.name;
+    return undefined;
+  }
+
+  /** What waits for `p` among the sessions held here (not ordered: see needs-you.ts). */
+  needsYou(p: Principal): InboxItem[] {
+    return needsYou(
+      p,
+      [...this.sessions.values()].filter((s) => this.canSee(p, s)),
+      (sub) => this.nameOf(sub),
+    );
+  }
+
+  /** What waits for `p` here and, in a cluster, on every other gateway: newest first. */
+  async listAllNeeds(p: Principal): Promise<InboxItem[]> {
+    const local = this.needsYou(p);
+    return newestFirst(this.elsewhere ? await this.elsewhere.listNeeds(p, local) : local);
   }
 
   /** The session if this principal may see it; NOT_FOUND otherwise (no existence oracle). */
@@ -346,9 +381,16 @@ export class SessionDirectory {
       metrics: this.metrics,
       policy: this.policy,
     });
-    this.sessions.set(id, session);
     session.onEnded = () => this.scheduleDrop(session);
+    this.listed(session);
     return session;
+  }
+
+  /** A session held here from now on: indexed, and every change to what a listing shows of it told to the feed. */
+  private listed(s: Session): void {
+    this.sessions.set(s.id, s);
+    s.onChange = () => this.feed.changed();
+    this.feed.changed();
   }
 
   /** For PendingCreates: the policy's hook (when the gateway has a policy, or the session asks for a turn approval) and this agent's folders. */
@@ -411,6 +453,7 @@ export class SessionDirectory {
       existing.peer.channel.close('ABORTED', 'superseded by a new connection');
     }
     this.agents.set(link.name, link);
+    this.feed.changed();
   }
 
   /**
@@ -460,6 +503,7 @@ export class SessionDirectory {
   agentDown(link: AgentLink): void {
     if (this.agents.get(link.name) !== link) return;
     this.agents.delete(link.name);
+    this.feed.changed();
     link.dispose();
     this.waits.down(link);
     for (const s of this.sessions.values()) {

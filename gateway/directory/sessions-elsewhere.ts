@@ -8,6 +8,7 @@ import type {
   SessionInfo,
 } from '../../core/protocol/methods.js';
 import type { Principal } from '../door/principal.js';
+import type { InboxItem } from '../../core/protocol/inbox.js';
 import type { Member } from '../session/session.js';
 
 /** A client of this gateway whose session is held elsewhere: it can be cut so it resumes at the session's new home. */
@@ -41,6 +42,8 @@ export interface SessionsElsewhere {
   left(sessionId: string, client: ProxiedClient, p: Principal): void;
   /** The fleet's sessions this principal may see: `local` (this gateway's) and the other gateways'. */
   listSessions(p: Principal, local: SessionInfo[]): Promise<SessionInfo[]>;
+  /** What waits for this principal across the fleet: `local` (this gateway's) and the other gateways' (gateway/directory/needs-you.ts). */
+  listNeeds(p: Principal, local: InboxItem[]): Promise<InboxItem[]>;
   /** The fleet's agents this principal may see. */
   listAgents(p: Principal, local: AgentInfo[]): Promise<AgentInfo[]>;
   /**

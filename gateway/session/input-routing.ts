@@ -1,4 +1,5 @@
 import { TetherError } from '../../core/errors.js';
+import type { SessionTitleKeeper } from './session-title.js';
 import { PromptPriority, tetherEvent } from '../../core/protocol/events.js';
 import { ENGINE_DEFAULT_PRIORITY } from '../../core/protocol/prompt-priority.js';
 import { checkEngineInput } from '../../core/protocol/engine-input.js';
@@ -32,6 +33,8 @@ export interface RoutingParts {
   cwd: string | undefined;
   /** Who sent each prompt, by its uuid: the turn's authors. */
   turns: TurnAuthors;
+  /** The session's title: its first prompt titles it. */
+  titles: SessionTitleKeeper;
   /**
    * Whether prompts are stamped (stampUserMessage): not when the client brings the engine's
    * initialize (the SDK drop-in speaks for itself, and its app must see what a local CLI would
@@ -126,6 +129,7 @@ export class InputRouting {
       const uuid = typeof line.uuid === 'string' ? line.uuid : undefined;
       const priority = line.priority as PromptPriority | undefined;
       this.s.inputs.toEngine(line, key, text);
+      this.s.titles.prompted(line.message);
       this.s.history.append({
         event: tetherEvent({
           subtype: 'prompt',

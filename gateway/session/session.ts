@@ -24,6 +24,8 @@ import { InputRouting } from './input-routing.js';
 import { OutputRouting } from './output-routing.js';
 import { PromptQueue } from './turns/prompt-queue.js';
 import { TurnAuthors } from './turns/turn-authors.js';
+import { engineTitleOf, SessionTitleKeeper } from './session-title.js';
+import type { Principal } from '../door/principal.js';
 
 export type { EngineHost } from './engine-inputs.js';
 export type { Member } from './session-members.js';
@@ -82,6 +84,17 @@ export class Session {
   readonly createdAt: string;
   /** Called once when the session ends (the directory schedules its removal). */
   onEnded: (() => void) | undefined;
+  /**
+   * Called when what a listing shows of the session changed (state, prompts waiting, title,
+   * owner, members, agent away): at most once per event-loop turn, after the frames that changed it went out.
+   */
+  onChange: (() => void) | undefined;
+  /** What a listing showed when onChange last fired. */
+  private shown = '';
+  private changeQueued = false;
+  /** When the session ended (epoch ms); undefined while it runs. */
+  private endedAtMs: number | undefined;
+  private readonly titles = new SessionTitleKeeper();
   /**
    * What the engine told of itself in system/init, as the JSON-RPC dialect read it from the
    * frames (for its `initialize` and `session_attach` answers); undefined until one did.
@@ -145,7 +158,10 @@ export class Session {
       store,
       init.durability,
       limits.replay,
-      (bytes, readAtMs) => this.members.deliver(bytes, readAtMs),
+      (bytes, readAtMs) => {
+        this.members.deliver(bytes, readAtMs);
+        this.queueChangeCheck();
+      },
       restored?.frames,
     );
     this.inputs = new EngineInputs(id, store, init.logger, init.host);
@@ -196,6 +212,7 @@ export class Session {
       policy,
       cwd: init.options.cwd,
       turns: this.turns,
+      titles: this.titles,
       stamp: init.options.client_initialize !== true,
     });
     this.output = new OutputRouting({
@@ -218,7 +235,11 @@ export class Session {
   private restore(stored: StoredSession): void {
     for (const f of stored.frames) {
       const fact = factOf(f.bytes);
-      if (fact?.kind === 'state') this.status.restore(fact.state);
+      if (fact?.kind === 'state') {
+        this.status.restore(fact.state);
+        if (fact.state === 'ended') this.endedAtMs = fact.at === undefined ? Date.now() : Date.parse(fact.at);
+      } else if (fact?.kind === 'title') this.titles.named(fact.title);
+      else if (fact?.kind === 'prompted') this.titles.prompted(fact.message);
       else if (fact?.kind === 'prompt') this.prompts.raise(fact.requestId, fact.subtype, fact.request);
       else if (fact?.kind === 'withdrawn') this.prompts.withdraw(fact.requestId, 'withdrawn');
       else if (fact?.kind === 'engine_session') this.engineSessionId = fact.engineSessionId;
@@ -277,6 +298,7 @@ export class Session {
       options: this.options,
       ...(away && !this.ended ? { agent_away_since: away, queued_inputs: this.inputs.unconfirmed } : {}),
       ...(this.worktree.current ? { worktree: this.worktree.current } : {}),
+      ...(this.titles.current === undefined ? {} : { title: this.titles.current }),
     };
   }
 
@@ -288,6 +310,49 @@ export class Session {
     const seen = this.members.nameOf(this.owner);
     if (seen !== undefined) this.knownOwnerName = { principal: this.owner, name: seen };
     return this.knownOwnerName?.principal === this.owner ? this.knownOwnerName.name : undefined;
+  }
+
+  /** The session's title (session-title.ts); undefined before its first prompt or name. */
+  get title(): string | undefined {
+    return this.titles.current;
+  }
+
+  /** When the session ended (ISO time); undefined while it runs. */
+  get endedAt(): string | undefined {
+    return this.endedAtMs === undefined ? undefined : new Date(this.endedAtMs).toISOString();
+  }
+
+  /** The prompts waiting that `p` may answer (their role and the turn's approval allow it), oldest first. */
+  waitingFor(p: Principal): ReturnType<SessionPrompts['answerableBy']> {
+    if (this.ended || this.roles.roleFor(p) === 'viewer') return [];
+    return this.prompts.answerableBy(p.sub);
+  }
+
+  /**
+   * The owner (or an admin) names the session: every member reads `title_changed`, which is
+   * also how a restarted gateway knows the title. PERMISSION_DENIED for anyone else.
+   */
+  rename(p: Principal, title: string): void {
+    if (p.sub !== this.owner && !p.canAdmin)
+      throw new TetherError('PERMISSION_DENIED', `only the session's owner (${this.owner}) may rename it`);
+    if (this.ended) throw new TetherError('FAILED_PRECONDITION', `session ${this.id} has ended`);
+    this.titles.named(title);
+    this.audit.quietly(p.sub, 'rename', { title });
+    this.history.append({ event: tetherEvent({ subtype: 'title_changed', title, by: p.sub }) });
+  }
+
+  /** Tells onChange, once per event-loop turn, when what a listing shows changed. */
+  private queueChangeCheck(): void {
+    if (this.changeQueued || !this.onChange) return;
+    this.changeQueued = true;
+    setImmediate(() => {
+      this.changeQueued = false;
+      const i = this.info();
+      const shown = JSON.stringify([i.state, i.pending_prompts, i.title, i.owner, i.agent, i.agent_away_since, i.clients.length]);
+      if (shown === this.shown) return;
+      this.shown = shown;
+      this.onChange?.();
+    });
   }
 
   // ---- engine side ---------------------------------------------------------------------
@@ -380,6 +445,10 @@ export class Session {
   onEngineLine(agentSeq: number, line: Uint8Array, meta: LineMeta, readAtMs?: number): boolean {
     if (!this.history.acceptAgentSeq(agentSeq)) return false;
     if (meta.engine_session_id !== undefined) this.engineSessionId = meta.engine_session_id;
+    if (meta.type === 'system' && meta.subtype === 'session_title_changed') {
+      const title = engineTitleOf(line);
+      if (title !== undefined) this.titles.named(title);
+    }
     this.output.line(line, meta, readAtMs);
     return true;
   }
@@ -412,6 +481,7 @@ export class Session {
     );
     this.prompts.clear('engine gone');
     this.controls.clear();
+    this.endedAtMs = Date.now();
     this.status.set('ended');
     if (exited) this.history.append({ event: exited });
     this.onEnded?.();

@@ -15,6 +15,7 @@ import { GatewayClient } from '../../client/gateway-client.js';
 import { generateTokenKey, writeKeyFile } from '../../core/auth/keygen.js';
 import { mintLoginCode } from '../../core/auth/login-codes.js';
 import { mintToken } from '../../core/auth/mint.js';
+import { signInUrl } from '../../bin/sign-in-link.js';
 import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './claude-cli.js';
 import { startTether, type Daemon } from './cli.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeScenario } from './fake-anthropic.js';
@@ -44,8 +45,10 @@ export interface ClusterStack {
   /** The agent's working folder. */
   cwd: string;
   fake: FakeAnthropic;
-  /** A client token of principal `sub`, good on every gateway. */
-  token(sub: string): Promise<string>;
+  /** A client token of principal `sub` (with `scopes`; none: create + control), good on every gateway. */
+  token(sub: string, scopes?: string[]): Promise<string>;
+  /** A single-use sign-in link for the web page of gateway `n`, for `sub` (with `scopes`). */
+  signInLink(n: number, sub: string, scopes?: string[]): Promise<string>;
   /** A single-use web sign-in code of principal `sub` (what a sign-in link carries), good on every gateway. */
   loginCode(sub: string): Promise<string>;
   /** An agent token for agent `name` (its sub), good on every gateway. */
@@ -101,8 +104,8 @@ export async function startClusterStack(opts: {
     const generated = generateTokenKey('HS256');
     const keyFile = join(temp('tether-key-'), 'key.jwk');
     writeKeyFile(keyFile, generated.privateJwk);
-    const mint = (kind: 'agent' | 'client', sub: string) =>
-      mintToken({ key: generated.key, kind, sub, agent: kind === 'agent' ? sub : undefined, ttlSeconds: 3600 });
+    const mint = (kind: 'agent' | 'client', sub: string, scopes?: string[]) =>
+      mintToken({ key: generated.key, kind, sub, scopes, agent: kind === 'agent' ? sub : undefined, ttlSeconds: 3600 });
     const gateways: ClusterGateway[] = [];
     for (let n = 0; n < opts.gateways; n++) {
       // The state folder (audit trail, pins) through the environment: --key and --state-dir exclude each other on one command line.
@@ -173,7 +176,9 @@ export async function startClusterStack(opts: {
       agent,
       cwd,
       fake,
-      token: (sub) => mint('client', sub),
+      token: (sub, scopes) => mint('client', sub, scopes),
+      signInLink: async (n, sub, scopes) =>
+        signInUrl(`http://127.0.0.1:${new URL(gateways[n].url).port}`, await mintLoginCode(generated.key, { sub, scopes })),
       loginCode: (sub) => mintLoginCode(generated.key, { sub }),
       agentToken: (name) => mint('agent', name),
       async client(n, sub, transport = 'ws', list) {

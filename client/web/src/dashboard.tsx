@@ -1,12 +1,15 @@
-/** Agents and sessions, refreshed every few seconds; start a session, open or watch one. */
+/**
+ * Agents, sessions and what needs you, kept current by the gateway's pushed `fleet.changed`
+ * (fleet.watch; listed again after each change and each reconnect, never on a timer); start a
+ * session, open or watch one, search and filter the list.
+ */
 import { useEffect, useState } from 'preact/hooks';
 import type { Connection } from './connection';
 import { useStore } from './store';
 import type { SessionInfo } from './session';
 import { stateLabel } from './wording';
-
-/** How often the lists refresh while the dashboard shows. */
-const REFRESH_MS = 2_000;
+import { NeedsYou, type InboxItem } from './needs-you';
+import { matches, SessionFilters, type Filter } from './session-filters';
 
 export const PERMISSION_MODES = ['default', 'acceptEdits', 'plan', 'auto', 'dontAsk', 'bypassPermissions'];
 
@@ -67,24 +70,50 @@ export function Dashboard(props: {
   const [worktree, setWorktree] = useState(false);
   const [branch, setBranch] = useState('');
   const [busy, setBusy] = useState(false);
+  const [needs, setNeeds] = useState<InboxItem[]>([]);
+  const [filter, setFilter] = useState<Filter>({ text: '', agent: '', owner: '', state: '' });
 
   useEffect(() => {
     let stop = false;
-    const load = async () => {
+    // One listing at a time; changes told during one are listed once more after it.
+    let loading = false;
+    let again = false;
+    const load = async (): Promise<void> => {
+      if (loading) {
+        again = true;
+        return;
+      }
+      loading = true;
       try {
-        const [a, s] = await Promise.all([props.conn.request('agents.list'), allSessions(props.conn)]);
+        const [a, s, n] = await Promise.all([props.conn.request('agents.list'), allSessions(props.conn), props.conn.request('inbox.list')]);
         if (stop) return;
         setAgents(a.agents);
         setSessions(s);
+        setNeeds(n.items);
       } catch {
-        // The banner says when the link is down; the next round tries again.
+        // The banner says when the link is down; the reconnect lists again.
+      } finally {
+        loading = false;
+        if (again && !stop) {
+          again = false;
+          void load();
+        }
       }
     };
-    void load();
-    const t = setInterval(load, REFRESH_MS);
+    const offChanged = props.conn.onNotification((method) => method === 'fleet.changed' && void load());
+    // A new connection is watched again and listed afresh: what changed while it was down was told to nobody.
+    const offReconnect = props.conn.onReconnect(async (request) => {
+      await request('fleet.watch', {});
+      void load();
+    });
+    void props.conn
+      .request('fleet.watch')
+      .catch(() => {})
+      .then(load);
     return () => {
       stop = true;
-      clearInterval(t);
+      offChanged();
+      offReconnect();
     };
   }, []);
 
@@ -175,50 +204,59 @@ export function Dashboard(props: {
           Your sign-in lets you watch sessions; starting one needs a sign-in with the create permission.
         </p>
       )}
+      <NeedsYou items={needs.filter((n) => matches(filter, n))} onOpen={(id) => props.onAttach(id, !may.control)} />
       <section aria-labelledby="sessions-h">
         <h2 id="sessions-h">Sessions</h2>
+        <SessionFilters sessions={sessions} filter={filter} onChange={setFilter} />
         {sessions.length === 0 ? (
           <p class="muted">No session is running.</p>
         ) : (
           <ul class="cards" data-testid="sessions">
-            {sessions.map((s) => (
-              <li key={s.id} class="card session-row" data-session={s.id}>
-                <div>
-                  <strong>{s.agent}</strong>{' '}
-                  <span class="mono small" title={s.id}>
-                    {s.id.slice(0, 8)}
-                  </span>{' '}
-                  <span class="mono small">{s.options.cwd ?? ''}</span>
-                  {s.pending_prompts > 0 && (
-                    <span class="badge" title="prompts waiting for an answer">
-                      {s.pending_prompts} waiting
-                    </span>
-                  )}
-                  <div class="muted small">
-                    {stateLabel(s.state)}
-                    {s.agent_away_since && (
-                      <span data-testid="agent-away">
-                        {' '}
-                        (agent away since {since(s.agent_away_since)}
-                        {s.queued_inputs ? `, ${s.queued_inputs} prompt${s.queued_inputs === 1 ? '' : 's'} queued` : ''})
+            {sessions
+              .filter((s) => matches(filter, s))
+              .map((s) => (
+                <li key={s.id} class="card session-row" data-session={s.id}>
+                  <div>
+                    <strong data-testid="title">{s.title ?? 'Untitled session'}</strong> <span class="muted">on</span>{' '}
+                    <strong>{s.agent}</strong>{' '}
+                    <span class="mono small" title={s.id}>
+                      {s.id.slice(0, 8)}
+                    </span>{' '}
+                    <span class="mono small">{s.options.cwd ?? ''}</span>
+                    {s.pending_prompts > 0 && (
+                      <span class="badge" title="prompts waiting for an answer">
+                        {s.pending_prompts} waiting
                       </span>
-                    )}{' '}
-                    · owner {s.owner} · started {since(s.created_at)} ·{' '}
-                    {s.clients.length ? `here: ${s.clients.map((c) => `${c.principal} (${c.role})`).join(', ')}` : 'nobody attached'}
+                    )}
+                    <div class="muted small">
+                      {stateLabel(s.state)}
+                      {s.agent_away_since && (
+                        <span data-testid="agent-away">
+                          {' '}
+                          (agent away since {since(s.agent_away_since)}
+                          {s.queued_inputs ? `, ${s.queued_inputs} prompt${s.queued_inputs === 1 ? '' : 's'} queued` : ''})
+                        </span>
+                      )}{' '}
+                      · owner{' '}
+                      <span data-testid="owner" title={s.owner}>
+                        {s.owner_name ?? s.owner}
+                      </span>{' '}
+                      · started {since(s.created_at)} ·{' '}
+                      {s.clients.length ? `here: ${s.clients.map((c) => `${c.principal} (${c.role})`).join(', ')}` : 'nobody attached'}
+                    </div>
                   </div>
-                </div>
-                <div class="row-actions">
-                  {may.control && s.state !== 'ended' && (
-                    <button type="button" onClick={() => props.onAttach(s.id, false)} aria-label={`Open session ${s.id} as a controller`}>
-                      Open
+                  <div class="row-actions">
+                    {may.control && s.state !== 'ended' && (
+                      <button type="button" onClick={() => props.onAttach(s.id, false)} aria-label={`Open session ${s.id} as a controller`}>
+                        Open
+                      </button>
+                    )}
+                    <button type="button" onClick={() => props.onAttach(s.id, true)} aria-label={`Watch session ${s.id} read-only`}>
+                      Watch
                     </button>
-                  )}
-                  <button type="button" onClick={() => props.onAttach(s.id, true)} aria-label={`Watch session ${s.id} read-only`}>
-                    Watch
-                  </button>
-                </div>
-              </li>
-            ))}
+                  </div>
+                </li>
+              ))}
           </ul>
         )}
       </section>

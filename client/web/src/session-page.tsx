@@ -1,4 +1,5 @@
 /** One session: who is here, the controls, the transcript with its prompts, the composer. */
+import { SessionTitle } from './session-title';
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { announce } from './announcer';
 import { askNotifications, attention } from './attention';
@@ -115,6 +116,7 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
               </>
             )}
           </h1>{' '}
+          <SessionTitle title={view.title} owner={view.role === 'owner' && !ended} rename={(t) => session.rename(t)} />{' '}
           <span class={`state state-${view.state}`} data-testid="session-state">
             {stateLabel(view.state)}
           </span>{' '}

@@ -8,6 +8,7 @@ import { readFrame, readReply, type FrameParams, type StreamItem } from './frame
 import { presenceChanges } from '../../../core/protocol/presence.js';
 import { TetherError } from '../../../core/errors.js';
 import { QUEUED_PRIORITY } from '../../../core/protocol/prompt-priority.js';
+import { titleFromPrompt } from '../../../core/protocol/titles.js';
 import { SessionMeter } from './session-meter';
 import { Store } from './store';
 import { Transcript } from './transcript';
@@ -39,6 +40,10 @@ export interface SessionInfo {
   agent_away_since?: string;
   /** While it is away: prompts queued for it. */
   queued_inputs?: number;
+  /** The engine's or the owner's name for it, else its first prompt. */
+  title?: string;
+  /** The owner's display name from the identity provider, where the gateway knows it. */
+  owner_name?: string;
 }
 
 /** An image for a prompt, as the engine's content block wants it. */
@@ -58,6 +63,8 @@ export interface SessionView {
   headVersion: number;
   /** Who is attached now (from presence events); `mayControl` false: their token only lets them watch. */
   present: Map<string, { principal: string; role: string; mayControl?: boolean; name?: string }>;
+  /** The session's title (as the gateway keeps it: see gateway/session/session-title.ts); undefined before any. */
+  title?: string;
 }
 
 export class OpenSession {
@@ -72,6 +79,8 @@ export class OpenSession {
   lastSeq = 0;
   /** A turn ended since the context use was last asked for. */
   private contextStale = false;
+  /** The last name the engine or the owner gave (title_changed): a first prompt titles only a session nobody named. */
+  private named: string | undefined;
   /** A context-use question is out: one at a time (a burst of 2,000 finished turns asks once, not 2,000 times). */
   private contextAsking = false;
   private closed = false;
@@ -85,7 +94,7 @@ export class OpenSession {
     public info: SessionInfo,
     role: SessionView['role'],
   ) {
-    this.view = new Store<SessionView>({ role, state: info.state, version: 0, headVersion: 0, present: new Map() });
+    this.view = new Store<SessionView>({ role, state: info.state, version: 0, headVersion: 0, present: new Map(), title: info.title });
   }
 
   get id(): string {
@@ -183,6 +192,12 @@ export class OpenSession {
     if (item.kind === 'event') {
       const e = item.event;
       if (e.subtype === 'state') this.view.update({ state: e.state });
+      if (e.subtype === 'title_changed') {
+        this.named = e.title;
+        this.view.update({ title: e.title });
+      }
+      if (e.subtype === 'prompt' && this.named === undefined && this.view.get().title === undefined)
+        this.view.update({ title: titleFromPrompt(e.message) });
       if (e.subtype === 'rule_withdrawn') {
         // Off the list for everyone (granted again later, the transcript lists it again).
         const rules = this.transcript.standingRules;
@@ -278,7 +293,12 @@ export class OpenSession {
     });
     this.clientId = r.client_id;
     this.info = r.session;
-    this.view.update({ role: r.role, state: r.session.state });
+    this.view.update({ role: r.role, state: r.session.state, title: r.session.title });
+  }
+
+  /** Renames the session (its owner): every member reads `title_changed`; PERMISSION_DENIED for anyone else. */
+  rename(title: string): Promise<void> {
+    return this.conn.request('session.rename', { session_id: this.id, title });
   }
 
   /** Sends a prompt: text, and images as image content blocks; `steer`: it cuts into the running turn (priority `now`). */

@@ -263,6 +263,9 @@ export class Transcript {
       case 'owner_changed':
         this.note(`${String(e.previous_owner)} handed the session to ${String(e.owner)}.`, 'info');
         return;
+      case 'title_changed':
+        this.note(`${String(e.by)} named the session “${String(e.title)}”.`, 'info');
+        return;
       case 'interrupt':
         if (typeof e.cleared === 'number') this.note(`${stopText(String(e.principal), e.cleared)}.`);
         else if (this.turnRunning) this.interruptedBy = String(e.principal); // named on the turn's end; an idle interrupt changes nothing

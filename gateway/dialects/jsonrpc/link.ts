@@ -348,8 +348,15 @@ export class JsonRpcDialectLink implements Member {
           created_at: s.created_at,
           clients: s.clients.length,
           pending_prompts: s.pending_prompts,
+          ...(s.title === undefined ? {} : { title: s.title }),
         }));
         return page.next_cursor === undefined ? { sessions } : { sessions, next_cursor: page.next_cursor };
+      }
+      case 'session_rename': {
+        const { session_id, title } = params as Params<'session_rename'>;
+        requireControlScope(this.p, 'rename sessions');
+        this.dir.visibleHere(this.p, session_id).rename(this.p, title);
+        return {};
       }
       case 'user_message':
         return this.userMessage(params as Params<'user_message'>, id);

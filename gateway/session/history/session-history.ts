@@ -15,13 +15,15 @@ export type FrameBody = { line: Uint8Array; origin: FrameOrigin } | { gatewayLin
 
 /** What one stored frame tells a session restoring itself (see {@link factOf}). */
 export type RestoredFact =
-  | { kind: 'state'; state: SessionState }
+  | { kind: 'state'; state: SessionState; at?: string }
   | { kind: 'prompt'; requestId: string; subtype: string; request?: Record<string, unknown> }
   | { kind: 'withdrawn'; requestId: string }
   | { kind: 'engine_session'; engineSessionId: string }
   | { kind: 'owner'; owner: string }
   | { kind: 'moved'; agent: string; cwd?: string }
-  | { kind: 'worktree'; worktree: WorktreeInfo };
+  | { kind: 'worktree'; worktree: WorktreeInfo }
+  | { kind: 'title'; title: string }
+  | { kind: 'prompted'; message: unknown };
 
 /**
  * A session's ordered history: every frame numbered, appended to the store and the bounded
@@ -127,6 +129,7 @@ export function factOf(frame: FrameBytes): RestoredFact | undefined {
       type?: string;
       subtype?: string;
       session_id?: string;
+      title?: unknown;
       request_id?: string;
       request?: { subtype?: string } & Record<string, unknown>;
     };
@@ -138,13 +141,16 @@ export function factOf(frame: FrameBytes): RestoredFact | undefined {
   } catch {
     return undefined;
   }
-  if (params.event?.subtype === 'state') return { kind: 'state', state: params.event.state };
-  if (params.event?.subtype === 'exited') return { kind: 'state', state: 'ended' };
+  if (params.event?.subtype === 'state') return { kind: 'state', state: params.event.state, at: params.event.at };
+  if (params.event?.subtype === 'exited') return { kind: 'state', state: 'ended', at: params.event.at };
+  if (params.event?.subtype === 'title_changed') return { kind: 'title', title: params.event.title };
+  if (params.event?.subtype === 'prompt') return { kind: 'prompted', message: params.event.message };
   if (params.event?.subtype === 'owner_changed') return { kind: 'owner', owner: params.event.owner };
   if (params.event?.subtype === 'worktree') return { kind: 'worktree', worktree: params.event.worktree };
   if (params.event?.subtype === 'moved') return { kind: 'moved', agent: params.event.to_agent, cwd: params.event.cwd };
   const v = params.message;
   if (typeof v !== 'object' || v === null) return undefined;
+  if (v.type === 'system' && v.subtype === 'session_title_changed' && typeof v.title === 'string') return { kind: 'title', title: v.title };
   if (v.type === 'system' && v.subtype === 'init' && typeof v.session_id === 'string')
     return { kind: 'engine_session', engineSessionId: v.session_id.slice(0, 256) };
   if (typeof v.request_id !== 'string') return undefined;

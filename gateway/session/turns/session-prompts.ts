@@ -189,6 +189,34 @@ export class SessionPrompts {
     throw new TetherError('PERMISSION_DENIED', why, { may_answer: need.mayAnswer });
   }
 
+  /**
+   * The prompts waiting that `principal` (a member who may control) may answer, oldest first:
+   * tool calls the turn's approval lets them answer (as checkApprover judges), questions to a
+   * person (AskUserQuestion, elicitation). The client's own hook callbacks are not a person's to answer.
+   */
+  answerableBy(principal: string): { requestId: string; kind: 'permission' | 'question'; tool?: string; at: string }[] {
+    const out: { requestId: string; kind: 'permission' | 'question'; tool?: string; at: string }[] = [];
+    for (const id of this.book.ids()) {
+      const p = this.book.get(id);
+      if (!p) continue;
+      const at = new Date(p.raisedAt).toISOString();
+      if (p.subtype === 'elicitation') out.push({ requestId: id, kind: 'question', at });
+      if (p.subtype !== DENY_ON_EXPIRY) continue;
+      const tool = typeof p.tool?.tool === 'string' ? p.tool.tool : undefined;
+      if (p.call?.interactive) {
+        out.push({ requestId: id, kind: 'question', tool, at });
+        continue;
+      }
+      if (p.turnAuthors) {
+        const { setting, need } = this.approval(p.turnAuthors);
+        const turn = { owner: this.s.owner, authors: p.turnAuthors };
+        if (need && approvalRefusal(need, setting, principal, turn, this.s.policy.current.groups) !== undefined) continue;
+      }
+      out.push({ requestId: id, kind: 'permission', ...(tool === undefined ? {} : { tool }), at });
+    }
+    return out;
+  }
+
   /** The engine withdrew its request (or a restored history says it did). */
   withdraw(requestId: string, why: string): void {
     this.book.withdraw(requestId, why);
