@@ -38,6 +38,7 @@ export const CALL_METHODS = [
   'session.withdraw_prompt',
   'session.stop',
   'session.audit',
+  'session.folder',
   'session.info',
 ] as const;
 

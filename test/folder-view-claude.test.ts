@@ -1,0 +1,222 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Agent } from '../agent/agent.js';
+import type { RemoteSession } from '../client/remote-session.js';
+import { asTetherError } from '../core/errors.js';
+import type { GatewayClient } from '../client/gateway-client.js';
+import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './support/claude-cli.js';
+import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic.js';
+import { startStack, type Stack } from './support/stack.js';
+import { readTurn } from './support/turns.js';
+
+/**
+ * Issue 34: the session folder's view, read by the agent for members of the session. The real
+ * CLI and the scripted model edit a git repository the test made; what the library reads
+ * (changes, diffs against HEAD and a base, untracked files, files) must equal what `git` run
+ * by the test says, paths leading out are refused, caps cut with a reason, and nothing a
+ * client names nor the repository's own config makes git run a program.
+ */
+
+/** The test's own git, with what would run a program switched off (the repository's config is hostile below); exit 1 is an answer (`diff --no-index`). */
+function git(cwd: string, ...args: string[]): string {
+  const safe = ['-c', 'core.fsmonitor=false', '-c', 'filter.evil.clean=', '-c', 'filter.evil.process=', '-c', 'core.pager=cat'];
+  const r = spawnSync('git', [...safe, '--no-pager', ...args], {
+    cwd,
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH, GIT_CONFIG_NOSYSTEM: '1', HOME: cwd, LC_ALL: 'C' },
+  });
+  if (r.status !== 0 && r.status !== 1) throw new Error(`git ${args.join(' ')}: ${r.stderr}`);
+  return r.stdout;
+}
+const DIFF = ['--no-color', '--no-ext-diff', '--no-textconv', '--no-renames'];
+const codeOf = (p: Promise<unknown>) =>
+  p.then(
+    () => 'resolved',
+    (e) => `${asTetherError(e).code}: ${asTetherError(e).message}`,
+  );
+
+describe('the session folder view (real CLI)', () => {
+  let stack: Stack;
+  let fake: FakeAnthropic;
+  let agent: Agent;
+  let client: GatewayClient;
+  let session: RemoteSession;
+  let root: TempDir;
+  let outside: TempDir;
+  let home: TempDir;
+  let repo: string;
+  const marker = (name: string) => join(outside.path, `marker-${name}`);
+
+  beforeAll(async () => {
+    root = makeTempDir('tether-folder-root-');
+    outside = makeTempDir('tether-folder-out-');
+    home = makeTempDir('tether-folder-home-');
+    repo = join(root.path, 'repo');
+    mkdirSync(repo);
+    writeFileSync(join(outside.path, 'secret.txt'), 'not for members\n');
+    git(repo, 'init', '-q', '-b', 'main');
+    writeFileSync(join(repo, 'a.txt'), 'one\ntwo\nthree\n');
+    writeFileSync(join(repo, 'b.txt'), 'first\n');
+    writeFileSync(join(repo, 'logo.bin'), Buffer.from([1, 0, 2, 0, 3]));
+    git(repo, 'add', '.');
+    git(repo, '-c', 'user.name=T', '-c', 'user.email=t@example.com', 'commit', '-q', '-m', 'start');
+    git(repo, 'branch', 'base');
+    writeFileSync(join(repo, 'b.txt'), 'first\nsecond on main\n');
+    git(repo, '-c', 'user.name=T', '-c', 'user.email=t@example.com', 'commit', '-q', '-am', 'b grows on main');
+    fake = await startFakeAnthropic({
+      responses: [
+        { text: 'Reading.', tool_use: { id: 'toolu_read', name: 'Read', input: { file_path: join(repo, 'a.txt') } } },
+        {
+          text: 'Editing.',
+          tool_use: { id: 'toolu_edit', name: 'Edit', input: { file_path: join(repo, 'a.txt'), old_string: 'two', new_string: 'TWO' } },
+        },
+        {
+          text: 'Writing.',
+          tool_use: { id: 'toolu_write', name: 'Write', input: { file_path: join(repo, 'notes', 'new.txt'), content: 'hello\nworld\n' } },
+        },
+        { text: 'Done.' },
+      ],
+    });
+    stack = await startStack({ engine: 'demo' });
+    agent = new Agent({
+      gateway: stack.url,
+      name: 'builder',
+      token: await stack.mint({ kind: 'agent', sub: 'builder', agent: 'builder' }),
+      engine: 'claude',
+      engineCommand: claudeBinaryPath(),
+      engineEnv: claudeTestEnv({ home: home.path, baseUrl: fake.url }),
+      sessionRoots: [root.path],
+      eofGraceMs: 1_000,
+      termGraceMs: 1_000,
+    });
+    await agent.start();
+    client = await stack.client({ sub: 'alice' });
+    session = await client.createSession({ agent: 'builder', options: { cwd: repo, permission_mode: 'acceptEdits' } });
+    await session.sendUserMessage('Change two to TWO in a.txt and write notes/new.txt.');
+    const turn = await readTurn(session, () => undefined, undefined, 120_000);
+    expect(turn.result.is_error).toBe(false);
+
+    // Made after the engine's turn (the CLI runs git itself): a symlink out, a large file, and a
+    // repository config and attributes that would run a program at every step of a git read.
+    symlinkSync(join(outside.path, 'secret.txt'), join(repo, 'out-link'));
+    writeFileSync(join(repo, 'big.txt'), 'x'.repeat(40_000) + '\n');
+    for (const name of ['fsmonitor', 'ext', 'textconv', 'filter', 'pager']) {
+      const script = join(outside.path, `${name}.sh`);
+      writeFileSync(script, `#!/bin/sh\ntr '\\0' ' ' < /proc/$PPID/cmdline >> '${marker(name)}'\ncat\n`);
+      chmodSync(script, 0o755);
+    }
+    writeFileSync(join(repo, '.gitattributes'), '*.txt diff=evil filter=evil\n');
+    git(repo, 'config', 'core.fsmonitor', join(outside.path, 'fsmonitor.sh'));
+    git(repo, 'config', 'diff.external', join(outside.path, 'ext.sh'));
+    git(repo, 'config', 'diff.evil.textconv', join(outside.path, 'textconv.sh'));
+    git(repo, 'config', 'filter.evil.clean', join(outside.path, 'filter.sh'));
+    git(repo, 'config', 'core.pager', join(outside.path, 'pager.sh'));
+  }, 180_000);
+
+  afterAll(async () => {
+    await agent?.shutdown(1_000);
+    await stack?.stop();
+    await fake?.close();
+    for (const d of [root, outside, home]) d?.cleanup();
+  });
+
+  it('lists the changed files with their counts as git does: the Edit, the Write (untracked), branch and commits', async () => {
+    const changes = await session.changes();
+    expect(changes.branch).toBe('main');
+    expect(changes.head).toBe(git(repo, 'rev-parse', 'HEAD').trim());
+    const gitPaths = git(repo, 'status', '--porcelain=v1', '-z', '--untracked-files=all', '--no-renames')
+      .split('\0')
+      .filter(Boolean)
+      .map((r) => r.slice(3))
+      .sort();
+    expect(changes.files.map((f) => f.path).sort()).toEqual(gitPaths);
+    const a = changes.files.find((f) => f.path === 'a.txt');
+    expect(a).toMatchObject({ xy: '.M', unstaged: true, staged: false, untracked: false, added: 1, deleted: 1 });
+    expect(git(repo, 'diff', '--numstat', ...DIFF, 'HEAD', '--', 'a.txt')).toBe('1\t1\ta.txt\n');
+    expect(changes.files.find((f) => f.path === 'notes/new.txt')).toMatchObject({ xy: '??', untracked: true, added: 2, deleted: 0 });
+    const commits = await session.commits(5);
+    expect(commits.map((c) => c.subject)).toEqual(['b grows on main', 'start']);
+    expect(commits[0].hash).toBe(changes.head);
+  });
+
+  it("gives one file's diff, and all of them, equal to git diff HEAD; an untracked file as new", async () => {
+    const one = await session.diff({ file: 'a.txt' });
+    expect(one.patch).toBe(git(repo, 'diff', ...DIFF, 'HEAD', '--', 'a.txt'));
+    expect(one.patch).toContain('-two\n+TWO\n');
+    expect(one.files).toEqual([{ path: 'a.txt', added: 1, deleted: 1 }]);
+    const untracked = await session.diff({ file: 'notes/new.txt' });
+    expect(untracked.patch).toBe(git(repo, 'diff', '--no-index', ...DIFF, '--', '/dev/null', 'notes/new.txt'));
+    expect(untracked.files).toEqual([{ path: 'notes/new.txt', untracked: true, added: 2, deleted: 0 }]);
+    const all = await session.diff();
+    expect(all.patch?.startsWith(git(repo, 'diff', ...DIFF, 'HEAD'))).toBe(true);
+    expect(all.patch).toContain('+++ b/notes/new.txt');
+    expect(all.patch).not.toContain('not for members');
+    expect(all.cut).toContain('out-link: leads outside the session folder');
+    const stat = await session.diff({ stat: true });
+    expect(stat.patch).toBeUndefined();
+    expect(stat.files.map((f) => f.path).sort()).toEqual(all.files.map((f) => f.path).sort());
+  });
+
+  it('compares with a base branch as git does, names a binary file without sending it', async () => {
+    const vsBase = await session.diff({ base: 'base', file: 'b.txt' });
+    expect(vsBase.base).toBe('base');
+    expect(vsBase.base_commit).toBe(git(repo, 'rev-parse', 'base').trim());
+    expect(vsBase.patch).toBe(git(repo, 'diff', ...DIFF, 'base', '--', 'b.txt'));
+    expect(vsBase.patch).toContain('+second on main');
+    expect((await session.diff({ file: 'b.txt' })).patch).toBe('');
+    writeFileSync(join(repo, 'logo.bin'), Buffer.from([9, 0, 9, 0]));
+    const bin = await session.diff({ file: 'logo.bin' });
+    expect(bin.files).toEqual([{ path: 'logo.bin', binary: true }]);
+    expect(bin.patch).toContain('Binary files a/logo.bin and b/logo.bin differ');
+    expect(await codeOf(session.diff({ base: 'no-such-branch' }))).toMatch(/^NOT_FOUND: no branch or commit named "no-such-branch"/);
+  });
+
+  it('reads files and folders inside the folder only: .. and a symlink out refused, a large file and a large diff cut with the reason', async () => {
+    expect(await session.readFile('a.txt')).toMatchObject({ kind: 'file', content: 'one\nTWO\nthree\n', size: 14 });
+    const dir = await session.readFile('.');
+    expect(dir.kind).toBe('dir');
+    expect(dir.entries?.map((e) => e.name)).toEqual(expect.arrayContaining(['a.txt', 'notes', 'out-link', '.git']));
+    expect(await codeOf(session.readFile('../../' + outside.path.split('/').pop() + '/secret.txt'))).toMatch(
+      /^INVALID_ARGUMENT: .*may not climb out/,
+    );
+    expect(await codeOf(session.readFile(outside.path + '/secret.txt'))).toMatch(/^INVALID_ARGUMENT: .*relative to the session folder/);
+    expect(await codeOf(session.readFile('out-link'))).toMatch(/^PERMISSION_DENIED: path "out-link" leads outside the session folder/);
+    const big = await session.readFile('big.txt', 1000);
+    expect(big).toMatchObject({ size: 40_001, cut: 'cut at 1000 of 40001 bytes (the read cap)' });
+    expect(big.content).toBe('x'.repeat(1000));
+    expect((await session.readFile('logo.bin')).binary).toBe(true);
+    expect((await session.readFile('logo.bin')).content).toBeUndefined();
+    const cutDiff = await session.diff({ maxBytes: 1024 });
+    expect(Buffer.byteLength(cutDiff.patch ?? '')).toBeLessThanOrEqual(1024);
+    expect(cutDiff.cut).toMatch(/diff cut at \d+ of \d+ bytes \(the diff cap\)/);
+  });
+
+  it('never lets a ref or path reach git as an option, and runs no program the repository config names', async () => {
+    const out = join(outside.path, 'smuggled');
+    for (const base of [`--output=${out}`, '-c core.pager=touch /tmp/pwned', '--ext-diff', '-p']) {
+      expect(await codeOf(session.diff({ base }))).toMatch(/^INVALID_ARGUMENT: .*ref/);
+    }
+    for (const file of [`--output=${out}`, '-c core.pager=touch /tmp/pwned', '--ext-diff']) {
+      expect(await session.diff({ file })).toMatchObject({ files: [], patch: '' }); // a pathspec that names nothing
+      expect(await codeOf(session.readFile(file))).toMatch(/^NOT_FOUND: no file/);
+    }
+    // At the agent too, past the gateway's check: its own ref rule refuses.
+    const peer = await client.peer();
+    expect(await codeOf(peer.request('session.folder', { session_id: session.id, query: { view: 'diff', base: '--output=x' } }))).toMatch(
+      /^INVALID_ARGUMENT/,
+    );
+    await session.changes();
+    await session.diff();
+    await session.diff({ base: 'base' });
+    await session.commits();
+    expect(existsSync(out)).toBe(false);
+    expect(existsSync('/tmp/pwned')).toBe(false);
+    for (const name of ['fsmonitor', 'ext', 'textconv', 'filter', 'pager'])
+      expect(existsSync(marker(name)) && readFileSync(marker(name), 'utf8'), name).toBe(false);
+    // The config is live: git as a person runs it would have run the external diff.
+    execFileSync('git', ['diff', 'HEAD', '--', 'a.txt'], { cwd: repo, env: { PATH: process.env.PATH, HOME: repo } });
+    expect(existsSync(marker('ext'))).toBe(true);
+  });
+});
