@@ -10,6 +10,7 @@ import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './su
 import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic.js';
 import { startStack, type Stack } from './support/stack.js';
 import { readTurn } from './support/turns.js';
+import { runTether } from './support/cli.js';
 
 /**
  * Issue 34: the session folder's view, read by the agent for members of the session. The real
@@ -192,6 +193,43 @@ describe('the session folder view (real CLI)', () => {
     expect(Buffer.byteLength(cutDiff.patch ?? '')).toBeLessThanOrEqual(1024);
     expect(cutDiff.cut).toMatch(/diff cut at \d+ of \d+ bytes \(the diff cap\)/);
   });
+
+  it('lets a viewer read it (a token that may only view), and shows it in the terminal: tether diff [--stat] [--base] [FILE], tether files', async () => {
+    const viewer = await (await stack.client({ sub: 'vic', scopes: ['view'] })).attach(session.id, { readOnly: true });
+    expect(viewer.role).toBe('viewer');
+    expect((await viewer.changes()).files).toEqual((await session.changes()).files);
+    expect((await viewer.diff({ file: 'a.txt' })).patch).toContain('+TWO');
+
+    const flags = ['--gateway', stack.url, '--token', await stack.mint({ kind: 'client', sub: 'vic', scopes: ['view'] })];
+    const one = await runTether(['diff', session.id, 'a.txt', ...flags], { timeoutMs: 60_000 });
+    expect(one).toMatchObject({ code: 0, stderr: '' });
+    expect(one.stdout).toBe(git(repo, 'diff', ...DIFF, 'HEAD', '--', 'a.txt'));
+    const base = await runTether(['diff', session.id, '--base', 'base', 'b.txt', ...flags], { timeoutMs: 60_000 });
+    expect(base.stdout).toBe(git(repo, 'diff', ...DIFF, 'base', '--', 'b.txt'));
+    const stat = await runTether(['diff', session.id, '--stat', ...flags], { timeoutMs: 60_000 });
+    expect(stat.code).toBe(0);
+    expect(stat.stdout).toMatch(/^on branch main, compared with HEAD \([0-9a-f]{12}\)\n/);
+    expect(stat.stdout).toContain('+1 -1        a.txt\n');
+    expect(stat.stdout).toContain('+2 -0        notes/new.txt (untracked)\n');
+    expect(stat.stdout).toMatch(/\d+ files changed, \d+ insertions\(\+\), \d+ deletions?\(-\)\n$/);
+    expect(stat.stderr).toContain('out-link: leads outside the session folder');
+    const smuggled = await runTether(['diff', session.id, '--base=--output=/tmp/tether-smuggled', ...flags], { timeoutMs: 60_000 });
+    expect(smuggled.code).not.toBe(0);
+    expect(smuggled.stderr).toContain('ref "--output=/tmp/tether-smuggled"');
+    expect(existsSync('/tmp/tether-smuggled')).toBe(false);
+
+    const listed = await runTether(['files', session.id, ...flags], { timeoutMs: 60_000 });
+    expect(listed.stdout.split('\n')).toEqual(expect.arrayContaining(['a.txt', 'notes/', 'out-link@']));
+    const file = await runTether(['files', session.id, 'notes/new.txt', ...flags], { timeoutMs: 60_000 });
+    expect(file).toMatchObject({ code: 0, stdout: 'hello\nworld\n' });
+    const out = await runTether(['files', session.id, 'out-link', ...flags], { timeoutMs: 60_000 });
+    expect(out.code).not.toBe(0);
+    expect(out.stderr).toContain('leads outside the session folder');
+    const cut = await runTether(['files', session.id, 'big.txt', '--max-bytes', '10', ...flags], { timeoutMs: 60_000 });
+    expect(cut).toMatchObject({ code: 0, stdout: 'xxxxxxxxxx', stderr: 'tether files: cut at 10 of 40001 bytes (the read cap)\n' });
+    const help = await runTether(['diff', '--help'], { timeoutMs: 30_000 });
+    expect(help.stdout).toContain('Usage: tether diff SESSION [--stat] [--base REF] [FILE]');
+  }, 120_000);
 
   it('never lets a ref or path reach git as an option, and runs no program the repository config names', async () => {
     const out = join(outside.path, 'smuggled');
