@@ -10,6 +10,8 @@ import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './su
 import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic.js';
 import { startStack, type Stack } from './support/stack.js';
 import { readTurn } from './support/turns.js';
+import { withTimeout } from './support/wait.js';
+import WebSocket from 'ws';
 import { runTether } from './support/cli.js';
 
 /**
@@ -230,6 +232,42 @@ describe('the session folder view (real CLI)', () => {
     const help = await runTether(['diff', '--help'], { timeoutMs: 30_000 });
     expect(help.stdout).toContain('Usage: tether diff SESSION [--stat] [--base REF] [FILE]');
   }, 120_000);
+
+  it("answers the JSON-RPC dialect's session_folder as the library does, and refuses a bad ref as invalid params", async () => {
+    const token = await stack.mint({ kind: 'client', sub: 'vic', scopes: ['view'] });
+    const ws = new WebSocket(stack.wsUrl, 'tether-jsonrpc.v1', { headers: { authorization: `Bearer ${token}` } });
+    const answers = new Map<number, (m: Record<string, any>) => void>();
+    ws.on('message', (d) => {
+      const m = JSON.parse(d.toString());
+      answers.get(m.id)?.(m);
+    });
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    let next = 1;
+    const call = (method: string, params: unknown) =>
+      withTimeout(
+        new Promise<Record<string, any>>((resolve) => {
+          const id = next++;
+          answers.set(id, resolve);
+          ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
+        }),
+        60_000,
+        `the answer to ${method}`,
+      );
+    try {
+      await call('initialize', { protocol_version: '1.0' });
+      const diff = await call('session_folder', { session_id: session.id, query: { view: 'diff', path: 'a.txt' } });
+      expect(diff.result).toEqual(await session.diff({ file: 'a.txt' }));
+      const status = await call('session_folder', { session_id: session.id, query: { view: 'status' } });
+      expect(status.result.files).toEqual((await session.changes()).files);
+      const bad = await call('session_folder', { session_id: session.id, query: { view: 'diff', base: '--ext-diff' } });
+      expect(bad.error.code).toBe(-32602);
+      expect(bad.error.message).toContain('ref "--ext-diff"');
+      const out = await call('session_folder', { session_id: session.id, query: { view: 'file', path: 'out-link' } });
+      expect(out.error.message).toContain('leads outside the session folder');
+    } finally {
+      ws.terminate();
+    }
+  });
 
   it('never lets a ref or path reach git as an option, and runs no program the repository config names', async () => {
     const out = join(outside.path, 'smuggled');
