@@ -26,8 +26,10 @@ const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
 const COUNT_MAX_BYTES = 8 * 1024 * 1024;
 /** Most untracked files whose text one diff answer carries. */
 const UNTRACKED_PATCH_MAX = 200;
-/** Flags on every diff: no external diff, no textconv program, no colour, paths relative to the session folder. */
-const DIFF_FLAGS = ['--no-color', '--no-ext-diff', '--no-textconv', '--relative', '--no-renames'];
+/** Flags on every diff: no external diff, no textconv program, no colour, no submodules, paths relative to the session folder. */
+const DIFF_FLAGS = ['--no-color', '--no-ext-diff', '--no-textconv', '--no-renames', '--ignore-submodules=all', '--relative'];
+/** `diff --no-index` (an untracked file as new) compares two paths: nothing of the repository's to ignore or make relative. */
+const NO_INDEX_FLAGS = DIFF_FLAGS.slice(0, 3);
 
 async function openRepo(scope: FolderScope): Promise<{ git: Git; prefix: string }> {
   const folder = realFolder(scope);
@@ -128,9 +130,7 @@ export async function folderDiff(scope: FolderScope, ask: DiffAsk): Promise<Fold
     const parts = [(await git(['diff', ...DIFF_FLAGS, baseCommit ?? EMPTY_TREE, '--', spec])).stdout];
     for (const path of shown.slice(0, UNTRACKED_PATCH_MAX)) {
       if (parts.reduce((n, p) => n + Buffer.byteLength(p), 0) > cap) break;
-      parts.push(
-        (await git(['diff', '--no-index', ...DIFF_FLAGS.filter((f) => f !== '--relative'), '--', '/dev/null', path], [0, 1])).stdout,
-      );
+      parts.push((await git(['diff', '--no-index', ...NO_INDEX_FLAGS, '--', '/dev/null', path], [0, 1])).stdout);
     }
     if (shown.length > UNTRACKED_PATCH_MAX) notes.push(`the text of the first ${UNTRACKED_PATCH_MAX} untracked files only`);
     const { text, cut } = cutAtLine(parts.join(''), cap);
