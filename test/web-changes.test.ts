@@ -4,7 +4,16 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openFromDashboard, person, screenshots, sendPrompt, signIn, signInLinkFor, startSession } from './support/browser.js';
+import {
+  axeViolations,
+  openFromDashboard,
+  person,
+  screenshots,
+  sendPrompt,
+  signIn,
+  signInLinkFor,
+  startSession,
+} from './support/browser.js';
 import { hasTool } from './support/tools.js';
 import { startWebClaudeRig, type WebClaudeRig } from './support/web-claude-rig.js';
 
@@ -119,6 +128,7 @@ describe.skipIf(!hasTool('chromium'))('web page: the Changes panel (real Claude 
         .map((b) => `${b.t}: ${Math.round(b.width)}x${Math.round(b.height)}`),
     );
     expect(small).toEqual([]);
+    expect(await axeViolations(vic.page, 'the Changes panel, 390 px')).toEqual([]);
     await vic.context.close();
 
     const files = await screenshots(
