@@ -1,5 +1,5 @@
-import { realpathSync } from 'node:fs';
-import { join, sep } from 'node:path';
+import { lstatSync, readlinkSync, realpathSync } from 'node:fs';
+import { dirname, join, resolve, sep } from 'node:path';
 import { TetherError } from '../../core/errors.js';
 import { relativePathProblem } from '../../core/protocol/folder-view.js';
 import { realPath } from '../policy-paths.js';
@@ -38,7 +38,32 @@ export function pathInFolder(scope: FolderScope, rel: string): { real: string; f
   const problem = relativePathProblem(rel);
   if (problem) throw new TetherError('INVALID_ARGUMENT', `path "${rel.slice(0, 64)}": ${problem}`);
   const folder = realFolder(scope);
-  const real = realPath(join(folder, rel === '' ? '.' : rel));
+  const real = throughDanglingLinks(realPath(join(folder, rel === '' ? '.' : rel)));
   if (!within(real, folder)) throw new TetherError('PERMISSION_DENIED', `path "${rel}" leads outside the session folder (to ${real})`);
   return { real, folder };
+}
+
+/** Symlinks followed at most, as the kernel's ELOOP limit. */
+const MAX_LINKS = 40;
+
+/**
+ * `realPath` leaves a link whose target does not exist (yet) as written: follow it by hand,
+ * so a dangling link that points out is judged by where it would lead once its target appears.
+ */
+function throughDanglingLinks(path: string): string {
+  for (let hops = 0; hops < MAX_LINKS; hops++) {
+    const parts = path.split(sep);
+    let linked: string | undefined;
+    for (let n = 2; n <= parts.length && linked === undefined; n++) {
+      const prefix = parts.slice(0, n).join(sep);
+      try {
+        if (lstatSync(prefix).isSymbolicLink()) linked = join(resolve(dirname(prefix), readlinkSync(prefix)), ...parts.slice(n));
+      } catch {
+        break; // the rest does not exist: nothing further to follow
+      }
+    }
+    if (linked === undefined) return path;
+    path = realPath(linked);
+  }
+  throw new TetherError('PERMISSION_DENIED', `too many levels of symlinks in ${path}`);
 }
