@@ -37,6 +37,7 @@ import { createWorktree, endWorktree, folderInWorktree } from './worktree.js';
 import { tetherEvent } from '../core/protocol/events.js';
 import { readTranscript, writeTranscript } from './transcript.js';
 import { checkMentionsAt, type MentionScope } from './mention-check.js';
+import { viewFolder } from './folder-view/folder-view.js';
 
 /** How long a new engine has to answer the agent's initialize, unless initializeTimeoutMs says otherwise (core/timeouts.ts orders it). */
 export const AGENT_INITIALIZE_TIMEOUT_MS = ENGINE_START_TIMEOUT_MS;
@@ -200,6 +201,11 @@ export class Agent {
         return spawned;
       })
       .onRequest('agent.export', (p) => this.exportSession(p.session_id))
+      .onRequest('agent.folder', (p) => {
+        const place = this.places.get(p.session_id);
+        if (!place) throw new TetherError('NOT_FOUND', `no session ${p.session_id} on this agent`);
+        return viewFolder({ cwd: place.cwd, roots: this.opts.sessionRoots ?? [] }, p.query);
+      })
       .onRequest('agent.stop', async (p) => {
         const relay = this.relays.get(p.session_id);
         if (!relay) throw new TetherError('NOT_FOUND', `no session ${p.session_id} on this agent`);

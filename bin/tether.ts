@@ -15,6 +15,8 @@ const COMMANDS: readonly [string, () => Promise<Command>][] = [
   ['chat', async () => (await import('./commands/chat.js')).chatCommand],
   ['attach', async () => (await import('./commands/attach.js')).attachCommand],
   ['move', async () => (await import('./commands/move.js')).moveCommand],
+  ['diff', async () => (await import('./commands/diff.js')).diffCommand],
+  ['files', async () => (await import('./commands/files.js')).filesCommand],
   ['agents', async () => (await import('./commands/list.js')).agentsCommand],
   ['sessions', async () => (await import('./commands/list.js')).sessionsCommand],
   ['worktrees', async () => (await import('./commands/list.js')).worktreesCommand],

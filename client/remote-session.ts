@@ -4,6 +4,8 @@ import type { PromptPriority, QueuedPrompt, Role, TetherEvent } from '../core/pr
 import type { AuditRecord } from '../core/protocol/audit.js';
 import type { NotificationParams, SessionInfo, StopSignal } from '../core/protocol/methods.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
+import type { FolderResultOf } from '../core/protocol/folder-view.js';
+import { readFolder } from './folder-view.js';
 import { tetherEvent } from '../core/protocol/events.js';
 import { QUEUED_PRIORITY } from '../core/protocol/prompt-priority.js';
 import { acrossReconnects, atOnceThenAcrossReconnects } from './across-reconnects.js';
@@ -515,6 +517,31 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
   async audit(limit?: number): Promise<AuditRecord[]> {
     const peer = await this.transport.peer();
     return (await peer.request('session.audit', { session_id: this.id, limit })).entries;
+  }
+
+  /** The session folder's branch, upstream, ahead/behind and changed files with counts (any member may read it, viewers too). */
+  async changes(): Promise<FolderResultOf<'status'>> {
+    return readFolder(await this.transport.peer(), this.id, { view: 'status' });
+  }
+
+  /**
+   * The diff of the session's folder (or of `file` in it) against HEAD or `base` (a branch or
+   * commit), untracked files as new; past `maxBytes` the text is cut and `cut` says so.
+   * `stat`: the files and their counts only.
+   */
+  async diff(opts: { file?: string; base?: string; stat?: boolean; maxBytes?: number } = {}): Promise<FolderResultOf<'diff'>> {
+    const query = { view: 'diff' as const, path: opts.file, base: opts.base, stat: opts.stat, max_bytes: opts.maxBytes };
+    return readFolder(await this.transport.peer(), this.id, query);
+  }
+
+  /** A file of the session's folder (its text up to `maxBytes`; a binary file named only) or a folder's entries. */
+  async readFile(path: string, maxBytes?: number): Promise<FolderResultOf<'file'>> {
+    return readFolder(await this.transport.peer(), this.id, { view: 'file', path, max_bytes: maxBytes });
+  }
+
+  /** The most recent commits of the session folder's HEAD. */
+  async commits(limit?: number): Promise<FolderResultOf<'log'>['commits']> {
+    return (await readFolder(await this.transport.peer(), this.id, { view: 'log', limit })).commits;
   }
 
   /**

@@ -4,6 +4,8 @@ import { acpCommand } from '../bin/commands/acp.js';
 import { attachCommand } from '../bin/commands/attach.js';
 import { auditCommand } from '../bin/commands/audit.js';
 import { chatCommand } from '../bin/commands/chat.js';
+import { diffCommand } from '../bin/commands/diff.js';
+import { filesCommand } from '../bin/commands/files.js';
 import { agentsCommand, sessionsCommand } from '../bin/commands/list.js';
 import { runCommand } from '../bin/commands/run.js';
 import { connectionHelp, TLS_CLIENT_HELP, TOKEN_FILE_HELP } from '../bin/connection-flags.js';
@@ -12,7 +14,17 @@ import { connectionHelp, TLS_CLIENT_HELP, TOKEN_FILE_HELP } from '../bin/connect
  * Every client command reaches a gateway through the one set of connection flags
  * (bin/connection-flags.ts): each takes all of them and documents each, in its own column.
  */
-const CLIENT_COMMANDS: Command[] = [runCommand, chatCommand, attachCommand, agentsCommand, sessionsCommand, auditCommand, acpCommand];
+const CLIENT_COMMANDS: Command[] = [
+  runCommand,
+  chatCommand,
+  attachCommand,
+  agentsCommand,
+  sessionsCommand,
+  auditCommand,
+  acpCommand,
+  diffCommand,
+  filesCommand,
+];
 const CONNECTION_ARGS = ['--gateway', 'ws://gw:7800', '--token', 't', '--ca', 'ca.pem', '--tls-cert', 'c.pem', '--tls-key', 'k.pem'];
 
 describe('connection flags', () => {

@@ -1,8 +1,6 @@
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openFromDashboard, person, sendPrompt, signIn, startSession } from './support/browser.js';
+import { axeViolations, openFromDashboard, person, sendPrompt, signIn, startSession } from './support/browser.js';
 import { startWebDemoRig, type WebDemoRig } from './support/web-demo-rig.js';
 
 /** WCAG relative luminance of an sRGB colour. */
@@ -143,28 +141,7 @@ describe('web page: accessibility', () => {
   });
 
   it('axe-core finds no serious or critical accessibility violation: sign-in page, dashboard, a session with a permission card, a viewer, light and dark, 390 and 1280 px', async () => {
-    const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-    const violations = async (page: Page, where: string) => {
-      await page.evaluate(axeSource); // through the debugger protocol: the page's CSP (script-src 'self') rightly refuses inline scripts
-      const found = await page.evaluate(async () => {
-        const axe = (
-          window as unknown as {
-            axe: { run: (o: unknown) => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> };
-          }
-        ).axe;
-        const r = await axe.run({ resultTypes: ['violations'] });
-        return r.violations
-          .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-          .map(
-            (v) =>
-              `${v.id} (${v.impact}): ${v.nodes
-                .map((n) => n.target.join(' '))
-                .slice(0, 3)
-                .join(', ')}`,
-          );
-      });
-      return found.map((f) => `${where}: ${f}`);
-    };
+    const violations = axeViolations;
     const all: string[] = [];
     const owner = await rig.signedIn('alice');
     const id = await startSession(owner.page);

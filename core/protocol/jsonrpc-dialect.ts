@@ -4,6 +4,7 @@ import { SessionTitle } from './inbox.js';
 import { SESSIONS_PAGE_MAX } from './methods.js';
 import { PermissionMode } from './session-options.js';
 import { PromptPriority } from './events.js';
+import { FolderQuery } from './folder-view.js';
 
 /**
  * The JSON-RPC dialect for thin frontends (docs/jsonrpc-dialect.md): plain JSON-RPC 2.0
@@ -113,6 +114,8 @@ export const DialectRequests = {
   session_list: z
     .object({ limit: z.number().int().min(1).max(SESSIONS_PAGE_MAX).optional(), cursor: z.string().min(1).max(256).optional() })
     .default({}),
+  /** Reads the session's folder on its agent (branch, changes, diffs, commits, files): the native `session.folder`, viewers too. */
+  session_folder: z.object({ session_id: sessionId, query: FolderQuery }),
 } as const;
 export type DialectMethod = keyof typeof DialectRequests;
 

@@ -6,6 +6,7 @@ import { RpcErrorObject } from './jsonrpc.js';
 import { TraceContext } from './trace-context.js';
 import { WorktreeInfo } from './worktree.js';
 import { InboxItem, SessionTitle } from './inbox.js';
+import { FolderQuery, FolderResult } from './folder-view.js';
 
 /**
  * Every method of the gateway protocol, defined once. Requests carry an id and get a
@@ -217,6 +218,8 @@ export const Methods = {
     params: z.object({ session_id: id, reason: z.string().max(256).optional(), signal: StopSignal.optional() }),
     result: z.object({}),
   },
+  /** A read of the session's folder (core/protocol/folder-view.ts), for a member the gateway let through. */
+  'agent.folder': { params: z.object({ session_id: id, query: FolderQuery }), result: FolderResult },
 
   // --- client -> gateway ------------------------------------------------------------------
   'agents.list': { params: z.object({}).default({}), result: z.object({ agents: z.array(AgentInfo) }) },
@@ -317,6 +320,8 @@ export const Methods = {
     params: z.object({ session_id: id, uuid: z.string().min(1).max(256) }),
     result: z.object({}),
   },
+  /** Reads the session's folder on its agent (branch, changes, diffs, commits, files): any member, viewers too. */
+  'session.folder': { params: z.object({ session_id: id, query: FolderQuery }), result: FolderResult },
   /** The audit trail, filtered; without session_id (the whole trail) admins only. */
   'session.audit': { params: AuditQuery, result: AuditResult },
 } as const;
@@ -463,6 +468,7 @@ export type SessionCall =
   | 'session.rename'
   | 'session.stop'
   | 'session.audit'
+  | 'session.folder'
   | 'session.info';
 
 /** A session call's params: every one names its session (an audit query about one session does too). */

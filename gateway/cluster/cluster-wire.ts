@@ -39,6 +39,7 @@ export const CALL_METHODS = [
   'session.rename',
   'session.stop',
   'session.audit',
+  'session.folder',
   'session.info',
 ] as const;
 

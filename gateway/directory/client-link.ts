@@ -208,6 +208,7 @@ export class ClientLink implements ProxiedClient {
         return result;
       })
       .onRequest('session.info', (params) => this.call('session.info', params))
+      .onRequest('session.folder', (params) => this.call('session.folder', params))
       .onRequest('session.send', (params) => this.call('session.send', params))
       .onNotification('session.post', (params) => this.post(params))
       .onRequest('session.set_role', (params) => this.call('session.set_role', params))

@@ -9,6 +9,7 @@ import { requireControlScope } from '../session/session.js';
 import { checkAnswerModes, checkControlAudited } from '../policy/policy-gate.js';
 import { readAudit } from './audit-access.js';
 import { moveSession } from './session-move.js';
+import { readSessionFolder } from './session-folder.js';
 
 /** Who makes a call: the principal the door admitted, and the member frames and replies go to. */
 export interface Caller {
@@ -49,6 +50,8 @@ export async function applySessionCall<M extends SessionCall>(
     }
     case 'session.info':
       return { session: session.info() } as ResultOf<M>;
+    case 'session.folder':
+      return (await readSessionFolder(dir, session, (params as ParamsOf<'session.folder'>).query)) as ResultOf<M>;
     case 'session.detach':
       session.detach(clientId);
       return {} as ResultOf<M>;

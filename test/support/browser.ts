@@ -3,7 +3,8 @@
  * playwright-core (never a downloaded browser), talking to 127.0.0.1 only. One browser per
  * test file; each person in a test gets a context (its own sessionStorage).
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
@@ -158,4 +159,28 @@ export async function screenshots(
 /** A fresh single-use sign-in link for `sub` (with `scopes`, e.g. `['view']`) on the page at `pageUrl`, minted with the key in the gateway's state folder (what `tether login-link` does). */
 export async function signInLinkFor(pageUrl: string, stateDir: string, sub: string, scopes?: string[]): Promise<string> {
   return signInUrl(pageUrl, await mintLoginCode(loadKeyFile(stateKeyPath(stateDir)), { sub, scopes }));
+}
+
+/** The serious and critical violations axe-core finds on the page as it stands, each prefixed with `where`. */
+export async function axeViolations(page: Page, where: string): Promise<string[]> {
+  const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+  await page.evaluate(axeSource); // through the debugger protocol: the page's CSP (script-src 'self') rightly refuses inline scripts
+  const found = await page.evaluate(async () => {
+    const axe = (
+      window as unknown as {
+        axe: { run: (o: unknown) => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> };
+      }
+    ).axe;
+    const r = await axe.run({ resultTypes: ['violations'] });
+    return r.violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map(
+        (v) =>
+          `${v.id} (${v.impact}): ${v.nodes
+            .map((n) => n.target.join(' '))
+            .slice(0, 3)
+            .join(', ')}`,
+      );
+  });
+  return found.map((f) => `${where}: ${f}`);
 }

@@ -6,6 +6,7 @@
  * streamed delta each) skip the composer.
  */
 import { memo } from 'preact/compat';
+import { ErrorAlert } from './error-alert';
 import { useRef, useState } from 'preact/hooks';
 import type { ImageAttachment, OpenSession } from './session';
 import { useStoreSelect } from './store';
@@ -123,11 +124,7 @@ export const Composer = memo(function Composer({ session }: { session: OpenSessi
           </button>
         )}
       </div>
-      {error && (
-        <div class="error" role="alert">
-          {error}
-        </div>
-      )}
+      <ErrorAlert error={error} />
     </form>
   );
 });

@@ -2,6 +2,8 @@
 import { SessionTitle } from './session-title';
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { announce } from './announcer';
+import { ChangesPanel } from './changes-panel';
+import { ErrorAlert } from './error-alert';
 import { askNotifications, attention } from './attention';
 import { Composer } from './composer';
 import { PERMISSION_MODES } from './dashboard';
@@ -96,6 +98,16 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
     return () => document.removeEventListener('visibilitychange', onVisible);
   }, [session]);
 
+  // The Changes panel takes the transcript's place while open; the page stops following the bottom meanwhile.
+  const [changes, setChanges] = useState(false);
+  const toggleChanges = () => {
+    if (changes) jump();
+    else {
+      following.current = false;
+      window.scrollTo({ top: 0 });
+    }
+    setChanges(!changes);
+  };
   const act = (p: Promise<unknown>) => p.catch((err: Error) => setError(err.message));
   const present = [...view.present.entries()].map(([clientId, p]) => ({ clientId, ...p }));
   const answerers = [...new Set(present.filter((p) => p.role !== 'viewer').map((p) => p.principal))];
@@ -264,6 +276,9 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
               Stop session
             </button>
           )}
+          <button type="button" aria-pressed={changes} onClick={toggleChanges} data-testid="changes-toggle">
+            Changes
+          </button>
           <button type="button" onClick={() => download(`tether-${session.id}.md`, transcriptMarkdown(session), 'text/markdown')}>
             Export Markdown
           </button>
@@ -276,13 +291,10 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
             </button>
           )}
         </div>
-        {error && (
-          <div class="error" role="alert">
-            {error}
-          </div>
-        )}
+        <ErrorAlert error={error} />
       </section>
-      <section class="transcript" aria-label="Transcript" data-testid="transcript">
+      {changes && <ChangesPanel session={session} />}
+      <section class="transcript" aria-label="Transcript" data-testid="transcript" hidden={changes}>
         <WindowList
           items={t.entries}
           keyOf={(e) => e.id}
@@ -314,7 +326,7 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
             ))}
           </ol>
         )}
-        {!follow && (
+        {!follow && !changes && (
           <button type="button" class="jump-latest" onClick={jump} data-testid="jump-latest">
             Jump to latest{unseen > 0 ? ` (${unseen} new)` : ''}
           </button>

@@ -12,6 +12,7 @@ import { titleFromPrompt } from '../../../core/protocol/titles.js';
 import { SessionMeter } from './session-meter';
 import { Store } from './store';
 import { Transcript } from './transcript';
+import type { FolderQuery, FolderResultOf } from '../../../core/protocol/folder-view.js';
 
 /** How long the page waits for the engine's answer to a request of its own (a model list, the context use). */
 const ASK_TIMEOUT_MS = 30_000;
@@ -65,7 +66,12 @@ export interface SessionView {
   present: Map<string, { principal: string; role: string; mayControl?: boolean; name?: string }>;
   /** The session's title (as the gateway keeps it: see gateway/session/session-title.ts); undefined before any. */
   title?: string;
+  /** Bumped when an engine tool call that may change files (FILE_TOOLS) finished: the Changes panel reads the folder again. */
+  filesVersion: number;
 }
+
+/** Tools whose finish may have changed the session's folder. */
+const FILE_TOOLS = new Set(['Edit', 'MultiEdit', 'Write', 'NotebookEdit', 'Bash']);
 
 export class OpenSession {
   readonly transcript = new Transcript();
@@ -94,7 +100,15 @@ export class OpenSession {
     public info: SessionInfo,
     role: SessionView['role'],
   ) {
-    this.view = new Store<SessionView>({ role, state: info.state, version: 0, headVersion: 0, present: new Map(), title: info.title });
+    this.view = new Store<SessionView>({
+      role,
+      state: info.state,
+      version: 0,
+      headVersion: 0,
+      present: new Map(),
+      title: info.title,
+      filesVersion: 0,
+    });
   }
 
   get id(): string {
@@ -185,6 +199,7 @@ export class OpenSession {
     if (!item) return;
     this.items.push(item);
     this.transcript.apply(item);
+    if (item.kind === 'engine') this.noteFileTools(item.message);
     if (item.kind === 'engine' && item.message.type === 'result') {
       this.meter.onResult(item.message.total_cost_usd);
       this.contextStale = true;
@@ -226,6 +241,24 @@ export class OpenSession {
         this.view.update({ present });
       }
     }
+  }
+
+  /** Tool calls of FILE_TOOLS still running, by tool_use id: their tool_result bumps `filesVersion`. */
+  private readonly fileToolCalls = new Set<string>();
+
+  private noteFileTools(m: Record<string, unknown>): void {
+    const content = (m.message as { content?: unknown } | undefined)?.content;
+    if (!Array.isArray(content)) return;
+    for (const b of content as Record<string, unknown>[]) {
+      if (m.type === 'assistant' && b.type === 'tool_use' && FILE_TOOLS.has(String(b.name))) this.fileToolCalls.add(String(b.id));
+      if (m.type === 'user' && b.type === 'tool_result' && this.fileToolCalls.delete(String(b.tool_use_id)))
+        this.view.update({ filesVersion: this.view.get().filesVersion + 1 });
+    }
+  }
+
+  /** Reads the session's folder on its agent (branch, changes, a diff, a file): any member, viewers too. */
+  folder<Q extends FolderQuery>(query: Q): Promise<FolderResultOf<Q['view']>> {
+    return this.conn.request('session.folder', { session_id: this.id, query });
   }
 
   /** After a turn ended (not on a timer): asks the engine how full its context is, for the meter. */

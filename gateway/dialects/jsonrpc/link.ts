@@ -27,6 +27,7 @@ import type { SessionDirectory } from '../../directory/session-directory.js';
 import { requireControlScope } from '../../session/session.js';
 import type { Member, Session } from '../../session/session.js';
 import { sessionsPage } from '../../directory/session-pages.js';
+import { readSessionFolder } from '../../directory/session-folder.js';
 import { cutOf } from '../../../core/channel/channel.js';
 import { controlResponse, permissionAnswer, questionAnswer, riskLevel } from './answers.js';
 import { translateFrame, type DialectEvent, type EngineInfo, type TranslatedFrame } from './translate.js';
@@ -357,6 +358,10 @@ export class JsonRpcDialectLink implements Member {
         requireControlScope(this.p, 'rename sessions');
         this.dir.visibleHere(this.p, session_id).rename(this.p, title);
         return {};
+      }
+      case 'session_folder': {
+        const { session_id, query } = params as Params<'session_folder'>;
+        return readSessionFolder(this.dir, this.dir.visibleHere(this.p, session_id), query);
       }
       case 'user_message':
         return this.userMessage(params as Params<'user_message'>, id);
