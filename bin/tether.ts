@@ -18,6 +18,7 @@ const COMMANDS: readonly [string, () => Promise<Command>][] = [
   ['agents', async () => (await import('./commands/list.js')).agentsCommand],
   ['sessions', async () => (await import('./commands/list.js')).sessionsCommand],
   ['audit', async () => (await import('./commands/audit.js')).auditCommand],
+  ['usage', async () => (await import('./commands/usage.js')).usageCommand],
   ['token', async () => (await import('./commands/token.js')).tokenCommand],
   ['revoke', async () => (await import('./commands/revoke.js')).revokeCommand],
   ['login', async () => (await import('./commands/login.js')).loginCommand],

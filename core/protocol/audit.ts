@@ -23,6 +23,7 @@ export const AuditAction = z.enum([
   'engine_resumed',
   'owner_change',
   'move',
+  'budget',
 ]);
 export type AuditAction = z.infer<typeof AuditAction>;
 

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { isoNow } from '../util/iso-now.js';
 import { PROMPT_PRIORITIES } from './prompt-priority.js';
 import { TurnAttribution } from './turn-approval.js';
+import { UsageFigures } from './usage.js';
 
 /**
  * Gateway events delivered in a session's stream beside the engine's frames. In pipe mode
@@ -235,6 +236,31 @@ export const TetherEvent = z.discriminatedUnion('subtype', [
     /** Inputs the old engine never acknowledged, handed to the new one (each once). */
     resent_inputs: z.number().int().nonnegative(),
     message: z.string(),
+    at: z.string(),
+  }),
+  z.object({
+    type: z.literal('tether'),
+    /** A turn ended and the gateway booked what it used (the usage ledger): the turn's own figures and the session's cost so far. */
+    subtype: z.literal('usage'),
+    /** Whose prompt started the turn. */
+    principal: z.string(),
+    model: z.string(),
+    ...UsageFigures.shape,
+    /** The session's cost so far, this turn included (USD). */
+    session_cost_usd: z.number().nonnegative(),
+    at: z.string(),
+  }),
+  z.object({
+    type: z.literal('tether'),
+    /** A turn took `principal` past a budget's warning share (`warning`) or to its end (`reached`: their next prompt is refused). */
+    subtype: z.literal('budget'),
+    principal: z.string(),
+    state: z.enum(['warning', 'reached']),
+    /** The budget as the policy file says it, e.g. `budgets[0] (who: *, per: day, usd: 5)`. */
+    budget: z.string(),
+    share: z.number().nonnegative(),
+    message: z.string(),
+    resets_at: z.string().optional(),
     at: z.string(),
   }),
   z.object({

@@ -23,6 +23,7 @@ import { InputRouting } from './input-routing.js';
 import { OutputRouting } from './output-routing.js';
 import { PromptQueue } from './turns/prompt-queue.js';
 import { TurnAuthors } from './turns/turn-authors.js';
+import type { UsageDesk } from '../usage/usage-desk.js';
 
 export type { EngineHost } from './engine-inputs.js';
 export type { Member } from './session-members.js';
@@ -61,6 +62,8 @@ export interface SessionInit {
   metrics?: SessionMetrics;
   /** The central policy that answers the engine's policy hook (default: no rules). */
   policy?: PolicyProvider;
+  /** The gateway's usage room: turns booked, prompts held to the policy's budgets (default: neither). */
+  usage?: UsageDesk;
 }
 
 /** The part of the gateway's metrics a session reports to. */
@@ -188,6 +191,8 @@ export class Session {
       cwd: init.options.cwd,
       turns: this.turns,
       stamp: init.options.client_initialize !== true,
+      usage: init.usage,
+      agent: () => this.agent,
     });
     this.output = new OutputRouting({
       ...parts,
@@ -196,6 +201,9 @@ export class Session {
       policy,
       queue: this.queue,
       turns: this.turns,
+      usage: init.usage,
+      agent: () => this.agent,
+      owner,
     });
     if (restored) this.restore(restored);
     else store.create({ id, agent: this.agent, engine: this.engine, owner: init.owner, options: this.options, created_at: this.createdAt });
