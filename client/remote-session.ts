@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { asTetherError, TetherError } from '../core/errors.js';
 import type { PromptPriority, QueuedPrompt, Role, TetherEvent } from '../core/protocol/events.js';
 import type { AuditRecord } from '../core/protocol/audit.js';
+import type { UsageQuery, UsageResult } from '../core/protocol/usage.js';
 import type { NotificationParams, SessionInfo, StopSignal } from '../core/protocol/methods.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
 import { tetherEvent } from '../core/protocol/events.js';
@@ -462,6 +463,16 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
   async audit(limit?: number): Promise<AuditRecord[]> {
     const peer = await this.transport.peer();
     return (await peer.request('session.audit', { session_id: this.id, limit })).entries;
+  }
+
+  /**
+   * What this session's turns used, from the gateway's usage ledger: summed by principal unless
+   * `by` says otherwise, since `since_ms` when given. The caller sees the turns it started, or
+   * all of them when it owns the session or holds the admin scope (`scope` says which).
+   */
+  async usage(query: Omit<UsageQuery, 'session_id'> = {}): Promise<UsageResult> {
+    const peer = await this.transport.peer();
+    return peer.request('usage.read', { ...query, session_id: this.id });
   }
 
   /**

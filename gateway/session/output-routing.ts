@@ -67,9 +67,9 @@ export class OutputRouting {
   }
 
   /**
-   * Books the turn a `result` ends under the principal whose prompt started it, tells every
-   * member what it used (a `usage` event) and its author of each budget it took past a
-   * threshold (a `budget` event, audited).
+   * Books the turn a `result` ends under the principal whose prompt started it, tells its
+   * author of each budget it took past a threshold (a `budget` event, audited), then every
+   * member what it used (a `usage` event: the last word on the turn).
    */
   private book(line: Uint8Array): void {
     const usage = this.s.usage;
@@ -79,15 +79,6 @@ export class OutputRouting {
     const booked = usage.turnEnded(line, { sessionId, agent: this.s.agent(), principal, owner: this.s.owner() });
     if (!booked) return;
     const { entry: e, notices } = booked;
-    this.s.history.append({
-      event: tetherEvent({
-        subtype: 'usage',
-        principal,
-        model: e.model,
-        ...figuresOf(e),
-        session_cost_usd: usage.ledger.sessionCost(sessionId),
-      }),
-    });
     for (const { session_id: _, ...n } of notices) {
       this.s.audit.quietly(n.principal, 'budget', {
         state: n.state,
@@ -98,6 +89,15 @@ export class OutputRouting {
       });
       this.s.history.append({ event: tetherEvent({ subtype: 'budget', ...n }) });
     }
+    this.s.history.append({
+      event: tetherEvent({
+        subtype: 'usage',
+        principal,
+        model: e.model,
+        ...figuresOf(e),
+        session_cost_usd: usage.ledger.sessionCost(sessionId),
+      }),
+    });
   }
 
   /** Sends the engine's answer to the one client that asked, with its own request id back; false when it is not such an answer. */
