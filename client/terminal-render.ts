@@ -93,6 +93,8 @@ export function describeEvent(e: TetherEvent): string | undefined {
       return `* ${sanitize(e.message)}`;
     case 'owner_changed':
       return `* ${sanitize(e.previous_owner)} handed the session to ${sanitize(e.owner)}`;
+    case 'budget':
+      return `* ${sanitize(e.principal)}: ${sanitize(e.message)}`;
     case 'link':
       return `* ${e.message}`;
     case 'error':

@@ -1,9 +1,11 @@
 /** Agents and sessions, refreshed every few seconds; start a session, open or watch one. */
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
+import { usePolling } from './polling';
 import type { Connection } from './connection';
 import { useStore } from './store';
 import type { SessionInfo } from './session';
 import { stateLabel } from './wording';
+import { TeamUsage } from './team-usage';
 
 /** How often the lists refresh while the dashboard shows. */
 const REFRESH_MS = 2_000;
@@ -51,25 +53,14 @@ export function Dashboard(props: {
   const [mode, setMode] = useState('default');
   const [busy, setBusy] = useState(false);
 
-  useEffect(() => {
-    let stop = false;
-    const load = async () => {
-      try {
-        const [a, s] = await Promise.all([props.conn.request('agents.list'), allSessions(props.conn)]);
-        if (stop) return;
-        setAgents(a.agents);
-        setSessions(s);
-      } catch {
-        // The banner says when the link is down; the next round tries again.
-      }
-    };
-    void load();
-    const t = setInterval(load, REFRESH_MS);
-    return () => {
-      stop = true;
-      clearInterval(t);
-    };
-  }, []);
+  usePolling(
+    () => Promise.all([props.conn.request('agents.list'), allSessions(props.conn)]),
+    ([a, s]) => {
+      setAgents(a.agents);
+      setSessions(s);
+    },
+    REFRESH_MS,
+  );
 
   const { may } = useStore(props.conn.state);
   const chosen = agent || agents[0]?.name || '';
@@ -204,6 +195,7 @@ export function Dashboard(props: {
           </ul>
         )}
       </section>
+      <TeamUsage conn={props.conn} />
     </main>
   );
 }

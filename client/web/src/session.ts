@@ -183,6 +183,10 @@ export class OpenSession {
     if (item.kind === 'event') {
       const e = item.event;
       if (e.subtype === 'state') this.view.update({ state: e.state });
+      if (e.subtype === 'usage') {
+        this.meter.onUsage(e.session_cost_usd);
+        this.headChanged();
+      }
       if (e.subtype === 'rule_withdrawn') {
         // Off the list for everyone (granted again later, the transcript lists it again).
         const rules = this.transcript.standingRules;
