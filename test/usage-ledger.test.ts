@@ -101,6 +101,14 @@ describe('the usage ledger', () => {
     expect(reopened.book(result(4, 2), who('bob'))!.cost_usd).toBeCloseTo(1);
   });
 
+  it("a session restored with history this ledger never booked (another gateway's, or aged out) is costed against its history's last engine total", () => {
+    const ledger = new UsageLedger();
+    ledger.seed('s1', { engine_total_usd: 3, result_index: 2 });
+    expect(ledger.book(result(4, 3), who('alice'))!.cost_usd).toBeCloseTo(1);
+    ledger.seed('s1', { engine_total_usd: 0.5, result_index: 0 }); // the ledger's own is newer: kept
+    expect(ledger.book(result(4.5, 4), who('alice'))!.cost_usd).toBeCloseTo(0.5);
+  });
+
   it('a non-admin sees their own turns and the turns of sessions they own; since_ms and session_id narrow it', () => {
     let now = Date.UTC(2026, 0, 10);
     const ledger = new UsageLedger(undefined, { now: () => now });

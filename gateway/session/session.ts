@@ -205,7 +205,7 @@ export class Session {
       agent: () => this.agent,
       owner,
     });
-    if (restored) this.restore(restored);
+    if (restored) this.restore(restored, init.usage);
     else store.create({ id, agent: this.agent, engine: this.engine, owner: init.owner, options: this.options, created_at: this.createdAt });
     this.prompts.observer = init.metrics; // after the restore: restored prompts were counted by the process that raised them
   }
@@ -214,7 +214,8 @@ export class Session {
    * Rebuilds state, pending prompts and input bookkeeping from the store (history itself was
    * read back by SessionHistory). The session then waits for its agent ('agent-lost') unless it had ended.
    */
-  private restore(stored: StoredSession): void {
+  private restore(stored: StoredSession, usage: UsageDesk | undefined): void {
+    let lastResult: { totalCostUsd: number; resultIndex?: number } | undefined;
     for (const f of stored.frames) {
       const fact = factOf(f.bytes);
       if (fact?.kind === 'state') this.status.restore(fact.state);
@@ -223,7 +224,11 @@ export class Session {
       else if (fact?.kind === 'engine_session') this.engineSessionId = fact.engineSessionId;
       else if (fact?.kind === 'owner') this.roles.setOwner(fact.owner);
       else if (fact?.kind === 'moved') this.moved(fact.agent, fact.cwd);
+      else if (fact?.kind === 'result') lastResult = fact;
     }
+    // The engine's running cost total so far: its next turn is costed against it, even where this
+    // gateway's ledger never booked the turns before (a session that came from another gateway).
+    if (lastResult) usage?.ledger.seed(this.id, { engine_total_usd: lastResult.totalCostUsd, result_index: lastResult.resultIndex });
     this.inputs.restore(stored.inputs);
     if (this.ended) return;
     this.status.restore('agent-lost');

@@ -67,6 +67,15 @@ export class UsageLedger {
     return entry;
   }
 
+  /**
+   * The engine totals a session's history ends with, read back by a session restored here: kept
+   * as its next turn's baseline unless this ledger booked a turn of it already (its own is newer
+   * or the same).
+   */
+  seed(sessionId: string, totals: EngineTotals): void {
+    if (!this.totals.has(sessionId)) this.totals.set(sessionId, totals);
+  }
+
   /** A session's cost so far (USD, within the retention). */
   sessionCost(sessionId: string): number {
     return this.sessionCosts.get(sessionId) ?? 0;

@@ -19,7 +19,9 @@ export type RestoredFact =
   | { kind: 'withdrawn'; requestId: string }
   | { kind: 'engine_session'; engineSessionId: string }
   | { kind: 'owner'; owner: string }
-  | { kind: 'moved'; agent: string; cwd?: string };
+  | { kind: 'moved'; agent: string; cwd?: string }
+  /** An engine `result`: its process's running cost total and turn count (the usage ledger's baseline). */
+  | { kind: 'result'; totalCostUsd: number; resultIndex?: number };
 
 /**
  * A session's ordered history: every frame numbered, appended to the store and the bounded
@@ -125,6 +127,8 @@ export function factOf(frame: FrameBytes): RestoredFact | undefined {
       type?: string;
       subtype?: string;
       session_id?: string;
+      total_cost_usd?: unknown;
+      result_index?: unknown;
       request_id?: string;
       request?: { subtype?: string } & Record<string, unknown>;
     };
@@ -144,6 +148,8 @@ export function factOf(frame: FrameBytes): RestoredFact | undefined {
   if (typeof v !== 'object' || v === null) return undefined;
   if (v.type === 'system' && v.subtype === 'init' && typeof v.session_id === 'string')
     return { kind: 'engine_session', engineSessionId: v.session_id.slice(0, 256) };
+  if (v.type === 'result' && typeof v.total_cost_usd === 'number')
+    return { kind: 'result', totalCostUsd: v.total_cost_usd, resultIndex: typeof v.result_index === 'number' ? v.result_index : undefined };
   if (typeof v.request_id !== 'string') return undefined;
   if (v.type === 'control_request' && params.origin === 'engine')
     return { kind: 'prompt', requestId: v.request_id, subtype: v.request?.subtype ?? 'unknown', request: v.request };
