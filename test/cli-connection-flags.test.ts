@@ -6,13 +6,23 @@ import { auditCommand } from '../bin/commands/audit.js';
 import { chatCommand } from '../bin/commands/chat.js';
 import { agentsCommand, sessionsCommand } from '../bin/commands/list.js';
 import { runCommand } from '../bin/commands/run.js';
+import { usageCommand } from '../bin/commands/usage.js';
 import { connectionHelp, TLS_CLIENT_HELP, TOKEN_FILE_HELP } from '../bin/connection-flags.js';
 
 /**
  * Every client command reaches a gateway through the one set of connection flags
  * (bin/connection-flags.ts): each takes all of them and documents each, in its own column.
  */
-const CLIENT_COMMANDS: Command[] = [runCommand, chatCommand, attachCommand, agentsCommand, sessionsCommand, auditCommand, acpCommand];
+const CLIENT_COMMANDS: Command[] = [
+  runCommand,
+  chatCommand,
+  attachCommand,
+  agentsCommand,
+  sessionsCommand,
+  auditCommand,
+  usageCommand,
+  acpCommand,
+];
 const CONNECTION_ARGS = ['--gateway', 'ws://gw:7800', '--token', 't', '--ca', 'ca.pem', '--tls-cert', 'c.pem', '--tls-key', 'k.pem'];
 
 describe('connection flags', () => {

@@ -7,6 +7,8 @@ import { UsageLedger } from '../gateway/usage/usage-ledger.js';
 import { FileUsageStore } from '../gateway/usage/usage-store.js';
 import { turnFigures } from '../gateway/usage/turn-usage.js';
 import { ANONYMOUS } from '../gateway/door/principal.js';
+import { sinceMs, usageCommand } from '../bin/commands/usage.js';
+import type { TetherError } from '../core/errors.js';
 
 /** A `result` line as the CLI writes it (test/engine-usage-facts.test.ts shows the real one's fields). */
 function result(
@@ -166,5 +168,25 @@ describe('summarizeUsage', () => {
       ['b', 1, 0, 2, 4],
     ]);
     expect(r.total).toMatchObject({ turns: 3, failed_turns: 1, cost_usd: 5, input_tokens: 3, duration_ms: 30 });
+  });
+});
+
+describe('tether usage flags', () => {
+  it('--since takes minutes, hours or days; anything else, and a --by that is no key, is refused naming the flag', async () => {
+    const now = Date.UTC(2026, 0, 10);
+    expect(sinceMs('7d', now)).toBe(now - 7 * 86_400_000);
+    expect(sinceMs('90m', now)).toBe(now - 90 * 60_000);
+    expect(() => sinceMs('7w', now)).toThrow(/--since must be a number and m, h or d/);
+    const refused = async (v: Record<string, unknown>) => {
+      try {
+        await usageCommand.run(v, []);
+      } catch (err) {
+        return `${(err as TetherError).code}: ${(err as TetherError).message}`;
+      }
+      return 'ran';
+    };
+    expect(await refused({ by: 'team' })).toBe('INVALID_ARGUMENT: --by must be one of principal, session, agent, model');
+    expect(await refused({ since: 'yesterday' })).toMatch(/^INVALID_ARGUMENT: --since must be/);
+    expect(await refused({ table: true, json: true })).toBe('INVALID_ARGUMENT: --table and --json exclude each other');
   });
 });
