@@ -6,6 +6,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RemoteSession, SessionItem } from '../client/remote-session.js';
+import { describeEvent } from '../client/terminal-render.js';
+import { Transcript } from '../client/web/src/transcript.js';
 import type { TetherEvent } from '../core/protocol/events.js';
 import type { UsageResult } from '../core/protocol/usage.js';
 import { Policy } from '../core/policy/policy.js';
@@ -136,6 +138,11 @@ describe('the usage ledger and budgets with the real CLI', () => {
     const result = (crossing.find(isResult) as unknown as { message: { is_error: boolean; result: string } }).message;
     expect(result).toMatchObject({ is_error: false, result: 'Finished anyway.' });
     const reached = eventsOf<BudgetEvent>(crossing, 'budget');
+    // As the terminal client prints it, and as the web page notes it in the transcript.
+    expect(describeEvent(reached[0])).toBe(`* alice: ${reached[0].message}`);
+    const page = new Transcript();
+    page.apply({ kind: 'event', seq: 1, event: reached[0] });
+    expect(page.entries.at(-1)).toMatchObject({ kind: 'note', text: `alice: ${reached[0].message}`, tone: 'error' });
     expect(reached.map((e) => [e.state, e.budget])).toEqual([['reached', 'budgets[0] (who: *, per: day, tokens: 1500)']]);
     const midnight = new Date(new Date().setUTCHours(24, 0, 0, 0)).toISOString();
     expect(reached[0].resets_at).toBe(midnight);
