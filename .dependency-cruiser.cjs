@@ -16,8 +16,9 @@ const ROOMS = [
   { room: 'audit', may: [] },
   { room: 'door', may: [] },
   { room: 'policy', may: ['audit/', 'door/principal\\.ts$'] },
-  { room: 'session', may: ['policy/', 'audit/', 'door/principal\\.ts$', 'metrics\\.ts$', 'plain-histogram\\.ts$'] },
-  { room: 'directory', may: ['session/', 'policy/', 'audit/', 'door/', 'metrics\\.ts$', 'plain-histogram\\.ts$'] },
+  { room: 'usage', may: ['policy/', 'audit/', 'door/principal\\.ts$'] },
+  { room: 'session', may: ['usage/', 'policy/', 'audit/', 'door/principal\\.ts$', 'metrics\\.ts$', 'plain-histogram\\.ts$'] },
+  { room: 'directory', may: ['session/', 'usage/', 'policy/', 'audit/', 'door/', 'metrics\\.ts$', 'plain-histogram\\.ts$'] },
   { room: 'listen', may: ['door/', 'metrics\\.ts$', 'plain-histogram\\.ts$', 'readiness\\.ts$'] },
 ];
 

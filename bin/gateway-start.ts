@@ -56,8 +56,12 @@ export async function startGateway(
     auditMembership: { perWindow: c.audit.membershipPerMinute },
     hostKeys: storage.hostKeys,
     policy: storage.policy,
+    usage: storage.usage,
     limits: gatewayLimitsOf(c.limits),
-    metrics: new GatewayMetrics({ processMetrics: true }),
+    metrics: new GatewayMetrics({
+      processMetrics: true,
+      usage: { byPrincipal: c.usage.metricsByPrincipal, labelCap: c.usage.metricsLabelCap },
+    }),
   });
   const revocations = RevocationList.inStateDir(c.stateDir, { logger });
   // Browser sign-ins outlive a restart (the state folder) and a fail-over (the cluster's bucket, below).

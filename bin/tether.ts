@@ -22,6 +22,7 @@ const COMMANDS: readonly [string, () => Promise<Command>][] = [
   ['worktrees', async () => (await import('./commands/list.js')).worktreesCommand],
   ['inbox', async () => (await import('./commands/inbox.js')).inboxCommand],
   ['audit', async () => (await import('./commands/audit.js')).auditCommand],
+  ['usage', async () => (await import('./commands/usage.js')).usageCommand],
   ['token', async () => (await import('./commands/token.js')).tokenCommand],
   ['revoke', async () => (await import('./commands/revoke.js')).revokeCommand],
   ['login', async () => (await import('./commands/login.js')).loginCommand],

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { asTetherError, TetherError } from '../core/errors.js';
 import type { PromptPriority, QueuedPrompt, Role, TetherEvent } from '../core/protocol/events.js';
 import type { AuditRecord } from '../core/protocol/audit.js';
+import type { UsageQuery, UsageResult } from '../core/protocol/usage.js';
 import type { NotificationParams, SessionInfo, StopSignal } from '../core/protocol/methods.js';
 import type { RpcPeer } from '../core/rpc/peer.js';
 import type { FolderResultOf } from '../core/protocol/folder-view.js';
@@ -542,6 +543,16 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
   /** The most recent commits of the session folder's HEAD. */
   async commits(limit?: number): Promise<FolderResultOf<'log'>['commits']> {
     return (await readFolder(await this.transport.peer(), this.id, { view: 'log', limit })).commits;
+  }
+
+  /**
+   * What this session's turns used, from the gateway's usage ledger: summed by principal unless
+   * `by` says otherwise, since `since_ms` when given. The caller sees the turns it started, or
+   * all of them when it owns the session or holds the admin scope (`scope` says which).
+   */
+  async usage(query: Omit<UsageQuery, 'session_id'> = {}): Promise<UsageResult> {
+    const peer = await this.transport.peer();
+    return peer.request('usage.read', { ...query, session_id: this.id });
   }
 
   /**

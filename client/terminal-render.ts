@@ -106,6 +106,8 @@ export function describeEvent(e: TetherEvent): string | undefined {
       return `* ${sanitize(e.previous_owner)} handed the session to ${sanitize(e.owner)}`;
     case 'title_changed':
       return `* ${sanitize(e.by)} named the session ${JSON.stringify(sanitize(e.title))}`;
+    case 'budget':
+      return `* ${sanitize(e.principal)}: ${sanitize(e.message)}`;
     case 'link':
       return `* ${e.message}`;
     case 'error':

@@ -13,6 +13,8 @@ import { DOOR_DEFAULTS, type DoorLimits } from './door/door-limits.js';
 import { readPolicyFile } from './policy/policy-source.js';
 import { AUDIT_ROTATION_DEFAULTS } from './audit/audit-log.js';
 import { MEMBERSHIP_RATE_DEFAULTS } from './audit/audit-rate.js';
+import { DEFAULT_USAGE_RETENTION_DAYS } from './usage/usage-ledger.js';
+import { DEFAULT_USAGE_LABEL_CAP } from './usage/usage-metrics.js';
 import { checkClusterKeys, CLUSTER_KEYS, secretFile } from './cluster/cluster-keys.js';
 import { checkScopes } from '../core/auth/scopes.js';
 import { BROWSER_SESSION_DEFAULTS } from './door/browser-sessions.js';
@@ -105,6 +107,23 @@ export const AUTH_KEYS = {
     .strict()
     .prefault({}),
   metrics: z.boolean().default(true).meta({ help: 'serve Prometheus metrics at GET /metrics on the HTTP port' }),
+  usage: z
+    .object({
+      retentionDays: positiveInt(DEFAULT_USAGE_RETENTION_DAYS, '').meta({
+        help: 'turns are kept in the usage ledger (STATE_DIR/usage.jsonl) this many days',
+        flag: 'usage-retention-days',
+      }),
+      metricsByPrincipal: z.boolean().default(false).meta({
+        help: 'label the usage counters of /metrics with the principal too (people as a label; off by default)',
+        flag: 'usage-metrics-by-principal',
+      }),
+      metricsLabelCap: positiveInt(DEFAULT_USAGE_LABEL_CAP, '').meta({
+        help: 'distinct agents, models and principals the usage counters label; further ones count as "other"',
+        flag: 'usage-metrics-label-cap',
+      }),
+    })
+    .strict()
+    .prefault({}),
 };
 
 /** What `tether config --print` says above `oidc.scopes`. */

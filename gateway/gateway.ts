@@ -23,7 +23,9 @@ import { GatewayMetrics } from './metrics.js';
 import { HostKeyPins } from './door/host-key-pins.js';
 import { JsonRpcDialectLink } from './dialects/jsonrpc/link.js';
 import type { Dialect } from '../core/protocol/jsonrpc-dialect.js';
-import type { PolicyProvider } from './policy/policy-source.js';
+import { StaticPolicy, type PolicyProvider } from './policy/policy-source.js';
+import { UsageDesk } from './usage/usage-desk.js';
+import { UsageLedger } from './usage/usage-ledger.js';
 
 export const GATEWAY_CAPABILITIES: readonly string[] = [CAPABILITIES.sessionPost, CAPABILITIES.foldedAcks];
 
@@ -79,6 +81,8 @@ export interface GatewayOptions {
   hostKeys?: HostKeyPins;
   /** The central policy (`--policy FILE`, reloaded on change); default: no rules. */
   policy?: PolicyProvider;
+  /** The usage ledger (default: in memory, kept as long as the process); budgets come from `policy`. */
+  usage?: UsageLedger;
   /**
    * What the gateway offers in its hello (default: GATEWAY_CAPABILITIES). Fewer make it speak
    * as a gateway without them, e.g. to check that peers fall back to the base protocol.
@@ -100,6 +104,8 @@ export class Gateway {
   /** When what is appended to `store` may be acked to agents and shown: the one answer, shared by every link and session. */
   readonly durability: Durability;
   readonly metrics: GatewayMetrics;
+  /** The usage room: each turn booked, prompts held to the policy's budgets; `onNotice` for budget warnings. */
+  readonly usage: UsageDesk;
   private readonly log: Logger;
   private readonly channels = new Set<Channel>();
   private readonly hostKeys: HostKeyPins;
@@ -117,7 +123,17 @@ export class Gateway {
     this.metrics = opts.metrics ?? new GatewayMetrics();
     this.hostKeys = opts.hostKeys ?? new HostKeyPins();
     this.audit = new MembershipRateAudit(opts.audit ?? new MemoryAuditLog(), opts.auditMembership, { logger: this.log });
-    this.directory = new SessionDirectory(this.limits, this.log, this.audit, this.store, this.durability, this.metrics, opts.policy);
+    this.usage = new UsageDesk(opts.usage ?? new UsageLedger(), opts.policy ?? new StaticPolicy(), this.metrics);
+    this.directory = new SessionDirectory(
+      this.limits,
+      this.log,
+      this.audit,
+      this.store,
+      this.durability,
+      this.metrics,
+      opts.policy,
+      this.usage,
+    );
     this.directory.tracer = opts.telemetry?.tracer;
     this.telemetry = opts.telemetry;
     const sessions = () => this.directory.sessionList();

@@ -1,6 +1,8 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { SessionState } from '../core/protocol/events.js';
 import { PlainHistogram } from './plain-histogram.js';
+import { UsageCounters, type UsageMetricsOptions } from './usage/usage-metrics.js';
+import type { UsageEntry } from '../core/protocol/usage.js';
 
 /** Which way a relayed frame went, seen from the gateway. */
 export const RELAY_DIRECTIONS = ['from_agent', 'to_client', 'from_client', 'to_agent'] as const;
@@ -35,6 +37,8 @@ const MAX_REMEMBERED_AGENTS = 10_000;
 export interface GatewayMetricsOptions {
   /** Also export the process's CPU, memory, event-loop and GC metrics (the CLI turns this on). */
   processMetrics?: boolean;
+  /** The usage counters' labels: people only when turned on, each label capped. */
+  usage?: UsageMetricsOptions;
 }
 
 /**
@@ -62,6 +66,7 @@ export class GatewayMetrics {
   private readonly authFailures: Counter<'reason'>;
   private readonly unresponsive: Counter;
   private readonly connectionsRefused: Counter<'transport'>;
+  private readonly usage: UsageCounters;
   /** Frames and bytes relayed since the counters last read them, by RELAY_DIRECTIONS index. */
   private readonly pendingFrames = new Float64Array(RELAY_DIRECTIONS.length);
   private readonly pendingBytes = new Float64Array(RELAY_DIRECTIONS.length);
@@ -186,7 +191,13 @@ export class GatewayMetrics {
       this.connectionsRefused.inc({ transport }, 0);
     }
     this.authFailures.inc({ reason: 'rate_limited' }, 0);
+    this.usage = new UsageCounters(this.registry, opts.usage);
     if (opts.processMetrics) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** A turn was booked in the usage ledger. */
+  turnBooked(entry: UsageEntry): void {
+    this.usage.turnBooked(entry);
   }
 
   /** Where the gauges read live counts from (the Gateway binds its directory once). */

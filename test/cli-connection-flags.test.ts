@@ -8,6 +8,7 @@ import { diffCommand } from '../bin/commands/diff.js';
 import { filesCommand } from '../bin/commands/files.js';
 import { agentsCommand, sessionsCommand } from '../bin/commands/list.js';
 import { runCommand } from '../bin/commands/run.js';
+import { usageCommand } from '../bin/commands/usage.js';
 import { connectionHelp, TLS_CLIENT_HELP, TOKEN_FILE_HELP } from '../bin/connection-flags.js';
 
 /**
@@ -24,6 +25,7 @@ const CLIENT_COMMANDS: Command[] = [
   acpCommand,
   diffCommand,
   filesCommand,
+  usageCommand,
 ];
 const CONNECTION_ARGS = ['--gateway', 'ws://gw:7800', '--token', 't', '--ca', 'ca.pem', '--tls-cert', 'c.pem', '--tls-key', 'k.pem'];
 

@@ -112,6 +112,8 @@ const GATEWAY_EVENT_SUBTYPES = new Set([
   'exited',
   'interrupt',
   'queued',
+  // After each result: what the turn used, as the usage ledger booked it (issue 35).
+  'usage',
 ]);
 
 /** Every client transport × agent transport (a replay costs well under a second). */

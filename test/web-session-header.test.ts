@@ -1,4 +1,6 @@
+import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
+import { FileUsageStore } from '../gateway/usage/usage-store.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { person, sendPrompt, signIn, signInLinkFor, startSession } from './support/browser.js';
 import type { TempDir } from './support/claude-cli.js';
@@ -72,5 +74,25 @@ describe.skipIf(!hasTool('chromium'))('web page: the session header (real Claude
     await expect.poll(() => cost.textContent()).not.toBe(first);
     expect(Number((await cost.textContent())!.slice(1))).toBeGreaterThan(Number(first.slice(1)));
     expect(alice.errors).toEqual([]);
+  }, 90_000);
+
+  it("an admin's dashboard shows the team's usage from the gateway's ledger (by person, by model); a member's does not", async () => {
+    const admin = await person(browser);
+    await signIn(admin.page, await signInLinkFor(pageUrl, state.path, 'root', ['create', 'control', 'admin']));
+    const team = admin.page.getByTestId('team-usage');
+    await team.waitFor({ timeout: 30_000 });
+    // alice's turns of the tests above, as `tether up` booked them in its state folder's ledger.
+    const booked = new FileUsageStore(join(state.path, 'usage.jsonl')).loadAll().entries.filter((e) => e.principal === 'alice');
+    expect(booked.length).toBeGreaterThanOrEqual(3);
+    const row = team.locator('tr', { hasText: 'alice' });
+    await expect.poll(() => row.locator('td').nth(1).textContent()).toBe(String(booked.length));
+    await team.getByRole('combobox', { name: 'By' }).selectOption('model');
+    await expect.poll(() => team.locator('th').first().textContent()).toBe('model');
+    expect(admin.errors).toEqual([]);
+
+    const member = await person(browser);
+    await signIn(member.page, await signInLinkFor(pageUrl, state.path, 'bob'));
+    await member.page.getByRole('heading', { name: 'Agents' }).waitFor();
+    expect(await member.page.getByTestId('team-usage').count()).toBe(0);
   }, 90_000);
 });

@@ -5,6 +5,7 @@ import { PermissionMode } from '../protocol/session-options.js';
 import { TurnApproval } from '../protocol/turn-approval.js';
 import { parseRule, RuleError, type Rule, type RuleKind, type ToolCall } from './rules.js';
 import { approvalText, atLeastAsStrict, checkGroups, type Groups } from './turn-approval.js';
+import { Budget, budgetGroupProblem } from './budgets.js';
 
 /**
  * The central policy, as the gateway loads it from `--policy FILE`: Claude Code's
@@ -37,6 +38,8 @@ export const PolicyFile = z
     turnApprovalByAgent: z.record(z.string().min(1).max(128), TurnApproval).optional(),
     /** Named groups of principals, for `group:NAME` in approvers. */
     groups: z.record(z.string().min(1).max(128), z.array(z.string().min(1).max(256)).max(10_000)).optional(),
+    /** Spending caps the gateway enforces before a prompt reaches the engine (core/policy/budgets.ts). */
+    budgets: z.array(Budget).max(1000).optional(),
   })
   .strict();
 export type PolicyFile = z.infer<typeof PolicyFile>;
@@ -97,12 +100,19 @@ export class Policy {
     if (file.turnApproval) checkGroups(file.turnApproval, file.groups ?? {}, `${where}: turnApproval`);
     for (const [agent, a] of Object.entries(file.turnApprovalByAgent ?? {}))
       checkGroups(a, file.groups ?? {}, `${where}: turnApprovalByAgent.${agent}`);
+    const budgetProblem = budgetGroupProblem(file.budgets ?? [], file.groups ?? {});
+    if (budgetProblem) throw new TetherError('INVALID_ARGUMENT', `${where}: ${budgetProblem}`);
     return new Policy(file, rules);
   }
 
   /** The policy's groups (for `group:NAME` approvers). */
   get groups(): Groups {
     return this.source.groups ?? {};
+  }
+
+  /** The policy's budgets, in file order (none: no caps). */
+  get budgets(): readonly Budget[] {
+    return this.source.budgets ?? [];
   }
 
   /** Who approves calls in others' turns on this agent's sessions, with the key that says so. */

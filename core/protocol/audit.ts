@@ -28,6 +28,7 @@ export const AuditAction = z.enum([
   /** At the session's end the agent removed its clean worktree, or kept a dirty one (`state`, `reason`). */
   'worktree_end',
   'rename',
+  'budget',
 ]);
 export type AuditAction = z.infer<typeof AuditAction>;
 

@@ -3,6 +3,7 @@ import { isoNow } from '../util/iso-now.js';
 import { PROMPT_PRIORITIES } from './prompt-priority.js';
 import { TurnAttribution } from './turn-approval.js';
 import { WorktreeInfo } from './worktree.js';
+import { UsageFigures } from './usage.js';
 
 /**
  * Gateway events delivered in a session's stream beside the engine's frames. In pipe mode
@@ -252,6 +253,30 @@ export const TetherEvent = z.discriminatedUnion('subtype', [
     /** The session's git worktree (options.worktree): said by the agent when it created it, and again before `exited` once it removed or kept it. */
     subtype: z.literal('worktree'),
     worktree: WorktreeInfo,
+  }),
+  z.object({
+    type: z.literal('tether'),
+    /** A turn ended and the gateway booked what it used (the usage ledger): the turn's own figures and the session's cost so far. */
+    subtype: z.literal('usage'),
+    /** Whose prompt started the turn. */
+    principal: z.string(),
+    model: z.string(),
+    ...UsageFigures.shape,
+    /** The session's cost so far, this turn included (USD). */
+    session_cost_usd: z.number().nonnegative(),
+    at: z.string(),
+  }),
+  z.object({
+    type: z.literal('tether'),
+    /** A turn took `principal` past a budget's warning share (`warning`) or to its end (`reached`: their next prompt is refused). */
+    subtype: z.literal('budget'),
+    principal: z.string(),
+    state: z.enum(['warning', 'reached']),
+    /** The budget as the policy file says it, e.g. `budgets[0] (who: *, per: day, usd: 5)`. */
+    budget: z.string(),
+    share: z.number().nonnegative(),
+    message: z.string(),
+    resets_at: z.string().optional(),
     at: z.string(),
   }),
   z.object({

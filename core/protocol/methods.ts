@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { EngineKind, SessionOptions } from './session-options.js';
 import { Role, SessionState, TetherEvent } from './events.js';
 import { AuditQuery, AuditResult } from './audit.js';
+import { UsageQuery, UsageResult } from './usage.js';
 import { RpcErrorObject } from './jsonrpc.js';
 import { TraceContext } from './trace-context.js';
 import { WorktreeInfo } from './worktree.js';
@@ -324,6 +325,8 @@ export const Methods = {
   'session.folder': { params: z.object({ session_id: id, query: FolderQuery }), result: FolderResult },
   /** The audit trail, filtered; without session_id (the whole trail) admins only. */
   'session.audit': { params: AuditQuery, result: AuditResult },
+  /** The usage ledger summed: admins every turn, anyone else the turns they started and their sessions' turns. */
+  'usage.read': { params: UsageQuery, result: UsageResult },
 } as const;
 
 /**

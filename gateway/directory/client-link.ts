@@ -13,6 +13,7 @@ import type { ProxiedClient } from './sessions-elsewhere.js';
 import { frameByteLength, type FrameBytes } from '../../core/wire/session-frame.js';
 import { cutOf } from '../../core/channel/channel.js';
 import type { TraceContext } from '../../core/protocol/trace-context.js';
+import { summarizeUsage } from '../../core/protocol/usage.js';
 
 /**
  * Per-connection outbound budget before the peer is cut as a slow consumer. threats.md
@@ -222,6 +223,10 @@ export class ClientLink implements ProxiedClient {
           ? readAudit(this.dir, p, params)
           : this.call('session.audit', { ...params, session_id: params.session_id }),
       )
-      .onRequest('session.stop', (params) => this.call('session.stop', params));
+      .onRequest('session.stop', (params) => this.call('session.stop', params))
+      .onRequest(
+        'usage.read',
+        async (params) => this.dir.usage?.ledger.read(p, params) ?? summarizeUsage([], params.by ?? 'principal', 'own'),
+      );
   }
 }

@@ -16,6 +16,7 @@ import { AgentWaits } from './agent-waits.js';
 import { resumeEngine } from './engine-resume.js';
 import { PendingCreates, type CreateRequest } from './pending-creates.js';
 import { StaticPolicy, type PolicyProvider } from '../policy/policy-source.js';
+import type { UsageDesk } from '../usage/usage-desk.js';
 import { checkSessionOptions, POLICY_PRINCIPAL } from '../policy/policy-gate.js';
 import type { SpawnPolicy } from '../../core/policy/hook.js';
 import type { ProxiedClient, SessionsElsewhere } from './sessions-elsewhere.js';
@@ -77,6 +78,8 @@ export class SessionDirectory {
     private readonly metrics?: GatewayMetrics,
     /** The central policy (gateway/policy/policy-source.ts); none: no rules, and engines get no policy hook. */
     policy?: PolicyProvider,
+    /** The usage room (gateway/usage/): turns booked, prompts held to budgets; none: neither. */
+    readonly usage?: UsageDesk,
   ) {
     this.waits = new AgentWaits((name) => this.agents.get(name), limits.agentLostTimeoutMs);
     this.creates = new PendingCreates(this, limits.agentWaitMs, log);
@@ -216,6 +219,7 @@ export class SessionDirectory {
       metrics: this.metrics,
       restored: stored,
       policy: this.policy,
+      usage: this.usage,
     });
     session.onEnded = () => this.scheduleDrop(session);
     this.listed(session);
@@ -380,6 +384,7 @@ export class SessionDirectory {
       durability: this.durability,
       metrics: this.metrics,
       policy: this.policy,
+      usage: this.usage,
     });
     session.onEnded = () => this.scheduleDrop(session);
     this.listed(session);

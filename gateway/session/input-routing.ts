@@ -15,6 +15,7 @@ import type { SessionAudit } from './session-audit.js';
 import type { Actor, SessionPrompts } from './turns/session-prompts.js';
 import type { PromptQueue } from './turns/prompt-queue.js';
 import { stampUserMessage, type TurnAuthors } from './turns/turn-authors.js';
+import type { UsageDesk } from '../usage/usage-desk.js';
 
 /** What input routing works with: the session's other parts. */
 export interface RoutingParts {
@@ -42,6 +43,10 @@ export interface RoutingParts {
    * prompts without a uuid then have no known author (approval fails closed).
    */
   stamp: boolean;
+  /** The usage room: the policy's budgets admit or refuse each prompt (none: no budgets). */
+  usage: UsageDesk | undefined;
+  /** The agent the session runs on now (a move changes it). */
+  agent: () => string;
 }
 
 /** While the session is in one of these, a turn runs: a prompt sent now waits in the queue. */
@@ -114,6 +119,8 @@ export class InputRouting {
     const details = { client_id: from.clientId, uuid: line.uuid, chars: promptChars(line), ...(queued ? { priority: line.priority } : {}) };
     try {
       checkMentions(this.s.policy.current, line, this.s.cwd);
+      // A turn over budget never starts: refused here, before the engine sees the prompt.
+      this.s.usage?.admit({ principal: from.principal, agent: this.s.agent(), sessionId: this.s.sessionId });
     } catch (err) {
       this.s.audit.quietly(from.principal, 'prompt', {
         ...details,

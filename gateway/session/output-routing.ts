@@ -8,8 +8,11 @@ import type { PromptQueue } from './turns/prompt-queue.js';
 import { policyHookCall, promptRequest } from '../policy/policy-gate.js';
 import { policyModelList } from '../policy/model-list.js';
 import type { PolicyProvider } from '../policy/policy-source.js';
-import type { TurnAuthors } from './turns/turn-authors.js';
+import { UNKNOWN_AUTHOR, type TurnAuthors } from './turns/turn-authors.js';
 import { tetherEvent } from '../../core/protocol/events.js';
+import type { SessionAudit } from './session-audit.js';
+import type { UsageDesk } from '../usage/usage-desk.js';
+import { figuresOf } from '../../core/protocol/usage.js';
 
 /** What output routing works with: the session's other parts. */
 export interface OutputParts {
@@ -21,6 +24,12 @@ export interface OutputParts {
   policy: PolicyProvider;
   queue: PromptQueue;
   turns: TurnAuthors;
+  sessionId: string;
+  audit: SessionAudit;
+  /** The usage room: each ended turn is booked there (none: nothing is booked). */
+  usage: UsageDesk | undefined;
+  agent: () => string;
+  owner: () => string;
 }
 
 /**
@@ -50,8 +59,45 @@ export class OutputRouting {
     const lifecycle = meta.type === 'command_lifecycle' ? this.s.turns.lifecycle(line) : undefined;
     if (!lifecycle?.ours) this.s.history.append({ line, origin: 'engine' }, readAtMs);
     this.s.status.follow(meta, this.s.prompts.size > 0);
-    if (meta.type === 'result') this.s.turns.ended();
+    if (meta.type === 'result') {
+      this.book(line);
+      this.s.turns.ended();
+    }
     if (lifecycle?.change) this.s.history.append({ event: tetherEvent({ subtype: 'turn', ...lifecycle.change }) });
+  }
+
+  /**
+   * Books the turn a `result` ends under the principal whose prompt started it, tells its
+   * author of each budget it took past a threshold (a `budget` event, audited), then every
+   * member what it used (a `usage` event: the last word on the turn).
+   */
+  private book(line: Uint8Array): void {
+    const usage = this.s.usage;
+    if (!usage) return;
+    const principal = this.s.turns.current[0] ?? UNKNOWN_AUTHOR;
+    const sessionId = this.s.sessionId;
+    const booked = usage.turnEnded(line, { sessionId, agent: this.s.agent(), principal, owner: this.s.owner() });
+    if (!booked) return;
+    const { entry: e, notices } = booked;
+    for (const { session_id: _, ...n } of notices) {
+      this.s.audit.quietly(n.principal, 'budget', {
+        state: n.state,
+        budget: n.budget,
+        share: n.share,
+        reason: n.message,
+        resets_at: n.resets_at,
+      });
+      this.s.history.append({ event: tetherEvent({ subtype: 'budget', ...n }) });
+    }
+    this.s.history.append({
+      event: tetherEvent({
+        subtype: 'usage',
+        principal,
+        model: e.model,
+        ...figuresOf(e),
+        session_cost_usd: usage.ledger.sessionCost(sessionId),
+      }),
+    });
   }
 
   /** Sends the engine's answer to the one client that asked, with its own request id back; false when it is not such an answer. */

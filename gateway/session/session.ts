@@ -26,6 +26,7 @@ import { PromptQueue } from './turns/prompt-queue.js';
 import { TurnAuthors } from './turns/turn-authors.js';
 import { engineTitleOf, SessionTitleKeeper } from './session-title.js';
 import type { Principal } from '../door/principal.js';
+import type { UsageDesk } from '../usage/usage-desk.js';
 
 export type { EngineHost } from './engine-inputs.js';
 export type { Member } from './session-members.js';
@@ -66,6 +67,8 @@ export interface SessionInit {
   metrics?: SessionMetrics;
   /** The central policy that answers the engine's policy hook (default: no rules). */
   policy?: PolicyProvider;
+  /** The gateway's usage room: turns booked, prompts held to the policy's budgets (default: neither). */
+  usage?: UsageDesk;
 }
 
 /** The part of the gateway's metrics a session reports to. */
@@ -214,6 +217,8 @@ export class Session {
       turns: this.turns,
       titles: this.titles,
       stamp: init.options.client_initialize !== true,
+      usage: init.usage,
+      agent: () => this.agent,
     });
     this.output = new OutputRouting({
       ...parts,
@@ -222,8 +227,11 @@ export class Session {
       policy,
       queue: this.queue,
       turns: this.turns,
+      usage: init.usage,
+      agent: () => this.agent,
+      owner,
     });
-    if (restored) this.restore(restored);
+    if (restored) this.restore(restored, init.usage);
     else store.create({ id, agent: this.agent, engine: this.engine, owner: init.owner, options: this.options, created_at: this.createdAt });
     this.prompts.observer = init.metrics; // after the restore: restored prompts were counted by the process that raised them
   }
@@ -232,7 +240,8 @@ export class Session {
    * Rebuilds state, pending prompts and input bookkeeping from the store (history itself was
    * read back by SessionHistory). The session then waits for its agent ('agent-lost') unless it had ended.
    */
-  private restore(stored: StoredSession): void {
+  private restore(stored: StoredSession, usage: UsageDesk | undefined): void {
+    let lastResult: { totalCostUsd: number; resultIndex?: number } | undefined;
     for (const f of stored.frames) {
       const fact = factOf(f.bytes);
       if (fact?.kind === 'state') {
@@ -246,7 +255,11 @@ export class Session {
       else if (fact?.kind === 'owner') this.roles.setOwner(fact.owner);
       else if (fact?.kind === 'moved') this.moved(fact.agent, fact.cwd);
       else if (fact?.kind === 'worktree') this.worktree.restore(fact.worktree);
+      else if (fact?.kind === 'result') lastResult = fact;
     }
+    // The engine's running cost total so far: its next turn is costed against it, even where this
+    // gateway's ledger never booked the turns before (a session that came from another gateway).
+    if (lastResult) usage?.ledger.seed(this.id, { engine_total_usd: lastResult.totalCostUsd, result_index: lastResult.resultIndex });
     this.inputs.restore(stored.inputs);
     if (this.ended) return;
     this.status.restore('agent-lost');

@@ -21,6 +21,16 @@ export interface FakeResponse {
   error_status?: number;
   /** The error body's message (default "scripted error"). */
   error_message?: string;
+  /** Token counts to report: input and cache in message_start, output in message_delta (default 12 in, 7 out, no cache). */
+  usage?: FakeUsage;
+}
+
+/** What one scripted response reports the model used. */
+export interface FakeUsage {
+  input_tokens?: number;
+  output_tokens?: number;
+  cache_read_input_tokens?: number;
+  cache_creation_input_tokens?: number;
 }
 
 export interface FakeScenario {
@@ -223,7 +233,12 @@ async function streamReply(res: http.ServerResponse, reply: FakeResponse, ctx: S
       content: [],
       stop_reason: null,
       stop_sequence: null,
-      usage: { input_tokens: 12, output_tokens: 1, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
+      usage: {
+        input_tokens: reply.usage?.input_tokens ?? 12,
+        output_tokens: 1,
+        cache_creation_input_tokens: reply.usage?.cache_creation_input_tokens ?? 0,
+        cache_read_input_tokens: reply.usage?.cache_read_input_tokens ?? 0,
+      },
     },
   });
   send('ping', {});
@@ -258,7 +273,10 @@ async function streamReply(res: http.ServerResponse, reply: FakeResponse, ctx: S
   }
 
   const stopReason = reply.tool_use !== undefined ? 'tool_use' : 'end_turn';
-  send('message_delta', { delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: 7 } });
+  send('message_delta', {
+    delta: { stop_reason: stopReason, stop_sequence: null },
+    usage: { output_tokens: reply.usage?.output_tokens ?? 7 },
+  });
   send('message_stop', {});
   if (alive()) res.end();
 }

@@ -1,7 +1,7 @@
 /**
  * A gateway with a file store and authentication on, that a test can restart on the same
  * ports (its sessions, history and role decisions read back from the store; the audit trail
- * in a file of its own), with one agent
+ * and the usage ledger in files of their own), with one agent
  * that reconnects by itself: the demo engine, or the real Claude Code CLI against the scripted
  * fake Messages API. Clients are minted per principal and scope.
  */
@@ -15,6 +15,9 @@ import { Gateway, type GatewayLimits } from '../../gateway/gateway.js';
 import { startGatewayServer, type GatewayServer } from '../../gateway/server.js';
 import { FileSessionStore, type SessionStore } from '../../gateway/session/session-store.js';
 import { FileAuditLog } from '../../gateway/audit/audit-log.js';
+import type { PolicyProvider } from '../../gateway/policy/policy-source.js';
+import { UsageLedger } from '../../gateway/usage/usage-ledger.js';
+import { FileUsageStore } from '../../gateway/usage/usage-store.js';
 import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './claude-cli.js';
 import { startFakeAnthropic, type FakeAnthropic } from './fake-anthropic.js';
 import type { TransportName } from './stack.js';
@@ -29,6 +32,8 @@ export interface RestartableStack {
   /** The agents' working folder and the gateway's state folder. */
   cwd: string;
   state: string;
+  /** The scripted model the real CLI talks to (engine 'claude' only). */
+  fake: FakeAnthropic | undefined;
   url(t: TransportName): string;
   /** A client token of principal `sub` with these scopes (none: create + control). */
   token(sub: string, scopes?: string[]): Promise<string>;
@@ -48,6 +53,8 @@ export async function startRestartable(
     agentOptions?: Partial<AgentOptions>;
     limits?: Partial<GatewayLimits> /** The store over the state folder (default: a FileSessionStore). */;
     store?: (dir: string) => SessionStore;
+    /** The central policy of every gateway started (e.g. budgets); default: none. */
+    policy?: PolicyProvider;
   } = {},
 ): Promise<RestartableStack> {
   const cwd = makeTempDir('tether-cwd-');
@@ -69,6 +76,8 @@ export async function startRestartable(
     gateway = new Gateway({
       store: opts.store?.(state.path) ?? new FileSessionStore(state.path),
       audit: new FileAuditLog(join(auditDir.path, 'audit.jsonl')),
+      usage: new UsageLedger(new FileUsageStore(join(auditDir.path, 'usage.jsonl'))),
+      policy: opts.policy,
       limits: opts.limits,
     });
     return startGatewayServer(gateway, { port, grpcPort, auth: { verifier: new TokenVerifier({ keys: [key] }) } });
@@ -95,6 +104,7 @@ export async function startRestartable(
     agent,
     cwd: cwd.path,
     state: state.path,
+    fake,
     url: (t) => (t === 'grpc' ? server.grpcUrl! : server.url),
     token: (sub, scopes) => mint('client', sub, scopes),
     async client(t, sub, scopes) {

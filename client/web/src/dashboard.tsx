@@ -10,6 +10,7 @@ import type { SessionInfo } from './session';
 import { stateLabel } from './wording';
 import { NeedsYou, type InboxItem } from './needs-you';
 import { matches, SessionFilters, type Filter } from './session-filters';
+import { TeamUsage } from './team-usage';
 
 export const PERMISSION_MODES = ['default', 'acceptEdits', 'plan', 'auto', 'dontAsk', 'bypassPermissions'];
 
@@ -260,6 +261,7 @@ export function Dashboard(props: {
           </ul>
         )}
       </section>
+      <TeamUsage conn={props.conn} />
     </main>
   );
 }

@@ -1,8 +1,10 @@
 /**
  * What the session header shows of the engine's spending: the session's cost, from the
- * `result` lines' `total_cost_usd` (a running total per engine process, so a restarted
- * engine starts again from 0 and what the earlier one spent is kept), and how full the
- * context is, from the engine's answer to `get_context_usage` after each turn.
+ * gateway's usage ledger (each `usage` event's `session_cost_usd`, which also counts turns
+ * before this page or the engine started) or, from a gateway without one, the `result` lines'
+ * `total_cost_usd` (a running total per engine process, so a restarted engine starts again
+ * from 0 and what the earlier one spent is kept); and how full the context is, from the
+ * engine's answer to `get_context_usage` after each turn.
  */
 export interface ContextUse {
   totalTokens: number;
@@ -18,6 +20,9 @@ export class SessionMeter {
   /** The last context use the engine reported; undefined until one turn ended. */
   context?: ContextUse;
 
+  /** The session's cost so far as the gateway's ledger booked it; undefined until a `usage` event came. */
+  private booked?: number;
+
   /** The session's cost so far in USD; undefined before the first result. */
   cost?: number;
 
@@ -26,7 +31,13 @@ export class SessionMeter {
     if (typeof totalCostUsd !== 'number' || !Number.isFinite(totalCostUsd)) return;
     if (totalCostUsd < this.current) this.earlier += this.current; // a new engine process
     this.current = totalCostUsd;
-    this.cost = this.earlier + this.current;
+    this.cost = this.booked ?? this.earlier + this.current;
+  }
+
+  /** Reads a `usage` event's session total: from then on the ledger's figure is the cost shown. */
+  onUsage(sessionCostUsd: number): void {
+    this.booked = sessionCostUsd;
+    this.cost = sessionCostUsd;
   }
 
   /** Reads the engine's answer to get_context_usage; false when it carries no usable numbers. */

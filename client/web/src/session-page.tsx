@@ -138,7 +138,7 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
           {session.meter.cost !== undefined && (
             <>
               {' '}
-              <span class="small" data-testid="session-cost" title="What this session's engine has spent so far">
+              <span class="small" data-testid="session-cost" title="What this session has cost so far, as the engine reported it">
                 {costLabel(session.meter.cost)}
               </span>
             </>

@@ -213,6 +213,10 @@ export class OpenSession {
       }
       if (e.subtype === 'prompt' && this.named === undefined && this.view.get().title === undefined)
         this.view.update({ title: titleFromPrompt(e.message) });
+      if (e.subtype === 'usage') {
+        this.meter.onUsage(e.session_cost_usd);
+        this.headChanged();
+      }
       if (e.subtype === 'rule_withdrawn') {
         // Off the list for everyone (granted again later, the transcript lists it again).
         const rules = this.transcript.standingRules;

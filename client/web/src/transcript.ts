@@ -270,6 +270,10 @@ export class Transcript {
         if (typeof e.cleared === 'number') this.note(`${stopText(String(e.principal), e.cleared)}.`);
         else if (this.turnRunning) this.interruptedBy = String(e.principal); // named on the turn's end; an idle interrupt changes nothing
         return;
+      case 'budget':
+        // Whose budget, so a shared session reads it right; "reached": their next prompt is refused.
+        this.note(`${String(e.principal)}: ${String(e.message)}`, e.state === 'reached' ? 'error' : 'info');
+        return;
       case 'engine_error':
         this.note(`The engine wrote something unreadable; it was skipped (${String(e.message)}).`, 'error');
         return;

@@ -23,7 +23,9 @@ export type RestoredFact =
   | { kind: 'moved'; agent: string; cwd?: string }
   | { kind: 'worktree'; worktree: WorktreeInfo }
   | { kind: 'title'; title: string }
-  | { kind: 'prompted'; message: unknown };
+  | { kind: 'prompted'; message: unknown }
+  /** An engine `result`: its process's running cost total and turn count (the usage ledger's baseline). */
+  | { kind: 'result'; totalCostUsd: number; resultIndex?: number };
 
 /**
  * A session's ordered history: every frame numbered, appended to the store and the bounded
@@ -130,6 +132,8 @@ export function factOf(frame: FrameBytes): RestoredFact | undefined {
       subtype?: string;
       session_id?: string;
       title?: unknown;
+      total_cost_usd?: unknown;
+      result_index?: unknown;
       request_id?: string;
       request?: { subtype?: string } & Record<string, unknown>;
     };
@@ -153,6 +157,8 @@ export function factOf(frame: FrameBytes): RestoredFact | undefined {
   if (v.type === 'system' && v.subtype === 'session_title_changed' && typeof v.title === 'string') return { kind: 'title', title: v.title };
   if (v.type === 'system' && v.subtype === 'init' && typeof v.session_id === 'string')
     return { kind: 'engine_session', engineSessionId: v.session_id.slice(0, 256) };
+  if (v.type === 'result' && typeof v.total_cost_usd === 'number')
+    return { kind: 'result', totalCostUsd: v.total_cost_usd, resultIndex: typeof v.result_index === 'number' ? v.result_index : undefined };
   if (typeof v.request_id !== 'string') return undefined;
   if (v.type === 'control_request' && params.origin === 'engine')
     return { kind: 'prompt', requestId: v.request_id, subtype: v.request?.subtype ?? 'unknown', request: v.request };
