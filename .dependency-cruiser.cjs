@@ -40,7 +40,7 @@ const EDGES = [
   {
     name: 'processes-at-the-edges',
     module: '^(node:)?child_process$',
-    allowed: '^(agent/(engine-process|engine-version|demo-engine/shell)|bin/open-browser)\\.ts$',
+    allowed: '^(agent/(engine-process|engine-version|demo-engine/shell|acp-engine/acp-child|acp-engine/terminals)|bin/open-browser)\\.ts$',
   },
   { name: 'openid-client-in-the-door', module: pkg('openid-client'), allowed: '^gateway/door/oidc-sign-in\\.ts$' },
   { name: 'jose-in-core-auth', module: pkg('jose'), allowed: '^core/auth/' },
