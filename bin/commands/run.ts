@@ -14,11 +14,12 @@ import { pick, required, type Command } from '../args.js';
 import { connectFrom, connectionHelp, CONNECTION_OPTIONS, TLS_CLIENT_HELP } from '../connection-flags.js';
 import { printCreateProgress } from '../create-progress.js';
 import { TURN_APPROVAL_HELP, TURN_APPROVAL_OPTION, turnApprovalOf } from '../turn-approval-flag.js';
+import { ENGINE_HELP, ENGINE_OPTION, engineOf } from '../engine-flag.js';
 
 export const runCommand: Command = {
   name: 'run',
   summary: 'open a session, send one prompt, stream the answer',
-  usage: `Usage: tether run --gateway URL --token TOKEN --agent NAME [--cwd DIR] [--model M]
+  usage: `Usage: tether run --gateway URL --token TOKEN --agent NAME [--engine NAME] [--cwd DIR] [--model M]
                   [--permission-mode MODE] [--turn-approval WHO] [--allow TOOL]... [--json] PROMPT
 
 Opens a session on the agent, sends PROMPT, streams the assistant's text to stdout and exits
@@ -28,6 +29,7 @@ Options:
 ${connectionHelp(27)}
   --agent NAME             agent to run on (env TETHER_AGENT)
   --cwd DIR                working folder on the agent
+${ENGINE_HELP}
   --model M                model for the engine
   --permission-mode MODE   default, acceptEdits, plan, dontAsk, bypassPermissions, ...
 ${TURN_APPROVAL_HELP}
@@ -39,6 +41,7 @@ ${TLS_CLIENT_HELP}
   options: {
     ...CONNECTION_OPTIONS,
     agent: { type: 'string' },
+    ...ENGINE_OPTION,
     cwd: { type: 'string' },
     model: { type: 'string' },
     'permission-mode': { type: 'string' },
@@ -55,12 +58,14 @@ ${TLS_CLIENT_HELP}
     if (mode && !mode.success)
       throw new TetherError('INVALID_ARGUMENT', `--permission-mode must be one of ${PermissionMode.options.join(', ')}`);
     const turnApproval = turnApprovalOf(v['turn-approval']);
+    const engine = engineOf(v.engine);
     const json = v.json === true;
     const client = await connectFrom(v, 'tether-run');
     let session: RemoteSession | undefined;
     try {
       session = await client.createSession({
         agent,
+        engine,
         onProgress: printCreateProgress,
         options: {
           cwd: v.cwd as string | undefined,

@@ -40,7 +40,7 @@ async function allSessions(conn: Connection): Promise<SessionInfo[]> {
 
 export function Dashboard(props: {
   conn: Connection;
-  onStart: (agent: string, options: Record<string, unknown>) => void;
+  onStart: (agent: string, options: Record<string, unknown>, engine?: string) => void;
   onAttach: (id: string, readOnly: boolean) => void;
 }) {
   const [agents, setAgents] = useState<AgentInfo[]>([]);
@@ -49,6 +49,7 @@ export function Dashboard(props: {
   const [cwd, setCwd] = useState('');
   const [model, setModel] = useState('');
   const [mode, setMode] = useState('default');
+  const [engine, setEngine] = useState('');
   const [busy, setBusy] = useState(false);
 
   useEffect(() => {
@@ -73,6 +74,9 @@ export function Dashboard(props: {
 
   const { may } = useStore(props.conn.state);
   const chosen = agent || agents[0]?.name || '';
+  const engines = agents.find((a) => a.name === chosen)?.engines ?? [];
+  // An engine the chosen agent does not offer (another agent was picked): its default.
+  const chosenEngine = engines.includes(engine) ? engine : '';
   const start = async (e: Event) => {
     e.preventDefault();
     if (!chosen) return;
@@ -80,7 +84,7 @@ export function Dashboard(props: {
     const options: Record<string, unknown> = { include_partial_messages: true, permission_mode: mode };
     if (cwd.trim()) options.cwd = cwd.trim();
     if (model.trim()) options.model = model.trim();
-    await props.onStart(chosen, options);
+    await props.onStart(chosen, options, chosenEngine || undefined);
     setBusy(false);
   };
 
@@ -113,6 +117,17 @@ export function Dashboard(props: {
                 {agents.map((a) => (
                   <option key={a.name} value={a.name}>
                     {a.name}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <label>
+              Engine
+              <select value={chosenEngine} onChange={(e) => setEngine((e.target as HTMLSelectElement).value)} name="engine">
+                <option value="">the agent's default{engines[0] ? ` (${engines[0]})` : ''}</option>
+                {engines.map((name) => (
+                  <option key={name} value={name}>
+                    {name}
                   </option>
                 ))}
               </select>
