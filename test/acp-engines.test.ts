@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GatewayClient } from '../client/gateway-client.js';
 import { asPermissionRequest } from '../client/permission-policy.js';
 import type { SessionItem } from '../client/remote-session.js';
 import { Policy } from '../core/policy/policy.js';
@@ -9,6 +10,7 @@ import { BIN_DIR, startAcpRig, type AcpAgentName } from './support/acp-agents.js
 import { cleanupsPerTest } from './support/cleanups.js';
 import type { FakeScenario } from './support/fake-anthropic.js';
 import { codeOf, isCanUseTool, isResult, until } from './support/items.js';
+import { startTcpProxy } from './support/tcp-proxy.js';
 import { toolResults } from './support/turns.js';
 
 /**
@@ -123,5 +125,34 @@ describe.each(['claude-acp', 'opencode'] as const)('ACP engine: %s', (name) => {
     expect(existsSync(file)).toBe(false);
     const audit = await session.audit();
     expect(audit.some((e) => e.action === 'policy_decision' && (e as { decision?: string }).decision === 'deny')).toBe(true);
+  }, 180_000);
+
+  it('a client link cut while the prompt waits: the client comes back, answers, and sees every frame once', async () => {
+    const rig = cleanups.own(await startAcpRig(name, { responses: [] }));
+    const file = join(rig.cwd, 'after-cut.txt');
+    rig.fake.setScenario(writeTurn(name, file));
+    const proxy = await startTcpProxy(rig.stack.url);
+    cleanups.push(() => proxy.close());
+    const client = await GatewayClient.connect({ gateway: proxy.url, token: rig.stack.token, reconnect: true });
+    cleanups.push(() => client.close());
+    const session = await client.createSession({ agent: 'test-agent', options: { include_partial_messages: true } });
+    // The reference: a client never cut, attached from the first frame.
+    const reference = await (await rig.stack.client()).attach(session.id, { fromSeq: 1 });
+    const refItems: SessionItem[] = [];
+    const refDone = until(reference[Symbol.asyncIterator](), isResult, refItems, TURN_MS, 'the reference to see the result');
+    const it = session[Symbol.asyncIterator]();
+    const seen: SessionItem[] = [];
+    await session.sendUserMessage('write after-cut.txt');
+    const prompt = await until(it, isCanUseTool, seen, TURN_MS, 'the permission prompt');
+    proxy.cut(700);
+    const ask = asPermissionRequest((prompt as { message: Record<string, unknown> }).message)!;
+    await session.answer(ask.requestId, { behavior: 'allow', updatedInput: ask.input }); // retried across the reconnect
+    await until(it, isResult, seen, TURN_MS, 'the result after the reconnect');
+    await refDone;
+    expect(readFileSync(file, 'utf8')).toBe('hello from acp\n');
+    const seqs = seen.flatMap((i) => (i.kind === 'reply' ? [] : [i.seq]));
+    expect(seqs.every((q, n) => n === 0 || q === seqs[n - 1]! + 1)).toBe(true);
+    const refSeqs = refItems.flatMap((i) => (i.kind === 'reply' ? [] : [i.seq]));
+    expect(seqs).toEqual(refSeqs.slice(refSeqs.indexOf(seqs[0]!)));
   }, 180_000);
 });

@@ -1,0 +1,48 @@
+import { resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { SessionItem } from '../client/remote-session.js';
+import { cleanupsPerTest } from './support/cleanups.js';
+import { isResult, until } from './support/items.js';
+import { startStack } from './support/stack.js';
+
+/** An ACP agent on the SDK's agent side that cannot load sessions (test/support/acp-stand-in.mjs), run with `--engine acp`. */
+const STAND_IN = `${process.execPath} ${resolve('test/support/acp-stand-in.mjs')}`;
+
+const errorOf = (p: Promise<unknown>) =>
+  p.then(
+    (r) => JSON.stringify(r),
+    (e: Error) => e.message,
+  );
+
+describe('ACP engine: what it says and refuses (an agent without session/load)', () => {
+  const cleanups = cleanupsPerTest();
+
+  it('says at create that it cannot resume; answers a prompt; maps set_permission_mode to session/set_mode; refuses Claude-only requests and the SDK drop-in by name', async () => {
+    const stack = cleanups.own(
+      await startStack({ engine: ['acp'], engineCommand: STAND_IN, cwd: cleanups.tempDir('tether-acp-stand-in-').path }),
+    );
+    const client = await stack.client();
+    const session = await client.createSession({ agent: 'test-agent' });
+    const it = session[Symbol.asyncIterator]();
+    const seen: SessionItem[] = [];
+    await session.sendUserMessage('hi there');
+    await until(it, isResult, seen, 30_000, 'the result');
+    const lines = seen.flatMap((i) => (i.kind === 'engine' ? [i.message as Record<string, unknown>] : []));
+    expect(lines).toContainEqual(
+      expect.objectContaining({ type: 'system', subtype: 'notice', message: expect.stringContaining('stand-in cannot load sessions') }),
+    );
+    expect(lines.find((l) => l.type === 'result')).toMatchObject({ is_error: false, result: 'echo: hi there' });
+
+    expect(await errorOf(session.setPermissionMode('plan'))).toContain('"mode":"plan"');
+    expect(await errorOf(session.setPermissionMode('acceptEdits'))).toContain(
+      'mode acceptEdits is not one this ACP engine offers (default, plan)',
+    );
+    expect(await errorOf(session.setModel('opus'))).toContain('this ACP engine offers no model choice');
+    expect(await errorOf(session.request('mcp_status'))).toContain('mcp_status is a Claude Code control request');
+
+    // The SDK drop-in brings its own initialize: an ACP engine cannot take it.
+    expect(await errorOf(client.createSession({ agent: 'test-agent', options: { client_initialize: true } }))).toContain(
+      'engine "acp" speaks ACP: a client that brings its own initialize (the SDK drop-in tether-claude, remoteSpawn) needs the claude engine',
+    );
+  }, 90_000);
+});

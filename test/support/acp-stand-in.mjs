@@ -1,0 +1,35 @@
+// A small ACP agent for tests, on the official SDK's agent side: it cannot load sessions
+// (agentCapabilities.loadSession false), offers the modes default and plan, and answers each
+// prompt with "echo: <text>". Enough to check what the ACP engine says and refuses without a model.
+import { Readable, Writable } from 'node:stream';
+import * as acp from '@agentclientprotocol/sdk';
+
+const modes = [
+  { id: 'default', name: 'Default' },
+  { id: 'plan', name: 'Plan' },
+];
+acp
+  .agent({ name: 'stand-in' })
+  .onRequest(acp.methods.agent.initialize, () => ({
+    protocolVersion: acp.PROTOCOL_VERSION,
+    agentCapabilities: { loadSession: false },
+    agentInfo: { name: 'stand-in', version: '0.0.1' },
+    authMethods: [],
+  }))
+  .onRequest(acp.methods.agent.session.new, () => ({ sessionId: 'stand-in-1', modes: { currentModeId: 'default', availableModes: modes } }))
+  .onRequest(acp.methods.agent.session.setMode, async ({ params, client }) => {
+    await client.notify(acp.methods.client.session.update, {
+      sessionId: params.sessionId,
+      update: { sessionUpdate: 'current_mode_update', currentModeId: params.modeId },
+    });
+    return {};
+  })
+  .onRequest(acp.methods.agent.session.prompt, async ({ params, client }) => {
+    const text = params.prompt.map((b) => (b.type === 'text' ? b.text : '')).join('');
+    await client.notify(acp.methods.client.session.update, {
+      sessionId: params.sessionId,
+      update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: `echo: ${text}` } },
+    });
+    return { stopReason: 'end_turn' };
+  })
+  .connect(acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin)));
