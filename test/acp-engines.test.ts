@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Agent } from '../agent/agent.js';
 import { GatewayClient } from '../client/gateway-client.js';
 import { asPermissionRequest } from '../client/permission-policy.js';
 import type { SessionItem } from '../client/remote-session.js';
@@ -10,6 +11,7 @@ import { BIN_DIR, startAcpRig, type AcpAgentName } from './support/acp-agents.js
 import { cleanupsPerTest } from './support/cleanups.js';
 import type { FakeScenario } from './support/fake-anthropic.js';
 import { codeOf, isCanUseTool, isResult, until } from './support/items.js';
+import { FAST_BACKOFF } from './support/restartable-stack.js';
 import { startTcpProxy } from './support/tcp-proxy.js';
 import { toolResults } from './support/turns.js';
 
@@ -154,5 +156,44 @@ describe.each(['claude-acp', 'opencode'] as const)('ACP engine: %s', (name) => {
     expect(seqs.every((q, n) => n === 0 || q === seqs[n - 1]! + 1)).toBe(true);
     const refSeqs = refItems.flatMap((i) => (i.kind === 'reply' ? [] : [i.seq]));
     expect(seqs).toEqual(refSeqs.slice(refSeqs.indexOf(seqs[0]!)));
+  }, 180_000);
+
+  it("the agent's link cut while the prompt waits: the engine runs on, the answer reaches it after the reconnect, nothing lost or doubled", async () => {
+    const rig = cleanups.own(await startAcpRig(name, { responses: [] }));
+    const file = join(rig.cwd, 'agent-cut.txt');
+    rig.fake.setScenario(writeTurn(name, file));
+    const proxy = await startTcpProxy(rig.stack.url);
+    cleanups.push(() => proxy.close());
+    const token = await rig.stack.mint({ kind: 'agent', sub: 'cut-agent', agent: 'cut-agent' });
+    const agent = new Agent({
+      gateway: proxy.url,
+      name: 'cut-agent',
+      token,
+      ...rig.engine,
+      cwd: rig.cwd,
+      backoff: FAST_BACKOFF,
+      eofGraceMs: 2_000,
+      termGraceMs: 2_000,
+    });
+    await agent.start();
+    cleanups.push(() => agent.shutdown(1_000));
+    const session = await (await rig.stack.client()).createSession({ agent: 'cut-agent' });
+    const it = session[Symbol.asyncIterator]();
+    const seen: SessionItem[] = [];
+    await session.sendUserMessage('write agent-cut.txt');
+    const prompt = await until(it, isCanUseTool, seen, TURN_MS, 'the permission prompt');
+    const connectionsBefore = proxy.connections;
+    proxy.cut(700);
+    const ask = asPermissionRequest((prompt as { message: Record<string, unknown> }).message)!;
+    await session.answer(ask.requestId, { behavior: 'allow', updatedInput: ask.input }); // held at the gateway until the agent is back
+    await until(it, isResult, seen, TURN_MS, 'the result after the agent reconnected');
+    expect(proxy.connections).toBeGreaterThan(connectionsBefore);
+    expect(readFileSync(file, 'utf8')).toBe('hello from acp\n');
+    const seqs = seen.flatMap((i) => (i.kind === 'reply' ? [] : [i.seq]));
+    expect(seqs.every((q, n) => n === 0 || q === seqs[n - 1]! + 1)).toBe(true);
+    const texts = engineMessages(seen)
+      .filter((m) => m.type === 'assistant')
+      .flatMap((m) => (m.message as { content: Record<string, unknown>[] }).content.filter((b) => b.type === 'text').map((b) => b.text));
+    expect(texts.filter((t) => t === 'Done writing.')).toHaveLength(1);
   }, 180_000);
 });

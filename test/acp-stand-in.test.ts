@@ -1,6 +1,9 @@
-import { resolve } from 'node:path';
+import { existsSync, readFileSync, symlinkSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { SessionItem } from '../client/remote-session.js';
+import { Policy } from '../core/policy/policy.js';
+import { StaticPolicy } from '../gateway/policy/policy-source.js';
 import { cleanupsPerTest } from './support/cleanups.js';
 import { isResult, until } from './support/items.js';
 import { startStack } from './support/stack.js';
@@ -44,5 +47,26 @@ describe('ACP engine: what it says and refuses (an agent without session/load)',
     expect(await errorOf(client.createSession({ agent: 'test-agent', options: { client_initialize: true } }))).toContain(
       'engine "acp" speaks ACP: a client that brings its own initialize (the SDK drop-in tether-claude, remoteSpawn) needs the claude engine',
     );
+  }, 90_000);
+
+  it("answers the agent's terminal and file requests inside the session folder only, under the policy", async () => {
+    const cwd = cleanups.tempDir('tether-acp-stand-in-').path;
+    const policy = new StaticPolicy(Policy.compile({ permissions: { deny: ['Bash(rm *)'], ask: [], allow: [] } }));
+    const stack = cleanups.own(await startStack({ engine: ['acp'], engineCommand: STAND_IN, cwd, policy }));
+    const session = await (await stack.client()).createSession({ agent: 'test-agent' });
+    const it = session[Symbol.asyncIterator]();
+    const reply = async (prompt: string) => {
+      await session.sendUserMessage(prompt);
+      const r = await until(it, isResult, [], 30_000, `the answer to ${prompt}`);
+      return String((r as { message: Record<string, unknown> }).message.result);
+    };
+    expect(await reply('run: echo made > t.txt && cat t.txt')).toBe('exit 0: made\n');
+    expect(readFileSync(join(cwd, 't.txt'), 'utf8')).toBe('made\n');
+    expect(await reply(`read: ${join(cwd, 't.txt')}`)).toBe('read: made\n');
+    expect(await reply('read: /etc/hostname')).toContain('is outside the session folder');
+    symlinkSync('/etc', join(cwd, 'out'));
+    expect(await reply(`read: ${join(cwd, 'out', 'hostname')}`)).toContain('is outside the session folder');
+    expect(await reply('run: rm t.txt')).toContain('refused: Tether policy: deny rule Bash(rm *)');
+    expect(existsSync(join(cwd, 't.txt'))).toBe(true);
   }, 90_000);
 });

@@ -6,6 +6,7 @@
  * the script's answers. Claude Code's adapter runs the SDK's own CLI with the env our Claude tests use.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
+import type { AgentOptions } from '../../agent/agent.js';
 import { join, resolve } from 'node:path';
 import { claudeTestEnv, makeTempDir, type TempDir } from './claude-cli.js';
 import { startFakeAnthropic, type FakeAnthropic, type FakeScenario } from './fake-anthropic.js';
@@ -83,9 +84,18 @@ export function opencodeEnv(home: string, mainUrl: string, titleUrl: string): Re
   };
 }
 
+/** What an agent needs to run one of the ACP agents. */
+export interface AcpEngineOptions {
+  engine: NonNullable<AgentOptions['engine']>;
+  engineCommand?: string;
+  engineEnv: NodeJS.ProcessEnv;
+}
+
 export interface AcpRig {
   name: AcpAgentName;
   stack: Stack;
+  /** The agent's engine options, for another agent of the same engine (e.g. one behind a proxy). */
+  engine: AcpEngineOptions;
   cwd: string;
   fake: FakeAnthropic;
   stop(): Promise<void>;
@@ -101,11 +111,12 @@ export async function startAcpRig(name: AcpAgentName, scenario: FakeScenario, ex
   const [cwd, home] = dirs.map((d) => d.path);
   const fake = await startFakeAnthropic(scenario);
   const titles = await startFakeAnthropic({ responses: [], fallback: { text: 'A title' } });
-  const engine =
+  // claude-acp: the adapter starts the CLI able to bypass permissions, which the CLI refuses as root unless sandboxed.
+  const engine: AcpEngineOptions =
     name === 'opencode'
-      ? { engine: ['acp' as const], engineCommand: `${BIN_DIR}/opencode acp`, engineEnv: opencodeEnv(home!, fake.url, titles.url) }
+      ? { engine: ['acp'], engineCommand: `${BIN_DIR}/opencode acp`, engineEnv: opencodeEnv(home!, fake.url, titles.url) }
       : {
-          engine: ['claude-acp' as const], // The adapter starts the CLI able to bypass permissions, which the CLI refuses as root unless sandboxed.
+          engine: ['claude-acp'],
           engineEnv: {
             ...claudeTestEnv({ home: home!, baseUrl: fake.url, extra: { IS_SANDBOX: '1' } }),
             PATH: `${BIN_DIR}:${process.env.PATH}`,
@@ -115,6 +126,7 @@ export async function startAcpRig(name: AcpAgentName, scenario: FakeScenario, ex
   return {
     name,
     stack,
+    engine,
     cwd: cwd!,
     fake,
     async stop() {

@@ -1,6 +1,8 @@
 // A small ACP agent for tests, on the official SDK's agent side: it cannot load sessions
 // (agentCapabilities.loadSession false), offers the modes default and plan, and answers each
-// prompt with "echo: <text>". Enough to check what the ACP engine says and refuses without a model.
+// prompt with "echo: <text>"; "run: CMD" runs CMD in a client terminal and "read: PATH" reads
+// a file through the client, each answering with what came back (or the client's error).
+// Enough to check what the ACP engine says, answers and refuses without a model.
 import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk';
 
@@ -26,9 +28,22 @@ acp
   })
   .onRequest(acp.methods.agent.session.prompt, async ({ params, client }) => {
     const text = params.prompt.map((b) => (b.type === 'text' ? b.text : '')).join('');
+    let reply = `echo: ${text}`;
+    try {
+      if (text.startsWith('run: ')) {
+        const t = await client.createTerminal({ sessionId: params.sessionId, command: text.slice(5) });
+        const exit = await t.waitForExit();
+        reply = `exit ${exit.exitCode}: ${(await t.currentOutput()).output}`;
+        await t.release();
+      } else if (text.startsWith('read: ')) {
+        reply = `read: ${(await client.request(acp.methods.client.fs.readTextFile, { sessionId: params.sessionId, path: text.slice(6) })).content}`;
+      }
+    } catch (err) {
+      reply = `refused: ${err.message}`;
+    }
     await client.notify(acp.methods.client.session.update, {
       sessionId: params.sessionId,
-      update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: `echo: ${text}` } },
+      update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: reply } },
     });
     return { stopReason: 'end_turn' };
   })
