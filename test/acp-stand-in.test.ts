@@ -69,4 +69,31 @@ describe('ACP engine: what it says and refuses (an agent without session/load)',
     expect(await reply('run: rm t.txt')).toContain('refused: Tether policy: deny rule Bash(rm *)');
     expect(existsSync(join(cwd, 't.txt'))).toBe(true);
   }, 90_000);
+
+  it('a queued prompt is withdrawn before it reaches the agent; interrupt is session/cancel and the turn ends cancelled', async () => {
+    const stack = cleanups.own(
+      await startStack({ engine: ['acp'], engineCommand: STAND_IN, cwd: cleanups.tempDir('tether-acp-stand-in-').path }),
+    );
+    const session = await (await stack.client()).createSession({ agent: 'test-agent' });
+    const it = session[Symbol.asyncIterator]();
+    const seen: SessionItem[] = [];
+    await session.sendUserMessage('wait: 60000');
+    const line = (i: SessionItem) => (i.kind === 'engine' ? (i.message as Record<string, unknown>) : {});
+    await until(it, (i) => line(i).type === 'command_lifecycle' && line(i).state === 'started', seen, 20_000, 'the long turn to start');
+    const { uuid } = await session.send('never answered');
+    await until(it, (i) => line(i).type === 'command_lifecycle' && line(i).command_uuid === uuid, seen, 20_000, 'the second prompt queued');
+    await session.withdraw(uuid);
+    await session.interrupt();
+    const result = await until(it, isResult, seen, 20_000, 'the cancelled turn');
+    expect((result as { message: Record<string, unknown> }).message).toMatchObject({
+      is_error: true,
+      terminal_reason: 'aborted_streaming',
+    });
+    const lifecycle = seen.flatMap((i) => (line(i).command_uuid === uuid ? [line(i).state] : []));
+    expect(lifecycle).toEqual(['queued', 'cancelled']);
+    await session.sendUserMessage('after');
+    const next = await until(it, isResult, seen, 20_000, 'the next turn');
+    expect((next as { message: Record<string, unknown> }).message.result).toBe('echo: after');
+    expect(seen.some((i) => i.kind === 'engine' && JSON.stringify(i.message).includes('echo: never answered'))).toBe(false);
+  }, 90_000);
 });

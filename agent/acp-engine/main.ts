@@ -20,6 +20,7 @@ import {
   isObject,
   system,
   systemInit,
+  withdrawQueued,
   type EngineState,
   type Frame,
 } from '../demo-engine/frames.js';
@@ -244,10 +245,20 @@ async function onControl(msg: Record<string, unknown>): Promise<void> {
         ...(policyHook ? { hooks_applied: true } : {}),
       });
     }
-    case 'interrupt':
+    case 'interrupt': {
+      // As the CLI: cancel_queued drops the queue (each prompt cancelled); otherwise it runs on.
+      const dropped = req.cancel_queued === true ? queue.splice(0) : [];
+      for (const p of dropped) if (p.uuid) emit(commandLifecycle(state, p.uuid, 'cancelled'));
       current?.abort();
-      await agent.notify('session/cancel', { sessionId: acpSessionId });
-      return ok({ still_queued: queue.flatMap((p) => (p.uuid ? [p.uuid] : [])) });
+      if (current) await agent.notify('session/cancel', { sessionId: acpSessionId });
+      return ok(
+        req.cancel_queued === true
+          ? { still_queued: [], cancelled: dropped.flatMap((p) => (p.uuid ? [p.uuid] : [])) }
+          : { still_queued: queue.flatMap((p) => (p.uuid ? [p.uuid] : [])) },
+      );
+    }
+    case 'cancel_async_message': // a queued prompt withdrawn before it reached the ACP agent
+      return ok(withdrawQueued(state, queue, req.message_uuid, emit));
     case 'set_permission_mode': {
       const mode = typeof req.mode === 'string' ? req.mode : '';
       const why = await setMode(mode);

@@ -6,6 +6,7 @@
 import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk';
 
+let waiting = () => {};
 const modes = [
   { id: 'default', name: 'Default' },
   { id: 'plan', name: 'Plan' },
@@ -26,11 +27,22 @@ acp
     });
     return {};
   })
+  .onNotification(acp.methods.agent.session.cancel, () => waiting())
   .onRequest(acp.methods.agent.session.prompt, async ({ params, client }) => {
     const text = params.prompt.map((b) => (b.type === 'text' ? b.text : '')).join('');
     let reply = `echo: ${text}`;
     try {
-      if (text.startsWith('run: ')) {
+      if (text.startsWith('wait: ')) {
+        // A long turn that session/cancel ends.
+        const cancelled = await new Promise((resolve) => {
+          const t = setTimeout(() => resolve(false), Number(text.slice(6)));
+          waiting = () => {
+            clearTimeout(t);
+            resolve(true);
+          };
+        });
+        if (cancelled) return { stopReason: 'cancelled' };
+      } else if (text.startsWith('run: ')) {
         const t = await client.createTerminal({ sessionId: params.sessionId, command: text.slice(5) });
         const exit = await t.waitForExit();
         reply = `exit ${exit.exitCode}: ${(await t.currentOutput()).output}`;
