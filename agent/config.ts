@@ -26,14 +26,10 @@ export const ENGINE_KEYS = {
       help: 'the engines sessions may choose, the first by default (repeatable): auto (claude if on PATH, else the built-in demo), claude, demo, acp (an ACP agent at --engine-command), or an ACP preset: opencode, gemini, codex, claude-acp',
       flag: 'engine',
     }),
-  engineCommand: z
-    .string()
-    .min(1)
-    .optional()
-    .meta({
-      help: 'the Claude Code executable (default: claude on PATH); with --engine acp, the ACP agent\'s command line, e.g. "opencode acp"',
-      flag: 'engine-command',
-    }),
+  engineCommand: z.string().min(1).optional().meta({
+    help: 'the Claude Code executable (default: claude on PATH); with --engine acp, the ACP agent\'s command line, e.g. "opencode acp"',
+    flag: 'engine-command',
+  }),
   cwd: z.string().min(1).optional().meta({ help: 'working folder for sessions that name none (default: the current folder)', flag: 'cwd' }),
   sessionRoots: z.array(z.string().min(1)).default([]).meta({
     help: 'sessions may work only in these folders and below (repeatable; default: anywhere). The folder decides which project settings and hooks the engine loads',
