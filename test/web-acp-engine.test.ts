@@ -22,10 +22,18 @@ describe('web page: Start with an engine', () => {
     const id = await startSession(alice.page, { engine: 'acp' });
     await sendPrompt(alice.page, 'hello page');
     await alice.page.getByText('echo: hello page').first().waitFor({ timeout: 30_000 });
+    await alice.page.getByText('Note: stand-in cannot load sessions').first().waitFor({ timeout: 10_000 });
     const printed = (key: string) => new RegExp(`^${key}: (\\S+)$`, 'm').exec(rig.up.stdout())?.[1] ?? '';
     const sessions = await runTether(['sessions', '--json'], {
       env: { TETHER_GATEWAY: printed('gateway'), TETHER_TOKEN: printed('token') },
     });
     expect((JSON.parse(sessions.stdout) as Array<{ id: string; engine: string }>).find((s) => s.id === id)?.engine).toBe('acp');
+    // tether run says it too, and shows the turn.
+    const run = await runTether(['run', '--engine', 'acp', 'hi run'], {
+      env: { TETHER_GATEWAY: printed('gateway'), TETHER_TOKEN: printed('token'), TETHER_AGENT: 'local' },
+    });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toContain('echo: hi run');
+    expect(run.stderr).toContain('Note: stand-in cannot load sessions (ACP loadSession): this session ends if its agent restarts');
   }, 90_000);
 });

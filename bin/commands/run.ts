@@ -15,6 +15,7 @@ import { connectFrom, connectionHelp, CONNECTION_OPTIONS, TLS_CLIENT_HELP } from
 import { printCreateProgress } from '../create-progress.js';
 import { TURN_APPROVAL_HELP, TURN_APPROVAL_OPTION, turnApprovalOf } from '../turn-approval-flag.js';
 import { ENGINE_HELP, ENGINE_OPTION, engineOf } from '../engine-flag.js';
+import { engineNoticeText } from '../../client/turn-view.js';
 
 export const runCommand: Command = {
   name: 'run',
@@ -126,6 +127,8 @@ async function streamTurn(session: RemoteSession, allow: Set<string>, json: bool
       if (m.type === 'result') return m.is_error === true ? 1 : 0;
       continue;
     }
+    const notice = engineNoticeText(m);
+    if (notice) process.stderr.write(`${notice}\n`);
     if (m.type === 'stream_event') {
       const e = m.event as { type?: string; delta?: { type?: string; text?: string } };
       if (e.type === 'content_block_delta' && e.delta?.type === 'text_delta' && e.delta.text) {

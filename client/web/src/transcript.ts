@@ -8,7 +8,7 @@ import { grantedRules, ruleLabel } from '../../permission-policy.js';
 import { policyLine } from '../../tool-view.js';
 import type { PresenceChange, QueueChange, QueuedPrompt } from '../../../core/protocol/events.js';
 import { queueChangeText, stopText } from '../../queue-view.js';
-import { grantedForText } from '../../turn-view.js';
+import { engineNoticeText, grantedForText } from '../../turn-view.js';
 import type { TurnAttribution } from '../../../core/protocol/turn-approval.js';
 import { presenceChanges } from '../../../core/protocol/presence.js';
 import { apiRetryNote, compactNote, exitNote, gapNote, turnEndNote, turnSummary } from './wording.js';
@@ -153,6 +153,8 @@ export class Transcript {
           this.note(apiRetryNote(m), 'error');
         } else if (m.subtype === 'compact_boundary') {
           this.note(compactNote(m));
+        } else if (engineNoticeText(m)) {
+          this.note(engineNoticeText(m)!, 'error');
         }
         return;
       default:
