@@ -1,3 +1,5 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { GatewayClient } from '../client/gateway-client.js';
 import { BIN_DIR } from './support/acp-agents.js';
@@ -51,8 +53,21 @@ describe('an ACP engine across an agent restart (claude-code-acp, session/load)'
     const session = await client.createSession({ agent: 'builder' });
     const items = session[Symbol.asyncIterator]();
     await session.sendUserMessage('Remember the word PLUM.');
-    const first = await readTurn(session, () => undefined, items, 90_000);
+    const first = await readTurn(session, () => undefined, items, 90_000).catch((e) => {
+      throw new Error(`${e.message}\nAGENT: ${agent?.stderr()}`);
+    });
     expect(first.result.is_error).toBe(false);
+    // The CLI writes its transcript after the turn's answer: a crash before that leaves nothing to
+    // load (a reboot would lose that turn too), so the crash comes once the answer is on disk.
+    const acpSessionId = String(first.result.session_id);
+    const projects = join(home.path, '.claude', 'projects');
+    const transcriptHolds = (text: string) =>
+      existsSync(projects) &&
+      readdirSync(projects).some((d) => {
+        const f = join(projects, d, `${acpSessionId}.jsonl`);
+        return existsSync(f) && readFileSync(f, 'utf8').includes(text);
+      });
+    await waitFor(() => transcriptHolds('Noted: the word is PLUM.'), 30_000, 'the transcript to hold the first answer');
 
     await agent!.stop('SIGKILL', 5_000);
     killProcessesIn(cwd, 'claude'); // as a reboot would: the engine goes with its agent
@@ -63,7 +78,9 @@ describe('an ACP engine across an agent restart (claude-code-acp, session/load)'
     );
     await session.sendUserMessage('What was the word?');
     await startAgent();
-    const second = await readTurn(session, () => undefined, items, 120_000);
+    const second = await readTurn(session, () => undefined, items, 120_000).catch((e) => {
+      throw new Error(`${e.message}\nAGENT: ${agent?.stderr()}`);
+    });
     expect(second.result.is_error).toBe(false);
     expect(JSON.stringify(second.messages)).toContain('The word was PLUM.');
     expect(second.items.some((i) => i.kind === 'event' && i.event.subtype === 'engine_resumed')).toBe(true);
