@@ -41,7 +41,8 @@ const EDGES = [
   {
     name: 'processes-at-the-edges',
     module: '^(node:)?child_process$',
-    allowed: '^(agent/(engine-process|engine-version|worktree|demo-engine/shell|folder-view/git-run)|bin/open-browser)\\.ts$',
+    allowed:
+      '^(agent/(engine-process|engine-version|worktree|demo-engine/shell|folder-view/git-run|acp-engine/acp-child|acp-engine/terminals)|bin/open-browser)\\.ts$',
   },
   { name: 'openid-client-in-the-door', module: pkg('openid-client'), allowed: '^gateway/door/oidc-sign-in\\.ts$' },
   { name: 'jose-in-core-auth', module: pkg('jose'), allowed: '^core/auth/' },

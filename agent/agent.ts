@@ -15,6 +15,7 @@ import type { RpcPeer } from '../core/rpc/peer.js';
 import { AGENT_BACKOFF, type BackoffPolicy } from '../core/util/backoff.js';
 import type { HeartbeatOptions } from '../core/link/heartbeat.js';
 import type { TokenSource } from '../core/link/token-renewal.js';
+import { isAcpKind } from './acp-engine/presets.js';
 import { engineCommandLine, resolveEngines, type EngineChoice, type ResolvedEngines } from './engine-command.js';
 import { withSdkEnv } from '../core/protocol/sdk-env.js';
 import { ENGINE_START_TIMEOUT_MS } from '../core/timeouts.js';
@@ -52,7 +53,8 @@ export interface AgentOptions {
   token?: string;
   /** Where a fresh token comes from instead of `token` (e.g. re-reading --token-file): each reconnect, and renewal before expiry. */
   tokenSource?: TokenSource;
-  engine?: EngineChoice;
+  /** The engines sessions may choose, the first by default (agent/engine-command.ts `resolveEngines`). */
+  engine?: EngineChoice | readonly EngineChoice[];
   engineCommand?: string;
   /** Working folder for sessions that name none. */
   cwd?: string;
@@ -278,6 +280,11 @@ export class Agent {
     if (this.stopping) throw new TetherError('UNAVAILABLE', 'agent is shutting down');
     if (this.relays.has(sessionId)) throw new TetherError('ALREADY_EXISTS', `session ${sessionId} already runs here`);
     if (!this.engines.engines.includes(kind)) throw new TetherError('FAILED_PRECONDITION', `this agent cannot run engine "${kind}"`);
+    if (options.client_initialize && isAcpKind(kind))
+      throw new TetherError(
+        'FAILED_PRECONDITION',
+        `engine "${kind}" speaks ACP: a client that brings its own initialize (the SDK drop-in tether-claude, remoteSpawn) needs the claude engine`,
+      );
     const folder = resolvePath(options.cwd ?? this.opts.cwd ?? process.cwd());
     let cwd = folder;
     if (!isDirectory(cwd)) throw new TetherError('INVALID_ARGUMENT', `working folder ${cwd} does not exist on agent "${this.opts.name}"`);

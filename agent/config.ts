@@ -7,6 +7,7 @@ import type { ConfigSpec, FinishContext } from '../core/config/load.js';
 import { HEARTBEAT_DEFAULTS } from '../core/link/heartbeat.js';
 import { DIAL_TLS_KEYS } from '../core/config/tls-keys.js';
 import { AgentDescriptor } from '../core/protocol/methods.js';
+import { EngineKind } from '../core/protocol/session-options.js';
 import { AGENT_INITIALIZE_TIMEOUT_MS } from './agent.js';
 import { DEFAULT_EOF_GRACE_MS, DEFAULT_TERM_GRACE_MS } from './engine-process.js';
 import { resolveEngineUser, type EngineEnvPolicy } from './engine-env.js';
@@ -19,14 +20,16 @@ export const DEFAULT_HOST_KEY_FILE = join(homedir(), '.tether', 'agent-host-key.
 /** Which engines the agent runs and how it treats them (also the `tether up` agent's). */
 export const ENGINE_KEYS = {
   engine: z
-    .enum(['auto', 'claude', 'demo'])
-    .default('auto')
-    .meta({ help: 'auto (claude if on PATH, else the built-in demo), claude or demo', flag: 'engine' }),
-  engineCommand: z
-    .string()
-    .min(1)
-    .optional()
-    .meta({ help: 'the Claude Code executable (default: claude on PATH)', flag: 'engine-command' }),
+    .preprocess((v) => (typeof v === 'string' ? [v] : v), z.array(z.enum(['auto', ...EngineKind.options])).min(1))
+    .default(['auto'])
+    .meta({
+      help: 'the engines sessions may choose, the first by default (repeatable): auto (claude if on PATH, else the built-in demo), claude, demo, acp (an ACP agent at --engine-command), or an ACP preset: opencode, gemini, codex, claude-acp',
+      flag: 'engine',
+    }),
+  engineCommand: z.string().min(1).optional().meta({
+    help: 'the Claude Code executable (default: claude on PATH); with --engine acp, the ACP agent\'s command line, e.g. "opencode acp"',
+    flag: 'engine-command',
+  }),
   cwd: z.string().min(1).optional().meta({ help: 'working folder for sessions that name none (default: the current folder)', flag: 'cwd' }),
   sessionRoots: z.array(z.string().min(1)).default([]).meta({
     help: 'sessions may work only in these folders and below (repeatable; default: anywhere). The folder decides which project settings and hooks the engine loads',

@@ -6,6 +6,7 @@ import type { EngineKind, SessionOptions } from '../core/protocol/session-option
 import { engineFlag, flagToken } from '../core/engine-flags.js';
 import { ENGINE_DEFAULT_MODE, optionFlags } from '../core/engine-choices.js';
 import { checkArgValue, checkFlagUse, type EngineFlagPolicy } from './extra-args.js';
+import { ACP_PRESETS, isAcpKind, splitCommandLine, type AcpPreset } from './acp-engine/presets.js';
 
 /** The flags every engine gets: stream-json both ways, permission asks over stdio. */
 export const STREAM_JSON_FLAGS = [
@@ -27,6 +28,8 @@ export interface ResolvedEngines {
   defaultEngine: EngineKind;
   /** Executable for the real CLI, when available. */
   claudeCommand?: string;
+  /** The command line of each ACP engine (`acp` and the presets), its first word found on PATH. */
+  acpCommands?: Partial<Record<EngineKind, string[]>>;
   /** Why `auto` chose what it chose, for the start-up banner. */
   explanation: string;
 }
@@ -51,46 +54,81 @@ export function findExecutable(command: string, pathEnv = process.env.PATH ?? ''
 }
 
 /**
- * Decides which engines the agent offers. `auto` takes the real CLI when it is on PATH (or
- * at --engine-command) and the built-in demo engine otherwise; `claude` insists on the CLI.
+ * Decides which engines the agent offers, in the order given (the first is the default; the
+ * demo engine is always offered too). `auto` takes the real CLI when it is on PATH (or at
+ * --engine-command) and the built-in demo engine otherwise; `claude` insists on the CLI;
+ * `acp` runs `engineCommand` as an ACP agent; a preset (opencode, gemini, codex, claude-acp)
+ * runs its known command line. Throws FAILED_PRECONDITION naming what is missing.
  */
-export function resolveEngines(choice: EngineChoice, engineCommand = process.env.TETHER_ENGINE_COMMAND ?? 'claude'): ResolvedEngines {
-  const claude = findExecutable(engineCommand);
-  if (choice === 'demo') return { engines: ['demo'], defaultEngine: 'demo', explanation: 'demo engine (chosen with --engine demo)' };
-  if (choice === 'claude') {
-    if (!claude)
-      throw new TetherError(
-        'FAILED_PRECONDITION',
-        `engine "claude" requested but "${engineCommand}" is not an executable on PATH (set --engine-command or TETHER_ENGINE_COMMAND)`,
-      );
-    return { engines: ['claude', 'demo'], defaultEngine: 'claude', claudeCommand: claude, explanation: `claude (${claude})` };
+export function resolveEngines(choice: EngineChoice | readonly EngineChoice[], engineCommand?: string): ResolvedEngines {
+  const choices = typeof choice === 'string' ? [choice] : choice.length === 0 ? (['auto'] as const) : choice;
+  const acpCommand = choices.includes('acp') ? engineCommand : undefined;
+  const claudeCommand = acpCommand === undefined ? (engineCommand ?? process.env.TETHER_ENGINE_COMMAND ?? 'claude') : 'claude';
+  const claude = findExecutable(claudeCommand);
+  const engines: EngineKind[] = [];
+  const acpCommands: Partial<Record<EngineKind, string[]>> = {};
+  const why: string[] = [];
+  let usesClaude = false;
+  for (const c of choices) {
+    if (c === 'demo') why.push('demo engine (chosen with --engine demo)');
+    else if (c === 'auto' && !claude)
+      why.push(`demo engine ("${claudeCommand}" not found on PATH; install Claude Code or pass --engine-command to use the real CLI)`);
+    else if (c === 'claude' || c === 'auto') {
+      if (!claude)
+        throw new TetherError(
+          'FAILED_PRECONDITION',
+          `engine "claude" requested but "${claudeCommand}" is not an executable on PATH (set --engine-command or TETHER_ENGINE_COMMAND)`,
+        );
+      usesClaude = true;
+      why.push(c === 'auto' ? `claude (${claude}), found on PATH` : `claude (${claude})`);
+    } else {
+      const words = acpWords(c, acpCommand);
+      acpCommands[c] = words;
+      why.push(`${c} over ACP (${words.join(' ')})`);
+    }
+    const kind: EngineKind = c === 'auto' ? (claude ? 'claude' : 'demo') : c;
+    if (!engines.includes(kind)) engines.push(kind);
   }
-  if (claude)
-    return {
-      engines: ['claude', 'demo'],
-      defaultEngine: 'claude',
-      claudeCommand: claude,
-      explanation: `claude (${claude}), found on PATH`,
-    };
-  return {
-    engines: ['demo'],
-    defaultEngine: 'demo',
-    explanation: `demo engine ("${engineCommand}" not found on PATH; install Claude Code or pass --engine-command to use the real CLI)`,
-  };
+  if (!engines.includes('demo')) engines.push('demo');
+  return { engines, defaultEngine: engines[0]!, claudeCommand: usesClaude ? claude : undefined, acpCommands, explanation: why.join('; ') };
 }
+
+/** An ACP engine's command line, its program found on PATH (or checked at the path given). */
+function acpWords(kind: EngineKind, acpCommand: string | undefined): string[] {
+  if (kind === 'acp' && acpCommand === undefined)
+    throw new TetherError(
+      'FAILED_PRECONDITION',
+      'engine "acp" needs the agent\'s command line: --engine-command "opencode acp" (or use a preset: opencode, gemini, codex, claude-acp)',
+    );
+  const words = kind === 'acp' ? splitCommandLine(acpCommand!) : [...ACP_PRESETS[kind as AcpPreset]];
+  const program = findExecutable(words[0]!);
+  if (!program)
+    throw new TetherError(
+      'FAILED_PRECONDITION',
+      `engine "${kind}" needs "${words[0]}" on PATH (README, "Other agents", says how to install it)`,
+    );
+  return [program, ...words.slice(1)];
+}
+
+/** The ACP engine's entry point, relative to agent/ (source and dist alike). */
+export const ACP_ENGINE_SCRIPT = 'acp-engine/main.js';
 
 /** The demo engine's entry point, relative to agent/ (source and dist alike). */
 export const DEMO_ENGINE_SCRIPT = 'demo-engine/main.js';
 
 /** Path of the compiled demo engine script, beside this module. */
 export function demoEnginePath(): string {
+  return builtScript(DEMO_ENGINE_SCRIPT, 'demo engine');
+}
+
+/** A script of ours beside this module, or (running from source: tests) its compiled copy in dist/. */
+function builtScript(script: string, what: string): string {
   const here = dirname(fileURLToPath(import.meta.url));
-  const js = join(here, DEMO_ENGINE_SCRIPT);
+  const js = join(here, script);
   if (existsSync(js)) return js;
-  // Running from source (tests): use the compiled copy in dist/.
-  const dist = join(here, '..', 'dist', 'agent', DEMO_ENGINE_SCRIPT);
+  const dist = join(here, '..', 'dist', 'agent', script);
   if (existsSync(dist)) return dist;
-  throw new TetherError('FAILED_PRECONDITION', 'demo engine not built: run `npm run build`');
+  throw new TetherError('FAILED_PRECONDITION', `${what} not built: run \`npm run build\``);
 }
 
 /**
@@ -132,6 +170,11 @@ export function engineCommandLine(
 ): { command: string; args: string[] } {
   const args = [...STREAM_JSON_FLAGS, ...defaultModeArgs(o, extraArgs), ...optionArgs(o, policy, agent), ...extraArgs];
   if (kind === 'demo') return { command: process.execPath, args: [demoEnginePath(), ...args] };
+  if (isAcpKind(kind)) {
+    const words = engines.acpCommands?.[kind];
+    if (!words) throw new TetherError('FAILED_PRECONDITION', `this agent has no ${kind} engine`);
+    return { command: process.execPath, args: [builtScript(ACP_ENGINE_SCRIPT, 'ACP engine'), JSON.stringify(words), ...args] };
+  }
   if (!engines.claudeCommand) throw new TetherError('FAILED_PRECONDITION', 'this agent has no claude engine');
   return { command: engines.claudeCommand, args };
 }

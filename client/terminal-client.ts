@@ -13,7 +13,7 @@ import {
   ruleLabel,
   type PermissionRequest,
 } from './permission-policy.js';
-import { grantedForText } from './turn-view.js';
+import { engineNoticeText, grantedForText } from './turn-view.js';
 import type { RemoteSession, SessionItem } from './remote-session.js';
 import { describeEvent, diffLines, oneLine, sanitize, styles, toolLine } from './terminal-render.js';
 import { queuedText } from './queue-view.js';
@@ -196,6 +196,8 @@ export class TerminalClient {
     if (m.type === 'control_cancel_request') return this.withdraw(String(m.request_id));
     const ask = asPermissionRequest(m);
     if (ask) return this.enqueue(ask);
+    const notice = engineNoticeText(m);
+    if (notice) return this.line(this.s.red(`* ${sanitize(notice)}`));
     if (m.type === 'stream_event') {
       const e = m.event as { type?: string; delta?: { type?: string; text?: string } };
       if (e.type === 'content_block_delta' && e.delta?.type === 'text_delta' && e.delta.text) {

@@ -30,3 +30,11 @@ export function mayAnswer(a: TurnAttribution | undefined, principal: string | un
 export function grantedForText(grantedFor: unknown, grantedBy: string): string {
   return grantedFor === '*' ? 'everyone' : `${typeof grantedFor === 'string' ? grantedFor : grantedBy}'s turns`;
 }
+
+/**
+ * An engine's notice to the session's people (`system`/`notice`, e.g. an ACP engine that
+ * cannot be resumed after an agent restart), as the terminal and the web page show it.
+ */
+export function engineNoticeText(m: Record<string, unknown>): string | undefined {
+  return m.type === 'system' && m.subtype === 'notice' && typeof m.message === 'string' ? `Note: ${m.message}` : undefined;
+}

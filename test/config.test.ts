@@ -100,7 +100,7 @@ describe('configuration: file, then TETHER_* variables, then flags', () => {
     const json = file('agent.json', JSON.stringify({ gateway: 'grpcs://gw.example:7801', engine: 'demo', heartbeatIntervalMs: 5000 }));
     expect(loadConfig(AGENT_CONFIG, { flags: { config: json }, env: {} }).config).toMatchObject({
       gateway: 'grpcs://gw.example:7801',
-      engine: 'demo',
+      engine: ['demo'], // a list since an agent may offer several engines (issue 37); a file's string is read as one
       heartbeatIntervalMs: 5000,
     });
   });
@@ -246,7 +246,7 @@ describe('the CLI refuses a bad configuration before opening anything', () => {
     const agent = await runTether(['agent', '--gateway', 'ws://127.0.0.1:1', '--engine', 'gpt'], { env: { TETHER_GATEWAY: '' } });
     expect(agent.code).toBe(2);
     expect(agent.stderr).toBe(
-      'tether: invalid configuration for tether agent (1 problem):\n  engine (from --engine): must be one of auto, claude, demo; got "gpt"\n',
+      'tether: invalid configuration for tether agent (1 problem):\n  engine.0 (from --engine): must be one of auto, claude, demo, acp, opencode, gemini, codex, claude-acp; got "gpt"\n',
     );
     const up = await runTether(['up', '--port', 'x', '--state-dir', join(dir.path, 'up')]);
     expect(up.code).toBe(2);
@@ -269,7 +269,7 @@ describe('the CLI refuses a bad configuration before opening anything', () => {
       gateway: 'wss://gw.example:7800',
       name: 'box-1',
       labels: { team: 'infra' },
-      engine: 'auto',
+      engine: ['auto'],
       heartbeatIntervalMs: 15000,
     });
 

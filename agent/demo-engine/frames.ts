@@ -164,6 +164,18 @@ export function controlCancel(requestId: string): Frame {
   return { type: 'control_cancel_request', request_id: requestId };
 }
 
+/**
+ * `cancel_async_message` as the CLI answers it: the queued prompt with that uuid is taken out
+ * of `queue` (its lifecycle written `cancelled`); the answer's payload says whether it was there.
+ */
+export function withdrawQueued(s: EngineState, queue: Array<{ uuid?: string }>, uuid: unknown, emit: (f: Frame) => void): Frame {
+  const at = queue.findIndex((p) => p.uuid !== undefined && p.uuid === uuid);
+  if (at < 0) return { cancelled: false };
+  queue.splice(at, 1);
+  emit(commandLifecycle(s, uuid as string, 'cancelled'));
+  return { cancelled: true, message_uuid: uuid };
+}
+
 export function demoModels(): Frame[] {
   return [{ value: DEMO_MODEL, resolvedModel: DEMO_MODEL, displayName: 'Demo', description: 'Built-in demo engine' }];
 }

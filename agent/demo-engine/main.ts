@@ -28,6 +28,7 @@ import {
   system,
   systemInit,
   user,
+  withdrawQueued,
   type EngineState,
   type Frame,
   type PermissionAnswer,
@@ -243,13 +244,8 @@ function onControlRequest(msg: Record<string, unknown>): void {
       current?.abort();
       return;
     }
-    case 'cancel_async_message': {
-      const at = queue.findIndex((p) => p.uuid !== undefined && p.uuid === req.message_uuid);
-      if (at < 0) return ok({ cancelled: false });
-      queue.splice(at, 1);
-      emit(commandLifecycle(state, req.message_uuid as string, 'cancelled'));
-      return ok({ cancelled: true, message_uuid: req.message_uuid });
-    }
+    case 'cancel_async_message':
+      return ok(withdrawQueued(state, queue, req.message_uuid, emit));
     case 'set_model': {
       const model = typeof req.model === 'string' && req.model !== 'default' ? req.model : DEMO_MODEL;
       state.model = model;

@@ -32,8 +32,11 @@ Options:
   --name NAME            agent name (env TETHER_AGENT; default: this host's name)
   --token TOKEN          agent token (env TETHER_TOKEN)
   --token-file FILE      read the agent token from FILE (env TETHER_TOKEN_FILE)
-  --engine KIND          auto (default: claude if on PATH, else demo), claude or demo
-  --engine-command PATH  the Claude Code executable (env TETHER_ENGINE_COMMAND; default claude)
+  --engine KIND          repeatable, the first is the default: auto (claude if on PATH, else
+                         demo), claude, demo, acp (an ACP agent at --engine-command), or an
+                         ACP preset: opencode, gemini, codex, claude-acp (README, "Other agents")
+  --engine-command PATH  the Claude Code executable (env TETHER_ENGINE_COMMAND; default claude);
+                         with --engine acp, the ACP agent's command line, e.g. "opencode acp"
   --cwd DIR              working folder for sessions that name none (default: current folder)
   --session-root DIR     sessions may work only in DIR and below (repeatable; default: anywhere)
   --mention-root DIR     a prompt's @-mentions may also name files in DIR and below (repeatable;

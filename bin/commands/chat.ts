@@ -5,11 +5,12 @@ import { printCreateProgress } from '../create-progress.js';
 import { drive, linkReporter, SESSION_DRIVE_OPTIONS } from '../session-drive.js';
 import { TURN_APPROVAL_HELP, TURN_APPROVAL_OPTION, turnApprovalOf } from '../turn-approval-flag.js';
 import { worktreeHelp, WORKTREE_OPTION, worktreeOf } from '../worktree-flag.js';
+import { ENGINE_HELP, ENGINE_OPTION, engineOf } from '../engine-flag.js';
 
 export const chatCommand: Command = {
   name: 'chat',
   summary: 'start a session on an agent and talk to it (interactive, or --json for scripts)',
-  usage: `Usage: tether chat --agent NAME [--token-file FILE] [--cwd DIR] [--model M] [--permission-mode MODE] [--turn-approval WHO] [--worktree [BRANCH]] [--json [--client-initialize]]
+  usage: `Usage: tether chat --agent NAME [--token-file FILE] [--cwd DIR] [--model M] [--permission-mode MODE] [--turn-approval WHO] [--engine NAME] [--worktree [BRANCH]] [--json [--client-initialize]]
 
 Starts a new session on the agent and attaches to it as its owner.
 Interactive: type prompts; permission prompts ask y / n / a (always for this session);
@@ -30,6 +31,7 @@ ${connectionHelp(27)}
 ${TOKEN_FILE_HELP}
   --agent NAME             agent to run on (env TETHER_AGENT)
   --cwd DIR                working folder on the agent
+${ENGINE_HELP}
   --model M                model for the engine
   --permission-mode MODE   initial permission mode
 ${TURN_APPROVAL_HELP}
@@ -41,6 +43,7 @@ ${TLS_CLIENT_HELP}
   options: {
     ...SESSION_DRIVE_OPTIONS,
     agent: { type: 'string' },
+    ...ENGINE_OPTION,
     cwd: { type: 'string' },
     model: { type: 'string' },
     'permission-mode': { type: 'string' },
@@ -56,10 +59,12 @@ ${TLS_CLIENT_HELP}
     const agent = required(pick(v.agent, 'TETHER_AGENT'), '--agent (or TETHER_AGENT)');
     const turnApproval = turnApprovalOf(v['turn-approval']);
     const worktree = worktreeOf(v.worktree);
+    const engine = engineOf(v.engine);
     const client = await connectFrom(v, 'tether-chat', linkReporter(json));
     try {
       const session = await client.createSession({
         agent,
+        engine,
         onProgress: printCreateProgress,
         options: {
           cwd: v.cwd as string | undefined,

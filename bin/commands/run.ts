@@ -15,11 +15,13 @@ import { connectFrom, connectionHelp, CONNECTION_OPTIONS, TLS_CLIENT_HELP } from
 import { printCreateProgress } from '../create-progress.js';
 import { TURN_APPROVAL_HELP, TURN_APPROVAL_OPTION, turnApprovalOf } from '../turn-approval-flag.js';
 import { worktreeHelp, WORKTREE_OPTION, worktreeOf } from '../worktree-flag.js';
+import { ENGINE_HELP, ENGINE_OPTION, engineOf } from '../engine-flag.js';
+import { engineNoticeText } from '../../client/turn-view.js';
 
 export const runCommand: Command = {
   name: 'run',
   summary: 'open a session, send one prompt, stream the answer',
-  usage: `Usage: tether run --gateway URL --token TOKEN --agent NAME [--cwd DIR] [--model M]
+  usage: `Usage: tether run --gateway URL --token TOKEN --agent NAME [--engine NAME] [--cwd DIR] [--model M]
                   [--permission-mode MODE] [--turn-approval WHO] [--worktree[=BRANCH]] [--allow TOOL]... [--json] PROMPT
 
 Opens a session on the agent, sends PROMPT, streams the assistant's text to stdout and exits
@@ -29,6 +31,7 @@ Options:
 ${connectionHelp(27)}
   --agent NAME             agent to run on (env TETHER_AGENT)
   --cwd DIR                working folder on the agent
+${ENGINE_HELP}
   --model M                model for the engine
   --permission-mode MODE   default, acceptEdits, plan, dontAsk, bypassPermissions, ...
 ${TURN_APPROVAL_HELP}
@@ -41,6 +44,7 @@ ${TLS_CLIENT_HELP}
   options: {
     ...CONNECTION_OPTIONS,
     agent: { type: 'string' },
+    ...ENGINE_OPTION,
     cwd: { type: 'string' },
     model: { type: 'string' },
     'permission-mode': { type: 'string' },
@@ -60,12 +64,14 @@ ${TLS_CLIENT_HELP}
       throw new TetherError('INVALID_ARGUMENT', `--permission-mode must be one of ${PermissionMode.options.join(', ')}`);
     const turnApproval = turnApprovalOf(v['turn-approval']);
     const worktree = worktreeOf(v.worktree);
+    const engine = engineOf(v.engine);
     const json = v.json === true;
     const client = await connectFrom(v, 'tether-run');
     let session: RemoteSession | undefined;
     try {
       session = await client.createSession({
         agent,
+        engine,
         onProgress: printCreateProgress,
         options: {
           cwd: v.cwd as string | undefined,
@@ -127,6 +133,8 @@ async function streamTurn(session: RemoteSession, allow: Set<string>, json: bool
       if (m.type === 'result') return m.is_error === true ? 1 : 0;
       continue;
     }
+    const notice = engineNoticeText(m);
+    if (notice) process.stderr.write(`${notice}\n`);
     if (m.type === 'stream_event') {
       const e = m.event as { type?: string; delta?: { type?: string; text?: string } };
       if (e.type === 'content_block_delta' && e.delta?.type === 'text_delta' && e.delta.text) {

@@ -4,8 +4,11 @@ import { SdkEnv } from './sdk-env.js';
 import { TurnApproval } from './turn-approval.js';
 import { WorktreeRequest } from './worktree.js';
 
-/** Engine kinds an agent can run. */
-export const EngineKind = z.enum(['claude', 'demo']);
+/**
+ * Engine kinds an agent can run: the Claude CLI, the built-in demo, and agents spoken to over
+ * ACP (`acp` with the agent's own command line, or a preset that knows it: agent/acp-engine/presets.ts).
+ */
+export const EngineKind = z.enum(['claude', 'demo', 'acp', 'opencode', 'gemini', 'codex', 'claude-acp']);
 export type EngineKind = z.infer<typeof EngineKind>;
 
 export const PermissionMode = z.enum(['default', 'acceptEdits', 'auto', 'bypassPermissions', 'dontAsk', 'plan', 'manual']);

@@ -66,7 +66,8 @@ export async function signIn(page: Page, link: string): Promise<void> {
 }
 
 /** Starts a session from the dashboard form and waits for its composer. */
-export async function startSession(page: Page, opts: { cwd?: string; mode?: string } = {}): Promise<string> {
+export async function startSession(page: Page, opts: { cwd?: string; mode?: string; engine?: string } = {}): Promise<string> {
+  if (opts.engine) await page.selectOption('select[name=engine]', opts.engine);
   if (opts.cwd) await page.fill('input[name=cwd]', opts.cwd);
   if (opts.mode) await page.selectOption('select[name=permission_mode]', opts.mode);
   await page.getByRole('button', { name: 'Start session' }).click();

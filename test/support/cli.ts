@@ -118,6 +118,17 @@ export function processesIn(cwd: string, needle: string): number[] {
   return pids;
 }
 
+/** SIGKILLs the processes {@link processesIn} finds (engines a killed agent left behind). */
+export function killProcessesIn(cwd: string, needle: string): void {
+  for (const pid of processesIn(cwd, needle)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone meanwhile
+    }
+  }
+}
+
 /**
  * A `tether gateway` daemon in a state folder of its own, for the calling describe block:
  * `start()` (again after a stop: same state, so keys and revocations carry over) runs it with

@@ -32,7 +32,7 @@ export const TRANSPORT_PAIRS: { client: TransportName; agent: TransportName }[] 
 ];
 
 export interface StackOptions {
-  engine: 'claude' | 'demo';
+  engine: NonNullable<AgentOptions['engine']>;
   /** How the agent reaches the gateway (default ws). */
   agentTransport?: TransportName;
   /** How clients reach the gateway (default ws). */

@@ -166,7 +166,7 @@ function Views() {
       ) : (
         <Dashboard
           conn={conn}
-          onStart={(agent, options) => open(() => OpenSession.create(conn, agent, options))}
+          onStart={(agent, options, engine) => open(() => OpenSession.create(conn, agent, options, engine))}
           onAttach={(id, readOnly) => open(() => OpenSession.attach(conn, id, readOnly))}
         />
       )}

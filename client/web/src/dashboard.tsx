@@ -59,7 +59,7 @@ function TextField(props: { label: string; name: string; value: string; placehol
 
 export function Dashboard(props: {
   conn: Connection;
-  onStart: (agent: string, options: Record<string, unknown>) => void;
+  onStart: (agent: string, options: Record<string, unknown>, engine?: string) => void;
   onAttach: (id: string, readOnly: boolean) => void;
 }) {
   const [agents, setAgents] = useState<AgentInfo[]>([]);
@@ -70,6 +70,7 @@ export function Dashboard(props: {
   const [mode, setMode] = useState('default');
   const [worktree, setWorktree] = useState(false);
   const [branch, setBranch] = useState('');
+  const [engine, setEngine] = useState('');
   const [busy, setBusy] = useState(false);
   const [needs, setNeeds] = useState<InboxItem[]>([]);
   const [filter, setFilter] = useState<Filter>({ text: '', agent: '', owner: '', state: '' });
@@ -120,6 +121,9 @@ export function Dashboard(props: {
 
   const { may } = useStore(props.conn.state);
   const chosen = agent || agents[0]?.name || '';
+  const engines = agents.find((a) => a.name === chosen)?.engines ?? [];
+  // An engine the chosen agent does not offer (another agent was picked): its default.
+  const chosenEngine = engines.includes(engine) ? engine : '';
   const start = async (e: Event) => {
     e.preventDefault();
     if (!chosen) return;
@@ -129,7 +133,7 @@ export function Dashboard(props: {
     if (model.trim()) options.model = model.trim();
     // A fresh git worktree of the folder's repository (core/protocol/worktree.ts); the agent names the branch when none is given.
     if (worktree) options.worktree = branch.trim() ? { branch: branch.trim() } : true;
-    await props.onStart(chosen, options);
+    await props.onStart(chosen, options, chosenEngine || undefined);
     setBusy(false);
   };
 
@@ -162,6 +166,17 @@ export function Dashboard(props: {
                 {agents.map((a) => (
                   <option key={a.name} value={a.name}>
                     {a.name}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <label>
+              Engine
+              <select value={chosenEngine} onChange={(e) => setEngine((e.target as HTMLSelectElement).value)} name="engine">
+                <option value="">the agent's default{engines[0] ? ` (${engines[0]})` : ''}</option>
+                {engines.map((name) => (
+                  <option key={name} value={name}>
+                    {name}
                   </option>
                 ))}
               </select>

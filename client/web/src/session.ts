@@ -120,8 +120,8 @@ export class OpenSession {
   }
 
   /** Starts a session on an agent and opens it as its owner. */
-  static async create(conn: Connection, agent: string, options: Record<string, unknown>): Promise<OpenSession> {
-    return OpenSession.open(conn, (early) => conn.request('session.create', { agent, options }).then((r) => ({ r, early })));
+  static async create(conn: Connection, agent: string, options: Record<string, unknown>, engine?: string): Promise<OpenSession> {
+    return OpenSession.open(conn, (early) => conn.request('session.create', { agent, engine, options }).then((r) => ({ r, early })));
   }
 
   /** Attaches to a session (history first, then live), as a controller or read-only. */

@@ -8,7 +8,7 @@ import { grantedRules, ruleLabel } from '../../permission-policy.js';
 import { policyLine } from '../../tool-view.js';
 import type { PresenceChange, QueueChange, QueuedPrompt } from '../../../core/protocol/events.js';
 import { queueChangeText, stopText } from '../../queue-view.js';
-import { grantedForText } from '../../turn-view.js';
+import { engineNoticeText, grantedForText } from '../../turn-view.js';
 import { worktreeText } from '../../worktree-view.js';
 import type { WorktreeInfo } from '../../../core/protocol/worktree.js';
 import type { TurnAttribution } from '../../../core/protocol/turn-approval.js';
@@ -155,6 +155,8 @@ export class Transcript {
           this.note(apiRetryNote(m), 'error');
         } else if (m.subtype === 'compact_boundary') {
           this.note(compactNote(m));
+        } else if (engineNoticeText(m)) {
+          this.note(engineNoticeText(m)!, 'error');
         }
         return;
       default:
