@@ -9,7 +9,7 @@ import type { Principal } from '../door/principal.js';
 import { Session, type SessionLimits } from '../session/session.js';
 import { failureCode, recordOrRefuse, recordQuietly, type AuditLog } from '../audit/audit-log.js';
 import type { SessionStore, StoredSession } from '../session/session-store.js';
-import type { Durability } from '../session/session.js';
+import type { Durability, NoticeSink } from '../session/session.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { AgentWaits } from './agent-waits.js';
 import { resumeEngine } from './engine-resume.js';
@@ -55,6 +55,10 @@ export class SessionDirectory {
   private readonly policyHook: boolean;
   /** Sessions and agents on the other gateways of a cluster (gateway/cluster/); none outside one. */
   elsewhere: SessionsElsewhere | undefined;
+  /** Where sessions tell what a person away from the tab may need (gateway/attention/); none: told nowhere. */
+  notices: NoticeSink | undefined;
+  /** Handed to every session: reads {@link notices} when told, so it may be set after sessions were restored. */
+  private readonly noticeSink: NoticeSink = (id, n) => this.notices?.(id, n);
 
   constructor(
     private readonly limits: DirectoryLimits,
@@ -204,6 +208,7 @@ export class SessionDirectory {
       metrics: this.metrics,
       restored: stored,
       policy: this.policy,
+      notices: this.noticeSink,
     });
     session.onEnded = () => this.scheduleDrop(session);
     this.sessions.set(r.id, session);
@@ -339,6 +344,7 @@ export class SessionDirectory {
       durability: this.durability,
       metrics: this.metrics,
       policy: this.policy,
+      notices: this.noticeSink,
     });
     this.sessions.set(id, session);
     session.onEnded = () => this.scheduleDrop(session);

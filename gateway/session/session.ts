@@ -23,6 +23,8 @@ import { InputRouting } from './input-routing.js';
 import { OutputRouting } from './output-routing.js';
 import { PromptQueue } from './turns/prompt-queue.js';
 import { TurnAuthors } from './turns/turn-authors.js';
+import type { NoticeSink, SessionNotice } from './session-notices.js';
+import type { Principal } from '../door/principal.js';
 
 export type { EngineHost } from './engine-inputs.js';
 export type { Member } from './session-members.js';
@@ -32,6 +34,7 @@ export { requireControlScope, type RoleDecisions } from './session-roles.js';
 export { DEFAULT_CONTROL_ANSWER_MS } from './control-routing.js';
 export { Durability } from './history/durability.js';
 export type { EngineInfo, McpServer } from './engine-info.js';
+export type { NoticeSink, SessionNotice } from './session-notices.js';
 
 export interface SessionLimits {
   replay: ReplayLogLimits;
@@ -61,6 +64,8 @@ export interface SessionInit {
   metrics?: SessionMetrics;
   /** The central policy that answers the engine's policy hook (default: no rules). */
   policy?: PolicyProvider;
+  /** Where things a person away from the tab may need are told (session-notices.ts); none by default. */
+  notices?: NoticeSink;
 }
 
 /** The part of the gateway's metrics a session reports to. */
@@ -119,6 +124,7 @@ export class Session {
   private readonly members: SessionMembers;
   private readonly routing: InputRouting;
   private readonly output: OutputRouting;
+  private readonly notices: NoticeSink | undefined;
 
   constructor(init: SessionInit) {
     const { id, store, limits, restored } = init;
@@ -128,6 +134,7 @@ export class Session {
     this.options = init.options;
     this.createdAt = restored?.record.created_at ?? new Date().toISOString();
     this.logger = init.logger;
+    this.notices = init.notices;
     this.audit = new SessionAudit(id, init.audit, init.logger);
     this.status = new SessionStatus((state) => this.history.append({ event: tetherEvent({ subtype: 'state', state }) }));
     // Restored history is durable already; everything after goes out once the store holds it.
@@ -166,6 +173,7 @@ export class Session {
       logger: init.logger,
       policy,
       standing: this.standing,
+      notify: (n) => this.notify(n),
       // Read when a call is judged: the owner can hand the session over (session.set_owner).
       get owner() {
         return owner();
@@ -220,6 +228,14 @@ export class Session {
     if (this.ended) return;
     this.status.restore('agent-lost');
     this.lostAtMs = Date.now();
+  }
+
+  private notify(n: SessionNotice): void {
+    try {
+      this.notices?.(this.id, n);
+    } catch (err) {
+      this.logger.warn({ sessionId: this.id, err: String(err) }, 'a notice listener failed'); // routing goes on
+    }
   }
 
   /** Who owns the session now: its creator, or whom an owner handed it to. */
@@ -277,7 +293,10 @@ export class Session {
     this.inputs.resendAfter(lastInputSeq);
     if (host) this.lostAtMs = undefined;
     else this.lostAtMs ??= Date.now();
-    if (!host) this.status.set('agent-lost');
+    if (!host && this.status.current !== 'agent-lost') {
+      this.status.set('agent-lost');
+      this.notify({ kind: 'agent_lost', seq: this.history.lastSeq });
+    } else if (!host) this.status.set('agent-lost');
     else if (this.status.current === 'agent-lost' || this.status.current === 'starting')
       this.status.set(this.prompts.size ? 'requires_action' : 'idle');
   }
@@ -358,6 +377,7 @@ export class Session {
     if (!this.history.acceptAgentSeq(agentSeq)) return false;
     if (meta.engine_session_id !== undefined) this.engineSessionId = meta.engine_session_id;
     this.output.line(line, meta, readAtMs);
+    if (meta.type === 'result') this.notify({ kind: 'turn_complete', seq: this.history.lastSeq, subtype: meta.subtype });
     return true;
   }
 
@@ -388,6 +408,7 @@ export class Session {
     this.controls.clear();
     this.status.set('ended');
     if (exited) this.history.append({ event: exited });
+    this.notify({ kind: 'ended', reason: exited?.subtype === 'exited' ? exited.reason : undefined });
     this.onEnded?.();
   }
 
@@ -514,6 +535,23 @@ export class Session {
       this.controls.forget(gwId);
       throw err;
     }
+  }
+
+  /**
+   * A person answers a tool prompt from outside the session (a notification's Allow or Deny):
+   * the role their token would get on attach decides (a viewer may not), then the same
+   * first-answer-wins path as an attached client's answer. Throws PERMISSION_DENIED,
+   * FAILED_PRECONDITION (ended, or already decided: `already_decided`), NOT_FOUND.
+   */
+  answerAsPerson(p: Principal, requestId: string, behavior: 'allow' | 'deny'): void {
+    if (this.roles.roleFor(p) === 'viewer') throw new TetherError('PERMISSION_DENIED', `${p.sub} may only view session ${this.id}`);
+    if (this.ended) throw new TetherError('FAILED_PRECONDITION', `session ${this.id} has ended`);
+    this.prompts.answerPlain(
+      { principal: p.sub, clientId: 'tether:notification' },
+      requestId,
+      behavior,
+      `${p.sub}\u0000notify:${requestId}`,
+    );
   }
 
   roleOf(clientId: string): Role | undefined {
