@@ -10,6 +10,7 @@ import { gatewayStorage } from './gateway-storage.js';
 import type { Cluster } from '../gateway/cluster/cluster.js';
 import type { ClusterAuthConfig } from '../gateway/cluster/nats-auth.js';
 import { joinCluster } from './cluster-join.js';
+import { attentionFor } from './attention-setup.js';
 
 /** The keys a gateway runs from: all of `tether gateway`'s; `tether up` has no host (127.0.0.1), no TLS and no cluster. */
 export type GatewayRunConfig = Omit<
@@ -57,6 +58,8 @@ export async function startGateway(
     metrics: new GatewayMetrics({ processMetrics: true }),
   });
   const revocations = RevocationList.inStateDir(c.stateDir, { logger });
+  let origin: string | undefined;
+  const attention = attentionFor(c, gateway, logger, () => origin);
   if (cluster) {
     try {
       await cluster.attach(gateway);
@@ -82,10 +85,12 @@ export async function startGateway(
     revocations,
     acp: acpEndpoint(),
     readinessChecks: cluster ? [cluster.readiness] : undefined,
+    notify: attention,
   }).catch(async (err: unknown) => {
     await cluster?.close();
     throw err;
   });
+  origin = new URL(server.pageUrl).origin;
   return { server, auth, cluster };
 }
 

@@ -85,6 +85,21 @@ export class AttentionDesk {
     return { session_id: known.sessionId, request_id: known.requestId };
   }
 
+  /** The gateway's VAPID public key (browsers subscribe with it); undefined without Web Push. */
+  get vapidPublicKey(): string | undefined {
+    return this.notifier.vapidPublicKey;
+  }
+
+  /** The delivery log, newest last. */
+  log(): unknown {
+    return this.notifier.log.recent();
+  }
+
+  /** See Notifier.test. */
+  test(principal: string): Promise<unknown> {
+    return this.notifier.test(principal);
+  }
+
   /** A browser opts in (its PushSubscription); the same endpoint again replaces its keys. */
   subscribe(p: Principal, sub: { endpoint: unknown; keys?: { p256dh?: unknown; auth?: unknown } }): void {
     if (!this.notifier.vapidPublicKey) throw new TetherError('FAILED_PRECONDITION', 'Web Push is off on this gateway');

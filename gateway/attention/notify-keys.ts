@@ -14,6 +14,14 @@ const webhookUrl = z.string().superRefine((url, ctx) => {
     ctx.addIssue({ code: 'custom', message: `must be an http(s) URL, got ${JSON.stringify(url.slice(0, 200))}` });
 });
 
+/** The VAPID subject unless the operator names one. */
+export const DEFAULT_VAPID_SUBJECT = 'mailto:tether@localhost.invalid';
+
+/** The VAPID key pair's file in the state folder. */
+export const VAPID_FILE = 'vapid.json';
+/** People's notification settings in the state folder. */
+export const NOTIFY_PREFS_FILE = 'notify-prefs.json';
+
 /** What `tether config --print` says above `webhooks`. */
 const WEBHOOKS_NOTE = `webhooks the gateway posts attention events to, in the config file: [{ url, secretFile?, events?, format? }].
  events: any of ${ATTENTION_TYPES.join(', ')} (default all); format: json (default), slack (an incoming webhook) or ntfy
@@ -44,10 +52,25 @@ export const NOTIFY_KEYS = {
     .default([])
     .meta({
       help: 'webhooks with their own secret, events and format, in the config file; see tether config --print',
-      env: false,
+
       secret: true,
       note: WEBHOOKS_NOTE,
     }),
+  webPush: z.boolean().default(true).meta({
+    help: 'Web Push to browsers that opt in (VAPID keys made on first start in the state folder); needs the page reached over https or on localhost',
+    flag: 'web-push',
+  }),
+  vapidSubject: z
+    .string()
+    .superRefine((s, ctx) => {
+      if (!/^(mailto:[^@\s]+@[^@\s]+|https:\/\/\S+)$/.test(s))
+        ctx.addIssue({
+          code: 'custom',
+          message: `must be a mailto: address or an https URL (push services contact it), got ${JSON.stringify(s)}`,
+        });
+    })
+    .default(DEFAULT_VAPID_SUBJECT)
+    .meta({ help: 'who push services may contact about this gateway (VAPID subject: mailto: or https URL)', flag: 'vapid-subject' }),
   notifyAllowHttpLoopback: z.boolean().default(false).meta({
     help: "people's own webhooks (set on the web page) may be http://127.0.0.1 or localhost besides https (testing only)",
     flag: 'notify-allow-http-loopback',

@@ -19,6 +19,7 @@ import type { AuditLog } from '../../gateway/audit/audit-log.js';
 import { Gateway, type GatewayLimits } from '../../gateway/gateway.js';
 import { startGatewayServer, type GatewayServer } from '../../gateway/server.js';
 import type { PolicyProvider } from '../../gateway/policy/policy-source.js';
+import type { NotifyEndpoints } from '../../gateway/listen/listen-http-notify.js';
 
 export type TransportName = 'ws' | 'grpc';
 
@@ -53,6 +54,8 @@ export interface StackOptions {
   policy?: PolicyProvider;
   /** The gateway's frame limit (default CHANNEL_DEFAULTS.maxFrameBytes). */
   maxFrameBytes?: number;
+  /** The notification endpoints (/v1/notify/), built over the gateway (e.g. an AttentionDesk); default none. */
+  notify?: (gateway: Gateway) => NotifyEndpoints;
 }
 
 /** How a stack authenticates. */
@@ -123,6 +126,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     logger: opts.logger,
     maxFrameBytes: opts.maxFrameBytes,
     acp: acpEndpoint(), // as the CLI's gateway does
+    notify: opts.notify?.(gateway),
     auth: key
       ? {
           verifier: new TokenVerifier({ keys: [key], now: authOpts?.now }),
