@@ -1,0 +1,142 @@
+import { describe, expect, it } from 'vitest';
+import type { SessionItem } from '../client/remote-session.js';
+import { silentLogger } from '../core/logging.js';
+import type { AttentionPush } from '../core/protocol/attention.js';
+import { NOTIFY_SETTINGS_PATH, NOTIFY_SUBSCRIPTIONS_PATH } from '../core/protocol/http-paths.js';
+import { AttentionDesk } from '../gateway/attention/attention-desk.js';
+import { Notifier } from '../gateway/attention/notifier.js';
+import { MemoryPrefsStore } from '../gateway/attention/notify-prefs.js';
+import { PushSender } from '../gateway/attention/push-sender.js';
+import { newVapidKeys } from '../gateway/attention/vapid-keys.js';
+import { GatewayMetrics } from '../gateway/metrics.js';
+import { cleanupsPerTest } from './support/cleanups.js';
+import { startRig } from './support/engines.js';
+import { until } from './support/items.js';
+import { browserKeys, checkVapid, decryptPush, startPushService } from './support/push-service.js';
+import { waitFor } from './support/wait.js';
+
+const SUBJECT = 'mailto:ops@tether.test';
+const isResult = (i: SessionItem) => i.kind === 'engine' && i.origin === 'engine' && i.message.type === 'result';
+
+describe('Web Push to a push service stand-in (gateway/attention/push-sender.ts)', () => {
+  const cleanups = cleanupsPerTest();
+
+  it('VAPID-signed, encrypted for the subscription, one push per prompt across a retry, none for a call a rule approved, a gone subscription dropped', async () => {
+    // The first message to /sub/a fails (500) and is retried; /sub/gone answers 410 as a revoked subscription does.
+    const service = cleanups.own(await startPushService({ '/sub/a': [500], '/sub/gone': [410] }));
+    const vapid = newVapidKeys();
+    const metrics = new GatewayMetrics();
+    let desk: AttentionDesk | undefined;
+    const rig = cleanups.own(
+      await startRig('demo', undefined, {
+        notify: (gateway) => {
+          const notifier = new Notifier({
+            webhooks: [],
+            prefs: new MemoryPrefsStore(),
+            push: new PushSender(vapid, SUBJECT),
+            metrics,
+            logger: silentLogger,
+            retry: { firstDelayMs: 50, maxDelayMs: 200, timeoutMs: 5_000 },
+          });
+          desk = new AttentionDesk(gateway.directory, notifier, { allowHttpLoopback: true });
+          return desk;
+        },
+      }),
+    );
+    cleanups.push(() => desk!.notifier.settled());
+    const http = rig.stack.wsUrl.replace(/^ws/, 'http');
+    const asOwner = (path: string, body?: unknown) =>
+      fetch(`${http}${path}`, {
+        method: body === undefined ? 'GET' : 'POST',
+        headers: { authorization: `Bearer ${rig.stack.token}`, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    const browser = browserKeys(`${service.origin}/sub/a`);
+    const gone = browserKeys(`${service.origin}/sub/gone`);
+    expect((await asOwner(NOTIFY_SUBSCRIPTIONS_PATH, browser.json)).status).toBe(200);
+    expect((await asOwner(NOTIFY_SUBSCRIPTIONS_PATH, gone.json)).status).toBe(200);
+    const settings = (await (await asOwner(NOTIFY_SETTINGS_PATH)).json()) as { vapid_public_key: string; subscriptions: unknown[] };
+    expect(settings.vapid_public_key).toBe(vapid.publicKey);
+    expect(settings.subscriptions).toHaveLength(2);
+
+    // The owner is away; bob works, and grants himself a session rule for the call.
+    const owner = await rig.stack.client();
+    const created = await owner.createSession({ agent: 'test-agent' });
+    await owner.detach(created);
+    const bob = await (await rig.stack.client({ sub: 'bob' })).attach(created.id, {
+      canUseTool: (req) => ({ behavior: 'allow', updatedInput: req.input, rememberForSession: true }),
+    });
+    const items = bob[Symbol.asyncIterator]();
+    await bob.sendUserMessage('create a file');
+    await until(items, isResult);
+    await bob.sendUserMessage('create a file again'); // the rule answers: no prompt, no push
+    await until(items, isResult);
+    await waitFor(() => service.received.filter((m) => m.path === '/sub/a').length === 4, 10_000, 'the pushes to /sub/a');
+    await desk!.notifier.settled();
+
+    const toA = service.received.filter((m) => m.path === '/sub/a');
+    const pushes = toA.map((m) => JSON.parse(decryptPush(m.body, browser)) as AttentionPush);
+    // The prompt's push twice (a 500, then its retry: one message, one id), then the two turns' ends.
+    expect(pushes.map((p) => p.type)).toEqual(['permission_request', 'permission_request', 'turn_complete', 'turn_complete']);
+    expect(pushes[0]).toEqual(pushes[1]);
+    expect(pushes[0]).toMatchObject({ session_id: created.id, agent: 'test-agent', tool: 'Bash', answerable: true });
+    expect(pushes[0]).not.toHaveProperty('may_answer');
+    expect(JSON.stringify(pushes[0])).not.toContain('tether-demo.txt'); // never the tool's input
+    for (const m of toA) {
+      expect(m.headers['content-encoding']).toBe('aes128gcm');
+      expect(Number(m.headers.ttl)).toBeGreaterThan(0);
+      expect(checkVapid(String(m.headers.authorization), vapid.publicKey, service.origin)).toMatchObject({ sub: SUBJECT });
+    }
+    expect(toA[0].headers.topic).toBe(pushes[0].id);
+
+    // Derived again (a replay, a second notice): still one push for the prompt.
+    rig.stack.gateway.directory.notices!(created.id, {
+      kind: 'prompt',
+      requestId: pushes[0].request_id!,
+      tool: 'Bash',
+      interactive: false,
+    });
+    await desk!.notifier.settled();
+    expect(service.received.filter((m) => m.path === '/sub/a')).toHaveLength(4);
+
+    // The revoked subscription was tried once and dropped.
+    expect(service.received.filter((m) => m.path === '/sub/gone')).toHaveLength(1);
+    const after = (await (await asOwner(NOTIFY_SETTINGS_PATH)).json()) as { subscriptions: { endpoint: string }[] };
+    expect(after.subscriptions.map((s) => s.endpoint)).toEqual([`${service.origin}/sub/a`]);
+    const text = (await metrics.render()).body;
+    expect(text).toContain('tether_notifications_total{channel="push",outcome="sent"} 3');
+    expect(text).toContain('tether_notifications_total{channel="push",outcome="dropped"} 1');
+  });
+
+  it('refuses a subscription that is not https (without the loopback allowance) or lacks its keys', async () => {
+    const rig = cleanups.own(
+      await startRig('demo', undefined, {
+        notify: (gateway) =>
+          new AttentionDesk(
+            gateway.directory,
+            new Notifier({
+              webhooks: [],
+              prefs: new MemoryPrefsStore(),
+              push: new PushSender(newVapidKeys(), SUBJECT),
+              logger: silentLogger,
+            }),
+            { allowHttpLoopback: false },
+          ),
+      }),
+    );
+    const post = async (body: unknown) => {
+      const res = await fetch(`${rig.stack.wsUrl.replace(/^ws/, 'http')}${NOTIFY_SUBSCRIPTIONS_PATH}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${rig.stack.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      return { status: res.status, text: await res.text() };
+    };
+    const local = await post(browserKeys('http://127.0.0.1:9/x').json);
+    expect(local.status).toBe(400);
+    expect(local.text).toContain('must be https');
+    const keyless = await post({ endpoint: 'https://push.test/x' });
+    expect(keyless.status).toBe(400);
+    expect(keyless.text).toContain('keys.p256dh');
+  });
+});
