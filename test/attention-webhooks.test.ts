@@ -149,11 +149,11 @@ describe('webhook shapes', () => {
   };
 
   it('slack: {text, blocks} with a link to the session', () => {
-    const r = shapeWebhook('slack', 'https://hooks.slack.test/services/T/B/x', event, 'https://gw.test/#/session/s1');
+    const r = shapeWebhook('slack', 'https://hooks.slack.test/services/T/B/x', event, 'https://gw.test/#session=s1');
     expect(r.url).toBe('https://hooks.slack.test/services/T/B/x');
     const body = JSON.parse(r.body);
     expect(body.text).toBe('Permission needed: box: box asks to use Bash');
-    expect(body.blocks[0].text.text).toContain('<https://gw.test/#/session/s1|Open the session>');
+    expect(body.blocks[0].text.text).toContain('<https://gw.test/#session=s1|Open the session>');
   });
 
   it('ntfy: a JSON publish to the server root naming the topic, with title, priority and tags', () => {

@@ -38,3 +38,9 @@ export interface AttentionPush extends AttentionEvent {
   /** True when the person who receives it may answer (the notification then offers Allow and Deny). */
   answerable: boolean;
 }
+
+/**
+ * A message the page (or a test) may post to the service worker to run its notification-click
+ * handler for the notification with this tag: DevTools has no way to click a notification.
+ */
+export const NOTIFICATION_CLICK_MESSAGE = 'tether:notificationclick';

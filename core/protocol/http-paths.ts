@@ -23,7 +23,7 @@ export const CLI_TOKEN_PATH = '/v1/cli-token';
 export const DEVICE_PATH = '/v1/device';
 /** POST: the signed-in page approves a `tether login --device` by the code the terminal shows. */
 export const DEVICE_APPROVE_PATH = '/v1/device/approve';
-/** GET: this person's notification settings and the gateway's VAPID key; the paths below change them. */
+/** GET or POST: this person's notification settings and the gateway's VAPID key; the paths below change them. */
 export const NOTIFY_SETTINGS_PATH = '/v1/notify/settings';
 /** POST: a browser opts in to Web Push (its PushSubscription); DELETE (body {endpoint}): it opts out. */
 export const NOTIFY_SUBSCRIPTIONS_PATH = '/v1/notify/subscriptions';

@@ -113,7 +113,7 @@ export class Notifier {
   }
 
   private async postWebhook(w: WebhookTarget | PersonWebhook, event: AttentionEvent, principal: string | undefined): Promise<void> {
-    const link = this.o.origin?.() ? `${this.o.origin()}/#/session/${encodeURIComponent(event.session_id)}` : undefined;
+    const link = this.o.origin?.() ? `${this.o.origin()}/#session=${encodeURIComponent(event.session_id)}` : undefined;
     const req = shapeWebhook(w.format, w.url, event, link);
     const result = await withRetries(async (signal) => {
       const headers = { 'content-type': 'application/json', ...(w.secret ? signatureHeaders(w.secret, req.body) : {}) };

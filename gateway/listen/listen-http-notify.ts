@@ -82,8 +82,10 @@ function routesOf(e: NotifyEndpoints): Record<string, Record<string, Route>> {
     if (typeof v !== 'string' || !v) throw new TetherError('INVALID_ARGUMENT', `the body must carry "${what}"`);
     return v;
   };
+  const settings: Route = (p) => ({ vapid_public_key: e.vapidPublicKey ?? null, ...(e.view(p) as object) });
   return {
-    [NOTIFY_SETTINGS_PATH]: { GET: (p) => ({ vapid_public_key: e.vapidPublicKey ?? null, ...(e.view(p) as object) }) },
+    // POST too: a page signed in by cookie sends its Origin only with a POST (the door asks for it).
+    [NOTIFY_SETTINGS_PATH]: { GET: settings, POST: settings },
     [NOTIFY_SUBSCRIPTIONS_PATH]: {
       POST: (p, b) => e.subscribe(p, b as { endpoint: unknown }),
       DELETE: (p, b) => e.unsubscribe(p, str(b.endpoint, 'endpoint')),

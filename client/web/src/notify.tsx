@@ -1,0 +1,67 @@
+/** Web Push on this browser: the service worker, and the "Notify me" toggle (docs: README, "Notifications"). */
+import { useEffect, useState } from 'preact/hooks';
+import { NOTIFY_SETTINGS_PATH, NOTIFY_SUBSCRIPTIONS_PATH } from '../../../core/protocol/http-paths.js';
+import { apiCall } from './connection';
+
+/** Registers the page's service worker (the installable app's shell, and push). Needs a secure context: https, or this machine. */
+export function registerServiceWorker(): void {
+  if (!('serviceWorker' in navigator) || !isSecureContext) return;
+  void navigator.serviceWorker.register('/sw.js', { scope: '/' }).catch(() => {}); // no worker: the page works as before
+}
+
+type State = 'unsupported' | 'off' | 'on' | 'busy' | 'blocked';
+
+/** The Push API's key form of a base64url VAPID public key. */
+function keyBytes(b64url: string): Uint8Array<ArrayBuffer> {
+  const bin = atob(b64url.replace(/-/g, '+').replace(/_/g, '/'));
+  return Uint8Array.from(bin, (c) => c.charCodeAt(0));
+}
+
+/** "Notify me": this browser's push subscription, kept by the gateway for the person signed in. */
+export function NotifyToggle() {
+  const [state, setState] = useState<State>('busy');
+  const [error, setError] = useState<string>();
+
+  useEffect(() => {
+    if (!('serviceWorker' in navigator) || !('PushManager' in window) || !isSecureContext) return setState('unsupported');
+    void navigator.serviceWorker.ready
+      .then((reg) => reg.pushManager.getSubscription())
+      .then((sub) => setState(Notification.permission === 'denied' ? 'blocked' : sub ? 'on' : 'off'))
+      .catch(() => setState('unsupported'));
+  }, []);
+
+  const toggle = async () => {
+    setError(undefined);
+    const was = state;
+    setState('busy');
+    try {
+      const reg = await navigator.serviceWorker.ready;
+      const current = await reg.pushManager.getSubscription();
+      if (was === 'on' && current) {
+        await apiCall(NOTIFY_SUBSCRIPTIONS_PATH, { endpoint: current.endpoint }, 'DELETE');
+        await current.unsubscribe();
+        return setState('off');
+      }
+      if ((await Notification.requestPermission()) !== 'granted') return setState('blocked');
+      const { vapid_public_key } = await apiCall<{ vapid_public_key: string | null }>(NOTIFY_SETTINGS_PATH);
+      if (!vapid_public_key) throw new Error('Web Push is off on this gateway');
+      const sub = current ?? (await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: keyBytes(vapid_public_key) }));
+      await apiCall(NOTIFY_SUBSCRIPTIONS_PATH, sub.toJSON());
+      setState('on');
+    } catch (err) {
+      setError((err as Error).message);
+      setState(was);
+    }
+  };
+
+  if (state === 'unsupported') return null;
+  return (
+    <label
+      class="notify-toggle"
+      title={error ?? (state === 'blocked' ? 'Notifications are blocked for this site in the browser' : undefined)}
+    >
+      <input type="checkbox" checked={state === 'on'} disabled={state === 'busy' || state === 'blocked'} onChange={() => void toggle()} />
+      Notify me
+    </label>
+  );
+}
