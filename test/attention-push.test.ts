@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { SessionItem } from '../client/remote-session.js';
 import { silentLogger } from '../core/logging.js';
 import type { AttentionPush } from '../core/protocol/attention.js';
-import { NOTIFY_SETTINGS_PATH, NOTIFY_SUBSCRIPTIONS_PATH } from '../core/protocol/http-paths.js';
+import { NOTIFY_SETTINGS_PATH, NOTIFY_SUBSCRIPTIONS_PATH, NOTIFY_WEBHOOKS_PATH } from '../core/protocol/http-paths.js';
 import { AttentionDesk } from '../gateway/attention/attention-desk.js';
 import { Notifier } from '../gateway/attention/notifier.js';
 import { MemoryPrefsStore } from '../gateway/attention/notify-prefs.js';
@@ -13,10 +13,24 @@ import { cleanupsPerTest } from './support/cleanups.js';
 import { startRig } from './support/engines.js';
 import { until } from './support/items.js';
 import { browserKeys, checkVapid, decryptPush, startPushService } from './support/push-service.js';
+import { runTether } from './support/cli.js';
 import { waitFor } from './support/wait.js';
+import { startWebhookReceiver } from './support/webhook-receiver.js';
 
 const SUBJECT = 'mailto:ops@tether.test';
 const isResult = (i: SessionItem) => i.kind === 'engine' && i.origin === 'engine' && i.message.type === 'result';
+
+/** A demo rig whose gateway sends Web Push (fresh VAPID keys), people's settings in memory. */
+function pushRig(allowHttpLoopback: boolean) {
+  return startRig('demo', undefined, {
+    notify: (gateway) =>
+      new AttentionDesk(
+        gateway.directory,
+        new Notifier({ webhooks: [], prefs: new MemoryPrefsStore(), push: new PushSender(newVapidKeys(), SUBJECT), logger: silentLogger }),
+        { allowHttpLoopback },
+      ),
+  });
+}
 
 describe('Web Push to a push service stand-in (gateway/attention/push-sender.ts)', () => {
   const cleanups = cleanupsPerTest();
@@ -109,21 +123,7 @@ describe('Web Push to a push service stand-in (gateway/attention/push-sender.ts)
   });
 
   it('refuses a subscription that is not https (without the loopback allowance) or lacks its keys', async () => {
-    const rig = cleanups.own(
-      await startRig('demo', undefined, {
-        notify: (gateway) =>
-          new AttentionDesk(
-            gateway.directory,
-            new Notifier({
-              webhooks: [],
-              prefs: new MemoryPrefsStore(),
-              push: new PushSender(newVapidKeys(), SUBJECT),
-              logger: silentLogger,
-            }),
-            { allowHttpLoopback: false },
-          ),
-      }),
-    );
+    const rig = cleanups.own(await pushRig(false));
     const post = async (body: unknown) => {
       const res = await fetch(`${rig.stack.wsUrl.replace(/^ws/, 'http')}${NOTIFY_SUBSCRIPTIONS_PATH}`, {
         method: 'POST',
@@ -138,5 +138,42 @@ describe('Web Push to a push service stand-in (gateway/attention/push-sender.ts)
     const keyless = await post({ endpoint: 'https://push.test/x' });
     expect(keyless.status).toBe(400);
     expect(keyless.text).toContain('keys.p256dh');
+  });
+
+  it("tether notify test --sub NAME reaches that person's browser and webhook; tether notify log lists it; neither for a non-admin", async () => {
+    const service = cleanups.own(await startPushService());
+    const receiver = cleanups.own(await startWebhookReceiver());
+    const rig = cleanups.own(await pushRig(true));
+    const http = rig.stack.wsUrl.replace(/^ws/, 'http');
+    const asCarol = (path: string, body: unknown) =>
+      fetch(`${http}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${rig.stack.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const browser = browserKeys(`${service.origin}/sub/carol`);
+    expect((await asCarol(NOTIFY_SUBSCRIPTIONS_PATH, browser.json)).status).toBe(200);
+    expect((await asCarol(NOTIFY_WEBHOOKS_PATH, { url: `${receiver.url}/carol`, format: 'slack' })).status).toBe(200);
+    const admin = await rig.stack.mint({ kind: 'client', sub: 'root', scopes: ['admin', 'control', 'create'] });
+    const env = { TETHER_GATEWAY: rig.stack.wsUrl, TETHER_TOKEN: admin };
+
+    const test = await runTether(['notify', 'test', '--sub', 'test-user'], { env, timeoutMs: 30_000 });
+    expect(test.code, test.stderr).toBe(0);
+    expect(test.stdout).toMatch(
+      new RegExp(`turn_complete push ${service.origin}/… \\(test-user\\): sent after 1 attempt\\(s\\), HTTP 201`),
+    );
+    expect(test.stdout).toMatch(
+      new RegExp(`turn_complete webhook ${receiver.url}/… \\(test-user\\): sent after 1 attempt\\(s\\), HTTP 200`),
+    );
+    expect(JSON.parse(decryptPush(service.received[0].body, browser))).toMatchObject({ summary: 'A test notification from the gateway' });
+    expect(JSON.parse(receiver.posts[0].body).text).toContain('A test notification from the gateway');
+
+    const log = await runTether(['notify', 'log', '--json'], { env, timeoutMs: 30_000 });
+    expect(log.code, log.stderr).toBe(0);
+    expect((JSON.parse(log.stdout) as { channel: string }[]).map((r) => r.channel).sort()).toEqual(['push', 'webhook']);
+
+    const refused = await runTether(['notify', 'log'], { env: { ...env, TETHER_TOKEN: rig.stack.token! }, timeoutMs: 30_000 });
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('admin scope');
   });
 });
