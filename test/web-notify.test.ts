@@ -82,7 +82,7 @@ describe.skipIf(!hasTool('chromium'))('web page: installable, push notifications
       'the service worker to be ready',
     );
     expect(state).toBe(`${rig.pageUrl}/sw.js`);
-    await expect.poll(() => alice.page.getByLabel('Notify me').count(), POLL).toBe(1);
+    await expect.poll(() => alice.page.getByLabel('Push to this device').count(), POLL).toBe(1);
 
     await startSession(alice.page);
     await sendPrompt(alice.page, 'create a file');

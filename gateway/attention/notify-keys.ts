@@ -57,8 +57,7 @@ export const NOTIFY_KEYS = {
       note: WEBHOOKS_NOTE,
     }),
   webPush: z.boolean().default(true).meta({
-    help: 'Web Push to browsers that opt in (VAPID keys made on first start in the state folder); needs the page reached over https or on localhost',
-    flag: 'web-push',
+    help: 'Web Push to browsers that opt in (VAPID keys made on first start in the state folder); false turns it off. Browsers push only to a page reached over https or on localhost',
   }),
   vapidSubject: z
     .string()

@@ -1,4 +1,4 @@
-/** Web Push on this browser: the service worker, and the "Notify me" toggle (docs: README, "Notifications"). */
+/** Web Push on this browser: the service worker, and the "Push to this device" toggle (README, "Notifications away from the tab"); the session page's in-tab "Notify me" is another thing. */
 import { useEffect, useState } from 'preact/hooks';
 import { NOTIFY_SETTINGS_PATH, NOTIFY_SUBSCRIPTIONS_PATH } from '../../../core/protocol/http-paths.js';
 import { apiCall } from './connection';
@@ -17,7 +17,7 @@ function keyBytes(b64url: string): Uint8Array<ArrayBuffer> {
   return Uint8Array.from(bin, (c) => c.charCodeAt(0));
 }
 
-/** "Notify me": this browser's push subscription, kept by the gateway for the person signed in. */
+/** "Push to this device": this browser's push subscription, kept by the gateway for the person signed in. */
 export function NotifyToggle() {
   const [state, setState] = useState<State>('busy');
   const [error, setError] = useState<string>();
@@ -61,7 +61,7 @@ export function NotifyToggle() {
       title={error ?? (state === 'blocked' ? 'Notifications are blocked for this site in the browser' : undefined)}
     >
       <input type="checkbox" checked={state === 'on'} disabled={state === 'busy' || state === 'blocked'} onChange={() => void toggle()} />
-      Notify me
+      Push to this device
     </label>
   );
 }
