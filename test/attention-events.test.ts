@@ -51,6 +51,19 @@ describe('attention events (gateway/attention/)', () => {
     expect(seen[1].recipients).toEqual([{ principal: 'test-user', mayAnswer: false, present: true }]);
   });
 
+  it('a person whose page reports its tab hidden is told as if away; in sight again, present', async () => {
+    const { rig, desk, seen } = await attentionRig(cleanups);
+    const session = await (await rig.stack.client()).createSession({ agent: 'test-agent' });
+    const testUser = { sub: 'test-user', kind: 'client', canCreate: true, canControl: true, canAdmin: false } as const;
+    const notices = rig.stack.gateway.directory.notices!;
+    desk.visibility(testUser, session.id, false);
+    notices(session.id, { kind: 'prompt', requestId: 'r-hidden', tool: 'Bash', interactive: false });
+    desk.visibility(testUser, session.id, true);
+    notices(session.id, { kind: 'prompt', requestId: 'r-seen', tool: 'Bash', interactive: false });
+    expect(seen.map((a) => a.recipients[0].present)).toEqual([false, true]);
+    expect(() => desk.visibility({ ...testUser, agents: ['elsewhere'] }, session.id, false)).toThrow(/no session/);
+  });
+
   it('the same prompt derived again has the same id; another prompt another', async () => {
     const { rig } = await attentionRig(cleanups);
     const session = await (await rig.stack.client()).createSession({ agent: 'test-agent' });

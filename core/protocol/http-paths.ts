@@ -35,3 +35,5 @@ export const NOTIFY_ANSWER_PATH = '/v1/notify/answer';
 export const NOTIFY_LOG_PATH = '/v1/notify/log';
 /** POST {sub} (admin): a test notification to that person's browsers and webhooks. */
 export const NOTIFY_TEST_PATH = '/v1/notify/test';
+/** POST {session_id, visible}: the page says whether its tab on a session is in sight (a hidden tab does not stop a push). */
+export const NOTIFY_VISIBILITY_PATH = '/v1/notify/visibility';

@@ -7,6 +7,9 @@ import type { Notifier } from './notifier.js';
 import type { WebhookFormat } from './notify-keys.js';
 import type { PersonPrefs, PushSubscriptionRecord } from './notify-prefs.js';
 
+/** Visibility reports remembered (principal and session), the oldest forgotten first. */
+const MAX_VISIBILITY_REPORTS = 4096;
+
 /** Prompts remembered by event id, so an answer from a notification finds its session (and a late one hears who won). */
 const MAX_REMEMBERED_PROMPTS = 4096;
 
@@ -34,6 +37,8 @@ export interface PrefsView {
 export class AttentionDesk {
   private readonly prompts = new Map<string, KnownPrompt>();
   private readonly byRequest = new Map<string, string>();
+  /** Principal and session whose page last said its tab is out of sight (the last report of any tab wins). */
+  private readonly hiddenTabs = new Set<string>();
 
   constructor(
     private readonly directory: SessionDirectory,
@@ -48,7 +53,7 @@ export class AttentionDesk {
         return;
       }
       const session = directory.get(sessionId);
-      const a = session && deriveAttention(session, n);
+      const a = session && deriveAttention(session, n, (principal) => this.hiddenTabs.has(`${principal}\u0000${sessionId}`));
       if (!a) return;
       if (n.kind === 'prompt') this.remember(a.event.id, key, { sessionId, requestId: n.requestId });
       notifier.handle(a);
@@ -98,6 +103,19 @@ export class AttentionDesk {
   /** See Notifier.test. */
   test(principal: string): Promise<unknown> {
     return this.notifier.test(principal);
+  }
+
+  /**
+   * The page says whether its tab on a session is in sight (document.visibilityState). A person
+   * whose tab is hidden is notified as if away; the last report of any of their tabs wins.
+   */
+  visibility(p: Principal, sessionId: string, visible: boolean): void {
+    this.directory.visible(p, sessionId); // NOT_FOUND for a session the person cannot see
+    const key = `${p.sub}\u0000${sessionId}`;
+    this.hiddenTabs.delete(key);
+    if (visible) return;
+    this.hiddenTabs.add(key);
+    if (this.hiddenTabs.size > MAX_VISIBILITY_REPORTS) this.hiddenTabs.delete(this.hiddenTabs.values().next().value as string);
   }
 
   /** A browser opts in (its PushSubscription); the same endpoint again replaces its keys. */

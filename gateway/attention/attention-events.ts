@@ -34,12 +34,19 @@ export function attentionId(type: AttentionType, sessionId: string, key: string)
  * Derives the attention event of a session's notice (undefined for notices that need no one:
  * a prompt settling), with its recipients: for a prompt, who may answer it (the principals the
  * turn's approval names, else the owner and every attached controller); for the rest, the owner.
- * Presence decides `present`: a principal with a client attached to the session sees it there.
+ * Presence decides `present`: a principal with a client attached to the session sees it there,
+ * unless `hidden` says their page reported its tab out of sight.
  */
-export function deriveAttention(session: Session, n: SessionNotice, now = new Date()): Attention | undefined {
+export function deriveAttention(
+  session: Session,
+  n: SessionNotice,
+  hidden: (principal: string) => boolean = () => false,
+  now = new Date(),
+): Attention | undefined {
   if (n.kind === 'prompt_settled') return undefined;
   const clients = session.info().clients;
-  const present = new Set(clients.map((c) => c.principal));
+  // Present: a client attached, unless the person's page said its tab is out of sight.
+  const present = new Set(clients.map((c) => c.principal).filter((p) => !hidden(p)));
   const base = { session_id: session.id, agent: session.agent, at: now.toISOString() };
   const owner = session.owner;
   const ownerOnly = (event: AttentionEvent): Attention => ({

@@ -6,6 +6,7 @@ import {
   NOTIFY_SETTINGS_PATH,
   NOTIFY_SUBSCRIPTIONS_PATH,
   NOTIFY_TEST_PATH,
+  NOTIFY_VISIBILITY_PATH,
   NOTIFY_WEBHOOKS_PATH,
 } from '../../core/protocol/http-paths.js';
 import type { Door } from '../door/door.js';
@@ -25,6 +26,7 @@ export interface NotifyEndpoints {
   addWebhook(p: Principal, url: unknown, format?: unknown): { id: string; secret: string };
   removeWebhook(p: Principal, id: string): void;
   answer(p: Principal, id: string, decision: 'allow' | 'deny'): unknown;
+  visibility(p: Principal, sessionId: string, visible: boolean): void;
   log(): unknown;
   test(principal: string): Promise<unknown>;
 }
@@ -96,6 +98,12 @@ function routesOf(e: NotifyEndpoints): Record<string, Record<string, Route>> {
         if (b.decision !== 'allow' && b.decision !== 'deny')
           throw new TetherError('INVALID_ARGUMENT', 'decision must be "allow" or "deny"');
         return e.answer(p, str(b.id, 'id'), b.decision);
+      },
+    },
+    [NOTIFY_VISIBILITY_PATH]: {
+      POST: (p, b) => {
+        if (typeof b.visible !== 'boolean') throw new TetherError('INVALID_ARGUMENT', 'the body must carry "visible": true or false');
+        return e.visibility(p, str(b.session_id, 'session_id'), b.visible);
       },
     },
     [NOTIFY_LOG_PATH]: { GET: (p) => (admin(p), { deliveries: e.log() }) },

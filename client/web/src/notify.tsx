@@ -1,6 +1,6 @@
 /** Web Push on this browser: the service worker, and the "Push to this device" toggle (README, "Notifications away from the tab"); the session page's in-tab "Notify me" is another thing. */
 import { useEffect, useState } from 'preact/hooks';
-import { NOTIFY_SETTINGS_PATH, NOTIFY_SUBSCRIPTIONS_PATH } from '../../../core/protocol/http-paths.js';
+import { NOTIFY_SETTINGS_PATH, NOTIFY_SUBSCRIPTIONS_PATH, NOTIFY_VISIBILITY_PATH } from '../../../core/protocol/http-paths.js';
 import { apiCall } from './connection';
 
 /** Registers the page's service worker (the installable app's shell, and push). Needs a secure context: https, or this machine. */
@@ -64,4 +64,18 @@ export function NotifyToggle() {
       Push to this device
     </label>
   );
+}
+
+/**
+ * Tells the gateway whether this tab on `sessionId` is in sight, now and at each change: a
+ * person whose tab is hidden is pushed as if away (the gateway keeps the last report of any tab).
+ */
+export function useVisibilityReport(sessionId: string): void {
+  useEffect(() => {
+    const report = () =>
+      void apiCall(NOTIFY_VISIBILITY_PATH, { session_id: sessionId, visible: document.visibilityState === 'visible' }).catch(() => {});
+    report();
+    document.addEventListener('visibilitychange', report);
+    return () => document.removeEventListener('visibilitychange', report);
+  }, [sessionId]);
 }

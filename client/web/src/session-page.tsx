@@ -1,5 +1,6 @@
 /** One session: who is here, the controls, the transcript with its prompts, the composer. */
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
+import { useVisibilityReport } from './notify';
 import { announce } from './announcer';
 import { askNotifications, attention } from './attention';
 import { Composer } from './composer';
@@ -89,6 +90,7 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
     toBottom();
   };
   const unseen = follow ? 0 : count - seenCount;
+  useVisibilityReport(session.id);
   useEffect(() => {
     const onVisible = () => attention(session.id, [...t.pending.values()]);
     document.addEventListener('visibilitychange', onVisible);
