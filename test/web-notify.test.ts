@@ -64,7 +64,7 @@ describe.skipIf(!hasTool('chromium'))('web page: installable, push notifications
 
   it('the worker registers; a push shows Allow/Deny for a controller and none for a viewer; Allow answers once, a late one is refused', async () => {
     const receiver = cleanups.own(await startWebhookReceiver());
-    const rig = await startWebDemoRig('web-notify', ['--webhook', receiver.url]);
+    const rig = await startWebDemoRig('web-notify', ['--webhook', receiver.url, '--notify-allow-http-loopback']);
     cleanups.push(() => rig.close());
 
     const manifest = await fetch(`${rig.pageUrl}/manifest.webmanifest`);
@@ -83,6 +83,21 @@ describe.skipIf(!hasTool('chromium'))('web page: installable, push notifications
     );
     expect(state).toBe(`${rig.pageUrl}/sw.js`);
     await expect.poll(() => alice.page.getByLabel('Push to this device').count(), POLL).toBe(1);
+
+    // Her own webhook, from the page's settings: the secret shown once, the hook listed.
+    await alice.page.getByText('Webhooks').click();
+    await alice.page.getByLabel('Webhook URL').fill('http://example.com/hook');
+    await alice.page.getByRole('button', { name: 'Add webhook' }).click();
+    await alice.page
+      .getByRole('alert')
+      .getByText(/must be https/)
+      .waitFor();
+    await alice.page.getByLabel('Webhook URL').fill(`${receiver.url}/alice`);
+    await alice.page.getByLabel('Webhook format').selectOption('slack');
+    await alice.page.getByRole('button', { name: 'Add webhook' }).click();
+    expect(await alice.page.getByTestId('webhook-secret').locator('code').textContent()).toMatch(/^[\w-]{43}$/);
+    await alice.page.getByText(`${receiver.url}/alice`).waitFor();
+    await alice.page.getByText('Webhooks').click(); // closed again
 
     await startSession(alice.page);
     await sendPrompt(alice.page, 'create a file');

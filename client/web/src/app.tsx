@@ -10,7 +10,7 @@ import { TetherError } from '../../../core/errors.js';
 import { linkTrouble } from './wording';
 import { useStore } from './store';
 import { CliLoginPanel, cliLoginInHash, type CliLoginAsk } from './cli-login';
-import { NotifyToggle } from './notify';
+import { NotifyToggle, WebhookSettings } from './notify';
 
 const conn = new Connection();
 
@@ -139,6 +139,7 @@ function Views() {
             {link.name ?? link.principal}
           </span>
           <NotifyToggle />
+          <WebhookSettings />
           {link.auth && (
             <button
               type="button"

@@ -1,6 +1,11 @@
 /** Web Push on this browser: the service worker, and the "Push to this device" toggle (README, "Notifications away from the tab"); the session page's in-tab "Notify me" is another thing. */
 import { useEffect, useState } from 'preact/hooks';
-import { NOTIFY_SETTINGS_PATH, NOTIFY_SUBSCRIPTIONS_PATH, NOTIFY_VISIBILITY_PATH } from '../../../core/protocol/http-paths.js';
+import {
+  NOTIFY_SETTINGS_PATH,
+  NOTIFY_SUBSCRIPTIONS_PATH,
+  NOTIFY_VISIBILITY_PATH,
+  NOTIFY_WEBHOOKS_PATH,
+} from '../../../core/protocol/http-paths.js';
 import { apiCall } from './connection';
 
 /** Registers the page's service worker (the installable app's shell, and push). Needs a secure context: https, or this machine. */
@@ -78,4 +83,72 @@ export function useVisibilityReport(sessionId: string): void {
     document.addEventListener('visibilitychange', report);
     return () => document.removeEventListener('visibilitychange', report);
   }, [sessionId]);
+}
+
+interface WebhookRow {
+  id: string;
+  url: string;
+  format: string;
+}
+
+/**
+ * "Webhooks": the person's own webhooks (https only), each with the signing secret the gateway
+ * made for it, shown once when it is added (docs/security.md, "Notifications").
+ */
+export function WebhookSettings() {
+  const [rows, setRows] = useState<WebhookRow[]>();
+  const [secret, setSecret] = useState<string>();
+  const [error, setError] = useState<string>();
+  const load = () =>
+    apiCall<{ webhooks: WebhookRow[] }>(NOTIFY_SETTINGS_PATH)
+      .then((s) => setRows(s.webhooks))
+      .catch((err: Error) => setError(err.message));
+  const add = async (e: Event) => {
+    e.preventDefault();
+    const form = e.currentTarget as HTMLFormElement;
+    const data = new FormData(form);
+    setError(undefined);
+    try {
+      const r = await apiCall<{ secret: string }>(NOTIFY_WEBHOOKS_PATH, { url: data.get('url'), format: data.get('format') });
+      setSecret(r.secret);
+      form.reset();
+      await load();
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+  const remove = (id: string) =>
+    apiCall(NOTIFY_WEBHOOKS_PATH, { id }, 'DELETE')
+      .then(load)
+      .catch((err: Error) => setError(err.message));
+  return (
+    <details class="webhook-settings" onToggle={(e) => (e.currentTarget as HTMLDetailsElement).open && void load()}>
+      <summary>Webhooks</summary>
+      <ul>
+        {rows?.map((w) => (
+          <li key={w.id}>
+            <code>{w.url}</code> ({w.format}){' '}
+            <button type="button" onClick={() => void remove(w.id)}>
+              Remove
+            </button>
+          </li>
+        ))}
+      </ul>
+      <form onSubmit={(e) => void add(e)}>
+        <input name="url" type="url" required placeholder="https://…" aria-label="Webhook URL" />
+        <select name="format" aria-label="Webhook format">
+          <option value="json">JSON</option>
+          <option value="slack">Slack</option>
+          <option value="ntfy">ntfy</option>
+        </select>
+        <button type="submit">Add webhook</button>
+      </form>
+      {secret && (
+        <p data-testid="webhook-secret">
+          Signing secret (shown once): <code>{secret}</code>
+        </p>
+      )}
+      {error && <p role="alert">{error}</p>}
+    </details>
+  );
 }
