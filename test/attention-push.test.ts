@@ -1,3 +1,5 @@
+import { statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { SessionItem } from '../client/remote-session.js';
 import { silentLogger } from '../core/logging.js';
@@ -5,7 +7,7 @@ import type { AttentionPush } from '../core/protocol/attention.js';
 import { NOTIFY_SETTINGS_PATH, NOTIFY_SUBSCRIPTIONS_PATH, NOTIFY_WEBHOOKS_PATH } from '../core/protocol/http-paths.js';
 import { AttentionDesk } from '../gateway/attention/attention-desk.js';
 import { Notifier } from '../gateway/attention/notifier.js';
-import { MemoryPrefsStore } from '../gateway/attention/notify-prefs.js';
+import { FilePrefsStore, MemoryPrefsStore } from '../gateway/attention/notify-prefs.js';
 import { PushSender } from '../gateway/attention/push-sender.js';
 import { newVapidKeys } from '../gateway/attention/vapid-keys.js';
 import { GatewayMetrics } from '../gateway/metrics.js';
@@ -175,5 +177,17 @@ describe('Web Push to a push service stand-in (gateway/attention/push-sender.ts)
     const refused = await runTether(['notify', 'log'], { env: { ...env, TETHER_TOKEN: rig.stack.token! }, timeoutMs: 30_000 });
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain('admin scope');
+  });
+
+  it("people's settings survive a restart in an owner-only file; a corrupt one is named, not half read", () => {
+    const dir = cleanups.tempDir('tether-prefs-');
+    const path = join(dir.path, 'notify-prefs.json');
+    const sub = { ...browserKeys('https://push.test/a').json, created_at: '2026-01-01T00:00:00.000Z' };
+    new FilePrefsStore(path).update('alice', (p) => ({ ...p, subscriptions: [sub] }));
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect(new FilePrefsStore(path).get('alice').subscriptions).toEqual([sub]);
+    expect(() => new FilePrefsStore(path).update('alice', (p) => ({ ...p, subscriptions: Array(11).fill(sub) }))).toThrow(/at most 10/);
+    writeFileSync(path, '{"alice":');
+    expect(() => new FilePrefsStore(path)).toThrow(`${path} (people's notification settings) cannot be read`);
   });
 });

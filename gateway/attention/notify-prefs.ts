@@ -73,7 +73,12 @@ export class FilePrefsStore extends MemoryPrefsStore {
   constructor(private readonly path: string) {
     super();
     if (!existsSync(path)) return;
-    const saved = JSON.parse(readFileSync(path, 'utf8')) as Record<string, PersonPrefs>;
+    let saved: Record<string, PersonPrefs>;
+    try {
+      saved = JSON.parse(readFileSync(path, 'utf8')) as Record<string, PersonPrefs>;
+    } catch (err) {
+      throw new Error(`${path} (people's notification settings) cannot be read: ${(err as Error).message}; fix or remove it`);
+    }
     for (const [principal, prefs] of Object.entries(saved)) this.all.set(principal, { ...EMPTY, ...prefs });
   }
 
