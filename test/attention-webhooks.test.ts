@@ -9,6 +9,7 @@ import { Notifier } from '../gateway/attention/notifier.js';
 import type { WebhookTarget } from '../gateway/attention/notify-keys.js';
 import { MemoryPrefsStore } from '../gateway/attention/notify-prefs.js';
 import { shapeWebhook } from '../gateway/attention/webhook-shapes.js';
+import { GatewayMetrics } from '../gateway/metrics.js';
 import { cleanupsPerTest } from './support/cleanups.js';
 import { startRig } from './support/engines.js';
 import { until } from './support/items.js';
@@ -29,6 +30,7 @@ function verify(post: ReceivedPost, secret: string, nowMs = Date.now()): boolean
 
 /** A demo rig whose gateway has the attention room, with the operator's `webhooks`. */
 async function rigWith(cleanups: ReturnType<typeof cleanupsPerTest>, webhooks: WebhookTarget[]) {
+  const metrics = new GatewayMetrics();
   let desk: AttentionDesk | undefined;
   const rig = cleanups.own(
     await startRig('demo', undefined, {
@@ -38,6 +40,7 @@ async function rigWith(cleanups: ReturnType<typeof cleanupsPerTest>, webhooks: W
           prefs: new MemoryPrefsStore(),
           logger: silentLogger,
           retry: { firstDelayMs: 50, maxDelayMs: 200, timeoutMs: 5_000 },
+          metrics,
         });
         desk = new AttentionDesk(gateway.directory, notifier, { allowHttpLoopback: true });
         return desk;
@@ -45,7 +48,7 @@ async function rigWith(cleanups: ReturnType<typeof cleanupsPerTest>, webhooks: W
     }),
   );
   cleanups.push(() => desk!.notifier.settled());
-  return { rig, desk: desk!, http: rig.stack.wsUrl.replace(/^ws/, 'http') };
+  return { rig, desk: desk!, metrics, http: rig.stack.wsUrl.replace(/^ws/, 'http') };
 }
 
 describe('webhooks (gateway/attention/)', () => {
@@ -90,9 +93,9 @@ describe('webhooks (gateway/attention/)', () => {
 
   it("a person's own webhook: https only (loopback when allowed), told only while away from the session; the answer from a notification wins once", async () => {
     const receiver = cleanups.own(await startWebhookReceiver());
-    const { rig, http } = await rigWith(cleanups, []);
-    const token = rig.stack.token!;
-    const call = async (path: string, body: unknown, method = 'POST') => {
+    const { rig, http, metrics } = await rigWith(cleanups, []);
+    const bobToken = await rig.stack.mint({ kind: 'client', sub: 'bob' });
+    const call = async (path: string, body: unknown, method = 'POST', token = rig.stack.token!) => {
       const res = await fetch(`${http}${path}`, {
         method,
         headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
@@ -106,6 +109,7 @@ describe('webhooks (gateway/attention/)', () => {
     const added = await call(NOTIFY_WEBHOOKS_PATH, { url: `${receiver.url}/mine`, format: 'json' });
     expect(added.status).toBe(200);
     const secret = String(added.body.secret);
+    expect((await call(NOTIFY_WEBHOOKS_PATH, { url: `${receiver.url}/bob` }, 'POST', bobToken)).status).toBe(200);
 
     const owner = await rig.stack.client();
     const created = await owner.createSession({ agent: 'test-agent' });
@@ -129,9 +133,11 @@ describe('webhooks (gateway/attention/)', () => {
     expect(late.body).toEqual({ error: { code: 'FAILED_PRECONDITION', message: 'already answered: allow by test-user' } });
     const unknown = await call(NOTIFY_ANSWER_PATH, { id: 'no-such-prompt', decision: 'deny' });
     expect(unknown.status).toBe(404);
-    // The turn's end is the owner's too, told to the same webhook; bob had the session open and has no webhook anyway.
+    // The turn's end is the owner's, told to the same webhook.
     await waitFor(() => receiver.posts.length === 2, 10_000, 'turn_complete');
     expect((JSON.parse(receiver.posts[1].body) as AttentionEvent).type).toBe('turn_complete');
+    expect(receiver.posts.every((p) => p.path === '/mine')).toBe(true); // bob had the session open: his webhook was left out
+    expect((await metrics.render()).body).toContain('tether_notifications_total{channel="webhook",outcome="suppressed"} 1');
     // The delivery log is for admins only.
     expect((await call(NOTIFY_LOG_PATH, undefined, 'GET')).status).toBe(403);
   });
