@@ -20,6 +20,10 @@ const ROOMS = [
   { room: 'session', may: ['usage/', 'policy/', 'audit/', 'door/principal\\.ts$', 'metrics\\.ts$', 'plain-histogram\\.ts$'] },
   { room: 'directory', may: ['session/', 'usage/', 'policy/', 'audit/', 'door/', 'metrics\\.ts$', 'plain-histogram\\.ts$'] },
   { room: 'listen', may: ['door/', 'metrics\\.ts$', 'plain-histogram\\.ts$', 'readiness\\.ts$'] },
+  {
+    room: 'attention',
+    may: ['session/session\\.ts$', 'directory/session-directory\\.ts$', 'door/principal\\.ts$', 'cluster/cluster-keys\\.ts$', 'metrics\\.ts$'],
+  },
 ];
 
 /** The JSON-RPC engine's modules: they run in the browser too (the web page bundles them). */

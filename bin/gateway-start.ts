@@ -12,6 +12,7 @@ import { gatewayStorage } from './gateway-storage.js';
 import type { Cluster } from '../gateway/cluster/cluster.js';
 import type { ClusterAuthConfig } from '../gateway/cluster/nats-auth.js';
 import { joinCluster } from './cluster-join.js';
+import { attentionFor } from './attention-setup.js';
 
 /** The keys a gateway runs from: all of `tether gateway`'s; `tether up` has no host (127.0.0.1), no TLS and no cluster. */
 export type GatewayRunConfig = Omit<
@@ -67,6 +68,8 @@ export async function startGateway(
   // Browser sign-ins outlive a restart (the state folder) and a fail-over (the cluster's bucket, below).
   const browser = auth.auth.verifier === 'off' ? undefined : auth.auth.browser;
   if (browser) BrowserSignInFile.keep(c.stateDir, browser, logger);
+  let origin: string | undefined;
+  const attention = attentionFor(c, gateway, logger, () => origin);
   if (cluster) {
     try {
       await cluster.attach(gateway);
@@ -93,10 +96,12 @@ export async function startGateway(
     revocations,
     acp: acpEndpoint(),
     readinessChecks: cluster ? [cluster.readiness] : undefined,
+    notify: attention,
   }).catch(async (err: unknown) => {
     await cluster?.close();
     throw err;
   });
+  origin = new URL(server.pageUrl).origin;
   return { server, auth, cluster };
 }
 

@@ -25,6 +25,7 @@ const COMMANDS: readonly [string, () => Promise<Command>][] = [
   ['usage', async () => (await import('./commands/usage.js')).usageCommand],
   ['token', async () => (await import('./commands/token.js')).tokenCommand],
   ['revoke', async () => (await import('./commands/revoke.js')).revokeCommand],
+  ['notify', async () => (await import('./commands/notify.js')).notifyCommand],
   ['login', async () => (await import('./commands/login.js')).loginCommand],
   ['logout', async () => (await import('./commands/login.js')).logoutCommand],
   ['login-link', async () => (await import('./commands/login-link.js')).loginLinkCommand],

@@ -12,13 +12,14 @@ import {
   resolveGatewayKeys,
   type ResolvedGatewayKeys,
 } from '../gateway/config.js';
+import { NOTIFY_KEYS } from '../gateway/attention/notify-keys.js';
 
 /**
  * The `tether up` schema: the gateway's keys (it always listens on 127.0.0.1) and the engine
  * keys of its one local agent. Logs default to warn: `up` is an interactive command.
  */
 export const upSchema = z
-  .object({ ...LISTEN_KEYS, ...AUTH_KEYS, ...OIDC_KEYS, ...ENGINE_KEYS, ...loggingKeys('warn'), ...LIMIT_KEYS })
+  .object({ ...LISTEN_KEYS, ...AUTH_KEYS, ...OIDC_KEYS, ...ENGINE_KEYS, ...loggingKeys('warn'), ...LIMIT_KEYS, ...NOTIFY_KEYS })
   .strict();
 
 /** `tether up`'s configuration after loading. */

@@ -19,6 +19,7 @@ import { checkClusterKeys, CLUSTER_KEYS, secretFile } from './cluster/cluster-ke
 import { checkScopes } from '../core/auth/scopes.js';
 import { BROWSER_SESSION_DEFAULTS } from './door/browser-sessions.js';
 import { OIDC_DEFAULTS } from './door/oidc-sign-in.js';
+import { NOTIFY_KEYS } from './attention/notify-keys.js';
 
 /** Where the gateway listens unless told otherwise: this machine only. */
 export const DEFAULT_GATEWAY_HOST = '127.0.0.1';
@@ -351,6 +352,7 @@ export const gatewaySchema = z
     ...loggingKeys('info'),
     ...LIMIT_KEYS,
     ...CLUSTER_KEYS,
+    ...NOTIFY_KEYS,
   })
   .strict();
 

@@ -67,6 +67,7 @@ export class GatewayMetrics {
   private readonly unresponsive: Counter;
   private readonly connectionsRefused: Counter<'transport'>;
   private readonly usage: UsageCounters;
+  private readonly notifications: Counter<'channel' | 'outcome'>;
   /** Frames and bytes relayed since the counters last read them, by RELAY_DIRECTIONS index. */
   private readonly pendingFrames = new Float64Array(RELAY_DIRECTIONS.length);
   private readonly pendingBytes = new Float64Array(RELAY_DIRECTIONS.length);
@@ -171,6 +172,11 @@ export class GatewayMetrics {
       'tether_connections_refused_total',
       'TCP connections ended at once because a connection cap (whole gateway, or one address) was reached, by listener.',
       ['transport'],
+    );
+    this.notifications = counter(
+      'tether_notifications_total',
+      'Attention notifications (gateway/attention/), by channel (webhook, push) and outcome: sent, failed (after retries), suppressed (the person had the session open), dropped (a push subscription the push service says is gone).',
+      ['channel', 'outcome'],
     );
     this.unresponsive = counter(
       'tether_engine_unresponsive_total',
@@ -296,11 +302,21 @@ export class GatewayMetrics {
     this.connectionsRefused.inc({ transport });
   }
 
+  /** One notification's delivery on `channel` came to `outcome`. */
+  notification(channel: NotifyChannel, outcome: NotifyOutcome): void {
+    this.notifications.inc({ channel, outcome });
+  }
+
   /** The Prometheus text exposition of every metric, and its content type. */
   async render(): Promise<{ contentType: string; body: string }> {
     return { contentType: this.registry.contentType, body: await this.registry.metrics() };
   }
 }
+
+/** Where a notification goes. */
+export type NotifyChannel = 'webhook' | 'push';
+/** How a notification's delivery ended. */
+export type NotifyOutcome = 'sent' | 'failed' | 'suppressed' | 'dropped';
 
 /** Normalises a client's decision on a prompt to an outcome label (client text never becomes a label). */
 export function outcomeOf(behavior: string): PromptOutcome {

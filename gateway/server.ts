@@ -22,6 +22,7 @@ import { DIALECT_METADATA_KEY, grpcDialect, JSONRPC_DIALECT, offersJsonRpcDialec
 import { evaluateReadiness, type ReadinessCheck, type ReadinessReport } from './readiness.js';
 import { openAdmissions, type Admissions } from './admission.js';
 import { createHttpListener, type ServerTls } from './listen/listen-http.js';
+import type { NotifyEndpoints } from './listen/listen-http-notify.js';
 import { DEFAULT_GATEWAY_HOST, DEFAULT_GATEWAY_PORT } from './config.js';
 
 /** How the gateway authenticates connections (see gateway/door/door.ts). */
@@ -76,6 +77,8 @@ export interface GatewayServerOptions {
    * upgrade's query. Absent: no `/acp`.
    */
   acp?: (link: AcpLink) => AgentConnector;
+  /** The notification settings and answers at /v1/notify/ (the attention room's desk); absent: none. */
+  notify?: NotifyEndpoints;
 }
 
 export interface GatewayServer {
@@ -130,6 +133,7 @@ export async function startGatewayServer(gateway: Gateway, opts: GatewayServerOp
       door: admissions.door,
       web: opts.webRoot === false ? false : loadWebAssets(opts.webRoot),
       origin: () => state.origin ?? '',
+      notify: opts.notify,
     },
     limits,
     opts.tls,

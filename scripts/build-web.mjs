@@ -3,8 +3,8 @@
 // code highlighter as a chunk of its own (loaded only when a code block shows), the stylesheet
 // and index.html, all flat in dist/web. Fails when the initial load is over its gzipped budget.
 import { build } from 'esbuild';
-import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
-import { gzipSync } from 'node:zlib';
+import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { deflateSync, gzipSync } from 'node:zlib';
 import { basename, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -31,8 +31,61 @@ const result = await build({
   legalComments: 'none',
   logLevel: 'warning',
 });
-copyFileSync(`${src}index.html`, `${out}index.html`);
-copyFileSync(`${src}styles.css`, `${out}styles.css`);
+// The service worker: one classic script of its own at the root, so its scope is the whole page.
+await build({
+  entryPoints: { sw: `${src}sw/service-worker.ts` },
+  outdir: out,
+  bundle: true,
+  minify: true,
+  format: 'iife',
+  target: ['es2022'],
+  legalComments: 'none',
+  logLevel: 'warning',
+});
+for (const f of ['index.html', 'styles.css', 'manifest.webmanifest', 'icon.svg']) copyFileSync(src + f, out + f);
+for (const size of [192, 512]) writeFileSync(`${out}icon-${size}.png`, iconPng(size));
+
+/** The app icon as a PNG (what the SVG draws: a light T on a dark square), for platforms that want one. */
+function iconPng(size) {
+  const dark = [0x1d, 0x1d, 0x1f];
+  const light = [0xf7, 0xf7, 0xf5];
+  const u = size / 64; // the SVG's units
+  const inT = (x, y) =>
+    (y >= 16 * u && y < 24 * u && x >= 14 * u && x < 50 * u) || (x >= 28 * u && x < 36 * u && y >= 24 * u && y < 50 * u);
+  const rows = [];
+  for (let y = 0; y < size; y++) {
+    const row = Buffer.alloc(1 + size * 3); // filter byte 0, then RGB
+    for (let x = 0; x < size; x++) row.set(inT(x, y) ? light : dark, 1 + x * 3);
+    rows.push(row);
+  }
+  const chunk = (type, data) => {
+    const len = Buffer.alloc(4);
+    len.writeUInt32BE(data.length);
+    const body = Buffer.concat([Buffer.from(type), data]);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(body));
+    return Buffer.concat([len, body, crc]);
+  };
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(size, 0);
+  ihdr.writeUInt32BE(size, 4);
+  ihdr.set([8, 2, 0, 0, 0], 8); // 8-bit RGB
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', ihdr),
+    chunk('IDAT', deflateSync(Buffer.concat(rows))),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
+}
+
+function crc32(buf) {
+  let c = ~0;
+  for (const b of buf) {
+    c ^= b;
+    for (let k = 0; k < 8; k++) c = (c >>> 1) ^ (0xedb88320 & -(c & 1));
+  }
+  return ~c >>> 0;
+}
 const gzipOf = (f) => gzipSync(readFileSync(out + f)).length;
 // The initial load: the page, the stylesheet, app.js and the chunks app.js imports statically
 // (a dynamic import(), the highlighter's, is fetched later and reported on its own).

@@ -8,8 +8,9 @@ import { UP_CONFIG } from '../bin/up-config.js';
 import { generateTokenKey, writeKeyFile } from '../core/auth/keygen.js';
 import { keysOf } from '../core/config/keys.js';
 import { ConfigError, loadConfig, type ConfigInputs } from '../core/config/load.js';
-import { renderConfig } from '../core/config/print.js';
+import { MASK, renderConfig } from '../core/config/print.js';
 import { GATEWAY_CONFIG, gatewayLimitsOf } from '../gateway/config.js';
+import { operatorWebhooks } from '../gateway/attention/notify-keys.js';
 import { GATEWAY_DEFAULTS } from '../gateway/gateway.js';
 import { makeTempDir, type TempDir } from './support/claude-cli.js';
 import { runTether } from './support/cli.js';
@@ -279,5 +280,53 @@ describe('the CLI refuses a bad configuration before opening anything', () => {
     const keys = await runTether(['config', '--keys', '--program', 'up']);
     expect(keys.stdout).toContain('limits.promptExpiryMs = 600000   (TETHER_LIMITS_PROMPT_EXPIRY_MS)');
     expect(keys.stdout).toContain('port = 7800   (--port, TETHER_PORT)');
+  });
+});
+
+describe('notification keys (tether gateway, tether up)', () => {
+  it('--webhook (repeatable) with --webhook-secret-file, and webhooks entries from the file; printed masked', () => {
+    const secret = join(dir.path, 'hook.secret');
+    writeFileSync(secret, 'the-webhook-secret\n');
+    const slackSecret = join(dir.path, 'slack.secret');
+    writeFileSync(slackSecret, 's3');
+    const file = join(dir.path, 'gateway.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        webhooks: [{ url: 'https://hooks.slack.test/services/T/B/xyz', secretFile: slackSecret, format: 'slack', events: ['question'] }],
+      }),
+    );
+    for (const spec of [GATEWAY_CONFIG, UP_CONFIG]) {
+      const loaded = loadConfig(spec as typeof GATEWAY_CONFIG, {
+        env: {},
+        flags: {
+          config: file,
+          webhook: ['https://a.test/one', 'http://10.0.0.5/two'],
+          'webhook-secret-file': secret,
+          'state-dir': dir.path,
+        },
+      });
+      expect(operatorWebhooks(loaded.config)).toEqual([
+        { url: 'https://a.test/one', secret: 'the-webhook-secret', format: 'json' },
+        { url: 'http://10.0.0.5/two', secret: 'the-webhook-secret', format: 'json' },
+        { url: 'https://hooks.slack.test/services/T/B/xyz', secret: 's3', events: ['question'], format: 'slack' },
+      ]);
+      const printed = renderConfig(loaded);
+      expect(printed).not.toContain('hooks.slack.test');
+      expect(printed).not.toContain('a.test/one');
+      expect(printed).not.toContain('the-webhook-secret');
+      expect(printed).toContain(MASK);
+    }
+  });
+
+  it('refuses a webhook that is not http(s) and a VAPID subject that is neither mailto: nor https, all at once', () => {
+    const problems = problemsOf(() =>
+      loadConfig(GATEWAY_CONFIG, {
+        env: {},
+        flags: { webhook: ['ftp://x.test/'], 'vapid-subject': 'someone' },
+      }),
+    );
+    expect(problems.join('\n')).toMatch(/webhook.*must be an http\(s\) URL/);
+    expect(problems.join('\n')).toMatch(/vapidSubject.*mailto/);
   });
 });

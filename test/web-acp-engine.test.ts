@@ -9,7 +9,7 @@ describe('web page: Start with an engine', () => {
   let rig: WebDemoRig;
   beforeAll(async () => {
     const standIn = `${process.execPath} ${resolve('test/support/acp-stand-in.mjs')}`;
-    rig = await startWebDemoRig('web-acp', ['--engine', 'demo', '--engine', 'acp', '--engine-command', standIn]);
+    rig = await startWebDemoRig('web-acp', ['--engine', 'acp', '--engine-command', standIn]);
   }, 60_000);
   afterAll(() => rig?.close());
 

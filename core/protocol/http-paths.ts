@@ -23,3 +23,17 @@ export const CLI_TOKEN_PATH = '/v1/cli-token';
 export const DEVICE_PATH = '/v1/device';
 /** POST: the signed-in page approves a `tether login --device` by the code the terminal shows. */
 export const DEVICE_APPROVE_PATH = '/v1/device/approve';
+/** GET or POST: this person's notification settings and the gateway's VAPID key; the paths below change them. */
+export const NOTIFY_SETTINGS_PATH = '/v1/notify/settings';
+/** POST: a browser opts in to Web Push (its PushSubscription); DELETE (body {endpoint}): it opts out. */
+export const NOTIFY_SUBSCRIPTIONS_PATH = '/v1/notify/subscriptions';
+/** POST: a person adds a webhook of their own (answer: its secret, once); DELETE (body {id}): removes it. */
+export const NOTIFY_WEBHOOKS_PATH = '/v1/notify/webhooks';
+/** POST {id, decision: allow|deny}: answers a prompt from its notification (the service worker). */
+export const NOTIFY_ANSWER_PATH = '/v1/notify/answer';
+/** GET (admin): the delivery log. */
+export const NOTIFY_LOG_PATH = '/v1/notify/log';
+/** POST {sub} (admin): a test notification to that person's browsers and webhooks. */
+export const NOTIFY_TEST_PATH = '/v1/notify/test';
+/** POST {session_id, visible}: the page says whether its tab on a session is in sight (a hidden tab does not stop a push). */
+export const NOTIFY_VISIBILITY_PATH = '/v1/notify/visibility';

@@ -10,7 +10,7 @@ import type { Principal } from '../door/principal.js';
 import { Session, type SessionLimits } from '../session/session.js';
 import { failureCode, recordOrRefuse, recordQuietly, type AuditLog } from '../audit/audit-log.js';
 import type { SessionStore, StoredSession } from '../session/session-store.js';
-import type { Durability } from '../session/session.js';
+import type { Durability, NoticeSink } from '../session/session.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { AgentWaits } from './agent-waits.js';
 import { resumeEngine } from './engine-resume.js';
@@ -66,6 +66,10 @@ export class SessionDirectory {
   readonly inputTrace = new TraceSlot();
   /** Tells watching clients (fleet.watch) when agents, sessions or what waits for someone changed. */
   readonly feed = new FleetFeed();
+  /** Where sessions tell what a person away from the tab may need (gateway/attention/); none: told nowhere. */
+  notices: NoticeSink | undefined;
+  /** Handed to every session: reads {@link notices} when told, so it may be set after sessions were restored. */
+  private readonly noticeSink: NoticeSink = (id, n) => this.notices?.(id, n);
 
   constructor(
     private readonly limits: DirectoryLimits,
@@ -220,6 +224,7 @@ export class SessionDirectory {
       restored: stored,
       policy: this.policy,
       usage: this.usage,
+      notices: this.noticeSink,
     });
     session.onEnded = () => this.scheduleDrop(session);
     this.listed(session);
@@ -385,6 +390,7 @@ export class SessionDirectory {
       metrics: this.metrics,
       policy: this.policy,
       usage: this.usage,
+      notices: this.noticeSink,
     });
     session.onEnded = () => this.scheduleDrop(session);
     this.listed(session);

@@ -186,10 +186,29 @@ export class Door {
    */
   async issueTicket(req: DoorRequest): Promise<{ ticket: string; expires_in: number }> {
     return this.guard(req, async () => {
-      const verified = req.authorization === undefined && this.browser ? this.browserToken(req) : await this.bearer(req);
+      const verified = await this.verifiedOf(req);
       const { ticket, expiresIn } = await this.tickets.issue(verified.principal, normalizeOrigin(req.origin ?? ''), verified);
       return { ticket, expires_in: expiresIn };
     });
+  }
+
+  /**
+   * Who makes an HTTP request of the gateway's own API (the notification settings and answers):
+   * a client token in `req.authorization`, or without one the browser sign-in in `req.cookie`
+   * (an allowed Origin required, as for tickets: the cookie serves the gateway's page only).
+   * ANONYMOUS with authentication off. Refusals are counted and logged like admit()'s.
+   */
+  async principalOf(req: DoorRequest): Promise<Principal> {
+    if (this.opts.verifier === 'off') {
+      this.checkOrigin(req.origin);
+      return ANONYMOUS;
+    }
+    return this.guard(req, async () => this.verifiedOf(req).then((v) => v.principal));
+  }
+
+  /** The token of a request: its bearer token, or without one its browser sign-in. */
+  private async verifiedOf(req: DoorRequest): Promise<VerifiedToken> {
+    return req.authorization === undefined && this.browser ? this.browserToken(req) : this.bearer(req);
   }
 
   /**

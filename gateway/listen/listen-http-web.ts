@@ -20,6 +20,7 @@ const TYPES: Record<string, string> = {
   '.png': 'image/png',
   '.ico': 'image/x-icon',
   '.json': 'application/json',
+  '.webmanifest': 'application/manifest+json',
 };
 
 /**
@@ -79,7 +80,7 @@ export function handleWebRequest(assets: WebAssets | undefined, req: IncomingMes
   res.writeHead(200, {
     'content-type': file.type,
     'content-length': file.body.length,
-    'cache-control': path === '/' || path === '/index.html' ? 'no-store' : 'public, max-age=3600',
+    'cache-control': path === '/' || path === '/index.html' || path === '/sw.js' ? 'no-store' : 'public, max-age=3600',
     'content-security-policy': CSP,
     'x-content-type-options': 'nosniff',
     'referrer-policy': 'no-referrer',

@@ -3,6 +3,7 @@ import { createServer as createTlsServer } from 'node:https';
 import type { Door } from '../door/door.js';
 import { DEADLINE_CHECK_INTERVAL_MS, type DoorLimits } from '../door/door-limits.js';
 import { handleLoginRequest } from './listen-http-login.js';
+import { handleNotifyRequest, type NotifyEndpoints } from './listen-http-notify.js';
 import { handleOpsRequest, type OpsEndpoints } from './listen-http-ops.js';
 import { handleSignInRequest } from './listen-http-sign-in.js';
 import { handleTicketRequest } from './listen-http-ticket.js';
@@ -23,6 +24,8 @@ export interface HttpRoutes {
   web: WebAssets | undefined | false;
   /** The gateway's own origin (scheme://host:port), known once it listens: the default OIDC redirect URI's. */
   origin: () => string;
+  /** The notification settings and answers (gateway/attention/); undefined: /v1/notify/ answers 404. */
+  notify?: NotifyEndpoints;
 }
 
 /**
@@ -41,6 +44,7 @@ export function createHttpListener(
     if (handleTicketRequest(routes.door, req, res)) return;
     if (handleLoginRequest(routes.door, req, res)) return;
     if (handleSignInRequest(routes.door, routes.origin, req, res)) return;
+    if (handleNotifyRequest(routes.door, routes.notify, req, res)) return;
     if (routes.web !== false && handleWebRequest(routes.web, req, res)) return;
     res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}');
   };

@@ -27,6 +27,7 @@ import { TurnAuthors } from './turns/turn-authors.js';
 import { engineTitleOf, SessionTitleKeeper } from './session-title.js';
 import type { Principal } from '../door/principal.js';
 import type { UsageDesk } from '../usage/usage-desk.js';
+import type { NoticeSink, SessionNotice } from './session-notices.js';
 
 export type { EngineHost } from './engine-inputs.js';
 export type { Member } from './session-members.js';
@@ -36,6 +37,7 @@ export { requireControlScope, type RoleDecisions } from './session-roles.js';
 export { DEFAULT_CONTROL_ANSWER_MS } from './control-routing.js';
 export { Durability } from './history/durability.js';
 export type { EngineInfo, McpServer } from './engine-info.js';
+export type { NoticeSink, SessionNotice } from './session-notices.js';
 
 export interface SessionLimits {
   replay: ReplayLogLimits;
@@ -69,6 +71,8 @@ export interface SessionInit {
   policy?: PolicyProvider;
   /** The gateway's usage room: turns booked, prompts held to the policy's budgets (default: neither). */
   usage?: UsageDesk;
+  /** Where things a person away from the tab may need are told (session-notices.ts); none by default. */
+  notices?: NoticeSink;
 }
 
 /** The part of the gateway's metrics a session reports to. */
@@ -142,6 +146,7 @@ export class Session {
   private readonly output: OutputRouting;
   /** Its git worktree, when the create asked for one (the agent's reports). */
   private readonly worktree: SessionWorktree;
+  private readonly notices: NoticeSink | undefined;
 
   constructor(init: SessionInit) {
     const { id, store, limits, restored } = init;
@@ -152,6 +157,7 @@ export class Session {
     if (init.ownerName !== undefined) this.knownOwnerName = { principal: init.owner, name: init.ownerName };
     this.createdAt = restored?.record.created_at ?? new Date().toISOString();
     this.logger = init.logger;
+    this.notices = init.notices;
     this.audit = new SessionAudit(id, init.audit, init.logger);
     this.worktree = new SessionWorktree(this.audit, () => ({ owner: this.owner, agent: this.agent }));
     this.status = new SessionStatus((state) => this.history.append({ event: tetherEvent({ subtype: 'state', state }) }));
@@ -194,6 +200,7 @@ export class Session {
       logger: init.logger,
       policy,
       standing: this.standing,
+      notify: (n) => this.notify(n),
       // Read when a call is judged: the owner can hand the session over (session.set_owner).
       get owner() {
         return owner();
@@ -264,6 +271,14 @@ export class Session {
     if (this.ended) return;
     this.status.restore('agent-lost');
     this.lostAtMs = Date.now();
+  }
+
+  private notify(n: SessionNotice): void {
+    try {
+      this.notices?.(this.id, n);
+    } catch (err) {
+      this.logger.warn({ sessionId: this.id, err: String(err) }, 'a notice listener failed'); // routing goes on
+    }
   }
 
   /** Who owns the session now: its creator, or whom an owner handed it to. */
@@ -378,7 +393,10 @@ export class Session {
     this.inputs.resendAfter(lastInputSeq);
     if (host) this.lostAtMs = undefined;
     else this.lostAtMs ??= Date.now();
-    if (!host) this.status.set('agent-lost');
+    if (!host && this.status.current !== 'agent-lost') {
+      this.status.set('agent-lost');
+      this.notify({ kind: 'agent_lost', seq: this.history.lastSeq });
+    } else if (!host) this.status.set('agent-lost');
     else if (this.status.current === 'agent-lost' || this.status.current === 'starting')
       this.status.set(this.prompts.size ? 'requires_action' : 'idle');
   }
@@ -463,6 +481,7 @@ export class Session {
       if (title !== undefined) this.titles.named(title);
     }
     this.output.line(line, meta, readAtMs);
+    if (meta.type === 'result') this.notify({ kind: 'turn_complete', seq: this.history.lastSeq, subtype: meta.subtype });
     return true;
   }
 
@@ -497,6 +516,7 @@ export class Session {
     this.endedAtMs = Date.now();
     this.status.set('ended');
     if (exited) this.history.append({ event: exited });
+    this.notify({ kind: 'ended', reason: exited?.subtype === 'exited' ? exited.reason : undefined });
     this.onEnded?.();
   }
 
@@ -623,6 +643,23 @@ export class Session {
       this.controls.forget(gwId);
       throw err;
     }
+  }
+
+  /**
+   * A person answers a tool prompt from outside the session (a notification's Allow or Deny):
+   * the role their token would get on attach decides (a viewer may not), then the same
+   * first-answer-wins path as an attached client's answer. Throws PERMISSION_DENIED,
+   * FAILED_PRECONDITION (ended, or already decided: `already_decided`), NOT_FOUND.
+   */
+  answerAsPerson(p: Principal, requestId: string, behavior: 'allow' | 'deny'): void {
+    if (this.roles.roleFor(p) === 'viewer') throw new TetherError('PERMISSION_DENIED', `${p.sub} may only view session ${this.id}`);
+    if (this.ended) throw new TetherError('FAILED_PRECONDITION', `session ${this.id} has ended`);
+    this.prompts.answerPlain(
+      { principal: p.sub, clientId: 'tether:notification' },
+      requestId,
+      behavior,
+      `${p.sub}\u0000notify:${requestId}`,
+    );
   }
 
   roleOf(clientId: string): Role | undefined {

@@ -20,6 +20,7 @@ import { Gateway, type GatewayLimits } from '../../gateway/gateway.js';
 import { startGatewayServer, type GatewayServer } from '../../gateway/server.js';
 import type { PolicyProvider } from '../../gateway/policy/policy-source.js';
 import type { Telemetry } from '../../core/telemetry/tracer.js';
+import type { NotifyEndpoints } from '../../gateway/listen/listen-http-notify.js';
 
 export type TransportName = 'ws' | 'grpc';
 
@@ -56,6 +57,8 @@ export interface StackOptions {
   maxFrameBytes?: number;
   /** The gateway's tracing (the agent's goes in agentOptions). */
   telemetry?: Telemetry;
+  /** The notification endpoints (/v1/notify/), built over the gateway (e.g. an AttentionDesk); default none. */
+  notify?: (gateway: Gateway) => NotifyEndpoints;
 }
 
 /** How a stack authenticates. */
@@ -132,6 +135,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     logger: opts.logger,
     maxFrameBytes: opts.maxFrameBytes,
     acp: acpEndpoint(), // as the CLI's gateway does
+    notify: opts.notify?.(gateway),
     auth: key
       ? {
           verifier: new TokenVerifier({ keys: [key], now: authOpts?.now }),

@@ -18,8 +18,8 @@ export interface WebDemoRig {
   close(): Promise<void>;
 }
 
-/** Starts the rig (bounded: `tether up` must print its sign-in line within 30 s); `engineArgs`: the agent's engines. */
-export async function startWebDemoRig(name: string, engineArgs: string[] = ['--engine', 'demo']): Promise<WebDemoRig> {
+/** Starts the rig (bounded: `tether up` must print its sign-in line within 30 s); `extraArgs` go to `tether up`. */
+export async function startWebDemoRig(name: string, extraArgs: string[] = []): Promise<WebDemoRig> {
   const cwd = makeTempDir(`tether-${name}-cwd-`);
   const state = makeTempDir(`tether-${name}-state-`);
   const started: { up?: Daemon; browser?: Browser } = {};
@@ -33,7 +33,8 @@ export async function startWebDemoRig(name: string, engineArgs: string[] = ['--e
       state.cleanup();
     })());
   try {
-    const up = (started.up = startTether(['up', '--port', '0', ...engineArgs, '--cwd', cwd.path, '--state-dir', state.path]));
+    const args = ['up', '--port', '0', '--engine', 'demo', '--cwd', cwd.path, '--state-dir', state.path];
+    const up = (started.up = startTether([...args, ...extraArgs]));
     const pageUrl = new URL((await up.line('sign-in: ', 30_000)).split(' ')[1]).origin;
     const browser = (started.browser = await launchChromium());
     const linkFor = (sub: string, scopes?: string[]) => signInLinkFor(pageUrl, state.path, sub, scopes);

@@ -10,6 +10,7 @@ import { TetherError } from '../../../core/errors.js';
 import { linkTrouble } from './wording';
 import { useStore } from './store';
 import { CliLoginPanel, cliLoginInHash, type CliLoginAsk } from './cli-login';
+import { NotifyToggle, WebhookSettings } from './notify';
 
 const conn = new Connection();
 
@@ -137,6 +138,8 @@ function Views() {
           <span class="who" data-testid="principal" title={link.name ? link.principal : undefined}>
             {link.name ?? link.principal}
           </span>
+          <NotifyToggle />
+          <WebhookSettings />
           {link.auth && (
             <button
               type="button"

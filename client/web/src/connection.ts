@@ -72,6 +72,19 @@ async function post<T>(path: string, body?: unknown): Promise<T> {
   return (res.status === 204 ? undefined : await res.json()) as T;
 }
 
+/** A JSON call to the gateway's API as this tab's person: the tab's own token where it has one, else the sign-in cookie. */
+export async function apiCall<T>(path: string, body: unknown = {}, method: 'POST' | 'DELETE' = 'POST'): Promise<T> {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  const res = await fetch(path, {
+    method,
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(HEARTBEAT_DEFAULTS.timeoutMs),
+  });
+  if (!res.ok) throw await httpError(res);
+  return (await res.json()) as T;
+}
+
 export class Connection {
   readonly state = new Store<LinkState>({ status: 'signed-out', auth: true, may: { create: true, control: true } });
   private sock: RpcSocket | undefined;

@@ -1,6 +1,7 @@
 /** One session: who is here, the controls, the transcript with its prompts, the composer. */
 import { SessionTitle } from './session-title';
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
+import { useVisibilityReport } from './notify';
 import { announce } from './announcer';
 import { ChangesPanel } from './changes-panel';
 import { ErrorAlert } from './error-alert';
@@ -92,6 +93,7 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
     toBottom();
   };
   const unseen = follow ? 0 : count - seenCount;
+  useVisibilityReport(session.id);
   useEffect(() => {
     const onVisible = () => attention(session.id, [...t.pending.values()]);
     document.addEventListener('visibilitychange', onVisible);

@@ -22,6 +22,7 @@ import { checkAnswer, hookAnswerEffects, promptCallOf } from '../../policy/promp
 import { failureCode } from '../../audit/audit-log.js';
 import { engineUpdates, type StandingRules } from './standing-rules.js';
 import type { TurnAuthors } from './turn-authors.js';
+import type { SessionNotice } from '../session-notices.js';
 import type { TurnApproval, TurnAttribution } from '../../../core/protocol/turn-approval.js';
 import {
   approvalNeeded,
@@ -69,6 +70,8 @@ export interface PromptParts {
   agent: string;
   /** The session's own turnApproval, asked for at create (held to the policy's there). */
   turnApproval: TurnApproval | undefined;
+  /** Told of prompts people must answer and of their settling (session-notices.ts). */
+  notify: (notice: SessionNotice) => void;
 }
 
 /** The tool whose answer is a person's input by design: whoever is asked answers it, whatever the turn. */
@@ -136,14 +139,18 @@ export class SessionPrompts {
   raisedLive(requestId: string): boolean {
     if (this.answerByRule(requestId)) return true;
     const p = this.book.get(requestId);
-    if (p?.turnAuthors)
+    const attribution = p?.turnAuthors ? this.attribution(p.turnAuthors, p.call?.interactive) : undefined;
+    if (attribution)
       this.s.history.append({
-        event: tetherEvent({
-          subtype: 'prompt_turn',
-          request_id: requestId,
-          tool: p.call?.tool,
-          ...this.attribution(p.turnAuthors, p.call?.interactive),
-        }),
+        event: tetherEvent({ subtype: 'prompt_turn', request_id: requestId, tool: p?.call?.tool, ...attribution }),
+      });
+    if (p?.call)
+      this.s.notify({
+        kind: 'prompt',
+        requestId,
+        tool: p.call.tool,
+        interactive: p.call.interactive,
+        ...(attribution?.approval ? { mayAnswer: attribution.approval.may_answer } : {}),
       });
     return false;
   }
@@ -219,12 +226,15 @@ export class SessionPrompts {
 
   /** The engine withdrew its request (or a restored history says it did). */
   withdraw(requestId: string, why: string): void {
-    this.book.withdraw(requestId, why);
+    if (this.book.withdraw(requestId, why)) this.s.notify({ kind: 'prompt_settled', requestId, how: why });
   }
 
   /** The engine is gone: every pending prompt is withdrawn, and clients are told. */
   clear(why: string): void {
-    for (const p of this.book.clear(why)) this.announceWithdrawal(p.requestId);
+    for (const p of this.book.clear(why)) {
+      this.announceWithdrawal(p.requestId);
+      this.s.notify({ kind: 'prompt_settled', requestId: p.requestId, how: why });
+    }
   }
 
   /**
@@ -277,6 +287,26 @@ export class SessionPrompts {
       behavior,
       updates ? { updated_permissions: updates, granted_for: forEveryone ? GRANTED_FOR_EVERYONE : by.principal } : {},
     );
+  }
+
+  /**
+   * A person's plain allow or deny of a tool prompt, outside any attachment (a notification's
+   * action): the call's own input allowed as asked, through {@link answer} (first answer wins,
+   * the approval check, the audit). Throws like answer(); INVALID_ARGUMENT for a prompt that
+   * is not a tool's permission (a question needs its answers: open the session).
+   */
+  answerPlain(by: Actor, requestId: string, behavior: 'allow' | 'deny', key: string): void {
+    const p = this.book.get(requestId);
+    if (p && (p.subtype !== DENY_ON_EXPIRY || !p.call || p.call.interactive))
+      throw new TetherError(
+        'INVALID_ARGUMENT',
+        'only a tool permission can be answered with allow or deny; open the session to answer this',
+      );
+    const body =
+      behavior === 'allow'
+        ? { behavior, updatedInput: p?.call?.input ?? {} }
+        : { behavior, message: `Denied by ${by.principal} from a notification` };
+    this.answer(by, { type: 'control_response', response: { subtype: 'success', request_id: requestId, response: body } }, key);
   }
 
   /**
@@ -424,6 +454,7 @@ export class SessionPrompts {
     shown = true,
   ): void {
     if (shown) this.announceWithdrawal(requestId);
+    this.s.notify({ kind: 'prompt_settled', requestId, how: `${behavior} by ${decidedBy}` });
     this.s.history.append({
       event: tetherEvent({ subtype: 'prompt_decided', request_id: requestId, decided_by: decidedBy, behavior, ...extra }),
     });
