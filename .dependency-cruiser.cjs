@@ -22,7 +22,13 @@ const ROOMS = [
   { room: 'listen', may: ['door/', 'metrics\\.ts$', 'plain-histogram\\.ts$', 'readiness\\.ts$'] },
   {
     room: 'attention',
-    may: ['session/session\\.ts$', 'directory/session-directory\\.ts$', 'door/principal\\.ts$', 'cluster/cluster-keys\\.ts$', 'metrics\\.ts$'],
+    may: [
+      'session/session\\.ts$',
+      'directory/session-directory\\.ts$',
+      'door/principal\\.ts$',
+      'cluster/cluster-keys\\.ts$',
+      'metrics\\.ts$',
+    ],
   },
 ];
 
