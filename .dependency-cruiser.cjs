@@ -26,6 +26,7 @@ const ROOMS = [
       'session/session\\.ts$',
       'directory/session-directory\\.ts$',
       'door/principal\\.ts$',
+      'usage/usage-desk\\.ts$',
       'cluster/cluster-keys\\.ts$',
       'metrics\\.ts$',
     ],

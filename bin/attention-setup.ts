@@ -29,5 +29,5 @@ export function attentionFor(c: NotifyConfig, gateway: Gateway, logger: Logger, 
     logger: log,
     origin,
   });
-  return new AttentionDesk(gateway.directory, notifier, { allowHttpLoopback: c.notifyAllowHttpLoopback });
+  return new AttentionDesk(gateway.directory, notifier, { allowHttpLoopback: c.notifyAllowHttpLoopback, budgets: gateway.usage });
 }

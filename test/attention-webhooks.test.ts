@@ -10,6 +10,7 @@ import type { WebhookTarget } from '../gateway/attention/notify-keys.js';
 import { MemoryPrefsStore } from '../gateway/attention/notify-prefs.js';
 import { shapeWebhook } from '../gateway/attention/webhook-shapes.js';
 import { GatewayMetrics } from '../gateway/metrics.js';
+import type { BudgetNotice } from '../gateway/usage/usage-desk.js';
 import { cleanupsPerTest } from './support/cleanups.js';
 import { startRig } from './support/engines.js';
 import { until } from './support/items.js';
@@ -31,6 +32,14 @@ function verify(post: ReceivedPost, secret: string, nowMs = Date.now()): boolean
 /** A demo rig whose gateway has the attention room, with the operator's `webhooks`. */
 async function rigWith(cleanups: ReturnType<typeof cleanupsPerTest>, webhooks: WebhookTarget[]) {
   const metrics = new GatewayMetrics();
+  // The usage room's budget notices, as the test raises them (gateway/usage/ raises them when a turn crosses a mark).
+  const budgetListeners = new Set<(n: BudgetNotice) => void>();
+  const budgets = {
+    onNotice: (fn: (n: BudgetNotice) => void) => (budgetListeners.add(fn), () => budgetListeners.delete(fn)),
+    raise: (n: BudgetNotice) => {
+      for (const fn of budgetListeners) fn(n);
+    },
+  };
   let desk: AttentionDesk | undefined;
   const rig = cleanups.own(
     await startRig('demo', undefined, {
@@ -42,13 +51,13 @@ async function rigWith(cleanups: ReturnType<typeof cleanupsPerTest>, webhooks: W
           retry: { firstDelayMs: 50, maxDelayMs: 200, timeoutMs: 5_000 },
           metrics,
         });
-        desk = new AttentionDesk(gateway.directory, notifier, { allowHttpLoopback: true });
+        desk = new AttentionDesk(gateway.directory, notifier, { allowHttpLoopback: true, budgets });
         return desk;
       },
     }),
   );
   cleanups.push(() => desk!.notifier.settled());
-  return { rig, desk: desk!, metrics, http: rig.stack.wsUrl.replace(/^ws/, 'http') };
+  return { rig, desk: desk!, metrics, budgets, http: rig.stack.wsUrl.replace(/^ws/, 'http') };
 }
 
 describe('webhooks (gateway/attention/)', () => {
@@ -89,6 +98,36 @@ describe('webhooks (gateway/attention/)', () => {
         target: `${receiver.url}/…`,
       }),
     ]);
+  });
+
+  it('a budget warning reaches the webhook once per budget, mark and window (issue 35), naming the budget and never the prompt', async () => {
+    const receiver = cleanups.own(await startWebhookReceiver([]));
+    const { rig, desk, budgets } = await rigWith(cleanups, [
+      { url: `${receiver.url}/hook`, secret: SECRET, format: 'json', events: ['budget'] },
+    ]);
+    const session = await (await rig.stack.client()).createSession({ agent: 'test-agent' });
+    const notice: BudgetNotice = {
+      principal: 'bob',
+      session_id: session.id,
+      state: 'warning',
+      budget: 'budgets[0] (who: *, per: day, usd: 5)',
+      share: 0.83,
+      message: 'budgets[0] (who: *, per: day, usd: 5): 83 % used; resets 2026-12-03T00:00:00Z',
+      resets_at: '2026-12-03T00:00:00.000Z',
+    };
+    budgets.raise(notice);
+    budgets.raise(notice); // a second turn past the same mark in the same window: told once
+    budgets.raise({ ...notice, principal: 'ghost', session_id: 'no-such-session' }); // a session gone: nothing
+    await waitFor(() => receiver.posts.length === 1, 10_000, 'the budget warning');
+    await desk.notifier.settled();
+    budgets.raise({ ...notice, state: 'reached', share: 1.02, message: 'budgets[0] (who: *, per: day, usd: 5) is spent' });
+    await waitFor(() => receiver.posts.length === 2, 10_000, 'the budget reached');
+    await desk.notifier.settled();
+    const [warned, reached] = receiver.posts.map((p) => JSON.parse(p.body) as AttentionEvent);
+    expect(warned).toMatchObject({ type: 'budget', session_id: session.id, agent: 'test-agent', summary: notice.message });
+    expect(reached).toMatchObject({ type: 'budget', summary: 'budgets[0] (who: *, per: day, usd: 5) is spent' });
+    expect(warned.id).not.toBe(reached.id);
+    expect(verify(receiver.posts[0], SECRET)).toBe(true);
   });
 
   it("a person's own webhook: https only (loopback when allowed), told only while away from the session; the answer from a notification wins once", async () => {

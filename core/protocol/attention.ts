@@ -4,7 +4,7 @@ import type { Role } from './events.js';
  * What the gateway tells people away from their tab (issue #33): one definition, read by the
  * gateway's notifier, the webhook shapes, the web page's settings and its service worker.
  */
-export const ATTENTION_TYPES = ['permission_request', 'question', 'turn_complete', 'session_ended', 'agent_lost'] as const;
+export const ATTENTION_TYPES = ['permission_request', 'question', 'turn_complete', 'session_ended', 'agent_lost', 'budget'] as const;
 
 export type AttentionType = (typeof ATTENTION_TYPES)[number];
 

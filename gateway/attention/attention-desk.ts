@@ -2,7 +2,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { asTetherError, TetherError } from '../../core/errors.js';
 import type { Principal } from '../door/principal.js';
 import type { SessionDirectory } from '../directory/session-directory.js';
-import { deriveAttention } from './attention-events.js';
+import { budgetAttention, deriveAttention } from './attention-events.js';
+import type { BudgetNotice } from '../usage/usage-desk.js';
 import type { Notifier } from './notifier.js';
 import type { WebhookFormat } from './notify-keys.js';
 import type { PersonPrefs, PushSubscriptionRecord } from './notify-prefs.js';
@@ -43,8 +44,13 @@ export class AttentionDesk {
   constructor(
     private readonly directory: SessionDirectory,
     readonly notifier: Notifier,
-    private readonly opts: { allowHttpLoopback: boolean },
+    private readonly opts: { allowHttpLoopback: boolean; budgets?: { onNotice(fn: (n: BudgetNotice) => void): () => void } },
   ) {
+    // Budget warnings go to the person whose turn crossed the mark (issue #35: to webhooks and push too).
+    opts.budgets?.onNotice((n) => {
+      const session = directory.get(n.session_id);
+      if (session) notifier.handle(budgetAttention(session, n, (principal) => this.hiddenTabs.has(`${principal}\u0000${n.session_id}`)));
+    });
     directory.notices = (sessionId, n) => {
       const key = `${sessionId}\u0000${n.kind === 'prompt' || n.kind === 'prompt_settled' ? n.requestId : ''}`;
       if (n.kind === 'prompt_settled') {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { AttentionEvent, AttentionType, MayAnswer } from '../../core/protocol/attention.js';
 import type { Session, SessionNotice } from '../session/session.js';
+import type { BudgetNotice } from '../usage/usage-desk.js';
 
 /** Roles that may answer a prompt when the turn's approval names nobody in particular. */
 const ANSWERING_ROLES = ['owner', 'controller'] as const;
@@ -93,6 +94,32 @@ export function deriveAttention(
         summary: short(`the agent ${session.agent} is away; the session waits for it`),
       });
   }
+}
+
+/**
+ * A turn took `notice.principal` past a budget's warning share or its end (gateway/usage/): for
+ * them alone, unless their tab on the session shows it already. One id per budget, state and
+ * window, so a second turn in the same window past the same mark is not told again.
+ */
+export function budgetAttention(
+  session: Session,
+  notice: BudgetNotice,
+  hidden: (principal: string) => boolean = () => false,
+  now = new Date(),
+): Attention {
+  const present = session.info().clients.some((c) => c.principal === notice.principal && !hidden(c.principal));
+  const key = `${notice.principal}\n${notice.budget}\n${notice.state}\n${notice.resets_at ?? ''}`;
+  return {
+    event: {
+      id: attentionId('budget', session.id, key),
+      type: 'budget',
+      session_id: session.id,
+      agent: session.agent,
+      at: now.toISOString(),
+      summary: short(notice.message),
+    },
+    recipients: [{ principal: notice.principal, mayAnswer: false, present }],
+  };
 }
 
 function unique(xs: string[]): string[] {

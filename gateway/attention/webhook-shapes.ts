@@ -28,6 +28,7 @@ const TITLES: Record<AttentionEvent['type'], string> = {
   turn_complete: 'Turn finished',
   session_ended: 'Session ended',
   agent_lost: 'Agent lost',
+  budget: 'Budget',
 };
 
 /** ntfy priorities: prompts are urgent-ish (4), the rest default (3). */
@@ -37,6 +38,7 @@ const NTFY_PRIORITY: Record<AttentionEvent['type'], number> = {
   turn_complete: 3,
   session_ended: 3,
   agent_lost: 3,
+  budget: 3,
 };
 
 /**

@@ -34,8 +34,8 @@ export interface UsageMetrics {
 /**
  * The usage room's face to sessions: a prompt admitted or refused against the policy's
  * budgets before it reaches the engine, and each ended turn booked in the ledger, with the
- * budgets it took past their warning share or their end. `onNotice` listeners (the webhooks
- * to come) hear every notice; sessions tell their members.
+ * budgets it took past their warning share or their end. `onNotice` listeners (the attention
+ * room: webhooks and push) hear every notice; sessions tell their members.
  */
 export class UsageDesk {
   private readonly listeners = new Set<(n: BudgetNotice) => void>();
