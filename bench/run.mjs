@@ -4,7 +4,8 @@
  *
  *   npm run bench                 full run (< 15 min)
  *   npm run bench -- --quick      smaller counts, fewer rounds (< 2 min)
- *   options: --only 1,2,3,4,5,6 (figures; 1 and 2 share their processes; 5 needs nats-server; 6 is the web page, needs chromium: bench/web.mjs)
+ *   options: --only 1,2,…,10 (figures; 1 and 2 share their processes; 5 and 8 need nats-server; 6 is the web page, needs chromium:
+ *            bench/web.mjs; 7–10 are the lifecycle figures: bench/lifecycle.mjs)
  *            --profile (CPU profiles of the gateway, the agent and the driver under load, top functions)
  *            --profiles <words> (with --profile: only the profiles whose name has one of the comma-separated words, no levers)
  *            --profile-pinned (with --profile: every profiled process pinned to CPU 0)
@@ -16,19 +17,21 @@
  * baselines, the stand-in engine (bench/echo-engine.mjs), and one driver process holding
  * every client. Figures are repeated in rounds; within a round the baseline and ours run
  * back to back, in alternating order, so noise on the shared machine hits both alike. The
- * table shows medians over rounds with [min–max] and the ratio ours / baseline.
+ * table shows medians over rounds with [min–max] and the ratio ours / baseline. A run that
+ * reaches its time limit writes what it measured, marked incomplete.
  */
 import { execSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync, existsSync, rmSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { connect } from 'node:net';
 import { ALL_CPUS, BENCH_DIR, hasTaskset, liveCount, setAffinity, startChild, stopAll } from './lib/proc.mjs';
 import { analyzeProfile } from './lib/profile.mjs';
 import { report } from './lib/report.mjs';
 import { natsServerBinary, startNats } from './lib/nats.mjs';
 import { webFigure } from './web.mjs';
+import { LIFECYCLE_COUNTS, lifecycleSteps } from './lifecycle.mjs';
 
 const argv = process.argv.slice(2);
 const flag = (name) => argv.includes(`--${name}`);
@@ -37,7 +40,7 @@ const opt = (name, dflt) => {
   return i >= 0 && argv[i + 1] && !argv[i + 1].startsWith('--') ? argv[i + 1] : dflt;
 };
 const QUICK = flag('quick');
-const ONLY = new Set(opt('only', '1,2,3,4,5,6').split(',').map(Number));
+const ONLY = new Set(opt('only', '1,2,3,4,5,6,7,8,9,10').split(',').map(Number));
 const PROFILE = flag('profile');
 const ROOT = join(BENCH_DIR, '..');
 const OUT = opt('out', join(BENCH_DIR, 'results', 'latest.json'));
@@ -65,6 +68,7 @@ const C = QUICK
       idle: { clients: [1000, 10000], grpcClients: [1000], sessions: [1000, 10000], agentSessions: 500, perSession: 100 },
       cluster: { rounds: 3, ns: [30, 300, 900] },
     };
+Object.assign(C, LIFECYCLE_COUNTS[QUICK ? 'quick' : 'full']);
 
 const started = Date.now();
 const elapsed = () => ((Date.now() - started) / 1000).toFixed(1);
@@ -242,6 +246,8 @@ async function latencyAndThroughput(withLatency, withThroughput, ssh) {
     if (withLatency) {
       // Each round: every process (threads and engines included) pinned to CPU 0, then unpinned.
       const lat = { pinned: Object.fromEntries(targets.map((k) => [k, []])), unpinned: Object.fromEntries(targets.map((k) => [k, []])) };
+      results.figures.latency_pinned = lat.pinned; // filled as it goes: a run cut at its time limit keeps it
+      results.figures.latency_unpinned = lat.unpinned;
       for (let r = 0; r < C.latency.rounds && !overBudget(); r++) {
         for (const pin of [true, false]) {
           tag = pin ? 'pinned' : 'unpinned';
@@ -261,7 +267,7 @@ async function latencyAndThroughput(withLatency, withThroughput, ssh) {
     }
 
     if (withThroughput) {
-      const tp = {};
+      const tp = (results.figures.throughput = {});
       for (const [size, count, bytes] of [
         ['200B', C.throughput.small, 200],
         ['100KB', C.throughput.large, 100_000],
@@ -560,7 +566,7 @@ async function idleSessionsAgent(n, driver) {
 
 async function figure4() {
   const driver = await startChild('driver.mjs', [], { label: 'driver' });
-  const idle = { clients: { ws: [], grpc: [] }, sessions: [], agent: undefined };
+  const idle = (results.figures.idle = { clients: { ws: [], grpc: [] }, sessions: [], agent: undefined });
   try {
     for (const n of C.idle.clients) {
       if (overBudget()) break;
@@ -727,9 +733,11 @@ async function main() {
   if (ONLY.has(4)) steps.push(['fig4', figure4]);
   if (ONLY.has(5)) steps.push(['fig5', figure5]);
   if (ONLY.has(6)) steps.push(['web', async () => (results.figures.web = await webFigure({ rounds: QUICK ? 1 : 3, log }))]);
+  steps.push(...lifecycleSteps(ONLY, { C, log, results, overBudget, startOurs, startCluster }));
   if (PROFILE) steps.push(...(opt('profiles') ? [] : [['levers', levers]]), ['profile', profile]);
   for (const [name, step] of steps) {
     if (overBudget()) {
+      results.incomplete = 'time budget used up';
       results.notes.push(`${name} skipped: time budget used up`);
       log(`${name} skipped: over the time budget`);
       continue;
@@ -741,14 +749,20 @@ async function main() {
       log(`${name} FAILED: ${err.stack ?? err}`);
     }
   }
+  if (overBudget()) results.incomplete ??= 'time budget used up';
+  writeResults();
+  log(`results: ${OUT} (table also in ${OUT.replace(/\.json$/, '.md')}); children still running: ${liveCount()}`);
+}
+
+/** Writes the results and their tables (also what a run stopped at its hard limit has measured). */
+function writeResults() {
   results.seconds = (Date.now() - started) / 1000;
   const { text, markdown, verdicts } = report(results);
   results.verdicts = verdicts;
-  mkdirSync(join(BENCH_DIR, 'results'), { recursive: true });
+  mkdirSync(dirname(OUT), { recursive: true });
   writeFileSync(OUT, JSON.stringify(results, null, 1));
   writeFileSync(OUT.replace(/\.json$/, '.md'), markdown);
   console.log('\n' + text);
-  log(`results: ${OUT} (table also in ${OUT.replace(/\.json$/, '.md')}); children still running: ${liveCount()}`);
 }
 
 // `--report <results.json>`: only re-render the tables of an earlier run.
@@ -763,8 +777,14 @@ if (again) {
 }
 
 const watchdog = setTimeout(() => {
-  console.error(`bench: hard time limit (${(BUDGET_MS * 1.3) / 1000} s) reached; stopping everything`);
-  process.exit(1);
+  console.error(`bench: hard time limit (${(BUDGET_MS * 1.3) / 1000} s) reached; writing what was measured, stopping everything`);
+  results.incomplete = `stopped at the hard time limit (${(BUDGET_MS * 1.3) / 1000} s)`;
+  results.notes.push(results.incomplete);
+  try {
+    writeResults();
+  } finally {
+    process.exit(1);
+  }
 }, BUDGET_MS * 1.3);
 watchdog.unref();
 await main();
