@@ -8,8 +8,8 @@
  *     baseline: a fresh connection + attach.
  *   8 fail-over: kill -9 of the gateway holding the agent, in a 3-gateway cluster;
  *     baseline: a fresh connect + create + first frame, and the agent's backoff floor.
- *   9 late joiner: attach to a session of 4,000 frames (the engine's realistic mix) until its
- *     last frame is in hand; baseline: the same for a 2-frame session.
+ *   9 late joiner: attach to a session of 4,000 frames (a realistic mix of sizes) until its
+ *     last frame is in hand, the library and the web page; baseline: a 2-frame session.
  *  10 sessions per agent: the doubling search until the round trip's p99 doubles.
  *
  * Every figure writes into `results.figures` as it goes, so a run stopped at its time limit
@@ -20,19 +20,20 @@ import { pathToFileURL } from 'node:url';
 import { BENCH_DIR, startChild, stopAll } from './lib/proc.mjs';
 import { natsServerBinary } from './lib/nats.mjs';
 import { doublingSearch } from './lib/stats.mjs';
+import { launchChromium, mixOpen } from './web.mjs';
 
 export const LIFECYCLE_COUNTS = {
   quick: {
     reconnect: { cuts: 10 },
     failover: { kills: 3 },
     lateJoiner: { frames: 4_000, rounds: 1 },
-    sessions: { cap: 32, seconds: 2 },
+    sessions: { cap: 32, seconds: 1.5, minSamples: 150 },
   },
   full: {
     reconnect: { cuts: 50 },
     failover: { kills: 10 },
     lateJoiner: { frames: 4_000, rounds: 3 },
-    sessions: { cap: 512, seconds: 4 },
+    sessions: { cap: 512, seconds: 3, minSamples: 400 },
   },
 };
 
@@ -108,6 +109,15 @@ async function agentHolder(gateways) {
   throw new Error('no gateway of the cluster holds the agent');
 }
 
+/** The two sessions of figure 9, the baseline first in even rounds, last in odd ones. */
+const sizesOfRound = (r, C) => {
+  const both = [
+    ['short', 2],
+    ['long', C.lateJoiner.frames],
+  ];
+  return r % 2 ? both.reverse() : both;
+};
+
 /** Figure 9: late joiners of a 4,000-frame session and of a 2-frame one, ws and gRPC. */
 async function lateJoiner(ctx) {
   const { C, startOurs, results, log } = ctx;
@@ -117,15 +127,7 @@ async function lateJoiner(ctx) {
   try {
     for (let r = 0; r < C.lateJoiner.rounds && !ctx.overBudget(); r++) {
       for (const t of ['ws', 'grpc']) {
-        for (const [key, count] of r % 2
-          ? [
-              ['long', C.lateJoiner.frames],
-              ['short', 2],
-            ]
-          : [
-              ['short', 2],
-              ['long', C.lateJoiner.frames],
-            ]) {
+        for (const [key, count] of sizesOfRound(r, C)) {
           fig[t][key].push(await driver.call('lateJoin', { url: ours.url[t], agent: `bench-${t}`, count }, 300_000));
         }
       }
@@ -134,6 +136,19 @@ async function lateJoiner(ctx) {
   } finally {
     await stopAll([driver]);
     await ours.stop();
+  }
+  // The web page: headless Chromium on `tether up`, the same mix (test/support/long-session-engine.mjs "mix N").
+  fig.web = { long: [], short: [] };
+  const browser = await launchChromium();
+  try {
+    for (let r = 0; r < C.lateJoiner.rounds && !ctx.overBudget(); r++) {
+      for (const [key, frames] of sizesOfRound(r, C)) {
+        fig.web[key].push(await mixOpen(browser, frames));
+      }
+      log(`figure 9 (web page): round ${r + 1} done`);
+    }
+  } finally {
+    await browser.close();
   }
 }
 
@@ -146,7 +161,11 @@ async function sessionsPerAgent(ctx) {
   try {
     const r = await doublingSearch(
       async (n) => {
-        const step = await driver.call('loadStep', { url: ours.url.ws, agent: 'bench-ws', n, seconds: C.sessions.seconds }, 300_000);
+        const step = await driver.call(
+          'loadStep',
+          { url: ours.url.ws, agent: 'bench-ws', n, seconds: C.sessions.seconds, minSamples: C.sessions.minSamples },
+          300_000,
+        );
         fig.steps.push(step);
         log(`figure 10: ${n} sessions: p50 ${step.p50.toFixed(0)} µs, p99 ${step.p99.toFixed(0)} µs`);
         return step.p99;

@@ -228,34 +228,39 @@ const load = { client: undefined, sessions: [] };
 /**
  * Sessions per agent, one step: grows to `n` sessions on `agent` (each with its own engine),
  * then every session runs prompts in a closed loop (one in flight, a pause of about `thinkMs`
- * between them) for `seconds`. The round trips of all sessions, pooled.
+ * between them) for `seconds`, longer (up to 4×) until `minSamples` round trips are in. The
+ * round trips of all sessions, pooled; each session's first one (its engine warming up) left out.
  */
-export async function loadStep({ url, agent, n, seconds, thinkMs = 100 }) {
+export async function loadStep({ url, agent, n, seconds, thinkMs = 20, minSamples = 200 }) {
   load.client ??= await GatewayClient.connect({ gateway: url });
   while (load.sessions.length < n) {
     const batch = Array.from({ length: Math.min(8, n - load.sessions.length) }, async () => {
       const session = await load.client.createSession({ agent });
-      const st = track(session);
-      return { session, st };
+      return { session, st: track(session) };
     });
     load.sessions.push(...(await Promise.all(batch)));
   }
   const samples = [];
-  const until = nowUs() + seconds * 1e6;
+  const t0 = nowUs();
+  const more = () => {
+    const spent = nowUs() - t0;
+    return spent < seconds * 1e6 || (samples.length < minSamples && spent < 4 * seconds * 1e6);
+  };
   const loop = async ({ session, st }) => {
     await sleep(Math.random() * thinkMs);
-    for (let i = 0; nowUs() < until; i++) {
+    for (let i = 0; more(); i++) {
       const echo = signal();
       st.onLine = (line) => line.startsWith('{"type":"assistant"') && echo.resolve();
-      const t0 = nowUs();
+      const sent = nowUs();
       void session.send(userLine(`ping ${i}`)).catch(() => {});
       await bounded(echo.promise, 10_000, `sessions per agent at ${n}: no echo`);
-      samples.push(nowUs() - t0);
+      if (i > 0) samples.push(nowUs() - sent);
       await sleep(thinkMs * (0.5 + Math.random()));
     }
   };
   await Promise.all(load.sessions.slice(0, n).map(loop));
-  return { n, ...summarize(samples) };
+  const s = summarize(samples);
+  return { ...s, samples: s.n, n };
 }
 
 export async function loadClose() {

@@ -109,13 +109,14 @@ export function lifecycleTables(F, { table, cell }) {
         cell(spread(short.map((x) => x.ms))),
       ]);
     }
-    if (F.web?.long?.length)
+    const web = F.lateJoiner.web;
+    if (web?.long?.length)
       rows.push([
-        'web page (figure 6: 4,000 small frames, to the last answer on screen)',
-        cell(spread(F.web.long.map((x) => x.openMs))),
+        'web page (Chromium; the same mix, written by the web figure\'s engine), to the last answer on screen',
+        cell(spread(web.long.map((x) => x.openMs))),
         '',
         '',
-        cell(spread(F.web.baseline.map((x) => x.openMs))),
+        cell(spread(web.short.map((x) => x.openMs))),
       ]);
     parts.push(
       '### Figure 9: late joiner, attach to a session of 4,000 frames (24 in 25 deltas of 100–400 B, 1 in 25 a 5–50 KB tool result) until its last frame is in hand, ms\n\n' +
@@ -136,7 +137,7 @@ export function lifecycleTables(F, { table, cell }) {
         ? `held ${s.held ?? 0} sessions; p99 more than doubled at ${s.brokeAt}${s.error ? ` (${s.error})` : ''}`
         : `held ${s.held ?? 0} (the cap was ${s.cap}: p99 never doubled)`;
     parts.push(
-      `### Figure 10: sessions per agent, each in a closed loop of prompts (one in flight, ~100 ms between), round trip ms; doubling until p99 > 2× the 1-session p99: ${verdict}\n\n` +
+      `### Figure 10: sessions per agent, each in a closed loop of prompts (one in flight, ~20 ms between; a sed echo engine per session), round trip ms; doubling until p99 > 2× the 1-session p99: ${verdict}\n\n` +
         table(['sessions', 'p50 ms', 'p99 ms', 'p99 / 1 session'], rows),
     );
   }
