@@ -733,7 +733,7 @@ async function main() {
   if (ONLY.has(4)) steps.push(['fig4', figure4]);
   if (ONLY.has(5)) steps.push(['fig5', figure5]);
   if (ONLY.has(6)) steps.push(['web', async () => (results.figures.web = await webFigure({ rounds: QUICK ? 1 : 3, log }))]);
-  steps.push(...lifecycleSteps(ONLY, { C, log, results, overBudget, startOurs, startCluster }));
+  steps.push(...lifecycleSteps(ONLY, { C, log, results, overBudget, deadline: started + BUDGET_MS, startOurs, startCluster }));
   if (PROFILE) steps.push(...(opt('profiles') ? [] : [['levers', levers]]), ['profile', profile]);
   for (const [name, step] of steps) {
     if (overBudget()) {

@@ -80,9 +80,10 @@ const holdsUpTo = (got, last) => {
  * `cutAfter` of them the proxy cuts the link. `resumedMs`: cut → the client holds every frame
  * the engine wrote before the cut and the first one written after it (its own reconnect,
  * backoff included, and the resume from its last seq). After each cut, the baseline: a fresh
- * GatewayClient connects and attaches to the same session at its live edge.
+ * GatewayClient connects and attaches to the same session at its live edge. No new cut after
+ * `stopAt` (epoch ms: the runner's time budget).
  */
-export async function reconnectCuts({ url, agent, cuts, count = 200, rate = 250, cutAfter = 20 }) {
+export async function reconnectCuts({ url, agent, cuts, stopAt = Infinity, count = 200, rate = 250, cutAfter = 20 }) {
   const proxy = await startCutProxy(Number(new URL(url).port));
   let onDown;
   const client = await GatewayClient.connect({ gateway: viaPort(url, proxy.port), onStatus: (s) => s.state === 'down' && onDown?.() });
@@ -90,7 +91,7 @@ export async function reconnectCuts({ url, agent, cuts, count = 200, rate = 250,
   try {
     const session = await client.createSession({ agent });
     const st = track(session);
-    for (let k = 0; k < cuts; k++) {
+    for (let k = 0; k < cuts && Date.now() < stopAt; k++) {
       st.got.clear();
       const armed = signal();
       const caught = signal();
@@ -104,7 +105,9 @@ export async function reconnectCuts({ url, agent, cuts, count = 200, rate = 250,
         const now = nowUs();
         if (!cutAt && st.got.size >= cutAfter) armed.resolve();
         if (cutAt && down && !firstUs) firstUs = now;
-        if (cutAt && !caughtUs && m.t >= cutAt && holdsUpTo(st.got, m.i)) {
+        // Caught up: every frame up to one the engine wrote after the cut (or, if the stream
+        // ended before the resume, every frame of it).
+        if (cutAt && !caughtUs && (m.t >= cutAt || st.got.size >= count) && holdsUpTo(st.got, Math.max(m.i, st.got.size - 1))) {
           caughtUs = now;
           caught.resolve();
         }

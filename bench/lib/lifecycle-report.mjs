@@ -52,24 +52,13 @@ export function lifecycleTables(F, { table, cell }) {
         T[t],
         r.cuts.length,
         pXX(r.cuts.map((c) => c.resumedMs)),
-        pXX(r.cuts.map((c) => c.firstFrameMs)),
         `${sum(r.cuts, 'missing')} / ${sum(r.cuts, 'doubled')}`,
         pXX(r.fresh),
       ]);
     }
     parts.push(
       "### Figure 7: reconnect, a client's link cut while the engine streams (250 frames/s): cut → resumed holding every frame, ms (the client's default backoff, 0.5 s ± 20 %, included)\n\n" +
-        table(
-          [
-            'transport',
-            'cuts',
-            'resumed p50 / p99',
-            'first frame on the new link p50 / p99',
-            'frames missing / doubled',
-            'baseline: fresh connect + attach p50 / p99',
-          ],
-          rows,
-        ),
+        table(['transport', 'cuts', 'resumed p50 / p99', 'frames missing / doubled', 'baseline: fresh connect + attach p50 / p99'], rows),
     );
   }
   if (F.failover) {
@@ -112,7 +101,7 @@ export function lifecycleTables(F, { table, cell }) {
     const web = F.lateJoiner.web;
     if (web?.long?.length)
       rows.push([
-        'web page (Chromium; the same mix, written by the web figure\'s engine), to the last answer on screen',
+        "web page (Chromium; the same mix, written by the web figure's engine), to the last answer on screen",
         cell(spread(web.long.map((x) => x.openMs))),
         '',
         '',
