@@ -77,7 +77,7 @@ async function failover(ctx) {
     for (let k = 0; k < C.failover.kills && !ctx.overBudget(); k++) {
       const holder = await agentHolder(cluster.gateways);
       const other = cluster.gateways.find((g) => g !== holder);
-      const { freshMs } = await driver.call('failoverArm', { url: other.info.url, agent: 'bench-ws', count: 1_250, rate: 250 }, 60_000);
+      const { freshMs } = await driver.call('failoverArm', { url: other.info.url, agent: 'bench-ws', count: 500, rate: 250 }, 60_000);
       const killedAtUs = Number(process.hrtime.bigint()) / 1000;
       holder.proc.kill('SIGKILL');
       const r = await driver.call('failoverWait', { killedAtUs, timeoutMs: 30_000 }, 60_000);
