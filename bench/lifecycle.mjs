@@ -52,6 +52,7 @@ async function reconnect(ctx) {
         C.reconnect.cuts * 40_000,
       );
       log(`figure 7 (${t}): ${fig[t].cuts.length} cuts done`);
+      if (fig[t].cuts.length < C.reconnect.cuts) ctx.overBudget(); // the driver stopped cutting at the budget
     }
   } finally {
     await stopAll([driver]);

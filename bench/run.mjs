@@ -80,7 +80,12 @@ Object.assign(C, LIFECYCLE_COUNTS[QUICK ? 'quick' : 'full']);
 const started = Date.now();
 const elapsed = () => ((Date.now() - started) / 1000).toFixed(1);
 const log = (...a) => console.log(`[${elapsed()}s]`, ...a);
-const overBudget = () => Date.now() - started > BUDGET_MS;
+/** True once the budget is used; asked only before starting more work, so a true answer means the run was cut short. */
+const overBudget = () => {
+  if (Date.now() - started <= BUDGET_MS) return false;
+  results.incomplete ??= 'time budget used up';
+  return true;
+};
 const results = {
   started: new Date().toISOString(),
   mode: QUICK ? 'quick' : 'full',
@@ -744,7 +749,6 @@ async function main() {
   if (PROFILE) steps.push(...(opt('profiles') ? [] : [['levers', levers]]), ['profile', profile]);
   for (const [name, step] of steps) {
     if (overBudget()) {
-      results.incomplete = 'time budget used up';
       results.notes.push(`${name} skipped: time budget used up`);
       log(`${name} skipped: over the time budget`);
       continue;
@@ -756,7 +760,6 @@ async function main() {
       log(`${name} FAILED: ${err.stack ?? err}`);
     }
   }
-  if (overBudget()) results.incomplete ??= 'time budget used up';
   writeResults();
   log(`results: ${OUT} (table also in ${OUT.replace(/\.json$/, '.md')}); children still running: ${liveCount()}`);
 }
