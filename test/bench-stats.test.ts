@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 // @ts-expect-error: the bench is plain JavaScript (no declarations); its pure helpers are tested here.
 import { doublingSearch, overhead, percentile, summarize } from '../bench/lib/stats.mjs';
+// @ts-expect-error: plain JavaScript, as above
+import { holdsUpTo, marksOf, tally } from '../bench/lib/frame-count.mjs';
+// @ts-expect-error: plain JavaScript, as above
+import { viaPort } from '../bench/lib/cut-proxy.mjs';
 
 describe('bench statistics', () => {
   it('takes percentiles by nearest rank', () => {
@@ -45,5 +49,28 @@ describe('bench statistics', () => {
     const cut = await doublingSearch(async () => ++calls, { cap: 64, worse: () => false, keepGoing: () => calls < 2 });
     expect(cut.steps).toHaveLength(2);
     await expect(doublingSearch(async () => 1, { start: 4, cap: 2, worse: () => false })).rejects.toThrow(/bad bounds/);
+  });
+});
+
+describe('bench frame counting', () => {
+  it('reads the stream marks of a frame line, escaped in an envelope or not', () => {
+    expect(marksOf('{"type":"assistant","message":{"content":[{"type":"text","text":"~i=41~t=123.5~xxx"}]}}')).toEqual({ i: 41, t: 123.5 });
+    expect(marksOf('{"type":"assistant","message":{"content":"ping 3"}}')).toBeUndefined();
+  });
+
+  it('counts missing and doubled frames, and whether a prefix is complete', () => {
+    const got = new Map([
+      [0, 1],
+      [1, 2],
+      [3, 1],
+    ]);
+    expect(tally(got, 5)).toEqual({ missing: 2, doubled: 1 });
+    expect(holdsUpTo(got, 1)).toBe(true);
+    expect(holdsUpTo(got, 3)).toBe(false);
+  });
+
+  it('points a URL at the cut proxy’s port', () => {
+    expect(viaPort('ws://127.0.0.1:4100', 5200)).toBe('ws://127.0.0.1:5200');
+    expect(viaPort('grpc://127.0.0.1:4101', 5201)).toBe('grpc://127.0.0.1:5201');
   });
 });

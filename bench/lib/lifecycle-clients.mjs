@@ -8,13 +8,9 @@
 import { GatewayClient } from '../../dist/client/gateway-client.js';
 import { nowUs } from './child.mjs';
 import { startCutProxy, viaPort } from './cut-proxy.mjs';
+import { holdsUpTo, marksOf, tally } from './frame-count.mjs';
 import { summarize } from './stats.mjs';
 
-const MARKS = /~i=(\d+)~t=([\d.]+)~/;
-const marksOf = (line) => {
-  const m = MARKS.exec(line);
-  return m ? { i: Number(m[1]), t: Number(m[2]) } : undefined;
-};
 const userLine = (text) => ({ type: 'user', message: { role: 'user', content: text }, parent_tool_use_id: null, session_id: 'default' });
 /** A stream asked of the stand-in engine as a prompt (`bench_stream` or `bench_mix`, bench/echo-engine.mjs). */
 const benchRequest = (kind, fields) => userLine(`${kind} ${JSON.stringify(fields)}`);
@@ -57,23 +53,6 @@ function track(session) {
   })();
   return st;
 }
-
-/** Frames 0..count-1: how many never came, how many came more than once. */
-function tally(got, count) {
-  let missing = 0;
-  let doubled = 0;
-  for (let i = 0; i < count; i++) {
-    const c = got.get(i) ?? 0;
-    if (c === 0) missing++;
-    else doubled += c - 1;
-  }
-  return { missing, doubled };
-}
-
-const holdsUpTo = (got, last) => {
-  for (let i = 0; i <= last; i++) if (!got.has(i)) return false;
-  return true;
-};
 
 /**
  * Reconnect: one client behind a cut proxy streams `count` frames at `rate`/s; after
