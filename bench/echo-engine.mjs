@@ -5,20 +5,22 @@
  *
  *  - `control_request` / `initialize` → a success `control_response` (the agent's handshake).
  *  - a `user` message → one `assistant` frame echoing its content (round-trip latency).
- *  - a `user` message whose text is `bench_stream {"count","bytes","rate"?}` (the gateway
- *    sends only the engine controls it knows, so the stream is asked for as a prompt), or a
- *    `control_request` / `bench_stream` {count, bytes, rate?} (answered with a success
- *    `control_response` first) → `count` assistant frames of exactly `bytes` bytes each (newline not counted), as
+ *  - `control_request` / `bench_stream` {count, bytes, rate?} (answered with a success
+ *    `control_response` first; the raw relays' clients), or the same asked as a prompt (below)
+ *    → `count` assistant frames of exactly `bytes` bytes each (newline not counted), as
  *    fast as stdout takes them or at `rate` frames/s. Every frame carries `~i=<index>~` and
  *    `~t=<µs>~` (process.hrtime, a clock every process on the machine shares) inside its text,
  *    so readers can find them without parsing, escaped in an envelope or not.
+ *  - `control_request` / `bench_mix` {count} → like bench_stream, but the sizes of a real
+ *    session (mixSize below): mostly small deltas, every 25th frame a 5–50 KB tool result.
+ *  - a `user` message whose text is `bench_stream {…}` or `bench_mix {…}` (the fields as
+ *    JSON) → the same stream, no echo: the way in for clients of the gateway, which passes
+ *    only the engine's own control subtypes (core/engine-controls.ts).
  *  - any other control_request → a success control_response; anything else is ignored.
  *
  * Exits at stdin EOF. Bounded: a stream is at most 10,000,000 frames and 120 s.
  */
 const MAX_COUNT = 10_000_000;
-/** A prompt that asks for a stream (bench/children/driver.mjs writes it). */
-const STREAM_PROMPT = 'bench_stream ';
 const MAX_STREAM_MS = 120_000;
 
 const nowUs = () => Number(process.hrtime.bigint()) / 1000;
@@ -47,7 +49,13 @@ function frame(i, bytes) {
   return HEAD + text + TAIL + '\n';
 }
 
-async function stream({ count, bytes, rate }) {
+/**
+ * Frame i's size in a realistic session: 24 of 25 frames are deltas of 100–400 bytes, the
+ * 25th a tool result of 5–50 KB (deterministic, so every run replays the same bytes).
+ */
+const mixSize = (i) => (i % 25 === 24 ? 5_000 + ((i * 7_919) % 45_001) : 100 + ((i * 37) % 301));
+
+async function stream({ count, bytes, rate, sizeOf }) {
   count = Math.min(Math.max(0, Number(count) || 0), MAX_COUNT);
   bytes = Math.max(0, Number(bytes) || 200);
   rate = Number(rate) || 0;
@@ -60,7 +68,7 @@ async function stream({ count, bytes, rate }) {
         const due = start + (i * 1000) / rate;
         const wait = due - Date.now();
         if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-        const p = write(frame(i, bytes));
+        const p = write(frame(i, sizeOf ? sizeOf(i) : bytes));
         if (p) await p;
       }
       return;
@@ -69,7 +77,7 @@ async function stream({ count, bytes, rate }) {
     // engine's own cost out of the way.
     let batch = '';
     for (let i = 0; i < count; i++) {
-      batch += frame(i, bytes);
+      batch += frame(i, sizeOf ? sizeOf(i) : bytes);
       if (batch.length >= 65536 || i === count - 1) {
         const p = write(batch);
         batch = '';
@@ -92,20 +100,22 @@ function handle(line) {
   }
   if (msg.type === 'user') {
     const content = msg.message?.content;
-    if (typeof content === 'string' && content.startsWith(STREAM_PROMPT)) {
-      const req = JSON.parse(content.slice(STREAM_PROMPT.length));
-      queue = queue.then(() => stream(req));
+    const text = typeof content === 'string' ? content : JSON.stringify(content);
+    const asked = /^bench_(stream|mix) (\{.*\})$/.exec(text);
+    if (asked) {
+      const req = JSON.parse(asked[2]);
+      queue = queue.then(() => stream({ ...req, sizeOf: asked[1] === 'mix' ? mixSize : undefined }));
       return;
     }
-    const text = typeof content === 'string' ? content : JSON.stringify(content);
     const echo = { type: 'assistant', message: { role: 'assistant', content: [{ type: 'text', text }] }, session_id: 'bench' };
     queue = queue.then(() => write(JSON.stringify(echo) + '\n'));
     return;
   }
   if (msg.type === 'control_request') {
     const req = msg.request ?? {};
-    if (req.subtype === 'bench_stream') {
-      queue = queue.then(() => reply(msg.request_id, { streaming: true })).then(() => stream(req));
+    if (req.subtype === 'bench_stream' || req.subtype === 'bench_mix') {
+      const sizeOf = req.subtype === 'bench_mix' ? mixSize : undefined;
+      queue = queue.then(() => reply(msg.request_id, { streaming: true })).then(() => stream({ ...req, sizeOf }));
       return;
     }
     const response = req.subtype === 'initialize' ? { commands: [], models: [], account: {}, claude_code_version: 'bench-echo' } : {};

@@ -4,11 +4,13 @@
  *
  *   npm run bench                 full run (< 15 min)
  *   npm run bench -- --quick      smaller counts, fewer rounds (< 2 min)
- *   options: --only 1,2,3,4,5,6 (figures; 1 and 2 share their processes; 5 needs nats-server; 6 is the web page, needs chromium: bench/web.mjs)
+ *   options: --only 1,2,…,10 (figures; 1 and 2 share their processes; 5 and 8 need nats-server; 6 is the web page, needs chromium:
+ *            bench/web.mjs; 7–10 are the lifecycle figures: bench/lifecycle.mjs)
  *            --profile (CPU profiles of the gateway, the agent and the driver under load, top functions)
  *            --profiles <words> (with --profile: only the profiles whose name has one of the comma-separated words, no levers)
  *            --profile-pinned (with --profile: every profiled process pinned to CPU 0)
  *            --out <file.json> (default bench/results/latest.json; the table goes next to it as .md)
+ *            --budget <seconds> (the time budget: default 105 quick, 840 full; a hard stop at 1.3× it)
  *            --report <file.json> (re-render the tables of an earlier run, nothing is measured)
  *
  * Everything runs on 127.0.0.1 in child processes this script starts and stops: our gateway
@@ -16,19 +18,21 @@
  * baselines, the stand-in engine (bench/echo-engine.mjs), and one driver process holding
  * every client. Figures are repeated in rounds; within a round the baseline and ours run
  * back to back, in alternating order, so noise on the shared machine hits both alike. The
- * table shows medians over rounds with [min–max] and the ratio ours / baseline.
+ * table shows medians over rounds with [min–max] and the ratio ours / baseline. A run that
+ * reaches its time limit writes what it measured, marked incomplete.
  */
 import { execSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync, existsSync, rmSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { connect } from 'node:net';
 import { ALL_CPUS, BENCH_DIR, hasTaskset, liveCount, setAffinity, startChild, stopAll } from './lib/proc.mjs';
 import { analyzeProfile } from './lib/profile.mjs';
 import { report } from './lib/report.mjs';
 import { natsServerBinary, startNats } from './lib/nats.mjs';
 import { webFigure } from './web.mjs';
+import { LIFECYCLE_COUNTS, lifecycleSteps } from './lifecycle.mjs';
 
 const argv = process.argv.slice(2);
 const flag = (name) => argv.includes(`--${name}`);
@@ -37,11 +41,17 @@ const opt = (name, dflt) => {
   return i >= 0 && argv[i + 1] && !argv[i + 1].startsWith('--') ? argv[i + 1] : dflt;
 };
 const QUICK = flag('quick');
-const ONLY = new Set(opt('only', '1,2,3,4,5,6').split(',').map(Number));
+// --quick alone runs figures 1–6 (under 2 min); the lifecycle figures add ~2 min: --quick --only 7,8,9,10.
+const ONLY = new Set(
+  opt('only', QUICK ? '1,2,3,4,5,6' : '1,2,3,4,5,6,7,8,9,10')
+    .split(',')
+    .map(Number),
+);
 const PROFILE = flag('profile');
 const ROOT = join(BENCH_DIR, '..');
 const OUT = opt('out', join(BENCH_DIR, 'results', 'latest.json'));
-const BUDGET_MS = QUICK ? 105_000 : 14 * 60_000; // quick: + ~10 s of `npm run build` stays under 2 min
+// quick: + ~10 s of `npm run build` stays under 2 min; `--budget <s>` sets another (a shorter one shows what a cut run writes)
+const BUDGET_MS = Number(opt('budget', 0)) * 1000 || (QUICK ? 105_000 : 14 * 60_000);
 
 if (!existsSync(join(ROOT, 'dist', 'gateway', 'gateway.js'))) {
   console.error('dist/ is missing: run `npm run build` first');
@@ -65,11 +75,17 @@ const C = QUICK
       idle: { clients: [1000, 10000], grpcClients: [1000], sessions: [1000, 10000], agentSessions: 500, perSession: 100 },
       cluster: { rounds: 3, ns: [30, 300, 900] },
     };
+Object.assign(C, LIFECYCLE_COUNTS[QUICK ? 'quick' : 'full']);
 
 const started = Date.now();
 const elapsed = () => ((Date.now() - started) / 1000).toFixed(1);
 const log = (...a) => console.log(`[${elapsed()}s]`, ...a);
-const overBudget = () => Date.now() - started > BUDGET_MS;
+/** True once the budget is used; asked only before starting more work, so a true answer means the run was cut short. */
+const overBudget = () => {
+  if (Date.now() - started <= BUDGET_MS) return false;
+  results.incomplete ??= 'time budget used up';
+  return true;
+};
 const results = {
   started: new Date().toISOString(),
   mode: QUICK ? 'quick' : 'full',
@@ -248,6 +264,8 @@ async function latencyAndThroughput(withLatency, withThroughput, ssh) {
     if (withLatency) {
       // Each round: every process (threads and engines included) pinned to CPU 0, then unpinned.
       const lat = { pinned: Object.fromEntries(targets.map((k) => [k, []])), unpinned: Object.fromEntries(targets.map((k) => [k, []])) };
+      results.figures.latency_pinned = lat.pinned; // filled as it goes: a run cut at its time limit keeps it
+      results.figures.latency_unpinned = lat.unpinned;
       for (let r = 0; r < C.latency.rounds && !overBudget(); r++) {
         for (const pin of [true, false]) {
           tag = pin ? 'pinned' : 'unpinned';
@@ -267,7 +285,7 @@ async function latencyAndThroughput(withLatency, withThroughput, ssh) {
     }
 
     if (withThroughput) {
-      const tp = {};
+      const tp = (results.figures.throughput = {});
       for (const [size, count, bytes] of [
         ['200B', C.throughput.small, 200],
         ['100KB', C.throughput.large, 100_000],
@@ -567,7 +585,7 @@ async function idleSessionsAgent(n, driver) {
 
 async function figure4() {
   const driver = await startChild('driver.mjs', [], { label: 'driver' });
-  const idle = { clients: { ws: [], grpc: [] }, sessions: [], agent: undefined };
+  const idle = (results.figures.idle = { clients: { ws: [], grpc: [] }, sessions: [], agent: undefined });
   try {
     for (const n of C.idle.clients) {
       if (overBudget()) break;
@@ -734,6 +752,7 @@ async function main() {
   if (ONLY.has(4)) steps.push(['fig4', figure4]);
   if (ONLY.has(5)) steps.push(['fig5', figure5]);
   if (ONLY.has(6)) steps.push(['web', async () => (results.figures.web = await webFigure({ rounds: QUICK ? 1 : 3, log }))]);
+  steps.push(...lifecycleSteps(ONLY, { C, log, results, overBudget, deadline: started + BUDGET_MS, startOurs, startCluster }));
   if (PROFILE) steps.push(...(opt('profiles') ? [] : [['levers', levers]]), ['profile', profile]);
   for (const [name, step] of steps) {
     if (overBudget()) {
@@ -748,14 +767,19 @@ async function main() {
       log(`${name} FAILED: ${err.stack ?? err}`);
     }
   }
+  writeResults();
+  log(`results: ${OUT} (table also in ${OUT.replace(/\.json$/, '.md')}); children still running: ${liveCount()}`);
+}
+
+/** Writes the results and their tables (also what a run stopped at its hard limit has measured). */
+function writeResults() {
   results.seconds = (Date.now() - started) / 1000;
   const { text, markdown, verdicts } = report(results);
   results.verdicts = verdicts;
-  mkdirSync(join(BENCH_DIR, 'results'), { recursive: true });
+  mkdirSync(dirname(OUT), { recursive: true });
   writeFileSync(OUT, JSON.stringify(results, null, 1));
   writeFileSync(OUT.replace(/\.json$/, '.md'), markdown);
   console.log('\n' + text);
-  log(`results: ${OUT} (table also in ${OUT.replace(/\.json$/, '.md')}); children still running: ${liveCount()}`);
 }
 
 // `--report <results.json>`: only re-render the tables of an earlier run.
@@ -770,8 +794,14 @@ if (again) {
 }
 
 const watchdog = setTimeout(() => {
-  console.error(`bench: hard time limit (${(BUDGET_MS * 1.3) / 1000} s) reached; stopping everything`);
-  process.exit(1);
+  console.error(`bench: hard time limit (${(BUDGET_MS * 1.3) / 1000} s) reached; writing what was measured, stopping everything`);
+  results.incomplete = `stopped at the hard time limit (${(BUDGET_MS * 1.3) / 1000} s)`;
+  results.notes.push(results.incomplete);
+  try {
+    writeResults();
+  } finally {
+    process.exit(1);
+  }
 }, BUDGET_MS * 1.3);
 watchdog.unref();
 await main();

@@ -91,28 +91,70 @@ const lastAnswer = (page, turns) =>
     .filter({ hasText: `Answer ${turns - 1}:` })
     .waitFor({ timeout: WAIT_MS });
 
-/** One session of `turns` turns, measured. */
-async function measure(browser, turns) {
+/**
+ * Alice starts a session on `up` and sends `prompt`; once `done(page)` holds for her, Bob (a
+ * late joiner) clicks Open: `openMs` is from the click until `done` holds for him (the replay).
+ */
+async function lateJoiner(browser, up, dir, prompt, done) {
+  const alice = await signedIn(browser, up.firstLink);
+  await alice.page.getByRole('button', { name: 'Start session' }).click();
+  await alice.page.locator('#prompt').waitFor();
+  const sessionId = /#session=(.+)$/.exec(alice.page.url())[1];
+  await alice.page.fill('#prompt', prompt);
+  await alice.page.locator('#prompt').press('Enter');
+  await done(alice.page);
+  const bob = await signedIn(browser, await linkFor(up.origin, join(dir, 'state'), 'bob'));
+  const t0 = Date.now();
+  await bob.page
+    .locator(`[data-session="${sessionId}"]`)
+    .getByRole('button', { name: /as a controller/ })
+    .click();
+  await done(bob.page);
+  return { alice, bob, openMs: Date.now() - t0 };
+}
+
+/** `tether up` in a fresh folder for `run(up, dir)`, stopped and removed after. */
+async function withUp(run) {
   const dir = mkdtempSync(join(tmpdir(), 'tether-bench-web-'));
   const up = await startUp(dir);
   try {
-    const alice = await signedIn(browser, up.firstLink);
-    await alice.page.getByRole('button', { name: 'Start session' }).click();
-    await alice.page.locator('#prompt').waitFor();
-    const sessionId = /#session=(.+)$/.exec(alice.page.url())[1];
-    await alice.page.fill('#prompt', `turns ${turns}`);
-    await alice.page.locator('#prompt').press('Enter');
-    await lastAnswer(alice.page, turns);
+    return await run(up, dir);
+  } finally {
+    await up.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
 
+/**
+ * The late joiner of a session of `frames` frames in the sizes of a real one (the engine's
+ * "mix": 1 in 25 a 5–50 KB tool result): click Open → its last answer on screen, ms.
+ */
+export function mixOpen(browser, frames) {
+  return withUp(async (up, dir) => {
+    const done = (page) =>
+      page
+        .getByTestId('assistant-text')
+        .filter({ hasText: `Mix done: ${frames} frames.` })
+        .waitFor({ timeout: WAIT_MS });
+    const { alice, bob, openMs } = await lateJoiner(browser, up, dir, `mix ${frames}`, done);
+    await alice.context.close();
+    await bob.context.close();
+    return { frames, openMs };
+  });
+}
+
+/** Chromium as every web figure runs it. */
+export const launchChromium = () =>
+  chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'],
+  });
+
+/** One session of `turns` turns, measured. */
+function measure(browser, turns) {
+  return withUp(async (up, dir) => {
     // A late joiner opens it: from the click to the last answer on screen (the whole replay).
-    const bob = await signedIn(browser, await linkFor(up.origin, join(dir, 'state'), 'bob'));
-    const t0 = Date.now();
-    await bob.page
-      .locator(`[data-session="${sessionId}"]`)
-      .getByRole('button', { name: /as a controller/ })
-      .click();
-    await lastAnswer(bob.page, turns);
-    const openMs = Date.now() - t0;
+    const { alice, bob, openMs } = await lateJoiner(browser, up, dir, `turns ${turns}`, (page) => lastAnswer(page, turns));
 
     // Bob streams an answer and types while it streams.
     const page = bob.page;
@@ -166,18 +208,12 @@ async function measure(browser, turns) {
       longestTaskMs: Math.max(0, ...long),
       keyToPaintP95Ms: percentile(keyDurations, 95),
     };
-  } finally {
-    await up.stop();
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 }
 
 /** The figure: the 2-turn baseline and the 2,000-turn session, `rounds` times each, alternating. */
 export async function webFigure({ rounds = 1, log = console.log } = {}) {
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'],
-  });
+  const browser = await launchChromium();
   const out = { baseline: [], long: [] };
   try {
     for (let r = 0; r < rounds; r++) {

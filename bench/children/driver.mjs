@@ -15,6 +15,7 @@ import { dialGrpc } from '../../dist/core/link/dial-grpc.js';
 import { RpcPeer } from '../../dist/core/rpc/peer.js';
 import { PROTOCOL_VERSION } from '../../dist/core/protocol/version.js';
 import { nowUs, serve } from '../lib/child.mjs';
+import { failoverArm, failoverWait, lateJoin, loadClose, loadStep, reconnectCuts } from '../lib/lifecycle-clients.mjs';
 import { openRawGrpc } from '../lib/raw-grpc.mjs';
 import { summarize } from '../lib/stats.mjs';
 import { connectChannelWire, connectWire } from '../lib/wire.mjs';
@@ -480,11 +481,18 @@ const { ready } = serve(
     idleOpen,
     idleClose,
     sessionsCreate,
+    reconnectCuts,
+    failoverArm,
+    failoverWait,
+    lateJoin,
+    loadStep,
+    loadClose,
   },
   {
     onExit: async () => {
       await viewersClose();
       await idleClose();
+      await loadClose();
       await Promise.all([...handles.keys()].map((id) => close({ id })));
     },
   },

@@ -7,7 +7,8 @@
  * `tether gateway --cluster` does (its sessions then live in JetStream; the bench's NATS asks
  * for no authentication; `--cluster-secret` is the gateways' shared HS256 secret, hex,
  * the fabric's MAC key is derived from). Traces when the OTEL_* variables it was started with
- * ask for it, as `tether gateway` does. Answers cpu / mem / stats over IPC.
+ * ask for it, as `tether gateway` does. `--port` / `--grpc-port` (default 0: the OS picks)
+ * let a killed gateway come back on its old ports. Answers cpu / mem / stats over IPC.
  */
 import { Gateway } from '../../dist/gateway/gateway.js';
 import { startGatewayServer } from '../../dist/gateway/server.js';
@@ -37,8 +38,8 @@ const gateway = new Gateway({
 await cluster?.attach(gateway);
 const server = await startGatewayServer(gateway, {
   host: '127.0.0.1',
-  port: 0,
-  grpcPort: 0,
+  port: Number(a.port ?? 0),
+  grpcPort: Number(a['grpc-port'] ?? 0),
   doorLimits: { maxConnections: 1_000_000, maxConnectionsPerAddress: 1_000_000 },
 });
 

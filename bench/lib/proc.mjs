@@ -52,7 +52,7 @@ export async function startChild(
   const pending = new Map();
   let nextId = 1;
   const exited = new Promise((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
-  const child = { proc, label, pid: proc.pid, info: undefined, stderrTail: () => stderr };
+  const child = { proc, label, args, pid: proc.pid, info: undefined, stderrTail: () => stderr };
   live.add(child);
   void exited.then(() => {
     live.delete(child);

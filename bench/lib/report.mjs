@@ -5,6 +5,7 @@
  */
 import { spread } from './stats.mjs';
 import { webTable, webVerdicts } from '../web.mjs';
+import { lifecycleTables } from './lifecycle-report.mjs';
 
 export function fmt(x) {
   if (x === undefined || x === null || Number.isNaN(x)) return 'n/a';
@@ -15,14 +16,14 @@ export function fmt(x) {
   if (a >= 10) return x.toFixed(1);
   return x.toFixed(2);
 }
-const cell = (s) =>
+export const cell = (s) =>
   Number.isFinite(s.median) ? (s.runs.length > 1 ? `${fmt(s.median)} [${fmt(s.min)}–${fmt(s.max)}]` : fmt(s.median)) : 'n/a';
 const ratio = (ours, base) => (Number.isFinite(ours) && Number.isFinite(base) && base !== 0 ? ours / base : NaN);
 const rfmt = (r) => (Number.isFinite(r) ? `${r.toFixed(2)}×` : 'n/a');
 const pct = (r) => (Number.isFinite(r) ? `${r >= 1 ? '+' : ''}${((r - 1) * 100).toFixed(1)} %` : 'n/a');
 const yes = (ok) => (ok === undefined ? '–' : ok ? '**met**' : '**missed**');
 
-function table(head, rows) {
+export function table(head, rows) {
   const all = [head, ...rows].map((r) => r.map((c) => String(c)));
   const w = head.map((_, i) => Math.max(...all.map((r) => r[i].length), 3));
   const line = (r) => `| ${r.map((c, i) => c.padEnd(w[i])).join(' | ')} |`;
@@ -42,6 +43,7 @@ export function report(results) {
     `Tether benchmarks (${results.mode} run, ${new Date(results.started).toISOString().slice(0, 16)}Z, git ${m.gitRev ?? '?'}): ${m.cpus} × ${m.cpuModel}, node ${m.node}, ws ${m.ws}, grpc-js ${m.grpc}, bufferutil ${m.bufferutil}. ` +
       `Medians over rounds [min–max]; ratio = Tether / raw baseline of the same transport, measured in the same run (interleaved).`,
   );
+  if (results.incomplete) parts.push(`**INCOMPLETE run (${results.incomplete}): the tables hold what was measured until then.**`);
 
   // Figure 1
   for (const tag of ['pinned', 'unpinned']) {
@@ -461,6 +463,7 @@ export function report(results) {
     parts.push(`### Web page: a 2,000-turn session beside a 2-turn one (Chromium, medians of ${F.web.long.length})\n\n${webTable(F.web)}`);
     for (const v of webVerdicts(F.web)) verdict('web', v.target, v.value, v.met);
   }
+  parts.push(...lifecycleTables(F, { table, cell }));
   const met = verdicts.filter((v) => v.met).length;
   parts.push(
     `### Targets: ${met} of ${verdicts.length} met\n\n` +

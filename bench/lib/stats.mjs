@@ -25,3 +25,45 @@ export function spread(values) {
   const median = v.length % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
   return { median, min: v[0], max: v[v.length - 1], runs: values };
 }
+
+/**
+ * Tether's added latency over a baseline, from the two distributions of one run: the
+ * difference of their p50s and of their p99s (not a per-sample difference: the samples of the
+ * two paths are not paired). Inputs are `summarize` outputs; NaN where either is missing.
+ */
+export function overhead(ours, base) {
+  const d = (k) => (Number.isFinite(ours?.[k]) && Number.isFinite(base?.[k]) ? ours[k] - base[k] : NaN);
+  return { p50: d('p50'), p99: d('p99') };
+}
+
+/**
+ * The doubling search of the sessions-per-agent figure: measures `start`, then ×`factor`
+ * up to `cap`, and stops after the first step where `worse(value, baseline)` holds (the
+ * baseline is the first step's value). `measure(n)` resolves with a number; a step that
+ * throws ends the search with that step's error recorded. Resolves with every step, the
+ * largest n that was not worse (`held`) and the first that was (`brokeAt`, or undefined).
+ */
+export async function doublingSearch(measure, { start = 1, cap, factor = 2, worse, keepGoing = () => true }) {
+  if (!(start >= 1) || !(cap >= start) || !(factor > 1))
+    throw new Error(`doublingSearch: bad bounds start ${start}, cap ${cap}, factor ${factor}`);
+  const steps = [];
+  let held;
+  let brokeAt;
+  for (let n = start; n <= cap && keepGoing(); n = n === cap ? cap + 1 : Math.min(cap, n * factor)) {
+    let value;
+    try {
+      value = await measure(n);
+    } catch (err) {
+      steps.push({ n, error: err instanceof Error ? err.message : String(err) });
+      brokeAt = n;
+      break;
+    }
+    steps.push({ n, value });
+    if (steps.length > 1 && worse(value, steps[0].value)) {
+      brokeAt = n;
+      break;
+    }
+    held = n;
+  }
+  return { steps, held, brokeAt };
+}
