@@ -1,6 +1,6 @@
 // `npm test`: the build, then the vitest suite, with the test tree's type check, the web page's
 // type check and Biome's format and lint check (`biome ci`, about a second) beside both.
-// The build is `npm run build` less the web page's type check (tsc -p client/web, noEmit):
+// The build is `npm run build` less the web page's and its service worker's type checks (tsc -p client/web and client/web/sw, noEmit):
 // nothing in the build waits for it, so it runs beside instead of in the suite's way.
 // The type check starts with the build (which keeps one core busy) rather than with the suite
 // (which keeps both busy), so it costs the least wall time there; its report is printed after
@@ -29,6 +29,7 @@ function run(command, args, capture) {
 
 const typecheck = run(process.execPath, [tsc, '-p', 'tsconfig.test.json'], true);
 const webTypecheck = run(process.execPath, [tsc, '-p', 'client/web/tsconfig.json'], true);
+const swTypecheck = run(process.execPath, [tsc, '-p', 'client/web/sw/tsconfig.json'], true);
 const style = run(process.execPath, [biome, 'ci', '--colors=off', '--error-on-warnings', '.'], true);
 const built = await run(process.execPath, [tsc, '-p', 'tsconfig.json'], false);
 const build = built.code === 0 ? await run(process.execPath, [fileURLToPath(new URL('build-web.mjs', import.meta.url))], false) : built;
@@ -36,6 +37,9 @@ const suite = build.code === 0 ? await run(process.execPath, [vitest, 'run', ...
 if (build.code !== 0) process.stdout.write('\nThe build failed (tsc -p tsconfig.json, then scripts/build-web.mjs): no tests were run.\n');
 const webTypes = await webTypecheck;
 if (webTypes.code !== 0) process.stdout.write(`\nThe web page does not type-check (tsc -p client/web/tsconfig.json):\n${webTypes.out}`);
+const swTypes = await swTypecheck;
+if (swTypes.code !== 0)
+  process.stdout.write(`\nThe service worker does not type-check (tsc -p client/web/sw/tsconfig.json):\n${swTypes.out}`);
 const types = await typecheck;
 if (types.code !== 0) process.stdout.write(`\nThe test tree does not type-check (tsc -p tsconfig.test.json):\n${types.out}`);
 else process.stdout.write('\nThe test tree type-checks (tsc -p tsconfig.test.json).\n');
@@ -43,4 +47,4 @@ const styled = await style;
 if (styled.code !== 0)
   process.stdout.write(`\nThe tree is not formatted or has lint findings (biome ci; npm run format fixes the formatting):\n${styled.out}`);
 else process.stdout.write('The tree is formatted and lint-clean (biome ci).\n');
-process.exit(suite.code || webTypes.code || types.code || styled.code);
+process.exit(suite.code || webTypes.code || swTypes.code || types.code || styled.code);

@@ -72,7 +72,7 @@ describe('docker-compose.yml uses only what the CLI has', () => {
       expect(agent).toMatchObject({
         gateway: 'ws://gateway:7800',
         name: 'build-1',
-        engine: 'demo',
+        engine: ['demo'],
         token: 'eyJ.a.b',
         labels: { env: 'compose' },
       });

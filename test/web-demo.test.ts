@@ -261,7 +261,7 @@ describe.skipIf(!hasTool('chromium'))('web client (demo engine, tether up)', () 
     for (const name of ['Allow', 'Deny', 'Interrupt', 'Send'])
       expect(await viewer.page.getByRole('button', { name, exact: true }).count()).toBe(0);
     expect(await viewer.page.locator('#prompt').count()).toBe(0);
-    expect(await viewer.page.locator('select').count()).toBe(0);
+    expect(await viewer.page.locator('main.session select').count()).toBe(0); // the header's webhook settings are the person's, not the session's
     await expect(viewer.page.getByTestId('role').textContent()).resolves.toBe('viewer');
     await alice.page.getByTestId('permission-card').getByRole('button', { name: 'Deny', exact: true }).click();
     await viewer.page.getByTestId('prompt-decided').filter({ hasText: 'denied by alice' }).waitFor();

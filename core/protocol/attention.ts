@@ -8,6 +8,16 @@ export const ATTENTION_TYPES = ['permission_request', 'question', 'turn_complete
 
 export type AttentionType = (typeof ATTENTION_TYPES)[number];
 
+/** Each type's title, as a notification, a chat message or an ntfy push shows it. */
+export const ATTENTION_TITLES: Record<AttentionType, string> = {
+  permission_request: 'Permission needed',
+  question: 'Question waiting',
+  turn_complete: 'Turn finished',
+  session_ended: 'Session ended',
+  agent_lost: 'Agent lost',
+  budget: 'Budget',
+};
+
 /** Who may answer a prompt: these principals, or anyone holding one of these roles on the session. */
 export interface MayAnswer {
   principals: string[];

@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import type { AttentionEvent } from '../../core/protocol/attention.js';
+import { ATTENTION_TITLES, type AttentionEvent } from '../../core/protocol/attention.js';
 import type { WebhookFormat } from './notify-keys.js';
 
 /** The headers of a signed POST (docs/security.md, "Webhooks"). */
@@ -22,15 +22,6 @@ export interface WebhookRequest {
   body: string;
 }
 
-const TITLES: Record<AttentionEvent['type'], string> = {
-  permission_request: 'Permission needed',
-  question: 'Question waiting',
-  turn_complete: 'Turn finished',
-  session_ended: 'Session ended',
-  agent_lost: 'Agent lost',
-  budget: 'Budget',
-};
-
 /** ntfy priorities: prompts are urgent-ish (4), the rest default (3). */
 const NTFY_PRIORITY: Record<AttentionEvent['type'], number> = {
   permission_request: 4,
@@ -48,7 +39,7 @@ const NTFY_PRIORITY: Record<AttentionEvent['type'], number> = {
  * page, when the gateway knows its public origin.
  */
 export function shapeWebhook(format: WebhookFormat, url: string, event: AttentionEvent, link?: string): WebhookRequest {
-  const title = `${TITLES[event.type]}: ${event.agent}`;
+  const title = `${ATTENTION_TITLES[event.type]}: ${event.agent}`;
   if (format === 'slack') {
     const text = `*${title}*\n${event.summary}${event.tool ? ` (\`${event.tool}\`)` : ''}${link ? `\n<${link}|Open the session>` : ''}`;
     return {

@@ -38,7 +38,11 @@ export class FleetChanges {
           dropped.note({ err: String(err) });
         }
       }
-    })();
+    })().catch((err: unknown) =>
+      // NATS refused the subscription (its permissions lack the subject: deploy/nats-cluster.conf): pages
+      // here still hear of this gateway's changes, not of the others'. Said, never a crash.
+      log.error({ err: String(err), subject: FLEET_CHANGED_SUBJECT }, 'cannot hear the other gateways’ fleet changes'),
+    );
     feed.announce = () => this.publish();
   }
 

@@ -109,6 +109,8 @@ export class LiveTokens {
     }
     t.timer = setTimeout(
       () => {
+        // Judged by the token clock, not the timer: a timer that fires early (or a clock that moved) re-arms.
+        if (due > (this.opts.now ?? Date.now)()) return this.arm(channel, t);
         this.log.info({ remote: channel.remote, sub: t.token.principal.sub, jti: t.token.jti }, 'token expired; closing its connection');
         channel.close('UNAUTHENTICATED', 'token expired (renew it with auth.renew before it expires, or reconnect with a fresh one)');
       },

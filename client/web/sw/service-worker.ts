@@ -5,7 +5,7 @@
  * notification's tag), answers Allow/Deny through the browser's sign-in (the cookie, sent with
  * the Origin of the page), and opens the session when a notification is clicked.
  */
-import { NOTIFICATION_CLICK_MESSAGE, type AttentionPush } from '../../../core/protocol/attention.js';
+import { ATTENTION_TITLES, NOTIFICATION_CLICK_MESSAGE, type AttentionPush } from '../../../core/protocol/attention.js';
 import { NOTIFY_ANSWER_PATH } from '../../../core/protocol/http-paths.js';
 
 declare const self: ServiceWorkerGlobalScope;
@@ -13,14 +13,6 @@ declare const self: ServiceWorkerGlobalScope;
 /** Bumped with the shell's files: an old cache is dropped when a new worker activates. */
 const CACHE = 'tether-shell-v1';
 const SHELL = ['/', '/app.js', '/styles.css', '/manifest.webmanifest', '/icon.svg', '/icon-192.png'];
-
-const TITLES: Record<AttentionPush['type'], string> = {
-  permission_request: 'Permission needed',
-  question: 'Question waiting',
-  turn_complete: 'Turn finished',
-  session_ended: 'Session ended',
-  agent_lost: 'Agent lost',
-};
 
 self.addEventListener('install', (event) => {
   event.waitUntil(
@@ -54,7 +46,7 @@ self.addEventListener('push', (event) => {
   } catch {
     return;
   }
-  if (!push || typeof push.id !== 'string' || !(push.type in TITLES)) return;
+  if (!push || typeof push.id !== 'string' || !(push.type in ATTENTION_TITLES)) return;
   event.waitUntil(show(push));
 });
 
@@ -66,7 +58,7 @@ function show(push: AttentionPush): Promise<void> {
         { action: 'deny', title: 'Deny' },
       ]
     : [];
-  return self.registration.showNotification(`${TITLES[push.type]}: ${push.agent}`, {
+  return self.registration.showNotification(`${ATTENTION_TITLES[push.type]}: ${push.agent}`, {
     body: push.summary,
     tag: push.id,
     data: push,
