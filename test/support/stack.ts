@@ -9,6 +9,7 @@ import { Agent, type AgentOptions } from '../../agent/agent.js';
 import { acpEndpoint } from '../../bin/acp-endpoint.js';
 import { GatewayClient } from '../../client/gateway-client.js';
 import { generateTokenKey } from '../../core/auth/keygen.js';
+import type { DoorLimits } from '../../gateway/door/door-limits.js';
 import { LoginDesk } from '../../core/auth/login-codes.js';
 import { BrowserSessions } from '../../gateway/door/browser-sessions.js';
 import type { TokenAlg, TokenKey } from '../../core/auth/keys.js';
@@ -55,6 +56,8 @@ export interface StackOptions {
   policy?: PolicyProvider;
   /** The gateway's frame limit (default CHANNEL_DEFAULTS.maxFrameBytes). */
   maxFrameBytes?: number;
+  /** The door's limits (gateway/door/door-limits.ts), over its defaults. */
+  doorLimits?: Partial<DoorLimits>;
   /** The gateway's tracing (the agent's goes in agentOptions). */
   telemetry?: Telemetry;
   /** The notification endpoints (/v1/notify/), built over the gateway (e.g. an AttentionDesk); default none. */
@@ -134,6 +137,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     grpcPort: 0,
     logger: opts.logger,
     maxFrameBytes: opts.maxFrameBytes,
+    doorLimits: opts.doorLimits,
     acp: acpEndpoint(), // as the CLI's gateway does
     notify: opts.notify?.(gateway),
     auth: key
