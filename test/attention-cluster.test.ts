@@ -1,3 +1,6 @@
+import { createHash } from 'node:crypto';
+import { Kvm } from '@nats-io/kv';
+import { connect } from '@nats-io/transport-node';
 /**
  * Issue 33 in a cluster: people's notification settings and the VAPID keys are the cluster's
  * (gateway/cluster/shared-notify.ts), and a person may follow a session (session.follow). A real
@@ -8,6 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import type { AttentionPush } from '../core/protocol/attention.js';
 import { NOTIFY_SETTINGS_PATH, NOTIFY_SUBSCRIPTIONS_PATH, NOTIFY_WEBHOOKS_PATH } from '../core/protocol/http-paths.js';
+import { NOTIFY_BUCKET } from '../gateway/cluster/shared-notify.js';
 import { BASH_TURN, DEPLOYED_NATS, startClusterStack, type ClusterStack } from './support/cluster-stack.js';
 import { isCanUseTool, isResult, until } from './support/items.js';
 import { browserKeys, checkVapid, decryptPush, startPushService } from './support/push-service.js';
@@ -115,5 +119,44 @@ describe.skipIf(!hasTool('nats-server'))("attention in a cluster: the cluster's 
     await until(it, isResult, [], 30_000, 'the second turn');
     await waitFor(() => turnEnds('dave').length === 2, 10_000, "dave's webhook to get the second turn's end");
     expect(turnEnds('carol')).toHaveLength(1);
+  });
+
+  it('settings put in the bucket by a client of NATS that is not a gateway (it has the NATS password, not the key) are dropped: no notification goes where they say', async () => {
+    dumpLogsOnFailure();
+    expect((await asPerson(1, 'frank', NOTIFY_WEBHOOKS_PATH, { url: `${receiver.url}/frank`, format: 'json' })).status).toBe(200);
+    const alice = await stack.client(1, 'alice');
+    const s = await alice.createSession({ agent: 'builder' });
+    const it = s[Symbol.asyncIterator]();
+    const frank = await stack.client(1, 'frank');
+    const viewer = await frank.attach(s.id, { readOnly: true });
+    await viewer.follow(true);
+    await frank.detach(viewer);
+
+    // The forger files erin as a follower of the session, with a webhook of its choosing.
+    const forger = await connect({
+      servers: stack.nats.url.replace('nats://', ''),
+      user: stack.nats.user,
+      pass: stack.nats.pass,
+      timeout: 5_000,
+    });
+    try {
+      const kv = await new Kvm(forger).open(NOTIFY_BUCKET);
+      const prefs = {
+        subscriptions: [],
+        webhooks: [{ id: 'w', url: `${receiver.url}/forged`, secret: 'x', format: 'json', created_at: new Date().toISOString() }],
+        follows: [s.id],
+      };
+      await kv.put(`n.${createHash('sha256').update('erin').digest('hex').slice(0, 40)}`, JSON.stringify({ principal: 'erin', prefs }));
+    } finally {
+      await forger.close();
+    }
+    const dropped = 'dropping notification settings no gateway wrote';
+    await waitFor(() => stack.gateways.every((g) => g.daemon.stderr().includes(dropped)), 10_000, 'both gateways to drop the forged entry');
+
+    await s.sendUserMessage('say ok');
+    await until(it, isResult, [], 30_000, 'the turn');
+    const turnEnds = (who: string) => receiver.posts.filter((p) => p.path === `/${who}`);
+    await waitFor(() => turnEnds('frank').length === 1, 10_000, "frank's webhook to get the turn's end");
+    expect(turnEnds('forged')).toHaveLength(0);
   });
 });
