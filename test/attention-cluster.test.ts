@@ -159,4 +159,17 @@ describe.skipIf(!hasTool('nats-server'))("attention in a cluster: the cluster's 
     await waitFor(() => turnEnds('frank').length === 1, 10_000, "frank's webhook to get the turn's end");
     expect(turnEnds('forged')).toHaveLength(0);
   });
+
+  it("a person's changes through both gateways at once are all kept, on both", async () => {
+    dumpLogsOnFailure();
+    // Ten browsers (the most a person may have), five subscribed through each gateway, all at once.
+    const endpoints = Array.from({ length: 10 }, (_, k) => `${service.origin}/sub/gina-${k}`);
+    const added = await Promise.all(endpoints.map((e, k) => asPerson(k % 2, 'gina', NOTIFY_SUBSCRIPTIONS_PATH, browserKeys(e).json)));
+    expect(added.map((r) => r.status)).toEqual(endpoints.map(() => 200));
+    const held = async (n: number) =>
+      ((await (await asPerson(n, 'gina', NOTIFY_SETTINGS_PATH)).json()) as { subscriptions: { endpoint: string }[] }).subscriptions
+        .map((x) => x.endpoint)
+        .sort();
+    for (const n of [0, 1]) await expect.poll(() => held(n), { timeout: 10_000 }).toEqual([...endpoints].sort());
+  });
 });

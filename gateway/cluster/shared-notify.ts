@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { KvWatchInclude, Kvm, type KV, type KvEntry } from '@nats-io/kv';
 import { TetherError } from '../../core/errors.js';
 import type { Logger } from '../../core/logging.js';
-import { MemoryPrefsStore, type PersonPrefs } from '../attention/notify-prefs.js';
+import { checkPrefs, EMPTY_PREFS, MemoryPrefsStore, type PersonPrefs } from '../attention/notify-prefs.js';
 import type { VapidKeys } from '../attention/vapid-keys.js';
 import { DropLog, type FabricMac } from './fabric-mac.js';
 import type { NatsLink } from './nats-link.js';
@@ -18,6 +18,8 @@ const VAPID_KEY = 'vapid';
 const LOAD_TIMEOUT_MS = 10_000;
 /** Tries of the VAPID claim while another gateway writes it at the same moment. */
 const CLAIM_ATTEMPTS = 3;
+/** Tries of a person's change while other gateways write their changes of that person (each try one of them wins). */
+const PREFS_WRITE_ATTEMPTS = 10;
 
 interface PrefsEntry {
   principal: string;
@@ -91,10 +93,38 @@ export class SharedNotify {
     const failed = (err: unknown) => this.log.warn({ err: String(err) }, "cannot share a person's notification settings with the cluster");
     const kv = this.kv;
     const seal = (key: string, v: unknown) => this.seal(key, v);
+    const open = (e: KvEntry | null) => this.open(e) as PrefsEntry | undefined;
+    /**
+     * Applies `change` to the bucket's latest entry of `principal`, revision-checked: a change made
+     * meanwhile through another gateway is kept (this one is applied again on top of it).
+     */
+    const publish = async (principal: string, change: (p: PersonPrefs) => PersonPrefs) => {
+      const key = prefsKey(principal);
+      for (let attempt = 1; attempt <= PREFS_WRITE_ATTEMPTS; attempt++) {
+        const e = await kv.get(key);
+        const held = open(e);
+        const prefs = checkPrefs(change(held?.principal === principal ? { ...EMPTY_PREFS, ...held.prefs } : EMPTY_PREFS));
+        const value = seal(key, { principal, prefs } satisfies PrefsEntry);
+        try {
+          if (e) await kv.update(key, value, e.revision);
+          else await kv.create(key, value);
+          return;
+        } catch {
+          // Written meanwhile: apply the change to what was written.
+        }
+      }
+      throw new TetherError('UNAVAILABLE', `the notification settings of ${principal} kept changing`);
+    };
+    // Changed here at once (the answer shows it), then in the bucket, whose watch brings the merged entry back.
+    // One write at a time per person from this gateway, in the order they were made.
+    const queues = new Map<string, Promise<void>>();
     const store = new (class extends MemoryPrefsStore {
-      protected override persist(principal: string, prefs: PersonPrefs): void {
-        const key = prefsKey(principal);
-        void kv.put(key, seal(key, { principal, prefs } satisfies PrefsEntry)).catch(failed);
+      override update(principal: string, change: (p: PersonPrefs) => PersonPrefs): PersonPrefs {
+        const next = super.update(principal, change);
+        const queued = (queues.get(principal) ?? Promise.resolve()).then(() => publish(principal, change)).catch(failed);
+        queues.set(principal, queued);
+        void queued.then(() => queues.get(principal) === queued && queues.delete(principal));
+        return next;
       }
     })();
     const w = await kv.watch({ include: KvWatchInclude.LastValue });
