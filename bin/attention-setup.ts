@@ -51,7 +51,14 @@ async function vapidKeysOf(c: NotifyConfig, log: Logger, shared: SharedNotify | 
     if (made.created) log.info({ file }, 'VAPID keys made for Web Push');
     return made.keys;
   }
-  const { keys, claimed } = await shared.claimVapid(existsSync(file) ? vapidKeysAt(file).keys : newVapidKeys());
+  const own = existsSync(file) ? vapidKeysAt(file).keys : undefined;
+  const { keys, claimed } = await shared.claimVapid(own ?? newVapidKeys());
   if (claimed) log.info('VAPID keys claimed for the whole cluster');
+  // Browsers subscribed with this gateway's own pair before it joined must subscribe again.
+  else if (own && own.publicKey !== keys.publicKey)
+    log.warn(
+      { file },
+      "this gateway's VAPID keys differ from the cluster's: browsers subscribed through it before it joined must turn push on again",
+    );
   return keys;
 }
