@@ -69,7 +69,10 @@ export async function startGateway(
   const browser = auth.auth.verifier === 'off' ? undefined : auth.auth.browser;
   if (browser) BrowserSignInFile.keep(c.stateDir, browser, logger);
   let origin: string | undefined;
-  const attention = attentionFor(c, gateway, logger, () => origin);
+  const attention = await attentionFor(c, gateway, logger, () => origin, cluster?.notify).catch(async (err: unknown) => {
+    await cluster?.close();
+    throw err;
+  });
   if (cluster) {
     try {
       await cluster.attach(gateway);

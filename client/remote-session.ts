@@ -398,6 +398,15 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
     await peer.request('session.rename', { session_id: this.id, title });
   }
 
+  /**
+   * Follows the session (`on`), or stops: this person is told of its turns' ends, its ending and
+   * its agent's loss by push and their own webhooks, as the owner is, without being attached.
+   */
+  async follow(on: boolean): Promise<void> {
+    const peer = await this.transport.peer();
+    await peer.request('session.follow', { session_id: this.id, follow: on });
+  }
+
   private sendLine(line: Record<string, unknown>, inputId: string = randomUUID()): Promise<'applied' | 'duplicate'> {
     const span = this.transport.tracer && inputSpan(this.transport.tracer, this.id, inputId, line);
     const trace = span?.context;

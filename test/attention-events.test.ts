@@ -109,4 +109,35 @@ describe('attention events (gateway/attention/)', () => {
       true,
     );
   });
+
+  it("session.follow: a follower is among the recipients of the turn's end, and not after unfollowing; refused for a session the token cannot see, a follow that is not a boolean, a gateway without notifications", async () => {
+    const { rig, seen } = await attentionRig(cleanups);
+    const owner = await rig.stack.client();
+    const session = await owner.createSession({ agent: 'test-agent' });
+    const bob = await rig.stack.client({ sub: 'bob' });
+    const peer = await bob.peer();
+    await peer.request('session.follow', { session_id: session.id, follow: true });
+    const notices = rig.stack.gateway.directory.notices!;
+    notices(session.id, { kind: 'turn_complete', seq: 1 });
+    expect(seen.at(-1)?.recipients).toEqual([
+      { principal: 'test-user', mayAnswer: false, present: true },
+      { principal: 'bob', mayAnswer: false, present: false },
+    ]);
+    await peer.request('session.follow', { session_id: session.id, follow: false });
+    notices(session.id, { kind: 'turn_complete', seq: 2 });
+    expect(seen.at(-1)?.recipients.map((r) => r.principal)).toEqual(['test-user']);
+
+    const elsewhere = await (await rig.stack.client({ sub: 'eve', scopes: ['agent:elsewhere'] })).peer();
+    await expect(elsewhere.request('session.follow', { session_id: session.id, follow: true })).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+    });
+    await expect(peer.request('session.follow', { session_id: session.id, follow: 'yes' } as never)).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
+    const plain = cleanups.own(await startRig('demo'));
+    const s2 = await (await plain.stack.client()).createSession({ agent: 'test-agent' });
+    await expect(
+      (await plain.stack.client()).peer().then((p) => p.request('session.follow', { session_id: s2.id, follow: true })),
+    ).rejects.toMatchObject({ code: 'FAILED_PRECONDITION', message: expect.stringContaining('notifications are off') });
+  });
 });

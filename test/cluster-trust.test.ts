@@ -9,7 +9,6 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { jetstream } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
@@ -29,20 +28,12 @@ import { NatsLink } from '../gateway/cluster/nats-link.js';
 import { SharedTrust } from '../gateway/cluster/shared-trust.js';
 import { makeTempDir } from './support/claude-cli.js';
 import { frameRecord } from '../gateway/session/session-store.js';
-import { startClusterStack, type ClusterGateway, type ClusterStack } from './support/cluster-stack.js';
+import { BASH_TURN, DEPLOYED_NATS, startClusterStack, type ClusterGateway, type ClusterStack } from './support/cluster-stack.js';
 import { isCanUseTool, isResult, until } from './support/items.js';
 import { withTimeout } from './support/stack.js';
 import { waitFor } from './support/wait.js';
 import { hasTool } from './support/tools.js';
 
-const NATS_CONFIG = fileURLToPath(new URL('../deploy/nats-cluster.conf', import.meta.url));
-const BASH_TURN = {
-  responses: [
-    { text: 'Running it.', tool_use: { name: 'Bash', input: { command: 'echo hi >> made.txt', description: 'append a line' } } },
-    { text: 'Done.' },
-  ],
-  fallback: { text: 'ok' },
-};
 const TEARDOWN_MS = 90_000;
 /** A principal that may do anything, as a gateway would describe an admin's. */
 const ADMIN = { sub: 'root', kind: 'client', canCreate: true, canControl: true, canAdmin: true } as const;
@@ -57,7 +48,7 @@ describe.skipIf(!hasTool('nats-server'))("the cluster's fabric (issue 27, items 
     stack = await startClusterStack({
       gateways: 2,
       scenario: BASH_TURN,
-      nats: { config: { file: NATS_CONFIG, user: 'tether-gateway', passwordEnv: 'TETHER_NATS_PASSWORD' } },
+      nats: DEPLOYED_NATS,
       agentHostKey: realKey,
     });
   }, 120_000);

@@ -302,6 +302,15 @@ export const Methods = {
     result: z.object({}),
   },
   /**
+   * The caller follows the session (`follow: false` stops): told of its turns' ends, its ending
+   * and its agent's loss by push and their own webhooks, as the owner is. Anyone who may see the
+   * session; kept with their notification settings. FAILED_PRECONDITION where notifications are off.
+   */
+  'session.follow': {
+    params: z.object({ session_id: id, follow: z.boolean() }),
+    result: z.object({}),
+  },
+  /**
    * What waits for this principal across the fleet, newest first: prompts and questions they
    * may answer (their role and the turn's approval allow it), their sessions that ended or lost their agent.
    */
@@ -469,6 +478,7 @@ export type SessionCall =
   | 'session.withdraw_rule'
   | 'session.withdraw_prompt'
   | 'session.rename'
+  | 'session.follow'
   | 'session.stop'
   | 'session.audit'
   | 'session.folder'

@@ -28,6 +28,8 @@ interface KnownPrompt {
 export interface PrefsView {
   subscriptions: { endpoint: string; created_at: string }[];
   webhooks: { id: string; url: string; format: WebhookFormat; created_at: string }[];
+  /** Sessions the person follows. */
+  follows: string[];
 }
 
 /**
@@ -51,6 +53,11 @@ export class AttentionDesk {
       const session = directory.get(n.session_id);
       if (session) notifier.handle(budgetAttention(session, n, (principal) => this.hiddenTabs.has(`${principal}\u0000${n.session_id}`)));
     });
+    directory.follow = (principal, sessionId, on) =>
+      void notifier.prefsStore.update(principal, (x) => ({
+        ...x,
+        follows: on ? [...x.follows.filter((id) => id !== sessionId), sessionId] : x.follows.filter((id) => id !== sessionId),
+      }));
     directory.notices = (sessionId, n) => {
       const key = `${sessionId}\u0000${n.kind === 'prompt' || n.kind === 'prompt_settled' ? n.requestId : ''}`;
       if (n.kind === 'prompt_settled') {
@@ -59,7 +66,8 @@ export class AttentionDesk {
         return;
       }
       const session = directory.get(sessionId);
-      const a = session && deriveAttention(session, n, (principal) => this.hiddenTabs.has(`${principal}\u0000${sessionId}`));
+      const hidden = (principal: string) => this.hiddenTabs.has(`${principal}\u0000${sessionId}`);
+      const a = session && deriveAttention(session, n, hidden, new Date(), notifier.prefsStore.followersOf(sessionId));
       if (!a) return;
       if (n.kind === 'prompt') this.remember(a.event.id, key, { sessionId, requestId: n.requestId });
       notifier.handle(a);
@@ -172,6 +180,7 @@ export class AttentionDesk {
     return {
       subscriptions: x.subscriptions.map((s) => ({ endpoint: s.endpoint, created_at: s.created_at })),
       webhooks: x.webhooks.map((w) => ({ id: w.id, url: w.url, format: w.format, created_at: w.created_at })),
+      follows: x.follows,
     };
   }
 

@@ -34,8 +34,9 @@ export function attentionId(type: AttentionType, sessionId: string, key: string)
 /**
  * Derives the attention event of a session's notice (undefined for notices that need no one:
  * a prompt settling), with its recipients: for a prompt, who may answer it (the principals the
- * turn's approval names, else the owner and every attached controller); for the rest, the owner.
- * Presence decides `present`: a principal with a client attached to the session sees it there,
+ * turn's approval names, else the owner and every attached controller); for the rest, the owner
+ * and the session's `followers` (session.follow). Presence decides `present`: a principal with
+ * a client attached to the session sees it there,
  * unless `hidden` says their page reported its tab out of sight.
  */
 export function deriveAttention(
@@ -43,6 +44,7 @@ export function deriveAttention(
   n: SessionNotice,
   hidden: (principal: string) => boolean = () => false,
   now = new Date(),
+  followers: readonly string[] = [],
 ): Attention | undefined {
   if (n.kind === 'prompt_settled') return undefined;
   const clients = session.info().clients;
@@ -50,9 +52,9 @@ export function deriveAttention(
   const present = new Set(clients.map((c) => c.principal).filter((p) => !hidden(p)));
   const base = { session_id: session.id, agent: session.agent, at: now.toISOString() };
   const owner = session.owner;
-  const ownerOnly = (event: AttentionEvent): Attention => ({
+  const ownerAndFollowers = (event: AttentionEvent): Attention => ({
     event,
-    recipients: [{ principal: owner, mayAnswer: false, present: present.has(owner) }],
+    recipients: unique([owner, ...followers]).map((principal) => ({ principal, mayAnswer: false, present: present.has(principal) })),
   });
   switch (n.kind) {
     case 'prompt': {
@@ -73,21 +75,21 @@ export function deriveAttention(
       return { event, recipients: may.principals.map((p) => ({ principal: p, mayAnswer: true, present: present.has(p) })) };
     }
     case 'turn_complete':
-      return ownerOnly({
+      return ownerAndFollowers({
         id: attentionId('turn_complete', session.id, String(n.seq)),
         type: 'turn_complete',
         ...base,
         summary: short(`${session.agent}: the turn finished${n.subtype && n.subtype !== 'success' ? ` (${n.subtype})` : ''}`),
       });
     case 'ended':
-      return ownerOnly({
+      return ownerAndFollowers({
         id: attentionId('session_ended', session.id, 'end'),
         type: 'session_ended',
         ...base,
         summary: short(`${session.agent}: the session ended`),
       });
     case 'agent_lost':
-      return ownerOnly({
+      return ownerAndFollowers({
         id: attentionId('agent_lost', session.id, String(n.seq)),
         type: 'agent_lost',
         ...base,

@@ -18,14 +18,16 @@ export interface PersonWebhook {
   created_at: string;
 }
 
-/** What one person asked to be notified by. */
+/** What one person asked to be notified by, and of which sessions besides their own. */
 export interface PersonPrefs {
   subscriptions: PushSubscriptionRecord[];
   webhooks: PersonWebhook[];
+  /** Sessions they follow (session.follow): told of their turns' ends, endings and agent losses as the owner is. */
+  follows: string[];
 }
 
-/** Per person: browsers (push subscriptions) and own webhooks. */
-export const PREFS_LIMITS = { subscriptions: 10, webhooks: 5 };
+/** Per person: browsers (push subscriptions), own webhooks and sessions followed. */
+export const PREFS_LIMITS = { subscriptions: 10, webhooks: 5, follows: 100 };
 
 /**
  * Where people's notification settings are kept, per principal: in the state folder, or in a
@@ -34,9 +36,11 @@ export const PREFS_LIMITS = { subscriptions: 10, webhooks: 5 };
 export interface PrefsStore {
   get(principal: string): PersonPrefs;
   update(principal: string, change: (p: PersonPrefs) => PersonPrefs): PersonPrefs;
+  /** Who follows `sessionId`. */
+  followersOf(sessionId: string): string[];
 }
 
-const EMPTY: PersonPrefs = { subscriptions: [], webhooks: [] };
+export const EMPTY_PREFS: PersonPrefs = { subscriptions: [], webhooks: [], follows: [] };
 
 /** Checks the bounds of a changed PersonPrefs (RESOURCE_EXHAUSTED past them). */
 export function checkPrefs(p: PersonPrefs): PersonPrefs {
@@ -47,6 +51,8 @@ export function checkPrefs(p: PersonPrefs): PersonPrefs {
     );
   if (p.webhooks.length > PREFS_LIMITS.webhooks)
     throw new TetherError('RESOURCE_EXHAUSTED', `at most ${PREFS_LIMITS.webhooks} webhooks per person: remove one first`);
+  if (p.follows.length > PREFS_LIMITS.follows)
+    throw new TetherError('RESOURCE_EXHAUSTED', `at most ${PREFS_LIMITS.follows} sessions may be followed per person: unfollow one first`);
   return p;
 }
 
@@ -55,17 +61,27 @@ export class MemoryPrefsStore implements PrefsStore {
   protected readonly all = new Map<string, PersonPrefs>();
 
   get(principal: string): PersonPrefs {
-    return this.all.get(principal) ?? EMPTY;
+    return this.all.get(principal) ?? EMPTY_PREFS;
   }
 
   update(principal: string, change: (p: PersonPrefs) => PersonPrefs): PersonPrefs {
     const next = checkPrefs(change(this.get(principal)));
     this.all.set(principal, next);
-    this.persist();
+    this.persist(principal, next);
     return next;
   }
 
-  protected persist(): void {}
+  followersOf(sessionId: string): string[] {
+    return [...this.all].filter(([, p]) => p.follows.includes(sessionId)).map(([principal]) => principal);
+  }
+
+  /** Takes in a person's settings kept elsewhere (a file read, the cluster's bucket): not persisted again. */
+  take(principal: string, prefs: Partial<PersonPrefs> | undefined): void {
+    if (prefs) this.all.set(principal, { ...EMPTY_PREFS, ...prefs });
+    else this.all.delete(principal);
+  }
+
+  protected persist(_principal: string, _prefs: PersonPrefs): void {}
 }
 
 /** One JSON file in the state folder (owner-only: it holds webhook secrets), rewritten whole through a temporary file. */
@@ -79,7 +95,7 @@ export class FilePrefsStore extends MemoryPrefsStore {
     } catch (err) {
       throw new Error(`${path} (people's notification settings) cannot be read: ${(err as Error).message}; fix or remove it`);
     }
-    for (const [principal, prefs] of Object.entries(saved)) this.all.set(principal, { ...EMPTY, ...prefs });
+    for (const [principal, prefs] of Object.entries(saved)) this.take(principal, prefs);
   }
 
   protected override persist(): void {

@@ -37,6 +37,7 @@ export const CALL_METHODS = [
   'session.withdraw_rule',
   'session.withdraw_prompt',
   'session.rename',
+  'session.follow',
   'session.stop',
   'session.audit',
   'session.folder',

@@ -17,6 +17,7 @@ import { DropLog, type FabricMac } from './fabric-mac.js';
 import type { NatsDial } from './nats-auth.js';
 import { CLUSTER_CALL_MS, CLUSTER_CREATE_WAIT_MS } from '../../core/timeouts.js';
 import { NatsLink } from './nats-link.js';
+import { SharedNotify } from './shared-notify.js';
 import { SharedTrust } from './shared-trust.js';
 import { ANNOUNCE_EVERY_MS, ClusterRegistry, SESSION_TOUCH_EVERY_MS, type GatewayEntry, type SessionEntry } from './registry.js';
 import { SessionMirror } from './session-mirror.js';
@@ -74,6 +75,8 @@ export class Cluster implements SessionsElsewhere {
     readonly store: JetStreamSessionStore,
     /** Revocations and host-key pins every gateway of the cluster checks. */
     readonly trust: SharedTrust,
+    /** People's notification settings and the VAPID keys every gateway of the cluster uses. */
+    readonly notify: SharedNotify,
     private readonly mac: FabricMac,
     private readonly log: Logger,
   ) {}
@@ -90,7 +93,8 @@ export class Cluster implements SessionsElsewhere {
       const registry = await ClusterRegistry.open(link.nc, mac, log.child({ component: 'cluster-registry' }));
       const store = await JetStreamSessionStore.open(link, registry, log.child({ component: 'cluster-store' }), mac);
       const trust = await SharedTrust.open(link, mac, log.child({ component: 'cluster-trust' }));
-      return new Cluster(link, registry, store, trust, mac, log.child({ component: 'cluster' }));
+      const notify = await SharedNotify.open(link, mac, log.child({ component: 'cluster-notify' }));
+      return new Cluster(link, registry, store, trust, notify, mac, log.child({ component: 'cluster' }));
     } catch (err) {
       await link.close();
       throw new TetherError('UNAVAILABLE', `the cluster's NATS server at ${dial.shown} has no usable JetStream: ${(err as Error).message}`);
@@ -418,6 +422,7 @@ export class Cluster implements SessionsElsewhere {
     clearInterval(this.announcer);
     this.stopWatch?.();
     this.trust.close();
+    this.notify.close();
     for (const m of this.mirrors.values()) m.close();
     this.mirrors.clear();
     this.home?.close();

@@ -218,6 +218,7 @@ export class ClientLink implements ProxiedClient {
       .onRequest('session.withdraw_rule', (params) => this.call('session.withdraw_rule', params))
       .onRequest('session.withdraw_prompt', (params) => this.call('session.withdraw_prompt', params))
       .onRequest('session.rename', (params) => this.call('session.rename', params))
+      .onRequest('session.follow', (params) => this.call('session.follow', params))
       .onRequest('session.audit', (params) =>
         params.session_id === undefined
           ? readAudit(this.dir, p, params)

@@ -1,3 +1,4 @@
+import { TetherError } from '../../core/errors.js';
 import type { ParamsOf, ResultOf, SessionCall, SessionCallParams } from '../../core/protocol/methods.js';
 import type { Role } from '../../core/protocol/events.js';
 import type { Principal } from '../door/principal.js';
@@ -106,6 +107,11 @@ export async function applySessionCall<M extends SessionCall>(
     case 'session.rename': {
       requireControlScope(p, 'rename sessions');
       session.rename(p, (params as ParamsOf<'session.rename'>).title);
+      return {} as ResultOf<M>;
+    }
+    case 'session.follow': {
+      if (!dir.follow) throw new TetherError('FAILED_PRECONDITION', 'notifications are off on this gateway: nothing to follow by');
+      dir.follow(p.sub, session.id, (params as ParamsOf<'session.follow'>).follow);
       return {} as ResultOf<M>;
     }
     case 'session.withdraw_prompt': {

@@ -68,6 +68,8 @@ export class SessionDirectory {
   readonly feed = new FleetFeed();
   /** Where sessions tell what a person away from the tab may need (gateway/attention/); none: told nowhere. */
   notices: NoticeSink | undefined;
+  /** A person follows a session or stops (set by the attention room); none: notifications are off. */
+  follow: ((principal: string, sessionId: string, on: boolean) => void) | undefined;
   /** Handed to every session: reads {@link notices} when told, so it may be set after sessions were restored. */
   private readonly noticeSink: NoticeSink = (id, n) => this.notices?.(id, n);
 

@@ -10,6 +10,7 @@
 import type { KeyObject } from 'node:crypto';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Agent } from '../../agent/agent.js';
 import { GatewayClient } from '../../client/gateway-client.js';
 import { generateTokenKey, writeKeyFile } from '../../core/auth/keygen.js';
@@ -61,6 +62,24 @@ export interface ClusterStack {
   client(n: number, sub: string, transport?: 'ws' | 'grpc', list?: 'list'): Promise<GatewayClient>;
   stop(): Promise<void>;
 }
+
+/** The NATS server as deploy/nats-cluster.conf runs it (its permissions: a subject a gateway needs and lacks shows). */
+export const DEPLOYED_NATS = {
+  config: {
+    file: fileURLToPath(new URL('../../deploy/nats-cluster.conf', import.meta.url)),
+    user: 'tether-gateway',
+    passwordEnv: 'TETHER_NATS_PASSWORD',
+  },
+} as const;
+
+/** A scripted turn: one Bash call (a permission prompt), then the answer; `ok` after. */
+export const BASH_TURN = {
+  responses: [
+    { text: 'Running it.', tool_use: { name: 'Bash', input: { command: 'echo hi >> made.txt', description: 'append a line' } } },
+    { text: 'Done.' },
+  ],
+  fallback: { text: 'ok' },
+};
 
 /** Each teardown step is bounded, and one that hangs is named. */
 const STEP_TIMEOUT_MS = 10_000;

@@ -152,3 +152,42 @@ export function WebhookSettings() {
     </details>
   );
 }
+
+/**
+ * "Follow": this person is told of the session's turns' ends, its ending and its agent's loss
+ * away from the tab (push, their own webhooks), as its owner is. Hidden where the gateway keeps
+ * no notification settings.
+ */
+export function FollowToggle(props: { sessionId: string; follow: (on: boolean) => Promise<void> }) {
+  const [on, setOn] = useState<boolean>();
+  const [error, setError] = useState<string>();
+  useEffect(() => {
+    apiCall<{ follows: string[] }>(NOTIFY_SETTINGS_PATH)
+      .then((s) => setOn(s.follows.includes(props.sessionId)))
+      .catch(() => setOn(undefined));
+  }, [props.sessionId]);
+  if (on === undefined) return null;
+  const toggle = () =>
+    props.follow(!on).then(
+      () => {
+        setOn(!on);
+        setError(undefined);
+      },
+      (err: Error) => setError(err.message),
+    );
+  return (
+    <>
+      <button
+        type="button"
+        class="small"
+        aria-pressed={on}
+        data-testid="follow"
+        title="Be told when a turn of this session ends, by push and your webhooks"
+        onClick={() => void toggle()}
+      >
+        {on ? 'Following' : 'Follow'}
+      </button>
+      {error && <span role="alert">{error}</span>}
+    </>
+  );
+}

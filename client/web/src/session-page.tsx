@@ -1,7 +1,7 @@
 /** One session: who is here, the controls, the transcript with its prompts, the composer. */
 import { SessionTitle } from './session-title';
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
-import { useVisibilityReport } from './notify';
+import { FollowToggle, useVisibilityReport } from './notify';
 import { announce } from './announcer';
 import { ChangesPanel } from './changes-panel';
 import { ErrorAlert } from './error-alert';
@@ -137,6 +137,12 @@ export function SessionPage({ session, onLeave }: { session: OpenSession; onLeav
           <span class="role" data-testid="role">
             {view.role}
           </span>
+          {view.role !== 'owner' && !ended && (
+            <>
+              {' '}
+              <FollowToggle sessionId={session.id} follow={(on) => session.follow(on)} />
+            </>
+          )}
           {session.meter.cost !== undefined && (
             <>
               {' '}

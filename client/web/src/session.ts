@@ -338,6 +338,11 @@ export class OpenSession {
     return this.conn.request('session.rename', { session_id: this.id, title });
   }
 
+  /** Follows the session (`on`) or stops: told of its turns' ends away from the tab (push, own webhooks). */
+  follow(on: boolean): Promise<void> {
+    return this.conn.request('session.follow', { session_id: this.id, follow: on });
+  }
+
   /** Sends a prompt: text, and images as image content blocks; `steer`: it cuts into the running turn (priority `now`). */
   sendPrompt(text: string, images: ImageAttachment[] = [], steer = false): Promise<void> {
     const content: unknown = images.length
