@@ -3,7 +3,8 @@
  * nats-server run from deploy/nats-cluster.conf (so a missing permission shows), the real
  * Claude Code CLI against the scripted model. Turns of a session held by gateway B are read
  * on gateway A (`tether usage --json`) with their authors and sums, and a daily budget spent
- * on B refuses the person's next prompt on a session held by A.
+ * on B refuses the person's next prompt on a session held by A; A started again reads the
+ * stream back with nothing doubled.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -69,7 +70,7 @@ describe.skipIf(!hasTool('nats-server'))("the cluster's usage ledger with the re
     return JSON.parse(r.stdout) as UsageResult;
   };
 
-  it("turns of a session held by gateway B are read on gateway A with their authors and sums; a daily budget spent on B refuses the person's next prompt on a session held by A", async () => {
+  it("turns of a session held by gateway B are read on gateway A with their authors and sums; a daily budget spent on B refuses the person's next prompt on a session held by A; A restarted reads the same, nothing doubled", async () => {
     onTestFailed(() => {
       for (const g of stack.gateways) process.stderr.write(`--- ${g.id} (${g.url})\n${g.daemon.stderr()}\n`);
     });
@@ -126,5 +127,10 @@ describe.skipIf(!hasTool('nats-server'))("the cluster's usage ledger with the re
     await withTimeout(other.shutdown(1_000), 10_000, 'the second agent to stop');
     other = undefined;
     home.cleanup();
+
+    // Gateway A starts again: it reads the stream back before it listens, each turn once.
+    await stack.restartGateway(1);
+    expect(await usageOn(1, 'auditor', ['admin'])).toEqual(onB);
+    expect(await usageOn(0, 'auditor', ['admin'])).toEqual(onB);
   }, 300_000);
 });
