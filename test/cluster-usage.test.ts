@@ -74,6 +74,23 @@ describe.skipIf(!hasTool('nats-server'))("the cluster's usage stream", () => {
     expect(b.read(ADMIN, {}).total.turns).toBe(3);
   });
 
+  it('a turn booked while NATS is away is published once it is back, and the other ledger, whose consumer was made again, reads it', async () => {
+    const a = await gatewayLedger('gw-a');
+    const b = await gatewayLedger('gw-b');
+    b.book(result('u1', 0, 0.5, 1000), { sessionId: 's1', agent: 'builder', principal: 'alice', owner: 'alice' });
+    await waitFor(() => a.read(ADMIN, {}).total.turns === 1, 10_000, 'the first turn');
+    await nats.halt();
+    await waitFor(() => !links.some((l) => l.isUp), 10_000, 'the links to notice');
+    b.book(result('u2', 1, 0.75, 2000), { sessionId: 's1', agent: 'builder', principal: 'bob', owner: 'alice' });
+    await nats.restart();
+    await waitFor(() => a.read(ADMIN, {}).total.turns === 2, 20_000, 'the turn booked during the outage');
+    expect(a.read(ADMIN, {}).rows.map((r) => [r.key, r.input_tokens])).toEqual([
+      ['alice', 1000],
+      ['bob', 2000],
+    ]);
+    expect(b.read(ADMIN, {}).total.turns).toBe(2);
+  });
+
   it('a message no gateway sealed (or sealed but not a turn) is dropped and logged; the sealed ones still count', async () => {
     const logged: string[] = [];
     const log = pino({ level: 'warn' }, { write: (line: string) => void logged.push(line) });

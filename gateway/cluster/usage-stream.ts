@@ -11,7 +11,7 @@ import { DUPLICATE_WINDOW_MS } from './session-log.js';
 export const USAGE_STREAM = 'TETHER_USAGE';
 const SUBJECT_PREFIX = 'tether.usage.';
 const DAY_MS = 86_400_000;
-/** Catching up at join gives up when no message came for this long. */
+/** Joining waits at most this long to have read the stream back (then starts, logged, and reads on). */
 const CATCH_UP_STALL_MS = 10_000;
 const RETRY_PAUSE_MS = 250;
 
@@ -28,6 +28,7 @@ export class UsageStream {
   private readonly queue: UsageEntry[] = [];
   private pumping = false;
   private closed = false;
+  private unlisten: (() => void) | undefined;
   private readonly dropped: DropLog;
 
   private constructor(
@@ -62,28 +63,54 @@ export class UsageStream {
     if (!info) await jsm.streams.add(config);
     else if (info.config.max_age !== config.max_age) await jsm.streams.update(USAGE_STREAM, { ...info.config, max_age: config.max_age });
     const s = new UsageStream(link, mac, SUBJECT_PREFIX + opts.gatewayId, opts.log);
-    await s.follow(ledger, info?.state.messages ?? 0);
+    await s.follow(ledger);
     ledger.onBooked = (e) => s.publish(e);
     return s;
   }
 
-  /** Reads the stream from its start into `ledger` (resolved once caught up), then keeps following it. */
-  private async follow(ledger: UsageLedger, stored: number): Promise<void> {
-    const consumer = await jetstream(this.link.nc).consumers.get(USAGE_STREAM, { deliver_policy: DeliverPolicy.All });
-    this.messages = await consumer.consume();
+  /**
+   * Reads the stream from its start into `ledger` (resolved once caught up, or after
+   * CATCH_UP_STALL_MS), then keeps following it; the consumer is made again from where it was
+   * when it is lost (NATS restarted, the link came back).
+   */
+  private async follow(ledger: UsageLedger): Promise<void> {
     let caughtUp: () => void = () => {};
     const ready = new Promise<void>((resolve) => (caughtUp = resolve));
-    if (stored === 0) caughtUp();
+    this.unlisten = this.link.onChange((st) => {
+      if (st.kind === 'up') void this.messages?.close();
+    });
     void (async () => {
-      for await (const m of this.messages!) {
-        const entry = this.open(m);
-        if (entry) ledger.take(entry);
-        if (m.info.pending === 0) caughtUp();
+      let lastSeq = 0;
+      while (!this.closed && this.link.state.kind !== 'closed') {
+        try {
+          const from = lastSeq
+            ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: lastSeq + 1 }
+            : { deliver_policy: DeliverPolicy.All };
+          const consumer = await jetstream(this.link.nc).consumers.get(USAGE_STREAM, from);
+          if (this.closed) return;
+          if (!lastSeq && !(await consumer.info(true).catch(() => undefined))?.num_pending) caughtUp();
+          this.messages = await consumer.consume();
+          for await (const m of this.messages) {
+            if (m.seq <= lastSeq) continue; // delivered again after the consumer was made again
+            lastSeq = m.seq;
+            const entry = this.open(m);
+            if (entry) ledger.take(entry);
+            if (m.info.pending === 0) caughtUp();
+          }
+        } catch (err) {
+          if (!this.closed) this.log.debug({ err: String(err) }, 'usage stream consumer lost; making it again');
+        }
+        if (!this.closed) await new Promise((r) => setTimeout(r, RETRY_PAUSE_MS));
       }
-    })().catch((err: unknown) => this.log.warn({ err: String(err) }, 'following the usage stream stopped'));
+    })();
     let stall: NodeJS.Timeout | undefined;
-    await Promise.race([ready, new Promise((r) => (stall = setTimeout(r, CATCH_UP_STALL_MS)))]);
+    const inTime = await Promise.race([
+      ready.then(() => true),
+      new Promise<false>((r) => (stall = setTimeout(() => r(false), CATCH_UP_STALL_MS))),
+    ]);
     clearTimeout(stall);
+    if (!inTime)
+      this.log.warn({ waitedMs: CATCH_UP_STALL_MS }, 'the usage stream was not read back in time; budgets count the rest as it arrives');
   }
 
   /** The entry a message carries, when a gateway sealed it and it is one; else dropped, logged. */
@@ -143,6 +170,7 @@ export class UsageStream {
 
   close(): void {
     this.closed = true;
+    this.unlisten?.();
     void this.messages?.close();
   }
 }
