@@ -85,6 +85,7 @@ export class UsageLedger {
     this.store.append(entry);
     // Its totals become the session's baseline only when no later turn of it is known here.
     this.remember(entry, newest || !this.totals.has(entry.session_id));
+    if (this.now() >= this.nextPruneMs) this.prune(); // a gateway that only reads the fleet's turns prunes too
     return true;
   }
 
