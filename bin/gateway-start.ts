@@ -76,6 +76,8 @@ export async function startGateway(
   if (cluster) {
     try {
       await cluster.attach(gateway);
+      // The usage ledger is the fleet's: budgets and `tether usage` here count turns booked on every gateway.
+      await cluster.shareUsage(storage.usage, c.usage.retentionDays);
       // Revocations and host-key pins are the cluster's: made through any gateway, they hold on this one.
       storage.hostKeys.share(cluster.trust);
       await cluster.trust.shareRevocations(revocations);

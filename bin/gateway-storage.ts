@@ -6,7 +6,7 @@ import { FileSessionStore, type SessionStore } from '../gateway/session/session-
 import { HostKeyPins } from '../gateway/door/host-key-pins.js';
 import { FilePolicy } from '../gateway/policy/policy-source.js';
 import { UsageLedger } from '../gateway/usage/usage-ledger.js';
-import { FileUsageStore } from '../gateway/usage/usage-store.js';
+import { FileUsageStore, MemoryUsageStore } from '../gateway/usage/usage-store.js';
 
 export const STORAGE_FLAGS_HELP = `  --audit-log FILE   audit trail, JSON lines, mode 0600 in a 0700 folder (default STATE_DIR/audit.jsonl);
                      rotated past --audit-max-file-bytes (64 MiB), --audit-keep-files (10) kept
@@ -23,7 +23,7 @@ export const AGENT_HOST_KEYS_FILE = 'agent-host-keys.json';
 /**
  * The gateway's durable state under the state folder: sessions and their history
  * (STATE_DIR/sessions, so they survive a restart), the usage ledger (STATE_DIR/usage.jsonl,
- * kept usage.retentionDays), the audit trail (auditLog) and the
+ * kept usage.retentionDays; in a cluster, the fleet's stream), the audit trail (auditLog) and the
  * agents' pinned host keys (STATE_DIR/agent-host-keys.json), and the policy file when one is given. The state folder and the audit
  * file's folder are made private (0700) first: created so, tightened when looser (logged at
  * warn), refused (FAILED_PRECONDITION) when another user owns them.
@@ -35,6 +35,8 @@ export function gatewayStorage(
     audit: { maxFileBytes: number; keepFiles: number; retentionDays: number };
     usage: { retentionDays: number };
     policy?: string;
+    /** In a cluster the usage ledger is the fleet's stream (Cluster.shareUsage), not the file. */
+    cluster?: string;
   },
   log?: Logger,
 ): { store: SessionStore; audit: AuditLog; hostKeys: HostKeyPins; usage: UsageLedger; policy?: FilePolicy } {
@@ -47,7 +49,10 @@ export function gatewayStorage(
     store: new FileSessionStore(join(c.stateDir, 'sessions')),
     audit: new FileAuditLog(c.auditLog, c.audit, log),
     hostKeys: new HostKeyPins(join(c.stateDir, AGENT_HOST_KEYS_FILE)),
-    usage: new UsageLedger(new FileUsageStore(join(c.stateDir, USAGE_FILE)), { retentionDays: c.usage.retentionDays, logger: log }),
+    usage: new UsageLedger(c.cluster ? new MemoryUsageStore() : new FileUsageStore(join(c.stateDir, USAGE_FILE)), {
+      retentionDays: c.usage.retentionDays,
+      logger: log,
+    }),
     policy: c.policy ? new FilePolicy(c.policy, log).watch() : undefined,
   };
 }

@@ -111,7 +111,7 @@ export const AUTH_KEYS = {
   usage: z
     .object({
       retentionDays: positiveInt(DEFAULT_USAGE_RETENTION_DAYS, '').meta({
-        help: 'turns are kept in the usage ledger (STATE_DIR/usage.jsonl) this many days',
+        help: 'turns are kept in the usage ledger (STATE_DIR/usage.jsonl; in a cluster the TETHER_USAGE stream) this many days',
         flag: 'usage-retention-days',
       }),
       metricsByPrincipal: z.boolean().default(false).meta({

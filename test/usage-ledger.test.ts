@@ -142,6 +142,25 @@ describe('the usage ledger', () => {
     const reopened = new UsageLedger(new FileUsageStore(path), { now: () => now, retentionDays: 2 });
     expect(reopened.read(person('a', true), {}).total.turns).toBe(1);
   });
+
+  it("takes another gateway's turns once (by session and result uuid), in time order, none older than the retention; a later turn of the session here stays the baseline", () => {
+    let now = Date.UTC(2026, 0, 10);
+    const here = new UsageLedger(undefined, { now: () => now, retentionDays: 2 });
+    const there = new UsageLedger(undefined, { now: () => now, retentionDays: 90 });
+    const published: UsageEntry[] = [];
+    there.onBooked = (e) => published.push(e);
+    const early = there.book(result(1, 0, {}, { uuid: 'r0' }), who('bob'))!;
+    now += 60_000;
+    const mine = here.book(result(3, 1, {}, { uuid: 'r1' }), who('alice'))!;
+    expect(published).toEqual([early]);
+    expect(here.take(early)).toBe(true);
+    expect(here.take({ ...early })).toBe(false); // read again (a restart, a re-delivery): kept once
+    expect(here.take(mine)).toBe(false); // its own turn back from the stream
+    expect([...here.since(0)].map((e) => e.principal)).toEqual(['bob', 'alice']);
+    expect(here.take({ ...early, result_uuid: 'old', time: new Date(now - 3 * 86_400_000).toISOString() })).toBe(false);
+    // The session's baseline is still the later turn booked here: the next turn costs 0.5, not 2.5.
+    expect(here.book(result(3.5, 2, {}, { uuid: 'r2' }), who('alice'))!.cost_usd).toBeCloseTo(0.5, 9);
+  });
 });
 
 describe('summarizeUsage', () => {

@@ -34,9 +34,20 @@ export const UsageEntry = z.object({
   /** The engine process's cumulative `total_cost_usd` after this turn, and its `result_index`: the next turn's baseline. */
   engine_total_usd: z.number().nonnegative(),
   result_index: z.number().int().nonnegative().optional(),
+  /** The `uuid` of the engine's result line: with the session id, the turn's identity (turnId). */
+  result_uuid: z.string().max(128).optional(),
 });
 export type UsageEntry = z.infer<typeof UsageEntry>;
 export type UsageFigures = z.infer<typeof UsageFigures>;
+
+/**
+ * A turn's identity, by which it is booked once (a cluster's gateways all read every turn):
+ * its session and the result line's uuid, or, for an engine that sends none, the result
+ * index and the time it was booked.
+ */
+export function turnId(e: Pick<UsageEntry, 'session_id' | 'result_uuid' | 'result_index' | 'time'>): string {
+  return e.result_uuid ? `${e.session_id}/${e.result_uuid}` : `${e.session_id}/${e.result_index ?? '-'}/${e.time}`;
+}
 
 /** What usage can be summed by. */
 export const UsageGroupBy = z.enum(['principal', 'session', 'agent', 'model']);

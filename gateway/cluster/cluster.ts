@@ -22,6 +22,8 @@ import { SharedTrust } from './shared-trust.js';
 import { ANNOUNCE_EVERY_MS, ClusterRegistry, SESSION_TOUCH_EVERY_MS, type GatewayEntry, type SessionEntry } from './registry.js';
 import { SessionMirror } from './session-mirror.js';
 import { FleetChanges } from './fleet-changes.js';
+import { UsageStream } from './usage-stream.js';
+import type { UsageLedger } from '../usage/usage-ledger.js';
 import type { InboxItem } from '../../core/protocol/inbox.js';
 
 /** How long a forwarded call waits for the session's home (a stop waits for the engine). */
@@ -31,6 +33,8 @@ const STOP_TIMEOUT_MS = 45_000;
 const LIST_TIMEOUT_MS = 2_000;
 /** An agent's arrival is announced this soon after its hello (once it is listed here). */
 const ANNOUNCE_SOON_MS = 100;
+/** How long a stop waits for turns booked here to reach the usage stream. */
+const USAGE_FLUSH_MS = 2_000;
 /** How long a gateway taking over a session waits for its old home to let go. */
 const RELEASE_TIMEOUT_MS = 3_000;
 
@@ -65,6 +69,7 @@ export class Cluster implements SessionsElsewhere {
   private stopWatch: (() => void) | undefined;
   /** Sessions this gateway is taking over now (an agent's hello brought them). */
   private readonly takingOver = new Set<string>();
+  private usage: UsageStream | undefined;
   /** When this gateway last rewrote the registry entries of the sessions it holds. */
   private touchedAt = Date.now();
   private closed = false;
@@ -132,6 +137,18 @@ export class Cluster implements SessionsElsewhere {
     await this.announce();
     this.announcer = setInterval(() => void this.announce(), ANNOUNCE_EVERY_MS);
     this.announcer.unref();
+  }
+
+  /**
+   * Makes `ledger` the fleet's (after attach): turns booked here go to the cluster's usage
+   * stream and every gateway's turns come into it, read from the stream's start first.
+   */
+  async shareUsage(ledger: UsageLedger, retentionDays: number): Promise<void> {
+    this.usage = await UsageStream.share(this.link, this.mac, ledger, {
+      gatewayId: this.gatewayId,
+      retentionDays,
+      log: this.log.child({ component: 'cluster-usage' }),
+    });
   }
 
   /** /readyz: the link to NATS is up. */
@@ -427,6 +444,8 @@ export class Cluster implements SessionsElsewhere {
     this.mirrors.clear();
     this.home?.close();
     this.changes?.close();
+    if (this.link.isUp) await this.usage?.flushed(USAGE_FLUSH_MS); // turns booked just before a stop reach the fleet
+    this.usage?.close();
     if (this.link.isUp) await this.registry.retire(this.gatewayId).catch(() => {}); // else its entry ages out (6 s): a stop never waits on an absent NATS
     await this.link.close();
   }

@@ -32,6 +32,7 @@ export type TurnFigures = Pick<
   | 'is_error'
   | 'engine_total_usd'
   | 'result_index'
+  | 'result_uuid'
 >;
 
 const count = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : 0);
@@ -71,6 +72,7 @@ export function turnFigures(
     is_error: v.is_error === true,
     engine_total_usd: total,
     ...(index === undefined ? {} : { result_index: index }),
+    ...(typeof v.uuid === 'string' && v.uuid.length <= 128 ? { result_uuid: v.uuid } : {}),
   };
   return { figures, totals: { engine_total_usd: total, result_index: index, modelCosts } };
 }

@@ -1,6 +1,6 @@
 import type { Logger } from '../../core/logging.js';
 import { silentLogger } from '../../core/logging.js';
-import { summarizeUsage, type UsageEntry, type UsageQuery, type UsageResult } from '../../core/protocol/usage.js';
+import { summarizeUsage, turnId, type UsageEntry, type UsageQuery, type UsageResult } from '../../core/protocol/usage.js';
 import type { Principal } from '../door/principal.js';
 import { turnFigures, type EngineTotals } from './turn-usage.js';
 import { MemoryUsageStore, type UsageStore } from './usage-store.js';
@@ -33,6 +33,10 @@ export class UsageLedger {
   private readonly retentionMs: number;
   private nextPruneMs = 0;
   private readonly now: () => number;
+  /** The turnId of every entry kept: a turn read again (the stream replays this gateway's own) is kept once. */
+  private readonly ids = new Set<string>();
+  /** Hears each turn booked here (a cluster publishes it to the fleet). */
+  onBooked: ((entry: UsageEntry) => void) | undefined;
 
   constructor(
     private readonly store: UsageStore = new MemoryUsageStore(),
@@ -64,7 +68,25 @@ export class UsageLedger {
     this.remember(entry);
     this.totals.set(who.sessionId, read.totals); // with the models' costs, which entries do not keep
     if (this.now() >= this.nextPruneMs) this.prune();
+    this.onBooked?.(entry);
     return entry;
+  }
+
+  /**
+   * A turn booked elsewhere (another gateway of the cluster, or this one before a restart),
+   * kept in time order unless kept already or older than the retention; true when kept.
+   */
+  take(entry: UsageEntry): boolean {
+    const at = Date.parse(entry.time);
+    if (this.ids.has(turnId(entry)) || !(at >= this.now() - this.retentionMs)) return false;
+    const i = this.firstAtOrAfter(at + 1);
+    const newest = i === this.entries.length;
+    this.entries.splice(i, 0, entry);
+    this.store.append(entry);
+    // Its totals become the session's baseline only when no later turn of it is known here.
+    this.remember(entry, newest || !this.totals.has(entry.session_id));
+    if (this.now() >= this.nextPruneMs) this.prune(); // a gateway that only reads the fleet's turns prunes too
+    return true;
   }
 
   /**
@@ -83,14 +105,19 @@ export class UsageLedger {
 
   /** Turns that ended at or after `sinceMs`, oldest first. */
   *since(sinceMs: number): Iterable<UsageEntry> {
+    for (let i = this.firstAtOrAfter(sinceMs); i < this.entries.length; i++) yield this.entries[i];
+  }
+
+  /** The index of the first entry that ended at or after `ms`. */
+  private firstAtOrAfter(ms: number): number {
     let lo = 0;
     let hi = this.entries.length;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
-      if (Date.parse(this.entries[mid].time) < sinceMs) lo = mid + 1;
+      if (Date.parse(this.entries[mid].time) < ms) lo = mid + 1;
       else hi = mid;
     }
-    for (let i = lo; i < this.entries.length; i++) yield this.entries[i];
+    return lo;
   }
 
   /**
@@ -103,8 +130,9 @@ export class UsageLedger {
     return summarizeUsage(picked, q.by ?? 'principal', p.canAdmin ? 'all' : 'own');
   }
 
-  private remember(e: UsageEntry): void {
-    this.totals.set(e.session_id, { engine_total_usd: e.engine_total_usd, result_index: e.result_index });
+  private remember(e: UsageEntry, baseline = true): void {
+    this.ids.add(turnId(e));
+    if (baseline) this.totals.set(e.session_id, { engine_total_usd: e.engine_total_usd, result_index: e.result_index });
     this.sessionCosts.set(e.session_id, (this.sessionCosts.get(e.session_id) ?? 0) + e.cost_usd);
   }
 
@@ -117,6 +145,7 @@ export class UsageLedger {
     const from = keep === -1 ? this.entries.length : keep;
     if (from === 0) return;
     for (const e of this.entries.slice(0, from)) {
+      this.ids.delete(turnId(e));
       const left = (this.sessionCosts.get(e.session_id) ?? 0) - e.cost_usd;
       if (left > 1e-12) this.sessionCosts.set(e.session_id, left);
       else this.sessionCosts.delete(e.session_id);

@@ -60,6 +60,11 @@ export interface ClusterStack {
    * them); closed by stop().
    */
   client(n: number, sub: string, transport?: 'ws' | 'grpc', list?: 'list'): Promise<GatewayClient>;
+  /**
+   * Stops gateway `n` (SIGTERM) and runs it again on its state folder; it listens on new ports
+   * (`gateways[n]` is replaced; the balancer still names the old one).
+   */
+  restartGateway(n: number): Promise<ClusterGateway>;
   stop(): Promise<void>;
 }
 
@@ -126,10 +131,10 @@ export async function startClusterStack(opts: {
     const mint = (kind: 'agent' | 'client', sub: string, scopes?: string[]) =>
       mintToken({ key: generated.key, kind, sub, scopes, agent: kind === 'agent' ? sub : undefined, ttlSeconds: 3600 });
     const gateways: ClusterGateway[] = [];
-    for (let n = 0; n < opts.gateways; n++) {
+    /** Gateway `n`'s process (its own state folder); a restart runs it again on the same folder. */
+    const startGateway = async (n: number, stateDir: string): Promise<ClusterGateway> => {
       // The state folder (audit trail, pins) through the environment: --key and --state-dir exclude each other on one command line.
       // NATS authentication as an operator sets it up: a user, its password in the environment.
-      const stateDir = temp('tether-gw-');
       const natsUser = nats.user ? ['--cluster-user', nats.user] : [];
       const daemon = startTether(
         [
@@ -156,8 +161,9 @@ export async function startClusterStack(opts: {
       const grpcUrl = (await daemon.line('grpc: ')).slice('grpc: '.length);
       const id = CLUSTER_LINE.exec(await daemon.line('cluster: '))?.[1];
       if (!id) throw new Error(`gateway ${n} printed no cluster line: ${daemon.stdout()}`);
-      gateways.push({ daemon, url, grpcUrl, id, stateDir });
-    }
+      return { daemon, url, grpcUrl, id, stateDir };
+    };
+    for (let n = 0; n < opts.gateways; n++) gateways.push(await startGateway(n, temp('tether-gw-')));
     const balancer = await startBalancer(gateways.map((g) => Number(new URL(g.url).port)));
     cleanups.push(named('balancer', () => balancer.close()));
     const fake = await startFakeAnthropic(opts.scenario ?? { responses: [] });
@@ -209,6 +215,11 @@ export async function startClusterStack(opts: {
         });
         clients.push(c);
         return c;
+      },
+      async restartGateway(n) {
+        await gateways[n].daemon.stop();
+        gateways[n] = await startGateway(n, gateways[n].stateDir);
+        return gateways[n];
       },
       async stop() {
         await withTimeout(Promise.all(clients.splice(0).map((c) => c.close())), STEP_TIMEOUT_MS, 'the clients to close');
