@@ -36,9 +36,9 @@ describe.skipIf(!hasTool('nats-server'))("the cluster's usage stream", () => {
     return l;
   };
   /** A gateway's ledger made the fleet's, as Cluster.shareUsage does. */
-  const gatewayLedger = async (gatewayId: string, log = silentLogger) => {
+  const gatewayLedger = async (gatewayId: string, log = silentLogger, maxWaiting?: number) => {
     const ledger = new UsageLedger();
-    streams.push(await UsageStream.share(await link(), MAC, ledger, { gatewayId, retentionDays: 90, log }));
+    streams.push(await UsageStream.share(await link(), MAC, ledger, { gatewayId, retentionDays: 90, log, maxWaiting }));
     return ledger;
   };
   beforeEach(async () => {
@@ -89,6 +89,22 @@ describe.skipIf(!hasTool('nats-server'))("the cluster's usage stream", () => {
       ['bob', 2000],
     ]);
     expect(b.read(ADMIN, {}).total.turns).toBe(2);
+  });
+
+  it('while NATS is away at most maxWaiting turns wait; one past it stays on its gateway only, and the log says so', async () => {
+    const warned: string[] = [];
+    const log = { ...silentLogger, warn: (_o: unknown, msg: string) => void warned.push(msg) } as unknown as typeof silentLogger;
+    const a = await gatewayLedger('gw-a');
+    const b = await gatewayLedger('gw-b', log, 1);
+    await nats.halt();
+    await waitFor(() => !links.some((l) => l.isUp), 10_000, 'the links to notice');
+    b.book(result('v1', 0, 0.5, 1000), { sessionId: 's2', agent: 'builder', principal: 'alice', owner: 'alice' });
+    b.book(result('v2', 1, 0.75, 2000), { sessionId: 's2', agent: 'builder', principal: 'bob', owner: 'alice' });
+    expect(warned).toContain('the usage stream is unreachable and its queue is full: turns booked now stay on this gateway');
+    await nats.restart();
+    await waitFor(() => a.read(ADMIN, {}).total.turns === 1, 20_000, 'the turn that waited');
+    expect(a.read(ADMIN, {}).rows.map((r) => r.key)).toEqual(['alice']);
+    expect(b.read(ADMIN, {}).total.turns).toBe(2); // the one left out is still b's
   });
 
   it('a message no gateway sealed (or sealed but not a turn) is dropped and logged; the sealed ones still count', async () => {

@@ -7,22 +7,14 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { STREAM_JSON_FLAGS } from '../agent/engine-command.js';
 
 type Frame = Record<string, any>;
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ENGINE = join(ROOT, 'dist/agent/demo-engine/main.js');
 const MODULES = ['main', 'turns', 'frames', 'shell'];
-const BASE_ARGS = [
-  '-p',
-  '--input-format',
-  'stream-json',
-  '--output-format',
-  'stream-json',
-  '--verbose',
-  '--permission-prompt-tool',
-  'stdio',
-];
+const BASE_ARGS = STREAM_JSON_FLAGS; // what the agent starts every engine with
 const WAIT_MS = 5_000;
 
 const INIT = { type: 'control_request', request_id: 'init_1', request: { subtype: 'initialize', hooks: null } };

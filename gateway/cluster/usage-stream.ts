@@ -14,6 +14,8 @@ const DAY_MS = 86_400_000;
 /** Joining waits at most this long to have read the stream back (then starts, logged, and reads on). */
 const CATCH_UP_STALL_MS = 10_000;
 const RETRY_PAUSE_MS = 250;
+/** Turns kept waiting for NATS at most (~300 B each); beyond, a turn stays in this gateway's ledger only, said in the log. */
+export const MAX_WAITING_TURNS = 10_000;
 
 /**
  * The cluster's usage ledger (issue 35): each turn a gateway books is published, sealed with
@@ -30,12 +32,15 @@ export class UsageStream {
   private closed = false;
   private unlisten: (() => void) | undefined;
   private readonly dropped: DropLog;
+  /** Turns not queued since the queue was last below its bound (logged once per streak). */
+  private overflow = 0;
 
   private constructor(
     private readonly link: NatsLink,
     private readonly mac: FabricMac,
     private readonly subject: string,
     private readonly log: Logger,
+    private readonly maxWaiting: number,
   ) {
     this.dropped = new DropLog(log, 'dropping a usage message no gateway wrote, or not a turn');
   }
@@ -49,7 +54,7 @@ export class UsageStream {
     link: NatsLink,
     mac: FabricMac,
     ledger: UsageLedger,
-    opts: { gatewayId: string; retentionDays: number; log: Logger },
+    opts: { gatewayId: string; retentionDays: number; log: Logger; maxWaiting?: number },
   ): Promise<UsageStream> {
     if (!/^[A-Za-z0-9-]+$/.test(opts.gatewayId)) throw new Error(`bad gateway id for the usage stream: ${opts.gatewayId}`);
     const jsm = await jetstreamManager(link.nc);
@@ -62,7 +67,7 @@ export class UsageStream {
     const info = await jsm.streams.info(USAGE_STREAM).catch(() => undefined);
     if (!info) await jsm.streams.add(config);
     else if (info.config.max_age !== config.max_age) await jsm.streams.update(USAGE_STREAM, { ...info.config, max_age: config.max_age });
-    const s = new UsageStream(link, mac, SUBJECT_PREFIX + opts.gatewayId, opts.log);
+    const s = new UsageStream(link, mac, SUBJECT_PREFIX + opts.gatewayId, opts.log, opts.maxWaiting ?? MAX_WAITING_TURNS);
     await s.follow(ledger);
     ledger.onBooked = (e) => s.publish(e);
     return s;
@@ -127,8 +132,24 @@ export class UsageStream {
     }
   }
 
-  /** Queued and published in order; retried while NATS is away (the turn id is the message id: JetStream keeps one copy). */
+  /**
+   * Queued and published in order; retried while NATS is away (the turn id is the message id:
+   * JetStream keeps one copy). The queue is bounded: a turn past it is left out of the stream
+   * (this gateway's ledger still has it) and the log says how many, once per streak.
+   */
   private publish(entry: UsageEntry): void {
+    if (this.queue.length >= this.maxWaiting) {
+      if (this.overflow++ === 0)
+        this.log.warn(
+          { waiting: this.queue.length },
+          'the usage stream is unreachable and its queue is full: turns booked now stay on this gateway',
+        );
+      return;
+    }
+    if (this.overflow) {
+      this.log.warn({ left_out: this.overflow }, 'turns were left out of the usage stream while its queue was full');
+      this.overflow = 0;
+    }
     this.queue.push(entry);
     void this.pump();
   }

@@ -9,19 +9,11 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { STREAM_JSON_FLAGS } from '../../agent/engine-command.js';
 import { withTimeout } from './wait.js';
 
-/** The canonical stream-json launch (engine-protocol.md §1.1). */
-export const STREAM_JSON_ARGS: readonly string[] = [
-  '-p',
-  '--input-format',
-  'stream-json',
-  '--output-format',
-  'stream-json',
-  '--verbose',
-  '--permission-prompt-tool',
-  'stdio',
-];
+/** The canonical stream-json launch (engine-protocol.md §1.1): the flags the agent gives every engine. */
+export const STREAM_JSON_ARGS: readonly string[] = STREAM_JSON_FLAGS;
 
 const SDK_PACKAGE = '@anthropic-ai/claude-agent-sdk';
 
