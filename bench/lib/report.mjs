@@ -460,7 +460,9 @@ export function report(results) {
   }
 
   if (F.web) {
-    parts.push(`### Web page: a 2,000-turn session beside a 2-turn one (Chromium, medians of ${F.web.long.length})\n\n${webTable(F.web)}`);
+    parts.push(
+      `### Web page: a 2,000-turn session beside a 2-turn one and a control page with no Tether code (Chromium, medians of ${F.web.long.length})\n\n${webTable(F.web)}`,
+    );
     for (const v of webVerdicts(F.web)) verdict('web', v.target, v.value, v.met);
   }
   parts.push(...lifecycleTables(F, { table, cell }));
