@@ -28,10 +28,11 @@ const perTest = new Map<string, Random>();
 
 /**
  * The current test's random numbers: one sequence per test name, continued by every call in
- * that test, so running one test alone (-t) replays it too.
+ * that test, so running one test alone (-t) replays it too. A concurrent test passes its
+ * context's `expect` (the global one names whichever test ran last).
  */
-export function testRandom(): Random {
-  const name = expect.getState().currentTestName ?? '';
+export function testRandom(local: Pick<typeof expect, 'getState'> = expect): Random {
+  const name = local.getState().currentTestName ?? '';
   let random = perTest.get(name);
   if (!random) perTest.set(name, (random = seededRandom(TEST_SEED, name)));
   return random;
