@@ -6,7 +6,7 @@
  * by pid (test/support/counting-engine.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { demoEnginePath } from '../agent/engine-command.js';
 import type { CreateProgress } from '../core/protocol/methods.js';
 import type { RemoteSession, SessionItem } from '../client/remote-session.js';
@@ -25,14 +25,13 @@ async function turn(s: RemoteSession, prompt: string, seen: SessionItem[] = []):
   return seen;
 }
 
-// At once, five at a time: each test has its own rig, and its time is waiting for links, engines and timers.
-describe.concurrent('session start, stop and attach across link loss', () => {
-  /** The test's own rig, stopped when it finishes (`onTestFinished` from the test's context). */
-  const open = async (onTestFinished: (fn: () => Promise<void>) => void, o: Partial<StartRigOptions> = {}) => {
-    const rig = await startRig({ transport: 'ws', engineArgv: DEMO, ...o });
-    onTestFinished(() => rig.stop());
-    return rig;
-  };
+describe('session start, stop and attach across link loss', () => {
+  let rig: StartRig | undefined;
+  const open = async (o: Partial<StartRigOptions> = {}) => (rig = await startRig({ transport: 'ws', engineArgv: DEMO, ...o }));
+  afterEach(async () => {
+    await rig?.stop();
+    rig = undefined;
+  });
 
   /** Drops the agent's link and keeps it down until `back()`. */
   const agentAway = async (r: StartRig) => {
@@ -43,10 +42,8 @@ describe.concurrent('session start, stop and attach across link loss', () => {
   };
 
   for (const transport of ['ws', 'grpc'] as const) {
-    it(`${transport}: a create for an agent whose link dropped waits for it, says so, then succeeds with one engine`, async ({
-      onTestFinished,
-    }) => {
-      const r = await open(onTestFinished, { transport });
+    it(`${transport}: a create for an agent whose link dropped waits for it, says so, then succeeds with one engine`, async () => {
+      const r = await open({ transport });
       const client = await r.client();
       expect((await rejectionOf(client.createSession({ agent: 'nobody-knows-me' }))).code).toBe('NOT_FOUND'); // unknown agents still fail at once
       const away = await agentAway(r);
@@ -65,10 +62,8 @@ describe.concurrent('session start, stop and attach across link loss', () => {
       await waitFor(() => r.engine.alive().length === 0, 5_000, 'no engine left');
     }, 30_000);
 
-    it(`${transport}: the agent's link cut while its engine spawns: the engine it reports is bound, one engine, never two`, async ({
-      onTestFinished,
-    }) => {
-      const r = await open(onTestFinished, { transport, delayS: 0.8 });
+    it(`${transport}: the agent's link cut while its engine spawns: the engine it reports is bound, one engine, never two`, async () => {
+      const r = await open({ transport, delayS: 0.8 });
       const client = await r.client();
       for (const downMs of [0, 1_500]) {
         const before = r.engine.pids().length;
@@ -89,10 +84,8 @@ describe.concurrent('session start, stop and attach across link loss', () => {
     }, 40_000);
   }
 
-  it('an engine the gateway no longer wants (its create gave up while the agent was away) is stopped when the agent reports it', async ({
-    onTestFinished,
-  }) => {
-    const r = await open(onTestFinished, { delayS: 0.8, limits: { agentWaitMs: 500 } });
+  it('an engine the gateway no longer wants (its create gave up while the agent was away) is stopped when the agent reports it', async () => {
+    const r = await open({ delayS: 0.8, limits: { agentWaitMs: 500 } });
     const client = await r.client();
     const peer = await client.peer();
     // The raw request: the library would retry the create, the gateway alone gives up.
@@ -110,10 +103,8 @@ describe.concurrent('session start, stop and attach across link loss', () => {
     expect(r.stack.gateway.directory.sessionList().filter((x) => !x.ended)).toEqual([]);
   }, 30_000);
 
-  it('a create retried under the same create_id gets the same session and one engine, also when the answer was cut off', async ({
-    onTestFinished,
-  }) => {
-    const r = await open(onTestFinished);
+  it('a create retried under the same create_id gets the same session and one engine, also when the answer was cut off', async () => {
+    const r = await open();
     const [c1, c2] = [await r.client(), await r.client()];
     const createId = randomUUID();
     const [a, b] = await Promise.all([
@@ -151,8 +142,8 @@ describe.concurrent('session start, stop and attach across link loss', () => {
     ).toEqual(['owner']); // the cut-off attempt left no attachment behind
   }, 30_000);
 
-  it('a create without create_id whose client left before the answer does not leave its engine running', async ({ onTestFinished }) => {
-    const r = await open(onTestFinished, { delayS: 0.8 });
+  it('a create without create_id whose client left before the answer does not leave its engine running', async () => {
+    const r = await open({ delayS: 0.8 });
     const peer = await (await r.proxiedClient()).peer();
     // The raw request without create_id (what an older client sends): nobody can ask for it again.
     const creating = peer.request('session.create', { agent: r.agentName, options: {} }).catch((err: Error) => err);
@@ -163,10 +154,8 @@ describe.concurrent('session start, stop and attach across link loss', () => {
     await waitFor(() => r.stack.gateway.directory.sessionList().every((x) => x.ended), 5_000, 'its session to end');
   }, 20_000);
 
-  it('tether run, tether chat --json and the SDK drop-in (tether-claude) say they wait for the agent, then run once it is back', async ({
-    onTestFinished,
-  }) => {
-    const r = await open(onTestFinished);
+  it('tether run, tether chat --json and the SDK drop-in (tether-claude) say they wait for the agent, then run once it is back', async () => {
+    const r = await open();
     const env = { TETHER_GATEWAY: r.stack.wsUrl, TETHER_TOKEN: r.stack.token, TETHER_AGENT: r.agentName, TETHER_CWD: r.cwd };
     const prompt =
       JSON.stringify({ type: 'user', message: { role: 'user', content: 'hello' }, parent_tool_use_id: null, session_id: '' }) + '\n';
@@ -195,8 +184,8 @@ describe.concurrent('session start, stop and attach across link loss', () => {
     expect(r.engine.pids()).toHaveLength(cases.length);
   }, 60_000);
 
-  it('a first connection lost before its hello is tried again: tether chat on a flaky link still starts', async ({ onTestFinished }) => {
-    const r = await open(onTestFinished);
+  it('a first connection lost before its hello is tried again: tether chat on a flaky link still starts', async () => {
+    const r = await open();
     const gw = r.stack.gateway;
     const accept = gw.accept.bind(gw);
     let dropped = 0;
@@ -220,10 +209,8 @@ describe.concurrent('session start, stop and attach across link loss', () => {
   }, 30_000);
 
   for (const transport of ['ws', 'grpc'] as const) {
-    it(`${transport}: a stop in flight when the agent link drops completes once the agent is back; one sent as the client link drops completes after its reconnect`, async ({
-      onTestFinished,
-    }) => {
-      const r = await open(onTestFinished, { transport });
+    it(`${transport}: a stop in flight when the agent link drops completes once the agent is back; one sent as the client link drops completes after its reconnect`, async () => {
+      const r = await open({ transport });
       const client = await r.client();
       const s = await client.createSession({ agent: r.agentName });
       await turn(s, 'hello');
@@ -252,10 +239,8 @@ describe.concurrent('session start, stop and attach across link loss', () => {
       expect(r.engine.alive()).toEqual([]);
     }, 40_000);
 
-    it(`${transport}: an attach in flight when the client link drops completes once after the reconnect: one attachment, history once`, async ({
-      onTestFinished,
-    }) => {
-      const r = await open(onTestFinished, { transport });
+    it(`${transport}: an attach in flight when the client link drops completes once after the reconnect: one attachment, history once`, async () => {
+      const r = await open({ transport });
       const owner = await r.client();
       const s = await owner.createSession({ agent: r.agentName });
       await turn(s, 'first');
