@@ -28,11 +28,10 @@ const perTest = new Map<string, Random>();
 
 /**
  * The current test's random numbers: one sequence per test name, continued by every call in
- * that test, so running one test alone (-t) replays it too. A concurrent test passes its
- * context's `expect` (the global one names whichever test ran last).
+ * that test, so running one test alone (-t) replays it too.
  */
-export function testRandom(local: Pick<typeof expect, 'getState'> = expect): Random {
-  const name = local.getState().currentTestName ?? '';
+export function testRandom(): Random {
+  const name = expect.getState().currentTestName ?? '';
   let random = perTest.get(name);
   if (!random) perTest.set(name, (random = seededRandom(TEST_SEED, name)));
   return random;
