@@ -3,7 +3,7 @@ import type { RemoteSession, SessionItem } from '../client/remote-session.js';
 import type { TetherEvent } from '../core/protocol/events.js';
 import type { FakeResponse } from './support/fake-anthropic.js';
 import { startRig, type EngineRig } from './support/engines.js';
-import { cleanupsOfTest } from './support/cleanups.js';
+import { cleanupsPerTest } from './support/cleanups.js';
 import { isResult, rejectionOf, until } from './support/items.js';
 import type { TransportName } from './support/stack.js';
 import { waitFor } from './support/wait.js';
@@ -27,19 +27,14 @@ const resultFor = (uuid: string) => (i: SessionItem) =>
   isResult(i) && ((i as { message: { user_message_uuids?: string[] } }).message.user_message_uuids ?? []).includes(uuid);
 const texts = (e: QueuedEvent) => e.prompts.map((p) => [p.principal, (p.message as { content: string }).content]);
 
-// At once: each test has its own rig, and its time is the scripted model's slow answers.
-describe.concurrent.each([
+describe.each([
   { client: 'ws', agent: 'ws' },
   { client: 'grpc', agent: 'grpc' },
 ] as { client: TransportName; agent: TransportName }[])('queued prompts (client $client, agent $agent)', (t) => {
-  /**
-   * A session of the owner (test-user) with bob and carol attached as controllers, and a turn
-   * running; its rig stops when the test finishes (the test context's onTestFinished).
-   */
-  async function teamMidTurn(
-    onTestFinished: (fn: () => Promise<void>) => void,
-    responses: FakeResponse[],
-  ): Promise<{
+  const cleanups = cleanupsPerTest();
+
+  /** A session of the owner (test-user) with bob and carol attached as controllers, and a turn running. */
+  async function teamMidTurn(responses: FakeResponse[]): Promise<{
     rig: EngineRig;
     owner: RemoteSession;
     bob: RemoteSession;
@@ -47,7 +42,7 @@ describe.concurrent.each([
     its: AsyncIterator<SessionItem>[];
     seen: SessionItem[][];
   }> {
-    const rig = cleanupsOfTest(onTestFinished).own(
+    const rig = cleanups.own(
       await startRig('claude', { responses, fallback: { text: 'OK.' } }, { clientTransport: t.client, agentTransport: t.agent }),
     );
     const owner = await (await rig.stack.client()).createSession({ agent: 'test-agent' });
@@ -61,10 +56,8 @@ describe.concurrent.each([
   }
   const reachedModel = (rig: EngineRig, text: string) => rig.fake!.requests.some((r) => r.raw.includes(text));
 
-  it('two prompts sent mid-turn by two people queue in order for every member; a third member may not withdraw one; its author does, and it never reaches the model; the other runs next', async ({
-    onTestFinished,
-  }) => {
-    const { rig, owner, bob, carol, its, seen } = await teamMidTurn(onTestFinished, [SLOW, { text: 'queue answered' }]);
+  it('two prompts sent mid-turn by two people queue in order for every member; a third member may not withdraw one; its author does, and it never reaches the model; the other runs next', async () => {
+    const { rig, owner, bob, carol, its, seen } = await teamMidTurn([SLOW, { text: 'queue answered' }]);
     const b = await bob.send('BOB_QUEUED');
     const c = await carol.send('CAROL_QUEUED');
     const both = await Promise.all(
@@ -145,10 +138,8 @@ describe.concurrent.each([
     ]);
   }, 120_000);
 
-  it('a member who attaches later reads the queue from history; a viewer sees it and cannot withdraw; a bad priority is refused', async ({
-    onTestFinished,
-  }) => {
-    const { rig, owner, bob } = await teamMidTurn(onTestFinished, [SLOW]);
+  it('a member who attaches later reads the queue from history; a viewer sees it and cannot withdraw; a bad priority is refused', async () => {
+    const { rig, owner, bob } = await teamMidTurn([SLOW]);
     const b = await bob.send('BOB_QUEUED');
     expect((await rejectionOf(bob.send('bad', { priority: 'soon' as 'now' }))).code).toBe('INVALID_ARGUMENT');
     const viewer = await (await rig.stack.client({ sub: 'vera' })).attach(owner.id, { readOnly: true });
@@ -168,8 +159,8 @@ describe.concurrent.each([
     expect(refused.message).toContain('viewer');
   }, 120_000);
 
-  it('a steer (priority now) cuts into the running turn at once, and every member sees where and by whom', async ({ onTestFinished }) => {
-    const { rig, bob, its, seen } = await teamMidTurn(onTestFinished, [SLOW, { text: 'steered answer' }]);
+  it('a steer (priority now) cuts into the running turn at once, and every member sees where and by whom', async () => {
+    const { rig, bob, its, seen } = await teamMidTurn([SLOW, { text: 'steered answer' }]);
     const steer = await bob.send('STEER_TEXT', { priority: 'now' });
     const started = await until(
       its[2],
@@ -189,10 +180,8 @@ describe.concurrent.each([
     expect(request.raw).toContain('one'); // the cut answer is in the steered turn's history
   }, 120_000);
 
-  it("the owner withdraws a member's prompt; a stop that clears the queue says how many it cleared, and nothing queued runs", async ({
-    onTestFinished,
-  }) => {
-    const { rig, owner, bob, its, seen } = await teamMidTurn(onTestFinished, [SLOW, { text: 'after the stop' }]);
+  it("the owner withdraws a member's prompt; a stop that clears the queue says how many it cleared, and nothing queued runs", async () => {
+    const { rig, owner, bob, its, seen } = await teamMidTurn([SLOW, { text: 'after the stop' }]);
     const one = await bob.send('CLEARED_ONE');
     const two = await bob.send('WITHDRAWN_BY_OWNER');
     const three = await bob.send('CLEARED_TWO', { priority: 'next' });
