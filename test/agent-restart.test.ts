@@ -1,12 +1,12 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { SessionItem } from '../client/remote-session.js';
 import type { GatewayClient } from '../client/gateway-client.js';
 import type { TetherEvent } from '../core/protocol/events.js';
 import { claudeBinaryPath, claudeTestEnv, makeTempDir, type TempDir } from './support/claude-cli.js';
 import { processesIn, startTether, type Daemon } from './support/cli.js';
-import { startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic.js';
+import { startFakeAnthropic, type FakeAnthropic, type FakeScenario } from './support/fake-anthropic.js';
 import { startStack, type Stack } from './support/stack.js';
 import { readTurn } from './support/turns.js';
 import { waitFor, withTimeout } from './support/wait.js';
@@ -17,43 +17,60 @@ import { waitFor, withTimeout } from './support/wait.js';
  * kill would, its engine), starts it again with the same identity and HOME, and the session
  * goes on: same id, same seqs, the model's next request carries the earlier conversation.
  */
-describe('a session across an agent restart (real CLI)', () => {
-  let stack: Stack | undefined;
-  let fake: FakeAnthropic | undefined;
-  let agent: Daemon | undefined;
-  const dirs: TempDir[] = [];
-  let cwd = '';
-  let home = '';
-  afterEach(async () => {
-    await agent?.stop('SIGKILL', 5_000);
-    killEngines();
-    await stack?.stop();
-    await fake?.close();
-    for (const d of dirs.splice(0)) d.cleanup();
-    agent = stack = fake = undefined;
-  });
-
-  /** The engines started in the session folder: a kill -9 of the agent leaves them orphaned. */
-  function killEngines(): void {
-    if (!cwd) return;
-    for (const pid of processesIn(cwd, 'claude')) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // gone meanwhile
+// At once: each test has its own stack, fake model, folders and agent, and its time is the
+// real CLI starting and answering (8.8 s CPU of 50-74 s alone).
+describe.concurrent('a session across an agent restart (real CLI)', () => {
+  /**
+   * The test's stack, fake model (scripted by `scenario`) and agent process started with
+   * `flags` (again by `startAgent`); everything is stopped when the test finishes.
+   */
+  async function setUp(
+    onTestFinished: (fn: () => Promise<void>) => void,
+    scenario: FakeScenario,
+    flags: string[] = [],
+  ): Promise<{
+    client: GatewayClient;
+    startAgent: () => Promise<void>;
+    /** The agent process started last. */
+    agent: () => Daemon;
+    fake: FakeAnthropic;
+    home: string;
+    /** Kills the agent as a crash would, then its orphaned engine; waits until the gateway sees the session without its agent. */
+    crash: (client: GatewayClient, sessionId: string) => Promise<void>;
+    /** Requests the model got whose last user message contains `text`. */
+    asked: (text: string) => ReturnType<FakeAnthropic['modelRequests']>;
+  }> {
+    const dirs: TempDir[] = [];
+    let stack: Stack | undefined;
+    let fake: FakeAnthropic | undefined;
+    let agent: Daemon | undefined;
+    let cwd = '';
+    /** The engines started in the session folder: a kill -9 of the agent leaves them orphaned. */
+    const killEngines = () => {
+      if (!cwd) return;
+      for (const pid of processesIn(cwd, 'claude')) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // gone meanwhile
+        }
       }
-    }
-  }
-
-  /** The stack, and the agent process started with `flags` (again by `startAgent`). */
-  async function setUp(flags: string[] = []): Promise<{ client: GatewayClient; startAgent: () => Promise<void> }> {
+    };
+    onTestFinished(async () => {
+      await agent?.stop('SIGKILL', 5_000);
+      killEngines();
+      await stack?.stop();
+      await fake?.close();
+      for (const d of dirs) d.cleanup();
+    });
+    fake = await startFakeAnthropic(scenario);
     stack = await startStack({ engine: 'demo' });
     const token = await stack.mint({ kind: 'agent', sub: 'builder', agent: 'builder' });
     const homeDir = makeTempDir('tether-restart-home-');
     const folder = makeTempDir('tether-restart-cwd-');
     dirs.push(homeDir, folder);
     cwd = folder.path;
-    home = homeDir.path;
+    const home = homeDir.path;
     const client = await stack.client();
     const startAgent = async () => {
       agent = startTether(
@@ -82,18 +99,17 @@ describe('a session across an agent restart (real CLI)', () => {
       );
     };
     await startAgent();
-    return { client, startAgent };
-  }
-
-  /** Kills the agent as a crash would, then its orphaned engine; waits until the gateway sees the session without its agent. */
-  async function crash(client: GatewayClient, sessionId: string): Promise<void> {
-    await agent!.stop('SIGKILL', 5_000);
-    killEngines();
-    await waitFor(
-      async () => (await client.listSessions()).find((s) => s.id === sessionId)?.state === 'agent-lost',
-      15_000,
-      'the session to lose its agent',
-    );
+    const crash = async (client: GatewayClient, sessionId: string) => {
+      await agent!.stop('SIGKILL', 5_000);
+      killEngines();
+      await waitFor(
+        async () => (await client.listSessions()).find((s) => s.id === sessionId)?.state === 'agent-lost',
+        15_000,
+        'the session to lose its agent',
+      );
+    };
+    const asked = (text: string) => fake!.modelRequests().filter((r) => JSON.stringify(r.lastMessage ?? '').includes(text));
+    return { client, startAgent, agent: () => agent!, fake, home, crash, asked };
   }
 
   /** Reads items until one satisfies `stop` (included) or the session's stream ends; bounded. */
@@ -115,16 +131,17 @@ describe('a session across an agent restart (real CLI)', () => {
     return withTimeout(run(), ms, what);
   }
 
-  /** Requests the model got whose last user message contains `text`. */
-  const asked = (text: string) => fake!.modelRequests().filter((r) => JSON.stringify(r.lastMessage ?? '').includes(text));
   const resumedEvents = (items: SessionItem[]) =>
     items.flatMap((i) =>
       i.kind === 'event' && i.event.subtype === 'engine_resumed' ? [i.event as Extract<TetherEvent, { subtype: 'engine_resumed' }>] : [],
     );
 
-  it('between turns: a prompt sent while the agent is away is queued, then answered by the resumed engine with the earlier conversation', async () => {
-    fake = await startFakeAnthropic({ responses: [{ text: 'Noted: the word is PLUM.' }, { text: 'The word was PLUM.' }] });
-    const { client, startAgent } = await setUp();
+  it('between turns: a prompt sent while the agent is away is queued, then answered by the resumed engine with the earlier conversation', async ({
+    onTestFinished,
+  }) => {
+    const { client, startAgent, crash, asked } = await setUp(onTestFinished, {
+      responses: [{ text: 'Noted: the word is PLUM.' }, { text: 'The word was PLUM.' }],
+    });
     const session = await client.createSession({ agent: 'builder' });
     const items = session[Symbol.asyncIterator]();
     await session.sendUserMessage('Remember the word PLUM.');
@@ -155,18 +172,19 @@ describe('a session across an agent restart (real CLI)', () => {
     expect((await client.listSessions()).find((s) => s.id === session.id)).toMatchObject({ state: 'idle' });
   }, 240_000);
 
-  it('mid-turn: the cut turn is reported interrupted, and the next prompt is answered in the same conversation', async () => {
-    fake = await startFakeAnthropic({
+  it('mid-turn: the cut turn is reported interrupted, and the next prompt is answered in the same conversation', async ({
+    onTestFinished,
+  }) => {
+    const { client, startAgent, fake, crash, asked } = await setUp(onTestFinished, {
       responses: [
         { text: `Counting: ${'one two three four five '.repeat(40)}`, chunk_delay_ms: 100 },
         { text: 'Picking up where we were.' },
       ],
     });
-    const { client, startAgent } = await setUp();
     const session = await client.createSession({ agent: 'builder' });
     const items = session[Symbol.asyncIterator]();
     await session.sendUserMessage('Count slowly to a thousand.');
-    await waitFor(() => fake!.textDeltasSent() > 2, 60_000, 'the answer to be under way');
+    await waitFor(() => fake.textDeltasSent() > 2, 60_000, 'the answer to be under way');
     await crash(client, session.id);
     await startAgent();
 
@@ -186,17 +204,22 @@ describe('a session across an agent restart (real CLI)', () => {
     expect(asked('Count slowly to a thousand.')).toHaveLength(1); // the cut turn never ran again
   }, 240_000);
 
-  it('a graceful restart (SIGTERM with --drain-ms) lets the running turn finish, and the next agent process resumes the session', async () => {
-    fake = await startFakeAnthropic({
-      responses: [{ text: `Counting: ${'one two three four five '.repeat(8)}done.`, chunk_delay_ms: 60 }, { text: 'Still here.' }],
-    });
-    const { client, startAgent } = await setUp(['--drain-ms', '60000']);
+  it('a graceful restart (SIGTERM with --drain-ms) lets the running turn finish, and the next agent process resumes the session', async ({
+    onTestFinished,
+  }) => {
+    const { client, startAgent, agent, fake, asked } = await setUp(
+      onTestFinished,
+      {
+        responses: [{ text: `Counting: ${'one two three four five '.repeat(8)}done.`, chunk_delay_ms: 60 }, { text: 'Still here.' }],
+      },
+      ['--drain-ms', '60000'],
+    );
     const session = await client.createSession({ agent: 'builder' });
     const items = session[Symbol.asyncIterator]();
     await session.sendUserMessage('Count to five, eight times.');
     const running = readTurn(session, () => undefined, items, 90_000);
-    await waitFor(() => fake!.textDeltasSent() > 2, 60_000, 'the answer to be under way');
-    const exit = await agent!.stop('SIGTERM', 60_000); // waits for the turn, then hands the session over
+    await waitFor(() => fake.textDeltasSent() > 2, 60_000, 'the answer to be under way');
+    const exit = await agent().stop('SIGTERM', 60_000); // waits for the turn, then hands the session over
     expect(exit.code).toBe(0);
     const first = await running;
     expect(first.result.is_error).toBe(false);
@@ -219,9 +242,8 @@ describe('a session across an agent restart (real CLI)', () => {
     expect(asked('Count to five, eight times.')).toHaveLength(1);
   }, 240_000);
 
-  it('a transcript that cannot be resumed ends the session with the reason', async () => {
-    fake = await startFakeAnthropic({ responses: [{ text: 'Hello.' }] });
-    const { client, startAgent } = await setUp();
+  it('a transcript that cannot be resumed ends the session with the reason', async ({ onTestFinished }) => {
+    const { client, startAgent, home, crash } = await setUp(onTestFinished, { responses: [{ text: 'Hello.' }] });
     const session = await client.createSession({ agent: 'builder' });
     const items = session[Symbol.asyncIterator]();
     await session.sendUserMessage('Hi.');

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   claudeTestEnv,
   initializeClaude,
@@ -45,25 +45,26 @@ const resultFor = (n: number) => (f: Frame) =>
 const answerTo = (id: string) => (f: Frame) => f.type === 'control_response' && f.response?.request_id === id;
 const at = (cli: ClaudeProcess, match: (f: Frame) => boolean) => cli.frames.findIndex(match);
 
-describe('the CLI with prompts sent mid-turn (priority, cancel_async_message, cancel_queued)', () => {
-  let cli: ClaudeProcess | undefined;
-  let fake: FakeAnthropic | undefined;
-  const dirs: TempDir[] = [];
-  afterEach(async () => {
-    await cli?.kill();
-    await fake?.close();
-    for (const d of dirs.splice(0)) d.cleanup();
-    cli = fake = undefined;
-  });
-
-  async function start(responses: FakeResponse[]): Promise<{ cli: ClaudeProcess; fake: FakeAnthropic }> {
-    fake = await startFakeAnthropic({ responses, fallback: { text: 'OK.' } });
-    const [home, cwd] = [makeTempDir('tether-queue-home-'), makeTempDir('tether-queue-cwd-')];
-    dirs.push(home, cwd);
-    cli = spawnClaude({
+// At once: each test has its own CLI and fake model, and its time is waiting on the model's
+// streamed answers and the tool's `sleep 2` (5 s CPU of 49 s alone).
+describe.concurrent('the CLI with prompts sent mid-turn (priority, cancel_async_message, cancel_queued)', () => {
+  /** A CLI of the test's own, killed (its fake model closed, its folders removed) when the test finishes. */
+  async function start(
+    onTestFinished: (fn: () => Promise<void>) => void,
+    responses: FakeResponse[],
+  ): Promise<{ cli: ClaudeProcess; fake: FakeAnthropic }> {
+    const fake = await startFakeAnthropic({ responses, fallback: { text: 'OK.' } });
+    const dirs: TempDir[] = [makeTempDir('tether-queue-home-'), makeTempDir('tether-queue-cwd-')];
+    const [home, cwd] = dirs;
+    const cli = spawnClaude({
       cwd: cwd.path,
       env: claudeTestEnv({ home: home.path, baseUrl: fake.url }),
       args: [...STREAM_JSON_ARGS, '--replay-user-messages', '--allowedTools', 'Bash'],
+    });
+    onTestFinished(async () => {
+      await cli.kill();
+      await fake.close();
+      for (const d of dirs) d.cleanup();
     });
     await initializeClaude(cli, 30_000);
     return { cli, fake };
@@ -72,8 +73,10 @@ describe('the CLI with prompts sent mid-turn (priority, cancel_async_message, ca
   const streaming = (f: FakeAnthropic) => waitFor(() => f.textDeltasSent() > 0, 30_000, 'the first answer to stream');
   const reached = (f: FakeAnthropic, text: string) => f.requests.some((r) => r.raw.includes(text));
 
-  it('"later" prompts wait until the running turn ends, then run together in the order sent; each is echoed when it starts; cancel_async_message drops a queued one before the model sees it', async () => {
-    const { cli, fake } = await start([SLOW]);
+  it('"later" prompts wait until the running turn ends, then run together in the order sent; each is echoed when it starts; cancel_async_message drops a queued one before the model sees it', async ({
+    onTestFinished,
+  }) => {
+    const { cli, fake } = await start(onTestFinished, [SLOW]);
     cli.send(prompt('first prompt', 1));
     await streaming(fake);
     cli.send(prompt('second prompt', 2, 'later'));
@@ -104,8 +107,10 @@ describe('the CLI with prompts sent mid-turn (priority, cancel_async_message, ca
     expect((await cli.waitFor(answerTo('c2'), 10_000)).response.response).toEqual({ cancelled: false });
   }, 120_000);
 
-  it('"next" (and no priority) is folded into the running turn at its tool round; it goes before "later" ones', async () => {
-    const { cli, fake } = await start([...TOOL_TURN, { text: 'later answer' }, ...TOOL_TURN]);
+  it('"next" (and no priority) is folded into the running turn at its tool round; it goes before "later" ones', async ({
+    onTestFinished,
+  }) => {
+    const { cli, fake } = await start(onTestFinished, [...TOOL_TURN, { text: 'later answer' }, ...TOOL_TURN]);
     cli.send(prompt('first prompt', 1));
     await cli.waitFor((f) => f.type === 'assistant' && JSON.stringify(f.message?.content).includes('tool_use'), 30_000);
     cli.send(prompt('later prompt', 2, 'later'));
@@ -128,8 +133,8 @@ describe('the CLI with prompts sent mid-turn (priority, cancel_async_message, ca
     expect((await cli.waitFor(resultFor(5), 60_000)).user_message_uuids).toEqual([uuid(4), uuid(5)]);
   }, 120_000);
 
-  it('"now" cuts the running step (its tool is aborted) and runs at once, with the cut turn in its history', async () => {
-    const { cli, fake } = await start(TOOL_TURN);
+  it('"now" cuts the running step (its tool is aborted) and runs at once, with the cut turn in its history', async ({ onTestFinished }) => {
+    const { cli, fake } = await start(onTestFinished, TOOL_TURN);
     cli.send(prompt('first prompt', 1));
     await cli.waitFor((f) => f.type === 'assistant' && JSON.stringify(f.message?.content).includes('tool_use'), 30_000);
     cli.send(prompt('STEER_TEXT', 2, 'now'));
@@ -145,8 +150,10 @@ describe('the CLI with prompts sent mid-turn (priority, cancel_async_message, ca
     expect(JSON.stringify(request.lastMessage)).toContain('STEER_TEXT');
   }, 120_000);
 
-  it('an interrupt keeps the queue (still_queued, run next) unless cancel_queued: then it answers the cancelled uuids and nothing more runs', async () => {
-    const { cli, fake } = await start([SLOW, { text: 'second answer' }, SLOW]);
+  it('an interrupt keeps the queue (still_queued, run next) unless cancel_queued: then it answers the cancelled uuids and nothing more runs', async ({
+    onTestFinished,
+  }) => {
+    const { cli, fake } = await start(onTestFinished, [SLOW, { text: 'second answer' }, SLOW]);
     cli.send(prompt('first prompt', 1));
     await streaming(fake);
     cli.send(prompt('kept prompt', 2, 'later'));

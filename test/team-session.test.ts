@@ -7,7 +7,7 @@ import type { FakeScenario } from './support/fake-anthropic.js';
 import { startRig } from './support/engines.js';
 import { codeOf, isCanUseTool, isReply, isResult, isWithdrawal, jsonAt, until } from './support/items.js';
 import { toolResults } from './support/turns.js';
-import { cleanupsPerTest } from './support/cleanups.js';
+import { cleanupsOfTest, cleanupsPerTest } from './support/cleanups.js';
 import { waitFor } from './support/wait.js';
 
 const bashTurn = (command: string): FakeScenario => ({
@@ -20,10 +20,13 @@ const SCRIPT = {
   demo: { bashPrompt: 'create a file', bash: undefined, askPrompt: 'ask me a question' },
 } as const;
 
-describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) => {
-  const cleanups = cleanupsPerTest();
-
-  it('two controllers and a viewer: the first answer wins, the other is withdrawn and refused, the tool runs once', async () => {
+// At once, five at a time: each test has its own rig, and the claude kind's time is mostly
+// the CLI starting and the scripted model answering.
+describe.concurrent.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) => {
+  it('two controllers and a viewer: the first answer wins, the other is withdrawn and refused, the tool runs once', async ({
+    onTestFinished,
+  }) => {
+    const cleanups = cleanupsOfTest(onTestFinished);
     const rig = cleanups.own(await startRig(kind, SCRIPT[kind].bash));
     const [c1, c2, v] = [await rig.stack.client(), await rig.stack.client(), await rig.stack.client()];
     const s1 = await c1.createSession({ agent: 'test-agent' });
@@ -65,7 +68,8 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
     expect(audit.filter((e) => e.action === 'prompt')).toHaveLength(1);
   });
 
-  it('a late joiner sees every earlier turn, then the live one, with seqs increasing by one', async () => {
+  it('a late joiner sees every earlier turn, then the live one, with seqs increasing by one', async ({ onTestFinished }) => {
+    const cleanups = cleanupsOfTest(onTestFinished);
     const rig = cleanups.own(await startRig(kind, { responses: [{ text: 'one' }, { text: 'two' }, { text: 'three' }, { text: 'four' }] }));
     const c1 = await rig.stack.client();
     const s1 = await c1.createSession({ agent: 'test-agent' });
@@ -86,7 +90,8 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
     expect(prompts).toHaveLength(4);
   });
 
-  it('a prompt raised with no controller attached is answered by one who attaches later', async () => {
+  it('a prompt raised with no controller attached is answered by one who attaches later', async ({ onTestFinished }) => {
+    const cleanups = cleanupsOfTest(onTestFinished);
     const rig = cleanups.own(await startRig(kind, SCRIPT[kind].bash));
     const owner = await rig.stack.client();
     const s = await owner.createSession({ agent: 'test-agent' });
@@ -110,7 +115,8 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
     expect(result.message.is_error).toBe(false);
   });
 
-  it('a prompt nobody answers is denied at expiry with a message the model reads', async () => {
+  it('a prompt nobody answers is denied at expiry with a message the model reads', async ({ onTestFinished }) => {
+    const cleanups = cleanupsOfTest(onTestFinished);
     const rig = cleanups.own(await startRig(kind, SCRIPT[kind].bash, { limits: { promptExpiryMs: 400 } }));
     const s = await (await rig.stack.client()).createSession({ agent: 'test-agent' });
     const it = s[Symbol.asyncIterator]();
@@ -129,7 +135,8 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
     expect(await codeOf(s.answer(requestId, { behavior: 'allow', updatedInput: {} }))).toBe('FAILED_PRECONDITION');
   });
 
-  it('two clients using the same request_id each get exactly their own response', async () => {
+  it('two clients using the same request_id each get exactly their own response', async ({ onTestFinished }) => {
+    const cleanups = cleanupsOfTest(onTestFinished);
     const rig = cleanups.own(await startRig(kind));
     const a = await (await rig.stack.client()).createSession({ agent: 'test-agent' });
     const b = await (await rig.stack.client()).attach(a.id);
@@ -152,7 +159,8 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
     expect([...ga, ...gb].some((i) => i.kind === 'engine' && i.message.type === 'control_response')).toBe(false);
   });
 
-  it('AskUserQuestion: the chosen option reaches the model', async () => {
+  it('AskUserQuestion: the chosen option reaches the model', async ({ onTestFinished }) => {
+    const cleanups = cleanupsOfTest(onTestFinished);
     const question = {
       question: 'Which database should we use?',
       header: 'Database',
@@ -185,7 +193,8 @@ describe.each(['claude', 'demo'] as const)('team sessions (%s engine)', (kind) =
     if (rig.fake) expect(rig.fake.lastToolResults().at(-1)?.content).toContain('SQLite');
   });
 
-  it('the owner hands control to a viewer and takes it back', async () => {
+  it('the owner hands control to a viewer and takes it back', async ({ onTestFinished }) => {
+    const cleanups = cleanupsOfTest(onTestFinished);
     const rig = cleanups.own(await startRig(kind, { responses: [{ text: 'ok' }], fallback: { text: 'ok' } }));
     const owner = await (await rig.stack.client()).createSession({ agent: 'test-agent' });
     const guest = await (await rig.stack.client()).attach(owner.id, { readOnly: true });

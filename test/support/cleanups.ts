@@ -18,17 +18,33 @@ export interface Cleanups {
  */
 export function cleanupsPerTest(opts: { tolerant?: boolean } = {}): Cleanups {
   const steps: (() => unknown)[] = [];
-  afterEach(async () => {
-    const errors: unknown[] = [];
-    for (const step of steps.splice(0).reverse()) {
-      try {
-        await step();
-      } catch (err) {
-        errors.push(err);
-      }
+  afterEach(() => runSteps(steps.splice(0), opts));
+  return cleanupsInto(steps);
+}
+
+/**
+ * The same for one test, a concurrent one too (`cleanupsPerTest` runs every test's steps after
+ * each test, which would stop a neighbour's rig mid-run): pass the test context's onTestFinished.
+ */
+export function cleanupsOfTest(onTestFinished: (fn: () => Promise<void>) => void, opts: { tolerant?: boolean } = {}): Cleanups {
+  const steps: (() => unknown)[] = [];
+  onTestFinished(() => runSteps(steps.splice(0), opts));
+  return cleanupsInto(steps);
+}
+
+async function runSteps(steps: (() => unknown)[], opts: { tolerant?: boolean }): Promise<void> {
+  const errors: unknown[] = [];
+  for (const step of steps.reverse()) {
+    try {
+      await step();
+    } catch (err) {
+      errors.push(err);
     }
-    if (errors.length && !opts.tolerant) throw errors[0];
-  });
+  }
+  if (errors.length && !opts.tolerant) throw errors[0];
+}
+
+function cleanupsInto(steps: (() => unknown)[]): Cleanups {
   return {
     push: (...more) => void steps.push(...more),
     own(thing) {

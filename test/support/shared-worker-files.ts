@@ -1,7 +1,7 @@
 /**
  * Test files that share their worker process with others (vitest.config.ts: the `shared`
  * project, `isolate: false`): each file in a fresh process pays its imports again (the
- * gateway, zod schemas, gRPC) for tests that take milliseconds; these 61 cost ~53 CPU-s
+ * gateway, zod schemas, gRPC) for tests that take milliseconds; the first 61 cost ~53 CPU-s
  * isolated and ~14 shared. A file belongs here only when it leaves nothing behind for the next
  * file in the process: no vi.mock, fake timers and spies restored in afterEach/finally, no
  * process.env or cwd changes, every server, socket and child stopped in its teardown; and it
@@ -15,8 +15,10 @@ export const SHARED_WORKER_FILES: readonly string[] = [
   'test/architecture-docs.test.ts',
   'test/audit-record-fast.test.ts',
   'test/auth-tokens.test.ts',
+  'test/bench-stats.test.ts',
   'test/binary-frame.test.ts',
   'test/browser-sign-in.test.ts',
+  'test/budgets.test.ts',
   'test/capabilities.test.ts',
   'test/cli-connection-flags.test.ts',
   'test/cluster-fabric-units.test.ts',
@@ -29,6 +31,7 @@ export const SHARED_WORKER_FILES: readonly string[] = [
   'test/errors.test.ts',
   'test/fast-checks.test.ts',
   'test/fifo.test.ts',
+  'test/folder-view-rules.test.ts',
   'test/grpc-batching.test.ts',
   'test/grpc-frame.test.ts',
   'test/heartbeat.test.ts',
@@ -54,6 +57,7 @@ export const SHARED_WORKER_FILES: readonly string[] = [
   'test/prompt-posts.test.ts',
   'test/protocol-docs.test.ts',
   'test/relay-drain.test.ts',
+  'test/restart-pending-inputs.test.ts',
   'test/restored-facts.test.ts',
   'test/rpc-engine.test.ts',
   'test/rpc-peer.test.ts',
@@ -65,6 +69,8 @@ export const SHARED_WORKER_FILES: readonly string[] = [
   'test/terminal-owner.test.ts',
   'test/timeouts-order.test.ts',
   'test/turn-approval.test.ts',
+  'test/usage-ledger.test.ts',
+  'test/usage-metrics.test.ts',
   'test/web-sign-in.test.ts',
   'test/web-transcript.test.ts',
   'test/web-wire-facts.test.ts',
