@@ -17,9 +17,10 @@ export default defineConfig({
     maxWorkers: 4,
     reporters: ['default', './test/support/slowest-files.ts'],
     // The run's seed for random fault schedules and fast-check (TETHER_TEST_SEED replays it).
-    // ... and one line per missing program (chromium, nats-server) whose tests skip; CI=true fails instead.
-    globalSetup: ['./test/support/global-seed.ts', './test/support/global-tools.ts'],
-    setupFiles: ['./test/support/seed-setup.ts'],
+    // ... and one line per missing program (chromium, nats-server) whose tests skip; CI=true fails instead;
+    // and the run's one Chromium, started when a file first asks for it.
+    globalSetup: ['./test/support/global-seed.ts', './test/support/global-tools.ts', './test/support/global-chromium.ts'],
+    setupFiles: ['./test/support/file-cpu.ts', './test/support/seed-setup.ts'],
     // Quick files that leave no state behind share worker processes (their imports are paid
     // once per worker, not once per file); every other file gets a fresh process.
     projects: [
