@@ -62,6 +62,7 @@ export const SHARED_WORKER_FILES: readonly string[] = [
   'test/session-owner.test.ts',
   'test/session-post.test.ts',
   'test/session-store.test.ts',
+  'test/slow-first.test.ts',
   'test/terminal-owner.test.ts',
   'test/timeouts-order.test.ts',
   'test/turn-approval.test.ts',
