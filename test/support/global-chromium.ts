@@ -1,8 +1,11 @@
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type BrowserServer, chromium } from 'playwright-core';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
-import { CHROMIUM_LAUNCH } from './chromium-launch.js';
+import { CHROMIUM_LAUNCH, PAGE_TIMEOUT_MS } from './chromium-launch.js';
+import { withTimeout } from './wait.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -11,22 +14,26 @@ declare module 'vitest' {
   }
 }
 
+const SERVER_SCRIPT = fileURLToPath(new URL('chromium-server.mjs', import.meta.url));
+
 /** The run's one broker (global setups run once per project: both get this one). */
 interface Broker {
   url: string;
   users: number;
   server: Server;
-  browser?: Promise<BrowserServer>;
+  /** The browser server's process and its endpoint, once a file asked. */
+  browser?: Promise<{ child: ChildProcess; wsEndpoint: string }>;
 }
 const BROKER = Symbol.for('tether.test.chromiumBroker');
 const g = globalThis as { [BROKER]?: Promise<Broker> };
 
 /**
  * Vitest global setup: one Chromium for the whole run instead of one per file (a Chromium's
- * start and its idle processes cost about a CPU-second each time). It starts on the first
- * request, so a run without browser tests never starts it; a file connects to it
- * (test/support/browser.ts launchChromium) and gets its own contexts, which its
- * browser.close() closes. The broker is a tiny HTTP server on 127.0.0.1, port 0.
+ * start costs about 0.35 CPU-s more than a connection to a running one). It starts on the first
+ * request, so a run without browser tests never starts it, in a process of its own
+ * (chromium-server.mjs); a file connects to it (test/support/browser.ts launchChromium) and gets
+ * its own contexts, which its browser.close() closes. The broker is a tiny HTTP server on
+ * 127.0.0.1, port 0.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const broker = await (g[BROKER] ??= startBroker());
@@ -36,8 +43,30 @@ export default async function setup(project: TestProject): Promise<() => Promise
     if (--broker.users > 0) return;
     delete g[BROKER];
     broker.server.close();
-    await (await broker.browser?.catch(() => undefined))?.close();
+    const started = await broker.browser?.catch(() => undefined);
+    if (started && started.child.exitCode === null) {
+      const exited = new Promise((resolve) => started.child.once('exit', resolve));
+      started.child.kill('SIGTERM');
+      await withTimeout(exited, 10_000, "the run's Chromium to close").catch(() => started.child.kill('SIGKILL'));
+    }
   };
+}
+
+/** Starts the browser server's process; resolves with its endpoint (bounded by PAGE_TIMEOUT_MS). */
+function startBrowser(): Promise<{ child: ChildProcess; wsEndpoint: string }> {
+  const child = spawn(process.execPath, [SERVER_SCRIPT, JSON.stringify(CHROMIUM_LAUNCH)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const endpoint = new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`Chromium's server exited (${code}) before it listened`)));
+    child.once('error', reject);
+  });
+  return withTimeout(endpoint, PAGE_TIMEOUT_MS, "Chromium's server to listen").then(
+    (wsEndpoint) => ({ child, wsEndpoint }),
+    (err: unknown) => {
+      child.kill('SIGKILL');
+      throw err;
+    },
+  );
 }
 
 async function startBroker(): Promise<Broker> {
@@ -45,9 +74,9 @@ async function startBroker(): Promise<Broker> {
   const broker: Broker = { url: '', users: 0, server };
   server.on('request', (_req, res) => {
     // Started once; a failed start, or a Chromium that went away, is started again by the next file.
-    broker.browser ??= chromium.launchServer({ ...CHROMIUM_LAUNCH, host: '127.0.0.1', port: 0 }).then(
+    broker.browser ??= startBrowser().then(
       (b) => {
-        b.on('close', () => (broker.browser = undefined));
+        b.child.once('exit', () => (broker.browser = undefined));
         return b;
       },
       (err: unknown) => {
@@ -56,7 +85,7 @@ async function startBroker(): Promise<Broker> {
       },
     );
     broker.browser.then(
-      (b) => res.writeHead(200, { 'content-type': 'text/plain' }).end(b.wsEndpoint()),
+      (b) => res.writeHead(200, { 'content-type': 'text/plain' }).end(b.wsEndpoint),
       (err: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`Chromium did not start: ${String(err)}`),
     );
   });
