@@ -1,9 +1,16 @@
 import { existsSync } from 'node:fs';
 import { configDefaults, defineConfig } from 'vitest/config';
+import { KNOWN_SLOW_FILES } from './test/support/known-slow-files.js';
 import { SHARED_WORKER_FILES } from './test/support/shared-worker-files.js';
+import SlowFirst from './test/support/slow-first.js';
 
-const missing = SHARED_WORKER_FILES.filter((f) => !existsSync(f));
-if (missing.length) throw new Error(`test/support/shared-worker-files.ts names files that do not exist: ${missing.join(', ')}`);
+for (const [list, files] of [
+  ['shared-worker-files.ts', SHARED_WORKER_FILES],
+  ['known-slow-files.ts (node scripts/known-slow-files.mjs makes it again)', KNOWN_SLOW_FILES.map(([f]) => f)],
+] as const) {
+  const missing = files.filter((f) => !existsSync(f));
+  if (missing.length) throw new Error(`test/support/${list} names files that do not exist: ${missing.join(', ')}`);
+}
 
 export default defineConfig({
   test: {
@@ -16,10 +23,13 @@ export default defineConfig({
     // seen at four was its 2-s tokens expiring before a renewal under load: fixed.)
     maxWorkers: 4,
     reporters: ['default', './test/support/slowest-files.ts'],
+    // The known-slow files start first (a clean clone has no vitest cache to order by).
+    sequence: { sequencer: SlowFirst },
     // The run's seed for random fault schedules and fast-check (TETHER_TEST_SEED replays it).
-    // ... and one line per missing program (chromium, nats-server) whose tests skip; CI=true fails instead.
-    globalSetup: ['./test/support/global-seed.ts', './test/support/global-tools.ts'],
-    setupFiles: ['./test/support/seed-setup.ts'],
+    // ... and one line per missing program (chromium, nats-server) whose tests skip; CI=true fails instead;
+    // and the run's one Chromium, started when a file first asks for it.
+    globalSetup: ['./test/support/global-seed.ts', './test/support/global-tools.ts', './test/support/global-chromium.ts'],
+    setupFiles: ['./test/support/file-cpu.ts', './test/support/seed-setup.ts'],
     // Quick files that leave no state behind share worker processes (their imports are paid
     // once per worker, not once per file); every other file gets a fresh process.
     projects: [

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  downloadedText,
   dropImage,
   exportedItems,
   exportedSeqs,
@@ -241,7 +242,7 @@ describe.skipIf(!hasTool('chromium'))('web client (demo engine, tether up)', () 
       alice.page.waitForEvent('download'),
       alice.page.getByRole('button', { name: 'Export Markdown' }).click(),
     ]);
-    const text = readFileSync((await md.path())!, 'utf8');
+    const text = await downloadedText(md);
     expect(text).toContain('**alice:** create a file');
     expect(text).toContain("- **Bash:** `echo 'hello from tether' > tether-demo.txt`");
     expect(alice.errors).toEqual([]);

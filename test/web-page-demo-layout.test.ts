@@ -1,6 +1,8 @@
 import type { Browser } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { openFromDashboard, screenshots, sendPrompt, startSession } from './support/browser.js';
+import { existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { openFromDashboard, SCREENSHOT_DIR, screenshots, sendPrompt, startSession } from './support/browser.js';
 import { webDemoRig } from './support/web-demo-rig.js';
 
 /** The web page's layout and Markdown in the issue-28 cases (accessibility: web-accessibility.test.ts), against `tether up` with the demo engine, in headless Chromium (the rest: web-page-demo.test.ts). */
@@ -124,5 +126,24 @@ describe('web page (demo engine): issue 28, layout and Markdown', () => {
     await expect(alice.page.evaluate(() => navigator.clipboard.readText())).resolves.toBe('code here');
     expect(alice.errors).toEqual([]);
     await alice.context.close();
+  });
+
+  it('a screenshot pass that fails leaves a screenshot of the page as it stood and names it in the error', async () => {
+    const file = join(SCREENSHOT_DIR, 'failing-pass-1280-light-failed.png');
+    rmSync(file, { force: true });
+    const failing = screenshots(
+      browser,
+      'failing-pass',
+      () => linkFor('alice'),
+      async (page) => {
+        await page.getByRole('button', { name: 'Start session' }).waitFor(); // the dashboard is there to be seen
+        throw new Error('what the pass waited for never came');
+      },
+    );
+    await expect(failing).rejects.toThrow(
+      `screenshots(): the failing-pass-1280-light pass failed (Error: what the pass waited for never came); the page as it stood: ${file}`,
+    );
+    expect(existsSync(file)).toBe(true);
+    rmSync(file);
   });
 });

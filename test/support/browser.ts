@@ -1,43 +1,36 @@
 /**
  * Headless Chromium for the web client's tests: Debian's /usr/bin/chromium driven by
- * playwright-core (never a downloaded browser), talking to 127.0.0.1 only. One browser per
- * test file; each person in a test gets a context (its own sessionStorage).
+ * playwright-core (never a downloaded browser), talking to 127.0.0.1 only. One browser for the
+ * run (launchChromium); each person in a test gets a context (its own sessionStorage).
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { expect } from 'vitest';
+import { text } from 'node:stream/consumers';
+import { type Browser, type BrowserContext, chromium, type Download, type Page } from 'playwright-core';
+import { expect, inject } from 'vitest';
 import { signInUrl } from '../../bin/sign-in-link.js';
 import { loadKeyFile } from '../../core/auth/keys.js';
 import { mintLoginCode } from '../../core/auth/login-codes.js';
 import { stateKeyPath } from '../../core/auth/state-dir.js';
-import { toolPath } from './tools.js';
+import { CHROMIUM_LAUNCH, PAGE_TIMEOUT_MS } from './chromium-launch.js';
 
 /** Where the tests write their screenshots (git-ignored). */
 export const SCREENSHOT_DIR = fileURLToPath(new URL('../../test-output/screenshots/', import.meta.url));
 
-export const CHROMIUM = toolPath('chromium') ?? '/usr/bin/chromium';
-
-/** Bound on every wait for the page. */
-export const PAGE_TIMEOUT_MS = 20_000;
-
-export function launchChromium(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-    timeout: PAGE_TIMEOUT_MS,
-  });
+/**
+ * The run's Chromium (test/support/global-chromium.ts starts one for all files), or, under a
+ * vitest configuration without that global setup, one of the file's own. Either way the file
+ * closes it with browser.close(), which for the shared one closes the file's contexts only.
+ */
+export async function launchChromium(): Promise<Browser> {
+  const broker = inject('chromiumBroker');
+  if (!broker) return chromium.launch(CHROMIUM_LAUNCH);
+  const res = await fetch(broker, { signal: AbortSignal.timeout(PAGE_TIMEOUT_MS) });
+  const answer = await res.text();
+  if (!res.ok) throw new Error(answer);
+  return chromium.connect(answer, { timeout: PAGE_TIMEOUT_MS });
 }
 
 /** A person at a browser: a fresh context and one page. */
@@ -123,8 +116,12 @@ export async function openFromDashboard(page: Page, sessionId: string, how: 'Ope
 /** The stream items the page holds, from its JSON export (a real download). */
 export async function exportedItems(page: Page): Promise<{ seq: number; message?: Record<string, unknown> }[]> {
   const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export JSON' }).click()]);
-  const { readFile } = await import('node:fs/promises');
-  return (JSON.parse(await readFile((await download.path())!, 'utf8')) as { items: { seq: number }[] }).items;
+  return (JSON.parse(await downloadedText(download)) as { items: { seq: number }[] }).items;
+}
+
+/** A download's content as text. Read as a stream: Download.path() throws for a browser connected over the network, as the run's Chromium is. */
+export async function downloadedText(download: Download): Promise<string> {
+  return (await text(await download.createReadStream())).toString();
 }
 
 /** The seqs of the session frames the page holds (unsequenced notices left out). */
@@ -132,7 +129,11 @@ export async function exportedSeqs(page: Page): Promise<number[]> {
   return (await exportedItems(page)).map((i) => i.seq).filter((s) => s !== 0);
 }
 
-/** Screenshots one view at 1280 and 390 px, light and dark: `NAME-1280-light.png` and so on; each after `prepare` waited for what it shows, and the page no wider than the viewport. */
+/**
+ * Screenshots one view at 1280 and 390 px, light and dark: `NAME-1280-light.png` and so on; each
+ * after `prepare` waited for what it shows, and the page no wider than the viewport. A pass that
+ * fails leaves `NAME-WIDTH-THEME-failed.png` (the whole page as it stood) and names it in the error.
+ */
 export async function screenshots(
   browser: Browser,
   name: string,
@@ -143,15 +144,26 @@ export async function screenshots(
   const written: string[] = [];
   for (const width of [1280, 390]) {
     for (const dark of [false, true]) {
+      const pass = `${name}-${width}-${dark ? 'dark' : 'light'}`;
       const p = await person(browser, { width, dark });
-      await signIn(p.page, await signInLink());
-      await prepare(p.page);
-      // Whatever it shows, the page is no wider than the viewport (wide content scrolls in its own box).
-      expect([name, width, await p.page.evaluate(() => document.documentElement.scrollWidth <= innerWidth)]).toEqual([name, width, true]);
-      const file = join(SCREENSHOT_DIR, `${name}-${width}-${dark ? 'dark' : 'light'}.png`);
-      await p.page.screenshot({ path: file }); // the viewport, as a person sees it (sticky header and composer in place)
-      written.push(file);
-      await p.context.close();
+      try {
+        await signIn(p.page, await signInLink());
+        await prepare(p.page);
+        // Whatever it shows, the page is no wider than the viewport (wide content scrolls in its own box).
+        expect([name, width, await p.page.evaluate(() => document.documentElement.scrollWidth <= innerWidth)]).toEqual([name, width, true]);
+        const file = join(SCREENSHOT_DIR, `${pass}.png`);
+        await p.page.screenshot({ path: file }); // the viewport, as a person sees it (sticky header and composer in place)
+        written.push(file);
+      } catch (err) {
+        const file = join(SCREENSHOT_DIR, `${pass}-failed.png`);
+        const saved = await p.page.screenshot({ path: file, fullPage: true, timeout: 5_000 }).then(
+          () => `the page as it stood: ${file}`,
+          (e: Error) => `no screenshot of it (${e.message.split('\n')[0]})`,
+        );
+        throw new Error(`screenshots(): the ${pass} pass failed (${String(err).split('\n')[0]}); ${saved}`, { cause: err });
+      } finally {
+        await p.context.close();
+      }
     }
   }
   return written;

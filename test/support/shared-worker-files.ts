@@ -2,10 +2,11 @@
  * Test files that share their worker process with others (vitest.config.ts: the `shared`
  * project, `isolate: false`): each file in a fresh process pays its imports again (the
  * gateway, zod schemas, gRPC) for tests that take milliseconds; the first 61 cost ~53 CPU-s
- * isolated and ~14 shared. A file belongs here only when it leaves nothing behind for the next
- * file in the process: no vi.mock, fake timers and spies restored in afterEach/finally, no
- * process.env or cwd changes, every server, socket and child stopped in its teardown; and it
- * passes both ways (`npx vitest run FILE --no-isolate` and without).
+ * isolated and ~14 shared, the 12 quick ones added for #29 ~24 and ~18.5 (load ~25). A file
+ * belongs here only when it leaves nothing behind for the next file in the process: no vi.mock,
+ * fake timers and spies restored in afterEach/finally, no process.env or cwd changes, every
+ * server, socket and child stopped in its teardown; and it passes both ways
+ * (`npx vitest run FILE --no-isolate` and without).
  */
 export const SHARED_WORKER_FILES: readonly string[] = [
   'test/across-reconnects.test.ts',
@@ -13,13 +14,16 @@ export const SHARED_WORKER_FILES: readonly string[] = [
   'test/agent-away.test.ts',
   'test/answer-paths.test.ts',
   'test/architecture-docs.test.ts',
+  'test/attention-webhooks.test.ts',
   'test/audit-record-fast.test.ts',
+  'test/audit-terminal.test.ts',
   'test/auth-tokens.test.ts',
   'test/bench-stats.test.ts',
   'test/binary-frame.test.ts',
   'test/browser-sign-in.test.ts',
   'test/budgets.test.ts',
   'test/capabilities.test.ts',
+  'test/channel-conformance.test.ts',
   'test/cli-connection-flags.test.ts',
   'test/cluster-fabric-units.test.ts',
   'test/control-routing.test.ts',
@@ -49,6 +53,7 @@ export const SHARED_WORKER_FILES: readonly string[] = [
   'test/nats-harness.test.ts',
   'test/node-versions.test.ts',
   'test/plain-histogram.test.ts',
+  'test/policy-bash.test.ts',
   'test/policy-engine-choices.test.ts',
   'test/policy-paths.test.ts',
   'test/policy-rules.test.ts',
@@ -66,6 +71,9 @@ export const SHARED_WORKER_FILES: readonly string[] = [
   'test/session-owner.test.ts',
   'test/session-post.test.ts',
   'test/session-store.test.ts',
+  'test/session-titles.test.ts',
+  'test/slow-first.test.ts',
+  'test/terminal-always.test.ts',
   'test/terminal-owner.test.ts',
   'test/timeouts-order.test.ts',
   'test/turn-approval.test.ts',
