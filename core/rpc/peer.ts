@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import type { Channel, CloseInfo } from '../channel/channel.js';
 import type { BinaryFrame, SendableFrame, WireFrame } from '../wire/frame.js';
 import { asTetherError, TetherError } from '../errors.js';
-import { silentLogger, type Logger } from '../logging.js';
+import { silentLogger } from '../logging.js';
 import { FAST_BINARY_CHECKS, FAST_NOTIFICATION_CHECKS } from '../wire/fast-checks.js';
 import {
   BinaryHeaders,
@@ -17,7 +17,7 @@ import {
   type ParamsOf,
   type ResultOf,
 } from '../protocol/methods.js';
-import { BAD, checkedParams, describeIssues, RpcEngine, type SharedHandlers } from './engine.js';
+import { BAD, checkedParams, describeIssues, RpcEngine, type RpcLog, type SharedHandlers } from './engine.js';
 
 type Parsed<M extends MethodName> = z.infer<(typeof Methods)[M]['params']>;
 type RequestHandler<M extends MethodName> = (params: Parsed<M>) => ResultOf<M> | Promise<ResultOf<M>>;
@@ -39,7 +39,8 @@ const METHOD_PARAMS = Object.fromEntries(Object.entries(Methods).map(([name, spe
 };
 
 export interface RpcPeerOptions {
-  logger?: Logger;
+  /** Where it logs (a pino Logger is one); silent unless given. */
+  logger?: RpcLog;
   /** Bound on every outgoing request (default DEFAULT_REQUEST_TIMEOUT_MS of core/rpc/engine.ts); 0 means none. */
   requestTimeoutMs?: number;
   /**
@@ -63,7 +64,7 @@ export class RpcPeer {
   private readonly engine: RpcEngine<typeof METHOD_PARAMS, typeof Notifications>;
   private binaryHandlers: Map<string, (params: unknown, body: Uint8Array) => void> | undefined;
   private rawTextHandler: ((text: string) => boolean) | undefined;
-  private readonly log: Logger;
+  private readonly log: RpcLog;
 
   constructor(
     readonly channel: Channel,
