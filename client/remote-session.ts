@@ -399,6 +399,21 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
   }
 
   /**
+   * Everyone attached: the attach answer's `info.clients` when it lists them all, else (it
+   * lists at most ATTACH_MEMBERS_LISTED; `info.client_count` says how many there are) the
+   * whole list asked of the gateway with `session.info`, kept in `info`. Presence events
+   * after the answer keep a reader's list current.
+   */
+  async members(): Promise<SessionInfo['clients']> {
+    if ((this.info.client_count ?? 0) <= this.info.clients.length) return this.info.clients;
+    const peer = await this.transport.peer();
+    const { session } = await peer.request('session.info', { session_id: this.id });
+    this.info.clients = session.clients;
+    this.info.client_count = session.client_count;
+    return session.clients;
+  }
+
+  /**
    * Follows the session (`on`), or stops: this person is told of its turns' ends, its ending and
    * its agent's loss by push and their own webhooks, as the owner is, without being attached.
    */

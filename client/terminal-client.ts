@@ -134,7 +134,6 @@ export class TerminalClient {
   }
 
   async run(): Promise<number> {
-    this.learnNames(this.session.info.clients);
     const role = this.session.role === 'viewer' ? 'a viewer (read-only)' : `the ${this.session.role}`;
     this.line(
       this.s.dim(`* attached to session ${this.session.id} on ${this.session.info.agent} as ${role}; Ctrl-C interrupts, twice leaves`),
@@ -153,7 +152,13 @@ export class TerminalClient {
       if (this.inFlight.size === 0) this.leave?.(0);
     });
     this.prompt();
-    const reading = this.readStream().then((code) => this.leave?.(code));
+    // Members' names before the first line that shows one: everyone's, asked for when the attach answer listed only some.
+    const reading = this.session
+      .members()
+      .catch(() => this.session.info.clients)
+      .then((members) => this.learnNames(members))
+      .then(() => this.readStream())
+      .then((code) => this.leave?.(code));
     const code = await done;
     this.rl.close();
     void reading;

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Telemetry } from '../core/telemetry/tracer.js';
 import type { Channel } from '../core/channel/channel.js';
 import { TetherError } from '../core/errors.js';
-import { silentLogger, type Logger } from '../core/logging.js';
+import { BoundLog, silentLogger, type Logger } from '../core/logging.js';
 import { CAPABILITIES, PROTOCOL_VERSION, assertCompatible } from '../core/protocol/version.js';
 import { RpcPeer } from '../core/rpc/peer.js';
 import { HEARTBEAT_DEFAULTS, startHeartbeat, type HeartbeatOptions } from '../core/link/heartbeat.js';
@@ -157,8 +157,8 @@ export class Gateway {
    */
   accept(channel: Channel, principal: Principal = ANONYMOUS, auth?: ConnectionAuth, dialect: Dialect = 'native'): void {
     this.channels.add(channel);
-    const log = this.log.child({ transport: channel.transport, remote: channel.remote, principal: principal.sub });
-    if (dialect === 'jsonrpc') return this.acceptDialect(channel, principal, log);
+    const log = new BoundLog(this.log, { transport: channel.transport, remote: channel.remote, principal: principal.sub });
+    if (dialect === 'jsonrpc') return this.acceptDialect(channel, principal, log.logger);
     // Every message toward this peer (frames, replies, events, requests) counts toward one budget.
     let role: 'agent' | 'client' | undefined;
     const peer = new RpcPeer(channel, {
@@ -168,7 +168,8 @@ export class Gateway {
         if (role !== 'agent') this.metrics.slowClientCut(channel.transport);
       },
     });
-    const helloTimer = setTimeout(
+    // Dropped once hello came: an idle connection does not keep a spent timer.
+    let helloTimer: ReturnType<typeof setTimeout> | undefined = setTimeout(
       () => channel.close('DEADLINE_EXCEEDED', `no hello within ${this.limits.helloTimeoutMs} ms`),
       this.limits.helloTimeoutMs,
     );
@@ -184,14 +185,15 @@ export class Gateway {
       if (principal.kind !== 'any' && principal.kind !== hello.role) {
         const a = (kind: string) => (kind === 'agent' ? 'an agent' : 'a client');
         const message = `token is for ${a(principal.kind)}, not ${a(hello.role)} (${a(hello.role)} needs ${a(hello.role)} token)`;
-        throw noteAuthFailure(log, authError('PERMISSION_DENIED', 'wrong_kind', message), {}, this.countAuthFailure);
+        throw noteAuthFailure(log.logger, authError('PERMISSION_DENIED', 'wrong_kind', message), {}, this.countAuthFailure);
       }
       if (hello.role === 'agent')
-        await this.helloAgent(peer, principal, hello.agent, log, this.agreed(hello.capabilities, CAPABILITIES.foldedAcks), () => greeted);
+        await this.helloAgent(peer, principal, hello.agent, log.logger, this.agreed(hello.capabilities, CAPABILITIES.foldedAcks), () => greeted);
       else new ClientLink(peer, principal, this.directory, this.metrics);
       role = hello.role;
       greeted = true;
       clearTimeout(helloTimer);
+      helloTimer = undefined;
       startHeartbeat(peer, this.limits.heartbeat, (reason) => {
         log.warn({ reason }, 'peer stopped answering; closing its connection');
         channel.close('UNAVAILABLE', reason);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { prettyLine } from '../core/log-pretty.js';
-import { createLogger } from '../core/logging.js';
+import { BoundLog, createLogger } from '../core/logging.js';
 import { startRig } from './support/engines.js';
 import { readTurn } from './support/turns.js';
 import { cleanupsPerTest } from './support/cleanups.js';
@@ -40,6 +40,23 @@ describe('logs', () => {
     expect(records.find((r) => r.msg === 'gateway ready')).toMatchObject({ ready: true });
     expect(mem.text()).not.toContain('7f3a');
     expect(mem.text()).not.toContain(rig.stack.token!);
+  });
+
+  it('a BoundLog writes what a child would, through the root, at the levels the root has on', () => {
+    const mem = memoryLogger('info');
+    const bindings = { transport: 'grpc', remote: '127.0.0.1:5', principal: 'alice' };
+    const bound = new BoundLog(mem.logger, bindings);
+    bound.info({ role: 'client' }, 'peer connected');
+    bound.debug({ method: 'x' }, 'not at info');
+    bound.warn({ token: 'eyJ.secret' }, 'careful');
+    bound.logger.error({ n: 1 }, 'from the child');
+    const strip = ({ time: _t, pid: _p, hostname: _h, ...r }: Record<string, unknown>) => r;
+    expect(mem.records().map(strip)).toEqual([
+      { level: 30, name: 'test', ...bindings, role: 'client', msg: 'peer connected' },
+      { level: 40, name: 'test', ...bindings, token: '[redacted]', msg: 'careful' },
+      { level: 50, name: 'test', ...bindings, n: 1, msg: 'from the child' },
+    ]);
+    expect(bound.logger).toBe(bound.logger); // one child, made once
   });
 
   it('redact secrets that reach a log call', () => {

@@ -155,7 +155,7 @@ function collectPresence(s: RemoteSession): Extract<TetherEvent, { subtype: 'pre
   return got;
 }
 
-/** The member list a client keeps: the attach answer's, then each presence change applied in order. */
+/** The member list a client keeps: everyone at its start (members()), then each presence change applied in order. */
 function membersFrom(start: { client_id: string }[], events: Extract<TetherEvent, { subtype: 'presence' }>[]): string[] {
   const ids = new Set(start.map((c) => c.client_id));
   for (const e of events) for (const c of presenceChanges(e)) c.action === 'detached' ? ids.delete(c.client_id) : ids.add(c.client_id);
@@ -179,8 +179,10 @@ describe('presence coalescing (gateway, real sockets)', () => {
     // The burst: every attach sent at once.
     const viewers = await Promise.all(clients.map((c) => c.attach(owner.id, { readOnly: true })));
     const events = viewers.map(collectPresence);
+    // An attach answer lists the first few members; each asks for everyone (session.info), as our clients do.
+    const starts = await Promise.all(viewers.map((v) => v.members()));
     const all = [owner.clientId, ...viewers.map((v) => v.clientId)].sort();
-    const lists = () => [membersFrom(owner.info.clients, ownerEvents), ...viewers.map((v, n) => membersFrom(v.info.clients, events[n]))];
+    const lists = () => [membersFrom(owner.info.clients, ownerEvents), ...viewers.map((v, n) => membersFrom(starts[n], events[n]))];
     await waitFor(() => lists().every((l) => l.length === all.length), 20_000, 'every member list to hold all members');
     for (const l of lists()) expect(l).toEqual(all);
     // One presence event per attach to every member would be N²/2 (≈5,000) frames; coalesced,

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { memoryChannelPair, type MemoryChannel } from '../core/channel/memory.js';
 import { TetherError } from '../core/errors.js';
-import { LATER, replyTooLarge, RpcEngine, SLOW_CONSUMER_REASON, utf8Length } from '../core/rpc/engine.js';
+import { LATER, replyTooLarge, RpcEngine, SLOW_CONSUMER_REASON, utf8Length, type SharedHandlers } from '../core/rpc/engine.js';
 import { readMessage } from '../core/rpc/envelope.js';
 import { withTimeout } from './support/wait.js';
 
@@ -124,6 +124,50 @@ describe('the JSON-RPC envelope (core/rpc/envelope.ts)', () => {
 });
 
 describe('the JSON-RPC engine (core/rpc/engine.ts)', () => {
+  it('serves one shared table on many connections, each handler given its own connection; handle() goes first', async () => {
+    type Conn = { name: string; notes: string[] };
+    const table: SharedHandlers<Conn> = {
+      requests: {
+        add: (self: Conn, { a, b }: { a: number; b: number }) => ({ sum: a + b, by: self.name }),
+        refuse: () => {
+          throw new TetherError('PERMISSION_DENIED', 'not yours');
+        },
+      },
+      notifications: { note: (self: Conn, { text }: { text: string }) => self.notes.push(text) },
+    };
+    const ends = ['one', 'two'].map((name) => {
+      const [mine, raw] = memoryChannelPair();
+      open.push(mine, raw);
+      const self: Conn = { name, notes: [] };
+      const engine = new RpcEngine(mine, { methods: METHODS, notifications: NOTIFICATIONS }).serve(table, self);
+      void (async () => {
+        for await (const frame of mine) if (typeof frame === 'string') engine.receive(frame);
+      })();
+      const it = raw[Symbol.asyncIterator]();
+      const next = async () => JSON.parse((await withTimeout(it.next(), 2_000, 'an answer')).value as string);
+      return { engine, raw, self, next };
+    });
+    ends[1].engine.handle('add', () => ({ own: true }));
+    for (const e of ends) await e.raw.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'add', params: { a: 2, b: 3 } }));
+    expect(await ends[0].next()).toEqual({ jsonrpc: '2.0', id: 1, result: { sum: 5, by: 'one' } });
+    expect(await ends[1].next()).toEqual({ jsonrpc: '2.0', id: 1, result: { own: true } });
+    // The table's methods are checked and answered as handle()'s are: bad params, thrown errors, methods it lacks.
+    const [a] = ends;
+    await a.raw.send(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'add', params: { a: 'x' } }));
+    expect(await a.next()).toMatchObject({ id: 2, error: { data: { code: 'INVALID_ARGUMENT' } } });
+    await a.raw.send(JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'refuse', params: {} }));
+    expect(await a.next()).toMatchObject({ id: 3, error: { message: 'not yours', data: { code: 'PERMISSION_DENIED' } } });
+    await a.raw.send(JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'slow', params: {} }));
+    expect(await a.next()).toMatchObject({ id: 4, error: { data: { code: 'FAILED_PRECONDITION' } } });
+    await a.raw.send(JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'toString', params: {} }));
+    expect(await a.next()).toMatchObject({ id: 5, error: { data: { code: 'UNIMPLEMENTED' } } });
+    await a.raw.send(JSON.stringify({ jsonrpc: '2.0', method: 'note', params: { text: 'hi' } }));
+    await a.raw.send(JSON.stringify({ jsonrpc: '2.0', id: 6, method: 'add', params: { a: 0, b: 0 } }));
+    await a.next(); // in order: the note was handled before this answer
+    expect(a.self.notes).toEqual(['hi']);
+    expect(ends[1].self.notes).toEqual([]);
+  });
+
   it('answers a frame that is not JSON -32700 and a bad envelope -32600, both with id null, and stays usable', async () => {
     const { send, next } = rig();
     await send('{not json');

@@ -4,6 +4,8 @@
  * `{id, cmd, args}` calls and exits when told to, when the runner goes away, or after a hard
  * lifetime cap, so nothing it started outlives the benchmark.
  */
+import v8 from 'node:v8';
+
 const MAX_LIFETIME_MS = Number(process.env.BENCH_CHILD_MAX_MS ?? 20 * 60_000);
 
 /** Memory of this process after a full GC (needs --expose-gc). */
@@ -14,6 +16,17 @@ export async function memory() {
   }
   const m = process.memoryUsage();
   return { rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers };
+}
+
+/**
+ * V8's heap spaces after a full GC (used bytes per space), and a heap snapshot written to
+ * `snapshot` when given: what figure 4's idle memory is made of, read on request.
+ */
+export async function heap({ snapshot } = {}) {
+  await memory();
+  const spaces = Object.fromEntries(v8.getHeapSpaceStatistics().map((s) => [s.space_name, s.space_used_size]));
+  const file = snapshot ? v8.writeHeapSnapshot(snapshot) : undefined;
+  return { spaces, snapshot: file };
 }
 
 /** CPU time of this process so far, in µs (user + system). */
@@ -41,7 +54,7 @@ export function serve(handlers, { onExit } = {}) {
     }
     process.exit(code);
   };
-  const all = { cpu, mem: memory, ...handlers, exit: () => setImmediate(() => void exit(0)) };
+  const all = { cpu, mem: memory, heap, ...handlers, exit: () => setImmediate(() => void exit(0)) };
   process.on('message', async (msg) => {
     if (!msg || typeof msg !== 'object' || msg.id === undefined) return;
     const h = all[msg.cmd];

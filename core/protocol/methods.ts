@@ -97,6 +97,13 @@ export const ClientInfo = z.object({
   name: z.string().max(256).optional(),
 });
 
+/**
+ * The most members an attach answer lists (the earliest attached): the k-th member of a
+ * session would otherwise get k entries, N²/2 for a session of N, written out as the whole
+ * session attaches. The rest are one `session.info` away (its `clients` is whole).
+ */
+export const ATTACH_MEMBERS_LISTED = 16;
+
 export const SessionInfo = z.object({
   id,
   agent: z.string(),
@@ -106,7 +113,13 @@ export const SessionInfo = z.object({
   owner_name: z.string().max(256).optional(),
   state: SessionState,
   created_at: z.string(),
+  /** The members attached; an attach answer lists at most ATTACH_MEMBERS_LISTED of them (see `client_count`). */
   clients: z.array(ClientInfo),
+  /**
+   * How many members are attached in all. Where it is more than `clients` holds (an attach
+   * answer), `session.info` lists everyone. Absent (older gateways): `clients` is everyone.
+   */
+  client_count: z.number().int().nonnegative().optional(),
   pending_prompts: z.number().int(),
   last_seq: z.number().int(),
   options: SessionOptions,

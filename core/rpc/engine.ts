@@ -59,6 +59,16 @@ export const LATER: unique symbol = Symbol('answered later');
 type RequestHandler = (params: unknown, id: RpcId) => unknown;
 type NotificationHandler = (params: unknown) => void;
 
+/**
+ * Handlers shared by every connection of one kind (a class's method table, defined once):
+ * each gets the connection's own object as `self`. What a gateway serves on thousands of
+ * connections costs one table instead of a closure and a map entry per method per connection.
+ */
+export interface SharedHandlers<T> {
+  readonly requests?: Readonly<Record<string, (self: T, params: never, id: RpcId) => unknown>>;
+  readonly notifications?: Readonly<Record<string, (self: T, params: never) => void>>;
+}
+
 /** The reason every connection over its outbound budget is cut with (RESOURCE_EXHAUSTED, WebSocket close 4008, gRPC status 8). */
 export const SLOW_CONSUMER_REASON = 'slow consumer: send queue over limit; resume from your last seq';
 
@@ -111,9 +121,12 @@ interface Pending {
  */
 export class RpcEngine<M extends MethodTable = MethodTable, N extends MethodTable = MethodTable> {
   private nextId = 1;
-  private readonly pending = new Map<RpcId, Pending>();
-  private readonly requestHandlers = new Map<string, RequestHandler>();
-  private readonly notificationHandlers = new Map<string, NotificationHandler>();
+  // Made on first use (pending: dropped again when empty), so an idle connection holds none.
+  private pending: Map<RpcId, Pending> | undefined;
+  private requestHandlers: Map<string, RequestHandler> | undefined;
+  private notificationHandlers: Map<string, NotificationHandler> | undefined;
+  private shared: SharedHandlers<unknown> | undefined;
+  private sharedSelf: unknown;
   private readonly log: RpcLog;
   private readonly timeoutMs: number;
   private readonly maxBufferedBytes: number;
@@ -133,19 +146,30 @@ export class RpcEngine<M extends MethodTable = MethodTable, N extends MethodTabl
    * error; {@link LATER} means the owner answers later.
    */
   handle<K extends keyof M & string>(method: K, handler: (params: SchemaOutput<M[K]>, id: RpcId) => unknown): this {
-    this.requestHandlers.set(method, handler as RequestHandler);
+    (this.requestHandlers ??= new Map()).set(method, handler as RequestHandler);
+    return this;
+  }
+
+  /**
+   * Serves the requests and notifications of `table` with `self` as their first argument.
+   * One table per engine (a second replaces it); a handler given to {@link handle} or
+   * {@link onNotification} for the same name goes first.
+   */
+  serve<T>(table: SharedHandlers<T>, self: T): this {
+    this.shared = table as SharedHandlers<unknown>;
+    this.sharedSelf = self;
     return this;
   }
 
   /** Reads notification `name`; params its schema refuses are dropped (and logged). */
   onNotification<K extends keyof N & string>(name: K, handler: (params: SchemaOutput<N[K]>) => void): this {
-    this.notificationHandlers.set(name, handler as NotificationHandler);
+    (this.notificationHandlers ??= new Map()).set(name, handler as NotificationHandler);
     return this;
   }
 
   /** Requests sent and not yet answered. */
   get pendingCount(): number {
-    return this.pending.size;
+    return this.pending?.size ?? 0;
   }
 
   // ---- inbound -----------------------------------------------------------------------------
@@ -174,7 +198,7 @@ export class RpcEngine<M extends MethodTable = MethodTable, N extends MethodTabl
     // Own properties only: `__proto__`, `toString` and the like are unknown methods.
     const schema = Object.hasOwn(this.opts.methods, method) ? this.opts.methods[method] : undefined;
     if (!schema) return this.fail(id, new TetherError('UNIMPLEMENTED', `unknown method: ${method}`));
-    const handler = this.requestHandlers.get(method);
+    const handler = this.requestHandlers?.get(method) ?? this.sharedRequest(method);
     if (!handler) {
       const hint = this.opts.unavailableHint ? ` (${this.opts.unavailableHint})` : '';
       return this.fail(id, new TetherError('FAILED_PRECONDITION', `${method} is not available on this connection${hint}`));
@@ -198,7 +222,7 @@ export class RpcEngine<M extends MethodTable = MethodTable, N extends MethodTabl
 
   private onNotificationMessage(method: string, params: unknown): void {
     const schema = this.opts.notifications && Object.hasOwn(this.opts.notifications, method) ? this.opts.notifications[method] : undefined;
-    const handler = schema && this.notificationHandlers.get(method);
+    const handler = schema && (this.notificationHandlers?.get(method) ?? this.sharedNotification(method));
     if (!handler) {
       if (this.opts.otherNotification && !schema) this.opts.otherNotification(method, params);
       else this.log.debug({ method }, 'ignoring unknown notification');
@@ -213,14 +237,26 @@ export class RpcEngine<M extends MethodTable = MethodTable, N extends MethodTabl
     }
   }
 
+  /** `method` of the shared table, bound to its connection's object (made per request, dropped after). */
+  private sharedRequest(method: string): RequestHandler | undefined {
+    const table = this.shared?.requests;
+    const h = table && Object.hasOwn(table, method) ? (table[method] as (self: unknown, params: unknown, id: RpcId) => unknown) : undefined;
+    return h && ((params, id) => h(this.sharedSelf, params, id));
+  }
+
+  private sharedNotification(method: string): NotificationHandler | undefined {
+    const table = this.shared?.notifications;
+    const h = table && Object.hasOwn(table, method) ? (table[method] as (self: unknown, params: unknown) => void) : undefined;
+    return h && ((params) => h(this.sharedSelf, params));
+  }
+
   private settle(id: RpcId | null, result: unknown, error: RpcErrorObject | undefined): void {
     if (id === null) {
       if (error) this.log.warn({ error: error.message }, 'peer reported an error about an unreadable message');
       return;
     }
-    const entry = this.pending.get(id);
+    const entry = this.take(id);
     if (!entry) return; // answered late (timed out, cancelled) or never asked: nothing waits for it
-    this.pending.delete(id);
     clearTimeout(entry.timer);
     if (error) entry.reject(TetherError.fromJsonRpc(error));
     else entry.resolve(result);
@@ -241,11 +277,11 @@ export class RpcEngine<M extends MethodTable = MethodTable, N extends MethodTabl
       const entry: Pending = { resolve, reject };
       if (timeoutMs > 0) {
         entry.timer = setTimeout(() => {
-          this.pending.delete(id);
+          this.take(id);
           reject(new TetherError('DEADLINE_EXCEEDED', `${method} got no answer within ${timeoutMs} ms`));
         }, timeoutMs);
       }
-      this.pending.set(id, entry);
+      (this.pending ??= new Map()).set(id, entry);
       this.admit(); // over the budget it cuts; the transport's send then says why it refused
       const text = JSON.stringify({ jsonrpc: '2.0', id, method, params });
       this.transport.send(text).then(
@@ -315,7 +351,7 @@ export class RpcEngine<M extends MethodTable = MethodTable, N extends MethodTabl
 
   /** The connection is gone: every request still waiting rejects UNAVAILABLE. Call once, when it closed. */
   end(reason: string): void {
-    for (const id of [...this.pending.keys()])
+    for (const id of [...(this.pending?.keys() ?? [])])
       this.drop(id, new TetherError('UNAVAILABLE', `connection closed before the answer: ${reason}`));
   }
 
@@ -330,10 +366,18 @@ export class RpcEngine<M extends MethodTable = MethodTable, N extends MethodTabl
       this.log.debug({ id }, 'error answer not sent: the connection is closed');
   }
 
+  /** Removes and returns request `id`'s entry; the map goes with its last entry (an idle connection holds none). */
+  private take(id: RpcId): Pending | undefined {
+    const entry = this.pending?.get(id);
+    if (!entry) return undefined;
+    this.pending!.delete(id);
+    if (this.pending!.size === 0) this.pending = undefined;
+    return entry;
+  }
+
   private drop(id: RpcId, err: TetherError): void {
-    const entry = this.pending.get(id);
+    const entry = this.take(id);
     if (!entry) return;
-    this.pending.delete(id);
     clearTimeout(entry.timer);
     entry.reject(err);
   }

@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import type { Channel, CloseInfo } from '../channel/channel.js';
 import type { BinaryFrame, SendableFrame, WireFrame } from '../wire/frame.js';
 import { asTetherError, TetherError } from '../errors.js';
-import { silentLogger, type Logger } from '../logging.js';
+import { silentLogger } from '../logging.js';
 import { FAST_BINARY_CHECKS, FAST_NOTIFICATION_CHECKS } from '../wire/fast-checks.js';
 import {
   BinaryHeaders,
@@ -17,12 +17,21 @@ import {
   type ParamsOf,
   type ResultOf,
 } from '../protocol/methods.js';
-import { BAD, checkedParams, describeIssues, RpcEngine } from './engine.js';
+import { BAD, checkedParams, describeIssues, RpcEngine, type RpcLog, type SharedHandlers } from './engine.js';
 
 type Parsed<M extends MethodName> = z.infer<(typeof Methods)[M]['params']>;
 type RequestHandler<M extends MethodName> = (params: Parsed<M>) => ResultOf<M> | Promise<ResultOf<M>>;
 type NotificationHandler<N extends NotificationName> = (params: NotificationParams<N>) => void;
 type BinaryNotificationHandler<N extends BinaryNotificationName> = (params: BinaryNotificationParams<N>, body: Uint8Array) => void;
+
+/**
+ * The native protocol's handlers for one kind of connection, defined once (see
+ * {@link RpcPeer.serve}): each takes the connection's own object first.
+ */
+export interface PeerHandlers<T> {
+  readonly requests?: { readonly [M in MethodName]?: (self: T, params: Parsed<M>) => ResultOf<M> | Promise<ResultOf<M>> };
+  readonly notifications?: { readonly [N in NotificationName]?: (self: T, params: NotificationParams<N>) => void };
+}
 
 /** The native protocol's method table as the engine reads it: each method's params schema. */
 const METHOD_PARAMS = Object.fromEntries(Object.entries(Methods).map(([name, spec]) => [name, spec.params])) as {
@@ -30,7 +39,8 @@ const METHOD_PARAMS = Object.fromEntries(Object.entries(Methods).map(([name, spe
 };
 
 export interface RpcPeerOptions {
-  logger?: Logger;
+  /** Where it logs (a pino Logger is one); silent unless given. */
+  logger?: RpcLog;
   /** Bound on every outgoing request (default DEFAULT_REQUEST_TIMEOUT_MS of core/rpc/engine.ts); 0 means none. */
   requestTimeoutMs?: number;
   /**
@@ -52,9 +62,9 @@ export interface RpcPeerOptions {
  */
 export class RpcPeer {
   private readonly engine: RpcEngine<typeof METHOD_PARAMS, typeof Notifications>;
-  private readonly binaryHandlers = new Map<string, (params: unknown, body: Uint8Array) => void>();
+  private binaryHandlers: Map<string, (params: unknown, body: Uint8Array) => void> | undefined;
   private rawTextHandler: ((text: string) => boolean) | undefined;
-  private readonly log: Logger;
+  private readonly log: RpcLog;
 
   constructor(
     readonly channel: Channel,
@@ -75,7 +85,17 @@ export class RpcPeer {
   }
 
   onRequest<M extends MethodName>(method: M, handler: RequestHandler<M>): this {
-    this.engine.handle(method, (params) => handler(params as Parsed<M>));
+    this.engine.handle(method, handler as (params: unknown) => unknown);
+    return this;
+  }
+
+  /**
+   * Serves `handlers` (one table shared by every connection of a kind) with `self` as each
+   * handler's first argument: no closure or map entry per method per connection. A handler
+   * given to {@link onRequest} or {@link onNotification} for the same name goes first.
+   */
+  serve<T>(handlers: PeerHandlers<T>, self: T): this {
+    this.engine.serve(handlers as SharedHandlers<T>, self);
     return this;
   }
 
@@ -90,7 +110,7 @@ export class RpcPeer {
    * dropped (and logged); the connection stays usable.
    */
   onBinaryNotification<N extends BinaryNotificationName>(name: N, handler: BinaryNotificationHandler<N>): this {
-    this.binaryHandlers.set(name, handler as (params: unknown, body: Uint8Array) => void);
+    (this.binaryHandlers ??= new Map()).set(name, handler as (params: unknown, body: Uint8Array) => void);
     return this;
   }
 
@@ -172,7 +192,7 @@ export class RpcPeer {
       return;
     }
     const method = typeof header?.method === 'string' ? header.method : '';
-    const handler = this.binaryHandlers.get(method);
+    const handler = this.binaryHandlers?.get(method);
     const schema = Object.hasOwn(BinaryNotifications, method) ? (BinaryNotifications as Record<string, z.ZodType>)[method] : undefined;
     if (!handler || !schema) {
       this.log.debug({ method }, 'ignoring unknown binary notification');

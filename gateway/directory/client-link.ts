@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { asTetherError, TetherError } from '../../core/errors.js';
-import type { RpcPeer } from '../../core/rpc/peer.js';
+import type { PeerHandlers, RpcPeer } from '../../core/rpc/peer.js';
 import type { ParamsOf, ResultOf } from '../../core/protocol/methods.js';
 import type { Principal } from '../door/principal.js';
 import type { GatewayMetrics } from '../metrics.js';
@@ -40,7 +40,7 @@ export class ClientLink implements ProxiedClient {
     private readonly dir: SessionDirectory,
     private readonly metrics?: GatewayMetrics,
   ) {
-    this.register();
+    peer.serve(ClientLink.HANDLERS, this);
     dir.addClient(this.clientId, principal_, this);
     metrics?.clientConnected(this.transport);
     void peer.channel.closed.then((info) => {
@@ -174,21 +174,22 @@ export class ClientLink implements ProxiedClient {
     if (this.peer.channel.isClosed) throw new TetherError('UNAVAILABLE', 'connection closed');
   }
 
-  private register(): void {
-    const p = this.principal_;
-    this.peer
-      .onRequest('agents.list', async () => ({ agents: await this.dir.listAllAgents(p) }))
-      .onRequest('sessions.list', async (params) => sessionsPage(await this.dir.listAllSessions(p), params))
-      .onRequest('inbox.list', async () => ({ items: await this.dir.listAllNeeds(p) }))
-      .onRequest('fleet.watch', () => {
-        this.unwatch ??= this.dir.feed.watch(() => void this.peer.notify('fleet.changed', {}).catch(() => {}));
+  /** What a client may ask: one table for every ClientLink (no closures per connection). */
+  private static readonly HANDLERS: PeerHandlers<ClientLink> = {
+    requests: {
+      'agents.list': async (l) => ({ agents: await l.dir.listAllAgents(l.principal_) }),
+      'sessions.list': async (l, params) => sessionsPage(await l.dir.listAllSessions(l.principal_), params),
+      'inbox.list': async (l) => ({ items: await l.dir.listAllNeeds(l.principal_) }),
+      'fleet.watch': (l) => {
+        l.unwatch ??= l.dir.feed.watch(() => void l.peer.notify('fleet.changed', {}).catch(() => {}));
         return {};
-      })
-      .onRequest('session.create', async (params) => {
+      },
+      'session.create': async (l, params) => {
+        const p = l.principal_;
         if (!p.canCreate) throw new TetherError('PERMISSION_DENIED', 'this token may not create sessions');
-        const span = this.dir.tracer?.start('tether.gateway.create', params.trace, { 'tether.agent': params.agent }, 'server');
+        const span = l.dir.tracer?.start('tether.gateway.create', params.trace, { 'tether.agent': params.agent }, 'server');
         try {
-          const made = await this.create(p, { ...params, trace: span?.context ?? params.trace });
+          const made = await l.create(p, { ...params, trace: span?.context ?? params.trace });
           span?.set({ 'tether.session_id': made.session.id });
           span?.end();
           return made;
@@ -196,38 +197,36 @@ export class ClientLink implements ProxiedClient {
           span?.end(err);
           throw err;
         }
-      })
-      .onRequest('session.attach', async (params) => {
-        this.assertOpen();
-        const result = await this.call('session.attach', params);
-        this.attached.add(params.session_id);
+      },
+      'session.attach': async (l, params) => {
+        l.assertOpen();
+        const result = await l.call('session.attach', params);
+        l.attached.add(params.session_id);
         return result;
-      })
-      .onRequest('session.detach', async (params) => {
-        const result = await this.call('session.detach', params);
-        this.attached.delete(params.session_id);
+      },
+      'session.detach': async (l, params) => {
+        const result = await l.call('session.detach', params);
+        l.attached.delete(params.session_id);
         return result;
-      })
-      .onRequest('session.info', (params) => this.call('session.info', params))
-      .onRequest('session.folder', (params) => this.call('session.folder', params))
-      .onRequest('session.send', (params) => this.call('session.send', params))
-      .onNotification('session.post', (params) => this.post(params))
-      .onRequest('session.set_role', (params) => this.call('session.set_role', params))
-      .onRequest('session.set_owner', (params) => this.call('session.set_owner', params))
-      .onRequest('session.move', (params) => this.call('session.move', params))
-      .onRequest('session.withdraw_rule', (params) => this.call('session.withdraw_rule', params))
-      .onRequest('session.withdraw_prompt', (params) => this.call('session.withdraw_prompt', params))
-      .onRequest('session.rename', (params) => this.call('session.rename', params))
-      .onRequest('session.follow', (params) => this.call('session.follow', params))
-      .onRequest('session.audit', (params) =>
+      },
+      'session.info': (l, params) => l.call('session.info', params),
+      'session.folder': (l, params) => l.call('session.folder', params),
+      'session.send': (l, params) => l.call('session.send', params),
+      'session.set_role': (l, params) => l.call('session.set_role', params),
+      'session.set_owner': (l, params) => l.call('session.set_owner', params),
+      'session.move': (l, params) => l.call('session.move', params),
+      'session.withdraw_rule': (l, params) => l.call('session.withdraw_rule', params),
+      'session.withdraw_prompt': (l, params) => l.call('session.withdraw_prompt', params),
+      'session.rename': (l, params) => l.call('session.rename', params),
+      'session.follow': (l, params) => l.call('session.follow', params),
+      'session.audit': (l, params) =>
         params.session_id === undefined
-          ? readAudit(this.dir, p, params)
-          : this.call('session.audit', { ...params, session_id: params.session_id }),
-      )
-      .onRequest('session.stop', (params) => this.call('session.stop', params))
-      .onRequest(
-        'usage.read',
-        async (params) => this.dir.usage?.ledger.read(p, params) ?? summarizeUsage([], params.by ?? 'principal', 'own'),
-      );
-  }
+          ? readAudit(l.dir, l.principal_, params)
+          : l.call('session.audit', { ...params, session_id: params.session_id }),
+      'session.stop': (l, params) => l.call('session.stop', params),
+      'usage.read': async (l, params) =>
+        l.dir.usage?.ledger.read(l.principal_, params) ?? summarizeUsage([], params.by ?? 'principal', 'own'),
+    },
+    notifications: { 'session.post': (l, params) => l.post(params) },
+  };
 }

@@ -1,5 +1,11 @@
 import { TetherError } from '../../core/errors.js';
-import type { ParamsOf, ResultOf, SessionCall, SessionCallParams } from '../../core/protocol/methods.js';
+import {
+  ATTACH_MEMBERS_LISTED,
+  type ParamsOf,
+  type ResultOf,
+  type SessionCall,
+  type SessionCallParams,
+} from '../../core/protocol/methods.js';
 import type { Role } from '../../core/protocol/events.js';
 import type { Principal } from '../door/principal.js';
 import type { Member } from '../session/session.js';
@@ -47,7 +53,7 @@ export async function applySessionCall<M extends SessionCall>(
       const nextSeq = session.attach(c.member, role, a.from_seq, a.previous_client_id);
       if (a.from_seq !== undefined) metrics?.resumed('client');
       span?.end();
-      return { session: session.info(), role, client_id: clientId, next_seq: nextSeq } as ResultOf<M>;
+      return { session: session.info(ATTACH_MEMBERS_LISTED), role, client_id: clientId, next_seq: nextSeq } as ResultOf<M>;
     }
     case 'session.info':
       return { session: session.info() } as ResultOf<M>;

@@ -107,8 +107,16 @@ export class SessionMembers {
     return undefined;
   }
 
-  info(): SessionInfo['clients'] {
-    return [...this.all.values()].map((a) => ({
+  /** How many members are attached. */
+  get count(): number {
+    return this.all.size;
+  }
+
+  /** The members as `SessionInfo.clients` lists them: the earliest `max` (default all). */
+  info(max = Infinity): SessionInfo['clients'] {
+    const listed = [...this.all.values()];
+    if (listed.length > max) listed.length = max;
+    return listed.map((a) => ({
       client_id: a.member.clientId,
       principal: a.member.principal,
       role: a.role,

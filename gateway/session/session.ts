@@ -309,7 +309,8 @@ export class Session {
     return this.lostAtMs === undefined ? undefined : new Date(this.lostAtMs).toISOString();
   }
 
-  info(): SessionInfo {
+  /** What `SessionInfo` says of this session now; `clients` lists the earliest `maxMembers` members (default all). */
+  info(maxMembers = Infinity): SessionInfo {
     const away = this.agentAwaySince;
     const ownerName = this.ownerNameNow();
     return {
@@ -320,7 +321,8 @@ export class Session {
       ...(ownerName === undefined ? {} : { owner_name: ownerName }),
       state: this.status.current,
       created_at: this.createdAt,
-      clients: this.members.info(),
+      clients: this.members.info(maxMembers),
+      client_count: this.members.count,
       pending_prompts: this.prompts.size,
       last_seq: this.history.lastSeq,
       options: this.options,

@@ -35,6 +35,8 @@ export interface SessionInfo {
   owner: string;
   state: string;
   clients: { client_id: string; principal: string; role: string; may_control?: boolean; name?: string }[];
+  /** Members in all; an attach answer lists only the earliest few in `clients` (absent: all listed). */
+  client_count?: number;
   pending_prompts: number;
   options: { cwd?: string; model?: string; permission_mode?: string };
   /** The agent is away since then (ISO time); absent while it is connected. */
@@ -146,14 +148,8 @@ export class OpenSession {
       session = new OpenSession(conn, r.session, r.role);
       session.clientId = r.client_id;
       // Who is here now; the history's presence events then keep it current.
-      session.view.update({
-        present: new Map(
-          r.session.clients.map((c: SessionInfo['clients'][number]) => [
-            c.client_id,
-            { principal: c.principal, role: c.role, mayControl: c.may_control, name: c.name },
-          ]),
-        ),
-      });
+      session.view.update({ present: presentOf(r.session.clients) });
+      if ((r.session.client_count ?? 0) > r.session.clients.length) void session.loadMembers();
       session.offs.push(
         off,
         conn.onReconnect((request) => session!.reattach(request)),
@@ -320,6 +316,20 @@ export class OpenSession {
     this.view.update({ version: this.view.get().version + 1 });
   }
 
+  /**
+   * Everyone attached, asked of the gateway when the attach answer listed only some: its
+   * answer is the member list as of its moment (presence frames sent before it are in it, the
+   * ones after it apply on top). Without an answer the list stays as the attach gave it.
+   */
+  private async loadMembers(): Promise<void> {
+    try {
+      const { session } = await this.conn.request('session.info', { session_id: this.id });
+      this.view.update({ present: presentOf(session.clients) });
+    } catch {
+      // the link dropped or the session went: the presence events still keep the partial list current
+    }
+  }
+
   /** After a reconnect: attach again from the seq after the last one shown. */
   private async reattach(request: (m: string, p: unknown) => Promise<any>): Promise<void> {
     const r = await request('session.attach', {
@@ -429,4 +439,9 @@ export class OpenSession {
     this.asks.clear();
     await this.conn.request('session.detach', { session_id: this.id }).catch(() => {});
   }
+}
+
+/** The view's member map from a `SessionInfo.clients` list. */
+function presentOf(clients: SessionInfo['clients']): SessionView['present'] {
+  return new Map(clients.map((c) => [c.client_id, { principal: c.principal, role: c.role, mayControl: c.may_control, name: c.name }]));
 }
