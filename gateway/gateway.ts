@@ -188,7 +188,14 @@ export class Gateway {
         throw noteAuthFailure(log.logger, authError('PERMISSION_DENIED', 'wrong_kind', message), {}, this.countAuthFailure);
       }
       if (hello.role === 'agent')
-        await this.helloAgent(peer, principal, hello.agent, log.logger, this.agreed(hello.capabilities, CAPABILITIES.foldedAcks), () => greeted);
+        await this.helloAgent(
+          peer,
+          principal,
+          hello.agent,
+          log.logger,
+          this.agreed(hello.capabilities, CAPABILITIES.foldedAcks),
+          () => greeted,
+        );
       else new ClientLink(peer, principal, this.directory, this.metrics);
       role = hello.role;
       greeted = true;

@@ -1,5 +1,4 @@
 import { PassThrough } from 'node:stream';
-import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintToken } from '../core/auth/mint.js';
 import { mintLoginCode } from '../core/auth/login-codes.js';
@@ -41,7 +40,10 @@ describe('attach answer: a count and the first members; everyone on request', ()
   it('lists the earliest ATTACH_MEMBERS_LISTED with client_count; the library’s members() gives everyone', async () => {
     const last = members[MEMBERS - 1];
     expect(last.info.client_count).toBe(MEMBERS + 1);
-    expect(last.info.clients.map((c) => c.client_id)).toEqual([owner.clientId, ...members.slice(0, ATTACH_MEMBERS_LISTED - 1).map((m) => m.clientId)]);
+    expect(last.info.clients.map((c) => c.client_id)).toEqual([
+      owner.clientId,
+      ...members.slice(0, ATTACH_MEMBERS_LISTED - 1).map((m) => m.clientId),
+    ]);
     const all = await last.members();
     expect(all.map((c) => c.client_id)).toEqual([owner.clientId, ...members.map((m) => m.clientId)]);
     expect(all.at(-1)).toMatchObject({ principal: `m${MEMBERS}`, name: nameOf(MEMBERS) });
@@ -78,25 +80,26 @@ describe('attach answer: a count and the first members; everyone on request', ()
     await expect(done).resolves.toBe(0);
   }, 30_000);
 
-  describe.skipIf(!hasTool('chromium'))('web page', () => {
-    let browser: Browser;
-    beforeAll(async () => {
-      browser = await launchChromium();
-    });
-    afterAll(() => browser?.close());
-
-    it('shows everyone under "Here:", not only the members the attach answer listed', async () => {
-      const bob = await person(browser);
-      await bob.page.goto(signInUrl(stack.server.pageUrl, await mintLoginCode(stack.key!, { sub: 'bob' })));
-      await bob.page.getByTestId('principal').waitFor();
-      await openFromDashboard(bob.page, owner.id, 'Watch');
-      const here = bob.page.getByTestId('presence');
-      await here.filter({ hasText: `${nameOf(MEMBERS)} (controller)` }).waitFor();
-      const text = (await here.textContent()) ?? '';
-      for (let n = 1; n <= MEMBERS; n++) expect(text).toContain(`${nameOf(n)} (controller)`);
-      expect(text).toContain('alice (owner)');
-      expect(bob.errors).toEqual([]);
-      await bob.context.close();
-    }, 60_000);
-  });
+  it.skipIf(!hasTool('chromium'))(
+    'web page: shows everyone under "Here:", not only the members the attach answer listed',
+    async () => {
+      const browser = await launchChromium();
+      try {
+        const bob = await person(browser);
+        await bob.page.goto(signInUrl(stack.server.pageUrl, await mintLoginCode(stack.key!, { sub: 'bob' })));
+        await bob.page.getByTestId('principal').waitFor();
+        await openFromDashboard(bob.page, owner.id, 'Watch');
+        const here = bob.page.getByTestId('presence');
+        await here.filter({ hasText: `${nameOf(MEMBERS)} (controller)` }).waitFor();
+        const text = (await here.textContent()) ?? '';
+        for (let n = 1; n <= MEMBERS; n++) expect(text).toContain(`${nameOf(n)} (controller)`);
+        expect(text).toContain('alice (owner)');
+        expect(bob.errors).toEqual([]);
+        await bob.context.close();
+      } finally {
+        await browser.close();
+      }
+    },
+    60_000,
+  );
 });

@@ -182,7 +182,7 @@ describe('presence coalescing (gateway, real sockets)', () => {
     // An attach answer lists the first few members; each asks for everyone (session.info), as our clients do.
     const starts = await Promise.all(viewers.map((v) => v.members()));
     const all = [owner.clientId, ...viewers.map((v) => v.clientId)].sort();
-    const lists = () => [membersFrom(owner.info.clients, ownerEvents), ...viewers.map((v, n) => membersFrom(starts[n], events[n]))];
+    const lists = () => [membersFrom(owner.info.clients, ownerEvents), ...viewers.map((_v, n) => membersFrom(starts[n], events[n]))];
     await waitFor(() => lists().every((l) => l.length === all.length), 20_000, 'every member list to hold all members');
     for (const l of lists()) expect(l).toEqual(all);
     // One presence event per attach to every member would be N²/2 (≈5,000) frames; coalesced,
