@@ -107,13 +107,29 @@ const GOOD: Record<
         },
       },
       {
+        // As the gateway writes it: every prompt stamped with a uuid (turn-authors.ts).
+        session_id: SESSION,
+        seq: 7,
+        origin: 'gateway',
+        event: {
+          type: 'tether',
+          subtype: 'prompt',
+          principal: 'p',
+          client_id: 'c-1',
+          message: line.message,
+          input_id: 'in-1',
+          uuid: '0b6e1c9a-2f4d-4e8b-9a7c-3d5e6f708192',
+          at: '2026-12-01T10:00:00.000Z',
+        },
+      },
+      {
         session_id: SESSION,
         seq: 6,
         origin: 'gateway',
         event: { type: 'tether', subtype: 'prompt', principal: 'p', client_id: 'c-1', message: [{ type: 'text', text: 'x' }], at: 'now' },
       },
     ],
-    nested: { event: { type: 'tether', subtype: 'prompt', principal: 'p', client_id: 'c-1', message: 'm', input_id: 'in-2', at: 'now' } },
+    nested: { event: { type: 'tether', subtype: 'prompt', principal: 'p', client_id: 'c-1', message: 'm', input_id: 'in-2', uuid: 'u-1', at: 'now' } },
   },
   'agent.input': {
     schema: Notifications['agent.input'],
