@@ -167,8 +167,8 @@ export class Session {
       store,
       init.durability,
       limits.replay,
-      (bytes, readAtMs) => {
-        this.members.deliver(bytes, readAtMs);
+      (bytes, readAtMs, echoTo) => {
+        this.members.deliver(bytes, readAtMs, echoTo);
         this.queueChangeCheck();
       },
       restored?.frames,
