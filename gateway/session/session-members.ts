@@ -80,6 +80,11 @@ export class SessionMembers {
     return a;
   }
 
+  /** How many members are attached. */
+  get count(): number {
+    return this.all.size;
+  }
+
   roleOf(clientId: string): Role | undefined {
     return this.all.get(clientId)?.role;
   }
