@@ -265,23 +265,19 @@ export class EngineProcess {
       let written = false;
       let drained = true;
       let done = false;
+      // Made only when stdin's buffer is full (rare): 'drain', or a close after our bytes left
+      // (they are in the pipe), ends the wait.
+      let onDrain: (() => void) | undefined;
       const finish = (err?: unknown) => {
         if (done) return;
         if (!err && !(written && drained)) return;
         done = true;
-        stdin.off('drain', onDrain);
-        stdin.off('close', onClose);
+        if (onDrain) {
+          stdin.off('drain', onDrain);
+          stdin.off('close', onDrain);
+        }
         if (err) reject(new TetherError('FAILED_PRECONDITION', `cannot write to engine: ${errMessage(err)}`));
         else resolve();
-      };
-      const onDrain = () => {
-        drained = true;
-        finish();
-      };
-      // Closed while waiting for 'drain' after our bytes left: they are in the pipe, so done.
-      const onClose = () => {
-        drained = true;
-        finish();
       };
       const ok = stdin.write(`${text}\n`, (err) => {
         if (err) return finish(err);
@@ -290,8 +286,12 @@ export class EngineProcess {
       });
       if (!ok) {
         drained = false;
+        onDrain = () => {
+          drained = true;
+          finish();
+        };
         stdin.on('drain', onDrain);
-        stdin.on('close', onClose);
+        stdin.on('close', onDrain);
       }
     });
   }

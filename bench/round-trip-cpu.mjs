@@ -16,28 +16,14 @@ import { WebSocket } from 'ws';
 import { argsOf } from './lib/child.mjs';
 import { startChild, stopAll } from './lib/proc.mjs';
 import { GatewayClient } from '../dist/client/gateway-client.js';
+import { onEachAnswer, roundTrips, userLine } from './lib/prompt-round-trips.mjs';
 
 const a = argsOf();
 const COUNT = Number(a.count ?? 10_000);
 const WARMUP = 2_000;
 const pin = a.pin === true;
-const userLine = (i) => ({
-  type: 'user',
-  message: { role: 'user', content: `ping ${i}` },
-  parent_tool_use_id: null,
-  session_id: 'default',
-});
 /** An engine's assistant line, by its first bytes (what figure 1's clients look at). */
 const isAnswer = (b) => b[9] === 0x61 && b[10] === 0x73;
-
-/** `n` sequential round trips: `send(i)` then wait until `onAnswer` is called. */
-async function roundTrips(n, send, setOnAnswer) {
-  for (let i = 0; i < n; i++) {
-    const answered = new Promise((resolve) => setOnAnswer(resolve));
-    send(i);
-    await answered;
-  }
-}
 
 /** Warm-up, then COUNT round trips with the CPU of relay, agent and this process measured. */
 async function measure(name, relay, agent, send, setOnAnswer) {
@@ -82,21 +68,7 @@ async function ours() {
   const client = await GatewayClient.connect({ gateway: gateway.info.url });
   try {
     const session = await client.createSession({ agent: 'bench-ws' });
-    let onAnswer = () => {};
-    void (async () => {
-      try {
-        for await (const item of session) if (item.kind === 'engine' && item.line.startsWith('{"type":"as')) onAnswer();
-      } catch {
-        // closed
-      }
-    })();
-    await measure(
-      'ours',
-      gateway,
-      agent,
-      (i) => void session.send(userLine(i)).catch(() => {}),
-      (f) => (onAnswer = f),
-    );
+    await measure('ours', gateway, agent, (i) => void session.send(userLine(i)).catch(() => {}), onEachAnswer(session));
   } finally {
     await client.close().catch(() => {});
     await stopAll([agent, gateway]);

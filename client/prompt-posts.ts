@@ -54,7 +54,8 @@ export class PromptPosts {
       this.waiting.delete(inputId); // to the end, in deadline order
       this.waiting.set(inputId, w);
       this.timer ??= setTimeout(this.expire, POST_ANSWER_MS).unref();
-      const params = { session_id: sessionId, input_id: inputId, line, ...(trace ? { trace } : {}) };
+      const params: NotificationParams<'session.post'> = { session_id: sessionId, input_id: inputId, line };
+      if (trace) params.trace = trace;
       // No promise per prompt; when the post cannot go (closed, or over the frame limit) the
       // channel's own error says why, through notify.
       if (!peer.postNotification('session.post', params))

@@ -16,6 +16,9 @@ import { Wakeup } from '../core/util/wakeup.js';
 import { Fifo } from '../core/util/fifo.js';
 import type { TraceSpan, Tracer } from '../core/telemetry/tracer.js';
 
+/** Inputs are sent again after a cut while the error says a retry can help (same input id: applied once). */
+const RETRY_RETRYABLE = { retry: (e: TetherError) => e.retryable };
+
 /** What a client's input is called in its span: a prompt, an answer to a permission prompt, a control request. */
 const INPUT_SPANS: Record<string, string> = {
   user: 'tether.client.prompt',
@@ -422,6 +425,9 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
     await peer.request('session.follow', { session_id: this.id, follow: on });
   }
 
+  /** The connection to send on, once there is one (made once: a prompt's path allocates no more than it must). */
+  private readonly nextPeer = (): Promise<RpcPeer> => this.transport.peer();
+
   private sendLine(line: Record<string, unknown>, inputId: string = randomUUID()): Promise<'applied' | 'duplicate'> {
     const span = this.transport.tracer && inputSpan(this.transport.tracer, this.id, inputId, line);
     const trace = span?.context;
@@ -431,10 +437,10 @@ export class RemoteSession implements AsyncIterable<SessionItem> {
       line.type === 'user' && !this.ended && this.transport.postsPrompts?.(peer)
         ? this.posts.post(peer, this.id, inputId, line, trace)
         : peer.request('session.send', { session_id: this.id, input_id: inputId, line, trace }).then((r) => r.status);
-    const peer = () => this.transport.peer();
-    const opts = { retry: (e: TetherError) => e.retryable };
     const live = this.transport.livePeer?.();
-    const sent = live ? atOnceThenAcrossReconnects(live, peer, call, opts) : acrossReconnects(peer, call, opts);
+    const sent = live
+      ? atOnceThenAcrossReconnects(live, this.nextPeer, call, RETRY_RETRYABLE)
+      : acrossReconnects(this.nextPeer, call, RETRY_RETRYABLE);
     if (!span) return sent;
     return sent.then(
       (status) => {

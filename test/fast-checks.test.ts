@@ -74,6 +74,17 @@ const SESSION = '6b1f0e7c-8a4e-4f3a-9c2b-0d1e2f3a4b5c';
 /** A W3C trace context, as messages carry it while tracing is on. */
 const trace = { traceparent: `00-${'0af7651916cd43dd8448eb211c80319c'}-${'b7ad6b7169203331'}-01`, tracestate: 'vendor=x' };
 
+/** The echo of a prompt, as a `session.frame` carries it. */
+const echo = {
+  type: 'tether',
+  subtype: 'prompt',
+  principal: 'p',
+  client_id: 'c-1',
+  message: line.message,
+  input_id: 'in-1',
+  at: '2026-12-01T10:00:00.000Z',
+};
+
 /** The usual message of each checked method, and any further fields it may carry. */
 const GOOD: Record<
   string,
@@ -96,16 +107,10 @@ const GOOD: Record<
         session_id: SESSION,
         seq: 5,
         origin: 'gateway',
-        event: {
-          type: 'tether',
-          subtype: 'prompt',
-          principal: 'p',
-          client_id: 'c-1',
-          message: line.message,
-          input_id: 'in-1',
-          at: '2026-12-01T10:00:00.000Z',
-        },
+        event: echo,
       },
+      // As the gateway writes it: every prompt stamped with a uuid (turn-authors.ts).
+      { session_id: SESSION, seq: 7, origin: 'gateway', event: { ...echo, uuid: '0b6e1c9a-2f4d-4e8b-9a7c-3d5e6f708192' } },
       {
         session_id: SESSION,
         seq: 6,
@@ -113,7 +118,7 @@ const GOOD: Record<
         event: { type: 'tether', subtype: 'prompt', principal: 'p', client_id: 'c-1', message: [{ type: 'text', text: 'x' }], at: 'now' },
       },
     ],
-    nested: { event: { type: 'tether', subtype: 'prompt', principal: 'p', client_id: 'c-1', message: 'm', input_id: 'in-2', at: 'now' } },
+    nested: { event: { type: 'tether', subtype: 'prompt', principal: 'p', client_id: 'c-1', message: 'm', input_id: 'in-2', uuid: 'u-1', at: 'now' } },
   },
   'agent.input': {
     schema: Notifications['agent.input'],

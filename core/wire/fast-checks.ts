@@ -53,9 +53,9 @@ function isTraceContext(v: unknown): boolean {
 }
 const META_KEYS: ReadonlySet<string> = new Set(['type', 'subtype', 'request_id', 'is_error', 'state', 'engine_session_id']);
 const FRAME_KEYS: ReadonlySet<string> = new Set(['session_id', 'seq', 'origin', 'event']);
-const PROMPT_KEYS: ReadonlySet<string> = new Set(['type', 'subtype', 'principal', 'client_id', 'message', 'input_id', 'at']);
+const PROMPT_KEYS: ReadonlySet<string> = new Set(['type', 'subtype', 'principal', 'client_id', 'message', 'input_id', 'uuid', 'at']);
 
-/** The `prompt` event of `TetherEvent` (events.ts): the echo of every prompt. */
+/** The `prompt` event of `TetherEvent` (events.ts): the echo of every prompt (a queued one's `queued` and `priority` go to the schema). */
 function isPromptEvent(v: unknown): boolean {
   if (!isJsonObject(v) || !onlyKeys(v, PROMPT_KEYS)) return false;
   return (
@@ -65,6 +65,7 @@ function isPromptEvent(v: unknown): boolean {
     typeof v.client_id === 'string' &&
     'message' in v &&
     (v.input_id === undefined || typeof v.input_id === 'string') &&
+    (v.uuid === undefined || typeof v.uuid === 'string') &&
     typeof v.at === 'string'
   );
 }

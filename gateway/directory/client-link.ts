@@ -6,7 +6,7 @@ import type { Principal } from '../door/principal.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { SessionDirectory } from './session-directory.js';
 import { readAudit } from './audit-access.js';
-import { applySessionCall } from './session-calls.js';
+import { applyInput, applySessionCall, type Caller } from './session-calls.js';
 import { sessionsPage } from './session-pages.js';
 import type { SessionCall, SessionCallParams } from '../../core/protocol/methods.js';
 import type { ProxiedClient } from './sessions-elsewhere.js';
@@ -31,6 +31,8 @@ export const DEFAULT_SLOW_CLIENT_BYTES = 64 * 1024 * 1024;
 export class ClientLink implements ProxiedClient {
   readonly clientId = `c-${randomBytes(6).toString('hex')}`;
   private readonly attached = new Set<string>();
+  /** This client as the caller of its session calls. */
+  private readonly caller: Caller;
   /** Ends this connection's fleet.watch; undefined until it asks. */
   private unwatch: (() => void) | undefined;
 
@@ -40,6 +42,7 @@ export class ClientLink implements ProxiedClient {
     private readonly dir: SessionDirectory,
     private readonly metrics?: GatewayMetrics,
   ) {
+    this.caller = { principal: principal_, member: this };
     peer.serve(ClientLink.HANDLERS, this);
     dir.addClient(this.clientId, principal_, this);
     metrics?.clientConnected(this.transport);
@@ -73,8 +76,9 @@ export class ClientLink implements ProxiedClient {
     return this.principal_.name;
   }
 
-  sendFrame(frame: FrameBytes, readAtMs?: number): void {
-    if (!this.peer.post(frame)) return;
+  /** `own`: this client's own prompt echo, held briefly to leave with the next frame (no write and no wake-up of its own on a round trip). */
+  sendFrame(frame: FrameBytes, readAtMs?: number, own?: boolean): void {
+    if (!(own ? this.peer.hold(frame) : this.peer.post(frame))) return;
     if (this.metrics) {
       this.metrics.relayed('to_client', frameByteLength(frame));
       if (readAtMs !== undefined) this.metrics.relayLatency(frame, readAtMs);
@@ -120,7 +124,7 @@ export class ClientLink implements ProxiedClient {
       }
       span?.end();
     }
-    return applySessionCall(this.dir, { principal: p, member: this }, method, params, this.metrics);
+    return applySessionCall(this.dir, this.caller, method, params, this.metrics);
   }
 
   /**
@@ -129,19 +133,36 @@ export class ClientLink implements ProxiedClient {
    * in arrival order (a session held here applies it before this returns).
    */
   private post(params: ParamsOf<'session.send'>): void {
-    const answer = (result: { status: 'duplicate' } | { error: ReturnType<TetherError['toJsonRpc']> }) =>
-      void this.peer.notify('session.post_result', { session_id: params.session_id, input_id: params.input_id, ...result }).catch(() => {});
     if (params.line.type !== 'user')
-      return answer({
+      return this.postResult(params, {
         error: new TetherError(
           'INVALID_ARGUMENT',
           'session.post carries prompts (type "user") only; send other lines with session.send',
         ).toJsonRpc(),
       });
+    if (this.dir.get(params.session_id)) {
+      // Held here (the round trip's path): applied in place, without a promise.
+      try {
+        const session = this.dir.visible(this.principal_, params.session_id);
+        if (applyInput(this.dir, this.caller, session, params, this.metrics) === 'duplicate')
+          this.postResult(params, { status: 'duplicate' });
+      } catch (err) {
+        this.postResult(params, { error: asTetherError(err).toJsonRpc() });
+      }
+      return;
+    }
     this.call('session.send', params).then(
-      (r) => r.status === 'duplicate' && answer({ status: 'duplicate' }),
-      (err: unknown) => answer({ error: asTetherError(err).toJsonRpc() }),
+      (r) => r.status === 'duplicate' && this.postResult(params, { status: 'duplicate' }),
+      (err: unknown) => this.postResult(params, { error: asTetherError(err).toJsonRpc() }),
     );
+  }
+
+  /** The answer to a post that was not applied now: a duplicate, or why it was refused. */
+  private postResult(
+    params: ParamsOf<'session.send'>,
+    result: { status: 'duplicate' } | { error: ReturnType<TetherError['toJsonRpc']> },
+  ): void {
+    void this.peer.notify('session.post_result', { session_id: params.session_id, input_id: params.input_id, ...result }).catch(() => {});
   }
 
   /** A create: at the gateway its agent is connected to (this one, or another of the cluster). */

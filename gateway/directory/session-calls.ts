@@ -8,7 +8,7 @@ import {
 } from '../../core/protocol/methods.js';
 import type { Role } from '../../core/protocol/events.js';
 import type { Principal } from '../door/principal.js';
-import type { Member } from '../session/session.js';
+import type { Member, Session } from '../session/session.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { SessionDirectory } from './session-directory.js';
 import { stopAcrossCuts } from './session-stop.js';
@@ -17,6 +17,44 @@ import { checkAnswerModes, checkControlAudited } from '../policy/policy-gate.js'
 import { readAudit } from './audit-access.js';
 import { moveSession } from './session-move.js';
 import { readSessionFolder } from './session-folder.js';
+
+/**
+ * One client input (`session.send`, or a `session.post` applied in place) to a session this
+ * gateway holds and the caller may see: scopes, policy, roles, dedupe and audit as in
+ * {@link applySessionCall}, without a promise (a prompt's round trip runs through it). Throws
+ * the typed error the call answers with.
+ */
+export function applyInput(
+  dir: SessionDirectory,
+  c: Caller,
+  session: Session,
+  s: ParamsOf<'session.send'>,
+  metrics?: GatewayMetrics,
+): 'applied' | 'duplicate' {
+  const p = c.principal;
+  const clientId = c.member.clientId;
+  requireControlScope(p, 'send to sessions');
+  if (s.line.type === 'control_request') checkControlAudited(dir, session, p, clientId, s.line, session.roleOf(clientId));
+  if (s.line.type === 'control_response') checkAnswerModes(dir.policy.current, s.line, { ...p, role: session.roleOf(clientId) });
+  const applied = metrics && ((text: string) => metrics.relayed('from_client', Buffer.byteLength(text)));
+  if (!dir.tracer) return session.input(clientId, s.input_id, s.line, applied);
+  // One span per client input at this hop; the agent.input it sends carries it on (agent-link.ts).
+  const span = dir.tracer.start(
+    'tether.gateway.input',
+    s.trace,
+    { 'tether.session_id': session.id, 'tether.input_id': s.input_id },
+    'server',
+  );
+  try {
+    const status = dir.inputTrace.run(span.context, () => session.input(clientId, s.input_id, s.line, applied));
+    span.set({ 'tether.input.type': s.line.type as string, 'tether.input.status': status }); // a type the session took: one it knows
+    span.end();
+    return status;
+  } catch (err) {
+    span.end(err);
+    throw err;
+  }
+}
 
 /** Who makes a call: the principal the door admitted, and the member frames and replies go to. */
 export interface Caller {
@@ -62,30 +100,8 @@ export async function applySessionCall<M extends SessionCall>(
     case 'session.detach':
       session.detach(clientId);
       return {} as ResultOf<M>;
-    case 'session.send': {
-      const s = params as ParamsOf<'session.send'>;
-      requireControlScope(p, 'send to sessions');
-      if (s.line.type === 'control_request') checkControlAudited(dir, session, p, clientId, s.line, session.roleOf(clientId));
-      if (s.line.type === 'control_response') checkAnswerModes(dir.policy.current, s.line, { ...p, role: session.roleOf(clientId) });
-      const applied = metrics && ((text: string) => metrics.relayed('from_client', Buffer.byteLength(text)));
-      if (!dir.tracer) return { status: session.input(clientId, s.input_id, s.line, applied) } as ResultOf<M>;
-      // One span per client input at this hop; the agent.input it sends carries it on (agent-link.ts).
-      const span = dir.tracer.start(
-        'tether.gateway.input',
-        s.trace,
-        { 'tether.session_id': session.id, 'tether.input_id': s.input_id },
-        'server',
-      );
-      try {
-        const status = dir.inputTrace.run(span.context, () => session.input(clientId, s.input_id, s.line, applied));
-        span.set({ 'tether.input.type': s.line.type as string, 'tether.input.status': status }); // a type the session took: one it knows
-        span.end();
-        return { status } as ResultOf<M>;
-      } catch (err) {
-        span.end(err);
-        throw err;
-      }
-    }
+    case 'session.send':
+      return { status: applyInput(dir, c, session, params as ParamsOf<'session.send'>, metrics) } as ResultOf<M>;
     case 'session.set_role': {
       const r = params as ParamsOf<'session.set_role'>;
       requireControlScope(p, 'change roles');

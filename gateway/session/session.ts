@@ -87,6 +87,17 @@ export type SessionMetrics = Pick<GatewayMetrics, 'promptRaised' | 'promptSettle
  * the session's life: binding to its agent, ending, stopping. Knows nothing of sockets,
  * processes or wire text.
  */
+/** What a listing shows of a session, as Session.checkChange last saw it. */
+interface Listed {
+  state: string;
+  prompts: number;
+  title: string | undefined;
+  owner: string;
+  agent: string;
+  awayMs: number | undefined;
+  clients: number;
+}
+
 export class Session {
   readonly createdAt: string;
   /** Called once when the session ends (the directory schedules its removal). */
@@ -96,8 +107,8 @@ export class Session {
    * owner, members, agent away): at most once per event-loop turn, after the frames that changed it went out.
    */
   onChange: (() => void) | undefined;
-  /** What a listing showed when onChange last fired. */
-  private shown = '';
+  /** What a listing showed when onChange last fired (see checkChange). */
+  private readonly shown: Listed = { state: '', prompts: -1, title: undefined, owner: '', agent: '', awayMs: undefined, clients: -1 };
   private changeQueued = false;
   /** When the session ended (epoch ms); undefined while it runs. */
   private endedAtMs: number | undefined;
@@ -167,8 +178,8 @@ export class Session {
       store,
       init.durability,
       limits.replay,
-      (bytes, readAtMs) => {
-        this.members.deliver(bytes, readAtMs);
+      (bytes, readAtMs, echoTo) => {
+        this.members.deliver(bytes, readAtMs, echoTo);
         this.queueChangeCheck();
       },
       restored?.frames,
@@ -375,15 +386,38 @@ export class Session {
   private queueChangeCheck(): void {
     if (this.changeQueued || !this.onChange) return;
     this.changeQueued = true;
-    setImmediate(() => {
-      this.changeQueued = false;
-      const i = this.info();
-      const shown = JSON.stringify([i.state, i.pending_prompts, i.title, i.owner, i.agent, i.agent_away_since, i.clients.length]);
-      if (shown === this.shown) return;
-      this.shown = shown;
-      this.onChange?.();
-    });
+    setImmediate(this.checkChange);
   }
+
+  /**
+   * What info() shows a listing (state, prompts waiting, title, owner, agent, agent away, members),
+   * compared field by field with what it showed last: it runs after every frame's turn, so it
+   * builds nothing (no info(), no string).
+   */
+  private readonly checkChange = (): void => {
+    this.changeQueued = false;
+    const s = this.shown;
+    const awayMs = this.ended ? undefined : this.lostAtMs;
+    const clients = this.members.count;
+    if (
+      s.state === this.status.current &&
+      s.prompts === this.prompts.size &&
+      s.title === this.titles.current &&
+      s.owner === this.owner &&
+      s.agent === this.agent &&
+      s.awayMs === awayMs &&
+      s.clients === clients
+    )
+      return;
+    s.state = this.status.current;
+    s.prompts = this.prompts.size;
+    s.title = this.titles.current;
+    s.owner = this.owner;
+    s.agent = this.agent;
+    s.awayMs = awayMs;
+    s.clients = clients;
+    this.onChange?.();
+  };
 
   // ---- engine side ---------------------------------------------------------------------
 

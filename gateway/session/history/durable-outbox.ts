@@ -5,6 +5,7 @@ interface Held {
   seq: number;
   bytes: FrameBytes;
   readAtMs?: number;
+  echoTo?: string;
 }
 
 /**
@@ -24,7 +25,7 @@ export class DurableOutbox {
    */
   constructor(
     private readonly durability: Durability,
-    private readonly deliver: (bytes: FrameBytes, readAtMs?: number) => void,
+    private readonly deliver: (bytes: FrameBytes, readAtMs?: number, echoTo?: string) => void,
     releasedSeq = 0,
   ) {
     this.released = releasedSeq;
@@ -36,8 +37,8 @@ export class DurableOutbox {
   }
 
   /** Queues a frame just appended to the store; it goes out once it may be shown. */
-  push(seq: number, bytes: FrameBytes, readAtMs?: number): void {
-    this.held.push({ seq, bytes, readAtMs });
+  push(seq: number, bytes: FrameBytes, readAtMs?: number, echoTo?: string): void {
+    this.held.push({ seq, bytes, readAtMs, echoTo });
     if (this.held.length === 1) this.durability.mayShow(() => this.release());
   }
 
@@ -46,7 +47,7 @@ export class DurableOutbox {
     this.held = [];
     for (const f of batch) {
       this.released = f.seq;
-      this.deliver(f.bytes, f.readAtMs);
+      this.deliver(f.bytes, f.readAtMs, f.echoTo);
     }
   }
 }
