@@ -118,7 +118,18 @@ const GOOD: Record<
         event: { type: 'tether', subtype: 'prompt', principal: 'p', client_id: 'c-1', message: [{ type: 'text', text: 'x' }], at: 'now' },
       },
     ],
-    nested: { event: { type: 'tether', subtype: 'prompt', principal: 'p', client_id: 'c-1', message: 'm', input_id: 'in-2', uuid: 'u-1', at: 'now' } },
+    nested: {
+      event: {
+        type: 'tether',
+        subtype: 'prompt',
+        principal: 'p',
+        client_id: 'c-1',
+        message: 'm',
+        input_id: 'in-2',
+        uuid: 'u-1',
+        at: 'now',
+      },
+    },
   },
   'agent.input': {
     schema: Notifications['agent.input'],

@@ -114,11 +114,6 @@ export class SessionMembers {
     return undefined;
   }
 
-  /** How many members are attached. */
-  get count(): number {
-    return this.all.size;
-  }
-
   /** The members as `SessionInfo.clients` lists them: the earliest `max` (default all). */
   info(max = Infinity): SessionInfo['clients'] {
     const listed = [...this.all.values()];
