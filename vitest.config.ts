@@ -18,11 +18,12 @@ export default defineConfig({
     hookTimeout: 30_000,
     teardownTimeout: 10_000,
     pool: 'forks',
-    // Six files at a time on two cores: many files mostly wait (sockets, child processes,
-    // timers). Two -> four took the suite from ~440 to ~330 s (2026-11); on a clean clone of
-    // 2026-12-02 (194 files, quiet machine, back to back) four took 506 s and six 447 s, with
-    // the two CPUs 96 % busy at six: past this, only less CPU makes the suite faster.
-    maxWorkers: 6,
+    // Four files at a time on two cores: many files mostly wait (sockets, child processes,
+    // timers); two -> four took the suite from ~440 to ~330 s (2026-11). Six was tried on a
+    // clean clone of 2026-12-02 (194 files): 447 s against four's 506 s on a quiet machine,
+    // the two CPUs 96 % busy, but with anything else running three real-CLI and Chromium
+    // tests timed out. The suite is CPU-bound: only less CPU makes it faster (README, Tests).
+    maxWorkers: 4,
     reporters: ['default', './test/support/slowest-files.ts'],
     // The known-slow files start first (a clean clone has no vitest cache to order by).
     sequence: { sequencer: SlowFirst },
