@@ -27,7 +27,7 @@ import { StaticPolicy, type PolicyProvider } from './policy/policy-source.js';
 import { UsageDesk } from './usage/usage-desk.js';
 import { UsageLedger } from './usage/usage-ledger.js';
 
-export const GATEWAY_CAPABILITIES: readonly string[] = [CAPABILITIES.sessionPost, CAPABILITIES.foldedAcks];
+export const GATEWAY_CAPABILITIES: readonly string[] = [CAPABILITIES.sessionPost, CAPABILITIES.foldedAcks, CAPABILITIES.joinedReplay];
 
 export interface GatewayLimits extends DirectoryLimits {
   helloTimeoutMs: number;
@@ -196,7 +196,7 @@ export class Gateway {
           this.agreed(hello.capabilities, CAPABILITIES.foldedAcks),
           () => greeted,
         );
-      else new ClientLink(peer, principal, this.directory, this.metrics);
+      else new ClientLink(peer, principal, this.directory, this.metrics, this.agreed(hello.capabilities, CAPABILITIES.joinedReplay));
       role = hello.role;
       greeted = true;
       clearTimeout(helloTimer);

@@ -30,4 +30,9 @@ export const CAPABILITIES = {
    * agent's input acks into its output (`input_ack`), the gateway's output acks into `agent.input` (`ack`).
    */
   foldedAcks: 'acks.folded.v1',
+  /**
+   * Client and gateway: an attach's replay comes several `session.frame`s to a text message,
+   * joined by newlines (a late joiner's 10,000 frames in a few dozen messages, not 10,000).
+   */
+  joinedReplay: 'replay.joined.v1',
 } as const;

@@ -11,6 +11,7 @@ import { sessionsPage } from './session-pages.js';
 import type { SessionCall, SessionCallParams } from '../../core/protocol/methods.js';
 import type { ProxiedClient } from './sessions-elsewhere.js';
 import { frameByteLength, type FrameBytes } from '../../core/wire/session-frame.js';
+import { TextPieces } from '../../core/wire/text-pieces.js';
 import { cutOf } from '../../core/channel/channel.js';
 import type { TraceContext } from '../../core/protocol/trace-context.js';
 import { summarizeUsage } from '../../core/protocol/usage.js';
@@ -22,6 +23,15 @@ import { summarizeUsage } from '../../core/protocol/usage.js';
  * every connection's RpcPeer, so frames, replies and events all count toward it.
  */
 export const DEFAULT_SLOW_CLIENT_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Largest text message a joined replay builds (capability `replay.joined.v1`): frames are added
+ * while the message stays within it; a frame larger than it goes alone. Large enough that a
+ * late joiner's 10,000 frames take a few dozen messages, small enough that none waits long.
+ */
+export const JOINED_REPLAY_MAX_BYTES = 256 * 1024;
+
+const NEWLINE = Buffer.from('\n');
 
 /**
  * One connected client: answers its requests against the session directory and receives
@@ -41,6 +51,8 @@ export class ClientLink implements ProxiedClient {
     readonly principal_: Principal,
     private readonly dir: SessionDirectory,
     private readonly metrics?: GatewayMetrics,
+    /** Both sides listed `replay.joined.v1`: an attach's replay goes several frames to a message. */
+    private readonly joinedReplay = false,
   ) {
     this.caller = { principal: principal_, member: this };
     peer.serve(ClientLink.HANDLERS, this);
@@ -83,6 +95,36 @@ export class ClientLink implements ProxiedClient {
       this.metrics.relayed('to_client', frameByteLength(frame));
       if (readAtMs !== undefined) this.metrics.relayLatency(frame, readAtMs);
     }
+  }
+
+  /**
+   * An attach's replay: with `replay.joined.v1`, the frames joined by newlines into text
+   * messages of up to {@link JOINED_REPLAY_MAX_BYTES} (the browser pays per message, not per
+   * byte: 10,000 messages cost a late joiner most of a second); else one message per frame.
+   */
+  sendReplay(frames: FrameBytes[]): void {
+    if (!this.joinedReplay) {
+      for (const frame of frames) this.sendFrame(frame);
+      return;
+    }
+    let pieces: Uint8Array[] = [];
+    let sizes: number[] = []; // the message's frames, for the per-frame metrics
+    let bytes = 0;
+    const flush = () => {
+      if (pieces.length && this.peer.post(new TextPieces(pieces))) for (const n of sizes) this.metrics?.relayed('to_client', n);
+      pieces = [];
+      sizes = [];
+      bytes = 0;
+    };
+    for (const frame of frames) {
+      const n = frameByteLength(frame);
+      if (bytes > 0 && bytes + 1 + n > JOINED_REPLAY_MAX_BYTES) flush();
+      if (bytes > 0) pieces.push(NEWLINE);
+      pieces.push(...(frame instanceof TextPieces ? frame.pieces : [frame]));
+      sizes.push(n);
+      bytes += (bytes > 0 ? 1 : 0) + n;
+    }
+    flush();
   }
 
   sendReply(sessionId: string, line: string): void {

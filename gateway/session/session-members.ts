@@ -27,6 +27,8 @@ export interface Member {
    * this member's own prompt, which may wait briefly to leave with its next frame (Channel.hold).
    */
   sendFrame(frame: FrameBytes, readAtMs?: number, own?: boolean): void;
+  /** Queues an attach's replay, in order (absent: each frame through {@link sendFrame}). */
+  sendReplay?(frames: FrameBytes[]): void;
   /** Delivers the engine's answer to this client's own control request. */
   sendReply(sessionId: string, line: string): void;
 }
@@ -140,7 +142,10 @@ export class SessionMembers {
     }
     const from = fromSeq ?? 1;
     this.s.audit.record(member.principal, 'attach', { client_id: member.clientId, role, from_seq: from });
-    if (this.s.history.replayTo((bytes) => member.sendFrame(bytes), from)) this.s.onGap();
+    const replay: FrameBytes[] = [];
+    if (this.s.history.replayTo((bytes) => replay.push(bytes), from)) this.s.onGap();
+    if (member.sendReplay) member.sendReplay(replay);
+    else for (const bytes of replay) member.sendFrame(bytes);
     this.all.set(member.clientId, { member, role, since: new Date().toISOString() });
     if (previousClientId !== undefined)
       for (const line of this.s.controls.takeOver(previousClientId, member.clientId, member.principal))

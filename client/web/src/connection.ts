@@ -16,7 +16,7 @@ import {
   TICKET_PATH,
   WS_PATH,
 } from '../../../core/protocol/http-paths.js';
-import { PROTOCOL_VERSION } from '../../../core/protocol/version.js';
+import { CAPABILITIES, PROTOCOL_VERSION } from '../../../core/protocol/version.js';
 import { ERROR_CODES, TetherError, type ErrorCode } from '../../../core/errors.js';
 import { RpcSocket } from './rpc';
 import { Store } from './store';
@@ -268,7 +268,7 @@ export class Connection {
     try {
       hello = await sock.request<{ principal: string; principal_name?: string; may?: LinkState['may'] }>(
         'hello',
-        { protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: [], software: 'tether-web' },
+        { protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: [CAPABILITIES.joinedReplay], software: 'tether-web' },
         HEARTBEAT_DEFAULTS.timeoutMs,
       );
     } catch (err) {

@@ -69,7 +69,11 @@ export class RpcSocket {
     });
     ws.addEventListener('message', (e) => {
       this.lastHeardAt = Date.now();
-      if (typeof e.data === 'string') this.rpc.receive(e.data); // binary frames carry nothing the page reads
+      if (typeof e.data !== 'string') return; // binary frames carry nothing the page reads
+      // A joined replay (replay.joined.v1): several messages, one a line (a message's JSON never holds a raw newline).
+      let at = 0;
+      for (let nl = e.data.indexOf('\n'); nl >= 0; at = nl + 1, nl = e.data.indexOf('\n', at)) this.rpc.receive(e.data.slice(at, nl));
+      this.rpc.receive(at ? e.data.slice(at) : e.data);
     });
   }
 
