@@ -35,7 +35,10 @@ describe.skipIf(!hasTool('chromium'))('web page: the session header (real Claude
     await signIn(alice.page, await signInLinkFor(pageUrl, state.path, 'alice'));
     await startSession(alice.page);
     const picker = alice.page.getByRole('combobox', { name: 'Model' });
-    await picker.waitFor({ timeout: 45_000 }); // the engine's model list comes once the real CLI has started: slow on a loaded machine
+    // the engine's model list comes once the real CLI has started: slow on a loaded machine
+    await picker.waitFor({ timeout: 45_000 }).catch((err: Error) => {
+      throw new Error(`${err.message}\n${rig.explain()}`);
+    });
     const options = await picker
       .locator('option:not([disabled])')
       .evaluateAll((os) => os.map((o) => [(o as HTMLOptionElement).value, o.textContent]));

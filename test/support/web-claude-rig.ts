@@ -19,6 +19,8 @@ export interface WebClaudeRig {
   pageUrl: string;
   /** A single-use sign-in link for `sub`. */
   linkFor(sub: string): Promise<string>;
+  /** What `tether up` printed (its last lines) and what the fake model was asked: for a failing wait's message. */
+  explain(): string;
   /** Stops everything it started and removes its folders; safe to call twice. */
   close(): Promise<void>;
 }
@@ -74,7 +76,13 @@ export async function startWebClaudeRig(name: string, opts: WebClaudeRigOptions)
     const up = (started.up = startTether(args, { env: claudeTestEnv({ home: home.path, baseUrl: fake.url }) }));
     const pageUrl = new URL((await up.line('sign-in: ', 30_000)).split(' ')[1]).origin;
     const browser = (started.browser = await launchChromium());
-    return { up, fake, browser, cwd, home, state, pageUrl, linkFor: (sub) => signInLinkFor(pageUrl, state.path, sub), close };
+    const explain = () =>
+      [
+        `tether up's stderr (last 4 KB):\n${up.stderr().slice(-4096)}`,
+        `the fake model's requests: ${fake.requests.map((r) => `${r.method} ${r.path}`).join(', ') || 'none'}`,
+      ].join('\n');
+    const linkFor = (sub: string) => signInLinkFor(pageUrl, state.path, sub);
+    return { up, fake, browser, cwd, home, state, pageUrl, linkFor, explain, close };
   } catch (err) {
     await close();
     throw err;
