@@ -20,14 +20,25 @@ export class Store<T> {
   }
 }
 
-/** Re-renders the calling component whenever the store changes. */
+/**
+ * Re-renders the calling component whenever the store changes. The subscription is made in an
+ * effect, after the render: a change between the two (an answer that came meanwhile) is caught
+ * when subscribing, or the component would show the older value until the next change.
+ */
 export function useStore<T>(store: Store<T>): T {
   const [, bump] = useState(0);
-  useEffect(() => store.subscribe(() => bump((n) => n + 1)), [store]);
-  return store.get();
+  const value = store.get();
+  const rendered = useRef(value);
+  rendered.current = value;
+  useEffect(() => {
+    const off = store.subscribe(() => bump((n) => n + 1));
+    if (!Object.is(store.get(), rendered.current)) bump((n) => n + 1);
+    return off;
+  }, [store]);
+  return value;
 }
 
-/** Re-renders the calling component only when `select` of the store's value changes (Object.is). */
+/** Re-renders the calling component only when `select` of the store's value changes (Object.is); a change before it subscribed too. */
 export function useStoreSelect<T, S>(store: Store<T>, select: (value: T) => S): S {
   const [, bump] = useState(0);
   const picked = select(store.get());
@@ -35,12 +46,11 @@ export function useStoreSelect<T, S>(store: Store<T>, select: (value: T) => S): 
   last.current = picked;
   const pick = useRef(select);
   pick.current = select;
-  useEffect(
-    () =>
-      store.subscribe(() => {
-        if (!Object.is(pick.current(store.get()), last.current)) bump((n) => n + 1);
-      }),
-    [store],
-  );
+  useEffect(() => {
+    const changed = () => !Object.is(pick.current(store.get()), last.current);
+    const off = store.subscribe(() => changed() && bump((n) => n + 1));
+    if (changed()) bump((n) => n + 1);
+    return off;
+  }, [store]);
   return picked;
 }
