@@ -11,17 +11,26 @@
  * --pin: every process (this one included, engines too) on CPU 0, as figure 1's pinned rounds;
  * run it under `taskset -c 0` for this process. Prints CPU µs per round trip of relay, agent
  * and client, and the mean wall time per round trip.
+ *
+ * --profile DIR: ours only, once, with the gateway and the agent under --cpu-prof (profiles in
+ * DIR); prints each one's top functions (bench/lib/profile.mjs).
  */
 import { WebSocket } from 'ws';
 import { argsOf } from './lib/child.mjs';
 import { startChild, stopAll } from './lib/proc.mjs';
 import { GatewayClient } from '../dist/client/gateway-client.js';
 import { onEachAnswer, roundTrips, userLine } from './lib/prompt-round-trips.mjs';
+import { mkdirSync, readdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { analyzeProfile } from './lib/profile.mjs';
 
 const a = argsOf();
 const COUNT = Number(a.count ?? 10_000);
 const WARMUP = 2_000;
 const pin = a.pin === true;
+const PROFILE = typeof a.profile === 'string' ? resolve(a.profile) : undefined;
+const profArgs = (name) => (PROFILE ? ['--cpu-prof', '--cpu-prof-dir', join(PROFILE, name)] : []);
 /** An engine's assistant line, by its first bytes (what figure 1's clients look at). */
 const isAnswer = (b) => b[9] === 0x61 && b[10] === 0x73;
 
@@ -63,8 +72,12 @@ async function raw() {
 }
 
 async function ours() {
-  const gateway = await startChild('tether-gateway.mjs', [], { pin, label: 'gateway' });
-  const agent = await startChild('tether-agent.mjs', ['--gateway', gateway.info.url, '--name', 'bench-ws'], { pin, label: 'agent' });
+  const gateway = await startChild('tether-gateway.mjs', [], { pin, label: 'gateway', execArgv: profArgs('gateway') });
+  const agent = await startChild('tether-agent.mjs', ['--gateway', gateway.info.url, '--name', 'bench-ws'], {
+    pin,
+    label: 'agent',
+    execArgv: profArgs('agent'),
+  });
   const client = await GatewayClient.connect({ gateway: gateway.info.url });
   try {
     const session = await client.createSession({ agent: 'bench-ws' });
@@ -75,8 +88,31 @@ async function ours() {
   }
 }
 
-for (let r = 0; r < Number(a.rounds ?? 2); r++) {
-  await raw();
+if (PROFILE) {
   await ours();
+  const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+  for (const name of ['gateway', 'agent']) {
+    const dir = join(PROFILE, name);
+    mkdirSync(dir, { recursive: true });
+    const file = readdirSync(dir)
+      .filter((f) => f.endsWith('.cpuprofile'))
+      .sort()
+      .at(-1);
+    if (!file) continue;
+    const p = analyzeProfile(join(dir, file), root);
+    console.log(`\n${name}: busy ${p.busyMs} ms (${join(dir, file)})`);
+    for (const [title, rows] of [
+      ['self', p.topSelf],
+      ['ours, inclusive', p.oursInclusive],
+    ]) {
+      console.log(`  ${title}:`);
+      for (const r of rows) console.log(`    ${String(r.pct).padStart(5)} %  ${r.name}`);
+    }
+  }
+} else {
+  for (let r = 0; r < Number(a.rounds ?? 2); r++) {
+    await raw();
+    await ours();
+  }
 }
 process.exit(0);

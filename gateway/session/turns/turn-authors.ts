@@ -29,7 +29,15 @@ export function stampUserMessage(line: Record<string, unknown>): Record<string, 
     throw new TetherError('INVALID_ARGUMENT', "a user message's uuid must be a UUID (or left out: the gateway stamps one)");
   }
   const uuid = (line.uuid as string | undefined) ?? randomUUID();
-  return { ...line, uuid, ...(line.origin === undefined ? { origin: { kind: 'human' } } : {}) };
+  const origin = line.origin === undefined ? { kind: 'human' } : undefined;
+  // Assigning an own `__proto__` key would set the copy's prototype: such a line is spread.
+  if (Object.hasOwn(line, '__proto__')) return { ...line, uuid, ...(origin ? { origin } : {}) };
+  // Object.assign, then the new keys: the same object as `{ ...line, uuid }` (keys in the same
+  // order), but V8 adds keys to a spread clone slowly (≈1.2 µs a prompt against ≈0.15).
+  const out = Object.assign({}, line) as Record<string, unknown> & { uuid: string };
+  out.uuid = uuid;
+  if (origin) out.origin = origin;
+  return out;
 }
 
 /** A change of the running turn's authors, as every member is told. */
