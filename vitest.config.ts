@@ -1,16 +1,18 @@
 import { existsSync } from 'node:fs';
 import { configDefaults, defineConfig } from 'vitest/config';
 import { KNOWN_SLOW_FILES } from './test/support/known-slow-files.js';
-import { SHARED_WORKER_FILES } from './test/support/shared-worker-files.js';
+import { ISOLATED_FILES } from './test/support/isolated-files.js';
 import SlowFirst from './test/support/slow-first.js';
 
 for (const [list, files] of [
-  ['shared-worker-files.ts', SHARED_WORKER_FILES],
+  ['isolated-files.ts', ISOLATED_FILES.map(([f]) => f)],
   ['known-slow-files.ts (node scripts/known-slow-files.mjs makes it again)', KNOWN_SLOW_FILES.map(([f]) => f)],
 ] as const) {
   const missing = files.filter((f) => !existsSync(f));
   if (missing.length) throw new Error(`test/support/${list} names files that do not exist: ${missing.join(', ')}`);
 }
+
+const isolated = ISOLATED_FILES.map(([f]) => f);
 
 export default defineConfig({
   test: {
@@ -32,14 +34,14 @@ export default defineConfig({
     // and the run's one Chromium, started when a file first asks for it.
     globalSetup: ['./test/support/global-seed.ts', './test/support/global-tools.ts', './test/support/global-chromium.ts'],
     setupFiles: ['./test/support/file-cpu.ts', './test/support/seed-setup.ts'],
-    // Quick files that leave no state behind share worker processes (their imports are paid
-    // once per worker, not once per file); every other file gets a fresh process.
+    // Files share worker processes (their imports are paid once per worker, not once per file);
+    // the few that change process-wide state get a fresh process each (isolated-files.ts).
     projects: [
-      { extends: true, test: { name: 'shared', include: [...SHARED_WORKER_FILES], isolate: false } },
       {
         extends: true,
-        test: { name: 'isolated', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...SHARED_WORKER_FILES] },
+        test: { name: 'shared', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...isolated], isolate: false },
       },
+      { extends: true, test: { name: 'isolated', include: [...isolated] } },
     ],
   },
 });
