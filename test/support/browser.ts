@@ -131,8 +131,10 @@ export async function exportedSeqs(page: Page): Promise<number[]> {
 
 /**
  * Screenshots one view at 1280 and 390 px, light and dark: `NAME-1280-light.png` and so on; each
- * after `prepare` waited for what it shows, and the page no wider than the viewport. A pass that
- * fails leaves `NAME-WIDTH-THEME-failed.png` (the whole page as it stood) and names it in the error.
+ * width's page signed in and `prepare`d once (it waited for what it shows), shot light, then
+ * switched to dark (the page's theme is CSS `prefers-color-scheme` only) and shot again; the page
+ * no wider than the viewport in either. A pass that fails leaves `NAME-WIDTH-THEME-failed.png`
+ * (the whole page as it stood) and names it in the error.
  */
 export async function screenshots(
   browser: Browser,
@@ -143,27 +145,29 @@ export async function screenshots(
   mkdirSync(SCREENSHOT_DIR, { recursive: true });
   const written: string[] = [];
   for (const width of [1280, 390]) {
-    for (const dark of [false, true]) {
-      const pass = `${name}-${width}-${dark ? 'dark' : 'light'}`;
-      const p = await person(browser, { width, dark });
-      try {
-        await signIn(p.page, await signInLink());
-        await prepare(p.page);
+    const p = await person(browser, { width });
+    let pass = `${name}-${width}-light`;
+    try {
+      await signIn(p.page, await signInLink());
+      await prepare(p.page);
+      for (const dark of [false, true]) {
+        pass = `${name}-${width}-${dark ? 'dark' : 'light'}`;
+        if (dark) await p.page.emulateMedia({ colorScheme: 'dark' });
         // Whatever it shows, the page is no wider than the viewport (wide content scrolls in its own box).
         expect([name, width, await p.page.evaluate(() => document.documentElement.scrollWidth <= innerWidth)]).toEqual([name, width, true]);
         const file = join(SCREENSHOT_DIR, `${pass}.png`);
         await p.page.screenshot({ path: file }); // the viewport, as a person sees it (sticky header and composer in place)
         written.push(file);
-      } catch (err) {
-        const file = join(SCREENSHOT_DIR, `${pass}-failed.png`);
-        const saved = await p.page.screenshot({ path: file, fullPage: true, timeout: 5_000 }).then(
-          () => `the page as it stood: ${file}`,
-          (e: Error) => `no screenshot of it (${e.message.split('\n')[0]})`,
-        );
-        throw new Error(`screenshots(): the ${pass} pass failed (${String(err).split('\n')[0]}); ${saved}`, { cause: err });
-      } finally {
-        await p.context.close();
       }
+    } catch (err) {
+      const file = join(SCREENSHOT_DIR, `${pass}-failed.png`);
+      const saved = await p.page.screenshot({ path: file, fullPage: true, timeout: 5_000 }).then(
+        () => `the page as it stood: ${file}`,
+        (e: Error) => `no screenshot of it (${e.message.split('\n')[0]})`,
+      );
+      throw new Error(`screenshots(): the ${pass} pass failed (${String(err).split('\n')[0]}); ${saved}`, { cause: err });
+    } finally {
+      await p.context.close();
     }
   }
   return written;
