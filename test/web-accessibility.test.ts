@@ -147,23 +147,28 @@ describe('web page: accessibility', () => {
     const id = await startSession(owner.page);
     await sendPrompt(owner.page, 'create a file');
     await owner.page.getByTestId('permission-card').waitFor();
-    for (const width of [390, 1280]) {
+    // Each view checked light, then dark: the theme is CSS `prefers-color-scheme` only, so the
+    // same page switched with emulateMedia is what a dark browser loads.
+    const lightAndDark = async (page: Page, view: string) => {
       for (const dark of [false, true]) {
-        const tag = `${width}${dark ? ' dark' : ''}`;
-        const out = await person(rig.browser, { width, dark });
-        await out.page.goto(rig.pageUrl);
-        await out.page.getByRole('heading', { level: 1, name: 'Tether' }).waitFor(); // signed out: the sign-in page
-        all.push(...(await violations(out.page, `sign-in ${tag}`)));
-        await out.context.close();
-        const p = await person(rig.browser, { width, dark });
-        await signIn(p.page, await rig.linkFor('bob'));
-        await p.page.locator(`[data-session="${id}"]`).waitFor();
-        all.push(...(await violations(p.page, `dashboard ${tag}`)));
-        await openFromDashboard(p.page, id, 'Open');
-        await p.page.getByTestId('permission-card').waitFor();
-        all.push(...(await violations(p.page, `session ${tag}`)));
-        await p.context.close();
+        await page.emulateMedia({ colorScheme: dark ? 'dark' : 'light' });
+        all.push(...(await violations(page, `${view} ${page.viewportSize()?.width}${dark ? ' dark' : ''}`)));
       }
+    };
+    for (const width of [390, 1280]) {
+      const out = await person(rig.browser, { width });
+      await out.page.goto(rig.pageUrl);
+      await out.page.getByRole('heading', { level: 1, name: 'Tether' }).waitFor(); // signed out: the sign-in page
+      await lightAndDark(out.page, 'sign-in');
+      await out.context.close();
+      const p = await person(rig.browser, { width });
+      await signIn(p.page, await rig.linkFor('bob'));
+      await p.page.locator(`[data-session="${id}"]`).waitFor();
+      await lightAndDark(p.page, 'dashboard');
+      await openFromDashboard(p.page, id, 'Open');
+      await p.page.getByTestId('permission-card').waitFor();
+      await lightAndDark(p.page, 'session');
+      await p.context.close();
     }
     const viewer = await rig.signedIn('victor');
     await openFromDashboard(viewer.page, id, 'Watch');
