@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { SessionItem } from '../client/remote-session.js';
 import { startStack, TRANSPORT_PAIRS, withTimeout, type Stack } from './support/stack.js';
 import { until } from './support/items.js';
+import { makeTempDir, type TempDir } from './support/claude-cli.js';
 
 const QUIET_ENGINE = fileURLToPath(new URL('./support/quiet-engine.mjs', import.meta.url));
 /**
@@ -28,15 +29,19 @@ describe.each(TRANSPORT_PAIRS)(
   'the poster’s prompt echo: client over $client, agent over $agent',
   ({ client: clientTransport, agent: agentTransport }) => {
     let stack: Stack | undefined;
+    let cwd: TempDir | undefined;
     afterEach(async () => {
       await stack?.stop();
       stack = undefined;
+      cwd?.cleanup();
     });
 
     it('reaches the poster within the bound while the engine stays silent, reaches a viewer, and keeps seq order for both', async () => {
+      cwd = makeTempDir('tether-echo-hold-'); // the quiet engine writes prompts.log in its working folder
       stack = await startStack({
         engine: 'claude',
         engineCommand: QUIET_ENGINE,
+        cwd: cwd.path,
         auth: 'off',
         clientTransport,
         agentTransport,
