@@ -1,5 +1,5 @@
 /**
- * Large frames on their way to gRPC clients lie in recycled slabs (core/util/slabs.ts), not in
+ * Large frames on their way to gRPC clients lie in recycled slabs (core/wire/slabs.ts), not in
  * a Buffer each: a slow reader's queue of 100 KB frames otherwise outlived V8's young
  * generation and cost full mark-compacts. Slabs count references; a slab is reused only once
  * none is left, never while something may still read it. The listener's FrameEncoder copies a
@@ -9,7 +9,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Channel } from '../core/channel/channel.js';
 import { dial } from '../core/link/dial.js';
-import { Slabs } from '../core/util/slabs.js';
+import { Slabs } from '../core/wire/slabs.js';
 import { encodeFrame, FrameEncoder } from '../core/wire/grpc-frame.js';
 import { TextPieces } from '../core/wire/text-pieces.js';
 import { startGrpcListener } from '../gateway/listen/listen-grpc.js';

@@ -1,7 +1,7 @@
 import { TetherError } from '../errors.js';
 import { BATCH_MAX_BYTES } from './grpc-batch.js';
 import { hasFrameHeadroom } from './session-frame.js';
-import { Slabs, type SlabView } from '../util/slabs.js';
+import { Slabs, type SlabView } from './slabs.js';
 import type { TextPieces } from './text-pieces.js';
 
 /**
@@ -120,7 +120,7 @@ export class FrameEncoder {
    * pieces was one allocation and a copy), once however many channels send it; each call is a
    * reference the caller gives back with {@link release} once the transport no longer reads
    * the bytes. A slow reader's queue then holds slab memory that is reused, not Buffers that
-   * outlive V8's young generation (see core/util/slabs.ts). Too large for a slab: joined.
+   * outlive V8's young generation (see core/wire/slabs.ts). Too large for a slab: joined.
    */
   encodePieces(pieces: TextPieces): SharedFrame {
     if (pieces !== this.lastPieces || !this.lastShared) {

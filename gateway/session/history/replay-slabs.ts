@@ -1,9 +1,9 @@
-import { Slabs } from '../../../core/util/slabs.js';
+import { Slabs } from '../../../core/wire/slabs.js';
 
-export type { SlabView } from '../../../core/util/slabs.js';
+export type { SlabView } from '../../../core/wire/slabs.js';
 
 /**
- * Where the replay log keeps its large frames: copied into slabs (core/util/slabs.ts) that are
+ * Where the replay log keeps its large frames: copied into slabs (core/wire/slabs.ts) that are
  * reused as the log turns over. The log keeps a session's newest frames (8 MiB), long enough
  * for V8 to move them to its old generation; at 100 KB frames their garbage once cost a quarter
  * to nearly half of the gateway's time in full mark-compacts.
