@@ -4,7 +4,8 @@
  * generation and cost full mark-compacts. Slabs count references; a slab is reused only once
  * none is left, never while something may still read it. The listener's FrameEncoder copies a
  * frame's pieces into a slab once for every client; its server channels give their reference
- * back when grpc-js has taken the write.
+ * back when grpc-js has taken the write. A dialer (whose grpc-js may keep a message past its
+ * write callback) keeps its large frames unencoded in its queue instead, encoded as grpc-js takes them.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Channel } from '../core/channel/channel.js';
@@ -137,5 +138,42 @@ describe('a gRPC listener sends large text pieces from its slabs', () => {
     expect(encoded.mock.contexts.every((c) => c === encoder)).toBe(true); // one encoder for the listener's channels
     // 12 MB sent twice; the slabs held stay around one round's backlog (4 MB), reused round after round.
     expect(encoder.slabBytes).toBeLessThanOrEqual(6 * 1024 * KB);
+  });
+});
+
+describe("a gRPC dialer's large frames wait unencoded", () => {
+  const cleanups = cleanupsPerTest();
+  afterEach(() => vi.restoreAllMocks());
+
+  it('a burst of large binary frames is encoded as grpc-js takes each, not when queued, and arrives intact', async () => {
+    const accepted: Channel[] = [];
+    const listener = await startGrpcListener({ host: '127.0.0.1', port: 0, onChannel: (c) => void accepted.push(c) });
+    cleanups.push(() => listener.close({ graceMs: 1_000 }));
+    const channel = await dial(`grpc://127.0.0.1:${listener.port}`, { connectTimeoutMs: 5_000, token: 'test-token' });
+    cleanups.push(() => channel.close());
+    for (let waited = 0; accepted.length < 1 && waited < 5_000; waited += 10) await new Promise((r) => setTimeout(r, 10));
+    const encoded = vi.spyOn(FrameEncoder.prototype, 'encode');
+    const n = 60;
+    const frames = Array.from({ length: n }, (_, i) => ({ header: `{"n":${i}}`, body: Buffer.alloc(100 * KB, 97 + (i % 26)) }));
+    for (const frame of frames) expect(channel.post(frame)).toBe(true);
+    // At the end of the turn the channel hands grpc-js frames until it asks to wait (its write
+    // buffer holds 16): those are encoded, the rest wait as they were posted.
+    await new Promise((r) => setImmediate(r));
+    expect(encoded.mock.calls.length).toBeGreaterThan(0);
+    expect(encoded.mock.calls.length).toBeLessThan(n / 2);
+    const got = await receiveFrames(accepted[0]!, n);
+    expect(got).toHaveLength(n);
+    got.forEach((frame, i) => {
+      expect(typeof frame).toBe('object');
+      const { header, body } = frame as { header: string; body: Uint8Array };
+      expect(header).toBe(frames[i]!.header);
+      expect(Buffer.from(body).equals(frames[i]!.body)).toBe(true);
+    });
+    expect(encoded).toHaveBeenCalledTimes(n);
+    // Small frames are still encoded when queued (they may share a batch).
+    encoded.mockClear();
+    for (let i = 0; i < 10; i++) channel.post(`{"small":${i}}`);
+    expect(encoded).toHaveBeenCalledTimes(10);
+    expect(await receiveFrames(accepted[0]!, 10)).toHaveLength(10);
   });
 });

@@ -83,8 +83,10 @@ export interface GrpcChannelOptions extends BaseChannelOptions {
 type DuplexCall = ServerDuplexStream<GatewayFrame, GatewayFrame> | ClientDuplexStream<GatewayFrame, GatewayFrame>;
 
 interface WriteItem {
-  /** The frame as an encoded tether.v1.Frame (the serializer takes it as it is). */
-  encoded: Buffer;
+  /** The frame as an encoded tether.v1.Frame (the serializer takes it as it is); unset until `frame` is encoded. */
+  encoded?: Buffer;
+  /** A large frame of a dialer, encoded only as grpc-js takes it (see enqueue). */
+  frame?: Exclude<OutgoingFrame, string>;
   bytes: number;
   resolve: () => void;
   reject: (err: TetherError) => void;
@@ -198,7 +200,13 @@ abstract class GrpcChannelBase extends BaseChannel implements TurnEnd {
   private enqueue(frame: OutgoingFrame, resolve: () => void, reject: (err: TetherError) => void): void {
     // Text is encoded to UTF-8 once, and measured by that.
     const outgoing = typeof frame === 'string' ? Buffer.from(frame, 'utf8') : frame;
-    this.queueWrite({ encoded: this.encodeOutgoing(outgoing), bytes: frameBytes(outgoing), resolve, reject });
+    const bytes = frameBytes(outgoing);
+    // A dialer's large frame waits unencoded (its bytes are its sender's, who keeps them anyway:
+    // the agent until the gateway acks them) and is encoded as grpc-js takes it, so a queue
+    // behind a slow link holds no second copy that outlives V8's young generation. The
+    // listener's large frames are encoded without a copy (headroom) or into its slabs.
+    if (!this.copiesOnWrite && bytes > BATCH_FRAME_MAX_BYTES) this.queueWrite({ frame: outgoing, bytes, resolve, reject });
+    else this.queueWrite({ encoded: this.encodeOutgoing(outgoing), bytes, resolve, reject });
   }
 
   /**
@@ -259,10 +267,13 @@ abstract class GrpcChannelBase extends BaseChannel implements TurnEnd {
     const max = this.batchBytes;
     while (!this.awaitingDrain && !this.isClosed && this.outbox.length) {
       const first = this.outbox.shift()!;
+      const encoded = first.encoded ?? this.encodeOutgoing(first.frame!);
+      first.frame = undefined;
       let batch: WriteItem[] | undefined;
-      let size = batchEntryBytes(first.encoded.length);
-      if (max !== undefined && first.encoded.length <= BATCH_FRAME_MAX_BYTES) {
-        for (let next = this.outbox.peek(); next && next.encoded.length <= BATCH_FRAME_MAX_BYTES; next = this.outbox.peek()) {
+      let size = batchEntryBytes(encoded.length);
+      // Frames left unencoded are large: they go alone.
+      if (max !== undefined && first.encoded && encoded.length <= BATCH_FRAME_MAX_BYTES) {
+        for (let next = this.outbox.peek(); next?.encoded && next.encoded.length <= BATCH_FRAME_MAX_BYTES; next = this.outbox.peek()) {
           const entry = batchEntryBytes(next.encoded.length);
           if (size + entry > max) break;
           (batch ??= [first]).push(this.outbox.shift()!);
@@ -273,11 +284,11 @@ abstract class GrpcChannelBase extends BaseChannel implements TurnEnd {
         this.writeGroup(
           batch,
           encodeBatch(
-            batch.map((item) => item.encoded),
+            batch.map((item) => item.encoded!),
             size,
           ),
         );
-      else this.writeGroup(first, first.encoded);
+      else this.writeGroup(first, encoded);
     }
   }
 
