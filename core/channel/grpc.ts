@@ -4,7 +4,8 @@ import { BaseChannel, type BaseChannelOptions, type CloseInfo, type Transport } 
 import { BINARY_FRAME_OVERHEAD_BYTES, frameBytes, type OutgoingFrame, type WireFrame } from '../wire/frame.js';
 import { Fifo } from '../util/fifo.js';
 import { EndOfTurn, type TurnEnd } from './end-of-turn.js';
-import { batchEntryBytes, encodeBatch, FrameEncoder, type GatewayFrame } from '../wire/grpc-frame.js';
+import { batchEntryBytes, encodeBatch, FrameEncoder, type GatewayFrame, type SharedFrame } from '../wire/grpc-frame.js';
+import type { TextPieces } from '../wire/text-pieces.js';
 import { BATCH_FRAME_MAX_BYTES } from '../wire/grpc-batch.js';
 
 /**
@@ -82,11 +83,15 @@ export interface GrpcChannelOptions extends BaseChannelOptions {
 type DuplexCall = ServerDuplexStream<GatewayFrame, GatewayFrame> | ClientDuplexStream<GatewayFrame, GatewayFrame>;
 
 interface WriteItem {
-  /** The frame as an encoded tether.v1.Frame (the serializer takes it as it is). */
-  encoded: Buffer;
+  /** The frame as an encoded tether.v1.Frame (the serializer takes it as it is); unset until `frame` is encoded. */
+  encoded?: Buffer;
+  /** A large frame of a dialer, encoded only as grpc-js takes it (see enqueue). */
+  frame?: Exclude<OutgoingFrame, string>;
   bytes: number;
   resolve: () => void;
   reject: (err: TetherError) => void;
+  /** The encoder's slab frame `encoded` lies in: given back once grpc-js no longer reads it. */
+  shared?: SharedFrame;
 }
 
 /** What one gRPC message carries: one frame, or a batch of them. */
@@ -95,7 +100,8 @@ type WriteGroup = WriteItem | WriteItem[];
 /** What a posted frame's write reports to: nobody waits on it (a failure closes the channel). */
 const ignore = (): void => {};
 
-function settleWrite(item: WriteItem, err: TetherError | undefined): void {
+function settleWrite(item: WriteItem, err: TetherError | undefined, encoder: FrameEncoder): void {
+  if (item.shared) encoder.release(item.shared);
   if (err) item.reject(err);
   else item.resolve();
 }
@@ -195,7 +201,35 @@ abstract class GrpcChannelBase extends BaseChannel implements TurnEnd {
     // Text is encoded to UTF-8 once, and measured by that.
     const outgoing = typeof frame === 'string' ? Buffer.from(frame, 'utf8') : frame;
     const bytes = frameBytes(outgoing);
-    this.outbox.push({ encoded: this.encodeOutgoing(outgoing), bytes, resolve, reject });
+    // A dialer's large frame waits unencoded (its bytes are its sender's, who keeps them anyway:
+    // the agent until the gateway acks them) and is encoded as grpc-js takes it, so a queue
+    // behind a slow link holds no second copy that outlives V8's young generation. The
+    // listener's large frames are encoded without a copy (headroom) or into its slabs.
+    if (!this.copiesOnWrite && bytes > BATCH_FRAME_MAX_BYTES) this.queueWrite({ frame: outgoing, bytes, resolve, reject });
+    else this.queueWrite({ encoded: this.encodeOutgoing(outgoing), bytes, resolve, reject });
+  }
+
+  /**
+   * Large text in pieces goes into the encoder's slabs where grpc-js copies a message when it
+   * takes the write ({@link copiesOnWrite}); elsewhere the pieces are joined, as by default.
+   */
+  protected override writePieces(pieces: TextPieces): void {
+    if (!this.copiesOnWrite) return super.writePieces(pieces);
+    const shared = this.encoder.encodePieces(pieces);
+    this.queueWrite({ encoded: shared.bytes, bytes: pieces.byteLength, resolve: ignore, reject: ignore, shared });
+  }
+
+  /**
+   * Whether grpc-js is done with a message's bytes once its write completes: then they may lie
+   * in slabs that are reused after. The server copies each message into its own framed Buffer
+   * as it takes the write; the client may keep it past the callback (its retry buffer, its
+   * asynchronous filters).
+   */
+  protected abstract readonly copiesOnWrite: boolean;
+
+  private queueWrite(item: WriteItem): void {
+    const bytes = item.bytes;
+    this.outbox.push(item);
     this.outboxBytes += bytes;
     if (this.batchBytes === undefined) this.pump();
     else if (!this.flushDue) {
@@ -233,10 +267,13 @@ abstract class GrpcChannelBase extends BaseChannel implements TurnEnd {
     const max = this.batchBytes;
     while (!this.awaitingDrain && !this.isClosed && this.outbox.length) {
       const first = this.outbox.shift()!;
+      const encoded = first.encoded ?? this.encodeOutgoing(first.frame!);
+      first.frame = undefined;
       let batch: WriteItem[] | undefined;
-      let size = batchEntryBytes(first.encoded.length);
-      if (max !== undefined && first.encoded.length <= BATCH_FRAME_MAX_BYTES) {
-        for (let next = this.outbox.peek(); next && next.encoded.length <= BATCH_FRAME_MAX_BYTES; next = this.outbox.peek()) {
+      let size = batchEntryBytes(encoded.length);
+      // Frames left unencoded are large: they go alone.
+      if (max !== undefined && first.encoded && encoded.length <= BATCH_FRAME_MAX_BYTES) {
+        for (let next = this.outbox.peek(); next?.encoded && next.encoded.length <= BATCH_FRAME_MAX_BYTES; next = this.outbox.peek()) {
           const entry = batchEntryBytes(next.encoded.length);
           if (size + entry > max) break;
           (batch ??= [first]).push(this.outbox.shift()!);
@@ -247,11 +284,11 @@ abstract class GrpcChannelBase extends BaseChannel implements TurnEnd {
         this.writeGroup(
           batch,
           encodeBatch(
-            batch.map((item) => item.encoded),
+            batch.map((item) => item.encoded!),
             size,
           ),
         );
-      else this.writeGroup(first, first.encoded);
+      else this.writeGroup(first, encoded);
     }
   }
 
@@ -268,8 +305,8 @@ abstract class GrpcChannelBase extends BaseChannel implements TurnEnd {
       if (!this.inflight.delete(group)) return; // already failed by finish()
       this.inflightBytes -= bytes;
       const fail = err ? new TetherError('UNAVAILABLE', `frame not written: ${err.message}`) : undefined;
-      if (Array.isArray(group)) for (const item of group) settleWrite(item, fail);
-      else settleWrite(group, fail);
+      if (Array.isArray(group)) for (const item of group) settleWrite(item, fail, this.encoder);
+      else settleWrite(group, fail, this.encoder);
     });
     if (!more) this.awaitingDrain = true;
   }
@@ -296,7 +333,7 @@ abstract class GrpcChannelBase extends BaseChannel implements TurnEnd {
   protected override dropUnsent(err: TetherError): void {
     const dropped = this.outbox.takeAll();
     this.outboxBytes = 0;
-    for (const item of dropped) item.reject(err);
+    for (const item of dropped) settleWrite(item, err, this.encoder);
   }
 
   /**
@@ -318,9 +355,14 @@ abstract class GrpcChannelBase extends BaseChannel implements TurnEnd {
     this.finished = true;
     clearTimeout(this.finishTimer);
     const err = new TetherError('UNAVAILABLE', `channel closed before the frame was written (${why})`);
+    // grpc-js may still read what it was handed (a write it holds until the stream ends): never reused.
+    const fail = (item: WriteItem) => {
+      if (item.shared) this.encoder.forsake(item.shared);
+      item.reject(err);
+    };
     for (const group of this.inflight) {
-      if (Array.isArray(group)) for (const item of group) item.reject(err);
-      else group.reject(err);
+      if (Array.isArray(group)) for (const item of group) fail(item);
+      else fail(group);
     }
     this.inflight.clear();
     this.inflightBytes = 0;
@@ -351,6 +393,7 @@ abstract class GrpcChannelBase extends BaseChannel implements TurnEnd {
  *   frames the peer has not read; our own `closed` settles at once regardless.
  */
 export class GrpcServerChannel extends GrpcChannelBase {
+  protected readonly copiesOnWrite = true;
   private ended = false;
 
   constructor(
@@ -419,6 +462,7 @@ export interface GrpcClientChannelOptions extends GrpcChannelOptions {
  *   CANCELLED. Frames grpc-js had already buffered are still yielded before the end.
  */
 export class GrpcClientChannel extends GrpcChannelBase {
+  protected readonly copiesOnWrite = false;
   private readonly onDone: (() => void) | undefined;
 
   constructor(

@@ -1,6 +1,8 @@
 import { TetherError } from '../errors.js';
 import { BATCH_MAX_BYTES } from './grpc-batch.js';
 import { hasFrameHeadroom } from './session-frame.js';
+import { Slabs, type SlabView } from './slabs.js';
+import type { TextPieces } from './text-pieces.js';
 
 /**
  * One Frame of tether.v1.Gateway/Connect: a JSON-RPC 2.0 message as text, or (with `data`) a
@@ -76,6 +78,18 @@ export function encodeFrame(frame: GatewayFrame): Buffer {
 }
 
 /**
+ * A Frame encoded by {@link FrameEncoder.encodePieces}: `bytes` stay valid while the holder's
+ * reference to `kept` (when set) is held, and are reused after {@link FrameEncoder.release}.
+ */
+export interface SharedFrame {
+  readonly bytes: Buffer;
+  readonly kept?: SlabView;
+}
+
+/** Emptied slabs an encoder keeps: a reader's backlog that swings by a few MB reuses them. */
+const ENCODER_SPARE_SLABS = 4;
+
+/**
  * {@link encodeFrame} for the channels of one listener (it makes one and hands it to each),
  * remembering the last Frame it encoded from `jsonBytes`: the gateway hands one frame to all
  * its clients in one loop, so it is encoded once however many there are (a WeakMap of every
@@ -85,6 +99,10 @@ export function encodeFrame(frame: GatewayFrame): Buffer {
 export class FrameEncoder {
   private lastText: Uint8Array | undefined;
   private lastEncoded: Buffer | undefined;
+  private readonly slabs = new Slabs(ENCODER_SPARE_SLABS);
+  private lastPieces: TextPieces | undefined;
+  /** The last frame of {@link encodePieces}, with the encoder's own reference until the next one. */
+  private lastShared: SharedFrame | undefined;
 
   encode(frame: GatewayFrame): Buffer {
     const textBytes = frame.data ? undefined : frame.jsonBytes;
@@ -95,6 +113,49 @@ export class FrameEncoder {
       this.lastEncoded = out;
     }
     return out;
+  }
+
+  /**
+   * A large text frame in pieces, encoded into a recycled slab (one copy, where joining the
+   * pieces was one allocation and a copy), once however many channels send it; each call is a
+   * reference the caller gives back with {@link release} once the transport no longer reads
+   * the bytes. A slow reader's queue then holds slab memory that is reused, not Buffers that
+   * outlive V8's young generation (see core/wire/slabs.ts). Too large for a slab: joined.
+   */
+  encodePieces(pieces: TextPieces): SharedFrame {
+    if (pieces !== this.lastPieces || !this.lastShared) {
+      if (this.lastShared?.kept) this.slabs.release(this.lastShared.kept);
+      this.lastPieces = pieces;
+      this.lastShared = this.keepPieces(pieces);
+    }
+    if (this.lastShared.kept) this.slabs.retain(this.lastShared.kept);
+    return this.lastShared;
+  }
+
+  /** Gives back a reference from {@link encodePieces}. */
+  release(frame: SharedFrame): void {
+    if (frame.kept) this.slabs.release(frame.kept);
+  }
+
+  /** A reference from {@link encodePieces} whose bytes may still be read at some unknown time: never reused. */
+  forsake(frame: SharedFrame): void {
+    if (frame.kept) this.slabs.forsake(frame.kept);
+  }
+
+  /** Bytes of slabs held (in use and spare), for tests. */
+  get slabBytes(): number {
+    return this.slabs.heldBytes;
+  }
+
+  private keepPieces(pieces: TextPieces): SharedFrame {
+    const n = pieces.byteLength;
+    const prefix = Buffer.allocUnsafe(1 + varintLength(n));
+    prefix[0] = JSON_TAG;
+    writeVarint(prefix, 1, n);
+    const size = prefix.length + n;
+    if (!Slabs.fits(size)) return { bytes: this.encode({ json: '', jsonBytes: pieces.joined() }) };
+    const kept = this.slabs.keep([prefix, ...pieces.pieces], size);
+    return { bytes: kept.bytes, kept };
   }
 }
 
