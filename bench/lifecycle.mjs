@@ -21,6 +21,9 @@ import { BENCH_DIR, startChild, stopAll } from './lib/proc.mjs';
 import { natsServerBinary } from './lib/nats.mjs';
 import { doublingSearch } from './lib/stats.mjs';
 import { launchChromium, mixOpen } from './web.mjs';
+import { helpAndExit } from './lib/usage.mjs';
+
+helpAndExit(import.meta.url);
 
 export const LIFECYCLE_COUNTS = {
   quick: {

@@ -13,6 +13,9 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { argsOf } from './lib/child.mjs';
+import { helpAndExit } from './lib/usage.mjs';
+
+helpAndExit(import.meta.url);
 
 const a = argsOf();
 const dist = pathToFileURL(resolve(a.dist ?? 'dist')).href;

@@ -24,6 +24,9 @@ import { mkdirSync, readdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { analyzeProfile } from './lib/profile.mjs';
+import { helpAndExit } from './lib/usage.mjs';
+
+helpAndExit(import.meta.url);
 
 const a = argsOf();
 const COUNT = Number(a.count ?? 10_000);

@@ -18,6 +18,9 @@ import { argsOf } from './lib/child.mjs';
 import { startChild, stopAll } from './lib/proc.mjs';
 import { GatewayClient } from '../dist/client/gateway-client.js';
 import { onEachAnswer, roundTrips, userLine } from './lib/prompt-round-trips.mjs';
+import { helpAndExit } from './lib/usage.mjs';
+
+helpAndExit(import.meta.url);
 
 const a = argsOf();
 const COUNT = Number(a.count ?? 3_000);

@@ -33,6 +33,9 @@ import { report } from './lib/report.mjs';
 import { natsServerBinary, startNats } from './lib/nats.mjs';
 import { webFigure } from './web.mjs';
 import { LIFECYCLE_COUNTS, lifecycleSteps } from './lifecycle.mjs';
+import { helpAndExit } from './lib/usage.mjs';
+
+helpAndExit(import.meta.url);
 
 const argv = process.argv.slice(2);
 const flag = (name) => argv.includes(`--${name}`);

@@ -25,6 +25,9 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
+import { helpAndExit } from './lib/usage.mjs';
+
+helpAndExit(import.meta.url);
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ENGINE = join(ROOT, 'test/support/long-session-engine.mjs');
