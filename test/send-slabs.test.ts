@@ -16,6 +16,7 @@ import { TextPieces } from '../core/wire/text-pieces.js';
 import { startGrpcListener } from '../gateway/listen/listen-grpc.js';
 import { cleanupsPerTest } from './support/cleanups.js';
 import { receiveFrames } from './support/channel-read.js';
+import { waitFor, withTimeout } from './support/wait.js';
 
 const KB = 1024;
 /** A large text frame in three pieces whose bytes say which it is. */
@@ -25,6 +26,21 @@ function bigFrame(i: number, bytes = 100 * KB): TextPieces {
   return new TextPieces([head, Buffer.alloc(bytes - head.length - tail.length, 97 + (i % 26)), tail]);
 }
 const sameMemory = (a: Buffer, b: Buffer) => a.buffer === b.buffer && a.byteOffset === b.byteOffset;
+
+/** A gRPC listener and `n` channels dialed to it, with the listener's side of each (bounded: 5 s). */
+async function grpcPairs(cleanups: ReturnType<typeof cleanupsPerTest>, n: number): Promise<{ accepted: Channel[]; dialed: Channel[] }> {
+  const accepted: Channel[] = [];
+  const listener = await startGrpcListener({ host: '127.0.0.1', port: 0, onChannel: (c) => void accepted.push(c) });
+  cleanups.push(() => listener.close({ graceMs: 1_000 }));
+  const dialed: Channel[] = [];
+  for (let i = 0; i < n; i++) {
+    const channel = await dial(`grpc://127.0.0.1:${listener.port}`, { connectTimeoutMs: 5_000, token: 'test-token' });
+    cleanups.push(() => channel.close());
+    dialed.push(channel);
+  }
+  await waitFor(() => accepted.length === n, 5_000, `the listener to accept ${n} channel(s)`);
+  return { accepted, dialed };
+}
 
 describe('Slabs', () => {
   it('a slab is refilled only once every reference to every view in it is released', () => {
@@ -108,16 +124,7 @@ describe('a gRPC listener sends large text pieces from its slabs', () => {
   afterEach(() => vi.restoreAllMocks());
 
   it('two clients, one reading late: each gets every frame intact, nothing is joined, and the slabs are reused', async () => {
-    const accepted: Channel[] = [];
-    const listener = await startGrpcListener({ host: '127.0.0.1', port: 0, onChannel: (c) => void accepted.push(c) });
-    cleanups.push(() => listener.close({ graceMs: 1_000 }));
-    const dialed: Channel[] = [];
-    for (let i = 0; i < 2; i++) {
-      const channel = await dial(`grpc://127.0.0.1:${listener.port}`, { connectTimeoutMs: 5_000, token: 'test-token' });
-      cleanups.push(() => channel.close());
-      dialed.push(channel);
-    }
-    for (let waited = 0; accepted.length < 2 && waited < 5_000; waited += 10) await new Promise((r) => setTimeout(r, 10));
+    const { accepted, dialed } = await grpcPairs(cleanups, 2);
     const joined = vi.spyOn(TextPieces.prototype, 'joined');
     const encoded = vi.spyOn(FrameEncoder.prototype, 'encodePieces');
     const rounds = 3;
@@ -139,6 +146,27 @@ describe('a gRPC listener sends large text pieces from its slabs', () => {
     // 12 MB sent twice; the slabs held stay around one round's backlog (4 MB), reused round after round.
     expect(encoder.slabBytes).toBeLessThanOrEqual(6 * 1024 * KB);
   });
+  it("a client gone with frames still in grpc-js's hands: their slabs are never reused (grpc-js may still read them)", async () => {
+    const { accepted, dialed } = await grpcPairs(cleanups, 1);
+    const forsaken = vi.spyOn(FrameEncoder.prototype, 'forsake');
+    const encoded = vi.spyOn(FrameEncoder.prototype, 'encodePieces');
+    // The client never reads: past HTTP/2's window the frames wait in grpc-js and in our queue.
+    for (let i = 0; i < 40; i++) accepted[0]!.post(bigFrame(i));
+    await new Promise((r) => setImmediate(r));
+    const handedOver = encoded.mock.results.map((r) => (r.value as { bytes: Buffer }).bytes);
+    dialed[0]!.close('CANCELLED', 'gone');
+    await withTimeout(accepted[0]!.closed, 5_000, 'the server side to see the client go');
+    await waitFor(() => forsaken.mock.calls.length > 0, 5_000, 'the writes grpc-js held to be forsaken');
+    const gone = new Set(forsaken.mock.calls.map(([f]) => f.bytes.buffer));
+    // Every later frame of the listener lies elsewhere than any forsaken one.
+    const encoder = encoded.mock.contexts[0] as FrameEncoder;
+    for (let i = 0; i < 40; i++) {
+      const shared = encoder.encodePieces(bigFrame(100 + i));
+      expect(gone.has(shared.bytes.buffer)).toBe(false);
+      encoder.release(shared);
+    }
+    expect(handedOver.length).toBeGreaterThan(0);
+  });
 });
 
 describe("a gRPC dialer's large frames wait unencoded", () => {
@@ -146,12 +174,8 @@ describe("a gRPC dialer's large frames wait unencoded", () => {
   afterEach(() => vi.restoreAllMocks());
 
   it('a burst of large binary frames is encoded as grpc-js takes each, not when queued, and arrives intact', async () => {
-    const accepted: Channel[] = [];
-    const listener = await startGrpcListener({ host: '127.0.0.1', port: 0, onChannel: (c) => void accepted.push(c) });
-    cleanups.push(() => listener.close({ graceMs: 1_000 }));
-    const channel = await dial(`grpc://127.0.0.1:${listener.port}`, { connectTimeoutMs: 5_000, token: 'test-token' });
-    cleanups.push(() => channel.close());
-    for (let waited = 0; accepted.length < 1 && waited < 5_000; waited += 10) await new Promise((r) => setTimeout(r, 10));
+    const { accepted, dialed } = await grpcPairs(cleanups, 1);
+    const channel = dialed[0]!;
     const encoded = vi.spyOn(FrameEncoder.prototype, 'encode');
     const n = 60;
     const frames = Array.from({ length: n }, (_, i) => ({ header: `{"n":${i}}`, body: Buffer.alloc(100 * KB, 97 + (i % 26)) }));
