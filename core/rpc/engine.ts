@@ -129,7 +129,7 @@ export class RpcEngine<M extends MethodTable = MethodTable, N extends MethodTabl
   private sharedSelf: unknown;
   private readonly log: RpcLog;
   private readonly timeoutMs: number;
-  private readonly maxBufferedBytes: number;
+  readonly maxBufferedBytes: number;
 
   constructor(
     private readonly transport: RpcTransport,
@@ -337,11 +337,11 @@ export class RpcEngine<M extends MethodTable = MethodTable, N extends MethodTabl
   /**
    * The one slow-consumer rule: whether the transport may take another message. False once
    * closed; when it holds more than the outbound budget, closes it (RESOURCE_EXHAUSTED,
-   * {@link SLOW_CONSUMER_REASON}) and returns false.
+   * {@link SLOW_CONSUMER_REASON}) and returns false. `held`: what counts against the budget
+   * (default the transport's unwritten bytes; a sender that queues in front of it says its own).
    */
-  admit(): boolean {
+  admit(held = this.transport.bufferedBytes): boolean {
     if (this.transport.isClosed) return false;
-    const held = this.transport.bufferedBytes;
     if (held <= this.maxBufferedBytes) return true;
     this.log.warn({ buffered: held, limit: this.maxBufferedBytes }, 'cutting slow consumer');
     this.transport.close('RESOURCE_EXHAUSTED', SLOW_CONSUMER_REASON);

@@ -167,6 +167,20 @@ export class RpcPeer {
     return this.engine.admit() && this.channel.post(frame);
   }
 
+  /** The outbound budget in bytes (Infinity when none). */
+  get maxBufferedBytes(): number {
+    return this.engine.maxBufferedBytes;
+  }
+
+  /**
+   * The slow-consumer rule for frames a sender keeps in a queue of its own in front of the
+   * channel: true while `queuedBytes` is within the budget; past it the channel is cut as
+   * {@link post}'s check cuts it, and false.
+   */
+  admitQueued(queuedBytes: number): boolean {
+    return this.engine.admit(queuedBytes);
+  }
+
   /** {@link post} for a frame that may wait briefly for the next one and leave with it ({@link Channel.hold}). */
   hold(frame: SendableFrame): boolean {
     return this.engine.admit() && this.channel.hold(frame);

@@ -124,7 +124,10 @@ export class SessionMirror {
     }
     const from = Math.max(fromSeq, first);
     const past = from <= this.history.lastSeq ? this.history.since(from) : [];
-    for (const e of past) member.sendFrame(e.bytes);
+    const frames = past.map((e) => e.bytes);
+    if (member.sendReplay)
+      member.sendReplay(frames); // a large one fed as the client's link drains
+    else for (const bytes of frames) member.sendFrame(bytes);
     this.members.set(member.clientId, { member, next: Math.max(from, this.history.lastSeq + 1) });
   }
 

@@ -15,6 +15,7 @@ import { TextPieces } from '../../core/wire/text-pieces.js';
 import { cutOf } from '../../core/channel/channel.js';
 import type { TraceContext } from '../../core/protocol/trace-context.js';
 import { summarizeUsage } from '../../core/protocol/usage.js';
+import { ReplayFeed, replayWindowBytes } from './replay-feed.js';
 
 /**
  * Per-connection outbound budget before the peer is cut as a slow consumer. threats.md
@@ -45,6 +46,8 @@ export class ClientLink implements ProxiedClient {
   private readonly caller: Caller;
   /** Ends this connection's fleet.watch; undefined until it asks. */
   private unwatch: (() => void) | undefined;
+  /** A large replay being fed as the connection drains, and what waits behind it; made at the first. */
+  private feed: ReplayFeed | undefined;
 
   constructor(
     readonly peer: RpcPeer,
@@ -90,6 +93,10 @@ export class ClientLink implements ProxiedClient {
 
   /** `own`: this client's own prompt echo, held briefly to leave with the next frame (no write and no wake-up of its own on a round trip). */
   sendFrame(frame: FrameBytes, readAtMs?: number, own?: boolean): void {
+    if (this.feed?.active) {
+      this.feed.frame(frame, frameByteLength(frame));
+      return;
+    }
     if (!(own ? this.peer.hold(frame) : this.peer.post(frame))) return;
     if (this.metrics) {
       this.metrics.relayed('to_client', frameByteLength(frame));
@@ -101,34 +108,28 @@ export class ClientLink implements ProxiedClient {
    * An attach's replay: with `replay.joined.v1`, the frames joined by newlines into text
    * messages of up to {@link JOINED_REPLAY_MAX_BYTES} (the browser pays per message, not per
    * byte: 10,000 messages cost a late joiner most of a second); else one message per frame.
+   * A replay larger than the connection's window is fed as it drains (ReplayFeed).
    */
   sendReplay(frames: FrameBytes[]): void {
-    if (!this.joinedReplay) {
-      for (const frame of frames) this.sendFrame(frame);
-      return;
+    const messages = this.joinedReplay ? joinReplay(frames) : frames.map((frame) => single(frame));
+    let total = 0;
+    for (const m of messages) total += m.bytes;
+    if (this.feed?.active || total > replayWindowBytes(this.peer.maxBufferedBytes)) {
+      this.feed ??= new ReplayFeed(this.peer, (n) => this.metrics?.relayed('to_client', n));
+      return this.feed.replay(messages);
     }
-    let pieces: Uint8Array[] = [];
-    let sizes: number[] = []; // the message's frames, for the per-frame metrics
-    let bytes = 0;
-    const flush = () => {
-      if (pieces.length && this.peer.post(new TextPieces(pieces))) for (const n of sizes) this.metrics?.relayed('to_client', n);
-      pieces = [];
-      sizes = [];
-      bytes = 0;
-    };
-    for (const frame of frames) {
-      const n = frameByteLength(frame);
-      if (bytes > 0 && bytes + 1 + n > JOINED_REPLAY_MAX_BYTES) flush();
-      if (bytes > 0) pieces.push(NEWLINE);
-      pieces.push(...(frame instanceof TextPieces ? frame.pieces : [frame]));
-      sizes.push(n);
-      bytes += (bytes > 0 ? 1 : 0) + n;
-    }
-    flush();
+    for (const m of messages) if (this.peer.post(m.frame)) for (const n of m.sizes) this.metrics?.relayed('to_client', n);
   }
 
   sendReply(sessionId: string, line: string): void {
-    this.peer.notify('session.reply', { session_id: sessionId, line }).catch(() => {});
+    const send = () => void this.peer.notify('session.reply', { session_id: sessionId, line }).catch(() => {});
+    if (this.feed?.active) this.feed.inOrder(send);
+    else send();
+  }
+
+  /** Resolves once what was queued for this client so far has left (at once unless a replay is being fed). */
+  private caughtUp(): Promise<void> {
+    return this.feed?.reached() ?? Promise.resolve();
   }
 
   /** Closes this client's connection so it resumes elsewhere (its session moved to another gateway). */
@@ -265,6 +266,7 @@ export class ClientLink implements ProxiedClient {
         l.assertOpen();
         const result = await l.call('session.attach', params);
         l.attached.add(params.session_id);
+        await l.caughtUp(); // the answer follows its replay, as it always has
         return result;
       },
       'session.detach': async (l, params) => {
@@ -292,4 +294,34 @@ export class ClientLink implements ProxiedClient {
     },
     notifications: { 'session.post': (l, params) => l.post(params) },
   };
+}
+
+/** One frame as a message of its own. */
+function single(frame: FrameBytes): { frame: FrameBytes; bytes: number; sizes: number[] } {
+  const bytes = frameByteLength(frame);
+  return { frame, bytes, sizes: [bytes] };
+}
+
+/** Frames joined by newlines into messages of up to {@link JOINED_REPLAY_MAX_BYTES} (a larger frame alone). */
+function joinReplay(frames: readonly FrameBytes[]): { frame: FrameBytes; bytes: number; sizes: number[] }[] {
+  const messages: { frame: FrameBytes; bytes: number; sizes: number[] }[] = [];
+  let pieces: Uint8Array[] = [];
+  let sizes: number[] = []; // the message's frames, for the per-frame metrics
+  let bytes = 0;
+  const flush = () => {
+    if (pieces.length) messages.push({ frame: new TextPieces(pieces), bytes, sizes });
+    pieces = [];
+    sizes = [];
+    bytes = 0;
+  };
+  for (const frame of frames) {
+    const n = frameByteLength(frame);
+    if (bytes > 0 && bytes + 1 + n > JOINED_REPLAY_MAX_BYTES) flush();
+    if (bytes > 0) pieces.push(NEWLINE);
+    pieces.push(...(frame instanceof TextPieces ? frame.pieces : [frame]));
+    sizes.push(n);
+    bytes += (bytes > 0 ? 1 : 0) + n;
+  }
+  flush();
+  return messages;
 }

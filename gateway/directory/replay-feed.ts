@@ -1,0 +1,121 @@
+import { Fifo } from '../../core/util/fifo.js';
+import type { RpcPeer } from '../../core/rpc/peer.js';
+import type { FrameBytes } from '../../core/wire/session-frame.js';
+
+/**
+ * Most replay bytes a client's connection is given at once (less when its outbound budget is
+ * small: half of it). A replay larger than this is fed as the connection drains.
+ */
+export const REPLAY_WINDOW_BYTES = 4 * 1024 * 1024;
+
+/** The window of a connection with outbound budget `budgetBytes` (Infinity: none). */
+export function replayWindowBytes(budgetBytes: number): number {
+  return Math.min(REPLAY_WINDOW_BYTES, Math.max(1, budgetBytes / 2));
+}
+
+/** How often a feed that waits looks again at what its connection still holds (ms). */
+export const REPLAY_FEED_POLL_MS = 2;
+
+/** One message a feed sends: a replayed or live frame (`sizes`: the frames in it, for metrics), or a step to run in its place. */
+type Item = { frame: FrameBytes; bytes: number; live: boolean; sizes: readonly number[] } | { run: () => void; pause: boolean };
+
+/**
+ * An attach's replay fed to one client's connection as it drains, never more than
+ * {@link REPLAY_WINDOW_BYTES} held at once, with everything sent to the client meanwhile (live
+ * frames, replies, the attach's answer) kept behind it in order. Posting a large replay at once
+ * put it all in the connection's queue: over gRPC, HTTP/2 flow control keeps most of it there,
+ * the slow-consumer budget was passed by the replay alone, the cut dropped what was not handed
+ * over, and a client whose resume exceeded its budget was cut on every reconnect without
+ * gaining a frame. Here only live frames queued behind the replay count against the budget (the
+ * replay's bytes are the session's history, held anyway): a client is cut when it falls its
+ * budget behind the live stream, as before.
+ */
+export class ReplayFeed {
+  private readonly queue = new Fifo<Item>();
+  private liveBytes = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly windowBytes: number;
+
+  constructor(
+    private readonly peer: RpcPeer,
+    /** Told of each frame as it is handed to the connection, with its size. */
+    private readonly onSent: (bytes: number) => void,
+  ) {
+    this.windowBytes = replayWindowBytes(peer.maxBufferedBytes);
+    void peer.channel.closed.then(() => this.clear());
+  }
+
+  /** True while something waits here: then everything for the client goes through {@link frame} and {@link inOrder}. */
+  get active(): boolean {
+    return this.queue.length > 0;
+  }
+
+  /** Queues an attach's replay, message by message; the part that fits now leaves now. */
+  replay(messages: readonly { frame: FrameBytes; bytes: number; sizes: readonly number[] }[]): void {
+    for (const m of messages) this.queue.push({ ...m, live: false });
+    this.pump();
+  }
+
+  /**
+   * Queues a live frame behind what waits. False, having queued nothing, when the connection is
+   * closed or the live frames waiting here are past its outbound budget (then it is cut).
+   */
+  frame(frame: FrameBytes, bytes: number): boolean {
+    // As for a post: one more frame is taken while what waits is within the budget.
+    if (!this.peer.admitQueued(this.liveBytes)) return false;
+    this.liveBytes += bytes;
+    this.queue.push({ frame, bytes, live: true, sizes: [bytes] });
+    return true;
+  }
+
+  /** Runs `step` (a reply to the client) once everything queued before it has been handed over. */
+  inOrder(step: () => void): void {
+    this.queue.push({ run: step, pause: false });
+  }
+
+  /**
+   * Resolves once everything queued so far has been handed to the connection (at once when
+   * nothing waits), and sends nothing more in that turn of the event loop: a request answered
+   * on it (the attach) leaves before the frames queued after it, as it would have unpaced.
+   */
+  reached(): Promise<void> {
+    if (!this.active) return Promise.resolve();
+    return new Promise((resolve) => this.queue.push({ run: resolve, pause: true }));
+  }
+
+  /** Hands over what the window allows; looks again shortly while something still waits. */
+  private pump = (): void => {
+    this.timer = undefined;
+    const channel = this.peer.channel;
+    // A WebSocket counts this turn's frames only once the turn ends: count them here.
+    let given = 0;
+    while (this.queue.length && !channel.isClosed && channel.bufferedBytes + given < this.windowBytes) {
+      const item = this.queue.shift()!;
+      if ('run' in item) {
+        item.run();
+        if (item.pause) {
+          this.timer = setTimeout(this.pump, 0);
+          return;
+        }
+        continue;
+      }
+      if (item.live) this.liveBytes -= item.bytes;
+      if (!this.peer.post(item.frame)) {
+        if (channel.isClosed) return this.clear();
+        continue; // over the frame limit: refused alone, as a direct post would be
+      }
+      given += item.bytes;
+      for (const n of item.sizes) this.onSent(n);
+    }
+    if (channel.isClosed) this.clear();
+    else if (this.queue.length) this.timer = setTimeout(this.pump, REPLAY_FEED_POLL_MS);
+  };
+
+  /** The connection is gone: nothing more is sent; a pending {@link reached} resolves (its answer goes nowhere). */
+  private clear(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    for (const item of this.queue.takeAll()) if ('run' in item && item.pause) item.run();
+    this.liveBytes = 0;
+  }
+}
