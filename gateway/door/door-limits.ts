@@ -2,6 +2,7 @@ import type { Socket } from 'node:net';
 import { authError } from '../../core/auth/auth-error.js';
 import { httpStatusOf, TetherError } from '../../core/errors.js';
 import { endWithHttp } from './http-answer.js';
+import { BoundedMap } from '../../core/util/bounded-map.js';
 
 /**
  * What the door lets in before anyone is authenticated (threats A17, B5, H1). Each number is
@@ -121,7 +122,7 @@ export interface Reservation {
  * concurrent bad ones cannot exceed the burst.
  */
 export class AuthFailureLimiter {
-  private readonly buckets = new Map<string, { tokens: number; atMs: number }>();
+  private readonly buckets = new BoundedMap<string, { tokens: number; atMs: number }>(MAX_TRACKED_ADDRESSES);
 
   constructor(
     private readonly limits: Pick<DoorLimits, 'authFailuresPerMinute' | 'authFailureBurst'>,
@@ -143,7 +144,6 @@ export class AuthFailureLimiter {
     b.tokens -= 1;
     this.buckets.delete(address); // re-inserted last: the map's order is least recently used first
     this.buckets.set(address, b);
-    if (this.buckets.size > MAX_TRACKED_ADDRESSES) this.buckets.delete(this.buckets.keys().next().value as string);
     let refunded = false;
     return {
       exhausted: b.tokens < 1,

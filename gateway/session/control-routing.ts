@@ -1,4 +1,5 @@
 import { TetherError } from '../../core/errors.js';
+import { BoundedMap } from '../../core/util/bounded-map.js';
 
 /** Replies held for clients that are reconnecting (per client, and clients per session). */
 const MAX_HELD_REPLIES = 256;
@@ -42,7 +43,7 @@ export type ReplyRoute = { kind: 'deliver'; clientId: string; line: string } | {
  */
 export class ControlRouting {
   private readonly inFlight = new Map<string, InFlight>();
-  private readonly held = new Map<string, { principal: string; lines: string[] }>();
+  private readonly held = new BoundedMap<string, { principal: string; lines: string[] }>(MAX_HELD_REPLIES);
   private next = 1;
   private overdueCount = 0;
 
@@ -117,7 +118,6 @@ export class ControlRouting {
     const held = this.held.get(m.clientId) ?? { principal: m.principal, lines: [] };
     if (held.lines.length < MAX_HELD_REPLIES) held.lines.push(reply);
     this.held.set(m.clientId, held);
-    if (this.held.size > MAX_HELD_REPLIES) this.held.delete(this.held.keys().next().value as string);
     return { kind: 'held' };
   }
 

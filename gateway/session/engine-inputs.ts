@@ -3,6 +3,7 @@ import type { Logger } from '../../core/logging.js';
 import { checkEngineInput } from '../../core/protocol/engine-input.js';
 import { PendingInputs } from './pending-inputs.js';
 import type { SessionStore, StoredInput } from './session-store.js';
+import { BoundedMap } from '../../core/util/bounded-map.js';
 
 /** The engine side of a session as the gateway sees it (the agent link). */
 export interface EngineHost {
@@ -28,7 +29,7 @@ export class EngineInputs {
   private seq = 0;
   /** Inputs handed to the agent link but not yet confirmed written to the engine. */
   private readonly pending = new PendingInputs();
-  private readonly recent = new Map<string, true>();
+  private readonly recent = new BoundedMap<string, true>(RECENT_KEYS);
   private bound: EngineHost | undefined;
 
   constructor(
@@ -83,7 +84,6 @@ export class EngineInputs {
   /** Marks the client input with this dedupe key applied. */
   remember(key: string): void {
     this.recent.set(key, true);
-    if (this.recent.size > RECENT_KEYS) this.recent.delete(this.recent.keys().next().value as string);
   }
 
   /** Throws RESOURCE_EXHAUSTED, changing nothing, when `bytes` more would pass the pending bound. */

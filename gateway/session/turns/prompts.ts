@@ -1,6 +1,7 @@
 import { TetherError } from '../../../core/errors.js';
 import type { PromptOutcome } from '../../metrics.js';
 import type { PromptCall } from '../../policy/prompt-answers.js';
+import { BoundedMap } from '../../../core/util/bounded-map.js';
 
 export interface PendingPrompt {
   requestId: string;
@@ -29,15 +30,17 @@ export interface PromptObserver {
 export class PromptBook {
   private readonly pending = new Map<string, PendingPrompt>();
   /** Recently decided ids (bounded), so a late answer is told "already decided", not "unknown". */
-  private readonly decided = new Map<string, string>();
+  private readonly decided: BoundedMap<string, string>;
 
   /** Set once the book holds its restored prompts, so only this process's prompts are raised to it. */
   observer: PromptObserver | undefined;
 
   constructor(
     private readonly maxPending = 32,
-    private readonly maxRemembered = 1024,
-  ) {}
+    maxRemembered = 1024,
+  ) {
+    this.decided = new BoundedMap(maxRemembered);
+  }
 
   get size(): number {
     return this.pending.size;
@@ -102,6 +105,5 @@ export class PromptBook {
     if (p) this.observer?.promptSettled(outcome, Date.now() - p.raisedAt);
     this.pending.delete(requestId);
     this.decided.set(requestId, how);
-    if (this.decided.size > this.maxRemembered) this.decided.delete(this.decided.keys().next().value as string);
   }
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { TetherError } from '../../../core/errors.js';
+import { BoundedMap } from '../../../core/util/bounded-map.js';
 
 /**
  * Who each turn of the engine belongs to (issue 31). Every user message the gateway forwards
@@ -50,7 +51,7 @@ export interface TurnChange {
 /** The sender of each forwarded message by uuid, and the authors of the turn the engine is running. */
 export class TurnAuthors {
   /** Sender by uuid, and whether the gateway made the uuid (the client sent none). */
-  private readonly senders = new Map<string, { principal: string; stamped: boolean }>();
+  private readonly senders = new BoundedMap<string, { principal: string; stamped: boolean }>(MAX_REMEMBERED_UUIDS);
   private running: string[] | undefined;
 
   /**
@@ -66,7 +67,6 @@ export class TurnAuthors {
         `another member's message already used uuid ${uuid}; leave uuid out and the gateway stamps one`,
       );
     this.senders.set(uuid, { principal, stamped });
-    if (this.senders.size > MAX_REMEMBERED_UUIDS) this.senders.delete(this.senders.keys().next().value as string);
   }
 
   /** The authors of the running turn, in the order they joined; empty between turns. */
