@@ -5,8 +5,8 @@ import { Fifo } from './fifo.js';
  * setting a key already present keeps its place, as in a Map; delete then set makes it the
  * newest). Forgetting costs the same however many keys came and went: the usual
  * `map.delete(map.keys().next().value)` walks over every slot deleted since V8 last compacted the
- * table, ≈1.5 µs at 4,096 entries and 4.5 µs at 10,000 on every insert once the map is full
- * (measured on the gateway's input path, where two such maps are written per prompt).
+ * table: in a microbenchmark 0.9 µs at 4,096 entries, 4.5 at 10,000 and 24 at 100,000 on every
+ * insert once the map is full, against 0.1–0.2 µs here.
  */
 export class BoundedMap<K, V> {
   private readonly entries = new Map<K, { value: V; at: number }>();
