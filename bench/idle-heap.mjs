@@ -75,9 +75,12 @@ try {
   rows.sort((x, y) => y.bytes - x.bytes);
   const total = rows.reduce((t, r) => t + r.bytes, 0);
   const native = rows.find((r) => r.name === '(native)')?.bytes ?? 0;
-  console.log(`${kind}, ${N} idle clients: ${(total / 1024).toFixed(1)} KB per client in the heap snapshot, ${(native / 1024).toFixed(1)} KB of it "(native)"`);
+  console.log(
+    `${kind}, ${N} idle clients: ${(total / 1024).toFixed(1)} KB per client in the heap snapshot, ${(native / 1024).toFixed(1)} KB of it "(native)"`,
+  );
   console.log('  bytes  count  kind (per client)');
-  for (const r of rows.slice(0, TOP)) console.log(`${r.bytes.toFixed(0).padStart(7)} ${r.n.toFixed(2).padStart(6)}  ${r.name.slice(0, 80)}`);
+  for (const r of rows.slice(0, TOP))
+    console.log(`${r.bytes.toFixed(0).padStart(7)} ${r.n.toFixed(2).padStart(6)}  ${r.name.slice(0, 80)}`);
 } finally {
   await stopAll([driver, fake, gw].filter(Boolean));
   rmSync(dir, { recursive: true, force: true });
