@@ -18,7 +18,7 @@ import { DEFAULT_USAGE_LABEL_CAP } from './usage/usage-metrics.js';
 import { checkClusterKeys, CLUSTER_KEYS, secretFile } from './cluster/cluster-keys.js';
 import { checkScopes } from '../core/auth/scopes.js';
 import { BROWSER_SESSION_DEFAULTS } from './door/browser-sessions.js';
-import { OIDC_DEFAULTS } from './door/oidc-sign-in.js';
+import { OIDC_DEFAULTS } from './door/oidc-defaults.js';
 import { NOTIFY_KEYS } from './attention/notify-keys.js';
 
 /** Where the gateway listens unless told otherwise: this machine only. */

@@ -76,7 +76,7 @@ export interface GatewayServerOptions {
    * principal (token expiry and revocation tracked as for any channel); `path` carries the
    * upgrade's query. Absent: no `/acp`.
    */
-  acp?: (link: AcpLink) => AgentConnector;
+  acp?: (link: AcpLink) => AgentConnector | Promise<AgentConnector>;
   /** The notification settings and answers at /v1/notify/ (the attention room's desk); absent: none. */
   notify?: NotifyEndpoints;
 }

@@ -1,20 +1,9 @@
-import * as oidc from 'openid-client';
+import type * as Oidc from 'openid-client';
 import { TetherError } from '../../core/errors.js';
+import { OIDC_DEFAULTS } from './oidc-defaults.js';
 import { silentLogger, type Logger } from '../../core/logging.js';
 import type { BrowserIdentity } from './browser-sessions.js';
 import { identityFromClaims, type ClaimRules } from './oidc-claims.js';
-
-/** Bounds of sign-ins in progress. */
-export const OIDC_DEFAULTS = {
-  /** A sign-in must come back from the identity provider within this. */
-  pendingTtlMs: 10 * 60_000,
-  /** Sign-ins in progress at most; beyond, the oldest is dropped (a flood of starts cannot lock everyone out). */
-  maxPending: 10_000,
-  /** The identity provider's discovery, token and userinfo answers must come within this. */
-  requestTimeoutSec: 10,
-  /** What the gateway asks the identity provider for. */
-  requestScopes: ['openid', 'profile', 'email', 'groups'],
-};
 
 /** Options of {@link OidcSignIn} (config keys under `oidc`). */
 export interface OidcOptions extends ClaimRules {
@@ -54,9 +43,16 @@ export function isLoopbackHttp(url: URL): boolean {
  * The provider's metadata is discovered on first use and kept; a failed discovery is tried
  * again on the next sign-in.
  */
+let oidcModule: Promise<typeof Oidc> | undefined;
+/** openid-client (with oauth4webapi, ≈0.9 MB of heap) is loaded at the first sign-in: a gateway without OIDC never holds it. */
+function loadOidc(): Promise<typeof Oidc> {
+  oidcModule ??= import('openid-client');
+  return oidcModule;
+}
+
 export class OidcSignIn {
   readonly displayName: string;
-  private config: Promise<oidc.Configuration> | undefined;
+  private config: Promise<Oidc.Configuration> | undefined;
   private readonly pending = new Map<string, Pending>();
   private readonly log: Logger;
   private readonly now: () => number;
@@ -73,6 +69,7 @@ export class OidcSignIn {
   /** The identity provider's authorization URL for a new sign-in, and its state (the browser keeps it in the state cookie). */
   async begin(redirectUri: string, returnTo: string): Promise<{ url: string; state: string }> {
     const config = await this.discovered();
+    const oidc = await loadOidc();
     this.sweep();
     if (this.pending.size >= OIDC_DEFAULTS.maxPending) this.pending.delete(this.pending.keys().next().value!); // the oldest: a Map keeps insertion order
     const verifier = oidc.randomPKCECodeVerifier();
@@ -121,6 +118,7 @@ export class OidcSignIn {
       throw new TetherError('UNAUTHENTICATED', `the identity provider did not sign you in (it said: ${said}).`, { reason: 'oidc_refused' });
     }
     const config = await this.discovered();
+    const oidc = await loadOidc();
     let claims: Record<string, unknown>;
     try {
       const tokens = await oidc.authorizationCodeGrant(
@@ -143,14 +141,16 @@ export class OidcSignIn {
     return { identity: identityFromClaims(claims, this.opts), returnTo: p.returnTo };
   }
 
-  private discovered(): Promise<oidc.Configuration> {
+  private discovered(): Promise<Oidc.Configuration> {
     const o = this.opts;
     const issuer = new URL(o.issuer);
-    this.config ??= oidc
-      .discovery(issuer, o.clientId, undefined, o.clientSecret ? oidc.ClientSecretBasic(o.clientSecret) : oidc.None(), {
-        execute: isLoopbackHttp(issuer) ? [oidc.allowInsecureRequests] : [],
-        timeout: OIDC_DEFAULTS.requestTimeoutSec,
-      })
+    this.config ??= loadOidc()
+      .then((oidc) =>
+        oidc.discovery(issuer, o.clientId, undefined, o.clientSecret ? oidc.ClientSecretBasic(o.clientSecret) : oidc.None(), {
+          execute: isLoopbackHttp(issuer) ? [oidc.allowInsecureRequests] : [],
+          timeout: OIDC_DEFAULTS.requestTimeoutSec,
+        }),
+      )
       .catch((err: unknown) => {
         this.config = undefined; // the next sign-in tries again
         throw new TetherError(

@@ -2,10 +2,9 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import type { AgentConnector } from '@agentclientprotocol/sdk';
-import { AcpServer } from '@agentclientprotocol/sdk/experimental/server';
+import type { AcpServer } from '@agentclientprotocol/sdk/experimental/server';
 import { CHANNEL_DEFAULTS, type Channel } from '../../core/channel/channel.js';
 import type { ErrorCode } from '../../core/errors.js';
-import { closeAcpSocket, gateAcpSocket } from './acp-gate.js';
 import { refuse } from './listen-ws.js';
 
 /** Where editors and scripts open an ACP WebSocket (experimental, like the ACP transport proposal). */
@@ -24,7 +23,7 @@ export interface AcpListenerOptions<A> {
   /** Decides each upgrade before the handshake, as for every other client (tokens or tickets). */
   admit: (req: IncomingMessage) => Promise<A>;
   /** The ACP agent for one admitted connection (it acts as what admit resolved with). */
-  agentFor: (admitted: A, req: IncomingMessage) => AgentConnector;
+  agentFor: (admitted: A, req: IncomingMessage) => AgentConnector | Promise<AgentConnector>;
   /** Told of each accepted connection, to close it when its token expires or is revoked (as every other connection). */
   onConnection?: (admitted: A, connection: AcpConnection) => void;
 }
@@ -38,60 +37,86 @@ export interface AcpConnection {
   close(code?: ErrorCode | 'OK', reason?: string): void;
 }
 
+/** The SDK's server transport and our gate, loaded together. */
+interface AcpParts {
+  acp: AcpServer;
+  gate: typeof import('./acp-gate.js');
+}
+
+/**
+ * The ACP side of the gateway, loaded at the first `/acp` connection: the SDK and its schemas
+ * are ≈2.7 MB of the gateway's heap, which every full garbage collection marks again (at 100 KB
+ * frames over gRPC, most of the gateway's time), whether or not anyone uses ACP.
+ */
+function loadAcp(): Promise<AcpParts> {
+  return Promise.all([import('@agentclientprotocol/sdk/experimental/server'), import('./acp-gate.js')]).then(([sdk, gate]) => ({
+    // Connections get their agent per upgrade; the server-wide default is never used.
+    acp: new sdk.AcpServer({
+      createAgent: () => ({
+        connect: () => {
+          throw new Error('no agent for this connection');
+        },
+      }),
+    }),
+    gate,
+  }));
+}
+
 /**
  * Serves the Agent Client Protocol over WebSocket at ACP_PATH of an existing HTTP server,
  * with the official SDK's experimental server transport (one JSON-RPC message per text
  * frame, `Acp-Connection-Id` on the 101 answer), behind a JSON-RPC 2.0 gate (acp-gate.ts).
- * Each admitted connection gets its own agent. Returns a function that closes every ACP connection.
+ * Each admitted connection gets its own agent. The SDK is loaded at the first connection.
+ * Returns a function that closes every ACP connection.
  */
 export function attachAcpListener<A>(server: Server, opts: AcpListenerOptions<A>): () => Promise<void> {
   const maxFrameBytes = opts.maxFrameBytes ?? CHANNEL_DEFAULTS.maxFrameBytes;
   const wss = new WebSocketServer({ noServer: true, maxPayload: maxFrameBytes, perMessageDeflate: false });
-  // Connections get their agent per upgrade; the server-wide default is never used.
-  const acp = new AcpServer({
-    createAgent: () => ({
-      connect: () => {
-        throw new Error('no agent for this connection');
-      },
-    }),
-  });
+  let parts: Promise<AcpParts> | undefined;
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     if ((req.url ?? '/').split('?')[0] !== ACP_PATH) return;
     const ignore = () => {};
     socket.on('error', ignore);
-    opts.admit(req).then(
-      (admitted) => {
-        socket.off('error', ignore);
-        if (socket.destroyed) return;
-        const upgrade = acp.prepareWebSocketUpgrade({ agent: opts.agentFor(admitted, req) });
-        const onHeaders = (headers: string[], r: IncomingMessage) => {
-          if (r === req) headers.push(`Acp-Connection-Id: ${upgrade.connectionId}`);
-        };
-        wss.on('headers', onHeaders);
-        socket.once('close', () => {
-          wss.off('headers', onHeaders);
-          upgrade.reject(); // no-op once accepted
-        });
-        wss.handleUpgrade(req, socket, head, (ws) => {
-          wss.off('headers', onHeaders);
-          upgrade.accept(gateAcpSocket(ws, maxFrameBytes));
-          opts.onConnection?.(admitted, {
-            remote: `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`,
-            closed: new Promise((resolve) => (ws.readyState === ws.CLOSED ? resolve() : ws.once('close', () => resolve()))),
-            close: (code = 'OK', reason = 'closed by the gateway') =>
-              code === 'OK' ? ws.close(1000, reason) : closeAcpSocket(ws, code, reason),
+    opts
+      .admit(req)
+      .then(async (admitted) => {
+        parts ??= loadAcp();
+        const { acp, gate } = await parts;
+        return { admitted, acp, gate, agent: await opts.agentFor(admitted, req) };
+      })
+      .then(
+        ({ admitted, acp, gate, agent }) => {
+          socket.off('error', ignore);
+          if (socket.destroyed) return;
+          const upgrade = acp.prepareWebSocketUpgrade({ agent });
+          const onHeaders = (headers: string[], r: IncomingMessage) => {
+            if (r === req) headers.push(`Acp-Connection-Id: ${upgrade.connectionId}`);
+          };
+          wss.on('headers', onHeaders);
+          socket.once('close', () => {
+            wss.off('headers', onHeaders);
+            upgrade.reject(); // no-op once accepted
           });
-        });
-      },
-      (err) => {
-        if (!socket.destroyed) refuse(socket, err);
-      },
-    );
+          wss.handleUpgrade(req, socket, head, (ws) => {
+            wss.off('headers', onHeaders);
+            upgrade.accept(gate.gateAcpSocket(ws, maxFrameBytes));
+            opts.onConnection?.(admitted, {
+              remote: `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`,
+              closed: new Promise((resolve) => (ws.readyState === ws.CLOSED ? resolve() : ws.once('close', () => resolve()))),
+              close: (code = 'OK', reason = 'closed by the gateway') =>
+                code === 'OK' ? ws.close(1000, reason) : gate.closeAcpSocket(ws, code, reason),
+            });
+          });
+        },
+        (err) => {
+          if (!socket.destroyed) refuse(socket, err);
+        },
+      );
   };
   server.on('upgrade', onUpgrade);
   return async () => {
     server.off('upgrade', onUpgrade);
-    await acp.close();
+    if (parts) await (await parts.catch(() => undefined))?.acp.close();
     for (const ws of wss.clients) ws.terminate();
     wss.close();
   };
