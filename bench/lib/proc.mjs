@@ -35,13 +35,27 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
  * Starts `bench/children/<script>` with IPC. Resolves once it sent `ready` (with whatever
  * info it attached), rejects if it exits or stays silent for `readyTimeoutMs`.
  */
+/**
+ * The node flags `tether` runs with, from its built entry's `#!` line (bin/tether.ts says why):
+ * our gateway and agent children run with them, as `tether gateway` and `tether agent` do.
+ */
+export function tetherNodeFlags(entry = join(BENCH_DIR, '..', 'dist', 'bin', 'tether.js')) {
+  const first = readFileSync(entry, 'utf8').split('\n', 1)[0];
+  const m = /^#!\/usr\/bin\/env(?: -S)? node((?: --\S+)*)\s*$/.exec(first);
+  if (!m) throw new Error(`unexpected #! line in ${entry}: ${first}`);
+  return m[1].trim().split(/\s+/).filter(Boolean);
+}
+
+/** Our programs among the children: they run with tetherNodeFlags(). */
+const OURS = new Set(['tether-gateway.mjs', 'tether-agent.mjs']);
+
 export async function startChild(
   script,
   args = [],
   { pin = false, execArgv = [], env = {}, readyTimeoutMs = 20_000, label = script } = {},
 ) {
   const file = join(BENCH_DIR, 'children', script);
-  const nodeArgs = ['--expose-gc', ...execArgv, file, ...args];
+  const nodeArgs = ['--expose-gc', ...(OURS.has(script) ? tetherNodeFlags() : []), ...execArgv, file, ...args];
   const [cmd, argv] = pin && hasTaskset ? ['taskset', ['-c', '0', process.execPath, ...nodeArgs]] : [process.execPath, nodeArgs];
   const proc = spawn(cmd, argv, { stdio: ['ignore', 'inherit', 'pipe', 'ipc'], env: { ...process.env, ...env } });
   let stderr = '';
