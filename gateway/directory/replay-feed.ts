@@ -53,7 +53,7 @@ export class ReplayFeed {
   /** Queues an attach's replay, message by message; the part that fits now leaves now. */
   replay(messages: readonly { frame: FrameBytes; bytes: number; sizes: readonly number[] }[]): void {
     for (const m of messages) this.queue.push({ ...m, live: false });
-    this.pump();
+    if (this.timer === undefined) this.pump(); // else a pump is already due
   }
 
   /**
