@@ -23,6 +23,9 @@ export const GATEWAY_TTL_MS = 3 * ANNOUNCE_EVERY_MS;
 export const SESSION_ENTRY_TTL_MS = 7 * 24 * 3600_000;
 export const SESSION_TOUCH_EVERY_MS = 24 * 3600_000;
 
+/** A listing of the live gateways gives up after this (callers fall back on the last list they had). */
+export const LIVE_GATEWAYS_TIMEOUT_MS = 5_000;
+
 /** Tries of a role update that races another change of the same entry. */
 const ROLE_UPDATE_ATTEMPTS = 3;
 
@@ -55,6 +58,7 @@ export class ClusterRegistry {
     private readonly gateways: KV,
     private readonly mac: FabricMac,
     log: Logger,
+    private readonly listTimeoutMs = LIVE_GATEWAYS_TIMEOUT_MS,
   ) {
     this.forged = new DropLog(log, 'dropping a registry entry no gateway wrote');
   }
@@ -147,15 +151,36 @@ export class ClusterRegistry {
     await this.gateways.delete(id);
   }
 
-  /** The gateways heard of within GATEWAY_TTL_MS. */
+  /**
+   * The gateways heard of within GATEWAY_TTL_MS. UNAVAILABLE when the listing takes longer
+   * than {@link LIVE_GATEWAYS_TIMEOUT_MS} (by default; its iterator is stopped): a KV key listing can wait
+   * without end, and a create forwarded to another gateway asks for this list first.
+   */
   async liveGateways(): Promise<GatewayEntry[]> {
     // A key put again while its listing runs (each gateway re-announces itself) can be listed
     // twice: one entry per gateway, or a fleet list names that gateway's agents and sessions twice.
     const out = new Map<string, GatewayEntry>();
-    for await (const key of await this.gateways.keys()) {
-      const g = this.decode<GatewayEntry>(GATEWAYS_BUCKET, await this.gateways.get(key));
-      if (g) out.set(g.id, g);
+    let keys: Awaited<ReturnType<KV['keys']>> | undefined;
+    const listing = (async () => {
+      keys = await this.gateways.keys();
+      for await (const key of keys) {
+        const g = this.decode<GatewayEntry>(GATEWAYS_BUCKET, await this.gateways.get(key));
+        if (g) out.set(g.id, g);
+      }
+      return [...out.values()];
+    })();
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        keys?.stop();
+        reject(new TetherError('UNAVAILABLE', `the gateway registry did not list the gateways within ${this.listTimeoutMs} ms`));
+      }, this.listTimeoutMs);
+    });
+    listing.catch(() => {}); // a listing that fails after the deadline has no one to tell
+    try {
+      return await Promise.race([listing, late]);
+    } finally {
+      clearTimeout(timer);
     }
-    return [...out.values()];
   }
 }
