@@ -82,13 +82,16 @@ export function attachAcpListener<A>(server: Server, opts: AcpListenerOptions<A>
       .then(async (admitted) => {
         parts ??= loadAcp();
         const { acp, gate } = await parts;
-        return { admitted, acp, gate, agent: await opts.agentFor(admitted, req) };
+        // No agent for a socket that went away while the SDK loaded.
+        return { admitted, acp, gate, agent: socket.destroyed ? undefined : await opts.agentFor(admitted, req) };
       })
       .then(
         ({ admitted, acp, gate, agent }) => {
           socket.off('error', ignore);
-          if (socket.destroyed) return;
+          if (!agent) return;
           const upgrade = acp.prepareWebSocketUpgrade({ agent });
+          // Gone while its agent was made: the SDK lets the agent go, as for a socket closing before its upgrade.
+          if (socket.destroyed) return upgrade.reject();
           const onHeaders = (headers: string[], r: IncomingMessage) => {
             if (r === req) headers.push(`Acp-Connection-Id: ${upgrade.connectionId}`);
           };
