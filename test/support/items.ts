@@ -44,7 +44,8 @@ export async function until(
       if (done(r.value)) return r.value;
     }
   };
-  return withTimeout(run(), timeoutMs, what);
+  // A wait that runs out says what it did see (the last 20 items), as one that saw the stream end does.
+  return withTimeout(run(), timeoutMs, () => `${what}; saw ${into.length} item(s), the last: ${into.slice(-20).map(describe).join(', ')}`);
 }
 
 export function describe(i: SessionItem): string {
