@@ -1,12 +1,12 @@
 #!/usr/bin/env -S node --initial-old-space-size=128
 // The V8 flag above (its one definition: the bench runs our gateway and agent with what this
-// line says; package.json's `start` repeats it, test/node-flags.test.ts checks both): a gateway or agent relaying large frames makes
-// short-lived garbage fast, and V8's default limit for its old generation (a few MB above the
-// live ≈17 MB) made it run a full collection every ≈130 frames of 100 KB, 64 % of the gateway's
-// time over gRPC. With 128 MB of room before the first one, the full collections are rare:
-// gateway CPU per 100 KB frame over gRPC 450 → 140-160 µs, per 200 B frame 11 → 5-6 µs
-// (docs/performance-notebook.md, "the old generation's room"). The cost: up to ≈128 MB more
-// resident memory under load before garbage is collected.
+// line says; package.json's `start` repeats it; test/node-flags.test.ts checks both): a gateway
+// or agent relaying large frames makes short-lived garbage fast, and V8's default limit for its
+// old generation (a few MB above the live ≈17 MB) made it run a full collection every ≈130
+// frames of 100 KB, 64 % of the gateway's time over gRPC. With 128 MB of room before the first
+// one, full collections are rare: gateway CPU per 100 KB frame over gRPC 236 → 124 µs, per
+// 200 B frame 4.8 → 3.9 µs in the full benchmark (docs/performance.md, stop 43; notebook, "the
+// old generation's room"). The cost: ≈50 MB more resident memory after a burst of large frames.
 import { asTetherError } from '../core/errors.js';
 import { parseCommand, type Command } from './args.js';
 

@@ -22,25 +22,32 @@ const BIG_PROMPT_CHARS = 256 * 1024;
 /** What a hand-read connection saw, in arrival order: each session frame's seq, and the attach's answer. */
 type Seen = { seq: number } | { answer: { next_seq?: number; error?: unknown } };
 
-/** Dials, says hello, asks to attach from seq 1, and records what arrives (reading unless told to stop). */
-async function joiner(url: string, token: string | undefined, sessionId: string) {
+/**
+ * Dials, says hello, asks to attach from seq 1, and records what arrives (reading unless told to
+ * stop). `joined`: it lists `replay.joined.v1`, so the replay comes several frames to a message.
+ */
+async function joiner(url: string, token: string | undefined, sessionId: string, joined = false) {
   const channel: Channel = await dial(url, { token });
   const seen: Seen[] = [];
+  let joinedMessages = 0; // text messages carrying more than one frame
   let reading = true;
   const read = async () => {
     for (;;) {
       for (let frame = channel.read(); frame !== undefined; frame = channel.read()) {
-        const msg = JSON.parse(typeof frame === 'string' ? frame : frame.header) as {
-          id?: number;
-          method?: string;
-          params?: { seq?: number };
-          result?: { next_seq?: number };
-          error?: unknown;
-        };
-        if (msg.method === 'ping' && msg.id !== undefined)
-          void channel.send(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: {} })).catch(() => {});
-        else if (msg.method === 'session.frame') seen.push({ seq: msg.params!.seq! });
-        else if (msg.id === 2) seen.push({ answer: msg.result ?? { error: msg.error } });
+        if (typeof frame === 'string' && frame.includes('\n')) joinedMessages++;
+        for (const text of typeof frame === 'string' ? frame.split('\n') : [frame.header]) {
+          const msg = JSON.parse(text) as {
+            id?: number;
+            method?: string;
+            params?: { seq?: number };
+            result?: { next_seq?: number };
+            error?: unknown;
+          };
+          if (msg.method === 'ping' && msg.id !== undefined)
+            void channel.send(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: {} })).catch(() => {});
+          else if (msg.method === 'session.frame') seen.push({ seq: msg.params!.seq! });
+          else if (msg.id === 2) seen.push({ answer: msg.result ?? { error: msg.error } });
+        }
       }
       if (channel.isClosed || !reading) return;
       await channel.readable();
@@ -48,11 +55,12 @@ async function joiner(url: string, token: string | undefined, sessionId: string)
   };
   let reader = read();
   const send = (id: number, method: string, params: unknown) => channel.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
-  await send(1, 'hello', { protocol_version: PROTOCOL_VERSION, role: 'client' });
+  await send(1, 'hello', { protocol_version: PROTOCOL_VERSION, role: 'client', ...(joined ? { capabilities: ['replay.joined.v1'] } : {}) });
   await send(2, 'session.attach', { session_id: sessionId, from_seq: 1, read_only: true });
   return {
     channel,
     seen,
+    joinedMessages: () => joinedMessages,
     seqs: () => seen.flatMap((s) => ('seq' in s ? [s.seq] : [])),
     answerAt: () => seen.findIndex((s) => 'answer' in s),
     stopReading: () => {
@@ -84,32 +92,42 @@ describe.each(['ws', 'grpc'] as const)('a replay larger than the budget, over %s
     );
   const urlOf = (stack: Stack) => (transport === 'ws' ? stack.wsUrl : stack.grpcUrl);
 
-  it('reaches a reading client whole and in order, the answer after the replay, live frames after the answer; never cut', async () => {
-    const stack = await open();
-    const { session, gw } = await bigHistory(stack);
-    const historyEnd = gw.info().last_seq;
-    const j = await joiner(urlOf(stack), stack.token, session.id);
-    cleanups.push(() => j.channel.close());
-    // Live frames while the replay is being fed: they must wait behind it.
-    for (let n = 0; n < 3; n++) await session.sendUserMessage(`live ${n}`);
-    const lastSeq = () => gw.info().last_seq;
-    await waitFor(
-      () => j.seqs().at(-1) === lastSeq() && j.answerAt() >= 0,
-      20_000,
-      () => `the joiner to have every frame (has ${j.seqs().length} of ${lastSeq()})`,
-    );
+  it.each([
+    ['one frame to a message', false],
+    ['joined several to a message (replay.joined.v1)', true],
+  ])(
+    'reaches a reading client whole and in order (%s), the answer after the replay, live frames after the answer; never cut',
+    async (_, joined) => {
+      const stack = await open();
+      const { session, gw } = await bigHistory(stack);
+      const historyEnd = gw.info().last_seq;
+      const j = await joiner(urlOf(stack), stack.token, session.id, joined);
+      cleanups.push(() => j.channel.close());
+      // Live frames while the replay is being fed: they must wait behind it.
+      for (let n = 0; n < 3; n++) await session.sendUserMessage(`live ${n}`);
+      const lastSeq = () => gw.info().last_seq;
+      await waitFor(
+        () => j.seqs().at(-1) === lastSeq() && j.answerAt() >= 0,
+        20_000,
+        () => `the joiner to have every frame (has ${j.seqs().length} of ${lastSeq()})`,
+      );
 
-    expect(j.channel.isClosed).toBe(false);
-    const seqs = j.seqs();
-    expect(seqs).toEqual(seqs.map((_, n) => n + 1));
-    const answer = j.seen[j.answerAt()] as { answer: { next_seq: number } };
-    expect(answer.answer.next_seq).toBeGreaterThan(historyEnd);
-    // Every replayed frame came before the answer, every later one after it.
-    const before = j.seen.slice(0, j.answerAt()).flatMap((s) => ('seq' in s ? [s.seq] : []));
-    expect(before.at(-1)).toBe(answer.answer.next_seq - 1);
-    expect(before.length).toBe(answer.answer.next_seq - 1);
-    expect(seqs.length).toBeGreaterThan(answer.answer.next_seq - 1);
-  }, 60_000);
+      expect(j.channel.isClosed).toBe(false);
+      const seqs = j.seqs();
+      expect(seqs).toEqual(seqs.map((_, n) => n + 1));
+      const answer = j.seen[j.answerAt()] as { answer: { next_seq: number } };
+      expect(answer.answer.next_seq).toBeGreaterThan(historyEnd);
+      // Every replayed frame came before the answer, every later one after it.
+      const before = j.seen.slice(0, j.answerAt()).flatMap((s) => ('seq' in s ? [s.seq] : []));
+      expect(before.at(-1)).toBe(answer.answer.next_seq - 1);
+      expect(before.length).toBe(answer.answer.next_seq - 1);
+      expect(seqs.length).toBeGreaterThan(answer.answer.next_seq - 1);
+      // The replay came as asked: several frames to a text message, or one each.
+      if (joined) expect(j.joinedMessages()).toBeGreaterThan(0);
+      else expect(j.joinedMessages()).toBe(0);
+    },
+    60_000,
+  );
 
   it('cuts a joiner that stops reading once the live frames behind its replay pass the budget', async () => {
     const stack = await open();

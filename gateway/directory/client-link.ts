@@ -15,7 +15,7 @@ import { TextPieces } from '../../core/wire/text-pieces.js';
 import { cutOf } from '../../core/channel/channel.js';
 import type { TraceContext } from '../../core/protocol/trace-context.js';
 import { summarizeUsage } from '../../core/protocol/usage.js';
-import { ReplayFeed, replayWindowBytes } from './replay-feed.js';
+import { ReplayFeed, replayWindowBytes, type ReplayMessage } from './replay-feed.js';
 
 /**
  * Per-connection outbound budget before the peer is cut as a slow consumer. threats.md
@@ -297,14 +297,14 @@ export class ClientLink implements ProxiedClient {
 }
 
 /** One frame as a message of its own. */
-function single(frame: FrameBytes): { frame: FrameBytes; bytes: number; sizes: number[] } {
+function single(frame: FrameBytes): ReplayMessage {
   const bytes = frameByteLength(frame);
   return { frame, bytes, sizes: [bytes] };
 }
 
 /** Frames joined by newlines into messages of up to {@link JOINED_REPLAY_MAX_BYTES} (a larger frame alone). */
-function joinReplay(frames: readonly FrameBytes[]): { frame: FrameBytes; bytes: number; sizes: number[] }[] {
-  const messages: { frame: FrameBytes; bytes: number; sizes: number[] }[] = [];
+function joinReplay(frames: readonly FrameBytes[]): ReplayMessage[] {
+  const messages: ReplayMessage[] = [];
   let pieces: Uint8Array[] = [];
   let sizes: number[] = []; // the message's frames, for the per-frame metrics
   let bytes = 0;

@@ -16,8 +16,15 @@ export function replayWindowBytes(budgetBytes: number): number {
 /** How often a feed that waits looks again at what its connection still holds (ms). */
 export const REPLAY_FEED_POLL_MS = 2;
 
-/** One message a feed sends: a replayed or live frame (`sizes`: the frames in it, for metrics), or a step to run in its place. */
-type Item = { frame: FrameBytes; bytes: number; live: boolean; sizes: readonly number[] } | { run: () => void; pause: boolean };
+/** One message of a replay: a frame, or several joined (`sizes`: the frames in it, for metrics). */
+export interface ReplayMessage {
+  frame: FrameBytes;
+  bytes: number;
+  sizes: readonly number[];
+}
+
+/** One message a feed sends (replayed, or `live`: sent meanwhile), or a step to run in its place. */
+type Item = (ReplayMessage & { live: boolean }) | { run: () => void; pause: boolean };
 
 /**
  * An attach's replay fed to one client's connection as it drains, never more than
@@ -26,9 +33,10 @@ type Item = { frame: FrameBytes; bytes: number; live: boolean; sizes: readonly n
  * put it all in the connection's queue: over gRPC, HTTP/2 flow control keeps most of it there,
  * the slow-consumer budget was passed by the replay alone, the cut dropped what was not handed
  * over, and a client whose resume exceeded its budget was cut on every reconnect without
- * gaining a frame. Here only live frames queued behind the replay count against the budget (the
- * replay's bytes are the session's history, held anyway): a client is cut when it falls its
- * budget behind the live stream, as before.
+ * gaining a frame. Here only live frames queued behind the replay count against the budget: the
+ * replay is the session's history from the client's position, bounded by the replay log's size
+ * (8 MiB by default) and copied out of the log at the attach whether it is fed or posted at
+ * once. A client is cut when it falls its budget behind the live stream, as before.
  */
 export class ReplayFeed {
   private readonly queue = new Fifo<Item>();
@@ -51,7 +59,7 @@ export class ReplayFeed {
   }
 
   /** Queues an attach's replay, message by message; the part that fits now leaves now. */
-  replay(messages: readonly { frame: FrameBytes; bytes: number; sizes: readonly number[] }[]): void {
+  replay(messages: readonly ReplayMessage[]): void {
     for (const m of messages) this.queue.push({ ...m, live: false });
     if (this.timer === undefined) this.pump(); // else a pump is already due
   }

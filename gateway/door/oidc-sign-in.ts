@@ -5,6 +5,13 @@ import { silentLogger, type Logger } from '../../core/logging.js';
 import type { BrowserIdentity } from './browser-sessions.js';
 import { identityFromClaims, type ClaimRules } from './oidc-claims.js';
 
+let oidcModule: Promise<typeof Oidc> | undefined;
+/** openid-client (with oauth4webapi, ≈0.9 MB of heap) is loaded at the first sign-in: a gateway without OIDC never holds it. */
+function loadOidc(): Promise<typeof Oidc> {
+  oidcModule ??= import('openid-client');
+  return oidcModule;
+}
+
 /** Options of {@link OidcSignIn} (config keys under `oidc`). */
 export interface OidcOptions extends ClaimRules {
   /** The issuer URL (https, or http on a loopback address). */
@@ -43,13 +50,6 @@ export function isLoopbackHttp(url: URL): boolean {
  * The provider's metadata is discovered on first use and kept; a failed discovery is tried
  * again on the next sign-in.
  */
-let oidcModule: Promise<typeof Oidc> | undefined;
-/** openid-client (with oauth4webapi, ≈0.9 MB of heap) is loaded at the first sign-in: a gateway without OIDC never holds it. */
-function loadOidc(): Promise<typeof Oidc> {
-  oidcModule ??= import('openid-client');
-  return oidcModule;
-}
-
 export class OidcSignIn {
   readonly displayName: string;
   private config: Promise<Oidc.Configuration> | undefined;
