@@ -25,6 +25,14 @@ export const GRPC_DEFAULTS = {
   /** nghttp2 per-connection memory bound, in MiB (grpc-js default: unlimited). */
   maxSessionMemoryMiB: 64,
   /**
+   * HTTP/2 receive window, per stream and per connection, on both ends (Node's default: 64 KiB).
+   * A link carries one stream of frames up to 16 MiB; with 64 KiB a 100 KB frame cannot leave
+   * before the receiver's WINDOW_UPDATE comes back, so each large frame waited a round trip of
+   * two event loops (docs/performance-notebook.md, "the HTTP/2 window"). 4 MiB is the replay
+   * feed's window: no more than one large frame already makes the receiver hold.
+   */
+  flowControlWindowBytes: 4 * 1024 * 1024,
+  /**
    * Shortest ping interval a server tolerates from a client without data. Below our own
    * keepaliveTimeMs so our clients are never struck (grpc-js ignores it; C-core and other
    * servers enforce it).
@@ -44,8 +52,8 @@ export interface GrpcLinkOptions {
 /**
  * The grpc-js options both ends of a link set, so they agree: message limits of
  * maxFrameBytes + {@link GRPC_FRAME_SLACK_BYTES} in both directions (grpc-js defaults to
- * 4 MiB receive / unlimited send; our frames may be ~16 MiB), session memory, and keepalive
- * with pings allowed without calls.
+ * 4 MiB receive / unlimited send; our frames may be ~16 MiB), session memory, the dialer's
+ * HTTP/2 receive window, and keepalive with pings allowed without calls.
  */
 export function grpcLinkOptions(opts: GrpcLinkOptions): ChannelOptions {
   const messageLimit = opts.maxFrameBytes + GRPC_FRAME_SLACK_BYTES;
@@ -56,6 +64,9 @@ export function grpcLinkOptions(opts: GrpcLinkOptions): ChannelOptions {
     'grpc.keepalive_time_ms': opts.keepaliveTimeMs ?? GRPC_DEFAULTS.keepaliveTimeMs,
     'grpc.keepalive_timeout_ms': opts.keepaliveTimeoutMs ?? GRPC_DEFAULTS.keepaliveTimeoutMs,
     'grpc.keepalive_permit_without_calls': 1,
+    // The dialer's receive window (grpc-js applies it to the connections it makes; its server
+    // ignores it: the gateway's listener widens its sessions itself, listen-grpc.ts).
+    'grpc-node.flow_control_window': GRPC_DEFAULTS.flowControlWindowBytes,
   };
 }
 

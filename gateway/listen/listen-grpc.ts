@@ -15,6 +15,7 @@ import { FrameEncoder, type GatewayFrame } from '../../core/wire/grpc-frame.js';
 import { EndOfTurn } from '../../core/channel/end-of-turn.js';
 import { asTetherError, TetherError } from '../../core/errors.js';
 import { createServer as createTcpServer, type Socket } from 'node:net';
+import type { Http2Server, ServerHttp2Session } from 'node:http2';
 
 /** Server TLS material for {@link startGrpcListener}. */
 export interface GrpcListenerTls {
@@ -100,6 +101,35 @@ function metadataRecord(metadata: Metadata): Record<string, string> {
 }
 
 /**
+ * Gives every HTTP/2 session of `server` a receive window of `bytes` (per stream and for the
+ * connection), as grpc-js's `grpc-node.flow_control_window` does for the connections it dials:
+ * its server has no such option and keeps Node's 64 KiB, which made each large frame from an
+ * agent or client wait for a WINDOW_UPDATE (GRPC_DEFAULTS.flowControlWindowBytes). grpc-js keeps
+ * the http2 servers its injectors made in `http2Servers`, which it does not publish; should a
+ * release rename it, this returns false and the link runs with Node's window
+ * (test/grpc-flow-window.test.ts fails on it, so an upgrade does not lose it unseen).
+ */
+export function widenReceiveWindows(server: Server, bytes: number): boolean {
+  const http2Servers = (server as unknown as { http2Servers?: unknown }).http2Servers;
+  if (!(http2Servers instanceof Map)) return false;
+  let widened = false;
+  for (const http2Server of http2Servers.keys() as Iterable<Http2Server>) {
+    http2Server.on('session', widen);
+    widened = true;
+  }
+  return widened;
+
+  function widen(session: ServerHttp2Session): void {
+    try {
+      session.settings({ initialWindowSize: bytes });
+      session.setLocalWindowSize(bytes);
+    } catch {
+      // A session destroyed as it opened: nothing to widen.
+    }
+  }
+}
+
+/**
  * Serves tether.v1.Gateway/Connect and hands out one channel per stream. Message limits,
  * session memory and keepalive are set explicitly (see grpcLinkOptions) and agree with the
  * dialer's. Resolves once bound; rejects with UNAVAILABLE if the address cannot be bound.
@@ -163,6 +193,7 @@ export function startGrpcListener<A = undefined>(opts: GrpcListenerOptions<A>): 
   // Our own TCP listener feeds grpc-js through a connection injector: grpc-js has no hook on
   // accepted connections, and the caps must apply before TLS or HTTP/2 cost anything.
   const injector = server.createConnectionInjector(creds);
+  widenReceiveWindows(server, GRPC_DEFAULTS.flowControlWindowBytes);
   const tcp = createTcpServer((socket) => {
     if (opts.onConnection && !opts.onConnection(socket)) return;
     injector.injectConnection(socket);
