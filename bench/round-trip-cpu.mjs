@@ -12,6 +12,10 @@
  * run it under `taskset -c 0` for this process. Prints CPU µs per round trip of relay, agent
  * and client, and the mean wall time per round trip.
  *
+ * --read: also the raw relay and agent in their reading mode (raw-relay.mjs --read): what a
+ * relay that parses, checks, numbers and keeps every frame costs on the same libraries, with
+ * no code of ours; its client parses each frame. The round trip's floor for any relay that reads.
+ *
  * --profile DIR: ours only, once, with the gateway and the agent under --cpu-prof (profiles in
  * DIR); prints each one's top functions (bench/lib/profile.mjs).
  */
@@ -53,19 +57,22 @@ async function measure(name, relay, agent, send, setOnAnswer) {
   );
 }
 
-async function raw() {
-  const relay = await startChild('raw-relay.mjs', ['--transport', 'ws'], { pin, label: 'raw-relay' });
-  const agent = await startChild('raw-agent.mjs', ['--transport', 'ws', '--url', relay.info.url], { pin, label: 'raw-agent' });
+/** The raw relay, or with `reading` its reading mode (--read), with a client of the same kind. */
+async function raw(reading = false) {
+  const mode = reading ? ['--read'] : [];
+  const relay = await startChild('raw-relay.mjs', ['--transport', 'ws', ...mode], { pin, label: 'raw-relay' });
+  const agent = await startChild('raw-agent.mjs', ['--transport', 'ws', '--url', relay.info.url, ...mode], { pin, label: 'raw-agent' });
   const ws = new WebSocket(`${relay.info.url}/client`, { perMessageDeflate: false });
   try {
     await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)));
     let onAnswer = () => {};
-    ws.on('message', (b) => isAnswer(b) && onAnswer());
+    if (reading) ws.on('message', (b) => JSON.parse(b).line?.type === 'assistant' && onAnswer());
+    else ws.on('message', (b) => isAnswer(b) && onAnswer());
     await measure(
-      'raw',
+      reading ? 'read' : 'raw',
       relay,
       agent,
-      (i) => ws.send(JSON.stringify(userLine(i))),
+      reading ? (i) => ws.send(JSON.stringify({ line: userLine(i) })) : (i) => ws.send(JSON.stringify(userLine(i))),
       (f) => (onAnswer = f),
     );
   } finally {
@@ -115,6 +122,7 @@ if (PROFILE) {
 } else {
   for (let r = 0; r < Number(a.rounds ?? 2); r++) {
     await raw();
+    if (a.read === true) await raw(true);
     await ours();
   }
 }

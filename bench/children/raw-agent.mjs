@@ -4,7 +4,11 @@
  * engine stdout lines to the relay and relay messages (plus a newline) to engine stdin.
  * Reading the engine pauses while the outgoing buffer is over 8 MiB.
  *
- *   --transport ws|grpc --url <relay> [--engine <path>]
+ *   --transport ws|grpc --url <relay> [--engine <path>] [--read]
+ *
+ * --read (ws; with raw-relay.mjs --read): each relay message is parsed and its `line` written
+ * serialized; each engine line is checked as JSON (the agent's check of threats G1/G2) and sent
+ * as `{"line":…}` (the line's own text inside).
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +18,7 @@ import { openRawGrpc } from '../lib/raw-grpc.mjs';
 
 const a = argsOf();
 const HWM = 8 * 1024 * 1024;
+const read = a.read === true;
 const enginePath = a.engine ?? fileURLToPath(new URL('../echo-engine.mjs', import.meta.url));
 const engine = spawn(enginePath, [], { stdio: ['pipe', 'pipe', 'inherit'] });
 engine.stdin.on('error', () => {});
@@ -36,10 +41,20 @@ if ((a.transport ?? 'ws') === 'ws') {
   });
   ws.on('error', () => {});
   ws.on('message', (data) => {
+    if (read) return engine.stdin.write(`${JSON.stringify(JSON.parse(data).line)}\n`);
     engine.stdin.write(data);
     engine.stdin.write('\n');
   });
   send = (line) => {
+    if (read) {
+      const text = line.toString('utf8');
+      try {
+        JSON.parse(text); // the check (a line that is not JSON would be an engine_error)
+      } catch {
+        return;
+      }
+      line = `{"line":${text}}`;
+    }
     ws.send(line, { binary: false }, () => resumeIfLow(ws.bufferedAmount));
     if (!paused && ws.bufferedAmount > HWM) {
       paused = true;

@@ -6,7 +6,13 @@
  * broadcast relay of the fan-out figure: the naive loop of `send` per client, as in the ws
  * README). permessage-deflate off, like the gateway.
  *
- *   --transport ws|grpc [--send buffer|string|promise]
+ *   --transport ws|grpc [--send buffer|string|promise] [--read]
+ *
+ * --read (ws; with raw-agent.mjs --read): the least a relay that numbers, keeps and checks its
+ * frames must do, written straight on `ws`: each client message is parsed, its `line` checked
+ * to be an object with a `type`, serialized and sent to the agent with an input seq; each agent
+ * message is parsed, numbered, kept in a bounded log (a ring of 10,000) and sent to every client
+ * as `{"seq":n,"line":…}`. For the round trip's floor of a reading relay (round-trip-cpu.mjs --read).
  */
 import { createServer } from 'node:http';
 import grpc from '@grpc/grpc-js';
@@ -23,7 +29,28 @@ const transport = a.transport ?? 'ws';
  * promise per client, like core/channel/ws.ts write()).
  */
 const send = a.send ?? 'buffer';
+const read = a.read === true;
 let close;
+
+/** --read: the relay's numbering and log. */
+const LOG_SIZE = 10_000;
+const log = new Array(LOG_SIZE);
+let outSeq = 0;
+let inSeq = 0;
+/** An agent message as a numbered frame for the clients, kept in the log; undefined: not a frame. */
+function numbered(data) {
+  const m = JSON.parse(data);
+  if (typeof m !== 'object' || m === null || typeof m.line !== 'object' || m.line === null) return undefined;
+  const frame = `{"seq":${++outSeq},"line":${JSON.stringify(m.line)}}`;
+  log[outSeq % LOG_SIZE] = frame;
+  return frame;
+}
+/** A client message checked and numbered for the agent; undefined: refused. */
+function toAgent(data) {
+  const m = JSON.parse(data);
+  if (typeof m !== 'object' || m === null || typeof m.line !== 'object' || m.line === null || typeof m.line.type !== 'string') return undefined;
+  return `{"seq":${++inSeq},"line":${JSON.stringify(m.line)}}`;
+}
 let info;
 
 if (transport === 'ws') {
@@ -36,7 +63,10 @@ if (transport === 'ws') {
     if (req.url === '/agent') {
       agent = ws;
       ws.on('message', (data, isBinary) => {
-        if (send === 'buffer') {
+        if (read) {
+          const frame = numbered(data);
+          if (frame !== undefined) for (const c of clients) c.send(frame);
+        } else if (send === 'buffer') {
           for (const c of clients) c.send(data, { binary: isBinary });
         } else if (send === 'string') {
           const text = data.toString();
@@ -53,7 +83,11 @@ if (transport === 'ws') {
       return;
     }
     clients.add(ws);
-    ws.on('message', (data, isBinary) => agent?.send(data, { binary: isBinary }));
+    ws.on('message', (data, isBinary) => {
+      if (!read) return agent?.send(data, { binary: isBinary });
+      const line = toAgent(data);
+      if (line !== undefined) agent?.send(line);
+    });
     ws.on('close', () => clients.delete(ws));
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
