@@ -48,7 +48,8 @@ function numbered(data) {
 /** A client message checked and numbered for the agent; undefined: refused. */
 function toAgent(data) {
   const m = JSON.parse(data);
-  if (typeof m !== 'object' || m === null || typeof m.line !== 'object' || m.line === null || typeof m.line.type !== 'string') return undefined;
+  if (typeof m !== 'object' || m === null || typeof m.line !== 'object' || m.line === null || typeof m.line.type !== 'string')
+    return undefined;
   return `{"seq":${++inSeq},"line":${JSON.stringify(m.line)}}`;
 }
 let info;
