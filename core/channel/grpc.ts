@@ -28,8 +28,9 @@ export const GRPC_DEFAULTS = {
    * HTTP/2 receive window, per stream and per connection, on both ends (Node's default: 64 KiB).
    * A link carries one stream of frames up to 16 MiB; with 64 KiB a 100 KB frame cannot leave
    * before the receiver's WINDOW_UPDATE comes back, so each large frame waited a round trip of
-   * two event loops (docs/performance-notebook.md, "the HTTP/2 window"). 4 MiB is the replay
-   * feed's window: no more than one large frame already makes the receiver hold.
+   * two event loops (docs/performance-notebook.md, "the HTTP/2 window"). 4 MiB, the replay
+   * feed's window too, is less than one largest frame, which a peer can already make the
+   * receiver hold; nghttp2's session memory (above) bounds both.
    */
   flowControlWindowBytes: 4 * 1024 * 1024,
   /**
