@@ -183,12 +183,14 @@ async function startCluster({ gateways = 3 } = {}) {
   }
 }
 
-/** The raw relay and raw agent of one transport. */
-async function startRaw(transport, { pin = false } = {}) {
-  const relay = await startChild('raw-relay.mjs', ['--transport', transport], { pin, label: `raw-relay-${transport}` });
-  const agent = await startChild('raw-agent.mjs', ['--transport', transport, '--url', relay.info.url], {
+/** The raw relay and raw agent of one transport; `read`: in their reading mode (raw-relay.mjs --read, ws). */
+async function startRaw(transport, { pin = false, read = false } = {}) {
+  const mode = read ? ['--read'] : [];
+  const label = `${read ? 'reading' : 'raw'}-%s-${transport}`;
+  const relay = await startChild('raw-relay.mjs', ['--transport', transport, ...mode], { pin, label: label.replace('%s', 'relay') });
+  const agent = await startChild('raw-agent.mjs', ['--transport', transport, '--url', relay.info.url, ...mode], {
     pin,
-    label: `raw-agent-${transport}`,
+    label: label.replace('%s', 'agent'),
   });
   return { relay, agent, url: relay.info.url, stop: () => stopAll([agent, relay]) };
 }
@@ -206,8 +208,10 @@ async function latencyAndThroughput(withLatency, withThroughput, ssh) {
   const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: sink.info.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' };
   const traced = await startOurs({ env: otel, label: 'traced-' });
   const raw = { ws: await startRaw('ws'), grpc: await startRaw('grpc') };
+  // Figure 1 only: the raw relay that reads every frame (the least a relay that numbers and checks must do), a diagnostic.
+  const reading = withLatency ? await startRaw('ws', { read: true }) : undefined;
   const driver = await startChild('driver.mjs', [], { label: 'driver' });
-  const all = [driver, ours, traced, sink, raw.ws, raw.grpc];
+  const all = [driver, ours, traced, sink, raw.ws, raw.grpc, ...(reading ? [reading] : [])];
   const procs = [
     driver,
     ours.gw,
@@ -219,6 +223,7 @@ async function latencyAndThroughput(withLatency, withThroughput, ssh) {
     raw.ws.agent,
     raw.grpc.relay,
     raw.grpc.agent,
+    ...(reading ? [reading.relay, reading.agent] : []),
   ];
   let tag = 'unpinned';
   try {
@@ -228,21 +233,21 @@ async function latencyAndThroughput(withLatency, withThroughput, ssh) {
       await driver.call('open', { id: `wire-${t}`, kind: 'wire', url: ours.url[t], agent: `bench-${t}` });
       await driver.call('open', { id: `raw-${t}`, kind: `raw-${t}`, url: raw[t].url });
     }
+    if (reading) await driver.call('open', { id: 'read-ws', kind: 'raw-read-ws', url: reading.url });
     await driver.call('open', { id: 'stdio', kind: 'stdio' });
     if (ssh.ok) await driver.call('open', { id: 'ssh', kind: 'ssh' });
     const targets = ['ws', 'grpc']
       .flatMap((t) => [`raw-${t}`, `ours-${t}`, `traced-${t}`, `wire-${t}`])
-      .concat(['stdio'], ssh.ok ? ['ssh'] : []);
-    /** Baseline and ours (tracing off and on) back to back, the order rotating from round to round. */
-    const orderOf = (t, r) => {
-      const ids = [`raw-${t}`, `ours-${t}`, `traced-${t}`, `wire-${t}`];
+      .concat(reading ? ['read-ws'] : [], ['stdio'], ssh.ok ? ['ssh'] : []);
+    /** Baseline and ours (tracing off and on) back to back, the order rotating from round to round; `withReading`: the reading relay too (ws). */
+    const orderOf = (t, r, withReading = false) => {
+      const ids = [`raw-${t}`, `ours-${t}`, `traced-${t}`, `wire-${t}`, ...(withReading && reading && t === 'ws' ? ['read-ws'] : [])];
       return ids.map((_, i) => ids[(i + r) % ids.length]);
     };
     const stackOf = (id) => (id.startsWith('traced') ? traced : id.startsWith('ours') || id.startsWith('wire') ? ours : undefined);
-    const relayOf = (id) => stackOf(id)?.gw ?? (id === `raw-ws` ? raw.ws.relay : id === 'raw-grpc' ? raw.grpc.relay : undefined);
-    const agentOf = (id) =>
-      stackOf(id)?.agents[id.endsWith('-grpc') ? 'grpc' : 'ws'] ??
-      (id === 'raw-ws' ? raw.ws.agent : id === 'raw-grpc' ? raw.grpc.agent : undefined);
+    const rawOf = (id) => (id === 'raw-ws' ? raw.ws : id === 'raw-grpc' ? raw.grpc : id === 'read-ws' ? reading : undefined);
+    const relayOf = (id) => stackOf(id)?.gw ?? rawOf(id)?.relay;
+    const agentOf = (id) => stackOf(id)?.agents[id.endsWith('-grpc') ? 'grpc' : 'ws'] ?? rawOf(id)?.agent;
     /** Runs one measurement and adds the CPU each process spent on it, per unit of work. */
     const withCpu = async (id, per, run) => {
       const who = { relay: relayOf(id), agent: agentOf(id), client: driver };
@@ -274,7 +279,7 @@ async function latencyAndThroughput(withLatency, withThroughput, ssh) {
           tag = pin ? 'pinned' : 'unpinned';
           setAffinity(procs, pin ? '0' : ALL_CPUS);
           for (const t of ['ws', 'grpc']) {
-            for (const id of orderOf(t, r)) lat[tag][id].push(await latRun(id));
+            for (const id of orderOf(t, r, true)) lat[tag][id].push(await latRun(id));
           }
           for (const id of targets.filter((x) => x === 'stdio' || x === 'ssh')) lat[tag][id].push(await latRun(id));
         }

@@ -131,6 +131,19 @@ async function open({ id, kind, url, agent, otlp }) {
     h.send = (obj) => ws.send(JSON.stringify(obj));
     h.isFrame = isAssistantBuf;
     h.close = () => ws.terminate();
+  } else if (kind === 'raw-read-ws') {
+    // The raw relay in its reading mode (raw-relay.mjs --read): lines go as {"line":…}, frames come as {"seq":n,"line":…}, each parsed.
+    const ws = new WebSocket(`${url}/client`, { perMessageDeflate: false, maxPayload: 64 * 1024 * 1024, handshakeTimeout: 10_000 });
+    await new Promise((resolve, reject) => {
+      ws.once('open', resolve);
+      ws.once('error', reject);
+    });
+    ws.on('error', () => {});
+    h = { kind, ws, onItem: () => {} };
+    ws.on('message', (data) => h.onItem(JSON.parse(data)));
+    h.send = (obj) => ws.send(JSON.stringify({ line: obj }));
+    h.isFrame = (frame) => frame.line?.type === 'assistant';
+    h.close = () => ws.terminate();
   } else if (kind === 'raw-grpc') {
     const { call, close } = await openRawGrpc(url, 'client');
     h = { kind, call, onItem: () => {} };

@@ -68,6 +68,18 @@ export function report(results) {
       const w50 = s(`wire-${t}`, 'p50');
       const w99 = s(`wire-${t}`, 'p99');
       rows.push([`${name}: raw two-hop relay`, cell(b50), cell(b99), 'baseline', '', '']);
+      if (lat[`read-${t}`]) {
+        const x50 = s(`read-${t}`, 'p50');
+        const x99 = s(`read-${t}`, 'p99');
+        rows.push([
+          `${name}: raw relay that reads (each frame parsed, checked, numbered, kept)`,
+          cell(x50),
+          cell(x99),
+          rfmt(ratio(x50.median, b50.median)),
+          rfmt(ratio(x99.median, b99.median)),
+          '(diagnostic)',
+        ]);
+      }
       rows.push([`${name}: Tether, GatewayClient library`, cell(o50), cell(o99), rfmt(r50), rfmt(r99), yes(ok)]);
       if (lat[`traced-${t}`]) {
         const t50 = s(`traced-${t}`, 'p50');
@@ -100,14 +112,25 @@ export function report(results) {
       '',
     ]);
     const cpuRows = [];
-    for (const id of ['raw-ws', 'ours-ws', 'traced-ws', 'wire-ws', 'raw-grpc', 'ours-grpc', 'traced-grpc', 'wire-grpc', 'stdio']) {
+    for (const id of [
+      'raw-ws',
+      'read-ws',
+      'ours-ws',
+      'traced-ws',
+      'wire-ws',
+      'raw-grpc',
+      'ours-grpc',
+      'traced-grpc',
+      'wire-grpc',
+      'stdio',
+    ]) {
       if (!lat[id]) continue;
       cpuRows.push([id, cell(s(id, 'relayCpuUsPerRtt')), cell(s(id, 'agentCpuUsPerRtt')), cell(s(id, 'clientCpuUsPerRtt'))]);
     }
     parts.push(
       `### Figure 1: round-trip latency, one small frame client → engine → client, µs (${tag === 'pinned' ? 'every process pinned to CPU 0 with taskset -c 0' : 'unpinned, 2 CPUs'})\n\n` +
         table(['path', 'p50 µs', 'p99 µs', 'p50 ratio', 'p99 ratio', 'target p50 ≤ 1.3×, p99 ≤ 1.5×'], rows) +
-        `\n\nCPU µs per round trip (${tag}): raw-* = raw relay / raw agent, ours-* = GatewayClient, traced-* = the same with tracing on (OTLP to a local stand-in collector), wire-* = minimal client; client = the driver process\n\n` +
+        `\n\nCPU µs per round trip (${tag}): raw-* = raw relay / raw agent, read-ws = the same reading every frame, ours-* = GatewayClient, traced-* = the same with tracing on (OTLP to a local stand-in collector), wire-* = minimal client; client = the driver process\n\n` +
         table(['path', 'gateway / relay', 'agent', 'client'], cpuRows),
     );
   }
