@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { ClusterRegistry } from '../gateway/cluster/registry.js';
 import type { FabricMac } from '../gateway/cluster/fabric-mac.js';
 import { silentLogger } from '../core/logging.js';
-import { withTimeout } from './support/wait.js';
+import { waitFor, withTimeout } from './support/wait.js';
 
 type Iter = Awaited<ReturnType<KV['keys']>>;
 
@@ -50,5 +50,17 @@ describe('ClusterRegistry.liveGateways', () => {
     const err = await withTimeout(registryOver(kv, 100).liveGateways(), 5_000, 'the bound').catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'UNAVAILABLE', message: expect.stringMatching(/did not list the gateways within 100 ms/) });
     expect(state.stopped).toBe(true);
+  });
+
+  it('stops a listing that only begins after the bound', async () => {
+    const { kv: inner, state } = bucket(['gw-a'], false);
+    let begin!: () => void;
+    const began = new Promise<void>((r) => (begin = r));
+    const kv = { keys: () => began.then(() => inner.keys()), get: inner.get } as unknown as KV;
+    const err = await withTimeout(registryOver(kv, 50).liveGateways(), 5_000, 'the bound').catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'UNAVAILABLE' });
+    expect(state.stopped).toBe(false); // nothing to stop yet
+    begin();
+    await waitFor(() => state.stopped, 5_000, 'the late listing to be stopped');
   });
 });

@@ -10,7 +10,8 @@ import { describe, expect, it } from 'vitest';
 import type { Channel } from '../core/channel/channel.js';
 import { dial } from '../core/link/dial.js';
 import { PROTOCOL_VERSION } from '../core/protocol/version.js';
-import { replayWindowBytes } from '../gateway/directory/replay-feed.js';
+import type { RpcPeer } from '../core/rpc/peer.js';
+import { REPLAY_FEED_STALL_LOOKS, REPLAY_FEED_STALLED_POLL_MS, ReplayFeed, replayWindowBytes } from '../gateway/directory/replay-feed.js';
 import { cleanupsPerTest } from './support/cleanups.js';
 import { startStack, type Stack } from './support/stack.js';
 import { waitFor, withTimeout } from './support/wait.js';
@@ -152,4 +153,59 @@ describe.each(['ws', 'grpc'] as const)('a replay larger than the budget, over %s
     await session.sendUserMessage('after the cut');
     await waitFor(() => gw.info().last_seq > last, 5_000, 'the session to go on');
   }, 60_000);
+});
+
+/** A connection that never drains, under a feed: what the feed asks of it, counted. */
+function stalledPeer(budget: number) {
+  const seen = { looks: 0, admitted: [] as number[] };
+  const channel = {
+    isClosed: false,
+    closed: new Promise<void>(() => {}),
+    get bufferedBytes() {
+      seen.looks++;
+      return Number.MAX_SAFE_INTEGER; // a reader that stopped: always full
+    },
+  };
+  const peer = {
+    channel,
+    maxBufferedBytes: budget,
+    admitQueued: (queued: number) => {
+      seen.admitted.push(queued);
+      return queued <= budget;
+    },
+    post: () => true,
+  } as unknown as RpcPeer;
+  return { peer, seen, channel };
+}
+
+describe('ReplayFeed, by itself', () => {
+  const frame = Buffer.alloc(100, 0x61);
+  const message = { frame, bytes: frame.length, sizes: [frame.length] };
+
+  it('looks at a connection that stopped reading ever more rarely, and not at all once it closes', async () => {
+    const { peer, seen, channel } = stalledPeer(1_000_000);
+    const feed = new ReplayFeed(peer, () => {});
+    feed.replay([message]);
+    await new Promise((r) => setTimeout(r, 600));
+    // 2 ms apart for the first ~100 ms, then 50 ms apart: about 60 looks in 600 ms (300 before).
+    expect(seen.looks).toBeLessThan(REPLAY_FEED_STALL_LOOKS + 600 / REPLAY_FEED_STALLED_POLL_MS + 10);
+    expect(seen.looks).toBeGreaterThan(REPLAY_FEED_STALL_LOOKS / 2); // it did keep looking
+    channel.isClosed = true;
+    await new Promise((r) => setTimeout(r, 2 * REPLAY_FEED_STALLED_POLL_MS));
+    const atClose = seen.looks;
+    await new Promise((r) => setTimeout(r, 3 * REPLAY_FEED_STALLED_POLL_MS));
+    expect(seen.looks).toBe(atClose);
+  });
+
+  it("counts the replies waiting behind a replay against the budget, as the live frames'", async () => {
+    const { peer, seen, channel } = stalledPeer(1_000);
+    const feed = new ReplayFeed(peer, () => {});
+    feed.replay([message]);
+    expect(feed.inOrder(() => {}, 600)).toBe(true);
+    expect(feed.inOrder(() => {}, 600)).toBe(true); // 600 waited: within the budget
+    expect(feed.inOrder(() => {}, 600)).toBe(false); // 1,200 waited: refused (the real peer cuts here)
+    expect(feed.frame(frame, frame.length)).toBe(false);
+    expect(seen.admitted).toEqual([0, 600, 1_200, 1_200]);
+    channel.isClosed = true;
+  });
 });

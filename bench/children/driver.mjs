@@ -73,6 +73,17 @@ async function openStdio(cmd, args) {
   return h;
 }
 
+/** A client socket on a raw ws relay, once open; its later errors end in its close. */
+async function openRawWs(url) {
+  const ws = new WebSocket(`${url}/client`, { perMessageDeflate: false, maxPayload: 64 * 1024 * 1024, handshakeTimeout: 10_000 });
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve);
+    ws.once('error', reject);
+  });
+  ws.on('error', () => {});
+  return ws;
+}
+
 /** `otlp`: tracing on, exporting to that collector (the "tracing on" runs), as OTEL_EXPORTER_OTLP_ENDPOINT would. */
 async function open({ id, kind, url, agent, otlp }) {
   let h;
@@ -119,30 +130,14 @@ async function open({ id, kind, url, agent, otlp }) {
     h.send = (obj) => void w.request('session.send', { session_id: h.sessionId, input_id: randomUUID(), line: obj }).catch(() => {});
     h.isFrame = (f) => f.includes(ASSISTANT_IN_ENVELOPE);
     h.close = () => w.close();
-  } else if (kind === 'raw-ws') {
-    const ws = new WebSocket(`${url}/client`, { perMessageDeflate: false, maxPayload: 64 * 1024 * 1024, handshakeTimeout: 10_000 });
-    await new Promise((resolve, reject) => {
-      ws.once('open', resolve);
-      ws.once('error', reject);
-    });
-    ws.on('error', () => {});
+  } else if (kind === 'raw-ws' || kind === 'raw-read-ws') {
+    // raw-read-ws: the raw relay in its reading mode (raw-relay.mjs --read): lines go as {"line":…}, frames come as {"seq":n,"line":…}, each parsed.
+    const reading = kind === 'raw-read-ws';
+    const ws = await openRawWs(url);
     h = { kind, ws, onItem: () => {} };
-    ws.on('message', (data) => h.onItem(data));
-    h.send = (obj) => ws.send(JSON.stringify(obj));
-    h.isFrame = isAssistantBuf;
-    h.close = () => ws.terminate();
-  } else if (kind === 'raw-read-ws') {
-    // The raw relay in its reading mode (raw-relay.mjs --read): lines go as {"line":…}, frames come as {"seq":n,"line":…}, each parsed.
-    const ws = new WebSocket(`${url}/client`, { perMessageDeflate: false, maxPayload: 64 * 1024 * 1024, handshakeTimeout: 10_000 });
-    await new Promise((resolve, reject) => {
-      ws.once('open', resolve);
-      ws.once('error', reject);
-    });
-    ws.on('error', () => {});
-    h = { kind, ws, onItem: () => {} };
-    ws.on('message', (data) => h.onItem(JSON.parse(data)));
-    h.send = (obj) => ws.send(JSON.stringify({ line: obj }));
-    h.isFrame = (frame) => frame.line?.type === 'assistant';
+    ws.on('message', reading ? (data) => h.onItem(JSON.parse(data)) : (data) => h.onItem(data));
+    h.send = reading ? (obj) => ws.send(JSON.stringify({ line: obj })) : (obj) => ws.send(JSON.stringify(obj));
+    h.isFrame = reading ? (frame) => frame.line?.type === 'assistant' : isAssistantBuf;
     h.close = () => ws.terminate();
   } else if (kind === 'raw-grpc') {
     const { call, close } = await openRawGrpc(url, 'client');
@@ -276,12 +271,7 @@ async function openViewer(kind, url, sessionId, fromSeq) {
     v.close = () => wire.close();
     v.ws = wire.ws;
   } else {
-    const ws = new WebSocket(`${url}/client`, { perMessageDeflate: false, maxPayload: 64 * 1024 * 1024, handshakeTimeout: 10_000 });
-    await new Promise((resolve, reject) => {
-      ws.once('open', resolve);
-      ws.once('error', reject);
-    });
-    ws.on('error', () => {});
+    const ws = await openRawWs(url);
     ws.on('message', (b) => v.onFrame(b));
     v.close = () => ws.terminate();
     v.ws = ws;

@@ -32,10 +32,6 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
 }
 
 /**
- * Starts `bench/children/<script>` with IPC. Resolves once it sent `ready` (with whatever
- * info it attached), rejects if it exits or stays silent for `readyTimeoutMs`.
- */
-/**
  * The node flags `tether` runs with, from its built entry's `#!` line (bin/tether.ts says why):
  * our gateway and agent children run with them, as `tether gateway` and `tether agent` do.
  */
@@ -49,6 +45,10 @@ export function tetherNodeFlags(entry = join(BENCH_DIR, '..', 'dist', 'bin', 'te
 /** Our programs among the children: they run with tetherNodeFlags(). */
 const OURS = new Set(['tether-gateway.mjs', 'tether-agent.mjs']);
 
+/**
+ * Starts `bench/children/<script>` with IPC. Resolves once it sent `ready` (with whatever
+ * info it attached), rejects if it exits or stays silent for `readyTimeoutMs`.
+ */
 export async function startChild(
   script,
   args = [],

@@ -161,8 +161,10 @@ export class ClusterRegistry {
     // twice: one entry per gateway, or a fleet list names that gateway's agents and sessions twice.
     const out = new Map<string, GatewayEntry>();
     let keys: Awaited<ReturnType<KV['keys']>> | undefined;
+    let pastDeadline = false;
     const listing = (async () => {
       keys = await this.gateways.keys();
+      if (pastDeadline) keys.stop(); // the listing began only after the deadline: it is not read
       for await (const key of keys) {
         const g = this.decode<GatewayEntry>(GATEWAYS_BUCKET, await this.gateways.get(key));
         if (g) out.set(g.id, g);
@@ -172,6 +174,7 @@ export class ClusterRegistry {
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
+        pastDeadline = true;
         keys?.stop();
         reject(new TetherError('UNAVAILABLE', `the gateway registry did not list the gateways within ${this.listTimeoutMs} ms`));
       }, this.listTimeoutMs);

@@ -123,7 +123,7 @@ export class ClientLink implements ProxiedClient {
 
   sendReply(sessionId: string, line: string): void {
     const send = () => void this.peer.notify('session.reply', { session_id: sessionId, line }).catch(() => {});
-    if (this.feed?.active) this.feed.inOrder(send);
+    if (this.feed?.active) this.feed.inOrder(send, Buffer.byteLength(line));
     else send();
   }
 

@@ -16,6 +16,14 @@ export function replayWindowBytes(budgetBytes: number): number {
 /** How often a feed that waits looks again at what its connection still holds (ms). */
 export const REPLAY_FEED_POLL_MS = 2;
 
+/**
+ * Once this many looks in a row found the connection still full (≈100 ms: a reader that
+ * stopped), the feed looks every {@link REPLAY_FEED_STALLED_POLL_MS} instead, until it moves
+ * again: a client that never reads costs 20 wake-ups a second, not 500.
+ */
+export const REPLAY_FEED_STALL_LOOKS = 50;
+export const REPLAY_FEED_STALLED_POLL_MS = 50;
+
 /** One message of a replay: a frame, or several joined (`sizes`: the frames in it, for metrics). */
 export interface ReplayMessage {
   frame: FrameBytes;
@@ -24,7 +32,7 @@ export interface ReplayMessage {
 }
 
 /** One message a feed sends (replayed, or `live`: sent meanwhile), or a step to run in its place. */
-type Item = (ReplayMessage & { live: boolean }) | { run: () => void; pause: boolean };
+type Item = (ReplayMessage & { live: boolean }) | { run: () => void; pause: boolean; bytes: number };
 
 /**
  * An attach's replay fed to one client's connection as it drains, never more than
@@ -42,6 +50,8 @@ export class ReplayFeed {
   private readonly queue = new Fifo<Item>();
   private liveBytes = 0;
   private timer: NodeJS.Timeout | undefined;
+  /** Looks in a row that handed nothing over. */
+  private emptyLooks = 0;
   private readonly windowBytes: number;
 
   constructor(
@@ -76,9 +86,16 @@ export class ReplayFeed {
     return true;
   }
 
-  /** Runs `step` (a reply to the client) once everything queued before it has been handed over. */
-  inOrder(step: () => void): void {
-    this.queue.push({ run: step, pause: false });
+  /**
+   * Runs `step` (a reply of `bytes` to the client) once everything queued before it has been
+   * handed over. Its bytes count with the live frames': false, having queued nothing, as for
+   * {@link frame}.
+   */
+  inOrder(step: () => void, bytes: number): boolean {
+    if (!this.peer.admitQueued(this.liveBytes)) return false;
+    this.liveBytes += bytes;
+    this.queue.push({ run: step, pause: false, bytes });
+    return true;
   }
 
   /**
@@ -88,7 +105,7 @@ export class ReplayFeed {
    */
   reached(): Promise<void> {
     if (!this.active) return Promise.resolve();
-    return new Promise((resolve) => this.queue.push({ run: resolve, pause: true }));
+    return new Promise((resolve) => this.queue.push({ run: resolve, pause: true, bytes: 0 }));
   }
 
   /** Hands over what the window allows; looks again shortly while something still waits. */
@@ -100,6 +117,7 @@ export class ReplayFeed {
     while (this.queue.length && !channel.isClosed && channel.bufferedBytes + given < this.windowBytes) {
       const item = this.queue.shift()!;
       if ('run' in item) {
+        this.liveBytes -= item.bytes;
         item.run();
         if (item.pause) {
           this.timer = setTimeout(this.pump, 0);
@@ -115,8 +133,10 @@ export class ReplayFeed {
       given += item.bytes;
       for (const n of item.sizes) this.onSent(n);
     }
-    if (channel.isClosed) this.clear();
-    else if (this.queue.length) this.timer = setTimeout(this.pump, REPLAY_FEED_POLL_MS);
+    if (channel.isClosed) return this.clear();
+    if (!this.queue.length) return;
+    this.emptyLooks = given > 0 ? 0 : this.emptyLooks + 1;
+    this.timer = setTimeout(this.pump, this.emptyLooks < REPLAY_FEED_STALL_LOOKS ? REPLAY_FEED_POLL_MS : REPLAY_FEED_STALLED_POLL_MS);
   };
 
   /** The connection is gone: nothing more is sent; a pending {@link reached} resolves (its answer goes nowhere). */
