@@ -44,11 +44,20 @@ function noting(notes: Record<string, unknown>): HookCallback {
 
 /**
  * How much of the story streamed before the interrupt or abort depends on timing: its text,
- * and the output tokens and cost counted from it, are masked.
+ * and the output tokens and cost counted from it, are masked; and so is whether any of it had
+ * reached the CLI when the interrupt did, which the CLI shows as an assistant message marked
+ * `aborted` before its "[Request interrupted by user]" (a clean-clone run saw it through
+ * `tether-claude` and not locally: the remote interrupt lands a little later).
  */
 function maskStory(o: Observation): Observation {
   const text = JSON.stringify(o).replace(/word1 [^"]*/g, '<partial story>');
-  return dropKeys(JSON.parse(text) as Observation, /^(total_cost_usd|costUSD|outputTokens|output_tokens)$/);
+  const masked = dropKeys(JSON.parse(text) as Observation, /^(total_cost_usd|costUSD|outputTokens|output_tokens)$/);
+  return { ...masked, stream: masked.stream.filter((m) => !isAbortedAssistant(m)) };
+}
+
+function isAbortedAssistant(m: unknown): boolean {
+  const frame = m as { type?: unknown; aborted?: unknown };
+  return frame.type === 'assistant' && frame.aborted === true;
 }
 
 const PROGRAMS: SdkProgram[] = [
