@@ -6,7 +6,7 @@
  * the GatewayClient library in this process), alternating. Longer and steadier than figure 1's
  * rounds, so a change of a few µs per round trip shows through a loaded machine.
  *
- *   node bench/round-trip-cpu.mjs [--count 10000] [--rounds 2] [--pin]
+ *   node bench/round-trip-cpu.mjs [--count 10000] [--rounds 2] [--pin] [--read] [--stored]
  *
  * --pin: every process (this one included, engines too) on CPU 0, as figure 1's pinned rounds;
  * run it under `taskset -c 0` for this process. Prints CPU µs per round trip of relay, agent
@@ -16,15 +16,22 @@
  * relay that parses, checks, numbers and keeps every frame costs on the same libraries, with
  * no code of ours; its client parses each frame. The round trip's floor for any relay that reads.
  *
- * --profile DIR: ours only, once, with the gateway and the agent under --cpu-prof (profiles in
- * DIR); prints each one's top functions (bench/lib/profile.mjs).
+ * --stored: also ours with the gateway keeping its state on disk as `tether gateway` does
+ * (file session store, the audit trail flushed with fdatasync per record, usage ledger; a
+ * fresh folder under the system's temp folder), row "disk": what a prompt costs in production
+ * beside the in-memory stores every other figure uses.
+ *
+ * --profile DIR: ours only (with --stored: the gateway keeping its state on disk), once, with
+ * the gateway and the agent under --cpu-prof (profiles in DIR); prints each one's top functions
+ * (bench/lib/profile.mjs).
  */
 import { WebSocket } from 'ws';
 import { argsOf } from './lib/child.mjs';
 import { startChild, stopAll } from './lib/proc.mjs';
 import { GatewayClient } from '../dist/client/gateway-client.js';
 import { onEachAnswer, roundTrips, userLine } from './lib/prompt-round-trips.mjs';
-import { mkdirSync, readdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { analyzeProfile } from './lib/profile.mjs';
@@ -81,8 +88,14 @@ async function raw(reading = false) {
   }
 }
 
-async function ours() {
-  const gateway = await startChild('tether-gateway.mjs', [], { pin, label: 'gateway', execArgv: profArgs('gateway') });
+/** Ours; `stored`: the gateway keeping its state on disk as `tether gateway` does (--state, a fresh folder removed after). */
+async function ours(stored = false) {
+  const state = stored ? mkdtempSync(join(tmpdir(), 'tether-bench-state-')) : undefined;
+  const gateway = await startChild('tether-gateway.mjs', state ? ['--state', state] : [], {
+    pin,
+    label: 'gateway',
+    execArgv: profArgs('gateway'),
+  });
   const agent = await startChild('tether-agent.mjs', ['--gateway', gateway.info.url, '--name', 'bench-ws'], {
     pin,
     label: 'agent',
@@ -91,15 +104,16 @@ async function ours() {
   const client = await GatewayClient.connect({ gateway: gateway.info.url });
   try {
     const session = await client.createSession({ agent: 'bench-ws' });
-    await measure('ours', gateway, agent, (i) => void session.send(userLine(i)).catch(() => {}), onEachAnswer(session));
+    await measure(stored ? 'disk' : 'ours', gateway, agent, (i) => void session.send(userLine(i)).catch(() => {}), onEachAnswer(session));
   } finally {
     await client.close().catch(() => {});
     await stopAll([agent, gateway]);
+    if (state) rmSync(state, { recursive: true, force: true });
   }
 }
 
 if (PROFILE) {
-  await ours();
+  await ours(a.stored === true);
   const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
   for (const name of ['gateway', 'agent']) {
     const dir = join(PROFILE, name);
@@ -124,6 +138,7 @@ if (PROFILE) {
     await raw();
     if (a.read === true) await raw(true);
     await ours();
+    if (a.stored === true) await ours(true);
   }
 }
 process.exit(0);

@@ -23,8 +23,8 @@
  */
 import { execSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync, existsSync, rmSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync, existsSync, rmSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { connect } from 'node:net';
 import { ALL_CPUS, BENCH_DIR, hasTaskset, liveCount, setAffinity, startChild, stopAll } from './lib/proc.mjs';
@@ -147,9 +147,9 @@ async function sshAvailable() {
 // ---- stacks ------------------------------------------------------------------------------
 
 /** Our gateway + one agent per transport (the agent dials over the transport it serves). */
-async function startOurs({ pin = false, transports = ['ws', 'grpc'], engine, prof, env = {}, label = '' } = {}) {
+async function startOurs({ pin = false, transports = ['ws', 'grpc'], engine, prof, env = {}, label = '', gatewayArgs = [] } = {}) {
   const profArgs = (sub) => (prof ? ['--cpu-prof', `--cpu-prof-dir=${join(prof, sub)}`] : []);
-  const gw = await startChild('tether-gateway.mjs', [], { pin, execArgv: profArgs('gateway'), env, label: `${label}gateway` });
+  const gw = await startChild('tether-gateway.mjs', gatewayArgs, { pin, execArgv: profArgs('gateway'), env, label: `${label}gateway` });
   const agents = {};
   for (const t of transports) {
     const url = t === 'ws' ? gw.info.url : gw.info.grpcUrl;
@@ -211,8 +211,11 @@ async function latencyAndThroughput(withLatency, withThroughput, ssh) {
   const raw = { ws: await startRaw('ws'), grpc: await startRaw('grpc') };
   // Figure 1 only: the raw relay that reads every frame (the least a relay that numbers and checks must do), a diagnostic.
   const reading = withLatency ? await startRaw('ws', { read: true }) : undefined;
+  // Figure 1 only, also a diagnostic: ours keeping its state on disk as `tether gateway` does (file store, audit flushed per record).
+  const stateDir = withLatency ? mkdtempSync(join(tmpdir(), 'tether-bench-state-')) : undefined;
+  const stored = stateDir ? await startOurs({ transports: ['ws'], label: 'stored-', gatewayArgs: ['--state', stateDir] }) : undefined;
   const driver = await startChild('driver.mjs', [], { label: 'driver' });
-  const all = [driver, ours, traced, sink, raw.ws, raw.grpc, ...(reading ? [reading] : [])];
+  const all = [driver, ours, traced, sink, raw.ws, raw.grpc, ...(reading ? [reading] : []), ...(stored ? [stored] : [])];
   const procs = [
     driver,
     ours.gw,
@@ -225,6 +228,7 @@ async function latencyAndThroughput(withLatency, withThroughput, ssh) {
     raw.grpc.relay,
     raw.grpc.agent,
     ...(reading ? [reading.relay, reading.agent] : []),
+    ...(stored ? [stored.gw, stored.agents.ws] : []),
   ];
   let tag = 'unpinned';
   try {
@@ -235,17 +239,29 @@ async function latencyAndThroughput(withLatency, withThroughput, ssh) {
       await driver.call('open', { id: `raw-${t}`, kind: `raw-${t}`, url: raw[t].url });
     }
     if (reading) await driver.call('open', { id: 'read-ws', kind: 'raw-read-ws', url: reading.url });
+    if (stored) await driver.call('open', { id: 'stored-ws', kind: 'ours', url: stored.url.ws, agent: 'bench-ws' });
     await driver.call('open', { id: 'stdio', kind: 'stdio' });
     if (ssh.ok) await driver.call('open', { id: 'ssh', kind: 'ssh' });
     const targets = ['ws', 'grpc']
       .flatMap((t) => [`raw-${t}`, `ours-${t}`, `traced-${t}`, `wire-${t}`])
-      .concat(reading ? ['read-ws'] : [], ['stdio'], ssh.ok ? ['ssh'] : []);
-    /** Baseline and ours (tracing off and on) back to back, the order rotating from round to round; `withReading`: the reading relay too (ws). */
-    const orderOf = (t, r, withReading = false) => {
-      const ids = [`raw-${t}`, `ours-${t}`, `traced-${t}`, `wire-${t}`, ...(withReading && reading && t === 'ws' ? ['read-ws'] : [])];
+      .concat(reading ? ['read-ws'] : [], stored ? ['stored-ws'] : [], ['stdio'], ssh.ok ? ['ssh'] : []);
+    /**
+     * Baseline and ours (tracing off and on) back to back, the order rotating from round to
+     * round; `withDiagnostics` (figure 1): over ws also the reading relay and ours with its state on disk.
+     */
+    const orderOf = (t, r, withDiagnostics = false) => {
+      const extra = withDiagnostics && t === 'ws' ? [...(reading ? ['read-ws'] : []), ...(stored ? ['stored-ws'] : [])] : [];
+      const ids = [`raw-${t}`, `ours-${t}`, `traced-${t}`, `wire-${t}`, ...extra];
       return ids.map((_, i) => ids[(i + r) % ids.length]);
     };
-    const stackOf = (id) => (id.startsWith('traced') ? traced : id.startsWith('ours') || id.startsWith('wire') ? ours : undefined);
+    const stackOf = (id) =>
+      id.startsWith('traced')
+        ? traced
+        : id.startsWith('stored')
+          ? stored
+          : id.startsWith('ours') || id.startsWith('wire')
+            ? ours
+            : undefined;
     const rawOf = (id) => (id === 'raw-ws' ? raw.ws : id === 'raw-grpc' ? raw.grpc : id === 'read-ws' ? reading : undefined);
     const relayOf = (id) => stackOf(id)?.gw ?? rawOf(id)?.relay;
     const agentOf = (id) => stackOf(id)?.agents[id.endsWith('-grpc') ? 'grpc' : 'ws'] ?? rawOf(id)?.agent;
@@ -323,6 +339,7 @@ async function latencyAndThroughput(withLatency, withThroughput, ssh) {
     results.figures.otlpSink = await sink.call('stats'); // what the traced stack exported, so "on" is seen to have traced
   } finally {
     await stopAll(all);
+    if (stateDir) rmSync(stateDir, { recursive: true, force: true });
   }
 }
 

@@ -8,7 +8,10 @@
  * for no authentication; `--cluster-secret` is the gateways' shared HS256 secret, hex,
  * the fabric's MAC key is derived from). Traces when the OTEL_* variables it was started with
  * ask for it, as `tether gateway` does. `--port` / `--grpc-port` (default 0: the OS picks)
- * let a killed gateway come back on its old ports. Answers cpu / mem / stats over IPC.
+ * let a killed gateway come back on its old ports. With `--state DIR` it keeps its state as
+ * `tether gateway --state-dir DIR` does (gatewayStorage: the file session store, the audit
+ * trail flushed to disk per record, the usage ledger); without it, all in memory. Answers
+ * cpu / mem / stats over IPC.
  */
 import { Gateway } from '../../dist/gateway/gateway.js';
 import { startGatewayServer } from '../../dist/gateway/server.js';
@@ -27,9 +30,20 @@ async function joinCluster(url, secret) {
   return Cluster.join(natsDialOf({ cluster: url, clusterInsecureNoAuth: true }), mac, silentLogger);
 }
 const cluster = a.cluster ? await joinCluster(a.cluster, a['cluster-secret']) : undefined;
+const storage = a.state ? await storageIn(a.state) : undefined;
+/** What `tether gateway` keeps under its state folder, with its defaults (bin/gateway-storage.ts). */
+async function storageIn(stateDir) {
+  const { gatewayStorage } = await import('../../dist/bin/gateway-storage.js');
+  const { AUDIT_ROTATION_DEFAULTS } = await import('../../dist/gateway/audit/audit-log.js');
+  const { DEFAULT_USAGE_RETENTION_DAYS } = await import('../../dist/gateway/usage/usage-ledger.js');
+  const usage = { retentionDays: DEFAULT_USAGE_RETENTION_DAYS };
+  return gatewayStorage({ stateDir, auditLog: `${stateDir}/audit.jsonl`, audit: AUDIT_ROTATION_DEFAULTS, usage });
+}
 const gateway = new Gateway({
   telemetry: await startTelemetry('tether-gateway'),
-  store: cluster?.store,
+  store: cluster?.store ?? storage?.store,
+  audit: storage?.audit,
+  usage: storage?.usage,
   limits: {
     maxMembers: 20_000,
     maxSessionsPerPrincipal: 1_000_000,

@@ -23,16 +23,19 @@ function firstByte(F, table, cell) {
   for (const tag of ['pinned', 'unpinned']) {
     const lat = F[`latency_${tag}`];
     if (!lat?.stdio) continue;
-    for (const t of ['ws', 'grpc']) {
-      const per = (lat[`ours-${t}`] ?? []).map((o, r) => overhead(o, lat.stdio[r]));
+    const row = (id, what) => {
+      const per = (lat[id] ?? []).map((o, r) => overhead(o, lat.stdio[r]));
       rows.push([
-        `${T[t]}, GatewayClient library (${tag})`,
-        cell(spread((lat[`ours-${t}`] ?? []).map((x) => x.p50))),
+        `${what} (${tag})`,
+        cell(spread((lat[id] ?? []).map((x) => x.p50))),
         cell(spread(lat.stdio.map((x) => x.p50))),
         cell(spread(per.map((x) => x.p50))),
         cell(spread(per.map((x) => x.p99))),
       ]);
-    }
+    };
+    for (const t of ['ws', 'grpc']) row(`ours-${t}`, `${T[t]}, GatewayClient library`);
+    // The gateway as `tether gateway` runs it: its audit trail flushed to disk before each prompt goes on (docs/security.md AU4).
+    if (lat['stored-ws']) row('stored-ws', 'WebSocket, GatewayClient library, state on disk');
   }
   if (!rows.length) return undefined;
   return (

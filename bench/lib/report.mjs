@@ -93,6 +93,18 @@ export function report(results) {
           `(${rfmt(ratio(t50.median, o50.median))} of off)`,
         ]);
       }
+      if (lat[`stored-${t}`]) {
+        const d50 = s(`stored-${t}`, 'p50');
+        const d99 = s(`stored-${t}`, 'p99');
+        rows.push([
+          `${name}: Tether, GatewayClient library, state on disk as \`tether gateway\` keeps it (audit flushed per prompt)`,
+          cell(d50),
+          cell(d99),
+          rfmt(ratio(d50.median, b50.median)),
+          rfmt(ratio(d99.median, b99.median)),
+          `(diagnostic; ${rfmt(ratio(d50.median, o50.median))} of in memory)`,
+        ]);
+      }
       rows.push([
         `${name}: Tether, minimal protocol client`,
         cell(w50),
@@ -117,6 +129,7 @@ export function report(results) {
       'read-ws',
       'ours-ws',
       'traced-ws',
+      'stored-ws',
       'wire-ws',
       'raw-grpc',
       'ours-grpc',
@@ -130,7 +143,7 @@ export function report(results) {
     parts.push(
       `### Figure 1: round-trip latency, one small frame client → engine → client, µs (${tag === 'pinned' ? 'every process pinned to CPU 0 with taskset -c 0' : 'unpinned, 2 CPUs'})\n\n` +
         table(['path', 'p50 µs', 'p99 µs', 'p50 ratio', 'p99 ratio', 'target p50 ≤ 1.3×, p99 ≤ 1.5×'], rows) +
-        `\n\nCPU µs per round trip (${tag}): raw-* = raw relay / raw agent, read-ws = the same reading every frame, ours-* = GatewayClient, traced-* = the same with tracing on (OTLP to a local stand-in collector), wire-* = minimal client; client = the driver process\n\n` +
+        `\n\nCPU µs per round trip (${tag}): raw-* = raw relay / raw agent, read-ws = the same reading every frame, ours-* = GatewayClient, traced-* = the same with tracing on (OTLP to a local stand-in collector), stored-ws = the same with the gateway's state on disk, wire-* = minimal client; client = the driver process\n\n` +
         table(['path', 'gateway / relay', 'agent', 'client'], cpuRows),
     );
   }
