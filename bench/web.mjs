@@ -141,6 +141,11 @@ async function lateJoiner(browser, up, dir, prompt, done) {
   const sessionId = /#session=(.+)$/.exec(alice.page.url())[1];
   await alice.page.fill('#prompt', prompt);
   await alice.page.locator('#prompt').press('Enter');
+  // Once the gateway has taken the prompt (its echo), Alice reloads: her page then gets the
+  // session's frames as a replay (the engine writes them as fast as the pipe takes them), not
+  // one live frame at a time, which on a 2-CPU machine took 15 s of the 2,000-turn setup.
+  await alice.page.getByTestId('prompt').filter({ hasText: prompt }).waitFor({ timeout: WAIT_MS });
+  await alice.page.reload();
   await done(alice.page);
   const bob = await signedIn(browser, await linkFor(up.origin, join(dir, 'state'), 'bob'));
   const t0 = Date.now();
