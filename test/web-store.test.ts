@@ -1,8 +1,7 @@
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium } from './support/browser.js';
+import { pageRunning } from './support/browser.js';
 import { hasTool } from './support/tools.js';
 
 const STORE = fileURLToPath(new URL('../client/web/src/store.ts', import.meta.url));
@@ -31,18 +30,7 @@ describe.skipIf(!hasTool('chromium'))("the web page's store hooks", () => {
       picked.update({ n: 2 });
       window.later = () => { plain.update({ n: 3 }); picked.update({ n: 3 }); };
     `;
-    const out = await build({
-      stdin: { contents: entry, resolveDir: fileURLToPath(new URL('.', import.meta.url)), loader: 'ts' },
-      bundle: true,
-      write: false,
-      format: 'iife',
-      target: ['es2022'],
-      logLevel: 'silent',
-    });
-    browser = await launchChromium();
-    page = await browser.newPage();
-    await page.setContent('<div id="root"></div>');
-    await page.addScriptTag({ content: out.outputFiles[0].text });
+    ({ browser, page } = await pageRunning(entry));
   }, 30_000);
   afterAll(() => browser?.close());
 
