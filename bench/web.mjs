@@ -143,8 +143,7 @@ async function lateJoiner(browser, up, dir, prompt, done) {
   await alice.page.locator('#prompt').press('Enter');
   // Once the gateway has taken the prompt (its echo), Alice reloads: her page then gets the
   // session's frames as a replay (the engine writes them as fast as the pipe takes them), not
-  // one live frame at a time: 0.3 s instead of 1.6 s for 2,000 turns on a 2-CPU machine (15 s
-  // before the page rendered once per animation frame). The figure is Bob's, not hers.
+  // one live frame at a time, which on a 2-CPU machine took 15 s of the 2,000-turn setup.
   await alice.page.getByTestId('prompt').filter({ hasText: prompt }).waitFor({ timeout: WAIT_MS });
   await alice.page.reload();
   await done(alice.page);

@@ -1,7 +1,8 @@
 import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pageRunning } from './support/browser.js';
+import { launchChromium } from './support/browser.js';
 import { hasTool } from './support/tools.js';
 
 const STORE = fileURLToPath(new URL('../client/web/src/store.ts', import.meta.url));
@@ -30,7 +31,18 @@ describe.skipIf(!hasTool('chromium'))("the web page's store hooks", () => {
       picked.update({ n: 2 });
       window.later = () => { plain.update({ n: 3 }); picked.update({ n: 3 }); };
     `;
-    ({ browser, page } = await pageRunning(entry));
+    const out = await build({
+      stdin: { contents: entry, resolveDir: fileURLToPath(new URL('.', import.meta.url)), loader: 'ts' },
+      bundle: true,
+      write: false,
+      format: 'iife',
+      target: ['es2022'],
+      logLevel: 'silent',
+    });
+    browser = await launchChromium();
+    page = await browser.newPage();
+    await page.setContent('<div id="root"></div>');
+    await page.addScriptTag({ content: out.outputFiles[0].text });
   }, 30_000);
   afterAll(() => browser?.close());
 

@@ -33,28 +33,6 @@ export async function launchChromium(): Promise<Browser> {
   return chromium.connect(answer, { timeout: PAGE_TIMEOUT_MS });
 }
 
-/**
- * A blank page in the run's Chromium running `entry`, a TypeScript module that may import the
- * web page's own modules by absolute path (bundled with esbuild, Preact included): for testing a
- * piece of the page in a real browser without the gateway.
- */
-export async function pageRunning(entry: string): Promise<{ browser: Browser; page: Page }> {
-  const { build } = await import('esbuild');
-  const out = await build({
-    stdin: { contents: entry, resolveDir: fileURLToPath(new URL('..', import.meta.url)), loader: 'ts' },
-    bundle: true,
-    write: false,
-    format: 'iife',
-    target: ['es2022'],
-    logLevel: 'silent',
-  });
-  const browser = await launchChromium();
-  const page = await browser.newPage();
-  await page.setContent('<div id="root"></div>');
-  await page.addScriptTag({ content: out.outputFiles[0]!.text });
-  return { browser, page };
-}
-
 /** A person at a browser: a fresh context and one page. */
 export async function person(
   browser: Browser,
