@@ -120,6 +120,11 @@ export class Link {
         const token = this.opts.tokenSource ? await this.opts.tokenSource() : this.opts.dial?.token;
         const channel = await this.opts.dialers.dial(url, { ...this.opts.dial, token });
         dialed = true;
+        // close() came while dialing: it could not close a channel it did not have yet.
+        if (this.closing) {
+          channel.close('OK', 'client closing');
+          break;
+        }
         const peer = new RpcPeer(channel, { logger: this.log, requestTimeoutMs: this.opts.requestTimeoutMs });
         // The gateway's heartbeat pings us too; without an answer it would cut the link.
         peer.onRequest('ping', () => ({}));
@@ -129,6 +134,12 @@ export class Link {
           channel.close('OK', 'hello failed');
           throw err;
         });
+        if (this.closing) {
+          // close() came during the hello: nothing closed this channel, and awaiting it would wait forever.
+          channel.close('OK', 'client closing');
+          await running;
+          break;
+        }
         assertCompatible(hello.protocol_version);
         this.current = peer;
         attempt = 0;
