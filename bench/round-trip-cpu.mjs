@@ -91,23 +91,27 @@ async function raw(reading = false) {
 /** Ours; `stored`: the gateway keeping its state on disk as `tether gateway` does (--state, a fresh folder removed after). */
 async function ours(stored = false) {
   const state = stored ? mkdtempSync(join(tmpdir(), 'tether-bench-state-')) : undefined;
-  const gateway = await startChild('tether-gateway.mjs', state ? ['--state', state] : [], {
-    pin,
-    label: 'gateway',
-    execArgv: profArgs('gateway'),
-  });
-  const agent = await startChild('tether-agent.mjs', ['--gateway', gateway.info.url, '--name', 'bench-ws'], {
-    pin,
-    label: 'agent',
-    execArgv: profArgs('agent'),
-  });
-  const client = await GatewayClient.connect({ gateway: gateway.info.url });
+  const started = [];
+  let client;
   try {
+    const gateway = await startChild('tether-gateway.mjs', state ? ['--state', state] : [], {
+      pin,
+      label: 'gateway',
+      execArgv: profArgs('gateway'),
+    });
+    started.push(gateway);
+    const agent = await startChild('tether-agent.mjs', ['--gateway', gateway.info.url, '--name', 'bench-ws'], {
+      pin,
+      label: 'agent',
+      execArgv: profArgs('agent'),
+    });
+    started.push(agent);
+    client = await GatewayClient.connect({ gateway: gateway.info.url });
     const session = await client.createSession({ agent: 'bench-ws' });
     await measure(stored ? 'disk' : 'ours', gateway, agent, (i) => void session.send(userLine(i)).catch(() => {}), onEachAnswer(session));
   } finally {
-    await client.close().catch(() => {});
-    await stopAll([agent, gateway]);
+    await client?.close().catch(() => {});
+    await stopAll(started.reverse());
     if (state) rmSync(state, { recursive: true, force: true });
   }
 }

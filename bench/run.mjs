@@ -213,7 +213,12 @@ async function latencyAndThroughput(withLatency, withThroughput, ssh) {
   const reading = withLatency ? await startRaw('ws', { read: true }) : undefined;
   // Figure 1 only, also a diagnostic: ours keeping its state on disk as `tether gateway` does (file store, audit flushed per record).
   const stateDir = withLatency ? mkdtempSync(join(tmpdir(), 'tether-bench-state-')) : undefined;
-  const stored = stateDir ? await startOurs({ transports: ['ws'], label: 'stored-', gatewayArgs: ['--state', stateDir] }) : undefined;
+  const stored = stateDir
+    ? await startOurs({ transports: ['ws'], label: 'stored-', gatewayArgs: ['--state', stateDir] }).catch((err) => {
+        rmSync(stateDir, { recursive: true, force: true });
+        throw err;
+      })
+    : undefined;
   const driver = await startChild('driver.mjs', [], { label: 'driver' });
   const all = [driver, ours, traced, sink, raw.ws, raw.grpc, ...(reading ? [reading] : []), ...(stored ? [stored] : [])];
   const procs = [
@@ -254,14 +259,8 @@ async function latencyAndThroughput(withLatency, withThroughput, ssh) {
       const ids = [`raw-${t}`, `ours-${t}`, `traced-${t}`, `wire-${t}`, ...extra];
       return ids.map((_, i) => ids[(i + r) % ids.length]);
     };
-    const stackOf = (id) =>
-      id.startsWith('traced')
-        ? traced
-        : id.startsWith('stored')
-          ? stored
-          : id.startsWith('ours') || id.startsWith('wire')
-            ? ours
-            : undefined;
+    const stacks = { traced, stored, ours, wire: ours };
+    const stackOf = (id) => stacks[id.split('-')[0]];
     const rawOf = (id) => (id === 'raw-ws' ? raw.ws : id === 'raw-grpc' ? raw.grpc : id === 'read-ws' ? reading : undefined);
     const relayOf = (id) => stackOf(id)?.gw ?? rawOf(id)?.relay;
     const agentOf = (id) => stackOf(id)?.agents[id.endsWith('-grpc') ? 'grpc' : 'ws'] ?? rawOf(id)?.agent;

@@ -30,19 +30,23 @@ async function joinCluster(url, secret) {
   return Cluster.join(natsDialOf({ cluster: url, clusterInsecureNoAuth: true }), mac, silentLogger);
 }
 const cluster = a.cluster ? await joinCluster(a.cluster, a['cluster-secret']) : undefined;
-const storage = a.state ? await storageIn(a.state) : undefined;
-/** What `tether gateway` keeps under its state folder, with its defaults (bin/gateway-storage.ts). */
+/**
+ * What `tether gateway --state-dir DIR` keeps, opened as it opens it: its configuration loaded
+ * by its own loader (every default, nothing from this environment), then gatewayStorage.
+ */
 async function storageIn(stateDir) {
+  const { loadConfig } = await import('../../dist/core/config/load.js');
+  const { GATEWAY_CONFIG } = await import('../../dist/gateway/config.js');
   const { gatewayStorage } = await import('../../dist/bin/gateway-storage.js');
-  const { AUDIT_ROTATION_DEFAULTS } = await import('../../dist/gateway/audit/audit-log.js');
-  const { DEFAULT_USAGE_RETENTION_DAYS } = await import('../../dist/gateway/usage/usage-ledger.js');
-  const usage = { retentionDays: DEFAULT_USAGE_RETENTION_DAYS };
-  return gatewayStorage({ stateDir, auditLog: `${stateDir}/audit.jsonl`, audit: AUDIT_ROTATION_DEFAULTS, usage });
+  const { config } = loadConfig(GATEWAY_CONFIG, { flags: { 'state-dir': stateDir, port: '0' }, env: {} });
+  return { ...gatewayStorage(config), auditMembership: { perWindow: config.audit.membershipPerMinute } };
 }
+const storage = a.state ? await storageIn(a.state) : undefined;
 const gateway = new Gateway({
   telemetry: await startTelemetry('tether-gateway'),
   store: cluster?.store ?? storage?.store,
   audit: storage?.audit,
+  auditMembership: storage?.auditMembership,
   usage: storage?.usage,
   limits: {
     maxMembers: 20_000,

@@ -65,54 +65,30 @@ export function report(results) {
         `p50 ${rfmt(r50)}, p99 ${rfmt(r99)}`,
         r50 <= 1.3 && r99 <= 1.5,
       );
-      const w50 = s(`wire-${t}`, 'p50');
-      const w99 = s(`wire-${t}`, 'p99');
-      rows.push([`${name}: raw two-hop relay`, cell(b50), cell(b99), 'baseline', '', '']);
-      if (lat[`read-${t}`]) {
-        const x50 = s(`read-${t}`, 'p50');
-        const x99 = s(`read-${t}`, 'p99');
+      /** A row of `id` beside the baseline (when the run has it); `last`: the last column, given its p50. */
+      const beside = (id, label, last) => {
+        if (!lat[id]) return;
+        const x50 = s(id, 'p50');
+        const x99 = s(id, 'p99');
         rows.push([
-          `${name}: raw relay that reads (each frame parsed, checked, numbered, kept)`,
+          `${name}: ${label}`,
           cell(x50),
           cell(x99),
           rfmt(ratio(x50.median, b50.median)),
           rfmt(ratio(x99.median, b99.median)),
-          '(diagnostic)',
+          last(x50),
         ]);
-      }
+      };
+      rows.push([`${name}: raw two-hop relay`, cell(b50), cell(b99), 'baseline', '', '']);
+      beside(`read-${t}`, 'raw relay that reads (each frame parsed, checked, numbered, kept)', () => '(diagnostic)');
       rows.push([`${name}: Tether, GatewayClient library`, cell(o50), cell(o99), rfmt(r50), rfmt(r99), yes(ok)]);
-      if (lat[`traced-${t}`]) {
-        const t50 = s(`traced-${t}`, 'p50');
-        const t99 = s(`traced-${t}`, 'p99');
-        rows.push([
-          `${name}: Tether, GatewayClient library, tracing on`,
-          cell(t50),
-          cell(t99),
-          rfmt(ratio(t50.median, b50.median)),
-          rfmt(ratio(t99.median, b99.median)),
-          `(${rfmt(ratio(t50.median, o50.median))} of off)`,
-        ]);
-      }
-      if (lat[`stored-${t}`]) {
-        const d50 = s(`stored-${t}`, 'p50');
-        const d99 = s(`stored-${t}`, 'p99');
-        rows.push([
-          `${name}: Tether, GatewayClient library, state on disk as \`tether gateway\` keeps it (audit flushed per prompt)`,
-          cell(d50),
-          cell(d99),
-          rfmt(ratio(d50.median, b50.median)),
-          rfmt(ratio(d99.median, b99.median)),
-          `(diagnostic; ${rfmt(ratio(d50.median, o50.median))} of in memory)`,
-        ]);
-      }
-      rows.push([
-        `${name}: Tether, minimal protocol client`,
-        cell(w50),
-        cell(w99),
-        rfmt(ratio(w50.median, b50.median)),
-        rfmt(ratio(w99.median, b99.median)),
-        '(diagnostic)',
-      ]);
+      beside(`traced-${t}`, 'Tether, GatewayClient library, tracing on', (x50) => `(${rfmt(ratio(x50.median, o50.median))} of off)`);
+      beside(
+        `stored-${t}`,
+        'Tether, GatewayClient library, state on disk as `tether gateway` keeps it (audit flushed per prompt)',
+        (x50) => `(diagnostic; ${rfmt(ratio(x50.median, o50.median))} of in memory)`,
+      );
+      beside(`wire-${t}`, 'Tether, minimal protocol client', () => '(diagnostic)');
     }
     rows.push(['stdio pipe to the engine (floor)', cell(s('stdio', 'p50')), cell(s('stdio', 'p99')), '', '', '']);
     rows.push([
