@@ -19,6 +19,10 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     teardownTimeout: 10_000,
+    // expect.poll's own default (1 s) is shorter than a loaded 2-CPU machine takes to show a
+    // page's change: with four files at a time, one of them Chromium's, a poll that needs a
+    // render, a frame from the gateway and an answer from an engine failed at 1 s.
+    expect: { poll: { timeout: 10_000 } },
     pool: 'forks',
     // Four files at a time on two cores: many files mostly wait (sockets, child processes,
     // timers); two -> four took the suite from ~440 to ~330 s (2026-11). Six was tried on a

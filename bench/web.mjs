@@ -143,7 +143,8 @@ async function lateJoiner(browser, up, dir, prompt, done) {
   await alice.page.locator('#prompt').press('Enter');
   // Once the gateway has taken the prompt (its echo), Alice reloads: her page then gets the
   // session's frames as a replay (the engine writes them as fast as the pipe takes them), not
-  // one live frame at a time, which on a 2-CPU machine took 15 s of the 2,000-turn setup.
+  // one live frame at a time, which on a 2-CPU machine took 15 s of the 2,000-turn setup when the
+  // page rendered once per frame received, 1.4 s since its session view is paced per animation frame.
   await alice.page.getByTestId('prompt').filter({ hasText: prompt }).waitFor({ timeout: WAIT_MS });
   await alice.page.reload();
   await done(alice.page);

@@ -7,11 +7,16 @@ import { hasTool } from './support/tools.js';
 
 const STORE = fileURLToPath(new URL('../client/web/src/store.ts', import.meta.url));
 
+/** Changes a paced store gets, each in a task of its own, as `session.frame` notifications arrive. */
+const CHANGES = 300;
+
 /**
  * The page's store hooks (client/web/src/store.ts) in Chromium with Preact: a component
  * subscribes in an effect, after its render, so a change in between (the engine's model list
  * answered while the session page was mounting) must still reach the screen. The race showed in
  * the full suite as a session page with no model picker (web-session-header, ~1 run in 3).
+ * A store paced per animation frame (the session's view) draws a burst of changes a few times,
+ * not once per change, and still draws on a page that gets no animation frames.
  */
 describe.skipIf(!hasTool('chromium'))("the web page's store hooks", () => {
   let browser: Browser;
@@ -21,7 +26,7 @@ describe.skipIf(!hasTool('chromium'))("the web page's store hooks", () => {
     // A component per hook, rendered, then the store changed before Preact runs the effects.
     const entry = `
       import { h, render } from 'preact';
-      import { Store, useStore, useStoreSelect } from ${JSON.stringify(STORE)};
+      import { perAnimationFrame, Store, useStore, useStoreSelect } from ${JSON.stringify(STORE)};
       const plain = new Store({ n: 1 });
       const picked = new Store({ n: 1, other: 'x' });
       const Plain = () => h('span', { id: 'plain' }, String(useStore(plain).n));
@@ -30,6 +35,21 @@ describe.skipIf(!hasTool('chromium'))("the web page's store hooks", () => {
       plain.update({ n: 2 });
       picked.update({ n: 2 });
       window.later = () => { plain.update({ n: 3 }); picked.update({ n: 3 }); };
+      const paced = new Store({ n: 0 }, perAnimationFrame);
+      window.renders = 0;
+      const Paced = () => { window.renders++; return h('span', { id: 'paced' }, String(useStore(paced).n)); };
+      render(h(Paced), document.getElementById('paced-root'));
+      // One change per task (a MessageChannel message, as a WebSocket message is its own task).
+      window.burst = (count) => new Promise((done) => {
+        const ch = new MessageChannel();
+        let left = count;
+        ch.port1.onmessage = () => {
+          paced.update({ n: paced.get().n + 1 });
+          if (--left > 0) ch.port2.postMessage(0); else done();
+        };
+        ch.port2.postMessage(0);
+      });
+      window.setPaced = (n) => paced.update({ n });
     `;
     const out = await build({
       stdin: { contents: entry, resolveDir: fileURLToPath(new URL('.', import.meta.url)), loader: 'ts' },
@@ -41,7 +61,7 @@ describe.skipIf(!hasTool('chromium'))("the web page's store hooks", () => {
     });
     browser = await launchChromium();
     page = await browser.newPage();
-    await page.setContent('<div id="root"></div>');
+    await page.setContent('<div id="root"></div><div id="paced-root"></div>');
     await page.addScriptTag({ content: out.outputFiles[0].text });
   }, 30_000);
   afterAll(() => browser?.close());
@@ -52,5 +72,26 @@ describe.skipIf(!hasTool('chromium'))("the web page's store hooks", () => {
     await page.evaluate(() => (window as unknown as { later: () => void }).later());
     await expect.poll(() => page.locator('#plain').textContent(), { timeout: 5_000 }).toBe('3');
     await expect.poll(() => page.locator('#picked').textContent(), { timeout: 5_000 }).toBe('3');
+  });
+
+  it(`a store paced per animation frame draws a burst of ${CHANGES} changes, one per task, in a few renders, ending on the last`, async () => {
+    await page.locator('#paced').filter({ hasText: '0' }).waitFor({ timeout: 5_000 });
+    const renders = () => page.evaluate(() => (window as unknown as { renders: number }).renders);
+    const before = await renders();
+    await page.evaluate((n) => (window as unknown as { burst: (n: number) => Promise<void> }).burst(n), CHANGES);
+    await expect.poll(() => page.locator('#paced').textContent(), { timeout: 5_000 }).toBe(String(CHANGES));
+    // Unpaced, Preact renders once per task here: CHANGES renders. Paced, a burst of tasks a
+    // few ms long spans a handful of animation frames.
+    const drawn = (await renders()) - before;
+    expect(drawn).toBeGreaterThan(0);
+    expect(drawn).toBeLessThan(CHANGES / 4);
+  });
+
+  it('a paced store still draws a change on a page that gets no animation frames (hidden), on its timer', async () => {
+    await page.evaluate(() => {
+      window.requestAnimationFrame = () => 0; // as a hidden page: no animation frame comes
+      (window as unknown as { setPaced: (n: number) => void }).setPaced(-1);
+    });
+    await expect.poll(() => page.locator('#paced').textContent(), { timeout: 5_000 }).toBe('-1');
   });
 });

@@ -1,14 +1,34 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 
-/** A value the page shows, with change notification (the page's only state container). */
+/** Runs `notify` later, once for any number of calls meanwhile (see `Store`'s `pace`). */
+export type Pace = (notify: () => void) => void;
+
+/**
+ * A value the page shows, with change notification (the page's only state container). With a
+ * `pace`, the listeners hear of changes when it says (once for all changes meanwhile) while
+ * `get()` has every change at once: for a value that changes per frame received.
+ */
 export class Store<T> {
   private readonly listeners = new Set<() => void>();
-  constructor(private value: T) {}
+  private due = false;
+  constructor(
+    private value: T,
+    private readonly pace?: Pace,
+  ) {}
   get(): T {
     return this.value;
   }
   set(next: T): void {
     this.value = next;
+    if (!this.pace) return this.notify();
+    if (this.due) return;
+    this.due = true;
+    this.pace(() => {
+      this.due = false;
+      this.notify();
+    });
+  }
+  private notify(): void {
     for (const l of [...this.listeners]) l();
   }
   update(patch: Partial<T>): void {
@@ -54,3 +74,22 @@ export function useStoreSelect<T, S>(store: Store<T>, select: (value: T) => S): 
   }, [store]);
   return picked;
 }
+
+/** How soon a page that gets no animation frames (a hidden tab) hears of a change anyway. */
+const HIDDEN_PAGE_MS = 100;
+
+/**
+ * A `Pace` of one notification per animation frame: the browser paints no more often, and a
+ * burst of frames received one task each (a 2,000-turn session arriving live) is then rendered
+ * a few times, not once per frame. A hidden page gets no animation frames, so a timer too.
+ */
+export const perAnimationFrame: Pace = (notify) => {
+  let done = false;
+  const once = () => {
+    if (done) return;
+    done = true;
+    notify();
+  };
+  requestAnimationFrame(once);
+  setTimeout(once, HIDDEN_PAGE_MS);
+};
