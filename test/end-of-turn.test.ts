@@ -26,6 +26,13 @@ function item(name: string, log: string[], then?: () => void): TurnEnd {
   };
 }
 
+/**
+ * The process.nextTick calls `turns` made, of those `spy` saw: the shared project's worker
+ * runs other files' leftovers too (a socket's close, a stream's end), which tick on their own.
+ */
+const ticksOf = (spy: { mock: { calls: unknown[][] } }, ...turns: EndOfTurn[]) =>
+  spy.mock.calls.filter(([callback]) => turns.some((t) => callback === (t as unknown as { run: unknown }).run)).length;
+
 /** Resolves after every process.nextTick queued so far has run (setImmediate runs after them). */
 const afterTicks = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -38,7 +45,7 @@ describe('EndOfTurn', () => {
     const ticks = vi.spyOn(process, 'nextTick');
     for (const name of ['a', 'b', 'c']) turn.add(item(name, log));
     expect(log).toEqual([]); // not during the turn
-    expect(ticks).toHaveBeenCalledTimes(1);
+    expect(ticksOf(ticks, turn)).toBe(1);
     await afterTicks();
     expect(log).toEqual(['a', 'b', 'c']);
   });
@@ -60,7 +67,8 @@ describe('EndOfTurn', () => {
     const ticks = vi.spyOn(process, 'nextTick');
     one.add(item('one', log));
     two.add(item('two', log));
-    expect(ticks).toHaveBeenCalledTimes(2);
+    expect(ticksOf(ticks, one)).toBe(1);
+    expect(ticksOf(ticks, two)).toBe(1);
     await afterTicks();
     expect(log.sort()).toEqual(['one', 'two']);
   });
