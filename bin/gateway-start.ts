@@ -11,7 +11,6 @@ import { AUTH_OFF_WARNING, gatewayAuthFrom, type GatewayAuthSetup } from './auth
 import { gatewayStorage } from './gateway-storage.js';
 import type { Cluster } from '../gateway/cluster/cluster.js';
 import type { ClusterAuthConfig } from '../gateway/cluster/nats-auth.js';
-import { joinCluster } from './cluster-join.js';
 import { attentionFor } from './attention-setup.js';
 
 /** The keys a gateway runs from: all of `tether gateway`'s; `tether up` has no host (127.0.0.1), no TLS and no cluster. */
@@ -46,8 +45,13 @@ export async function startGateway(
   const auth = gatewayAuthFrom(c, { needSigningKey: opts.needSigningKey, logger: logger.child({ component: 'oidc' }) });
   if (auth.auth.verifier === 'off') process.stderr.write(AUTH_OFF_WARNING);
   // Joined before anything listens: a bad, unreachable or unauthenticated cluster stops the gateway here.
+  // NATS's modules load only for a cluster (a standalone gateway starts without them).
   const cluster = c.cluster
-    ? await joinCluster({ ...c, cluster: c.cluster, clusterInsecureNoAuth: c.clusterInsecureNoAuth ?? false }, auth, logger)
+    ? await (await import('./cluster-join.js')).joinCluster(
+        { ...c, cluster: c.cluster, clusterInsecureNoAuth: c.clusterInsecureNoAuth ?? false },
+        auth,
+        logger,
+      )
     : undefined;
   const gateway = new Gateway({
     telemetry: await startTelemetry('tether-gateway'), // only what OTEL_* ask for; off, nothing of OpenTelemetry is loaded

@@ -1,4 +1,3 @@
-import webpush from 'web-push';
 import type { AttemptResult } from './delivery.js';
 import type { PushSubscriptionRecord } from './notify-prefs.js';
 import type { VapidKeys } from './vapid-keys.js';
@@ -23,6 +22,8 @@ export class PushSender {
   }
 
   async send(sub: PushSubscriptionRecord, payload: string, topic: string, signal: AbortSignal): Promise<AttemptResult> {
+    // web-push loads with the first message sent, not with every gateway that could send one.
+    const { default: webpush } = await import('web-push');
     const d = webpush.generateRequestDetails({ endpoint: sub.endpoint, keys: sub.keys }, payload, {
       vapidDetails: { subject: this.subject, publicKey: this.vapid.publicKey, privateKey: this.vapid.privateKey },
       TTL: PUSH_TTL_SECONDS,

@@ -1,5 +1,5 @@
+import { createECDH } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import webpush from 'web-push';
 
 /** The gateway's VAPID key pair (base64url, as the Push API and web-push take them). */
 export interface VapidKeys {
@@ -22,8 +22,17 @@ export function vapidKeysAt(path: string): { keys: VapidKeys; created: boolean }
   return { keys, created: true };
 }
 
-/** A fresh pair. */
+/**
+ * A fresh pair: P-256, the public key uncompressed (65 bytes), the private one 32 bytes, as
+ * web-push's generateVAPIDKeys makes them (made here so a gateway starts without loading
+ * web-push). OpenSSL drops a private key's leading zero bytes, hence the padding.
+ */
 export function newVapidKeys(): VapidKeys {
-  const { publicKey, privateKey } = webpush.generateVAPIDKeys();
-  return { publicKey, privateKey };
+  const ecdh = createECDH('prime256v1');
+  const publicKey = ecdh.generateKeys();
+  const privateKey = ecdh.getPrivateKey();
+  return {
+    publicKey: publicKey.toString('base64url'),
+    privateKey: Buffer.concat([Buffer.alloc(32 - privateKey.length), privateKey]).toString('base64url'),
+  };
 }
