@@ -704,6 +704,10 @@ async function profile() {
       'single client, 200-byte frames (ws)',
       (driver) => throughputRun(driver, { kind: 'ours', transport: 'ws', count: 20_000, bytes: 200 }),
     ],
+    [
+      'single client, 200-byte frames (grpc)',
+      (driver) => throughputRun(driver, { kind: 'ours', transport: 'grpc', count: 20_000, bytes: 200 }),
+    ],
     ['single client, 100 KB frames (ws)', (driver) => throughputRun(driver, { kind: 'wire', transport: 'ws', count: 300, bytes: 100_000 })],
     [
       'single client, 100 KB frames (grpc)',
