@@ -127,6 +127,7 @@ async function open({ id, kind, url, agent, otlp }) {
     const r = await w.request('session.create', { agent, options: {} }, 90_000);
     h = { kind, w, sessionId: r.session.id, lastSeq: r.session.last_seq, onItem: () => {} };
     w.onFrame = (f) => h.onItem(f);
+    w.onClose = (info) => h.onClose?.(info);
     h.send = (obj) => void w.request('session.send', { session_id: h.sessionId, input_id: randomUUID(), line: obj }).catch(() => {});
     h.isFrame = (f) => f.includes(ASSISTANT_IN_ENVELOPE);
     h.close = () => w.close();
@@ -209,10 +210,19 @@ async function throughput({ id, count, bytes, timeoutMs = 60_000 }) {
         resolve();
       }
     };
+    // A client that does not reconnect (the minimal one) fails at once when its link closes, saying why.
+    const closedNow = (info) => {
+      clearTimeout(t);
+      reject(new Error(`throughput (${id}): ${n}/${count} frames, then the link closed: ${info.code} ${info.reason}`));
+    };
+    if (h.w?.closedInfo) closedNow(h.w.closedInfo);
+    h.onClose = closedNow;
   });
   const t0 = nowUs();
   h.send(streamLine(count, bytes));
-  await done;
+  await done.finally(() => {
+    h.onClose = undefined;
+  });
   h.onItem = () => {};
   const seconds = (t1 - t0) / 1e6;
   return { frames: n, seconds, fps: n / seconds, mbps: (n * bytes) / seconds / 1e6, linkDrops: h.link?.drops, gaps: h.gaps };

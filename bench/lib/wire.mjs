@@ -78,6 +78,10 @@ export async function connectChannelWire(url) {
   const w = {
     channel,
     onFrame: undefined,
+    /** How the channel closed, once it has (this client does not reconnect: the gateway's cut of a slow reader ends it). */
+    closedInfo: undefined,
+    /** Called once when the channel closes. */
+    onClose: undefined,
     request: (method, params, timeoutMs) => pending.request(method, params, timeoutMs, (text) => channel.send(text)),
     close() {
       channel.close('OK', 'bench done');
@@ -98,6 +102,10 @@ export async function connectChannelWire(url) {
     }
     pending.failAll();
   })();
+  void channel.closed.then((info) => {
+    w.closedInfo = info;
+    w.onClose?.(info);
+  });
   await w.request('hello', { protocol_version: PROTOCOL_VERSION, role: 'client', capabilities: [], software: 'tether-bench' });
   return w;
 }
