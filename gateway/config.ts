@@ -20,6 +20,7 @@ import { checkScopes } from '../core/auth/scopes.js';
 import { BROWSER_SESSION_DEFAULTS } from './door/browser-sessions.js';
 import { OIDC_DEFAULTS } from './door/oidc-defaults.js';
 import { NOTIFY_KEYS } from './attention/notify-keys.js';
+import { AUDIT_FILE } from './audit/audit-reader.js';
 
 /** Where the gateway listens unless told otherwise: this machine only. */
 export const DEFAULT_GATEWAY_HOST = '127.0.0.1';
@@ -27,8 +28,6 @@ export const DEFAULT_GATEWAY_HOST = '127.0.0.1';
 export const DEFAULT_GATEWAY_PORT = 7800;
 /** gRPC port (0 instead when the HTTP port is 0: both then pick free ports). */
 export const DEFAULT_GRPC_PORT = 7801;
-/** The audit trail's file name inside the state folder. */
-export const AUDIT_FILE = 'audit.jsonl';
 
 /** Where the gateway listens. */
 export const LISTEN_KEYS = {

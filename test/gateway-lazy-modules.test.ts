@@ -3,7 +3,8 @@
  * heap, which every full garbage collection marks again) when an editor first connects at
  * `/acp`, and `/acp` then works as before; openid-client (≈0.9 MB) only for an OIDC sign-in;
  * NATS only in a cluster; web-push with the first push sent. A client command dialing ws://
- * loads no gRPC (grpc-js and protobufjs were a fifth of its start).
+ * loads no gRPC (grpc-js and protobufjs were a fifth of its start); `tether audit` reading the
+ * trail offline loads neither jose nor prom-client (it took the gateway's whole config for a file name).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -19,18 +20,16 @@ const PROBE = fileURLToPath(new URL('./support/module-probe.mjs', import.meta.ur
 describe('modules the gateway loads when first used', () => {
   const cleanups = cleanupsPerTest();
 
-  it('the ACP SDK not until the first /acp connection, which then initializes; openid-client not without OIDC; NATS and web-push not at start; a ws:// client no gRPC', async () => {
+  it('the ACP SDK not until the first /acp connection, which then initializes; openid-client not without OIDC; NATS and web-push not at start; a ws:// client no gRPC; tether audit no jose or prom-client', async () => {
     const dir = cleanups.tempDir('tether-acp-lazy-');
     const probe = join(cleanups.tempDir('tether-acp-lazy-probe-').path, 'loaded.txt');
+    const stateDir = cleanups.tempDir('tether-acp-lazy-state-').path;
     const env = {
       NODE_OPTIONS: `--import ${PROBE}`,
       TETHER_MODULE_PROBE_FILE: probe,
       TETHER_MODULE_PROBE_MATCH: '/@agentclientprotocol/,/openid-client/,/oauth4webapi/,/@nats-io/,/web-push/',
     };
-    const up = startTether(
-      ['up', '--port', '0', '--engine', 'demo', '--cwd', dir.path, '--state-dir', cleanups.tempDir('tether-acp-lazy-state-').path],
-      { env },
-    );
+    const up = startTether(['up', '--port', '0', '--engine', 'demo', '--cwd', dir.path, '--state-dir', stateDir], { env });
     cleanups.push(() => up.stop());
     const url = (await up.line('gateway: ')).slice('gateway: '.length);
     const token = (await up.line('token: ')).slice('token: '.length);
@@ -44,6 +43,13 @@ describe('modules the gateway loads when first used', () => {
     });
     expect(list.code, list.stderr).toBe(0);
     expect(existsSync(clientProbe) ? readFileSync(clientProbe, 'utf8') : '').toBe('');
+    // Reading the trail offline loads neither the gateway's key handling nor its metrics.
+    const auditProbe = join(cleanups.tempDir('tether-audit-lazy-probe-').path, 'loaded.txt');
+    const trail = await runTether(['audit', '--state-dir', stateDir], {
+      env: { NODE_OPTIONS: `--import ${PROBE}`, TETHER_MODULE_PROBE_FILE: auditProbe, TETHER_MODULE_PROBE_MATCH: '/jose/,/prom-client/' },
+    });
+    expect(trail.code, trail.stderr).toBe(0);
+    expect(existsSync(auditProbe) ? readFileSync(auditProbe, 'utf8') : '').toBe('');
 
     const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/acp`, { headers: { authorization: `Bearer ${token}` } });
     cleanups.push(() => ws.terminate());

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadKeyFile } from '../core/auth/keys.js';
-import { AUDIT_FILE } from '../gateway/config.js';
+import { AUDIT_FILE } from '../gateway/audit/audit-reader.js';
 import { mintToken } from '../core/auth/mint.js';
 import { stateKeyPath } from '../core/auth/state-dir.js';
 import { openFromDashboard, person, sendPrompt, signIn, signInLinkFor, startSession } from './support/browser.js';

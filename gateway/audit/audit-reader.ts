@@ -3,6 +3,9 @@ import { basename, dirname } from 'node:path';
 import { TetherError } from '../../core/errors.js';
 import { AUDIT_DEFAULT_LIMIT, AuditRecord, auditMatches, type AuditQuery, type AuditResult } from '../../core/protocol/audit.js';
 
+/** The audit trail's file name inside the state folder (here, not in the gateway's config, so `tether audit` reads it without loading that). */
+export const AUDIT_FILE = 'audit.jsonl';
+
 /** Bytes read from the file per system call. */
 const READ_CHUNK_BYTES = 64 * 1024;
 /** A line longer than this is no record of ours: it is counted corrupt and skipped, not held. */
