@@ -87,11 +87,22 @@ describe.skipIf(!hasTool('chromium'))("the web page's store hooks", () => {
     expect(drawn).toBeLessThan(CHANGES / 4);
   });
 
-  it('a paced store still draws a change on a page that gets no animation frames (hidden), on its timer', async () => {
+  it('a paced store still draws a change on a page that gets no animation frames (hidden), on its timer, leaving no frame callback queued', async () => {
     await page.evaluate(() => {
-      window.requestAnimationFrame = () => 0; // as a hidden page: no animation frame comes
-      (window as unknown as { setPaced: (n: number) => void }).setPaced(-1);
+      // As a hidden page: animation frame callbacks are queued and never run.
+      const w = window as unknown as { queued: Set<number>; setPaced: (n: number) => void };
+      w.queued = new Set();
+      let next = 1;
+      window.requestAnimationFrame = () => (w.queued.add(next), next++);
+      window.cancelAnimationFrame = (id) => void w.queued.delete(id);
+      w.setPaced(-1);
     });
     await expect.poll(() => page.locator('#paced').textContent(), { timeout: 5_000 }).toBe('-1');
+    for (const n of [-2, -3, -4]) {
+      await page.evaluate((v) => (window as unknown as { setPaced: (n: number) => void }).setPaced(v), n);
+      await expect.poll(() => page.locator('#paced').textContent(), { timeout: 5_000 }).toBe(String(n));
+    }
+    // Each change's timer cancelled its frame callback: nothing waits for the page to be shown.
+    expect(await page.evaluate(() => (window as unknown as { queued: Set<number> }).queued.size)).toBe(0);
   });
 });

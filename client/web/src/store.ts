@@ -84,12 +84,14 @@ const HIDDEN_PAGE_MS = 100;
  * a few times, not once per frame. A hidden page gets no animation frames, so a timer too.
  */
 export const perAnimationFrame: Pace = (notify) => {
-  let done = false;
-  const once = () => {
-    if (done) return;
-    done = true;
+  // Whichever comes first cancels the other: a hidden page would otherwise keep one animation
+  // frame callback per change queued until it is shown again, and a shown one a timer per frame.
+  const frame = requestAnimationFrame(() => {
+    clearTimeout(timer);
     notify();
-  };
-  requestAnimationFrame(once);
-  setTimeout(once, HIDDEN_PAGE_MS);
+  });
+  const timer = setTimeout(() => {
+    cancelAnimationFrame(frame);
+    notify();
+  }, HIDDEN_PAGE_MS);
 };
