@@ -154,24 +154,6 @@ describe.each(TRANSPORTS)('Channel conformance: %s', (transport) => {
     expect(server.post('{}')).toBe(false);
   });
 
-  it('hold(): a held frame leaves just before the next one posted or sent, in order; alone once HOLD_MS passed; at our close()', async () => {
-    const { server, client } = await open();
-    const frames = ['a1', 'a2', 'b', 'c', 'alone', 'at-close'].map((tag, i) => notification(i, tag));
-    const together = take(client, 4);
-    expect(server.hold(frames[0])).toBe(true);
-    expect(server.hold(Buffer.from(frames[1]))).toBe(true); // text as bytes, as the gateway holds an echo
-    expect(server.post(frames[2])).toBe(true);
-    await withTimeout(server.send(frames[3]), 5_000, 'send after held frames');
-    expect(await together).toEqual(frames.slice(0, 4));
-    expect(server.hold(frames[4])).toBe(true); // nothing follows within the window: it leaves alone
-    expect(await take(client, 1)).toEqual([frames[4]]);
-    expect(server.hold(frames[5])).toBe(true); // our close writes it first, as a post just before it
-    server.close();
-    // (memory drops what its pipe has not handed over at a close, posted or held alike)
-    expect(await drain(client)).toEqual(transport === 'memory' ? [] : [frames[5]]);
-    expect(server.hold('{}')).toBe(false);
-  });
-
   it.each(['text', 'binary'] as const)(
     'carries a %s frame of exactly maxFrameBytes intact; send() and post() refuse one byte more and the channel stays usable',
     async (kind) => {

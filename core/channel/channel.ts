@@ -79,13 +79,6 @@ export interface Channel extends AsyncIterable<WireFrame> {
    * limit. A transport error later closes the channel as usual.
    */
   post(frame: SendableFrame): boolean;
-  /**
-   * {@link post} for a frame that need not leave at once (a client's own prompt echo): it waits
-   * up to {@link HOLD_MS} for the next frame posted or sent on this channel and leaves just
-   * before it, in the same write; or alone when the window ends, or at close(). Order is kept:
-   * nothing overtakes a held frame. Returns false as post() does.
-   */
-  hold(frame: SendableFrame): boolean;
   close(code?: ErrorCode | 'OK', reason?: string): void;
   readonly closed: Promise<CloseInfo>;
   /** Aborted when the channel closes. */
@@ -104,16 +97,6 @@ export const CHANNEL_DEFAULTS = {
   /** Inbound bytes queued before the adapter stops reading the socket. */
   inboundHighWaterBytes: 8 * 1024 * 1024,
 } as const;
-
-/**
- * How long a frame given to {@link Channel.hold} waits for company, at most (ms; a timer's
- * granularity may add up to one). Long enough for a fast engine's answer to come back through
- * the relay, short enough that nobody sees the difference when it does not.
- */
-export const HOLD_MS = 2;
-
-/** Bytes a channel holds at most (see {@link Channel.hold}); a frame that would pass them releases what is held, itself included. */
-export const HOLD_MAX_BYTES = 64 * 1024;
 
 export interface BaseChannelOptions {
   maxFrameBytes?: number;
@@ -143,11 +126,6 @@ export abstract class BaseChannel implements Channel {
   private closeInfo: CloseInfo | undefined;
   private readonly highFrames: number;
   private readonly highBytes: number;
-  /** Frames given to hold(), in order, not yet written; their bytes by queuedSize. */
-  private held: SendableFrame[] | undefined;
-  private heldBytes = 0;
-  /** The channel's one hold timer, made at its first hold and re-armed (refresh) after. */
-  private holdTimer: NodeJS.Timeout | undefined;
 
   get inboundQueuedBytes(): number {
     return this.queuedBytes;
@@ -183,46 +161,9 @@ export abstract class BaseChannel implements Channel {
 
   post(frame: SendableFrame): boolean {
     if (this.closeInfo || !this.fits(frame)) return false;
-    if (this.held) this.releaseHeld();
-    this.writePosted(frame);
-    return true;
-  }
-
-  hold(frame: SendableFrame): boolean {
-    if (this.closeInfo || !this.fits(frame)) return false;
-    const bytes = frame instanceof Uint8Array || frame instanceof TextPieces ? frame.byteLength : queuedSize(frame);
-    if (this.heldBytes + bytes > HOLD_MAX_BYTES) {
-      if (this.held) this.releaseHeld();
-      this.writePosted(frame);
-      return true;
-    }
-    if (this.held) this.held.push(frame);
-    else {
-      this.held = [frame];
-      if (this.holdTimer) this.holdTimer.refresh();
-      else this.holdTimer = setTimeout(this.holdEnded, HOLD_MS).unref();
-    }
-    this.heldBytes += bytes;
-    return true;
-  }
-
-  /** The hold window ended (or a frame came after a release): what is still held leaves alone. */
-  private readonly holdEnded = (): void => {
-    if (this.held && !this.closeInfo) this.releaseHeld();
-  };
-
-  /** Writes the held frames, in order, ahead of whatever comes next. */
-  protected releaseHeld(): void {
-    const held = this.held;
-    if (!held) return;
-    this.held = undefined;
-    this.heldBytes = 0;
-    for (const frame of held) this.writePosted(frame);
-  }
-
-  private writePosted(frame: SendableFrame): void {
     if (frame instanceof TextPieces) this.writePieces(frame);
     else this.writeNoWait(frame);
+    return true;
   }
 
   /**
@@ -257,14 +198,11 @@ export abstract class BaseChannel implements Channel {
         }),
       );
     }
-    if (this.held) this.releaseHeld();
     return this.write(frame instanceof TextPieces ? frame.joined() : frame);
   }
 
-  /** Writes what is held first: a close of ours loses nothing a post would have sent. */
   close(code: ErrorCode | 'OK' = 'OK', reason = 'closed'): void {
     if (this.closeInfo) return;
-    this.releaseHeld();
     this.settle({ code, reason, byPeer: false });
     this.shutdown(code, reason);
   }
@@ -288,8 +226,6 @@ export abstract class BaseChannel implements Channel {
     if (this.closeInfo) return;
     this.closeInfo = info;
     this.resolveClosed(info);
-    this.held = undefined; // the transport is gone: held frames go the way of every unsent one
-    clearTimeout(this.holdTimer);
     this.abort.abort(new TetherError(info.code === 'OK' ? 'CANCELLED' : info.code, info.reason));
     this.dropUnsent(new TetherError('UNAVAILABLE', `channel closed before the frame was handed over: ${info.reason}`));
     this.wakeup.wake();

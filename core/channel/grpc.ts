@@ -269,7 +269,6 @@ abstract class GrpcChannelBase extends BaseChannel implements TurnEnd {
 
   /** A close sends this turn's frames first, as it would have without batching. */
   override close(code: ErrorCode | 'OK' = 'OK', reason = 'closed'): void {
-    if (!this.isClosed) this.releaseHeld(); // held frames too (Channel.hold)
     if (this.flushDue && !this.isClosed) this.pump();
     super.close(code, reason);
   }

@@ -181,11 +181,6 @@ export class RpcPeer {
     return this.engine.admit(queuedBytes);
   }
 
-  /** {@link post} for a frame that may wait briefly for the next one and leave with it ({@link Channel.hold}). */
-  hold(frame: SendableFrame): boolean {
-    return this.engine.admit() && this.channel.hold(frame);
-  }
-
   /** Reads the channel until it closes; resolves with how it closed. */
   async run(): Promise<CloseInfo> {
     // Drains each burst in one go: one wake-up per burst instead of an async iteration per frame.

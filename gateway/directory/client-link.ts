@@ -91,13 +91,12 @@ export class ClientLink implements ProxiedClient {
     return this.principal_.name;
   }
 
-  /** `own`: this client's own prompt echo, held briefly to leave with the next frame (no write and no wake-up of its own on a round trip). */
-  sendFrame(frame: FrameBytes, readAtMs?: number, own?: boolean): void {
+  sendFrame(frame: FrameBytes, readAtMs?: number): void {
     if (this.feed?.active) {
       this.feed.frame(frame, frameByteLength(frame));
       return;
     }
-    if (!(own ? this.peer.hold(frame) : this.peer.post(frame))) return;
+    if (!this.peer.post(frame)) return;
     if (this.metrics) {
       this.metrics.relayed('to_client', frameByteLength(frame));
       if (readAtMs !== undefined) this.metrics.relayLatency(frame, readAtMs);

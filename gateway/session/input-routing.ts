@@ -137,21 +137,17 @@ export class InputRouting {
       const priority = line.priority as PromptPriority | undefined;
       this.s.inputs.toEngine(line, key, text);
       this.s.titles.prompted(line.message);
-      this.s.history.append(
-        {
-          event: tetherEvent({
-            subtype: 'prompt',
-            principal: from.principal,
-            client_id: from.clientId,
-            message: line.message,
-            input_id: inputId,
-            uuid,
-            ...(queued ? { queued, priority } : {}),
-          }),
-        },
-        undefined,
-        from.clientId,
-      );
+      this.s.history.append({
+        event: tetherEvent({
+          subtype: 'prompt',
+          principal: from.principal,
+          client_id: from.clientId,
+          message: line.message,
+          input_id: inputId,
+          uuid,
+          ...(queued ? { queued, priority } : {}),
+        }),
+      });
       if (queued)
         this.s.queue.add({
           uuid: uuid!,

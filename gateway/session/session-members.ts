@@ -23,10 +23,9 @@ export interface Member {
   /**
    * Queues one session.frame notification for this client: the same bytes (UTF-8 JSON) go to
    * every member, so the client edge must not modify them. `readAtMs`: when the agent read the
-   * engine line it carries (live engine frames only, for the relay latency). `own`: the echo of
-   * this member's own prompt, which may wait briefly to leave with its next frame (Channel.hold).
+   * engine line it carries (live engine frames only, for the relay latency).
    */
-  sendFrame(frame: FrameBytes, readAtMs?: number, own?: boolean): void;
+  sendFrame(frame: FrameBytes, readAtMs?: number): void;
   /** Queues an attach's replay, in order (absent: each frame through {@link sendFrame}). */
   sendReplay?(frames: FrameBytes[]): void;
   /** Delivers the engine's answer to this client's own control request. */
@@ -95,10 +94,9 @@ export class SessionMembers {
     return this.all.get(clientId)?.member.principal;
   }
 
-  /** Hands one frame to every member attached now; `echoTo`: the client whose own prompt it echoes. */
-  deliver(bytes: FrameBytes, readAtMs?: number, echoTo?: string): void {
-    if (echoTo === undefined) for (const a of this.all.values()) a.member.sendFrame(bytes, readAtMs);
-    else for (const a of this.all.values()) a.member.sendFrame(bytes, readAtMs, a.member.clientId === echoTo);
+  /** Hands one frame to every member attached now. */
+  deliver(bytes: FrameBytes, readAtMs?: number): void {
+    for (const a of this.all.values()) a.member.sendFrame(bytes, readAtMs);
   }
 
   /** Sends the engine's answer to a client's own control request (the router checked it is attached). */

@@ -178,8 +178,8 @@ export class Session {
       store,
       init.durability,
       limits.replay,
-      (bytes, readAtMs, echoTo) => {
-        this.members.deliver(bytes, readAtMs, echoTo);
+      (bytes, readAtMs) => {
+        this.members.deliver(bytes, readAtMs);
         this.queueChangeCheck();
       },
       restored?.frames,

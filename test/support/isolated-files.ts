@@ -14,7 +14,6 @@ export const ISOLATED_FILES: readonly (readonly [file: string, reason: string])[
   ...[
     'agent-acks',
     'agent-away',
-    'channel-hold',
     'control-routing',
     'heartbeat',
     'input-acks',

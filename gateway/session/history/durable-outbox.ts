@@ -5,7 +5,6 @@ interface Held {
   seq: number;
   bytes: FrameBytes;
   readAtMs?: number;
-  echoTo?: string;
 }
 
 /**
@@ -25,7 +24,7 @@ export class DurableOutbox {
    */
   constructor(
     private readonly durability: Durability,
-    private readonly deliver: (bytes: FrameBytes, readAtMs?: number, echoTo?: string) => void,
+    private readonly deliver: (bytes: FrameBytes, readAtMs?: number) => void,
     releasedSeq = 0,
   ) {
     this.released = releasedSeq;
@@ -37,8 +36,8 @@ export class DurableOutbox {
   }
 
   /** Queues a frame just appended to the store; it goes out once it may be shown. */
-  push(seq: number, bytes: FrameBytes, readAtMs?: number, echoTo?: string): void {
-    this.held.push({ seq, bytes, readAtMs, echoTo });
+  push(seq: number, bytes: FrameBytes, readAtMs?: number): void {
+    this.held.push({ seq, bytes, readAtMs });
     if (this.held.length === 1) this.durability.mayShow(() => this.release());
   }
 
@@ -47,7 +46,7 @@ export class DurableOutbox {
     this.held = [];
     for (const f of batch) {
       this.released = f.seq;
-      this.deliver(f.bytes, f.readAtMs, f.echoTo);
+      this.deliver(f.bytes, f.readAtMs);
     }
   }
 }

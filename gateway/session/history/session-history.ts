@@ -53,7 +53,7 @@ export class SessionHistory {
     private readonly store: SessionStore,
     durability: Durability,
     limits: ReplayLogLimits,
-    deliver: (bytes: FrameBytes, readAtMs?: number, echoTo?: string) => void,
+    deliver: (bytes: FrameBytes, readAtMs?: number) => void,
     restored: readonly StoredFrame[] = [],
   ) {
     this.log = new ReplayLog(limits);
@@ -90,11 +90,8 @@ export class SessionHistory {
     this.held = held;
   }
 
-  /**
-   * Numbers one frame, stores it, keeps it for replay and queues it for every member.
-   * `echoTo`: the client whose own prompt this frame echoes (its copy may wait for company).
-   */
-  append(body: FrameBody, readAtMs?: number, echoTo?: string): void {
+  /** Numbers one frame, stores it, keeps it for replay and queues it for every member. */
+  append(body: FrameBody, readAtMs?: number): void {
     this.held?.flush();
     const seq = this.log.lastSeq + 1;
     const bytes =
@@ -105,7 +102,7 @@ export class SessionHistory {
           : this.frames.encodeLine(seq, 'gateway', Buffer.from(JSON.stringify(body.gatewayLine)));
     this.store.appendFrame(this.sessionId, { seq, agentSeq: this.lastAgentSeq, bytes });
     this.log.append({ seq, bytes });
-    this.outbox.push(seq, bytes, readAtMs, echoTo);
+    this.outbox.push(seq, bytes, readAtMs);
   }
 
   /**

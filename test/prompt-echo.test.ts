@@ -1,9 +1,8 @@
 /**
- * The poster's own prompt echo is held briefly (Channel.hold, HOLD_MS) to leave with its next
- * frame, usually the engine's answer (docs/protocol.md, *The prompt echo*). Over every pair of
- * client × agent transport, with an engine that stays silent: the poster still gets its echo
- * (its send() resolves) within a bound, a viewer gets it too, and every member sees the
- * session's frames in seq order, echoes and answers alike.
+ * The poster's own prompt echo goes out at once, as every member's does: it never waits for the
+ * engine's answer. Over every pair of client × agent transport, with an engine that stays
+ * silent: the poster still gets its echo (its send() resolves) within a bound, a viewer gets it
+ * too, and every member sees the session's frames in seq order, echoes and answers alike.
  */
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -14,9 +13,9 @@ import { makeTempDir, type TempDir } from './support/claude-cli.js';
 
 const QUIET_ENGINE = fileURLToPath(new URL('./support/quiet-engine.mjs', import.meta.url));
 /**
- * How long a silent engine's poster may wait for its echo here: HOLD_MS (core/channel/channel.ts)
- * and a loaded machine's scheduling. An echo held until the engine answered would never come (this engine stays
- * silent): the test would fail, not wait.
+ * How long a silent engine's poster may wait for its echo here: a loaded machine's scheduling.
+ * An echo held until the engine answered would never come (this engine stays silent): the test
+ * would fail, not wait.
  */
 const ECHO_BOUND_MS = 2_000;
 
@@ -37,7 +36,7 @@ describe.each(TRANSPORT_PAIRS)(
     });
 
     it('reaches the poster within the bound while the engine stays silent, reaches a viewer, and keeps seq order for both', async () => {
-      cwd = makeTempDir('tether-echo-hold-'); // the quiet engine writes prompts.log in its working folder
+      cwd = makeTempDir('tether-echo-'); // the quiet engine writes prompts.log in its working folder
       stack = await startStack({
         engine: 'claude',
         engineCommand: QUIET_ENGINE,
