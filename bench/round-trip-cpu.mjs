@@ -6,7 +6,7 @@
  * the GatewayClient library in this process), alternating. Longer and steadier than figure 1's
  * rounds, so a change of a few µs per round trip shows through a loaded machine.
  *
- *   node bench/round-trip-cpu.mjs [--count 10000] [--rounds 2] [--pin] [--read] [--stored]
+ *   node bench/round-trip-cpu.mjs [--count 10000] [--rounds 2] [--pin] [--read] [--duties] [--stored]
  *
  * --pin: every process (this one included, engines too) on CPU 0, as figure 1's pinned rounds;
  * run it under `taskset -c 0` for this process. Prints CPU µs per round trip of relay, agent
@@ -15,6 +15,10 @@
  * --read: also the raw relay and agent in their reading mode (raw-relay.mjs --read): what a
  * relay that parses, checks, numbers and keeps every frame costs on the same libraries, with
  * no code of ours; its client parses each frame. The round trip's floor for any relay that reads.
+ *
+ * --duties: also the raw relay and agent doing a prompt's duties besides reading (raw-relay.mjs
+ * --duties: the input checks, the uuid stamp and its author kept, an audit record, the held echo):
+ * the round trip's floor for any relay that does what the gateway must do for a prompt.
  *
  * --stored: also ours with the gateway keeping its state on disk as `tether gateway` does
  * (file session store, the audit trail flushed with fdatasync per record, usage ledger; a
@@ -64,9 +68,9 @@ async function measure(name, relay, agent, send, setOnAnswer) {
   );
 }
 
-/** The raw relay, or with `reading` its reading mode (--read), with a client of the same kind. */
-async function raw(reading = false) {
-  const mode = reading ? ['--read'] : [];
+/** The raw relay, or its reading mode (`reading`: 'read' or 'duties', as --read and --duties), with a client of the same kind. */
+async function raw(reading = undefined) {
+  const mode = reading ? [`--${reading}`] : [];
   const relay = await startChild('raw-relay.mjs', ['--transport', 'ws', ...mode], { pin, label: 'raw-relay' });
   const agent = await startChild('raw-agent.mjs', ['--transport', 'ws', '--url', relay.info.url, ...mode], { pin, label: 'raw-agent' });
   const ws = new WebSocket(`${relay.info.url}/client`, { perMessageDeflate: false });
@@ -76,7 +80,7 @@ async function raw(reading = false) {
     if (reading) ws.on('message', (b) => JSON.parse(b).line?.type === 'assistant' && onAnswer());
     else ws.on('message', (b) => isAnswer(b) && onAnswer());
     await measure(
-      reading ? 'read' : 'raw',
+      reading ?? 'raw',
       relay,
       agent,
       reading ? (i) => ws.send(JSON.stringify({ line: userLine(i) })) : (i) => ws.send(JSON.stringify(userLine(i))),
@@ -140,7 +144,8 @@ if (PROFILE) {
 } else {
   for (let r = 0; r < Number(a.rounds ?? 2); r++) {
     await raw();
-    if (a.read === true) await raw(true);
+    if (a.read === true) await raw('read');
+    if (a.duties === true) await raw('duties');
     await ours();
     if (a.stored === true) await ours(true);
   }

@@ -132,7 +132,7 @@ async function open({ id, kind, url, agent, otlp }) {
     h.isFrame = (f) => f.includes(ASSISTANT_IN_ENVELOPE);
     h.close = () => w.close();
   } else if (kind === 'raw-ws' || kind === 'raw-read-ws') {
-    // raw-read-ws: the raw relay in its reading mode (raw-relay.mjs --read): lines go as {"line":…}, frames come as {"seq":n,"line":…}, each parsed.
+    // raw-read-ws: the raw relay in its reading mode (raw-relay.mjs --read or --duties): lines go as {"line":…}, frames come as {"seq":n,"line":…}, each parsed.
     const reading = kind === 'raw-read-ws';
     const ws = await openRawWs(url);
     h = { kind, ws, onItem: () => {} };

@@ -4,21 +4,26 @@
  * engine stdout lines to the relay and relay messages (plus a newline) to engine stdin.
  * Reading the engine pauses while the outgoing buffer is over 8 MiB.
  *
- *   --transport ws|grpc --url <relay> [--engine <path>] [--read]
+ *   --transport ws|grpc --url <relay> [--engine <path>] [--read] [--duties]
  *
  * --read (ws; with raw-relay.mjs --read): each relay message is parsed and its `line` written
  * serialized; each engine line is checked as JSON (the agent's check of threats G1/G2) and sent
  * as `{"line":…}` (the line's own text inside).
+ *
+ * --duties (ws; implies --read; with raw-relay.mjs --duties): each line is also checked again
+ * before it is written, as the agent's engine input check does (object, string type, nesting).
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
 import { argsOf, serve } from '../lib/child.mjs';
+import { nestedOver } from '../lib/nesting.mjs';
 import { openRawGrpc } from '../lib/raw-grpc.mjs';
 
 const a = argsOf();
 const HWM = 8 * 1024 * 1024;
-const read = a.read === true;
+const duties = a.duties === true;
+const read = a.read === true || duties;
 const enginePath = a.engine ?? fileURLToPath(new URL('../echo-engine.mjs', import.meta.url));
 const engine = spawn(enginePath, [], { stdio: ['pipe', 'pipe', 'inherit'] });
 engine.stdin.on('error', () => {});
@@ -41,6 +46,11 @@ if ((a.transport ?? 'ws') === 'ws') {
   });
   ws.on('error', () => {});
   ws.on('message', (data) => {
+    if (duties) {
+      const { line } = JSON.parse(data);
+      if (typeof line !== 'object' || line === null || Array.isArray(line) || typeof line.type !== 'string' || nestedOver(line, 64)) return;
+      return engine.stdin.write(`${JSON.stringify(line)}\n`);
+    }
     if (read) return engine.stdin.write(`${JSON.stringify(JSON.parse(data).line)}\n`);
     engine.stdin.write(data);
     engine.stdin.write('\n');

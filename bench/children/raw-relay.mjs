@@ -6,18 +6,29 @@
  * broadcast relay of the fan-out figure: the naive loop of `send` per client, as in the ws
  * README). permessage-deflate off, like the gateway.
  *
- *   --transport ws|grpc [--send buffer|string|promise] [--read]
+ *   --transport ws|grpc [--send buffer|string|promise] [--read] [--duties]
  *
  * --read (ws; with raw-agent.mjs --read): the least a relay that numbers, keeps and checks its
  * frames must do, written straight on `ws`: each client message is parsed, its `line` checked
  * to be an object with a `type`, serialized and sent to the agent with an input seq; each agent
  * message is parsed, numbered, kept in a bounded log (a ring of 10,000) and sent to every client
  * as `{"seq":n,"line":…}`. For the round trip's floor of a reading relay (round-trip-cpu.mjs --read).
+ *
+ * --duties (ws; implies --read): also what every prompt must get from a gateway, by issues other
+ * than speed, done the least costly way on the same libraries: the line checked as the engine
+ * input check does (object, string type, nesting ≤ 64 walked without recursion, size), stamped
+ * with a uuid (a copy, as the gateway's stamp), its author kept by uuid (a map that forgets its
+ * oldest past 4,096), an audit record kept in memory, and the echo (the stamped prompt as a
+ * numbered frame with its author, kept in the log) sent to its poster at once, as the gateway
+ * sends it. The round trip's floor for a relay that does a prompt's duties
+ * (round-trip-cpu.mjs --duties, figure 1's diagnostic row).
  */
+import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import grpc from '@grpc/grpc-js';
 import { WebSocketServer } from 'ws';
 import { argsOf, serve } from '../lib/child.mjs';
+import { nestedOver } from '../lib/nesting.mjs';
 import { RELAY_SERVICE } from '../lib/raw-grpc.mjs';
 
 const a = argsOf();
@@ -29,7 +40,8 @@ const transport = a.transport ?? 'ws';
  * promise per client, like core/channel/ws.ts write()).
  */
 const send = a.send ?? 'buffer';
-const read = a.read === true;
+const duties = a.duties === true;
+const read = a.read === true || duties;
 let close;
 
 /** --read: the relay's numbering and log. */
@@ -45,13 +57,31 @@ function numbered(data) {
   log[outSeq % LOG_SIZE] = frame;
   return frame;
 }
-/** A client message checked and numbered for the agent; undefined: refused. */
-function toAgent(data) {
+/** A client message checked and numbered for the agent; undefined: refused. With --duties, `client` gets the prompt's duties. */
+function toAgent(data, client) {
   const m = JSON.parse(data);
   if (typeof m !== 'object' || m === null || typeof m.line !== 'object' || m.line === null || typeof m.line.type !== 'string')
     return undefined;
-  return `{"seq":${++inSeq},"line":${JSON.stringify(m.line)}}`;
+  if (!duties) return `{"seq":${++inSeq},"line":${JSON.stringify(m.line)}}`;
+  if (Array.isArray(m.line) || nestedOver(m.line, 64)) return undefined;
+  const uuid = randomUUID();
+  const stamped = Object.assign({}, m.line);
+  stamped.uuid = uuid;
+  const text = JSON.stringify(stamped);
+  if (text.length > 16 * 1024 * 1024) return undefined;
+  authors.set(uuid, client.name);
+  if (authors.size > 4096) authors.delete(authors.keys().next().value);
+  audit[auditSeq++ % LOG_SIZE] = { at: new Date().toISOString(), actor: client.name, action: 'session.prompt', uuid };
+  const echo = `{"seq":${++outSeq},"kind":"prompt","author":${JSON.stringify(client.name)},"line":${text}}`;
+  log[outSeq % LOG_SIZE] = echo;
+  client.send(echo);
+  return `{"seq":${++inSeq},"line":${text}}`;
 }
+
+/** --duties: the prompts' authors by uuid, the audit trail in memory. */
+const authors = new Map();
+const audit = new Array(LOG_SIZE);
+let auditSeq = 0;
 let info;
 
 if (transport === 'ws') {
@@ -84,9 +114,10 @@ if (transport === 'ws') {
       return;
     }
     clients.add(ws);
+    ws.name = `client-${clients.size}`;
     ws.on('message', (data, isBinary) => {
       if (!read) return agent?.send(data, { binary: isBinary });
-      const line = toAgent(data);
+      const line = toAgent(data, ws);
       if (line !== undefined) agent?.send(line);
     });
     ws.on('close', () => clients.delete(ws));

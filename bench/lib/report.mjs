@@ -81,6 +81,11 @@ export function report(results) {
       };
       rows.push([`${name}: raw two-hop relay`, cell(b50), cell(b99), 'baseline', '', '']);
       beside(`read-${t}`, 'raw relay that reads (each frame parsed, checked, numbered, kept)', () => '(diagnostic)');
+      beside(
+        `duties-${t}`,
+        "the same, also doing a prompt's duties (input checks, uuid and author, audit record, echo to the poster)",
+        () => "(diagnostic: a gateway's floor)",
+      );
       rows.push([`${name}: Tether, GatewayClient library`, cell(o50), cell(o99), rfmt(r50), rfmt(r99), yes(ok)]);
       beside(`traced-${t}`, 'Tether, GatewayClient library, tracing on', (x50) => `(${rfmt(ratio(x50.median, o50.median))} of off)`);
       beside(
@@ -103,6 +108,7 @@ export function report(results) {
     for (const id of [
       'raw-ws',
       'read-ws',
+      'duties-ws',
       'ours-ws',
       'traced-ws',
       'stored-ws',
@@ -119,7 +125,7 @@ export function report(results) {
     parts.push(
       `### Figure 1: round-trip latency, one small frame client → engine → client, µs (${tag === 'pinned' ? 'every process pinned to CPU 0 with taskset -c 0' : 'unpinned, 2 CPUs'})\n\n` +
         table(['path', 'p50 µs', 'p99 µs', 'p50 ratio', 'p99 ratio', 'target p50 ≤ 1.3×, p99 ≤ 1.5×'], rows) +
-        `\n\nCPU µs per round trip (${tag}): raw-* = raw relay / raw agent, read-ws = the same reading every frame, ours-* = GatewayClient, traced-* = the same with tracing on (OTLP to a local stand-in collector), stored-ws = the same with the gateway's state on disk, wire-* = minimal client; client = the driver process\n\n` +
+        `\n\nCPU µs per round trip (${tag}): raw-* = raw relay / raw agent, read-ws = the same reading every frame, duties-ws = the same doing a prompt's duties too, ours-* = GatewayClient, traced-* = the same with tracing on (OTLP to a local stand-in collector), stored-ws = the same with the gateway's state on disk, wire-* = minimal client; client = the driver process\n\n` +
         table(['path', 'gateway / relay', 'agent', 'client'], cpuRows),
     );
   }
