@@ -186,7 +186,7 @@ async function startCluster({ gateways = 3 } = {}) {
 
 /**
  * The raw relay and raw agent of one transport; `mode`: 'read' or 'duties' for their reading
- * mode (raw-relay.mjs --read, ws) or that mode doing a prompt's duties too (--duties, ws).
+ * mode (raw-relay.mjs --read) or that mode doing a prompt's duties too (--duties).
  */
 async function startRaw(transport, { pin = false, mode: m = undefined } = {}) {
   const mode = m ? [`--${m}`] : [];
@@ -212,10 +212,11 @@ async function latencyAndThroughput(withLatency, withThroughput, ssh) {
   const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: sink.info.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' };
   const traced = await startOurs({ env: otel, label: 'traced-' });
   const raw = { ws: await startRaw('ws'), grpc: await startRaw('grpc') };
-  // Figure 1 only: the raw relay that reads every frame (the least a relay that numbers and checks must do), a diagnostic.
-  const reading = withLatency ? await startRaw('ws', { mode: 'read' }) : undefined;
-  // Figure 1 only, a diagnostic: that relay also doing what a gateway must do for a prompt (checks, uuid and author, audit record, echo).
-  const duties = withLatency ? await startRaw('ws', { mode: 'duties' }) : undefined;
+  // Figure 1 only, diagnostics per transport: the raw relay reading every frame (the least a relay that numbers and checks
+  // must do), alone and doing what a gateway must do for each prompt besides (checks, uuid and author, audit record, echo).
+  const diag = {};
+  if (withLatency)
+    for (const t of ['ws', 'grpc']) for (const mode of ['read', 'duties']) diag[`${mode}-${t}`] = await startRaw(t, { mode });
   // Figure 1 only, also a diagnostic: ours keeping its state on disk as `tether gateway` does (file store, audit flushed per record).
   const stateDir = withLatency ? mkdtempSync(join(tmpdir(), 'tether-bench-state-')) : undefined;
   const stored = stateDir
@@ -225,7 +226,7 @@ async function latencyAndThroughput(withLatency, withThroughput, ssh) {
       })
     : undefined;
   const driver = await startChild('driver.mjs', [], { label: 'driver' });
-  const all = [driver, ours, traced, sink, raw.ws, raw.grpc, ...(reading ? [reading, duties] : []), ...(stored ? [stored] : [])];
+  const all = [driver, ours, traced, sink, raw.ws, raw.grpc, ...Object.values(diag), ...(stored ? [stored] : [])];
   const procs = [
     driver,
     ours.gw,
@@ -237,7 +238,7 @@ async function latencyAndThroughput(withLatency, withThroughput, ssh) {
     raw.ws.agent,
     raw.grpc.relay,
     raw.grpc.agent,
-    ...(reading ? [reading.relay, reading.agent, duties.relay, duties.agent] : []),
+    ...Object.values(diag).flatMap((d) => [d.relay, d.agent]),
     ...(stored ? [stored.gw, stored.agents.ws] : []),
   ];
   let tag = 'unpinned';
@@ -248,27 +249,26 @@ async function latencyAndThroughput(withLatency, withThroughput, ssh) {
       await driver.call('open', { id: `wire-${t}`, kind: 'wire', url: ours.url[t], agent: `bench-${t}` });
       await driver.call('open', { id: `raw-${t}`, kind: `raw-${t}`, url: raw[t].url });
     }
-    if (reading) await driver.call('open', { id: 'read-ws', kind: 'raw-read-ws', url: reading.url });
-    if (duties) await driver.call('open', { id: 'duties-ws', kind: 'raw-read-ws', url: duties.url });
+    for (const [id, d] of Object.entries(diag)) await driver.call('open', { id, kind: `raw-read-${id.split('-')[1]}`, url: d.url });
     if (stored) await driver.call('open', { id: 'stored-ws', kind: 'ours', url: stored.url.ws, agent: 'bench-ws' });
     await driver.call('open', { id: 'stdio', kind: 'stdio' });
     if (ssh.ok) await driver.call('open', { id: 'ssh', kind: 'ssh' });
     const targets = ['ws', 'grpc']
       .flatMap((t) => [`raw-${t}`, `ours-${t}`, `traced-${t}`, `wire-${t}`])
-      .concat(reading ? ['read-ws', 'duties-ws'] : [], stored ? ['stored-ws'] : [], ['stdio'], ssh.ok ? ['ssh'] : []);
+      .concat(Object.keys(diag), stored ? ['stored-ws'] : [], ['stdio'], ssh.ok ? ['ssh'] : []);
     /**
      * Baseline and ours (tracing off and on) back to back, the order rotating from round to
-     * round; `withDiagnostics` (figure 1): over ws also the reading relay (alone and doing a
-     * prompt's duties) and ours with its state on disk.
+     * round; `withDiagnostics` (figure 1): also the reading relay (alone and doing a prompt's
+     * duties) and, over ws, ours with its state on disk.
      */
     const orderOf = (t, r, withDiagnostics = false) => {
-      const extra = withDiagnostics && t === 'ws' ? [...(reading ? ['read-ws', 'duties-ws'] : []), ...(stored ? ['stored-ws'] : [])] : [];
+      const extra = withDiagnostics ? [`read-${t}`, `duties-${t}`, ...(stored && t === 'ws' ? ['stored-ws'] : [])] : [];
       const ids = [`raw-${t}`, `ours-${t}`, `traced-${t}`, `wire-${t}`, ...extra];
       return ids.map((_, i) => ids[(i + r) % ids.length]);
     };
     const stacks = { traced, stored, ours, wire: ours };
     const stackOf = (id) => stacks[id.split('-')[0]];
-    const rawOf = (id) => ({ 'raw-ws': raw.ws, 'raw-grpc': raw.grpc, 'read-ws': reading, 'duties-ws': duties })[id];
+    const rawOf = (id) => ({ 'raw-ws': raw.ws, 'raw-grpc': raw.grpc, ...diag })[id];
     const relayOf = (id) => stackOf(id)?.gw ?? rawOf(id)?.relay;
     const agentOf = (id) => stackOf(id)?.agents[id.endsWith('-grpc') ? 'grpc' : 'ws'] ?? rawOf(id)?.agent;
     /** Runs one measurement and adds the CPU each process spent on it, per unit of work. */

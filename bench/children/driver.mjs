@@ -140,12 +140,16 @@ async function open({ id, kind, url, agent, otlp }) {
     h.send = reading ? (obj) => ws.send(JSON.stringify({ line: obj })) : (obj) => ws.send(JSON.stringify(obj));
     h.isFrame = reading ? (frame) => frame.line?.type === 'assistant' : isAssistantBuf;
     h.close = () => ws.terminate();
-  } else if (kind === 'raw-grpc') {
+  } else if (kind === 'raw-grpc' || kind === 'raw-read-grpc') {
+    // raw-read-grpc: as raw-read-ws, over the raw gRPC relay.
+    const reading = kind === 'raw-read-grpc';
     const { call, close } = await openRawGrpc(url, 'client');
     h = { kind, call, onItem: () => {} };
-    call.on('data', (b) => h.onItem(b));
-    h.send = (obj) => call.write(Buffer.from(JSON.stringify(obj)));
-    h.isFrame = isAssistantBuf;
+    call.on('data', reading ? (b) => h.onItem(JSON.parse(b)) : (b) => h.onItem(b));
+    h.send = reading
+      ? (obj) => call.write(Buffer.from(JSON.stringify({ line: obj })))
+      : (obj) => call.write(Buffer.from(JSON.stringify(obj)));
+    h.isFrame = reading ? (frame) => frame.line?.type === 'assistant' : isAssistantBuf;
     h.close = close;
   } else if (kind === 'stdio') {
     h = await openStdio(ENGINE, []);

@@ -6,11 +6,11 @@
  *
  *   --transport ws|grpc --url <relay> [--engine <path>] [--read] [--duties]
  *
- * --read (ws; with raw-relay.mjs --read): each relay message is parsed and its `line` written
+ * --read (with raw-relay.mjs --read): each relay message is parsed and its `line` written
  * serialized; each engine line is checked as JSON (the agent's check of threats G1/G2) and sent
  * as `{"line":…}` (the line's own text inside).
  *
- * --duties (ws; implies --read; with raw-relay.mjs --duties): each line is also checked again
+ * --duties (implies --read; with raw-relay.mjs --duties): each line is also checked again
  * before it is written, as the agent's engine input check does (object, string type, nesting).
  */
 import { spawn } from 'node:child_process';
@@ -29,6 +29,30 @@ const engine = spawn(enginePath, [], { stdio: ['pipe', 'pipe', 'inherit'] });
 engine.stdin.on('error', () => {});
 process.on('exit', () => engine.kill('SIGKILL'));
 
+/** A relay message to the engine's stdin: as it is, or (--read) its `line` serialized, checked again with --duties. */
+function fromRelay(data) {
+  if (!read) {
+    engine.stdin.write(data);
+    engine.stdin.write('\n');
+    return;
+  }
+  const { line } = JSON.parse(data);
+  if (duties && (typeof line !== 'object' || line === null || Array.isArray(line) || typeof line.type !== 'string' || nestedOver(line, 64)))
+    return;
+  engine.stdin.write(`${JSON.stringify(line)}\n`);
+}
+
+/** --read: an engine line checked as JSON (a line that is not would be an engine_error) and wrapped as `{"line":…}`; undefined: dropped. */
+function toRelay(line) {
+  const text = line.toString('utf8');
+  try {
+    JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  return `{"line":${text}}`;
+}
+
 // Link to the relay.
 let send;
 let paused = false;
@@ -45,26 +69,10 @@ if ((a.transport ?? 'ws') === 'ws') {
     ws.once('error', reject);
   });
   ws.on('error', () => {});
-  ws.on('message', (data) => {
-    if (duties) {
-      const { line } = JSON.parse(data);
-      if (typeof line !== 'object' || line === null || Array.isArray(line) || typeof line.type !== 'string' || nestedOver(line, 64)) return;
-      return engine.stdin.write(`${JSON.stringify(line)}\n`);
-    }
-    if (read) return engine.stdin.write(`${JSON.stringify(JSON.parse(data).line)}\n`);
-    engine.stdin.write(data);
-    engine.stdin.write('\n');
-  });
+  ws.on('message', fromRelay);
   send = (line) => {
-    if (read) {
-      const text = line.toString('utf8');
-      try {
-        JSON.parse(text); // the check (a line that is not JSON would be an engine_error)
-      } catch {
-        return;
-      }
-      line = `{"line":${text}}`;
-    }
+    if (read) line = toRelay(line);
+    if (line === undefined) return;
     ws.send(line, { binary: false }, () => resumeIfLow(ws.bufferedAmount));
     if (!paused && ws.bufferedAmount > HWM) {
       paused = true;
@@ -73,16 +81,15 @@ if ((a.transport ?? 'ws') === 'ws') {
   };
 } else {
   const { call } = await openRawGrpc(a.url, 'agent');
-  call.on('data', (b) => {
-    engine.stdin.write(b);
-    engine.stdin.write('\n');
-  });
+  call.on('data', fromRelay);
   call.on('drain', () => {
     paused = false;
     engine.stdout.resume();
   });
   send = (line) => {
-    if (!call.write(line) && !paused) {
+    if (read) line = toRelay(line);
+    if (line === undefined) return;
+    if (!call.write(read ? Buffer.from(line) : line) && !paused) {
       paused = true;
       engine.stdout.pause();
     }

@@ -8,13 +8,13 @@
  *
  *   --transport ws|grpc [--send buffer|string|promise] [--read] [--duties]
  *
- * --read (ws; with raw-agent.mjs --read): the least a relay that numbers, keeps and checks its
- * frames must do, written straight on `ws`: each client message is parsed, its `line` checked
+ * --read (with raw-agent.mjs --read): the least a relay that numbers, keeps and checks its
+ * frames must do, written straight on `ws` or grpc-js: each client message is parsed, its `line` checked
  * to be an object with a `type`, serialized and sent to the agent with an input seq; each agent
  * message is parsed, numbered, kept in a bounded log (a ring of 10,000) and sent to every client
  * as `{"seq":n,"line":…}`. For the round trip's floor of a reading relay (round-trip-cpu.mjs --read).
  *
- * --duties (ws; implies --read): also what every prompt must get from a gateway, by issues other
+ * --duties (implies --read): also what every prompt must get from a gateway, by issues other
  * than speed, done the least costly way on the same libraries: the line checked as the engine
  * input check does (object, string type, nesting ≤ 64 walked without recursion, size), stamped
  * with a uuid (a copy, as the gateway's stamp), its author kept by uuid (a map that forgets its
@@ -74,7 +74,7 @@ function toAgent(data, client) {
   audit[auditSeq++ % LOG_SIZE] = { at: new Date().toISOString(), actor: client.name, action: 'session.prompt', uuid };
   const echo = `{"seq":${++outSeq},"kind":"prompt","author":${JSON.stringify(client.name)},"line":${text}}`;
   log[outSeq % LOG_SIZE] = echo;
-  client.send(echo);
+  client.deliver(echo);
   return `{"seq":${++inSeq},"line":${text}}`;
 }
 
@@ -115,6 +115,7 @@ if (transport === 'ws') {
     }
     clients.add(ws);
     ws.name = `client-${clients.size}`;
+    ws.deliver = (text) => ws.send(text);
     ws.on('message', (data, isBinary) => {
       if (!read) return agent?.send(data, { binary: isBinary });
       const line = toAgent(data, ws);
@@ -141,13 +142,23 @@ if (transport === 'ws') {
       if (role === 'agent') {
         agent = call;
         call.on('data', (b) => {
-          for (const c of clients) c.write(b);
+          if (!read) for (const c of clients) c.write(b);
+          else {
+            const frame = numbered(b);
+            if (frame !== undefined) for (const c of clients) c.deliver(frame);
+          }
         });
         call.on('end', () => call.end());
         return;
       }
       clients.add(call);
-      call.on('data', (b) => agent?.write(b));
+      call.name = `client-${clients.size}`;
+      call.deliver = (text) => call.write(Buffer.from(text));
+      call.on('data', (b) => {
+        if (!read) return agent?.write(b);
+        const line = toAgent(b, call);
+        if (line !== undefined) agent?.write(Buffer.from(line));
+      });
       call.on('end', () => {
         clients.delete(call);
         call.end();

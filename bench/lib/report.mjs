@@ -114,6 +114,8 @@ export function report(results) {
       'stored-ws',
       'wire-ws',
       'raw-grpc',
+      'read-grpc',
+      'duties-grpc',
       'ours-grpc',
       'traced-grpc',
       'wire-grpc',
@@ -125,7 +127,7 @@ export function report(results) {
     parts.push(
       `### Figure 1: round-trip latency, one small frame client → engine → client, µs (${tag === 'pinned' ? 'every process pinned to CPU 0 with taskset -c 0' : 'unpinned, 2 CPUs'})\n\n` +
         table(['path', 'p50 µs', 'p99 µs', 'p50 ratio', 'p99 ratio', 'target p50 ≤ 1.3×, p99 ≤ 1.5×'], rows) +
-        `\n\nCPU µs per round trip (${tag}): raw-* = raw relay / raw agent, read-ws = the same reading every frame, duties-ws = the same doing a prompt's duties too, ours-* = GatewayClient, traced-* = the same with tracing on (OTLP to a local stand-in collector), stored-ws = the same with the gateway's state on disk, wire-* = minimal client; client = the driver process\n\n` +
+        `\n\nCPU µs per round trip (${tag}): raw-* = raw relay / raw agent, read-* = the same reading every frame, duties-* = the same doing a prompt's duties too, ours-* = GatewayClient, traced-* = the same with tracing on (OTLP to a local stand-in collector), stored-ws = the same with the gateway's state on disk, wire-* = minimal client; client = the driver process\n\n` +
         table(['path', 'gateway / relay', 'agent', 'client'], cpuRows),
     );
   }
