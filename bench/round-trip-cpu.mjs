@@ -6,7 +6,9 @@
  * the GatewayClient library in this process), alternating. Longer and steadier than figure 1's
  * rounds, so a change of a few µs per round trip shows through a loaded machine.
  *
- *   node bench/round-trip-cpu.mjs [--count 10000] [--rounds 2] [--pin] [--read] [--duties] [--stored]
+ *   node bench/round-trip-cpu.mjs [--count 10000] [--rounds 2] [--pin] [--transport ws|grpc] [--read] [--duties] [--stored]
+ *
+ * --transport: every hop over WebSocket (default) or gRPC, the raw relays' and ours alike.
  *
  * --pin: every process (this one included, engines too) on CPU 0, as figure 1's pinned rounds;
  * run it under `taskset -c 0` for this process. Prints CPU µs per round trip of relay, agent
@@ -32,6 +34,7 @@
 import { WebSocket } from 'ws';
 import { argsOf } from './lib/child.mjs';
 import { startChild, stopAll } from './lib/proc.mjs';
+import { openRawGrpc } from './lib/raw-grpc.mjs';
 import { GatewayClient } from '../dist/client/gateway-client.js';
 import { onEachAnswer, roundTrips, userLine } from './lib/prompt-round-trips.mjs';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
@@ -47,6 +50,9 @@ const a = argsOf();
 const COUNT = Number(a.count ?? 10_000);
 const WARMUP = 2_000;
 const pin = a.pin === true;
+/** Every hop's transport: ws (default) or grpc. */
+const TRANSPORT = a.transport ?? 'ws';
+if (TRANSPORT !== 'ws' && TRANSPORT !== 'grpc') throw new Error(`--transport ${TRANSPORT}: ws or grpc`);
 const PROFILE = typeof a.profile === 'string' ? resolve(a.profile) : undefined;
 const profArgs = (name) => (PROFILE ? ['--cpu-prof', '--cpu-prof-dir', join(PROFILE, name)] : []);
 /** An engine's assistant line, by its first bytes (what figure 1's clients look at). */
@@ -68,26 +74,37 @@ async function measure(name, relay, agent, send, setOnAnswer) {
   );
 }
 
+/** A client of the raw relay over TRANSPORT: `send(text)`, `onMessage(handler)`, `close()`. */
+async function rawClient(url) {
+  if (TRANSPORT === 'grpc') {
+    const { call, close } = await openRawGrpc(url, 'client');
+    return { send: (text) => call.write(Buffer.from(text)), onMessage: (f) => call.on('data', f), close };
+  }
+  const ws = new WebSocket(`${url}/client`, { perMessageDeflate: false });
+  await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)));
+  return { send: (text) => ws.send(text), onMessage: (f) => ws.on('message', f), close: () => ws.terminate() };
+}
+
 /** The raw relay, or its reading mode (`reading`: 'read' or 'duties', as --read and --duties), with a client of the same kind. */
 async function raw(reading = undefined) {
-  const mode = reading ? [`--${reading}`] : [];
-  const relay = await startChild('raw-relay.mjs', ['--transport', 'ws', ...mode], { pin, label: 'raw-relay' });
-  const agent = await startChild('raw-agent.mjs', ['--transport', 'ws', '--url', relay.info.url, ...mode], { pin, label: 'raw-agent' });
-  const ws = new WebSocket(`${relay.info.url}/client`, { perMessageDeflate: false });
+  const args = ['--transport', TRANSPORT, ...(reading ? [`--${reading}`] : [])];
+  const relay = await startChild('raw-relay.mjs', args, { pin, label: 'raw-relay' });
+  const agent = await startChild('raw-agent.mjs', [...args, '--url', relay.info.url], { pin, label: 'raw-agent' });
+  let client;
   try {
-    await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)));
+    client = await rawClient(relay.info.url);
     let onAnswer = () => {};
-    if (reading) ws.on('message', (b) => JSON.parse(b).line?.type === 'assistant' && onAnswer());
-    else ws.on('message', (b) => isAnswer(b) && onAnswer());
+    if (reading) client.onMessage((b) => JSON.parse(b).line?.type === 'assistant' && onAnswer());
+    else client.onMessage((b) => isAnswer(b) && onAnswer());
     await measure(
       reading ?? 'raw',
       relay,
       agent,
-      reading ? (i) => ws.send(JSON.stringify({ line: userLine(i) })) : (i) => ws.send(JSON.stringify(userLine(i))),
+      reading ? (i) => client.send(JSON.stringify({ line: userLine(i) })) : (i) => client.send(JSON.stringify(userLine(i))),
       (f) => (onAnswer = f),
     );
   } finally {
-    ws.terminate();
+    client?.close();
     await stopAll([agent, relay]);
   }
 }
@@ -104,13 +121,14 @@ async function ours(stored = false) {
       execArgv: profArgs('gateway'),
     });
     started.push(gateway);
-    const agent = await startChild('tether-agent.mjs', ['--gateway', gateway.info.url, '--name', 'bench-ws'], {
+    const url = TRANSPORT === 'grpc' ? gateway.info.grpcUrl : gateway.info.url;
+    const agent = await startChild('tether-agent.mjs', ['--gateway', url, '--name', 'bench-ws'], {
       pin,
       label: 'agent',
       execArgv: profArgs('agent'),
     });
     started.push(agent);
-    client = await GatewayClient.connect({ gateway: gateway.info.url });
+    client = await GatewayClient.connect({ gateway: url });
     const session = await client.createSession({ agent: 'bench-ws' });
     await measure(stored ? 'disk' : 'ours', gateway, agent, (i) => void session.send(userLine(i)).catch(() => {}), onEachAnswer(session));
   } finally {
