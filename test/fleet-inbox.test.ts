@@ -153,7 +153,10 @@ describe.skipIf(!hasTool('nats-server') || !hasTool('chromium'))('the fleet queu
     // change (on a loaded machine a change made just before, as Vic's look, may be told late).
     const [listed, fetched, toldBefore] = [listings.length, requests.length, told.length];
     await new Promise((r) => setTimeout(r, QUIET_MS));
-    expect(unaskedRounds(told, toldBefore), `in the quiet window, told ${told.slice(toldBefore).join(', ')}; listed ${listings.slice(listed).join(' ')}`).toBe(0);
+    expect(
+      unaskedRounds(told, toldBefore),
+      `in the quiet window, told ${told.slice(toldBefore).join(', ')}; listed ${listings.slice(listed).join(' ')}`,
+    ).toBe(0);
     expect(requests.slice(fetched)).toEqual([]);
 
     // Answered elsewhere (on B), it leaves both lists.
