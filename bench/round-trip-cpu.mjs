@@ -19,7 +19,7 @@
  * no code of ours; its client parses each frame. The round trip's floor for any relay that reads.
  *
  * --duties: also the raw relay and agent doing a prompt's duties besides reading (raw-relay.mjs
- * --duties: the input checks, the uuid stamp and its author kept, an audit record, the held echo):
+ * --duties: the input checks, the uuid stamp and its author kept, an audit record, the echo):
  * the round trip's floor for any relay that does what the gateway must do for a prompt.
  *
  * --stored: also ours with the gateway keeping its state on disk as `tether gateway` does
@@ -88,10 +88,13 @@ async function rawClient(url) {
 /** The raw relay, or its reading mode (`reading`: 'read' or 'duties', as --read and --duties), with a client of the same kind. */
 async function raw(reading = undefined) {
   const args = ['--transport', TRANSPORT, ...(reading ? [`--${reading}`] : [])];
-  const relay = await startChild('raw-relay.mjs', args, { pin, label: 'raw-relay' });
-  const agent = await startChild('raw-agent.mjs', [...args, '--url', relay.info.url], { pin, label: 'raw-agent' });
+  const started = [];
   let client;
   try {
+    const relay = await startChild('raw-relay.mjs', args, { pin, label: 'raw-relay' });
+    started.push(relay);
+    const agent = await startChild('raw-agent.mjs', [...args, '--url', relay.info.url], { pin, label: 'raw-agent' });
+    started.push(agent);
     client = await rawClient(relay.info.url);
     let onAnswer = () => {};
     if (reading) client.onMessage((b) => JSON.parse(b).line?.type === 'assistant' && onAnswer());
@@ -105,7 +108,7 @@ async function raw(reading = undefined) {
     );
   } finally {
     client?.close();
-    await stopAll([agent, relay]);
+    await stopAll(started.reverse());
   }
 }
 

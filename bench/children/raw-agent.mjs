@@ -11,19 +11,21 @@
  * as `{"line":…}` (the line's own text inside).
  *
  * --duties (implies --read; with raw-relay.mjs --duties): each line is also checked again
- * before it is written, as the agent's engine input check does (object, string type, nesting).
+ * before it is written, by the agent's own engine input check (core/protocol/engine-input.ts,
+ * from dist/), which serializes it.
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
 import { argsOf, serve } from '../lib/child.mjs';
-import { nestedOver } from '../lib/nesting.mjs';
 import { openRawGrpc } from '../lib/raw-grpc.mjs';
 
 const a = argsOf();
 const HWM = 8 * 1024 * 1024;
 const duties = a.duties === true;
 const read = a.read === true || duties;
+/** --duties only: our engine input check (the raw modes load no code of ours). */
+const { checkEngineInput } = duties ? await import('../../dist/core/protocol/engine-input.js') : {};
 const enginePath = a.engine ?? fileURLToPath(new URL('../echo-engine.mjs', import.meta.url));
 const engine = spawn(enginePath, [], { stdio: ['pipe', 'pipe', 'inherit'] });
 engine.stdin.on('error', () => {});
@@ -37,9 +39,14 @@ function fromRelay(data) {
     return;
   }
   const { line } = JSON.parse(data);
-  if (duties && (typeof line !== 'object' || line === null || Array.isArray(line) || typeof line.type !== 'string' || nestedOver(line, 64)))
+  if (!duties) return engine.stdin.write(`${JSON.stringify(line)}\n`);
+  let text;
+  try {
+    text = checkEngineInput(line); // the agent's own check before it writes
+  } catch {
     return;
-  engine.stdin.write(`${JSON.stringify(line)}\n`);
+  }
+  engine.stdin.write(`${text}\n`);
 }
 
 /** --read: an engine line checked as JSON (a line that is not would be an engine_error) and wrapped as `{"line":…}`; undefined: dropped. */

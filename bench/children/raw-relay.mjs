@@ -15,12 +15,12 @@
  * as `{"seq":n,"line":…}`. For the round trip's floor of a reading relay (round-trip-cpu.mjs --read).
  *
  * --duties (implies --read): also what every prompt must get from a gateway, by issues other
- * than speed, done the least costly way on the same libraries: the line checked as the engine
- * input check does (object, string type, nesting ≤ 64 walked without recursion, size), stamped
- * with a uuid (a copy, as the gateway's stamp), its author kept by uuid (a map that forgets its
- * oldest past 4,096), an audit record kept in memory, and the echo (the stamped prompt as a
- * numbered frame with its author, kept in the log) sent to its poster at once, as the gateway
- * sends it. The round trip's floor for a relay that does a prompt's duties
+ * than speed, done the least costly way on the same libraries: the line stamped with a uuid (a
+ * copy, as the gateway's stamp) and checked and serialized by the gateway's own engine input
+ * check (core/protocol/engine-input.ts, from dist/: object, string type, nesting, size), its
+ * author kept by uuid (a map that forgets its oldest past 4,096), an audit record kept in
+ * memory, and the echo (the stamped prompt as a numbered frame with its author, kept in the
+ * log) sent to its poster at once, as the gateway sends it. The round trip's floor for a relay that does a prompt's duties
  * (round-trip-cpu.mjs --duties, figure 1's diagnostic row).
  */
 import { randomUUID } from 'node:crypto';
@@ -28,7 +28,6 @@ import { createServer } from 'node:http';
 import grpc from '@grpc/grpc-js';
 import { WebSocketServer } from 'ws';
 import { argsOf, serve } from '../lib/child.mjs';
-import { nestedOver } from '../lib/nesting.mjs';
 import { RELAY_SERVICE } from '../lib/raw-grpc.mjs';
 
 const a = argsOf();
@@ -42,6 +41,8 @@ const transport = a.transport ?? 'ws';
 const send = a.send ?? 'buffer';
 const duties = a.duties === true;
 const read = a.read === true || duties;
+/** --duties only: our engine input check (the raw modes load no code of ours). */
+const { checkEngineInput } = duties ? await import('../../dist/core/protocol/engine-input.js') : {};
 let close;
 
 /** --read: the relay's numbering and log. */
@@ -63,12 +64,15 @@ function toAgent(data, client) {
   if (typeof m !== 'object' || m === null || typeof m.line !== 'object' || m.line === null || typeof m.line.type !== 'string')
     return undefined;
   if (!duties) return `{"seq":${++inSeq},"line":${JSON.stringify(m.line)}}`;
-  if (Array.isArray(m.line) || nestedOver(m.line, 64)) return undefined;
   const uuid = randomUUID();
   const stamped = Object.assign({}, m.line);
   stamped.uuid = uuid;
-  const text = JSON.stringify(stamped);
-  if (text.length > 16 * 1024 * 1024) return undefined;
+  let text;
+  try {
+    text = checkEngineInput(stamped); // the gateway's own check, which serializes the line too
+  } catch {
+    return undefined;
+  }
   authors.set(uuid, client.name);
   if (authors.size > 4096) authors.delete(authors.keys().next().value);
   audit[auditSeq++ % LOG_SIZE] = { at: new Date().toISOString(), actor: client.name, action: 'session.prompt', uuid };

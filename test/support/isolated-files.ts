@@ -11,6 +11,7 @@
 export const ISOLATED_FILES: readonly (readonly [file: string, reason: string])[] = [
   ['test/acp-engine-units.test.ts', 'sets process.env.PATH for a moment'],
   ['test/acp-engines.test.ts', 'sets process.env.PATH for the whole file'],
+  ['test/round-trip-timers.test.ts', "counts every timer the process arms: another file's late teardown (a backoff) would count"],
   ...[
     'agent-acks',
     'agent-away',
